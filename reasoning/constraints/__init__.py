@@ -1,0 +1,1 @@
+"""Typed constraints: the catalog of kinds, extraction, verification."""

@@ -1,0 +1,1 @@
+"""Ontology ingestion, entity linking and multi-hop evidence subgraphs."""
