@@ -1,0 +1,1 @@
+"""The steered decoder: our own beam search, token controllers and pruning."""
