@@ -1,0 +1,17 @@
+"""Every controller of the API. Features register theirs here, one line each."""
+
+from __future__ import annotations
+
+from litestar.types import ControllerRouterHandler
+
+from app.controllers.health import HealthController
+from app.controllers.keys import KeysController
+from app.controllers.models import ModelsController
+
+__all__ = ["CONTROLLERS"]
+
+CONTROLLERS: list[ControllerRouterHandler] = [
+    HealthController,
+    ModelsController,
+    KeysController,
+]

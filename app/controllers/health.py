@@ -1,0 +1,36 @@
+"""Liveness (``/healthz``) and readiness (``/readyz``); both public."""
+
+from __future__ import annotations
+
+from litestar import Controller, get
+
+from app.auth import PUBLIC
+from app.runtime import Runtime
+from app.schemas.health import Health, Readiness
+from reasoning.errors import Unavailable
+
+__all__ = ["HealthController"]
+
+
+class HealthController(Controller):
+    tags = ["health"]
+    opt = PUBLIC
+
+    @get("/healthz", operation_id="get_health", summary="Liveness: the process answers")
+    async def get_health(self) -> Health:
+        return Health(status="ok")
+
+    @get("/readyz", operation_id="get_readiness", summary="Readiness: model loaded and database reachable")
+    async def get_readiness(self, runtime: Runtime) -> Readiness:
+        report = await runtime.readiness()
+        if not report["ready"]:
+            missing = [part for part in ("model", "database") if not _part_ok(report, part)]
+            raise Unavailable(f"not ready: {', '.join(missing)} not available", **report)
+        return Readiness(**report)
+
+
+def _part_ok(report: dict[str, object], part: str) -> bool:
+    if part == "database":
+        return report["database"] == "ok"
+    model = report["model"]
+    return isinstance(model, dict) and model.get("state") == "loaded"

@@ -1,0 +1,34 @@
+"""``GET /v1/models``: the identity of the loaded model (any valid key)."""
+
+from __future__ import annotations
+
+from litestar import Controller, get
+
+from app.runtime import Runtime
+from app.schemas.models import ModelInfo, ModelList
+
+__all__ = ["ModelsController"]
+
+
+class ModelsController(Controller):
+    path = "/v1/models"
+    tags = ["models"]
+
+    @get(operation_id="list_models", summary="The loaded model's identity (503 while it loads)")
+    async def list_models(self, runtime: Runtime) -> ModelList:
+        loaded = runtime.require_model()
+        ident = loaded.identity
+        return ModelList(
+            data=[
+                ModelInfo(
+                    id=ident.name,
+                    created=runtime.model_loaded_at,
+                    name=ident.name,
+                    source=ident.source,
+                    sha256=ident.sha256,
+                    dtype=ident.dtype,
+                    device=ident.device,
+                    parameters=ident.parameters,
+                )
+            ]
+        )

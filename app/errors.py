@@ -1,0 +1,123 @@
+"""One mapper from every exception to an RFC 9457 ``application/problem+json`` response.
+
+- :class:`reasoning.errors.TenetError` subclasses carry their own status and
+  title; their ``detail`` and ``extra`` members are safe to show.
+- Litestar's ``HTTPException`` family (404 unknown route, 405, 413 body too
+  large, 400 malformed JSON and validation errors with their field errors).
+- Anything else is a bug: logged with its traceback under the request id,
+  answered 500 with a generic message and never the traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+from litestar import Request, Response
+from litestar.exceptions import HTTPException, ValidationException
+
+from app.logs import request_id_of
+from reasoning.errors import Overloaded, TenetError
+
+__all__ = ["PROBLEM_MEDIA_TYPE", "Unauthorized", "problem_response", "handle_exception", "problem_type"]
+
+PROBLEM_MEDIA_TYPE = "application/problem+json"
+_STANDARD = ("type", "title", "status", "detail", "instance", "request_id")
+log = logging.getLogger("tenet.errors")
+
+
+class Unauthorized(TenetError):
+    """No usable credentials: missing, malformed, unknown or revoked API key."""
+
+    status_code = 401
+    title = "Unauthorized"
+
+
+def problem_type(title: str) -> str:
+    """A stable problem type URI derived from the title (``urn:tenet:problem:not-found``)."""
+    return "urn:tenet:problem:" + re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
+
+
+def problem_response(
+    request: Request[Any, Any, Any],
+    status: int,
+    title: str,
+    detail: str,
+    extra: dict[str, Any] | None = None,
+    headers: dict[str, str] | None = None,
+) -> Response[dict[str, Any]]:
+    """Build the problem response; extension members never shadow the standard ones."""
+    body: dict[str, Any] = {
+        "type": problem_type(title),
+        "title": title,
+        "status": status,
+        "detail": detail,
+        "instance": request.url.path,
+        "request_id": request_id_of(request.scope),
+    }
+    for key, value in (extra or {}).items():
+        if key not in _STANDARD:
+            body[key] = value
+    return Response(content=body, status_code=status, media_type=PROBLEM_MEDIA_TYPE, headers=headers)
+
+
+def _from_tenet(request: Request[Any, Any, Any], exc: TenetError) -> Response[dict[str, Any]]:
+    headers: dict[str, str] = {}
+    if isinstance(exc, Overloaded):
+        headers["Retry-After"] = str(max(1, round(exc.retry_after_s)))
+    if isinstance(exc, Unauthorized):
+        headers["WWW-Authenticate"] = 'Bearer realm="tenet"'
+    return problem_response(request, exc.status_code, exc.title, exc.detail, exc.extra, headers)
+
+
+def _from_http(request: Request[Any, Any, Any], exc: HTTPException) -> Response[dict[str, Any]]:
+    status = exc.status_code
+    title = _TITLES.get(status, "Bad request" if status < 500 else "Internal error")
+    detail = exc.detail if status < 500 else "the service failed to handle the request"
+    extra: dict[str, Any] = {}
+    if isinstance(exc, ValidationException) and exc.extra:
+        extra["errors"] = exc.extra
+        title = "Invalid input"
+    elif status == 400 and "decode" in detail.lower():
+        detail = f"the request body is not valid JSON: {detail}"
+    headers = dict(exc.headers or {})
+    if status == 401:
+        headers.setdefault("WWW-Authenticate", 'Bearer realm="tenet"')
+    return problem_response(request, status, title, detail, extra, headers)
+
+
+_TITLES = {
+    400: "Bad request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not found",
+    405: "Method not allowed",
+    413: "Request body too large",
+    415: "Unsupported media type",
+    429: "Too many requests",
+    503: "Unavailable",
+}
+
+
+def handle_exception(request: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, Any]]:
+    """The app's only exception handler (registered for ``Exception``)."""
+    if isinstance(exc, TenetError):
+        if exc.status_code >= 500:
+            log.warning("%s: %s", exc.title, exc.detail, extra={"request_id": request_id_of(request.scope)})
+        return _from_tenet(request, exc)
+    if isinstance(exc, HTTPException):
+        if exc.status_code >= 500:
+            log.error("HTTP %d", exc.status_code, exc_info=exc, extra={"request_id": request_id_of(request.scope)})
+        return _from_http(request, exc)
+    log.error(
+        "unhandled %s on %s %s",
+        type(exc).__name__,
+        request.method,
+        request.url.path,
+        exc_info=exc,
+        extra={"request_id": request_id_of(request.scope)},
+    )
+    return problem_response(
+        request, 500, "Internal error", "the service failed to handle the request; quote the request id"
+    )

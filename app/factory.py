@@ -1,0 +1,78 @@
+"""``create_app``: the one place the Litestar application is assembled."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from litestar import Litestar
+from litestar.datastructures import State
+from litestar.middleware import DefineMiddleware
+from litestar.openapi import OpenAPIConfig
+from litestar.openapi.spec import Components, SecurityScheme
+
+from app.auth import ApiKeyMiddleware
+from app.controllers import CONTROLLERS
+from app.deps import DEPENDENCIES
+from app.errors import handle_exception
+from app.logs import RequestContextMiddleware, before_send, configure_logging
+from app.runtime import Runtime
+from app.settings import Settings
+
+__all__ = ["create_app", "OPENAPI_PATH"]
+
+OPENAPI_PATH = "/schema"
+log = logging.getLogger("tenet.app")
+
+
+def create_app(settings: Settings | None = None, runtime: Runtime | None = None) -> Litestar:
+    """Build the app for ``settings`` (default: ``Settings.from_env()``).
+
+    The database must already be migrated (``tenet db upgrade``; ``tenet
+    serve`` does it). On start-up the model begins loading in a background
+    thread unless ``settings.load_model`` is false; on shutdown the database
+    pool is released. Pass ``runtime`` to share one (and its loaded model)
+    between apps, as the test suite does.
+    """
+    settings = settings or Settings.from_env()
+    configure_logging(settings)
+    runtime = runtime or Runtime(settings)
+
+    @asynccontextmanager
+    async def lifespan(_: Litestar) -> AsyncIterator[None]:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        if settings.load_model:
+            runtime.start_model_loading()
+        try:
+            yield
+        finally:
+            await runtime.close()
+
+    return Litestar(
+        route_handlers=CONTROLLERS,
+        dependencies=DEPENDENCIES,
+        middleware=[
+            RequestContextMiddleware,
+            DefineMiddleware(ApiKeyMiddleware, exclude=[f"^{OPENAPI_PATH}"], exclude_from_auth_key="public"),
+        ],
+        exception_handlers={Exception: handle_exception},
+        before_send=[before_send],
+        request_max_body_size=settings.max_body_bytes,
+        lifespan=[lifespan],
+        state=State({"runtime": runtime}),
+        openapi_config=OpenAPIConfig(
+            title="Tenet",
+            version="0.1.0",
+            description="Constraint-graph reasoning middleware.",
+            path=OPENAPI_PATH,
+            components=Components(
+                security_schemes={
+                    "apiKey": SecurityScheme(type="http", scheme="bearer", description="tnt_<prefix>_<secret>")
+                }
+            ),
+            security=[{"apiKey": []}],
+        ),
+        logging_config=None,
+        debug=False,
+    )

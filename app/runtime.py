@@ -1,0 +1,144 @@
+"""Process-wide state of one app: settings, database engine and the loaded model.
+
+One :class:`Runtime` per app, created by the factory and reachable as the
+``runtime`` dependency. The model loads in a background thread at start-up
+(so ``/healthz`` answers at once) and is warmed up with one short forward
+pass; until then :attr:`Runtime.model` is None and ``/readyz`` says why.
+Features add their own attributes (NLP pipelines, ontology index cache) to
+this class as plain attributes initialised in ``__init__``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+import torch
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from app.settings import Settings
+from inference.loader import LoadedModel, load_model
+from reasoning.errors import TenetError, Unavailable
+from store.db import create_engine, create_sessionmaker, ping
+
+__all__ = ["Runtime"]
+
+log = logging.getLogger("tenet.runtime")
+
+
+class Runtime:
+    """Holds what every request shares; thread-safe for the model hand-over."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.engine: AsyncEngine = create_engine(settings.database_url)
+        self.sessionmaker: async_sessionmaker[AsyncSession] = create_sessionmaker(self.engine)
+        self.model: LoadedModel | None = None
+        self.load_error: str | None = None
+        self.model_load_seconds: float | None = None
+        self.model_loaded_at: int = 0
+        self._loading: threading.Thread | None = None
+        self._loaded = threading.Event()
+
+    @property
+    def ready(self) -> bool:
+        """True once the model is loaded and warmed up (the database is checked by ``readiness``)."""
+        return self.model is not None
+
+    @property
+    def model_state(self) -> str:
+        """One of ``loaded``, ``loading``, ``failed``, ``disabled``, ``not_started``."""
+        if self.model is not None:
+            return "loaded"
+        if self.load_error is not None:
+            return "failed"
+        if self._loading is not None and self._loading.is_alive():
+            return "loading"
+        return "disabled" if not self.settings.load_model else "not_started"
+
+    def set_model(self, model: LoadedModel) -> None:
+        """Install an already loaded model (tests share one across apps)."""
+        self.model = model
+        self.model_loaded_at = int(time.time())
+        self.load_error = None
+        self._loaded.set()
+
+    def load_model_now(self) -> LoadedModel:
+        """Load and warm up the configured model in the calling thread."""
+        started = time.perf_counter()
+        try:
+            loaded = load_model(
+                self.settings.model,
+                device=self.settings.device,
+                cache_root=self.settings.model_cache_dir,
+            )
+            _warm_up(loaded)
+        except TenetError as exc:
+            self.load_error = exc.detail
+            self._loaded.set()
+            raise
+        except Exception as exc:
+            self.load_error = f"{type(exc).__name__}: {exc}"
+            self._loaded.set()
+            raise
+        self.model_load_seconds = time.perf_counter() - started
+        log.info("model %s loaded in %.1f s", loaded.identity.name, self.model_load_seconds)
+        self.set_model(loaded)
+        return loaded
+
+    def start_model_loading(self) -> None:
+        """Load the model in a daemon thread (idempotent; failures are kept in ``load_error``)."""
+        if self.model is not None or (self._loading is not None and self._loading.is_alive()):
+            return
+
+        def work() -> None:
+            try:
+                self.load_model_now()
+            except Exception:
+                log.exception("model loading failed")
+
+        self._loading = threading.Thread(target=work, name="tenet-model-loader", daemon=True)
+        self._loading.start()
+
+    def wait_for_model(self, timeout: float | None = None) -> LoadedModel:
+        """Block until loading ends; raise Unavailable when it failed or timed out."""
+        self._loaded.wait(timeout)
+        return self.require_model()
+
+    def require_model(self) -> LoadedModel:
+        """The loaded model, or Unavailable (503) explaining why there is none."""
+        if self.model is not None:
+            return self.model
+        state = self.model_state
+        if state == "failed":
+            raise Unavailable(f"the model failed to load: {self.load_error}", model=state)
+        if state == "disabled":
+            raise Unavailable("model loading is disabled (TENET_LOAD_MODEL=false)", model=state)
+        raise Unavailable("the model is still loading; retry shortly", model=state)
+
+    async def readiness(self) -> dict[str, Any]:
+        """Model state and database reachability, as ``/readyz`` reports them."""
+        try:
+            await ping(self.engine)
+            database = "ok"
+        except Exception as exc:  # any driver error means "not reachable"
+            database = f"unreachable: {type(exc).__name__}"
+        model: dict[str, Any] = {"state": self.model_state}
+        if self.load_error:
+            model["error"] = self.load_error
+        if self.model is not None:
+            model["name"] = self.model.identity.name
+        return {"ready": self.ready and database == "ok", "model": model, "database": database}
+
+    async def close(self) -> None:
+        """Release the database pool (the model is freed with the process)."""
+        await self.engine.dispose()
+
+
+def _warm_up(loaded: LoadedModel) -> None:
+    """One short forward pass, so the first request does not pay for lazy init."""
+    inputs = loaded.tokenizer("Hello", return_tensors="pt").to(loaded.device)
+    with torch.inference_mode():
+        loaded.model(**inputs)

@@ -1,0 +1,19 @@
+"""Liveness and readiness responses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+__all__ = ["Health", "Readiness"]
+
+
+class Health(msgspec.Struct, frozen=True):
+    status: str
+
+
+class Readiness(msgspec.Struct, frozen=True):
+    ready: bool
+    model: dict[str, Any]
+    database: str

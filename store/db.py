@@ -1,0 +1,60 @@
+"""The async engine and session factory.
+
+One engine per app. SQLite gets foreign keys switched on and WAL journaling
+on every connection (SQLite leaves both off by default, and without foreign
+keys a cascade in the schema would silently do nothing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from sqlalchemy import event, text
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+
+__all__ = ["create_engine", "create_sessionmaker", "transaction", "ping"]
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA busy_timeout=5000")
+    cursor.close()
+
+
+def create_engine(url: str, *, echo: bool = False) -> AsyncEngine:
+    """Create the async engine for ``url`` (sqlite+aiosqlite or postgresql+asyncpg)."""
+    kwargs: dict[str, Any] = {"echo": echo}
+    if url.startswith("postgresql"):
+        kwargs.update(pool_pre_ping=True, pool_size=10, max_overflow=10)
+    engine = create_async_engine(url, **kwargs)
+    if url.startswith("sqlite"):
+        event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
+    return engine
+
+
+def create_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
+    """Sessions that keep loaded attributes after commit (handlers read them after)."""
+    return async_sessionmaker(engine, expire_on_commit=False)
+
+
+@asynccontextmanager
+async def transaction(factory: async_sessionmaker[AsyncSession]) -> AsyncIterator[AsyncSession]:
+    """One unit of work: committed when the block succeeds, rolled back when it raises."""
+    async with factory() as session:
+        try:
+            yield session
+            await session.commit()
+        except BaseException:
+            await session.rollback()
+            raise
+
+
+async def ping(engine: AsyncEngine) -> None:
+    """Raise unless the database answers ``SELECT 1``."""
+    async with engine.connect() as conn:
+        await conn.execute(text("SELECT 1"))
+

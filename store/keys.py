@@ -1,0 +1,169 @@
+"""Tenants and API keys: key material, hashing and the queries on both tables.
+
+A key reads ``tnt_<prefix>_<secret>``: the prefix (12 hex characters) is
+stored in clear and shown in listings so an operator can tell keys apart;
+the secret (32 random bytes, URL-safe base64) is stored only as its SHA-256.
+Because the secret has 256 bits of entropy a fast hash is safe here, and it
+keeps verification to microseconds on every request.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from reasoning.errors import InvalidInput, NotFound
+from store.models import ApiKey, Tenant, utcnow
+
+__all__ = [
+    "SCOPES",
+    "DEFAULT_TENANT",
+    "KEY_PREFIX",
+    "NewKey",
+    "hash_secret",
+    "parse_key",
+    "validate_scopes",
+    "get_tenant_by_name",
+    "get_or_create_tenant",
+    "list_tenants",
+    "create_key",
+    "list_keys",
+    "revoke_key",
+    "find_key",
+    "touch_key",
+    "count_keys",
+]
+
+SCOPES: tuple[str, ...] = ("reason", "ontology:read", "ontology:write", "audit:read", "admin")
+DEFAULT_TENANT = "default"
+KEY_PREFIX = "tnt"
+_TOUCH_EVERY = timedelta(seconds=60)
+
+
+@dataclass(frozen=True)
+class NewKey:
+    """A freshly created key: the row and the one-time plaintext token."""
+
+    key: ApiKey
+    token: str
+
+
+def hash_secret(secret: str) -> str:
+    """SHA-256 hex digest of a key's secret part."""
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+def parse_key(token: str) -> tuple[str, str] | None:
+    """Split ``tnt_<prefix>_<secret>`` into (prefix, secret); None when malformed."""
+    parts = token.split("_", 2)
+    if len(parts) != 3 or parts[0] != KEY_PREFIX:
+        return None
+    prefix, secret = parts[1], parts[2]
+    if len(prefix) != 12 or not all(c in "0123456789abcdef" for c in prefix) or len(secret) < 32:
+        return None
+    return prefix, secret
+
+
+def validate_scopes(scopes: Iterable[str]) -> list[str]:
+    """Deduplicated, sorted scopes; raises InvalidInput naming any unknown scope."""
+    wanted = sorted({s.strip() for s in scopes if s.strip()})
+    unknown = [s for s in wanted if s not in SCOPES]
+    if unknown:
+        raise InvalidInput(f"unknown scope(s) {unknown}; known scopes: {list(SCOPES)}", scopes=unknown)
+    if not wanted:
+        raise InvalidInput(f"a key needs at least one scope of {list(SCOPES)}")
+    return wanted
+
+
+async def get_tenant_by_name(session: AsyncSession, name: str) -> Tenant | None:
+    return (await session.execute(select(Tenant).where(Tenant.name == name))).scalar_one_or_none()
+
+
+async def list_tenants(session: AsyncSession) -> Sequence[Tenant]:
+    """Every tenant, by name."""
+    return (await session.execute(select(Tenant).order_by(Tenant.name))).scalars().all()
+
+
+async def get_or_create_tenant(session: AsyncSession, name: str) -> Tenant:
+    """The tenant called ``name``, created when new (names are unique)."""
+    name = name.strip()
+    if not name or len(name) > 200:
+        raise InvalidInput("a tenant name must have 1 to 200 characters")
+    tenant = await get_tenant_by_name(session, name)
+    if tenant is None:
+        tenant = Tenant(name=name)
+        session.add(tenant)
+        await session.flush()
+    return tenant
+
+
+async def create_key(session: AsyncSession, tenant_id: str, name: str, scopes: Iterable[str]) -> NewKey:
+    """Create a key; the returned token is the only time the secret exists in clear."""
+    checked = validate_scopes(scopes)
+    prefix = secrets.token_hex(6)
+    secret = secrets.token_urlsafe(32)
+    key = ApiKey(
+        tenant_id=tenant_id,
+        name=name.strip() or "unnamed",
+        prefix=prefix,
+        secret_hash=hash_secret(secret),
+        scopes=checked,
+    )
+    session.add(key)
+    await session.flush()
+    return NewKey(key=key, token=f"{KEY_PREFIX}_{prefix}_{secret}")
+
+
+async def list_keys(session: AsyncSession, tenant_id: str | None) -> Sequence[ApiKey]:
+    """Keys of one tenant (all tenants when ``tenant_id`` is None), oldest first."""
+    query = select(ApiKey).order_by(ApiKey.created_at, ApiKey.id)
+    if tenant_id is not None:
+        query = query.where(ApiKey.tenant_id == tenant_id)
+    return (await session.execute(query)).scalars().all()
+
+
+async def count_keys(session: AsyncSession) -> int:
+    """Number of keys in the database (bootstrap creates the first one)."""
+    return len((await session.execute(select(ApiKey.id))).all())
+
+
+async def revoke_key(session: AsyncSession, key_id: str, tenant_id: str | None) -> ApiKey:
+    """Revoke a key of ``tenant_id`` (any tenant when None); another tenant's key is NotFound.
+
+    Revoking twice keeps the first revocation time.
+    """
+    key = await session.get(ApiKey, key_id)
+    if key is None or (tenant_id is not None and key.tenant_id != tenant_id):
+        raise NotFound(f"API key {key_id} not found")
+    if key.revoked_at is None:
+        key.revoked_at = utcnow()
+        await session.flush()
+    return key
+
+
+async def find_key(session: AsyncSession, token: str) -> ApiKey | None:
+    """The key whose token this is (revoked or not), or None: malformed, unknown or wrong secret."""
+    parsed = parse_key(token)
+    if parsed is None:
+        return None
+    prefix, secret = parsed
+    key = (await session.execute(select(ApiKey).where(ApiKey.prefix == prefix))).scalar_one_or_none()
+    if key is None or not hmac.compare_digest(key.secret_hash, hash_secret(secret)):
+        return None
+    return key
+
+
+async def touch_key(session: AsyncSession, key: ApiKey) -> None:
+    """Record use, at most once a minute per key (keeps reads from becoming writes)."""
+    now = utcnow()
+    last = key.last_used_at
+    if last is None or now - last >= _TOUCH_EVERY:
+        key.last_used_at = now
+        await session.flush()

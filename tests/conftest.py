@@ -1,0 +1,194 @@
+"""Shared fixtures: settings, the real app and HTTP client, keys, databases, the model.
+
+Every fixture drives real components: a migrated SQLite file per test (copied
+from one migrated template, so migrations run once per session), PostgreSQL
+in a fresh database per test when it answers, and the bundled model loaded
+once per session from the safetensors cache that ``make prepare`` builds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import socket
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+from litestar import Litestar
+from litestar.testing import AsyncTestClient
+
+import migrations
+from app.bootstrap import bootstrap_admin_key
+from app.factory import create_app
+from app.runtime import Runtime
+from app.settings import Settings
+from inference.loader import LoadedModel, load_model
+from store import keys as key_store
+from store.db import transaction
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+POSTGRES_URL = os.environ.get(
+    "TENET_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
+)
+MODEL_CACHE = Path(os.environ.get("TENET_TEST_MODEL_CACHE", REPO_ROOT / "var" / "models"))
+
+MakeKey = Callable[[str, list[str]], Awaitable[dict[str, str]]]
+
+
+def bearer(token: str) -> dict[str, str]:
+    """Authorization headers for a key token."""
+    return {"Authorization": f"Bearer {token}"}
+
+
+def postgres_available(url: str = POSTGRES_URL) -> bool:
+    """True when something accepts TCP connections at the PostgreSQL URL's host and port."""
+    parts = urlsplit(url.replace("+asyncpg", ""))
+    try:
+        with socket.create_connection((parts.hostname or "127.0.0.1", parts.port or 5432), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+# --- databases -----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def migrated_sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One migrated SQLite file; tests get copies of it."""
+    path = tmp_path_factory.mktemp("template") / "tenet.db"
+    migrations.upgrade(f"sqlite+aiosqlite:///{path}")
+    return path
+
+
+def _postgres_admin(statement: str) -> None:
+    import asyncpg
+
+    parts = urlsplit(POSTGRES_URL.replace("+asyncpg", ""))
+
+    async def run() -> None:
+        conn = await asyncpg.connect(
+            host=parts.hostname, port=parts.port or 5432, user=parts.username or "postgres",
+            password=parts.password, database=parts.path.lstrip("/") or "postgres",
+        )
+        try:
+            await conn.execute(statement)
+        finally:
+            await conn.close()
+
+    asyncio.run(run())
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """URL of a fresh, empty PostgreSQL database, dropped afterwards (skips without PostgreSQL)."""
+    if not postgres_available():
+        pytest.skip(f"PostgreSQL does not answer at {POSTGRES_URL}")
+    name = f"tenet_test_{uuid.uuid4().hex[:12]}"
+    _postgres_admin(f'CREATE DATABASE "{name}"')
+    base = POSTGRES_URL.rsplit("/", 1)[0]
+    try:
+        yield f"{base}/{name}"
+    finally:
+        _postgres_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """URL of an empty (unmigrated) database: SQLite, and PostgreSQL when it answers."""
+    if request.param == "sqlite":
+        return f"sqlite+aiosqlite:///{tmp_path / 'empty.db'}"
+    return str(request.getfixturevalue("postgres_url"))
+
+
+# --- the app -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def settings(tmp_path: Path, migrated_sqlite_template: Path) -> Settings:
+    """Settings on a temporary data dir with a migrated SQLite database; no model loading."""
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    shutil.copy(migrated_sqlite_template, data_dir / "tenet.db")
+    return Settings(data_dir=data_dir, load_model=False, model_cache_dir=MODEL_CACHE)
+
+
+@pytest.fixture
+async def app(settings: Settings) -> AsyncIterator[Litestar]:
+    """The real app on the ``settings`` database (migrated)."""
+    application = create_app(settings)
+    yield application
+    await application.state.runtime.close()
+
+
+@pytest.fixture
+async def client(app: Litestar) -> AsyncIterator[AsyncTestClient[Litestar]]:
+    """An in-process HTTP client of ``app`` (start-up and shutdown run)."""
+    async with AsyncTestClient(app=app) as test_client:
+        yield test_client
+
+
+@pytest.fixture
+async def admin_headers(app: Litestar) -> dict[str, str]:
+    """Authorization headers of the default tenant's bootstrap admin key."""
+    runtime: Runtime = app.state.runtime
+    token = await bootstrap_admin_key(runtime.sessionmaker, None)
+    assert token is not None, "the test database already had keys"
+    return bearer(token)
+
+
+@pytest.fixture
+def make_key(app: Litestar) -> MakeKey:
+    """``await make_key(tenant, scopes)`` -> headers of a new key (the tenant is created if new)."""
+    runtime: Runtime = app.state.runtime
+
+    async def make(tenant: str, scopes: list[str]) -> dict[str, str]:
+        async with transaction(runtime.sessionmaker) as session:
+            row = await key_store.get_or_create_tenant(session, tenant)
+            created = await key_store.create_key(session, row.id, f"test {tenant}", scopes)
+        return bearer(created.token)
+
+    return make
+
+
+# --- the model -----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def loaded_model() -> LoadedModel:
+    """The bundled model, loaded once per session from the shared safetensors cache."""
+    return load_model("bundled", device="cpu", cache_root=MODEL_CACHE)
+
+
+@pytest.fixture(scope="session")
+def model_settings(tmp_path_factory: pytest.TempPathFactory, migrated_sqlite_template: Path) -> Settings:
+    data_dir = tmp_path_factory.mktemp("model-app")
+    shutil.copy(migrated_sqlite_template, data_dir / "tenet.db")
+    return Settings(data_dir=data_dir, load_model=False, model_cache_dir=MODEL_CACHE, device="cpu")
+
+
+@pytest.fixture(scope="session")
+def model_app(model_settings: Settings, loaded_model: LoadedModel) -> Litestar:
+    """An app whose runtime already holds the session's loaded model."""
+    runtime = Runtime(model_settings)
+    runtime.set_model(loaded_model)
+    return create_app(model_settings, runtime=runtime)
+
+
+@pytest.fixture(scope="session")
+async def model_client(model_app: Litestar) -> AsyncIterator[AsyncTestClient[Litestar]]:
+    async with AsyncTestClient(app=model_app) as test_client:
+        yield test_client
+
+
+@pytest.fixture(scope="session")
+async def model_admin_headers(model_app: Litestar) -> dict[str, str]:
+    """Admin headers for ``model_app`` (its default tenant)."""
+    runtime: Runtime = model_app.state.runtime
+    token = await bootstrap_admin_key(runtime.sessionmaker, None)
+    assert token is not None
+    return bearer(token)
