@@ -262,11 +262,17 @@ class AuditEvent(Base):
     """
 
     __tablename__ = "audit_events"
-    __table_args__ = (Index("ix_audit_events_tenant_id_created_at", "tenant_id", "created_at"),)
+    __table_args__ = (
+        Index("ix_audit_events_tenant_id_created_at", "tenant_id", "created_at"),
+        UniqueConstraint("tenant_id", "chain_seq"),
+    )
 
     seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     id: Mapped[str] = mapped_column(String(36), unique=True, default=new_id)
     tenant_id: Mapped[str] = mapped_column(String(36))
+    # Position in the tenant's chain (1, 2, ...); unique per tenant, so two racing
+    # appends can never both extend the same head (see store/audit.py).
+    chain_seq: Mapped[int] = mapped_column(Integer)
     event_type: Mapped[str] = mapped_column(String(100))
     subject_type: Mapped[str] = mapped_column(String(100))
     subject_id: Mapped[str] = mapped_column(String(200))

@@ -24,6 +24,7 @@ def upgrade() -> None:
     sa.Column('seq', sa.Integer(), autoincrement=True, nullable=False),
     sa.Column('id', sa.String(length=36), nullable=False),
     sa.Column('tenant_id', sa.String(length=36), nullable=False),
+    sa.Column('chain_seq', sa.Integer(), nullable=False),
     sa.Column('event_type', sa.String(length=100), nullable=False),
     sa.Column('subject_type', sa.String(length=100), nullable=False),
     sa.Column('subject_id', sa.String(length=200), nullable=False),
@@ -32,7 +33,8 @@ def upgrade() -> None:
     sa.Column('prev_hash', sa.String(length=64), nullable=False),
     sa.Column('hash', sa.String(length=64), nullable=False),
     sa.PrimaryKeyConstraint('seq', name=op.f('pk_audit_events')),
-    sa.UniqueConstraint('id', name=op.f('uq_audit_events_id'))
+    sa.UniqueConstraint('id', name=op.f('uq_audit_events_id')),
+    sa.UniqueConstraint('tenant_id', 'chain_seq', name=op.f('uq_audit_events_tenant_id_chain_seq'))
     )
     with op.batch_alter_table('audit_events', schema=None) as batch_op:
         batch_op.create_index('ix_audit_events_tenant_id_created_at', ['tenant_id', 'created_at'], unique=False)
