@@ -33,6 +33,8 @@ SETTINGS_DOC: tuple[tuple[str, str, str], ...] = (
     ("TENET_MAX_PROMPT_CHARS", "8000", "Longest accepted prompt (characters)."),
     ("TENET_LOG_LEVEL", "INFO", "DEBUG, INFO, WARNING, ERROR or CRITICAL."),
     ("TENET_LOG_JSON", "false", "true: one JSON object per log line (for log shippers)."),
+    ("TENET_SESSION_IDLE_TTL_S", "3600", "Seconds a session may stay idle; after that it is closed and answers 404."),
+    ("TENET_KV_CACHE_BYTES", "268435456", "Memory bound of the per-tenant prompt-prefix KV caches (least recently used evicted first)."),
 )
 
 
@@ -71,6 +73,8 @@ class Settings:
     max_prompt_chars: int = 8000
     log_level: str = "INFO"
     log_json: bool = False
+    session_idle_ttl_s: int = 3600
+    kv_cache_bytes: int = 256 * 1024 * 1024
 
     def __post_init__(self) -> None:
         data_dir = Path(self.data_dir).expanduser().resolve()
@@ -105,6 +109,10 @@ class Settings:
                 variable="TENET_LOG_LEVEL",
             )
         object.__setattr__(self, "log_level", level)
+        if self.session_idle_ttl_s < 1:
+            raise InvalidInput("TENET_SESSION_IDLE_TTL_S must be positive", variable="TENET_SESSION_IDLE_TTL_S")
+        if self.kv_cache_bytes < 0:
+            raise InvalidInput("TENET_KV_CACHE_BYTES must not be negative", variable="TENET_KV_CACHE_BYTES")
 
     @property
     def is_sqlite(self) -> bool:
@@ -134,7 +142,7 @@ class Settings:
                 kwargs[f.name] = Path(raw)
             elif f.name in ("load_model", "log_json"):
                 kwargs[f.name] = _parse_bool(name, raw)
-            elif f.name in ("max_body_bytes", "max_prompt_chars"):
+            elif f.name in ("max_body_bytes", "max_prompt_chars", "session_idle_ttl_s", "kv_cache_bytes"):
                 kwargs[f.name] = _parse_int(name, raw)
             else:
                 kwargs[f.name] = raw
