@@ -1,0 +1,130 @@
+"""The ragged batch: several sequences of different prompt lengths decoded in lockstep.
+
+Every row writes the token of decode step ``t`` to the same physical column
+of the KV slab; a row whose prompt is shorter than the longest carries
+attention-mask zeros on the columns in the middle it does not use, and its
+``positions`` are its own logical positions (so rotary embeddings see no
+gap). The same layout serves evidence branches of one request (shared prompt
+prefix + a per-branch suffix) and, later, concurrent requests micro-batched
+together (``request_of_row``). A row rolled back by a step repair masks the
+columns it abandons and restarts its positions, with no copy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from inference.decoder.kv import PrefixKV, SlabCache
+from inference.decoder.runner import ModelRunner
+from reasoning.errors import InvalidInput
+
+__all__ = ["BatchState", "prefill_prefix", "prefill_branches"]
+
+
+@dataclass
+class BatchState:
+    """Everything a decode step needs besides the model: mutable, owned by one decode."""
+
+    cache: SlabCache
+    mask: torch.Tensor  # [N, C] bool: column c holds a token row r may attend to
+    columns: int  # physical columns written so far
+    positions: torch.Tensor  # [N] long: logical position of each row's next input token
+    branch_of_row: tuple[int, ...]  # branch index of every row (row // width)
+    request_of_row: tuple[str, ...]  # request id of every row (micro-batching)
+    prompt_lengths: tuple[int, ...]  # per branch: logical prompt length
+    prompt_last_token: tuple[int, ...]  # per branch: last prompt token id (for step repair)
+    prompt_last_column: tuple[int, ...]  # per branch: physical column of that token
+    width: int
+
+    @property
+    def rows(self) -> int:
+        return len(self.branch_of_row)
+
+    def fork(self, dst: Sequence[int], src: Sequence[int]) -> None:
+        """Rows ``dst[i]`` become copies of rows ``src[i]`` (cache and mask); only changed rows move."""
+        if not dst:
+            return
+        self.cache.copy_rows(dst, src)
+        d = torch.tensor(list(dst), dtype=torch.long, device=self.mask.device)
+        s = torch.tensor(list(src), dtype=torch.long, device=self.mask.device)
+        self.mask[d] = self.mask[s]
+        self.positions[d] = self.positions[s]
+
+
+def prefill_prefix(runner: ModelRunner, prefix_ids: Sequence[int]) -> PrefixKV:
+    """Prefill the shared prompt prefix once; return its per-layer keys and values ``[1, H, L, D]``."""
+    if not prefix_ids:
+        return ()
+    n = len(prefix_ids)
+    cache = runner.new_cache(1, n)
+    ids = torch.tensor([list(prefix_ids)], dtype=torch.long, device=runner.device)  # [1, L]
+    pos = torch.arange(n, device=runner.device).unsqueeze(0)  # [1, L]
+    mask = torch.ones((1, n), dtype=torch.bool, device=runner.device)
+    runner.forward(ids, pos, mask, cache, purpose="prefill", last_only=True)
+    return tuple((layer.keys, layer.values) for layer in cache.slab_layers)
+
+
+def prefill_branches(
+    runner: ModelRunner,
+    prefix_len: int,
+    prefix_kv: PrefixKV,
+    suffixes: Sequence[Sequence[int]],
+    *,
+    width: int,
+    max_new_tokens: int,
+    slack: int = 0,
+    pad_id: int = 0,
+    request_ids: Sequence[str] | None = None,
+) -> tuple[BatchState, torch.Tensor]:
+    """Prefill every branch suffix on the shared prefix in one forward; expand to ``width`` beams.
+
+    Returns the batch (rows ``b * width .. b * width + width - 1`` belong to
+    branch ``b``) and the next-token logits of each branch ``[B, V]``.
+    Suffixes are right-padded to the longest; the pad columns stay masked.
+    """
+    if not suffixes or any(len(s) == 0 for s in suffixes):
+        raise InvalidInput("every branch needs a non-empty prompt suffix")
+    dev = runner.device
+    n_branch = len(suffixes)
+    s_max = max(len(s) for s in suffixes)
+    used = prefix_len + s_max
+    capacity = used + max_new_tokens + slack
+    work = runner.new_cache(n_branch, used)
+    for layer, (keys, values) in zip(work.slab_layers, prefix_kv):
+        for b in range(n_branch):
+            layer.load_row(b, keys, values)
+    work.set_length(prefix_len)
+    ids = torch.full((n_branch, s_max), pad_id, dtype=torch.long, device=dev)  # [B, S]
+    mask = torch.zeros((n_branch, capacity), dtype=torch.bool, device=dev)  # [B, C]
+    mask[:, :prefix_len] = True
+    for b, suffix in enumerate(suffixes):
+        ids[b, : len(suffix)] = torch.tensor(list(suffix), dtype=torch.long)
+        mask[b, prefix_len : prefix_len + len(suffix)] = True
+    pos = (prefix_len + torch.arange(s_max, device=dev)).unsqueeze(0).expand(n_branch, -1)  # [B, S]
+    logits = runner.forward(ids, pos, mask[:, :used], work, purpose="prefill", last_only=False)
+    last = torch.tensor([len(s) - 1 for s in suffixes], device=dev)
+    next_logits = logits[torch.arange(n_branch, device=dev), last]  # [B, V]
+    cache = runner.new_cache(n_branch * width, capacity)
+    for big, small in zip(cache.slab_layers, work.slab_layers):
+        assert big._k is not None and big._v is not None and small._k is not None and small._v is not None
+        big._k[:, :, :used] = small._k.repeat_interleave(width, dim=0)
+        big._v[:, :, :used] = small._v.repeat_interleave(width, dim=0)
+    cache.set_length(used)
+    lengths = tuple(prefix_len + len(s) for s in suffixes)
+    rows = n_branch * width
+    state = BatchState(
+        cache=cache,
+        mask=mask.repeat_interleave(width, dim=0),
+        columns=used,
+        positions=torch.tensor([lengths[r // width] for r in range(rows)], dtype=torch.long, device=dev),
+        branch_of_row=tuple(r // width for r in range(rows)),
+        request_of_row=tuple(request_ids[r // width] if request_ids else "" for r in range(rows)),
+        prompt_lengths=lengths,
+        prompt_last_token=tuple(int(s[-1]) for s in suffixes),
+        prompt_last_column=tuple(prefix_len + len(s) - 1 for s in suffixes),
+        width=width,
+    )
+    return state, next_logits

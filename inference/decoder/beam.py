@@ -1,0 +1,518 @@
+"""Our beam search: batched branches, per-beam steering, step-boundary pruning, step repair.
+
+Call order (gpt-fast style): ``prefill_prefix`` / ``prefill_branches`` (in
+``batch.py``) build the ragged batch, then ``generate`` runs
+``select`` -> ``decode_step`` until every branch is done. ``select`` is the
+only Python-per-candidate code and touches ``2 * width`` candidates per
+branch, never the vocabulary; everything over the vocabulary is a tensor op.
+
+Scores: a live beam's score is the sum of its steered log-probabilities; a
+finished hypothesis is ranked by ``score / generated_tokens ** length_penalty``
+(as Hugging Face's beam search does). A branch stops when it holds ``width``
+hypotheses and no live beam can still beat the worst of them, or at
+``max_new_tokens``.
+
+Step boundaries (``boundaries.py``) hand every candidate that closes a step to
+a ``StepJudge``. A rejected candidate is dropped; if a branch would be left
+with no beam at all, its best rejected beam is rolled back to the start of the
+step and the step is re-decoded with the step's first token banned at that
+position (bounded by ``max_repairs``); when repair fails the step is kept and
+flagged as an unrepaired violation, never silently dropped.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+import torch
+
+from inference.decoder.batch import BatchState
+from inference.decoder.boundaries import BoundaryTable
+from inference.decoder.runner import ModelRunner
+from inference.decoder.steering import Steering, SteeringState
+
+__all__ = [
+    "BeamConfig",
+    "StepCheck",
+    "StepJudge",
+    "ClosedStep",
+    "Hypothesis",
+    "BranchOutcome",
+    "SearchStats",
+    "generate",
+    "decode_step",
+]
+
+_NEG_INF = float("-inf")
+
+
+@dataclass(frozen=True)
+class BeamConfig:
+    """Search parameters; ``width == 1`` is greedy decoding."""
+
+    width: int = 4
+    max_new_tokens: int = 64
+    min_new_tokens: int = 0
+    length_penalty: float = 1.0
+    eos_ids: frozenset[int] = frozenset()
+    pad_id: int = 0
+    max_repairs: int = 3
+
+
+@dataclass(frozen=True)
+class StepCheck:
+    """A judge's decision on one step: keep it, or prune it under ``rule``."""
+
+    keep: bool
+    rule: str | None = None
+    detail: str = ""
+    payload: Any = None
+
+
+class StepJudge(Protocol):
+    """Decides at a step boundary whether a beam's new step survives."""
+
+    def judge(
+        self, branch: int, tokens: Sequence[int], start: int, end: int, entropies: Sequence[float], final: bool
+    ) -> StepCheck:
+        """``tokens[start:end]`` is the step; ``tokens[:end]`` the answer so far; ``final``: never prune."""
+        ...
+
+
+@dataclass(frozen=True)
+class ClosedStep:
+    start: int
+    end: int
+    check: StepCheck
+    repaired: int = 0
+    unrepaired: bool = False
+
+
+@dataclass(frozen=True)
+class Hypothesis:
+    tokens: tuple[int, ...]
+    logprobs: tuple[float, ...]
+    entropies: tuple[float, ...]
+    steps: tuple[ClosedStep, ...]
+    score: float
+    normalized: float
+
+
+@dataclass(frozen=True)
+class BranchOutcome:
+    branch: int
+    hypotheses: tuple[Hypothesis, ...]  # best first
+
+    @property
+    def best(self) -> Hypothesis:
+        return self.hypotheses[0]
+
+
+@dataclass
+class SearchStats:
+    """Counts and times of one search (pruned by rule, repairs, constraint-check seconds)."""
+
+    pruned: dict[str, int] = field(default_factory=dict)
+    steps_checked: int = 0
+    repairs: int = 0
+    unrepaired: int = 0
+    check_seconds: float = 0.0
+    decode_seconds: float = 0.0
+    steps_decoded: int = 0
+
+
+@dataclass
+class _Beam:
+    """A live (or dead) beam: Python lists of its tokens and per-token figures."""
+
+    tokens: list[int]
+    cols: list[int]  # physical column of tokens[k]'s KV; the last token is not fed yet
+    logprobs: list[float]  # the model's log-probability of each chosen token (before steering)
+    entropies: list[float]  # normalised entropy of the distribution each token was drawn from
+    score: float  # sum of steered log-probabilities
+    state: SteeringState
+    step_start: int
+    step_state: SteeringState  # steering state at ``step_start`` (restored by a repair)
+    step_score: float
+    steps: list[ClosedStep]
+    banned: dict[int, frozenset[int]]  # generated index -> token ids banned there (repairs)
+    repairs: dict[int, int]  # step start -> repair attempts
+    alive: bool = True
+    rewind_column: int | None = None  # set by a repair: mask from this column, re-feed
+
+    def child(self, copy: bool) -> _Beam:
+        """The beam itself (its last child) or an independent copy (earlier children)."""
+        if not copy:
+            return self
+        return _Beam(
+            list(self.tokens), list(self.cols), list(self.logprobs), list(self.entropies),
+            self.score, self.state, self.step_start, self.step_state, self.step_score,
+            list(self.steps), dict(self.banned), dict(self.repairs), self.alive,
+        )
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    parent: int
+    token: int
+    score: float
+    raw: float
+    entropy: float
+    state: SteeringState
+    closes: tuple[int, int] | None  # (start, end) of the step it closes, in the child's tokens
+    check: StepCheck | None
+    finished: bool
+    rollback_start: int | None = None
+    unrepaired: bool = False
+
+
+def decode_step(runner: ModelRunner, state: BatchState, feed: torch.Tensor) -> torch.Tensor:
+    """One forward for every row: ``feed: [N]`` token ids -> next-token logits ``[N, V]``."""
+    col = state.columns
+    state.mask[:, col] = True
+    ids = feed.view(-1, 1)  # [N, 1]
+    pos = state.positions.view(-1, 1)  # [N, 1]
+    logits = runner.forward(ids, pos, state.mask[:, : col + 1], state.cache, purpose="decode", last_only=True)
+    state.columns = col + 1
+    state.positions += 1
+    return logits[:, 0]  # [N, V]
+
+
+def generate(
+    runner: ModelRunner,
+    state: BatchState,
+    first_logits: torch.Tensor,
+    steerings: Sequence[Steering],
+    config: BeamConfig,
+    boundary: BoundaryTable,
+    judge: StepJudge | None,
+    stats: SearchStats,
+) -> list[BranchOutcome]:
+    """Beam search from prefilled branches (``first_logits: [B, V]``); one outcome per branch."""
+    width = config.width
+    beams: list[_Beam] = []
+    for b, steering in enumerate(steerings):
+        init = steering.initial_state()
+        for k in range(width):
+            score = 0.0 if k == 0 else _NEG_INF
+            beams.append(_Beam([], [], [], [], score, init, 0, init, 0.0, [], {}, {}, k == 0))
+    hyps: list[list[Hypothesis]] = [[] for _ in steerings]
+    done = [False] * len(steerings)
+    logits = first_logits.repeat_interleave(width, dim=0)  # [N, V]
+    started = time.perf_counter()
+    for _ in range(config.max_new_tokens):
+        beams, forks = _select(logits, beams, hyps, done, steerings, config, boundary, judge, stats)
+        if all(done):
+            break
+        _move_rows(state, beams, forks)
+        feed = torch.tensor(
+            [bm.tokens[-1] if bm.tokens else state.prompt_last_token[r // width] for r, bm in enumerate(beams)],
+            dtype=torch.long,
+            device=runner.device,
+        )
+        for bm in beams:
+            if bm.tokens:
+                bm.cols.append(state.columns)
+        logits = decode_step(runner, state, feed)
+        stats.steps_decoded += 1
+    stats.decode_seconds += time.perf_counter() - started
+    return _finish(beams, hyps, done, config, judge)
+
+
+def _select(
+    logits: torch.Tensor,
+    beams: list[_Beam],
+    hyps: list[list[Hypothesis]],
+    done: list[bool],
+    steerings: Sequence[Steering],
+    config: BeamConfig,
+    boundary: BoundaryTable,
+    judge: StepJudge | None,
+    stats: SearchStats,
+) -> tuple[list[_Beam], list[tuple[int, int]]]:
+    """Choose the next beams of every live branch; return them and the (dst, src) row forks."""
+    width, vocab, n_branch = config.width, logits.shape[-1], len(steerings)
+    raw = torch.log_softmax(logits, dim=-1)  # [N, V]
+    entropy = (-(raw.exp() * raw).nan_to_num().sum(-1) / math.log(vocab)).tolist()  # [N]
+    adjusted = _steer(raw, beams, steerings, width, stats)  # [N, V]
+    _mask_rows(adjusted, beams, config)
+    scores = torch.tensor([bm.score for bm in beams], dtype=adjusted.dtype, device=adjusted.device)
+    cand = (adjusted + scores[:, None]).view(n_branch, width * vocab)  # [B, W*V]
+    top_v, top_i = cand.topk(2 * width, dim=-1)  # [B, 2W]
+    top_raw = raw.view(n_branch, width * vocab).gather(1, top_i).tolist()  # [B, 2W]
+    top_v_l, top_i_l = top_v.tolist(), top_i.tolist()
+    new_beams: list[_Beam] = []
+    forks: list[tuple[int, int]] = []
+    for b in range(n_branch):
+        base = b * width
+        if done[b]:
+            new_beams.extend(beams[base : base + width])
+            continue
+        walk = _Walk(b, vocab, entropy, beams, hyps[b], steerings[b], config, boundary, judge, stats)
+        kept, pruned = walk.run(top_v_l[b], top_i_l[b], top_raw[b])
+        if not kept and not hyps[b] and pruned:
+            kept = [_repair_or_accept(pruned[0], beams[pruned[0].parent], config, stats)]
+        children = _materialise(kept, beams)
+        for k in range(width):
+            row = base + k
+            if k < len(children):
+                child, parent = children[k]
+                new_beams.append(child)
+                if parent != row:
+                    forks.append((row, parent))
+            else:
+                new_beams.append(_dead(beams[base]))
+        done[b] = _branch_done(new_beams[base : base + width], hyps[b], config)
+    return new_beams, forks
+
+
+def _steer(
+    raw: torch.Tensor, beams: list[_Beam], steerings: Sequence[Steering], width: int, stats: SearchStats
+) -> torch.Tensor:
+    """Apply each branch's steering to its rows (one call when all branches share one)."""
+    t0 = time.perf_counter()
+    if all(s is steerings[0] for s in steerings):
+        adjusted = steerings[0].apply([bm.state for bm in beams], raw)
+    else:
+        adjusted = torch.cat(
+            [
+                steering.apply([bm.state for bm in beams[b * width : (b + 1) * width]], raw[b * width : (b + 1) * width])
+                for b, steering in enumerate(steerings)
+            ],
+            dim=0,
+        )
+    stats.check_seconds += time.perf_counter() - t0
+    return adjusted
+
+
+def _mask_rows(adjusted: torch.Tensor, beams: list[_Beam], config: BeamConfig) -> None:
+    """Step-repair bans and the minimum length (EOS masked), on the rows that need them."""
+    eos = sorted(config.eos_ids)
+    for r, bm in enumerate(beams):
+        if not bm.alive:
+            continue
+        ban = bm.banned.get(len(bm.tokens))
+        if ban:
+            adjusted[r, sorted(ban)] = _NEG_INF
+        if eos and len(bm.tokens) < config.min_new_tokens:
+            adjusted[r, eos] = _NEG_INF
+
+
+@dataclass
+class _Walk:
+    """One branch's pass down its ``2 * width`` best candidates."""
+
+    branch: int
+    vocab: int
+    entropy: list[float]
+    beams: list[_Beam]
+    hyps: list[Hypothesis]
+    steering: Steering
+    config: BeamConfig
+    boundary: BoundaryTable
+    judge: StepJudge | None
+    stats: SearchStats
+
+    def run(self, values: list[float], flat: list[int], raws: list[float]) -> tuple[list[_Candidate], list[_Candidate]]:
+        """Keep up to ``width`` live candidates; file finished ones as hypotheses; collect pruned ones."""
+        kept: list[_Candidate] = []
+        pruned: list[_Candidate] = []
+        judged: dict[tuple[int, int, int], StepCheck] = {}
+        for value, index, raw in zip(values, flat, raws):
+            if value == _NEG_INF or len(kept) >= self.config.width:
+                break
+            cand = self._candidate(value, index, raw, judged)
+            if cand.check is not None and not cand.check.keep:
+                rule = cand.check.rule or "unspecified"
+                self.stats.pruned[rule] = self.stats.pruned.get(rule, 0) + 1
+                pruned.append(cand)
+            elif cand.finished:
+                _add_hypothesis(self.hyps, self.beams[cand.parent], cand, self.config)
+            else:
+                kept.append(cand)
+        return kept, pruned
+
+    def _candidate(
+        self, value: float, index: int, raw: float, judged: dict[tuple[int, int, int], StepCheck]
+    ) -> _Candidate:
+        parent = self.branch * self.config.width + index // self.vocab
+        token = index % self.vocab
+        pb = self.beams[parent]
+        t0 = time.perf_counter()
+        nstate = self.steering.advance(pb.state, token)
+        self.stats.check_seconds += time.perf_counter() - t0
+        is_eos = token in self.config.eos_ids
+        finished = is_eos or bool(nstate.finished)
+        closes = _closure(pb, token, is_eos, finished, self.boundary)
+        check = None
+        if closes is not None and self.judge is not None:
+            start, end = closes
+            included = end > len(pb.tokens)
+            key = (parent, end, token if included else -1)
+            if key not in judged:
+                seq = [*pb.tokens, token] if included else pb.tokens
+                ents = [*pb.entropies, self.entropy[parent]] if included else pb.entropies
+                judged[key] = self.judge.judge(self.branch, seq, start, end, ents, False)
+                self.stats.steps_checked += 1
+            check = judged[key]
+        return _Candidate(parent, token, value, raw, self.entropy[parent], nstate, closes, check, finished)
+
+
+def _closure(pb: _Beam, token: int, is_eos: bool, finished: bool, boundary: BoundaryTable) -> tuple[int, int] | None:
+    """The (start, end) of the step this candidate closes, or None; ``end`` indexes the child's tokens."""
+    n = len(pb.tokens)
+    if is_eos:
+        end = n
+    elif finished or boundary.hard[token]:
+        end = n + 1
+    elif boundary.closes_before(pb.tokens[-1] if pb.tokens else None, token):
+        end = n
+    else:
+        return None
+    return (pb.step_start, end) if end > pb.step_start else None
+
+
+def _add_hypothesis(branch_hyps: list[Hypothesis], pb: _Beam, cand: _Candidate, config: BeamConfig) -> None:
+    """File a finished candidate (EOS not included in its tokens); keep the ``width`` best."""
+    is_eos = cand.token in config.eos_ids
+    tokens = tuple(pb.tokens) if is_eos else (*pb.tokens, cand.token)
+    steps = list(pb.steps)
+    if cand.closes is not None:
+        steps.append(ClosedStep(cand.closes[0], cand.closes[1], cand.check or StepCheck(keep=True)))
+    length = max(1, len(tokens))
+    branch_hyps.append(
+        Hypothesis(
+            tokens=tokens,
+            logprobs=tuple(pb.logprobs) if is_eos else (*pb.logprobs, cand.raw),
+            entropies=tuple(pb.entropies) if is_eos else (*pb.entropies, cand.entropy),
+            steps=tuple(steps),
+            score=cand.score,
+            normalized=cand.score / length**config.length_penalty,
+        )
+    )
+    branch_hyps.sort(key=lambda h: h.normalized, reverse=True)
+    del branch_hyps[config.width :]
+
+
+def _repair_or_accept(best: _Candidate, pb: _Beam, config: BeamConfig, stats: SearchStats) -> _Candidate:
+    """The branch lost every beam: roll the best pruned one back to its step start, or keep it flagged."""
+    assert best.closes is not None
+    start = best.closes[0]
+    attempts = pb.repairs.get(start, 0)
+    if attempts >= config.max_repairs:
+        stats.unrepaired += 1
+        return replace(best, unrepaired=True)
+    stats.repairs += 1
+    first = pb.tokens[start] if start < len(pb.tokens) else best.token
+    return _Candidate(best.parent, first, pb.step_score, 0.0, 0.0, pb.step_state, None, None, False, start)
+
+
+def _materialise(kept: list[_Candidate], beams: list[_Beam]) -> list[tuple[_Beam, int]]:
+    """Build child beams; a parent's last child takes its lists, earlier children copy them."""
+    last_use = {c.parent: i for i, c in enumerate(kept)}
+    out: list[tuple[_Beam, int]] = []
+    for i, cand in enumerate(kept):
+        pb = beams[cand.parent]
+        child = pb.child(copy=last_use[cand.parent] != i)
+        if cand.rollback_start is not None:
+            _roll_back(child, cand, cand.rollback_start)
+        else:
+            _extend(child, cand)
+        out.append((child, cand.parent))
+    return out
+
+
+def _extend(child: _Beam, cand: _Candidate) -> None:
+    """Append the candidate's token; record the step it closes and where the next one starts."""
+    before_state, before_score = child.state, child.score
+    n = len(child.tokens)
+    child.tokens.append(cand.token)
+    child.logprobs.append(cand.raw)
+    child.entropies.append(cand.entropy)
+    child.score = cand.score
+    child.state = cand.state
+    if cand.closes is None:
+        return
+    start, end = cand.closes
+    check = cand.check or StepCheck(keep=True)
+    child.steps.append(ClosedStep(start, end, check, child.repairs.get(start, 0), cand.unrepaired))
+    child.step_start = end
+    if end == n:  # soft end: the new token opens the next step
+        child.step_state, child.step_score = before_state, before_score
+    else:
+        child.step_state, child.step_score = cand.state, cand.score
+
+
+def _roll_back(child: _Beam, cand: _Candidate, start: int) -> None:
+    """Truncate to the step start and ban the step's first token there; the row is re-fed."""
+    child.rewind_column = child.cols[start - 1] if start >= 1 else -1
+    child.tokens = child.tokens[:start]
+    child.logprobs = child.logprobs[:start]
+    child.entropies = child.entropies[:start]
+    child.cols = child.cols[: max(0, start - 1)]
+    child.score = cand.score
+    child.state = cand.state
+    child.repairs[start] = child.repairs.get(start, 0) + 1
+    child.banned[start] = child.banned.get(start, frozenset()) | {cand.token}
+
+
+def _dead(template: _Beam) -> _Beam:
+    return _Beam([], [], [], [], _NEG_INF, template.state, 0, template.state, 0.0, [], {}, {}, False)
+
+
+def _branch_done(live: list[_Beam], branch_hyps: list[Hypothesis], config: BeamConfig) -> bool:
+    """Done when no beam lives, or ``width`` hypotheses exist and no live beam can beat the worst."""
+    alive = [bm for bm in live if bm.alive and bm.score != _NEG_INF]
+    if not alive:
+        return True
+    if len(branch_hyps) < config.width:
+        return False
+    length = max(len(bm.tokens) for bm in alive)
+    return max(bm.score for bm in alive) / max(1, length) ** config.length_penalty <= branch_hyps[-1].normalized
+
+
+def _move_rows(state: BatchState, beams: list[_Beam], forks: list[tuple[int, int]]) -> None:
+    """Copy forked rows (cache, mask, positions), then rewind repaired rows by masking abandoned columns."""
+    state.fork([d for d, _ in forks], [s for _, s in forks])
+    for row, bm in enumerate(beams):
+        if bm.rewind_column is None:
+            continue
+        b = row // state.width
+        if bm.rewind_column < 0:
+            state.mask[row, state.prompt_last_column[b] :] = False
+            state.positions[row] = state.prompt_lengths[b] - 1
+        else:
+            state.mask[row, bm.rewind_column :] = False
+            state.positions[row] = state.prompt_lengths[b] + len(bm.tokens) - 1
+        bm.rewind_column = None
+
+
+def _finish(
+    beams: list[_Beam], hyps: list[list[Hypothesis]], done: list[bool], config: BeamConfig, judge: StepJudge | None
+) -> list[BranchOutcome]:
+    """Close the pending step of beams alive at the token limit (judged, never pruned); rank branches."""
+    width = config.width
+    outcomes = []
+    for b, branch_hyps in enumerate(hyps):
+        if not done[b]:
+            for bm in beams[b * width : (b + 1) * width]:
+                if not bm.alive or bm.score == _NEG_INF:
+                    continue
+                steps = list(bm.steps)
+                if bm.step_start < len(bm.tokens) and judge is not None:
+                    check = judge.judge(b, bm.tokens, bm.step_start, len(bm.tokens), bm.entropies, True)
+                    steps.append(ClosedStep(bm.step_start, len(bm.tokens), check))
+                length = max(1, len(bm.tokens))
+                branch_hyps.append(
+                    Hypothesis(
+                        tuple(bm.tokens), tuple(bm.logprobs), tuple(bm.entropies), tuple(steps),
+                        bm.score, bm.score / length**config.length_penalty,
+                    )
+                )
+            branch_hyps.sort(key=lambda h: h.normalized, reverse=True)
+        outcomes.append(BranchOutcome(b, tuple(branch_hyps[:width])))
+    return outcomes

@@ -1,0 +1,170 @@
+"""A preallocated, row-reorderable KV cache for batched beam search.
+
+Hugging Face's ``DynamicCache`` grows every layer with ``torch.cat`` on each
+forward (a full copy of the cache per token) and reorders beams with a second
+full ``index_select``. ``SlabLayer`` instead allocates ``[rows, heads,
+capacity, head_dim]`` once and writes new keys / values by slice; reordering
+beams copies only the rows whose parent changed. The layout is "physical
+columns": every row writes its token of step ``t`` to the same column, and
+rows that are shorter (ragged branch prompts) or rolled back (a repaired step)
+simply carry attention-mask zeros on the columns they do not use.
+
+The model sees an ordinary ``transformers.Cache`` (5.x API): ``update``
+returns views of the used columns, ``get_seq_length`` reports the column
+count, so the library builds the causal mask from our 2D padding mask.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from transformers.cache_utils import Cache, DynamicLayer
+
+from reasoning.errors import InvalidInput, LimitExceeded
+
+__all__ = ["SlabLayer", "SlabCache", "PrefixKV", "supports_slab_cache"]
+
+# Per-layer (keys, values), each [1, H, L, D]: a prefilled prompt prefix.
+PrefixKV = tuple[tuple[torch.Tensor, torch.Tensor], ...]
+
+
+class SlabLayer(DynamicLayer):
+    """One attention layer's keys and values in a fixed-capacity slab."""
+
+    def __init__(self, capacity: int) -> None:
+        super().__init__()
+        self.capacity = capacity
+        self.length = 0
+        self._k: torch.Tensor | None = None  # [N, H, C, D]
+        self._v: torch.Tensor | None = None
+
+    def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
+        rows, heads, _, kdim = key_states.shape
+        vdim = value_states.shape[-1]
+        self.device = key_states.device
+        self._k = key_states.new_zeros((rows, heads, self.capacity, kdim))
+        self._v = value_states.new_zeros((rows, heads, self.capacity, vdim))
+        self.is_initialized = True
+
+    def update(
+        self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        if not self.is_initialized:
+            self.lazy_initialization(key_states, value_states)
+        assert self._k is not None and self._v is not None
+        new = key_states.shape[-2]
+        end = self.length + new
+        if end > self.capacity:
+            raise LimitExceeded(f"KV slab full: {end} columns needed, capacity {self.capacity}")
+        self._k[:, :, self.length : end] = key_states
+        self._v[:, :, self.length : end] = value_states
+        self.length = end
+        self.keys = self._k[:, :, :end]
+        self.values = self._v[:, :, :end]
+        return self.keys, self.values
+
+    def get_seq_length(self) -> int:
+        return self.length
+
+    def get_max_length(self) -> int:
+        return self.capacity
+
+    def reset(self) -> None:
+        self.length = 0
+        self._k = self._v = None
+        self.keys = self.values = None
+        self.is_initialized = False
+
+    def crop(self, tokens_to_remove: int) -> None:
+        if tokens_to_remove > 0:
+            raise InvalidInput("crop takes a negative number of columns to remove")
+        self.length = max(0, self.length + tokens_to_remove)
+        self._refresh_views()
+
+    def copy_rows(self, dst: torch.Tensor, src: torch.Tensor) -> None:
+        """Overwrite rows ``dst`` with rows ``src`` (used columns only)."""
+        if self._k is None or self._v is None or self.length == 0:
+            return
+        used = self.length
+        self._k[dst, :, :used] = self._k[src, :, :used]
+        self._v[dst, :, :used] = self._v[src, :, :used]
+
+    def load_row(self, row: int, keys: torch.Tensor, values: torch.Tensor) -> None:
+        """Write one prefilled sequence ``[1, H, L, D]`` at the start of ``row``."""
+        assert self._k is not None and self._v is not None
+        n = keys.shape[-2]
+        self._k[row, :, :n] = keys[0]
+        self._v[row, :, :n] = values[0]
+
+    def _refresh_views(self) -> None:
+        if self._k is not None and self._v is not None:
+            self.keys = self._k[:, :, : self.length]
+            self.values = self._v[:, :, : self.length]
+
+    def reorder_cache(self, beam_idx: torch.LongTensor) -> None:
+        if self._k is None or self._v is None:
+            return
+        used = self.length
+        self._k[:, :, :used] = self._k[:, :, :used].index_select(0, beam_idx)
+        self._v[:, :, :used] = self._v[:, :, :used].index_select(0, beam_idx)
+        self._refresh_views()
+
+
+class SlabCache(Cache):
+    """A ``transformers.Cache`` of ``SlabLayer``s, one per decoder layer."""
+
+    def __init__(self, num_layers: int, capacity: int) -> None:
+        super().__init__(layers=[SlabLayer(capacity) for _ in range(num_layers)])
+        self.capacity = capacity
+
+    @property
+    def slab_layers(self) -> list[SlabLayer]:
+        return [layer for layer in self.layers if isinstance(layer, SlabLayer)]
+
+    def allocate(
+        self, rows: int, heads: int, head_dim: int, dtype: torch.dtype, device: torch.device
+    ) -> None:
+        """Allocate every layer's slab up front (rows x capacity), length 0."""
+        probe = torch.empty((rows, heads, 0, head_dim), dtype=dtype, device=device)
+        for layer in self.slab_layers:
+            layer.lazy_initialization(probe, probe)
+            layer.length = 0
+
+    def set_length(self, columns: int) -> None:
+        for layer in self.slab_layers:
+            layer.length = columns
+            layer._refresh_views()
+
+    def copy_rows(self, dst: Sequence[int], src: Sequence[int]) -> None:
+        """Make rows ``dst[i]`` copies of rows ``src[i]``: the beam fork, no-op when empty."""
+        if not dst:
+            return
+        device = self.slab_layers[0].device
+        d = torch.tensor(list(dst), dtype=torch.long, device=device)
+        s = torch.tensor(list(src), dtype=torch.long, device=device)
+        for layer in self.slab_layers:
+            layer.copy_rows(d, s)
+
+    def nbytes(self) -> int:
+        total = 0
+        for layer in self.slab_layers:
+            if layer._k is not None and layer._v is not None:
+                total += layer._k.nbytes + layer._v.nbytes
+        return total
+
+
+def supports_slab_cache(config: Any) -> bool:
+    """True when every decoder layer is plain full attention (no sliding window, no SSM).
+
+    Hybrid models keep their own cache semantics; the decoder refuses them with
+    a clear error instead of computing wrong attention.
+    """
+    text_config = config.get_text_config(decoder=True) if hasattr(config, "get_text_config") else config
+    layer_types = getattr(text_config, "layer_types", None)
+    if layer_types and any(kind != "full_attention" for kind in layer_types):
+        return False
+    return not getattr(text_config, "sliding_window", None) or not getattr(
+        text_config, "use_sliding_window", True
+    )

@@ -1,0 +1,108 @@
+"""One forward pass of a Hugging Face causal LM, with FLOP and call accounting.
+
+The keyword under which a model takes its cache (``cache`` in transformers
+5.x, ``past_key_values`` before) is decided once when the runner is built,
+never per step. FLOPs are counted with the usual dense estimate
+``2 * parameters * tokens`` per forward (attention over the context is left
+out: for the short contexts here it is a few percent, and the same estimate
+is used for decode and counterfactual scoring so their ratio is fair).
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from inference.decoder.kv import SlabCache, supports_slab_cache
+from reasoning.errors import InvalidInput
+
+__all__ = ["ForwardCounters", "ModelRunner"]
+
+
+@dataclass
+class ForwardCounters:
+    """Mutable tallies of one decode: forwards, tokens processed, FLOPs by purpose."""
+
+    prefill_calls: int = 0
+    prefill_tokens: int = 0
+    decode_calls: int = 0
+    decode_tokens: int = 0
+    scoring_calls: int = 0
+    scoring_tokens: int = 0
+    flops: dict[str, float] = field(default_factory=lambda: {"prefill": 0.0, "decode": 0.0, "counterfactual": 0.0})
+
+
+class ModelRunner:
+    """Calls ``model(...)`` with explicit positions and a 2D padding mask.
+
+    Guarantees: inference mode, logits returned as float32 regardless of the
+    model dtype (bfloat16 on CUDA), and every call counted in ``counters``.
+    """
+
+    def __init__(self, model: Any, counters: ForwardCounters | None = None) -> None:
+        if not supports_slab_cache(model.config):
+            raise InvalidInput("the steered decoder needs a full-attention model (no sliding window)")
+        self.model = model
+        self.config = model.config.get_text_config(decoder=True)
+        self.parameters = sum(p.numel() for p in model.parameters())
+        self.device = next(model.parameters()).device
+        self.dtype = next(model.parameters()).dtype
+        params = inspect.signature(model.forward).parameters
+        self.cache_kw = "cache" if "cache" in params else "past_key_values"
+        self.keeps_logits = "logits_to_keep" in params
+        self.counters = counters or ForwardCounters()
+        self.num_layers = int(self.config.num_hidden_layers)
+        self.kv_heads = int(getattr(self.config, "num_key_value_heads", self.config.num_attention_heads))
+        self.head_dim = int(
+            getattr(self.config, "head_dim", None) or self.config.hidden_size // self.config.num_attention_heads
+        )
+
+    def new_cache(self, rows: int, capacity: int) -> SlabCache:
+        """A slab cache allocated for ``rows`` sequences of ``capacity`` columns."""
+        cache = SlabCache(self.num_layers, capacity)
+        cache.allocate(rows, self.kv_heads, self.head_dim, self.dtype, self.device)
+        return cache
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        position_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        cache: Any,
+        *,
+        purpose: str,
+        last_only: bool,
+    ) -> torch.Tensor:
+        """Run the model; return float32 logits ``[B, S, V]`` (``S == 1`` when ``last_only``).
+
+        ``input_ids, position_ids: [B, S]``; ``attention_mask: [B, past + S]``.
+        ``purpose`` is one of prefill / decode / counterfactual for accounting.
+        """
+        kwargs: dict[str, Any] = {
+            "input_ids": input_ids,
+            "position_ids": position_ids,
+            "attention_mask": attention_mask,
+            self.cache_kw: cache,
+            "use_cache": True,
+        }
+        if last_only and self.keeps_logits:
+            kwargs["logits_to_keep"] = 1
+        logits = self.model(**kwargs).logits
+        if last_only:
+            logits = logits[:, -1:, :]
+        tokens = int(input_ids.numel())
+        c = self.counters
+        c.flops[purpose] = c.flops.get(purpose, 0.0) + 2.0 * self.parameters * tokens
+        if purpose == "prefill":
+            c.prefill_calls += 1
+            c.prefill_tokens += tokens
+        elif purpose == "decode":
+            c.decode_calls += 1
+            c.decode_tokens += tokens
+        else:
+            c.scoring_calls += 1
+            c.scoring_tokens += tokens
+        return logits.float()
