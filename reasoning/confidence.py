@@ -1,0 +1,164 @@
+"""Per-step confidence: token probability, evidence support and counterfactual contrast.
+
+The combination is a logistic model with coefficients stored in code::
+
+    z = b0 + b_token * logit(p_window) + b_support * (support - 0.5)
+           + b_contrast * clip(contrast, -2, 2)
+    confidence = sigmoid(z) * STALE_FACTOR ** n_stale_facts
+
+``p_window`` is the lowest sliding-window mean token probability of the step
+(one unsure stretch lowers a step even if the rest is fluent); ``support`` the
+share of the step's domain mentions found in evidence (left out when the step
+mentions none); ``contrast`` the claim's mean per-token log-likelihood minus
+its most likely counterfactual variant's (left out when not scored). With
+only the token term and ``b0 = 0, b_token = 1`` the confidence equals
+``p_window``, so every other term is a documented correction of it.
+
+``COEFFICIENTS`` can be refitted with ``fit_coefficients`` on labelled
+(features, correct) pairs; ``expected_calibration_error`` measures the result.
+The shipped values are ``DEFAULT_COEFFICIENTS`` (see their comment for
+provenance). Every lowering comes with a ``calibration_hint`` sentence.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import msgspec
+
+__all__ = [
+    "Coefficients",
+    "DEFAULT_COEFFICIENTS",
+    "ConfidenceInputs",
+    "Confidence",
+    "lowest_window_probability",
+    "features",
+    "combine",
+    "step_confidence",
+    "expected_calibration_error",
+    "fit_coefficients",
+]
+
+STALE_FACTOR = 0.85
+_NEAR_EQUAL = 0.15
+_UNSURE_TOKENS = 0.5
+
+
+class Coefficients(msgspec.Struct, frozen=True, kw_only=True):
+    intercept: float
+    token: float
+    support: float
+    contrast: float
+
+
+# Hand-set, not fitted: identity on the token term, support and contrast as
+# bounded corrections (+-0.75 and +-2 logits). ``fit_coefficients`` replaces
+# them once a labelled set of decoded steps is large enough to be trusted.
+DEFAULT_COEFFICIENTS = Coefficients(intercept=0.0, token=1.0, support=1.5, contrast=1.0)
+
+
+class ConfidenceInputs(msgspec.Struct, frozen=True, kw_only=True):
+    """What a step's confidence is computed from (``None``: not measured for this step)."""
+
+    window_prob: float
+    support: float | None = None
+    unsupported: tuple[str, ...] = ()
+    contrast: float | None = None
+    contrast_kind: str | None = None
+    stale_hints: tuple[str, ...] = ()
+
+
+class Confidence(msgspec.Struct, frozen=True, kw_only=True):
+    value: float
+    hint: str | None
+
+
+def lowest_window_probability(logprobs: Sequence[float], window: int = 4) -> float:
+    """The lowest mean probability over any ``window`` consecutive tokens (whole step if shorter).
+
+    >>> round(lowest_window_probability([0.0, 0.0, math.log(0.1), 0.0], window=2), 2)
+    0.55
+    """
+    if not logprobs:
+        return 1.0
+    probs = [math.exp(lp) for lp in logprobs]
+    if len(probs) <= window:
+        return sum(probs) / len(probs)
+    running = sum(probs[:window])
+    lowest = running
+    for i in range(window, len(probs)):
+        running += probs[i] - probs[i - window]
+        lowest = min(lowest, running)
+    return lowest / window
+
+
+def features(inputs: ConfidenceInputs) -> tuple[float, float, float]:
+    """The three regressors of the logistic model (0 for a term not measured)."""
+    p = min(max(inputs.window_prob, 1e-4), 1 - 1e-4)
+    token = math.log(p / (1 - p))
+    support = 0.0 if inputs.support is None else inputs.support - 0.5
+    contrast = 0.0 if inputs.contrast is None else max(-2.0, min(2.0, inputs.contrast))
+    return token, support, contrast
+
+
+def combine(inputs: ConfidenceInputs, coefficients: Coefficients = DEFAULT_COEFFICIENTS) -> float:
+    """Confidence in [0, 1] (before the staleness factor)."""
+    token, support, contrast = features(inputs)
+    z = coefficients.intercept + coefficients.token * token
+    z += coefficients.support * support + coefficients.contrast * contrast
+    return 1.0 / (1.0 + math.exp(-z))
+
+
+def step_confidence(inputs: ConfidenceInputs, coefficients: Coefficients = DEFAULT_COEFFICIENTS) -> Confidence:
+    """Confidence with the hint that explains every term that lowered it."""
+    value = combine(inputs, coefficients) * STALE_FACTOR ** len(inputs.stale_hints)
+    hints: list[str] = list(inputs.stale_hints)
+    if inputs.contrast is not None and abs(inputs.contrast) < _NEAR_EQUAL:
+        what = "its negation" if inputs.contrast_kind == "negation" else f"a {inputs.contrast_kind or 'counterfactual'} variant"
+        hints.append(f"claim and {what} are near-equally likely")
+    elif inputs.contrast is not None and inputs.contrast < 0:
+        hints.append(f"the evidence makes a {inputs.contrast_kind or 'counterfactual'} variant more likely than the claim")
+    if inputs.support is not None and inputs.support < 1.0 and inputs.unsupported:
+        hints.append("no evidence supports " + ", ".join(repr(u) for u in inputs.unsupported[:3]))
+    if inputs.window_prob < _UNSURE_TOKENS:
+        hints.append(f"the model was unsure of some words (lowest window p={inputs.window_prob:.2f})")
+    return Confidence(value=round(min(1.0, max(0.0, value)), 4), hint="; ".join(hints) or None)
+
+
+def expected_calibration_error(pairs: Sequence[tuple[float, bool]], bins: int = 10) -> float:
+    """ECE: the bin-size-weighted mean |accuracy - mean confidence| over equal-width bins."""
+    if not pairs:
+        return 0.0
+    buckets: list[list[tuple[float, bool]]] = [[] for _ in range(bins)]
+    for conf, correct in pairs:
+        buckets[min(bins - 1, int(conf * bins))].append((conf, correct))
+    total = len(pairs)
+    ece = 0.0
+    for bucket in buckets:
+        if bucket:
+            mean_conf = sum(c for c, _ in bucket) / len(bucket)
+            accuracy = sum(1 for _, ok in bucket if ok) / len(bucket)
+            ece += len(bucket) / total * abs(accuracy - mean_conf)
+    return ece
+
+
+def fit_coefficients(
+    samples: Sequence[tuple[ConfidenceInputs, bool]], *, steps: int = 2000, rate: float = 0.1, l2: float = 1e-3
+) -> Coefficients:
+    """Fit the logistic model on labelled steps by gradient descent (deterministic, no extra deps)."""
+    if not samples:
+        return DEFAULT_COEFFICIENTS
+    xs = [(1.0, *features(inp)) for inp, _ in samples]
+    ys = [1.0 if ok else 0.0 for _, ok in samples]
+    w = [DEFAULT_COEFFICIENTS.intercept, DEFAULT_COEFFICIENTS.token, DEFAULT_COEFFICIENTS.support, DEFAULT_COEFFICIENTS.contrast]
+    n = len(xs)
+    for _ in range(steps):
+        grad = [0.0] * 4
+        for x, y in zip(xs, ys):
+            z = sum(wi * xi for wi, xi in zip(w, x))
+            p = 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
+            for j in range(4):
+                grad[j] += (p - y) * x[j] / n
+        w = [wi - rate * (g + l2 * wi) for wi, g in zip(w, grad)]
+    return Coefficients(intercept=w[0], token=w[1], support=w[2], contrast=w[3])

@@ -1,0 +1,53 @@
+"""A reasoning step of a decoded answer: what was said, on what grounds, how sure.
+
+Steps are produced by the steered decoder (one per sentence, list item or
+line of the chosen branch) and consumed by the reasoning DAG, the HTTP layer
+(``reasoning_path``, ``confidence_by_step``) and provenance. Frozen, so a step
+can be cached and referenced by id.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from reasoning.constraints.model import Verdict
+
+__all__ = ["TokenSummary", "Step"]
+
+
+class TokenSummary(msgspec.Struct, frozen=True, kw_only=True):
+    """Token-level figures of a step: mean log-probability, lowest window mean probability."""
+
+    count: int
+    mean_logprob: float
+    min_window_prob: float
+
+
+class Step(msgspec.Struct, frozen=True, kw_only=True):
+    """One step of the answer.
+
+    ``token_start``/``token_end`` index the branch's generated tokens.
+    ``evidence_cited``: ids written in the text ("[E3]"); ``evidence_used``:
+    facts that lexically support it. ``contrast`` is the mean per-token
+    log-likelihood of the claim minus that of its most likely counterfactual
+    variant given the evidence (None when not scored). ``violation`` names a
+    pruning rule the step still breaks after repair failed.
+    """
+
+    id: str
+    branch: str
+    text: str
+    token_start: int
+    token_end: int
+    evidence_cited: tuple[str, ...] = ()
+    evidence_used: tuple[str, ...] = ()
+    premise_ids: tuple[str, ...] = ()
+    verdicts: tuple[Verdict, ...] = ()
+    tokens: TokenSummary | None = None
+    entropy: float = 0.0
+    contrast: float | None = None
+    contrast_variant: str | None = None
+    confidence: float = 0.0
+    calibration_hint: str | None = None
+    violation: str | None = None
+    repaired: int = 0
