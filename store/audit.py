@@ -1,0 +1,406 @@
+"""The append-only, hash-chained audit log.
+
+Chains
+    There is one chain per tenant. Each event stores ``chain_seq`` (its
+    position in the tenant's chain, 1, 2, ...), ``prev_hash`` (the ``hash`` of
+    the tenant's previous event, ``GENESIS_HASH`` for the first) and ``hash``,
+    the SHA-256 of its canonical JSON (``reasoning.provenance.event_digest``:
+    id, tenant, position, type, subject, payload, ISO UTC time and
+    ``prev_hash``). Per-tenant chains let a tenant verify its own history
+    without reading, or being able to infer anything about, other tenants'
+    events; the global ``seq`` only orders rows in storage.
+
+Appending
+    ``append_event`` runs inside the caller's transaction, so an event and the
+    data it describes commit or roll back together. Appends to one chain are
+    serialised: on PostgreSQL a transaction-scoped advisory lock keyed by the
+    tenant is taken before the chain head is read (held until commit or
+    rollback); SQLite allows one writer at a time, and the append takes that
+    write lock before it reads the head. The unique constraint on
+    ``(tenant_id, chain_seq)`` is the last line of defence: two appends that
+    read the same head cannot both commit, so the chain never forks.
+
+Verifying
+    ``verify_chain`` walks a tenant's events in ``seq`` order in fixed-size
+    batches (memory does not grow with the log) and reports the first broken
+    link: ``hash mismatch`` (the event was altered), ``gap`` (events before
+    it are missing) or ``prev_hash mismatch`` (it does not follow the event
+    before it: reordered or spliced rows). Deleting the newest events is not
+    visible to the chain alone; record the reported head (``head_hash``)
+    outside the database to detect that.
+
+Retention
+    Audit events are never updated. ``purge_expired`` is the only delete: it
+    removes a prefix of a tenant's chain older than the retention period
+    (``TENET_AUDIT_RETENTION_DAYS``, at least ``MIN_RETENTION_DAYS``) and
+    appends an ``audit.purged`` event naming the last removed position and
+    hash, which ``verify_chain`` accepts as the new start of the chain. No
+    table has a foreign key to ``audit_events``, and ``audit_events`` has none
+    to other tables, so deleting a session, a run's session or an ontology
+    version leaves the events that describe it in place.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import delete, func, select, text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from reasoning.errors import InvalidInput
+from reasoning.provenance.canonical import GENESIS_HASH, event_digest, iso_utc, normalise_json
+from store.models import AuditEvent, new_id, utcnow
+
+__all__ = [
+    "MIN_RETENTION_DAYS",
+    "PURGED_EVENT",
+    "ChainBreak",
+    "ChainReport",
+    "append_event",
+    "chain_head",
+    "event_document",
+    "iter_events",
+    "list_events",
+    "purge_expired",
+    "verify_chain",
+]
+
+MIN_RETENTION_DAYS = 1
+PURGED_EVENT = "audit.purged"
+_BATCH = 500
+
+
+@dataclass(frozen=True)
+class ChainBreak:
+    """The first event at which a chain stops verifying."""
+
+    seq: int
+    id: str
+    chain_seq: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class ChainReport:
+    """The outcome of walking one tenant's chain."""
+
+    intact: bool
+    checked: int
+    first_broken: ChainBreak | None
+    head_chain_seq: int
+    head_hash: str
+
+
+def _lock_key(tenant_id: str) -> int:
+    digest = hashlib.sha256(b"tenet.audit.chain:" + tenant_id.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+async def _lock_chain(session: AsyncSession, tenant_id: str) -> None:
+    """Serialise appends to one tenant's chain until the transaction ends."""
+    dialect = session.get_bind().dialect.name
+    if dialect == "postgresql":
+        await session.execute(
+            text("SELECT pg_advisory_xact_lock(:key)"), {"key": _lock_key(tenant_id)}
+        )
+    elif dialect == "sqlite":
+        # A write statement takes SQLite's database write lock (a no-op UPDATE
+        # suffices), so no other writer can extend the chain between our read
+        # of the head and our insert.
+        await session.execute(text("UPDATE audit_events SET seq = seq WHERE 1 = 0"))
+
+
+async def chain_head(session: AsyncSession, tenant_id: str) -> tuple[int, str]:
+    """The tenant's last ``(chain_seq, hash)``; ``(0, GENESIS_HASH)`` when empty."""
+    row = (
+        await session.execute(
+            select(AuditEvent.chain_seq, AuditEvent.hash)
+            .where(AuditEvent.tenant_id == tenant_id)
+            .order_by(AuditEvent.chain_seq.desc())
+            .limit(1)
+        )
+    ).first()
+    if row is None:
+        return 0, GENESIS_HASH
+    return int(row[0]), str(row[1])
+
+
+async def append_event(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    event_type: str,
+    subject_type: str,
+    subject_id: str,
+    payload: dict[str, Any] | None = None,
+    created_at: datetime | None = None,
+) -> AuditEvent:
+    """Append one event to the tenant's chain, in the caller's transaction.
+
+    Nothing is committed here: the caller's unit of work commits the event
+    together with the data it describes, or rolls both back. The payload must
+    be JSON-native; it is stored exactly as it was hashed.
+
+    Example::
+
+        async with transaction(sessionmaker) as session:
+            session.add(row)
+            await append_event(session, tenant_id=t, event_type="ontology.deleted",
+                               subject_type="ontology_version", subject_id=row.id)
+    """
+    if not event_type or not subject_type:
+        raise InvalidInput("an audit event needs an event_type and a subject_type")
+    body = normalise_json(payload or {})
+    if not isinstance(body, dict):
+        raise InvalidInput("an audit event payload must be a JSON object")
+    moment = created_at or utcnow()
+    if moment.tzinfo is None:
+        raise InvalidInput("audit event times must be timezone-aware")
+    await _lock_chain(session, tenant_id)
+    position, prev_hash = await chain_head(session, tenant_id)
+    event_id = new_id()
+    event = AuditEvent(
+        id=event_id,
+        tenant_id=tenant_id,
+        chain_seq=position + 1,
+        event_type=event_type,
+        subject_type=subject_type,
+        subject_id=subject_id,
+        payload=body,
+        created_at=moment,
+        prev_hash=prev_hash,
+        hash=event_digest(
+            event_id=event_id,
+            tenant_id=tenant_id,
+            chain_seq=position + 1,
+            event_type=event_type,
+            subject_type=subject_type,
+            subject_id=subject_id,
+            payload=body,
+            created_at=moment,
+            prev_hash=prev_hash,
+        ),
+    )
+    session.add(event)
+    await session.flush()
+    return event
+
+
+def _digest_of(event: AuditEvent) -> str:
+    return event_digest(
+        event_id=event.id,
+        tenant_id=event.tenant_id,
+        chain_seq=event.chain_seq,
+        event_type=event.event_type,
+        subject_type=event.subject_type,
+        subject_id=event.subject_id,
+        payload=event.payload,
+        created_at=event.created_at,
+        prev_hash=event.prev_hash,
+    )
+
+
+async def iter_events(
+    session: AsyncSession,
+    tenant_id: str,
+    *,
+    after_seq: int = 0,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    batch: int = _BATCH,
+) -> AsyncIterator[AuditEvent]:
+    """A tenant's events in ``seq`` order, fetched ``batch`` rows at a time.
+
+    Each batch is a keyset query (``seq > last``), so no server-side cursor
+    stays open and memory holds one batch. Rows are expunged as they are
+    yielded so the session's identity map does not grow either.
+    """
+    last = after_seq
+    while True:
+        query = (
+            select(AuditEvent)
+            .where(AuditEvent.tenant_id == tenant_id, AuditEvent.seq > last)
+            .order_by(AuditEvent.seq)
+            .limit(batch)
+        )
+        if since is not None:
+            query = query.where(AuditEvent.created_at >= since)
+        if until is not None:
+            query = query.where(AuditEvent.created_at < until)
+        rows = list((await session.execute(query)).scalars())
+        for row in rows:
+            session.expunge(row)
+            yield row
+        if len(rows) < batch:
+            return
+        last = rows[-1].seq
+
+
+async def list_events(
+    session: AsyncSession,
+    tenant_id: str,
+    *,
+    after_seq: int = 0,
+    limit: int = 100,
+    event_type: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> tuple[list[AuditEvent], int | None]:
+    """One page of a tenant's events and the ``seq`` to continue after (None at the end)."""
+    query = (
+        select(AuditEvent)
+        .where(AuditEvent.tenant_id == tenant_id, AuditEvent.seq > after_seq)
+        .order_by(AuditEvent.seq)
+        .limit(limit + 1)
+    )
+    if event_type is not None:
+        query = query.where(AuditEvent.event_type == event_type)
+    if since is not None:
+        query = query.where(AuditEvent.created_at >= since)
+    if until is not None:
+        query = query.where(AuditEvent.created_at < until)
+    rows = list((await session.execute(query)).scalars())
+    if len(rows) > limit:
+        return rows[:limit], rows[limit - 1].seq
+    return rows, None
+
+
+def event_document(event: AuditEvent) -> dict[str, Any]:
+    """An event as a JSON object: every hashed field, its hash and its ``seq``."""
+    return {
+        "seq": event.seq,
+        "id": event.id,
+        "tenant_id": event.tenant_id,
+        "chain_seq": event.chain_seq,
+        "event_type": event.event_type,
+        "subject_type": event.subject_type,
+        "subject_id": event.subject_id,
+        "payload": event.payload,
+        "created_at": iso_utc(event.created_at),
+        "prev_hash": event.prev_hash,
+        "hash": event.hash,
+    }
+
+
+async def _anchor(session: AsyncSession, tenant_id: str, first: AuditEvent) -> str | None:
+    """The trusted start of a purged chain: the ``prev_hash`` a purge event vouches for."""
+    purges = await session.execute(
+        select(AuditEvent.payload).where(
+            AuditEvent.tenant_id == tenant_id, AuditEvent.event_type == PURGED_EVENT
+        )
+    )
+    for (payload,) in purges:
+        if payload.get("through_chain_seq") == first.chain_seq - 1:
+            return str(payload.get("through_hash"))
+    return None
+
+
+async def _misplaced(session: AsyncSession, tenant_id: str, chain_seq: int) -> bool:
+    """True when the event expected at ``chain_seq`` exists elsewhere (rows reordered)."""
+    found = await session.execute(
+        select(func.count())
+        .select_from(AuditEvent)
+        .where(AuditEvent.tenant_id == tenant_id, AuditEvent.chain_seq == chain_seq)
+    )
+    return bool(found.scalar_one())
+
+
+async def verify_chain(session: AsyncSession, tenant_id: str, *, batch: int = _BATCH) -> ChainReport:
+    """Walk the tenant's chain and report the first broken link, if any.
+
+    Purge events are vouched for by the chain itself: after ``purge_expired``
+    the first remaining event is accepted when an ``audit.purged`` event of
+    the same chain names its predecessor's position and hash.
+    """
+    checked = 0
+    expected_seq, prev_hash = 1, GENESIS_HASH
+    async for event in iter_events(session, tenant_id, batch=batch):
+        if checked == 0 and event.chain_seq > 1:
+            anchor = await _anchor(session, tenant_id, event)
+            if anchor is not None:
+                expected_seq, prev_hash = event.chain_seq, anchor
+        checked += 1
+        reason: str | None = None
+        if _digest_of(event) != event.hash:
+            reason = "hash mismatch"
+        elif event.chain_seq != expected_seq:
+            later = event.chain_seq > expected_seq
+            if later and not await _misplaced(session, tenant_id, expected_seq):
+                reason = "gap"
+            else:
+                reason = "prev_hash mismatch"
+        elif event.prev_hash != prev_hash:
+            reason = "prev_hash mismatch"
+        if reason is not None:
+            broken = ChainBreak(event.seq, event.id, event.chain_seq, reason)
+            return ChainReport(False, checked, broken, expected_seq - 1, prev_hash)
+        expected_seq, prev_hash = event.chain_seq + 1, event.hash
+    return ChainReport(True, checked, None, expected_seq - 1, prev_hash)
+
+
+async def purge_expired(
+    session: AsyncSession,
+    tenant_id: str,
+    *,
+    retention_days: int,
+    before: datetime | None = None,
+    now: datetime | None = None,
+) -> int:
+    """Delete the tenant's events older than the retention period; return how many.
+
+    Only a prefix of the chain is removed, never an event younger than
+    ``retention_days`` (whatever ``before`` says), and the removal is itself
+    recorded as an ``audit.purged`` event that anchors the remaining chain.
+    """
+    if retention_days < MIN_RETENTION_DAYS:
+        raise InvalidInput(f"audit retention must be at least {MIN_RETENTION_DAYS} day(s)")
+    moment = now or utcnow()
+    cutoff = moment - timedelta(days=retention_days)
+    if before is not None and before < cutoff:
+        cutoff = before
+    await _lock_chain(session, tenant_id)
+    young = (
+        await session.execute(
+            select(func.min(AuditEvent.chain_seq)).where(
+                AuditEvent.tenant_id == tenant_id, AuditEvent.created_at >= cutoff
+            )
+        )
+    ).scalar_one_or_none()
+    query = (
+        select(AuditEvent.chain_seq, AuditEvent.hash)
+        .where(AuditEvent.tenant_id == tenant_id, AuditEvent.created_at < cutoff)
+        .order_by(AuditEvent.chain_seq.desc())
+        .limit(1)
+    )
+    if young is not None:
+        query = query.where(AuditEvent.chain_seq < young)
+    last_old = (await session.execute(query)).first()
+    if last_old is None:
+        return 0
+    through_seq, through_hash = int(last_old[0]), str(last_old[1])
+    removed = await session.execute(
+        delete(AuditEvent).where(
+            AuditEvent.tenant_id == tenant_id, AuditEvent.chain_seq <= through_seq
+        )
+    )
+    count = int(getattr(removed, "rowcount", 0) or 0)
+    await append_event(
+        session,
+        tenant_id=tenant_id,
+        event_type=PURGED_EVENT,
+        subject_type="audit_chain",
+        subject_id=tenant_id,
+        payload={
+            "through_chain_seq": through_seq,
+            "through_hash": through_hash,
+            "removed": count,
+            "cutoff": iso_utc(cutoff),
+            "retention_days": retention_days,
+        },
+        created_at=moment,
+    )
+    return count
