@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 from litestar import Request, Response
-from litestar.exceptions import HTTPException, ValidationException
+from litestar.exceptions import HTTPException, SerializationException, ValidationException
 
 from app.logs import request_id_of
 from reasoning.errors import Overloaded, TenetError
@@ -79,7 +79,7 @@ def _from_http(request: Request[Any, Any, Any], exc: HTTPException) -> Response[
     if isinstance(exc, ValidationException) and exc.extra:
         extra["errors"] = exc.extra
         title = "Invalid input"
-    elif status == 400 and "decode" in detail.lower():
+    elif status == 400 and isinstance(exc.__cause__, SerializationException):
         detail = f"the request body is not valid JSON: {detail}"
     headers = dict(exc.headers or {})
     if status == 401:

@@ -15,6 +15,7 @@ import socket
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
@@ -42,6 +43,24 @@ MakeKey = Callable[[str, list[str]], Awaitable[dict[str, str]]]
 def bearer(token: str) -> dict[str, str]:
     """Authorization headers for a key token."""
     return {"Authorization": f"Bearer {token}"}
+
+
+def check_problem(response: Any, status: int) -> dict[str, Any]:
+    """Assert ``response`` is an RFC 9457 problem with ``status``; return its body."""
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith("application/problem+json")
+    body: dict[str, Any] = response.json()
+    assert body["status"] == status
+    assert {"type", "title", "detail", "instance", "request_id"} <= body.keys()
+    assert body["request_id"] == response.headers["x-request-id"]
+    assert "Traceback" not in response.text
+    return body
+
+
+@pytest.fixture
+def assert_problem() -> Callable[[Any, int], dict[str, Any]]:
+    """``assert_problem(response, status) -> body``: checks the problem+json shape."""
+    return check_problem
 
 
 def postgres_available(url: str = POSTGRES_URL) -> bool:

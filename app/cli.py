@@ -1,0 +1,305 @@
+"""The ``tenet`` command line.
+
+``tenet serve``            migrate, bootstrap the first admin key, serve over HTTP
+``tenet db upgrade``       apply migrations (``downgrade REV``, ``current``)
+``tenet model prepare``    convert a GGUF model once into the safetensors cache
+``tenet keys create``      create an API key for a tenant
+``tenet ask "PROMPT"``     run one POST /v1/reason in-process and print the result
+
+Settings come from ``TENET_*`` environment variables (see README). Errors
+are printed as one line on stderr with exit status 1, never as a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any, TextIO
+
+import migrations
+from app.bootstrap import bootstrap_admin_key
+from app.settings import Settings
+from reasoning.errors import TenetError
+
+__all__ = ["main", "build_parser", "format_answer"]
+
+
+def _settings() -> Settings:
+    settings = Settings.from_env()
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    return settings
+
+
+def _migrate(settings: Settings) -> None:
+    migrations.upgrade(settings.database_url)
+
+
+def _bootstrap(settings: Settings, out: TextIO) -> None:
+    from store.db import create_engine, create_sessionmaker
+
+    async def run() -> str | None:
+        engine = create_engine(settings.database_url)
+        try:
+            return await bootstrap_admin_key(create_sessionmaker(engine), settings.admin_key_file)
+        finally:
+            await engine.dispose()
+
+    token = asyncio.run(run())
+    if token is not None:
+        print(
+            "\nFirst start: created an admin API key for the tenant 'default'.\n"
+            f"  {token}\n"
+            f"It is shown only now; a copy is in {settings.admin_key_file} (mode 0600).\n",
+            file=out,
+            flush=True,
+        )
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from app.factory import create_app
+
+    settings = _settings()
+    _migrate(settings)
+    _bootstrap(settings, sys.stdout)
+    app = create_app(settings)
+    uvicorn.run(app, host=args.host, port=args.port, log_level=settings.log_level.lower(), access_log=False)
+    return 0
+
+
+def cmd_db(args: argparse.Namespace) -> int:
+    settings = _settings()
+    if args.db_command == "upgrade":
+        migrations.upgrade(settings.database_url, args.revision)
+    elif args.db_command == "downgrade":
+        migrations.downgrade(settings.database_url, args.revision)
+    print(f"database at revision {migrations.current_revision(settings.database_url) or 'base'}")
+    return 0
+
+
+def cmd_model_prepare(args: argparse.Namespace) -> int:
+    from inference.loader import prepare_cache
+
+    settings = _settings()
+    assert settings.model_cache_dir is not None
+    started = time.perf_counter()
+    with Spinner(f"preparing model {settings.model}"):
+        cached = prepare_cache(settings.model, settings.model_cache_dir)
+    if cached is None:
+        print(f"model {settings.model} needs no conversion")
+    else:
+        print(f"model cache ready at {cached} ({time.perf_counter() - started:.1f} s)")
+    return 0
+
+
+def cmd_keys_create(args: argparse.Namespace) -> int:
+    from store import keys as key_store
+    from store.db import create_engine, create_sessionmaker, transaction
+
+    settings = _settings()
+    _migrate(settings)
+
+    async def run() -> str:
+        engine = create_engine(settings.database_url)
+        try:
+            async with transaction(create_sessionmaker(engine)) as session:
+                tenant = await key_store.get_or_create_tenant(session, args.tenant)
+                created = await key_store.create_key(
+                    session, tenant.id, args.name, args.scopes.split(",")
+                )
+            return created.token
+        finally:
+            await engine.dispose()
+
+    token = asyncio.run(run())
+    print(token)
+    print(f"(tenant {args.tenant}, scopes {args.scopes}; the secret is shown only now)", file=sys.stderr)
+    return 0
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    from litestar.testing import TestClient
+
+    from app.factory import create_app
+    from app.runtime import Runtime
+    from store import keys as key_store
+    from store.db import transaction
+
+    settings = replace(_settings(), load_model=False)
+    _migrate(settings)
+    runtime = Runtime(settings)
+    with Spinner(f"loading model {settings.model}"):
+        runtime.load_model_now()
+    app = create_app(settings, runtime=runtime)
+    body = {
+        "prompt": args.prompt,
+        "domain": args.domain,
+        "options": {"max_new_tokens": args.max_new_tokens},
+    }
+    with TestClient(app=app) as client:
+        portal = client.blocking_portal
+
+        async def temporary_key() -> tuple[str, str]:
+            async with transaction(runtime.sessionmaker) as session:
+                tenant = await key_store.get_or_create_tenant(session, args.tenant)
+                created = await key_store.create_key(session, tenant.id, "tenet ask (temporary)", ["reason"])
+            return created.key.id, created.token
+
+        async def revoke(key_id: str) -> None:
+            async with transaction(runtime.sessionmaker) as session:
+                await key_store.revoke_key(session, key_id, None)
+
+        key_id, token = portal.call(temporary_key)
+        try:
+            with Spinner("reasoning"):
+                response = client.post(
+                    "/v1/reason", json=body, headers={"Authorization": f"Bearer {token}"}
+                )
+        finally:
+            portal.call(revoke, key_id)
+    payload = response.json()
+    if args.json:
+        print(json.dumps(payload, indent=2, ensure_ascii=False))
+    if response.status_code >= 400:
+        if response.status_code == 404 and payload.get("instance") == "/v1/reason":
+            payload["detail"] = "POST /v1/reason is not available in this build of Tenet"
+        print(f"error {response.status_code} {payload.get('title', '')}: {payload.get('detail', '')}", file=sys.stderr)
+        return 1
+    if not args.json:
+        print(format_answer(payload))
+    return 0
+
+
+def format_answer(payload: dict[str, Any]) -> str:
+    """Render a /v1/reason response for a terminal: answer, status, verdicts, confidences."""
+    lines = [str(payload.get("answer", "")).strip(), ""]
+    lines.append(f"status: {payload.get('status', '?')}    run: {payload.get('run_id', '?')}")
+    constraints = payload.get("constraints") or []
+    if constraints:
+        lines.append("constraints:")
+        for item in constraints:
+            verdict = item.get("verdict") or {}
+            mark = "ok  " if verdict.get("satisfied") else "FAIL"
+            source = (item.get("source") or {}).get("text", "") if isinstance(item.get("source"), dict) else ""
+            detail = verdict.get("detail", "")
+            lines.append(f"  [{mark}] {item.get('kind', '?')}" + (f"  «{source}»" if source else "") + (f"  {detail}" if detail else ""))
+    confidences = payload.get("confidence_by_step") or []
+    if confidences:
+        rendered = ", ".join(
+            f"{c:.2f}" if isinstance(c, int | float) else _render_step_confidence(c) for c in confidences
+        )
+        lines.append(f"confidence by step: {rendered}")
+    return "\n".join(lines)
+
+
+def _render_step_confidence(item: Any) -> str:
+    if isinstance(item, dict):
+        value = item.get("confidence")
+        label = item.get("step_id") or item.get("id") or ""
+        if isinstance(value, int | float):
+            return f"{label}={value:.2f}" if label else f"{value:.2f}"
+    return str(item)
+
+
+class Spinner:
+    """A progress indicator on stderr while a blocking step runs (a plain line when not a TTY)."""
+
+    def __init__(self, label: str, stream: TextIO | None = None) -> None:
+        self.label = label
+        self.stream = stream or sys.stderr
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._started = 0.0
+
+    def __enter__(self) -> Spinner:
+        self._started = time.perf_counter()
+        if self.stream.isatty():
+            self._thread = threading.Thread(target=self._spin, daemon=True)
+            self._thread.start()
+        else:
+            print(f"{self.label} ...", file=self.stream, flush=True)
+        return self
+
+    def _spin(self) -> None:
+        for frame in itertools.cycle("|/-\\"):
+            if self._stop.wait(0.1):
+                return
+            elapsed = time.perf_counter() - self._started
+            self.stream.write(f"\r{frame} {self.label} ({elapsed:.0f} s)")
+            self.stream.flush()
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self.stream.write("\r\033[K")
+        elapsed = time.perf_counter() - self._started
+        outcome = "failed" if exc[0] is not None else "done"
+        print(f"{self.label}: {outcome} in {elapsed:.1f} s", file=self.stream, flush=True)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tenet", description="Tenet constraint-graph reasoning service")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="migrate, bootstrap and serve the HTTP API")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.set_defaults(func=cmd_serve)
+
+    db = sub.add_parser("db", help="database migrations")
+    db_sub = db.add_subparsers(dest="db_command", required=True)
+    up = db_sub.add_parser("upgrade", help="apply migrations up to a revision")
+    up.add_argument("revision", nargs="?", default="head")
+    down = db_sub.add_parser("downgrade", help="revert migrations down to a revision ('base': all)")
+    down.add_argument("revision")
+    db_sub.add_parser("current", help="print the current revision")
+    db.set_defaults(func=cmd_db)
+
+    model = sub.add_parser("model", help="model management")
+    model_sub = model.add_subparsers(dest="model_command", required=True)
+    model_sub.add_parser("prepare", help="convert the GGUF model into the safetensors cache").set_defaults(
+        func=cmd_model_prepare
+    )
+
+    keys = sub.add_parser("keys", help="API keys")
+    keys_sub = keys.add_subparsers(dest="keys_command", required=True)
+    create = keys_sub.add_parser("create", help="create an API key (prints the secret once)")
+    create.add_argument("--tenant", required=True)
+    create.add_argument("--scopes", required=True, help="comma-separated: reason,ontology:read,...")
+    create.add_argument("--name", default="cli")
+    create.set_defaults(func=cmd_keys_create)
+
+    ask = sub.add_parser("ask", help="answer one prompt in-process through POST /v1/reason")
+    ask.add_argument("prompt")
+    ask.add_argument("--domain", default=None)
+    ask.add_argument("--tenant", default="default")
+    ask.add_argument("--max-new-tokens", type=int, default=128)
+    ask.add_argument("--json", action="store_true", help="print the raw JSON response")
+    ask.set_defaults(func=cmd_ask)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``tenet`` script; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    func: Callable[[argparse.Namespace], int] = args.func
+    try:
+        return func(args)
+    except TenetError as exc:
+        print(f"tenet: {exc.title.lower()}: {exc.detail}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,87 @@
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from litestar import Litestar, get
+from litestar.testing import AsyncTestClient
+
+from app.auth import AuthContext, requires_scope
+from reasoning.errors import InvalidInput
+
+Client = AsyncTestClient[Litestar]
+Problem = Callable[[Any, int], dict[str, Any]]
+
+
+@pytest.mark.parametrize(
+    ("authorization", "detail"),
+    [
+        (None, "missing Authorization header"),
+        ("Basic dXNlcjpwYXNz", "malformed Authorization header"),
+        ("Bearer", "malformed Authorization header"),
+        ("Bearer not-a-tenet-key", "invalid API key"),
+        ("Bearer tnt_0123456789ab_" + "x" * 43, "invalid API key"),
+        ("Bearer tnt_ZZZZ_" + "x" * 43, "invalid API key"),
+    ],
+)
+async def test_missing_or_bad_keys_get_401(assert_problem: Problem, client: Client, authorization: str | None, detail: str) -> None:
+    headers = {"Authorization": authorization} if authorization else {}
+    response = await client.get("/v1/models", headers=headers)
+    body = assert_problem(response, 401)
+    assert detail in body["detail"]
+    assert response.headers["www-authenticate"].startswith("Bearer")
+
+
+async def test_wrong_secret_for_a_real_prefix_gets_401(assert_problem: Problem, client: Client, admin_headers: dict[str, str]) -> None:
+    token = admin_headers["Authorization"].removeprefix("Bearer ")
+    prefix = token.split("_")[1]
+    forged = f"tnt_{prefix}_{'A' * 43}"
+    response = await client.get("/v1/keys", headers={"Authorization": f"Bearer {forged}"})
+    assert assert_problem(response, 401)["detail"] == "invalid API key"
+
+
+async def test_revoked_key_gets_401(assert_problem: Problem, client: Client, admin_headers: dict[str, str]) -> None:
+    created = (await client.post("/v1/keys", headers=admin_headers, json={"scopes": ["reason"]})).json()
+    own = {"Authorization": f"Bearer {created['key']}"}
+    assert (await client.get("/v1/models", headers=own)).status_code == 503  # authenticated, no model
+    assert (await client.delete(f"/v1/keys/{created['id']}", headers=admin_headers)).status_code == 200
+    body = assert_problem(await client.get("/v1/models", headers=own), 401)
+    assert "revoked" in body["detail"]
+
+
+async def test_lacking_scope_gets_403(assert_problem: Problem, client: Client, make_key: Any) -> None:
+    headers = await make_key("acme", ["reason", "audit:read"])
+    body = assert_problem(await client.get("/v1/keys", headers=headers), 403)
+    assert body["required_scope"] == "admin"
+
+
+async def test_admin_implies_every_scope(assert_problem: Problem, app: Litestar, client: Client, make_key: Any) -> None:
+    @get("/test/scoped", guards=[requires_scope("ontology:write")], sync_to_thread=False)
+    def scoped(auth: AuthContext) -> dict[str, Any]:
+        return {"tenant_id": auth.tenant_id, "scopes": sorted(auth.scopes)}
+
+    app.register(scoped)
+    admin = await make_key("acme", ["admin"])
+    reader = await make_key("acme", ["ontology:read"])
+    writer = await make_key("acme", ["ontology:write"])
+    assert (await client.get("/test/scoped", headers=admin)).json()["scopes"] == ["admin"]
+    assert (await client.get("/test/scoped", headers=writer)).status_code == 200
+    assert_problem(await client.get("/test/scoped", headers=reader), 403)
+
+
+async def test_last_use_is_recorded(client: Client, admin_headers: dict[str, str]) -> None:
+    listed = (await client.get("/v1/keys", headers=admin_headers)).json()["data"]
+    assert listed[0]["last_used_at"] is not None
+
+
+def test_unknown_scope_in_a_guard_is_a_programming_error() -> None:
+    with pytest.raises(InvalidInput):
+        requires_scope("everything")
+
+
+@pytest.mark.parametrize(
+    ("path", "status"), [("/healthz", 200), ("/readyz", 503), ("/schema/openapi.json", 200)]
+)
+async def test_public_routes_need_no_key(client: Client, path: str, status: int) -> None:
+    assert (await client.get(path)).status_code == status
