@@ -6,7 +6,7 @@ span (``cg:sourceStart``, ``cg:sourceEnd``, ``cg:sourceText``), every
 parameter as one ``rdf:JSON`` literal (``cg:params``) and, where the
 vocabulary has a property for it, as typed literals (``cg:count 50``,
 ``cg:notBefore "2020-01-01"^^xsd:date``). Per edge: the direct triple
-(``c1 cg:excludes c2``) and a reified ``rdf:Statement`` with ``cg:reason``
+(``c1 cg:excludes c2``) and a reified ``rdf:Statement`` (``<base>edgeN``) with ``cg:reason``
 and ``cg:edgeOrigin``. Conflicts are ``cg:Conflict`` nodes. Node IRIs are
 ``<base><id>``; the default base is derived from the graph's content, so
 the same graph always gets the same IRIs.
@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import msgspec
-from rdflib import RDF, RDFS, XSD, BNode, Graph, Literal, Namespace, URIRef
+from rdflib import RDF, RDFS, XSD, Graph, Literal, Namespace, URIRef
 
 from reasoning.constraints.model import Constraint, Premise, Span
 from reasoning.graph.graph import ConstraintGraph
@@ -130,10 +130,10 @@ def to_rdf(graph: ConstraintGraph, premises: Sequence[Premise] = (), *, base: st
         node = ns[p.id]
         g.add((root, CG.hasPremise, node))
         _add_premise(g, node, p)
-    for edge in graph.edges:
+    for i, edge in enumerate(graph.edges, start=1):
         s, o, pred = ns[edge.source], ns[edge.target], CG[edge.relation.value]
         g.add((s, pred, o))
-        statement = BNode()
+        statement = ns[f"edge{i}"]
         g.add((statement, RDF.type, RDF.Statement))
         g.add((statement, RDF.subject, s))
         g.add((statement, RDF.predicate, pred))
