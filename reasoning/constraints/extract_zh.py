@@ -1,0 +1,178 @@
+"""Chinese constraint extraction on a jieba-segmented spaCy doc.
+
+Rules are written over the segmented tokens' text with their character
+offsets: a rule finds a trigger word (必须 / 禁止 / 不得 / 用…回答 / 引用 /
+字 / 段 / 逗号 ...) and parses its parameters with the typed Chinese parsers
+of :mod:`reasoning.constraints.quantities` (Arabic or Chinese numerals,
+不超过 / 少于 / 至少 / 以内 / 以上). Patterns are anchored on token boundaries
+of the segmentation so that, for example, 中文 inside 中文系 does not count.
+"""
+
+from __future__ import annotations
+
+import re
+
+from spacy.tokens import Doc
+
+from reasoning.constraints.found import Found
+from reasoning.constraints.model import Kind, Relation
+from reasoning.constraints.quantities import (
+    ZH_NUMBER,
+    ZH_RELATIONS_AFTER,
+    ZH_RELATIONS_BEFORE,
+    parse_zh_number,
+)
+from reasoning.language import LANGUAGE_NAMES, language_code
+
+__all__ = ["extract_chinese"]
+
+_NEG = r"(?:禁止|不要|不得|不能|不可|请勿|勿|切勿|避免|不许|不准|严禁|别)"
+_REL_BEFORE = "|".join(sorted(map(re.escape, ZH_RELATIONS_BEFORE), key=len, reverse=True))
+_REL_AFTER = "|".join(sorted(map(re.escape, ZH_RELATIONS_AFTER), key=len, reverse=True))
+_QUOTE = r"[“\"「『‘'](?P<q>[^”\"」』’'\n]{1,40})[”\"」』’']"
+
+
+def _token_starts(doc: Doc) -> set[int]:
+    starts = {t.idx for t in doc}
+    starts.add(len(doc.text))
+    return starts
+
+
+def _languages() -> str:
+    names = [zh for _, zh in LANGUAGE_NAMES.values()] + ["汉语", "英语", "普通话", "日文", "韩文", "法文", "德文"]
+    return "|".join(sorted(map(re.escape, set(names)), key=len, reverse=True))
+
+
+_LANG = re.compile(r"(?:用|使用|以|采用|请用|只用)(?P<name>" + _languages() + r")(?:来)?(?:回答|作答|回复|答复|书写|写|输出|撰写|表述)")
+_LANG_ONLY = re.compile(r"(?:回答|回复|答复|输出)(?:必须|应|要|须|只能)?(?:使用|用|是)(?P<name>" + _languages() + r")")
+
+_UNITS = {
+    "字": Kind.WORD_COUNT, "个字": Kind.WORD_COUNT, "词": Kind.WORD_COUNT, "个词": Kind.WORD_COUNT,
+    "单词": Kind.WORD_COUNT, "个单词": Kind.WORD_COUNT,
+    "句": Kind.SENTENCE_COUNT, "句话": Kind.SENTENCE_COUNT, "个句子": Kind.SENTENCE_COUNT,
+    "段": Kind.PARAGRAPH_COUNT, "段落": Kind.PARAGRAPH_COUNT, "个段落": Kind.PARAGRAPH_COUNT,
+    "个要点": Kind.BULLET_COUNT, "条要点": Kind.BULLET_COUNT, "个项目符号": Kind.BULLET_COUNT,
+    "个占位符": Kind.PLACEHOLDERS,
+}
+_UNIT = "|".join(sorted(map(re.escape, _UNITS), key=len, reverse=True))
+_COUNT = re.compile(
+    r"(?:(?P<rel>" + _REL_BEFORE + r")\s*)?(?P<num>" + ZH_NUMBER + r")\s*(?P<unit>" + _UNIT + r")"
+    r"(?:\s*(?P<after>" + _REL_AFTER + r"))?"
+)
+_COUNT_FIRST = re.compile(r"(?:字数|篇幅|长度)(?:应|要|须|必须)?(?:控制在)?(?P<rel>" + _REL_BEFORE + r")?\s*(?P<num>" + ZH_NUMBER + r")\s*(?:个)?字?(?P<after>" + _REL_AFTER + r")?")
+
+_YEAR_BEFORE = re.compile(
+    _NEG + r"(?:引用|使用|参考|援引|采用)(?P<year>(?:1[5-9]|20)\d\d)\s*年(?:以前|之前|前)(?:的)?(?:文献|资料|规则|来源|法规|研究|数据)?"
+)
+_YEAR_SINCE = re.compile(
+    r"(?:只|仅)(?:能)?(?:引用|使用|参考)(?P<year>(?:1[5-9]|20)\d\d)\s*年(?:以后|之后|以来|后)(?:的)?(?:文献|资料|规则|来源|法规|研究|数据)?"
+)
+_CITE = re.compile(r"(?<!不)(?<!禁止)(?:引用|注明|标注|列出|给出)(?:所依据的|相关的|依据的)?(?:来源|出处|依据|规则|文献|法规|证据)")
+_PRECISION = re.compile(r"保留(?P<n>" + ZH_NUMBER + r")位小数")
+_JURISDICTION = re.compile(r"(?:按照|依据|根据|适用)(?P<name>欧盟|美国|英国|中国|新加坡|香港|瑞士|德国|法国|塞浦路斯)(?:的)?(?:法律|法规|规则|监管|规定)")
+_JURISDICTION_CODES = {"欧盟": "EU", "美国": "US", "英国": "GB", "中国": "CN", "新加坡": "SG", "香港": "HK",
+                       "瑞士": "CH", "德国": "DE", "法国": "FR", "塞浦路斯": "CY"}
+
+
+def _on_boundary(starts: set[int], start: int, end: int) -> bool:
+    return start in starts and end in starts
+
+
+def extract_chinese(doc: Doc, text: str) -> list[Found]:
+    """Every constraint the Chinese rules read in ``text`` (segmented as ``doc``)."""
+    starts = _token_starts(doc)
+    found: list[Found] = []
+
+    for match in list(_LANG.finditer(text)) + list(_LANG_ONLY.finditer(text)):
+        code = language_code(match.group("name"))
+        if code is not None and not any(f.kind == Kind.RESPONSE_LANGUAGE and f.start == match.start() for f in found):
+            found.append(Found(kind=Kind.RESPONSE_LANGUAGE, params={"language": code},
+                               start=match.start(), end=match.end()))
+
+    for match in _COUNT.finditer(text):
+        kind = _UNITS[match.group("unit")]
+        n = parse_zh_number(match.group("num"))
+        if n is None:
+            continue
+        relation = _zh_relation(match.group("rel"), match.group("after"))
+        params: dict[str, object] = {"n": n}
+        if kind in (Kind.WORD_COUNT, Kind.SENTENCE_COUNT):
+            params["relation"] = str(relation)
+        found.append(Found(kind=kind, params=params, start=match.start(), end=match.end()))
+    for match in _COUNT_FIRST.finditer(text):
+        n = parse_zh_number(match.group("num"))
+        if n is None or any(f.kind == Kind.WORD_COUNT and f.start <= match.start() < f.end for f in found):
+            continue
+        relation = _zh_relation(match.group("rel"), match.group("after"))
+        found.append(Found(kind=Kind.WORD_COUNT, params={"relation": str(relation), "n": n},
+                           start=match.start(), end=match.end()))
+
+    for match in re.finditer(_NEG + r"(?:使用|用|出现|包含)?(?:任何)?逗号", text):
+        found.append(Found(kind=Kind.NO_COMMA, params={}, start=match.start(), end=match.end()))
+        break
+
+    for match in re.finditer(_NEG + r"(?:使用|提到|提及|出现|包含|说)(?:以下)?(?:词语|词汇|单词|关键词|字眼|词)?[:：]?\s*(?P<list>(?:" + _QUOTE.replace("?P<q>", "") + r"[、，,和及或\s]*)+)", text):
+        words = [m.group("q") for m in re.finditer(_QUOTE, match.group("list"))]
+        if words:
+            found.append(Found(kind=Kind.FORBIDDEN_WORDS, params={"words": words},
+                               start=match.start(), end=match.end()))
+    for match in re.finditer(r"(?<![不勿])(?:包含|提到|提及|使用|出现)(?:关键词|词语|以下词语)[:：]?\s*(?P<list>(?:" + _QUOTE.replace("?P<q>", "") + r"[、，,和及\s]*)+)", text):
+        words = [m.group("q") for m in re.finditer(_QUOTE, match.group("list"))]
+        if words and not re.search(_NEG + r"$", text[max(0, match.start() - 4) : match.start()]):
+            found.append(Found(kind=Kind.KEYWORDS_PRESENT, params={"keywords": words},
+                               start=match.start(), end=match.end()))
+
+    for match in _YEAR_BEFORE.finditer(text):
+        found.append(Found(kind=Kind.CITATION_TIME_WINDOW, params={"not_before": f"{match.group('year')}-01-01"},
+                           start=match.start(), end=match.end()))
+    for match in _YEAR_SINCE.finditer(text):
+        found.append(Found(kind=Kind.CITATION_TIME_WINDOW, params={"not_before": f"{match.group('year')}-01-01"},
+                           start=match.start(), end=match.end()))
+    for match in _CITE.finditer(text):
+        if any(f.kind == Kind.CITATION_TIME_WINDOW and f.start <= match.start() < f.end for f in found):
+            continue
+        found.append(Found(kind=Kind.CITE_SOURCES, params={"min": 1}, start=match.start(), end=match.end(),
+                           confidence=0.8))
+        break
+    for match in _PRECISION.finditer(text):
+        n = parse_zh_number(match.group("n"))
+        if n is not None:
+            found.append(Found(kind=Kind.NUMERIC_PRECISION, params={"decimals": n},
+                               start=match.start(), end=match.end()))
+    for match in _JURISDICTION.finditer(text):
+        found.append(Found(kind=Kind.JURISDICTION, params={"code": _JURISDICTION_CODES[match.group("name")]},
+                           start=match.start(), end=match.end(), confidence=0.8))
+
+    simple = (
+        (r"(?:全部|全部使用|都用|一律用?)小写", Kind.ALL_LOWERCASE),
+        (r"(?:全部|全部使用|都用|一律用?)大写", Kind.ALL_CAPITALS),
+        (r"JSON\s*格式|以\s*JSON\s*(?:输出|返回)", Kind.JSON_FORMAT),
+        (r"双尖括号|<<[^<>\n]{1,30}>>", Kind.TITLE),
+        (r"(?:用|以)双引号(?:把|将)?(?:整个|全部)?(?:回答|回复|内容)?(?:括起来|包裹|括住)", Kind.QUOTATION),
+    )
+    for pattern, kind in simple:
+        match = re.search(pattern, text, re.IGNORECASE)
+        if match is not None:
+            found.append(Found(kind=kind, params={}, start=match.start(), end=match.end()))
+    match = re.search(r"(?:以|用)\s*[“\"「]?(?P<q>P\.?\s?P\.?\s?S|P\.?\s?S\.?)[”\"」]?\s*开头的?附言|附言", text, re.IGNORECASE)
+    if match is not None:
+        raw = re.sub(r"[\s.]", "", match.group("q") or "").upper()
+        marker = "P.P.S" if raw == "PPS" else "P.S."
+        found.append(Found(kind=Kind.POSTSCRIPT, params={"marker": marker}, start=match.start(), end=match.end()))
+    match = re.search(r"(?:以|用)" + _QUOTE + r"(?:结尾|结束)", text)
+    if match is not None:
+        found.append(Found(kind=Kind.END_PHRASE, params={"phrase": match.group("q")},
+                           start=match.start(), end=match.end()))
+    match = re.search(r"(?:以|用)" + _QUOTE + r"开头", text)
+    if match is not None and "段" not in text[max(0, match.start() - 4) : match.start()]:
+        found.append(Found(kind=Kind.START_PHRASE, params={"phrase": match.group("q")},
+                           start=match.start(), end=match.end()))
+    return [f for f in found if _on_boundary(starts, f.start, f.end) or f.kind != Kind.RESPONSE_LANGUAGE]
+
+
+def _zh_relation(before: str | None, after: str | None) -> Relation:
+    if before:
+        return ZH_RELATIONS_BEFORE[before]
+    if after:
+        return ZH_RELATIONS_AFTER[after]
+    return Relation.EXACTLY

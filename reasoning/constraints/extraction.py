@@ -1,0 +1,216 @@
+"""Constraints and premises out of a prompt: the ``extract`` stage.
+
+``extract(prompt)`` parses the prompt once per script it contains (English
+through spaCy's ``en_core_web_sm`` pipeline, Chinese through spaCy ``zh`` with
+jieba), runs the English and Chinese detectors, and returns typed constraints
+with exact source spans (``prompt[start:end] == span.text``), premises,
+sentences and cheap document features.
+
+Guarantees:
+
+- never raises on any Unicode text up to :data:`MAX_PROMPT_CHARS`; longer
+  prompts raise :class:`reasoning.errors.LimitExceeded`;
+- constraint ids are ``c1``, ``c2``, ... in order of source position; profile
+  defaults follow with the next ids;
+- hardness is ``soft`` when the constraint's sentence carries a softener
+  ("preferably", "try to", "if possible", "ideally", 尽量, 最好, 尽可能) and
+  ``hard`` otherwise (imperatives, "must", "do not", "exactly", 必须, 禁止,
+  不得);
+- a default (``origin=profile``) is kept only when no user constraint has
+  the same kind;
+- a requirement named only as a category ("do not mention competitors by
+  name") is not a ``forbidden_words`` constraint: without explicit words a
+  verifier could not check it, so no constraint is invented. Explicit words
+  ("do not use the words 'cheap' or 'free'") are.
+
+Features (``ExtractionResult.features``) for the entropy stage, all floats:
+``chars``, ``tokens``, ``sentences``, ``mean_sentence_tokens``, ``entities``
+(spaCy NER spans), ``entity_density`` (entities per token), ``conditionals``
+(if / unless / when / otherwise / 如果 / 除非 / 若), ``negations`` (``neg``
+dependencies, no / never / without, 不 / 没 / 禁止 / 不得), ``numbers``,
+``questions``, ``constraints``, ``hard_constraints``, ``soft_constraints``,
+``premises``, ``han_share`` (share of Han characters among letters: a mix of
+languages is a source of uncertainty).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+import msgspec
+from spacy.tokens import Doc
+
+from reasoning.constraints.catalog import CATALOG
+from reasoning.constraints.extract_en import extract_english
+from reasoning.constraints.extract_zh import extract_chinese
+from reasoning.constraints.found import Found
+from reasoning.constraints.model import Constraint, Hardness, Origin, Premise, Span
+from reasoning.errors import LimitExceeded
+from reasoning.language import detect_prompt_language, script_counts
+from reasoning.nlp import chinese, english
+from reasoning.premises import extract_premises
+
+__all__ = ["MAX_PROMPT_CHARS", "ExtractionResult", "extract"]
+
+MAX_PROMPT_CHARS = 20_000
+"""Longest prompt extraction accepts (characters); the HTTP layer caps bodies too."""
+
+
+class ExtractionResult(msgspec.Struct, frozen=True, kw_only=True):
+    """Everything the ``extract`` stage read from one prompt."""
+
+    constraints: tuple[Constraint, ...]
+    premises: tuple[Premise, ...]
+    language: str
+    sentences: tuple[Span, ...]
+    features: dict[str, float]
+
+
+_SOFT_EN = re.compile(
+    r"\b(?:preferably|prefer(?:ably)?|try\s+to|if\s+possible|where\s+possible|ideally|if\s+you\s+can|optionally"
+    r"|would\s+be\s+nice|feel\s+free|when\s+possible|as\s+far\s+as\s+possible)\b",
+    re.IGNORECASE,
+)
+_SOFT_ZH = re.compile(r"尽量|最好|尽可能|如果可能|可以的话|建议|酌情")
+_CONDITIONALS = re.compile(r"\b(?:if|unless|when|whenever|otherwise|in\s+case)\b|如果|除非|若|假如|否则", re.IGNORECASE)
+_NEGATIONS_ZH = re.compile(r"不|没|禁止|不得|勿|无")
+_SURROGATE = re.compile(r"[\ud800-\udfff\x00]")
+
+
+def _clean(prompt: str) -> str:
+    """The prompt with characters spaCy cannot take replaced one for one.
+
+    One-for-one replacement keeps every offset valid for the original prompt.
+    """
+    return _SURROGATE.sub("\ufffd", prompt)
+
+
+def _sentence_bounds(doc: Doc) -> list[tuple[int, int]]:
+    return [(s.start_char, s.end_char) for s in doc.sents] if len(doc) else []
+
+
+def _hardness(found: Found, text: str, bounds: Sequence[tuple[int, int]]) -> Hardness:
+    if found.hardness is not None:
+        return found.hardness
+    start, end = found.start, found.end
+    for s, e in bounds:
+        if s <= found.start < e:
+            start, end = s, max(e, found.end)
+            break
+    clause = text[start:end]
+    if _SOFT_EN.search(clause) or _SOFT_ZH.search(clause):
+        return Hardness.SOFT
+    return Hardness.HARD
+
+
+def _dedupe(found: list[Found]) -> list[Found]:
+    """One constraint per (kind, params); of overlapping same-kind spans, the first."""
+    kept: list[Found] = []
+    seen: set[tuple[str, str]] = set()
+    for item in sorted(found, key=lambda f: (f.start, -f.confidence)):
+        key = (str(item.kind), msgspec.json.encode(item.params).decode())
+        if key in seen:
+            continue
+        if any(k.kind == item.kind and k.start < item.end and item.start < k.end for k in kept):
+            continue
+        seen.add(key)
+        kept.append(item)
+    return kept
+
+
+def _features(
+    text: str,
+    docs: Mapping[str, Doc],
+    constraints: Sequence[Constraint],
+    premises: Sequence[Premise],
+    sentences: Sequence[Span],
+) -> dict[str, float]:
+    en = docs.get("en")
+    zh = docs.get("zh")
+    tokens = len(en) if en is not None else len(zh) if zh is not None else 0
+    entities = len(en.ents) if en is not None else 0
+    negations = sum(1 for t in en if t.dep_ == "neg" or t.lower_ in ("no", "never", "without")) if en is not None else 0
+    if zh is not None:
+        negations += len(_NEGATIONS_ZH.findall(text))
+    scripts = script_counts(text)
+    letters = sum(scripts.values())
+    hard = sum(1 for c in constraints if c.hardness == Hardness.HARD)
+    return {
+        "chars": float(len(text)),
+        "tokens": float(tokens),
+        "sentences": float(len(sentences)),
+        "mean_sentence_tokens": float(tokens / len(sentences)) if sentences else 0.0,
+        "entities": float(entities),
+        "entity_density": float(entities / tokens) if tokens else 0.0,
+        "conditionals": float(len(_CONDITIONALS.findall(text))),
+        "negations": float(negations),
+        "numbers": float(len(re.findall(r"\d+(?:[.,]\d+)*", text))),
+        "questions": float(text.count("?") + text.count("？")),
+        "constraints": float(len(constraints)),
+        "hard_constraints": float(hard),
+        "soft_constraints": float(len(constraints) - hard),
+        "premises": float(len(premises)),
+        "han_share": float(scripts.get("Han", 0) / letters) if letters else 0.0,
+    }
+
+
+def extract(prompt: str, *, defaults: Sequence[Constraint] = ()) -> ExtractionResult:
+    """Constraints, premises, language, sentences and features of ``prompt``.
+
+    ``defaults`` are a profile's constraints; each is appended (as
+    ``origin=profile``) unless the user's constraints already have its kind.
+
+    >>> result = extract("必须用中文回答")
+    >>> [(c.kind.value, c.params, c.hardness.value) for c in result.constraints]
+    [('response_language', {'language': 'zh'}, 'hard')]
+    """
+    if len(prompt) > MAX_PROMPT_CHARS:
+        raise LimitExceeded(
+            f"prompt has {len(prompt)} characters; the maximum is {MAX_PROMPT_CHARS}",
+            limit=MAX_PROMPT_CHARS,
+        )
+    text = _clean(prompt)
+    language = detect_prompt_language(text)
+    scripts = script_counts(text)
+    docs: dict[str, Doc] = {}
+    found: list[Found] = []
+    if scripts.get("Han", 0) == 0 or scripts.get("Latin", 0) > 0 or language == "en":
+        docs["en"] = english()(text)
+        found.extend(extract_english(docs["en"], text))
+    if scripts.get("Han", 0) > 0:
+        docs["zh"] = chinese()(text)
+        found.extend(extract_chinese(docs["zh"], text))
+    main_doc = docs.get(language) or next(iter(docs.values()))
+    bounds = _sentence_bounds(main_doc)
+    sentences = tuple(Span(start=s, end=e, text=prompt[s:e]) for s, e in bounds)
+    kept = _dedupe(found)
+    constraints: list[Constraint] = []
+    for index, item in enumerate(kept, start=1):
+        constraints.append(
+            Constraint(
+                id=f"c{index}",
+                kind=item.kind,
+                params=item.params,
+                hardness=_hardness(item, text, bounds),
+                scope=CATALOG[item.kind].scope,
+                origin=Origin.USER,
+                source=Span(start=item.start, end=item.end, text=prompt[item.start : item.end]),
+                confidence=item.confidence,
+            )
+        )
+    user_kinds = {c.kind for c in constraints}
+    for default in defaults:
+        if default.kind in user_kinds:
+            continue
+        constraints.append(msgspec.structs.replace(default, id=f"c{len(constraints) + 1}", origin=Origin.PROFILE))
+        user_kinds.add(default.kind)
+    premises = extract_premises(prompt)
+    features = _features(text, docs, constraints, premises, sentences)
+    return ExtractionResult(
+        constraints=tuple(constraints),
+        premises=premises,
+        language=language,
+        sentences=sentences,
+        features=features,
+    )
