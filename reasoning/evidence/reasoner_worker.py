@@ -1,0 +1,101 @@
+"""The child process that runs an OWL 2 RL reasoner for :mod:`materialise`.
+
+Protocol: stdin holds one msgpack map ``{"engine", "triples"}`` (triples as
+lists of three bare IRIs); stdout receives one msgpack :class:`WorkerResult`
+with only the triples the reasoner added. Run as
+``python -m reasoning.evidence.reasoner_worker``; it imports no web, model
+or database code, so it starts in a fraction of a second.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Final, Literal
+
+import msgspec
+
+__all__ = ["Engine", "WorkerRequest", "WorkerResult", "OWLRL_MAX_TRIPLES", "run", "main"]
+
+Engine = Literal["auto", "reasonable", "owlrl"]
+
+OWLRL_MAX_TRIPLES: Final = 50_000
+"""Above this size the owlrl fallback is not attempted (it would take minutes)."""
+
+UNSUPPORTED_BY_REASONABLE: Final = frozenset({
+    "http://www.w3.org/2002/07/owl#propertyChainAxiom",
+})
+"""OWL 2 RL axioms ``reasonable`` does not apply (rule prp-spo2, checked against owlrl)."""
+
+
+class WorkerRequest(msgspec.Struct, frozen=True):
+    engine: Engine
+    triples: list[tuple[str, str, str]]
+
+
+class WorkerResult(msgspec.Struct, frozen=True):
+    engine: str
+    inferred: list[tuple[str, str, str]]
+    note: str | None = None
+
+
+def run(request: WorkerRequest) -> WorkerResult:
+    """Reason over the request's triples with the chosen engine.
+
+    ``auto`` uses reasonable, except for small ontologies with axioms it does
+    not apply (then owlrl, the complete reference), and falls back to owlrl
+    when reasonable fails on a small ontology.
+    """
+    base = set(request.triples)
+    note: str | None = None
+    needs_owlrl = next((p for _, p, _ in request.triples if p in UNSUPPORTED_BY_REASONABLE), None)
+    if request.engine == "owlrl":
+        used, result = "owlrl", _run_owlrl(request.triples)
+    elif request.engine == "auto" and needs_owlrl and len(request.triples) <= OWLRL_MAX_TRIPLES:
+        note = f"owlrl used: the ontology uses <{needs_owlrl}>, which reasonable does not apply"
+        used, result = "owlrl", _run_owlrl(request.triples)
+    else:
+        try:
+            used, result = "reasonable", _run_reasonable(request.triples)
+        except BaseException as exc:  # reasonable's Rust panics surface as BaseException
+            reason = f"{type(exc).__name__}: {str(exc)[:200]}"
+            if request.engine == "reasonable" or len(request.triples) > OWLRL_MAX_TRIPLES:
+                return WorkerResult("reasonable", [],
+                                    f"reasonable failed ({reason}); only asserted triples are indexed")
+            note = f"reasonable failed ({reason}); owlrl used instead"
+            used, result = "owlrl", _run_owlrl(request.triples)
+    return WorkerResult(used, [t for t in result if t not in base], note)
+
+
+def _run_reasonable(triples: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+    import reasonable
+
+    reasoner = reasonable.PyReasoner()
+    reasoner.from_graph(triples)
+    return [(str(s), str(p), str(o)) for s, p, o in reasoner.reason()]
+
+
+def _run_owlrl(triples: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+    import owlrl
+    from rdflib import Graph, URIRef
+
+    graph = Graph()
+    for s, p, o in triples:
+        graph.add((URIRef(s), URIRef(p), URIRef(o)))
+    owlrl.DeductiveClosure(owlrl.OWLRL_Semantics).expand(graph)
+    return [(str(s), str(p), str(o)) for s, p, o in graph
+            if isinstance(s, URIRef) and isinstance(p, URIRef) and isinstance(o, URIRef)]
+
+
+def main() -> None:
+    request = msgspec.msgpack.decode(sys.stdin.buffer.read(), type=WorkerRequest)
+    try:
+        result = run(request)
+    except BaseException as exc:
+        result = WorkerResult(request.engine, [], f"materialisation failed ({type(exc).__name__}: "
+                                                  f"{str(exc)[:200]}); only asserted triples are indexed")
+    sys.stdout.buffer.write(msgspec.msgpack.encode(result))
+    sys.stdout.buffer.flush()
+
+
+if __name__ == "__main__":
+    main()
