@@ -38,6 +38,8 @@ class BatchState:
     prompt_last_token: tuple[int, ...]  # per branch: last prompt token id (for step repair)
     prompt_last_column: tuple[int, ...]  # per branch: physical column of that token
     width: int
+    branch_kv: tuple[PrefixKV, ...] = ()  # per branch: the prompt's KV [1, H, L_b, D] (read-only)
+    first_logits: torch.Tensor | None = None  # [B, V]: next-token logits after each branch prompt
 
     @property
     def rows(self) -> int:
@@ -126,5 +128,10 @@ def prefill_branches(
         prompt_last_token=tuple(int(s[-1]) for s in suffixes),
         prompt_last_column=tuple(prefix_len + len(s) - 1 for s in suffixes),
         width=width,
+        branch_kv=tuple(
+            tuple((layer.keys[b : b + 1, :, : lengths[b]], layer.values[b : b + 1, :, : lengths[b]]) for layer in work.slab_layers)
+            for b in range(n_branch)
+        ),
+        first_logits=next_logits,
     )
     return state, next_logits

@@ -1,0 +1,322 @@
+"""``decode``: the steered decode of one request, from a prompt plan to a ``DecodeResult``.
+
+Stages, in order: the shared prefix is prefilled once (or taken from the
+tenant's prefix cache), the branch suffixes are prefilled together in one
+ragged batch, the beam search runs all branches in one batched forward per
+step with pruning at step boundaries, then each branch's best hypothesis is
+cut into ``Step``s with confidence and hints, and the branches are aggregated.
+
+Aggregation (kept simple, documented): a branch's weight is its view's
+relevance times the mean confidence of its steps; the answer is the text of
+the heaviest branch; every other branch is recorded as agreeing when its
+conclusion (last step) shares at least half of its content words with the
+answer's conclusion (Jaccard >= 0.5).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+import torch
+
+from inference.decoder.batch import prefill_branches, prefill_prefix
+from inference.decoder.beam import BeamConfig, BranchOutcome, ClosedStep, Hypothesis, SearchStats, generate
+from inference.decoder.boundaries import boundary_table
+from inference.decoder.pruning import BranchEvidence, PruningConfig, PruningJudge, StepFacts
+from inference.decoder.runner import ModelRunner
+from inference.decoder.steering import Steering
+from inference.decoder.unsteered import Unsteered
+from inference.kv_cache import PrefixCache
+from inference.prompting import PromptPlan
+from reasoning.confidence import ConfidenceInputs, lowest_window_probability, step_confidence
+from reasoning.constraints.model import Constraint, Premise, Verdict
+from reasoning.constraints.verifiers import verify as verify_constraint
+from reasoning.errors import InvalidInput
+from reasoning.evidence.model import EvidenceFact
+from reasoning.steps import Step, TokenSummary
+
+__all__ = ["DecodeOptions", "BranchResult", "PruningStats", "DecodeTimings", "DecodeResult", "decode"]
+
+_WORD = re.compile(r"\w+")
+
+
+@dataclass(frozen=True)
+class DecodeOptions:
+    """How to decode: beam width (1 = greedy), token limits, pruning and counterfactual checks."""
+
+    width: int = 4
+    max_new_tokens: int = 64
+    min_new_tokens: int = 0
+    seed: int = 0
+    length_penalty: float = 1.0
+    max_repairs: int = 3
+    prune: bool = True
+    counterfactual_checks: bool = False
+    entropy_bound: float = 0.85
+    contrast_margin: float = 0.5
+    counterfactual_flops_share: float = 0.05
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.width <= 64:
+            raise InvalidInput(f"width must be between 1 and 64, got {self.width}")
+        if not 1 <= self.max_new_tokens <= 8192:
+            raise InvalidInput(f"max_new_tokens must be between 1 and 8192, got {self.max_new_tokens}")
+        if not 0 <= self.min_new_tokens <= self.max_new_tokens:
+            raise InvalidInput("min_new_tokens must be between 0 and max_new_tokens")
+
+
+class BranchResult(msgspec.Struct, frozen=True, kw_only=True):
+    view: str
+    relevance: float
+    text: str
+    score: float
+    confidence: float
+    weight: float
+    agrees: bool
+    steps: tuple[Step, ...]
+
+
+class PruningStats(msgspec.Struct, frozen=True, kw_only=True):
+    pruned: dict[str, int]
+    steps_checked: int
+    repairs: int
+    unrepaired: int
+    counterfactual_scored: int
+    counterfactual_skipped: int
+
+
+class DecodeTimings(msgspec.Struct, frozen=True, kw_only=True):
+    prefill_s: float
+    decode_s: float
+    constraint_check_s: float
+
+
+class DecodeResult(msgspec.Struct, frozen=True, kw_only=True):
+    """The answer and everything needed to explain and audit it."""
+
+    answer: str
+    answer_branch: int
+    steps: tuple[Step, ...]
+    reasoning_path: tuple[str, ...]
+    branches: tuple[BranchResult, ...]
+    pruning: PruningStats
+    timings: DecodeTimings
+    prompt_tokens: int
+    generated_tokens: int
+    decode_steps: int
+    flops: dict[str, float]
+    counterfactual_flops_share: float
+    constraint_check_share: float
+    prefix_cache_hit: bool
+    violations: tuple[str, ...]
+
+
+def _eos_ids(model: Any, tokenizer: Any) -> frozenset[int]:
+    ids: set[int] = set()
+    for source in (getattr(model, "generation_config", None), tokenizer):
+        value = getattr(source, "eos_token_id", None)
+        if isinstance(value, int):
+            ids.add(value)
+        elif isinstance(value, (list, tuple)):
+            ids.update(int(v) for v in value)
+    return frozenset(ids)
+
+
+def decode(
+    model: Any,
+    tokenizer: Any,
+    plan: PromptPlan,
+    *,
+    steering: Steering | None = None,
+    options: DecodeOptions = DecodeOptions(),
+    constraints: Sequence[Constraint] = (),
+    premises: Sequence[Premise] = (),
+    lexicon: Mapping[str, str] | None = None,
+    request_text: str = "",
+    prefix_cache: PrefixCache | None = None,
+    tenant: str = "",
+    model_id: str = "",
+    verify: Callable[..., Verdict] = verify_constraint,
+) -> DecodeResult:
+    """Decode every branch of ``plan`` in one batched beam search; see the module docstring.
+
+    ``steering`` None decodes the model plain (the comparison mode). The
+    prefix cache is consulted only with a ``tenant`` and ``model_id``.
+    """
+    torch.manual_seed(options.seed)
+    runner = ModelRunner(model)
+    pad_id = int(tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0)
+    with torch.inference_mode():
+        t0 = time.perf_counter()
+        prefix_kv, hit = _prefix(runner, plan, prefix_cache, tenant, model_id)
+        state, first = prefill_branches(
+            runner, len(plan.prefix_ids), prefix_kv, plan.suffixes, width=options.width,
+            max_new_tokens=options.max_new_tokens, slack=2 * options.max_repairs + 2, pad_id=pad_id,
+        )
+        prefill_s = time.perf_counter() - t0
+        stats = SearchStats()
+        judge = PruningJudge(
+            tokenizer=tokenizer, runner=runner, constraints=constraints,
+            branches=[
+                BranchEvidence(view, facts, state.branch_kv[b], state.prompt_lengths[b], torch.log_softmax(first[b], -1))
+                for b, (view, facts) in enumerate(zip(plan.views, plan.facts))
+            ],
+            config=PruningConfig(
+                entropy_bound=options.entropy_bound, contrast_margin=options.contrast_margin,
+                counterfactual_checks=options.counterfactual_checks,
+                counterfactual_flops_share=options.counterfactual_flops_share,
+            ),
+            stats=stats, verify=verify, lexicon=dict(lexicon or {}), request_text=request_text,
+            language=plan.language, pad_id=pad_id, enforce=options.prune,
+        )
+        config = BeamConfig(
+            width=options.width, max_new_tokens=options.max_new_tokens, min_new_tokens=options.min_new_tokens,
+            length_penalty=options.length_penalty, eos_ids=_eos_ids(model, tokenizer), pad_id=pad_id,
+            max_repairs=options.max_repairs,
+        )
+        steer = steering or Unsteered()
+        table = boundary_table(tokenizer, int(first.shape[-1]))
+        outcomes = generate(runner, state, first, [steer] * len(plan.suffixes), config, table, judge, stats)
+    return _result(plan, tokenizer, outcomes, premises, runner, stats, judge, prefill_s, hit)
+
+
+def _prefix(
+    runner: ModelRunner, plan: PromptPlan, cache: PrefixCache | None, tenant: str, model_id: str
+) -> tuple[Any, bool]:
+    """The prefix KV from the tenant's cache, or prefilled now (and stored)."""
+    usable = cache is not None and bool(tenant) and bool(model_id) and bool(plan.prefix_ids)
+    if usable and cache is not None:
+        kv = cache.get(tenant, model_id, plan.prefix_ids)
+        if kv is not None:
+            return kv, True
+    kv = prefill_prefix(runner, plan.prefix_ids)
+    if usable and cache is not None:
+        cache.put(tenant, model_id, plan.prefix_ids, kv)
+    return kv, False
+
+
+def _result(
+    plan: PromptPlan,
+    tokenizer: Any,
+    outcomes: list[BranchOutcome],
+    premises: Sequence[Premise],
+    runner: ModelRunner,
+    stats: SearchStats,
+    judge: PruningJudge,
+    prefill_s: float,
+    hit: bool,
+) -> DecodeResult:
+    branches = [_branch(plan, tokenizer, o, premises) for o in outcomes]
+    answer_branch = max(range(len(branches)), key=lambda b: branches[b].weight)
+    answer = branches[answer_branch]
+    conclusion = _content(answer.steps[-1].text if answer.steps else answer.text)
+    branches = [
+        msgspec.structs.replace(br, agrees=b == answer_branch or _jaccard(_content(br.steps[-1].text if br.steps else br.text), conclusion) >= 0.5)
+        for b, br in enumerate(branches)
+    ]
+    flops = dict(runner.counters.flops)
+    base = flops.get("prefill", 0.0) + flops.get("decode", 0.0)
+    violations = tuple(
+        f"{s.id}: {s.violation}" for br in branches for s in br.steps if s.violation
+    )
+    return DecodeResult(
+        answer=answer.text,
+        answer_branch=answer_branch,
+        steps=answer.steps,
+        reasoning_path=tuple(s.id for s in answer.steps),
+        branches=tuple(branches),
+        pruning=PruningStats(
+            pruned=dict(stats.pruned), steps_checked=stats.steps_checked, repairs=stats.repairs,
+            unrepaired=stats.unrepaired, counterfactual_scored=judge.counterfactual_scored,
+            counterfactual_skipped=judge.counterfactual_skipped,
+        ),
+        timings=DecodeTimings(prefill_s=prefill_s, decode_s=stats.decode_seconds, constraint_check_s=stats.check_seconds),
+        prompt_tokens=len(plan.prefix_ids) + sum(len(s) for s in plan.suffixes),
+        generated_tokens=sum(len(o.best.tokens) for o in outcomes if o.hypotheses),
+        decode_steps=stats.steps_decoded,
+        flops=flops,
+        counterfactual_flops_share=flops.get("counterfactual", 0.0) / base if base else 0.0,
+        constraint_check_share=stats.check_seconds / stats.decode_seconds if stats.decode_seconds else 0.0,
+        prefix_cache_hit=hit,
+        violations=violations,
+    )
+
+
+def _branch(plan: PromptPlan, tokenizer: Any, outcome: BranchOutcome, premises: Sequence[Premise]) -> BranchResult:
+    b = outcome.branch
+    view, relevance = plan.views[b], plan.relevance[b]
+    if not outcome.hypotheses:
+        return BranchResult(view=view, relevance=relevance, text="", score=float("-inf"), confidence=0.0, weight=0.0, agrees=False, steps=())
+    best = outcome.best
+    facts_by_id = {f.id: f for f in plan.facts[b]}
+    steps = tuple(
+        _step(f"S{b + 1}.{k + 1}", view, tokenizer, best, closed, facts_by_id, premises, bool(plan.facts[b]))
+        for k, closed in enumerate(best.steps)
+    )
+    confidence = sum(s.confidence for s in steps) / len(steps) if steps else 0.0
+    return BranchResult(
+        view=view, relevance=relevance, text=tokenizer.decode(list(best.tokens), skip_special_tokens=True),
+        score=best.normalized, confidence=confidence, weight=relevance * confidence, agrees=False, steps=steps,
+    )
+
+
+def _step(
+    step_id: str,
+    view: str,
+    tokenizer: Any,
+    hyp: Hypothesis,
+    closed: ClosedStep,
+    facts_by_id: Mapping[str, EvidenceFact],
+    premises: Sequence[Premise],
+    has_evidence: bool,
+) -> Step:
+    facts = closed.check.payload if isinstance(closed.check.payload, StepFacts) else None
+    text = facts.text if facts else tokenizer.decode(list(hyp.tokens[closed.start : closed.end]), skip_special_tokens=True)
+    logprobs = hyp.logprobs[closed.start : closed.end]
+    window = lowest_window_probability(logprobs)
+    mentions = facts.mentions if facts else ()
+    unsupported = facts.unsupported if facts else ()
+    cited = facts.evidence_cited if facts else ()
+    used = facts.evidence_used if facts else ()
+    stale = tuple(
+        f"evidence {fid}: {facts_by_id[fid].stale_hint}"
+        for fid in dict.fromkeys((*cited, *used))
+        if fid in facts_by_id and facts_by_id[fid].stale_hint
+    )
+    inputs = ConfidenceInputs(
+        window_prob=window,
+        support=(1 - len(unsupported) / len(mentions)) if (mentions and has_evidence) else None,
+        unsupported=unsupported if has_evidence else (),
+        contrast=facts.contrast if facts else None,
+        contrast_kind=facts.contrast_kind if facts else None,
+        stale_hints=stale,
+    )
+    conf = step_confidence(inputs)
+    words = {w for w in _WORD.findall(text.lower()) if len(w) > 2}
+    premise_ids = tuple(p.id for p in premises if words & {w for w in _WORD.findall(p.topic.lower()) if len(w) > 2})
+    ents = hyp.entropies[closed.start : closed.end]
+    return Step(
+        id=step_id, branch=view, text=text, token_start=closed.start, token_end=closed.end,
+        evidence_cited=cited, evidence_used=used, premise_ids=premise_ids,
+        verdicts=facts.verdicts if facts else (),
+        tokens=TokenSummary(count=len(logprobs), mean_logprob=sum(logprobs) / len(logprobs) if logprobs else 0.0, min_window_prob=window),
+        entropy=sum(ents) / len(ents) if ents else 0.0,
+        contrast=facts.contrast if facts else None,
+        contrast_variant=facts.contrast_variant if facts else None,
+        confidence=conf.value, calibration_hint=conf.hint,
+        violation=f"{closed.check.rule}: {closed.check.detail}" if closed.unrepaired else None,
+        repaired=closed.repaired,
+    )
+
+
+def _content(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if len(w) > 3}
+
+
+def _jaccard(a: set[str], b: set[str]) -> float:
+    return len(a & b) / len(a | b) if a | b else 1.0

@@ -1,0 +1,238 @@
+"""The three pruning rules of DESIGN.md section 6, applied at step boundaries.
+
+``PruningJudge.judge`` is called by the beam search for every candidate that
+closes a step. Rules, cheapest first:
+
+3. entropy bound: the step's mean normalised token entropy (entropy / log V)
+   exceeds ``entropy_bound`` (0.85), or the step is degenerate (repetition,
+   script drift, a run of digits / symbols / emoji -- ``degeneracy.py``);
+2. evidence chain: the branch shows evidence and the step states a domain
+   fact -- it names a known ontology label, a number or a date -- that no
+   evidence fact of the branch and nothing in the request mentions.
+   Support is lexical (case-insensitive word match; numbers compared without
+   thousands separators): simple, explainable, and strict in the direction
+   that matters (a paraphrased fact may be flagged, an invented one is);
+1. semantic consistency: two or more hard constraints are already certainly
+   violated by the answer so far (partial verification), or -- when the
+   budget allows counterfactual checks and the step states a domain fact --
+   the claim and its minimal variants (``reasoning.counterfactual``) are
+   scored given the branch's evidence and a variant beats the claim by more
+   than ``contrast_margin`` nats per token (the evidence supports a
+   counterfactual and not the claim).
+
+Counterfactual scoring is rationed: a check runs only while the counterfactual
+FLOPs stay within ``counterfactual_flops_share`` of the decode's own FLOPs
+(prefill + decode); skipped checks are counted, not hidden.
+
+Time spent in constraint verification is added to the search's
+``check_seconds`` (with the steering's apply / advance).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import torch
+
+from inference.decoder.beam import SearchStats, StepCheck
+from inference.decoder.contrast import contrast, score_continuations
+from inference.decoder.degeneracy import degeneracy
+from inference.decoder.kv import PrefixKV
+from inference.decoder.runner import ModelRunner
+from reasoning.constraints.model import Constraint, Hardness, Scope, Verdict
+from reasoning.counterfactual import variants
+from reasoning.evidence.model import EvidenceFact
+
+__all__ = ["PruningConfig", "BranchEvidence", "StepFacts", "PruningJudge", "domain_mentions"]
+
+_NUMBER = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w.,])\d+(?:\.\d+)?")
+_ISO_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
+_LIST_MARKER = re.compile(r"^\s*\d+[.)]\s")
+_CITATION = re.compile(r"\[(E\d+)\]")
+_WORD = re.compile(r"\w+")
+
+
+@dataclass(frozen=True)
+class PruningConfig:
+    entropy_bound: float = 0.85
+    min_violations: int = 2
+    contrast_margin: float = 0.5
+    counterfactual_checks: bool = False
+    counterfactual_flops_share: float = 0.05
+    max_variants: int = 3
+
+
+@dataclass(frozen=True)
+class BranchEvidence:
+    """What one branch showed the model, for support and contrast."""
+
+    view: str
+    facts: tuple[EvidenceFact, ...]
+    prompt_kv: PrefixKV
+    prompt_len: int
+    first_logprobs: torch.Tensor  # [V]
+
+    @property
+    def text(self) -> str:
+        return " \n ".join(f"{f.text} {f.subject} {f.object}" for f in self.facts).lower()
+
+
+@dataclass(frozen=True)
+class StepFacts:
+    """Everything the judge measured about a step (the payload of its ``StepCheck``)."""
+
+    text: str
+    verdicts: tuple[Verdict, ...] = ()
+    mentions: tuple[str, ...] = ()
+    unsupported: tuple[str, ...] = ()
+    evidence_used: tuple[str, ...] = ()
+    evidence_cited: tuple[str, ...] = ()
+    entropy: float = 0.0
+    degenerate: str | None = None
+    contrast: float | None = None
+    contrast_kind: str | None = None
+    contrast_variant: str | None = None
+
+
+def _plain_number(text: str) -> str:
+    return text.replace(",", "")
+
+
+def domain_mentions(text: str, labels: Sequence[str]) -> tuple[str, ...]:
+    """Known labels, numbers and ISO dates stated in ``text`` (list markers excluded), in order."""
+    found: list[tuple[int, str]] = []
+    lowered = text.lower()
+    for label in labels:
+        m = re.search(rf"(?<!\w){re.escape(label.lower())}(?!\w)", lowered)
+        if m:
+            found.append((m.start(), label))
+    skip = _LIST_MARKER.match(text)
+    dates = [(m.start(), m.end()) for m in _ISO_DATE.finditer(text)]
+    found.extend((a, text[a:b]) for a, b in dates)
+    for m in _NUMBER.finditer(text):
+        if (skip and m.start() < skip.end()) or any(a <= m.start() < b for a, b in dates):
+            continue
+        found.append((m.start(), m.group(0)))
+    return tuple(label for _, label in sorted(found))
+
+
+@dataclass
+class PruningJudge:
+    """Implements ``StepJudge`` for one decode (all branches of one request)."""
+
+    tokenizer: Any
+    runner: ModelRunner
+    constraints: Sequence[Constraint]
+    branches: Sequence[BranchEvidence]
+    config: PruningConfig
+    stats: SearchStats
+    verify: Callable[..., Verdict]
+    lexicon: Mapping[str, str] = field(default_factory=dict)
+    request_text: str = ""
+    language: str = "en"
+    pad_id: int = 0
+    enforce: bool = True  # False: measure and report every step, never prune (plain comparison runs)
+    counterfactual_skipped: int = 0
+    counterfactual_scored: int = 0
+
+    def __post_init__(self) -> None:
+        self._checked = [c for c in self.constraints if c.hardness == Hardness.HARD and c.scope == Scope.RESPONSE]
+        labels = set(self.lexicon)
+        for branch in self.branches:
+            for fact in branch.facts:
+                labels.update(x for x in (fact.subject, fact.object) if x and not x.startswith(("http", "urn:")))
+        self._labels = sorted((label for label in labels if len(label) >= 3), key=len, reverse=True)
+        self._request = self.request_text.lower()
+        self._texts = [b.text for b in self.branches]
+
+    def judge(
+        self, branch: int, tokens: Sequence[int], start: int, end: int, entropies: Sequence[float], final: bool
+    ) -> StepCheck:
+        text = self.tokenizer.decode(list(tokens[start:end]), skip_special_tokens=True)
+        facts = self._measure(branch, tokens, start, end, entropies, text)
+        rule, detail, facts = self._rule(branch, facts)
+        if rule is not None and self.enforce and not final:
+            return StepCheck(keep=False, rule=rule, detail=detail, payload=facts)
+        return StepCheck(keep=True, rule=rule, detail=detail, payload=facts)
+
+    def _measure(
+        self, branch: int, tokens: Sequence[int], start: int, end: int, entropies: Sequence[float], text: str
+    ) -> StepFacts:
+        ents = entropies[start:end]
+        mean_entropy = sum(ents) / len(ents) if ents else 0.0
+        earlier = self.tokenizer.decode(list(tokens[:start]), skip_special_tokens=True)
+        earlier_steps = [s for s in re.split(r"(?<=[.!?。！？])\s+|\n+", earlier) if s.strip()]
+        degenerate = degeneracy(text, tokens[start:end], earlier_steps, self.language)
+        mentions = domain_mentions(text, self._labels)
+        evidence = self._texts[branch] if branch < len(self._texts) else ""
+        unsupported = tuple(m for m in mentions if not self._supported(m, evidence))
+        used = self._evidence_used(branch, mentions, text)
+        t0 = time.perf_counter()
+        verdicts = tuple(self.verify(c, earlier + text, partial=True) for c in self._checked)
+        self.stats.check_seconds += time.perf_counter() - t0
+        return StepFacts(
+            text=text, verdicts=verdicts, mentions=mentions, unsupported=unsupported, evidence_used=used,
+            evidence_cited=tuple(dict.fromkeys(_CITATION.findall(text))), entropy=mean_entropy, degenerate=degenerate,
+        )
+
+    def _supported(self, mention: str, evidence: str) -> bool:
+        needle = mention.lower()
+        plain = _plain_number(needle)
+        return any(n in hay or n in _plain_number(hay) for n in {needle, plain} for hay in (evidence, self._request))
+
+    def _evidence_used(self, branch: int, mentions: Sequence[str], text: str) -> tuple[str, ...]:
+        if branch >= len(self.branches):
+            return ()
+        words = {w for w in _WORD.findall(text.lower()) if len(w) > 3}
+        used = []
+        for fact in self.branches[branch].facts:
+            fact_text = fact.text.lower()
+            shared = sum(1 for w in words if w in fact_text)
+            if shared >= 2 or any(m.lower() in fact_text for m in mentions):
+                used.append(fact.id)
+        return tuple(used)
+
+    def _rule(self, branch: int, facts: StepFacts) -> tuple[str | None, str, StepFacts]:
+        """The first rule the step breaks (entropy, evidence, semantic), its reason, the facts."""
+        if facts.entropy > self.config.entropy_bound:
+            return "entropy", f"mean normalised entropy {facts.entropy:.2f} > {self.config.entropy_bound}", facts
+        if facts.degenerate:
+            return "entropy", f"degenerate step: {facts.degenerate}", facts
+        has_evidence = branch < len(self.branches) and bool(self.branches[branch].facts)
+        if has_evidence and facts.unsupported:
+            detail = "no evidence fact supports " + ", ".join(repr(m) for m in facts.unsupported[:3])
+            return "evidence", detail, facts
+        violated = [v for v in facts.verdicts if not v.satisfied and v.certain]
+        if len(violated) >= self.config.min_violations:
+            return "semantic", "violates " + ", ".join(v.constraint_id for v in violated), facts
+        if has_evidence and facts.mentions and self.config.counterfactual_checks:
+            return self._contradiction(branch, facts)
+        return None, "", facts
+
+    def _contradiction(self, branch: int, facts: StepFacts) -> tuple[str | None, str, StepFacts]:
+        found = variants(facts.text.strip(), self.lexicon, limit=self.config.max_variants)
+        if not found:
+            return None, "", facts
+        texts = [facts.text.strip(), *(v.text for v in found)]
+        ids = [list(self.tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts]
+        cost = 2.0 * self.runner.parameters * len(ids) * max(len(i) for i in ids)
+        flops = self.runner.counters.flops
+        spent = flops.get("counterfactual", 0.0)
+        base = flops.get("prefill", 0.0) + flops.get("decode", 0.0)
+        if spent + cost > self.config.counterfactual_flops_share * base:
+            self.counterfactual_skipped += 1
+            return None, "", facts
+        ev = self.branches[branch]
+        scores = score_continuations(self.runner, ev.prompt_kv, ev.prompt_len, ev.first_logprobs, ids, self.pad_id)
+        self.counterfactual_scored += 1
+        value, best = contrast(scores)
+        variant = found[best - 1]
+        facts = replace(facts, contrast=value, contrast_kind=variant.kind, contrast_variant=variant.text)
+        if value < -self.config.contrast_margin:
+            detail = f"the evidence favours the {variant.kind} variant {variant.text!r} ({value:.2f} nats/token)"
+            return "semantic", detail, facts
+        return None, "", facts
