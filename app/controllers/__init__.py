@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from litestar.types import ControllerRouterHandler
 
+from app.controllers.constraints import ConstraintsController
 from app.controllers.health import HealthController
 from app.controllers.keys import KeysController
 from app.controllers.models import ModelsController
@@ -14,4 +15,5 @@ CONTROLLERS: list[ControllerRouterHandler] = [
     HealthController,
     ModelsController,
     KeysController,
+    ConstraintsController,
 ]
