@@ -1,0 +1,142 @@
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+import migrations
+from reasoning.errors import InvalidInput, NotFound
+from store import keys as key_store
+from store.db import create_engine, create_sessionmaker, transaction
+from store.models import ApiKey, Run, RunStep, Tenant
+
+
+@pytest.fixture
+async def sessions(db_url: str) -> AsyncIterator[async_sessionmaker[AsyncSession]]:
+    await asyncio.to_thread(migrations.upgrade, db_url)
+    engine = create_engine(db_url)
+    yield create_sessionmaker(engine)
+    await engine.dispose()
+
+
+@pytest.mark.parametrize(
+    "token",
+    [
+        "",
+        "tnt_",
+        "abc_0123456789ab_" + "s" * 43,
+        "tnt_0123456789AB_" + "s" * 43,
+        "tnt_0123456789a_" + "s" * 43,
+        "tnt_0123456789ab_short",
+    ],
+)
+def test_malformed_tokens_do_not_parse(token: str) -> None:
+    assert key_store.parse_key(token) is None
+
+
+def test_secret_may_contain_underscores() -> None:
+    assert key_store.parse_key("tnt_0123456789ab_" + "a_b" * 15) == ("0123456789ab", "a_b" * 15)
+
+
+def test_scopes_are_checked_and_normalised() -> None:
+    assert key_store.validate_scopes(["reason", " admin", "reason"]) == ["admin", "reason"]
+    with pytest.raises(InvalidInput, match="superuser"):
+        key_store.validate_scopes(["reason", "superuser"])
+    with pytest.raises(InvalidInput):
+        key_store.validate_scopes([" "])
+
+
+async def test_key_round_trip_stores_only_the_hash(sessions: async_sessionmaker[AsyncSession]) -> None:
+    async with transaction(sessions) as session:
+        tenant = await key_store.get_or_create_tenant(session, "acme")
+        created = await key_store.create_key(session, tenant.id, "ci", ["reason"])
+    prefix, secret = key_store.parse_key(created.token) or ("", "")
+    async with sessions() as session:
+        row = await session.get(ApiKey, created.key.id)
+        assert row is not None
+        assert row.prefix == prefix and secret not in row.secret_hash
+        assert row.secret_hash == key_store.hash_secret(secret)
+        assert row.created_at.tzinfo is not None and row.created_at.utcoffset() == timedelta(0)
+        found = await key_store.find_key(session, created.token)
+        assert found is not None and found.id == created.key.id
+        assert await key_store.find_key(session, created.token[:-1] + ("A" if created.token[-1] != "A" else "B")) is None
+
+
+async def test_tenants_are_unique_by_name(sessions: async_sessionmaker[AsyncSession]) -> None:
+    async with transaction(sessions) as session:
+        first = await key_store.get_or_create_tenant(session, "acme")
+        again = await key_store.get_or_create_tenant(session, " acme ")
+    assert first.id == again.id
+    with pytest.raises(IntegrityError):
+        async with transaction(sessions) as session:
+            session.add(Tenant(name="acme"))
+
+
+async def test_revocation_is_scoped_by_tenant_and_idempotent(sessions: async_sessionmaker[AsyncSession]) -> None:
+    async with transaction(sessions) as session:
+        acme = await key_store.get_or_create_tenant(session, "acme")
+        other = await key_store.get_or_create_tenant(session, "other")
+        created = await key_store.create_key(session, acme.id, "k", ["reason"])
+    async with transaction(sessions) as session:
+        with pytest.raises(NotFound):
+            await key_store.revoke_key(session, created.key.id, other.id)
+    async with transaction(sessions) as session:
+        first = (await key_store.revoke_key(session, created.key.id, acme.id)).revoked_at
+    async with transaction(sessions) as session:
+        second = (await key_store.revoke_key(session, created.key.id, None)).revoked_at
+    assert first is not None and first == second
+
+
+async def test_touch_writes_at_most_once_a_minute(sessions: async_sessionmaker[AsyncSession]) -> None:
+    async with transaction(sessions) as session:
+        tenant = await key_store.get_or_create_tenant(session, "acme")
+        key = (await key_store.create_key(session, tenant.id, "k", ["reason"])).key
+        await key_store.touch_key(session, key)
+        first = key.last_used_at
+        await key_store.touch_key(session, key)
+        assert key.last_used_at == first
+        key.last_used_at = datetime.now(UTC) - timedelta(minutes=2)
+        await key_store.touch_key(session, key)
+        assert key.last_used_at is not None and first is not None and key.last_used_at >= first
+
+
+async def test_a_failed_transaction_leaves_nothing(sessions: async_sessionmaker[AsyncSession]) -> None:
+    with pytest.raises(RuntimeError):
+        async with transaction(sessions) as session:
+            await key_store.get_or_create_tenant(session, "half-written")
+            raise RuntimeError("crash mid-request")
+    async with sessions() as session:
+        assert await key_store.get_tenant_by_name(session, "half-written") is None
+
+
+async def test_deleting_a_run_cascades_to_its_steps(sessions: async_sessionmaker[AsyncSession]) -> None:
+    async with transaction(sessions) as session:
+        tenant = await key_store.get_or_create_tenant(session, "acme")
+        run = Run(tenant_id=tenant.id, kind="reason", status="ok", prompt="p")
+        session.add(run)
+        await session.flush()
+        session.add(RunStep(run_id=run.id, idx=0, branch="compliance", text="s", confidence=0.5))
+    async with transaction(sessions) as session:
+        await session.delete(await session.get(Run, run.id))
+    async with sessions() as session:
+        from sqlalchemy import func, select
+
+        assert (await session.execute(select(func.count()).select_from(RunStep))).scalar_one() == 0
+
+
+async def test_check_constraints_refuse_unknown_kinds(sessions: async_sessionmaker[AsyncSession]) -> None:
+    async with transaction(sessions) as session:
+        tenant = await key_store.get_or_create_tenant(session, "acme")
+    with pytest.raises(IntegrityError):
+        async with transaction(sessions) as session:
+            session.add(Run(tenant_id=tenant.id, kind="guess", status="ok"))
+
+
+async def test_naive_datetimes_are_refused(sessions: async_sessionmaker[AsyncSession]) -> None:
+    with pytest.raises(Exception, match="naive datetime"):
+        async with transaction(sessions) as session:
+            session.add(Tenant(name="naive", created_at=datetime(2024, 1, 1)))
