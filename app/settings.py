@@ -36,6 +36,7 @@ SETTINGS_DOC: tuple[tuple[str, str, str], ...] = (
     ("TENET_LOG_JSON", "false", "true: one JSON object per log line (for log shippers)."),
     ("TENET_SESSION_IDLE_TTL_S", "3600", "Seconds a session may stay idle; after that it is closed and answers 404."),
     ("TENET_KV_CACHE_BYTES", "268435456", "Memory bound of the per-tenant prompt-prefix KV caches (least recently used evicted first)."),
+    ("TENET_AUDIT_RETENTION_DAYS", "180", "Minimum age (days, at least 1) before audit events may be purged; nothing deletes younger ones."),
 )
 
 
@@ -97,6 +98,7 @@ class Settings:
     log_json: bool = False
     session_idle_ttl_s: int = 3600
     kv_cache_bytes: int = 256 * 1024 * 1024
+    audit_retention_days: int = 180
 
     def __post_init__(self) -> None:
         data_dir = Path(self.data_dir).expanduser().resolve()
@@ -135,6 +137,10 @@ class Settings:
             raise InvalidInput("TENET_SESSION_IDLE_TTL_S must be positive", variable="TENET_SESSION_IDLE_TTL_S")
         if self.kv_cache_bytes < 0:
             raise InvalidInput("TENET_KV_CACHE_BYTES must not be negative", variable="TENET_KV_CACHE_BYTES")
+        if self.audit_retention_days < 1:
+            raise InvalidInput(
+                "TENET_AUDIT_RETENTION_DAYS must be at least 1", variable="TENET_AUDIT_RETENTION_DAYS"
+            )
 
     @property
     def is_sqlite(self) -> bool:
