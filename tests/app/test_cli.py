@@ -1,0 +1,119 @@
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from litestar import Litestar
+
+import migrations
+from app.cli import _bootstrap, _migrate, format_answer, main
+from app.controllers import CONTROLLERS
+from app.settings import Settings
+from store.db import create_engine, create_sessionmaker
+from store.keys import find_key
+
+MODEL_CACHE = Path(os.environ.get("TENET_TEST_MODEL_CACHE", Path(__file__).resolve().parents[2] / "var" / "models"))
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    monkeypatch.setenv("TENET_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("TENET_MODEL_CACHE_DIR", str(MODEL_CACHE))
+    monkeypatch.setenv("TENET_DEVICE", "cpu")
+    return Settings.from_env()
+
+
+def test_db_upgrade_downgrade_current(env: Settings, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["db", "upgrade"]) == 0
+    assert "revision 0001" in capsys.readouterr().out
+    assert main(["db", "downgrade", "base"]) == 0
+    assert "revision base" in capsys.readouterr().out
+    assert migrations.current_revision(env.database_url) is None
+
+
+def test_keys_create_prints_a_working_token_once(env: Settings, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["keys", "create", "--tenant", "acme", "--scopes", "reason,audit:read"]) == 0
+    out, err = capsys.readouterr()
+    token = out.strip()
+    assert token.startswith("tnt_") and token not in err
+    async def lookup() -> list[str]:
+        engine = create_engine(env.database_url)
+        try:
+            async with create_sessionmaker(engine)() as session:
+                key = await find_key(session, token)
+                assert key is not None
+                return list(key.scopes)
+        finally:
+            await engine.dispose()
+
+    assert asyncio.run(lookup()) == ["audit:read", "reason"]
+
+
+def test_errors_are_one_line_without_traceback(env: Settings, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["keys", "create", "--tenant", "acme", "--scopes", "reason,root"]) == 1
+    err = capsys.readouterr().err
+    assert "unknown scope" in err and "root" in err and "Traceback" not in err
+
+
+def test_invalid_setting_stops_the_command(
+    env: Settings, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("TENET_DEVICE", "tpu")
+    assert main(["db", "upgrade"]) == 1
+    assert "TENET_DEVICE" in capsys.readouterr().err
+
+
+def test_bootstrap_key_file_is_private(env: Settings) -> None:
+    env.data_dir.mkdir(parents=True)
+    _migrate(env)
+    out = io.StringIO()
+    _bootstrap(env, out)
+    token = env.admin_key_file.read_text().strip()
+    assert token in out.getvalue()
+    assert stat.S_IMODE(env.admin_key_file.stat().st_mode) == 0o600
+    again = io.StringIO()
+    _bootstrap(env, again)
+    assert again.getvalue() == ""  # printed once only
+
+
+def test_format_answer_shows_verdicts_and_confidences() -> None:
+    text = format_answer(
+        {
+            "answer": "Escalate the transfer.",
+            "status": "ok",
+            "run_id": "r1",
+            "constraints": [
+                {"kind": "max_words", "verdict": {"satisfied": True}, "source": {"text": "under 80 words"}},
+                {"kind": "cite_sources", "verdict": {"satisfied": False, "detail": "no rule id cited"}},
+            ],
+            "confidence_by_step": [0.91, {"step_id": "s2", "confidence": 0.5}],
+        }
+    )
+    assert text.startswith("Escalate the transfer.")
+    assert "[ok  ] max_words  «under 80 words»" in text
+    assert "[FAIL] cite_sources  no rule id cited" in text
+    assert "0.91, s2=0.50" in text and "run: r1" in text
+
+
+@pytest.mark.model
+def test_model_prepare_reuses_the_cache(env: Settings, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["model", "prepare"]) == 0
+    assert "model cache ready at" in capsys.readouterr().out
+
+
+@pytest.mark.model
+def test_ask_runs_one_request_in_process(env: Settings, capsys: pytest.CaptureFixture[str]) -> None:
+    has_reason = any(route.path == "/v1/reason" for route in Litestar(route_handlers=CONTROLLERS).routes)
+    status = main(["ask", "Say hello in five words.", "--max-new-tokens", "16"])
+    out, err = capsys.readouterr()
+    assert "loading model" in err
+    if has_reason:
+        assert status == 0, err
+        assert "status:" in out and "run:" in out
+    else:
+        assert status == 1
+        assert "POST /v1/reason is not available" in err
