@@ -25,6 +25,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from reasoning.constraints.catalog import IFEVAL_TO_KIND
 from reasoning.constraints.extraction import extract
 from reasoning.constraints.model import Constraint, Kind, Relation
@@ -43,7 +45,9 @@ MATCHING_RULE = (
     "keywords:frequency{w, less than 1}; keyword_frequency{w, at least 1} matches keywords:existence{[w]}; "
     "a predicted response_language{en} is absorbed by change_case:english_capital/english_lowercase, "
     "whose checkers require English. Parameters are compared after rewriting relations in IFEval's "
-    "terms (at most n -> less than n+1, more than n -> at least n+1); words case-insensitively."
+    "terms (at most n -> less than n+1, more than n -> at least n+1; exactly n -> the two bounds at least n "
+    "and less than n+1, where a bound that matches no label is not counted once the other matched); "
+    "words case-insensitively."
 )
 
 
@@ -150,11 +154,35 @@ _IFEVAL_KINDS = frozenset(IFEVAL_TO_KIND.values())
 _ENGLISH_CASE_IDS = frozenset({"change_case:english_capital", "change_case:english_lowercase"})
 
 
+_BOUNDED = frozenset({Kind.WORD_COUNT, Kind.SENTENCE_COUNT, Kind.KEYWORD_FREQUENCY, Kind.LETTER_FREQUENCY,
+                      Kind.CAPITAL_WORD_FREQUENCY})
+
+
+def _expand_exact(predicted: Sequence[Constraint]) -> list[Constraint]:
+    """An ``exactly n`` count as its two IFEval bounds (at least n, less than n+1).
+
+    IFEval has no "exactly" relation and labels "exactly one sentence" as two
+    instructions; the second bound of an expanded constraint is dropped
+    again when it matches no label (see ``_match_prompt``).
+    """
+    out: list[Constraint] = []
+    for c in predicted:
+        if c.kind in _BOUNDED and c.params.get("relation") == Relation.EXACTLY:
+            n = int(c.params.get("n", 0))
+            low = dict(c.params, relation=str(Relation.AT_LEAST))
+            high = dict(c.params, relation=str(Relation.LESS_THAN), n=n + 1)
+            out.append(msgspec.structs.replace(c, params=low))
+            out.append(msgspec.structs.replace(c, id=c.id + "#upper", params=high))
+        else:
+            out.append(c)
+    return out
+
+
 def _match_prompt(
     labels: Sequence[tuple[str, dict[str, Any]]], predicted: Sequence[Constraint]
 ) -> tuple[list[tuple[str, bool, bool]], list[Constraint]]:
     """[(ifeval_id, matched, params_equal)] per label, and unmatched predictions."""
-    free = [c for c in predicted if c.kind in _IFEVAL_KINDS]
+    free = [c for c in _expand_exact(predicted) if c.kind in _IFEVAL_KINDS]
     outcomes: list[tuple[str, bool, bool]] = []
     for ifeval_id, kwargs in labels:
         wanted = label_params(ifeval_id, kwargs)
@@ -167,6 +195,9 @@ def _match_prompt(
             continue
         free.remove(chosen)
         outcomes.append((ifeval_id, True, bool(exact)))
+    matched_ids = {c.id for c in _expand_exact(predicted)} - {c.id for c in free}
+    free = [c for c in free if not (c.id.endswith("#upper") and c.id.removesuffix("#upper") in matched_ids)
+            and not (c.id + "#upper" in matched_ids)]
     if any(ifeval_id in _ENGLISH_CASE_IDS for ifeval_id, _ in labels):
         free = [c for c in free if not (c.kind == Kind.RESPONSE_LANGUAGE and c.params.get("language") == "en")]
     return outcomes, free

@@ -3,22 +3,31 @@
 Each detector looks for the *head* of a requirement (a unit noun such as
 "words" or "bullet points", a trigger lemma such as "comma", "lowercase",
 "postscript", a payload marker such as "keywords" or "the letter") and then
-parses its parameters with typed parsers: numbers and relations through
-:mod:`reasoning.constraints.quantities`, word lists from quoted strings or
-comma / "and" / "or" lists, negation from the dependency parse (a ``neg``
-child of the governing verb, or a governing "without", "avoid", "refrain").
+parses its parameters with typed parsers: numbers, ranges and relations
+through :mod:`reasoning.constraints.quantities`, word lists from quoted
+strings or comma / "and" / "or" lists, negation from the dependency parse (a
+``neg`` child of the governing verb, or a governing "without", "avoid",
+"refrain"; "don't forget to" is not a negation).
 
-Detectors never look at the whole prompt with one pattern: each works on the
-tokens around its head, so a requirement keeps a precise source span and
-phrasings that differ in word order still parse.
+Reading rules worth knowing:
+
+- a count of words or sentences needs a comparison ("at least", "under",
+  "or more", "exactly", "300+") or a range ("20 to 25", "5 or 6"): "a 500
+  word essay" describes, it does not require; a range gives two constraints
+  (``at least`` the low end, ``at most`` the high end);
+- paragraphs count as ``paragraph_count`` only when the prompt speaks of the
+  ``***`` divider (IFEval's and our verifier's definition); with blank-line
+  paragraphs they take part in ``nth_paragraph_first_word``;
+- keywords to include need quotes or an explicit list after "keywords" /
+  "the words"; a bare category ("competitors") is not a keyword.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 
-from spacy.tokens import Doc, Span as SpacySpan, Token
+from spacy.tokens import Doc, Token
 
 from reasoning.constraints.found import Found
 from reasoning.constraints.model import Hardness, Kind, Relation
@@ -27,26 +36,68 @@ from reasoning.language import LANGUAGE_NAMES, language_code
 
 __all__ = ["extract_english"]
 
-_NEG_WORDS = frozenset({"not", "n't", "never", "no", "without", "nor"})
 _NEG_VERBS = frozenset({"avoid", "refrain", "exclude", "omit", "forbid", "prohibit", "ban", "skip"})
-_QUOTED = re.compile(r"\"([^\"\n]{1,80})\"|“([^”\n]{1,80})”|'([^'\n]{1,80})'(?!\w)|‘([^’\n]{1,80})’")
+_DOUBLE_NEG = frozenset({"forget", "fail", "hesitate", "neglect"})
+_QUOTED = re.compile(r"\"([^\"\n]{1,80})\"|“([^”\n]{1,80})”|(?<!\w)'([^'\n]{1,80})'(?!\w)|‘([^’\n]{1,80})’")
+_STOPS = (".", ";", "!", "?")
 
 
-# ---------------------------------------------------------------- helpers
+class _Quantity:
+    """A parsed count: ``relation`` ``n`` or the range ``n``..``high``."""
+
+    __slots__ = ("relation", "n", "high", "first", "last")
+
+    def __init__(self, relation: Relation | None, n: int, first: int, last: int, high: int | None = None) -> None:
+        self.relation = relation
+        self.n = n
+        self.high = high
+        self.first = first
+        self.last = last
+
+    def bounds(self) -> list[tuple[Relation, int]]:
+        """(relation, n) pairs: one for a comparison, two for a range."""
+        if self.high is not None:
+            return [(Relation.AT_LEAST, self.n), (Relation.AT_MOST, self.high)]
+        return [(self.relation, self.n)] if self.relation is not None else []
+
+
+class _Ctx:
+    """The doc, the text, per-token caches and prompt-wide cues."""
+
+    def __init__(self, doc: Doc, text: str) -> None:
+        self.doc = doc
+        self.text = text
+        self.tokens: list[Token] = list(doc)
+        self.lowers = [t.lower_ for t in self.tokens]
+        self.lemmas = [t.lemma_.lower() for t in self.tokens]
+        lowered = text.lower()
+        self.has_divider = "***" in text or "markdown divider" in lowered
+        self.has_markdown_example = re.search(r"\*[^*\n]{1,60}\*", text) is not None
+        self.found: list[Found] = []
+
+    def add(self, kind: Kind, params: dict[str, object], start: int, end: int,
+            confidence: float = 0.9, hardness: Hardness | None = None) -> None:
+        self.found.append(Found(kind=kind, params=dict(params), start=start, end=max(end, start),
+                                confidence=confidence, hardness=hardness))
+
+    def chars(self, first: int, last: int) -> tuple[int, int]:
+        return self.tokens[first].idx, self.tokens[last].idx + len(self.tokens[last].text)
+
+    def has(self, kind: Kind) -> bool:
+        return any(f.kind == kind for f in self.found)
+
+
+# ---------------------------------------------------------------- numbers
 
 
 def _num(token: Token) -> int | None:
-    """The integer a token writes ("3", "three", "twice"), or None."""
     if token.like_num or token.lower_ in ("once", "twice", "thrice", "dozen"):
         return parse_number([token.text])
     return None
 
 
 def _number_at(doc: Doc, i: int) -> tuple[int, int, int] | None:
-    """(value, first index, last index) of a number ending at token ``i``.
-
-    Joins "twenty - five" and "one hundred" into one number.
-    """
+    """(value, first, last) of a number whose last token is ``i``."""
     value = _num(doc[i])
     if value is None:
         return None
@@ -55,537 +106,635 @@ def _number_at(doc: Doc, i: int) -> tuple[int, int, int] | None:
         first -= 2
     while first - 1 >= 0 and _num(doc[first - 1]) is not None and doc[first - 1].lower_ not in ("once", "twice"):
         first -= 1
-    words = [t.text for t in doc[first : i + 1] if t.text != "-"]
-    joined = parse_number(words)
+    joined = parse_number([t.text for t in doc[first : i + 1] if t.text != "-"])
     return (joined, first, i) if joined is not None else (value, i, i)
 
 
-def _negated(token: Token) -> bool:
-    """Whether a requirement headed near ``token`` is negated in its clause."""
-    node: Token | None = token
-    for _ in range(4):
-        if node is None:
-            break
-        if node.lemma_.lower() in _NEG_VERBS or node.lower_ == "without":
-            return True
-        if any(child.dep_ == "neg" for child in node.children):
-            return True
-        if any(child.lower_ in ("without",) for child in node.children if child.i < token.i):
-            return True
-        if node.head is node:
-            break
-        node = node.head
-    sent = token.sent
-    window = [t for t in doc_slice(token.doc, max(sent.start, token.i - 7), token.i)]
-    for t in reversed(window):
-        if t.text in (";", ".") or t.lower_ in ("but", "then"):
-            break
-        if t.lower_ in ("without", "never", "n't", "not") or t.lemma_.lower() in _NEG_VERBS:
-            return True
-        if t.lower_ == "no" and (t.i + 1 < len(token.doc) and token.doc[t.i + 1].lower_ not in ("more", "less", "fewer")):
-            return True
-    return False
+def _with_range(doc: Doc, value: int, first: int, last: int, floor: int) -> _Quantity | None:
+    """"20 to 25" / "5 or 6" / "between 3 and 5" ending at the number ``first..last``."""
+    if first - 2 < floor or doc[first - 1].lower_ not in ("to", "or", "-", "–", "and"):
+        return None
+    low = _number_at(doc, first - 2)
+    if low is None or low[0] >= value:
+        return None
+    start = low[1]
+    if start - 1 >= floor and doc[start - 1].lower_ == "between":
+        start -= 1
+    return _Quantity(None, low[0], start, last, high=value)
 
-
-def doc_slice(doc: Doc, start: int, end: int) -> SpacySpan:
-    return doc[max(0, start) : max(0, min(len(doc), end))]
-
-
-def _quoted_in(text: str, start: int, end: int) -> list[tuple[str, int, int]]:
-    """Quoted strings wholly inside ``text[start:end]`` with their offsets."""
-    found: list[tuple[str, int, int]] = []
-    for match in _QUOTED.finditer(text, start, end):
-        value = next(g for g in match.groups() if g is not None)
-        found.append((value.strip(), match.start(), match.end()))
-    return found
-
-
-_LIST_STOP = frozenset(
-    "in into at for to from anywhere throughout within when while as if so the your this that these those "
-    "should must may can will is are be than more less".split()
-)
-
-
-def _word_list(doc: Doc, start: int, end: int) -> tuple[list[str], int]:
-    """Words listed from token ``start`` ("a, b and c", "a or b"); (words, end char)."""
-    words: list[str] = []
-    last = doc[start].idx if start < len(doc) else 0
-    i = start
-    while i < min(end, len(doc)):
-        t = doc[i]
-        if t.text in (",", ":") or t.lower_ in ("and", "or", "nor") or t.text in ('"', "'", "“", "”", "‘", "’"):
-            i += 1
-            continue
-        if t.is_punct or t.lower_ in _LIST_STOP or t.like_num:
-            break
-        if not t.is_alpha and not re.fullmatch(r"[\w'-]+", t.text):
-            break
-        words.append(t.text)
-        last = t.idx + len(t.text)
-        i += 1
-        if i < len(doc) and doc[i].text not in (",", ":") and doc[i].lower_ not in ("and", "or", "nor"):
-            break
-    return words, last
-
-
-def _payload(doc: Doc, text: str, head: Token, *, max_tokens: int = 30) -> tuple[list[str], int]:
-    """The words a keyword / forbidden-word requirement names, after ``head``.
-
-    Quoted strings in the rest of the clause win; otherwise a comma / "and"
-    list that starts right after the head. Returns (words, end char).
-    """
-    sent = head.sent
-    stop = min(sent.end, head.i + max_tokens)
-    for t in doc_slice(doc, head.i + 1, stop):
-        if t.text in (".", ";", "!", "?") and t.i > head.i + 1:
-            stop = t.i
-            break
-    region_end = doc[stop - 1].idx + len(doc[stop - 1].text) if stop - 1 > head.i else head.idx + len(head.text)
-    quoted = _quoted_in(text, head.idx + len(head.text), region_end)
-    if quoted:
-        chained: list[tuple[str, int, int]] = [quoted[0]]
-        for item in quoted[1:]:
-            gap = text[chained[-1][2] : item[1]]
-            if re.fullmatch(r"[\s,;:]*(?:and|or|nor|&)?[\s,;:]*", gap):
-                chained.append(item)
-        return [q[0] for q in chained], chained[-1][2]
-    first = head.i + 1
-    while first < stop and (doc[first].text in (":", ",", "-") or doc[first].lower_ in ("the", "following", "like", "such", "as", "words", "keywords", "word", "keyword")):
-        first += 1
-    if first >= stop:
-        return [], head.idx + len(head.text)
-    return _word_list(doc, first, stop)
-
-
-# -------------------------------------------------------------- quantities
 
 _SKIPPABLE = frozenset(
     "very short long different distinct separate unique markdown total complete full "
-    "bullet text key main new additional more".split()
+    "bullet text key main new additional more such".split()
 )
 
 
-def _quantity_left(doc: Doc, unit: Token) -> tuple[Relation | None, int, int] | None:
-    """(relation, n, first token index) for a number a few tokens before ``unit``."""
-    sent_start = unit.sent.start
-    j = unit.i - 1
-    steps = 0
-    while j >= sent_start and steps < 5:
+def _quantity_left(ctx: _Ctx, unit: int) -> _Quantity | None:
+    """The count written a few tokens before the unit noun at ``unit``."""
+    doc = ctx.doc
+    floor = doc[unit].sent.start
+    j = unit - 1
+    while j >= floor and unit - j <= 5:
         t = doc[j]
         number = _number_at(doc, j)
         if number is not None:
             value, first, last = number
-            after = relation_after([x.lower_ for x in doc[last + 1 : unit.i]])
-            before = relation_before([x.lower_ for x in doc[max(sent_start, first - 4) : first]])
-            relation: Relation | None = None
-            start = first
+            ranged = _with_range(doc, value, first, last, floor)
+            if ranged is not None:
+                return ranged
+            after = relation_after([x.lower_ for x in doc[last + 1 : unit]])
             if after is not None:
-                relation = after[0]
-            elif before is not None:
-                relation, width = before
-                start = first - width
-            return relation, value, start
+                return _Quantity(after[0], value, first, unit)
+            before = relation_before([x.lower_ for x in doc[max(floor, first - 6) : first]])
+            if before is not None:
+                return _Quantity(before[0], value, first - before[1], last)
+            return _Quantity(None, value, first, last)
+        if t.lower_ == "example":
+            return None
         if not (t.text in ("-", "+") or t.lower_ in _SKIPPABLE or t.lower_ in ("or", "more", "fewer", "less")
                 or t.pos_ in ("ADJ", "ADV") or t.dep_ == "compound"):
             return None
         j -= 1
-        steps += 1
     return None
 
 
-def _quantity_right(doc: Doc, unit: Token, limit: int = 10) -> tuple[Relation | None, int, int] | None:
-    """(relation, n, last token index) for "words ... should be at least 300"."""
-    end = min(unit.sent.end, unit.i + limit)
-    for j in range(unit.i + 1, end):
+_UNIT_LEMMAS = frozenset(
+    {"word", "sentence", "paragraph", "bullet", "point", "section", "part", "placeholder",
+     "highlight", "line", "time", "letter", "stanza"}
+)
+
+
+def _quantity_right(ctx: _Ctx, head: int, limit: int = 12) -> _Quantity | None:
+    """A comparison after ``head``: "words ... should be at least 300", "in the range of 40 to 60"."""
+    doc = ctx.doc
+    end = min(doc[head].sent.end, head + limit)
+    for j in range(head + 1, end):
         t = doc[j]
-        if t.text in (".", ";", "!", "?"):
+        if t.text in _STOPS:
             return None
-        if t.lemma_.lower() in _UNIT_LEMMAS and j > unit.i + 1:
+        if ctx.lemmas[j] in _UNIT_LEMMAS and j > head + 1 and ctx.lemmas[j] != ctx.lemmas[head]:
+            return None
+        if t.lower_ in ("once", "twice", "thrice"):
             return None
         number = _number_at(doc, j)
         if number is None:
             continue
         value, first, last = number
-        if last + 1 < len(doc) and doc[last + 1].lower_ in ("times", "time", "%", "percent"):
+        following = [x.lower_ for x in doc[last + 1 : min(len(doc), last + 4)]]
+        if any(w in ("times", "time", "%", "percent") for w in following[:3]):
             return None
-        before = relation_before([x.lower_ for x in doc[max(unit.i + 1, first - 4) : first]])
-        after = relation_after([x.lower_ for x in doc[last + 1 : min(len(doc), last + 3)]])
+        if last + 1 < len(doc) and ctx.lemmas[last + 1] in _UNIT_LEMMAS and ctx.lemmas[last + 1] != ctx.lemmas[head]:
+            return None
+        ranged = _with_range(doc, value, first, last, head + 1)
+        if ranged is not None:
+            return ranged
+        if j + 2 < end and doc[j + 1].lower_ in ("to", "-", "–", "and") and _num(doc[j + 2]) is not None:
+            continue
+        before = relation_before([x.lower_ for x in doc[max(head + 1, first - 6) : first]])
+        after = relation_after(following)
         if before is None and after is None:
-            verb = doc[first - 1].lemma_.lower() if first > 0 else ""
-            if verb in ("exceed", "surpass"):
-                return Relation.MORE_THAN, value, last
+            if first > 0 and ctx.lemmas[first - 1] in ("exceed", "surpass"):
+                return _Quantity(Relation.MORE_THAN, value, head, last)
             return None
-        relation = after[0] if after is not None else before[0] if before is not None else None
-        return relation, value, last
+        relation = after[0] if after is not None else before[0]  # type: ignore[index]
+        return _Quantity(relation, value, head, last + (after[1] if after else 0))
     return None
 
 
-def _flip_if_negated(doc: Doc, unit: Token, relation: Relation | None) -> Relation | None:
-    """"should not exceed 50 words" / "not longer than 30 words" -> at most."""
+def _flip_if_negated(ctx: _Ctx, at: int, relation: Relation) -> Relation:
+    """"should not exceed 50 words" / "nothing longer than 30 words" -> at most."""
     if relation not in (Relation.MORE_THAN, Relation.LESS_THAN):
         return relation
-    window = doc_slice(doc, max(unit.sent.start, unit.i - 8), unit.i)
+    doc = ctx.doc
+    window = doc[max(doc[at].sent.start, at - 8) : at]
     if any(t.dep_ == "neg" or t.lower_ in ("n't", "not") for t in window):
         return Relation.AT_MOST if relation == Relation.MORE_THAN else Relation.AT_LEAST
     return relation
 
 
-_UNIT_LEMMAS = frozenset(
-    {"word", "sentence", "paragraph", "bullet", "point", "section", "part", "placeholder",
-     "highlight", "line", "time", "letter"}
+# ---------------------------------------------------------------- negation and payloads
+
+
+def _negated(ctx: _Ctx, i: int) -> bool:
+    """Whether the requirement headed at token ``i`` is negated in its clause."""
+    token = ctx.tokens[i]
+    node = token
+    for _ in range(5):
+        lemma = node.lemma_.lower()
+        negs = [c for c in node.children if c.dep_ == "neg"]
+        if lemma in _DOUBLE_NEG and negs:
+            return False
+        if lemma in _NEG_VERBS or node.lower_ == "without":
+            return True
+        if negs:
+            return True
+        if any(c.lower_ == "without" and c.i < token.i for c in node.children):
+            return True
+        if node.dep_ == "conj" or node.head is node:
+            break
+        node = node.head
+    sent_start = token.sent.start
+    for j in range(i - 1, max(sent_start, i - 8) - 1, -1):
+        lower = ctx.lowers[j]
+        if lower in (";", ".", "but", "then", ",") :
+            break
+        if ctx.lemmas[j] in _DOUBLE_NEG:
+            return False
+        if lower in ("without", "never", "n't", "not") or ctx.lemmas[j] in _NEG_VERBS:
+            return True
+        if lower == "no" and j + 1 < len(ctx.lowers) and ctx.lowers[j + 1] not in ("more", "less", "fewer"):
+            return True
+    return False
+
+
+def _in_quotes(ctx: _Ctx, i: int) -> bool:
+    return 0 < i < len(ctx.tokens) - 1 and ctx.tokens[i - 1].is_quote and ctx.tokens[i + 1].is_quote
+
+
+def _clause_end(ctx: _Ctx, i: int) -> int:
+    """Index of the token ending the sentence of token ``i`` (exclusive)."""
+    sent_end = ctx.tokens[i].sent.end
+    for j in range(i + 1, sent_end):
+        if ctx.lowers[j] in _STOPS:
+            return j
+    return sent_end
+
+
+def _quoted_list(ctx: _Ctx, start_char: int, end_char: int) -> tuple[list[str], int]:
+    """Quoted strings chained by commas / "and" / "or" from the first one."""
+    text = ctx.text
+    chained: list[tuple[str, int, int]] = []
+    for match in _QUOTED.finditer(text, start_char, end_char):
+        value = next(g for g in match.groups() if g is not None).strip()
+        if chained:
+            gap = text[chained[-1][2] : match.start()]
+            if not re.fullmatch(r"[\s,;:\[\]]*(?:and|or|nor|&)?[\s,;:\[\]]*", gap):
+                break
+        elif text[start_char : match.start()].strip(" :,[") and len(text[start_char : match.start()].split()) > 6:
+            break
+        chained.append((value, match.start(), match.end()))
+    return [c[0] for c in chained if c[0]], (chained[-1][2] if chained else start_char)
+
+
+_LIST_STOP = frozenset(
+    "in into at for to from anywhere throughout within when while as if so the your this that these those "
+    "should must may can will is are be than more less once twice thrice".split()
 )
 
 
-# ---------------------------------------------------------------- detectors
-
-
-class _Ctx:
-    """What every detector needs: the doc, the text and prompt-wide cues."""
-
-    def __init__(self, doc: Doc, text: str) -> None:
-        self.doc = doc
-        self.text = text
-        lowered = text.lower()
-        self.has_divider = "***" in text or "markdown divider" in lowered
-        self.blank_line_paragraphs = bool(
-            re.search(r"two new ?lines|double line break|\\n\\n|blank line|two line breaks|empty line|2 new lines", lowered)
-        )
-        self.found: list[Found] = []
-
-    def add(self, kind: Kind, params: dict[str, object], start: int, end: int,
-            confidence: float = 0.9, hardness: Hardness | None = None) -> None:
-        self.found.append(Found(kind=kind, params=dict(params), start=start, end=end,
-                                confidence=confidence, hardness=hardness))
-
-
-def _span_chars(doc: Doc, first: int, last: int) -> tuple[int, int]:
-    return doc[first].idx, doc[last].idx + len(doc[last].text)
-
-
-def _detect_counts(ctx: _Ctx) -> None:
-    doc = ctx.doc
-    for unit in doc:
-        lemma = unit.lemma_.lower()
-        lower = unit.lower_
-        if lemma not in ("word", "sentence", "paragraph", "bullet", "point", "section", "part",
-                         "placeholder", "highlight"):
+def _bare_list(ctx: _Ctx, first: int, stop: int) -> tuple[list[str], int]:
+    """Unquoted "a, b and c" from token ``first``; stops at the first non-list token."""
+    words: list[str] = []
+    end_char = ctx.tokens[first].idx if first < len(ctx.tokens) else len(ctx.text)
+    i = first
+    while i < stop:
+        t = ctx.tokens[i]
+        if t.text in (",", ":") or t.lower_ in ("and", "or", "nor", "etc"):
+            i += 1
             continue
-        if lemma == "point" and not (unit.i > 0 and doc[unit.i - 1].lemma_.lower() == "bullet"):
-            continue
-        if lemma == "bullet" and unit.i + 1 < len(doc) and doc[unit.i + 1].lemma_.lower() == "point":
-            continue
-        quantity = _quantity_left(doc, unit)
-        start_i = None
-        end_i = unit.i
-        if quantity is not None:
-            relation, n, start_i = quantity
-            tail = relation_after([t.lower_ for t in doc[unit.i + 1 : unit.i + 3]])
-            if relation is None and tail is not None:
-                relation = tail[0]
-                end_i = unit.i + tail[1]
-        elif lemma in ("word", "sentence"):
-            right = _quantity_right(doc, unit)
-            if right is None:
-                continue
-            relation, n, end_i = right
-            start_i = unit.i
-        else:
-            continue
-        relation = _flip_if_negated(doc, unit, relation)
-        start, end = _span_chars(doc, start_i, end_i)
-        sent_lemmas = {t.lemma_.lower() for t in unit.sent}
-        if lemma == "word" and lower in ("word", "words") and not _is_keyword_mention(doc, unit):
-            ctx.add(Kind.WORD_COUNT, {"relation": str(relation or Relation.EXACTLY), "n": n}, start, end)
-        elif lemma == "sentence":
-            ctx.add(Kind.SENTENCE_COUNT, {"relation": str(relation or Relation.EXACTLY), "n": n}, start, end)
-        elif lemma in ("bullet", "point"):
-            ctx.add(Kind.BULLET_COUNT, {"n": n}, start, end)
-        elif lemma == "placeholder":
-            ctx.add(Kind.PLACEHOLDERS, {"n": n}, start, end)
-        elif lemma == "highlight" or ("highlight" in sent_lemmas and lemma in ("section", "part", "word")):
-            ctx.add(Kind.HIGHLIGHTED_SECTIONS, {"n": n}, start, end)
-        elif lemma == "paragraph" or (lemma in ("section", "part") and ctx.has_divider and _mentions_divider(unit.sent, doc)):
-            ctx.add(Kind.PARAGRAPH_COUNT, {"n": n}, start, end, confidence=0.8)
-        elif lemma in ("section", "part"):
-            splitter = _section_splitter(ctx.text)
-            if splitter is not None:
-                ctx.add(Kind.SECTIONS, {"splitter": splitter, "n": n}, start, end)
+        if t.is_punct or t.lower_ in _LIST_STOP or t.like_num or not re.fullmatch(r"[\w'-]+", t.text):
+            break
+        words.append(t.text)
+        end_char = t.idx + len(t.text)
+        i += 1
+        if i < stop and ctx.tokens[i].text not in (",", ":") and ctx.lowers[i] not in ("and", "or", "nor"):
+            break
+    return words, end_char
 
 
-def _mentions_divider(sent: SpacySpan, doc: Doc) -> bool:
-    nxt = doc[sent.end : min(len(doc), sent.end + 25)]
-    return "***" in sent.text or "divider" in sent.text.lower() or "***" in nxt.text
+def _payload(ctx: _Ctx, head: int, *, allow_bare: bool) -> tuple[list[str], int, bool]:
+    """(words, end char, quoted) named by the requirement headed at ``head``."""
+    stop = _clause_end(ctx, head)
+    head_tok = ctx.tokens[head]
+    region_end = ctx.tokens[stop - 1].idx + len(ctx.tokens[stop - 1].text) if stop - 1 > head else head_tok.idx
+    words, end_char = _quoted_list(ctx, head_tok.idx + len(head_tok.text), region_end)
+    if words:
+        return words, end_char, True
+    if not allow_bare:
+        return [], head_tok.idx, False
+    first = head + 1
+    while first < stop and (ctx.lowers[first] in (":", "-", "the", "following", "like", "such", "as", "these",
+                                                    "words", "keywords", "word", "keyword", "terms", "items")):
+        first += 1
+    if first >= stop:
+        return [], head_tok.idx, False
+    words, end_char = _bare_list(ctx, first, stop)
+    words = [w for w in words if not ctx.doc.vocab[w.lower()].is_stop]
+    return words, end_char, False
 
 
-_SPLITTER = re.compile(r"(?<![\w*])([A-Z][A-Za-z]{2,})\s+(?:X|\{?N\}?|#|\d)\b")
+# ---------------------------------------------------------------- detectors: counts
 
 
-def _section_splitter(text: str) -> str | None:
-    """The word that marks sections ("Section" in "Section X" / "SECTION 1")."""
-    for match in _SPLITTER.finditer(text):
+def _splitter(text: str, unit_lemma: str) -> str | None:
+    """The marker word of sections written "Section X" / "SECTION 1" / "PARAGRAPH X"."""
+    for match in re.finditer(r"(?<![\w*])([A-Z][A-Za-z]{2,})\s+(?:X|\{?N\}?|#|\d)\b", text):
         word = match.group(1)
-        if word.lower() in ("section", "part", "paragraph", "chapter", "day", "step", "slide", "act", "scene"):
+        lowered = word.lower()
+        if lowered in ("section", "part", "chapter", "day", "step", "slide", "act", "scene") or lowered == unit_lemma:
             return word
     return None
 
 
-def _is_keyword_mention(doc: Doc, unit: Token) -> bool:
-    """"the word 'risk'" names a keyword, it is not a unit of length."""
-    nxt = doc[unit.i + 1] if unit.i + 1 < len(doc) else None
-    return nxt is not None and (nxt.is_quote or nxt.text.startswith(("\"", "'", "“")))
+def _capital_context(ctx: _Ctx, i: int) -> bool:
+    """Whether "words" at ``i`` are words in capital letters (a different kind)."""
+    window = " ".join(ctx.lowers[i + 1 : min(len(ctx.lowers), i + 9)])
+    return bool(re.search(r"capital|\bcaps\b|uppercase|upper case|capitali[sz]ed", window)) and not any(
+        s in ctx.lowers[i + 1 : i + 9] for s in _STOPS
+    )
 
 
-def _detect_paragraph_structure(ctx: _Ctx) -> None:
-    """Paragraph counts and "paragraph N starts with the word X"."""
+def _detect_counts(ctx: _Ctx) -> None:
     doc = ctx.doc
-    text = ctx.text
-    pattern = re.compile(
-        r"(?:(?P<ord>first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|last|final|\d+(?:st|nd|rd|th))\s+paragraph"
-        r"|paragraph\s+(?P<num>\d+))"
-        r"[^.\n]{0,40}?(?:start|begin)s?\s+with\s+(?:the\s+)?(?:word\s+)?[\"“']?(?P<word>[A-Za-z][\w'-]*)",
-        re.IGNORECASE,
-    )
-    alt = re.compile(
-        r"(?:start|begin)\s+the\s+(?P<ord>first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|last|\d+(?:st|nd|rd|th))"
-        r"\s+paragraph\s+with\s+(?:the\s+)?(?:word\s+)?[\"“']?(?P<word>[A-Za-z][\w'-]*)",
-        re.IGNORECASE,
-    )
-    matches = list(pattern.finditer(text)) + list(alt.finditer(text))
-    if not matches:
+    for i, lemma in enumerate(ctx.lemmas):
+        if lemma not in ("word", "sentence", "paragraph", "bullet", "point", "section", "part",
+                         "placeholder", "stanza"):
+            continue
+        if lemma == "point" and not (i > 0 and ctx.lemmas[i - 1] == "bullet"):
+            continue
+        if lemma == "bullet" and i + 1 < len(doc) and ctx.lemmas[i + 1] == "point":
+            continue
+        if lemma == "word" and (_capital_context(ctx, i) or (i + 1 < len(doc) and doc[i + 1].is_quote)):
+            continue
+        if lemma in ("section", "part", "word") and any(
+            h in _HIGHLIGHT_LEMMAS for h in ctx.lemmas[max(doc[i].sent.start, i - 6) : min(len(doc), i + 4)]
+        ):
+            continue
+        quantity = _quantity_left(ctx, i)
+        end_i = i
+        if quantity is not None and quantity.relation is None and quantity.high is None:
+            tail = relation_after(ctx.lowers[i + 1 : i + 3])
+            if tail is not None:
+                quantity.relation = tail[0]
+                end_i = i + tail[1]
+        if quantity is None and lemma in ("word", "sentence") and ctx.lowers[i] in ("words", "sentences"):
+            quantity = _quantity_right(ctx, i)
+            if quantity is not None:
+                end_i = quantity.last
+        if quantity is None:
+            continue
+        start, end = ctx.chars(min(quantity.first, i), max(end_i, quantity.last))
+        if lemma in ("word", "sentence"):
+            kind = Kind.WORD_COUNT if lemma == "word" else Kind.SENTENCE_COUNT
+            for relation, n in quantity.bounds():
+                ctx.add(kind, {"relation": str(_flip_if_negated(ctx, i, relation)), "n": n}, start, end)
+            continue
+        n = quantity.high if quantity.high is not None else quantity.n
+        if lemma in ("bullet", "point"):
+            ctx.add(Kind.BULLET_COUNT, {"n": n}, start, end)
+        elif lemma == "placeholder":
+            ctx.add(Kind.PLACEHOLDERS, {"n": n}, start, end)
+        else:
+            splitter = _splitter(ctx.text, lemma)
+            if ctx.has_divider:
+                ctx.add(Kind.PARAGRAPH_COUNT, {"n": n}, start, end, confidence=0.85)
+            elif splitter is not None:
+                ctx.add(Kind.SECTIONS, {"splitter": splitter, "n": n}, start, end)
+            elif lemma == "paragraph":
+                ctx.add(Kind.PARAGRAPH_COUNT, {"n": n, "_blank_lines": True}, start, end, confidence=0.6)
+
+
+def _detect_divider_template(ctx: _Ctx) -> None:
+    """A format shown with ``***`` lines: as many paragraphs as the template has."""
+    if not ctx.has_divider or any(f.kind == Kind.PARAGRAPH_COUNT and "_blank_lines" not in f.params for f in ctx.found):
+        return
+    separators = list(re.finditer(r"\n\s*\*\*\*\s*\n", ctx.text))
+    if len(separators) >= 2:
+        first, last = separators[0], separators[-1]
+        ctx.add(Kind.PARAGRAPH_COUNT, {"n": len(separators) + 1}, first.start() + 1, last.end() - 1, confidence=0.7)
+        return
+    match = re.search(r"\*\*\*", ctx.text)
+    if match is None:
+        return
+    span = ctx.doc.char_span(match.start(), match.end(), alignment_mode="expand")
+    if span is None or not len(span):
+        return
+    sent = span[0].sent
+    previous = ctx.doc[sent.start - 1].sent if sent.start > 0 else sent
+    for i in range(previous.start, sent.end):
+        if ctx.tokens[i].pos_ == "NOUN" and ctx.tokens[i].tag_ in ("NNS",):
+            quantity = _quantity_left(ctx, i)
+            if quantity is not None and (quantity.relation in (None, Relation.EXACTLY)):
+                start, end = ctx.chars(quantity.first, i)
+                ctx.add(Kind.PARAGRAPH_COUNT, {"n": quantity.n}, start, end, confidence=0.7)
+                return
+    if re.search(r"(?:two|2)\s+(?:parts|paragraphs|sections|snippets)|\b(?:thinking|answer)\b.{0,40}\*\*\*", ctx.text, re.IGNORECASE | re.DOTALL):
+        ctx.add(Kind.PARAGRAPH_COUNT, {"n": 2}, match.start(), match.end(), confidence=0.5)
+
+
+_NTH = re.compile(
+    r"(?:(?P<ord>first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|last|final|\d+(?:st|nd|rd|th))\s+paragraph"
+    r"|paragraph\s+(?P<num>\d+))"
+    r"[^.\n]{0,40}?(?:start|begin)s?\s+with\s+(?:the\s+)?(?:word\s+)?[\"“']?(?P<word>[A-Za-z][\w'-]*)"
+    r"|(?:start|begin)\s+(?:the\s+)?(?:(?P<ord2>first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|last|\d+(?:st|nd|rd|th))\s+paragraph"
+    r"|paragraph\s+(?P<num2>\d+))\s+with\s+(?:the\s+)?(?:word\s+)?[\"“']?(?P<word2>[A-Za-z][\w'-]*)",
+    re.IGNORECASE,
+)
+
+
+def _detect_nth_paragraph(ctx: _Ctx) -> None:
+    """"The second paragraph must start with the word X" with the paragraph count."""
+    match = _NTH.search(ctx.text)
+    if match is None:
         return
     counts = [f for f in ctx.found if f.kind == Kind.PARAGRAPH_COUNT]
-    total = int(counts[0].params["n"]) if counts else _paragraph_total(doc)
-    if total is None:
-        return
-    for match in matches:
-        word = match.group("word").lower()
-        label = (match.group("ord") or "").lower()
-        if label in ("last", "final"):
-            nth = total
-        elif label:
-            nth = ordinal(label) or 1
-        else:
-            nth = int(match.group("num"))
-        start = min([match.start()] + [f.start for f in counts])
-        ctx.found = [f for f in ctx.found if f.kind != Kind.PARAGRAPH_COUNT]
-        ctx.add(Kind.NTH_PARAGRAPH_FIRST_WORD, {"n": total, "nth": nth, "first_word": word},
-                start, max([match.end()] + [f.end for f in counts]))
-        return
+    if counts:
+        total = int(counts[0].params["n"])
+    else:
+        two = re.search(r"\b(two|2)[- ]paragraph", ctx.text, re.IGNORECASE)
+        if two is None:
+            return
+        total = 2
+    word = (match.group("word") or match.group("word2")).lower()
+    label = (match.group("ord") or match.group("ord2") or "").lower()
+    number = match.group("num") or match.group("num2")
+    if label in ("last", "final"):
+        nth = total
+    elif label:
+        nth = ordinal(label) or 1
+    else:
+        nth = int(number)
+    ctx.found = [f for f in ctx.found if f.kind != Kind.PARAGRAPH_COUNT]
+    start = min([match.start()] + [f.start for f in counts])
+    end = max([match.end()] + [f.end for f in counts])
+    ctx.add(Kind.NTH_PARAGRAPH_FIRST_WORD, {"n": total, "nth": nth, "first_word": word}, start, end)
 
 
-def _paragraph_total(doc: Doc) -> int | None:
-    for unit in doc:
-        if unit.lemma_.lower() == "paragraph":
-            quantity = _quantity_left(doc, unit)
-            if quantity is not None:
-                return quantity[1]
-    return None
+def _drop_blank_line_paragraphs(ctx: _Ctx) -> None:
+    """Blank-line paragraph counts without a first-word rule have no checkable kind."""
+    ctx.found = [f for f in ctx.found if not (f.kind == Kind.PARAGRAPH_COUNT and "_blank_lines" in f.params)]
 
 
-_FREQ_HEADS = ("word", "keyword", "letter", "character", "name", "term", "phrase")
-_SYMBOL_NAMES = {"exclamation": "!", "hashtag": "#", "hash": "#", "question": "?", "asterisk": "*",
-                 "dollar": "$", "at": "@", "percent": "%", "ampersand": "&"}
+_HIGHLIGHT_LEMMAS = frozenset({"highlight", "italicize", "italicise", "italic", "emphasize", "bold"})
+_HIGHLIGHT_UNITS = frozenset({"section", "part", "phrase", "word", "keyword", "text", "name", "sentence", "area", "point", "span"})
 
 
-def _count_after(doc: Doc, start: int, limit: int = 14) -> tuple[Relation, int, int] | None:
-    """A "N times" / "twice" / "at least once" count after token ``start``."""
+def _detect_highlights(ctx: _Ctx) -> None:
+    """"Highlight at least 3 sections with markdown, i.e. *highlighted section*"."""
+    seen_sentences: set[int] = set()
+    for i, lemma in enumerate(ctx.lemmas):
+        if lemma not in _HIGHLIGHT_LEMMAS:
+            continue
+        sent = ctx.tokens[i].sent
+        if sent.start in seen_sentences:
+            continue
+        sentence = sent.text.lower()
+        if not (ctx.has_markdown_example or "markdown" in sentence or "*" in sentence):
+            continue
+        if re.search(r"capital|\bcaps\b", sentence) and lemma == "highlight":
+            continue
+        n: int | None = None
+        end_i = i
+        for j in range(max(sent.start, i - 6), min(sent.end, i + 10)):
+            if ctx.lemmas[j] in _HIGHLIGHT_UNITS:
+                quantity = _quantity_left(ctx, j)
+                if quantity is not None:
+                    n, end_i = quantity.n, j
+                    break
+        if n is None and i + 1 < len(ctx.tokens):
+            number = _num(ctx.tokens[i + 1])
+            if number is not None:
+                n, end_i = number, i + 1
+        if n is None:
+            twice = next((j for j in range(i, min(sent.end, i + 10)) if ctx.lowers[j] in ("twice", "thrice")), None)
+            n = 2 if twice is not None and ctx.lowers[twice] == "twice" else 3 if twice is not None else 1
+        seen_sentences.add(sent.start)
+        start, end = ctx.chars(min(i, end_i), max(i, end_i))
+        ctx.add(Kind.HIGHLIGHTED_SECTIONS, {"n": n}, start, end)
+
+
+# ---------------------------------------------------------------- detectors: words and letters
+
+_KEYWORD_HEADS = frozenset({"word", "keyword", "term", "phrase", "line"})
+_VERB_HEADS = frozenset({"include", "mention", "contain", "use", "say", "write"})
+
+
+def _count_after(ctx: _Ctx, start: int, limit: int = 16) -> _Quantity | None:
+    """"N times" / "twice" / "at least once" / "N or more times" after token ``start``."""
+    doc = ctx.doc
     end = min(len(doc), start + limit)
     for j in range(start, end):
-        t = doc[j]
-        if t.text in (".", ";", "!", "?") and j > start:
+        lower = ctx.lowers[j]
+        if lower in _STOPS and j > start:
             return None
-        if t.lower_ in ("once", "twice", "thrice") or (
-            t.lower_ in ("times", "time") and j > 0 and _num(doc[j - 1]) is not None
-        ):
-            last = j
-            number = _number_at(doc, j if t.lower_ in ("once", "twice", "thrice") else j - 1)
-            if number is None:
-                return None
-            value, first, _ = number
-            before = relation_before([x.lower_ for x in doc[max(start, first - 4) : first]])
-            after = relation_after([x.lower_ for x in doc[last + 1 : min(len(doc), last + 3)]])
-            between = relation_after([x.lower_ for x in doc[number[2] + 1 : j]])
-            relation = (after or between or before or (Relation.EXACTLY, 0))[0]
-            if before is None and after is None and between is None and j + 2 < len(doc):
-                if doc[first - 1].lower_ == "only" if first > 0 else False:
-                    relation = Relation.EXACTLY
-            return relation, value, last
+        word_count = lower in ("once", "twice", "thrice")
+        if not word_count and not (lower in ("times", "time") and j > 0):
+            continue
+        anchor = j
+        if not word_count:
+            anchor = j - 1
+            while anchor > start and ctx.lowers[anchor] in ("or", "more", "fewer", "less", "+"):
+                anchor -= 1
+        number = _number_at(doc, anchor)
+        if number is None:
+            continue
+        value, first, last = number
+        ranged = _with_range(doc, value, first, last, start)
+        if ranged is not None:
+            ranged.last = j
+            return ranged
+        between = relation_after(ctx.lowers[last + 1 : j]) if last + 1 < j else None
+        after = relation_after(ctx.lowers[j + 1 : j + 3])
+        before = relation_before(ctx.lowers[max(start, first - 6) : first])
+        relation = (between or after or before or (Relation.EXACTLY, 0))[0]
+        return _Quantity(relation, value, first, j + (after[1] if after else 0))
     return None
 
 
-def _detect_frequencies(ctx: _Ctx) -> None:
-    """Keyword, letter and capital-word frequencies; keyword presence and absence."""
-    doc = ctx.doc
-    text = ctx.text
-    for head in doc:
-        lemma = head.lemma_.lower()
-        if lemma not in _FREQ_HEADS and lemma not in ("include", "mention", "contain", "use", "say"):
+def _governed_by(ctx: _Ctx, i: int, lemmas: frozenset[str]) -> bool:
+    node = ctx.tokens[i]
+    for _ in range(4):
+        if node.lemma_.lower() in lemmas:
+            return True
+        if node.head is node:
+            return False
+        node = node.head
+    return False
+
+
+_POSITION_VERBS = frozenset({"end", "finish", "start", "begin", "conclude", "close", "describe", "rewrite"})
+
+
+def _detect_keywords(ctx: _Ctx) -> None:
+    """Keyword presence, absence and frequency."""
+    for i, lemma in enumerate(ctx.lemmas):
+        if lemma not in _KEYWORD_HEADS and lemma not in _VERB_HEADS:
             continue
-        if lemma in ("letter", "character"):
-            _letter(ctx, head)
+        if _in_quotes(ctx, i):
             continue
-        if lemma in ("include", "mention", "contain", "use", "say") and not _has_direct_quote(doc, head):
+        if lemma in _VERB_HEADS:
+            nxt = ctx.tokens[i + 1] if i + 1 < len(ctx.tokens) else None
+            colon = ":" in ctx.lowers[i + 1 : i + 5]
+            if nxt is None or not (nxt.is_quote or colon):
+                continue
+        if lemma in ("word", "keyword", "term", "phrase") and _capital_context(ctx, i):
             continue
-        if lemma in ("word", "keyword", "term", "phrase", "name") and _capital_words_head(doc, head):
+        if lemma == "word" and _quantity_left(ctx, i) is not None:
             continue
-        if lemma == "word" and _quantity_left(doc, head) is not None:
+        if _governed_by(ctx, i, _POSITION_VERBS):
             continue
-        if lemma in ("word", "name") and head.lower_ in ("words", "names") and not _followed_by_list(doc, text, head):
-            continue
-        words, end_char = _payload(doc, text, head)
-        words = [w for w in words if w.strip() and len(w) <= 60]
+        negated = _negated(ctx, i)
+        plural_head = ctx.lowers[i] in ("words", "keywords", "terms", "phrases")
+        bare = negated or plural_head or lemma == "keyword" or (lemma in _VERB_HEADS and ":" in ctx.lowers[i + 1 : i + 5])
+        words, end_char, quoted = _payload(ctx, i, allow_bare=bare or lemma in ("word",))
+        words = [w for w in words if w.strip() and len(w) <= 60 and not re.fullmatch(r"[\W_]+", w)]
         if not words:
             continue
-        count = _count_after(doc, head.i + 1, limit=18)
-        start = head.idx
-        if lemma in ("include", "mention", "contain", "use", "say") and head.i > 0:
-            start = head.idx
-        if _negated(head):
+        count = _count_after(ctx, i + 1, limit=22)
+        start = ctx.tokens[i].idx
+        if negated:
             ctx.add(Kind.FORBIDDEN_WORDS, {"words": words}, start, end_char)
         elif count is not None and len(words) == 1:
-            relation, n, last = count
-            ctx.add(Kind.KEYWORD_FREQUENCY, {"keyword": words[0], "relation": str(relation), "n": n},
-                    start, max(end_char, doc[last].idx + len(doc[last].text)))
-        else:
+            for relation, n in count.bounds():
+                ctx.add(Kind.KEYWORD_FREQUENCY, {"keyword": words[0], "relation": str(relation), "n": n},
+                        start, max(end_char, ctx.chars(count.last, count.last)[1]))
+            if count.relation in (Relation.LESS_THAN, Relation.AT_MOST, Relation.EXACTLY) and count.n >= 1 \
+                    and ctx.lowers[count.first - 1 : count.first] == ["only"]:
+                ctx.add(Kind.KEYWORDS_PRESENT, {"keywords": words}, start, end_char, confidence=0.6)
+        elif quoted or bare:
             ctx.add(Kind.KEYWORDS_PRESENT, {"keywords": words}, start, end_char, confidence=0.8)
 
 
-def _has_direct_quote(doc: Doc, head: Token) -> bool:
-    nxt = doc[head.i + 1] if head.i + 1 < len(doc) else None
-    return nxt is not None and nxt.is_quote
+_SYMBOL_NAMES = {"exclamation": "!", "hashtag": "#", "hash": "#", "question": "?", "dollar": "$", "ampersand": "&"}
 
 
-def _followed_by_list(doc: Doc, text: str, head: Token) -> bool:
-    rest = text[head.idx + len(head.text) : head.idx + len(head.text) + 3]
-    return bool(re.match(r"\s*[:\"“'‘]", rest))
-
-
-def _capital_words_head(doc: Doc, head: Token) -> bool:
-    window = doc_slice(doc, head.i, head.i + 6).text.lower()
-    return bool(re.search(r"(all[ -])?capital|all[ -]caps|uppercase|in caps", window))
-
-
-def _letter(ctx: _Ctx, head: Token) -> None:
+def _detect_letters(ctx: _Ctx) -> None:
+    """"The letter q should appear at least 6 times", "6 or more exclamation marks"."""
     doc = ctx.doc
-    nxt = doc[head.i + 1 : head.i + 4]
-    letter: str | None = None
-    for t in nxt:
-        raw = t.text.strip("\"'“”‘’")
-        if len(raw) == 1 and raw.isalpha():
-            letter = raw.lower()
-            break
-    if letter is None:
-        return
-    count = _count_after(doc, head.i + 1, limit=16)
-    start = head.idx
-    if _negated(head) and (count is None or count[1] == 0):
-        ctx.add(Kind.LETTER_FREQUENCY, {"letter": letter, "relation": str(Relation.LESS_THAN), "n": 1},
-                start, nxt[-1].idx + len(nxt[-1].text))
-        return
-    if count is None:
-        return
-    relation, n, last = count
-    ctx.add(Kind.LETTER_FREQUENCY, {"letter": letter, "relation": str(relation), "n": n},
-            start, doc[last].idx + len(doc[last].text))
-
-
-def _detect_symbols(ctx: _Ctx) -> None:
-    """"6 or more exclamation marks", "at least 4 hashtags" -> letter frequency of a symbol."""
-    doc = ctx.doc
-    for head in doc:
-        symbol = _SYMBOL_NAMES.get(head.lemma_.lower())
+    for i, lemma in enumerate(ctx.lemmas):
+        if lemma in ("letter", "character") and not (i > 0 and ctx.lemmas[i - 1] in ("capital", "lowercase", "uppercase")):
+            letter, last = None, i
+            for j in range(i + 1, min(len(doc), i + 4)):
+                raw = ctx.tokens[j].text.strip("\"'“”‘’")
+                if len(raw) == 1 and raw.isalpha():
+                    letter, last = raw.lower(), j
+                    break
+                if ctx.tokens[j].is_alpha and not ctx.tokens[j].is_quote and len(raw) > 1:
+                    break
+            if letter is None:
+                continue
+            count = _count_after(ctx, last + 1, limit=16)
+            start = ctx.tokens[i].idx
+            if count is None:
+                if _negated(ctx, i):
+                    ctx.add(Kind.LETTER_FREQUENCY, {"letter": letter, "relation": str(Relation.LESS_THAN), "n": 1},
+                            start, ctx.chars(last, last)[1])
+                continue
+            for relation, n in count.bounds():
+                ctx.add(Kind.LETTER_FREQUENCY, {"letter": letter, "relation": str(relation), "n": n},
+                        start, ctx.chars(count.last, count.last)[1])
+            continue
+        symbol = _SYMBOL_NAMES.get(lemma)
         if symbol is None:
             continue
-        unit = head
-        if head.i + 1 < len(doc) and doc[head.i + 1].lemma_.lower() in ("mark", "sign", "symbol"):
-            unit = doc[head.i + 1]
-        elif head.lemma_.lower() not in ("hashtag",):
+        unit = i
+        if i + 1 < len(doc) and ctx.lemmas[i + 1] in ("mark", "sign", "symbol"):
+            unit = i + 1
+        elif lemma != "hashtag":
             continue
-        quantity = _quantity_left(doc, head)
+        quantity = _quantity_left(ctx, i)
         if quantity is None:
             continue
-        relation, n, first = quantity
-        start, end = _span_chars(doc, first, unit.i)
-        ctx.add(Kind.LETTER_FREQUENCY, {"letter": symbol, "relation": str(relation or Relation.AT_LEAST), "n": n},
-                start, end, confidence=0.7)
+        start, end = ctx.chars(quantity.first, unit)
+        for relation, n in quantity.bounds() or [(Relation.AT_LEAST, quantity.n)]:
+            ctx.add(Kind.LETTER_FREQUENCY, {"letter": symbol, "relation": str(relation), "n": n},
+                    start, end, confidence=0.7)
+
+
+_CAPITAL_TOKENS = frozenset({"capital", "capitals", "caps", "capitalized", "capitalised", "uppercase"})
 
 
 def _detect_capital_words(ctx: _Ctx) -> None:
-    """"words with all capital letters ... less than 10 times"."""
-    text = ctx.text
+    """Counts of words in capital letters ("at least 5 words in all caps")."""
     doc = ctx.doc
-    pattern = re.compile(
-        r"(words?\s+(?:with|in|that\s+are\s+in|be\s+in)\s+(?:all\s+)?(?:capital\s+letters|capitals|caps|uppercase)"
-        r"|all[ -]caps?\s+words?|all[ -]capital(?:ized)?\s+words?|capitalized\s+words?|words?\s+in\s+all[ -]caps"
-        r"|words?\s+(?:with|in)\s+all\s+capital)",
-        re.IGNORECASE,
-    )
-    for match in pattern.finditer(text):
-        span = doc.char_span(match.start(), match.end(), alignment_mode="expand")
-        if span is None:
+    for i, lower in enumerate(ctx.lowers):
+        if lower not in _CAPITAL_TOKENS and not (lower == "upper" and ctx.lowers[i + 1 : i + 2] == ["case"]):
             continue
-        count = _count_after(doc, span.end, limit=14)
-        if count is None:
-            quantity = _quantity_left(doc, span[0]) if len(span) else None
-            if quantity is None or quantity[0] is None:
-                following = _quantity_right(doc, span[-1], limit=14)
-                if following is None:
-                    continue
-                relation, n, last = following
-            else:
-                relation, n, _ = quantity
-                last = span.end - 1
-        else:
-            relation, n, last = count
-        relation = _flip_if_negated(doc, span[0], relation)
-        ctx.add(Kind.CAPITAL_WORD_FREQUENCY, {"relation": str(relation or Relation.AT_LEAST), "n": n},
-                match.start(), doc[last].idx + len(doc[last].text))
+        sent_start = doc[i].sent.start
+        word_i = next((j for j in range(i - 1, max(sent_start, i - 8) - 1, -1)
+                       if ctx.lemmas[j] in ("word", "phrase") and ctx.lowers[j] not in ("every",)), None)
+        if word_i is None and i + 1 < len(doc) and ctx.lemmas[i + 1] == "word":
+            word_i = i + 1
+        if word_i is None:
+            continue
+        if any(ctx.lowers[j] in ("all", "every", "each", "entire") for j in range(max(sent_start, word_i - 2), word_i)) \
+                and ctx.lowers[word_i - 1 : word_i] != ["such"]:
+            continue
+        quantity = _quantity_left(ctx, word_i) if word_i < i else _quantity_left(ctx, i)
+        if quantity is not None and quantity.relation is None and quantity.high is None:
+            quantity = None
+        if quantity is None:
+            quantity = _count_after(ctx, i + 1, limit=14)
+        if quantity is None:
+            quantity = _quantity_right(ctx, i, limit=14)
+        start = ctx.tokens[min(word_i, i)].idx
+        if quantity is None:
+            if re.search(r"\b(?:use|include|add|have)\s+(?:some|a\s+few|several|few)\b", doc[sent_start:i].text.lower()):
+                ctx.add(Kind.CAPITAL_WORD_FREQUENCY, {"relation": str(Relation.AT_LEAST), "n": 1},
+                        start, ctx.chars(i, i)[1], confidence=0.6)
+            continue
+        for relation, n in quantity.bounds():
+            relation = _flip_if_negated(ctx, min(word_i, i), relation)
+            ctx.add(Kind.CAPITAL_WORD_FREQUENCY, {"relation": str(relation), "n": n},
+                    start, ctx.chars(max(i, quantity.last), max(i, quantity.last))[1])
 
 
 _CASE_LOWER = re.compile(
-    r"(all\s+)?lower[ -]?case|no\s+capital\s+letters|without\s+(?:using\s+)?(?:any\s+)?capital\s+letters"
-    r"|not?\s+(?:use\s+)?(?:any\s+)?capital\s+letters|capital\s+letters\s+(?:are\s+)?not\s+allowed",
+    r"(?:all\s+)?lower[ -]?case|no\s+capital\s+letters|without\s+(?:using\s+)?(?:any\s+)?capital\s+letters"
+    r"|not?\s+(?:use\s+)?(?:any\s+)?capital\s+letters|capital\s+letters\s+(?:are\s+)?not\s+allowed|lowercases",
     re.IGNORECASE,
 )
 _CASE_UPPER = re.compile(
-    r"all\s+(?:in\s+)?capital\s+letters|all\s+caps\b|(?:in|use|using)\s+(?:only\s+)?(?:all\s+)?upper[ -]?case|capitali[sz]e\s+all|"
-    r"only\s+(?:use\s+)?capital\s+letters|no\s+lower[ -]?case|entirely\s+in\s+capital|in\s+all\s+capitals"
-    r"|(?:in|use)\s+capital\s+letters\s+only|all\s+uppercase",
+    r"all\s+(?:in\s+)?capital\s+letters|all\s+caps\b|(?:in|use|using)\s+(?:only\s+)?(?:all\s+)?upper[ -]?case|capitali[sz]e\s+all"
+    r"|only\s+(?:use\s+)?capital\s+letters|no\s+lower[ -]?case|entirely\s+in\s+capital|in\s+all\s+capitals"
+    r"|(?:in|use)\s+capital\s+letters\s+only|all\s+uppercase|(?:should|must)\s+be\s+(?:in\s+)?capitali[sz]ed",
     re.IGNORECASE,
 )
 
 
 def _detect_case(ctx: _Ctx) -> None:
     text = ctx.text
-    capital_word_spans = [(f.start, f.end) for f in ctx.found if f.kind == Kind.CAPITAL_WORD_FREQUENCY]
+    capital_words = [(f.start, f.end) for f in ctx.found if f.kind == Kind.CAPITAL_WORD_FREQUENCY]
     for match in _CASE_UPPER.finditer(text):
-        if re.search(r"words?\s+(?:with|in)\s*$", text[max(0, match.start() - 15) : match.start()], re.IGNORECASE):
+        sentence_start = max(text.rfind(".", 0, match.start()), text.rfind("\n", 0, match.start())) + 1
+        before = text[sentence_start : match.start()].lower()
+        if re.search(r"\b(?:words?|phrases?)\b", before) and not re.search(r"\b(?:all|every|each)\s+(?:your\s+|the\s+)?words?\b|entire|whole", before):
             continue
-        if any(s - 40 <= match.start() <= e for s, e in capital_word_spans):
-            continue
-        if "no lower" in match.group(0).lower() and any(f.kind == Kind.ALL_CAPITALS for f in ctx.found):
+        if any(s - 60 <= match.start() <= e + 5 for s, e in capital_words):
             continue
         ctx.add(Kind.ALL_CAPITALS, {}, match.start(), match.end())
         break
     for match in _CASE_LOWER.finditer(text):
-        if any(f.kind == Kind.ALL_CAPITALS and abs(f.start - match.start()) < 60 for f in ctx.found):
+        if any(f.kind == Kind.ALL_CAPITALS and abs(f.start - match.start()) < 80 for f in ctx.found):
             continue
         ctx.add(Kind.ALL_LOWERCASE, {}, match.start(), match.end())
         break
 
 
+# ---------------------------------------------------------------- detectors: format
+
+
+def _sentence_chars(ctx: _Ctx, char: int) -> tuple[int, int]:
+    span = ctx.doc.char_span(char, min(len(ctx.text), char + 1), alignment_mode="expand")
+    if span is None or not len(span):
+        return char, min(len(ctx.text), char + 1)
+    sent = span[0].sent
+    return sent.start_char, sent.end_char
+
+
 def _detect_flags(ctx: _Ctx) -> None:
     """Kinds without parameters, read from trigger lemmas with their negation."""
-    doc = ctx.doc
     text = ctx.text
-    for token in doc:
-        lemma = token.lemma_.lower()
-        if lemma in ("comma",) and _negated(token):
-            ctx.add(Kind.NO_COMMA, {}, *_clause_span(doc, token))
+    for i, lemma in enumerate(ctx.lemmas):
+        if lemma == "comma" and _negated(ctx, i):
+            left = i
+            while left > ctx.tokens[i].sent.start and ctx.lowers[left - 1] not in (",", ";", ".") and i - left < 10:
+                left -= 1
+            ctx.add(Kind.NO_COMMA, {}, *ctx.chars(left, i))
             break
     quote = re.search(
-        r"(wrap|enclose|put|surround|place|in)[^.]{0,60}?(double\s+quot\w*(\s+marks?)?|quotation\s+marks?)"
-        r"|(double\s+quot\w*(\s+marks?)?|quotation\s+marks)\s+(around|wrapping)",
+        r"(?:wrap|enclose|put|surround|place|in)[^.]{0,60}?(?:double\s+quot\w*(?:\s+marks?)?|quotation\s+marks?)"
+        r"|(?:double\s+quot\w*(?:\s+marks?)?|quotation\s+marks)\s+(?:around|wrapping)",
         text, re.IGNORECASE,
     )
     if quote:
@@ -593,41 +742,21 @@ def _detect_flags(ctx: _Ctx) -> None:
     title = re.search(r"double\s+angular\s+brackets|<<[^<>\n]{1,60}>>", text, re.IGNORECASE)
     if title:
         ctx.add(Kind.TITLE, {}, title.start(), title.end())
-    json_match = re.search(r"\bJSON\b", text, re.IGNORECASE)
-    if json_match and not _json_negated(doc, json_match.start()):
-        ctx.add(Kind.JSON_FORMAT, {}, *_sentence_of(doc, json_match.start()))
+    for json_match in re.finditer(r"\bJSON\b", text, re.IGNORECASE):
+        before = text[max(0, json_match.start() - 1) : json_match.start()]
+        if before in ("'", '"', "“", "‘"):
+            continue
+        ctx.add(Kind.JSON_FORMAT, {}, *_sentence_chars(ctx, json_match.start()))
+        break
     two = re.search(
-        r"(?:two|2)\s+(?:\w+\s+){0,3}?(?:responses|answers|versions|jokes|limericks|critiques|poems|options|alternatives|itinerar\w+|stories|songs|letters|emails|cover\s+letters)"
-        r"[^.]{0,80}?(?:\*{6}|6\s+asterisk|six\s+asterisk)"
-        r"|separate\w*[^.]{0,60}?(?:\*{6}|6\s+asterisk|six\s+asterisk)",
+        r"(?:two|2)\s+(?:[\w-]+\s+){0,3}?(?:responses|answers|versions|jokes|limericks|critiques|poems|options|alternatives|itinerar\w+|stories|songs|letters|emails|descriptions|reviews|names|summaries|paragraphs|ads|tweets|pitches|raps|haikus|riddles|slogans|taglines|titles|articles|posts)"
+        r"[^.]{0,120}?(?:\*{6}|6\s+asterisk|six\s+asterisk)"
+        r"|(?:\*{6}|6\s+asterisk|six\s+asterisk)[^.]{0,80}?(?:two|2)\s+(?:responses|answers|versions)"
+        r"|separate\w*\s+(?:them|the\s+two|your\s+two|two|those\s+two|the\s+\w+\s+and\s+the\s+\w+)[^.]{0,60}?(?:\*{6}|6\s+asterisk|six\s+asterisk)",
         text, re.IGNORECASE,
     )
     if two:
         ctx.add(Kind.TWO_RESPONSES, {}, two.start(), two.end())
-
-
-def _json_negated(doc: Doc, char: int) -> bool:
-    span = doc.char_span(char, char + 4, alignment_mode="expand")
-    if span is None or not len(span):
-        return False
-    token = span[0]
-    window = doc_slice(doc, max(token.sent.start, token.i - 6), token.i).text.lower()
-    return bool(re.search(r"\b(keywords?|words?)\b", window)) or token.dep_ == "pobj" and "include" in window
-
-
-def _clause_span(doc: Doc, token: Token) -> tuple[int, int]:
-    left = token.i
-    while left > token.sent.start and doc[left - 1].text not in (",", ";", ".") and token.i - left < 10:
-        left -= 1
-    return doc[left].idx, token.idx + len(token.text)
-
-
-def _sentence_of(doc: Doc, char: int) -> tuple[int, int]:
-    span = doc.char_span(char, char + 1, alignment_mode="expand")
-    if span is None or not len(span):
-        return char, char + 4
-    sent = span[0].sent
-    return sent.start_char, sent.end_char
 
 
 def _detect_postscript(ctx: _Ctx) -> None:
@@ -645,34 +774,37 @@ def _detect_postscript(ctx: _Ctx) -> None:
     ctx.add(Kind.POSTSCRIPT, {"marker": marker}, match.start(), end)
 
 
-_PHRASE = r"[\"“](?P<q>[^\"”\n]{1,200})[\"”]|(?P<raw>[^\n]{1,120}?)(?:\s*$|\n)"
+def _phrase_group(tag: str) -> str:
+    return (r"(?:exactly\s+)?(?:like\s*)?:?\s*(?:[\"“](?P<q" + tag + r">[^\"”\n]{1,200})[\"”]"
+            r"|\n*(?P<raw" + tag + r">[^\n\"“]{1,120}?)(?:\s*$|\n))")
+
+
+_END = re.compile(
+    r"(?:\b(?:end|finish|conclude)(?:s|ed)?\s+(?:your\s+|the\s+|it\s+|this\s+|each\s+)?(?:entire\s+|whole\s+)?(?:[\w-]+\s+){0,2}?"
+    r"with\s+(?:this|the|a)?\s*(?:exact\s+)?(?:phrase|sentence|words?|question|line)?(?:\s+of)?\s*" + _phrase_group("1") +
+    r"|(?:very\s+)?(?:last|final)\s+(?:sentence|line|words?|phrase)\s+of\s+your\s+(?:\w+\s+)?(?:response|answer|reply)\s+(?:should|must)\s+(?:be|read)\s*" + _phrase_group("2") +
+    r"|(?:very\s+)?end\s+of\s+your\s+(?:entire\s+)?(?:response|answer|reply)\s+(?:should|must)\s+(?:be|read)\s*" + _phrase_group("3") + ")",
+    re.IGNORECASE | re.MULTILINE,
+)
+_START = re.compile(
+    r"(?:start|begin)\w*\s+(?:your\s+)?(?:entire\s+)?(?:response|answer|reply)\s+with\s+(?:the\s+)?(?:exact\s+)?(?:phrase|sentence|words?)?\s*:?\s*[\"“](?P<q>[^\"”\n]{1,200})[\"”]",
+    re.IGNORECASE,
+)
 
 
 def _detect_start_end(ctx: _Ctx) -> None:
-    text = ctx.text
-    end_pattern = re.compile(
-        r"(?:end|finish|conclude|close)\w*\s+(?:your\s+|the\s+|it\s+|this\s+|each\s+)?(?:entire\s+|whole\s+)?(?:response|answer|reply|poem|song|email|letter|story|essay|post|article|message|speech|rap|blog\s+post)?"
-        r"\s*with\s+(?:this|the)?\s*(?:exact\s+)?(?:phrase|sentence|words?)?(?:\s+of)?\s*:?\s*(?:" + _PHRASE + ")"
-        r"|(?:very\s+)?(?:last|final|end)\s+(?:sentence|line|words?|phrase)\s+of\s+your\s+(?:response|answer|reply)\s+(?:should|must)\s+(?:be|read)\s*:?\s*(?:" + _PHRASE.replace("?P<q>", "?P<q2>").replace("?P<raw>", "?P<raw2>") + ")"
-        r"|(?:very\s+)?end\s+of\s+your\s+(?:response|answer)\s+should\s+read\s*:?\s*(?:" + _PHRASE.replace("?P<q>", "?P<q3>").replace("?P<raw>", "?P<raw3>") + ")",
-        re.IGNORECASE | re.MULTILINE,
-    )
-    for match in end_pattern.finditer(text):
-        phrase = next((match.group(g) for g in ("q", "q2", "q3") if match.group(g)), None)
+    for match in _END.finditer(ctx.text):
+        phrase = next((match.group(f"q{t}") for t in "123" if match.group(f"q{t}")), None)
         if phrase is None:
-            raw = next((match.group(g) for g in ("raw", "raw2", "raw3") if match.group(g)), None)
+            raw = next((match.group(f"raw{t}") for t in "123" if match.group(f"raw{t}")), None)
             if raw is None or len(raw.split()) > 14 or not raw.strip():
                 continue
             phrase = raw.strip()
-        if re.match(r"(a|an|the)\s+(postscript|post script|p\.)", phrase, re.IGNORECASE):
+        if not re.search(r"\w", phrase) or re.match(r"(?:a|an|the)\s+(?:postscript|post script|p\.)", phrase, re.IGNORECASE):
             continue
         ctx.add(Kind.END_PHRASE, {"phrase": phrase.strip()}, match.start(), match.end())
         break
-    start_pattern = re.compile(
-        r"(?:start|begin)\w*\s+(?:your\s+)?(?:entire\s+)?(?:response|answer|reply)\s+with\s+(?:the\s+)?(?:exact\s+)?(?:phrase|sentence|words?)?\s*:?\s*[\"“](?P<q>[^\"”\n]{1,200})[\"”]",
-        re.IGNORECASE,
-    )
-    match = start_pattern.search(text)
+    match = _START.search(ctx.text)
     if match is not None:
         ctx.add(Kind.START_PHRASE, {"phrase": match.group("q").strip()}, match.start(), match.end())
 
@@ -684,91 +816,78 @@ def _detect_constrained(ctx: _Ctx) -> None:
     text = ctx.text
     found = [m for o in _OPTIONS if (m := re.search(re.escape(o.rstrip(".")), text))]
     if len(found) >= 2:
-        start = min(m.start() for m in found)
-        end = max(m.end() for m in found)
-        ctx.add(Kind.CONSTRAINED_RESPONSE, {"options": list(_OPTIONS)}, start, end)
+        ctx.add(Kind.CONSTRAINED_RESPONSE, {"options": list(_OPTIONS)},
+                min(m.start() for m in found), max(m.end() for m in found))
         return
-    match = re.search(r"(?:answer|respond|reply)\s+with\s+(?:exactly\s+)?one\s+of\s+the\s+following\s+(?:options|phrases)\s*:?\s*(?P<list>[^\n]+)", text, re.IGNORECASE)
+    match = re.search(r"(?:answer|respond|reply)\s+with\s+(?:exactly\s+)?one\s+of\s+the\s+following\s+(?:options|phrases)\s*:?\s*(?P<list>[^\n]+)",
+                      text, re.IGNORECASE)
     if match is not None:
-        options = [q for q, _, _ in _quoted_in(text, match.start("list"), match.end("list"))]
+        options, _ = _quoted_list(ctx, match.start("list"), match.end("list"))
         if len(options) >= 2:
             ctx.add(Kind.CONSTRAINED_RESPONSE, {"options": options}, match.start(), match.end())
 
 
 _REPEAT = re.compile(
-    r"(?:first\s+)?repeat\s+(?:the|this|my)?\s*(?:exact\s+)?(?:request|question|sentence|prompt|instruction|query|text)"
-    r"|repeat\s+the\s+(?:request|question)\s+(?:above|below)"
-    r"|(?:first\s+)?(?:write|say|copy)\s+(?:out\s+)?(?:the\s+)?(?:exact\s+)?(?:request|question|prompt)\s+(?:above|below)?\s*(?:word\s+for\s+word)",
+    r"\b(?:repeat|repleat|restate)\b(?:\s+\w+){0,4}?\s+(?:request|question|sentence|prompt|instruction|query|text|it|line)\b",
     re.IGNORECASE,
 )
 
 
 def _detect_repeat(ctx: _Ctx) -> None:
+    """"First repeat the request above word for word": the text to repeat is the other block."""
     text = ctx.text
     match = _REPEAT.search(text)
     if match is None:
         return
-    blocks = [b for b in re.split(r"(\n+)", text)]
-    kept: list[str] = []
-    position = 0
-    instruction_start, instruction_end = match.start(), match.end()
-    for block in blocks:
-        block_start, block_end = position, position + len(block)
-        position = block_end
-        if block.strip() == "":
-            kept.append(block)
-            continue
-        if block_start <= match.start() < block_end:
-            instruction_start, instruction_end = block_start, block_end
-            inline = _split_inline_repeat(block, match.start() - block_start)
-            if inline is not None:
-                kept.append(inline)
-            continue
-        if _is_repeat_aside(block):
-            continue
-        kept.append(block)
-    prompt_to_repeat = "".join(kept).strip()
+    line_start = text.rfind("\n", 0, match.start()) + 1
+    quoted = [q for q in _QUOTED.finditer(text, line_start, text.find("\n", match.end()) if "\n" in text[match.end():] else len(text))
+              if len(next(g for g in q.groups() if g)) >= 20]
+    if quoted:
+        prompt_to_repeat = next(g for g in quoted[0].groups() if g)
+    elif re.search(r"first\s+line", text[match.start() : match.end() + 20], re.IGNORECASE):
+        prompt_to_repeat = text.split("\n", 1)[0]
+    elif text[:line_start].strip():
+        prompt_to_repeat = text[:line_start]
+    else:
+        sentence_end = re.search(r"[.!?]\s", text[match.end():])
+        block = text.find("\n\n", match.end())
+        if block == -1:
+            if sentence_end is None:
+                return
+            block = match.end() + sentence_end.end() - 2
+        prompt_to_repeat = text[block:]
+    prompt_to_repeat = prompt_to_repeat.strip()
     if not prompt_to_repeat:
         return
-    ctx.add(Kind.REPEAT_PROMPT, {"prompt_to_repeat": prompt_to_repeat}, instruction_start, instruction_end)
+    span_end = text.find("\n", match.end())
+    ctx.add(Kind.REPEAT_PROMPT, {"prompt_to_repeat": prompt_to_repeat}, match.start(),
+            span_end if span_end != -1 else len(text))
 
 
-def _split_inline_repeat(block: str, offset: int) -> str | None:
-    """Text of a block before an inline "First repeat the request ..." sentence."""
-    before = block[:offset]
-    cut = max(before.rfind(". "), before.rfind("? "), before.rfind("! "))
-    if cut <= 0 or not before.strip():
-        return None
-    return block[: cut + 1]
-
-
-def _is_repeat_aside(block: str) -> bool:
-    return bool(re.match(r"\s*(do not|don't)\s+say\s+any", block, re.IGNORECASE))
+_LANGUAGE_NAMES_RE = "|".join(sorted((re.escape(n) for n, _ in LANGUAGE_NAMES.values()), key=len, reverse=True))
+_LANGUAGE = re.compile(
+    r"(?:\b(?:in|using|use|into|with|respond|answer|reply|write)\s+(?:only\s+)?(?:the\s+)?(?:only\s+)?(?:entirely\s+)?(?:fluent\s+)?"
+    r"|\bonly\s+(?:in\s+)?|\bentirely\s+in\s+|\bexcept\s+)"
+    r"(?P<name>" + _LANGUAGE_NAMES_RE + r")\b(?:\s+language)?",
+    re.IGNORECASE,
+)
 
 
 def _detect_language(ctx: _Ctx) -> None:
-    doc = ctx.doc
-    names = "|".join(sorted((re.escape(n) for n, _ in LANGUAGE_NAMES.values()), key=len, reverse=True))
-    pattern = re.compile(
-        r"(?:\b(?:in|using|use|into|with)\s+(?:the\s+)?(?:only\s+)?(?:entirely\s+)?(?:fluent\s+)?|only\s+(?:in\s+)?|entirely\s+in\s+|except\s+)"
-        r"(?P<name>" + names + r")\b(?:\s+language)?",
-        re.IGNORECASE,
-    )
-    for match in pattern.finditer(ctx.text):
+    for match in _LANGUAGE.finditer(ctx.text):
         name = match.group("name")
         code = language_code(name)
-        if code is None:
+        if code is None or not name[0].isupper():
             continue
         context = ctx.text[max(0, match.start() - 80) : match.end() + 60].lower()
         if not re.search(r"respon|answer|reply|writ|language|entire|output|only|rewrite|translat|explain|speak|in\s+" + re.escape(name.lower()), context):
             continue
-        if re.search(r"\b(?:style|accent|food|culture|history|people|grammar)\b", ctx.text[match.end() : match.end() + 12].lower()):
-            continue
-        span = doc.char_span(match.start(), match.end(), alignment_mode="expand")
-        if span is not None and len(span) and span[-1].head.lemma_.lower() in ("translate",) and "from" in span.text.lower():
+        if re.match(r"\s+(?:style|accent|food|culture|history|people|grammar|words?|version|translation)\b", ctx.text[match.end() : match.end() + 14], re.IGNORECASE):
             continue
         ctx.add(Kind.RESPONSE_LANGUAGE, {"language": code}, match.start(), match.end())
 
+
+# ---------------------------------------------------------------- detectors: domain
 
 _YEAR = r"(?P<year>1[5-9]\d\d|20\d\d)"
 
@@ -776,84 +895,77 @@ _YEAR = r"(?P<year>1[5-9]\d\d|20\d\d)"
 def _detect_citation_window(ctx: _Ctx) -> None:
     text = ctx.text
     before = re.compile(
-        r"(?:do\s+not|don't|never|not)\s+(?:cite|use|reference|rely\s+on|quote|include)\b[^.;]{0,60}?"
+        r"(?:do\s+not|don't|never|not|no)\s+(?:cite|use|reference|rely\s+on|quote|include|citing|sources?|literature|rules?|references?)\b[^.;]{0,60}?"
         r"(?:before|prior\s+to|older\s+than|earlier\s+than|pre-?)\s*" + _YEAR,
         re.IGNORECASE,
     )
     for match in before.finditer(text):
-        ctx.add(Kind.CITATION_TIME_WINDOW, {"not_before": f"{match.group('year')}-01-01"},
-                match.start(), match.end())
+        ctx.add(Kind.CITATION_TIME_WINDOW, {"not_before": f"{match.group('year')}-01-01"}, match.start(), match.end())
     since = re.compile(
-        r"(?:only\s+)?(?:cite|use|reference|rely\s+on)\b[^.;]{0,60}?(?:(?:from|since|published\s+in)\s+" + _YEAR
-        + r"\s*(?:on(?:wards?)?|or\s+later|and\s+later)|(?:after)\s+" + _YEAR.replace("year", "after") + ")",
+        r"(?:only\s+)?(?:cite|use|reference|rely\s+on)\b[^.;]{0,60}?(?:(?:from|since|published\s+in|in\s+force\s+from)\s+" + _YEAR
+        + r"\s*(?:on(?:wards?)?|or\s+later|and\s+later)?|after\s+(?P<after>1[5-9]\d\d|20\d\d))",
         re.IGNORECASE,
     )
     for match in since.finditer(text):
         if any(f.kind == Kind.CITATION_TIME_WINDOW and f.start <= match.start() < f.end for f in ctx.found):
             continue
-        if match.group("after"):
-            year = int(match.group("after")) + 1
-        else:
-            year = int(match.group("year"))
+        year = int(match.group("after")) + 1 if match.group("after") else int(match.group("year"))
         ctx.add(Kind.CITATION_TIME_WINDOW, {"not_before": f"{year}-01-01"}, match.start(), match.end())
 
 
+_CITE_OBJECTS = frozenset({"source", "rule", "reference", "regulation", "paper", "study", "evidence", "law", "fact", "citation"})
+
+
 def _detect_cite_sources(ctx: _Ctx) -> None:
-    doc = ctx.doc
-    for token in doc:
-        if token.lemma_.lower() not in ("cite", "citation", "reference", "source") or _negated(token):
+    for i, lemma in enumerate(ctx.lemmas):
+        if lemma not in ("cite", "citation") or _negated(ctx, i):
             continue
-        if token.lemma_.lower() in ("reference", "source") and not (
-            token.head.lemma_.lower() in ("cite", "provide", "include", "give", "list", "name")
-        ):
+        if any(f.kind == Kind.CITATION_TIME_WINDOW and f.start <= ctx.tokens[i].idx < f.end for f in ctx.found):
             continue
-        if any(f.kind == Kind.CITATION_TIME_WINDOW and f.start <= token.idx < f.end for f in ctx.found):
-            continue
-        quantity = None
-        for child in token.subtree:
-            if child.i > token.i and child.lemma_.lower() in ("source", "rule", "reference", "regulation", "paper", "study"):
-                quantity = _quantity_left(doc, child)
-                break
-        n = quantity[1] if quantity is not None else 1
-        start, end = _clause_span(doc, token)
-        tail = token.i
-        for child in token.subtree:
-            tail = max(tail, child.i)
-        end = doc[tail].idx + len(doc[tail].text)
-        ctx.add(Kind.CITE_SOURCES, {"min": max(1, n)}, token.idx, end, confidence=0.8)
-        break
+        token = ctx.tokens[i]
+        n = 1
+        last = i
+        for child in token.children:
+            if child.dep_ in ("conj", "cc", "punct"):
+                continue
+            for sub in child.subtree:
+                last = max(last, sub.i)
+            if child.lemma_.lower() in _CITE_OBJECTS:
+                quantity = _quantity_left(ctx, child.i)
+                if quantity is not None:
+                    n = quantity.n
+        ctx.add(Kind.CITE_SOURCES, {"min": max(1, n)}, token.idx, ctx.chars(last, last)[1], confidence=0.8)
+        return
 
 
 _JURISDICTIONS = {
     "eu": "EU", "european union": "EU", "us": "US", "u.s.": "US", "united states": "US", "american": "US",
-    "uk": "GB", "u.k.": "GB", "united kingdom": "GB", "british": "GB", "english": "GB", "chinese": "CN",
+    "uk": "GB", "u.k.": "GB", "united kingdom": "GB", "british": "GB", "chinese": "CN",
     "china": "CN", "prc": "CN", "singapore": "SG", "hong kong": "HK", "swiss": "CH", "switzerland": "CH",
     "german": "DE", "germany": "DE", "french": "FR", "france": "FR", "cyprus": "CY", "cypriot": "CY",
-    "eu's": "EU",
 }
+_JURISDICTION = re.compile(
+    r"(?:under|according\s+to|per|in\s+line\s+with|governed\s+by|apply|only)\s+(?:the\s+)?(?P<name>"
+    + "|".join(sorted((re.escape(k) for k in _JURISDICTIONS), key=len, reverse=True))
+    + r")\s+(?:law|laws|rules|regulations?|regulatory|jurisdiction|legislation|requirements|directives?)"
+    r"|jurisdiction\s*(?:of|:|is)?\s+(?:the\s+)?(?P<name2>"
+    + "|".join(sorted((re.escape(k) for k in _JURISDICTIONS), key=len, reverse=True)) + r")\b",
+    re.IGNORECASE,
+)
 
 
 def _detect_jurisdiction(ctx: _Ctx) -> None:
-    names = "|".join(sorted((re.escape(k) for k in _JURISDICTIONS), key=len, reverse=True))
-    pattern = re.compile(
-        r"(?:under|according\s+to|per|in\s+line\s+with|governed\s+by|apply|only)\s+(?:the\s+)?(?P<name>" + names + r")\s+"
-        r"(?:law|laws|rules|regulations?|regulatory|jurisdiction|legislation|requirements|directives?)"
-        r"|(?:jurisdiction)\s*(?:of|:|is)?\s+(?:the\s+)?(?P<name2>" + names + r")\b",
-        re.IGNORECASE,
-    )
-    for match in pattern.finditer(ctx.text):
-        name = (match.group("name") or match.group("name2") or "").lower()
-        code = _JURISDICTIONS.get(name)
-        if code is not None:
-            ctx.add(Kind.JURISDICTION, {"code": code}, match.start(), match.end(), confidence=0.8)
-            return
+    match = _JURISDICTION.search(ctx.text)
+    if match is None:
+        return
+    code = _JURISDICTIONS.get((match.group("name") or match.group("name2") or "").lower())
+    if code is not None:
+        ctx.add(Kind.JURISDICTION, {"code": code}, match.start(), match.end(), confidence=0.8)
 
 
 def _detect_precision(ctx: _Ctx) -> None:
-    match = re.search(
-        r"(?:to|with|at)\s+(?:exactly\s+)?(?P<n>\d+|one|two|three|four|five|zero)\s+decimal(?:\s+places?|s)?",
-        ctx.text, re.IGNORECASE,
-    )
+    match = re.search(r"(?:to|with|at)\s+(?:exactly\s+)?(?P<n>\d+|one|two|three|four|five|zero)\s+decimal(?:\s+places?|s)?",
+                      ctx.text, re.IGNORECASE)
     if match is None:
         return
     decimals = parse_number([match.group("n")])
@@ -863,10 +975,13 @@ def _detect_precision(ctx: _Ctx) -> None:
 
 _DETECTORS: Sequence[Callable[[_Ctx], None]] = (
     _detect_counts,
-    _detect_paragraph_structure,
+    _detect_divider_template,
+    _detect_nth_paragraph,
+    _drop_blank_line_paragraphs,
+    _detect_highlights,
     _detect_capital_words,
-    _detect_frequencies,
-    _detect_symbols,
+    _detect_keywords,
+    _detect_letters,
     _detect_case,
     _detect_flags,
     _detect_postscript,
@@ -882,14 +997,8 @@ _DETECTORS: Sequence[Callable[[_Ctx], None]] = (
 
 
 def extract_english(doc: Doc, text: str) -> list[Found]:
-    """Every constraint the detectors read in ``doc`` (over ``text``)."""
+    """Every constraint the detectors read in ``doc`` (parsed from ``text``)."""
     ctx = _Ctx(doc, text)
     for detector in _DETECTORS:
         detector(ctx)
     return ctx.found
-
-
-def iter_sentences(doc: Doc) -> Iterator[tuple[int, int]]:
-    """(start, end) character offsets of the doc's sentences."""
-    for sent in doc.sents:
-        yield sent.start_char, sent.end_char

@@ -110,6 +110,8 @@ _BEFORE: tuple[tuple[tuple[str, ...], Relation], ...] = (
     (("more", "than"), Relation.MORE_THAN),
     (("greater", "than"), Relation.MORE_THAN),
     (("up", "to"), Relation.AT_MOST),
+    (("longer", "than"), Relation.MORE_THAN),
+    (("shorter", "than"), Relation.LESS_THAN),
     (("in", "under"), Relation.LESS_THAN),
     (("under",), Relation.LESS_THAN),
     (("below",), Relation.LESS_THAN),
@@ -150,16 +152,26 @@ def _match_end(words: Sequence[str], phrase: tuple[str, ...]) -> bool:
     return len(words) >= len(phrase) and tuple(words[-len(phrase):]) == phrase
 
 
+_FILLERS = frozenset({"a", "an", "the", "total", "of", "only"})
+
+
 def relation_before(words: Sequence[str]) -> tuple[Relation, int] | None:
     """The relation phrase that ends ``words`` and how many words it takes.
+
+    Fillers between the phrase and the number are skipped ("less than a
+    total of 10"), and count towards the width.
 
     >>> relation_before(["use", "at", "least"])
     (<Relation.AT_LEAST: 'at least'>, 2)
     """
     lowered = [w.lower() for w in words]
-    for phrase, relation in _BEFORE:
-        if _match_end(lowered, phrase):
-            return relation, len(phrase)
+    for skipped in range(0, 4):
+        if skipped and (len(lowered) < skipped or lowered[-skipped] not in _FILLERS):
+            break
+        head = lowered[: len(lowered) - skipped] if skipped else lowered
+        for phrase, relation in _BEFORE:
+            if _match_end(head, phrase):
+                return relation, len(phrase) + skipped
     return None
 
 
