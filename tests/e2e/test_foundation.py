@@ -1,0 +1,153 @@
+"""The real service, end to end: ``tenet serve`` in a subprocess, driven over loopback HTTP.
+
+Covers what a new user meets after ``make run``: migrations and the bootstrap
+admin key on first start, liveness at once, readiness once the model is
+loaded, the model identity with the printed key, and request limits enforced
+by the real server (a chunked body with no Content-Length).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+MODEL_CACHE = Path(os.environ.get("TENET_TEST_MODEL_CACHE", Path(__file__).resolve().parents[2] / "var" / "models"))
+TOKEN = re.compile(r"tnt_[0-9a-f]{12}_\S+")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+class Server:
+    def __init__(self, process: subprocess.Popen[str], base: str, token: str, data_dir: Path) -> None:
+        self.process, self.base, self.token, self.data_dir = process, base, token, data_dir
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    data_dir = tmp_path_factory.mktemp("e2e")
+    port = _free_port()
+    env = {
+        **os.environ,
+        "TENET_DATA_DIR": str(data_dir),
+        "TENET_MODEL_CACHE_DIR": str(MODEL_CACHE),
+        "TENET_DEVICE": "cpu",
+        "TENET_MAX_BODY_BYTES": "65536",
+        "TENET_LOG_JSON": "true",
+    }
+    started = time.monotonic()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert process.stdout is not None
+    token = ""
+    while not token:
+        line = process.stdout.readline()
+        assert line or process.poll() is None, "tenet serve exited before printing the admin key"
+        if match := TOKEN.search(line):
+            token = match.group(0)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "the server never answered /healthz"
+            time.sleep(0.1)
+        server = Server(process, base, token, data_dir)
+        server.healthy_after_s = time.monotonic() - started  # type: ignore[attr-defined]
+        yield server
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+@pytest.mark.model
+def test_first_start_prints_a_working_admin_key(server: Server) -> None:
+    assert (server.data_dir / "admin-key.txt").read_text().strip() == server.token
+    assert oct((server.data_dir / "admin-key.txt").stat().st_mode & 0o777) == "0o600"
+    keys = httpx.get(f"{server.base}/v1/keys", headers=server.headers, timeout=10)
+    assert keys.status_code == 200
+    assert [k["tenant"] for k in keys.json()["data"]] == ["default"]
+
+
+@pytest.mark.model
+def test_ready_once_the_model_is_loaded_then_models_answers(server: Server) -> None:
+    deadline = time.monotonic() + 180
+    while (ready := httpx.get(f"{server.base}/readyz", timeout=5)).status_code != 200:
+        assert ready.status_code == 503 and ready.headers["content-type"].startswith("application/problem+json")
+        assert time.monotonic() < deadline, ready.text
+        time.sleep(0.25)
+    models = httpx.get(f"{server.base}/v1/models", headers=server.headers, timeout=10)
+    assert models.status_code == 200
+    (model,) = models.json()["data"]
+    assert model["id"] == "SmolLM2-135M-Instruct" and len(model["sha256"]) == 64
+    rss = _rss_mib(server.process.pid)
+    print(f"\nserve: healthy after {server.healthy_after_s:.1f} s, RSS with model loaded {rss:.0f} MiB")  # type: ignore[attr-defined]
+    assert rss < 4096
+
+
+@pytest.mark.model
+def test_chunked_body_over_the_limit_is_413(server: Server) -> None:
+    def chunks() -> Iterator[bytes]:
+        yield b'{"scopes": ["reason"], "name": "'
+        for _ in range(100):
+            yield b"x" * 1024
+        yield b'"}'
+
+    response = httpx.post(
+        f"{server.base}/v1/keys",
+        content=chunks(),
+        headers={**server.headers, "content-type": "application/json"},
+        timeout=10,
+    )
+    assert response.status_code == 413
+    assert response.json()["request_id"] == response.headers["x-request-id"]
+
+
+@pytest.mark.model
+def test_problem_bodies_over_real_http(server: Server) -> None:
+    missing = httpx.get(f"{server.base}/v1/models", timeout=5)
+    assert missing.status_code == 401 and missing.headers["www-authenticate"].startswith("Bearer")
+    malformed = httpx.post(
+        f"{server.base}/v1/keys",
+        content=b"{not json",
+        headers={**server.headers, "content-type": "application/json", "X-Request-ID": "e2e-1"},
+        timeout=5,
+    )
+    assert malformed.status_code == 400
+    assert malformed.json()["request_id"] == "e2e-1" == malformed.headers["x-request-id"]
