@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from litestar.types import ControllerRouterHandler
 
+from app.controllers.audit import AuditController
 from app.controllers.constraints import ConstraintsController
 from app.controllers.health import HealthController
 from app.controllers.keys import KeysController
 from app.controllers.models import ModelsController
+from app.controllers.runs import RunsController
 
 __all__ = ["CONTROLLERS"]
 
@@ -16,4 +18,6 @@ CONTROLLERS: list[ControllerRouterHandler] = [
     ModelsController,
     KeysController,
     ConstraintsController,
+    RunsController,
+    AuditController,
 ]
