@@ -16,11 +16,14 @@ import time
 from typing import Any
 
 import torch
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.settings import Settings
 from inference.loader import LoadedModel, load_model
 from reasoning.errors import TenetError, Unavailable
+from reasoning.evidence.cache import IndexCache
+from reasoning.evidence.ingest import IngestLimits
 from store.db import create_engine, create_sessionmaker, ping
 
 __all__ = ["Runtime"]
@@ -38,6 +41,8 @@ class Runtime:
         self.model: LoadedModel | None = None
         self.load_error: str | None = None
         self.model_load_seconds: float | None = None
+        self.ontology_indexes = IndexCache()
+        self.ontology_limits = IngestLimits()
         self.model_loaded_at: int = 0
         self._loading: threading.Thread | None = None
         self._loaded = threading.Event()
@@ -123,7 +128,7 @@ class Runtime:
         try:
             await ping(self.engine)
             database = "ok"
-        except Exception as exc:  # any driver error means "not reachable"
+        except (SQLAlchemyError, OSError) as exc:
             database = f"unreachable: {type(exc).__name__}"
         model: dict[str, Any] = {"state": self.model_state}
         if self.load_error:

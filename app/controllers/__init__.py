@@ -6,9 +6,11 @@ from litestar.types import ControllerRouterHandler
 
 from app.controllers.audit import AuditController
 from app.controllers.constraints import ConstraintsController
+from app.controllers.evidence import EvidenceController
 from app.controllers.health import HealthController
 from app.controllers.keys import KeysController
 from app.controllers.models import ModelsController
+from app.controllers.ontologies import OntologiesController
 from app.controllers.runs import RunsController
 
 __all__ = ["CONTROLLERS"]
@@ -18,6 +20,8 @@ CONTROLLERS: list[ControllerRouterHandler] = [
     ModelsController,
     KeysController,
     ConstraintsController,
+    OntologiesController,
+    EvidenceController,
     RunsController,
     AuditController,
 ]

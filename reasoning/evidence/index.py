@@ -410,7 +410,13 @@ def _dates(
     o_ids: IntArray,
     profile: DomainProfile,
 ) -> tuple[dict[int, tuple[str, int]], dict[int, str]]:
-    """Last-updated dates (with the node that carries the date) and effective dates."""
+    """Last-updated dates (with the node that carries the date) and effective dates.
+
+    A resource without a date of its own takes, through a ``tv:freshnessVia``
+    property, the oldest last-updated date and the latest effective date of
+    what it points to (a party is as fresh as its list; a recommendation is
+    in force from its guideline's publication).
+    """
     modified: dict[int, tuple[str, int]] = {}
     for node, date in _dated(terms, ids, s_ids, p_ids, o_ids, profile.freshness_properties):
         current = modified.get(node)
@@ -432,6 +438,17 @@ def _dates(
     for node, date in _dated(terms, ids, s_ids, p_ids, o_ids, profile.effective_properties):
         if node not in effective or date < effective[node]:
             effective[node] = date
+    inherited: dict[int, str] = {}
+    for predicate in profile.freshness_via:
+        pid = ids.get(predicate, -1)
+        if pid < 0:
+            continue
+        rows = np.nonzero(p_ids == pid)[0]
+        for subject, obj in zip(s_ids[rows].tolist(), o_ids[rows].tolist(), strict=True):
+            date = effective.get(obj)
+            if date is not None and subject not in effective:
+                inherited[subject] = max(date, inherited.get(subject, date))
+    effective.update(inherited)
     return modified, effective
 
 

@@ -1,0 +1,207 @@
+"""``/v1/ontologies``: upload, list, inspect and retire ontology versions.
+
+An upload is parsed, materialised, validated and indexed in a worker thread
+*before* anything is written, so a refused file leaves no row; the same
+bytes uploaded again to the same domain answer 200 with the existing
+version. Every query is scoped to the caller's tenant: another tenant's
+version answers 404.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Final
+
+from anyio import to_thread
+from litestar import Controller, Request, Response, delete, get, post
+from litestar.connection import ASGIConnection
+from litestar.datastructures import UploadFile
+from litestar.exceptions import HTTPException
+from litestar.handlers.base import BaseRouteHandler
+from litestar.params import Parameter
+from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED
+from litestar.types import Guard
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.auth import AuthContext, requires_scope
+from app.runtime import Runtime
+from app.schemas.ontologies import OntologyList, OntologyReportOut, OntologyVersionOut
+from reasoning.errors import Forbidden, InvalidInput, LimitExceeded
+from reasoning.evidence.ingest import ingest_ontology
+from reasoning.evidence.safe_parse import media_type_for
+from store import ontologies as ontology_store
+from store.models import OntologyVersion
+
+__all__ = ["OntologiesController", "requires_any_scope", "UPLOAD_MAX_BODY_BYTES"]
+
+UPLOAD_MAX_BODY_BYTES: Final = 65 * 1024 * 1024
+"""Transport limit of an upload request; the parse limits (runtime.ontology_limits) apply inside."""
+
+_DOMAIN_RE: Final = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
+
+
+def requires_any_scope(*scopes: str) -> Guard:
+    """A guard admitting keys that hold any of ``scopes`` (or ``admin``); 403 otherwise."""
+
+    def guard(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
+        user = connection.scope.get("user")
+        if not isinstance(user, AuthContext):
+            requires_scope(scopes[0])(connection, _)
+            return
+        if not any(user.has(scope) for scope in scopes):
+            raise Forbidden(f"this API key lacks one of the scopes {list(scopes)}",
+                            required_scope=list(scopes))
+
+    guard.__name__ = "requires_any_scope_" + "_".join(s.replace(":", "_") for s in scopes)
+    return guard
+
+
+def _out(row: OntologyVersion, current_id: str | None) -> OntologyVersionOut:
+    return OntologyVersionOut(
+        id=row.id,
+        domain=row.domain,
+        content_hash=row.content_hash,
+        media_type=row.media_type,
+        filename=row.filename,
+        size_bytes=row.size_bytes,
+        triples_asserted=row.triples_asserted,
+        triples_materialised=row.triples_materialised,
+        views=list(row.views.get("views", [])),
+        report=dict(row.report),
+        created_at=row.created_at,
+        deleted_at=row.deleted_at,
+        current=row.id == current_id,
+    )
+
+
+def _domain(value: str | None) -> str:
+    if value is None or not value.strip():
+        raise InvalidInput("the query or form field 'domain' is required (e.g. ?domain=clinical)",
+                           field="domain")
+    domain = value.strip().lower()
+    if not _DOMAIN_RE.match(domain):
+        raise InvalidInput("domain must be 1-64 characters of a-z, 0-9, '_', '.', '-', "
+                           "starting with a letter or digit", field="domain")
+    return domain
+
+
+async def _read_upload(request: Request[Any, Any, Any], domain: str | None
+                       ) -> tuple[str, bytes, str, str | None]:
+    """``(domain, bytes, media type, filename)`` from a raw body or a multipart form."""
+    content_type = request.headers.get("content-type", "")
+    if content_type.lower().startswith("multipart/form-data"):
+        form = await request.form()
+        files = [v for v in form.values() if isinstance(v, UploadFile)]
+        if len(files) != 1:
+            raise InvalidInput(f"a multipart upload must carry exactly one file; got {len(files)}",
+                               field="file")
+        upload = files[0]
+        field_domain = form.get("domain")
+        data = await upload.read()
+        name = upload.filename or None
+        media = _media_type(upload.content_type, name)
+        chosen = domain if domain is not None else (
+            field_domain if isinstance(field_domain, str) else None)
+        return _domain(chosen), data, media, name
+    data = await request.body()
+    return _domain(domain), data, _media_type(content_type, None), None
+
+
+def _media_type(content_type: str | None, filename: str | None) -> str:
+    try:
+        return media_type_for(content_type, filename)
+    except InvalidInput as exc:
+        raise HTTPException(status_code=415, detail=exc.detail) from None
+
+
+class OntologiesController(Controller):
+    path = "/v1/ontologies"
+    tags = ["ontologies"]
+
+    @post(
+        operation_id="create_ontology",
+        summary="Upload an ontology version (Turtle, RDF/XML, JSON-LD, N-Triples)",
+        guards=[requires_scope("ontology:write")],
+        request_max_body_size=UPLOAD_MAX_BODY_BYTES,
+        status_code=HTTP_201_CREATED,
+    )
+    async def create_ontology(
+        self,
+        request: Request[Any, Any, Any],
+        auth: AuthContext,
+        db_session: AsyncSession,
+        runtime: Runtime,
+        domain: str | None = Parameter(query="domain", default=None, description="Domain name"),
+    ) -> Response[OntologyVersionOut]:
+        """201 with the new version, or 200 with the existing one for identical bytes."""
+        chosen, data, media, filename = await _read_upload(request, domain)
+        limits = runtime.ontology_limits
+        if len(data) > limits.parse.max_bytes:
+            raise LimitExceeded(f"the file is {len(data)} bytes; the limit is "
+                                f"{limits.parse.max_bytes} bytes", limit="max_bytes")
+        result = await to_thread.run_sync(lambda: ingest_ontology(data, media, limits=limits))
+        row, created = await ontology_store.save_version(
+            db_session, auth.tenant_id, chosen, data, result, filename=filename)
+        if created:
+            runtime.ontology_indexes.put(result.index.with_version(row.id))
+        current = await ontology_store.current_version(db_session, auth.tenant_id, chosen)
+        return Response(_out(row, current.id if current else None),
+                        status_code=HTTP_201_CREATED if created else HTTP_200_OK)
+
+    @get(
+        operation_id="list_ontologies",
+        summary="List this tenant's ontology versions, newest first",
+        guards=[requires_any_scope("ontology:read", "ontology:write", "reason")],
+    )
+    async def list_ontologies(
+        self,
+        auth: AuthContext,
+        db_session: AsyncSession,
+        domain: str | None = Parameter(query="domain", default=None),
+        include_deleted: bool = Parameter(query="include_deleted", default=False),
+    ) -> OntologyList:
+        rows = await ontology_store.list_versions(
+            db_session, auth.tenant_id, domain=domain, include_deleted=include_deleted)
+        current: dict[str, str] = {}
+        for row in rows:
+            if row.deleted_at is None:
+                current.setdefault(row.domain, row.id)
+        return OntologyList(data=[_out(r, current.get(r.domain)) for r in rows])
+
+    @get(
+        "/{version_id:str}",
+        operation_id="get_ontology",
+        summary="One ontology version",
+        guards=[requires_any_scope("ontology:read", "ontology:write", "reason")],
+    )
+    async def get_ontology(self, version_id: str, auth: AuthContext,
+                           db_session: AsyncSession) -> OntologyVersionOut:
+        row = await ontology_store.get_version(db_session, auth.tenant_id, version_id)
+        current = await ontology_store.current_version(db_session, auth.tenant_id, row.domain)
+        return _out(row, current.id if current else None)
+
+    @get(
+        "/{version_id:str}/report",
+        operation_id="get_ontology_report",
+        summary="The validation report of one ontology version",
+        guards=[requires_any_scope("ontology:read", "ontology:write", "reason")],
+    )
+    async def get_ontology_report(self, version_id: str, auth: AuthContext,
+                                  db_session: AsyncSession) -> OntologyReportOut:
+        row = await ontology_store.get_version(db_session, auth.tenant_id, version_id)
+        return OntologyReportOut(id=row.id, domain=row.domain, content_hash=row.content_hash,
+                                 report=dict(row.report))
+
+    @delete(
+        "/{version_id:str}",
+        operation_id="delete_ontology",
+        summary="Retire a version (soft delete); the previous version is back in service",
+        guards=[requires_scope("ontology:write")],
+        status_code=HTTP_200_OK,
+    )
+    async def delete_ontology(self, version_id: str, auth: AuthContext, db_session: AsyncSession,
+                              runtime: Runtime) -> OntologyVersionOut:
+        row = await ontology_store.delete_version(db_session, auth.tenant_id, version_id)
+        runtime.ontology_indexes.discard(row.id)
+        current = await ontology_store.current_version(db_session, auth.tenant_id, row.domain)
+        return _out(row, current.id if current else None)

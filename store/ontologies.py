@@ -1,0 +1,205 @@
+"""Ontology versions: tenant-scoped storage, the current version per domain, bundled domains.
+
+Rules every function keeps:
+
+- every query filters by ``tenant_id``; another tenant's version is
+  :class:`~reasoning.errors.NotFound`, exactly like a missing one;
+- a version is immutable; re-uploading the same bytes to the same domain
+  returns the existing row (and puts a soft-deleted one back in service);
+- the *current* version of a domain is its newest row that is not deleted,
+  so deleting a version puts the previous one back in service;
+- heavy work (parsing, materialising, decoding an index) runs in a worker
+  thread, never on the event loop. Callers ingest *before* they write, so a
+  refused file leaves no row behind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+
+import msgspec
+from anyio import to_thread
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import defer
+
+from reasoning.errors import NotFound, Unavailable
+from reasoning.evidence.bundled import bundled_domains
+from reasoning.evidence.cache import IndexCache
+from reasoning.evidence.index import OntologyIndex
+from reasoning.evidence.ingest import IngestLimits, IngestResult, content_hash, ingest_ontology
+from store.models import OntologyVersion, utcnow
+
+__all__ = [
+    "bundled_domains",
+    "save_version",
+    "get_version",
+    "list_versions",
+    "delete_version",
+    "current_version",
+    "load_index",
+    "load_bundled_ontologies",
+]
+
+_LIGHT = (defer(OntologyVersion.content), defer(OntologyVersion.materialised))
+
+
+async def save_version(
+    session: AsyncSession,
+    tenant_id: str,
+    domain: str,
+    data: bytes,
+    result: IngestResult,
+    *,
+    filename: str | None = None,
+) -> tuple[OntologyVersion, bool]:
+    """Store an ingested upload; ``(row, created)``, ``created`` False for a re-upload.
+
+    Concurrent uploads of the same bytes race on the unique constraint; the
+    loser gets the winner's row.
+    """
+    existing = await _by_hash(session, tenant_id, domain, result.content_hash)
+    if existing is not None:
+        if existing.deleted_at is not None:
+            existing.deleted_at = None
+            existing.created_at = utcnow()
+            await session.flush()
+        return existing, False
+    row = OntologyVersion(
+        tenant_id=tenant_id,
+        domain=domain,
+        content_hash=result.content_hash,
+        media_type=result.media_type,
+        filename=filename,
+        size_bytes=len(data),
+        triples_asserted=result.triples_asserted,
+        triples_materialised=result.triples_materialised,
+        report=msgspec.to_builtins(result.report),
+        views={"views": [v.summary() for v in result.views]},
+        content=data,
+        materialised=result.index_blob,
+    )
+    try:
+        async with session.begin_nested():
+            session.add(row)
+            await session.flush()
+    except IntegrityError:
+        winner = await _by_hash(session, tenant_id, domain, result.content_hash)
+        if winner is None:
+            raise
+        return winner, False
+    return row, True
+
+
+async def _by_hash(session: AsyncSession, tenant_id: str, domain: str, digest: str
+                   ) -> OntologyVersion | None:
+    found = await session.scalars(
+        select(OntologyVersion).options(*_LIGHT).where(
+            OntologyVersion.tenant_id == tenant_id,
+            OntologyVersion.domain == domain,
+            OntologyVersion.content_hash == digest,
+        )
+    )
+    return found.first()
+
+
+async def get_version(session: AsyncSession, tenant_id: str, version_id: str,
+                      *, include_deleted: bool = False) -> OntologyVersion:
+    """One version of this tenant (without its large columns); NotFound otherwise."""
+    found = await session.scalars(
+        select(OntologyVersion).options(*_LIGHT).where(
+            OntologyVersion.id == version_id, OntologyVersion.tenant_id == tenant_id
+        )
+    )
+    row = found.first()
+    if row is None or (row.deleted_at is not None and not include_deleted):
+        raise NotFound(f"no ontology version {version_id!r}", resource="ontology")
+    return row
+
+
+async def list_versions(session: AsyncSession, tenant_id: str, *, domain: str | None = None,
+                        include_deleted: bool = False) -> Sequence[OntologyVersion]:
+    """This tenant's versions, newest first (without their large columns)."""
+    query = select(OntologyVersion).options(*_LIGHT).where(OntologyVersion.tenant_id == tenant_id)
+    if domain is not None:
+        query = query.where(OntologyVersion.domain == domain)
+    if not include_deleted:
+        query = query.where(OntologyVersion.deleted_at.is_(None))
+    query = query.order_by(OntologyVersion.created_at.desc(), OntologyVersion.id)
+    return (await session.scalars(query)).all()
+
+
+async def delete_version(session: AsyncSession, tenant_id: str, version_id: str
+                         ) -> OntologyVersion:
+    """Soft-delete one version; the domain's previous version is current again."""
+    row = await get_version(session, tenant_id, version_id)
+    row.deleted_at = utcnow()
+    await session.flush()
+    return row
+
+
+async def current_version(session: AsyncSession, tenant_id: str, domain: str
+                          ) -> OntologyVersion | None:
+    """The domain's newest version that is not deleted, or None."""
+    rows = await list_versions(session, tenant_id, domain=domain)
+    return rows[0] if rows else None
+
+
+async def load_index(session: AsyncSession, cache: IndexCache, tenant_id: str, domain: str
+                     ) -> OntologyIndex:
+    """The in-memory index of the domain's current version (decoded once, then cached)."""
+    row = await current_version(session, tenant_id, domain)
+    if row is None:
+        raise NotFound(f"no ontology for domain {domain!r}; upload one to /v1/ontologies",
+                       resource="ontology", domain=domain)
+    cached = cache.get(row.id)
+    if cached is not None:
+        return cached
+    blob = await session.scalar(
+        select(OntologyVersion.materialised).where(OntologyVersion.id == row.id)
+    )
+    if blob is None:
+        raise Unavailable(f"ontology version {row.id} has no index; re-upload it",
+                          resource="ontology")
+    version = row.id
+    return await to_thread.run_sync(
+        lambda: cache.get_or_load(version, lambda: OntologyIndex.from_bytes(blob, version=version))
+    )
+
+
+async def load_bundled_ontologies(
+    db_session: AsyncSession,
+    tenant_id: str,
+    *,
+    cache: IndexCache | None = None,
+    limits: IngestLimits | None = None,
+) -> None:
+    """Load the bundled sample domains for ``tenant_id`` when missing (idempotent).
+
+    A domain is skipped when the tenant already has this exact file, or any
+    version of that domain that is in service (an uploaded newer version
+    must not be displaced by the sample).
+    """
+    for domain, path in bundled_domains():
+        data = path.read_bytes()
+        if await _by_hash(db_session, tenant_id, domain, content_hash(data)) is not None:
+            continue
+        if await current_version(db_session, tenant_id, domain) is not None:
+            continue
+        result = await to_thread.run_sync(_ingest_bundled, str(path), data, limits)
+        row, _ = await save_version(db_session, tenant_id, domain, data, result,
+                                    filename=path.name)
+        if cache is not None:
+            cache.put(result.index.with_version(row.id))
+
+
+def _ingest_bundled(path: str, data: bytes, limits: IngestLimits | None) -> IngestResult:
+    return _ingest_cached(path, content_hash(data), data, limits or IngestLimits())
+
+
+@lru_cache(maxsize=8)
+def _ingest_cached(path: str, digest: str, data: bytes, limits: IngestLimits) -> IngestResult:
+    """Bundled files are ingested once per process (keyed by path and content hash)."""
+    return ingest_ontology(data, "text/turtle", limits=limits)

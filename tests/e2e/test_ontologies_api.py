@@ -1,0 +1,222 @@
+"""/v1/ontologies end to end: real app, real parser, reasoner and index, real SQLite, over HTTP."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from litestar import Litestar
+from litestar.testing import AsyncTestClient
+from sqlalchemy import func, select
+
+from app.runtime import Runtime
+from reasoning.evidence.bundled import bundled_domains
+from reasoning.evidence.ingest import IngestLimits
+from reasoning.evidence.safe_parse import ParseLimits
+from store.models import OntologyVersion
+
+URL = "/v1/ontologies"
+Client = AsyncTestClient[Litestar]
+Problem = Callable[[Any, int], dict[str, Any]]
+
+CLINICAL = dict(bundled_domains())["clinical"].read_bytes()
+
+SMALL_TTL = """@prefix ex: <https://example.org/onto#> .
+@prefix owl: <http://www.w3.org/2002/07/owl#> .
+@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
+<https://example.org/onto> a owl:Ontology ; owl:imports <https://example.org/remote/core.ttl> .
+ex:Animal a owl:Class .
+ex:Dog a owl:Class ; rdfs:subClassOf ex:Animal ; owl:disjointWith ex:Cat .
+ex:Cat a owl:Class ; rdfs:subClassOf ex:Animal .
+ex:rex a ex:Dog , ex:Cat ; rdfs:label "Rex"@en , "雷克斯"@zh ; ex:ownedBy ex:ann .
+ex:ann a ex:Person ; rdfs:label "Ann"@en .
+""".encode()
+
+BILLION_LAUGHS = b"""<?xml version="1.0"?>
+<!DOCTYPE lolz [
+ <!ENTITY lol "lol">
+ <!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">
+ <!ENTITY lol3 "&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;">
+]>
+<rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" xmlns:ex="https://example.org/#">
+  <rdf:Description rdf:about="https://example.org/#a"><ex:v>&lol3;</ex:v></rdf:Description>
+</rdf:RDF>
+"""
+
+EXTERNAL_ENTITY = b"""<?xml version="1.0"?>
+<!DOCTYPE r [ <!ENTITY secret SYSTEM "file:///etc/passwd"> ]>
+<rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" xmlns:ex="https://example.org/#">
+  <rdf:Description rdf:about="https://example.org/#a"><ex:v>&secret;</ex:v></rdf:Description>
+</rdf:RDF>
+"""
+
+REMOTE_CONTEXT = b'{"@context": "https://schema.org/", "@id": "https://example.org/#a", "name": "A"}'
+
+MALFORMED_TTL = b"""@prefix ex: <https://example.org/#> .
+ex:a ex:p ex:b .
+ex:a ex:p .
+"""
+
+
+@pytest.fixture
+def network_events() -> Iterator[list[str]]:
+    """Socket and URL-open audit events raised while the test runs (real audit hook)."""
+    seen: list[str] = []
+    active = [True]
+
+    def hook(event: str, args: tuple[Any, ...]) -> None:
+        if active[0] and event in {"socket.connect", "socket.getaddrinfo", "urllib.Request"}:
+            seen.append(f"{event} {args[:2]!r}")
+
+    sys.addaudithook(hook)
+    yield seen
+    active[0] = False
+
+
+async def count_versions(app: Litestar) -> int:
+    runtime: Runtime = app.state.runtime
+    async with runtime.sessionmaker() as session:
+        return int(await session.scalar(select(func.count()).select_from(OntologyVersion)) or 0)
+
+
+async def upload(client: Client, headers: dict[str, str], data: bytes, content_type: str,
+                 domain: str = "pets") -> Any:
+    return await client.post(f"{URL}?domain={domain}", content=data,
+                             headers={**headers, "Content-Type": content_type})
+
+
+async def test_turtle_upload_reports_and_is_idempotent(client: Client, make_key: Any,
+                                                       network_events: list[str]) -> None:
+    headers = await make_key("acme", ["ontology:write", "ontology:read"])
+    first = await upload(client, headers, SMALL_TTL, "text/turtle")
+    assert first.status_code == 201, first.text
+    body = first.json()
+    assert body["domain"] == "pets" and body["current"] is True
+    assert len(body["content_hash"]) == 64
+    assert body["triples_asserted"] == 15
+    assert body["triples_materialised"] > body["triples_asserted"]
+    report = body["report"]
+    assert report["imports"] == [{"iri": "https://example.org/remote/core.ttl", "fetched": False,
+                                  "note": report["imports"][0]["note"]}]
+    assert network_events == []
+    assert report["undeclared_classes"] == ["https://example.org/onto#Person"]
+    assert report["undeclared_properties"] == ["https://example.org/onto#ownedBy"]
+    assert report["disjointness_violations"] == [{
+        "individual": "https://example.org/onto#rex",
+        "class_a": "https://example.org/onto#Cat",
+        "class_b": "https://example.org/onto#Dog",
+    }]
+    assert report["consistent"] is False
+    assert report["materialisation"]["triples_before"] == 15
+    assert [v["name"] for v in body["views"]] == ["all"]
+
+    again = await upload(client, headers, SMALL_TTL, "text/turtle")
+    assert again.status_code == 200, again.text
+    assert again.json()["id"] == body["id"]
+    listed = (await client.get(URL, headers=headers)).json()["data"]
+    assert [v["id"] for v in listed] == [body["id"]]
+
+
+async def test_multipart_upload_reads_domain_and_type_from_the_form(client: Client,
+                                                                   make_key: Any) -> None:
+    headers = await make_key("acme", ["ontology:write"])
+    response = await client.post(
+        URL, headers=headers, data={"domain": "clinical"},
+        files={"file": ("clinical.ttl", CLINICAL, "application/octet-stream")},
+    )
+    assert response.status_code == 201, response.text
+    body = response.json()
+    assert body["domain"] == "clinical" and body["filename"] == "clinical.ttl"
+    assert body["media_type"] == "text/turtle"
+    assert {v["name"] for v in body["views"]} == {"findings", "anatomy", "guidelines"}
+    report = (await client.get(f"{URL}/{body['id']}/report", headers=headers)).json()
+    assert report["report"]["consistent"] is True
+    assert report["report"]["materialisation"]["triples_after"] == body["triples_materialised"]
+
+
+@pytest.mark.parametrize(
+    ("data", "content_type", "status", "needle"),
+    [
+        (BILLION_LAUGHS, "application/rdf+xml", 422, "DTD"),
+        (EXTERNAL_ENTITY, "application/rdf+xml", 422, "DTD"),
+        (REMOTE_CONTEXT, "application/ld+json", 422, "https://schema.org/"),
+        (MALFORMED_TTL, "text/turtle", 400, "line 3"),
+        (b"<a> <b> <c> .", "application/pdf", 415, "unsupported ontology media type"),
+        (b"\xff\xfe not utf-8", "text/turtle", 400, "UTF-8"),
+    ],
+    ids=["billion-laughs", "external-entity", "remote-jsonld-context", "malformed-turtle",
+         "unsupported-type", "not-utf8"],
+)
+async def test_hostile_or_broken_files_are_refused_and_leave_nothing(
+    client: Client, app: Litestar, make_key: Any, assert_problem: Problem,
+    network_events: list[str], data: bytes, content_type: str, status: int, needle: str,
+) -> None:
+    headers = await make_key("acme", ["ontology:write"])
+    response = await upload(client, headers, data, content_type)
+    body = assert_problem(response, status)
+    assert needle in body["detail"]
+    assert await count_versions(app) == 0
+    assert network_events == []
+
+
+@pytest.mark.parametrize(
+    ("limits", "needle"),
+    [
+        (IngestLimits(parse=ParseLimits(max_bytes=200)), "limit is 200 bytes"),
+        (IngestLimits(parse=ParseLimits(max_triples=5)), "more than 5 triples"),
+    ],
+    ids=["bytes", "triples"],
+)
+async def test_files_over_the_caps_get_413_and_leave_nothing(
+    client: Client, app: Litestar, make_key: Any, assert_problem: Problem,
+    limits: IngestLimits, needle: str,
+) -> None:
+    app.state.runtime.ontology_limits = limits
+    headers = await make_key("acme", ["ontology:write"])
+    body = assert_problem(await upload(client, headers, SMALL_TTL, "text/turtle"), 413)
+    assert needle in body["detail"]
+    assert await count_versions(app) == 0
+
+
+async def test_missing_domain_is_a_clear_400(client: Client, make_key: Any,
+                                             assert_problem: Problem) -> None:
+    headers = await make_key("acme", ["ontology:write"])
+    response = await client.post(URL, content=SMALL_TTL,
+                                 headers={**headers, "Content-Type": "text/turtle"})
+    assert "domain" in assert_problem(response, 400)["detail"]
+
+
+async def test_another_tenants_ontology_is_invisible(client: Client, make_key: Any,
+                                                     assert_problem: Problem) -> None:
+    owner = await make_key("acme", ["ontology:write", "ontology:read"])
+    other = await make_key("globex", ["ontology:write", "ontology:read"])
+    created = (await upload(client, owner, SMALL_TTL, "text/turtle")).json()
+    for path in (f"{URL}/{created['id']}", f"{URL}/{created['id']}/report"):
+        assert_problem(await client.get(path, headers=other), 404)
+    assert_problem(await client.delete(f"{URL}/{created['id']}", headers=other), 404)
+    assert (await client.get(URL, headers=other)).json()["data"] == []
+    assert (await client.get(f"{URL}/{created['id']}", headers=owner)).status_code == 200
+
+
+async def test_read_only_key_cannot_upload(client: Client, make_key: Any,
+                                           assert_problem: Problem) -> None:
+    reader = await make_key("acme", ["ontology:read"])
+    assert_problem(await upload(client, reader, SMALL_TTL, "text/turtle"), 403)
+
+
+async def test_delete_puts_the_previous_version_back_in_service(client: Client, make_key: Any,
+                                                                assert_problem: Problem) -> None:
+    headers = await make_key("acme", ["ontology:write", "ontology:read"])
+    old = (await upload(client, headers, SMALL_TTL, "text/turtle")).json()
+    newer = SMALL_TTL + b'ex:tom a ex:Cat ; rdfs:label "Tom"@en .\n'
+    new = (await upload(client, headers, newer, "text/turtle")).json()
+    assert new["current"] is True
+    assert (await client.get(f"{URL}/{old['id']}", headers=headers)).json()["current"] is False
+    deleted = await client.delete(f"{URL}/{new['id']}", headers=headers)
+    assert deleted.status_code == 200 and deleted.json()["deleted_at"] is not None
+    assert (await client.get(f"{URL}/{old['id']}", headers=headers)).json()["current"] is True
+    assert_problem(await client.get(f"{URL}/{new['id']}", headers=headers), 404)
+    listed = (await client.get(URL, headers=headers)).json()["data"]
+    assert [v["id"] for v in listed] == [old["id"]]
