@@ -5,8 +5,9 @@ it runs our extraction and constraint graph, collects the entropy signals
 (:func:`reasoning.entropy.signals_from`) and then:
 
 1. normalisers: each feature that varies over the prompts gets its empirical
-   CDF, stored as (value, share of prompts <= value) at the 0, 5, ..., 100 %
-   quantiles; a feature that departs from its most common value on fewer
+   CDF, stored as (value, share of prompts below value) at the 0, 5, ..., 100 %
+   quantiles plus (twice the largest value, 1), so the least demanding prompt
+   seen scores 0 on the feature and twice the most demanding one saturates; a feature that departs from its most common value on fewer
    than 5 % of the prompts (IFEval has no soft constraint, no unlinked
    domain term and conflicts only on 7 prompts) saturates as ``x / (x + 1)``;
 2. weights: the difficulty target is the number of instructions IFEval
@@ -74,7 +75,9 @@ def fit_normaliser(values: np.ndarray) -> tuple[Normaliser, bool]:
     if 1.0 - counts.max() / values.size < MIN_VARYING_SHARE:
         return Normaliser(half=1.0), False
     xs = np.unique(np.quantile(values, QUANTILES))
-    points = [(float(x), float(np.mean(values <= x))) for x in xs]
+    points = [(float(x), float(np.mean(values < x))) for x in xs]
+    top = float(xs[-1])
+    points.append((2 * top if top > 0 else 1.0, 1.0))
     return Normaliser(points=points), True
 
 

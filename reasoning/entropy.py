@@ -14,11 +14,12 @@ feature                     raw value
 ``unlinked_terms``          domain terms the ontology could not link
 ==========================  =============================================
 
-Normalisation. The first five are mapped through their empirical
-cumulative distribution over IFEval's 541 prompts (piecewise linear between
-stored quantiles), so 0.5 means "as demanding as the median IFEval prompt
-on this feature". ``conflicts`` and ``unlinked_terms`` never occur in IFEval;
-they saturate as ``x / (x + half)`` with a stated ``half``.
+Normalisation. A feature that varies over IFEval's 541 prompts is mapped
+through its empirical distribution there (the share of prompts with a lower
+value, piecewise linear between stored quantiles, reaching 1 at twice the
+largest value seen), so 0.5 means "more demanding than half of IFEval on
+this feature". Features IFEval barely exercises (soft constraints,
+conflicts, unlinked domain terms) saturate as ``x / (x + half)``.
 
 Weights are non-negative and sum to 1, hence the score lies in [0, 1] and is
 monotone non-decreasing in every feature; ``breakdown[f] = weight[f] *
