@@ -71,7 +71,7 @@ class _Ctx:
         self.lowers = [t.lower_ for t in self.tokens]
         self.lemmas = [t.lemma_.lower() for t in self.tokens]
         lowered = text.lower()
-        self.has_divider = "***" in text or "markdown divider" in lowered
+        self.has_divider = re.search(r"(?<!\*)\*\*\*(?!\*)", text) is not None or "markdown divider" in lowered
         self.has_markdown_example = re.search(r"\*[^*\n]{1,60}\*", text) is not None
         self.found: list[Found] = []
 
@@ -316,7 +316,7 @@ def _payload(ctx: _Ctx, head: int, *, allow_bare: bool) -> tuple[list[str], int,
     while first < stop and (ctx.lowers[first] in (":", "-", "the", "following", "like", "such", "as", "these",
                                                     "words", "keywords", "word", "keyword", "terms", "items")):
         first += 1
-    if first >= stop:
+    if first >= stop or ctx.lowers[first] in ("or", "and", "nor", ",", "etc"):
         return [], head_tok.idx, False
     words, end_char = _bare_list(ctx, first, stop)
     words = [w for w in words if not ctx.doc.vocab[w.lower()].is_stop]
@@ -328,20 +328,25 @@ def _payload(ctx: _Ctx, head: int, *, allow_bare: bool) -> tuple[list[str], int,
 
 def _splitter(text: str, unit_lemma: str) -> str | None:
     """The marker word of sections written "Section X" / "SECTION 1" / "PARAGRAPH X"."""
-    for match in re.finditer(r"(?<![\w*])([A-Z][A-Za-z]{2,})\s+(?:X|\{?N\}?|#|\d)\b", text):
+    for match in re.finditer(r"(?<![\w*])([A-Z][A-Za-z]{2,})\s+(X|\{?N\}?|#|\d)\b", text):
         word = match.group(1)
         lowered = word.lower()
-        if lowered in ("section", "part", "chapter", "day", "step", "slide", "act", "scene") or lowered == unit_lemma:
+        placeholder = not match.group(2).isdigit()
+        if lowered in ("section", "part", "chapter", "day", "step", "slide", "act", "scene"):
+            return word
+        if lowered == unit_lemma and (placeholder or word.isupper()):
             return word
     return None
 
 
 def _capital_context(ctx: _Ctx, i: int) -> bool:
     """Whether "words" at ``i`` are words in capital letters (a different kind)."""
-    window = " ".join(ctx.lowers[i + 1 : min(len(ctx.lowers), i + 9)])
-    return bool(re.search(r"capital|\bcaps\b|uppercase|upper case|capitali[sz]ed", window)) and not any(
-        s in ctx.lowers[i + 1 : i + 9] for s in _STOPS
-    )
+    window: list[str] = []
+    for lower in ctx.lowers[i + 1 : min(len(ctx.lowers), i + 9)]:
+        if lower in _STOPS:
+            break
+        window.append(lower)
+    return bool(re.search(r"capital|\bcaps\b|uppercase|upper case|capitali[sz]ed", " ".join(window)))
 
 
 def _detect_counts(ctx: _Ctx) -> None:
@@ -470,8 +475,13 @@ _HIGHLIGHT_UNITS = frozenset({"section", "part", "phrase", "word", "keyword", "t
 
 
 def _detect_highlights(ctx: _Ctx) -> None:
-    """"Highlight at least 3 sections with markdown, i.e. *highlighted section*"."""
+    """"Highlight at least 3 sections with markdown, i.e. *highlighted section*".
+
+    Several mentions (an instruction and its example sentence) make one
+    constraint: the first with an explicit count, else the first.
+    """
     seen_sentences: set[int] = set()
+    candidates: list[tuple[bool, int, int, int]] = []
     for i, lemma in enumerate(ctx.lemmas):
         if lemma not in _HIGHLIGHT_LEMMAS:
             continue
@@ -484,6 +494,7 @@ def _detect_highlights(ctx: _Ctx) -> None:
         if re.search(r"capital|\bcaps\b", sentence) and lemma == "highlight":
             continue
         n: int | None = None
+        explicit = True
         end_i = i
         for j in range(max(sent.start, i - 6), min(sent.end, i + 10)):
             if ctx.lemmas[j] in _HIGHLIGHT_UNITS:
@@ -498,8 +509,13 @@ def _detect_highlights(ctx: _Ctx) -> None:
         if n is None:
             twice = next((j for j in range(i, min(sent.end, i + 10)) if ctx.lowers[j] in ("twice", "thrice")), None)
             n = 2 if twice is not None and ctx.lowers[twice] == "twice" else 3 if twice is not None else 1
+            explicit = twice is not None
         seen_sentences.add(sent.start)
         start, end = ctx.chars(min(i, end_i), max(i, end_i))
+        candidates.append((explicit, n, start, end))
+    if candidates:
+        explicit_first = [c for c in candidates if c[0]]
+        _, n, start, end = (explicit_first or candidates)[0]
         ctx.add(Kind.HIGHLIGHTED_SECTIONS, {"n": n}, start, end)
 
 
@@ -541,6 +557,21 @@ def _count_after(ctx: _Ctx, start: int, limit: int = 16) -> _Quantity | None:
     return None
 
 
+_LISTING = frozenset({"the", "following", "these", "keywords", "words", "terms", "items", "phrases", "keyword", "word"})
+
+
+def _listing_colon(ctx: _Ctx, i: int) -> bool:
+    """"include the following keywords: a, b" (only keyword-ish words before the colon)."""
+    if ctx.lemmas[i] not in ("include", "mention", "contain"):
+        return False
+    for j in range(i + 1, min(len(ctx.lowers), i + 5)):
+        if ctx.lowers[j] == ":":
+            return True
+        if ctx.lowers[j] not in _LISTING:
+            return False
+    return False
+
+
 def _governed_by(ctx: _Ctx, i: int, lemmas: frozenset[str]) -> bool:
     node = ctx.tokens[i]
     for _ in range(4):
@@ -564,20 +595,19 @@ def _detect_keywords(ctx: _Ctx) -> None:
             continue
         if lemma in _VERB_HEADS:
             nxt = ctx.tokens[i + 1] if i + 1 < len(ctx.tokens) else None
-            colon = ":" in ctx.lowers[i + 1 : i + 5]
-            if nxt is None or not (nxt.is_quote or colon):
+            if nxt is None or not (nxt.is_quote or _listing_colon(ctx, i)):
                 continue
         if lemma in ("word", "keyword", "term", "phrase") and _capital_context(ctx, i):
             continue
         if lemma == "word" and _quantity_left(ctx, i) is not None:
             continue
-        if _governed_by(ctx, i, _POSITION_VERBS):
+        if _governed_by(ctx, i, _POSITION_VERBS) or ctx.lowers[max(0, i - 2) : i][:1] in (["after"], ["before"]):
             continue
         negated = _negated(ctx, i)
         plural_head = ctx.lowers[i] in ("words", "keywords", "terms", "phrases")
-        bare = negated or plural_head or lemma == "keyword" or (lemma in _VERB_HEADS and ":" in ctx.lowers[i + 1 : i + 5])
+        bare = negated or plural_head or lemma == "keyword" or (lemma in _VERB_HEADS and _listing_colon(ctx, i))
         words, end_char, quoted = _payload(ctx, i, allow_bare=bare or lemma in ("word",))
-        words = [w for w in words if w.strip() and len(w) <= 60 and not re.fullmatch(r"[\W_]+", w)]
+        words = [w for w in words if w.strip() and len(w) <= 60 and re.search(r"[^\W\d_]", w)]
         if not words:
             continue
         count = _count_after(ctx, i + 1, limit=22)
@@ -749,7 +779,7 @@ def _detect_flags(ctx: _Ctx) -> None:
         ctx.add(Kind.JSON_FORMAT, {}, *_sentence_chars(ctx, json_match.start()))
         break
     two = re.search(
-        r"(?:two|2)\s+(?:[\w-]+\s+){0,3}?(?:responses|answers|versions|jokes|limericks|critiques|poems|options|alternatives|itinerar\w+|stories|songs|letters|emails|descriptions|reviews|names|summaries|paragraphs|ads|tweets|pitches|raps|haikus|riddles|slogans|taglines|titles|articles|posts)"
+        r"(?:two|2)\s+(?:[\w-]+\s+){0,3}?[a-z]+s\b"
         r"[^.]{0,120}?(?:\*{6}|6\s+asterisk|six\s+asterisk)"
         r"|(?:\*{6}|6\s+asterisk|six\s+asterisk)[^.]{0,80}?(?:two|2)\s+(?:responses|answers|versions)"
         r"|separate\w*\s+(?:them|the\s+two|your\s+two|two|those\s+two|the\s+\w+\s+and\s+the\s+\w+)[^.]{0,60}?(?:\*{6}|6\s+asterisk|six\s+asterisk)",
@@ -800,7 +830,7 @@ def _detect_start_end(ctx: _Ctx) -> None:
             if raw is None or len(raw.split()) > 14 or not raw.strip():
                 continue
             phrase = raw.strip()
-        if not re.search(r"\w", phrase) or re.match(r"(?:a|an|the)\s+(?:postscript|post script|p\.)", phrase, re.IGNORECASE):
+        if not re.search(r"\w", phrase) or re.search(r"post\s?-?script|^\s*(?:starting|p\.\s?(?:p\.\s?)?s)", phrase, re.IGNORECASE):
             continue
         ctx.add(Kind.END_PHRASE, {"phrase": phrase.strip()}, match.start(), match.end())
         break
