@@ -38,7 +38,7 @@ from app.schemas.audit import (
 )
 from app.settings import Settings
 from reasoning.errors import InvalidInput
-from reasoning.provenance import MEDIA_TYPES, ExportWriter, ProvFormat, from_prov_json
+from reasoning.provenance import MEDIA_TYPES, ExportWriter, ProvFormat
 from store import audit as audit_store
 from store import runs as run_store
 
@@ -85,7 +85,7 @@ async def _export_body(
             session, tenant_id, limit=limit, after=after, since=since, until=until
         )
         async for _, prov_json in bundles:
-            chunk = await to_thread.run_sync(lambda: writer.chunk(from_prov_json(prov_json)))
+            chunk = await to_thread.run_sync(lambda: writer.chunk_from_prov_json(prov_json))
             yield chunk.encode("utf-8")
     yield writer.footer().encode("utf-8")
 

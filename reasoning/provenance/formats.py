@@ -145,23 +145,44 @@ class ExportWriter:
 
     def chunk(self, document: ProvDocument) -> str:
         """The text of one run's bundle(s), separators included."""
-        first, self._first = self._first, False
         if self.fmt is ProvFormat.PROVN:
             return "".join(str(b.get_provn(_indent_level=1)) + "\n" for b in document.bundles)
         if self.fmt is ProvFormat.JSON:
-            bundles = json.loads(document.serialize(format="json")).get("bundle", {})
-            body = ", ".join(
-                f"{json.dumps(name)}: {json.dumps(content, ensure_ascii=False)}"
-                for name, content in bundles.items()
-            )
-            return body if first else ", " + body
+            return self._json_members(document.serialize(format="json"))
         if self.fmt is ProvFormat.XML:
             return "".join(self._xml_bundles(document))
         if self.fmt is ProvFormat.TURTLE:
             return serialize(document, ProvFormat.TURTLE) + "\n"
         items = json.loads(serialize(document, ProvFormat.JSONLD))
-        body = ",".join(json.dumps(item, ensure_ascii=False) for item in items)
-        return body if first or not body else "," + body
+        return self._separated(",".join(json.dumps(item, ensure_ascii=False) for item in items))
+
+    def chunk_from_prov_json(self, prov_json: str) -> str:
+        """``chunk`` of a stored PROV-JSON document.
+
+        PROV-JSON is copied through without rebuilding the document (the
+        stored bundle is already in that format); other formats convert it.
+        """
+        if self.fmt is ProvFormat.JSON:
+            return self._json_members(prov_json)
+        return self.chunk(from_prov_json(prov_json))
+
+    def _json_members(self, prov_json: str) -> str:
+        bundles = json.loads(prov_json).get("bundle", {})
+        return self._separated(
+            ", ".join(
+                f"{json.dumps(name)}: {json.dumps(content, ensure_ascii=False)}"
+                for name, content in bundles.items()
+            )
+        )
+
+    def _separated(self, body: str) -> str:
+        """``body`` preceded by a comma unless it is the first non-empty one."""
+        if not body:
+            return ""
+        if self._first:
+            self._first = False
+            return body
+        return "," + body
 
     @staticmethod
     def _xml_bundles(document: ProvDocument) -> Iterator[str]:

@@ -134,3 +134,20 @@ def test_the_writer_emits_header_chunks_and_footer_in_order() -> None:
 def test_unknown_formats_are_invalid_input(fmt: str) -> None:
     with pytest.raises(InvalidInput, match="provn, json, xml, ttl, jsonld"):
         serialize(DOCUMENT, fmt)
+
+
+@pytest.mark.parametrize("fmt", list(ProvFormat))
+def test_stored_prov_json_exports_like_the_document(fmt: ProvFormat) -> None:
+    documents = _documents(2)
+    direct = export_to_string(iter(documents), fmt)
+    writer = ExportWriter(fmt)
+    parts = [writer.header()]
+    parts += [writer.chunk_from_prov_json(serialize(d, ProvFormat.JSON)) for d in documents]
+    parts.append(writer.footer())
+    assert parse("".join(parts), fmt) == parse(direct, fmt)
+
+
+@pytest.mark.parametrize("fmt", [ProvFormat.JSON, ProvFormat.JSONLD])
+def test_documents_without_bundles_do_not_break_the_separators(fmt: ProvFormat) -> None:
+    documents = [ProvDocument(), *_documents(2), ProvDocument()]
+    json.loads(export_to_string(iter(documents), fmt))
