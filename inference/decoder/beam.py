@@ -256,6 +256,8 @@ def _select(
         kept, pruned = walk.run(top_v_l[b], top_i_l[b], top_raw[b])
         if not kept and not hyps[b] and pruned:
             kept = [_repair_or_accept(pruned[0], beams[pruned[0].parent], config, stats)]
+        elif not kept and not hyps[b]:
+            _file_dead_end(beams[base : base + width], hyps[b], config)
         children = _materialise(kept, beams)
         for k in range(width):
             row = base + k
@@ -458,6 +460,21 @@ def _roll_back(child: _Beam, cand: _Candidate, start: int) -> None:
     child.state = cand.state
     child.repairs[start] = child.repairs.get(start, 0) + 1
     child.banned[start] = child.banned.get(start, frozenset()) | {cand.token}
+
+
+def _file_dead_end(live: list[_Beam], branch_hyps: list[Hypothesis], config: BeamConfig) -> None:
+    """No finite candidate at all (e.g. a repair ban met a forced token): end the best beam here."""
+    alive = [bm for bm in live if bm.alive and bm.score != _NEG_INF]
+    if not alive:
+        return
+    bm = max(alive, key=lambda x: x.score)
+    length = max(1, len(bm.tokens))
+    branch_hyps.append(
+        Hypothesis(
+            tuple(bm.tokens), tuple(bm.logprobs), tuple(bm.entropies), tuple(bm.steps),
+            bm.score, bm.score / length**config.length_penalty,
+        )
+    )
 
 
 def _dead(template: _Beam) -> _Beam:

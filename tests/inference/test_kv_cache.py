@@ -1,0 +1,75 @@
+"""The prefix KV cache: LRU by bytes, per tenant, and a real decode that skips the prefix prefill."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from inference.decoder.decode import DecodeOptions, decode
+from inference.kv_cache import PrefixCache
+from inference.loader import LoadedModel
+from inference.prompting import plan_prompt
+
+
+def _kv(layers: int = 2, tokens: int = 4) -> tuple[tuple[torch.Tensor, torch.Tensor], ...]:
+    return tuple((torch.randn(1, 2, tokens, 8), torch.randn(1, 2, tokens, 8)) for _ in range(layers))
+
+
+def _size(kv: tuple[tuple[torch.Tensor, torch.Tensor], ...]) -> int:
+    return sum(k.nbytes + v.nbytes for k, v in kv)
+
+
+def test_hit_miss_and_lru_eviction_by_bytes() -> None:
+    one = _kv()
+    cache = PrefixCache(max_bytes=2 * _size(one))
+    assert cache.get("t1", "m", [1, 2, 3]) is None
+    assert cache.put("t1", "m", [1, 2, 3], one)
+    assert cache.put("t1", "m", [4, 5], _kv())
+    assert cache.get("t1", "m", [1, 2, 3]) is one  # now most recently used
+    assert cache.put("t1", "m", [6], _kv())  # evicts [4, 5]
+    assert cache.get("t1", "m", [4, 5]) is None
+    assert cache.get("t1", "m", [1, 2, 3]) is one
+    stats = cache.stats()
+    assert (stats.hits, stats.misses, stats.evictions, stats.entries) == (2, 2, 1, 2)
+    assert stats.bytes == 2 * _size(one) <= stats.max_bytes
+
+
+def test_entries_never_cross_tenants_or_models() -> None:
+    cache = PrefixCache()
+    kv = _kv()
+    cache.put("tenant-a", "model-1", [7, 8, 9], kv)
+    assert cache.get("tenant-b", "model-1", [7, 8, 9]) is None
+    assert cache.get("tenant-a", "model-2", [7, 8, 9]) is None
+    assert cache.get("tenant-a", "model-1", [7, 8]) is None
+    assert cache.get("tenant-a", "model-1", [7, 8, 9]) is kv
+    assert cache.clear_tenant("tenant-a") == 1
+    assert cache.get("tenant-a", "model-1", [7, 8, 9]) is None
+
+
+def test_an_entry_larger_than_the_bound_is_refused() -> None:
+    kv = _kv(tokens=64)
+    cache = PrefixCache(max_bytes=_size(kv) - 1)
+    assert not cache.put("t", "m", [1], kv)
+    assert cache.stats().entries == 0
+
+
+@pytest.mark.model
+def test_reuse_gives_identical_output_and_skips_the_prefix_prefill(loaded_model: LoadedModel) -> None:
+    tok = loaded_model.tokenizer
+    plan = plan_prompt(tok, "Name one duty of a bank towards a politically exposed person.")
+    cache = PrefixCache()
+    options = DecodeOptions(width=1, max_new_tokens=10)
+    args = dict(options=options, prefix_cache=cache, tenant="t1", model_id=loaded_model.identity.sha256)
+    first = decode(loaded_model.model, tok, plan, **args)
+    second = decode(loaded_model.model, tok, plan, **args)
+    assert not first.prefix_cache_hit and second.prefix_cache_hit
+    assert second.answer == first.answer
+    assert [s.text for s in second.steps] == [s.text for s in first.steps]
+    params = loaded_model.identity.parameters
+    suffix_tokens = sum(len(s) for s in plan.suffixes)
+    assert first.flops["prefill"] == pytest.approx(2 * params * (len(plan.prefix_ids) + suffix_tokens))
+    assert second.flops["prefill"] == pytest.approx(2 * params * suffix_tokens)
+    other = decode(loaded_model.model, tok, plan, options=options, prefix_cache=cache, tenant="t2",
+                   model_id=loaded_model.identity.sha256)
+    assert not other.prefix_cache_hit and other.answer == first.answer
+    assert cache.stats().hits == 1

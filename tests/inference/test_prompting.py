@@ -1,0 +1,79 @@
+"""The prompt: chat template, restated constraints, numbered evidence, a token-level shared prefix."""
+
+from __future__ import annotations
+
+import pytest
+
+from inference.loader import LoadedModel
+from inference.prompting import common_prefix_length, plan_prompt
+from reasoning.constraints.model import Constraint, Kind
+from reasoning.evidence.model import EvidenceFact, EvidenceSubgraph
+
+pytestmark = pytest.mark.model
+
+
+def _fact(fid: str, view: str, text: str, modified: str | None = None) -> EvidenceFact:
+    return EvidenceFact(id=fid, subject="s", predicate="p", object="o", text=text, view=view, score=1.0, hops=1,
+                        ontology_version="v1", modified=modified)
+
+
+VIEWS = [
+    EvidenceSubgraph(view="compliance", relevance=0.9, seeds=("s",),
+                     facts=(_fact("E1", "compliance", "Rule R7 requires escalation of PEP transfers.", "2024-05-11"),)),
+    EvidenceSubgraph(view="fund_flow", relevance=0.6, seeds=("s",),
+                     facts=(_fact("E2", "fund_flow", "Acme Ltd sent EUR 2,000,000 to Jon Doe."),
+                            _fact("E3", "fund_flow", "Jon Doe holds an account in Cyprus."))),
+]
+CONSTRAINTS = [
+    Constraint(id="c1", kind=Kind.WORD_COUNT, params={"relation": "less than", "n": 80}),
+    Constraint(id="c2", kind=Kind.FORBIDDEN_WORDS, params={"words": ["Globex"]}),
+]
+
+
+def test_every_branch_is_prefix_plus_its_suffix(loaded_model: LoadedModel) -> None:
+    tok = loaded_model.tokenizer
+    plan = plan_prompt(tok, "Should this transfer be escalated?", CONSTRAINTS, VIEWS)
+    assert plan.views == ("compliance", "fund_flow") and plan.relevance == (0.9, 0.6)
+    for b, text in enumerate(plan.texts):
+        assert list(plan.branch_ids(b)) == tok(text, add_special_tokens=False)["input_ids"]
+        assert plan.suffixes[b]
+    assert len(plan.prefix_ids) <= common_prefix_length([plan.branch_ids(0), plan.branch_ids(1)])
+    prefix_text = tok.decode(list(plan.prefix_ids))
+    assert prefix_text.rstrip().endswith("Should this transfer be escalated?")
+    assert "Evidence" not in prefix_text.split("<|im_start|>user")[1]
+
+
+def test_prompt_restates_constraints_and_numbers_evidence(loaded_model: LoadedModel) -> None:
+    plan = plan_prompt(loaded_model.tokenizer, "Should this transfer be escalated?", CONSTRAINTS, VIEWS)
+    first, second = plan.texts
+    assert "80" in first and "Globex" in first
+    assert "[E1] Rule R7 requires escalation of PEP transfers. (2024-05-11)" in first
+    assert "[E2] Acme Ltd sent EUR 2,000,000 to Jon Doe." in second and "[E3]" in second
+    assert "[E2] " not in first and "[E1] Rule" not in second
+    assert first.startswith("<|im_start|>system") and first.rstrip().endswith("<|im_start|>assistant")
+
+
+def test_without_evidence_the_suffix_is_the_generation_prompt(loaded_model: LoadedModel) -> None:
+    tok = loaded_model.tokenizer
+    plan = plan_prompt(tok, "必须用中文回答。什么是洗钱？", [], [], language="zh")
+    assert plan.views == ("",) and plan.language == "zh"
+    assert tok.decode(list(plan.suffixes[0])).strip() == "<|im_start|>assistant"
+    assert "洗钱" in tok.decode(list(plan.prefix_ids))
+
+
+def test_a_merge_across_the_boundary_stays_out_of_the_prefix(loaded_model: LoadedModel) -> None:
+    tok = loaded_model.tokenizer
+    views = [
+        EvidenceSubgraph(view=v, relevance=1.0, seeds=(), facts=(_fact("E1", v, text),))
+        for v, text in (("a", "aaa"), ("a", "aab"))
+    ]
+    plan = plan_prompt(tok, "x", [], views)
+    for b, text in enumerate(plan.texts):
+        assert list(plan.branch_ids(b)) == tok(text, add_special_tokens=False)["input_ids"]
+    assert plan.suffixes[0] != plan.suffixes[1]
+
+
+def test_common_prefix_length() -> None:
+    assert common_prefix_length([[1, 2, 3], [1, 2, 4], [1, 2]]) == 2
+    assert common_prefix_length([[5], [6]]) == 0
+    assert common_prefix_length([]) == 0

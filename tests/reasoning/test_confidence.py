@@ -1,0 +1,82 @@
+"""Confidence combines token probability, support and contrast, and explains every lowering."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from reasoning.confidence import (
+    DEFAULT_COEFFICIENTS,
+    ConfidenceInputs,
+    combine,
+    expected_calibration_error,
+    fit_coefficients,
+    lowest_window_probability,
+    step_confidence,
+)
+
+
+def test_lowest_window_finds_the_unsure_stretch() -> None:
+    confident = [math.log(0.95)] * 10
+    dip = confident[:4] + [math.log(0.1), math.log(0.2)] + confident[6:]
+    assert lowest_window_probability(confident) == pytest.approx(0.95)
+    assert lowest_window_probability(dip) == pytest.approx((0.95 * 2 + 0.1 + 0.2) / 4)
+    assert lowest_window_probability([math.log(0.5)], window=4) == pytest.approx(0.5)
+
+
+def test_token_term_alone_is_the_identity() -> None:
+    for p in (0.1, 0.5, 0.9):
+        assert combine(ConfidenceInputs(window_prob=p)) == pytest.approx(p, abs=1e-6)
+
+
+def test_support_and_contrast_move_confidence_in_their_direction() -> None:
+    base = ConfidenceInputs(window_prob=0.7)
+    assert combine(ConfidenceInputs(window_prob=0.7, support=1.0)) > combine(base)
+    assert combine(ConfidenceInputs(window_prob=0.7, support=0.0)) < combine(base)
+    assert combine(ConfidenceInputs(window_prob=0.7, contrast=1.0)) > combine(base)
+    assert combine(ConfidenceInputs(window_prob=0.7, contrast=-1.0)) < combine(base)
+
+
+def test_stale_evidence_lowers_confidence_with_its_hint() -> None:
+    fresh = step_confidence(ConfidenceInputs(window_prob=0.9, support=1.0))
+    stale = step_confidence(
+        ConfidenceInputs(window_prob=0.9, support=1.0, stale_hints=("evidence E3: PEP list last updated 2024-05-11",))
+    )
+    assert stale.value < fresh.value
+    assert fresh.hint is None
+    assert stale.hint is not None and "E3" in stale.hint and "2024-05-11" in stale.hint
+
+
+def test_near_equal_negation_is_explained() -> None:
+    result = step_confidence(ConfidenceInputs(window_prob=0.9, contrast=0.05, contrast_kind="negation"))
+    assert result.hint == "claim and its negation are near-equally likely"
+
+
+def test_unsupported_mentions_and_unsure_tokens_are_explained() -> None:
+    result = step_confidence(ConfidenceInputs(window_prob=0.3, support=0.0, unsupported=("Malta",)))
+    assert result.hint is not None
+    assert "'Malta'" in result.hint and "unsure" in result.hint
+    assert 0.0 <= result.value < 0.3
+
+
+def test_ece_of_perfect_and_of_overconfident_predictions() -> None:
+    assert expected_calibration_error([(1.0, True), (0.0, False)]) == pytest.approx(0.0)
+    assert expected_calibration_error([(0.95, False)] * 10) == pytest.approx(0.95)
+    mixed = [(0.75, True)] * 3 + [(0.75, False)]
+    assert expected_calibration_error(mixed) == pytest.approx(0.0)
+
+
+def test_fitting_reduces_calibration_error_on_miscalibrated_data() -> None:
+    rng = random.Random(7)
+    samples = []
+    for _ in range(400):
+        p = rng.uniform(0.05, 0.95)
+        correct = rng.random() < p**3  # the token probability is overconfident
+        samples.append((ConfidenceInputs(window_prob=p), correct))
+    before = expected_calibration_error([(combine(x), y) for x, y in samples])
+    fitted = fit_coefficients(samples)
+    after = expected_calibration_error([(combine(x, fitted), y) for x, y in samples])
+    assert fitted != DEFAULT_COEFFICIENTS
+    assert after < before / 2
