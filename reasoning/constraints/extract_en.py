@@ -164,7 +164,7 @@ _UNIT_LEMMAS = frozenset(
 )
 
 
-def _quantity_right(ctx: _Ctx, head: int, limit: int = 12) -> _Quantity | None:
+def _quantity_right(ctx: _Ctx, head: int, limit: int = 16) -> _Quantity | None:
     """A comparison after ``head``: "words ... should be at least 300", "in the range of 40 to 60"."""
     doc = ctx.doc
     end = min(doc[head].sent.end, head + limit)
@@ -521,7 +521,7 @@ def _detect_highlights(ctx: _Ctx) -> None:
 
 # ---------------------------------------------------------------- detectors: words and letters
 
-_KEYWORD_HEADS = frozenset({"word", "keyword", "term", "phrase", "line"})
+_KEYWORD_HEADS = frozenset({"word", "keyword", "term", "phrase", "line", "name"})
 _VERB_HEADS = frozenset({"include", "mention", "contain", "use", "say", "write"})
 
 
@@ -600,6 +600,8 @@ def _detect_keywords(ctx: _Ctx) -> None:
         if lemma in ("word", "keyword", "term", "phrase") and _capital_context(ctx, i):
             continue
         if lemma == "word" and _quantity_left(ctx, i) is not None:
+            continue
+        if lemma == "name" and _count_after(ctx, i + 1, limit=8) is None:
             continue
         if _governed_by(ctx, i, _POSITION_VERBS) or ctx.lowers[max(0, i - 2) : i][:1] in (["after"], ["before"]):
             continue
@@ -681,8 +683,9 @@ def _detect_capital_words(ctx: _Ctx) -> None:
         if lower not in _CAPITAL_TOKENS and not (lower == "upper" and ctx.lowers[i + 1 : i + 2] == ["case"]):
             continue
         sent_start = doc[i].sent.start
-        word_i = next((j for j in range(i - 1, max(sent_start, i - 8) - 1, -1)
-                       if ctx.lemmas[j] in ("word", "phrase") and ctx.lowers[j] not in ("every",)), None)
+        word_candidates = [j for j in range(i - 1, max(sent_start, i - 8) - 1, -1) if ctx.lemmas[j] in ("word", "phrase")]
+        counted = [j for j in word_candidates if _quantity_left(ctx, j) is not None]
+        word_i = (counted or word_candidates or [None])[0]
         if word_i is None and i + 1 < len(doc) and ctx.lemmas[i + 1] == "word":
             word_i = i + 1
         if word_i is None:
@@ -699,7 +702,7 @@ def _detect_capital_words(ctx: _Ctx) -> None:
             quantity = _quantity_right(ctx, i, limit=14)
         start = ctx.tokens[min(word_i, i)].idx
         if quantity is None:
-            if re.search(r"\b(?:use|include|add|have)\s+(?:some|a\s+few|several|few)\b", doc[sent_start:i].text.lower()):
+            if re.search(r"\b(?:use|include|add|have)\s+(?:some\s+|a\s+few\s+|several\s+|few\s+)?(?:\w+\s+)?words?\b", doc[sent_start:i].text.lower()):
                 ctx.add(Kind.CAPITAL_WORD_FREQUENCY, {"relation": str(Relation.AT_LEAST), "n": 1},
                         start, ctx.chars(i, i)[1], confidence=0.6)
             continue
@@ -756,7 +759,7 @@ def _detect_flags(ctx: _Ctx) -> None:
     """Kinds without parameters, read from trigger lemmas with their negation."""
     text = ctx.text
     for i, lemma in enumerate(ctx.lemmas):
-        if lemma == "comma" and _negated(ctx, i):
+        if (lemma == "comma" or ctx.lowers[i] in ("comma", "commas")) and _negated(ctx, i):
             left = i
             while left > ctx.tokens[i].sent.start and ctx.lowers[left - 1] not in (",", ";", ".") and i - left < 10:
                 left -= 1
@@ -764,7 +767,7 @@ def _detect_flags(ctx: _Ctx) -> None:
             break
     quote = re.search(
         r"(?:wrap|enclose|put|surround|place|in)[^.]{0,60}?(?:double\s+quot\w*(?:\s+marks?)?|quotation\s+marks?)"
-        r"|(?:double\s+quot\w*(?:\s+marks?)?|quotation\s+marks)\s+(?:around|wrapping)",
+        r"|(?:double\s+quot\w*(?:\s+marks?)?|quotation\s+marks)[^.]{0,40}?\b(?:around|wrapping)\b",
         text, re.IGNORECASE,
     )
     if quote:
@@ -778,13 +781,8 @@ def _detect_flags(ctx: _Ctx) -> None:
             continue
         ctx.add(Kind.JSON_FORMAT, {}, *_sentence_chars(ctx, json_match.start()))
         break
-    two = re.search(
-        r"(?:two|2)\s+(?:[\w-]+\s+){0,3}?[a-z]+s\b"
-        r"[^.]{0,120}?(?:\*{6}|6\s+asterisk|six\s+asterisk)"
-        r"|(?:\*{6}|6\s+asterisk|six\s+asterisk)[^.]{0,80}?(?:two|2)\s+(?:responses|answers|versions)"
-        r"|separate\w*\s+(?:them|the\s+two|your\s+two|two|those\s+two|the\s+\w+\s+and\s+the\s+\w+)[^.]{0,60}?(?:\*{6}|6\s+asterisk|six\s+asterisk)",
-        text, re.IGNORECASE,
-    )
+    two = re.search(r"separat\w*[^.\n]{0,80}?(?:\*{6}|\b(?:6|six)\s+asterisks?)|(?:\*{6}|\b(?:6|six)\s+asterisks?)[^\n]{0,40}?separat\w*",
+                    text, re.IGNORECASE)
     if two:
         ctx.add(Kind.TWO_RESPONSES, {}, two.start(), two.end())
 

@@ -105,14 +105,19 @@ def _hardness(found: Found, text: str, bounds: Sequence[tuple[int, int]]) -> Har
 
 
 def _dedupe(found: list[Found]) -> list[Found]:
-    """One constraint per (kind, params); of overlapping same-kind spans, the first."""
+    """One constraint per (kind, params); of overlapping same-kind spans, the first.
+
+    The two bounds of a range ("20 to 25 sentences") share a span and differ
+    in relation; both are kept.
+    """
     kept: list[Found] = []
     seen: set[tuple[str, str]] = set()
     for item in sorted(found, key=lambda f: (f.start, -f.confidence)):
         key = (str(item.kind), msgspec.json.encode(item.params).decode())
         if key in seen:
             continue
-        if any(k.kind == item.kind and k.start < item.end and item.start < k.end for k in kept):
+        if any(k.kind == item.kind and k.start < item.end and item.start < k.end
+               and k.params.get("relation") == item.params.get("relation") for k in kept):
             continue
         seen.add(key)
         kept.append(item)
