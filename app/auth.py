@@ -15,12 +15,17 @@ Usage in a controller::
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from litestar.connection import ASGIConnection
 from litestar.handlers.base import BaseRouteHandler
-from litestar.middleware.authentication import AbstractAuthenticationMiddleware, AuthenticationResult
+from litestar.middleware.authentication import (
+    AbstractAuthenticationMiddleware,
+    AuthenticationResult,
+)
 from litestar.types import Guard
 
 from app.errors import Unauthorized
@@ -28,16 +33,16 @@ from reasoning.errors import Forbidden, InvalidInput
 from store.keys import DEFAULT_TENANT, SCOPES, find_key, touch_key
 
 __all__ = [
+    "PUBLIC",
     "SCOPES",
+    "ApiKeyMiddleware",
     "AuthContext",
     "Unauthorized",
-    "ApiKeyMiddleware",
     "requires_scope",
-    "PUBLIC",
 ]
 
 #: Route ``opt`` that exempts a handler from authentication.
-PUBLIC = {"public": True}
+PUBLIC: Mapping[str, Any] = MappingProxyType({"public": True})
 
 
 @dataclass(frozen=True)
@@ -62,10 +67,14 @@ class AuthContext:
 class ApiKeyMiddleware(AbstractAuthenticationMiddleware):
     """Resolves the bearer token to an :class:`AuthContext` stored as ``scope["user"]``."""
 
-    async def authenticate_request(self, connection: ASGIConnection[Any, Any, Any, Any]) -> AuthenticationResult:
+    async def authenticate_request(
+        self, connection: ASGIConnection[Any, Any, Any, Any]
+    ) -> AuthenticationResult:
         header = connection.headers.get("authorization")
         if not header:
-            raise Unauthorized("missing Authorization header; send 'Authorization: Bearer <API key>'")
+            raise Unauthorized(
+                "missing Authorization header; send 'Authorization: Bearer <API key>'"
+            )
         scheme, _, token = header.partition(" ")
         token = token.strip()
         if scheme.lower() != "bearer" or not token:

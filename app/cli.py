@@ -21,14 +21,14 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any, TextIO
+from typing import Any, Self, TextIO
 
 import migrations
 from app.bootstrap import bootstrap_admin_key
 from app.settings import Settings
 from reasoning.errors import TenetError
 
-__all__ = ["main", "build_parser", "format_answer"]
+__all__ = ["build_parser", "format_answer", "main"]
 
 
 def _settings() -> Settings:
@@ -71,7 +71,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     _migrate(settings)
     _bootstrap(settings, sys.stdout)
     app = create_app(settings)
-    uvicorn.run(app, host=args.host, port=args.port, log_level=settings.log_level.lower(), access_log=False)
+    uvicorn.run(
+        app, host=args.host, port=args.port, log_level=settings.log_level.lower(), access_log=False
+    )
     return 0
 
 
@@ -121,7 +123,10 @@ def cmd_keys_create(args: argparse.Namespace) -> int:
 
     token = asyncio.run(run())
     print(token)
-    print(f"(tenant {args.tenant}, scopes {args.scopes}; the secret is shown only now)", file=sys.stderr)
+    print(
+        f"(tenant {args.tenant}, scopes {args.scopes}; the secret is shown only now)",
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -150,7 +155,9 @@ def cmd_ask(args: argparse.Namespace) -> int:
         async def temporary_key() -> tuple[str, str]:
             async with transaction(runtime.sessionmaker) as session:
                 tenant = await key_store.get_or_create_tenant(session, args.tenant)
-                created = await key_store.create_key(session, tenant.id, "tenet ask (temporary)", ["reason"])
+                created = await key_store.create_key(
+                    session, tenant.id, "tenet ask (temporary)", ["reason"]
+                )
             return created.key.id, created.token
 
         async def revoke(key_id: str) -> None:
@@ -171,7 +178,10 @@ def cmd_ask(args: argparse.Namespace) -> int:
     if response.status_code >= 400:
         if response.status_code == 404 and payload.get("instance") == "/v1/reason":
             payload["detail"] = "POST /v1/reason is not available in this build of Tenet"
-        print(f"error {response.status_code} {payload.get('title', '')}: {payload.get('detail', '')}", file=sys.stderr)
+        print(
+            f"error {response.status_code} {payload.get('title', '')}: {payload.get('detail', '')}",
+            file=sys.stderr,
+        )
         return 1
     if not args.json:
         print(format_answer(payload))
@@ -188,13 +198,22 @@ def format_answer(payload: dict[str, Any]) -> str:
         for item in constraints:
             verdict = item.get("verdict") or {}
             mark = "ok  " if verdict.get("satisfied") else "FAIL"
-            source = (item.get("source") or {}).get("text", "") if isinstance(item.get("source"), dict) else ""
+            source = (
+                (item.get("source") or {}).get("text", "")
+                if isinstance(item.get("source"), dict)
+                else ""
+            )
             detail = verdict.get("detail", "")
-            lines.append(f"  [{mark}] {item.get('kind', '?')}" + (f"  «{source}»" if source else "") + (f"  {detail}" if detail else ""))
+            lines.append(
+                f"  [{mark}] {item.get('kind', '?')}"
+                + (f"  «{source}»" if source else "")
+                + (f"  {detail}" if detail else "")
+            )
     confidences = payload.get("confidence_by_step") or []
     if confidences:
         rendered = ", ".join(
-            f"{c:.2f}" if isinstance(c, int | float) else _render_step_confidence(c) for c in confidences
+            f"{c:.2f}" if isinstance(c, int | float) else _render_step_confidence(c)
+            for c in confidences
         )
         lines.append(f"confidence by step: {rendered}")
     return "\n".join(lines)
@@ -219,7 +238,7 @@ class Spinner:
         self._thread: threading.Thread | None = None
         self._started = 0.0
 
-    def __enter__(self) -> Spinner:
+    def __enter__(self) -> Self:
         self._started = time.perf_counter()
         if self.stream.isatty():
             self._thread = threading.Thread(target=self._spin, daemon=True)
@@ -247,7 +266,9 @@ class Spinner:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tenet", description="Tenet constraint-graph reasoning service")
+    parser = argparse.ArgumentParser(
+        prog="tenet", description="Tenet constraint-graph reasoning service"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     serve = sub.add_parser("serve", help="migrate, bootstrap and serve the HTTP API")
@@ -266,9 +287,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     model = sub.add_parser("model", help="model management")
     model_sub = model.add_subparsers(dest="model_command", required=True)
-    model_sub.add_parser("prepare", help="convert the GGUF model into the safetensors cache").set_defaults(
-        func=cmd_model_prepare
-    )
+    model_sub.add_parser(
+        "prepare", help="convert the GGUF model into the safetensors cache"
+    ).set_defaults(func=cmd_model_prepare)
 
     keys = sub.add_parser("keys", help="API keys")
     keys_sub = keys.add_subparsers(dest="keys_command", required=True)

@@ -19,7 +19,13 @@ from app.auth import AuthContext, Unauthorized
 from app.runtime import Runtime
 from app.settings import Settings
 
-__all__ = ["DEPENDENCIES", "provide_runtime", "provide_settings", "provide_db_session", "provide_auth"]
+__all__ = [
+    "DEPENDENCIES",
+    "provide_auth",
+    "provide_db_session",
+    "provide_runtime",
+    "provide_settings",
+]
 
 
 def provide_runtime(state: State) -> Runtime:

@@ -20,7 +20,13 @@ from litestar.exceptions import HTTPException, SerializationException, Validatio
 from app.logs import request_id_of
 from reasoning.errors import Overloaded, TenetError
 
-__all__ = ["PROBLEM_MEDIA_TYPE", "Unauthorized", "problem_response", "handle_exception", "problem_type"]
+__all__ = [
+    "PROBLEM_MEDIA_TYPE",
+    "Unauthorized",
+    "handle_exception",
+    "problem_response",
+    "problem_type",
+]
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 _STANDARD = ("type", "title", "status", "detail", "instance", "request_id")
@@ -59,7 +65,9 @@ def problem_response(
     for key, value in (extra or {}).items():
         if key not in _STANDARD:
             body[key] = value
-    return Response(content=body, status_code=status, media_type=PROBLEM_MEDIA_TYPE, headers=headers)
+    return Response(
+        content=body, status_code=status, media_type=PROBLEM_MEDIA_TYPE, headers=headers
+    )
 
 
 def _from_tenet(request: Request[Any, Any, Any], exc: TenetError) -> Response[dict[str, Any]]:
@@ -104,11 +112,18 @@ def handle_exception(request: Request[Any, Any, Any], exc: Exception) -> Respons
     """The app's only exception handler (registered for ``Exception``)."""
     if isinstance(exc, TenetError):
         if exc.status_code >= 500:
-            log.warning("%s: %s", exc.title, exc.detail, extra={"request_id": request_id_of(request.scope)})
+            log.warning(
+                "%s: %s", exc.title, exc.detail, extra={"request_id": request_id_of(request.scope)}
+            )
         return _from_tenet(request, exc)
     if isinstance(exc, HTTPException):
         if exc.status_code >= 500:
-            log.error("HTTP %d", exc.status_code, exc_info=exc, extra={"request_id": request_id_of(request.scope)})
+            log.error(
+                "HTTP %d",
+                exc.status_code,
+                exc_info=exc,
+                extra={"request_id": request_id_of(request.scope)},
+            )
         return _from_http(request, exc)
     log.error(
         "unhandled %s on %s %s",
@@ -119,5 +134,8 @@ def handle_exception(request: Request[Any, Any, Any], exc: Exception) -> Respons
         extra={"request_id": request_id_of(request.scope)},
     )
     return problem_response(
-        request, 500, "Internal error", "the service failed to handle the request; quote the request id"
+        request,
+        500,
+        "Internal error",
+        "the service failed to handle the request; quote the request id",
     )

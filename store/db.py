@@ -12,9 +12,14 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from sqlalchemy import event, text
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+from sqlalchemy.ext.asyncio import (
+    AsyncEngine,
+    AsyncSession,
+    async_sessionmaker,
+    create_async_engine,
+)
 
-__all__ = ["create_engine", "create_sessionmaker", "transaction", "ping"]
+__all__ = ["create_engine", "create_sessionmaker", "ping", "transaction"]
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -57,4 +62,3 @@ async def ping(engine: AsyncEngine) -> None:
     """Raise unless the database answers ``SELECT 1``."""
     async with engine.connect() as conn:
         await conn.execute(text("SELECT 1"))
-

@@ -23,22 +23,22 @@ from reasoning.errors import InvalidInput, NotFound
 from store.models import ApiKey, Tenant, utcnow
 
 __all__ = [
-    "SCOPES",
     "DEFAULT_TENANT",
     "KEY_PREFIX",
+    "SCOPES",
     "NewKey",
-    "hash_secret",
-    "parse_key",
-    "validate_scopes",
-    "get_tenant_by_name",
-    "get_or_create_tenant",
-    "list_tenants",
-    "create_key",
-    "list_keys",
-    "revoke_key",
-    "find_key",
-    "touch_key",
     "count_keys",
+    "create_key",
+    "find_key",
+    "get_or_create_tenant",
+    "get_tenant_by_name",
+    "hash_secret",
+    "list_keys",
+    "list_tenants",
+    "parse_key",
+    "revoke_key",
+    "touch_key",
+    "validate_scopes",
 ]
 
 SCOPES: tuple[str, ...] = ("reason", "ontology:read", "ontology:write", "audit:read", "admin")
@@ -76,7 +76,9 @@ def validate_scopes(scopes: Iterable[str]) -> list[str]:
     wanted = sorted({s.strip() for s in scopes if s.strip()})
     unknown = [s for s in wanted if s not in SCOPES]
     if unknown:
-        raise InvalidInput(f"unknown scope(s) {unknown}; known scopes: {list(SCOPES)}", scopes=unknown)
+        raise InvalidInput(
+            f"unknown scope(s) {unknown}; known scopes: {list(SCOPES)}", scopes=unknown
+        )
     if not wanted:
         raise InvalidInput(f"a key needs at least one scope of {list(SCOPES)}")
     return wanted
@@ -104,7 +106,9 @@ async def get_or_create_tenant(session: AsyncSession, name: str) -> Tenant:
     return tenant
 
 
-async def create_key(session: AsyncSession, tenant_id: str, name: str, scopes: Iterable[str]) -> NewKey:
+async def create_key(
+    session: AsyncSession, tenant_id: str, name: str, scopes: Iterable[str]
+) -> NewKey:
     """Create a key; the returned token is the only time the secret exists in clear."""
     checked = validate_scopes(scopes)
     prefix = secrets.token_hex(6)
@@ -154,7 +158,9 @@ async def find_key(session: AsyncSession, token: str) -> ApiKey | None:
     if parsed is None:
         return None
     prefix, secret = parsed
-    key = (await session.execute(select(ApiKey).where(ApiKey.prefix == prefix))).scalar_one_or_none()
+    key = (
+        await session.execute(select(ApiKey).where(ApiKey.prefix == prefix))
+    ).scalar_one_or_none()
     if key is None or not hmac.compare_digest(key.secret_hash, hash_secret(secret)):
         return None
     return key

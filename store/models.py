@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from sqlalchemy import (
     JSON,
@@ -32,22 +32,22 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 from sqlalchemy.types import TypeDecorator
 
 __all__ = [
-    "Base",
-    "UTCDateTime",
-    "new_id",
-    "utcnow",
-    "Tenant",
+    "PREMISE_STATUSES",
+    "RUN_KINDS",
+    "RUN_STATUSES",
     "ApiKey",
+    "AuditEvent",
+    "Base",
     "OntologyVersion",
+    "Premise",
+    "ProvenanceBundle",
     "Run",
     "RunStep",
     "Session",
-    "Premise",
-    "AuditEvent",
-    "ProvenanceBundle",
-    "RUN_KINDS",
-    "RUN_STATUSES",
-    "PREMISE_STATUSES",
+    "Tenant",
+    "UTCDateTime",
+    "new_id",
+    "utcnow",
 ]
 
 RUN_KINDS = ("reason", "constraints", "reinference", "ontology_upload", "chat")
@@ -100,7 +100,7 @@ class UTCDateTime(TypeDecorator[datetime]):
 
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=_NAMING)
-    type_annotation_map = {
+    type_annotation_map: ClassVar[dict[Any, Any]] = {
         datetime: UTCDateTime(),
         dict[str, Any]: JSON,
         list[Any]: JSON,
@@ -241,9 +241,13 @@ class Premise(Base):
     __table_args__ = (CheckConstraint(_in("status", PREMISE_STATUSES), name="status"),)
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
-    session_id: Mapped[str] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"), index=True)
+    session_id: Mapped[str] = mapped_column(
+        ForeignKey("sessions.id", ondelete="CASCADE"), index=True
+    )
     tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"), index=True)
-    run_id: Mapped[str | None] = mapped_column(ForeignKey("runs.id", ondelete="SET NULL"), default=None)
+    run_id: Mapped[str | None] = mapped_column(
+        ForeignKey("runs.id", ondelete="SET NULL"), default=None
+    )
     text: Mapped[str] = mapped_column(Text)
     topic: Mapped[str] = mapped_column(String(200), default="")
     value: Mapped[str | None] = mapped_column(Text, default=None)

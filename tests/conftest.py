@@ -67,7 +67,9 @@ def postgres_available(url: str = POSTGRES_URL) -> bool:
     """True when something accepts TCP connections at the PostgreSQL URL's host and port."""
     parts = urlsplit(url.replace("+asyncpg", ""))
     try:
-        with socket.create_connection((parts.hostname or "127.0.0.1", parts.port or 5432), timeout=0.5):
+        with socket.create_connection(
+            (parts.hostname or "127.0.0.1", parts.port or 5432), timeout=0.5
+        ):
             return True
     except OSError:
         return False
@@ -91,8 +93,11 @@ def _postgres_admin(statement: str) -> None:
 
     async def run() -> None:
         conn = await asyncpg.connect(
-            host=parts.hostname, port=parts.port or 5432, user=parts.username or "postgres",
-            password=parts.password, database=parts.path.lstrip("/") or "postgres",
+            host=parts.hostname,
+            port=parts.port or 5432,
+            user=parts.username or "postgres",
+            password=parts.password,
+            database=parts.path.lstrip("/") or "postgres",
         )
         try:
             await conn.execute(statement)
@@ -184,7 +189,9 @@ def loaded_model() -> LoadedModel:
 
 
 @pytest.fixture(scope="session")
-def model_settings(tmp_path_factory: pytest.TempPathFactory, migrated_sqlite_template: Path) -> Settings:
+def model_settings(
+    tmp_path_factory: pytest.TempPathFactory, migrated_sqlite_template: Path
+) -> Settings:
     data_dir = tmp_path_factory.mktemp("model-app")
     shutil.copy(migrated_sqlite_template, data_dir / "tenet.db")
     return Settings(data_dir=data_dir, load_model=False, model_cache_dir=MODEL_CACHE, device="cpu")

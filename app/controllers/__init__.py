@@ -7,11 +7,13 @@ from litestar.types import ControllerRouterHandler
 from app.controllers.audit import AuditController
 from app.controllers.constraints import ConstraintsController
 from app.controllers.evidence import EvidenceController
+from app.controllers.feedback import FeedbackController
 from app.controllers.health import HealthController
 from app.controllers.keys import KeysController
 from app.controllers.models import ModelsController
 from app.controllers.ontologies import OntologiesController
 from app.controllers.runs import RunsController
+from app.controllers.sessions import SessionsController
 
 __all__ = ["CONTROLLERS"]
 
@@ -24,4 +26,6 @@ CONTROLLERS: list[ControllerRouterHandler] = [
     EvidenceController,
     RunsController,
     AuditController,
+    SessionsController,
+    FeedbackController,
 ]

@@ -13,14 +13,18 @@ __all__ = ["HealthController"]
 
 
 class HealthController(Controller):
-    tags = ["health"]
+    tags = ("health",)
     opt = PUBLIC
 
     @get("/healthz", operation_id="get_health", summary="Liveness: the process answers")
     async def get_health(self) -> Health:
         return Health(status="ok")
 
-    @get("/readyz", operation_id="get_readiness", summary="Readiness: model loaded and database reachable")
+    @get(
+        "/readyz",
+        operation_id="get_readiness",
+        summary="Readiness: model loaded and database reachable",
+    )
     async def get_readiness(self, runtime: Runtime) -> Readiness:
         report = await runtime.readiness()
         if not report["ready"]:

@@ -38,24 +38,32 @@ def _key(key: ApiKey, tenant_name: str) -> Key:
 
 class KeysController(Controller):
     path = "/v1/keys"
-    tags = ["keys"]
-    guards = [requires_scope("admin")]
+    tags = ("keys",)
+    guards = (requires_scope("admin"),)
 
     @post(operation_id="create_key", summary="Create an API key; the secret is shown only here")
-    async def create_key(self, data: KeyCreate, auth: AuthContext, db_session: AsyncSession) -> KeyCreated:
+    async def create_key(
+        self, data: KeyCreate, auth: AuthContext, db_session: AsyncSession
+    ) -> KeyCreated:
         tenant_name = data.tenant or auth.tenant_name
         if tenant_name != auth.tenant_name and not auth.is_operator:
-            raise Forbidden("only an admin key of the default tenant may create keys for other tenants")
+            raise Forbidden(
+                "only an admin key of the default tenant may create keys for other tenants"
+            )
         tenant = await key_store.get_or_create_tenant(db_session, tenant_name)
         created = await key_store.create_key(db_session, tenant.id, data.name, data.scopes)
-        return KeyCreated(**msgspec.structs.asdict(_key(created.key, tenant.name)), key=created.token)
+        return KeyCreated(
+            **msgspec.structs.asdict(_key(created.key, tenant.name)), key=created.token
+        )
 
     @get(operation_id="list_keys", summary="List keys (never their secrets)")
     async def list_keys(
         self,
         auth: AuthContext,
         db_session: AsyncSession,
-        tenant: str | None = Parameter(default=None, description="Operator only: one tenant's keys"),
+        tenant: str | None = Parameter(
+            default=None, description="Operator only: one tenant's keys"
+        ),
     ) -> KeyList:
         tenant_id: str | None = auth.tenant_id
         if auth.is_operator:
@@ -69,7 +77,12 @@ class KeysController(Controller):
         rows = await key_store.list_keys(db_session, tenant_id)
         return KeyList(data=[_key(k, names.get(k.tenant_id, "")) for k in rows])
 
-    @delete("/{key_id:str}", operation_id="revoke_key", summary="Revoke a key (idempotent)", status_code=200)
+    @delete(
+        "/{key_id:str}",
+        operation_id="revoke_key",
+        summary="Revoke a key (idempotent)",
+        status_code=200,
+    )
     async def revoke_key(self, key_id: str, auth: AuthContext, db_session: AsyncSession) -> Key:
         scope_tenant = None if auth.is_operator else auth.tenant_id
         key = await key_store.revoke_key(db_session, key_id, scope_tenant)

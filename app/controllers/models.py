@@ -12,7 +12,7 @@ __all__ = ["ModelsController"]
 
 class ModelsController(Controller):
     path = "/v1/models"
-    tags = ["models"]
+    tags = ("models",)
 
     @get(operation_id="list_models", summary="The loaded model's identity (503 while it loads)")
     async def list_models(self, runtime: Runtime) -> ModelList:

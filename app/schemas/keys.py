@@ -7,7 +7,7 @@ from typing import Annotated
 
 import msgspec
 
-__all__ = ["KeyCreate", "Key", "KeyCreated", "KeyList"]
+__all__ = ["Key", "KeyCreate", "KeyCreated", "KeyList"]
 
 
 class KeyCreate(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

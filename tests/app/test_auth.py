@@ -25,7 +25,9 @@ Problem = Callable[[Any, int], dict[str, Any]]
         ("Bearer tnt_ZZZZ_" + "x" * 43, "invalid API key"),
     ],
 )
-async def test_missing_or_bad_keys_get_401(assert_problem: Problem, client: Client, authorization: str | None, detail: str) -> None:
+async def test_missing_or_bad_keys_get_401(
+    assert_problem: Problem, client: Client, authorization: str | None, detail: str
+) -> None:
     headers = {"Authorization": authorization} if authorization else {}
     response = await client.get("/v1/models", headers=headers)
     body = assert_problem(response, 401)
@@ -33,7 +35,9 @@ async def test_missing_or_bad_keys_get_401(assert_problem: Problem, client: Clie
     assert response.headers["www-authenticate"].startswith("Bearer")
 
 
-async def test_wrong_secret_for_a_real_prefix_gets_401(assert_problem: Problem, client: Client, admin_headers: dict[str, str]) -> None:
+async def test_wrong_secret_for_a_real_prefix_gets_401(
+    assert_problem: Problem, client: Client, admin_headers: dict[str, str]
+) -> None:
     token = admin_headers["Authorization"].removeprefix("Bearer ")
     prefix = token.split("_")[1]
     forged = f"tnt_{prefix}_{'A' * 43}"
@@ -41,22 +45,34 @@ async def test_wrong_secret_for_a_real_prefix_gets_401(assert_problem: Problem, 
     assert assert_problem(response, 401)["detail"] == "invalid API key"
 
 
-async def test_revoked_key_gets_401(assert_problem: Problem, client: Client, admin_headers: dict[str, str]) -> None:
-    created = (await client.post("/v1/keys", headers=admin_headers, json={"scopes": ["reason"]})).json()
+async def test_revoked_key_gets_401(
+    assert_problem: Problem, client: Client, admin_headers: dict[str, str]
+) -> None:
+    created = (
+        await client.post("/v1/keys", headers=admin_headers, json={"scopes": ["reason"]})
+    ).json()
     own = {"Authorization": f"Bearer {created['key']}"}
-    assert (await client.get("/v1/models", headers=own)).status_code == 503  # authenticated, no model
-    assert (await client.delete(f"/v1/keys/{created['id']}", headers=admin_headers)).status_code == 200
+    assert (
+        await client.get("/v1/models", headers=own)
+    ).status_code == 503  # authenticated, no model
+    assert (
+        await client.delete(f"/v1/keys/{created['id']}", headers=admin_headers)
+    ).status_code == 200
     body = assert_problem(await client.get("/v1/models", headers=own), 401)
     assert "revoked" in body["detail"]
 
 
-async def test_lacking_scope_gets_403(assert_problem: Problem, client: Client, make_key: Any) -> None:
+async def test_lacking_scope_gets_403(
+    assert_problem: Problem, client: Client, make_key: Any
+) -> None:
     headers = await make_key("acme", ["reason", "audit:read"])
     body = assert_problem(await client.get("/v1/keys", headers=headers), 403)
     assert body["required_scope"] == "admin"
 
 
-async def test_admin_implies_every_scope(assert_problem: Problem, app: Litestar, client: Client, make_key: Any) -> None:
+async def test_admin_implies_every_scope(
+    assert_problem: Problem, app: Litestar, client: Client, make_key: Any
+) -> None:
     @get("/test/scoped", guards=[requires_scope("ontology:write")], sync_to_thread=False)
     def scoped(auth: AuthContext) -> dict[str, Any]:
         return {"tenant_id": auth.tenant_id, "scopes": sorted(auth.scopes)}

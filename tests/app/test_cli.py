@@ -16,7 +16,9 @@ from app.settings import Settings
 from store.db import create_engine, create_sessionmaker
 from store.keys import find_key
 
-MODEL_CACHE = Path(os.environ.get("TENET_TEST_MODEL_CACHE", Path(__file__).resolve().parents[2] / "var" / "models"))
+MODEL_CACHE = Path(
+    os.environ.get("TENET_TEST_MODEL_CACHE", Path(__file__).resolve().parents[2] / "var" / "models")
+)
 
 
 @pytest.fixture
@@ -35,11 +37,14 @@ def test_db_upgrade_downgrade_current(env: Settings, capsys: pytest.CaptureFixtu
     assert migrations.current_revision(env.database_url) is None
 
 
-def test_keys_create_prints_a_working_token_once(env: Settings, capsys: pytest.CaptureFixture[str]) -> None:
+def test_keys_create_prints_a_working_token_once(
+    env: Settings, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["keys", "create", "--tenant", "acme", "--scopes", "reason,audit:read"]) == 0
     out, err = capsys.readouterr()
     token = out.strip()
     assert token.startswith("tnt_") and token not in err
+
     async def lookup() -> list[str]:
         engine = create_engine(env.database_url)
         try:
@@ -53,7 +58,9 @@ def test_keys_create_prints_a_working_token_once(env: Settings, capsys: pytest.C
     assert asyncio.run(lookup()) == ["audit:read", "reason"]
 
 
-def test_errors_are_one_line_without_traceback(env: Settings, capsys: pytest.CaptureFixture[str]) -> None:
+def test_errors_are_one_line_without_traceback(
+    env: Settings, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["keys", "create", "--tenant", "acme", "--scopes", "reason,root"]) == 1
     err = capsys.readouterr().err
     assert "unknown scope" in err and "root" in err and "Traceback" not in err
@@ -87,8 +94,15 @@ def test_format_answer_shows_verdicts_and_confidences() -> None:
             "status": "ok",
             "run_id": "r1",
             "constraints": [
-                {"kind": "max_words", "verdict": {"satisfied": True}, "source": {"text": "under 80 words"}},
-                {"kind": "cite_sources", "verdict": {"satisfied": False, "detail": "no rule id cited"}},
+                {
+                    "kind": "max_words",
+                    "verdict": {"satisfied": True},
+                    "source": {"text": "under 80 words"},
+                },
+                {
+                    "kind": "cite_sources",
+                    "verdict": {"satisfied": False, "detail": "no rule id cited"},
+                },
             ],
             "confidence_by_step": [0.91, {"step_id": "s2", "confidence": 0.5}],
         }
@@ -107,7 +121,9 @@ def test_model_prepare_reuses_the_cache(env: Settings, capsys: pytest.CaptureFix
 
 @pytest.mark.model
 def test_ask_runs_one_request_in_process(env: Settings, capsys: pytest.CaptureFixture[str]) -> None:
-    has_reason = any(route.path == "/v1/reason" for route in Litestar(route_handlers=CONTROLLERS).routes)
+    has_reason = any(
+        route.path == "/v1/reason" for route in Litestar(route_handlers=CONTROLLERS).routes
+    )
     status = main(["ask", "Say hello in five words.", "--max-new-tokens", "16"])
     out, err = capsys.readouterr()
     assert "loading model" in err

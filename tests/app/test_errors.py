@@ -53,22 +53,32 @@ async def test_wrong_method_is_a_405_problem(assert_problem: Problem, client: Cl
     assert_problem(await client.delete("/healthz"), 405)
 
 
-async def test_oversized_body_is_a_413_problem(assert_problem: Problem, routes_app: Litestar, client: Client) -> None:
+async def test_oversized_body_is_a_413_problem(
+    assert_problem: Problem, routes_app: Litestar, client: Client
+) -> None:
     limit = routes_app.state.runtime.settings.max_body_bytes
     payload = json.dumps({"text": "x" * limit, "count": 1})
-    response = await client.post("/test/echo", content=payload, headers={"content-type": "application/json"})
+    response = await client.post(
+        "/test/echo", content=payload, headers={"content-type": "application/json"}
+    )
     assert_problem(response, 413)
 
 
-async def test_malformed_json_is_a_400_problem(assert_problem: Problem, routes_app: Litestar, client: Client) -> None:
+async def test_malformed_json_is_a_400_problem(
+    assert_problem: Problem, routes_app: Litestar, client: Client
+) -> None:
     response = await client.post(
-        "/test/echo", content=b'{"text": "unterminated', headers={"content-type": "application/json"}
+        "/test/echo",
+        content=b'{"text": "unterminated',
+        headers={"content-type": "application/json"},
     )
     body = assert_problem(response, 400)
     assert "JSON" in body["detail"]
 
 
-async def test_invalid_fields_are_a_400_problem_naming_them(assert_problem: Problem, routes_app: Litestar, client: Client) -> None:
+async def test_invalid_fields_are_a_400_problem_naming_them(
+    assert_problem: Problem, routes_app: Litestar, client: Client
+) -> None:
     response = await client.post("/test/echo", json={"text": "hi", "count": "three"})
     body = assert_problem(response, 400)
     assert any("count" in str(error) for error in body["errors"])
@@ -80,8 +90,8 @@ async def test_valid_request_passes(routes_app: Litestar, client: Client) -> Non
     assert response.json() == {"text": "hi", "count": 3}
 
 
-async def test_unhandled_error_is_a_500_without_internals(assert_problem: Problem, 
-    routes_app: Litestar, client: Client, caplog: pytest.LogCaptureFixture
+async def test_unhandled_error_is_a_500_without_internals(
+    assert_problem: Problem, routes_app: Litestar, client: Client, caplog: pytest.LogCaptureFixture
 ) -> None:
     logger = logging.getLogger("tenet")
     logger.addHandler(caplog.handler)
@@ -97,7 +107,9 @@ async def test_unhandled_error_is_a_500_without_internals(assert_problem: Proble
     assert getattr(logged[0], "request_id", None) == "req-boom-1"
 
 
-async def test_overloaded_sets_retry_after(assert_problem: Problem, routes_app: Litestar, client: Client) -> None:
+async def test_overloaded_sets_retry_after(
+    assert_problem: Problem, routes_app: Litestar, client: Client
+) -> None:
     response = await client.get("/test/busy")
     body = assert_problem(response, 429)
     assert response.headers["retry-after"] == "2"

@@ -29,21 +29,31 @@ async def test_not_ready_without_a_model(client: Client, assert_problem: Problem
     assert "model" in body["detail"]
 
 
-async def test_not_ready_when_the_database_is_unreachable(tmp_path: Any, assert_problem: Problem) -> None:
-    settings = Settings(data_dir=tmp_path, database_url=f"sqlite+aiosqlite:///{tmp_path}/no/such/dir/x.db", load_model=False)
+async def test_not_ready_when_the_database_is_unreachable(
+    tmp_path: Any, assert_problem: Problem
+) -> None:
+    settings = Settings(
+        data_dir=tmp_path,
+        database_url=f"sqlite+aiosqlite:///{tmp_path}/no/such/dir/x.db",
+        load_model=False,
+    )
     async with AsyncTestClient(app=create_app(settings)) as client:
         body = assert_problem(await client.get("/readyz"), 503)
     assert body["database"].startswith("unreachable")
     assert "database" in body["detail"]
 
 
-async def test_models_is_503_while_no_model(client: Client, admin_headers: dict[str, str], assert_problem: Problem) -> None:
+async def test_models_is_503_while_no_model(
+    client: Client, admin_headers: dict[str, str], assert_problem: Problem
+) -> None:
     body = assert_problem(await client.get("/v1/models", headers=admin_headers), 503)
     assert "TENET_LOAD_MODEL" in body["detail"]
 
 
 @pytest.mark.model
-async def test_ready_after_the_model_loads_in_the_background(settings: Settings, assert_problem: Problem) -> None:
+async def test_ready_after_the_model_loads_in_the_background(
+    settings: Settings, assert_problem: Problem
+) -> None:
     app = create_app(replace(settings, load_model=True, device="cpu"))
     async with AsyncTestClient(app=app) as client:
         assert (await client.get("/healthz")).status_code == 200
@@ -60,7 +70,9 @@ async def test_ready_after_the_model_loads_in_the_background(settings: Settings,
 
 
 @pytest.mark.model
-async def test_a_model_that_fails_to_load_is_reported(settings: Settings, tmp_path: Any, assert_problem: Problem) -> None:
+async def test_a_model_that_fails_to_load_is_reported(
+    settings: Settings, tmp_path: Any, assert_problem: Problem
+) -> None:
     app = create_app(replace(settings, load_model=True, model=str(tmp_path / "absent.gguf")))
     async with AsyncTestClient(app=app) as client:
         deadline = time.monotonic() + 30

@@ -15,14 +15,22 @@ def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
-async def test_created_secret_is_shown_once_and_works(client: Client, admin_headers: dict[str, str]) -> None:
+async def test_created_secret_is_shown_once_and_works(
+    client: Client, admin_headers: dict[str, str]
+) -> None:
     response = await client.post(
-        "/v1/keys", headers=admin_headers, json={"tenant": "acme", "name": "ci", "scopes": ["reason", "admin"]}
+        "/v1/keys",
+        headers=admin_headers,
+        json={"tenant": "acme", "name": "ci", "scopes": ["reason", "admin"]},
     )
     assert response.status_code == 201, response.text
     created = response.json()
     assert created["key"].startswith(f"tnt_{created['prefix']}_")
-    assert (created["tenant"], created["name"], created["scopes"]) == ("acme", "ci", ["admin", "reason"])
+    assert (created["tenant"], created["name"], created["scopes"]) == (
+        "acme",
+        "ci",
+        ["admin", "reason"],
+    )
     listing = (await client.get("/v1/keys", headers=admin_headers)).json()["data"]
     assert {k["prefix"] for k in listing} >= {created["prefix"]}
     assert all("key" not in k and created["key"] not in str(k) for k in listing)
@@ -51,13 +59,20 @@ async def test_tenant_admin_is_confined_to_its_tenant(
 ) -> None:
     acme_admin = await make_key("acme", ["admin"])
     globex_admin = await make_key("globex", ["admin"])
-    globex_key = (await client.post("/v1/keys", headers=globex_admin, json={"scopes": ["reason"]})).json()
+    globex_key = (
+        await client.post("/v1/keys", headers=globex_admin, json={"scopes": ["reason"]})
+    ).json()
     assert globex_key["tenant"] == "globex"
 
-    body = assert_problem(await client.delete(f"/v1/keys/{globex_key['id']}", headers=acme_admin), 404)
+    body = assert_problem(
+        await client.delete(f"/v1/keys/{globex_key['id']}", headers=acme_admin), 404
+    )
     assert globex_key["id"] in body["detail"]
     assert_problem(
-        await client.post("/v1/keys", headers=acme_admin, json={"tenant": "globex", "scopes": ["admin"]}), 403
+        await client.post(
+            "/v1/keys", headers=acme_admin, json={"tenant": "globex", "scopes": ["admin"]}
+        ),
+        403,
     )
     acme_view = (await client.get("/v1/keys", headers=acme_admin)).json()["data"]
     assert {k["tenant"] for k in acme_view} == {"acme"}
@@ -70,23 +85,43 @@ async def test_operator_sees_and_revokes_across_tenants(
     client: Client, admin_headers: dict[str, str], make_key: Any
 ) -> None:
     await make_key("acme", ["reason"])
-    globex = (await client.post("/v1/keys", headers=admin_headers, json={"tenant": "globex", "scopes": ["reason"]})).json()
+    globex = (
+        await client.post(
+            "/v1/keys", headers=admin_headers, json={"tenant": "globex", "scopes": ["reason"]}
+        )
+    ).json()
     everything = (await client.get("/v1/keys", headers=admin_headers)).json()["data"]
     assert {k["tenant"] for k in everything} == {"default", "acme", "globex"}
-    only_globex = (await client.get("/v1/keys", params={"tenant": "globex"}, headers=admin_headers)).json()["data"]
+    only_globex = (
+        await client.get("/v1/keys", params={"tenant": "globex"}, headers=admin_headers)
+    ).json()["data"]
     assert [k["id"] for k in only_globex] == [globex["id"]]
-    assert (await client.get("/v1/keys", params={"tenant": "nobody"}, headers=admin_headers)).json()["data"] == []
+    assert (
+        await client.get("/v1/keys", params={"tenant": "nobody"}, headers=admin_headers)
+    ).json()["data"] == []
     revoked = await client.delete(f"/v1/keys/{globex['id']}", headers=admin_headers)
     assert revoked.status_code == 200 and revoked.json()["revoked_at"] is not None
     assert (await client.get("/v1/keys", headers=bearer(globex["key"]))).status_code == 401
 
 
-async def test_unknown_key_id_is_404(client: Client, admin_headers: dict[str, str], assert_problem: Problem) -> None:
-    assert_problem(await client.delete("/v1/keys/00000000-0000-0000-0000-000000000000", headers=admin_headers), 404)
+async def test_unknown_key_id_is_404(
+    client: Client, admin_headers: dict[str, str], assert_problem: Problem
+) -> None:
+    assert_problem(
+        await client.delete("/v1/keys/00000000-0000-0000-0000-000000000000", headers=admin_headers),
+        404,
+    )
 
 
 async def test_openapi_documents_the_key_routes(client: Client) -> None:
     schema = (await client.get("/schema/openapi.json")).json()
     operations = {op["operationId"] for path in schema["paths"].values() for op in path.values()}
-    assert {"create_key", "list_keys", "revoke_key", "list_models", "get_health", "get_readiness"} <= operations
+    assert {
+        "create_key",
+        "list_keys",
+        "revoke_key",
+        "list_models",
+        "get_health",
+        "get_readiness",
+    } <= operations
     assert schema["components"]["securitySchemes"]["apiKey"]["scheme"] == "bearer"

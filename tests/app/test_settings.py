@@ -19,7 +19,9 @@ def test_defaults_live_under_the_data_dir(tmp_path: Path) -> None:
     assert (settings.model, settings.device, settings.load_model) == ("bundled", "auto", True)
 
 
-def test_relative_data_dir_is_resolved_against_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_relative_data_dir_is_resolved_against_cwd(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     assert Settings.from_env({}).data_dir == tmp_path.resolve() / "var"
 

@@ -21,7 +21,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-MODEL_CACHE = Path(os.environ.get("TENET_TEST_MODEL_CACHE", Path(__file__).resolve().parents[2] / "var" / "models"))
+MODEL_CACHE = Path(
+    os.environ.get("TENET_TEST_MODEL_CACHE", Path(__file__).resolve().parents[2] / "var" / "models")
+)
 TOKEN = re.compile(r"tnt_[0-9a-f]{12}_\S+")
 
 
@@ -39,7 +41,9 @@ def _rss_mib(pid: int) -> float:
 
 
 class Server:
-    def __init__(self, process: subprocess.Popen[str], base: str, token: str, data_dir: Path) -> None:
+    def __init__(
+        self, process: subprocess.Popen[str], base: str, token: str, data_dir: Path
+    ) -> None:
         self.process, self.base, self.token, self.data_dir = process, base, token, data_dir
 
     @property
@@ -109,7 +113,9 @@ def test_first_start_prints_a_working_admin_key(server: Server) -> None:
 def test_ready_once_the_model_is_loaded_then_models_answers(server: Server) -> None:
     deadline = time.monotonic() + 180
     while (ready := httpx.get(f"{server.base}/readyz", timeout=5)).status_code != 200:
-        assert ready.status_code == 503 and ready.headers["content-type"].startswith("application/problem+json")
+        assert ready.status_code == 503 and ready.headers["content-type"].startswith(
+            "application/problem+json"
+        )
         assert time.monotonic() < deadline, ready.text
         time.sleep(0.25)
     models = httpx.get(f"{server.base}/v1/models", headers=server.headers, timeout=10)
@@ -117,7 +123,9 @@ def test_ready_once_the_model_is_loaded_then_models_answers(server: Server) -> N
     (model,) = models.json()["data"]
     assert model["id"] == "SmolLM2-135M-Instruct" and len(model["sha256"]) == 64
     rss = _rss_mib(server.process.pid)
-    print(f"\nserve: healthy after {server.healthy_after_s:.1f} s, RSS with model loaded {rss:.0f} MiB")  # type: ignore[attr-defined]
+    print(
+        f"\nserve: healthy after {server.healthy_after_s:.1f} s, RSS with model loaded {rss:.0f} MiB"
+    )  # type: ignore[attr-defined]
     assert rss < 4096
 
 

@@ -21,7 +21,9 @@ from inference.loader import (
 )
 from reasoning.errors import InvalidInput, NotFound
 
-MODEL_CACHE = Path(os.environ.get("TENET_TEST_MODEL_CACHE", Path(__file__).resolve().parents[2] / "var" / "models"))
+MODEL_CACHE = Path(
+    os.environ.get("TENET_TEST_MODEL_CACHE", Path(__file__).resolve().parents[2] / "var" / "models")
+)
 
 
 def test_bundled_gguf_is_located_without_importing_the_package() -> None:
@@ -39,7 +41,9 @@ def test_bundled_gguf_is_located_without_importing_the_package() -> None:
         (lambda tmp: (tmp / "notes.txt").write_text("x") and tmp / "notes.txt", InvalidInput),
     ],
 )
-def test_unusable_model_references_are_refused(tmp_path: Path, make: object, error: type[Exception]) -> None:
+def test_unusable_model_references_are_refused(
+    tmp_path: Path, make: object, error: type[Exception]
+) -> None:
     reference = make(tmp_path)  # type: ignore[operator]
     with pytest.raises(error):
         resolve_model_source(str(reference))

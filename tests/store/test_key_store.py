@@ -50,7 +50,9 @@ def test_scopes_are_checked_and_normalised() -> None:
         key_store.validate_scopes([" "])
 
 
-async def test_key_round_trip_stores_only_the_hash(sessions: async_sessionmaker[AsyncSession]) -> None:
+async def test_key_round_trip_stores_only_the_hash(
+    sessions: async_sessionmaker[AsyncSession],
+) -> None:
     async with transaction(sessions) as session:
         tenant = await key_store.get_or_create_tenant(session, "acme")
         created = await key_store.create_key(session, tenant.id, "ci", ["reason"])
@@ -63,7 +65,12 @@ async def test_key_round_trip_stores_only_the_hash(sessions: async_sessionmaker[
         assert row.created_at.tzinfo is not None and row.created_at.utcoffset() == timedelta(0)
         found = await key_store.find_key(session, created.token)
         assert found is not None and found.id == created.key.id
-        assert await key_store.find_key(session, created.token[:-1] + ("A" if created.token[-1] != "A" else "B")) is None
+        assert (
+            await key_store.find_key(
+                session, created.token[:-1] + ("A" if created.token[-1] != "A" else "B")
+            )
+            is None
+        )
 
 
 async def test_tenants_are_unique_by_name(sessions: async_sessionmaker[AsyncSession]) -> None:
@@ -76,7 +83,9 @@ async def test_tenants_are_unique_by_name(sessions: async_sessionmaker[AsyncSess
             session.add(Tenant(name="acme"))
 
 
-async def test_revocation_is_scoped_by_tenant_and_idempotent(sessions: async_sessionmaker[AsyncSession]) -> None:
+async def test_revocation_is_scoped_by_tenant_and_idempotent(
+    sessions: async_sessionmaker[AsyncSession],
+) -> None:
     async with transaction(sessions) as session:
         acme = await key_store.get_or_create_tenant(session, "acme")
         other = await key_store.get_or_create_tenant(session, "other")
@@ -91,7 +100,9 @@ async def test_revocation_is_scoped_by_tenant_and_idempotent(sessions: async_ses
     assert first is not None and first == second
 
 
-async def test_touch_writes_at_most_once_a_minute(sessions: async_sessionmaker[AsyncSession]) -> None:
+async def test_touch_writes_at_most_once_a_minute(
+    sessions: async_sessionmaker[AsyncSession],
+) -> None:
     async with transaction(sessions) as session:
         tenant = await key_store.get_or_create_tenant(session, "acme")
         key = (await key_store.create_key(session, tenant.id, "k", ["reason"])).key
@@ -104,7 +115,9 @@ async def test_touch_writes_at_most_once_a_minute(sessions: async_sessionmaker[A
         assert key.last_used_at is not None and first is not None and key.last_used_at >= first
 
 
-async def test_a_failed_transaction_leaves_nothing(sessions: async_sessionmaker[AsyncSession]) -> None:
+async def test_a_failed_transaction_leaves_nothing(
+    sessions: async_sessionmaker[AsyncSession],
+) -> None:
     with pytest.raises(RuntimeError):
         async with transaction(sessions) as session:
             await key_store.get_or_create_tenant(session, "half-written")
@@ -113,7 +126,9 @@ async def test_a_failed_transaction_leaves_nothing(sessions: async_sessionmaker[
         assert await key_store.get_tenant_by_name(session, "half-written") is None
 
 
-async def test_deleting_a_run_cascades_to_its_steps(sessions: async_sessionmaker[AsyncSession]) -> None:
+async def test_deleting_a_run_cascades_to_its_steps(
+    sessions: async_sessionmaker[AsyncSession],
+) -> None:
     async with transaction(sessions) as session:
         tenant = await key_store.get_or_create_tenant(session, "acme")
         run = Run(tenant_id=tenant.id, kind="reason", status="ok", prompt="p")
@@ -128,7 +143,9 @@ async def test_deleting_a_run_cascades_to_its_steps(sessions: async_sessionmaker
         assert (await session.execute(select(func.count()).select_from(RunStep))).scalar_one() == 0
 
 
-async def test_check_constraints_refuse_unknown_kinds(sessions: async_sessionmaker[AsyncSession]) -> None:
+async def test_check_constraints_refuse_unknown_kinds(
+    sessions: async_sessionmaker[AsyncSession],
+) -> None:
     async with transaction(sessions) as session:
         tenant = await key_store.get_or_create_tenant(session, "acme")
     with pytest.raises(IntegrityError):

@@ -44,7 +44,11 @@ def _tables(url: str) -> set[str]:
 
 
 def _schema_diff(url: str) -> list[Any]:
-    return list(_inspect(url, lambda conn: compare_metadata(MigrationContext.configure(conn), Base.metadata)))
+    return list(
+        _inspect(
+            url, lambda conn: compare_metadata(MigrationContext.configure(conn), Base.metadata)
+        )
+    )
 
 
 def test_upgrade_creates_every_table_and_downgrade_removes_them(db_url: str) -> None:
@@ -70,7 +74,9 @@ def test_upgrade_is_idempotent(db_url: str) -> None:
     assert migrations.current_revision(db_url) == "0001"
 
 
-def test_script_location_does_not_depend_on_cwd(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_script_location_does_not_depend_on_cwd(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     url = f"sqlite+aiosqlite:///{tmp_path / 'elsewhere.db'}"
     migrations.upgrade(url)
