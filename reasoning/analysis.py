@@ -7,20 +7,22 @@ runs the same function before it spends a generation.
 from __future__ import annotations
 
 import math
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from enum import StrEnum
 
 import msgspec
 
 from reasoning.budget import DEFAULT_LIMITS, Budget, BudgetLimits, budget_for
-from reasoning.constraints.extraction import extract
+from reasoning.constraints.extraction import ExtractionResult, extract
 from reasoning.constraints.model import Constraint, Premise, Span
 from reasoning.entropy import Entropy, cognitive_entropy
 from reasoning.graph import ConstraintGraph, DomainHook, build_graph
 from reasoning.graph.facets import facets_of
 
-__all__ = ["Status", "Analysis", "analyse", "required_tokens"]
+__all__ = ["Status", "Analysis", "ExtractionCache", "analyse", "required_tokens"]
 
 #: Tokens per word and per sentence the bundled tokenizer needs on average
 #: (English prose); used only to keep a budget from cutting a length
@@ -28,6 +30,44 @@ __all__ = ["Status", "Analysis", "analyse", "required_tokens"]
 TOKENS_PER_WORD = 1.5
 TOKENS_PER_SENTENCE = 20
 _HEADROOM = 32
+
+
+class ExtractionCache:
+    """A thread-safe LRU of extraction results keyed by prompt and profile defaults.
+
+    Extraction is a pure function of the prompt and the defaults (the NLP
+    pipelines are fixed for the process), and results are frozen value
+    objects, so a hit is exact. Applications typically check the same
+    prompt with ``/v1/constraints`` and then send it to ``/v1/reason``;
+    the second call skips parsing.
+    """
+
+    def __init__(self, capacity: int = 2048) -> None:
+        self._capacity = capacity
+        self._items: OrderedDict[tuple[str, bytes], ExtractionResult] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get_or_extract(self, prompt: str, defaults: Sequence[Constraint]) -> tuple[ExtractionResult, bool]:
+        """The extraction of ``prompt`` with ``defaults`` and whether it came from the cache."""
+        key = (prompt, msgspec.json.encode(tuple(defaults)))
+        with self._lock:
+            hit = self._items.get(key)
+            if hit is not None:
+                self._items.move_to_end(key)
+                return hit, True
+        result = extract(prompt, defaults=defaults)
+        with self._lock:
+            self._items[key] = result
+            while len(self._items) > self._capacity:
+                self._items.popitem(last=False)
+        return result, False
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+
+_CACHE = ExtractionCache()
 
 
 class Status(StrEnum):
@@ -40,7 +80,11 @@ class Analysis(msgspec.Struct, frozen=True, kw_only=True):
 
     ``status`` is ``needs_confirmation`` exactly when ``graph.conflicts`` is
     non-empty. ``timings`` holds wall milliseconds of ``parse``, ``extract``
-    and ``graph`` (graph includes entropy and budget).
+    and ``graph`` (graph includes entropy and budget) spent by this call;
+    ``cached`` is True when the extraction came from the cache (then parse
+    and extract took next to nothing). ``parse`` is None when the extraction
+    stage does not report its parse time (``features["parse_ms"]``); then
+    ``extract`` includes parsing.
     """
 
     status: Status
@@ -51,7 +95,8 @@ class Analysis(msgspec.Struct, frozen=True, kw_only=True):
     graph: ConstraintGraph
     entropy: Entropy
     budget: Budget
-    timings: dict[str, float]
+    timings: dict[str, float | None]
+    cached: bool = False
 
 
 def required_tokens(constraints: Sequence[Constraint]) -> int:
@@ -66,6 +111,13 @@ def required_tokens(constraints: Sequence[Constraint]) -> int:
     return math.ceil(need) + _HEADROOM if need > 0 else 0
 
 
+def _parse_ms(result: ExtractionResult, cached: bool, extract_ms: float) -> float | None:
+    if cached:
+        return 0.0
+    value = result.features.get("parse_ms")
+    return min(float(value), extract_ms) if isinstance(value, (int, float)) else None
+
+
 def analyse(
     prompt: str,
     *,
@@ -73,6 +125,7 @@ def analyse(
     domain_hook: DomainHook | None = None,
     unlinked_terms: int = 0,
     limits: BudgetLimits = DEFAULT_LIMITS,
+    cache: ExtractionCache | None = _CACHE,
 ) -> Analysis:
     """Extract, build the graph, score entropy and set the budget.
 
@@ -82,21 +135,25 @@ def analyse(
         domain_hook: contributes ontology edges for the extracted constraints.
         unlinked_terms: domain terms entity linking could not resolve.
         limits: the range the budget moves in.
+        cache: where extraction results are memoised (``None``: always extract).
 
     Raises:
         InvalidInput / LimitExceeded: from extraction (empty or oversized prompt)
             or from a domain edge naming an unknown constraint.
     """
     t0 = time.perf_counter()
-    result = extract(prompt, defaults=defaults)
+    if cache is None:
+        result, cached = extract(prompt, defaults=defaults), False
+    else:
+        result, cached = cache.get_or_extract(prompt, defaults)
     t1 = time.perf_counter()
     extra = tuple(domain_hook(result.constraints)) if domain_hook is not None else ()
     graph = build_graph(result.constraints, prompt=prompt, extra_edges=extra)
     entropy = cognitive_entropy(result, graph, unlinked_terms=unlinked_terms)
     budget = budget_for(entropy.score, limits, required_tokens=required_tokens(graph.active()))
     t2 = time.perf_counter()
-    parse_ms = float(result.features.get("parse_ms", 0.0))
     extract_ms = (t1 - t0) * 1000
+    parse_ms = _parse_ms(result, cached, extract_ms)
     return Analysis(
         status=Status.NEEDS_CONFIRMATION if graph.conflicts else Status.OK,
         language=result.language,
@@ -107,8 +164,9 @@ def analyse(
         entropy=entropy,
         budget=budget,
         timings={
-            "parse": round(parse_ms, 3),
-            "extract": round(max(extract_ms - parse_ms, 0.0), 3),
+            "parse": None if parse_ms is None else round(parse_ms, 3),
+            "extract": round(max(extract_ms - (parse_ms or 0.0), 0.0), 3),
             "graph": round((t2 - t1) * 1000, 3),
         },
+        cached=cached,
     )

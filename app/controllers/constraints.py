@@ -56,6 +56,7 @@ def _response(analysis: Analysis, body: ConstraintsRequest) -> ConstraintsRespon
         entropy=EntropyOut.of(analysis.entropy),
         budget=analysis.budget,
         timings=analysis.timings,
+        cached=analysis.cached,
     )
 
 

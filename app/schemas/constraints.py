@@ -74,4 +74,5 @@ class ConstraintsResponse(msgspec.Struct, frozen=True, kw_only=True):
     inactive: list[str]
     entropy: EntropyOut
     budget: Budget
-    timings: dict[str, float]
+    timings: dict[str, float | None]
+    cached: bool
