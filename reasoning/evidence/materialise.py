@@ -25,7 +25,6 @@ import secrets
 import subprocess
 import sys
 import time
-from typing import Final
 
 import msgspec
 
@@ -35,7 +34,6 @@ from reasoning.evidence.terms import Triple, is_iri
 
 __all__ = ["Engine", "Materialisation", "materialise"]
 
-_START_GRACE_S: Final = 5.0
 
 
 class Materialisation(msgspec.Struct, frozen=True, kw_only=True):
@@ -72,7 +70,7 @@ def materialise(
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
     )
     try:
-        raw, _ = process.communicate(payload, timeout=timeout_s + _START_GRACE_S)
+        raw, _ = process.communicate(payload, timeout=timeout_s)
     except subprocess.TimeoutExpired:
         process.kill()
         process.communicate()

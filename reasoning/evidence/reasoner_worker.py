@@ -26,6 +26,16 @@ UNSUPPORTED_BY_REASONABLE: Final = frozenset({
 })
 """OWL 2 RL axioms ``reasonable`` does not apply (rule prp-spo2, checked against owlrl)."""
 
+TAUTOLOGIES: Final = frozenset({
+    "http://www.w3.org/2002/07/owl#sameAs",
+    "http://www.w3.org/2002/07/owl#equivalentClass",
+    "http://www.w3.org/2002/07/owl#equivalentProperty",
+    "http://www.w3.org/2000/01/rdf-schema#subClassOf",
+    "http://www.w3.org/2000/01/rdf-schema#subPropertyOf",
+})
+"""Reflexive inferences (``x owl:sameAs x``, ``C rdfs:subClassOf C``) carry no information;
+owlrl emits them for every term, so they are dropped from every engine's output."""
+
 
 class WorkerRequest(msgspec.Struct, frozen=True):
     engine: Engine
@@ -63,7 +73,9 @@ def run(request: WorkerRequest) -> WorkerResult:
                                     f"reasonable failed ({reason}); only asserted triples are indexed")
             note = f"reasonable failed ({reason}); owlrl used instead"
             used, result = "owlrl", _run_owlrl(request.triples)
-    return WorkerResult(used, [t for t in result if t not in base], note)
+    inferred = [t for t in result
+                if t not in base and not (t[0] == t[2] and t[1] in TAUTOLOGIES)]
+    return WorkerResult(used, inferred, note)
 
 
 def _run_reasonable(triples: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
