@@ -34,6 +34,7 @@ from store.models import new_id, utcnow
 
 __all__ = [
     "DEFAULT_IDLE_TTL_S",
+    "SessionExpired",
     "create_session",
     "get_session",
     "delete_session",
@@ -45,10 +46,15 @@ __all__ = [
     "get_premise",
     "set_premise_status",
     "premise_from_row",
+    "amended_text",
     "list_session_runs",
 ]
 
 DEFAULT_IDLE_TTL_S = 3600.0
+
+
+class SessionExpired(NotFound):
+    """The session exists but was idle longer than the TTL (answered like any 404)."""
 
 
 def _expired(row: SessionRow, idle_ttl_s: float, now: datetime) -> bool:
@@ -85,8 +91,9 @@ async def get_session(
 ) -> SessionRow:
     """The live session ``session_id`` of ``tenant_id``, or NotFound.
 
-    An idle session past ``idle_ttl_s`` is soft-deleted here (the caller's
-    transaction must commit for that to stick) and reported as not found.
+    An idle session past ``idle_ttl_s`` raises :class:`SessionExpired` (a
+    NotFound) and is left as it is: the caller's transaction rolls back on
+    that error, so closing it is :func:`expire_idle_sessions`'s job.
     """
     query = select(SessionRow).where(SessionRow.id == session_id, SessionRow.tenant_id == tenant_id)
     if for_update:
@@ -94,12 +101,8 @@ async def get_session(
     row = (await db.execute(query)).scalar_one_or_none()
     if row is None or row.deleted_at is not None:
         raise NotFound(f"session {session_id!r} not found")
-    moment = now or utcnow()
-    if _expired(row, idle_ttl_s, moment):
-        row.deleted_at = moment
-        row.state = {**row.state, "closed_reason": "expired"}
-        await db.flush()
-        raise NotFound(f"session {session_id!r} not found (expired after {idle_ttl_s:g} s idle)")
+    if _expired(row, idle_ttl_s, now or utcnow()):
+        raise SessionExpired(f"session {session_id!r} not found (expired after {idle_ttl_s:g} s idle)")
     return row
 
 
@@ -115,19 +118,20 @@ async def delete_session(
 
 
 async def expire_idle_sessions(
-    db: AsyncSession, *, idle_ttl_s: float = DEFAULT_IDLE_TTL_S, now: datetime | None = None
+    db: AsyncSession,
+    *,
+    idle_ttl_s: float = DEFAULT_IDLE_TTL_S,
+    now: datetime | None = None,
+    tenant_id: str | None = None,
 ) -> int:
-    """Soft-delete every live session idle longer than ``idle_ttl_s`` (all tenants).
-
-    A maintenance sweep; returns how many sessions it closed.
-    """
+    """Soft-delete every live session idle longer than ``idle_ttl_s``
+    (``closed_reason: expired``), of one tenant or of all; return how many."""
     moment = now or utcnow()
     cutoff = moment - timedelta(seconds=idle_ttl_s)
-    rows = (
-        await db.execute(
-            select(SessionRow).where(SessionRow.deleted_at.is_(None), SessionRow.last_active_at < cutoff)
-        )
-    ).scalars().all()
+    query = select(SessionRow).where(SessionRow.deleted_at.is_(None), SessionRow.last_active_at < cutoff)
+    if tenant_id is not None:
+        query = query.where(SessionRow.tenant_id == tenant_id)
+    rows = (await db.execute(query)).scalars().all()
     for row in rows:
         row.deleted_at = moment
         row.state = {**row.state, "closed_reason": "expired"}
@@ -264,6 +268,14 @@ async def get_premise(
     return row
 
 
+def amended_text(text: str, old_value: str | None, new_value: str | None) -> str:
+    """The premise text after its value changes: the old value replaced where the
+    text states it, else the text unchanged (the caller then supplies a text)."""
+    if new_value is not None and old_value and old_value in text:
+        return text.replace(old_value, new_value)
+    return text
+
+
 async def set_premise_status(
     db: AsyncSession,
     row: PremiseRow,
@@ -293,8 +305,8 @@ async def set_premise_status(
          "reason": reason}
     )
     data["history"] = history
-    if status == "amended" and text is None and value is not None and row.value and row.value in row.text:
-        text = row.text.replace(row.value, value)
+    if status == "amended" and text is None:
+        text = amended_text(row.text, row.value, value)
     row.status = status
     if text is not None:
         row.text = text

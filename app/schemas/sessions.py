@@ -7,6 +7,8 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from app.schemas.constraints import Profile
+
 __all__ = [
     "SessionCreate",
     "TurnCreate",
@@ -32,8 +34,11 @@ _Text = Annotated[str, msgspec.Meta(min_length=1, max_length=4000)]
 
 
 class SessionCreate(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """``domain``: the ontology whose evidence grounds every turn; ``profile``:
+    default constraints applied to every turn unless the prompt overrides them."""
+
     domain: _Name | None = None
-    profile: _Name | None = None
+    profile: Profile | None = None
 
 
 class TurnCreate(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -115,8 +120,10 @@ class AnswerOut(msgspec.Struct, frozen=True, kw_only=True):
 class ReinferenceOut(msgspec.Struct, frozen=True, kw_only=True):
     """What a partial re-inference recomputed, what it reused, and what it saved.
 
-    ``full_rerun_estimate_ms`` is the sum of the original branch decode times
-    plus the original prefill: what re-running the turn from scratch costs.
+    ``recomputed`` / ``reused`` / ``removed`` are DAG node ids (``removed``: a
+    branch that only existed for the changed premise, e.g. ``assumptions``).
+    ``full_rerun_estimate_ms`` is the prefill plus decode time of the turn's
+    last full run: what re-running the turn from scratch costs.
     """
 
     turn: int
@@ -124,6 +131,7 @@ class ReinferenceOut(msgspec.Struct, frozen=True, kw_only=True):
     changed_premise_ids: list[str]
     recomputed: list[str]
     reused: list[str]
+    removed: list[str]
     elapsed_ms: float
     full_rerun_estimate_ms: float
     saved_ms: float
@@ -132,7 +140,7 @@ class ReinferenceOut(msgspec.Struct, frozen=True, kw_only=True):
 class SessionOut(msgspec.Struct, frozen=True, kw_only=True):
     id: str
     domain: str | None
-    profile: str | None
+    profile: Profile | None
     created_at: datetime
     last_active_at: datetime
     expires_at: datetime

@@ -126,16 +126,16 @@ async def test_idle_sessions_expire_and_deleted_ones_vanish(
         db.add(Run(id=new_id(), tenant_id=mine, session_id=gone.id, kind="reason", status="ok"))
     later = utcnow() + timedelta(seconds=120)
     async with transaction(factory) as db:
-        with pytest.raises(NotFound, match="expired"):
+        with pytest.raises(repo.SessionExpired, match="expired"):
             await repo.get_session(db, mine, old.id, idle_ttl_s=60, now=later)
         assert (await repo.get_session(db, mine, fresh.id, idle_ttl_s=600, now=later)).id == fresh.id
         await repo.delete_session(db, mine, gone.id)
     async with transaction(factory) as db:
-        with pytest.raises(NotFound):
-            await repo.get_session(db, mine, old.id)
-        with pytest.raises(NotFound):
-            await repo.get_session(db, mine, gone.id)
+        assert await repo.expire_idle_sessions(db, idle_ttl_s=60, now=later, tenant_id=tenants[1]) == 0
+        assert await repo.expire_idle_sessions(db, idle_ttl_s=60, now=later, tenant_id=mine) == 2
+    async with transaction(factory) as db:
+        for sid in (old.id, fresh.id, gone.id):
+            with pytest.raises(NotFound):
+                await repo.get_session(db, mine, sid)
         assert len(await repo.list_session_runs(db, mine, gone.id)) == 1
-        assert await repo.expire_idle_sessions(db, idle_ttl_s=60, now=later) == 1
-        with pytest.raises(NotFound):
-            await repo.get_session(db, mine, fresh.id)
+        assert await repo.expire_idle_sessions(db, idle_ttl_s=60, now=later) == 0

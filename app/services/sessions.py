@@ -1,0 +1,720 @@
+"""Session turns: new questions, premise retraction and amendment, partial re-inference.
+
+One :class:`SessionService` per request; the process-wide parts (per-session
+locks, the reasoner and its prefix KV cache, the model lock) live in one
+:class:`SessionWorkspace` per app.
+
+A turn, whatever its kind, runs as:
+
+1. take the session's in-process lock (turns of one session never overlap in
+   this process);
+2. read the session in a short transaction, remembering ``last_active_at``;
+3. plan and decode with no transaction open (seconds of CPU must not hold a
+   SQLite write lock);
+4. write premises, the run (``store.runs.record_run``: run, steps, PROV
+   bundle, audit event), the DAG and the state in one transaction whose
+   compare-and-swap on ``last_active_at`` fails with 409 if another replica
+   committed a turn meanwhile; then release the lock.
+
+Retraction / amendment (by a natural-language turn or through the API)
+recomputes only what depends on the changed premise: each turn that used it
+is re-planned without it (or with its new text) and ``Reasoner.rerun`` decodes
+only the branches whose prompt changed; a premise no branch saw recomputes
+nothing and runs no model at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import threading
+import time
+import weakref
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+import msgspec
+from anyio import to_thread
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from app.runtime import Runtime
+from app.schemas.constraints import Profile
+from app.schemas.sessions import (
+    AnswerOut,
+    BranchOut,
+    FeedbackCreate,
+    FeedbackResult,
+    PolicyChangeOut,
+    PremiseAmend,
+    PremiseOut,
+    ReinferenceOut,
+    SessionCreate,
+    SessionOut,
+    StepOut,
+    TurnCreate,
+    TurnOut,
+    TurnResult,
+    VerdictOut,
+)
+from app.settings import Settings
+from inference.kv_cache import PrefixCache
+from inference.loader import LoadedModel
+from inference.pipeline import Plan, ReasonOptions, Reasoner, ReasonResult
+from reasoning.analysis import Status
+from reasoning.constraints.model import Constraint, Hardness, Kind, Origin
+from reasoning.dag import BranchTrace, NodeKind, ReasoningDag, StepTrace, node_id, record_turn
+from reasoning.errors import ConflictError, InvalidInput, LimitExceeded
+from reasoning.feedback import Feedback, FeedbackKind, RunView, SessionPolicy, apply_feedback
+from reasoning.graph import build_graph
+from reasoning.premises import match_retraction
+from reasoning.provenance.record import ModelAgent, Reinference, RunKind, RunRecord
+from reasoning.provenance.record import StepTrace as ProvStep
+from store import ontologies as ontology_store
+from store import runs as run_store
+from store import sessions as repo
+from store.audit import append_event
+from store.db import transaction
+from store.models import Premise as PremiseRow
+from store.models import Session as SessionRow
+from store.models import new_id, utcnow
+
+__all__ = ["SessionWorkspace", "SessionService", "GRAPH_MEDIA_TYPES"]
+
+GRAPH_MEDIA_TYPES = {
+    "json": "application/json",
+    "turtle": "text/turtle; charset=utf-8",
+    "jsonld": "application/ld+json",
+}
+
+
+class SessionWorkspace:
+    """What every session request of one app shares.
+
+    ``locks`` hands out one asyncio lock per session id, held weakly: a lock
+    exists while some turn holds or waits for it. ``model_lock`` serialises
+    decodes on the one model (the reasoner is not thread-safe).
+    """
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+        self.model_lock = threading.Lock()
+        self._reasoner: Reasoner | None = None
+        self._reasoner_model: LoadedModel | None = None
+
+    def lock(self, session_id: str) -> asyncio.Lock:
+        lock = self._locks.get(session_id)
+        if lock is None:
+            lock = asyncio.Lock()
+            self._locks[session_id] = lock
+        return lock
+
+    def reasoner(self) -> Reasoner:
+        """The reasoner on the loaded model (503 while it loads), with a bounded prefix cache."""
+        model = self.runtime.require_model()
+        if self._reasoner is None or self._reasoner_model is not model:
+            cache = PrefixCache(max_bytes=self.runtime.settings.kv_cache_bytes)
+            self._reasoner = Reasoner(model=model, prefix_cache=cache)
+            self._reasoner_model = model
+        return self._reasoner
+
+
+def _profile_defaults(profile: Mapping[str, Any] | None) -> tuple[Constraint, ...]:
+    if not profile:
+        return ()
+    parsed = msgspec.convert(profile, Profile)
+    return tuple(
+        Constraint(id=f"d{i}", kind=d.kind, params=d.params, hardness=d.hardness, origin=Origin.PROFILE)
+        for i, d in enumerate(parsed.defaults, start=1)
+    )
+
+
+def _premise_out(row: PremiseRow) -> PremiseOut:
+    data = row.data or {}
+    return PremiseOut(
+        id=row.id,
+        text=row.text,
+        topic=row.topic,
+        value=row.value,
+        status=row.status,  # type: ignore[arg-type]
+        turn=int(data.get("turn", 0)),
+        run_id=row.run_id,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        history=list(data.get("history", [])),
+    )
+
+
+def _step_node(turn: int, view: str, step_id: str) -> str:
+    """Step ids restart per decode batch (``S1.1``), so the DAG keys them by view too."""
+    return node_id(NodeKind.STEP, f"{view}/{step_id}", turn=turn)
+
+
+def _traces(result: ReasonResult, mapping: Mapping[str, str], recomputed: set[str] | None) -> list[BranchTrace]:
+    """DAG traces of a result's branches, premise ids mapped to the stored premise ids."""
+    out: list[BranchTrace] = []
+    for spec, branch in zip(result.branch_specs, result.branches):
+        premise_ids = tuple(mapping[p] for p in spec.premise_ids if p in mapping)
+        out.append(
+            BranchTrace(
+                view=spec.view,
+                premise_ids=premise_ids,
+                evidence_ids=tuple(f.id for f in spec.facts),
+                steps=tuple(
+                    StepTrace(
+                        id=f"{spec.view}/{s.id}",
+                        text=s.text,
+                        confidence=s.confidence,
+                        evidence_ids=tuple(dict.fromkeys((*s.evidence_cited, *s.evidence_used))),
+                        premise_ids=tuple(mapping[p] for p in s.premise_ids if p in mapping),
+                    )
+                    for s in branch.steps
+                ),
+                text=branch.text,
+                confidence=branch.confidence,
+                recomputed=recomputed is None or spec.view in recomputed,
+            )
+        )
+    return out
+
+
+def _answer_out(turn: Mapping[str, Any], result: ReasonResult) -> AnswerOut:
+    mapping: Mapping[str, str] = turn.get("premises", {})
+    recomputed = set(result.recomputed)
+    branches = [
+        BranchOut(
+            view=spec.view,
+            relevance=spec.relevance,
+            premise_ids=[mapping.get(p, p) for p in spec.premise_ids],
+            evidence_ids=[f.id for f in spec.facts],
+            text=branch.text,
+            confidence=branch.confidence,
+            recomputed=spec.view in recomputed,
+            steps=[
+                StepOut(
+                    id=_step_node(int(turn["turn"]), spec.view, s.id),
+                    text=s.text,
+                    confidence=s.confidence,
+                    evidence_ids=list(dict.fromkeys((*s.evidence_cited, *s.evidence_used))),
+                    premise_ids=[mapping.get(p, p) for p in s.premise_ids],
+                    calibration_hint=s.calibration_hint,
+                )
+                for s in branch.steps
+            ],
+        )
+        for spec, branch in zip(result.branch_specs, result.branches)
+    ]
+    chosen = next((b for b in branches if b.text == result.answer), None)
+    path = [s.id for s in chosen.steps] if chosen is not None else []
+    return AnswerOut(
+        turn=int(turn["turn"]),
+        run_id=str(turn["run_id"]),
+        status=str(result.status),
+        text=result.answer,
+        reasoning_path=path,
+        branches=branches,
+        verdicts=[VerdictOut(constraint_id=v.constraint_id, satisfied=v.satisfied, detail=v.detail)
+                  for v in result.verdicts],
+    )
+
+
+def _decode_ms(result: ReasonResult) -> float:
+    return float(result.timings.get("prefill", 0.0)) + float(result.timings.get("decode", 0.0))
+
+
+class _Turn(msgspec.Struct, kw_only=True):
+    """A turn as kept in ``sessions.state["turns"]`` (JSON)."""
+
+    turn: int
+    prompt: str
+    options: dict[str, Any]
+    run_id: str
+    premises: dict[str, str]
+    result: dict[str, Any]
+    constraints: list[dict[str, Any]]
+    full_decode_ms: float
+    runs: list[str]
+
+
+class SessionService:
+    """The operations behind ``/v1/sessions`` and ``/v1/runs/{id}/feedback`` for one caller."""
+
+    def __init__(self, workspace: SessionWorkspace, settings: Settings, tenant_id: str, key_id: str | None) -> None:
+        self.ws = workspace
+        self.settings = settings
+        self.tenant_id = tenant_id
+        self.key_id = key_id
+        self.factory: async_sessionmaker[AsyncSession] = workspace.runtime.sessionmaker
+        self.ttl = float(settings.session_idle_ttl_s)
+
+    # -- plain reads and writes -----------------------------------------------------
+
+    async def create(self, data: SessionCreate) -> SessionOut:
+        async with transaction(self.factory) as db:
+            if data.domain is not None:
+                await ontology_store.load_index(db, self.ws.runtime.ontology_indexes, self.tenant_id,
+                                                data.domain.strip().lower())
+            row = await repo.create_session(db, self.tenant_id, domain=data.domain and data.domain.strip().lower())
+            row.state = {**row.state, "profile": msgspec.to_builtins(data.profile) if data.profile else None}
+            await append_event(db, tenant_id=self.tenant_id, event_type="session.created",
+                               subject_type="session", subject_id=row.id,
+                               payload={"domain": row.domain, "key_id": self.key_id})
+            return await self._session_out(db, row)
+
+    async def get(self, session_id: str) -> SessionOut:
+        async with transaction(self.factory) as db:
+            row = await self._load(db, session_id)
+            return await self._session_out(db, row)
+
+    async def delete(self, session_id: str) -> SessionOut:
+        async with self.ws.lock(session_id):
+            async with transaction(self.factory) as db:
+                await self._load(db, session_id)
+                row = await repo.delete_session(db, self.tenant_id, session_id, idle_ttl_s=self.ttl)
+                await append_event(db, tenant_id=self.tenant_id, event_type="session.deleted",
+                                   subject_type="session", subject_id=row.id, payload={"key_id": self.key_id})
+                return await self._session_out(db, row)
+
+    async def graph(self, session_id: str, fmt: str) -> str | dict[str, Any]:
+        if fmt not in GRAPH_MEDIA_TYPES:
+            raise InvalidInput(f"format must be one of {sorted(GRAPH_MEDIA_TYPES)}", field="format")
+        async with transaction(self.factory) as db:
+            row = await self._load(db, session_id)
+        dag = repo.load_dag(row)
+        base = f"urn:tenet:session:{row.id}/"
+        if fmt == "turtle":
+            return dag.to_turtle(base)
+        if fmt == "jsonld":
+            return dag.to_jsonld(base)
+        return dag.to_node_link()
+
+    async def _load(self, db: AsyncSession, session_id: str, *, for_update: bool = False) -> SessionRow:
+        """The caller's live session; an expired one is closed (in its own transaction) and 404s."""
+        try:
+            return await repo.get_session(db, self.tenant_id, session_id, idle_ttl_s=self.ttl,
+                                          for_update=for_update)
+        except repo.SessionExpired:
+            async with transaction(self.factory) as other:
+                await repo.expire_idle_sessions(other, idle_ttl_s=self.ttl, tenant_id=self.tenant_id)
+            raise
+
+    async def _session_out(self, db: AsyncSession, row: SessionRow) -> SessionOut:
+        premises = await repo.list_premises(db, self.tenant_id, row.id)
+        runs = await repo.list_session_runs(db, self.tenant_id, row.id)
+        turns = [msgspec.convert(t, _Turn) for t in row.state.get("turns", [])]
+        current = None
+        if turns:
+            last = turns[-1]
+            current = _answer_out(msgspec.to_builtins(last), msgspec.convert(last.result, ReasonResult))
+        return SessionOut(
+            id=row.id,
+            domain=row.domain,
+            profile=msgspec.convert(row.state["profile"], Profile) if row.state.get("profile") else None,
+            created_at=row.created_at,
+            last_active_at=row.last_active_at,
+            expires_at=row.last_active_at + timedelta(seconds=self.ttl),
+            premises=[_premise_out(p) for p in premises],
+            turns=[
+                TurnOut(run_id=r.id, kind=r.kind, status=r.status, prompt=r.prompt, created_at=r.created_at,
+                        duration_ms=r.duration_ms)
+                for r in runs
+            ],
+            current_answer=current,
+        )
+
+    # -- turns ----------------------------------------------------------------------
+
+    async def turn(self, session_id: str, data: TurnCreate) -> TurnResult:
+        """A new prompt: a retraction / amendment of earlier premises, or a new question."""
+        if len(data.prompt) > self.settings.max_prompt_chars:
+            raise LimitExceeded(f"prompt longer than {self.settings.max_prompt_chars} characters")
+        options = msgspec.convert(data.options or {}, ReasonOptions)
+        async with self.ws.lock(session_id):
+            async with transaction(self.factory) as db:
+                row = await self._load(db, session_id)
+                live = await repo.list_premises(db, self.tenant_id, session_id, statuses=("active", "amended"))
+            match = match_retraction(data.prompt, [repo.premise_from_row(p) for p in live]) if live else None
+            if match is None or match.kind == "none" or not match.premise_ids:
+                return await self._new_question(row, data.prompt, options)
+            by_id = {p.id: p for p in live}
+            if match.ambiguous:
+                return await self._ask_confirmation(row, data.prompt, [by_id[i] for i in match.premise_ids])
+            target = by_id[match.premise_ids[0]]
+            if match.kind == "retract":
+                return await self._change_premise(row, target.id, "retracted", reason=data.prompt)
+            value = match.new_value
+            text = None
+            if value is None or not (target.value and target.value in target.text):
+                text = data.prompt.strip()
+            return await self._change_premise(row, target.id, "amended", value=value, text=text, reason=data.prompt)
+
+    async def retract_premise(self, session_id: str, premise_id: str) -> TurnResult:
+        async with self.ws.lock(session_id):
+            async with transaction(self.factory) as db:
+                row = await self._load(db, session_id)
+                await repo.get_premise(db, self.tenant_id, session_id, premise_id)
+            return await self._change_premise(row, premise_id, "retracted", reason="api")
+
+    async def amend_premise(self, session_id: str, premise_id: str, data: PremiseAmend) -> TurnResult:
+        if data.value is None and data.text is None:
+            raise InvalidInput("an amendment needs a new value or a new text")
+        async with self.ws.lock(session_id):
+            async with transaction(self.factory) as db:
+                row = await self._load(db, session_id)
+                await repo.get_premise(db, self.tenant_id, session_id, premise_id)
+            return await self._change_premise(row, premise_id, "amended", value=data.value, text=data.text,
+                                              reason="api")
+
+    async def _index(self, domain: str | None) -> Any:
+        if domain is None:
+            return None
+        async with transaction(self.factory) as db:
+            return await ontology_store.load_index(db, self.ws.runtime.ontology_indexes, self.tenant_id, domain)
+
+    def _plan(self, row: SessionRow, prompt: str, options: ReasonOptions, index: Any,
+              excluded: Sequence[str] = (), overrides: Mapping[str, str] | None = None) -> Plan:
+        """Plan a turn under the session's profile and feedback policy."""
+        policy = msgspec.convert(row.state.get("policy") or {}, SessionPolicy)
+        plan = self.ws.reasoner().plan(
+            prompt, options=options, domain_index=index, defaults=_profile_defaults(row.state.get("profile")),
+            excluded_premise_ids=tuple(excluded), premise_overrides=dict(overrides or {}),
+        )
+        return _apply_policy(plan, policy)
+
+    async def _decode(self, fn: Any, *args: Any) -> ReasonResult:
+        def work() -> ReasonResult:
+            with self.ws.model_lock:
+                result: ReasonResult = fn(*args, tenant=self.tenant_id)
+                return result
+
+        return await to_thread.run_sync(work)
+
+    async def _new_question(self, row: SessionRow, prompt: str, options: ReasonOptions) -> TurnResult:
+        started = utcnow()
+        expected = row.last_active_at
+        index = await self._index(row.domain)
+        reasoner = self.ws.reasoner()
+        plan = await to_thread.run_sync(self._plan, row, prompt, options, index)
+        result = await self._decode(reasoner.run, plan)
+        finished = utcnow()
+        turns = list(row.state.get("turns", []))
+        number = len(turns) + 1
+        run_id = new_id()
+        async with transaction(self.factory) as db:
+            session = await self._load(db, row.id, for_update=True)
+            rows = await repo.add_premises(db, session, plan.premises, run_id=None, turn=number)
+            mapping = {pid: r.id for pid, r in rows.items()}
+            turn = _Turn(
+                turn=number, prompt=prompt, options=msgspec.to_builtins(options), run_id=run_id,
+                premises=mapping, result=msgspec.to_builtins(result),
+                constraints=msgspec.to_builtins(plan.active_constraints), full_decode_ms=_decode_ms(result),
+                runs=[run_id],
+            )
+            record = self._record(RunKind.REASON, session, prompt, plan, result, started, finished, mapping,
+                                  options=options)
+            await run_store.record_run(db, record, run_id=run_id)
+            for r in rows.values():
+                r.run_id = run_id
+            dag = repo.load_dag(session)
+            statuses = {r.id: r.status for r in rows.values()}
+            record_turn(
+                dag, turn=number, premises=[repo.premise_from_row(r) for r in rows.values()],
+                constraints=plan.active_constraints, evidence=[f for s in plan.branches for f in s.facts],
+                branches=_traces(result, mapping, None) if result.decode is not None else [],
+                answer=result.answer, premise_status=statuses,
+            )
+            _policy_marks(dag, number, row.state)
+            state = {**session.state, "turns": [*turns, msgspec.to_builtins(turn)]}
+            await repo.save_session(db, session, expected_active_at=expected, dag=dag, state=state)
+            premises = [_premise_out(r) for r in await repo.list_premises(db, self.tenant_id, row.id)]
+        return TurnResult(
+            session_id=row.id, kind="reason", status=str(result.status), run_id=run_id,
+            answer=_answer_out(msgspec.to_builtins(turn), result), premises=premises,
+            message=result.conflict or "",
+        )
+
+    async def _ask_confirmation(self, row: SessionRow, prompt: str, candidates: Sequence[PremiseRow]) -> TurnResult:
+        async with transaction(self.factory) as db:
+            session = await self._load(db, row.id, for_update=True)
+            await append_event(
+                db, tenant_id=self.tenant_id, event_type="session.retraction_ambiguous", subject_type="session",
+                subject_id=row.id, payload={"prompt": prompt, "candidates": [c.id for c in candidates]},
+            )
+            premises = [_premise_out(r) for r in await repo.list_premises(db, self.tenant_id, session.id)]
+        return TurnResult(
+            session_id=row.id, kind="confirmation", status=str(Status.NEEDS_CONFIRMATION), run_id=None,
+            answer=None, premises=premises, candidates=[_premise_out(c) for c in candidates],
+            message="the turn matches more than one premise; retract or amend one of the candidates by id "
+                    "(DELETE or PATCH /v1/sessions/{id}/premises/{premise_id})",
+        )
+
+    async def _change_premise(self, row: SessionRow, premise_id: str, status: str, *, value: str | None = None,
+                              text: str | None = None, reason: str) -> TurnResult:
+        """Retract or amend one premise, then partially re-run every turn that used it."""
+        started = utcnow()
+        expected = row.last_active_at
+        turns = [msgspec.convert(t, _Turn) for t in row.state.get("turns", [])]
+        dag = repo.load_dag(row)
+        premise_node = node_id(NodeKind.PREMISE, premise_id)
+        affected = dag.descendants(premise_node) if premise_node in dag else frozenset()
+        touched = [t for t in turns if any(n.startswith(f"t{t.turn}:") for n in affected)]
+        async with transaction(self.factory) as db:
+            stored = await repo.list_premises(db, self.tenant_id, row.id)
+        # What each premise will be once the change commits (together with the re-runs).
+        now = {p.id: (p.status, p.text) for p in stored}
+        target = next(p for p in stored if p.id == premise_id)
+        if target.status == "retracted":
+            raise ConflictError(f"premise {premise_id!r} is already retracted")
+        now[premise_id] = (status, text if text is not None else repo.amended_text(target.text, target.value, value))
+        index = await self._index(row.domain) if touched else None
+        reruns: list[tuple[_Turn, Plan, ReasonResult, float]] = []
+        for t in turns:
+            if t not in touched:
+                continue
+            excluded = [pid for pid, dbid in t.premises.items() if now[dbid][0] == "retracted"]
+            overrides = {pid: now[dbid][1] for pid, dbid in t.premises.items() if now[dbid][0] == "amended"}
+            options = msgspec.convert(t.options, ReasonOptions)
+            plan = await to_thread.run_sync(self._plan, row, t.prompt, options, index, excluded, overrides)
+            previous = msgspec.convert(t.result, ReasonResult)
+            reasoner = self.ws.reasoner()
+            t0 = time.perf_counter()
+            if msgspec.to_builtins(plan.active_constraints) == t.constraints:
+                result = await self._decode(reasoner.rerun, previous, plan)
+            else:
+                # Feedback changed the constraints since: the shared prefix differs, nothing is reusable.
+                result = await self._decode(reasoner.run, plan)
+            reruns.append((t, plan, result, (time.perf_counter() - t0) * 1000))
+        finished = utcnow()
+        return await self._commit_change(row, expected, premise_id, status, value, text, reason, turns, dag,
+                                         reruns, started, finished)
+
+    async def _commit_change(self, row: SessionRow, expected: datetime, premise_id: str, status: str,
+                             value: str | None, text: str | None, reason: str, turns: list[_Turn],
+                             dag: ReasoningDag, reruns: list[tuple[_Turn, Plan, ReasonResult, float]],
+                             started: datetime, finished: datetime) -> TurnResult:
+        kind = "retraction" if status == "retracted" else "amendment"
+        recomputed: list[str] = []
+        reused: list[str] = []
+        elapsed = 0.0
+        full_estimate = 0.0
+        removed: list[str] = []
+        last_run: str | None = None
+        changed_turn = 0
+        async with transaction(self.factory) as db:
+            session = await self._load(db, row.id, for_update=True)
+            target = await repo.get_premise(db, self.tenant_id, row.id, premise_id)
+            await repo.set_premise_status(db, target, status, value=value, text=text, reason=reason)
+            by_turn = {t.turn: t for t in turns}
+            for t, plan, result, ms in reruns:
+                run_id = new_id()
+                rec_views = set(result.recomputed)
+                rows = await repo.list_premises(db, self.tenant_id, row.id)
+                mine = [r for r in rows if r.id in t.premises.values()]
+                before = dag.turn_nodes(t.turn)
+                record_turn(
+                    dag, turn=t.turn, premises=[repo.premise_from_row(r) for r in mine],
+                    constraints=plan.active_constraints, evidence=[f for s in plan.branches for f in s.facts],
+                    branches=_traces(result, t.premises, rec_views), answer=result.answer,
+                    premise_status={r.id: r.status for r in mine},
+                )
+                gone = sorted(n for n in before - dag.turn_nodes(t.turn) if n.split(":")[1] in ("branch", "step"))
+                done, kept = _classify(t.turn, result, rec_views, answer_changed=bool(gone or rec_views))
+                recomputed += done
+                reused += kept
+                removed += gone
+                elapsed += ms
+                full_estimate += t.full_decode_ms
+                record = self._record(
+                    RunKind.REINFERENCE, session, t.prompt, plan, result, started, finished, t.premises,
+                    options=msgspec.convert(t.options, ReasonOptions),
+                    reinference=Reinference(
+                        started_at=started, ended_at=finished, retracted_premise_ids=(premise_id,),
+                        recomputed=tuple(done), reused=tuple(kept), previous_run_id=t.run_id,
+                        saved_ms=max(0.0, t.full_decode_ms - ms),
+                    ),
+                )
+                await run_store.record_run(db, record, run_id=run_id)
+                by_turn[t.turn] = msgspec.structs.replace(
+                    t, run_id=run_id, result=msgspec.to_builtins(result), runs=[*t.runs, run_id],
+                    constraints=msgspec.to_builtins(plan.active_constraints),
+                )
+                last_run, changed_turn = run_id, t.turn
+            if not reruns:
+                await append_event(
+                    db, tenant_id=self.tenant_id, event_type=f"session.premise_{status}", subject_type="premise",
+                    subject_id=premise_id, payload={"session_id": row.id, "recomputed": [], "reason": reason},
+                )
+            node = node_id(NodeKind.PREMISE, premise_id)
+            if node in dag:
+                dag.update(node, status=status, text=target.text, value=target.value)
+            state = {**session.state, "turns": [msgspec.to_builtins(by_turn[t.turn]) for t in turns]}
+            await repo.save_session(db, session, expected_active_at=expected, dag=dag, state=state)
+            premises = [_premise_out(r) for r in await repo.list_premises(db, self.tenant_id, row.id)]
+        answer = None
+        if reruns:
+            t = by_turn[changed_turn]
+            answer = _answer_out(msgspec.to_builtins(t), msgspec.convert(t.result, ReasonResult))
+        return TurnResult(
+            session_id=row.id, kind=kind, status="ok", run_id=last_run, answer=answer, premises=premises,
+            reinference=ReinferenceOut(
+                turn=changed_turn, previous_run_id=reruns[0][0].run_id if reruns else "",
+                changed_premise_ids=[premise_id], recomputed=recomputed, reused=reused, removed=removed,
+                elapsed_ms=round(elapsed, 3), full_rerun_estimate_ms=round(full_estimate, 3),
+                saved_ms=round(max(0.0, full_estimate - elapsed), 3),
+            ),
+            message="" if reruns else "no branch or step depended on this premise; nothing was recomputed",
+        )
+
+    def _record(self, kind: RunKind, session: SessionRow, prompt: str, plan: Plan, result: ReasonResult,
+                started: datetime, finished: datetime, mapping: Mapping[str, str], *,
+                options: ReasonOptions, reinference: Reinference | None = None) -> RunRecord:
+        lm = self.ws.runtime.require_model()
+        ident = lm.identity
+        steps = tuple(
+            ProvStep(
+                id=f"{spec.view}/{s.id}", text=s.text, started_at=started, ended_at=finished,
+                confidence=s.confidence, view=spec.view,
+                evidence_ids=tuple(dict.fromkeys((*s.evidence_cited, *s.evidence_used))),
+                premise_ids=tuple(p for p in s.premise_ids if p in spec.premise_ids),
+                verdicts=s.verdicts, calibration_hint=s.calibration_hint,
+            )
+            for spec, branch in zip(result.branch_specs, result.branches)
+            for s in branch.steps
+        )
+        return RunRecord(
+            tenant_id=self.tenant_id, key_id=self.key_id, kind=kind,
+            status=str(result.status), prompt=prompt, started_at=started, finished_at=finished,
+            request={"prompt": prompt, "options": msgspec.to_builtins(options), "session_id": session.id},
+            result={
+                "answer": result.answer, "status": str(result.status),
+                "recomputed": list(result.recomputed), "reused": list(result.reused),
+                "premises": dict(mapping), "conflict": result.conflict,
+            },
+            session_id=session.id,
+            model=ModelAgent(name=ident.name, sha256=ident.sha256, dtype=ident.dtype, source=ident.source,
+                             device=ident.device, parameters=ident.parameters),
+            timings=dict(result.timings),
+            constraints=plan.active_constraints, premises=plan.premises,
+            evidence=tuple(f for s in plan.branches for f in s.facts),
+            steps=steps, answer=result.answer, verdicts=result.verdicts,
+            reinferences=(reinference,) if reinference is not None else (),
+        )
+
+    # -- feedback -------------------------------------------------------------------
+
+    async def feedback(self, run_id: str, data: FeedbackCreate) -> FeedbackResult:
+        """Fold feedback on a run into its session's policy; always recorded for audit."""
+        async with transaction(self.factory) as db:
+            run = await run_store.get_run(db, self.tenant_id, run_id)
+            session_id = run.session_id
+        items = [_feedback_item(i) for i in data.items]
+        if session_id is None:
+            async with transaction(self.factory) as db:
+                event = await append_event(
+                    db, tenant_id=self.tenant_id, event_type="run.feedback", subject_type="run", subject_id=run_id,
+                    payload={"items": msgspec.to_builtins(data.items), "applied": False, "key_id": self.key_id},
+                )
+            return FeedbackResult(run_id=run_id, session_id=None, applied=False, changes=[],
+                                  audit_event_id=event.id)
+        async with self.ws.lock(session_id):
+            async with transaction(self.factory) as db:
+                session = await self._load(db, session_id, for_update=True)
+                turn = _turn_of_run(session, run_id)
+                policy = msgspec.convert(session.state.get("policy") or {}, SessionPolicy)
+                view = _run_view(turn)
+                new_policy, changes = apply_feedback(policy, view, items)
+                dag = repo.load_dag(session)
+                state = {**session.state, "policy": msgspec.to_builtins(new_policy)}
+                _policy_marks(dag, int(turn["turn"]), state)
+                event = await append_event(
+                    db, tenant_id=self.tenant_id, event_type="run.feedback", subject_type="run", subject_id=run_id,
+                    payload={"session_id": session_id, "items": msgspec.to_builtins(data.items), "applied": True,
+                             "changes": msgspec.to_builtins(changes), "key_id": self.key_id},
+                )
+                await repo.save_session(db, session, expected_active_at=session.last_active_at, dag=dag,
+                                        state=state)
+        return FeedbackResult(
+            run_id=run_id, session_id=session_id, applied=True,
+            changes=[PolicyChangeOut(target=c.target, field=c.field, before=c.before, after=c.after,
+                                     feedback=str(c.feedback)) for c in changes],
+            audit_event_id=event.id,
+        )
+
+
+def _classify(turn: int, result: ReasonResult, recomputed_views: set[str], *,
+              answer_changed: bool) -> tuple[list[str], list[str]]:
+    """DAG node ids of a re-run turn, split into recomputed and reused."""
+    done: list[str] = []
+    kept: list[str] = []
+    for spec, branch in zip(result.branch_specs, result.branches):
+        ids = [node_id(NodeKind.BRANCH, spec.view, turn=turn), *(_step_node(turn, spec.view, s.id) for s in branch.steps)]
+        (done if spec.view in recomputed_views else kept).extend(ids)
+    (done if answer_changed else kept).append(node_id(NodeKind.ANSWER, "answer", turn=turn))
+    return done, kept
+
+
+def _feedback_item(item: Any) -> Feedback:
+    constraint = None
+    if item.constraint is not None:
+        try:
+            kind = Kind(item.constraint.kind)
+        except ValueError:
+            raise InvalidInput(f"unknown constraint kind {item.constraint.kind!r}", field="constraint.kind") from None
+        constraint = Constraint(id="feedback", kind=kind, params=dict(item.constraint.params),
+                                hardness=Hardness(item.constraint.hardness))
+    return Feedback(kind=FeedbackKind(item.kind), constraint_id=item.constraint_id, constraint=constraint,
+                    step_id=item.step_id, comment=item.comment)
+
+
+def _turn_of_run(session: SessionRow, run_id: str) -> dict[str, Any]:
+    for t in session.state.get("turns", []):
+        if run_id in t.get("runs", []):
+            return dict(t)
+    raise InvalidInput(f"run {run_id!r} is not a turn of session {session.id!r}")
+
+
+def _run_view(turn: Mapping[str, Any]) -> RunView:
+    """Constraints, verdicts and step ids (as the API shows them) of a turn's latest run."""
+    result = msgspec.convert(turn["result"], ReasonResult)
+    number = int(turn["turn"])
+    step_views = {
+        _step_node(number, spec.view, s.id): spec.view
+        for spec, branch in zip(result.branch_specs, result.branches)
+        for s in branch.steps
+    }
+    step_views.update({f"{spec.view}/{s.id}": spec.view
+                       for spec, branch in zip(result.branch_specs, result.branches) for s in branch.steps})
+    return RunView(
+        constraints=tuple(msgspec.convert(c, Constraint) for c in turn.get("constraints", [])),
+        verdicts=result.verdicts,
+        step_views=step_views,
+    )
+
+
+def _policy_marks(dag: ReasoningDag, turn: int, state: Mapping[str, Any]) -> None:
+    """Show the session policy on a turn's constraint and branch nodes (weight, priority, disabled)."""
+    policy = msgspec.convert(state.get("policy") or {}, SessionPolicy)
+    for node in dag.nodes(NodeKind.CONSTRAINT):
+        if node.attrs.get("turn") != turn:
+            continue
+        probe = Constraint(id="probe", kind=Kind(node.attrs["kind"]), params=node.attrs.get("params") or {})
+        adj = policy.adjustment(probe)
+        dag.update(node.id, priority=adj.priority, weight_factor=adj.weight_factor, disabled=adj.disabled)
+    for node in dag.nodes(NodeKind.BRANCH):
+        if node.attrs.get("turn") == turn:
+            dag.update(node.id, view_weight=policy.view_weight(node.label))
+
+
+def _apply_policy(plan: Plan, policy: SessionPolicy) -> Plan:
+    """The plan with the session's feedback applied to its constraints and branch relevance."""
+    if not policy.adjustments and not policy.added and not policy.view_weights:
+        return plan
+    constraints = policy.adjust_constraints(plan.analysis.constraints)
+    graph = build_graph(constraints, prompt=plan.prompt)
+    analysis = msgspec.structs.replace(plan.analysis, constraints=constraints, graph=graph)
+    branches = tuple(
+        msgspec.structs.replace(b, relevance=b.relevance * policy.view_weight(b.view)) for b in plan.branches
+    )
+    return dataclasses.replace(plan, analysis=analysis, branches=branches)
+
