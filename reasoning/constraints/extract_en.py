@@ -102,10 +102,15 @@ def _number_at(doc: Doc, i: int) -> tuple[int, int, int] | None:
     if value is None:
         return None
     first = i
-    while first - 2 >= 0 and doc[first - 1].text == "-" and _num(doc[first - 2]) is not None:
-        first -= 2
-    while first - 1 >= 0 and _num(doc[first - 1]) is not None and doc[first - 1].lower_ not in ("once", "twice"):
-        first -= 1
+    while True:
+        if first - 2 >= 0 and doc[first - 1].text == "-" and _num(doc[first - 2]) is not None:
+            first -= 2
+        elif first - 2 >= 0 and doc[first - 1].lower_ == "and" and doc[first - 2].lower_ in ("hundred", "thousand"):
+            first -= 2
+        elif first - 1 >= 0 and _num(doc[first - 1]) is not None and doc[first - 1].lower_ not in ("once", "twice"):
+            first -= 1
+        else:
+            break
     joined = parse_number([t.text for t in doc[first : i + 1] if t.text != "-"])
     return (joined, first, i) if joined is not None else (value, i, i)
 
