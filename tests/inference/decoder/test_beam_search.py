@@ -1,0 +1,102 @@
+"""Our beam search against Hugging Face's, on the bundled model (short generations)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from inference.decoder.batch import prefill_branches, prefill_prefix
+from inference.decoder.beam import BeamConfig, SearchStats, generate
+from inference.decoder.boundaries import boundary_table
+from inference.decoder.decode import DecodeOptions, decode
+from inference.decoder.runner import ModelRunner
+from inference.decoder.unsteered import Unsteered
+from inference.loader import LoadedModel
+from inference.prompting import plan_prompt
+from reasoning.evidence.model import EvidenceFact, EvidenceSubgraph
+
+pytestmark = pytest.mark.model
+
+PROMPT = "Explain in one sentence what a politically exposed person is."
+
+
+def _ids(lm: LoadedModel, text: str) -> list[int]:
+    messages = [{"role": "user", "content": text}]
+    rendered = lm.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    return list(lm.tokenizer(rendered, add_special_tokens=False)["input_ids"])
+
+
+def _ours(lm: LoadedModel, ids: list[int], width: int, new: int, split: int = 4) -> list[tuple[int, ...]]:
+    runner = ModelRunner(lm.model)
+    with torch.inference_mode():
+        kv = prefill_prefix(runner, ids[:-split])
+        state, first = prefill_branches(runner, len(ids) - split, kv, [ids[-split:]], width=width, max_new_tokens=new)
+        config = BeamConfig(width=width, max_new_tokens=new, eos_ids=frozenset({lm.tokenizer.eos_token_id}))
+        table = boundary_table(lm.tokenizer, int(first.shape[-1]))
+        outcome = generate(runner, state, first, [Unsteered()], config, table, None, SearchStats())[0]
+    return [h.tokens for h in outcome.hypotheses], [h.normalized for h in outcome.hypotheses]
+
+
+def _theirs(lm: LoadedModel, ids: list[int], width: int, new: int) -> list[int]:
+    x = torch.tensor([ids])
+    with torch.inference_mode():
+        out = lm.model.generate(x, attention_mask=torch.ones_like(x), num_beams=width, do_sample=False,
+                                max_new_tokens=new, pad_token_id=lm.tokenizer.pad_token_id)
+    tokens = out[0, len(ids):].tolist()
+    eos = lm.tokenizer.eos_token_id
+    return tokens[: tokens.index(eos)] if eos in tokens else tokens
+
+
+def test_width_one_is_greedy_token_for_token(loaded_model: LoadedModel) -> None:
+    ids = _ids(loaded_model, PROMPT)
+    hyps, _ = _ours(loaded_model, ids, width=1, new=16)
+    assert list(hyps[0]) == _theirs(loaded_model, ids, width=1, new=16)
+
+
+def test_width_four_matches_hf_beam_search_and_is_ordered(loaded_model: LoadedModel) -> None:
+    ids = _ids(loaded_model, PROMPT)
+    hyps, scores = _ours(loaded_model, ids, width=4, new=12)
+    assert list(hyps[0]) == _theirs(loaded_model, ids, width=4, new=12)
+    assert len(hyps) == 4 and len(set(hyps)) == 4
+    assert scores == sorted(scores, reverse=True)
+    again, again_scores = _ours(loaded_model, ids, width=4, new=12)
+    assert again == hyps and again_scores == scores
+
+
+def _fact(fid: str, view: str, text: str) -> EvidenceFact:
+    return EvidenceFact(id=fid, subject="s", predicate="p", object="o", text=text, view=view, score=1.0, hops=1,
+                        ontology_version="v1")
+
+
+def test_batched_branches_equal_each_branch_alone(loaded_model: LoadedModel) -> None:
+    tok = loaded_model.tokenizer
+    views = [
+        EvidenceSubgraph(view="compliance", relevance=0.9, seeds=(),
+                         facts=(_fact("E1", "compliance", "Rule R7 requires escalation of transfers to PEPs."),)),
+        EvidenceSubgraph(view="fund_flow", relevance=0.5, seeds=(),
+                         facts=(_fact("E2", "fund_flow", "Acme Ltd sent EUR 2,000,000 to Jon Doe, a PEP, "
+                                                         "through an account in Cyprus."),)),
+    ]
+    request = "Should the transfer be escalated?"
+    together = decode(loaded_model.model, tok, plan_prompt(tok, request, [], views),
+                      options=DecodeOptions(width=1, max_new_tokens=12, prune=False))
+    assert len(together.branches) == 2
+    assert len({len(s) for s in plan_prompt(tok, request, [], views).suffixes}) == 2  # really ragged
+    for b, view in enumerate(views):
+        alone = decode(loaded_model.model, tok, plan_prompt(tok, request, [], [view]),
+                       options=DecodeOptions(width=1, max_new_tokens=12, prune=False))
+        assert alone.branches[0].text == together.branches[b].text
+    assert together.decode_steps <= 12
+
+
+def test_greedy_decode_result_reports_tokens_flops_and_timings(loaded_model: LoadedModel) -> None:
+    tok = loaded_model.tokenizer
+    plan = plan_prompt(tok, PROMPT)
+    result = decode(loaded_model.model, tok, plan, options=DecodeOptions(width=2, max_new_tokens=16))
+    assert result.answer and result.reasoning_path == tuple(s.id for s in result.steps)
+    assert result.generated_tokens <= 16 and result.decode_steps <= 16
+    params = loaded_model.identity.parameters
+    assert result.flops["decode"] == pytest.approx(2 * params * 2 * result.decode_steps)
+    assert result.timings.prefill_s > 0 and result.timings.decode_s > 0
+    assert all(0.0 <= s.confidence <= 1.0 for s in result.steps)
+    assert "".join(s.text for s in result.steps).strip() == result.answer.strip()
