@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 import threading
 import time
@@ -52,7 +53,14 @@ from rdflib.plugins.parsers.notation3 import BadSyntax
 from rdflib.plugins.parsers.ntriples import ParseError as NTriplesParseError
 
 from reasoning.errors import InvalidInput, LimitExceeded, UnsafeContent
-from reasoning.evidence.terms import OWL_IMPORTS, Triple, from_rdflib, iri_value
+from reasoning.evidence.terms import (
+    OWL_IMPORTS,
+    Triple,
+    encode_literal,
+    from_rdflib,
+    iri_value,
+    literal_parts,
+)
 
 __all__ = [
     "MEDIA_TYPES",
@@ -186,6 +194,11 @@ def parse_rdf(
                 document = _load_json(data)
                 _refuse_remote_contexts(document, path="$")
                 _jsonld_to_rdf(document, sink, base=base)
+            elif media_type == N_TRIPLES:
+                text = _decode_utf8(data, name)
+                if not _fast_ntriples(text, sink):
+                    sink.reset()
+                    sink.parse(data=text, format="nt", publicID=base)
             else:
                 text = _decode_utf8(data, name)
                 sink.parse(data=text, format=_RDFLIB_FORMAT[media_type], publicID=base)
@@ -266,6 +279,21 @@ class _GuardedSink(Graph):
     def triples(self) -> list[Triple]:  # type: ignore[override]
         return list(self._seen)
 
+    def reset(self) -> None:
+        """Forget what was collected (before a second parser reads the same text)."""
+        self._raw = 0
+        self._seen.clear()
+        self.warnings.clear()
+
+    def add_encoded(self, triple: Triple) -> None:
+        """Add a triple already in term-string form (the N-Triples fast path)."""
+        self._raw += 1
+        if self._raw % _DEADLINE_EVERY == 0 and time.perf_counter() > self._deadline:
+            raise _DeadlineReached(self._limits.timeout_s)
+        self._seen[triple] = None
+        if len(self._seen) > self._limits.max_triples:
+            raise _CapReached(self._limits.max_triples)
+
     def add(self, triple: Any) -> _GuardedSink:  # type: ignore[override]
         self._raw += 1
         if self._raw % _DEADLINE_EVERY == 0 and time.perf_counter() > self._deadline:
@@ -289,6 +317,58 @@ class _GuardedSink(Graph):
     def _warn(self, message: str) -> None:
         if len(self.warnings) <= _MAX_WARNINGS:
             self.warnings.append(message)
+
+
+# --- N-Triples fast path ---------------------------------------------------------------
+
+_IRI_RE = r'<[^<>"{}|^`\\\x00-\x20]*>'
+_BNODE_RE = r"_:[A-Za-z0-9_][-A-Za-z0-9_.]*"
+_LITERAL_RE = r'"(?:[^"\\\n\r]|\\.)*"(?:@[A-Za-z]+(?:-[A-Za-z0-9]+)*|\^\^' + _IRI_RE + ")?"
+_NT_LINE = re.compile(
+    rf"[ \t]*({_IRI_RE}|{_BNODE_RE})[ \t]*({_IRI_RE})[ \t]*({_IRI_RE}|{_BNODE_RE}|{_LITERAL_RE})"
+    r"[ \t]*\.[ \t]*(?:#.*)?"
+)
+_NT_SKIP = re.compile(r"[ \t]*(?:#.*)?")
+_XSD_STRING_SUFFIX = "^^<http://www.w3.org/2001/XMLSchema#string>"
+
+
+def _fast_ntriples(text: str, sink: _GuardedSink) -> bool:
+    """Parse plain N-Triples without rdflib; False when a line needs the full parser.
+
+    Lines are matched against the N-Triples grammar (IRIs without escapes,
+    blank node labels, literals with a language or datatype); literals are
+    brought to the canonical form of :func:`encode_literal` so both paths
+    give identical terms (lexical forms are kept as written, where rdflib
+    would normalise e.g. ``"01"^^xsd:integer``). Any line outside that subset (IRI escapes, an
+    error) makes the caller re-parse with rdflib, which reports errors.
+    """
+    match_line = _NT_LINE.fullmatch
+    skip = _NT_SKIP.fullmatch
+    add = sink.add_encoded
+    for line in text.splitlines():
+        found = match_line(line)
+        if found is None:
+            if skip(line):
+                continue
+            return False
+        s, p, o = found.groups()
+        if o[0] == '"':
+            o = _canonical_literal(o)
+        add((s, p, o))
+    return True
+
+
+def _canonical_literal(term: str) -> str:
+    if term.endswith(_XSD_STRING_SUFFIX):
+        term = term[: -len(_XSD_STRING_SUFFIX)]
+    close = term.rindex('"')
+    body, tail = term[1:close], term[close + 1:]
+    if tail.startswith("@"):
+        tail = tail.lower()
+    if "\\" in body or "\t" in body:
+        lexical, _, _ = literal_parts('"' + body + '"')
+        return encode_literal(lexical) + tail
+    return f'"{body}"{tail}'
 
 
 # --- format-specific checks before rdflib --------------------------------------------

@@ -21,7 +21,8 @@ where ``score(seed)`` is its link score and ``score(v)`` is the best fact
 score that reached ``v``: short paths, heavy relations and specific
 (low-degree) neighbours come first. Facts are then taken in rank order while
 their estimated tokens fit ``token_budget`` (per view: each view is a
-separate decode branch).
+separate decode branch); a fact that does not fit is skipped for a smaller
+one, until fewer than 4 tokens remain or 32 facts in a row did not fit.
 
 Dates: a fact carries the last-updated date of its subject (its own
 ``dcterms:modified`` / ``prov:generatedAtTime`` or, through a
@@ -50,6 +51,8 @@ __all__ = ["build_evidence", "apply_time_window", "estimate_tokens", "MAX_HOPS"]
 
 MAX_HOPS: Final = 4
 _DECAY: Final = 0.6
+_MIN_FACT_TOKENS: Final = 4
+_MAX_MISSES: Final = 32
 _CJK_RANGES: Final = ((0x3400, 0x9FFF), (0xF900, 0xFAFF), (0x3040, 0x30FF))
 
 
@@ -93,14 +96,20 @@ def build_evidence(
     ids: dict[int, str] = {}
     results: list[EvidenceSubgraph] = []
     for spec in specs:
-        ranked = _expand(index, spec.name, seeds, hops, hub_degree, frontier_limit)
+        edges, scores, hop_counts, origins = _expand(index, spec.name, seeds, hops, hub_degree,
+                                                     frontier_limit)
         facts: list[EvidenceFact] = []
         spent = 0
+        misses = 0
         used_seeds: set[int] = set()
-        for triple, score, hop, seed in ranked:
+        for triple, score, hop, seed in zip(edges.tolist(), scores.tolist(), hop_counts.tolist(),
+                                            origins.tolist(), strict=True):
+            if token_budget - spent < _MIN_FACT_TOKENS or misses >= _MAX_MISSES:
+                break
             text = _render(index, triple, lang)
             cost = estimate_tokens(text)
             if spent + cost > token_budget:
+                misses += 1
                 continue
             spent += cost
             used_seeds.add(seed)
@@ -180,56 +189,80 @@ def _expand(
     hops: int,
     hub_degree: int,
     frontier_limit: int,
-) -> list[tuple[int, float, int, int]]:
-    """Ranked ``(triple id, score, hop, seed)`` of the view reachable within ``hops``."""
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], npt.NDArray[np.int64],
+           npt.NDArray[np.int64]]:
+    """Ranked ``(triple ids, scores, hops, seeds)`` of the view reachable within ``hops``.
+
+    Fully vectorised: per round, the frontier's CSR slices are gathered,
+    filtered to the view and scored in numpy; duplicates (a triple reached
+    twice, a node reached over several edges) keep their best score.
+    """
+    empty_i, empty_f = np.empty(0, np.int64), np.empty(0, np.float64)
     if not seeds:
-        return []
+        return empty_i, empty_f, empty_i, empty_i
     mask = index.view_mask(view)
     weights = index.predicate_weights(view)
     literal = index.literal_mask
-    best_fact: dict[int, tuple[float, int, int]] = {}
-    node_score: dict[int, float] = dict(seeds)
-    node_seed: dict[int, int] = {s: s for s in seeds}
     frontier = np.fromiter(seeds, np.int64, len(seeds))
-    expanded: set[int] = set()
+    frontier_score = np.fromiter(seeds.values(), np.float64, len(seeds))
+    frontier_seed = frontier.copy()
+    closed = np.zeros(len(index.terms), dtype=np.bool_)
+    closed[frontier] = True
+    parts: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], int,
+                      npt.NDArray[np.int64]]] = []
     for hop in range(1, hops + 1):
         if frontier.size == 0:
             break
-        expanded.update(frontier.tolist())
-        scores = np.array([node_score[n] for n in frontier.tolist()], dtype=np.float64)
         out_e, out_owner = _gather(index.out_ptr, index.out_edges, frontier)
         in_e, in_owner = _gather(index.in_ptr, index.in_edges, frontier)
         keep_in = index.p[in_e] != index.type_id
         in_e, in_owner = in_e[keep_in], in_owner[keep_in]
-        edges = np.concatenate([out_e, in_e])
+        edges = np.concatenate([out_e, in_e]).astype(np.int64)
         owners = np.concatenate([out_owner, in_owner])
         other = np.concatenate([index.o[out_e], index.s[in_e]]).astype(np.int64)
         in_view = mask[edges]
         edges, owners, other = edges[in_view], owners[in_view], other[in_view]
         if edges.size == 0:
             break
-        fact_scores = (scores[owners] * weights[index.p[edges]] * _DECAY ** (hop - 1)
-                       / np.sqrt(1.0 + np.log1p(index.degree[other])))
-        origin = frontier[owners]
-        next_best: dict[int, float] = {}
-        for edge, score, src, dst in zip(edges.tolist(), fact_scores.tolist(), origin.tolist(),
-                                         other.tolist(), strict=True):
-            known = best_fact.get(edge)
-            if known is None or score > known[0]:
-                best_fact[edge] = (score, hop, node_seed[src])
-            if dst in expanded or literal[dst]:
-                continue
-            if score > node_score.get(dst, 0.0):
-                node_score[dst] = score
-                node_seed[dst] = node_seed[src]
-            if score > next_best.get(dst, 0.0):
-                next_best[dst] = score
-        candidates = [n for n in next_best
-                      if n not in seeds and index.degree[n] <= hub_degree]
-        candidates.sort(key=lambda n: -next_best[n])
-        frontier = np.array(candidates[:frontier_limit], dtype=np.int64)
-    ranked = sorted(best_fact.items(), key=lambda kv: (-kv[1][0], kv[1][1], kv[0]))
-    return [(edge, score, hop, seed) for edge, (score, hop, seed) in ranked]
+        scores = (frontier_score[owners] * weights[index.p[edges]] * _DECAY ** (hop - 1)
+                  / np.sqrt(1.0 + np.log1p(index.degree[other])))
+        origin_seed = frontier_seed[owners]
+        parts.append((edges, scores, hop, origin_seed))
+        nxt = ~closed[other] & ~literal[other] & (index.degree[other] <= hub_degree)
+        nodes, node_scores, node_seeds = _best_per_key(other[nxt], scores[nxt], origin_seed[nxt])
+        if nodes.size > frontier_limit:
+            top = np.argpartition(-node_scores, frontier_limit)[:frontier_limit]
+            nodes, node_scores, node_seeds = nodes[top], node_scores[top], node_seeds[top]
+        closed[nodes] = True
+        frontier, frontier_score, frontier_seed = nodes, node_scores, node_seeds
+    if not parts:
+        return empty_i, empty_f, empty_i, empty_i
+    all_edges = np.concatenate([p[0] for p in parts])
+    all_scores = np.concatenate([p[1] for p in parts])
+    all_hops = np.concatenate([np.full(p[0].size, p[2], np.int64) for p in parts])
+    all_seeds = np.concatenate([p[3] for p in parts])
+    order = np.lexsort((all_hops, -all_scores, all_edges))
+    all_edges, all_scores = all_edges[order], all_scores[order]
+    all_hops, all_seeds = all_hops[order], all_seeds[order]
+    first = np.ones(all_edges.size, dtype=np.bool_)
+    first[1:] = all_edges[1:] != all_edges[:-1]
+    all_edges, all_scores = all_edges[first], all_scores[first]
+    all_hops, all_seeds = all_hops[first], all_seeds[first]
+    rank = np.lexsort((all_edges, all_hops, -all_scores))
+    return all_edges[rank], all_scores[rank], all_hops[rank], all_seeds[rank]
+
+
+def _best_per_key(keys: npt.NDArray[np.int64], scores: npt.NDArray[np.float64],
+                  tags: npt.NDArray[np.int64]
+                  ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], npt.NDArray[np.int64]]:
+    """One entry per distinct key: the best score and its tag."""
+    if keys.size == 0:
+        return keys, scores, tags
+    order = np.lexsort((-scores, keys))
+    keys, scores, tags = keys[order], scores[order], tags[order]
+    first = np.ones(keys.size, dtype=np.bool_)
+    first[1:] = keys[1:] != keys[:-1]
+    return keys[first], scores[first], tags[first]
 
 
 # --- facts -----------------------------------------------------------------------------

@@ -146,3 +146,33 @@ def test_media_type_resolution(content_type: str | None, filename: str | None,
 def test_unknown_media_type_names_the_accepted_ones() -> None:
     with pytest.raises(InvalidInput, match="accepted: text/turtle"):
         media_type_for("application/pdf", "x.pdf")
+
+
+def test_ntriples_fast_path_matches_the_rdflib_parser() -> None:
+    from rdflib import Graph
+
+    from reasoning.evidence.bundled import bundled_domains
+
+    turtle = dict(bundled_domains())["aml"].read_bytes()
+    ntriples = Graph().parse(data=turtle, format="turtle").serialize(format="nt").encode()
+    ntriples += ('<https://e/x> <https://e/p> "tab\\there \\u00e9 \\"q\\""@EN-gb .\n'
+                 '<https://e/x> <https://e/p> "s"^^<http://www.w3.org/2001/XMLSchema#string> .\n'
+                 "# a comment line\n\n").encode()
+
+    def named(triples: tuple[tuple[str, str, str], ...]) -> set[tuple[str, str, str]]:
+        return {t for t in triples if not any(term.startswith("_:") for term in t)}
+
+    from_turtle = named(parse_rdf(turtle, "text/turtle").triples)
+    from_ntriples = named(parse_rdf(ntriples, "application/n-triples").triples)
+    assert from_turtle < from_ntriples
+    assert from_ntriples - from_turtle == {
+        ("<https://e/x>", "<https://e/p>", '"tab\\there é \\"q\\""@en-gb'),
+        ("<https://e/x>", "<https://e/p>", '"s"'),
+    }
+
+
+def test_ntriples_with_iri_escapes_fall_back_to_rdflib() -> None:
+    data = b"<https://e/caf\\u00E9> <https://e/p> <https://e/o> .\n"
+    assert parse_rdf(data, "application/n-triples").triples == (
+        ("<https://e/café>", "<https://e/p>", "<https://e/o>"),
+    )
