@@ -31,7 +31,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-__all__ = ["seed", "measure_export", "run", "main"]
+__all__ = ["main", "measure_export", "run", "seed"]
 
 _TENANT = "bench"
 

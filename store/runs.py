@@ -51,20 +51,20 @@ from reasoning.provenance import (
     sha256_hex,
 )
 from store.audit import append_event
-from store.models import ProvenanceBundle, Run, RunStep, new_id
+from store.models import RUN_STATUSES, ProvenanceBundle, Run, RunStep, new_id
 
 __all__ = [
     "RUN_RECORDED",
-    "RunRecord",
     "ExportCursor",
-    "service_version",
-    "record_run",
+    "RunRecord",
+    "get_provenance_json",
     "get_run",
     "get_run_steps",
-    "get_provenance_json",
+    "iter_bundles",
     "list_runs",
     "next_export_cursor",
-    "iter_bundles",
+    "record_run",
+    "service_version",
 ]
 
 RUN_RECORDED = "run.recorded"
@@ -125,6 +125,8 @@ async def record_run(
     identifier = run_id or new_id()
     if record.finished_at < record.started_at:
         raise InvalidInput("a run cannot finish before it starts")
+    if record.status not in RUN_STATUSES:
+        raise InvalidInput(f"unknown run status {record.status!r}; use one of {list(RUN_STATUSES)}")
     document = build_run_document(identifier, record, service_version=service or service_version())
     prov_json = serialize(document, ProvFormat.JSON)
     result = normalise_json(record.result)

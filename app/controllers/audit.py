@@ -85,7 +85,7 @@ async def _export_body(
             session, tenant_id, limit=limit, after=after, since=since, until=until
         )
         async for _, prov_json in bundles:
-            chunk = await to_thread.run_sync(lambda: writer.chunk_from_prov_json(prov_json))
+            chunk = await to_thread.run_sync(writer.chunk_from_prov_json, prov_json)
             yield chunk.encode("utf-8")
     yield writer.footer().encode("utf-8")
 
@@ -148,7 +148,7 @@ class AuditController(Controller):
         auth: AuthContext,
         db_session: AsyncSession,
         runtime: Runtime,
-        format: str = Parameter(default="json", description="provn | json | xml | ttl | jsonld"),  # noqa: A002
+        format: str = Parameter(default="json", description="provn | json | xml | ttl | jsonld"),
         since: datetime | None = Parameter(query="from", default=None),
         until: datetime | None = Parameter(query="to", default=None),
         cursor: str | None = Parameter(default=None, description="X-Next-Cursor of the previous page"),

@@ -125,7 +125,7 @@ class RunsController(Controller):
         run_id: str,
         auth: AuthContext,
         db_session: AsyncSession,
-        format: str = Parameter(default="json", description="provn | json | xml | ttl | jsonld"),  # noqa: A002
+        format: str = Parameter(default="json", description="provn | json | xml | ttl | jsonld"),
     ) -> Response[str]:
         fmt = format_of(format)
         prov_json = await run_store.get_provenance_json(db_session, auth.tenant_id, run_id)

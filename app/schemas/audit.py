@@ -8,15 +8,15 @@ from typing import Any
 import msgspec
 
 __all__ = [
-    "RunSummary",
-    "RunStepOut",
-    "RunDetail",
-    "RunPage",
     "AuditEventOut",
     "AuditEventPage",
     "ChainBreakOut",
     "ChainVerification",
     "PurgeResult",
+    "RunDetail",
+    "RunPage",
+    "RunStepOut",
+    "RunSummary",
 ]
 
 

@@ -47,13 +47,13 @@ from reasoning.provenance.record import (
 )
 
 __all__ = [
-    "TENET",
-    "BUNDLE",
     "AGENT",
+    "BUNDLE",
     "ONTOLOGY",
-    "run_namespace",
-    "bundle_id",
+    "TENET",
     "build_run_document",
+    "bundle_id",
+    "run_namespace",
 ]
 
 TENET = Namespace("tenet", "urn:tenet:ns#")

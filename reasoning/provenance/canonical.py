@@ -28,10 +28,10 @@ from reasoning.errors import InvalidInput
 __all__ = [
     "GENESIS_HASH",
     "canonical_json",
+    "event_digest",
+    "iso_utc",
     "normalise_json",
     "sha256_hex",
-    "iso_utc",
-    "event_digest",
 ]
 
 GENESIS_HASH = "0" * 64

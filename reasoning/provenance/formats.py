@@ -33,13 +33,13 @@ from reasoning.errors import InvalidInput
 from reasoning.provenance.builder import BUNDLE
 
 __all__ = [
-    "ProvFormat",
     "MEDIA_TYPES",
-    "serialize",
-    "parse",
-    "from_prov_json",
     "ExportWriter",
+    "ProvFormat",
     "export_to_string",
+    "from_prov_json",
+    "parse",
+    "serialize",
 ]
 
 
@@ -148,7 +148,7 @@ class ExportWriter:
         if self.fmt is ProvFormat.PROVN:
             return "".join(str(b.get_provn(_indent_level=1)) + "\n" for b in document.bundles)
         if self.fmt is ProvFormat.JSON:
-            return self._json_members(document.serialize(format="json"))
+            return self._json_members(str(document.serialize(format="json")))
         if self.fmt is ProvFormat.XML:
             return "".join(self._xml_bundles(document))
         if self.fmt is ProvFormat.TURTLE:

@@ -20,14 +20,14 @@ from reasoning.constraints.model import Constraint, Premise, Verdict
 from reasoning.evidence.model import EvidenceFact
 
 __all__ = [
-    "RunKind",
-    "ModelAgent",
     "ActivitySpan",
-    "StepTrace",
+    "ModelAgent",
+    "OntologyArtifact",
     "PruningDecision",
     "Reinference",
-    "OntologyArtifact",
+    "RunKind",
     "RunRecord",
+    "StepTrace",
 ]
 
 Scalar = str | int | float | bool

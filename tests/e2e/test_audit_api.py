@@ -115,6 +115,7 @@ async def test_scopes_and_tenants_are_enforced(app: Litestar, client: Client, ma
     intruder = await make_key("rival", ["audit:read"])
     [run_id] = await _runs(app, "bank", 1)
     for path in (f"/v1/runs/{run_id}", f"/v1/runs/{run_id}/provenance", "/v1/audit/export", "/v1/audit/verify", "/v1/audit/events"):
+        assert (await client.get(path, headers=reader)).status_code == 200, path
         assert (await client.get(path, headers=reasoner)).status_code == 403, path
         assert (await client.get(path)).status_code == 401, path
     for path in (f"/v1/runs/{run_id}", f"/v1/runs/{run_id}/provenance?format=provn"):

@@ -7,6 +7,7 @@ SQL against the table, bypassing the repository.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 from collections.abc import AsyncIterator
 from datetime import timedelta
@@ -76,7 +77,7 @@ async def test_events_chain_by_tenant_and_hash_their_canonical_json(factory: Fac
     assert [e.chain_seq for e in mine] == [1, 2, 3, 4, 5]
     assert [e.chain_seq for e in other] == [1, 2, 3, 4, 5]
     assert mine[0].prev_hash == GENESIS_HASH
-    assert all(later.prev_hash == earlier.hash for earlier, later in zip(mine, mine[1:]))
+    assert all(later.prev_hash == earlier.hash for earlier, later in itertools.pairwise(mine))
     first = mine[0]
     expected = sha256_hex(
         canonical_json(

@@ -210,9 +210,14 @@ async def test_deleting_a_session_keeps_runs_provenance_and_events(factory: Fact
     assert report.intact and report.checked == 1
 
 
-async def test_a_run_cannot_end_before_it_starts(factory: Factory, tenants: tuple[str, str]) -> None:
-    bad = record(tenants[0])
-    bad = msgspec.structs.replace(bad, finished_at=bad.started_at - timedelta(seconds=1))
+@pytest.mark.parametrize(
+    "change, message",
+    [({"finished_at": T0 - timedelta(seconds=1)}, "finish before"), ({"status": "completed"}, "unknown run status")],
+)
+async def test_inconsistent_records_are_refused(
+    factory: Factory, tenants: tuple[str, str], change: dict[str, object], message: str
+) -> None:
+    bad = msgspec.structs.replace(record(tenants[0]), **change)
     async with factory() as db:
-        with pytest.raises(InvalidInput):
+        with pytest.raises(InvalidInput, match=message):
             await runs.record_run(db, bad)

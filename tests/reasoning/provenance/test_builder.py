@@ -7,8 +7,8 @@ from datetime import timedelta
 
 import msgspec
 from prov.model import PROV, ProvActivity, ProvBundle, ProvRecord
-
 from prov_samples import T0, aml_record
+
 from reasoning.provenance import (
     OntologyArtifact,
     ProvFormat,

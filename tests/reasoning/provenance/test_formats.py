@@ -10,10 +10,11 @@ import pytest
 import rdflib
 from lxml import etree
 from prov.model import ProvDocument
-from rdflib.compare import isomorphic
-from rdflib.namespace import PROV as PROV_O, RDF
-
 from prov_samples import T0, aml_record
+from rdflib.compare import isomorphic
+from rdflib.namespace import PROV as PROV_O
+from rdflib.namespace import RDF
+
 from reasoning.errors import InvalidInput
 from reasoning.provenance import ExportWriter, ProvFormat, build_run_document, parse, serialize
 from reasoning.provenance.formats import export_to_string
