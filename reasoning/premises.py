@@ -38,7 +38,8 @@ _ZH_TRIGGER = re.compile(r"(?:假设|假定|已知|设定|前提是|假如|姑�
 _EN_BODY_END = re.compile(r"[.;!?\n]|,\s|\s(?:and\s+)?(?:then|so)\s")
 _ZH_BODY_END = re.compile(r"[。；;！!？?\n，,]")
 _VALUE = re.compile(
-    r"(?:[A-Z]{3}\s?|[$€£¥])?\d[\d,]*(?:\.\d+)?\s?(?:%|percent|per\s?cent|[A-Za-z]{1,3}\b)?|百分之[零一二三四五六七八九十百]+"
+    r"(?:[A-Z]{3}\s?|[$€£¥])?\d[\d,]*(?:\.\d+)?(?:\s?(?:%|percent|per\s?cent)|\s(?!(?:to|of|and|or|in|on|at|for|from|by|with|is|are|was)\b)[A-Za-z]{1,12}\b)?"
+    r"|百分之[零一二三四五六七八九十百]+"
 )
 _EN_COPULA = re.compile(r"\s(?:is|are|was|were|equals|=|stands\s+at|will\s+be|of)\s(?P<neg>not\s+|n't\s+)?", re.IGNORECASE)
 _ZH_COPULA = re.compile(r"(?P<neg>不是|并非|不为|没有)?(?:为|是|等于|=|：|:)")
