@@ -145,6 +145,7 @@ class OntologyIndex:
         self.profile = payload.profile
         self._payload = payload
         self._ids: dict[str, int] | None = None
+        self._fallback_labels: dict[int, str] = {}
         self._view_masks: dict[str, BoolArray] = {}
         self._view_weights: dict[str, npt.NDArray[np.float32]] = {}
         self.type_id = self.term_id(RDF_TYPE)
@@ -200,10 +201,12 @@ class OntologyIndex:
         found = self.label_en.get(node)
         if found:
             return found
-        term = self.terms[node]
-        if is_literal(term):
-            return literal_parts(term)[0]
-        return local_name(term)
+        found = self._fallback_labels.get(node)
+        if found is None:
+            term = self.terms[node]
+            found = literal_parts(term)[0] if is_literal(term) else local_name(term)
+            self._fallback_labels[node] = found
+        return found
 
     def view(self, name: str) -> ViewSpec:
         for spec in self.views:

@@ -35,6 +35,7 @@ caller passes ``today`` so results are reproducible.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Sequence
 from datetime import date, timedelta
 from typing import Final
@@ -53,7 +54,7 @@ MAX_HOPS: Final = 4
 _DECAY: Final = 0.6
 _MIN_FACT_TOKENS: Final = 4
 _MAX_MISSES: Final = 32
-_CJK_RANGES: Final = ((0x3400, 0x9FFF), (0xF900, 0xFAFF), (0x3040, 0x30FF))
+_CJK_RE: Final = re.compile(r"[\u3400-\u9fff\uf900-\ufaff\u3040-\u30ff]")
 
 
 def estimate_tokens(text: str) -> int:
@@ -62,7 +63,7 @@ def estimate_tokens(text: str) -> int:
     Close to BPE tokenisers of small English-centric models on short fact
     sentences (which are dominated by names and numbers), never zero.
     """
-    cjk = sum(1 for ch in text if any(lo <= ord(ch) <= hi for lo, hi in _CJK_RANGES))
+    cjk = len(_CJK_RE.findall(text))
     return max(1, cjk + math.ceil((len(text) - cjk) / 4))
 
 
