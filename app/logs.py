@@ -27,6 +27,7 @@ from litestar.datastructures import MutableScopeHeaders
 from litestar.enums import ScopeType
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.metrics import record_response
 from app.settings import Settings
 
 __all__ = [
@@ -131,7 +132,7 @@ class RequestContextMiddleware:
 
 
 async def before_send(message: Message, scope: Scope) -> None:
-    """Add ``X-Request-ID`` to every HTTP response and write its access log line."""
+    """Add ``X-Request-ID`` to every HTTP response, write its access log line, time it."""
     if scope["type"] != ScopeType.HTTP or message["type"] != "http.response.start":
         return
     method = str(scope.get("method", ""))
@@ -139,7 +140,9 @@ async def before_send(message: Message, scope: Scope) -> None:
     headers = MutableScopeHeaders.from_message(message)
     headers[REQUEST_ID_HEADER] = ctx["id"]
     status = message["status"]
-    duration_ms = round((time.perf_counter() - ctx["start"]) * 1000, 2)
+    elapsed = time.perf_counter() - ctx["start"]
+    record_response(message, scope, elapsed)
+    duration_ms = round(elapsed * 1000, 2)
     access_log.log(
         logging.WARNING if status >= 500 else logging.INFO,
         "%s %s %d %.1fms",

@@ -68,6 +68,11 @@ SETTINGS_DOC: tuple[tuple[str, str, str], ...] = (
         "Seconds a session may stay idle; after that it is closed and answers 404.",
     ),
     (
+        "TENET_MAX_NEW_TOKENS",
+        "256",
+        "Most new tokens a request's budget may spend when the request does not set options.max_new_tokens itself.",
+    ),
+    (
         "TENET_KV_CACHE_BYTES",
         "268435456",
         "Memory bound of the per-tenant prompt-prefix KV caches (least recently used evicted first).",
@@ -138,6 +143,7 @@ class Settings:
     log_json: bool = False
     session_idle_ttl_s: int = 3600
     kv_cache_bytes: int = 256 * 1024 * 1024
+    max_new_tokens: int = 256
     audit_retention_days: int = 180
 
     def __post_init__(self) -> None:
@@ -190,6 +196,10 @@ class Settings:
         if self.kv_cache_bytes < 0:
             raise InvalidInput(
                 "TENET_KV_CACHE_BYTES must not be negative", variable="TENET_KV_CACHE_BYTES"
+            )
+        if not 1 <= self.max_new_tokens <= 4096:
+            raise InvalidInput(
+                "TENET_MAX_NEW_TOKENS must be between 1 and 4096", variable="TENET_MAX_NEW_TOKENS"
             )
         if self.audit_retention_days < 1:
             raise InvalidInput(

@@ -10,8 +10,10 @@ from app.controllers.evidence import EvidenceController
 from app.controllers.feedback import FeedbackController
 from app.controllers.health import HealthController
 from app.controllers.keys import KeysController
+from app.controllers.metrics import MetricsController
 from app.controllers.models import ModelsController
 from app.controllers.ontologies import OntologiesController
+from app.controllers.reason import ReasonController
 from app.controllers.runs import RunsController
 from app.controllers.sessions import SessionsController
 
@@ -19,11 +21,13 @@ __all__ = ["CONTROLLERS"]
 
 CONTROLLERS: list[ControllerRouterHandler] = [
     HealthController,
+    MetricsController,
     ModelsController,
     KeysController,
     ConstraintsController,
     OntologiesController,
     EvidenceController,
+    ReasonController,
     RunsController,
     AuditController,
     SessionsController,

@@ -95,3 +95,17 @@ async def test_models_lists_the_loaded_identity(
     assert (model["dtype"], model["device"]) == ("float32", "cpu")
     assert model["parameters"] == identity.parameters
     assert (await model_client.get("/readyz")).status_code == 200
+
+
+async def test_metrics_expose_request_latency_by_route(
+    client: Client, admin_headers: dict[str, str]
+) -> None:
+    await client.get("/v1/keys", headers=admin_headers)
+    response = await client.get("/metrics")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/plain")
+    text = response.text
+    assert 'tenet_http_request_seconds_count{method="GET",route="/v1/keys",status="200"}' in text
+    assert "tenet_model_loaded 0.0" in text
+    assert "tenet_stage_seconds" in text
+    assert admin_headers["Authorization"].split("_")[1] not in text

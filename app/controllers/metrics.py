@@ -1,0 +1,22 @@
+"""``GET /metrics``: Prometheus text exposition of :mod:`app.metrics` (public, no tenant data)."""
+
+from __future__ import annotations
+
+from litestar import Controller, Response, get
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from app.auth import PUBLIC
+from app.metrics import MODEL_LOADED, REGISTRY
+from app.runtime import Runtime
+
+__all__ = ["MetricsController"]
+
+
+class MetricsController(Controller):
+    tags = ("health",)
+    opt = PUBLIC
+
+    @get("/metrics", operation_id="get_metrics", summary="Prometheus metrics")
+    async def get_metrics(self, runtime: Runtime) -> Response[bytes]:
+        MODEL_LOADED.set(1 if runtime.ready else 0)
+        return Response(content=generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
