@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from reasoning.errors import InvalidInput
 from reasoning.provenance import GENESIS_HASH, canonical_json, event_digest, iso_utc, normalise_json
@@ -77,3 +80,18 @@ def test_digest_is_stable_across_key_order_and_time_zone() -> None:
     same = {**BASE, "payload": {"a": 1}, "created_at": datetime(2026, 1, 1, 1, tzinfo=timezone(timedelta(hours=1)))}
     assert event_digest(**same) == event_digest(**BASE)
     assert len(event_digest(**BASE)) == 64
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(_JSON)
+def test_canonical_bytes_survive_a_json_column_round_trip(value: Any) -> None:
+    stored = json.loads(json.dumps(normalise_json(value)))
+    assert canonical_json(stored) == canonical_json(value)
+    assert json.loads(canonical_json(value)) == stored
+    assert canonical_json(value) == canonical_json(json.loads(canonical_json(value)))
