@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import time
 from collections import defaultdict
@@ -32,7 +31,7 @@ from reasoning.constraints.extraction import extract
 from reasoning.constraints.model import Constraint, Kind, Relation
 from reasoning.nlp import warm_up
 
-__all__ = ["DEFAULT_DATA", "MATCHING_RULE", "label_params", "comparable", "run", "main"]
+__all__ = ["DEFAULT_DATA", "MATCHING_RULE", "comparable", "label_params", "main", "run"]
 
 DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "ifeval" / "input_data.jsonl"
 
@@ -68,7 +67,7 @@ def label_params(ifeval_id: str, kwargs: Mapping[str, Any]) -> dict[str, Any]:
     k = {key: value for key, value in kwargs.items() if value is not None}
     suffix = ifeval_id.split(":", 1)[1]
     if suffix in ("number_words", "number_sentences"):
-        n = k.get("num_words", k.get("num_sentences"))
+        n = k["num_words"] if suffix == "number_words" else k["num_sentences"]
         return {"relation": k["relation"], "n": int(n)}
     if suffix == "frequency":
         return {"keyword": str(k["keyword"]).lower(), "relation": k["relation"], "n": int(k["frequency"])}

@@ -34,12 +34,11 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from bench.extraction import DEFAULT_DATA, load
 from reasoning.constraints.model import Constraint, Kind
 from reasoning.constraints.verifiers import verify
 
-from bench.extraction import DEFAULT_DATA, load
-
-__all__ = ["JUDGE_FALLBACKS", "constraints_for_label", "responses_for", "run", "main"]
+__all__ = ["JUDGE_FALLBACKS", "constraints_for_label", "main", "responses_for", "run"]
 
 JUDGE_FALLBACKS = (
     "nltk punkt data is not installed (no package ships it): the judge's count_sentences and "
@@ -53,11 +52,10 @@ def _install_judge_fallbacks() -> Mapping[str, type]:
     """Patch the judge's nltk use and return IFEval's instruction registry."""
     import langdetect
     import nltk
-    from nltk.tokenize.punkt import PunktSentenceTokenizer
-    from nltk.tokenize.destructive import NLTKWordTokenizer
-
     from if_verifiable.ifeval import instructions_util
     from if_verifiable.ifeval.instructions_registry import INSTRUCTION_DICT
+    from nltk.tokenize.destructive import NLTKWordTokenizer
+    from nltk.tokenize.punkt import PunktSentenceTokenizer
 
     langdetect.DetectorFactory.seed = 0
     sentence_tokenizer = PunktSentenceTokenizer()
@@ -67,9 +65,10 @@ def _install_judge_fallbacks() -> Mapping[str, type]:
         sentences = [text] if preserve_line else sentence_tokenizer.tokenize(text)
         return [token for sentence in sentences for token in word_tokenizer.tokenize(sentence)]
 
-    instructions_util._get_sentence_tokenizer = lambda: sentence_tokenizer  # noqa: SLF001
+    instructions_util._get_sentence_tokenizer = lambda: sentence_tokenizer
     nltk.word_tokenize = word_tokenize
-    return INSTRUCTION_DICT
+    registry: Mapping[str, type] = INSTRUCTION_DICT
+    return registry
 
 
 def constraints_for_label(ifeval_id: str, kwargs: Mapping[str, Any], prompt: str) -> list[Constraint]:
@@ -130,10 +129,7 @@ _SENTENCES = (
     "She said \"we will return tomorrow.\"",
     "Results were mixed but encouraging overall.",
 )
-_WORDS = (
-    "river stone market window garden silver morning pocket ladder planet cotton button tunnel "
-    "bottle marble engine forest pillow mirror candle copper feather harbor island jacket"
-).split()
+_WORDS = ["river", "stone", "market", "window", "garden", "silver", "morning", "pocket", "ladder", "planet", "cotton", "button", "tunnel", "bottle", "marble", "engine", "forest", "pillow", "mirror", "candle", "copper", "feather", "harbor", "island", "jacket"]
 _LANGUAGE_SAMPLES: Mapping[str, str] = {
     "en": "I think a hamburger is a kind of sandwich because it has a filling between two pieces of bread. "
           "This question is a topic of debate among many people.",

@@ -27,15 +27,15 @@ from functools import lru_cache
 from lingua import Language, LanguageDetector, LanguageDetectorBuilder
 
 __all__ = [
-    "PROMPT_LANGUAGES",
     "LANGUAGE_NAMES",
-    "script_counts",
-    "dominant_script",
+    "PROMPT_LANGUAGES",
     "detect_prompt_language",
     "detect_response_language",
+    "dominant_script",
     "is_language",
     "language_code",
     "language_name",
+    "script_counts",
 ]
 
 PROMPT_LANGUAGES: tuple[str, ...] = ("en", "zh")

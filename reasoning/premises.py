@@ -27,7 +27,7 @@ from reasoning.constraints.model import Premise, Span
 from reasoning.language import detect_prompt_language
 from reasoning.nlp import chinese, english
 
-__all__ = ["extract_premises", "match_retraction", "RetractionMatch", "topic_tokens"]
+__all__ = ["RetractionMatch", "extract_premises", "match_retraction", "topic_tokens"]
 
 _EN_TRIGGER = re.compile(
     r"\b(?:assume|assuming|suppose|supposing|presume|presuming|given\s+that|let(?:'s|\s+us)\s+(?:say|assume|suppose)"
@@ -64,10 +64,9 @@ class RetractionMatch(msgspec.Struct, frozen=True, kw_only=True):
 
 
 _EN_STOP = frozenset(
-    "the a an this that these those earlier previous last prior assumption assumptions premise "
-    "about regarding concerning on of what i you we said say mentioned one thing part bit".split()
+    ["the", "a", "an", "this", "that", "these", "those", "earlier", "previous", "last", "prior", "assumption", "assumptions", "premise", "about", "regarding", "concerning", "on", "of", "what", "i", "you", "we", "said", "say", "mentioned", "one", "thing", "part", "bit"]
 )
-_ZH_STOP = frozenset("的 了 关于 上 一 条 个 之前 先前 前面 刚才 那 这 假设 假定 前提 说 我 你 所 有关 对 中".split())
+_ZH_STOP = frozenset(["的", "了", "关于", "上", "一", "条", "个", "之前", "先前", "前面", "刚才", "那", "这", "假设", "假定", "前提", "说", "我", "你", "所", "有关", "对", "中"])
 
 
 @lru_cache(maxsize=1024)

@@ -29,7 +29,7 @@ import msgspec
 from reasoning.constraints.model import Constraint, Kind, Relation, Scope
 from reasoning.language import language_name
 
-__all__ = ["KindSpec", "CATALOG", "restate", "IFEVAL_TO_KIND"]
+__all__ = ["CATALOG", "IFEVAL_TO_KIND", "KindSpec", "restate"]
 
 _ZH_RELATIONS: Mapping[str, str] = {
     Relation.LESS_THAN: "少于",

@@ -20,9 +20,9 @@ import re
 __all__ = [
     "EVIDENCE_CITATION",
     "YEAR_CITATION",
-    "format_citation",
-    "evidence_ids",
     "cited_years",
+    "evidence_ids",
+    "format_citation",
 ]
 
 EVIDENCE_CITATION = re.compile(r"\[\s*(E\d+(?:\s*[,;]\s*E\d+)*)\s*\]")

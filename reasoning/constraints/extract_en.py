@@ -45,7 +45,7 @@ _STOPS = (".", ";", "!", "?")
 class _Quantity:
     """A parsed count: ``relation`` ``n`` or the range ``n``..``high``."""
 
-    __slots__ = ("relation", "n", "high", "first", "last")
+    __slots__ = ("first", "high", "last", "n", "relation")
 
     def __init__(self, relation: Relation | None, n: int, first: int, last: int, high: int | None = None) -> None:
         self.relation = relation
@@ -103,9 +103,7 @@ def _number_at(doc: Doc, i: int) -> tuple[int, int, int] | None:
         return None
     first = i
     while True:
-        if first - 2 >= 0 and doc[first - 1].text == "-" and _num(doc[first - 2]) is not None:
-            first -= 2
-        elif first - 2 >= 0 and doc[first - 1].lower_ == "and" and doc[first - 2].lower_ in ("hundred", "thousand"):
+        if first - 2 >= 0 and doc[first - 1].text == "-" and _num(doc[first - 2]) is not None or first - 2 >= 0 and doc[first - 1].lower_ == "and" and doc[first - 2].lower_ in ("hundred", "thousand"):
             first -= 2
         elif first - 1 >= 0 and _num(doc[first - 1]) is not None and doc[first - 1].lower_ not in ("once", "twice"):
             first -= 1
@@ -129,8 +127,7 @@ def _with_range(doc: Doc, value: int, first: int, last: int, floor: int) -> _Qua
 
 
 _SKIPPABLE = frozenset(
-    "very short long different distinct separate unique markdown total complete full "
-    "bullet text key main new additional more such".split()
+    ["very", "short", "long", "different", "distinct", "separate", "unique", "markdown", "total", "complete", "full", "bullet", "text", "key", "main", "new", "additional", "more", "such"]
 )
 
 
@@ -282,8 +279,7 @@ def _quoted_list(ctx: _Ctx, start_char: int, end_char: int) -> tuple[list[str], 
 
 
 _LIST_STOP = frozenset(
-    "in into at for to from anywhere throughout within when while as if so the your this that these those "
-    "should must may can will is are be than more less once twice thrice".split()
+    ["in", "into", "at", "for", "to", "from", "anywhere", "throughout", "within", "when", "while", "as", "if", "so", "the", "your", "this", "that", "these", "those", "should", "must", "may", "can", "will", "is", "are", "be", "than", "more", "less", "once", "twice", "thrice"]
 )
 
 
@@ -690,7 +686,7 @@ def _detect_capital_words(ctx: _Ctx) -> None:
         sent_start = doc[i].sent.start
         word_candidates = [j for j in range(i - 1, max(sent_start, i - 8) - 1, -1) if ctx.lemmas[j] in ("word", "phrase")]
         counted = [j for j in word_candidates if _quantity_left(ctx, j) is not None]
-        word_i = (counted or word_candidates or [None])[0]
+        word_i: int | None = (counted or word_candidates)[0] if (counted or word_candidates) else None
         if word_i is None and i + 1 < len(doc) and ctx.lemmas[i + 1] == "word":
             word_i = i + 1
         if word_i is None:
@@ -837,9 +833,9 @@ def _detect_start_end(ctx: _Ctx) -> None:
             continue
         ctx.add(Kind.END_PHRASE, {"phrase": phrase.strip()}, match.start(), match.end())
         break
-    match = _START.search(ctx.text)
-    if match is not None:
-        ctx.add(Kind.START_PHRASE, {"phrase": match.group("q").strip()}, match.start(), match.end())
+    start = _START.search(ctx.text)
+    if start is not None:
+        ctx.add(Kind.START_PHRASE, {"phrase": start.group("q").strip()}, start.start(), start.end())
 
 
 _OPTIONS = ("My answer is yes.", "My answer is no.", "My answer is maybe.")

@@ -46,7 +46,7 @@ def _languages() -> str:
 _LANG = re.compile(r"(?:用|使用|以|采用|请用|只用)(?P<name>" + _languages() + r")(?:来)?(?:回答|作答|回复|答复|书写|写|输出|撰写|表述)")
 _LANG_ONLY = re.compile(r"(?:回答|回复|答复|输出)(?:必须|应|要|须|只能)?(?:使用|用|是)(?P<name>" + _languages() + r")")
 
-_UNITS = {
+_UNITS: dict[str, Kind] = {
     "字": Kind.WORD_COUNT, "个字": Kind.WORD_COUNT, "词": Kind.WORD_COUNT, "个词": Kind.WORD_COUNT,
     "单词": Kind.WORD_COUNT, "个单词": Kind.WORD_COUNT,
     "句": Kind.SENTENCE_COUNT, "句话": Kind.SENTENCE_COUNT, "个句子": Kind.SENTENCE_COUNT,
@@ -151,23 +151,83 @@ def extract_chinese(doc: Doc, text: str) -> list[Found]:
         (r"(?:用|以)双引号(?:把|将)?(?:整个|全部)?(?:回答|回复|内容)?(?:括起来|包裹|括住)", Kind.QUOTATION),
     )
     for pattern, kind in simple:
-        match = re.search(pattern, text, re.IGNORECASE)
-        if match is not None:
-            found.append(Found(kind=kind, params={}, start=match.start(), end=match.end()))
-    match = re.search(r"(?:以|用)\s*[“\"「]?(?P<q>P\.?\s?P\.?\s?S|P\.?\s?S\.?)[”\"」]?\s*开头的?附言|附言", text, re.IGNORECASE)
-    if match is not None:
-        raw = re.sub(r"[\s.]", "", match.group("q") or "").upper()
+        flag = re.search(pattern, text, re.IGNORECASE)
+        if flag is not None:
+            found.append(Found(kind=kind, params={}, start=flag.start(), end=flag.end()))
+    found.extend(_frequencies(text))
+    found.extend(_structure(text))
+    postscript = re.search(r"(?:以|用)\s*[“\"「]?(?P<q>P\.?\s?P\.?\s?S|P\.?\s?S\.?)[”\"」]?\s*开头的?附言|附言",
+                           text, re.IGNORECASE)
+    if postscript is not None:
+        raw = re.sub(r"[\s.]", "", postscript.group("q") or "").upper()
         marker = "P.P.S" if raw == "PPS" else "P.S."
-        found.append(Found(kind=Kind.POSTSCRIPT, params={"marker": marker}, start=match.start(), end=match.end()))
-    match = re.search(r"(?:以|用)" + _QUOTE + r"(?:结尾|结束)", text)
-    if match is not None:
-        found.append(Found(kind=Kind.END_PHRASE, params={"phrase": match.group("q")},
-                           start=match.start(), end=match.end()))
-    match = re.search(r"(?:以|用)" + _QUOTE + r"开头", text)
-    if match is not None and "段" not in text[max(0, match.start() - 4) : match.start()]:
-        found.append(Found(kind=Kind.START_PHRASE, params={"phrase": match.group("q")},
-                           start=match.start(), end=match.end()))
-    return [f for f in found if _on_boundary(starts, f.start, f.end) or f.kind != Kind.RESPONSE_LANGUAGE]
+        found.append(Found(kind=Kind.POSTSCRIPT, params={"marker": marker},
+                           start=postscript.start(), end=postscript.end()))
+    ending = re.search(r"(?:以|用)" + _QUOTE + r"(?:结尾|结束)", text)
+    if ending is not None:
+        found.append(Found(kind=Kind.END_PHRASE, params={"phrase": ending.group("q")},
+                           start=ending.start(), end=ending.end()))
+    opening = re.search(r"(?:以|用)" + _QUOTE + r"开头", text)
+    if opening is not None and "段" not in text[max(0, opening.start() - 4) : opening.start()]:
+        found.append(Found(kind=Kind.START_PHRASE, params={"phrase": opening.group("q")},
+                           start=opening.start(), end=opening.end()))
+    return [f for f in found if f.start in starts]
+
+
+_TIMES = r"(?P<num>" + ZH_NUMBER + r")\s*次(?P<after>" + _REL_AFTER + r")?"
+_KEYWORD_FREQ = re.compile(
+    _QUOTE + r"(?:一词|这个词|这个关键词|这个字|一字)?(?:必须|应|要|须|需)?(?:在回答中)?(?:出现|使用|提到|提及)"
+    r"(?P<rel>" + _REL_BEFORE + r")?\s*" + _TIMES
+)
+_LETTER_FREQ = re.compile(
+    r"字母\s*[“\"「‘']?(?P<letter>[A-Za-z])[”\"」’']?\s*(?:必须|应|要|须|需)?(?:出现|使用)(?P<rel>" + _REL_BEFORE + r")?\s*" + _TIMES
+)
+
+
+def _frequencies(text: str) -> list[Found]:
+    """"“风险”一词至少出现两次", "字母q出现不少于3次"."""
+    found: list[Found] = []
+    for match in _KEYWORD_FREQ.finditer(text):
+        n = parse_zh_number(match.group("num"))
+        if n is not None:
+            relation = _zh_relation(match.group("rel"), match.group("after"))
+            found.append(Found(kind=Kind.KEYWORD_FREQUENCY,
+                               params={"keyword": match.group("q"), "relation": str(relation), "n": n},
+                               start=match.start(), end=match.end()))
+    for match in _LETTER_FREQ.finditer(text):
+        n = parse_zh_number(match.group("num"))
+        if n is not None:
+            relation = _zh_relation(match.group("rel"), match.group("after"))
+            found.append(Found(kind=Kind.LETTER_FREQUENCY,
+                               params={"letter": match.group("letter").lower(), "relation": str(relation), "n": n},
+                               start=match.start(), end=match.end()))
+    return found
+
+
+_HIGHLIGHT = re.compile(
+    r"(?:突出显示|高亮|加粗|强调|用斜体标出)(?:至少)?(?P<num>" + ZH_NUMBER + r")?\s*(?:处|个部分|个地方|段|个短语)?"
+)
+_PLACEHOLDER = re.compile(r"(?:至少|不少于)?(?P<num>" + ZH_NUMBER + r")\s*个\s*(?:方括号)?占位符")
+_TWO = re.compile(r"(?:两个|二个|2个)不同的(?:回答|答案|版本)|(?:\*{6}|六个星号)")
+
+
+def _structure(text: str) -> list[Found]:
+    """Highlights, placeholders and two responses."""
+    found: list[Found] = []
+    match = _HIGHLIGHT.search(text)
+    if match is not None and ("*" in text or "Markdown" in text or "markdown" in text):
+        n = parse_zh_number(match.group("num")) if match.group("num") else 1
+        found.append(Found(kind=Kind.HIGHLIGHTED_SECTIONS, params={"n": n or 1}, start=match.start(), end=match.end()))
+    placeholder = _PLACEHOLDER.search(text)
+    if placeholder is not None:
+        n = parse_zh_number(placeholder.group("num"))
+        if n is not None:
+            found.append(Found(kind=Kind.PLACEHOLDERS, params={"n": n},
+                               start=placeholder.start(), end=placeholder.end()))
+    two = _TWO.search(text)
+    if two is not None and re.search(r"\*{6}|六个星号", text):
+        found.append(Found(kind=Kind.TWO_RESPONSES, params={}, start=two.start(), end=two.end()))
+    return found
 
 
 def _zh_relation(before: str | None, after: str | None) -> Relation:

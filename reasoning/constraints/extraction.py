@@ -30,12 +30,14 @@ Features (``ExtractionResult.features``) for the entropy stage, all floats:
 dependencies, no / never / without, 不 / 没 / 禁止 / 不得), ``numbers``,
 ``questions``, ``constraints``, ``hard_constraints``, ``soft_constraints``,
 ``premises``, ``han_share`` (share of Han characters among letters: a mix of
-languages is a source of uncertainty).
+languages is a source of uncertainty), and ``parse_ms``, the wall time of the
+spaCy parses (a timing, not a property of the prompt).
 """
 
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Mapping, Sequence
 
 import msgspec
@@ -195,11 +197,15 @@ def extract(prompt: str, *, defaults: Sequence[Constraint] = ()) -> ExtractionRe
     scripts = script_counts(text)
     docs: dict[str, Doc] = {}
     found: list[Found] = []
+    parse_started = time.perf_counter()
     if scripts.get("Han", 0) == 0 or scripts.get("Latin", 0) > 0 or language == "en":
         docs["en"] = english()(text, disable=["ner"])
-        found.extend(extract_english(docs["en"], text))
     if scripts.get("Han", 0) > 0:
         docs["zh"] = chinese()(text)
+    parse_ms = (time.perf_counter() - parse_started) * 1000
+    if "en" in docs:
+        found.extend(extract_english(docs["en"], text))
+    if "zh" in docs:
         found.extend(extract_chinese(docs["zh"], text))
     main_doc = docs.get(language) or next(iter(docs.values()))
     bounds = _sentence_bounds(main_doc)
@@ -227,6 +233,7 @@ def extract(prompt: str, *, defaults: Sequence[Constraint] = ()) -> ExtractionRe
         user_kinds.add(default.kind)
     premises = extract_premises(prompt)
     features = _features(text, docs, constraints, premises, sentences)
+    features["parse_ms"] = round(parse_ms, 3)
     return ExtractionResult(
         constraints=tuple(constraints),
         premises=premises,

@@ -17,14 +17,14 @@ from collections.abc import Mapping, Sequence
 from reasoning.constraints.model import Relation
 
 __all__ = [
+    "ZH_NUMBER",
+    "ZH_RELATIONS_AFTER",
+    "ZH_RELATIONS_BEFORE",
+    "ordinal",
     "parse_number",
     "parse_zh_number",
-    "relation_before",
     "relation_after",
-    "ZH_NUMBER",
-    "ZH_RELATIONS_BEFORE",
-    "ZH_RELATIONS_AFTER",
-    "ordinal",
+    "relation_before",
 ]
 
 _UNITS: Mapping[str, int] = {
@@ -165,7 +165,7 @@ def relation_before(words: Sequence[str]) -> tuple[Relation, int] | None:
     (<Relation.AT_LEAST: 'at least'>, 2)
     """
     lowered = [w.lower() for w in words]
-    for skipped in range(0, 4):
+    for skipped in range(4):
         if skipped and (len(lowered) < skipped or lowered[-skipped] not in _FILLERS):
             break
         head = lowered[: len(lowered) - skipped] if skipped else lowered

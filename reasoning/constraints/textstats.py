@@ -24,15 +24,15 @@ from __future__ import annotations
 import re
 
 __all__ = [
-    "count_words",
-    "split_sentences",
-    "count_sentences",
-    "count_capital_words",
-    "markdown_paragraphs",
     "blank_line_paragraphs",
     "count_bullets",
+    "count_capital_words",
     "count_highlights",
     "count_placeholders",
+    "count_sentences",
+    "count_words",
+    "markdown_paragraphs",
+    "split_sentences",
 ]
 
 _WORD = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]|[^\W\u3400-\u4dbf\u4e00-\u9fff]+")
@@ -44,8 +44,7 @@ def count_words(text: str) -> int:
 
 
 _ABBREVIATIONS = frozenset(
-    "mr mrs ms dr prof st jr sr vs etc e.g i.e inc ltd co corp no fig approx dept est "
-    "mt jan feb mar apr jun jul aug sep sept oct nov dec".split()
+    ["mr", "mrs", "ms", "dr", "prof", "st", "jr", "sr", "vs", "etc", "e.g", "i.e", "inc", "ltd", "co", "corp", "no", "fig", "approx", "dept", "est", "mt", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec"]
 )
 _SENTENCE_END = re.compile(r"[.!?。！？]+[\"'”’)\]]*(?=\s|$)|[。！？]+[\"'”’)\]]*")
 _LAST_WORD = re.compile(r"([\w.]+)\.*$")

@@ -33,7 +33,7 @@ from reasoning.constraints.model import Constraint, Kind, Relation, Verdict
 from reasoning.errors import InvalidInput
 from reasoning.language import is_language, language_name
 
-__all__ = ["VerifyContext", "verify", "verify_all", "compare"]
+__all__ = ["VerifyContext", "compare", "verify", "verify_all"]
 
 
 class VerifyContext(msgspec.Struct, frozen=True, kw_only=True):
@@ -383,7 +383,7 @@ def _v_cite_sources(c: Constraint, text: str, partial: bool, _: VerifyContext) -
 
 
 _EU_MEMBERS = frozenset(
-    "AT BE BG HR CY CZ DK EE FI FR DE GR HU IE IT LV LT LU MT NL PL PT RO SK SI ES SE".split()
+    ["AT", "BE", "BG", "HR", "CY", "CZ", "DK", "EE", "FI", "FR", "DE", "GR", "HU", "IE", "IT", "LV", "LT", "LU", "MT", "NL", "PL", "PT", "RO", "SK", "SI", "ES", "SE"]
 )
 _JURISDICTION_NAMES: Mapping[str, tuple[str, ...]] = {
     "US": ("United States", "U.S.", "USA", "FinCEN", "美国"),
