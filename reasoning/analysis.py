@@ -22,7 +22,7 @@ from reasoning.entropy import Entropy, cognitive_entropy
 from reasoning.graph import ConstraintGraph, DomainHook, build_graph
 from reasoning.graph.facets import facets_of
 
-__all__ = ["Status", "Analysis", "ExtractionCache", "analyse", "required_tokens"]
+__all__ = ["Analysis", "ExtractionCache", "Status", "analyse", "required_tokens"]
 
 #: Tokens per word and per sentence the bundled tokenizer needs on average
 #: (English prose); used only to keep a budget from cutting a length
@@ -47,7 +47,9 @@ class ExtractionCache:
         self._items: OrderedDict[tuple[str, bytes], ExtractionResult] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get_or_extract(self, prompt: str, defaults: Sequence[Constraint]) -> tuple[ExtractionResult, bool]:
+    def get_or_extract(
+        self, prompt: str, defaults: Sequence[Constraint]
+    ) -> tuple[ExtractionResult, bool]:
         """The extraction of ``prompt`` with ``defaults`` and whether it came from the cache."""
         key = (prompt, msgspec.json.encode(tuple(defaults)))
         with self._lock:
@@ -82,9 +84,9 @@ class Analysis(msgspec.Struct, frozen=True, kw_only=True):
     non-empty. ``timings`` holds wall milliseconds of ``parse``, ``extract``
     and ``graph`` (graph includes entropy and budget) spent by this call;
     ``cached`` is True when the extraction came from the cache (then parse
-    and extract took next to nothing). ``parse`` is None when the extraction
-    stage does not report its parse time (``features["parse_ms"]``); then
-    ``extract`` includes parsing.
+    and extract took next to nothing). ``parse`` is present only when the
+    extraction stage reports its parse time (``features["parse_ms"]``) or
+    the extraction was cached; otherwise ``extract`` includes parsing.
     """
 
     status: Status
@@ -95,7 +97,7 @@ class Analysis(msgspec.Struct, frozen=True, kw_only=True):
     graph: ConstraintGraph
     entropy: Entropy
     budget: Budget
-    timings: dict[str, float | None]
+    timings: dict[str, float]
     cached: bool = False
 
 
@@ -116,6 +118,16 @@ def _parse_ms(result: ExtractionResult, cached: bool, extract_ms: float) -> floa
         return 0.0
     value = result.features.get("parse_ms")
     return min(float(value), extract_ms) if isinstance(value, (int, float)) else None
+
+
+def _timings(parse_ms: float | None, extract_ms: float, graph_ms: float) -> dict[str, float]:
+    timings = {
+        "extract": round(max(extract_ms - (parse_ms or 0.0), 0.0), 3),
+        "graph": round(graph_ms, 3),
+    }
+    if parse_ms is not None:
+        timings = {"parse": round(parse_ms, 3), **timings}
+    return timings
 
 
 def analyse(
@@ -163,10 +175,6 @@ def analyse(
         graph=graph,
         entropy=entropy,
         budget=budget,
-        timings={
-            "parse": None if parse_ms is None else round(parse_ms, 3),
-            "extract": round(max(extract_ms - (parse_ms or 0.0), 0.0), 3),
-            "graph": round((t2 - t1) * 1000, 3),
-        },
+        timings=_timings(parse_ms, extract_ms, (t2 - t1) * 1000),
         cached=cached,
     )

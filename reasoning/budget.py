@@ -28,7 +28,7 @@ import msgspec
 
 from reasoning.errors import InvalidInput
 
-__all__ = ["Budget", "BudgetLimits", "DEFAULT_LIMITS", "budget_for"]
+__all__ = ["DEFAULT_LIMITS", "Budget", "BudgetLimits", "budget_for"]
 
 
 class Budget(msgspec.Struct, frozen=True, kw_only=True):
@@ -57,7 +57,9 @@ class BudgetLimits(msgspec.Struct, frozen=True, kw_only=True):
         if self.min_new_tokens < 1:
             raise InvalidInput("min_new_tokens must be at least 1", field="min_new_tokens")
         if self.max_new_tokens < self.min_new_tokens:
-            raise InvalidInput("max_new_tokens must be at least min_new_tokens", field="max_new_tokens")
+            raise InvalidInput(
+                "max_new_tokens must be at least min_new_tokens", field="max_new_tokens"
+            )
         if not 1 <= self.max_hops <= 3:
             raise InvalidInput("max_hops must be 1, 2 or 3", field="max_hops")
         if not 0.0 <= self.counterfactual_threshold <= 1.0:
@@ -69,7 +71,9 @@ class BudgetLimits(msgspec.Struct, frozen=True, kw_only=True):
 DEFAULT_LIMITS = BudgetLimits()
 
 
-def budget_for(score: float, limits: BudgetLimits = DEFAULT_LIMITS, *, required_tokens: int = 0) -> Budget:
+def budget_for(
+    score: float, limits: BudgetLimits = DEFAULT_LIMITS, *, required_tokens: int = 0
+) -> Budget:
     """The budget for an entropy ``score`` (clamped to [0, 1]); see the module docstring.
 
     >>> budget_for(0.0)

@@ -49,10 +49,10 @@ __all__ = [
     "EntropyModel",
     "Normaliser",
     "Signals",
-    "load_model",
-    "signals_from",
-    "score_signals",
     "cognitive_entropy",
+    "load_model",
+    "score_signals",
+    "signals_from",
 ]
 
 FEATURES: tuple[str, ...] = (
@@ -136,7 +136,10 @@ class EntropyModel(msgspec.Struct, frozen=True, kw_only=True):
     def __post_init__(self) -> None:
         if set(self.weights) != set(FEATURES) or set(self.normalisers) != set(FEATURES):
             raise InvalidInput(f"an entropy model needs weights and normalisers for {FEATURES}")
-        if any(w < 0 for w in self.weights.values()) or abs(sum(self.weights.values()) - 1.0) > 1e-6:
+        if (
+            any(w < 0 for w in self.weights.values())
+            or abs(sum(self.weights.values()) - 1.0) > 1e-6
+        ):
             raise InvalidInput("entropy weights must be non-negative and sum to 1")
 
 
@@ -197,7 +200,8 @@ def signals_from(extraction: _Extraction, graph: _Graph, *, unlinked_terms: int 
     )
 
 
-def cognitive_entropy(extraction: _Extraction, graph: _Graph, *, unlinked_terms: int = 0) -> Entropy:
+def cognitive_entropy(
+    extraction: _Extraction, graph: _Graph, *, unlinked_terms: int = 0
+) -> Entropy:
     """The request's cognitive entropy (see the module docstring)."""
     return score_signals(signals_from(extraction, graph, unlinked_terms=unlinked_terms))
-

@@ -82,7 +82,9 @@ class ConstraintsController(Controller):
         summary="Constraints, premises, graph, conflicts, entropy and budget of a prompt",
         status_code=HTTP_200_OK,
     )
-    async def check_constraints(self, data: ConstraintsRequest, settings: Settings) -> ConstraintsResponse:
+    async def check_constraints(
+        self, data: ConstraintsRequest, settings: Settings
+    ) -> ConstraintsResponse:
         """Parse, extract and build the graph off the event loop; a conflict answers
         ``needs_confirmation`` with both source spans (still 200: the check itself succeeded)."""
         return await to_thread.run_sync(_run, data, settings.max_prompt_chars)

@@ -11,13 +11,13 @@ from reasoning.constraints.model import Constraint, Hardness, Kind, Premise, Spa
 from reasoning.entropy import Entropy
 
 __all__ = [
-    "ProfileDefault",
-    "Profile",
-    "ConstraintsRequest",
     "ConflictOut",
-    "EntropyOut",
+    "ConstraintsRequest",
     "ConstraintsResponse",
+    "EntropyOut",
     "GraphFormat",
+    "Profile",
+    "ProfileDefault",
 ]
 
 GraphFormat = Literal["json", "turtle", "jsonld"]
@@ -74,5 +74,5 @@ class ConstraintsResponse(msgspec.Struct, frozen=True, kw_only=True):
     inactive: list[str]
     entropy: EntropyOut
     budget: Budget
-    timings: dict[str, float | None]
+    timings: dict[str, float]
     cached: bool

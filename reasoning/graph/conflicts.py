@@ -9,7 +9,7 @@ import msgspec
 from reasoning.constraints.model import Constraint, Hardness, Span
 from reasoning.graph.relations import Edge, EdgeKind
 
-__all__ = ["Conflict", "inactive_ids", "find_conflicts"]
+__all__ = ["Conflict", "find_conflicts", "inactive_ids"]
 
 
 class Conflict(msgspec.Struct, frozen=True, kw_only=True):
@@ -34,7 +34,9 @@ def inactive_ids(edges: Sequence[Edge]) -> frozenset[str]:
     return frozenset(e.target for e in edges if e.relation is EdgeKind.OVERRIDES)
 
 
-def find_conflicts(constraints: Sequence[Constraint], edges: Sequence[Edge]) -> tuple[Conflict, ...]:
+def find_conflicts(
+    constraints: Sequence[Constraint], edges: Sequence[Edge]
+) -> tuple[Conflict, ...]:
     """Every ``excludes`` edge between two active hard constraints, unresolved by ``overrides``.
 
     Guaranteed: each returned conflict names two distinct constraints of
@@ -42,9 +44,7 @@ def find_conflicts(constraints: Sequence[Constraint], edges: Sequence[Edge]) -> 
     """
     by_id = {c.id: c for c in constraints}
     inactive = inactive_ids(edges)
-    resolved = {
-        frozenset((e.source, e.target)) for e in edges if e.relation is EdgeKind.OVERRIDES
-    }
+    resolved = {frozenset((e.source, e.target)) for e in edges if e.relation is EdgeKind.OVERRIDES}
     conflicts: list[Conflict] = []
     for edge in edges:
         if edge.relation is not EdgeKind.EXCLUDES:

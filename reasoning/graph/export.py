@@ -22,7 +22,7 @@ import networkx as nx
 from reasoning.constraints.model import Constraint, Premise, Span
 from reasoning.graph.graph import ConstraintGraph
 
-__all__ = ["node_link", "to_networkx", "to_turtle", "to_jsonld"]
+__all__ = ["node_link", "to_jsonld", "to_networkx", "to_turtle"]
 
 
 def _span(span: Span | None) -> dict[str, Any] | None:
@@ -92,17 +92,23 @@ def node_link(graph: ConstraintGraph, premises: Sequence[Premise] = ()) -> dict[
 def to_networkx(graph: ConstraintGraph, premises: Sequence[Premise] = ()) -> nx.MultiDiGraph:
     """A networkx view for algorithms; node and edge attributes as in :func:`node_link`."""
     data = node_link(graph, premises)
-    return cast(nx.MultiDiGraph, nx.node_link_graph(data, directed=True, multigraph=True, edges="edges"))
+    return cast(
+        nx.MultiDiGraph, nx.node_link_graph(data, directed=True, multigraph=True, edges="edges")
+    )
 
 
-def to_turtle(graph: ConstraintGraph, premises: Sequence[Premise] = (), *, base: str | None = None) -> str:
+def to_turtle(
+    graph: ConstraintGraph, premises: Sequence[Premise] = (), *, base: str | None = None
+) -> str:
     """The graph in Turtle, in the ``cg:`` vocabulary."""
     from reasoning.graph.rdf import to_rdf
 
     return to_rdf(graph, premises, base=base).serialize(format="turtle")
 
 
-def to_jsonld(graph: ConstraintGraph, premises: Sequence[Premise] = (), *, base: str | None = None) -> str:
+def to_jsonld(
+    graph: ConstraintGraph, premises: Sequence[Premise] = (), *, base: str | None = None
+) -> str:
     """The graph in JSON-LD, compacted with an inline context (never a remote one)."""
     from reasoning.graph.rdf import JSONLD_CONTEXT, to_rdf
 

@@ -27,23 +27,25 @@ regard to case; therefore case rules never exclude literals.
 from __future__ import annotations
 
 import datetime as _dt
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from reasoning.constraints.model import Constraint, Kind, Relation
 
 __all__ = [
-    "Interval",
-    "Boundary",
-    "Facets",
-    "facets_of",
-    "interval_for",
     "JSON_FIRST_CHARS",
     "JSON_LAST_CHARS",
+    "Boundary",
+    "Facets",
+    "Interval",
+    "facets_of",
+    "interval_for",
 ]
 
 Quantity = tuple[str, ...]
 Attribute = tuple[str, ...]
+Builder = Callable[[dict[str, Any]], "Facets"]
 
 # A JSON text (RFC 8259), optionally inside a markdown code fence as the
 # verifiers accept, can only start and end with these characters.
@@ -195,7 +197,7 @@ def _counted(params: dict[str, Any]) -> Interval | None:
         return None
     try:
         return interval_for(relation, n)
-    except ValueError:
+    except (ValueError, TypeError):
         return None
 
 
@@ -232,7 +234,7 @@ def facets_of(constraint: Constraint) -> Facets:
     return builder(constraint.params)
 
 
-def _count_builder(quantity: str) -> Any:
+def _count_builder(quantity: str) -> Builder:
     def build(p: dict[str, Any]) -> Facets:
         iv = _counted(p)
         return Facets(bounds={(quantity,): iv}, complete=True) if iv else Facets()
@@ -240,10 +242,14 @@ def _count_builder(quantity: str) -> Any:
     return build
 
 
-def _exact_builder(quantity: str, rel: Relation) -> Any:
+def _exact_builder(quantity: str, rel: Relation) -> Builder:
     def build(p: dict[str, Any]) -> Facets:
         n = _int(p.get("n"))
-        return Facets(bounds={(quantity,): interval_for(rel, n)}, complete=True) if n is not None else Facets()
+        return (
+            Facets(bounds={(quantity,): interval_for(rel, n)}, complete=True)
+            if n is not None
+            else Facets()
+        )
 
     return build
 
@@ -363,8 +369,12 @@ def _sections(p: dict[str, Any]) -> Facets:
 
 def _nth_paragraph(p: dict[str, Any]) -> Facets:
     n, nth, word = _int(p.get("n")), _int(p.get("nth")), _norm(p.get("first_word"))
-    bounds = {("blank_line_paragraphs",): Interval(n, n)} if n is not None else {}
-    values = {("paragraph_first_word", str(nth)): word} if nth is not None and word else {}
+    bounds: dict[Quantity, Interval] = (
+        {("blank_line_paragraphs",): Interval(n, n)} if n is not None else {}
+    )
+    values: dict[Attribute, str] = (
+        {("paragraph_first_word", str(nth)): word} if nth is not None and word else {}
+    )
     return Facets(bounds=bounds, values=values, complete=bool(bounds) and bool(values))
 
 
@@ -382,15 +392,23 @@ def _citation_time_window(p: dict[str, Any]) -> Facets:
 
 def _cite_sources(p: dict[str, Any]) -> Facets:
     n = _int(p.get("min"))
-    return Facets(bounds={("cited_sources",): Interval(max(n, 0), None)}, complete=True) if n is not None else Facets()
+    return (
+        Facets(bounds={("cited_sources",): Interval(max(n, 0), None)}, complete=True)
+        if n is not None
+        else Facets()
+    )
 
 
 def _numeric_precision(p: dict[str, Any]) -> Facets:
     decimals = _int(p.get("decimals"))
-    return Facets(values={("decimals",): str(decimals)}, complete=True) if decimals is not None else Facets()
+    return (
+        Facets(values={("decimals",): str(decimals)}, complete=True)
+        if decimals is not None
+        else Facets()
+    )
 
 
-_BUILDERS: dict[Kind, Any] = {
+_BUILDERS: dict[Kind, Builder] = {
     Kind.WORD_COUNT: _count_builder("words"),
     Kind.SENTENCE_COUNT: _count_builder("sentences"),
     Kind.CAPITAL_WORD_FREQUENCY: _count_builder("capital_words"),

@@ -12,7 +12,7 @@ from reasoning.graph.conflicts import Conflict, find_conflicts, inactive_ids
 from reasoning.graph.priority import compute_overrides
 from reasoning.graph.relations import Edge, EdgeKind, compute_relations
 
-__all__ = ["ConstraintGraph", "DomainHook", "ontology_edge", "build_graph"]
+__all__ = ["ConstraintGraph", "DomainHook", "build_graph", "ontology_edge"]
 
 #: Contributes domain edges (e.g. from ``owl:disjointWith`` between classes the
 #: constraints reference) for a set of constraints.
@@ -100,7 +100,9 @@ def build_graph(
     seen = {_edge_key(e) for e in relations}
     for edge in extra_edges:
         if edge.source not in known or edge.target not in known:
-            raise InvalidInput(f"domain edge {edge.source}->{edge.target} names an unknown constraint")
+            raise InvalidInput(
+                f"domain edge {edge.source}->{edge.target} names an unknown constraint"
+            )
         if edge.source == edge.target:
             raise InvalidInput(f"domain edge {edge.source}->{edge.target} is a loop")
         if _edge_key(edge) in seen:

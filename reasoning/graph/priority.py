@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from reasoning.constraints.model import Constraint, Hardness, Origin
 from reasoning.graph.relations import Edge, EdgeKind
 
-__all__ = ["CORRECTION_MARKERS", "is_correction", "compute_overrides"]
+__all__ = ["CORRECTION_MARKERS", "compute_overrides", "is_correction"]
 
 #: Discourse markers that announce a correction of something said before.
 CORRECTION_MARKERS: tuple[str, ...] = (
@@ -55,8 +55,11 @@ CORRECTION_MARKERS: tuple[str, ...] = (
 _LATIN_MARKERS = [m for m in CORRECTION_MARKERS if m.isascii()]
 _HAN_MARKERS = [m for m in CORRECTION_MARKERS if not m.isascii()]
 _MARKER_RE = re.compile(
-    r"(?<![\w])(?:" + "|".join(re.escape(m) for m in _LATIN_MARKERS) + r")(?![\w])"
-    + "|" + "|".join(re.escape(m) for m in _HAN_MARKERS),
+    r"(?<![\w])(?:"
+    + "|".join(re.escape(m) for m in _LATIN_MARKERS)
+    + r")(?![\w])"
+    + "|"
+    + "|".join(re.escape(m) for m in _HAN_MARKERS),
     re.IGNORECASE,
 )
 
@@ -86,7 +89,9 @@ def _position(c: Constraint) -> int:
     return c.source.start if c.source is not None else -1
 
 
-def _decide(a: Constraint, b: Constraint, prompt: str | None) -> tuple[Constraint, Constraint, str] | None:
+def _decide(
+    a: Constraint, b: Constraint, prompt: str | None
+) -> tuple[Constraint, Constraint, str] | None:
     rank_a, rank_b = _ORIGIN_RANK[a.origin], _ORIGIN_RANK[b.origin]
     if rank_a != rank_b:
         win, lose = (a, b) if rank_a > rank_b else (b, a)
@@ -123,5 +128,7 @@ def compute_overrides(
         decision = _decide(a, b, prompt)
         if decision is not None:
             win, lose, reason = decision
-            edges.append(Edge(source=win.id, target=lose.id, relation=EdgeKind.OVERRIDES, reason=reason))
+            edges.append(
+                Edge(source=win.id, target=lose.id, relation=EdgeKind.OVERRIDES, reason=reason)
+            )
     return tuple(edges)

@@ -113,7 +113,9 @@ def _add_premise(g: Graph, node: URIRef, p: Premise) -> None:
     _add_span(g, node, p.source)
 
 
-def to_rdf(graph: ConstraintGraph, premises: Sequence[Premise] = (), *, base: str | None = None) -> Graph:
+def to_rdf(
+    graph: ConstraintGraph, premises: Sequence[Premise] = (), *, base: str | None = None
+) -> Graph:
     """Build the RDF graph (see the module docstring); ``base`` overrides the IRI base."""
     ns = Namespace(base or default_base(graph))
     g = Graph()

@@ -45,7 +45,7 @@ import msgspec
 from reasoning.constraints.model import Constraint
 from reasoning.graph.facets import Facets, facets_of
 
-__all__ = ["EdgeKind", "Edge", "entailment_reason", "exclusion_reason", "compute_relations"]
+__all__ = ["Edge", "EdgeKind", "compute_relations", "entailment_reason", "exclusion_reason"]
 
 
 class EdgeKind(StrEnum):
@@ -97,7 +97,9 @@ def exclusion_reason(fa: Facets, fb: Facets) -> str | None:
         for char in sorted(first.forbidden_chars):
             for alternatives in second.required:
                 if all(char in alt for alt in alternatives):
-                    return f"forbidden character '{char}' is part of required text '{alternatives[0]}'"
+                    return (
+                        f"forbidden character '{char}' is part of required text '{alternatives[0]}'"
+                    )
     if fa.prefix and fb.prefix and not fa.prefix.compatible(fb.prefix, at_end=False):
         return "the answer cannot start as both require"
     if fa.suffix and fb.suffix and not fa.suffix.compatible(fb.suffix, at_end=True):
@@ -159,12 +161,18 @@ def compute_relations(constraints: Sequence[Constraint]) -> tuple[Edge, ...]:
                 continue
             reason = exclusion_reason(facets[i], facets[j])
             if reason is not None:
-                edges.append(Edge(source=a.id, target=b.id, relation=EdgeKind.EXCLUDES, reason=reason))
+                edges.append(
+                    Edge(source=a.id, target=b.id, relation=EdgeKind.EXCLUDES, reason=reason)
+                )
                 continue
             forward = entailment_reason(facets[i], facets[j])
             if forward is not None:
-                edges.append(Edge(source=a.id, target=b.id, relation=EdgeKind.ENTAILS, reason=forward))
+                edges.append(
+                    Edge(source=a.id, target=b.id, relation=EdgeKind.ENTAILS, reason=forward)
+                )
             backward = entailment_reason(facets[j], facets[i])
             if backward is not None:
-                edges.append(Edge(source=b.id, target=a.id, relation=EdgeKind.ENTAILS, reason=backward))
+                edges.append(
+                    Edge(source=b.id, target=a.id, relation=EdgeKind.ENTAILS, reason=backward)
+                )
     return tuple(edges)

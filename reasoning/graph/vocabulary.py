@@ -10,7 +10,7 @@ from pathlib import Path
 
 from reasoning.constraints.model import Kind
 
-__all__ = ["CG_NS", "VOCABULARY_PATH", "class_name", "PARAM_PROPERTIES", "param_property"]
+__all__ = ["CG_NS", "PARAM_PROPERTIES", "VOCABULARY_PATH", "class_name", "param_property"]
 
 CG_NS = "https://tenet.dev/ns/cg#"
 

@@ -17,7 +17,7 @@ def test_conflicting_languages_need_confirmation() -> None:
     assert result.status is Status.NEEDS_CONFIRMATION
     assert len(result.graph.conflicts) == 1
     assert result.cached is False
-    assert result.timings["graph"] is not None and result.timings["extract"] is not None
+    assert result.timings["graph"] >= 0 and result.timings["extract"] > 0
 
 
 def test_clean_prompt_is_ok_and_budget_follows_entropy() -> None:
@@ -41,7 +41,9 @@ def test_word_minimum_raises_the_token_budget() -> None:
 
 def test_required_tokens_from_length_constraints() -> None:
     words = Constraint(id="c1", kind=Kind.WORD_COUNT, params={"relation": "at least", "n": 100})
-    sentences = Constraint(id="c2", kind=Kind.SENTENCE_COUNT, params={"relation": "more than", "n": 9})
+    sentences = Constraint(
+        id="c2", kind=Kind.SENTENCE_COUNT, params={"relation": "more than", "n": 9}
+    )
     assert required_tokens([]) == 0
     assert required_tokens([words]) == 150 + 32
     assert required_tokens([words, sentences]) == 200 + 32
@@ -68,14 +70,20 @@ def test_domain_hook_edges_reach_the_graph() -> None:
         ids = [c.id for c in constraints]
         return [ontology_edge(ids[0], ids[1], "excludes", "disjoint regimes")]
 
-    result = analyse("Answer in under 50 words. Cite at least 2 sources.", domain_hook=hook, cache=None)
+    result = analyse(
+        "Answer in under 50 words. Cite at least 2 sources.", domain_hook=hook, cache=None
+    )
     assert result.status is Status.NEEDS_CONFIRMATION
     assert result.graph.conflicts[0].reason == "disjoint regimes"
 
 
 def test_domain_hook_naming_unknown_constraint_is_invalid() -> None:
     with pytest.raises(InvalidInput):
-        analyse("Answer in under 50 words.", domain_hook=lambda cs: [ontology_edge("c1", "c99", "excludes", "x")], cache=None)
+        analyse(
+            "Answer in under 50 words.",
+            domain_hook=lambda cs: [ontology_edge("c1", "c99", "excludes", "x")],
+            cache=None,
+        )
 
 
 def test_oversized_prompt_is_refused_by_extraction() -> None:

@@ -34,7 +34,15 @@ signals = st.builds(
     conflicts=st.integers(0, 20),
     unlinked_terms=st.integers(0, 200),
 )
-FIELDS = ["tokens", "conditionals", "negations", "constraints", "soft_constraints", "conflicts", "unlinked_terms"]
+FIELDS = [
+    "tokens",
+    "conditionals",
+    "negations",
+    "constraints",
+    "soft_constraints",
+    "conflicts",
+    "unlinked_terms",
+]
 
 
 @settings(max_examples=300, deadline=None)
@@ -64,13 +72,24 @@ def test_shipped_model_weights_are_a_distribution_and_carry_their_fit() -> None:
     assert set(model.weights) == set(FEATURES)
     assert sum(model.weights.values()) == pytest.approx(1.0)
     assert model.fit["n_prompts"] == 541
-    assert model.fit["cross_validated_5fold"]["spearman"] > model.fit["uniform_weights_baseline"]["spearman"]
+    assert (
+        model.fit["cross_validated_5fold"]["spearman"]
+        > model.fit["uniform_weights_baseline"]["spearman"]
+    )
 
 
 def test_extremes() -> None:
     assert score_signals(Signals(tokens=0)).score == pytest.approx(0.0)
-    huge = Signals(tokens=10**6, entities=10**6, conditionals=10**4, negations=10**4, constraints=10**3,
-                   soft_constraints=10**3, conflicts=10**3, unlinked_terms=10**4)
+    huge = Signals(
+        tokens=10**6,
+        entities=10**6,
+        conditionals=10**4,
+        negations=10**4,
+        constraints=10**3,
+        soft_constraints=10**3,
+        conflicts=10**3,
+        unlinked_terms=10**4,
+    )
     assert score_signals(huge).score > 0.99
 
 

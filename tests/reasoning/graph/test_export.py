@@ -27,13 +27,37 @@ def _span(text: str) -> Span:
 @pytest.fixture(scope="module")
 def graph_and_premises() -> tuple[object, tuple[Premise, ...]]:
     constraints = [
-        Constraint(id="c1", kind=Kind.RESPONSE_LANGUAGE, params={"language": "en"}, source=_span("Answer in English")),
-        Constraint(id="c2", kind=Kind.RESPONSE_LANGUAGE, params={"language": "zh"}, source=_span("必须用中文回答")),
-        Constraint(id="c3", kind=Kind.WORD_COUNT, params={"relation": "less than", "n": 50}, source=_span("under 50 words")),
-        Constraint(id="c4", kind=Kind.WORD_COUNT, params={"relation": "at most", "n": 100}, hardness=Hardness.SOFT,
-                   source=_span("at most 100 words")),
-        Constraint(id="c5", kind=Kind.CITATION_TIME_WINDOW, params={"not_before": "2020-01-01"},
-                   source=_span("cite nothing before 2020")),
+        Constraint(
+            id="c1",
+            kind=Kind.RESPONSE_LANGUAGE,
+            params={"language": "en"},
+            source=_span("Answer in English"),
+        ),
+        Constraint(
+            id="c2",
+            kind=Kind.RESPONSE_LANGUAGE,
+            params={"language": "zh"},
+            source=_span("必须用中文回答"),
+        ),
+        Constraint(
+            id="c3",
+            kind=Kind.WORD_COUNT,
+            params={"relation": "less than", "n": 50},
+            source=_span("under 50 words"),
+        ),
+        Constraint(
+            id="c4",
+            kind=Kind.WORD_COUNT,
+            params={"relation": "at most", "n": 100},
+            hardness=Hardness.SOFT,
+            source=_span("at most 100 words"),
+        ),
+        Constraint(
+            id="c5",
+            kind=Kind.CITATION_TIME_WINDOW,
+            params={"not_before": "2020-01-01"},
+            source=_span("cite nothing before 2020"),
+        ),
         Constraint(id="c6", kind=Kind.JSON_FORMAT, params={"schema": {"type": "object"}}),
     ]
     premises = (Premise(id="p1", text="assume a tax rate of 20%", topic="tax rate", value="20%"),)
@@ -68,7 +92,10 @@ def test_turtle_parses_back_with_every_constraint_edge_and_conflict(graph_and_pr
     assert len(reasons) == len({e.reason for e in graph.edges})
     conflicts = list(g.subjects(RDF.type, CG.Conflict))
     assert len(conflicts) == 1
-    assert set(g.objects(conflicts[0], CG.between)) == {URIRef("urn:test:c1"), URIRef("urn:test:c2")}
+    assert set(g.objects(conflicts[0], CG.between)) == {
+        URIRef("urn:test:c1"),
+        URIRef("urn:test:c2"),
+    }
     params = json.loads(str(g.value(URIRef("urn:test:c6"), CG.params)))
     assert params == {"schema": {"type": "object"}}
 
@@ -99,7 +126,12 @@ def test_vocabulary_declares_every_term_the_export_uses(graph_and_premises) -> N
     for prop in set(PARAM_PROPERTIES.values()):
         assert CG[prop] in declared, prop
     graph, premises = graph_and_premises
-    used = {t for triple in to_rdf(graph, premises) for t in triple if isinstance(t, URIRef) and str(t).startswith(str(CG))}
+    used = {
+        t
+        for triple in to_rdf(graph, premises)
+        for t in triple
+        if isinstance(t, URIRef) and str(t).startswith(str(CG))
+    }
     assert used <= declared, used - declared
     for term in declared:
         assert vocab.value(term, RDFS.label) is not None, term

@@ -9,7 +9,14 @@ from reasoning.errors import InvalidInput
 from reasoning.graph import EdgeKind, build_graph, ontology_edge
 
 
-def spanned(prompt: str, text: str, cid: str, kind: Kind, hardness: Hardness = Hardness.HARD, **params: object) -> Constraint:
+def spanned(
+    prompt: str,
+    text: str,
+    cid: str,
+    kind: Kind,
+    hardness: Hardness = Hardness.HARD,
+    **params: object,
+) -> Constraint:
     start = prompt.index(text)
     return Constraint(
         id=cid,
@@ -33,13 +40,23 @@ def test_english_and_chinese_hard_instructions_conflict_with_both_spans() -> Non
     conflict = graph.conflicts[0]
     assert (conflict.a, conflict.b) == ("c1", "c2")
     assert [s.text for s in conflict.spans if s] == ["Answer in English", "必须用中文回答"]
-    assert [prompt[s.start : s.end] for s in conflict.spans if s] == ["Answer in English", "必须用中文回答"]
+    assert [prompt[s.start : s.end] for s in conflict.spans if s] == [
+        "Answer in English",
+        "必须用中文回答",
+    ]
     assert graph.inactive == ()
 
 
 def test_hard_overrides_soft_and_resolves_the_exclusion() -> None:
     prompt = "Answer in English if possible. 必须用中文回答"
-    en = spanned(prompt, "Answer in English if possible", "c1", Kind.RESPONSE_LANGUAGE, Hardness.SOFT, language="en")
+    en = spanned(
+        prompt,
+        "Answer in English if possible",
+        "c1",
+        Kind.RESPONSE_LANGUAGE,
+        Hardness.SOFT,
+        language="en",
+    )
     zh = spanned(prompt, "必须用中文回答", "c2", Kind.RESPONSE_LANGUAGE, language="zh")
     graph = build_graph([en, zh], prompt=prompt)
     assert graph.conflicts == ()
@@ -50,7 +67,9 @@ def test_hard_overrides_soft_and_resolves_the_exclusion() -> None:
 
 def test_user_instruction_overrides_profile_default_even_when_the_default_is_hard() -> None:
     prompt = "必须用中文回答"
-    default = Constraint(id="d1", kind=Kind.RESPONSE_LANGUAGE, params={"language": "en"}, origin=Origin.PROFILE)
+    default = Constraint(
+        id="d1", kind=Kind.RESPONSE_LANGUAGE, params={"language": "en"}, origin=Origin.PROFILE
+    )
     zh = spanned(prompt, "必须用中文回答", "c1", Kind.RESPONSE_LANGUAGE, language="zh")
     graph = build_graph([zh, default], prompt=prompt)
     assert graph.conflicts == ()
@@ -69,11 +88,19 @@ def test_user_instruction_overrides_profile_default_even_when_the_default_is_har
 def test_later_correction_overrides_earlier_hard_instruction(prompt: str) -> None:
     first_end = prompt.index(".") if "." in prompt else prompt.index("。")
     second = prompt[first_end + 1 :].strip(" 。.")
-    a = Constraint(id="c1", kind=Kind.WORD_COUNT, params={"relation": "at most", "n": 50},
-                   source=Span(start=0, end=first_end, text=prompt[:first_end]))
+    a = Constraint(
+        id="c1",
+        kind=Kind.WORD_COUNT,
+        params={"relation": "at most", "n": 50},
+        source=Span(start=0, end=first_end, text=prompt[:first_end]),
+    )
     start = prompt.index(second)
-    b = Constraint(id="c2", kind=Kind.WORD_COUNT, params={"relation": "at least", "n": 200},
-                   source=Span(start=start, end=start + len(second), text=second))
+    b = Constraint(
+        id="c2",
+        kind=Kind.WORD_COUNT,
+        params={"relation": "at least", "n": 200},
+        source=Span(start=start, end=start + len(second), text=second),
+    )
     graph = build_graph([a, b], prompt=prompt)
     assert overrides(graph) == {("c2", "c1")}
     assert graph.conflicts == ()
@@ -81,7 +108,9 @@ def test_later_correction_overrides_earlier_hard_instruction(prompt: str) -> Non
 
 def test_two_hard_instructions_without_correction_marker_conflict() -> None:
     prompt = "Answer in at most 50 words. I actually like cats. Use at least 200 words."
-    a = spanned(prompt, "Answer in at most 50 words", "c1", Kind.WORD_COUNT, relation="at most", n=50)
+    a = spanned(
+        prompt, "Answer in at most 50 words", "c1", Kind.WORD_COUNT, relation="at most", n=50
+    )
     b = spanned(prompt, "Use at least 200 words", "c2", Kind.WORD_COUNT, relation="at least", n=200)
     graph = build_graph([a, b], prompt=prompt)
     assert overrides(graph) == set()
@@ -90,8 +119,22 @@ def test_two_hard_instructions_without_correction_marker_conflict() -> None:
 
 def test_later_soft_preference_overrides_earlier_soft_one() -> None:
     prompt = "Preferably answer in English. Ideally answer in French."
-    a = spanned(prompt, "Preferably answer in English", "c1", Kind.RESPONSE_LANGUAGE, Hardness.SOFT, language="en")
-    b = spanned(prompt, "Ideally answer in French", "c2", Kind.RESPONSE_LANGUAGE, Hardness.SOFT, language="fr")
+    a = spanned(
+        prompt,
+        "Preferably answer in English",
+        "c1",
+        Kind.RESPONSE_LANGUAGE,
+        Hardness.SOFT,
+        language="en",
+    )
+    b = spanned(
+        prompt,
+        "Ideally answer in French",
+        "c2",
+        Kind.RESPONSE_LANGUAGE,
+        Hardness.SOFT,
+        language="fr",
+    )
     graph = build_graph([a, b], prompt=prompt)
     assert overrides(graph) == {("c2", "c1")}
     assert graph.conflicts == ()
@@ -131,7 +174,9 @@ def test_duplicate_ontology_exclusion_is_dropped() -> None:
         ([Constraint(id="c1", kind=Kind.NO_COMMA)], [("c1", "c1", "excludes")]),
     ],
 )
-def test_invalid_graph_input_raises_invalid_input(constraints: list[Constraint], extra: list[tuple[str, str, str]]) -> None:
+def test_invalid_graph_input_raises_invalid_input(
+    constraints: list[Constraint], extra: list[tuple[str, str, str]]
+) -> None:
     with pytest.raises(InvalidInput):
         build_graph(constraints, extra_edges=[ontology_edge(a, b, r, "x") for a, b, r in extra])
 
