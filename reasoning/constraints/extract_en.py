@@ -150,6 +150,8 @@ def _quantity_left(ctx: _Ctx, unit: int) -> _Quantity | None:
             before = relation_before([x.lower_ for x in doc[max(floor, first - 6) : first]])
             if before is not None:
                 return _Quantity(before[0], value, first - before[1], last)
+            if first > floor and ctx.lemmas[first - 1] in ("exceed", "surpass", "top"):
+                return _Quantity(Relation.MORE_THAN, value, first - 1, last)
             return _Quantity(None, value, first, last)
         if t.lower_ == "example":
             return None
@@ -532,8 +534,11 @@ def _count_after(ctx: _Ctx, start: int, limit: int = 16) -> _Quantity | None:
     end = min(len(doc), start + limit)
     for j in range(start, end):
         lower = ctx.lowers[j]
-        if lower in _STOPS and j > start:
+        if (lower in _STOPS or lower in ("but", "while", "whereas")) and j > start:
             return None
+        if j > start + 1 and ctx.lemmas[j] in ("word", "keyword", "letter", "phrase"):
+            return None
+
         word_count = lower in ("once", "twice", "thrice")
         if not word_count and not (lower in ("times", "time") and j > 0):
             continue
@@ -584,7 +589,16 @@ def _governed_by(ctx: _Ctx, i: int, lemmas: frozenset[str]) -> bool:
     return False
 
 
-_POSITION_VERBS = frozenset({"end", "finish", "start", "begin", "conclude", "close", "describe", "rewrite"})
+_FLIPPED = {
+    Relation.MORE_THAN: Relation.AT_MOST,
+    Relation.AT_LEAST: Relation.LESS_THAN,
+    Relation.LESS_THAN: Relation.AT_LEAST,
+    Relation.AT_MOST: Relation.MORE_THAN,
+}
+"""The relation a negated count means: "not more than 2 times" is "at most 2"."""
+
+_POSITION_VERBS = frozenset(
+{"end", "finish", "start", "begin", "conclude", "close", "describe", "rewrite"})
 
 
 def _detect_keywords(ctx: _Ctx) -> None:
@@ -615,8 +629,13 @@ def _detect_keywords(ctx: _Ctx) -> None:
             continue
         count = _count_after(ctx, i + 1, limit=22)
         start = ctx.tokens[i].idx
-        if negated:
+        negated_limit = negated and count is not None and count.high is None and count.relation in _FLIPPED
+        if negated and not negated_limit:
             ctx.add(Kind.FORBIDDEN_WORDS, {"words": words}, start, end_char)
+        elif negated_limit and count is not None and count.relation is not None:
+            ctx.add(Kind.KEYWORD_FREQUENCY,
+                    {"keyword": words[0], "relation": str(_FLIPPED[count.relation]), "n": count.n},
+                    start, max(end_char, ctx.chars(count.last, count.last)[1]))
         elif count is not None and len(words) == 1:
             for relation, n in count.bounds():
                 ctx.add(Kind.KEYWORD_FREQUENCY, {"keyword": words[0], "relation": str(relation), "n": n},
@@ -805,12 +824,13 @@ def _detect_postscript(ctx: _Ctx) -> None:
 
 def _phrase_group(tag: str) -> str:
     return (r"(?:exactly\s+)?(?:like\s*)?:?\s*(?:[\"“](?P<q" + tag + r">[^\"”\n]{1,200})[\"”]"
-            r"|\n*(?P<raw" + tag + r">[^\n\"“]{1,120}?)(?:\s*$|\n))")
+            r"|(?<!\w)['‘](?P<s" + tag + r">[^'’\n]{1,200}?)['’](?!\w)"
+            r"|\n*(?P<raw" + tag + r">[^\n\"“'‘]{1,120}?)(?:\s*$|\n))")
 
 
 _END = re.compile(
     r"(?:\b(?:end|finish|conclude)(?:s|ed)?\s+(?:your\s+|the\s+|it\s+|this\s+|each\s+)?(?:entire\s+|whole\s+)?(?:[\w-]+\s+){0,2}?"
-    r"with\s+(?:this|the|a)?\s*(?:exact\s+)?(?:phrase|sentence|words?|question|line)?(?:\s+of)?\s*" + _phrase_group("1") +
+    r"with\s*(?:this|the|a)?\s*(?:exact\s+)?(?:phrase|sentence|words?|question|line)?(?:\s+of)?\s*" + _phrase_group("1") +
     r"|(?:very\s+)?(?:last|final)\s+(?:sentence|line|words?|phrase)\s+of\s+your\s+(?:\w+\s+)?(?:response|answer|reply)\s+(?:should|must)\s+(?:be|read)\s*" + _phrase_group("2") +
     r"|(?:very\s+)?end\s+of\s+your\s+(?:entire\s+)?(?:response|answer|reply)\s+(?:should|must)\s+(?:be|read)\s*" + _phrase_group("3") + ")",
     re.IGNORECASE | re.MULTILINE,
@@ -823,7 +843,8 @@ _START = re.compile(
 
 def _detect_start_end(ctx: _Ctx) -> None:
     for match in _END.finditer(ctx.text):
-        phrase = next((match.group(f"q{t}") for t in "123" if match.group(f"q{t}")), None)
+        phrase = next((match.group(f"{g}{t}") for t in "123" for g in "qs" if match.group(f"{g}{t}")), None)
+
         if phrase is None:
             raw = next((match.group(f"raw{t}") for t in "123" if match.group(f"raw{t}")), None)
             if raw is None or len(raw.split()) > 14 or not raw.strip():

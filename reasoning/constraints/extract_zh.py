@@ -29,6 +29,7 @@ __all__ = ["extract_chinese"]
 _NEG = r"(?:禁止|不要|不得|不能|不可|请勿|勿|切勿|避免|不许|不准|严禁|别)"
 _REL_BEFORE = "|".join(sorted(map(re.escape, ZH_RELATIONS_BEFORE), key=len, reverse=True))
 _REL_AFTER = "|".join(sorted(map(re.escape, ZH_RELATIONS_AFTER), key=len, reverse=True))
+_CLOSING_QUOTES = ("”", '"', "」", "』", "’", "'")
 _QUOTE = r"[“\"「『‘'](?P<q>[^”\"」』’'\n]{1,40})[”\"」』’']"
 
 
@@ -90,6 +91,8 @@ def extract_chinese(doc: Doc, text: str) -> list[Found]:
                                start=match.start(), end=match.end()))
 
     for match in _COUNT.finditer(text):
+        if match.group("num") == "一" and text[max(0, match.start() - 1) : match.start()] in _CLOSING_QUOTES:
+            continue
         kind = _UNITS[match.group("unit")]
         n = parse_zh_number(match.group("num"))
         if n is None:
@@ -176,8 +179,8 @@ def extract_chinese(doc: Doc, text: str) -> list[Found]:
 
 _TIMES = r"(?P<num>" + ZH_NUMBER + r")\s*次(?P<after>" + _REL_AFTER + r")?"
 _KEYWORD_FREQ = re.compile(
-    _QUOTE + r"(?:一词|这个词|这个关键词|这个字|一字)?(?:必须|应|要|须|需)?(?:在回答中)?(?:出现|使用|提到|提及)"
-    r"(?P<rel>" + _REL_BEFORE + r")?\s*" + _TIMES
+    _QUOTE + r"(?:一词|这个词|这个关键词|这个字|一字)?(?:必须|应|要|须|需)?(?:在回答中)?(?P<rel0>" + _REL_BEFORE + r")?"
+    r"(?:出现|使用|提到|提及)(?P<rel>" + _REL_BEFORE + r")?\s*" + _TIMES
 )
 _LETTER_FREQ = re.compile(
     r"字母\s*[“\"「‘']?(?P<letter>[A-Za-z])[”\"」’']?\s*(?:必须|应|要|须|需)?(?:出现|使用)(?P<rel>" + _REL_BEFORE + r")?\s*" + _TIMES
@@ -190,7 +193,7 @@ def _frequencies(text: str) -> list[Found]:
     for match in _KEYWORD_FREQ.finditer(text):
         n = parse_zh_number(match.group("num"))
         if n is not None:
-            relation = _zh_relation(match.group("rel"), match.group("after"))
+            relation = _zh_relation(match.group("rel") or match.group("rel0"), match.group("after"))
             found.append(Found(kind=Kind.KEYWORD_FREQUENCY,
                                params={"keyword": match.group("q"), "relation": str(relation), "n": n},
                                start=match.start(), end=match.end()))
