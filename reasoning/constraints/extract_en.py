@@ -264,7 +264,20 @@ def _clause_end(ctx: _Ctx, i: int) -> int:
     return sent_end
 
 
-def _quoted_list(ctx: _Ctx, start_char: int, end_char: int) -> tuple[list[str], int]:
+_INTRO_WORDS = frozenset(
+    {"the", "following", "keyword", "keywords", "word", "words", "phrase", "phrases", "like", "such", "as",
+     "these", "term", "terms", "name", "line", "i.e.", "e.g.", "exact"}
+)
+
+
+def _intro_only(gap: str) -> bool:
+    """Whether only list-introducing words stand between a head and its first quote."""
+    words = [w for w in re.split(r"[\s:,\[\(]+", gap.lower()) if w]
+    return all(w in _INTRO_WORDS for w in words)
+
+
+def _quoted_list(
+ctx: _Ctx, start_char: int, end_char: int) -> tuple[list[str], int]:
     """Quoted strings chained by commas / "and" / "or" from the first one."""
     text = ctx.text
     chained: list[tuple[str, int, int]] = []
@@ -274,7 +287,7 @@ def _quoted_list(ctx: _Ctx, start_char: int, end_char: int) -> tuple[list[str], 
             gap = text[chained[-1][2] : match.start()]
             if not re.fullmatch(r"[\s,;:\[\]]*(?:and|or|nor|&)?[\s,;:\[\]]*", gap):
                 break
-        elif text[start_char : match.start()].strip(" :,[") and len(text[start_char : match.start()].split()) > 6:
+        elif not _intro_only(text[start_char : match.start()]):
             break
         chained.append((value, match.start(), match.end()))
     return [c[0] for c in chained if c[0]], (chained[-1][2] if chained else start_char)

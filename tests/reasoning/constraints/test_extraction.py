@@ -180,3 +180,37 @@ def test_extract_never_raises_on_any_text(prompt: str) -> None:
 @given(st.text(alphabet=st.characters(codec="utf-8"), max_size=200), st.sampled_from(["必须用中文回答", "Use at least 3 words.", ""]))
 def test_extract_never_raises_around_real_instructions(noise: str, instruction: str) -> None:
     extract(noise + instruction + noise)
+
+
+@pytest.mark.parametrize(
+    ("prompt", "expected"),
+    [
+        ("Don't exceed 120 words.", [(Kind.WORD_COUNT, {"relation": "at most", "n": 120})]),
+        ("Please keep it to no more than three sentences.",
+         [(Kind.SENTENCE_COUNT, {"relation": "at most", "n": 3})]),
+        ("The word 'risk' should not appear more than 2 times.",
+         [(Kind.KEYWORD_FREQUENCY, {"keyword": "risk", "relation": "at most", "n": 2})]),
+        ("Please do not use the word die, but mention the word \"dose\" at least 5 times.",
+         [(Kind.FORBIDDEN_WORDS, {"words": ["die"]}),
+          (Kind.KEYWORD_FREQUENCY, {"keyword": "dose", "relation": "at least", "n": 5})]),
+        ("Avoid the letter e entirely.", [(Kind.LETTER_FREQUENCY, {"letter": "e", "relation": "less than", "n": 1})]),
+        ("Never use the words 'guarantee' or 'risk-free'.",
+         [(Kind.FORBIDDEN_WORDS, {"words": ["guarantee", "risk-free"]})]),
+        ("Mention 'Basel III' and 'FATF' in the answer.",
+         [(Kind.KEYWORDS_PRESENT, {"keywords": ["Basel III", "FATF"]})]),
+        ("Conclude with the sentence 'Stay safe.'", [(Kind.END_PHRASE, {"phrase": "Stay safe."})]),
+        ("Start your answer with \"Dear customer\".", [(Kind.START_PHRASE, {"phrase": "Dear customer"})]),
+        ("Only cite regulations published after 2019.",
+         [(Kind.CITATION_TIME_WINDOW, {"not_before": "2020-01-01"})]),
+        ("Cite at least two sources.", [(Kind.CITE_SOURCES, {"min": 2})]),
+        ("Split your answer into 4 paragraphs using the markdown divider ***.", [(Kind.PARAGRAPH_COUNT, {"n": 4})]),
+        ("Reply entirely in lowercase.", [(Kind.ALL_LOWERCASE, {})]),
+        ("Write your reply in French only.", [(Kind.RESPONSE_LANGUAGE, {"language": "fr"})]),
+        ("“风险”一词至少出现两次。", [(Kind.KEYWORD_FREQUENCY, {"keyword": "风险", "relation": "at least", "n": 2})]),
+        ("请分3段回答，段落之间用***分隔。", [(Kind.PARAGRAPH_COUNT, {"n": 3})]),
+        ("答案请用JSON格式输出。", [(Kind.JSON_FORMAT, {})]),
+        ("请给出恰好3个要点。", [(Kind.BULLET_COUNT, {"n": 3})]),
+    ],
+)
+def test_other_wordings(prompt: str, expected: list[tuple[Kind, dict[str, object]]]) -> None:
+    assert [(c.kind, c.params) for c in extract(prompt).constraints] == expected
