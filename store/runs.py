@@ -50,11 +50,12 @@ from reasoning.provenance import (
     serialize,
     sha256_hex,
 )
-from store.audit import append_event
+from store.audit import append_event, iter_events
 from store.models import RUN_STATUSES, ProvenanceBundle, Run, RunStep, new_id
 
 __all__ = [
     "RUN_RECORDED",
+    "BundleCheck",
     "ExportCursor",
     "RunRecord",
     "get_provenance_json",
@@ -65,6 +66,7 @@ __all__ = [
     "next_export_cursor",
     "record_run",
     "service_version",
+    "verify_bundles",
 ]
 
 RUN_RECORDED = "run.recorded"
@@ -349,3 +351,42 @@ async def iter_bundles(
         remaining -= len(rows)
         if len(rows) < size:
             return
+
+
+@dataclass(frozen=True)
+class BundleCheck:
+    """Whether each recorded run's stored bundle still hashes as its audit event says.
+
+    ``first_mismatch`` names the first run (in audit order) whose bundle was
+    altered or removed; the event itself is covered by the hash chain.
+    """
+
+    checked: int
+    first_mismatch: str | None
+    reason: str | None
+
+
+async def verify_bundles(session: AsyncSession, tenant_id: str, *, batch: int = 200) -> BundleCheck:
+    """Compare every ``run.recorded`` event's ``provenance_sha256`` with the stored bundle.
+
+    Events are read in batches and each bundle is fetched on its own, so
+    memory holds one batch of events and one bundle.
+    """
+    checked = 0
+    async for event in iter_events(session, tenant_id, batch=batch):
+        if event.event_type != RUN_RECORDED:
+            continue
+        checked += 1
+        prov_json = (
+            await session.execute(
+                select(ProvenanceBundle.prov_json).where(
+                    ProvenanceBundle.run_id == event.subject_id,
+                    ProvenanceBundle.tenant_id == tenant_id,
+                )
+            )
+        ).scalar_one_or_none()
+        if prov_json is None:
+            return BundleCheck(checked, event.subject_id, "bundle missing")
+        if sha256_hex(str(prov_json).encode("utf-8")) != event.payload.get("provenance_sha256"):
+            return BundleCheck(checked, event.subject_id, "bundle hash mismatch")
+    return BundleCheck(checked, None, None)

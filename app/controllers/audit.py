@@ -2,7 +2,9 @@
 
 - ``GET /v1/audit/events``: the caller's tenant events, paged by cursor.
 - ``GET /v1/audit/verify``: walks the tenant's hash chain (in batches, not
-  loaded whole) and names the first broken link.
+  loaded whole) and names the first broken link; with ``bundles=true`` it also
+  checks every run's stored provenance bundle against the SHA-256 its
+  ``run.recorded`` event sealed.
 - ``GET /v1/audit/export``: the PROV bundles of the runs in a time range as
   one document, streamed run by run. A page holds at most ``limit`` runs; the
   cursor of the next page is sent before the body in ``X-Next-Cursor`` and a
@@ -32,6 +34,7 @@ from app.runtime import Runtime
 from app.schemas.audit import (
     AuditEventOut,
     AuditEventPage,
+    BundleVerification,
     ChainBreakOut,
     ChainVerification,
     PurgeResult,
@@ -123,8 +126,21 @@ class AuditController(Controller):
         )
 
     @get("/verify", operation_id="verify_audit_chain", summary="Verify the tenant's hash chain")
-    async def verify_audit_chain(self, auth: AuthContext, db_session: AsyncSession) -> ChainVerification:
+    async def verify_audit_chain(
+        self,
+        auth: AuthContext,
+        db_session: AsyncSession,
+        bundles: bool = Parameter(
+            default=False, description="also check each run's provenance bundle against its event"
+        ),
+    ) -> ChainVerification:
         report = await audit_store.verify_chain(db_session, auth.tenant_id)
+        bundle_check = None
+        if bundles:
+            found = await run_store.verify_bundles(db_session, auth.tenant_id)
+            bundle_check = BundleVerification(
+                checked=found.checked, first_mismatch=found.first_mismatch, reason=found.reason
+            )
         broken = report.first_broken
         return ChainVerification(
             intact=report.intact,
@@ -136,6 +152,7 @@ class AuditController(Controller):
             ),
             head_chain_seq=report.head_chain_seq,
             head_hash=report.head_hash,
+            bundles=bundle_check,
         )
 
     @get(

@@ -10,6 +10,7 @@ import msgspec
 __all__ = [
     "AuditEventOut",
     "AuditEventPage",
+    "BundleVerification",
     "ChainBreakOut",
     "ChainVerification",
     "PurgeResult",
@@ -81,6 +82,14 @@ class ChainBreakOut(msgspec.Struct, frozen=True, kw_only=True):
     reason: str
 
 
+class BundleVerification(msgspec.Struct, frozen=True, kw_only=True):
+    """Provenance bundles checked against the hashes their audit events recorded."""
+
+    checked: int
+    first_mismatch: str | None
+    reason: str | None
+
+
 class ChainVerification(msgspec.Struct, frozen=True, kw_only=True):
     """The result of walking the caller's tenant chain.
 
@@ -93,6 +102,7 @@ class ChainVerification(msgspec.Struct, frozen=True, kw_only=True):
     first_broken: ChainBreakOut | None
     head_chain_seq: int
     head_hash: str
+    bundles: BundleVerification | None = None
 
 
 class PurgeResult(msgspec.Struct, frozen=True, kw_only=True):

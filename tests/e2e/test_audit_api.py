@@ -193,7 +193,9 @@ async def test_verify_names_the_first_altered_event(app: Litestar, client: Clien
     assert [e["chain_seq"] for e in rest["data"]] == [4] and rest["next_cursor"] is None
     intact = (await client.get("/v1/audit/verify", headers=headers)).json()
     assert intact == {"intact": True, "checked": 4, "first_broken": None, "head_chain_seq": 4,
-                      "head_hash": rest["data"][0]["hash"]}
+                      "head_hash": rest["data"][0]["hash"], "bundles": None}
+    deep = (await client.get("/v1/audit/verify", params={"bundles": "true"}, headers=headers)).json()
+    assert deep["bundles"] == {"checked": 4, "first_mismatch": None, "reason": None}
     target = events["data"][1]
     async with transaction(app.state.runtime.sessionmaker) as db:
         await db.execute(text("UPDATE audit_events SET subject_id = 'forged' WHERE seq = :seq"), {"seq": target["seq"]})

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import msgspec
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -221,3 +221,27 @@ async def test_inconsistent_records_are_refused(
     async with factory() as db:
         with pytest.raises(InvalidInput, match=message):
             await runs.record_run(db, bad)
+
+
+async def test_altered_or_removed_bundles_are_named_by_verify_bundles(
+    factory: Factory, tenants: tuple[str, str]
+) -> None:
+    mine, other = tenants
+    async with transaction(factory) as db:
+        ids = [(await runs.record_run(db, record(mine, T0 + timedelta(minutes=i), n=i))).id for i in range(3)]
+        await runs.record_run(db, record(other))
+    async with factory() as db:
+        assert await runs.verify_bundles(db, mine, batch=2) == runs.BundleCheck(3, None, None)
+    async with transaction(factory) as db:
+        await db.execute(
+            text("UPDATE provenance_bundles SET prov_json = REPLACE(prov_json, 'Yes [E1].', 'No.') WHERE run_id = :r"),
+            {"r": ids[1]},
+        )
+    async with factory() as db:
+        assert await runs.verify_bundles(db, mine) == runs.BundleCheck(2, ids[1], "bundle hash mismatch")
+        assert (await runs.verify_bundles(db, other)).first_mismatch is None
+        assert (await audit.verify_chain(db, mine)).intact
+    async with transaction(factory) as db:
+        await db.execute(text("DELETE FROM provenance_bundles WHERE run_id = :r"), {"r": ids[0]})
+    async with factory() as db:
+        assert await runs.verify_bundles(db, mine) == runs.BundleCheck(1, ids[0], "bundle missing")
