@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 import zlib
 from collections.abc import Iterable, Sequence
-from typing import Final
+from typing import Any, Final
 
 import msgspec
 import numpy as np
@@ -313,8 +313,8 @@ def build_index(
 # --- helpers ---------------------------------------------------------------------------
 
 
-def _array(raw: bytes, dtype: type) -> npt.NDArray:  # type: ignore[type-arg]
-    array = np.frombuffer(raw, dtype=dtype)
+def _array(raw: bytes, dtype: type) -> npt.NDArray[Any]:
+    array: npt.NDArray[Any] = np.frombuffer(raw, dtype=dtype)
     array.setflags(write=False)
     return array
 
@@ -448,9 +448,9 @@ def _dates(
             continue
         rows = np.nonzero(p_ids == pid)[0]
         for subject, obj in zip(s_ids[rows].tolist(), o_ids[rows].tolist(), strict=True):
-            date = effective.get(obj)
-            if date is not None and subject not in effective:
-                inherited[subject] = max(date, inherited.get(subject, date))
+            found = effective.get(obj)
+            if found is not None and subject not in effective:
+                inherited[subject] = max(found, inherited.get(subject, found))
     effective.update(inherited)
     return modified, effective
 
@@ -494,6 +494,8 @@ def _compute_view_mask(index: OntologyIndex, spec: ViewSpec) -> BoolArray:
                 classes[cid] = True
     allowed &= ~excluded
     if index.type_id < 0:
-        return allowed[index.p]
+        by_predicate: BoolArray = allowed[index.p]
+        return by_predicate
     is_type = index.p == index.type_id
-    return np.where(is_type, classes[index.o], allowed[index.p])
+    mask: BoolArray = np.where(is_type, classes[index.o], allowed[index.p])
+    return mask

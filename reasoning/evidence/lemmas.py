@@ -19,6 +19,7 @@ from functools import lru_cache
 from typing import Final
 
 from spacy.language import Language
+from spacy.pipeline import Lemmatizer
 from spacy.tokens import Doc
 
 __all__ = ["WORD_RE", "word_spans", "words", "NounLemmatizer", "default_lemmatizer"]
@@ -43,7 +44,7 @@ class NounLemmatizer:
 
     def __init__(self, nlp: Language) -> None:
         self._nlp = nlp
-        self._pipe = nlp.get_pipe("lemmatizer")
+        self._pipe: Lemmatizer = nlp.get_pipe("lemmatizer")  # type: ignore[assignment]
         self._cache: dict[str, str] = {}
         self._lock = threading.Lock()
 

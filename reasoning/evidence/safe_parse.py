@@ -50,7 +50,7 @@ from defusedxml import DefusedXmlException
 from rdflib import Graph, URIRef
 from rdflib.plugins.parsers.jsonld import to_rdf as _jsonld_to_rdf
 from rdflib.plugins.parsers.notation3 import BadSyntax
-from rdflib.plugins.parsers.ntriples import ParseError as NTriplesParseError
+from rdflib.exceptions import ParserError as NTriplesParseError
 
 from reasoning.errors import InvalidInput, LimitExceeded, UnsafeContent
 from reasoning.evidence.terms import (
@@ -294,7 +294,7 @@ class _GuardedSink(Graph):
         if len(self._seen) > self._limits.max_triples:
             raise _CapReached(self._limits.max_triples)
 
-    def add(self, triple: Any) -> _GuardedSink:  # type: ignore[override]
+    def add(self, triple: Any) -> _GuardedSink:
         self._raw += 1
         if self._raw % _DEADLINE_EVERY == 0 and time.perf_counter() > self._deadline:
             raise _DeadlineReached(self._limits.timeout_s)
