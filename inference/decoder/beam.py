@@ -61,6 +61,7 @@ class BeamConfig:
     eos_ids: frozenset[int] = frozenset()
     pad_id: int = 0
     max_repairs: int = 3
+    max_step_tokens: int = 48  # a step this long is closed and judged even without a boundary
 
 
 @dataclass(frozen=True)
@@ -255,7 +256,11 @@ def _select(
         walk = _Walk(b, vocab, entropy, beams, hyps[b], steerings[b], config, boundary, judge, stats)
         kept, pruned = walk.run(top_v_l[b], top_i_l[b], top_raw[b])
         if not kept and not hyps[b] and pruned:
-            kept = [_repair_or_accept(pruned[0], beams[pruned[0].parent], config, stats)]
+            fallback = _repair_or_accept(pruned[0], beams[pruned[0].parent], config, stats)
+            if fallback.finished:
+                _add_hypothesis(hyps[b], beams[fallback.parent], fallback, config)
+            else:
+                kept = [fallback]
         elif not kept and not hyps[b]:
             _file_dead_end(beams[base : base + width], hyps[b], config)
         children = _materialise(kept, beams)
@@ -324,10 +329,11 @@ class _Walk:
         kept: list[_Candidate] = []
         pruned: list[_Candidate] = []
         judged: dict[tuple[int, int, int], StepCheck] = {}
+        condemned = self._condemned({index // self.vocab for value, index in zip(values, flat) if value != _NEG_INF}, judged)
         for value, index, raw in zip(values, flat, raws):
             if value == _NEG_INF or len(kept) >= self.config.width:
                 break
-            cand = self._candidate(value, index, raw, judged)
+            cand = self._candidate(value, index, raw, judged, condemned)
             if cand.check is not None and not cand.check.keep:
                 rule = cand.check.rule or "unspecified"
                 self.stats.pruned[rule] = self.stats.pruned.get(rule, 0) + 1
@@ -338,8 +344,31 @@ class _Walk:
                 kept.append(cand)
         return kept, pruned
 
+    def _condemned(self, local_parents: set[int], judged: dict[tuple[int, int, int], StepCheck]) -> dict[int, StepCheck]:
+        """Parents whose pending step already ends in a sentence end and fails: no continuation can save it."""
+        out: dict[int, StepCheck] = {}
+        if self.judge is None:
+            return out
+        for local in sorted(local_parents):
+            parent = self.branch * self.config.width + local
+            pb = self.beams[parent]
+            end = len(pb.tokens)
+            if end > pb.step_start and self.boundary.soft[pb.tokens[-1]]:
+                key = (parent, end, -1)
+                if key not in judged:
+                    judged[key] = self.judge.judge(self.branch, pb.tokens, pb.step_start, end, pb.entropies, False)
+                    self.stats.steps_checked += 1
+                if not judged[key].keep:
+                    out[parent] = judged[key]
+        return out
+
     def _candidate(
-        self, value: float, index: int, raw: float, judged: dict[tuple[int, int, int], StepCheck]
+        self,
+        value: float,
+        index: int,
+        raw: float,
+        judged: dict[tuple[int, int, int], StepCheck],
+        condemned: dict[int, StepCheck],
     ) -> _Candidate:
         parent = self.branch * self.config.width + index // self.vocab
         token = index % self.vocab
@@ -349,7 +378,10 @@ class _Walk:
         self.stats.check_seconds += time.perf_counter() - t0
         is_eos = token in self.config.eos_ids
         finished = is_eos or bool(nstate.finished)
-        closes = _closure(pb, token, is_eos, finished, self.boundary)
+        if parent in condemned:
+            closes = (pb.step_start, len(pb.tokens))
+            return _Candidate(parent, token, value, raw, self.entropy[parent], nstate, closes, condemned[parent], finished)
+        closes = _closure(pb, token, is_eos, finished, self.boundary, self.config.max_step_tokens)
         check = None
         if closes is not None and self.judge is not None:
             start, end = closes
@@ -364,12 +396,14 @@ class _Walk:
         return _Candidate(parent, token, value, raw, self.entropy[parent], nstate, closes, check, finished)
 
 
-def _closure(pb: _Beam, token: int, is_eos: bool, finished: bool, boundary: BoundaryTable) -> tuple[int, int] | None:
+def _closure(
+    pb: _Beam, token: int, is_eos: bool, finished: bool, boundary: BoundaryTable, max_step_tokens: int
+) -> tuple[int, int] | None:
     """The (start, end) of the step this candidate closes, or None; ``end`` indexes the child's tokens."""
     n = len(pb.tokens)
     if is_eos:
         end = n
-    elif finished or boundary.hard[token]:
+    elif finished or boundary.hard[token] or n + 1 - pb.step_start >= max_step_tokens:
         end = n + 1
     elif boundary.closes_before(pb.tokens[-1] if pb.tokens else None, token):
         end = n

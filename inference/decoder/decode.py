@@ -309,7 +309,7 @@ def _step(
         contrast=facts.contrast if facts else None,
         contrast_variant=facts.contrast_variant if facts else None,
         confidence=conf.value, calibration_hint=conf.hint,
-        violation=f"{closed.check.rule}: {closed.check.detail}" if closed.unrepaired else None,
+        violation=f"{closed.check.rule}: {closed.check.detail}" if closed.check.rule else None,
         repaired=closed.repaired,
     )
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 import torch
 
@@ -9,6 +11,15 @@ from inference.decoder.decode import DecodeOptions, decode
 from inference.kv_cache import PrefixCache
 from inference.loader import LoadedModel
 from inference.prompting import plan_prompt
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread() -> Iterator[None]:
+    """One intra-op thread: on a shared 2-core machine more threads oversubscribe and run 10x slower."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 def _kv(layers: int = 2, tokens: int = 4) -> tuple[tuple[torch.Tensor, torch.Tensor], ...]:
