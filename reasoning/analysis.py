@@ -7,6 +7,7 @@ runs the same function before it spends a generation.
 from __future__ import annotations
 
 import math
+import re
 import threading
 import time
 from collections import OrderedDict
@@ -19,8 +20,12 @@ from reasoning.budget import DEFAULT_LIMITS, Budget, BudgetLimits, budget_for
 from reasoning.constraints.extraction import ExtractionResult, extract
 from reasoning.constraints.model import Constraint, Premise, Span
 from reasoning.entropy import Entropy, cognitive_entropy
+from reasoning.evidence.index import OntologyIndex
+from reasoning.evidence.linking import link_mentions
+from reasoning.evidence.model import LinkedEntity
 from reasoning.graph import ConstraintGraph, DomainHook, build_graph
 from reasoning.graph.facets import facets_of
+from reasoning.nlp import english
 
 __all__ = ["Analysis", "ExtractionCache", "Status", "analyse", "required_tokens"]
 
@@ -99,6 +104,8 @@ class Analysis(msgspec.Struct, frozen=True, kw_only=True):
     budget: Budget
     timings: dict[str, float]
     cached: bool = False
+    linked: tuple[LinkedEntity, ...] = ()
+    unlinked_terms: int = 0
 
 
 def required_tokens(constraints: Sequence[Constraint]) -> int:
@@ -120,13 +127,50 @@ def _parse_ms(result: ExtractionResult, cached: bool, extract_ms: float) -> floa
     return min(float(value), extract_ms) if isinstance(value, (int, float)) else None
 
 
-def _timings(parse_ms: float | None, extract_ms: float, graph_ms: float) -> dict[str, float]:
-    timings = {
-        "extract": round(max(extract_ms - (parse_ms or 0.0), 0.0), 3),
-        "graph": round(graph_ms, 3),
-    }
+#: spaCy entity labels that are values, never ontology terms.
+_VALUE_LABELS = frozenset({"CARDINAL", "ORDINAL", "QUANTITY", "PERCENT", "MONEY", "DATE", "TIME"})
+_LATIN = re.compile(r"[A-Za-z]")
+
+
+def count_unlinked_terms(
+    entities: Sequence[tuple[int, int, str]], linked: Sequence[LinkedEntity]
+) -> int:
+    """Named entities (``(start, end, label)``) that no linked mention overlaps.
+
+    Value-like entities (numbers, amounts, dates) are not domain terms and
+    never count. An entity partly covered by a link counts as linked.
+    """
+    count = 0
+    for start, end, label in entities:
+        if label in _VALUE_LABELS:
+            continue
+        if not any(le.start < end and start < le.end for le in linked):
+            count += 1
+    return count
+
+
+def link_domain(index: OntologyIndex, prompt: str) -> tuple[tuple[LinkedEntity, ...], int]:
+    """Link ``prompt`` to ``index``; return the links and the number of unlinked terms.
+
+    English entities come from the shared spaCy pipeline (one parse, reused by
+    the linker). Chinese has no entity recogniser in our pipeline, so its
+    unlinked terms are not counted.
+    """
+    doc = english()(prompt) if _LATIN.search(prompt) else None
+    linked = link_mentions(index, prompt, doc=doc)
+    entities = [(e.start_char, e.end_char, e.label_) for e in doc.ents] if doc is not None else []
+    return linked, count_unlinked_terms(entities, linked)
+
+
+def _timings(
+    parse_ms: float | None, extract_ms: float, graph_ms: float, link_ms: float | None
+) -> dict[str, float]:
+    timings = {"extract": round(max(extract_ms - (parse_ms or 0.0), 0.0), 3)}
     if parse_ms is not None:
         timings = {"parse": round(parse_ms, 3), **timings}
+    if link_ms is not None:
+        timings["link"] = round(link_ms, 3)
+    timings["graph"] = round(graph_ms, 3)
     return timings
 
 
@@ -138,6 +182,7 @@ def analyse(
     unlinked_terms: int = 0,
     limits: BudgetLimits = DEFAULT_LIMITS,
     cache: ExtractionCache | None = _CACHE,
+    domain_index: OntologyIndex | None = None,
 ) -> Analysis:
     """Extract, build the graph, score entropy and set the budget.
 
@@ -145,9 +190,12 @@ def analyse(
         prompt: the user's prompt (extraction enforces its own size cap).
         defaults: profile defaults (``origin=profile``), see ``extract``.
         domain_hook: contributes ontology edges for the extracted constraints.
-        unlinked_terms: domain terms entity linking could not resolve.
+        unlinked_terms: domain terms entity linking could not resolve (added to
+            those counted here when ``domain_index`` is given).
         limits: the range the budget moves in.
         cache: where extraction results are memoised (``None``: always extract).
+        domain_index: the domain's ontology index: link the prompt to it and
+            count the named entities it cannot link.
 
     Raises:
         InvalidInput / LimitExceeded: from extraction (empty or oversized prompt)
@@ -159,6 +207,11 @@ def analyse(
     else:
         result, cached = cache.get_or_extract(prompt, defaults)
     t1 = time.perf_counter()
+    linked: tuple[LinkedEntity, ...] = ()
+    if domain_index is not None:
+        linked, missing = link_domain(domain_index, prompt)
+        unlinked_terms += missing
+    t_link = time.perf_counter()
     extra = tuple(domain_hook(result.constraints)) if domain_hook is not None else ()
     graph = build_graph(result.constraints, prompt=prompt, extra_edges=extra)
     entropy = cognitive_entropy(result, graph, unlinked_terms=unlinked_terms)
@@ -175,6 +228,13 @@ def analyse(
         graph=graph,
         entropy=entropy,
         budget=budget,
-        timings=_timings(parse_ms, extract_ms, (t2 - t1) * 1000),
+        timings=_timings(
+            parse_ms,
+            extract_ms,
+            (t2 - t_link) * 1000,
+            (t_link - t1) * 1000 if domain_index is not None else None,
+        ),
         cached=cached,
+        linked=linked,
+        unlinked_terms=max(unlinked_terms, 0),
     )

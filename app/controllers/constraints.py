@@ -5,13 +5,17 @@ from __future__ import annotations
 from anyio import to_thread
 from litestar import Controller, post
 from litestar.status_codes import HTTP_200_OK
+from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.auth import requires_scope
+from app.auth import AuthContext, requires_scope
+from app.runtime import Runtime
 from app.schemas.constraints import ConflictOut, ConstraintsRequest, ConstraintsResponse, EntropyOut
+from app.services.reasoning import domain_index
 from app.settings import Settings
 from reasoning.analysis import Analysis, analyse
 from reasoning.constraints.model import Constraint, Origin
 from reasoning.errors import InvalidInput, LimitExceeded
+from reasoning.evidence.index import OntologyIndex
 from reasoning.graph import node_link, to_jsonld, to_turtle
 
 __all__ = ["ConstraintsController"]
@@ -57,19 +61,24 @@ def _response(analysis: Analysis, body: ConstraintsRequest) -> ConstraintsRespon
         budget=analysis.budget,
         timings=analysis.timings,
         cached=analysis.cached,
+        linked=list(analysis.linked),
+        unlinked_terms=analysis.unlinked_terms,
     )
 
 
-def _run(body: ConstraintsRequest, max_prompt_chars: int) -> ConstraintsResponse:
-    if not body.prompt.strip():
+def _check_prompt(prompt: str, max_prompt_chars: int) -> None:
+    if not prompt.strip():
         raise InvalidInput("prompt must not be empty", field="prompt")
-    if len(body.prompt) > max_prompt_chars:
+    if len(prompt) > max_prompt_chars:
         raise LimitExceeded(
-            f"prompt has {len(body.prompt)} characters; the limit is {max_prompt_chars}",
+            f"prompt has {len(prompt)} characters; the limit is {max_prompt_chars}",
             field="prompt",
             limit=max_prompt_chars,
         )
-    return _response(analyse(body.prompt, defaults=_defaults(body)), body)
+
+
+def _run(body: ConstraintsRequest, index: OntologyIndex | None) -> ConstraintsResponse:
+    return _response(analyse(body.prompt, defaults=_defaults(body), domain_index=index), body)
 
 
 class ConstraintsController(Controller):
@@ -83,8 +92,18 @@ class ConstraintsController(Controller):
         status_code=HTTP_200_OK,
     )
     async def check_constraints(
-        self, data: ConstraintsRequest, settings: Settings
+        self,
+        data: ConstraintsRequest,
+        settings: Settings,
+        runtime: Runtime,
+        db_session: AsyncSession,
+        auth: AuthContext,
     ) -> ConstraintsResponse:
-        """Parse, extract and build the graph off the event loop; a conflict answers
-        ``needs_confirmation`` with both source spans (still 200: the check itself succeeded)."""
-        return await to_thread.run_sync(_run, data, settings.max_prompt_chars)
+        """Parse, extract, link (with a domain) and build the graph off the event loop.
+
+        A conflict answers ``needs_confirmation`` with both source spans (still
+        200: the check itself succeeded). An unknown domain is 404.
+        """
+        _check_prompt(data.prompt, settings.max_prompt_chars)
+        index = await domain_index(runtime, db_session, auth, data.domain)
+        return await to_thread.run_sync(_run, data, index)

@@ -9,6 +9,7 @@ import msgspec
 from reasoning.budget import Budget
 from reasoning.constraints.model import Constraint, Hardness, Kind, Premise, Span
 from reasoning.entropy import Entropy
+from reasoning.evidence.model import LinkedEntity
 
 __all__ = [
     "ConflictOut",
@@ -62,7 +63,10 @@ class EntropyOut(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class ConstraintsResponse(msgspec.Struct, frozen=True, kw_only=True):
-    """``graph`` is a node-link object for ``json``, else a Turtle or JSON-LD string."""
+    """``graph`` is a node-link object for ``json``, else a Turtle or JSON-LD string.
+
+    ``linked`` / ``unlinked_terms`` are filled when the request names a domain.
+    """
 
     status: Literal["ok", "needs_confirmation"]
     language: str
@@ -76,3 +80,5 @@ class ConstraintsResponse(msgspec.Struct, frozen=True, kw_only=True):
     budget: Budget
     timings: dict[str, float]
     cached: bool
+    linked: list[LinkedEntity]
+    unlinked_terms: int

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import networkx as nx
@@ -154,3 +155,35 @@ async def test_non_json_body_is_400_problem(client: Client, make_key: Any) -> No
     assert response.status_code == 400
     assert response.headers["content-type"].startswith("application/problem+json")
     json.loads(response.text)
+
+
+async def test_domain_links_mentions_and_counts_unlinked_terms(
+    client: Client, make_key: Any
+) -> None:
+    writer = await make_key("acme", ["ontology:write"])
+    turtle = (Path(__file__).resolve().parents[2] / "ontologies" / "aml.ttl").read_bytes()
+    upload = await client.post(
+        "/v1/ontologies?domain=aml",
+        content=turtle,
+        headers={**writer, "Content-Type": "text/turtle"},
+    )
+    assert upload.status_code in (200, 201), upload.text
+    headers = await make_key("acme", ["reason"])
+    prompt = "Should the transfer from Acme Ltd to Jon Doe, a politically exposed person, be escalated by Zyxcorp?"
+    plain = (await post(client, headers, {"prompt": prompt})).json()
+    linked = (await post(client, headers, {"prompt": prompt, "domain": "aml"})).json()
+    assert plain["linked"] == [] and plain["unlinked_terms"] == 0
+    mentions = {m["mention"].lower() for m in linked["linked"]}
+    assert "politically exposed person" in mentions
+    assert all(prompt[m["start"] : m["end"]] == m["mention"] for m in linked["linked"])
+    assert linked["unlinked_terms"] >= 1
+    assert linked["entropy"]["features"]["unlinked_terms"] == linked["unlinked_terms"]
+    assert linked["entropy"]["score"] > plain["entropy"]["score"]
+    assert "link" in linked["timings"]
+
+
+async def test_unknown_domain_is_404_problem(client: Client, make_key: Any) -> None:
+    headers = await make_key("acme", ["reason"])
+    response = await post(client, headers, {"prompt": "Is this a PEP?", "domain": "nowhere"})
+    assert response.status_code == 404
+    assert response.headers["content-type"].startswith("application/problem+json")
