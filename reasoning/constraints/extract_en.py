@@ -322,7 +322,7 @@ def _payload(ctx: _Ctx, head: int, *, allow_bare: bool) -> tuple[list[str], int,
     """(words, end char, quoted) named by the requirement headed at ``head``."""
     stop = _clause_end(ctx, head)
     head_tok = ctx.tokens[head]
-    region_end = ctx.tokens[stop - 1].idx + len(ctx.tokens[stop - 1].text) if stop - 1 > head else head_tok.idx
+    region_end = min(len(ctx.text), head_tok.idx + 600)
     words, end_char = _quoted_list(ctx, head_tok.idx + len(head_tok.text), region_end)
     if words:
         return words, end_char, True
@@ -747,13 +747,18 @@ def _detect_capital_words(ctx: _Ctx) -> None:
 
 _CASE_LOWER = re.compile(
     r"(?:all\s+)?lower[ -]?case|no\s+capital\s+letters|without\s+(?:using\s+)?(?:any\s+)?capital\s+letters"
-    r"|not?\s+(?:use\s+)?(?:any\s+)?capital\s+letters|capital\s+letters\s+(?:are\s+)?not\s+allowed|lowercases",
+    r"|not?\s+(?:use\s+|contain\s+|include\s+|have\s+)?(?:any\s+)?capital\s+letters|capital\s+letters\s+(?:are\s+)?not\s+allowed"
+    r"|lowercases|not\s+a\s+single\s+(?:letter|word|character)[^.]{0,60}?\bcapitali[sz]ed",
     re.IGNORECASE,
 )
 _CASE_UPPER = re.compile(
     r"all\s+(?:in\s+)?capital\s+letters|all\s+caps\b|(?:in|use|using)\s+(?:only\s+)?(?:all\s+)?upper[ -]?case|capitali[sz]e\s+all"
     r"|only\s+(?:use\s+)?capital\s+letters|no\s+lower[ -]?case|entirely\s+in\s+capital|in\s+all\s+capitals"
-    r"|(?:in|use)\s+capital\s+letters\s+only|all\s+uppercase|(?:should|must)\s+be\s+(?:in\s+)?capitali[sz]ed",
+    r"|(?:in|use)\s+capital\s+letters\s+only|all\s+uppercase|(?:should|must)\s+be\s+(?:in\s+)?capitali[sz]ed"
+    r"|capitali[sz]e\s+(?:every|each)\s+(?:letter|word)"
+    r"|(?:not|n't|never)\s+(?:\w+\s+){0,2}?(?:contain|have|use|include)\s+(?:any\s+)?lower[ -]?case\s+letters"
+    r"|not\s+a\s+single\s+(?:letter|word|character)[^.]{0,60}?\blower[ -]?case",
+
     re.IGNORECASE,
 )
 
@@ -814,7 +819,7 @@ def _detect_flags(ctx: _Ctx) -> None:
             continue
         ctx.add(Kind.JSON_FORMAT, {}, *_sentence_chars(ctx, json_match.start()))
         break
-    two = re.search(r"separat\w*[^.\n]{0,80}?(?:\*{6}|\b(?:6|six)\s+asterisks?)|(?:\*{6}|\b(?:6|six)\s+asterisks?)[^\n]{0,40}?separat\w*",
+    two = re.search(r"separat\w*[^.]{0,80}?(?:\*{6}|\b(?:6|six)\s+asterisks?)|(?:\*{6}|\b(?:6|six)\s+asterisks?)[^\n]{0,40}?separat\w*",
                     text, re.IGNORECASE)
     if two:
         ctx.add(Kind.TWO_RESPONSES, {}, two.start(), two.end())
@@ -891,7 +896,8 @@ def _detect_constrained(ctx: _Ctx) -> None:
 
 
 _REPEAT = re.compile(
-    r"\b(?:repeat|repleat|restate)\b(?:\s+\w+){0,4}?\s+(?:request|question|sentence|prompt|instruction|query|text|it|line)\b",
+    r"\b(?:repeat|repleat|restate)\b(?:[\s,]+\w+){0,4}?[\s,]+(?:request|question|sentence|prompt|instruction|query|text|it|line)\b",
+
     re.IGNORECASE,
 )
 
