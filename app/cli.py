@@ -62,6 +62,13 @@ def _bootstrap(settings: Settings, out: TextIO) -> None:
         )
 
 
+def _quiet_model_loading() -> None:
+    """Our spinner reports model loading; transformers' own progress bars would interleave."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
@@ -70,6 +77,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     settings = _settings()
     _migrate(settings)
     _bootstrap(settings, sys.stdout)
+    _quiet_model_loading()
     app = create_app(settings)
     uvicorn.run(
         app, host=args.host, port=args.port, log_level=settings.log_level.lower(), access_log=False
@@ -140,6 +148,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
     settings = replace(_settings(), load_model=False)
     _migrate(settings)
+    _quiet_model_loading()
     runtime = Runtime(settings)
     with Spinner(f"loading model {settings.model}"):
         runtime.load_model_now()
@@ -190,42 +199,36 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 def format_answer(payload: dict[str, Any]) -> str:
     """Render a /v1/reason response for a terminal: answer, status, verdicts, confidences."""
-    lines = [str(payload.get("answer", "")).strip(), ""]
+    lines = [str(payload.get("answer") or "").strip() or "(no answer)", ""]
     lines.append(f"status: {payload.get('status', '?')}    run: {payload.get('run_id', '?')}")
+    if payload.get("detail"):
+        lines.append(f"detail: {payload['detail']}")
+    for conflict in payload.get("conflicts") or []:
+        spans = [
+            span.get("text", "") for span in conflict.get("spans") or [] if isinstance(span, dict)
+        ]
+        lines.append(
+            f"conflict: {' vs '.join(f'«{text}»' for text in spans)}  {conflict.get('reason', '')}"
+        )
     constraints = payload.get("constraints") or []
     if constraints:
         lines.append("constraints:")
         for item in constraints:
-            verdict = item.get("verdict") or {}
-            mark = "ok  " if verdict.get("satisfied") else "FAIL"
-            source = (
-                (item.get("source") or {}).get("text", "")
-                if isinstance(item.get("source"), dict)
-                else ""
-            )
-            detail = verdict.get("detail", "")
+            verdict = item.get("verdict")
+            mark = "n/a " if not verdict else ("ok  " if verdict.get("satisfied") else "FAIL")
+            source = item.get("source") if isinstance(item.get("source"), dict) else {}
+            text = source.get("text", "") if source else ""
+            detail = verdict.get("detail", "") if verdict else ""
             lines.append(
                 f"  [{mark}] {item.get('kind', '?')}"
-                + (f"  «{source}»" if source else "")
+                + (f"  «{text}»" if text else "")
                 + (f"  {detail}" if detail else "")
             )
-    confidences = payload.get("confidence_by_step") or []
-    if confidences:
-        rendered = ", ".join(
-            f"{c:.2f}" if isinstance(c, int | float) else _render_step_confidence(c)
-            for c in confidences
-        )
+    confidences = payload.get("confidence_by_step") or {}
+    if isinstance(confidences, dict) and confidences:
+        rendered = ", ".join(f"{step}={value:.2f}" for step, value in confidences.items())
         lines.append(f"confidence by step: {rendered}")
     return "\n".join(lines)
-
-
-def _render_step_confidence(item: Any) -> str:
-    if isinstance(item, dict):
-        value = item.get("confidence")
-        label = item.get("step_id") or item.get("id") or ""
-        if isinstance(value, int | float):
-            return f"{label}={value:.2f}" if label else f"{value:.2f}"
-    return str(item)
 
 
 class Spinner:

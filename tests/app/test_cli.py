@@ -104,13 +104,35 @@ def test_format_answer_shows_verdicts_and_confidences() -> None:
                     "verdict": {"satisfied": False, "detail": "no rule id cited"},
                 },
             ],
-            "confidence_by_step": [0.91, {"step_id": "s2", "confidence": 0.5}],
+            "confidence_by_step": {"S1.1": 0.91, "S1.2": 0.5},
         }
     )
     assert text.startswith("Escalate the transfer.")
     assert "[ok  ] max_words  «under 80 words»" in text
     assert "[FAIL] cite_sources  no rule id cited" in text
-    assert "0.91, s2=0.50" in text and "run: r1" in text
+    assert "S1.1=0.91, S1.2=0.50" in text and "run: r1" in text
+
+
+def test_format_answer_shows_conflicts_instead_of_an_answer() -> None:
+    text = format_answer(
+        {
+            "answer": "",
+            "status": "needs_confirmation",
+            "run_id": "r2",
+            "detail": "the constraints conflict",
+            "conflicts": [
+                {
+                    "reason": "excludes",
+                    "spans": [{"text": "answer in English"}, {"text": "必须用中文回答"}],
+                }
+            ],
+            "constraints": [{"kind": "response_language", "verdict": None}],
+            "confidence_by_step": {},
+        }
+    )
+    assert text.startswith("(no answer)")
+    assert "«answer in English» vs «必须用中文回答»" in text
+    assert "[n/a ] response_language" in text
 
 
 @pytest.mark.model
