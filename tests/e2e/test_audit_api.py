@@ -216,3 +216,40 @@ async def test_purge_respects_the_retention_period(app: Litestar, client: Client
     assert report["intact"] and report["checked"] == 2
     runs = (await client.get("/v1/runs", headers=admin)).json()["data"]
     assert len(runs) == 3
+
+
+@pytest.mark.model
+async def test_a_real_reason_run_is_traceable_to_model_hash_and_constraints(
+    model_client: Client, model_admin_headers: dict[str, str]
+) -> None:
+    response = await model_client.post(
+        "/v1/reason",
+        json={"prompt": "Name two primary colours. Answer in all lowercase letters.",
+              "options": {"max_new_tokens": 12, "num_beams": 1}},
+        headers=model_admin_headers,
+    )
+    assert response.status_code == 200, response.text
+    body = response.json()
+    run_id = body["run_id"]
+    provenance = await model_client.get(
+        f"/v1/runs/{run_id}/provenance", params={"format": "ttl"}, headers=model_admin_headers
+    )
+    assert provenance.status_code == 200, provenance.text
+    graph = rdflib.Graph().parse(data=provenance.text, format="turtle")
+    tenet = rdflib.Namespace("urn:tenet:ns#")
+    model_hashes = {str(o) for o in graph.objects(None, tenet.sha256)}
+    assert body["model"]["sha256"] in model_hashes
+    kinds = {str(o) for o in graph.objects(None, tenet.kind)}
+    assert "all_lowercase" in kinds
+    run = rdflib.URIRef(f"urn:tenet:run:{run_id}/run")
+    assert (run, rdflib.RDF.type, rdflib.URIRef("http://www.w3.org/ns/prov#Activity")) in graph
+    for fmt in ProvFormat:
+        if fmt is ProvFormat.TURTLE:
+            continue
+        text_body = (await model_client.get(
+            f"/v1/runs/{run_id}/provenance", params={"format": fmt.value}, headers=model_admin_headers
+        )).text
+        assert {b.identifier.uri for b in parse(text_body, fmt).bundles} == {f"urn:tenet:bundle:{run_id}"}
+    verify = (await model_client.get("/v1/audit/verify", params={"bundles": "true"}, headers=model_admin_headers)).json()
+    assert verify["intact"] and verify["bundles"]["first_mismatch"] is None
+    assert verify["bundles"]["checked"] >= 1
