@@ -38,7 +38,11 @@ async def test_chinese_prompt_gives_hard_language_and_citation_window(
     [window] = by_kind(payload, "citation_time_window")
     assert window["params"]["not_before"] == "2020-01-01"
     assert payload["conflicts"] == []
-    assert {"extract", "graph"} <= set(payload["timings"]) <= {"parse", "extract", "graph"}
+    assert (
+        {"extract", "graph", "record"}
+        <= set(payload["timings"])
+        <= {"parse", "extract", "graph", "record"}
+    )
     assert payload["cached"] is False
     entropy = payload["entropy"]
     assert 0.0 <= entropy["score"] <= 1.0
@@ -187,3 +191,17 @@ async def test_unknown_domain_is_404_problem(client: Client, make_key: Any) -> N
     response = await post(client, headers, {"prompt": "Is this a PEP?", "domain": "nowhere"})
     assert response.status_code == 404
     assert response.headers["content-type"].startswith("application/problem+json")
+
+
+async def test_check_is_recorded_as_a_constraints_run_of_the_tenant(
+    client: Client, make_key: Any
+) -> None:
+    headers = await make_key("acme", ["reason", "audit:read"])
+    payload = (await post(client, headers, {"prompt": "Answer in English. 必须用中文回答"})).json()
+    assert payload["timings"]["record"] >= 0
+    run = await client.get(f"/v1/runs/{payload['run_id']}", headers=headers)
+    assert run.status_code == 200, run.text
+    body = run.json()
+    assert body["kind"] == "constraints" and body["status"] == "needs_confirmation"
+    other = await make_key("globex", ["reason", "audit:read"])
+    assert (await client.get(f"/v1/runs/{payload['run_id']}", headers=other)).status_code == 404
