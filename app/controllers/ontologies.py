@@ -10,6 +10,7 @@ version answers 404.
 from __future__ import annotations
 
 import re
+import threading
 from typing import Any, Final
 
 from anyio import to_thread
@@ -27,7 +28,7 @@ from app.auth import AuthContext, requires_scope
 from app.runtime import Runtime
 from app.schemas.ontologies import OntologyList, OntologyReportOut, OntologyVersionOut
 from reasoning.errors import Forbidden, InvalidInput, LimitExceeded
-from reasoning.evidence.ingest import ingest_ontology
+from reasoning.evidence.ingest import IngestLimits, IngestResult, ingest_ontology
 from reasoning.evidence.safe_parse import media_type_for
 from store import ontologies as ontology_store
 from store.models import OntologyVersion
@@ -38,6 +39,14 @@ UPLOAD_MAX_BODY_BYTES: Final = 65 * 1024 * 1024
 """Transport limit of an upload request; the parse limits (runtime.ontology_limits) apply inside."""
 
 _DOMAIN_RE: Final = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
+_INGEST_SLOTS: Final = threading.BoundedSemaphore(2)
+"""At most two uploads parse and materialise at once (each may start a reasoner process
+and hold a large graph in memory); further uploads wait in their worker thread."""
+
+
+def _ingest(data: bytes, media_type: str, limits: IngestLimits) -> IngestResult:
+    with _INGEST_SLOTS:
+        return ingest_ontology(data, media_type, limits=limits)
 
 
 def requires_any_scope(*scopes: str) -> Guard:
@@ -139,7 +148,7 @@ class OntologiesController(Controller):
         if len(data) > limits.parse.max_bytes:
             raise LimitExceeded(f"the file is {len(data)} bytes; the limit is "
                                 f"{limits.parse.max_bytes} bytes", limit="max_bytes")
-        result = await to_thread.run_sync(lambda: ingest_ontology(data, media, limits=limits))
+        result = await to_thread.run_sync(_ingest, data, media, limits)
         row, created = await ontology_store.save_version(
             db_session, auth.tenant_id, chosen, data, result, filename=filename)
         if created:

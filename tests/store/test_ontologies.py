@@ -1,0 +1,86 @@
+"""The ontology repository on real databases (SQLite and, when it answers, PostgreSQL)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+import migrations
+from reasoning.errors import NotFound
+from reasoning.evidence.cache import IndexCache
+from reasoning.evidence.ingest import ingest_ontology
+from store import ontologies as repo
+from store.db import create_engine, create_sessionmaker, transaction
+from store.models import OntologyVersion, Tenant, new_id
+
+TTL = b"""@prefix ex: <https://example.org/s#> .
+@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
+ex:a rdfs:label "Alpha" ; ex:p ex:b .
+"""
+
+
+@pytest.fixture
+async def factory(db_url: str) -> AsyncIterator[async_sessionmaker[AsyncSession]]:
+    engine = create_engine(db_url)
+    await migrations.upgrade_engine(engine)
+    yield create_sessionmaker(engine)
+    await engine.dispose()
+
+
+@pytest.fixture
+async def tenants(factory: async_sessionmaker[AsyncSession]) -> tuple[str, str]:
+    async with transaction(factory) as db:
+        a, b = Tenant(id=new_id(), name=f"a-{new_id()}"), Tenant(id=new_id(), name=f"b-{new_id()}")
+        db.add_all([a, b])
+    return a.id, b.id
+
+
+async def test_versions_are_idempotent_tenant_scoped_and_soft_deleted(
+    factory: async_sessionmaker[AsyncSession], tenants: tuple[str, str]
+) -> None:
+    mine, other = tenants
+    first = ingest_ontology(TTL, "text/turtle")
+    second_bytes = TTL + b'ex:c rdfs:label "Charlie" .\n'
+    second = ingest_ontology(second_bytes, "text/turtle")
+    async with transaction(factory) as db:
+        v1, created = await repo.save_version(db, mine, "demo", TTL, first)
+        assert created
+        again, created_again = await repo.save_version(db, mine, "demo", TTL, first)
+        assert not created_again and again.id == v1.id
+        v2, _ = await repo.save_version(db, mine, "demo", second_bytes, second)
+    async with transaction(factory) as db:
+        current = await repo.current_version(db, mine, "demo")
+        assert current is not None and current.id == v2.id
+        with pytest.raises(NotFound):
+            await repo.get_version(db, other, v1.id)
+        assert await repo.list_versions(db, other) == []
+        await repo.delete_version(db, mine, v2.id)
+    async with transaction(factory) as db:
+        current = await repo.current_version(db, mine, "demo")
+        assert current is not None and current.id == v1.id
+        stored = await db.scalar(select(OntologyVersion.content).where(OntologyVersion.id == v1.id))
+        assert stored == TTL
+        restored, created = await repo.save_version(db, mine, "demo", second_bytes, second)
+        assert not created and restored.id == v2.id and restored.deleted_at is None
+
+
+async def test_bundled_domains_load_once_and_their_index_loads_from_the_blob(
+    factory: async_sessionmaker[AsyncSession], tenants: tuple[str, str]
+) -> None:
+    mine, other = tenants
+    for _ in range(2):
+        async with transaction(factory) as db:
+            await repo.load_bundled_ontologies(db, mine)
+    async with transaction(factory) as db:
+        rows = await repo.list_versions(db, mine)
+        assert sorted(r.domain for r in rows) == ["aml", "clinical"]
+        cache = IndexCache()
+        index = await repo.load_index(db, cache, mine, "clinical")
+        assert index.version == next(r.id for r in rows if r.domain == "clinical")
+        assert index.term_id("<https://tenet.dev/ontologies/clinical#RightLowerLobe>") >= 0
+        assert await repo.load_index(db, cache, mine, "clinical") is index
+        with pytest.raises(NotFound):
+            await repo.load_index(db, cache, other, "clinical")
