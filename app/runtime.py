@@ -20,7 +20,9 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.settings import Settings
+from inference.kv_cache import PrefixCache
 from inference.loader import LoadedModel, load_model
+from inference.pipeline import Reasoner
 from reasoning.errors import TenetError, Unavailable
 from reasoning.evidence.cache import IndexCache
 from reasoning.evidence.ingest import IngestLimits
@@ -46,6 +48,10 @@ class Runtime:
         self.model_loaded_at: int = 0
         self._loading: threading.Thread | None = None
         self._loaded = threading.Event()
+        #: Serialises decodes on the one model (the reasoner is not thread-safe).
+        self.decode_lock = threading.Lock()
+        self._reasoner: Reasoner | None = None
+        self._reasoner_lock = threading.Lock()
 
     @property
     def ready(self) -> bool:
@@ -122,6 +128,18 @@ class Runtime:
         if state == "disabled":
             raise Unavailable("model loading is disabled (TENET_LOAD_MODEL=false)", model=state)
         raise Unavailable("the model is still loading; retry shortly", model=state)
+
+    def reasoner(self) -> Reasoner:
+        """The one reasoner on the loaded model, with the tenant-scoped prefix KV cache (503 while loading)."""
+        model = self.require_model()
+        with self._reasoner_lock:
+            if self._reasoner is None or self._reasoner.model is not model:
+                self._reasoner = Reasoner(
+                    model=model,
+                    prefix_cache=PrefixCache(max_bytes=self.settings.kv_cache_bytes),
+                    max_new_tokens_cap=self.settings.max_new_tokens,
+                )
+            return self._reasoner
 
     async def readiness(self) -> dict[str, Any]:
         """Model state and database reachability, as ``/readyz`` reports them."""

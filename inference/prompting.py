@@ -26,6 +26,7 @@ import msgspec
 
 from reasoning.constraints.catalog import restate
 from reasoning.constraints.model import Constraint
+from reasoning.errors import InvalidInput
 from reasoning.evidence.model import EvidenceFact, EvidenceSubgraph
 
 __all__ = ["PromptPlan", "system_message", "evidence_block", "messages_for", "plan_prompt", "common_prefix_length"]
@@ -84,13 +85,21 @@ def evidence_block(subgraph: EvidenceSubgraph, language: str) -> str:
 
 def messages_for(
     request: str, constraints: Sequence[Constraint], subgraph: EvidenceSubgraph | None, language: str,
-    with_evidence: bool,
+    with_evidence: bool, notes: Sequence[str] = (),
 ) -> list[dict[str, str]]:
-    """Chat messages of one branch (``subgraph`` None: the evidence-free prompt)."""
-    user = request if subgraph is None else f"{request}\n\n{evidence_block(subgraph, language)}"
+    """Chat messages of one branch (``subgraph`` None: the evidence-free prompt).
+
+    ``notes`` are branch-only lines after the evidence (the premises this
+    branch was given), so the shared prefix never holds them.
+    """
+    blocks = [request]
+    if subgraph is not None and subgraph.facts:
+        blocks.append(evidence_block(subgraph, language))
+    if notes:
+        blocks.append("\n".join(notes))
     return [
         {"role": "system", "content": system_message(constraints, language, with_evidence)},
-        {"role": "user", "content": user},
+        {"role": "user", "content": "\n\n".join(blocks)},
     ]
 
 
@@ -118,6 +127,7 @@ def plan_prompt(
     subgraphs: Sequence[EvidenceSubgraph] = (),
     *,
     language: str = "en",
+    notes: Sequence[Sequence[str]] | None = None,
 ) -> PromptPlan:
     """Render every branch (one per evidence view; one branch when there is none) and split it.
 
@@ -125,12 +135,18 @@ def plan_prompt(
     template's tokenisation of branch ``b``; every suffix is non-empty and
     holds at least the template's generation prompt.
     """
-    with_evidence = bool(subgraphs)
+    with_evidence = any(g.facts for g in subgraphs)
     base = messages_for(request, constraints, None, language, with_evidence)
+    branch_notes = list(notes) if notes is not None else [()] * max(len(subgraphs), 1)
+    if len(branch_notes) != max(len(subgraphs), 1):
+        raise InvalidInput("plan_prompt needs one notes entry per branch")
     branches: list[tuple[str, float, tuple[EvidenceFact, ...], list[dict[str, str]]]] = (
-        [(g.view, g.relevance, g.facts, messages_for(request, constraints, g, language, True)) for g in subgraphs]
+        [
+            (g.view, g.relevance, g.facts, messages_for(request, constraints, g, language, with_evidence, n))
+            for g, n in zip(subgraphs, branch_notes)
+        ]
         if subgraphs
-        else [("", 1.0, (), base)]
+        else [("", 1.0, (), messages_for(request, constraints, None, language, with_evidence, branch_notes[0]))]
     )
     full = [_tokens(tokenizer, msgs, True) for _, _, _, msgs in branches]
     base_open = _tokens(tokenizer, base, True)

@@ -13,6 +13,7 @@ from app.controllers.keys import KeysController
 from app.controllers.metrics import MetricsController
 from app.controllers.models import ModelsController
 from app.controllers.ontologies import OntologiesController
+from app.controllers.reason import ReasonController
 from app.controllers.runs import RunsController
 from app.controllers.sessions import SessionsController
 
@@ -26,6 +27,7 @@ CONTROLLERS: list[ControllerRouterHandler] = [
     ConstraintsController,
     OntologiesController,
     EvidenceController,
+    ReasonController,
     RunsController,
     AuditController,
     SessionsController,

@@ -1,0 +1,141 @@
+"""Schemas of ``POST /v1/reason``: the request, and the answer with what explains it."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import msgspec
+
+from app.schemas.constraints import EntropyOut, Profile
+from inference.pipeline import ReasonOptions
+from reasoning.budget import Budget
+from reasoning.constraints.model import Constraint, Premise, Span, Verdict
+from reasoning.evidence.model import EvidenceSubgraph, LinkedEntity
+
+__all__ = [
+    "ReasonRequest",
+    "ConstraintOut",
+    "StepOut",
+    "BranchOut",
+    "PruningOut",
+    "ConflictSpan",
+    "ReasonResponse",
+]
+
+
+class ReasonRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A prompt to answer; ``domain`` picks the ontology whose evidence grounds it."""
+
+    prompt: str
+    domain: Annotated[str, msgspec.Meta(min_length=1, max_length=200)] | None = None
+    session_id: str | None = None
+    profile: Profile | None = None
+    options: ReasonOptions = msgspec.field(default_factory=ReasonOptions)
+
+
+class ConstraintOut(msgspec.Struct, frozen=True, kw_only=True):
+    """A constraint as extracted, with its verdict on the final answer (None: not decoded)."""
+
+    id: str
+    kind: str
+    params: dict[str, Any]
+    hardness: str
+    scope: str
+    origin: str
+    source: Span | None
+    confidence: float
+    verdict: Verdict | None
+
+
+class StepOut(msgspec.Struct, frozen=True, kw_only=True):
+    id: str
+    branch: str
+    text: str
+    confidence: float
+    calibration_hint: str | None
+    evidence_cited: list[str]
+    evidence_used: list[str]
+    premise_ids: list[str]
+    verdicts: list[Verdict]
+    entropy: float
+    contrast: float | None
+    violation: str | None
+    repaired: int
+
+
+class BranchOut(msgspec.Struct, frozen=True, kw_only=True):
+    view: str
+    relevance: float
+    text: str
+    confidence: float
+    weight: float
+    agrees: bool
+    premise_ids: list[str]
+    evidence_ids: list[str]
+    step_ids: list[str]
+
+
+class PruningOut(msgspec.Struct, frozen=True, kw_only=True):
+    pruned: dict[str, int]
+    steps_checked: int
+    repairs: int
+    unrepaired: int
+    counterfactual_scored: int
+    counterfactual_flops_share: float
+    constraint_check_share: float
+    prefix_cache_hit: bool
+
+
+class ConflictSpan(msgspec.Struct, frozen=True, kw_only=True):
+    a: str
+    b: str
+    reason: str
+    spans: list[Span | None]
+
+
+class ReasonResponse(msgspec.Struct, frozen=True, kw_only=True):
+    """The answer of one run.
+
+    ``status`` is ``ok``, or ``needs_confirmation`` when the constraints
+    conflict (``conflicts`` names both source spans) or no decode can satisfy
+    them (``detail`` says why); nothing is decoded then and ``answer`` is empty.
+    """
+
+    run_id: str
+    status: str
+    answer: str
+    language: str
+    detail: str | None
+    constraints: list[ConstraintOut]
+    conflicts: list[ConflictSpan]
+    premises: list[Premise]
+    entropy: EntropyOut
+    budget: Budget
+    linked_entities: list[LinkedEntity]
+    evidence: list[EvidenceSubgraph]
+    branches: list[BranchOut]
+    reasoning_path: list[str]
+    confidence_by_step: dict[str, float]
+    steps: list[StepOut]
+    pruning: PruningOut | None
+    violations: list[str]
+    usage: dict[str, int]
+    timings: dict[str, float]
+    model: dict[str, Any]
+    session_id: str | None = None
+    recomputed: list[str] = msgspec.field(default_factory=list)
+    reused: list[str] = msgspec.field(default_factory=list)
+
+
+def constraint_out(constraint: Constraint, verdict: Verdict | None) -> ConstraintOut:
+    return ConstraintOut(
+        id=constraint.id,
+        kind=str(constraint.kind),
+        params=dict(constraint.params),
+        hardness=str(constraint.hardness),
+        scope=str(constraint.scope),
+        origin=str(constraint.origin),
+        source=constraint.source,
+        confidence=constraint.confidence,
+        verdict=verdict,
+    )

@@ -1,0 +1,291 @@
+"""The reasoning service: one request through the pipeline, then recorded.
+
+Controllers (``/v1/reason``, sessions, chat completions) call this module;
+it resolves the domain's ontology index, runs the ``Reasoner`` on the model
+worker thread, shapes the public response and records the run (run, steps,
+PROV bundle and audit event in the request's transaction).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from anyio import to_thread
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.auth import AuthContext
+from app.runtime import Runtime
+from app.schemas.constraints import EntropyOut, Profile
+from app.schemas.reason import (
+    BranchOut,
+    ConflictSpan,
+    PruningOut,
+    ReasonResponse,
+    StepOut,
+    constraint_out,
+)
+from inference.pipeline import Plan, ReasonOptions, ReasonResult
+from reasoning.constraints.model import Constraint, Origin
+from reasoning.errors import InvalidInput, LimitExceeded
+from reasoning.evidence.index import OntologyIndex
+from reasoning.provenance import (
+    ActivitySpan,
+    ModelAgent,
+    OntologyArtifact,
+    RunKind,
+    RunRecord,
+    StepTrace,
+)
+from store.models import new_id
+from store.ontologies import load_index
+from store.runs import record_run
+
+__all__ = [
+    "profile_defaults",
+    "check_prompt",
+    "domain_index",
+    "plan_and_run",
+    "build_response",
+    "record_reason_run",
+]
+
+#: Stage order as the API reports and provenance records it.
+STAGES = ("parse", "extract", "graph", "evidence", "prefill", "decode", "verify", "record")
+
+
+def profile_defaults(profile: Profile | None) -> tuple[Constraint, ...]:
+    """Profile defaults as constraints of origin ``profile`` (ids ``d1``, ``d2``...)."""
+    if profile is None:
+        return ()
+    return tuple(
+        Constraint(id=f"d{i}", kind=d.kind, params=d.params, hardness=d.hardness, origin=Origin.PROFILE)
+        for i, d in enumerate(profile.defaults, start=1)
+    )
+
+
+def check_prompt(prompt: str, max_chars: int) -> None:
+    """Refuse an empty or oversized prompt before any work is spent on it."""
+    if not prompt.strip():
+        raise InvalidInput("prompt must not be empty", field="prompt")
+    if len(prompt) > max_chars:
+        raise LimitExceeded(
+            f"prompt has {len(prompt)} characters; the limit is {max_chars}", field="prompt", limit=max_chars
+        )
+
+
+async def domain_index(
+    runtime: Runtime, db_session: AsyncSession, auth: AuthContext, domain: str | None
+) -> OntologyIndex | None:
+    """The tenant's current index of ``domain`` (404 when the tenant has none)."""
+    if domain is None:
+        return None
+    return await load_index(db_session, runtime.ontology_indexes, auth.tenant_id, domain)
+
+
+async def plan_and_run(
+    runtime: Runtime,
+    auth: AuthContext,
+    prompt: str,
+    *,
+    options: ReasonOptions,
+    index: OntologyIndex | None,
+    defaults: Sequence[Constraint] = (),
+) -> tuple[Plan, ReasonResult]:
+    """Plan and decode on the model worker (one decode at a time per model)."""
+    reasoner = runtime.reasoner()
+
+    def work() -> tuple[Plan, ReasonResult]:
+        plan = reasoner.plan(prompt, options=options, domain_index=index, defaults=defaults)
+        with runtime.decode_lock:
+            return plan, reasoner.run(plan, tenant=auth.tenant_id)
+
+    return await to_thread.run_sync(work)
+
+
+def build_response(
+    run_id: str,
+    plan: Plan,
+    result: ReasonResult,
+    model: dict[str, Any],
+    *,
+    session_id: str | None = None,
+) -> ReasonResponse:
+    """The public shape of a run (``/v1/reason``, session turns, chat extensions)."""
+    analysis = plan.analysis
+    verdicts = {v.constraint_id: v for v in result.verdicts}
+    decoded = result.decode
+    steps = [s for branch in result.branches for s in branch.steps]
+    answer_steps = _answer_steps(result)
+    premise_ids = {spec.view: list(spec.premise_ids) for spec in result.branch_specs}
+    return ReasonResponse(
+        run_id=run_id,
+        status=result.status.value,
+        answer=result.answer,
+        language=analysis.language,
+        detail=result.conflict,
+        constraints=[constraint_out(c, verdicts.get(c.id)) for c in analysis.constraints],
+        conflicts=[
+            ConflictSpan(a=c.a, b=c.b, reason=c.reason, spans=list(c.spans)) for c in analysis.graph.conflicts
+        ],
+        premises=list(plan.premises),
+        entropy=EntropyOut.of(analysis.entropy),
+        budget=plan.budget,
+        linked_entities=list(plan.linked),
+        evidence=list(plan.subgraphs),
+        branches=[
+            BranchOut(
+                view=b.view,
+                relevance=b.relevance,
+                text=b.text,
+                confidence=round(b.confidence, 4),
+                weight=round(b.weight, 4),
+                agrees=b.agrees,
+                premise_ids=premise_ids.get(b.view, []),
+                evidence_ids=[f.id for spec in result.branch_specs if spec.view == b.view for f in spec.facts],
+                step_ids=[s.id for s in b.steps],
+            )
+            for b in result.branches
+        ],
+        reasoning_path=[s.id for s in answer_steps],
+        confidence_by_step={s.id: round(s.confidence, 4) for s in answer_steps},
+        steps=[
+            StepOut(
+                id=s.id,
+                branch=s.branch,
+                text=s.text,
+                confidence=round(s.confidence, 4),
+                calibration_hint=s.calibration_hint,
+                evidence_cited=list(s.evidence_cited),
+                evidence_used=list(s.evidence_used),
+                premise_ids=list(s.premise_ids),
+                verdicts=list(s.verdicts),
+                entropy=round(s.entropy, 4),
+                contrast=s.contrast,
+                violation=s.violation,
+                repaired=s.repaired,
+            )
+            for s in steps
+        ],
+        pruning=(
+            PruningOut(
+                pruned=dict(decoded.pruning.pruned),
+                steps_checked=decoded.pruning.steps_checked,
+                repairs=decoded.pruning.repairs,
+                unrepaired=decoded.pruning.unrepaired,
+                counterfactual_scored=decoded.pruning.counterfactual_scored,
+                counterfactual_flops_share=round(decoded.counterfactual_flops_share, 4),
+                constraint_check_share=round(decoded.constraint_check_share, 4),
+                prefix_cache_hit=decoded.prefix_cache_hit,
+            )
+            if decoded is not None
+            else None
+        ),
+        violations=list(decoded.violations) if decoded is not None else [],
+        usage={
+            "prompt_tokens": decoded.prompt_tokens if decoded else 0,
+            "completion_tokens": decoded.generated_tokens if decoded else 0,
+        },
+        timings={stage: result.timings.get(stage, 0.0) for stage in STAGES},
+        model=model,
+        session_id=session_id,
+        recomputed=list(result.recomputed),
+        reused=list(result.reused),
+    )
+
+
+def _answer_steps(result: ReasonResult) -> tuple[Any, ...]:
+    if not result.branches:
+        return ()
+    best = max(range(len(result.branches)), key=lambda b: (result.branches[b].weight, -b))
+    return result.branches[best].steps
+
+
+def _activities(started: datetime, timings: dict[str, float]) -> tuple[ActivitySpan, ...]:
+    """The stages as consecutive timed activities (their measured durations, in order)."""
+    spans, cursor = [], started
+    for stage in STAGES:
+        if timings.get(stage) is None:
+            continue
+        end = cursor + timedelta(milliseconds=timings[stage])
+        spans.append(ActivitySpan(name=stage, started_at=cursor, ended_at=end))
+        cursor = end
+    return tuple(spans)
+
+
+def run_record(
+    auth: AuthContext,
+    plan: Plan,
+    result: ReasonResult,
+    response: ReasonResponse,
+    request: dict[str, Any],
+    runtime: Runtime,
+    *,
+    started: datetime,
+    kind: RunKind = RunKind.REASON,
+    session_id: str | None = None,
+    domain: str | None = None,
+) -> RunRecord:
+    """What provenance and the store keep of a reasoning run."""
+    finished = datetime.now(UTC)
+    identity = runtime.require_model().identity
+    step_times = _activities(started, response.timings)
+    decode_span = next((a for a in step_times if a.name == "decode"), None)
+    steps = tuple(
+        StepTrace(
+            id=s.id,
+            text=s.text,
+            started_at=decode_span.started_at if decode_span else started,
+            ended_at=decode_span.ended_at if decode_span else finished,
+            confidence=s.confidence,
+            view=s.branch,
+            evidence_ids=tuple(dict.fromkeys((*s.evidence_cited, *s.evidence_used))),
+            premise_ids=tuple(s.premise_ids),
+            verdicts=tuple(s.verdicts),
+            calibration_hint=s.calibration_hint,
+        )
+        for s in response.steps
+    )
+    ontologies = (
+        (OntologyArtifact(version=plan.domain_version, domain=domain or ""),) if plan.domain_version else ()
+    )
+    return RunRecord(
+        tenant_id=auth.tenant_id,
+        key_id=auth.key_id,
+        kind=kind,
+        status=response.status,
+        prompt=plan.prompt,
+        started_at=started,
+        finished_at=max(finished, started),
+        request=request,
+        result={"answer": response.answer, "status": response.status, "run_id": response.run_id},
+        session_id=session_id,
+        model=ModelAgent(**dataclasses.asdict(identity)),
+        timings=response.timings,
+        activities=step_times,
+        constraints=plan.analysis.constraints,
+        premises=plan.premises,
+        evidence=tuple(f for g in plan.subgraphs for f in g.facts),
+        steps=steps,
+        answer=response.answer or None,
+        verdicts=result.verdicts,
+        ontologies=ontologies,
+    )
+
+
+async def record_reason_run(
+    db_session: AsyncSession,
+    record: RunRecord,
+    run_id: str,
+) -> float:
+    """Store the run; returns the milliseconds recording took."""
+    t0 = time.perf_counter()
+    await record_run(db_session, record, run_id=run_id)
+    return round((time.perf_counter() - t0) * 1000, 3)
+
+
+def new_run_id() -> str:
+    return new_id()

@@ -1,0 +1,464 @@
+"""Stages 1-6 of ``POST /v1/reason`` as one library call: the ``Reasoner``.
+
+The reasoner plans a request (analysis, evidence, branch layout, steering),
+decodes it, verifies the answer, and can re-run a plan partially: every
+branch whose rendered prompt did not change is reused as it is, only the
+others are decoded again. Stage 7 (record) belongs to the caller, which owns
+the database.
+
+Branch layout (what makes partial re-inference exact): the shared prefix is
+the system prompt, the restated constraints and the question with its premise
+sentences removed; each evidence view with facts is one branch; a premise is
+shown only to the branches whose evidence it relates to (content-word overlap
+between its topic and the view's facts), and the premises that relate to no
+view form one more branch, ``assumptions``. So retracting a premise changes
+exactly the branches that saw it; the others are token-for-token the prompts
+a full re-run would decode, and are reused.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+import msgspec
+
+from inference.decoder.compile import compile_steering
+from inference.decoder.decode import BranchResult, DecodeOptions, DecodeResult, decode
+from inference.kv_cache import PrefixCache
+from inference.loader import LoadedModel
+from inference.prompting import PromptPlan, plan_prompt
+from reasoning.analysis import Analysis, Status, analyse
+from reasoning.budget import Budget
+from reasoning.constraints.model import Constraint, Hardness, Kind, Premise, Scope, Verdict
+from reasoning.constraints.verifiers import VerifyContext, verify_all
+from reasoning.errors import ConflictError, InvalidInput, LimitExceeded
+from reasoning.evidence.index import OntologyIndex
+from reasoning.evidence.linking import link_mentions
+from reasoning.evidence.model import EvidenceFact, EvidenceSubgraph, LinkedEntity
+from reasoning.evidence.subgraph import apply_time_window, build_evidence
+
+__all__ = [
+    "ReasonOptions",
+    "BranchSpec",
+    "Plan",
+    "ReasonResult",
+    "Reasoner",
+    "ASSUMPTIONS_VIEW",
+    "DIRECT_VIEW",
+]
+
+ASSUMPTIONS_VIEW = "assumptions"
+DIRECT_VIEW = "direct"
+#: Relevance given to the assumptions branch: below any view whose evidence
+#: linked to the prompt, so it only answers when nothing else does.
+_ASSUMPTIONS_RELEVANCE = 0.3
+_WORD = re.compile(r"[^\W\d_]{3,}|[\u4e00-\u9fff]{2,}", re.UNICODE)
+
+
+class ReasonOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Client options of a reasoning request; None means "let the budget decide".
+
+    ``steering=False`` decodes the same model plain (greedy or beams without
+    token controllers and without pruning), for comparison.
+    """
+
+    max_new_tokens: int | None = None
+    num_beams: int | None = None
+    seed: int = 0
+    steering: bool = True
+    hops: int | None = None
+    counterfactual: bool | None = None
+    evidence_token_budget: int = 384
+    stream: bool = False
+
+    def __post_init__(self) -> None:
+        if self.max_new_tokens is not None and not 1 <= self.max_new_tokens <= 4096:
+            raise InvalidInput("options.max_new_tokens must be between 1 and 4096", field="options.max_new_tokens")
+        if self.num_beams is not None and not 1 <= self.num_beams <= 16:
+            raise InvalidInput("options.num_beams must be between 1 and 16", field="options.num_beams")
+        if self.hops is not None and not 1 <= self.hops <= 4:
+            raise InvalidInput("options.hops must be between 1 and 4", field="options.hops")
+        if not 32 <= self.evidence_token_budget <= 4096:
+            raise InvalidInput(
+                "options.evidence_token_budget must be between 32 and 4096", field="options.evidence_token_budget"
+            )
+        if not 0 <= self.seed < 2**32:
+            raise InvalidInput("options.seed must be between 0 and 2**32 - 1", field="options.seed")
+
+
+class BranchSpec(msgspec.Struct, frozen=True, kw_only=True):
+    """One branch as planned: its view, evidence and the premises it was shown."""
+
+    view: str
+    relevance: float
+    facts: tuple[EvidenceFact, ...]
+    premise_ids: tuple[str, ...]
+
+    @property
+    def key(self) -> tuple[object, ...]:
+        """Equal keys mean equal branch prompts (given an equal shared prefix)."""
+        return (self.view, tuple(f.id + f.text for f in self.facts), self.premise_ids)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything decided before the first token: what each branch will see."""
+
+    prompt: str
+    question: str
+    analysis: Analysis
+    premises: tuple[Premise, ...]
+    linked: tuple[LinkedEntity, ...]
+    subgraphs: tuple[EvidenceSubgraph, ...]
+    branches: tuple[BranchSpec, ...]
+    decode_options: DecodeOptions
+    budget: Budget
+    options: ReasonOptions
+    domain_version: str | None
+    timings: dict[str, float] = field(default_factory=dict)
+    conflict: str | None = None
+
+    @property
+    def status(self) -> Status:
+        return Status.NEEDS_CONFIRMATION if self.conflict or self.analysis.graph.conflicts else Status.OK
+
+    @property
+    def active_constraints(self) -> tuple[Constraint, ...]:
+        return self.analysis.graph.active()
+
+
+class ReasonResult(msgspec.Struct, frozen=True, kw_only=True):
+    """The answer of one run and what explains it.
+
+    ``reused`` / ``recomputed`` name branches (by view) on a partial re-run;
+    on a fresh run everything is recomputed. ``decode`` is None when the run
+    stopped before decoding (``needs_confirmation``).
+    """
+
+    status: Status
+    answer: str
+    verdicts: tuple[Verdict, ...]
+    decode: DecodeResult | None
+    branches: tuple[BranchResult, ...]
+    branch_specs: tuple[BranchSpec, ...]
+    timings: dict[str, float]
+    recomputed: tuple[str, ...] = ()
+    reused: tuple[str, ...] = ()
+    conflict: str | None = None
+
+
+def _words(text: str) -> set[str]:
+    return {w.lower() for w in _WORD.findall(text)}
+
+
+def _strip_spans(text: str, spans: Sequence[tuple[int, int]]) -> str:
+    """``text`` without the given character spans (premise sentences), whitespace tidied."""
+    out, last = [], 0
+    for start, end in sorted(spans):
+        if start >= last:
+            out.append(text[last:start])
+            last = end
+    out.append(text[last:])
+    return re.sub(r"[ \t]{2,}", " ", "".join(out)).strip() or text.strip()
+
+
+def _premise_sentence(analysis: Analysis, premise: Premise) -> tuple[int, int] | None:
+    """The sentence span that states ``premise`` (so the shared question can drop it)."""
+    if premise.source is None:
+        return None
+    for sentence in analysis.sentences:
+        if sentence.start <= premise.source.start and premise.source.end <= sentence.end:
+            return sentence.start, sentence.end
+    return premise.source.start, premise.source.end
+
+
+def premise_text(premise: Premise, language: str) -> str:
+    """How a premise is shown to a branch: the user's own words, marked as an assumption."""
+    label = "假设" if language.startswith("zh") else "Assumption"
+    return f"{label} [{premise.id}]: {premise.text}"
+
+
+def assign_premises(
+    premises: Sequence[Premise], subgraphs: Sequence[EvidenceSubgraph]
+) -> dict[str, tuple[str, ...]]:
+    """Which views see which premises: topic words shared with the view's facts.
+
+    A premise related to no view goes to ``ASSUMPTIONS_VIEW``; with no views
+    at all, every premise goes to ``DIRECT_VIEW``.
+    """
+    if not subgraphs:
+        return {DIRECT_VIEW: tuple(p.id for p in premises)}
+    vocab = {g.view: _words(" ".join(f.text for f in g.facts)) for g in subgraphs}
+    out: dict[str, list[str]] = {g.view: [] for g in subgraphs}
+    orphans: list[str] = []
+    for premise in premises:
+        topic = _words(premise.topic) or _words(premise.text)
+        views = [view for view, words in vocab.items() if topic & words]
+        for view in views:
+            out[view].append(premise.id)
+        if not views:
+            orphans.append(premise.id)
+    if orphans:
+        out[ASSUMPTIONS_VIEW] = orphans
+    return {view: tuple(ids) for view, ids in out.items()}
+
+
+@dataclass
+class Reasoner:
+    """Plans, decodes and re-runs requests on one loaded model.
+
+    Thread-compatible, not thread-safe: the caller serialises decodes on one
+    model (the HTTP layer runs them on one worker thread).
+    """
+
+    model: LoadedModel
+    prefix_cache: PrefixCache | None = None
+    max_new_tokens_cap: int = 512
+    today: Callable[[], date] = date.today
+
+    def plan(
+        self,
+        prompt: str,
+        *,
+        options: ReasonOptions = ReasonOptions(),
+        domain_index: OntologyIndex | None = None,
+        defaults: Sequence[Constraint] = (),
+        excluded_premise_ids: Sequence[str] = (),
+        premise_overrides: Mapping[str, str] = {},
+        extra_constraints: Sequence[Constraint] = (),
+    ) -> Plan:
+        """Stages 1-4: analysis, evidence, branch layout and decode options.
+
+        ``excluded_premise_ids`` are retracted premises (not shown to any
+        branch); ``premise_overrides`` replaces a premise's text (amendment).
+        """
+        timings: dict[str, float] = {}
+        analysis = analyse(prompt, defaults=(*defaults, *extra_constraints))
+        timings.update(analysis.timings)
+        premises = tuple(
+            msgspec.structs.replace(p, text=premise_overrides[p.id]) if p.id in premise_overrides else p
+            for p in analysis.premises
+            if p.id not in excluded_premise_ids
+        )
+        question = _strip_spans(
+            prompt, [s for p in analysis.premises if (s := _premise_sentence(analysis, p)) is not None]
+        )
+        budget = analysis.budget
+        t0 = time.perf_counter()
+        linked: tuple[LinkedEntity, ...] = ()
+        subgraphs: tuple[EvidenceSubgraph, ...] = ()
+        if domain_index is not None:
+            linked = link_mentions(domain_index, prompt)
+            subgraphs = build_evidence(
+                domain_index,
+                linked,
+                hops=options.hops or budget.evidence_hops,
+                token_budget=options.evidence_token_budget,
+                today=self.today(),
+                lang="zh" if analysis.language.startswith("zh") else "en",
+            )
+            subgraphs = _within_windows(subgraphs, analysis.graph.active())
+            subgraphs = tuple(g for g in subgraphs if g.facts)
+        timings["evidence"] = round((time.perf_counter() - t0) * 1000, 3)
+        assignment = assign_premises(premises, subgraphs)
+        branches = tuple(
+            BranchSpec(view=g.view, relevance=g.relevance, facts=g.facts, premise_ids=assignment.get(g.view, ()))
+            for g in subgraphs
+        )
+        if ASSUMPTIONS_VIEW in assignment:
+            branches += (
+                BranchSpec(
+                    view=ASSUMPTIONS_VIEW, relevance=_ASSUMPTIONS_RELEVANCE, facts=(),
+                    premise_ids=assignment[ASSUMPTIONS_VIEW],
+                ),
+            )
+        if not branches:
+            branches = (BranchSpec(view=DIRECT_VIEW, relevance=1.0, facts=(), premise_ids=assignment.get(DIRECT_VIEW, ())),)
+        max_new = min(options.max_new_tokens or budget.max_new_tokens, self.max_new_tokens_cap)
+        if options.max_new_tokens is not None:
+            max_new = options.max_new_tokens
+        width = options.num_beams or budget.beam_width
+        decode_options = DecodeOptions(
+            width=width,
+            max_new_tokens=max_new,
+            seed=options.seed,
+            prune=options.steering,
+            counterfactual_checks=(
+                options.counterfactual if options.counterfactual is not None else budget.counterfactual_checks
+            ) and options.steering,
+        )
+        return Plan(
+            prompt=prompt,
+            question=question,
+            analysis=analysis,
+            premises=premises,
+            linked=linked,
+            subgraphs=subgraphs,
+            branches=branches,
+            decode_options=decode_options,
+            budget=Budget(
+                beam_width=width,
+                max_new_tokens=max_new,
+                evidence_hops=options.hops or budget.evidence_hops,
+                counterfactual_checks=decode_options.counterfactual_checks,
+            ),
+            options=options,
+            domain_version=domain_index.version if domain_index is not None else None,
+            timings=timings,
+        )
+
+    def run(self, plan: Plan, *, tenant: str = "") -> ReasonResult:
+        """Stages 5-6 for every branch of ``plan``."""
+        return self._decode(plan, plan.branches, previous={}, tenant=tenant)
+
+    def rerun(self, previous: ReasonResult, plan: Plan, *, tenant: str = "") -> ReasonResult:
+        """Decode only the branches of ``plan`` whose prompt differs from ``previous``'s.
+
+        A branch is reused when its ``BranchSpec.key`` equals a previous
+        branch's and the shared question and constraints are unchanged.
+        """
+        old = {spec.key: result for spec, result in zip(previous.branch_specs, previous.branches)}
+        if previous.decode is None:
+            old = {}
+        todo = tuple(spec for spec in plan.branches if spec.key not in old)
+        reused = {spec.key: old[spec.key] for spec in plan.branches if spec.key in old}
+        return self._decode(plan, todo, previous=reused, tenant=tenant)
+
+    def _decode(
+        self,
+        plan: Plan,
+        todo: tuple[BranchSpec, ...],
+        *,
+        previous: Mapping[tuple[object, ...], BranchResult],
+        tenant: str,
+    ) -> ReasonResult:
+        timings = dict(plan.timings)
+        if plan.status == Status.NEEDS_CONFIRMATION:
+            return self._stopped(plan, timings, plan.conflict)
+        constraints = plan.active_constraints
+        lm = self.model
+        steering = None
+        if plan.options.steering:
+            try:
+                steering = compile_steering(
+                    [c for c in constraints if c.hardness == Hardness.HARD or c.scope == Scope.RESPONSE],
+                    lm.tokenizer,
+                    prompt=plan.question,
+                    device=lm.device,
+                    vocab_size=int(lm.model.get_output_embeddings().weight.shape[0]),
+                    max_new_tokens=plan.decode_options.max_new_tokens,
+                )
+            except (ConflictError, LimitExceeded) as exc:
+                return self._stopped(plan, timings, exc.detail)
+        result: DecodeResult | None = None
+        decoded: dict[tuple[object, ...], BranchResult] = {}
+        if todo:
+            prompt_plan = self._prompt_plan(plan, todo)
+            result = decode(
+                lm.model,
+                lm.tokenizer,
+                prompt_plan,
+                steering=steering,
+                options=plan.decode_options,
+                constraints=constraints,
+                premises=plan.premises,
+                lexicon=_lexicon(plan),
+                request_text=plan.question,
+                prefix_cache=self.prefix_cache,
+                tenant=tenant,
+                model_id=lm.identity.sha256,
+            )
+            decoded = {spec.key: branch for spec, branch in zip(todo, result.branches)}
+            timings["prefill"] = round(result.timings.prefill_s * 1000, 3)
+            timings["decode"] = round(result.timings.decode_s * 1000, 3)
+        else:
+            timings["prefill"] = timings["decode"] = 0.0
+        merged = {**previous, **decoded}
+        branches = tuple(merged[spec.key] for spec in plan.branches)
+        best = max(range(len(branches)), key=lambda b: (branches[b].weight, -b))
+        answer = branches[best].text
+        t0 = time.perf_counter()
+        verdicts = tuple(verify_all(constraints, answer, context=_verify_context(plan)))
+        timings["verify"] = round((time.perf_counter() - t0) * 1000, 3)
+        return ReasonResult(
+            status=Status.OK,
+            answer=answer,
+            verdicts=verdicts,
+            decode=result,
+            branches=branches,
+            branch_specs=plan.branches,
+            timings=timings,
+            recomputed=tuple(spec.view for spec in todo),
+            reused=tuple(spec.view for spec in plan.branches if spec.key in previous),
+        )
+
+    def _stopped(self, plan: Plan, timings: dict[str, float], conflict: str | None) -> ReasonResult:
+        return ReasonResult(
+            status=Status.NEEDS_CONFIRMATION,
+            answer="",
+            verdicts=(),
+            decode=None,
+            branches=(),
+            branch_specs=plan.branches,
+            timings=timings,
+            conflict=conflict,
+        )
+
+    def _prompt_plan(self, plan: Plan, todo: Sequence[BranchSpec]) -> PromptPlan:
+        """Render the branches to decode; each sees its evidence and its premises."""
+        by_id = {p.id: p for p in plan.premises}
+        language = plan.analysis.language
+        subgraphs = [
+            EvidenceSubgraph(view=spec.view, relevance=spec.relevance, seeds=(), facts=spec.facts) for spec in todo
+        ]
+        notes = [
+            tuple(premise_text(by_id[pid], language) for pid in spec.premise_ids if pid in by_id) for spec in todo
+        ]
+        return plan_prompt(
+            self.model.tokenizer,
+            plan.question,
+            plan.active_constraints,
+            subgraphs,
+            language=language,
+            notes=notes,
+        )
+
+
+def _within_windows(
+    subgraphs: tuple[EvidenceSubgraph, ...], constraints: Sequence[Constraint]
+) -> tuple[EvidenceSubgraph, ...]:
+    """Drop evidence outside every citation time window the request sets."""
+    for c in constraints:
+        if c.kind != Kind.CITATION_TIME_WINDOW:
+            continue
+        before = _iso_date(c.params.get("not_before"))
+        after = _iso_date(c.params.get("not_after"))
+        subgraphs = apply_time_window(subgraphs, before, after)
+    return subgraphs
+
+
+def _iso_date(value: Any) -> date | None:
+    if not value:
+        return None
+    try:
+        return date.fromisoformat(str(value)[:10])
+    except ValueError:
+        return None
+
+
+def _lexicon(plan: Plan) -> dict[str, str]:
+    """Label -> class of the linked entities, for counterfactual sibling swaps."""
+    return {e.label: e.iri for e in plan.linked if e.label}
+
+
+def _verify_context(plan: Plan) -> VerifyContext:
+    """The dates of the evidence shown, so citation windows can be checked on the answer."""
+    dates = {
+        f.id: dated for spec in plan.branches for f in spec.facts if (dated := f.effective or f.modified)
+    }
+    return VerifyContext(evidence_dates=dates)
