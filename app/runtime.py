@@ -20,6 +20,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.settings import Settings
+from inference.decoder.vocab import vocab_tables
 from inference.kv_cache import PrefixCache
 from inference.loader import LoadedModel, load_model
 from inference.pipeline import Reasoner
@@ -161,7 +162,9 @@ class Runtime:
 
 
 def _warm_up(loaded: LoadedModel) -> None:
-    """One short forward pass, so the first request does not pay for lazy init."""
+    """One short forward pass and the steering's vocabulary tables, so the first request
+    pays for neither lazy initialisation nor the per-tokenizer tables."""
     inputs = loaded.tokenizer("Hello", return_tensors="pt").to(loaded.device)
     with torch.inference_mode():
         loaded.model(**inputs)
+    vocab_tables(loaded.tokenizer, loaded.device, int(loaded.model.get_output_embeddings().weight.shape[0]))
