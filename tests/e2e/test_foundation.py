@@ -8,6 +8,7 @@ by the real server (a chunked body with no Content-Length).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -159,3 +160,34 @@ def test_problem_bodies_over_real_http(server: Server) -> None:
     )
     assert malformed.status_code == 400
     assert malformed.json()["request_id"] == "e2e-1" == malformed.headers["x-request-id"]
+
+
+def _readme_reason_body() -> dict[str, object]:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    match = re.search(
+        r"curl -s http://127\.0\.0\.1:8000/v1/reason.*?-d '(\{.*?\})'", readme, re.DOTALL
+    )
+    assert match, "README lost its POST /v1/reason curl example"
+    body: dict[str, object] = json.loads(match.group(1))
+    return body
+
+
+@pytest.mark.model
+def test_the_readme_curl_example_gets_a_real_answer(server: Server) -> None:
+    deadline = time.monotonic() + 180
+    while httpx.get(f"{server.base}/readyz", timeout=5).status_code != 200:
+        assert time.monotonic() < deadline
+        time.sleep(0.25)
+    started = time.monotonic()
+    response = httpx.post(
+        f"{server.base}/v1/reason", json=_readme_reason_body(), headers=server.headers, timeout=600
+    )
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["status"] == "ok" and body["answer"].strip()
+    assert {c["kind"] for c in body["constraints"]} >= {"bullet_count"}
+    assert (
+        body["model"]["sha256"]
+        == httpx.get(f"{server.base}/v1/models", headers=server.headers).json()["data"][0]["sha256"]
+    )
+    print(f"\nREADME example answered in {time.monotonic() - started:.1f} s")
