@@ -496,7 +496,14 @@ def verify(
     verifier = _VERIFIERS.get(constraint.kind)
     if verifier is None:
         raise InvalidInput(f"no verifier for constraint kind {constraint.kind!r}")
-    return verifier(constraint, text, partial, context or _EMPTY_CONTEXT)
+    try:
+        return verifier(constraint, text, partial, context or _EMPTY_CONTEXT)
+    except (TypeError, ValueError, KeyError) as error:
+        raise InvalidInput(
+            f"constraint {constraint.id} ({constraint.kind}) has invalid parameters: {error}",
+            constraint_id=constraint.id,
+        ) from error
+
 
 
 def verify_all(

@@ -163,3 +163,14 @@ def test_citation_syntax_round_trip() -> None:
     text = "Escalate " + format_citation(["E3", "E5"]) + " and [E3]; see (FATF, 2021)."
     assert evidence_ids(text) == ["E3", "E5"]
     assert cited_years(text) == [2021]
+
+
+@pytest.mark.parametrize(
+    ("kind", "params"),
+    [(Kind.WORD_COUNT, {"relation": "at least", "n": None}), (Kind.BULLET_COUNT, {"n": "many"})],
+)
+def test_invalid_parameters_raise_invalid_input(kind: Kind, params: dict[str, Any]) -> None:
+    from reasoning.errors import InvalidInput
+
+    with pytest.raises(InvalidInput):
+        verify(_c(kind, **params), "some text")
