@@ -50,17 +50,16 @@ class NounLemmatizer:
 
     def lemma(self, word: str) -> str:
         """The noun lemma of one lower-cased word (the word itself when spaCy has none)."""
+        if len(word) < 3 or not word.isalpha() or not word.isascii():
+            return word
         cached = self._cache.get(word)
         if cached is not None:
             return cached
-        if not word.isascii() or not word.isalpha() or len(word) < 3:
-            lemma = word
-        else:
-            doc = Doc(self._nlp.vocab, words=[word])
-            doc[0].pos_ = "NOUN"
-            with self._lock:
-                found = self._pipe.rule_lemmatize(doc[0])
-            lemma = (found[0] if found else word).lower()
+        doc = Doc(self._nlp.vocab, words=[word])
+        doc[0].pos_ = "NOUN"
+        with self._lock:
+            found = self._pipe.rule_lemmatize(doc[0])
+        lemma = (found[0] if found else word).lower()
         self._cache[word] = lemma
         return lemma
 

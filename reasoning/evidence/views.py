@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Final
 
 import msgspec
@@ -91,14 +91,16 @@ class DomainProfile(msgspec.Struct, frozen=True, kw_only=True):
     effective_properties: tuple[str, ...] = ()
 
 
-def read_views(triples: Iterable[Triple]) -> tuple[ViewSpec, ...]:
+def read_views(triples: Sequence[Triple] | Iterable[Triple]) -> tuple[ViewSpec, ...]:
     """The views declared in ``triples``, sorted by name; ``all`` when none are."""
+    triples = triples if isinstance(triples, (list, tuple)) else list(triples)
+    views = [s for s, p, o in triples if p == RDF_TYPE and o == _TV_VIEW]
+    weight_nodes = {o for _, p, o in triples if p == _TV_RELATION_WEIGHT}
+    wanted = set(views) | weight_nodes
     by_subject: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
-    views: list[str] = []
     for s, p, o in triples:
-        by_subject[s][p].append(o)
-        if p == RDF_TYPE and o == _TV_VIEW:
-            views.append(s)
+        if s in wanted:
+            by_subject[s][p].append(o)
     if not views:
         return (ViewSpec(name=DEFAULT_VIEW, iri=iri(TV + "all"), label="All relations",
                          label_zh="全部关系", all_properties=True),)

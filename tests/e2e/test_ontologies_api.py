@@ -220,3 +220,15 @@ async def test_delete_puts_the_previous_version_back_in_service(client: Client, 
     assert_problem(await client.get(f"{URL}/{new['id']}", headers=headers), 404)
     listed = (await client.get(URL, headers=headers)).json()["data"]
     assert [v["id"] for v in listed] == [old["id"]]
+
+
+async def test_a_refused_upload_leaves_the_previous_version_in_service(
+    client: Client, app: Litestar, make_key: Any, assert_problem: Problem,
+) -> None:
+    headers = await make_key("acme", ["ontology:write", "ontology:read"])
+    good = (await upload(client, headers, SMALL_TTL, "text/turtle")).json()
+    assert_problem(await upload(client, headers, BILLION_LAUGHS, "application/rdf+xml"), 422)
+    assert_problem(await upload(client, headers, MALFORMED_TTL, "text/turtle"), 400)
+    assert await count_versions(app) == 1
+    listed = (await client.get(f"{URL}?domain=pets", headers=headers)).json()["data"]
+    assert [(v["id"], v["current"]) for v in listed] == [(good["id"], True)]
