@@ -22,10 +22,11 @@ Appending
 
 Verifying
     ``verify_chain`` walks a tenant's events in ``seq`` order in fixed-size
-    batches (memory does not grow with the log) and reports the first broken
-    link: ``hash mismatch`` (the event was altered), ``gap`` (events before
-    it are missing) or ``prev_hash mismatch`` (it does not follow the event
-    before it: reordered or spliced rows). Deleting the newest events is not
+    batches over the per-tenant ``(tenant_id, chain_seq)`` index (memory does
+    not grow with the log) and reports the first broken link: ``hash
+    mismatch`` (the event was altered), ``gap`` (events before it are
+    missing) or ``prev_hash mismatch`` (it does not follow the event before
+    it: reordered or spliced rows). Deleting the newest events is not
     visible to the chain alone; record the reported head (``head_hash``)
     outside the database to detect that.
 
@@ -299,26 +300,45 @@ async def _anchor(session: AsyncSession, tenant_id: str, first: AuditEvent) -> s
     return None
 
 
-async def _misplaced(session: AsyncSession, tenant_id: str, chain_seq: int) -> bool:
-    """True when the event expected at ``chain_seq`` exists elsewhere (rows reordered)."""
-    found = await session.execute(
-        select(func.count())
-        .select_from(AuditEvent)
-        .where(AuditEvent.tenant_id == tenant_id, AuditEvent.chain_seq == chain_seq)
-    )
-    return bool(found.scalar_one())
+async def _iter_chain(session: AsyncSession, tenant_id: str, batch: int) -> AsyncIterator[AuditEvent]:
+    """A tenant's events in chain order, ``batch`` at a time over the (tenant, position) index."""
+    last = 0
+    while True:
+        rows = list(
+            (
+                await session.execute(
+                    select(AuditEvent)
+                    .where(AuditEvent.tenant_id == tenant_id, AuditEvent.chain_seq > last)
+                    .order_by(AuditEvent.chain_seq)
+                    .limit(batch)
+                )
+            ).scalars()
+        )
+        for row in rows:
+            session.expunge(row)
+            yield row
+        if len(rows) < batch:
+            return
+        last = rows[-1].chain_seq
 
 
 async def verify_chain(session: AsyncSession, tenant_id: str, *, batch: int = _BATCH) -> ChainReport:
     """Walk the tenant's chain and report the first broken link, if any.
 
-    Purge events are vouched for by the chain itself: after ``purge_expired``
-    the first remaining event is accepted when an ``audit.purged`` event of
-    the same chain names its predecessor's position and hash.
+    Events are read in chain order (``chain_seq``, indexed per tenant) in
+    batches. At each event: its recomputed digest must equal ``hash`` (else
+    ``hash mismatch``); its position must follow the previous one (else
+    ``gap``: events are missing); its ``prev_hash`` must be the previous
+    event's hash and its storage ``seq`` must be above the previous one's
+    (else ``prev_hash mismatch``: rows were reordered or spliced).
+
+    Purges are vouched for by the chain itself: after ``purge_expired`` the
+    first remaining event is accepted when an ``audit.purged`` event of the
+    same chain names its predecessor's position and hash.
     """
     checked = 0
-    expected_seq, prev_hash = 1, GENESIS_HASH
-    async for event in iter_events(session, tenant_id, batch=batch):
+    expected_seq, prev_hash, prev_row = 1, GENESIS_HASH, 0
+    async for event in _iter_chain(session, tenant_id, batch):
         if checked == 0 and event.chain_seq > 1:
             anchor = await _anchor(session, tenant_id, event)
             if anchor is not None:
@@ -328,17 +348,13 @@ async def verify_chain(session: AsyncSession, tenant_id: str, *, batch: int = _B
         if _digest_of(event) != event.hash:
             reason = "hash mismatch"
         elif event.chain_seq != expected_seq:
-            later = event.chain_seq > expected_seq
-            if later and not await _misplaced(session, tenant_id, expected_seq):
-                reason = "gap"
-            else:
-                reason = "prev_hash mismatch"
-        elif event.prev_hash != prev_hash:
+            reason = "gap"
+        elif event.prev_hash != prev_hash or event.seq <= prev_row:
             reason = "prev_hash mismatch"
         if reason is not None:
             broken = ChainBreak(event.seq, event.id, event.chain_seq, reason)
             return ChainReport(False, checked, broken, expected_seq - 1, prev_hash)
-        expected_seq, prev_hash = event.chain_seq + 1, event.hash
+        expected_seq, prev_hash, prev_row = event.chain_seq + 1, event.hash, event.seq
     return ChainReport(True, checked, None, expected_seq - 1, prev_hash)
 
 

@@ -151,8 +151,10 @@ async def test_reordered_rows_break_the_link_where_the_order_changes(factory: Fa
     await _raw(factory, "UPDATE audit_events SET seq = :a WHERE seq = :b", a=second.seq, b=third.seq)
     await _raw(factory, "UPDATE audit_events SET seq = :b WHERE seq = -1", b=third.seq)
     report = await _verify(factory, "tenant-a")
-    assert not report.intact and report.checked == 2
+    # In chain order the third event now sits below the second in storage order.
+    assert not report.intact and report.checked == 3
     assert report.first_broken == audit.ChainBreak(second.seq, third.id, 3, "prev_hash mismatch")
+    assert report.head_chain_seq == 2 and report.head_hash == second.hash
 
 
 async def test_a_crash_inside_the_transaction_leaves_neither_event_nor_data(factory: Factory) -> None:
@@ -263,3 +265,27 @@ async def test_deleting_the_oldest_events_without_a_purge_record_is_a_gap(factor
     await _raw(factory, "DELETE FROM audit_events WHERE seq = :seq", seq=mine[0].seq)
     report = await _verify(factory, "tenant-a")
     assert report.first_broken == audit.ChainBreak(mine[1].seq, mine[1].id, 2, "gap")
+
+
+async def test_swapped_contents_between_two_rows_are_detected(factory: Factory) -> None:
+    mine = await _append(factory, "tenant-a", 4)
+    a, b = mine[1], mine[2]
+    columns = "id, chain_seq, event_type, subject_type, subject_id, payload, created_at, prev_hash, hash"
+    await _raw(factory, "UPDATE audit_events SET id = 'tmp-a', chain_seq = -2 WHERE seq = :s", s=a.seq)
+    await _raw(factory, "UPDATE audit_events SET id = 'tmp-b', chain_seq = -3 WHERE seq = :s", s=b.seq)
+    async with transaction(factory) as db:
+        for target, source in ((a, b), (b, a)):
+            await db.execute(
+                text(
+                    f"UPDATE audit_events SET ({columns}) = (:id, :chain_seq, :event_type, :subject_type, "
+                    ":subject_id, " + _json_param(factory) + ", :created_at, :prev_hash, :hash) WHERE seq = :seq"
+                ),
+                {
+                    "id": source.id, "chain_seq": source.chain_seq, "event_type": source.event_type,
+                    "subject_type": source.subject_type, "subject_id": source.subject_id,
+                    "payload": json.dumps(source.payload), "created_at": source.created_at,
+                    "prev_hash": source.prev_hash, "hash": source.hash, "seq": target.seq,
+                },
+            )
+    report = await _verify(factory, "tenant-a")
+    assert report.first_broken == audit.ChainBreak(a.seq, b.id, 3, "prev_hash mismatch")
