@@ -174,7 +174,7 @@ def extract_chinese(doc: Doc, text: str) -> list[Found]:
     if opening is not None and "段" not in text[max(0, opening.start() - 4) : opening.start()]:
         found.append(Found(kind=Kind.START_PHRASE, params={"phrase": opening.group("q")},
                            start=opening.start(), end=opening.end()))
-    return [f for f in found if f.start in starts]
+    return [f for f in found if f.start in starts or f.kind not in _BOUNDARY_KINDS]
 
 
 _TIMES = r"(?P<num>" + ZH_NUMBER + r")\s*次(?P<after>" + _REL_AFTER + r")?"
@@ -183,8 +183,16 @@ _KEYWORD_FREQ = re.compile(
     r"(?:出现|使用|提到|提及)(?P<rel>" + _REL_BEFORE + r")?\s*" + _TIMES
 )
 _LETTER_FREQ = re.compile(
-    r"字母\s*[“\"「‘']?(?P<letter>[A-Za-z])[”\"」’']?\s*(?:必须|应|要|须|需)?(?:出现|使用)(?P<rel>" + _REL_BEFORE + r")?\s*" + _TIMES
+    r"字母\s*[“\"「‘']?(?P<letter>[A-Za-z])[”\"」’']?\s*(?:必须|应|要|须|需)?(?P<rel0>" + _REL_BEFORE + r")?"
+    r"(?:出现|使用)(?P<rel>" + _REL_BEFORE + r")?\s*" + _TIMES
 )
+
+
+_BOUNDARY_KINDS = frozenset({Kind.RESPONSE_LANGUAGE, Kind.WORD_COUNT, Kind.SENTENCE_COUNT, Kind.PARAGRAPH_COUNT})
+"""Kinds whose match must start on a segmentation boundary (中文 in 中文系 is no language)."""
+
+_SECTIONS = re.compile(r"(?P<num>" + ZH_NUMBER + r")\s*个?(?:部分|章节|小节)")
+_MARKER = re.compile(r"(?<![A-Za-z])([A-Z][A-Za-z]{2,})\s+(?:X|\d)(?![A-Za-z0-9])")
 
 
 def _frequencies(text: str) -> list[Found]:
@@ -200,7 +208,7 @@ def _frequencies(text: str) -> list[Found]:
     for match in _LETTER_FREQ.finditer(text):
         n = parse_zh_number(match.group("num"))
         if n is not None:
-            relation = _zh_relation(match.group("rel"), match.group("after"))
+            relation = _zh_relation(match.group("rel") or match.group("rel0"), match.group("after"))
             found.append(Found(kind=Kind.LETTER_FREQUENCY,
                                params={"letter": match.group("letter").lower(), "relation": str(relation), "n": n},
                                start=match.start(), end=match.end()))
@@ -227,7 +235,15 @@ def _structure(text: str) -> list[Found]:
         if n is not None:
             found.append(Found(kind=Kind.PLACEHOLDERS, params={"n": n},
                                start=placeholder.start(), end=placeholder.end()))
+    sections = _SECTIONS.search(text)
+    marker = _MARKER.search(text)
+    if sections is not None and marker is not None:
+        n = parse_zh_number(sections.group("num"))
+        if n is not None:
+            found.append(Found(kind=Kind.SECTIONS, params={"splitter": marker.group(1), "n": n},
+                               start=sections.start(), end=max(sections.end(), marker.end())))
     two = _TWO.search(text)
+
     if two is not None and re.search(r"\*{6}|六个星号", text):
         found.append(Found(kind=Kind.TWO_RESPONSES, params={}, start=two.start(), end=two.end()))
     return found

@@ -214,3 +214,28 @@ def test_extract_never_raises_around_real_instructions(noise: str, instruction: 
 )
 def test_other_wordings(prompt: str, expected: list[tuple[Kind, dict[str, object]]]) -> None:
     assert [(c.kind, c.params) for c in extract(prompt).constraints] == expected
+
+
+@pytest.mark.parametrize(
+    ("prompt", "expected"),
+    [
+        ("写一篇关于反洗钱的短文，至少300字。", [(Kind.WORD_COUNT, {"n": 300, "relation": "at least"})]),
+        ("请用不超过五句话回答。", [(Kind.SENTENCE_COUNT, {"n": 5, "relation": "at most"})]),
+        ("整个回答必须用双引号括起来。", [(Kind.QUOTATION, {})]),
+        ("回答中至少包含3个方括号占位符，例如[姓名]。", [(Kind.PLACEHOLDERS, {"n": 3})]),
+        ("在回答结尾加上以P.S.开头的附言。", [(Kind.POSTSCRIPT, {"marker": "P.S."})]),
+        ("请以“谢谢阅读”结尾。", [(Kind.END_PHRASE, {"phrase": "谢谢阅读"})]),
+        ("请用韩语回答，不得使用其他语言。", [(Kind.RESPONSE_LANGUAGE, {"language": "ko"})]),
+        ("给出两个不同的回答，用六个星号******分隔。", [(Kind.TWO_RESPONSES, {})]),
+        ("请至少突出显示2处内容，例如*重点*。", [(Kind.HIGHLIGHTED_SECTIONS, {"n": 2})]),
+        ("字母q至少出现5次。", [(Kind.LETTER_FREQUENCY, {"letter": "q", "relation": "at least", "n": 5})]),
+        ("回答必须包含关键词“合规”和“风险”。", [(Kind.KEYWORDS_PRESENT, {"keywords": ["合规", "风险"]})]),
+        ("不要使用“保证”这个词。", [(Kind.FORBIDDEN_WORDS, {"words": ["保证"]})]),
+        ("全部使用大写字母回答。", [(Kind.ALL_CAPITALS, {})]),
+        ("请分成4个部分，每部分以SECTION X开头。", [(Kind.SECTIONS, {"splitter": "SECTION", "n": 4})]),
+        ("必须引用所依据的规则。", [(Kind.CITE_SOURCES, {"min": 1})]),
+        ("请用中文系的方式思考", []),
+    ],
+)
+def test_chinese_wordings(prompt: str, expected: list[tuple[Kind, dict[str, object]]]) -> None:
+    assert [(c.kind, c.params) for c in extract(prompt).constraints] == expected
