@@ -64,9 +64,9 @@ def link_mentions(
     ``doc`` is the prompt's English spaCy doc when the caller already has one
     (its entities and noun chunks refine the scores); without it the shared
     English pipeline parses ``text`` when it contains Latin-script words.
-    Returns at most ``limit`` links, one per resource, in prompt order.
-
-    >>> # link_mentions(index, "Acme Ltd (Cyprus) sent EUR 2,000,000 to Jon Doe")
+    Returns at most ``limit`` links, one per resource, in prompt order; on
+    the bundled AML domain "Acme Ltd (Cyprus) sent EUR 2,000,000 to Jon Doe"
+    links ``aml:AcmeLtd``, ``aml:CY`` and ``aml:JonDoe``, each with score 1.0.
     """
     candidates = list(_word_candidates(index, text, _np_spans(text, doc)))
     if _CJK_RE.search(text):
