@@ -8,25 +8,26 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from app.schemas.constraints import Profile
+from app.schemas.reason import ReasonResponse
 
 __all__ = [
-    "SessionCreate",
-    "TurnCreate",
+    "AnswerOut",
+    "BranchOut",
+    "FeedbackConstraint",
+    "FeedbackCreate",
+    "FeedbackItem",
+    "FeedbackResult",
+    "PolicyChangeOut",
     "PremiseAmend",
     "PremiseOut",
-    "TurnOut",
-    "StepOut",
-    "BranchOut",
-    "VerdictOut",
-    "AnswerOut",
     "ReinferenceOut",
+    "SessionCreate",
     "SessionOut",
+    "StepOut",
+    "TurnCreate",
+    "TurnOut",
     "TurnResult",
-    "FeedbackConstraint",
-    "FeedbackItem",
-    "FeedbackCreate",
-    "PolicyChangeOut",
-    "FeedbackResult",
+    "VerdictOut",
 ]
 
 _Name = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
@@ -156,6 +157,9 @@ class TurnResult(msgspec.Struct, frozen=True, kw_only=True):
     (premises changed, partial re-inference ran) or ``confirmation``
     (``status == "needs_confirmation"``: the turn named a premise
     ambiguously; ``candidates`` lists them and nothing was recomputed).
+    ``response`` is the run in the shape ``POST /v1/reason`` answers
+    (constraints with verdicts, evidence, steps with confidence); its premise
+    ids are the run's own (``p1``), ``premises`` maps them to session ids.
     """
 
     session_id: str
@@ -167,6 +171,7 @@ class TurnResult(msgspec.Struct, frozen=True, kw_only=True):
     reinference: ReinferenceOut | None = None
     candidates: list[PremiseOut] = msgspec.field(default_factory=list)
     message: str = ""
+    response: ReasonResponse | None = None
 
 
 class FeedbackConstraint(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

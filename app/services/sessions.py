@@ -27,12 +27,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import threading
 import time
 import weakref
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 from anyio import to_thread
@@ -57,10 +56,9 @@ from app.schemas.sessions import (
     TurnResult,
     VerdictOut,
 )
+from app.services.reasoning import build_response
 from app.settings import Settings
-from inference.kv_cache import PrefixCache
-from inference.loader import LoadedModel
-from inference.pipeline import Plan, ReasonOptions, Reasoner, ReasonResult
+from inference.pipeline import Plan, Reasoner, ReasonOptions, ReasonResult
 from reasoning.analysis import Status
 from reasoning.constraints.model import Constraint, Hardness, Kind, Origin
 from reasoning.dag import BranchTrace, NodeKind, ReasoningDag, StepTrace, node_id, record_turn
@@ -79,7 +77,7 @@ from store.models import Premise as PremiseRow
 from store.models import Session as SessionRow
 from store.models import new_id, utcnow
 
-__all__ = ["SessionWorkspace", "SessionService", "GRAPH_MEDIA_TYPES"]
+__all__ = ["GRAPH_MEDIA_TYPES", "SessionService", "SessionWorkspace"]
 
 GRAPH_MEDIA_TYPES = {
     "json": "application/json",
@@ -91,17 +89,16 @@ GRAPH_MEDIA_TYPES = {
 class SessionWorkspace:
     """What every session request of one app shares.
 
-    ``locks`` hands out one asyncio lock per session id, held weakly: a lock
-    exists while some turn holds or waits for it. ``model_lock`` serialises
-    decodes on the one model (the reasoner is not thread-safe).
+    ``lock`` hands out one asyncio lock per session id, held weakly: a lock
+    exists while some turn holds or waits for it. Decodes go through the
+    runtime's one reasoner under its ``decode_lock`` (shared with
+    ``/v1/reason``: the reasoner is not thread-safe), so session re-runs and
+    plain requests share the tenant-scoped prefix KV cache.
     """
 
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
-        self.model_lock = threading.Lock()
-        self._reasoner: Reasoner | None = None
-        self._reasoner_model: LoadedModel | None = None
 
     def lock(self, session_id: str) -> asyncio.Lock:
         lock = self._locks.get(session_id)
@@ -111,13 +108,8 @@ class SessionWorkspace:
         return lock
 
     def reasoner(self) -> Reasoner:
-        """The reasoner on the loaded model (503 while it loads), with a bounded prefix cache."""
-        model = self.runtime.require_model()
-        if self._reasoner is None or self._reasoner_model is not model:
-            cache = PrefixCache(max_bytes=self.runtime.settings.kv_cache_bytes)
-            self._reasoner = Reasoner(model=model, prefix_cache=cache)
-            self._reasoner_model = model
-        return self._reasoner
+        """The runtime's reasoner on the loaded model (503 while it loads)."""
+        return self.runtime.reasoner()
 
 
 def _profile_defaults(profile: Mapping[str, Any] | None) -> tuple[Constraint, ...]:
@@ -268,13 +260,12 @@ class SessionService:
             return await self._session_out(db, row)
 
     async def delete(self, session_id: str) -> SessionOut:
-        async with self.ws.lock(session_id):
-            async with transaction(self.factory) as db:
-                await self._load(db, session_id)
-                row = await repo.delete_session(db, self.tenant_id, session_id, idle_ttl_s=self.ttl)
-                await append_event(db, tenant_id=self.tenant_id, event_type="session.deleted",
-                                   subject_type="session", subject_id=row.id, payload={"key_id": self.key_id})
-                return await self._session_out(db, row)
+        async with self.ws.lock(session_id), transaction(self.factory) as db:
+            await self._load(db, session_id)
+            row = await repo.delete_session(db, self.tenant_id, session_id, idle_ttl_s=self.ttl)
+            await append_event(db, tenant_id=self.tenant_id, event_type="session.deleted",
+                               subject_type="session", subject_id=row.id, payload={"key_id": self.key_id})
+            return await self._session_out(db, row)
 
     async def graph(self, session_id: str, fmt: str) -> str | dict[str, Any]:
         if fmt not in GRAPH_MEDIA_TYPES:
@@ -384,7 +375,7 @@ class SessionService:
 
     async def _decode(self, fn: Any, *args: Any) -> ReasonResult:
         def work() -> ReasonResult:
-            with self.ws.model_lock:
+            with self.ws.runtime.decode_lock:
                 result: ReasonResult = fn(*args, tenant=self.tenant_id)
                 return result
 
@@ -431,7 +422,7 @@ class SessionService:
         return TurnResult(
             session_id=row.id, kind="reason", status=str(result.status), run_id=run_id,
             answer=_answer_out(msgspec.to_builtins(turn), result), premises=premises,
-            message=result.conflict or "",
+            message=result.conflict or "", response=self._response(run_id, plan, result, row.id),
         )
 
     async def _ask_confirmation(self, row: SessionRow, prompt: str, candidates: Sequence[PremiseRow]) -> TurnResult:
@@ -493,7 +484,7 @@ class SessionService:
                              value: str | None, text: str | None, reason: str, turns: list[_Turn],
                              dag: ReasoningDag, reruns: list[tuple[_Turn, Plan, ReasonResult, float]],
                              started: datetime, finished: datetime) -> TurnResult:
-        kind = "retraction" if status == "retracted" else "amendment"
+        kind: Literal["retraction", "amendment"] = "retraction" if status == "retracted" else "amendment"
         recomputed: list[str] = []
         reused: list[str] = []
         elapsed = 0.0
@@ -552,9 +543,12 @@ class SessionService:
             await repo.save_session(db, session, expected_active_at=expected, dag=dag, state=state)
             premises = [_premise_out(r) for r in await repo.list_premises(db, self.tenant_id, row.id)]
         answer = None
+        response = None
         if reruns:
             t = by_turn[changed_turn]
             answer = _answer_out(msgspec.to_builtins(t), msgspec.convert(t.result, ReasonResult))
+            _, last_plan, last_result, _ = reruns[-1]
+            response = self._response(t.run_id, last_plan, last_result, row.id)
         return TurnResult(
             session_id=row.id, kind=kind, status="ok", run_id=last_run, answer=answer, premises=premises,
             reinference=ReinferenceOut(
@@ -564,7 +558,12 @@ class SessionService:
                 saved_ms=round(max(0.0, full_estimate - elapsed), 3),
             ),
             message="" if reruns else "no branch or step depended on this premise; nothing was recomputed",
+            response=response,
         )
+
+    def _response(self, run_id: str, plan: Plan, result: ReasonResult, session_id: str) -> Any:
+        model = msgspec.to_builtins(self.ws.runtime.require_model().identity.__dict__)
+        return build_response(run_id, plan, result, model, session_id=session_id)
 
     def _record(self, kind: RunKind, session: SessionRow, prompt: str, plan: Plan, result: ReasonResult,
                 started: datetime, finished: datetime, mapping: Mapping[str, str], *,
@@ -617,23 +616,22 @@ class SessionService:
                 )
             return FeedbackResult(run_id=run_id, session_id=None, applied=False, changes=[],
                                   audit_event_id=event.id)
-        async with self.ws.lock(session_id):
-            async with transaction(self.factory) as db:
-                session = await self._load(db, session_id, for_update=True)
-                turn = _turn_of_run(session, run_id)
-                policy = msgspec.convert(session.state.get("policy") or {}, SessionPolicy)
-                view = _run_view(turn)
-                new_policy, changes = apply_feedback(policy, view, items)
-                dag = repo.load_dag(session)
-                state = {**session.state, "policy": msgspec.to_builtins(new_policy)}
-                _policy_marks(dag, int(turn["turn"]), state)
-                event = await append_event(
-                    db, tenant_id=self.tenant_id, event_type="run.feedback", subject_type="run", subject_id=run_id,
-                    payload={"session_id": session_id, "items": msgspec.to_builtins(data.items), "applied": True,
-                             "changes": msgspec.to_builtins(changes), "key_id": self.key_id},
-                )
-                await repo.save_session(db, session, expected_active_at=session.last_active_at, dag=dag,
-                                        state=state)
+        async with self.ws.lock(session_id), transaction(self.factory) as db:
+            session = await self._load(db, session_id, for_update=True)
+            turn = _turn_of_run(session, run_id)
+            policy = msgspec.convert(session.state.get("policy") or {}, SessionPolicy)
+            view = _run_view(turn)
+            new_policy, changes = apply_feedback(policy, view, items)
+            dag = repo.load_dag(session)
+            state = {**session.state, "policy": msgspec.to_builtins(new_policy)}
+            _policy_marks(dag, int(turn["turn"]), state)
+            event = await append_event(
+                db, tenant_id=self.tenant_id, event_type="run.feedback", subject_type="run", subject_id=run_id,
+                payload={"session_id": session_id, "items": msgspec.to_builtins(data.items), "applied": True,
+                         "changes": msgspec.to_builtins(changes), "key_id": self.key_id},
+            )
+            await repo.save_session(db, session, expected_active_at=session.last_active_at, dag=dag,
+                                    state=state)
         return FeedbackResult(
             run_id=run_id, session_id=session_id, applied=True,
             changes=[PolicyChangeOut(target=c.target, field=c.field, before=c.before, after=c.after,

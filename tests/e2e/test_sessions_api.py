@@ -31,8 +31,7 @@ AML_PROMPT = (
     "our PEP list. Should this be escalated? Answer in under 80 words, cite the rules you rely "
     "on, and do not cite rules in force before 2020."
 )
-ZH_PROMPT = "假设税率为20%。Acme Ltd（塞浦路斯）向 Jon Doe 转账 200 万欧元，他在我们的 PEP 名单上。是否应该上报？"
-FAST = {"max_new_tokens": 24, "num_beams": 1}
+FAST = {"max_new_tokens": 12, "num_beams": 1}
 
 
 async def load_bundled(app: Litestar, tenant: str) -> None:
@@ -169,38 +168,52 @@ async def aml_tenant(model_app: Litestar) -> None:
 
 
 @pytest.mark.model
-async def test_flow_1_retraction_recomputes_only_what_used_the_premise(
+async def test_flow_1_amend_then_retract_recomputes_only_what_used_the_premise(
     model_client: Client, model_admin_headers: dict[str, str], aml_tenant: None
 ) -> None:
     headers = model_admin_headers
     sid = await _session(model_client, headers)
     first = await _turn(model_client, headers, sid, AML_PROMPT)
     assert first["kind"] == "reason" and first["status"] == "ok"
+    assert first["response"]["constraints"] and first["response"]["evidence"]
     [tax] = [p for p in first["premises"] if p["topic"] == "tax rate"]
     branches = {b["view"]: b for b in first["answer"]["branches"]}
     assert len(branches) >= 3
     users = {view for view, b in branches.items() if tax["id"] in b["premise_ids"]}
-    assert users and users != set(branches)
+    untouched = set(branches) - users
+    assert users and untouched
     dag = await _dag(model_client, headers, sid)
     assert {n.split(":")[2] for n in dag.descendants(f"premise:{tax['id']}") if ":branch:" in n} == users
 
+    # Amendment through the API: exactly the branches that saw the premise are decoded again.
+    amended = await model_client.patch(f"{URL}/{sid}/premises/{tax['id']}", headers=headers, json={"value": "25%"})
+    assert amended.status_code == 200, amended.text
+    body = amended.json()
+    assert body["kind"] == "amendment"
+    [premise] = [p for p in body["premises"] if p["id"] == tax["id"]]
+    assert (premise["status"], premise["value"]) == ("amended", "25%") and "25%" in premise["text"]
+    info = body["reinference"]
+    assert {n.split(":")[2] for n in info["recomputed"] if ":branch:" in n} == users
+    assert {n.split(":")[2] for n in info["reused"] if ":branch:" in n} == untouched
+    assert "t1:answer:answer" in info["recomputed"]
+    assert 0 < info["elapsed_ms"] and info["full_rerun_estimate_ms"] > 0
+
+    # Retraction in natural language: the premise's branches go, the others are reused as they are.
     second = await _turn(model_client, headers, sid, "Ignore the earlier assumption about the tax rate.")
     assert second["kind"] == "retraction"
     info = second["reinference"]
     assert info["changed_premise_ids"] == [tax["id"]]
-    untouched = set(branches) - users
     for view in untouched:
         assert f"t1:branch:{view}" in info["reused"]
     for view in users:
         assert f"t1:branch:{view}" in info["recomputed"] + info["removed"]
-    assert info["full_rerun_estimate_ms"] > 0
     assert second["answer"]["text"] in {b["text"] for b in second["answer"]["branches"]}
 
     dag = await _dag(model_client, headers, sid)
     assert dag.descendants(f"premise:{tax['id']}") == frozenset()
     assert dag.node(f"premise:{tax['id']}").attrs["status"] == "retracted"
     session = (await model_client.get(f"{URL}/{sid}", headers=headers)).json()
-    assert [t["kind"] for t in session["turns"]] == ["reason", "reinference"]
+    assert [t["kind"] for t in session["turns"]] == ["reason", "reinference", "reinference"]
     assert session["current_answer"]["run_id"] == second["run_id"]
     turtle = (await model_client.get(f"{URL}/{sid}/graph?format=turtle", headers=headers)).text
     g = Graph().parse(data=turtle, format="turtle")
@@ -209,16 +222,22 @@ async def test_flow_1_retraction_recomputes_only_what_used_the_premise(
 
 
 @pytest.mark.model
-async def test_chinese_retraction_end_to_end(
-    model_client: Client, model_admin_headers: dict[str, str], aml_tenant: None
+async def test_chinese_retraction_of_a_premise_every_branch_used_recomputes_all(
+    model_client: Client, model_admin_headers: dict[str, str]
 ) -> None:
+    """Without a domain there is one branch, and it saw every premise."""
     headers = model_admin_headers
-    sid = await _session(model_client, headers)
-    first = await _turn(model_client, headers, sid, ZH_PROMPT)
+    sid = await _session(model_client, headers, domain=None)
+    first = await _turn(model_client, headers, sid, "假设税率为20%。收入为1000元时应缴多少税？")
     [tax] = [p for p in first["premises"] if "税率" in p["text"]]
+    views = {b["view"] for b in first["answer"]["branches"]}
+    assert all(tax["id"] in b["premise_ids"] for b in first["answer"]["branches"])
     second = await _turn(model_client, headers, sid, "忽略上一条关于税率的假设")
     assert second["kind"] == "retraction"
-    assert second["reinference"]["changed_premise_ids"] == [tax["id"]]
+    info = second["reinference"]
+    assert info["changed_premise_ids"] == [tax["id"]]
+    assert {n.split(":")[2] for n in info["recomputed"] if ":branch:" in n} == views
+    assert [n for n in info["reused"] if ":branch:" in n] == []
     assert [p["status"] for p in second["premises"] if p["id"] == tax["id"]] == ["retracted"]
     assert (await _dag(model_client, headers, sid)).descendants(f"premise:{tax['id']}") == frozenset()
 
@@ -260,27 +279,6 @@ async def test_api_retraction_of_a_premise_no_branch_used_recomputes_nothing(
     session = (await model_client.get(f"{URL}/{sid}", headers=headers)).json()
     assert [t["kind"] for t in session["turns"]] == ["reason"]
     assert session["premises"][0]["status"] == "retracted"
-
-
-@pytest.mark.model
-async def test_api_amendment_recomputes_every_branch_that_saw_the_premise(
-    model_client: Client, model_admin_headers: dict[str, str], aml_tenant: None
-) -> None:
-    headers = model_admin_headers
-    sid = await _session(model_client, headers)
-    first = await _turn(model_client, headers, sid, AML_PROMPT)
-    [tax] = [p for p in first["premises"] if p["topic"] == "tax rate"]
-    users = {b["view"] for b in first["answer"]["branches"] if tax["id"] in b["premise_ids"]}
-    response = await model_client.patch(f"{URL}/{sid}/premises/{tax['id']}", headers=headers,
-                                        json={"value": "25%"})
-    assert response.status_code == 200, response.text
-    body = response.json()
-    assert body["kind"] == "amendment"
-    [amended] = [p for p in body["premises"] if p["id"] == tax["id"]]
-    assert (amended["status"], amended["value"]) == ("amended", "25%") and "25%" in amended["text"]
-    recomputed = {n.split(":")[2] for n in body["reinference"]["recomputed"] if ":branch:" in n}
-    assert recomputed == users
-    assert "t1:answer:answer" in body["reinference"]["recomputed"]
 
 
 @pytest.mark.model
