@@ -9,7 +9,9 @@ database URL (or an open async connection) explicitly; nothing is read from an
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TypeVar
 
 from alembic import command
 from alembic.config import Config
@@ -21,6 +23,7 @@ from store.db import create_engine
 __all__ = ["alembic_config", "current_revision", "downgrade", "upgrade", "upgrade_engine"]
 
 _HERE = Path(__file__).resolve().parent
+T = TypeVar("T")
 
 
 def alembic_config(url: str, connection: Connection | None = None) -> Config:
@@ -55,11 +58,11 @@ async def _current(engine: AsyncEngine) -> str | None:
         )
 
 
-def _with_engine(url: str, work: object) -> object:
-    async def main() -> object:
+def _with_engine(url: str, work: Callable[[AsyncEngine], Awaitable[T]]) -> T:
+    async def main() -> T:
         engine = create_engine(url)
         try:
-            return await work(engine)  # type: ignore[operator]
+            return await work(engine)
         finally:
             await engine.dispose()
 
@@ -78,5 +81,4 @@ def downgrade(url: str, revision: str) -> None:
 
 def current_revision(url: str) -> str | None:
     """The revision the database at ``url`` is at, or None when unmigrated."""
-    result = _with_engine(url, _current)
-    return result if isinstance(result, str) else None
+    return _with_engine(url, _current)
