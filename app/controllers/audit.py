@@ -5,8 +5,9 @@
   loaded whole) and names the first broken link; with ``bundles=true`` it also
   checks every run's stored provenance bundle against the SHA-256 its
   ``run.recorded`` event sealed.
-- ``GET /v1/audit/export``: the PROV bundles of the runs in a time range as
-  one document, streamed run by run. A page holds at most ``limit`` runs; the
+- ``GET /v1/audit/export``: the PROV bundles of the runs in a time range
+  (``from`` inclusive, ``to`` exclusive, on the run's start time; zone-less
+  times are UTC) as one document, streamed run by run. A page holds at most ``limit`` runs; the
   cursor of the next page is sent before the body in ``X-Next-Cursor`` and a
   ``Link: rel="next"`` header (absent on the last page). An interrupted
   download resumes with ``after_run=<id of the last complete bundle>``.
