@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import time
-from datetime import UTC, datetime, timedelta
-from typing import Any
+import os
 
-import msgspec
-from anyio import to_thread
+from anyio import CapacityLimiter, to_thread
 from litestar import Controller, post
 from litestar.status_codes import HTTP_200_OK
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -22,11 +19,12 @@ from reasoning.constraints.model import Constraint, Origin
 from reasoning.errors import InvalidInput, LimitExceeded
 from reasoning.evidence.index import OntologyIndex
 from reasoning.graph import node_link, to_jsonld, to_turtle
-from reasoning.provenance.record import ActivitySpan, OntologyArtifact, RunKind, RunRecord
-from store.models import new_id
-from store.runs import record_run
 
 __all__ = ["ConstraintsController"]
+
+#: Analyses are CPU-bound and hold the GIL; more threads than cores only add
+#: switching and starve the event loop (and its database transactions).
+_ANALYSIS_THREADS = CapacityLimiter(max(1, min(4, os.cpu_count() or 1)))
 
 
 def _defaults(body: ConstraintsRequest) -> tuple[Constraint, ...]:
@@ -52,9 +50,8 @@ def _graph(analysis: Analysis, graph_format: str) -> dict[str, object] | str:
     return node_link(analysis.graph, analysis.premises)
 
 
-def _response(analysis: Analysis, body: ConstraintsRequest, run_id: str) -> ConstraintsResponse:
+def _response(analysis: Analysis, body: ConstraintsRequest) -> ConstraintsResponse:
     return ConstraintsResponse(
-        run_id=run_id,
         status=analysis.status.value,
         language=analysis.language,
         constraints=list(analysis.constraints),
@@ -92,53 +89,6 @@ def _run(body: ConstraintsRequest, index: OntologyIndex | None, run_id: str) -> 
     )
 
 
-def _activities(started: datetime, timings: dict[str, float]) -> tuple[ActivitySpan, ...]:
-    spans, cursor = [], started
-    for stage, ms in timings.items():
-        end = cursor + timedelta(milliseconds=ms)
-        spans.append(ActivitySpan(name=stage, started_at=cursor, ended_at=end))
-        cursor = end
-    return tuple(spans)
-
-
-def _record(
-    auth: AuthContext,
-    body: ConstraintsRequest,
-    response: ConstraintsResponse,
-    index: OntologyIndex | None,
-    started: datetime,
-) -> RunRecord:
-    """What the audit trail keeps of a check: request, outcome, constraints, premises."""
-    result: dict[str, Any] = {
-        "status": response.status,
-        "language": response.language,
-        "conflicts": msgspec.to_builtins(response.conflicts),
-        "inactive": response.inactive,
-        "entropy": response.entropy.score,
-        "budget": msgspec.to_builtins(response.budget),
-        "run_id": response.run_id,
-    }
-    ontologies = (
-        (OntologyArtifact(version=index.version, domain=body.domain or ""),) if index is not None else ()
-    )
-    return RunRecord(
-        tenant_id=auth.tenant_id,
-        key_id=auth.key_id,
-        kind=RunKind.CONSTRAINTS,
-        status=response.status,
-        prompt=body.prompt,
-        started_at=started,
-        finished_at=datetime.now(UTC),
-        request=msgspec.to_builtins(body),
-        result=result,
-        timings=response.timings,
-        activities=_activities(started, response.timings),
-        constraints=tuple(response.constraints),
-        premises=tuple(response.premises),
-        ontologies=ontologies,
-    )
-
-
 class ConstraintsController(Controller):
     path = "/v1/constraints"
     tags = ["constraints"]
@@ -160,17 +110,9 @@ class ConstraintsController(Controller):
         """Parse, extract, link (with a domain) and build the graph off the event loop.
 
         A conflict answers ``needs_confirmation`` with both source spans (still
-        200: the check itself succeeded). An unknown domain is 404. The check
-        is recorded as a ``constraints`` run (run, PROV bundle, audit event)
-        in the request's transaction; ``timings["record"]`` is its cost.
+        200: the check itself succeeded). An unknown domain is 404. Like the
+        design's stages 1-3, a check records no run: nothing is generated.
         """
         _check_prompt(data.prompt, settings.max_prompt_chars)
-        started = datetime.now(UTC)
         index = await domain_index(runtime, db_session, auth, data.domain)
-        response = await to_thread.run_sync(_run, data, index, new_id())
-        t0 = time.perf_counter()
-        await record_run(
-            db_session, _record(auth, data, response, index, started), run_id=response.run_id
-        )
-        record_ms = round((time.perf_counter() - t0) * 1000, 3)
-        return msgspec.structs.replace(response, timings={**response.timings, "record": record_ms})
+        return await to_thread.run_sync(_run, data, index, limiter=_ANALYSIS_THREADS)

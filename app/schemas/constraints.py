@@ -68,7 +68,6 @@ class ConstraintsResponse(msgspec.Struct, frozen=True, kw_only=True):
     ``linked`` / ``unlinked_terms`` are filled when the request names a domain.
     """
 
-    run_id: str
     status: Literal["ok", "needs_confirmation"]
     language: str
     constraints: list[Constraint]

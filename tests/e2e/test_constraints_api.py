@@ -191,17 +191,3 @@ async def test_unknown_domain_is_404_problem(client: Client, make_key: Any) -> N
     response = await post(client, headers, {"prompt": "Is this a PEP?", "domain": "nowhere"})
     assert response.status_code == 404
     assert response.headers["content-type"].startswith("application/problem+json")
-
-
-async def test_check_is_recorded_as_a_constraints_run_of_the_tenant(
-    client: Client, make_key: Any
-) -> None:
-    headers = await make_key("acme", ["reason", "audit:read"])
-    payload = (await post(client, headers, {"prompt": "Answer in English. 必须用中文回答"})).json()
-    assert payload["timings"]["record"] >= 0
-    run = await client.get(f"/v1/runs/{payload['run_id']}", headers=headers)
-    assert run.status_code == 200, run.text
-    body = run.json()
-    assert body["kind"] == "constraints" and body["status"] == "needs_confirmation"
-    other = await make_key("globex", ["reason", "audit:read"])
-    assert (await client.get(f"/v1/runs/{payload['run_id']}", headers=other)).status_code == 404
