@@ -28,8 +28,8 @@ timeout 150 "$PY" -m pytest -q -m model tests/inference/decoder tests/inference/
 TESTS_RC=$?
 
 timeout 170 "$PY" -m bench.throughput --device cuda --widths 1,4,16 --threads 4 --cache "$CACHE" \
-    >"$OUT/throughput.log" 2>&2
-timeout 240 "$PY" -m bench.steering --quick >"$OUT/steering.log" 2>&2
+    >"$OUT/throughput.log"
+timeout 240 "$PY" -m bench.steering --quick >"$OUT/steering.log"
 
 "$PY" - "$OUT" "$TESTS_RC" "$GPU" <<'PYEOF'
 import json, sys

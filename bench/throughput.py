@@ -51,23 +51,61 @@ def aml_views() -> list[Any]:
     """Three evidence views of the AML scenario (fixed facts, for a reproducible benchmark)."""
     from reasoning.evidence.model import EvidenceFact, EvidenceSubgraph
 
-    def fact(fid: str, view: str, text: str, modified: str, stale: str | None = None) -> EvidenceFact:
-        return EvidenceFact(id=fid, subject="", predicate="", object="", text=text, view=view, score=1.0, hops=1,
-                            ontology_version="bench", modified=modified, stale_hint=stale)
+    def fact(
+        fid: str, view: str, text: str, modified: str, stale: str | None = None
+    ) -> EvidenceFact:
+        return EvidenceFact(
+            id=fid,
+            subject="",
+            predicate="",
+            object="",
+            text=text,
+            view=view,
+            score=1.0,
+            hops=1,
+            ontology_version="bench",
+            modified=modified,
+            stale_hint=stale,
+        )
 
     return [
-        EvidenceSubgraph(view="compliance", relevance=0.9, seeds=("Jon Doe",), facts=(
-            fact("E1", "compliance", "Rule AML-7 requires escalation of transfers above EUR 1,000,000 to a PEP.",
-                 "2021-03-01"),
-            fact("E2", "compliance", "Jon Doe is listed as a PEP.", "2024-05-11", "PEP list last updated 2024-05-11"),
-        )),
-        EvidenceSubgraph(view="fund_flow", relevance=0.7, seeds=("Acme Ltd",), facts=(
-            fact("E3", "fund_flow", "Acme Ltd sent EUR 2,000,000 to Jon Doe.", "2025-01-10"),
-            fact("E4", "fund_flow", "Acme Ltd is registered in Cyprus.", "2023-06-30"),
-        )),
-        EvidenceSubgraph(view="entity_relations", relevance=0.5, seeds=("Acme Ltd", "Jon Doe"), facts=(
-            fact("E5", "entity_relations", "Jon Doe is a director of Acme Ltd.", "2022-09-14"),
-        )),
+        EvidenceSubgraph(
+            view="compliance",
+            relevance=0.9,
+            seeds=("Jon Doe",),
+            facts=(
+                fact(
+                    "E1",
+                    "compliance",
+                    "Rule AML-7 requires escalation of transfers above EUR 1,000,000 to a PEP.",
+                    "2021-03-01",
+                ),
+                fact(
+                    "E2",
+                    "compliance",
+                    "Jon Doe is listed as a PEP.",
+                    "2024-05-11",
+                    "PEP list last updated 2024-05-11",
+                ),
+            ),
+        ),
+        EvidenceSubgraph(
+            view="fund_flow",
+            relevance=0.7,
+            seeds=("Acme Ltd",),
+            facts=(
+                fact("E3", "fund_flow", "Acme Ltd sent EUR 2,000,000 to Jon Doe.", "2025-01-10"),
+                fact("E4", "fund_flow", "Acme Ltd is registered in Cyprus.", "2023-06-30"),
+            ),
+        ),
+        EvidenceSubgraph(
+            view="entity_relations",
+            relevance=0.5,
+            seeds=("Acme Ltd", "Jon Doe"),
+            facts=(
+                fact("E5", "entity_relations", "Jon Doe is a director of Acme Ltd.", "2022-09-14"),
+            ),
+        ),
     ]
 
 
@@ -78,45 +116,83 @@ def _prompts(limit: int) -> list[dict[str, Any]]:
     step = max(1, len(rows) // limit)
     out = []
     for row in rows[::step][:limit]:
-        out.append({"key": row["key"], "prompt": row["prompt"], "constraints": ifeval_constraints(row) or []})
+        out.append(
+            {
+                "key": row["key"],
+                "prompt": row["prompt"],
+                "constraints": ifeval_constraints(row) or [],
+            }
+        )
     return out
 
 
-def _steering(constraints: Sequence[Any], tokenizer: Any, prompt: str, budget: int, device: torch.device) -> Any:
+def _steering(
+    constraints: Sequence[Any], tokenizer: Any, prompt: str, budget: int, device: torch.device
+) -> Any:
     from inference.decoder.compile import compile_steering
     from reasoning.errors import TenetError
 
     if not constraints:
         return None
     try:
-        return compile_steering(constraints, tokenizer, prompt=prompt, device=device, max_new_tokens=budget)
+        return compile_steering(
+            constraints, tokenizer, prompt=prompt, device=device, max_new_tokens=budget
+        )
     except TenetError:
         return None
 
 
-def _generate(model: Any, ids: Sequence[int], width: int, new: int, pad: int, device: torch.device) -> tuple[int, float]:
+def _generate(
+    model: Any, ids: Sequence[int], width: int, new: int, pad: int, device: torch.device
+) -> tuple[int, float]:
     x = torch.tensor([list(ids)], device=device)
     if device.type == "cuda":
         torch.cuda.synchronize()
     start = time.perf_counter()
     with torch.inference_mode():
-        out = model.generate(x, attention_mask=torch.ones_like(x), num_beams=width, do_sample=False,
-                             max_new_tokens=new, min_new_tokens=new, pad_token_id=pad)
+        out = model.generate(
+            x,
+            attention_mask=torch.ones_like(x),
+            num_beams=width,
+            do_sample=False,
+            max_new_tokens=new,
+            min_new_tokens=new,
+            pad_token_id=pad,
+        )
     if device.type == "cuda":
         torch.cuda.synchronize()
     return int(out.shape[1] - x.shape[1]), time.perf_counter() - start
 
 
-def _ours(model: Any, tokenizer: Any, plan: Any, steering: Any, constraints: Sequence[Any], width: int, new: int,
-          request: str, counterfactual: bool, device: torch.device) -> tuple[int, float, Any]:
+def _ours(
+    model: Any,
+    tokenizer: Any,
+    plan: Any,
+    steering: Any,
+    constraints: Sequence[Any],
+    width: int,
+    new: int,
+    request: str,
+    counterfactual: bool,
+    device: torch.device,
+) -> tuple[int, float, Any]:
     from inference.decoder.decode import DecodeOptions, decode
 
-    options = DecodeOptions(width=width, max_new_tokens=new, min_new_tokens=new, counterfactual_checks=counterfactual)
+    options = DecodeOptions(
+        width=width, max_new_tokens=new, min_new_tokens=new, counterfactual_checks=counterfactual
+    )
     if device.type == "cuda":
         torch.cuda.synchronize()
     start = time.perf_counter()
-    result = decode(model, tokenizer, plan, steering=steering, options=options, constraints=constraints,
-                    request_text=request)
+    result = decode(
+        model,
+        tokenizer,
+        plan,
+        steering=steering,
+        options=options,
+        constraints=constraints,
+        request_text=request,
+    )
     if device.type == "cuda":
         torch.cuda.synchronize()
     return result.generated_tokens, time.perf_counter() - start, result
@@ -124,12 +200,20 @@ def _ours(model: Any, tokenizer: Any, plan: Any, steering: Any, constraints: Seq
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="3 prompts x 24 tokens (< 3 min on this CPU)")
-    parser.add_argument("--limit", type=int, default=None, help="number of IFEval prompts (default 12, quick 3)")
+    parser.add_argument(
+        "--quick", action="store_true", help="3 prompts x 24 tokens (< 3 min on this CPU)"
+    )
+    parser.add_argument(
+        "--limit", type=int, default=None, help="number of IFEval prompts (default 12, quick 3)"
+    )
     parser.add_argument("--width", type=int, default=4)
-    parser.add_argument("--new-tokens", type=int, default=None, help="new tokens per prompt (default 64, quick 32)")
+    parser.add_argument(
+        "--new-tokens", type=int, default=None, help="new tokens per prompt (default 64, quick 32)"
+    )
     parser.add_argument("--device", default="auto")
-    parser.add_argument("--widths", default="", help="also report our tokens/s at these widths, e.g. 1,4,16")
+    parser.add_argument(
+        "--widths", default="", help="also report our tokens/s at these widths, e.g. 1,4,16"
+    )
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--cache", type=Path, default=Path("/tmp/tenet-cache"))
     args = parser.parse_args(argv)
@@ -155,19 +239,42 @@ def main(argv: Sequence[str] | None = None) -> int:
     for item in prompts:
         plan = plan_prompt(tok, item["prompt"], item["constraints"])
         steering = _steering(item["constraints"], tok, item["prompt"], new, lm.device)
-        n_ours, t_ours, result = _ours(model, tok, plan, steering, item["constraints"], args.width, new,
-                                       item["prompt"], False, lm.device)
+        n_ours, t_ours, result = _ours(
+            model,
+            tok,
+            plan,
+            steering,
+            item["constraints"],
+            args.width,
+            new,
+            item["prompt"],
+            False,
+            lm.device,
+        )
         n_gen, t_gen = _generate(model, plan.branch_ids(0), args.width, new, pad, lm.device)
-        ours_tok, ours_s, gen_tok, gen_s = ours_tok + n_ours, ours_s + t_ours, gen_tok + n_gen, gen_s + t_gen
+        ours_tok, ours_s, gen_tok, gen_s = (
+            ours_tok + n_ours,
+            ours_s + t_ours,
+            gen_tok + n_gen,
+            gen_s + t_gen,
+        )
         decode_s += result.timings.decode_s
         check_s += result.timings.constraint_check_s
         for key in flops:
             flops[key] += result.flops.get(key, 0.0)
-        per_prompt.append({"key": item["key"], "steered": steering is not None, "ours_tps": round(n_ours / t_ours, 2),
-                           "generate_tps": round(n_gen / t_gen, 2)})
+        per_prompt.append(
+            {
+                "key": item["key"],
+                "steered": steering is not None,
+                "ours_tps": round(n_ours / t_ours, 2),
+                "generate_tps": round(n_gen / t_gen, 2),
+            }
+        )
 
     aml = plan_prompt(tok, AML_REQUEST, [], aml_views())
-    _, t_aml, aml_result = _ours(model, tok, aml, None, [], args.width, new, AML_REQUEST, True, lm.device)
+    _, t_aml, aml_result = _ours(
+        model, tok, aml, None, [], args.width, new, AML_REQUEST, True, lm.device
+    )
     for key in flops:
         flops[key] += aml_result.flops.get(key, 0.0)
     decode_s += aml_result.timings.decode_s
@@ -203,8 +310,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "tokens_per_s_by_width": widths,
         "per_prompt": per_prompt,
         "note": "tokens/s: new tokens of the returned sequence per wall second incl. prefill, same prompt ids, "
-                "exactly new_tokens each (EOS masked in both); ours includes steering where compile_steering "
-                "accepts the prompt's IFEval constraints.",
+        "exactly new_tokens each (EOS masked in both); ours includes steering where compile_steering "
+        "accepts the prompt's IFEval constraints.",
     }
     print(json.dumps(report))
     return 0

@@ -22,7 +22,7 @@ import msgspec
 
 from inference.decoder.kv import PrefixKV
 
-__all__ = ["PrefixCacheStats", "PrefixCache", "prefix_key"]
+__all__ = ["PrefixCache", "PrefixCacheStats", "prefix_key"]
 
 
 class PrefixCacheStats(msgspec.Struct, frozen=True, kw_only=True):

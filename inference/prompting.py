@@ -29,13 +29,23 @@ from reasoning.constraints.model import Constraint
 from reasoning.errors import InvalidInput
 from reasoning.evidence.model import EvidenceFact, EvidenceSubgraph
 
-__all__ = ["PromptPlan", "system_message", "evidence_block", "messages_for", "plan_prompt", "common_prefix_length"]
+__all__ = [
+    "PromptPlan",
+    "common_prefix_length",
+    "evidence_block",
+    "messages_for",
+    "plan_prompt",
+    "system_message",
+]
 
 _SYSTEM = {
     "en": "You are a careful assistant for compliance-bound work. Answer the request directly.",
     "zh": "你是一名严谨的合规助理。请直接回答请求。",
 }
-_RULES = {"en": "Follow every one of these requirements exactly:", "zh": "必须严格遵守以下全部要求："}
+_RULES = {
+    "en": "Follow every one of these requirements exactly:",
+    "zh": "必须严格遵守以下全部要求：",
+}
 _CITE = {
     "en": "Base the answer on the evidence given with the request and cite it by id in brackets, e.g. [E1].",
     "zh": "依据请求所附的证据作答，并用方括号注明证据编号，例如 [E1]。",
@@ -84,8 +94,12 @@ def evidence_block(subgraph: EvidenceSubgraph, language: str) -> str:
 
 
 def messages_for(
-    request: str, constraints: Sequence[Constraint], subgraph: EvidenceSubgraph | None, language: str,
-    with_evidence: bool, notes: Sequence[str] = (),
+    request: str,
+    constraints: Sequence[Constraint],
+    subgraph: EvidenceSubgraph | None,
+    language: str,
+    with_evidence: bool,
+    notes: Sequence[str] = (),
 ) -> list[dict[str, str]]:
     """Chat messages of one branch (``subgraph`` None: the evidence-free prompt).
 
@@ -116,7 +130,9 @@ def common_prefix_length(sequences: Sequence[Sequence[int]]) -> int:
 
 
 def _tokens(tokenizer: Any, messages: list[dict[str, str]], generation_prompt: bool) -> list[int]:
-    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=generation_prompt)
+    text = tokenizer.apply_chat_template(
+        messages, tokenize=False, add_generation_prompt=generation_prompt
+    )
     return list(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
@@ -142,11 +158,23 @@ def plan_prompt(
         raise InvalidInput("plan_prompt needs one notes entry per branch")
     branches: list[tuple[str, float, tuple[EvidenceFact, ...], list[dict[str, str]]]] = (
         [
-            (g.view, g.relevance, g.facts, messages_for(request, constraints, g, language, with_evidence, n))
+            (
+                g.view,
+                g.relevance,
+                g.facts,
+                messages_for(request, constraints, g, language, with_evidence, n),
+            )
             for g, n in zip(subgraphs, branch_notes)
         ]
         if subgraphs
-        else [("", 1.0, (), messages_for(request, constraints, None, language, with_evidence, branch_notes[0]))]
+        else [
+            (
+                "",
+                1.0,
+                (),
+                messages_for(request, constraints, None, language, with_evidence, branch_notes[0]),
+            )
+        ]
     )
     full = [_tokens(tokenizer, msgs, True) for _, _, _, msgs in branches]
     base_open = _tokens(tokenizer, base, True)
@@ -156,7 +184,8 @@ def plan_prompt(
     shared = min(shared, min(len(ids) for ids in full) - header)
     shared = max(0, shared)
     texts = tuple(
-        tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True) for _, _, _, msgs in branches
+        tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+        for _, _, _, msgs in branches
     )
     return PromptPlan(
         prefix_ids=tuple(full[0][:shared]),

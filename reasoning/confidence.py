@@ -28,16 +28,16 @@ from collections.abc import Sequence
 import msgspec
 
 __all__ = [
-    "Coefficients",
     "DEFAULT_COEFFICIENTS",
-    "ConfidenceInputs",
+    "Coefficients",
     "Confidence",
-    "lowest_window_probability",
-    "features",
+    "ConfidenceInputs",
     "combine",
-    "step_confidence",
     "expected_calibration_error",
+    "features",
     "fit_coefficients",
+    "lowest_window_probability",
+    "step_confidence",
 ]
 
 STALE_FACTOR = 0.85
@@ -110,19 +110,29 @@ def combine(inputs: ConfidenceInputs, coefficients: Coefficients = DEFAULT_COEFF
     return 1.0 / (1.0 + math.exp(-z))
 
 
-def step_confidence(inputs: ConfidenceInputs, coefficients: Coefficients = DEFAULT_COEFFICIENTS) -> Confidence:
+def step_confidence(
+    inputs: ConfidenceInputs, coefficients: Coefficients = DEFAULT_COEFFICIENTS
+) -> Confidence:
     """Confidence with the hint that explains every term that lowered it."""
     value = combine(inputs, coefficients) * STALE_FACTOR ** len(inputs.stale_hints)
     hints: list[str] = list(inputs.stale_hints)
     if inputs.contrast is not None and abs(inputs.contrast) < _NEAR_EQUAL:
-        what = "its negation" if inputs.contrast_kind == "negation" else f"a {inputs.contrast_kind or 'counterfactual'} variant"
+        what = (
+            "its negation"
+            if inputs.contrast_kind == "negation"
+            else f"a {inputs.contrast_kind or 'counterfactual'} variant"
+        )
         hints.append(f"claim and {what} are near-equally likely")
     elif inputs.contrast is not None and inputs.contrast < 0:
-        hints.append(f"the evidence makes a {inputs.contrast_kind or 'counterfactual'} variant more likely than the claim")
+        hints.append(
+            f"the evidence makes a {inputs.contrast_kind or 'counterfactual'} variant more likely than the claim"
+        )
     if inputs.support is not None and inputs.support < 1.0 and inputs.unsupported:
         hints.append("no evidence supports " + ", ".join(repr(u) for u in inputs.unsupported[:3]))
     if inputs.window_prob < _UNSURE_TOKENS:
-        hints.append(f"the model was unsure of some words (lowest window p={inputs.window_prob:.2f})")
+        hints.append(
+            f"the model was unsure of some words (lowest window p={inputs.window_prob:.2f})"
+        )
     return Confidence(value=round(min(1.0, max(0.0, value)), 4), hint="; ".join(hints) or None)
 
 
@@ -144,14 +154,23 @@ def expected_calibration_error(pairs: Sequence[tuple[float, bool]], bins: int = 
 
 
 def fit_coefficients(
-    samples: Sequence[tuple[ConfidenceInputs, bool]], *, steps: int = 2000, rate: float = 0.1, l2: float = 1e-3
+    samples: Sequence[tuple[ConfidenceInputs, bool]],
+    *,
+    steps: int = 2000,
+    rate: float = 0.1,
+    l2: float = 1e-3,
 ) -> Coefficients:
     """Fit the logistic model on labelled steps by gradient descent (deterministic, no extra deps)."""
     if not samples:
         return DEFAULT_COEFFICIENTS
     xs = [(1.0, *features(inp)) for inp, _ in samples]
     ys = [1.0 if ok else 0.0 for _, ok in samples]
-    w = [DEFAULT_COEFFICIENTS.intercept, DEFAULT_COEFFICIENTS.token, DEFAULT_COEFFICIENTS.support, DEFAULT_COEFFICIENTS.contrast]
+    w = [
+        DEFAULT_COEFFICIENTS.intercept,
+        DEFAULT_COEFFICIENTS.token,
+        DEFAULT_COEFFICIENTS.support,
+        DEFAULT_COEFFICIENTS.contrast,
+    ]
     n = len(xs)
     for _ in range(steps):
         grad = [0.0] * 4

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 
 import msgspec
 
-__all__ = ["Variant", "variants", "negate", "swap_entity", "shift_number", "shift_date"]
+__all__ = ["Variant", "negate", "shift_date", "shift_number", "swap_entity", "variants"]
 
 
 class Variant(msgspec.Struct, frozen=True, kw_only=True):
@@ -37,7 +37,10 @@ class Variant(msgspec.Struct, frozen=True, kw_only=True):
 _EN_NEGATIONS: tuple[tuple[str, str], ...] = (
     (r"\bcannot\b", "can"),
     (r"\bcan't\b", "can"),
-    (r"\b(is|are|was|were|does|do|did|has|have|had|should|must|will|would|may|could)\s+not\b", r"\1"),
+    (
+        r"\b(is|are|was|were|does|do|did|has|have|had|should|must|will|would|may|could)\s+not\b",
+        r"\1",
+    ),
     (r"\b(is|are|was|were|does|do|did|has|have|had|should|must|will|would|could)n't\b", r"\1"),
     (r"\bnever\b", "always"),
     (r"\bcan\b", "cannot"),
@@ -77,8 +80,12 @@ def negate(text: str) -> Variant | None:
         return None
     start, end, replacement = best
     original = text[start:end]
-    return Variant(kind="negation", text=text[:start] + replacement + text[end:], original=original,
-                   replacement=replacement)
+    return Variant(
+        kind="negation",
+        text=text[:start] + replacement + text[end:],
+        original=original,
+        replacement=replacement,
+    )
 
 
 def swap_entity(text: str, lexicon: Mapping[str, str]) -> Variant | None:
@@ -98,16 +105,25 @@ def swap_entity(text: str, lexicon: Mapping[str, str]) -> Variant | None:
     siblings = [s for s in by_class[lexicon[label]] if s.lower() != label.lower()]
     replacement = siblings[0]
     end = start + len(label)
-    return Variant(kind="entity", text=text[:start] + replacement + text[end:], original=text[start:end],
-                   replacement=replacement)
+    return Variant(
+        kind="entity",
+        text=text[:start] + replacement + text[end:],
+        original=text[start:end],
+        replacement=replacement,
+    )
 
 
 def shift_number(text: str) -> Variant | None:
     """Raise the leading digit of the first number that is not a year, date or list marker."""
-    skip_until = _LIST_MARKER.match(text).end() if _LIST_MARKER.match(text) else 0
+    marker = _LIST_MARKER.match(text)
+    skip_until = marker.end() if marker else 0
     dates = [(m.start(), m.end()) for m in _ISO_DATE.finditer(text)]
     for m in _NUMBER.finditer(text):
-        if m.start() < skip_until or _YEAR.fullmatch(m.group(0)) or any(a <= m.start() < b for a, b in dates):
+        if (
+            m.start() < skip_until
+            or _YEAR.fullmatch(m.group(0))
+            or any(a <= m.start() < b for a, b in dates)
+        ):
             continue
         whole = m.group(1)
         digits = whole.replace(",", "")
@@ -115,8 +131,12 @@ def shift_number(text: str) -> Variant | None:
         if "," in whole:
             bumped = f"{int(bumped):,}"
         replacement = bumped + (m.group(2) or "")
-        return Variant(kind="number", text=text[: m.start()] + replacement + text[m.end() :],
-                       original=m.group(0), replacement=replacement)
+        return Variant(
+            kind="number",
+            text=text[: m.start()] + replacement + text[m.end() :],
+            original=m.group(0),
+            replacement=replacement,
+        )
     return None
 
 
@@ -127,14 +147,29 @@ def shift_date(text: str) -> Variant | None:
         return None
     original = m.group(0)
     replacement = str(int(m.group(1)) + 1) + original[4:]
-    return Variant(kind="date", text=text[: m.start()] + replacement + text[m.end() :], original=original,
-                   replacement=replacement)
+    return Variant(
+        kind="date",
+        text=text[: m.start()] + replacement + text[m.end() :],
+        original=original,
+        replacement=replacement,
+    )
 
 
-def variants(text: str, lexicon: Mapping[str, str] | None = None, limit: int = 3) -> tuple[Variant, ...]:
+def variants(
+    text: str, lexicon: Mapping[str, str] | None = None, limit: int = 3
+) -> tuple[Variant, ...]:
     """Up to ``limit`` variants, in the order negation, entity, number, date (distinct texts only)."""
     found: list[Variant] = []
-    for variant in (negate(text), swap_entity(text, lexicon or {}), shift_number(text), shift_date(text)):
-        if variant is not None and variant.text != text and all(v.text != variant.text for v in found):
+    for variant in (
+        negate(text),
+        swap_entity(text, lexicon or {}),
+        shift_number(text),
+        shift_date(text),
+    ):
+        if (
+            variant is not None
+            and variant.text != text
+            and all(v.text != variant.text for v in found)
+        ):
             found.append(variant)
     return tuple(found[:limit])

@@ -12,7 +12,7 @@ import msgspec
 
 from reasoning.constraints.model import Verdict
 
-__all__ = ["TokenSummary", "Step"]
+__all__ = ["Step", "TokenSummary"]
 
 
 class TokenSummary(msgspec.Struct, frozen=True, kw_only=True):

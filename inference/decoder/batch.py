@@ -21,7 +21,7 @@ from inference.decoder.kv import PrefixKV, SlabCache
 from inference.decoder.runner import ModelRunner
 from reasoning.errors import InvalidInput
 
-__all__ = ["BatchState", "prefill_prefix", "prefill_branches"]
+__all__ = ["BatchState", "prefill_branches", "prefill_prefix"]
 
 
 @dataclass
@@ -66,7 +66,7 @@ def prefill_prefix(runner: ModelRunner, prefix_ids: Sequence[int]) -> PrefixKV:
     pos = torch.arange(n, device=runner.device).unsqueeze(0)  # [1, L]
     mask = torch.ones((1, n), dtype=torch.bool, device=runner.device)
     runner.forward(ids, pos, mask, cache, purpose="prefill", last_only=True)
-    return tuple((layer.keys, layer.values) for layer in cache.slab_layers)
+    return tuple(layer.used() for layer in cache.slab_layers)
 
 
 def prefill_branches(
@@ -111,7 +111,12 @@ def prefill_branches(
     next_logits = logits[torch.arange(n_branch, device=dev), last]  # [B, V]
     cache = runner.new_cache(n_branch * width, capacity)
     for big, small in zip(cache.slab_layers, work.slab_layers):
-        assert big._k is not None and big._v is not None and small._k is not None and small._v is not None
+        assert (
+            big._k is not None
+            and big._v is not None
+            and small._k is not None
+            and small._v is not None
+        )
         big._k[:, :, :used] = small._k.repeat_interleave(width, dim=0)
         big._v[:, :, :used] = small._v.repeat_interleave(width, dim=0)
     cache.set_length(used)
@@ -121,7 +126,9 @@ def prefill_branches(
         cache=cache,
         mask=mask.repeat_interleave(width, dim=0),
         columns=used,
-        positions=torch.tensor([lengths[r // width] for r in range(rows)], dtype=torch.long, device=dev),
+        positions=torch.tensor(
+            [lengths[r // width] for r in range(rows)], dtype=torch.long, device=dev
+        ),
         branch_of_row=tuple(r // width for r in range(rows)),
         request_of_row=tuple(request_ids[r // width] if request_ids else "" for r in range(rows)),
         prompt_lengths=lengths,
@@ -129,7 +136,10 @@ def prefill_branches(
         prompt_last_column=tuple(prefix_len + len(s) - 1 for s in suffixes),
         width=width,
         branch_kv=tuple(
-            tuple((layer.keys[b : b + 1, :, : lengths[b]], layer.values[b : b + 1, :, : lengths[b]]) for layer in work.slab_layers)
+            tuple(
+                (k[b : b + 1, :, : lengths[b]], v[b : b + 1, :, : lengths[b]])
+                for k, v in (la.used() for la in work.slab_layers)
+            )
             for b in range(n_branch)
         ),
         first_logits=next_logits,

@@ -37,14 +37,14 @@ from inference.decoder.steering import Steering, SteeringState
 
 __all__ = [
     "BeamConfig",
-    "StepCheck",
-    "StepJudge",
+    "BranchOutcome",
     "ClosedStep",
     "Hypothesis",
-    "BranchOutcome",
     "SearchStats",
-    "generate",
+    "StepCheck",
+    "StepJudge",
     "decode_step",
+    "generate",
 ]
 
 _NEG_INF = float("-inf")
@@ -78,7 +78,13 @@ class StepJudge(Protocol):
     """Decides at a step boundary whether a beam's new step survives."""
 
     def judge(
-        self, branch: int, tokens: Sequence[int], start: int, end: int, entropies: Sequence[float], final: bool
+        self,
+        branch: int,
+        tokens: Sequence[int],
+        start: int,
+        end: int,
+        entropies: Sequence[float],
+        final: bool,
     ) -> StepCheck:
         """``tokens[start:end]`` is the step; ``tokens[:end]`` the answer so far; ``final``: never prune."""
         ...
@@ -101,6 +107,7 @@ class Hypothesis:
     steps: tuple[ClosedStep, ...]
     score: float
     normalized: float
+    state: SteeringState | None = None  # the steering state after the last token (its violations)
 
 
 @dataclass(frozen=True)
@@ -150,9 +157,19 @@ class _Beam:
         if not copy:
             return self
         return _Beam(
-            list(self.tokens), list(self.cols), list(self.logprobs), list(self.entropies),
-            self.score, self.state, self.step_start, self.step_state, self.step_score,
-            list(self.steps), dict(self.banned), dict(self.repairs), self.alive,
+            list(self.tokens),
+            list(self.cols),
+            list(self.logprobs),
+            list(self.entropies),
+            self.score,
+            self.state,
+            self.step_start,
+            self.step_state,
+            self.step_score,
+            list(self.steps),
+            dict(self.banned),
+            dict(self.repairs),
+            self.alive,
         )
 
 
@@ -177,7 +194,9 @@ def decode_step(runner: ModelRunner, state: BatchState, feed: torch.Tensor) -> t
     state.mask[:, col] = True
     ids = feed.view(-1, 1)  # [N, 1]
     pos = state.positions.view(-1, 1)  # [N, 1]
-    logits = runner.forward(ids, pos, state.mask[:, : col + 1], state.cache, purpose="decode", last_only=True)
+    logits = runner.forward(
+        ids, pos, state.mask[:, : col + 1], state.cache, purpose="decode", last_only=True
+    )
     state.columns = col + 1
     state.positions += 1
     return logits[:, 0]  # [N, V]
@@ -211,7 +230,10 @@ def generate(
             break
         _move_rows(state, beams, forks)
         feed = torch.tensor(
-            [bm.tokens[-1] if bm.tokens else state.prompt_last_token[r // width] for r, bm in enumerate(beams)],
+            [
+                bm.tokens[-1] if bm.tokens else state.prompt_last_token[r // width]
+                for r, bm in enumerate(beams)
+            ],
             dtype=torch.long,
             device=runner.device,
         )
@@ -253,7 +275,9 @@ def _select(
         if done[b]:
             new_beams.extend(beams[base : base + width])
             continue
-        walk = _Walk(b, vocab, entropy, beams, hyps[b], steerings[b], config, boundary, judge, stats)
+        walk = _Walk(
+            b, vocab, entropy, beams, hyps[b], steerings[b], config, boundary, judge, stats
+        )
         kept, pruned = walk.run(top_v_l[b], top_i_l[b], top_raw[b])
         if not kept and not hyps[b] and pruned:
             fallback = _repair_or_accept(pruned[0], beams[pruned[0].parent], config, stats)
@@ -278,7 +302,11 @@ def _select(
 
 
 def _steer(
-    raw: torch.Tensor, beams: list[_Beam], steerings: Sequence[Steering], width: int, stats: SearchStats
+    raw: torch.Tensor,
+    beams: list[_Beam],
+    steerings: Sequence[Steering],
+    width: int,
+    stats: SearchStats,
 ) -> torch.Tensor:
     """Apply each branch's steering to its rows (one call when all branches share one)."""
     t0 = time.perf_counter()
@@ -287,7 +315,10 @@ def _steer(
     else:
         adjusted = torch.cat(
             [
-                steering.apply([bm.state for bm in beams[b * width : (b + 1) * width]], raw[b * width : (b + 1) * width])
+                steering.apply(
+                    [bm.state for bm in beams[b * width : (b + 1) * width]],
+                    raw[b * width : (b + 1) * width],
+                )
                 for b, steering in enumerate(steerings)
             ],
             dim=0,
@@ -324,12 +355,16 @@ class _Walk:
     judge: StepJudge | None
     stats: SearchStats
 
-    def run(self, values: list[float], flat: list[int], raws: list[float]) -> tuple[list[_Candidate], list[_Candidate]]:
+    def run(
+        self, values: list[float], flat: list[int], raws: list[float]
+    ) -> tuple[list[_Candidate], list[_Candidate]]:
         """Keep up to ``width`` live candidates; file finished ones as hypotheses; collect pruned ones."""
         kept: list[_Candidate] = []
         pruned: list[_Candidate] = []
         judged: dict[tuple[int, int, int], StepCheck] = {}
-        condemned = self._condemned({index // self.vocab for value, index in zip(values, flat) if value != _NEG_INF}, judged)
+        condemned = self._condemned(
+            {index // self.vocab for value, index in zip(values, flat) if value != _NEG_INF}, judged
+        )
         for value, index, raw in zip(values, flat, raws):
             if value == _NEG_INF or len(kept) >= self.config.width:
                 break
@@ -344,7 +379,9 @@ class _Walk:
                 kept.append(cand)
         return kept, pruned
 
-    def _condemned(self, local_parents: set[int], judged: dict[tuple[int, int, int], StepCheck]) -> dict[int, StepCheck]:
+    def _condemned(
+        self, local_parents: set[int], judged: dict[tuple[int, int, int], StepCheck]
+    ) -> dict[int, StepCheck]:
         """Parents whose pending step already ends in a sentence end and fails: no continuation can save it."""
         out: dict[int, StepCheck] = {}
         if self.judge is None:
@@ -356,7 +393,9 @@ class _Walk:
             if end > pb.step_start and self.boundary.soft[pb.tokens[-1]]:
                 key = (parent, end, -1)
                 if key not in judged:
-                    judged[key] = self.judge.judge(self.branch, pb.tokens, pb.step_start, end, pb.entropies, False)
+                    judged[key] = self.judge.judge(
+                        self.branch, pb.tokens, pb.step_start, end, pb.entropies, False
+                    )
                     self.stats.steps_checked += 1
                 if not judged[key].keep:
                     out[parent] = judged[key]
@@ -379,8 +418,18 @@ class _Walk:
         is_eos = token in self.config.eos_ids
         finished = is_eos or bool(nstate.finished)
         if parent in condemned:
-            closes = (pb.step_start, len(pb.tokens))
-            return _Candidate(parent, token, value, raw, self.entropy[parent], nstate, closes, condemned[parent], finished)
+            pending = (pb.step_start, len(pb.tokens))
+            return _Candidate(
+                parent,
+                token,
+                value,
+                raw,
+                self.entropy[parent],
+                nstate,
+                pending,
+                condemned[parent],
+                finished,
+            )
         closes = _closure(pb, token, is_eos, finished, self.boundary, self.config.max_step_tokens)
         check = None
         if closes is not None and self.judge is not None:
@@ -393,11 +442,18 @@ class _Walk:
                 judged[key] = self.judge.judge(self.branch, seq, start, end, ents, False)
                 self.stats.steps_checked += 1
             check = judged[key]
-        return _Candidate(parent, token, value, raw, self.entropy[parent], nstate, closes, check, finished)
+        return _Candidate(
+            parent, token, value, raw, self.entropy[parent], nstate, closes, check, finished
+        )
 
 
 def _closure(
-    pb: _Beam, token: int, is_eos: bool, finished: bool, boundary: BoundaryTable, max_step_tokens: int
+    pb: _Beam,
+    token: int,
+    is_eos: bool,
+    finished: bool,
+    boundary: BoundaryTable,
+    max_step_tokens: int,
 ) -> tuple[int, int] | None:
     """The (start, end) of the step this candidate closes, or None; ``end`` indexes the child's tokens."""
     n = len(pb.tokens)
@@ -412,7 +468,9 @@ def _closure(
     return (pb.step_start, end) if end > pb.step_start else None
 
 
-def _add_hypothesis(branch_hyps: list[Hypothesis], pb: _Beam, cand: _Candidate, config: BeamConfig) -> None:
+def _add_hypothesis(
+    branch_hyps: list[Hypothesis], pb: _Beam, cand: _Candidate, config: BeamConfig
+) -> None:
     """File a finished candidate (EOS not included in its tokens); keep the ``width`` best."""
     is_eos = cand.token in config.eos_ids
     tokens = tuple(pb.tokens) if is_eos else (*pb.tokens, cand.token)
@@ -428,13 +486,16 @@ def _add_hypothesis(branch_hyps: list[Hypothesis], pb: _Beam, cand: _Candidate, 
             steps=tuple(steps),
             score=cand.score,
             normalized=cand.score / length**config.length_penalty,
+            state=cand.state,
         )
     )
     branch_hyps.sort(key=lambda h: h.normalized, reverse=True)
     del branch_hyps[config.width :]
 
 
-def _repair_or_accept(best: _Candidate, pb: _Beam, config: BeamConfig, stats: SearchStats) -> _Candidate:
+def _repair_or_accept(
+    best: _Candidate, pb: _Beam, config: BeamConfig, stats: SearchStats
+) -> _Candidate:
     """The branch lost every beam: roll the best pruned one back to its step start, or keep it flagged."""
     assert best.closes is not None
     start = best.closes[0]
@@ -444,7 +505,9 @@ def _repair_or_accept(best: _Candidate, pb: _Beam, config: BeamConfig, stats: Se
         return replace(best, unrepaired=True)
     stats.repairs += 1
     first = pb.tokens[start] if start < len(pb.tokens) else best.token
-    return _Candidate(best.parent, first, pb.step_score, 0.0, 0.0, pb.step_state, None, None, False, start)
+    return _Candidate(
+        best.parent, first, pb.step_score, 0.0, 0.0, pb.step_state, None, None, False, start
+    )
 
 
 def _materialise(kept: list[_Candidate], beams: list[_Beam]) -> list[tuple[_Beam, int]]:
@@ -505,14 +568,21 @@ def _file_dead_end(live: list[_Beam], branch_hyps: list[Hypothesis], config: Bea
     length = max(1, len(bm.tokens))
     branch_hyps.append(
         Hypothesis(
-            tuple(bm.tokens), tuple(bm.logprobs), tuple(bm.entropies), tuple(bm.steps),
-            bm.score, bm.score / length**config.length_penalty,
+            tuple(bm.tokens),
+            tuple(bm.logprobs),
+            tuple(bm.entropies),
+            tuple(bm.steps),
+            bm.score,
+            bm.score / length**config.length_penalty,
+            bm.state,
         )
     )
 
 
 def _dead(template: _Beam) -> _Beam:
-    return _Beam([], [], [], [], _NEG_INF, template.state, 0, template.state, 0.0, [], {}, {}, False)
+    return _Beam(
+        [], [], [], [], _NEG_INF, template.state, 0, template.state, 0.0, [], {}, {}, False
+    )
 
 
 def _branch_done(live: list[_Beam], branch_hyps: list[Hypothesis], config: BeamConfig) -> bool:
@@ -523,7 +593,8 @@ def _branch_done(live: list[_Beam], branch_hyps: list[Hypothesis], config: BeamC
     if len(branch_hyps) < config.width:
         return False
     length = max(len(bm.tokens) for bm in alive)
-    return max(bm.score for bm in alive) / max(1, length) ** config.length_penalty <= branch_hyps[-1].normalized
+    best: float = max(bm.score for bm in alive) / max(1, length) ** config.length_penalty
+    return best <= branch_hyps[-1].normalized
 
 
 def _move_rows(state: BatchState, beams: list[_Beam], forks: list[tuple[int, int]]) -> None:
@@ -543,7 +614,11 @@ def _move_rows(state: BatchState, beams: list[_Beam], forks: list[tuple[int, int
 
 
 def _finish(
-    beams: list[_Beam], hyps: list[list[Hypothesis]], done: list[bool], config: BeamConfig, judge: StepJudge | None
+    beams: list[_Beam],
+    hyps: list[list[Hypothesis]],
+    done: list[bool],
+    config: BeamConfig,
+    judge: StepJudge | None,
 ) -> list[BranchOutcome]:
     """Close the pending step of beams alive at the token limit (judged, never pruned); rank branches."""
     width = config.width
@@ -555,13 +630,20 @@ def _finish(
                     continue
                 steps = list(bm.steps)
                 if bm.step_start < len(bm.tokens) and judge is not None:
-                    check = judge.judge(b, bm.tokens, bm.step_start, len(bm.tokens), bm.entropies, True)
+                    check = judge.judge(
+                        b, bm.tokens, bm.step_start, len(bm.tokens), bm.entropies, True
+                    )
                     steps.append(ClosedStep(bm.step_start, len(bm.tokens), check))
                 length = max(1, len(bm.tokens))
                 branch_hyps.append(
                     Hypothesis(
-                        tuple(bm.tokens), tuple(bm.logprobs), tuple(bm.entropies), tuple(steps),
-                        bm.score, bm.score / length**config.length_penalty,
+                        tuple(bm.tokens),
+                        tuple(bm.logprobs),
+                        tuple(bm.entropies),
+                        tuple(steps),
+                        bm.score,
+                        bm.score / length**config.length_penalty,
+                        bm.state,
                     )
                 )
             branch_hyps.sort(key=lambda h: h.normalized, reverse=True)

@@ -21,7 +21,7 @@ from inference.decoder.kv import PrefixKV
 from inference.decoder.runner import ModelRunner
 from reasoning.errors import InvalidInput
 
-__all__ = ["score_continuations", "contrast"]
+__all__ = ["contrast", "score_continuations"]
 
 
 def score_continuations(
@@ -54,7 +54,9 @@ def score_continuations(
         ids[row, : len(text)] = torch.tensor(text, dtype=torch.long)
         mask[row, prompt_len : prompt_len + len(text)] = True
     pos = (prompt_len + torch.arange(s_max, device=dev)).unsqueeze(0).expand(k, -1)  # [K, S]
-    logits = runner.forward(ids, pos, mask, cache, purpose="counterfactual", last_only=False)  # [K, S, V]
+    logits = runner.forward(
+        ids, pos, mask, cache, purpose="counterfactual", last_only=False
+    )  # [K, S, V]
     logprobs = torch.log_softmax(logits[:, :-1], dim=-1)  # [K, S-1, V]: predicts tokens 1..S-1
     nxt = logprobs.gather(2, ids[:, 1:].unsqueeze(-1)).squeeze(-1)  # [K, S-1]
     first = first_logprobs[ids[:, 0]]  # [K]

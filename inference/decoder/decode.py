@@ -25,7 +25,14 @@ import msgspec
 import torch
 
 from inference.decoder.batch import prefill_branches, prefill_prefix
-from inference.decoder.beam import BeamConfig, BranchOutcome, ClosedStep, Hypothesis, SearchStats, generate
+from inference.decoder.beam import (
+    BeamConfig,
+    BranchOutcome,
+    ClosedStep,
+    Hypothesis,
+    SearchStats,
+    generate,
+)
 from inference.decoder.boundaries import boundary_table
 from inference.decoder.pruning import BranchEvidence, PruningConfig, PruningJudge, StepFacts
 from inference.decoder.runner import ModelRunner
@@ -40,7 +47,14 @@ from reasoning.errors import InvalidInput
 from reasoning.evidence.model import EvidenceFact
 from reasoning.steps import Step, TokenSummary
 
-__all__ = ["DecodeOptions", "BranchResult", "PruningStats", "DecodeTimings", "DecodeResult", "decode"]
+__all__ = [
+    "BranchResult",
+    "DecodeOptions",
+    "DecodeResult",
+    "DecodeTimings",
+    "PruningStats",
+    "decode",
+]
 
 _WORD = re.compile(r"\w+")
 
@@ -65,7 +79,9 @@ class DecodeOptions:
         if not 1 <= self.width <= 64:
             raise InvalidInput(f"width must be between 1 and 64, got {self.width}")
         if not 1 <= self.max_new_tokens <= 8192:
-            raise InvalidInput(f"max_new_tokens must be between 1 and 8192, got {self.max_new_tokens}")
+            raise InvalidInput(
+                f"max_new_tokens must be between 1 and 8192, got {self.max_new_tokens}"
+            )
         if not 0 <= self.min_new_tokens <= self.max_new_tokens:
             raise InvalidInput("min_new_tokens must be between 0 and max_new_tokens")
 
@@ -79,6 +95,7 @@ class BranchResult(msgspec.Struct, frozen=True, kw_only=True):
     weight: float
     agrees: bool
     steps: tuple[Step, ...]
+    violations: tuple[str, ...] = ()
 
 
 class PruningStats(msgspec.Struct, frozen=True, kw_only=True):
@@ -97,7 +114,16 @@ class DecodeTimings(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class DecodeResult(msgspec.Struct, frozen=True, kw_only=True):
-    """The answer and everything needed to explain and audit it."""
+    """The answer and everything needed to explain and audit it.
+
+    ``steps`` / ``reasoning_path`` are the answer branch's. ``violations`` lists
+    what the answer still breaks: steps whose pruning rule could not be
+    repaired (or that hit the token limit while breaking one, or every rule
+    break when pruning is off) and what the steering reports in its final
+    state (e.g. a forced exit). ``counterfactual_flops_share`` is
+    counterfactual FLOPs / (prefill + decode FLOPs); ``constraint_check_share``
+    is seconds in steering and partial verification / decode seconds.
+    """
 
     answer: str
     answer_branch: int
@@ -155,33 +181,59 @@ def decode(
         t0 = time.perf_counter()
         prefix_kv, hit = _prefix(runner, plan, prefix_cache, tenant, model_id)
         state, first = prefill_branches(
-            runner, len(plan.prefix_ids), prefix_kv, plan.suffixes, width=options.width,
-            max_new_tokens=options.max_new_tokens, slack=2 * options.max_repairs + 2, pad_id=pad_id,
+            runner,
+            len(plan.prefix_ids),
+            prefix_kv,
+            plan.suffixes,
+            width=options.width,
+            max_new_tokens=options.max_new_tokens,
+            slack=2 * options.max_repairs + 2,
+            pad_id=pad_id,
         )
         prefill_s = time.perf_counter() - t0
         stats = SearchStats()
         judge = PruningJudge(
-            tokenizer=tokenizer, runner=runner, constraints=constraints,
+            tokenizer=tokenizer,
+            runner=runner,
+            constraints=constraints,
             branches=[
-                BranchEvidence(view, facts, state.branch_kv[b], state.prompt_lengths[b], torch.log_softmax(first[b], -1))
+                BranchEvidence(
+                    view,
+                    facts,
+                    state.branch_kv[b],
+                    state.prompt_lengths[b],
+                    torch.log_softmax(first[b], -1),
+                )
                 for b, (view, facts) in enumerate(zip(plan.views, plan.facts))
             ],
             config=PruningConfig(
-                entropy_bound=options.entropy_bound, contrast_margin=options.contrast_margin,
+                entropy_bound=options.entropy_bound,
+                contrast_margin=options.contrast_margin,
                 counterfactual_checks=options.counterfactual_checks,
                 counterfactual_flops_share=options.counterfactual_flops_share,
             ),
-            stats=stats, verify=verify, lexicon=dict(lexicon or {}), request_text=request_text,
-            language=plan.language, pad_id=pad_id, enforce=options.prune,
+            stats=stats,
+            verify=verify,
+            lexicon=dict(lexicon or {}),
+            request_text=request_text,
+            language=plan.language,
+            pad_id=pad_id,
+            enforce=options.prune,
         )
         config = BeamConfig(
-            width=options.width, max_new_tokens=options.max_new_tokens, min_new_tokens=options.min_new_tokens,
-            length_penalty=options.length_penalty, eos_ids=_eos_ids(model, tokenizer), pad_id=pad_id,
+            width=options.width,
+            max_new_tokens=options.max_new_tokens,
+            min_new_tokens=options.min_new_tokens,
+            length_penalty=options.length_penalty,
+            eos_ids=_eos_ids(model, tokenizer),
+            pad_id=pad_id,
             max_repairs=options.max_repairs,
         )
         steer = steering or Unsteered()
         table = boundary_table(tokenizer, int(first.shape[-1]))
-        outcomes = generate(runner, state, first, [steer] * len(plan.suffixes), config, table, judge, stats)
+        outcomes = generate(
+            runner, state, first, [steer] * len(plan.suffixes), config, table, judge, stats
+        )
     return _result(plan, tokenizer, outcomes, premises, runner, stats, judge, prefill_s, hit)
 
 
@@ -216,14 +268,16 @@ def _result(
     answer = branches[answer_branch]
     conclusion = _content(answer.steps[-1].text if answer.steps else answer.text)
     branches = [
-        msgspec.structs.replace(br, agrees=b == answer_branch or _jaccard(_content(br.steps[-1].text if br.steps else br.text), conclusion) >= 0.5)
+        msgspec.structs.replace(
+            br,
+            agrees=b == answer_branch
+            or _jaccard(_content(br.steps[-1].text if br.steps else br.text), conclusion) >= 0.5,
+        )
         for b, br in enumerate(branches)
     ]
     flops = dict(runner.counters.flops)
     base = flops.get("prefill", 0.0) + flops.get("decode", 0.0)
-    violations = tuple(
-        f"{s.id}: {s.violation}" for br in branches for s in br.steps if s.violation
-    )
+    violations = branches[answer_branch].violations
     return DecodeResult(
         answer=answer.text,
         answer_branch=answer_branch,
@@ -231,37 +285,75 @@ def _result(
         reasoning_path=tuple(s.id for s in answer.steps),
         branches=tuple(branches),
         pruning=PruningStats(
-            pruned=dict(stats.pruned), steps_checked=stats.steps_checked, repairs=stats.repairs,
-            unrepaired=stats.unrepaired, counterfactual_scored=judge.counterfactual_scored,
+            pruned=dict(stats.pruned),
+            steps_checked=stats.steps_checked,
+            repairs=stats.repairs,
+            unrepaired=stats.unrepaired,
+            counterfactual_scored=judge.counterfactual_scored,
             counterfactual_skipped=judge.counterfactual_skipped,
         ),
-        timings=DecodeTimings(prefill_s=prefill_s, decode_s=stats.decode_seconds, constraint_check_s=stats.check_seconds),
+        timings=DecodeTimings(
+            prefill_s=prefill_s,
+            decode_s=stats.decode_seconds,
+            constraint_check_s=stats.check_seconds,
+        ),
         prompt_tokens=len(plan.prefix_ids) + sum(len(s) for s in plan.suffixes),
         generated_tokens=sum(len(o.best.tokens) for o in outcomes if o.hypotheses),
         decode_steps=stats.steps_decoded,
         flops=flops,
         counterfactual_flops_share=flops.get("counterfactual", 0.0) / base if base else 0.0,
-        constraint_check_share=stats.check_seconds / stats.decode_seconds if stats.decode_seconds else 0.0,
+        constraint_check_share=stats.check_seconds / stats.decode_seconds
+        if stats.decode_seconds
+        else 0.0,
         prefix_cache_hit=hit,
         violations=violations,
     )
 
 
-def _branch(plan: PromptPlan, tokenizer: Any, outcome: BranchOutcome, premises: Sequence[Premise]) -> BranchResult:
+def _branch(
+    plan: PromptPlan, tokenizer: Any, outcome: BranchOutcome, premises: Sequence[Premise]
+) -> BranchResult:
     b = outcome.branch
     view, relevance = plan.views[b], plan.relevance[b]
     if not outcome.hypotheses:
-        return BranchResult(view=view, relevance=relevance, text="", score=float("-inf"), confidence=0.0, weight=0.0, agrees=False, steps=())
+        return BranchResult(
+            view=view,
+            relevance=relevance,
+            text="",
+            score=float("-inf"),
+            confidence=0.0,
+            weight=0.0,
+            agrees=False,
+            steps=(),
+        )
     best = outcome.best
     facts_by_id = {f.id: f for f in plan.facts[b]}
     steps = tuple(
-        _step(f"S{b + 1}.{k + 1}", view, tokenizer, best, closed, facts_by_id, premises, bool(plan.facts[b]))
+        _step(
+            f"S{b + 1}.{k + 1}",
+            view,
+            tokenizer,
+            best,
+            closed,
+            facts_by_id,
+            premises,
+            bool(plan.facts[b]),
+        )
         for k, closed in enumerate(best.steps)
     )
     confidence = sum(s.confidence for s in steps) / len(steps) if steps else 0.0
+    violations = tuple(f"{s.id}: {s.violation}" for s in steps if s.violation)
+    violations += tuple(f"steering: {v}" for v in getattr(best.state, "violations", ()) or ())
     return BranchResult(
-        view=view, relevance=relevance, text=tokenizer.decode(list(best.tokens), skip_special_tokens=True),
-        score=best.normalized, confidence=confidence, weight=relevance * confidence, agrees=False, steps=steps,
+        view=view,
+        relevance=relevance,
+        text=tokenizer.decode(list(best.tokens), skip_special_tokens=True),
+        score=best.normalized,
+        confidence=confidence,
+        weight=relevance * confidence,
+        agrees=False,
+        steps=steps,
+        violations=violations,
     )
 
 
@@ -276,7 +368,11 @@ def _step(
     has_evidence: bool,
 ) -> Step:
     facts = closed.check.payload if isinstance(closed.check.payload, StepFacts) else None
-    text = facts.text if facts else tokenizer.decode(list(hyp.tokens[closed.start : closed.end]), skip_special_tokens=True)
+    text = (
+        facts.text
+        if facts
+        else tokenizer.decode(list(hyp.tokens[closed.start : closed.end]), skip_special_tokens=True)
+    )
     logprobs = hyp.logprobs[closed.start : closed.end]
     window = lowest_window_probability(logprobs)
     mentions = facts.mentions if facts else ()
@@ -298,17 +394,30 @@ def _step(
     )
     conf = step_confidence(inputs)
     words = {w for w in _WORD.findall(text.lower()) if len(w) > 2}
-    premise_ids = tuple(p.id for p in premises if words & {w for w in _WORD.findall(p.topic.lower()) if len(w) > 2})
+    premise_ids = tuple(
+        p.id for p in premises if words & {w for w in _WORD.findall(p.topic.lower()) if len(w) > 2}
+    )
     ents = hyp.entropies[closed.start : closed.end]
     return Step(
-        id=step_id, branch=view, text=text, token_start=closed.start, token_end=closed.end,
-        evidence_cited=cited, evidence_used=used, premise_ids=premise_ids,
+        id=step_id,
+        branch=view,
+        text=text,
+        token_start=closed.start,
+        token_end=closed.end,
+        evidence_cited=cited,
+        evidence_used=used,
+        premise_ids=premise_ids,
         verdicts=facts.verdicts if facts else (),
-        tokens=TokenSummary(count=len(logprobs), mean_logprob=sum(logprobs) / len(logprobs) if logprobs else 0.0, min_window_prob=window),
+        tokens=TokenSummary(
+            count=len(logprobs),
+            mean_logprob=sum(logprobs) / len(logprobs) if logprobs else 0.0,
+            min_window_prob=window,
+        ),
         entropy=sum(ents) / len(ents) if ents else 0.0,
         contrast=facts.contrast if facts else None,
         contrast_variant=facts.contrast_variant if facts else None,
-        confidence=conf.value, calibration_hint=conf.hint,
+        confidence=conf.value,
+        calibration_hint=conf.hint,
         violation=f"{closed.check.rule}: {closed.check.detail}" if closed.check.rule else None,
         repaired=closed.repaired,
     )

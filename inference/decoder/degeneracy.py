@@ -8,7 +8,7 @@ rule: a degenerate step is as uninformative as a high-entropy one.
 
 from __future__ import annotations
 
-import re
+import itertools
 import unicodedata
 from collections import Counter
 from collections.abc import Sequence
@@ -32,7 +32,9 @@ def _script(ch: str) -> str:
 
 
 def _expected_script(language: str) -> str:
-    return {"zh": "han", "ja": "han", "ru": "cyrillic", "el": "greek", "ar": "arabic"}.get(language[:2], "latin")
+    return {"zh": "han", "ja": "han", "ru": "cyrillic", "el": "greek", "ar": "arabic"}.get(
+        language[:2], "latin"
+    )
 
 
 def _non_language_run(text: str) -> str | None:
@@ -66,11 +68,13 @@ def degeneracy(
     if len(normalized) > 8 and normalized in {" ".join(s.split()).lower() for s in earlier_steps}:
         return "repetition: the step repeats an earlier step"
     run = 1
-    for a, b in zip(step_tokens, step_tokens[1:]):
+    for a, b in itertools.pairwise(step_tokens):
         run = run + 1 if a == b else 1
         if run >= _SAME_TOKEN_RUN:
             return "repetition: one token repeated"
-    grams = Counter(tuple(step_tokens[i : i + _NGRAM]) for i in range(len(step_tokens) - _NGRAM + 1))
+    grams = Counter(
+        tuple(step_tokens[i : i + _NGRAM]) for i in range(len(step_tokens) - _NGRAM + 1)
+    )
     if grams and max(grams.values()) >= _NGRAM_REPEATS:
         return "repetition: a phrase loops"
     reason = _non_language_run(step_text)
@@ -82,6 +86,10 @@ def degeneracy(
         foreign = sum(1 for c in letters if _script(c) != expected)
         if expected == "latin" and foreign / len(letters) > 0.5:
             return "script drift: the step leaves the response's script"
-        if expected == "han" and sum(1 for c in letters if _script(c) == "han") == 0 and len(letters) > 20:
+        if (
+            expected == "han"
+            and sum(1 for c in letters if _script(c) == "han") == 0
+            and len(letters) > 20
+        ):
             return "script drift: the step leaves the response's script"
     return None

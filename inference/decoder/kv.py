@@ -24,7 +24,7 @@ from transformers.cache_utils import Cache, DynamicLayer
 
 from reasoning.errors import InvalidInput, LimitExceeded
 
-__all__ = ["SlabLayer", "SlabCache", "PrefixKV", "supports_slab_cache"]
+__all__ = ["PrefixKV", "SlabCache", "SlabLayer", "supports_slab_cache"]
 
 # Per-layer (keys, values), each [1, H, L, D]: a prefilled prompt prefix.
 PrefixKV = tuple[tuple[torch.Tensor, torch.Tensor], ...]
@@ -34,7 +34,7 @@ class SlabLayer(DynamicLayer):
     """One attention layer's keys and values in a fixed-capacity slab."""
 
     def __init__(self, capacity: int) -> None:
-        super().__init__()
+        super().__init__()  # type: ignore[no-untyped-call]
         self.capacity = capacity
         self.length = 0
         self._k: torch.Tensor | None = None  # [N, H, C, D]
@@ -97,6 +97,12 @@ class SlabLayer(DynamicLayer):
         n = keys.shape[-2]
         self._k[row, :, :n] = keys[0]
         self._v[row, :, :n] = values[0]
+
+    def used(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Views of the written columns: keys and values ``[N, H, length, D]``."""
+        if self._k is None or self._v is None:
+            raise InvalidInput("KV slab used before allocation")
+        return self._k[:, :, : self.length], self._v[:, :, : self.length]
 
     def _refresh_views(self) -> None:
         if self._k is not None and self._v is not None:
@@ -161,7 +167,9 @@ def supports_slab_cache(config: Any) -> bool:
     Hybrid models keep their own cache semantics; the decoder refuses them with
     a clear error instead of computing wrong attention.
     """
-    text_config = config.get_text_config(decoder=True) if hasattr(config, "get_text_config") else config
+    text_config = (
+        config.get_text_config(decoder=True) if hasattr(config, "get_text_config") else config
+    )
     layer_types = getattr(text_config, "layer_types", None)
     if layer_types and any(kind != "full_attention" for kind in layer_types):
         return False

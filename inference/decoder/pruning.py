@@ -47,7 +47,7 @@ from reasoning.constraints.model import Constraint, Hardness, Scope, Verdict
 from reasoning.counterfactual import variants
 from reasoning.evidence.model import EvidenceFact
 
-__all__ = ["PruningConfig", "BranchEvidence", "StepFacts", "PruningJudge", "domain_mentions"]
+__all__ = ["BranchEvidence", "PruningConfig", "PruningJudge", "StepFacts", "domain_mentions"]
 
 _NUMBER = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w.,])\d+(?:\.\d+)?")
 _ISO_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
@@ -135,22 +135,36 @@ class PruningJudge:
     request_text: str = ""
     language: str = "en"
     pad_id: int = 0
-    enforce: bool = True  # False: measure and report every step, never prune (plain comparison runs)
+    enforce: bool = (
+        True  # False: measure and report every step, never prune (plain comparison runs)
+    )
     counterfactual_skipped: int = 0
     counterfactual_scored: int = 0
 
     def __post_init__(self) -> None:
-        self._checked = [c for c in self.constraints if c.hardness == Hardness.HARD and c.scope == Scope.RESPONSE]
+        self._checked = [
+            c for c in self.constraints if c.hardness == Hardness.HARD and c.scope == Scope.RESPONSE
+        ]
         labels = set(self.lexicon)
         for branch in self.branches:
             for fact in branch.facts:
-                labels.update(x for x in (fact.subject, fact.object) if x and not x.startswith(("http", "urn:")))
+                labels.update(
+                    x
+                    for x in (fact.subject, fact.object)
+                    if x and not x.startswith(("http", "urn:"))
+                )
         self._labels = sorted((label for label in labels if len(label) >= 3), key=len, reverse=True)
         self._request = self.request_text.lower()
         self._texts = [b.text for b in self.branches]
 
     def judge(
-        self, branch: int, tokens: Sequence[int], start: int, end: int, entropies: Sequence[float], final: bool
+        self,
+        branch: int,
+        tokens: Sequence[int],
+        start: int,
+        end: int,
+        entropies: Sequence[float],
+        final: bool,
     ) -> StepCheck:
         text = self.tokenizer.decode(list(tokens[start:end]), skip_special_tokens=True)
         facts = self._measure(branch, tokens, start, end, entropies, text)
@@ -160,7 +174,13 @@ class PruningJudge:
         return StepCheck(keep=True, rule=rule, detail=detail, payload=facts)
 
     def _measure(
-        self, branch: int, tokens: Sequence[int], start: int, end: int, entropies: Sequence[float], text: str
+        self,
+        branch: int,
+        tokens: Sequence[int],
+        start: int,
+        end: int,
+        entropies: Sequence[float],
+        text: str,
     ) -> StepFacts:
         ents = entropies[start:end]
         mean_entropy = sum(ents) / len(ents) if ents else 0.0
@@ -175,14 +195,24 @@ class PruningJudge:
         verdicts = tuple(self.verify(c, earlier + text, partial=True) for c in self._checked)
         self.stats.check_seconds += time.perf_counter() - t0
         return StepFacts(
-            text=text, verdicts=verdicts, mentions=mentions, unsupported=unsupported, evidence_used=used,
-            evidence_cited=tuple(dict.fromkeys(_CITATION.findall(text))), entropy=mean_entropy, degenerate=degenerate,
+            text=text,
+            verdicts=verdicts,
+            mentions=mentions,
+            unsupported=unsupported,
+            evidence_used=used,
+            evidence_cited=tuple(dict.fromkeys(_CITATION.findall(text))),
+            entropy=mean_entropy,
+            degenerate=degenerate,
         )
 
     def _supported(self, mention: str, evidence: str) -> bool:
         needle = mention.lower()
         plain = _plain_number(needle)
-        return any(n in hay or n in _plain_number(hay) for n in {needle, plain} for hay in (evidence, self._request))
+        return any(
+            n in hay or n in _plain_number(hay)
+            for n in {needle, plain}
+            for hay in (evidence, self._request)
+        )
 
     def _evidence_used(self, branch: int, mentions: Sequence[str], text: str) -> tuple[str, ...]:
         if branch >= len(self.branches):
@@ -199,12 +229,18 @@ class PruningJudge:
     def _rule(self, branch: int, facts: StepFacts) -> tuple[str | None, str, StepFacts]:
         """The first rule the step breaks (entropy, evidence, semantic), its reason, the facts."""
         if facts.entropy > self.config.entropy_bound:
-            return "entropy", f"mean normalised entropy {facts.entropy:.2f} > {self.config.entropy_bound}", facts
+            return (
+                "entropy",
+                f"mean normalised entropy {facts.entropy:.2f} > {self.config.entropy_bound}",
+                facts,
+            )
         if facts.degenerate:
             return "entropy", f"degenerate step: {facts.degenerate}", facts
         has_evidence = branch < len(self.branches) and bool(self.branches[branch].facts)
         if has_evidence and facts.unsupported:
-            detail = "no evidence fact supports " + ", ".join(repr(m) for m in facts.unsupported[:3])
+            detail = "no evidence fact supports " + ", ".join(
+                repr(m) for m in facts.unsupported[:3]
+            )
             return "evidence", detail, facts
         violated = [v for v in facts.verdicts if not v.satisfied and v.certain]
         if len(violated) >= self.config.min_violations:
@@ -227,11 +263,15 @@ class PruningJudge:
             self.counterfactual_skipped += 1
             return None, "", facts
         ev = self.branches[branch]
-        scores = score_continuations(self.runner, ev.prompt_kv, ev.prompt_len, ev.first_logprobs, ids, self.pad_id)
+        scores = score_continuations(
+            self.runner, ev.prompt_kv, ev.prompt_len, ev.first_logprobs, ids, self.pad_id
+        )
         self.counterfactual_scored += 1
         value, best = contrast(scores)
         variant = found[best - 1]
-        facts = replace(facts, contrast=value, contrast_kind=variant.kind, contrast_variant=variant.text)
+        facts = replace(
+            facts, contrast=value, contrast_kind=variant.kind, contrast_variant=variant.text
+        )
         if value < -self.config.contrast_margin:
             detail = f"the evidence favours the {variant.kind} variant {variant.text!r} ({value:.2f} nats/token)"
             return "semantic", detail, facts

@@ -32,7 +32,9 @@ class ForwardCounters:
     decode_tokens: int = 0
     scoring_calls: int = 0
     scoring_tokens: int = 0
-    flops: dict[str, float] = field(default_factory=lambda: {"prefill": 0.0, "decode": 0.0, "counterfactual": 0.0})
+    flops: dict[str, float] = field(
+        default_factory=lambda: {"prefill": 0.0, "decode": 0.0, "counterfactual": 0.0}
+    )
 
 
 class ModelRunner:
@@ -44,7 +46,9 @@ class ModelRunner:
 
     def __init__(self, model: Any, counters: ForwardCounters | None = None) -> None:
         if not supports_slab_cache(model.config):
-            raise InvalidInput("the steered decoder needs a full-attention model (no sliding window)")
+            raise InvalidInput(
+                "the steered decoder needs a full-attention model (no sliding window)"
+            )
         self.model = model
         self.config = model.config.get_text_config(decoder=True)
         self.parameters = sum(p.numel() for p in model.parameters())
@@ -55,9 +59,12 @@ class ModelRunner:
         self.keeps_logits = "logits_to_keep" in params
         self.counters = counters or ForwardCounters()
         self.num_layers = int(self.config.num_hidden_layers)
-        self.kv_heads = int(getattr(self.config, "num_key_value_heads", self.config.num_attention_heads))
+        self.kv_heads = int(
+            getattr(self.config, "num_key_value_heads", self.config.num_attention_heads)
+        )
         self.head_dim = int(
-            getattr(self.config, "head_dim", None) or self.config.hidden_size // self.config.num_attention_heads
+            getattr(self.config, "head_dim", None)
+            or self.config.hidden_size // self.config.num_attention_heads
         )
 
     def new_cache(self, rows: int, capacity: int) -> SlabCache:
@@ -105,4 +112,5 @@ class ModelRunner:
         else:
             c.scoring_calls += 1
             c.scoring_tokens += tokens
-        return logits.float()
+        out: torch.Tensor = logits.float()
+        return out

@@ -6,7 +6,7 @@ import torch
 
 from inference.decoder.steering import SteeringState
 
-__all__ = ["UnsteeredState", "Unsteered"]
+__all__ = ["Unsteered", "UnsteeredState"]
 
 
 class UnsteeredState:

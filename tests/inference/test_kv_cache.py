@@ -23,7 +23,9 @@ def _one_torch_thread() -> Iterator[None]:
 
 
 def _kv(layers: int = 2, tokens: int = 4) -> tuple[tuple[torch.Tensor, torch.Tensor], ...]:
-    return tuple((torch.randn(1, 2, tokens, 8), torch.randn(1, 2, tokens, 8)) for _ in range(layers))
+    return tuple(
+        (torch.randn(1, 2, tokens, 8), torch.randn(1, 2, tokens, 8)) for _ in range(layers)
+    )
 
 
 def _size(kv: tuple[tuple[torch.Tensor, torch.Tensor], ...]) -> int:
@@ -65,12 +67,16 @@ def test_an_entry_larger_than_the_bound_is_refused() -> None:
 
 
 @pytest.mark.model
-def test_reuse_gives_identical_output_and_skips_the_prefix_prefill(loaded_model: LoadedModel) -> None:
+def test_reuse_gives_identical_output_and_skips_the_prefix_prefill(
+    loaded_model: LoadedModel,
+) -> None:
     tok = loaded_model.tokenizer
     plan = plan_prompt(tok, "Name one duty of a bank towards a politically exposed person.")
     cache = PrefixCache()
     options = DecodeOptions(width=1, max_new_tokens=10)
-    args = dict(options=options, prefix_cache=cache, tenant="t1", model_id=loaded_model.identity.sha256)
+    args = {
+        "options": options, "prefix_cache": cache, "tenant": "t1", "model_id": loaded_model.identity.sha256
+    }
     first = decode(loaded_model.model, tok, plan, **args)
     second = decode(loaded_model.model, tok, plan, **args)
     assert not first.prefix_cache_hit and second.prefix_cache_hit
@@ -78,9 +84,18 @@ def test_reuse_gives_identical_output_and_skips_the_prefix_prefill(loaded_model:
     assert [s.text for s in second.steps] == [s.text for s in first.steps]
     params = loaded_model.identity.parameters
     suffix_tokens = sum(len(s) for s in plan.suffixes)
-    assert first.flops["prefill"] == pytest.approx(2 * params * (len(plan.prefix_ids) + suffix_tokens))
+    assert first.flops["prefill"] == pytest.approx(
+        2 * params * (len(plan.prefix_ids) + suffix_tokens)
+    )
     assert second.flops["prefill"] == pytest.approx(2 * params * suffix_tokens)
-    other = decode(loaded_model.model, tok, plan, options=options, prefix_cache=cache, tenant="t2",
-                   model_id=loaded_model.identity.sha256)
+    other = decode(
+        loaded_model.model,
+        tok,
+        plan,
+        options=options,
+        prefix_cache=cache,
+        tenant="t2",
+        model_id=loaded_model.identity.sha256,
+    )
     assert not other.prefix_cache_hit and other.answer == first.answer
     assert cache.stats().hits == 1

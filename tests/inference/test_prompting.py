@@ -13,16 +13,40 @@ pytestmark = pytest.mark.model
 
 
 def _fact(fid: str, view: str, text: str, modified: str | None = None) -> EvidenceFact:
-    return EvidenceFact(id=fid, subject="s", predicate="p", object="o", text=text, view=view, score=1.0, hops=1,
-                        ontology_version="v1", modified=modified)
+    return EvidenceFact(
+        id=fid,
+        subject="s",
+        predicate="p",
+        object="o",
+        text=text,
+        view=view,
+        score=1.0,
+        hops=1,
+        ontology_version="v1",
+        modified=modified,
+    )
 
 
 VIEWS = [
-    EvidenceSubgraph(view="compliance", relevance=0.9, seeds=("s",),
-                     facts=(_fact("E1", "compliance", "Rule R7 requires escalation of PEP transfers.", "2024-05-11"),)),
-    EvidenceSubgraph(view="fund_flow", relevance=0.6, seeds=("s",),
-                     facts=(_fact("E2", "fund_flow", "Acme Ltd sent EUR 2,000,000 to Jon Doe."),
-                            _fact("E3", "fund_flow", "Jon Doe holds an account in Cyprus."))),
+    EvidenceSubgraph(
+        view="compliance",
+        relevance=0.9,
+        seeds=("s",),
+        facts=(
+            _fact(
+                "E1", "compliance", "Rule R7 requires escalation of PEP transfers.", "2024-05-11"
+            ),
+        ),
+    ),
+    EvidenceSubgraph(
+        view="fund_flow",
+        relevance=0.6,
+        seeds=("s",),
+        facts=(
+            _fact("E2", "fund_flow", "Acme Ltd sent EUR 2,000,000 to Jon Doe."),
+            _fact("E3", "fund_flow", "Jon Doe holds an account in Cyprus."),
+        ),
+    ),
 ]
 CONSTRAINTS = [
     Constraint(id="c1", kind=Kind.WORD_COUNT, params={"relation": "less than", "n": 80}),
@@ -44,13 +68,17 @@ def test_every_branch_is_prefix_plus_its_suffix(loaded_model: LoadedModel) -> No
 
 
 def test_prompt_restates_constraints_and_numbers_evidence(loaded_model: LoadedModel) -> None:
-    plan = plan_prompt(loaded_model.tokenizer, "Should this transfer be escalated?", CONSTRAINTS, VIEWS)
+    plan = plan_prompt(
+        loaded_model.tokenizer, "Should this transfer be escalated?", CONSTRAINTS, VIEWS
+    )
     first, second = plan.texts
     assert "80" in first and "Globex" in first
     assert "[E1] Rule R7 requires escalation of PEP transfers. (2024-05-11)" in first
     assert "[E2] Acme Ltd sent EUR 2,000,000 to Jon Doe." in second and "[E3]" in second
     assert "[E2] " not in first and "[E1] Rule" not in second
-    assert first.startswith("<|im_start|>system") and first.rstrip().endswith("<|im_start|>assistant")
+    assert first.startswith("<|im_start|>system") and first.rstrip().endswith(
+        "<|im_start|>assistant"
+    )
 
 
 def test_without_evidence_the_suffix_is_the_generation_prompt(loaded_model: LoadedModel) -> None:

@@ -42,7 +42,11 @@ def test_support_and_contrast_move_confidence_in_their_direction() -> None:
 def test_stale_evidence_lowers_confidence_with_its_hint() -> None:
     fresh = step_confidence(ConfidenceInputs(window_prob=0.9, support=1.0))
     stale = step_confidence(
-        ConfidenceInputs(window_prob=0.9, support=1.0, stale_hints=("evidence E3: PEP list last updated 2024-05-11",))
+        ConfidenceInputs(
+            window_prob=0.9,
+            support=1.0,
+            stale_hints=("evidence E3: PEP list last updated 2024-05-11",),
+        )
     )
     assert stale.value < fresh.value
     assert fresh.hint is None
@@ -50,7 +54,9 @@ def test_stale_evidence_lowers_confidence_with_its_hint() -> None:
 
 
 def test_near_equal_negation_is_explained() -> None:
-    result = step_confidence(ConfidenceInputs(window_prob=0.9, contrast=0.05, contrast_kind="negation"))
+    result = step_confidence(
+        ConfidenceInputs(window_prob=0.9, contrast=0.05, contrast_kind="negation")
+    )
     assert result.hint == "claim and its negation are near-equally likely"
 
 

@@ -6,7 +6,13 @@ import pytest
 
 from reasoning.counterfactual import negate, shift_date, shift_number, swap_entity, variants
 
-LEXICON = {"Cyprus": "Country", "Malta": "Country", "Acme Ltd": "Company", "Globex": "Company", "PEP": "Role"}
+LEXICON = {
+    "Cyprus": "Country",
+    "Malta": "Country",
+    "Acme Ltd": "Company",
+    "Globex": "Company",
+    "PEP": "Role",
+}
 
 
 @pytest.mark.parametrize(
@@ -66,7 +72,10 @@ def test_number_shift_leaves_years_and_list_markers() -> None:
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [("Updated on 2024-05-11.", "Updated on 2025-05-11."), ("In force since 2019.", "In force since 2020.")],
+    [
+        ("Updated on 2024-05-11.", "Updated on 2025-05-11."),
+        ("In force since 2019.", "In force since 2020."),
+    ],
 )
 def test_date_shift_moves_one_year(text: str, expected: str) -> None:
     variant = shift_date(text)

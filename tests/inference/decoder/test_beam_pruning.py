@@ -9,7 +9,6 @@ judge, the search, the repair and the verifiers are the real ones.
 from __future__ import annotations
 
 from collections.abc import Iterator
-
 from dataclasses import dataclass
 
 import pytest
@@ -70,28 +69,66 @@ class _Push:
 
 
 def _fact(fid: str, text: str, stale: str | None = None) -> EvidenceFact:
-    return EvidenceFact(id=fid, subject="Acme Ltd", predicate="sent", object="Jon Doe", text=text, view="fund_flow",
-                        score=1.0, hops=1, ontology_version="v1", modified="2024-05-11", stale_hint=stale)
+    return EvidenceFact(
+        id=fid,
+        subject="Acme Ltd",
+        predicate="sent",
+        object="Jon Doe",
+        text=text,
+        view="fund_flow",
+        score=1.0,
+        hops=1,
+        ontology_version="v1",
+        modified="2024-05-11",
+        stale_hint=stale,
+    )
 
 
-EVIDENCE = [EvidenceSubgraph(view="fund_flow", relevance=1.0, seeds=(), facts=(
-    _fact("E1", "Acme Ltd sent EUR 2,000,000 to Jon Doe.", stale="PEP list last updated 2024-05-11"),
-))]
+EVIDENCE = [
+    EvidenceSubgraph(
+        view="fund_flow",
+        relevance=1.0,
+        seeds=(),
+        facts=(
+            _fact(
+                "E1",
+                "Acme Ltd sent EUR 2,000,000 to Jon Doe.",
+                stale="PEP list last updated 2024-05-11",
+            ),
+        ),
+    )
+]
 LEXICON = {"Malta": "Country", "Cyprus": "Country", "Acme Ltd": "Company"}
 REQUEST = "Where did Acme Ltd send the money?"
 
 
-def _run(lm: LoadedModel, forced: str, *, evidence: list[EvidenceSubgraph] | None = None,
-         constraints: list[Constraint] | None = None, **options: object) -> DecodeResult:
+def _run(
+    lm: LoadedModel,
+    forced: str,
+    *,
+    evidence: list[EvidenceSubgraph] | None = None,
+    constraints: list[Constraint] | None = None,
+    **options: object,
+) -> DecodeResult:
     tok = lm.tokenizer
     target = list(tok(forced, add_special_tokens=False)["input_ids"])
     plan = plan_prompt(tok, REQUEST, [], EVIDENCE if evidence is None else evidence)
     opts = DecodeOptions(**{"width": 1, "max_new_tokens": len(target) + 6, **options})  # type: ignore[arg-type]
-    return decode(lm.model, tok, plan, steering=_Push(target), options=opts, constraints=constraints or [],
-                  lexicon=LEXICON, request_text=REQUEST)
+    return decode(
+        lm.model,
+        tok,
+        plan,
+        steering=_Push(target),
+        options=opts,
+        constraints=constraints or [],
+        lexicon=LEXICON,
+        request_text=REQUEST,
+    )
 
 
-def test_evidence_chain_prunes_an_unsupported_entity_and_repairs_the_last_beam(loaded_model: LoadedModel) -> None:
+def test_evidence_chain_prunes_an_unsupported_entity_and_repairs_the_last_beam(
+    loaded_model: LoadedModel,
+) -> None:
     result = _run(loaded_model, "Acme Ltd sent the money to Malta.")
     assert result.pruning.pruned.get("evidence", 0) >= 1
     assert result.pruning.repairs >= 1
@@ -104,12 +141,17 @@ def test_failed_repair_is_reported_not_silent(loaded_model: LoadedModel) -> None
     result = _run(loaded_model, "Acme Ltd sent the money to Malta.", max_repairs=0)
     assert result.answer.startswith("Acme Ltd sent the money to Malta.")
     assert result.pruning.unrepaired == 1
-    assert result.violations and "evidence" in result.violations[0] and "Malta" in result.violations[0]
+    assert (
+        result.violations and "evidence" in result.violations[0] and "Malta" in result.violations[0]
+    )
     assert result.steps[0].violation is not None
 
 
 def test_semantic_rule_prunes_a_step_violating_two_constraints(loaded_model: LoadedModel) -> None:
-    constraints = [Constraint(id="lower", kind=Kind.ALL_LOWERCASE), Constraint(id="nocomma", kind=Kind.NO_COMMA)]
+    constraints = [
+        Constraint(id="lower", kind=Kind.ALL_LOWERCASE),
+        Constraint(id="nocomma", kind=Kind.NO_COMMA),
+    ]
     result = _run(loaded_model, "Yes, It Went Far Away.", evidence=[], constraints=constraints)
     assert result.pruning.pruned.get("semantic", 0) >= 1
     assert result.pruning.repairs >= 1
@@ -131,8 +173,15 @@ def test_entropy_rule_prunes_a_degenerate_step(loaded_model: LoadedModel) -> Non
 
 def test_entropy_bound_on_the_measured_token_entropy(loaded_model: LoadedModel) -> None:
     tok = loaded_model.tokenizer
-    judge = PruningJudge(tokenizer=tok, runner=ModelRunner(loaded_model.model), constraints=[], branches=[],
-                         config=PruningConfig(), stats=SearchStats(), verify=verify)
+    judge = PruningJudge(
+        tokenizer=tok,
+        runner=ModelRunner(loaded_model.model),
+        constraints=[],
+        branches=[],
+        config=PruningConfig(),
+        stats=SearchStats(),
+        verify=verify,
+    )
     tokens = list(tok("The rule applies here.", add_special_tokens=False)["input_ids"])
     flat = judge.judge(0, tokens, 0, len(tokens), [0.9] * len(tokens), final=False)
     sharp = judge.judge(0, tokens, 0, len(tokens), [0.2] * len(tokens), final=False)
@@ -144,32 +193,53 @@ def test_stale_evidence_lowers_confidence_with_its_hint(loaded_model: LoadedMode
     result = _run(loaded_model, "Acme Ltd sent EUR 2,000,000 to Jon Doe [E1].")
     step = result.steps[0]
     assert "E1" in step.evidence_cited
-    assert step.calibration_hint is not None and "evidence E1: PEP list last updated 2024-05-11" in step.calibration_hint
-    fresh = [EvidenceSubgraph(view="fund_flow", relevance=1.0, seeds=(),
-                              facts=(_fact("E1", "Acme Ltd sent EUR 2,000,000 to Jon Doe."),))]
+    assert (
+        step.calibration_hint is not None
+        and "evidence E1: PEP list last updated 2024-05-11" in step.calibration_hint
+    )
+    fresh = [
+        EvidenceSubgraph(
+            view="fund_flow",
+            relevance=1.0,
+            seeds=(),
+            facts=(_fact("E1", "Acme Ltd sent EUR 2,000,000 to Jon Doe."),),
+        )
+    ]
     unstale = _run(loaded_model, "Acme Ltd sent EUR 2,000,000 to Jon Doe [E1].", evidence=fresh)
     assert unstale.steps[0].text == step.text
     assert step.confidence < unstale.steps[0].confidence
 
 
 def test_counterfactual_contrast_is_scored_and_its_flops_counted(loaded_model: LoadedModel) -> None:
-    result = _run(loaded_model, "Acme Ltd sent EUR 2,000,000 to Jon Doe.", counterfactual_checks=True,
-                  counterfactual_flops_share=10.0)
+    result = _run(
+        loaded_model,
+        "Acme Ltd sent EUR 2,000,000 to Jon Doe.",
+        counterfactual_checks=True,
+        counterfactual_flops_share=10.0,
+    )
     assert result.pruning.counterfactual_scored >= 1
     step = result.steps[0]
     assert step.contrast is not None and step.contrast_variant is not None
     assert result.flops["counterfactual"] > 0
     assert result.counterfactual_flops_share == pytest.approx(
-        result.flops["counterfactual"] / (result.flops["prefill"] + result.flops["decode"]))
+        result.flops["counterfactual"] / (result.flops["prefill"] + result.flops["decode"])
+    )
 
 
 def test_counterfactual_rationing_keeps_the_share_bounded(loaded_model: LoadedModel) -> None:
-    result = _run(loaded_model, "Acme Ltd sent EUR 2,000,000 to Jon Doe.", counterfactual_checks=True,
-                  counterfactual_flops_share=0.05)
+    result = _run(
+        loaded_model,
+        "Acme Ltd sent EUR 2,000,000 to Jon Doe.",
+        counterfactual_checks=True,
+        counterfactual_flops_share=0.05,
+    )
     assert result.counterfactual_flops_share <= 0.05
     assert result.pruning.counterfactual_scored + result.pruning.counterfactual_skipped >= 1
 
 
 def test_domain_mentions_skip_list_markers_and_normalise_numbers() -> None:
     assert domain_mentions("1. Acme Ltd sent EUR 2,000,000 on 2024-05-11.", ["Acme Ltd"]) == (
-        "Acme Ltd", "2,000,000", "2024-05-11")
+        "Acme Ltd",
+        "2,000,000",
+        "2024-05-11",
+    )

@@ -28,32 +28,49 @@ def _one_torch_thread() -> Iterator[None]:
     yield
     torch.set_num_threads(before)
 
+
 PROMPT = "Explain in one sentence what a politically exposed person is."
 
 
 def _ids(lm: LoadedModel, text: str) -> list[int]:
     messages = [{"role": "user", "content": text}]
-    rendered = lm.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    rendered = lm.tokenizer.apply_chat_template(
+        messages, tokenize=False, add_generation_prompt=True
+    )
     return list(lm.tokenizer(rendered, add_special_tokens=False)["input_ids"])
 
 
-def _ours(lm: LoadedModel, ids: list[int], width: int, new: int, split: int = 4) -> list[tuple[int, ...]]:
+def _ours(
+    lm: LoadedModel, ids: list[int], width: int, new: int, split: int = 4
+) -> list[tuple[int, ...]]:
     runner = ModelRunner(lm.model)
     with torch.inference_mode():
         kv = prefill_prefix(runner, ids[:-split])
-        state, first = prefill_branches(runner, len(ids) - split, kv, [ids[-split:]], width=width, max_new_tokens=new)
-        config = BeamConfig(width=width, max_new_tokens=new, eos_ids=frozenset({lm.tokenizer.eos_token_id}))
+        state, first = prefill_branches(
+            runner, len(ids) - split, kv, [ids[-split:]], width=width, max_new_tokens=new
+        )
+        config = BeamConfig(
+            width=width, max_new_tokens=new, eos_ids=frozenset({lm.tokenizer.eos_token_id})
+        )
         table = boundary_table(lm.tokenizer, int(first.shape[-1]))
-        outcome = generate(runner, state, first, [Unsteered()], config, table, None, SearchStats())[0]
+        outcome = generate(runner, state, first, [Unsteered()], config, table, None, SearchStats())[
+            0
+        ]
     return [h.tokens for h in outcome.hypotheses], [h.normalized for h in outcome.hypotheses]
 
 
 def _theirs(lm: LoadedModel, ids: list[int], width: int, new: int) -> list[int]:
     x = torch.tensor([ids])
     with torch.inference_mode():
-        out = lm.model.generate(x, attention_mask=torch.ones_like(x), num_beams=width, do_sample=False,
-                                max_new_tokens=new, pad_token_id=lm.tokenizer.pad_token_id)
-    tokens = out[0, len(ids):].tolist()
+        out = lm.model.generate(
+            x,
+            attention_mask=torch.ones_like(x),
+            num_beams=width,
+            do_sample=False,
+            max_new_tokens=new,
+            pad_token_id=lm.tokenizer.pad_token_id,
+        )
+    tokens = out[0, len(ids) :].tolist()
     eos = lm.tokenizer.eos_token_id
     return tokens[: tokens.index(eos)] if eos in tokens else tokens
 
@@ -75,27 +92,59 @@ def test_width_four_matches_hf_beam_search_and_is_ordered(loaded_model: LoadedMo
 
 
 def _fact(fid: str, view: str, text: str) -> EvidenceFact:
-    return EvidenceFact(id=fid, subject="s", predicate="p", object="o", text=text, view=view, score=1.0, hops=1,
-                        ontology_version="v1")
+    return EvidenceFact(
+        id=fid,
+        subject="s",
+        predicate="p",
+        object="o",
+        text=text,
+        view=view,
+        score=1.0,
+        hops=1,
+        ontology_version="v1",
+    )
 
 
 def test_batched_branches_equal_each_branch_alone(loaded_model: LoadedModel) -> None:
     tok = loaded_model.tokenizer
     views = [
-        EvidenceSubgraph(view="compliance", relevance=0.9, seeds=(),
-                         facts=(_fact("E1", "compliance", "Rule R7 requires escalation of transfers to PEPs."),)),
-        EvidenceSubgraph(view="fund_flow", relevance=0.5, seeds=(),
-                         facts=(_fact("E2", "fund_flow", "Acme Ltd sent EUR 2,000,000 to Jon Doe, a PEP, "
-                                                         "through an account in Cyprus."),)),
+        EvidenceSubgraph(
+            view="compliance",
+            relevance=0.9,
+            seeds=(),
+            facts=(_fact("E1", "compliance", "Rule R7 requires escalation of transfers to PEPs."),),
+        ),
+        EvidenceSubgraph(
+            view="fund_flow",
+            relevance=0.5,
+            seeds=(),
+            facts=(
+                _fact(
+                    "E2",
+                    "fund_flow",
+                    "Acme Ltd sent EUR 2,000,000 to Jon Doe, a PEP, through an account in Cyprus.",
+                ),
+            ),
+        ),
     ]
     request = "Should the transfer be escalated?"
-    together = decode(loaded_model.model, tok, plan_prompt(tok, request, [], views),
-                      options=DecodeOptions(width=1, max_new_tokens=12, prune=False))
+    together = decode(
+        loaded_model.model,
+        tok,
+        plan_prompt(tok, request, [], views),
+        options=DecodeOptions(width=1, max_new_tokens=12, prune=False),
+    )
     assert len(together.branches) == 2
-    assert len({len(s) for s in plan_prompt(tok, request, [], views).suffixes}) == 2  # really ragged
+    assert (
+        len({len(s) for s in plan_prompt(tok, request, [], views).suffixes}) == 2
+    )  # really ragged
     for b, view in enumerate(views):
-        alone = decode(loaded_model.model, tok, plan_prompt(tok, request, [], [view]),
-                       options=DecodeOptions(width=1, max_new_tokens=12, prune=False))
+        alone = decode(
+            loaded_model.model,
+            tok,
+            plan_prompt(tok, request, [], [view]),
+            options=DecodeOptions(width=1, max_new_tokens=12, prune=False),
+        )
         assert alone.branches[0].text == together.branches[b].text
     assert together.decode_steps <= 12
 
@@ -103,7 +152,9 @@ def test_batched_branches_equal_each_branch_alone(loaded_model: LoadedModel) -> 
 def test_greedy_decode_result_reports_tokens_flops_and_timings(loaded_model: LoadedModel) -> None:
     tok = loaded_model.tokenizer
     plan = plan_prompt(tok, PROMPT)
-    result = decode(loaded_model.model, tok, plan, options=DecodeOptions(width=2, max_new_tokens=16))
+    result = decode(
+        loaded_model.model, tok, plan, options=DecodeOptions(width=2, max_new_tokens=16)
+    )
     assert result.answer and result.reasoning_path == tuple(s.id for s in result.steps)
     assert result.generated_tokens <= 16 and result.decode_steps <= 16
     params = loaded_model.identity.parameters
