@@ -633,10 +633,16 @@ def _detect_keywords(ctx: _Ctx) -> None:
             continue
         if _governed_by(ctx, i, _POSITION_VERBS) or ctx.lowers[max(0, i - 2) : i][:1] in (["after"], ["before"]):
             continue
+        head_of = ctx.tokens[i].head
+        if (lemma in _KEYWORD_HEADS and head_of.pos_ == "ADP" and head_of.lower_ in ("about", "for", "on", "regarding")
+                and head_of.head.pos_ in ("NOUN", "PROPN")):
+            continue
+
         negated = _negated(ctx, i)
         plural_head = ctx.lowers[i] in ("words", "keywords", "terms", "phrases")
         bare = negated or plural_head or lemma == "keyword" or (lemma in _VERB_HEADS and _listing_colon(ctx, i))
-        words, end_char, quoted = _payload(ctx, i, allow_bare=bare or lemma in ("word",))
+        words, end_char, quoted = _payload(ctx, i, allow_bare=bare or lemma in ("word", "name"))
+
         words = [w for w in words if w.strip() and len(w) <= 60 and re.search(r"[^\W\d_]", w)]
         if not words:
             continue
@@ -766,6 +772,7 @@ _CASE_UPPER = re.compile(
 def _detect_case(ctx: _Ctx) -> None:
     text = ctx.text
     capital_words = [(f.start, f.end) for f in ctx.found if f.kind == Kind.CAPITAL_WORD_FREQUENCY]
+    upper_spans: list[tuple[int, int]] = []
     for match in _CASE_UPPER.finditer(text):
         sentence_start = max(text.rfind(".", 0, match.start()), text.rfind("\n", 0, match.start())) + 1
         before = text[sentence_start : match.start()].lower()
@@ -773,10 +780,11 @@ def _detect_case(ctx: _Ctx) -> None:
             continue
         if any(s - 60 <= match.start() <= e + 5 for s, e in capital_words):
             continue
-        ctx.add(Kind.ALL_CAPITALS, {}, match.start(), match.end())
-        break
+        upper_spans.append((match.start(), match.end()))
+    if upper_spans:
+        ctx.add(Kind.ALL_CAPITALS, {}, *upper_spans[0])
     for match in _CASE_LOWER.finditer(text):
-        if any(f.kind == Kind.ALL_CAPITALS and abs(f.start - match.start()) < 80 for f in ctx.found):
+        if any(s <= match.start() < e or abs(s - match.start()) < 80 for s, e in upper_spans):
             continue
         ctx.add(Kind.ALL_LOWERCASE, {}, match.start(), match.end())
         break
@@ -1042,7 +1050,48 @@ def _detect_precision(ctx: _Ctx) -> None:
         ctx.add(Kind.NUMERIC_PRECISION, {"decimals": decimals}, match.start(), match.end())
 
 
+def _inside_parentheses(text: str, start: int) -> bool:
+    opened = text.rfind("(", 0, start)
+    return opened != -1 and text.rfind(")", opened, start) == -1 and text.find(")", start) != -1
+
+
+_LITERAL_ESCAPES = re.compile(r"(?:\\[ntr])+")
+
+
+def _prune(ctx: _Ctx) -> None:
+    """Drop readings that restate or are implied by another reading.
+
+    - a count in parentheses restating a count of the same kind outside them
+      ("under 3 sentences (just 1 or 2 sentences)");
+    - keywords that are the end or start phrase (its presence is implied);
+    - "some words in capitals" (at least 1) next to a larger lower bound;
+    - "keywords" that are escape sequences written out ("\\n\\n").
+    """
+    found = ctx.found
+    phrases = {str(f.params.get("phrase", "")).lower() for f in found if f.kind in (Kind.END_PHRASE, Kind.START_PHRASE)}
+    kept: list[Found] = []
+    for f in found:
+        if f.kind in (Kind.WORD_COUNT, Kind.SENTENCE_COUNT) and _inside_parentheses(ctx.text, f.start) and any(
+            g.kind == f.kind and not _inside_parentheses(ctx.text, g.start) for g in found
+        ):
+            continue
+        if f.kind == Kind.KEYWORDS_PRESENT:
+            words = [w for w in f.params.get("keywords", []) if not _LITERAL_ESCAPES.fullmatch(str(w))]
+            words = [w for w in words if str(w).lower() not in phrases]
+            if not words:
+                continue
+            f = Found(kind=f.kind, params={"keywords": words}, start=f.start, end=f.end,
+                      confidence=f.confidence, hardness=f.hardness)
+        if f.kind == Kind.CAPITAL_WORD_FREQUENCY and f.params.get("relation") == Relation.AT_LEAST and f.params.get("n") == 1 \
+                and any(g.kind == f.kind and g.params.get("relation") in (Relation.AT_LEAST, Relation.MORE_THAN)
+                        and int(g.params.get("n", 0)) > 1 for g in found):
+            continue
+        kept.append(f)
+    ctx.found = kept
+
+
 _DETECTORS: Sequence[Callable[[_Ctx], None]] = (
+
     _detect_counts,
     _detect_divider_template,
     _detect_nth_paragraph,
@@ -1062,6 +1111,7 @@ _DETECTORS: Sequence[Callable[[_Ctx], None]] = (
     _detect_cite_sources,
     _detect_jurisdiction,
     _detect_precision,
+    _prune,
 )
 
 
