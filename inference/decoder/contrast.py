@@ -21,7 +21,7 @@ from inference.decoder.kv import PrefixKV
 from inference.decoder.runner import ModelRunner
 from reasoning.errors import InvalidInput
 
-__all__ = ["contrast", "score_continuations"]
+__all__ = ["contrast", "score_continuations", "token_logprobs"]
 
 
 def score_continuations(
@@ -37,6 +37,19 @@ def score_continuations(
     ``first_logprobs: [V]`` are the log-probabilities after the prompt's last
     token (kept from the prefill), which score each continuation's first token.
     """
+    per_token = token_logprobs(runner, prompt_kv, prompt_len, first_logprobs, continuations, pad_id)
+    return [sum(lps) / len(lps) for lps in per_token]
+
+
+def token_logprobs(
+    runner: ModelRunner,
+    prompt_kv: PrefixKV,
+    prompt_len: int,
+    first_logprobs: torch.Tensor,
+    continuations: Sequence[Sequence[int]],
+    pad_id: int = 0,
+) -> list[list[float]]:
+    """The log-probability of every token of each continuation after the prompt (one forward)."""
     texts = [list(c) for c in continuations if c]
     if len(texts) != len(continuations):
         raise InvalidInput("continuations must be non-empty")
@@ -61,10 +74,8 @@ def score_continuations(
     nxt = logprobs.gather(2, ids[:, 1:].unsqueeze(-1)).squeeze(-1)  # [K, S-1]
     first = first_logprobs[ids[:, 0]]  # [K]
     per_token = torch.cat([first.unsqueeze(1), nxt], dim=1)  # [K, S]
-    lengths = torch.tensor([len(t) for t in texts], device=dev)
-    valid = torch.arange(s_max, device=dev).unsqueeze(0) < lengths.unsqueeze(1)  # [K, S]
-    means = (per_token * valid).sum(1) / lengths
-    return [float(x) for x in means.tolist()]
+    rows: list[list[float]] = per_token.tolist()
+    return [row[: len(text)] for row, text in zip(rows, texts)]
 
 
 def contrast(scores: Sequence[float]) -> tuple[float, int]:

@@ -1,0 +1,185 @@
+"""Confidence calibration on a small labelled set of factual statements.
+
+``python -m bench.calibration [--threads N]``
+
+Labelled set (built, not hand-picked per case): every evidence fact of the
+benchmark's AML views (``bench.throughput.aml_views``) and of a small clinical
+view below is a TRUE statement; each of its minimal counterfactual variants
+(``reasoning.counterfactual.variants``: negation, sibling entity, shifted
+number or date) is a FALSE statement. Each statement is scored by the bundled
+model as the answer to "State one fact from the evidence." with its view's
+evidence in the prompt, exactly as the decoder scores a step: lowest-window
+token probability and counterfactual contrast (against the statement's own
+variants, all in one batched forward), combined by
+``reasoning.confidence.combine``.
+
+Reported: expected calibration error (10 bins) of the shipped coefficients,
+and of coefficients refitted with 2-fold cross-validation (fit on one half,
+measure on the other), accuracy of ``confidence > 0.5``, and the set's size.
+The last stdout line is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+__all__ = ["LEXICON", "clinical_view", "main"]
+
+LEXICON = {
+    "Acme Ltd": "Company",
+    "Globex": "Company",
+    "Cyprus": "Country",
+    "Malta": "Country",
+    "Jon Doe": "Person",
+    "Jane Roe": "Person",
+    "right lower lobe": "Anatomy",
+    "left upper lobe": "Anatomy",
+    "ground-glass opacity": "Finding",
+    "pleural effusion": "Finding",
+}
+
+
+def clinical_view() -> Any:
+    from reasoning.evidence.model import EvidenceFact, EvidenceSubgraph
+
+    def fact(fid: str, text: str, modified: str) -> EvidenceFact:
+        return EvidenceFact(
+            id=fid,
+            subject="",
+            predicate="",
+            object="",
+            text=text,
+            view="findings",
+            score=1.0,
+            hops=1,
+            ontology_version="bench",
+            modified=modified,
+        )
+
+    return EvidenceSubgraph(
+        view="findings",
+        relevance=1.0,
+        seeds=(),
+        facts=(
+            fact(
+                "E6", "The CT shows a ground-glass opacity in the right lower lobe.", "2025-02-03"
+            ),
+            fact(
+                "E7",
+                "Guideline G12 recommends a follow-up CT after 3 months for a persistent opacity.",
+                "2022-11-20",
+            ),
+            fact("E8", "The patient is 67 years old.", "2025-02-03"),
+            fact("E9", "No pleural effusion is present.", "2025-02-03"),
+        ),
+    )
+
+
+def _labelled(views: Sequence[Any]) -> list[tuple[Any, str, bool]]:
+    from reasoning.counterfactual import variants
+
+    out: list[tuple[Any, str, bool]] = []
+    for view in views:
+        for fact in view.facts:
+            out.append((view, fact.text, True))
+            out.extend((view, v.text, False) for v in variants(fact.text, LEXICON, limit=4))
+    return out
+
+
+def _features(lm: Any, view: Any, statement: str) -> Any:
+    from inference.decoder.batch import prefill_branches, prefill_prefix
+    from inference.decoder.contrast import token_logprobs
+    from inference.decoder.runner import ModelRunner
+    from inference.prompting import plan_prompt
+    from reasoning.confidence import ConfidenceInputs, lowest_window_probability
+    from reasoning.counterfactual import variants
+
+    tok = lm.tokenizer
+    runner = ModelRunner(lm.model)
+    ids = list(plan_prompt(tok, "State one fact from the evidence.", [], [view]).branch_ids(0))
+    with torch.inference_mode():
+        kv = prefill_prefix(runner, ids[:-1])
+        state, first = prefill_branches(
+            runner, len(ids) - 1, kv, [ids[-1:]], width=1, max_new_tokens=1
+        )
+        texts = [statement, *(v.text for v in variants(statement, LEXICON, limit=4))]
+        kinds = [v.kind for v in variants(statement, LEXICON, limit=4)]
+        token_ids = [list(tok(t, add_special_tokens=False)["input_ids"]) for t in texts]
+        per_token = token_logprobs(
+            runner,
+            state.branch_kv[0],
+            state.prompt_lengths[0],
+            torch.log_softmax(first[0], -1),
+            token_ids,
+            int(tok.pad_token_id),
+        )
+    means = [sum(lp) / len(lp) for lp in per_token]
+    contrast = None
+    kind = None
+    if len(means) > 1:
+        best = max(range(1, len(means)), key=lambda i: means[i])
+        contrast, kind = means[0] - means[best], kinds[best - 1]
+    return ConfidenceInputs(
+        window_prob=lowest_window_probability(per_token[0]), contrast=contrast, contrast_kind=kind
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--cache", type=Path, default=Path("/tmp/tenet-cache"))
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+
+    from bench.throughput import aml_views
+    from inference.loader import load_model
+    from reasoning.confidence import combine, expected_calibration_error, fit_coefficients
+
+    lm = load_model("bundled", cache_root=args.cache)
+    data = _labelled([*aml_views(), clinical_view()])
+    samples = [(_features(lm, view, text), label) for view, text, label in data]
+    shipped = [(combine(x), y) for x, y in samples]
+    halves = (samples[0::2], samples[1::2])
+    held_out: list[tuple[float, bool]] = []
+    for train, test in ((halves[0], halves[1]), (halves[1], halves[0])):
+        coefficients = fit_coefficients(train)
+        held_out.extend((combine(x, coefficients), y) for x, y in test)
+    full_fit = fit_coefficients(samples)
+
+    def accuracy(pairs: list[tuple[float, bool]]) -> float:
+        return round(sum(1 for c, y in pairs if (c > 0.5) == y) / len(pairs), 4)
+
+    report = {
+        "n_statements": len(samples),
+        "n_true": sum(1 for _, y in samples if y),
+        "ece_shipped_coefficients": round(expected_calibration_error(shipped), 4),
+        "accuracy_shipped": accuracy(shipped),
+        "ece_refit_2fold_held_out": round(expected_calibration_error(held_out), 4),
+        "accuracy_refit_2fold_held_out": accuracy(held_out),
+        "refit_on_all": {
+            "intercept": round(full_fit.intercept, 3),
+            "token": round(full_fit.token, 3),
+            "support": round(full_fit.support, 3),
+            "contrast": round(full_fit.contrast, 3),
+        },
+        "mean_confidence_true": round(
+            sum(c for c, y in shipped if y) / max(1, sum(1 for _, y in shipped if y)), 4
+        ),
+        "mean_confidence_false": round(
+            sum(c for c, y in shipped if not y) / max(1, sum(1 for _, y in shipped if not y)), 4
+        ),
+        "note": "TRUE = evidence fact verbatim, FALSE = its counterfactual variants; support term not exercised "
+        "(statements are scored without the lexical support rule). A small synthetic set: indicative.",
+    }
+    print(json.dumps(report))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
