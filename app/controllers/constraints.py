@@ -83,10 +83,8 @@ def _check_prompt(prompt: str, max_prompt_chars: int) -> None:
         )
 
 
-def _run(body: ConstraintsRequest, index: OntologyIndex | None, run_id: str) -> ConstraintsResponse:
-    return _response(
-        analyse(body.prompt, defaults=_defaults(body), domain_index=index), body, run_id
-    )
+def _run(body: ConstraintsRequest, index: OntologyIndex | None) -> ConstraintsResponse:
+    return _response(analyse(body.prompt, defaults=_defaults(body), domain_index=index), body)
 
 
 class ConstraintsController(Controller):
