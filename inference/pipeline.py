@@ -373,7 +373,7 @@ class Reasoner:
                 tenant=tenant,
                 model_id=lm.identity.sha256,
             )
-            decoded = {spec.key: branch for spec, branch in zip(todo, result.branches)}
+            decoded = {spec.key: _name_steps(branch) for spec, branch in zip(todo, result.branches)}
             timings["prefill"] = round(result.timings.prefill_s * 1000, 3)
             timings["decode"] = round(result.timings.decode_s * 1000, 3)
         else:
@@ -427,6 +427,14 @@ class Reasoner:
             language=language,
             notes=notes,
         )
+
+
+def _name_steps(branch: BranchResult) -> BranchResult:
+    """Step ids scoped by view ("compliance.S2"), so they stay unique across reused branches."""
+    steps = tuple(
+        msgspec.structs.replace(step, id=f"{branch.view}.S{k}") for k, step in enumerate(branch.steps, start=1)
+    )
+    return msgspec.structs.replace(branch, steps=steps)
 
 
 def _within_windows(
