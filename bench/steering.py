@@ -1,0 +1,341 @@
+"""Steering benchmark: IFEval accuracy with token controllers on and off.
+
+``python -m bench.steering [--quick] [--limit N] [--width K]``
+
+Selection rule (no hand-picking): every prompt of
+``../shared/data/ifeval/input_data.jsonl`` whose instructions all map to a
+kind of our catalog and for which ``compile_steering`` reports *every*
+constraint as controlled (built from IFEval's own kwargs, so this measures
+steering, not extraction). Prompts whose constraints contradict each other
+(``ConflictError``: the product answers ``needs_confirmation``) are counted
+in ``excluded`` and not decoded. ``--quick`` keeps every k-th selected prompt
+(a fixed, evenly spaced sample) whose token budget fits the quick cap.
+
+Each selected prompt is decoded twice with the same token budget (large
+enough for the prompt's own length bounds): plain greedy ``model.generate``
+on the raw prompt (steering off) and our decode (``inference.decoder.decode``:
+constraints restated in the prompt, beam search of width K, token
+controllers). Answers are judged by IFEval's own rules from the
+``if-verifiable`` package, never by our verifiers. Throughput compares our
+beam search with ``generate(num_beams=K)`` on the same prompts and budget.
+
+The last stdout line is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from bench.extraction import label_params
+from inference.decoder.compile import compile_steering
+from reasoning.constraints.catalog import IFEVAL_TO_KIND
+from reasoning.constraints.model import Constraint, Kind
+from reasoning.errors import ConflictError, LimitExceeded
+
+__all__ = ["ifeval_constraints", "token_budget", "select", "judge", "main"]
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "ifeval" / "input_data.jsonl"
+_BASE_BUDGET = 160
+_QUICK_CAP = 200
+_QUICK_SAMPLE = 10
+_FULL_CAP = 700
+_TOKENS_PER_WORD = 1.5
+
+
+def ifeval_constraints(row: dict[str, Any]) -> list[Constraint] | None:
+    """Our constraints for an IFEval row, from its kwargs; None if an id has no kind."""
+    out: list[Constraint] = []
+    for index, (ifeval_id, kwargs) in enumerate(zip(row["instruction_id_list"], row["kwargs"])):
+        kind = IFEVAL_TO_KIND.get(ifeval_id)
+        if kind is None:
+            return None
+        params = label_params(ifeval_id, kwargs or {})
+        if kind == Kind.CONSTRAINED_RESPONSE:
+            from if_verifiable.ifeval.instructions import _CONSTRAINED_RESPONSE_OPTIONS
+
+            params = {"options": list(_CONSTRAINED_RESPONSE_OPTIONS)}
+        out.append(Constraint(id=f"c{index}", kind=kind, params=params))
+    return out
+
+
+def token_budget(constraints: Sequence[Constraint]) -> int:
+    """Enough new tokens for the prompt's own minimum lengths (and a normal answer)."""
+    need = _BASE_BUDGET
+    for c in constraints:
+        n = int(c.params.get("n", 0) or 0)
+        relation = str(c.params.get("relation", ""))
+        if c.kind == Kind.WORD_COUNT and relation in ("at least", "more than", "exactly"):
+            need = max(need, int(n * _TOKENS_PER_WORD) + 60)
+        elif c.kind == Kind.SENTENCE_COUNT and relation in ("at least", "more than", "exactly"):
+            need = max(need, n * 24 + 60)
+        elif c.kind in (Kind.PARAGRAPH_COUNT, Kind.NTH_PARAGRAPH_FIRST_WORD, Kind.SECTIONS, Kind.BULLET_COUNT):
+            need = max(need, n * 48 + 60)
+        elif c.kind == Kind.PLACEHOLDERS:
+            need = max(need, n * 12 + 120)
+        elif c.kind == Kind.REPEAT_PROMPT:
+            need = max(need, len(str(c.params.get("prompt_to_repeat", ""))) // 3 + 160)
+    return need
+
+
+def select(rows: Sequence[dict[str, Any]], tokenizer: Any, *, cap: int) -> tuple[list[dict[str, Any]], Counter[str]]:
+    """The rows whose every constraint is controlled (see the module doc), with budgets."""
+    chosen: list[dict[str, Any]] = []
+    excluded: Counter[str] = Counter()
+    for row in rows:
+        constraints = ifeval_constraints(row)
+        if constraints is None:
+            excluded["instruction_without_kind"] += 1
+            continue
+        budget = token_budget(constraints)
+        try:
+            steering = compile_steering(constraints, tokenizer, prompt=row["prompt"], max_new_tokens=budget)
+        except ConflictError:
+            excluded["conflicting_constraints"] += 1
+            continue
+        except LimitExceeded:
+            excluded["budget"] += 1
+            continue
+        if steering.controlled != {c.id for c in constraints}:
+            excluded["not_all_controlled"] += 1
+            continue
+        if budget > cap:
+            excluded["budget_over_cap"] += 1
+            continue
+        chosen.append({**row, "constraints": constraints, "budget": budget})
+    return chosen, excluded
+
+
+JUDGE_NOTES = {
+    "judge": "if-verifiable 0.1.2, IFEval registry, strict mode (evaluate_instructions)",
+    "datasets": "if_verifiable imports `datasets` at import time; it is imported but never "
+    "called: prompts and kwargs are read from the local input_data.jsonl, nothing is downloaded",
+    "punkt": "no package ships nltk punkt data; the sentence counter uses nltk's "
+    "PunktSentenceTokenizer with default (untrained) parameters, installed by replacing "
+    "instructions_util._get_sentence_tokenizer; nltk.word_tokenize (capital-word count) runs "
+    "with preserve_line=True, which needs no punkt data",
+    "langdetect": "DetectorFactory.seed = 0 so language checks are deterministic",
+}
+
+
+def _prepare_judge() -> Any:
+    import functools
+
+    import nltk
+    from if_verifiable.ifeval import instructions_util
+    from langdetect import DetectorFactory
+    from nltk.tokenize.punkt import PunktSentenceTokenizer
+
+    DetectorFactory.seed = 0
+    untrained = PunktSentenceTokenizer()
+    instructions_util._get_sentence_tokenizer = lambda: untrained
+    instructions_util.nltk = _NltkView(nltk, functools.partial(nltk.word_tokenize, preserve_line=True))
+    from if_verifiable.common import evaluate_instructions
+    from if_verifiable.ifeval.instructions_registry import INSTRUCTION_DICT
+
+    return lambda row, text: evaluate_instructions(
+        response=text,
+        instruction_id_list=row["instruction_id_list"],
+        kwargs_list=row["kwargs"],
+        prompt=row["prompt"],
+        instruction_registry=INSTRUCTION_DICT,
+    )
+
+
+class _NltkView:
+    """``nltk`` as the IFEval utilities see it, with a punkt-free ``word_tokenize``."""
+
+    def __init__(self, module: Any, word_tokenize: Any) -> None:
+        self._module = module
+        self.word_tokenize = word_tokenize
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._module, name)
+
+
+def judge(evaluate: Any, row: dict[str, Any], text: str) -> list[bool]:
+    """IFEval strict verdicts, one per instruction (an empty answer fails them all)."""
+    results, _ = evaluate(row, text)
+    if not results:
+        return [False] * len(row["instruction_id_list"])
+    return [r.strict_pass for r in results]
+
+
+def _chat_ids(tokenizer: Any, prompt: str) -> torch.Tensor:
+    ids = tokenizer.apply_chat_template(
+        [{"role": "user", "content": prompt}], add_generation_prompt=True, return_tensors="pt", return_dict=True
+    )["input_ids"]
+    return ids  # type: ignore[no-any-return]
+
+
+def run_generate(model: Any, tokenizer: Any, prompt: str, budget: int, beams: int = 1) -> tuple[str, int, float]:
+    """Plain ``model.generate`` (greedy, or beam search of ``beams``): text, new tokens, seconds."""
+    ids = _chat_ids(tokenizer, prompt)
+    start = time.perf_counter()
+    with torch.inference_mode():
+        out = model.generate(
+            ids,
+            attention_mask=torch.ones_like(ids),
+            max_new_tokens=budget,
+            do_sample=False,
+            num_beams=beams,
+            pad_token_id=tokenizer.pad_token_id,
+        )
+    seconds = time.perf_counter() - start
+    new = out[0, ids.shape[1] :]
+    return tokenizer.decode(new, skip_special_tokens=True), int(new.numel()), seconds
+
+
+def run_steered(model: Any, tokenizer: Any, row: dict[str, Any], width: int) -> dict[str, Any]:
+    """Our decode with the row's steering: answer, timings, shares, violations."""
+    from inference.decoder.decode import DecodeOptions, decode
+    from inference.prompting import plan_prompt
+
+    constraints = row["constraints"]
+    budget = row["budget"]
+    steering = compile_steering(constraints, tokenizer, prompt=row["prompt"], max_new_tokens=budget)
+    plan = plan_prompt(tokenizer, row["prompt"], constraints)
+    start = time.perf_counter()
+    result = decode(
+        model,
+        tokenizer,
+        plan,
+        steering=steering,
+        options=DecodeOptions(width=width, max_new_tokens=budget),
+        constraints=constraints,
+        request_text=row["prompt"],
+    )
+    seconds = time.perf_counter() - start
+    return {
+        "text": result.answer,
+        "tokens": result.generated_tokens,
+        "steps": result.decode_steps,
+        "seconds": seconds,
+        "decode_s": result.timings.decode_s,
+        "check_s": result.timings.constraint_check_s,
+        "constraint_check_share": result.constraint_check_share,
+        "counterfactual_flops_share": result.counterfactual_flops_share,
+        "violations": list(result.violations),
+    }
+
+
+def _ratio(num: float, den: float) -> float:
+    return round(num / den, 4) if den else 0.0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a fixed sample with short budgets (< 10 min on CPU)")
+    parser.add_argument("--limit", type=int, default=None, help="decode at most N selected prompts")
+    parser.add_argument("--width", type=int, default=4, help="beam width of our decode and of generate(num_beams)")
+    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--verbose", action="store_true", help="print each answer to stderr")
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 on a shared 2-core box)")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+
+    from inference.loader import load_model
+
+    torch.manual_seed(0)
+    lm = load_model("bundled", cache_root=Path("/tmp/tenet-cache"))
+    model, tokenizer = lm.model, lm.tokenizer
+    rows = [json.loads(line) for line in args.data.read_text().splitlines() if line.strip()]
+    cap = _QUICK_CAP if args.quick else _FULL_CAP
+    chosen, excluded = select(rows, tokenizer, cap=cap)
+    n_selected = len(chosen)
+    if args.quick:
+        step = max(1, len(chosen) // _QUICK_SAMPLE)
+        chosen = chosen[::step][:_QUICK_SAMPLE]
+    if args.limit is not None:
+        chosen = chosen[: args.limit]
+    evaluate = _prepare_judge()
+
+    steered_ok: list[list[bool]] = []
+    plain_ok: list[list[bool]] = []
+    violations = 0
+    violation_details: list[dict[str, Any]] = []
+    ours_tokens = ours_seconds = check_s = decode_s = 0.0
+    cf_shares: list[float] = []
+    gen_tokens = gen_seconds = 0.0
+    per_kind: dict[str, list[int]] = {}
+    for index, row in enumerate(chosen):
+        plain_text, _, _ = run_generate(model, tokenizer, row["prompt"], row["budget"])
+        steered = run_steered(model, tokenizer, row, args.width)
+        s_ok = judge(evaluate, row, steered["text"])
+        p_ok = judge(evaluate, row, plain_text)
+        steered_ok.append(s_ok)
+        plain_ok.append(p_ok)
+        for ifeval_id, ok in zip(row["instruction_id_list"], s_ok):
+            tally = per_kind.setdefault(ifeval_id, [0, 0])
+            tally[0] += int(ok)
+            tally[1] += 1
+        failed = [i for i, ok in zip(row["instruction_id_list"], s_ok) if not ok]
+        if failed:
+            violations += len(failed)
+            violation_details.append({"key": row["key"], "failed": failed, "reported": steered["violations"]})
+        ours_tokens += steered["steps"]
+        ours_seconds += steered["decode_s"]
+        check_s += steered["check_s"]
+        decode_s += steered["decode_s"]
+        cf_shares.append(steered["counterfactual_flops_share"])
+        if index < (2 if args.quick else 10):
+            _, n_gen, sec = run_generate(model, tokenizer, row["prompt"], row["budget"], beams=args.width)
+            gen_tokens += n_gen
+            gen_seconds += sec
+            ours_tokens_tp = steered["steps"]
+            row["throughput_pair"] = (ours_tokens_tp, steered["decode_s"], n_gen, sec)
+        if args.verbose:
+            print(f"--- {row['key']} {row['instruction_id_list']} steered={s_ok} plain={p_ok}", file=sys.stderr)
+            print(steered["text"][:600], file=sys.stderr)
+
+    pairs = [r["throughput_pair"] for r in chosen if "throughput_pair" in r]
+    tp_ours = _ratio(sum(p[0] for p in pairs), sum(p[1] for p in pairs))
+    tp_gen = _ratio(sum(p[2] for p in pairs), sum(p[3] for p in pairs))
+
+    def summary(verdicts: list[list[bool]]) -> dict[str, Any]:
+        flat = [v for vs in verdicts for v in vs]
+        return {
+            "instruction_strict": _ratio(sum(flat), len(flat)),
+            "prompt_strict": _ratio(sum(all(vs) for vs in verdicts), len(verdicts)),
+            "n_prompts": len(verdicts),
+            "n_instructions": len(flat),
+        }
+
+    report = {
+        "benchmark": "steering",
+        "quick": args.quick,
+        "width": args.width,
+        "selection_rule": "IFEval prompts whose instructions all map to catalog kinds and are all reported "
+        "controlled by compile_steering (IFEval kwargs as parameters); conflicting sets excluded; "
+        + (f"quick: every {max(1, n_selected // _QUICK_SAMPLE)}-th selected prompt with budget <= {_QUICK_CAP}" if args.quick else f"budget <= {_FULL_CAP}"),
+        "n_rows": len(rows),
+        "n_selected": n_selected,
+        "excluded": dict(excluded),
+        "steered": summary(steered_ok),
+        "unsteered": summary(plain_ok),
+        "hard_violations": violations,
+        "violation_details": violation_details,
+        "per_instruction_steered": {k: f"{v[0]}/{v[1]}" for k, v in sorted(per_kind.items())},
+        "tokens_per_s_ours": tp_ours,
+        "tokens_per_s_generate": tp_gen,
+        "throughput_ratio": _ratio(tp_ours, tp_gen),
+        "throughput_note": f"our decode (width {args.width}, steered) vs generate(num_beams={args.width}) "
+        f"on the first {len(pairs)} prompts, decode steps per second",
+        "constraint_check_share": _ratio(check_s, decode_s),
+        "counterfactual_flops_share": round(sum(cf_shares) / len(cf_shares), 4) if cf_shares else 0.0,
+        "judge_notes": JUDGE_NOTES,
+    }
+    print(json.dumps(report))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

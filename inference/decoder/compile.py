@@ -1,0 +1,446 @@
+"""Compile a request's constraints into the token controllers of its decode.
+
+``compile_steering`` reads the active constraints and builds one
+``ConstraintSteering``: a character policy, a layout of literal / free /
+formal segments, counted bounds and forbidden words. It also says which
+constraints it *controls* (their violation is impossible within the token
+budget), which it only *assists* (a bias, a script mask for a language that
+shares its script with others) and which it leaves to the prompt
+(``uncontrolled``: keyword presence, capital-word counts, evidence rules).
+
+Contradictions that no decode can satisfy are refused before decoding with
+``ConflictError`` (``extra["constraint_ids"]`` names them), e.g. all-lowercase
+with all-capitals, an end phrase with a comma under no-comma, a JSON answer
+with bullets, a minimum word count above the maximum; a token budget too
+small for a minimum raises ``LimitExceeded``. The pipeline answers both with
+``needs_confirmation`` instead of a silent violation.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+import torch
+
+from inference.decoder.controllers.charset import CharPolicy
+from inference.decoder.controllers.counts import Limits
+from inference.decoder.controllers.lexical import ForbiddenWords
+from inference.decoder.controllers.steering import ConstraintSteering
+from inference.decoder.controllers.template import Body, Layout, Literal, build_layout
+from inference.decoder.vocab import vocab_tables
+from reasoning.constraints.model import Constraint, Hardness, Kind, Relation, Scope
+from reasoning.errors import ConflictError, InvalidInput, LimitExceeded
+
+__all__ = ["compile_steering", "LANGUAGE_SCRIPTS", "CONTROLLED_KINDS"]
+
+# Languages whose script identifies them well enough for a script mask to
+# control them; Latin-script languages get only a Latin mask (assisted).
+LANGUAGE_SCRIPTS: dict[str, frozenset[str]] = {
+    "zh": frozenset({"CJK"}),
+    "ja": frozenset({"CJK", "HIRAGANA", "KATAKANA"}),
+    "ko": frozenset({"HANGUL"}),
+    "ru": frozenset({"CYRILLIC"}),
+    "bg": frozenset({"CYRILLIC"}),
+    "uk": frozenset({"CYRILLIC"}),
+    "sr": frozenset({"CYRILLIC"}),
+    "mk": frozenset({"CYRILLIC"}),
+    "hi": frozenset({"DEVANAGARI"}),
+    "mr": frozenset({"DEVANAGARI"}),
+    "ne": frozenset({"DEVANAGARI"}),
+    "ar": frozenset({"ARABIC"}),
+    "fa": frozenset({"ARABIC"}),
+    "ur": frozenset({"ARABIC"}),
+    "he": frozenset({"HEBREW"}),
+    "el": frozenset({"GREEK"}),
+    "th": frozenset({"THAI"}),
+    "bn": frozenset({"BENGALI"}),
+    "pa": frozenset({"GURMUKHI"}),
+    "gu": frozenset({"GUJARATI"}),
+    "kn": frozenset({"KANNADA"}),
+    "te": frozenset({"TELUGU"}),
+    "ta": frozenset({"TAMIL"}),
+    "ml": frozenset({"MALAYALAM"}),
+    "ka": frozenset({"GEORGIAN"}),
+    "hy": frozenset({"ARMENIAN"}),
+    "si": frozenset({"SINHALA"}),
+    "my": frozenset({"MYANMAR"}),
+    "km": frozenset({"KHMER"}),
+    "am": frozenset({"ETHIOPIC"}),
+}
+
+# Kinds with a token controller (some only for certain parameters; see
+# ``ConstraintSteering.controlled`` for what a given request got).
+CONTROLLED_KINDS: frozenset[Kind] = frozenset(
+    {
+        Kind.NO_COMMA,
+        Kind.ALL_LOWERCASE,
+        Kind.ALL_CAPITALS,
+        Kind.RESPONSE_LANGUAGE,
+        Kind.FORBIDDEN_WORDS,
+        Kind.WORD_COUNT,
+        Kind.SENTENCE_COUNT,
+        Kind.LETTER_FREQUENCY,
+        Kind.PLACEHOLDERS,
+        Kind.BULLET_COUNT,
+        Kind.SECTIONS,
+        Kind.PARAGRAPH_COUNT,
+        Kind.NTH_PARAGRAPH_FIRST_WORD,
+        Kind.TWO_RESPONSES,
+        Kind.HIGHLIGHTED_SECTIONS,
+        Kind.TITLE,
+        Kind.QUOTATION,
+        Kind.POSTSCRIPT,
+        Kind.END_PHRASE,
+        Kind.START_PHRASE,
+        Kind.REPEAT_PROMPT,
+        Kind.JSON_FORMAT,
+        Kind.REGEX_FORMAT,
+        Kind.CONSTRAINED_RESPONSE,
+    }
+)
+
+_BODY_PRIORITY = (
+    Kind.JSON_FORMAT,
+    Kind.REGEX_FORMAT,
+    Kind.CONSTRAINED_RESPONSE,
+    Kind.SECTIONS,
+    Kind.PARAGRAPH_COUNT,
+    Kind.NTH_PARAGRAPH_FIRST_WORD,
+    Kind.BULLET_COUNT,
+    Kind.TWO_RESPONSES,
+)
+_FORMAL = (Kind.JSON_FORMAT, Kind.REGEX_FORMAT, Kind.CONSTRAINED_RESPONSE)
+# Literal text whose checker ignores case may be case-folded to obey a case policy.
+_CASE_FREE_LITERALS = (Kind.POSTSCRIPT, Kind.END_PHRASE, Kind.REPEAT_PROMPT, Kind.NTH_PARAGRAPH_FIRST_WORD)
+
+
+def _bounds(params: dict[str, Any]) -> tuple[int | None, int | None]:
+    """(minimum, maximum) inclusive from ``relation`` and ``n``."""
+    try:
+        n = int(params["n"])
+        relation = Relation(params.get("relation", Relation.AT_LEAST))
+    except (KeyError, ValueError, TypeError) as exc:
+        raise InvalidInput(f"a count constraint needs 'relation' and an integer 'n': {exc}") from exc
+    return {
+        Relation.LESS_THAN: (None, n - 1),
+        Relation.AT_MOST: (None, n),
+        Relation.AT_LEAST: (n, None),
+        Relation.MORE_THAN: (n + 1, None),
+        Relation.EXACTLY: (n, n),
+    }[relation]
+
+
+def _conflict(detail: str, *constraints: Constraint) -> ConflictError:
+    return ConflictError(detail, constraint_ids=[c.id for c in constraints])
+
+
+def compile_steering(
+    constraints: Sequence[Constraint],
+    tokenizer: Any,
+    *,
+    prompt: str,
+    device: torch.device | str = "cpu",
+    vocab_size: int | None = None,
+    max_new_tokens: int | None = None,
+) -> ConstraintSteering:
+    """The steering for ``constraints`` (hard ones masked, soft static ones biased).
+
+    ``prompt`` is the user's request (the text ``repeat_prompt`` repeats when
+    its parameter is missing); ``device`` and ``vocab_size`` are the model's;
+    ``max_new_tokens`` lets the controllers close the structure (end phrase,
+    closing quote) before the budget ends; without it they cannot.
+
+    Example::
+
+        steering = compile_steering([Constraint(id="c1", kind=Kind.NO_COMMA)],
+                                    tokenizer, prompt="Describe Paris.")
+        state = steering.initial_state()
+    """
+    tables = vocab_tables(tokenizer, device, vocab_size)
+    active = [c for c in constraints if c.scope == Scope.RESPONSE]
+    hard = [c for c in active if c.hardness == Hardness.HARD]
+    soft = [c for c in active if c.hardness == Hardness.SOFT]
+    controlled: set[str] = set()
+    assisted: set[str] = set()
+    uncontrolled: set[str] = {c.id for c in constraints if c.scope != Scope.RESPONSE}
+
+    policy, policy_sources = _policy(hard, controlled, assisted)
+    soft_policy, _ = _policy(soft, assisted, set())
+    for c in soft:
+        if c.id not in assisted:
+            uncontrolled.add(c.id)
+
+    limits, forbidden = _counts(hard, controlled)
+    layout, literal_sources = _layout(hard, prompt, policy, controlled, uncontrolled)
+
+    for c in hard:
+        if c.id not in controlled and c.id not in assisted:
+            uncontrolled.add(c.id)
+
+    _check_literals(layout, policy, policy_sources, literal_sources)
+    _check_limits(limits, hard, max_new_tokens)
+    if policy.active and not bool((policy.allowed_mask(tables) & tables.has_letter).any()):
+        raise _conflict("the character constraints leave no token with letters", *policy_sources)
+
+    return ConstraintSteering(
+        tables,
+        segments=build_layout(layout),
+        policy=policy,
+        soft_policy=soft_policy if soft_policy.active else None,
+        limits=limits,
+        forbidden=forbidden,
+        max_new_tokens=max_new_tokens,
+        controlled=frozenset(controlled),
+        assisted=frozenset(assisted),
+        uncontrolled=frozenset(uncontrolled),
+    )
+
+
+def _policy(
+    constraints: list[Constraint], controlled: set[str], assisted: set[str]
+) -> tuple[CharPolicy, list[Constraint]]:
+    no_comma = False
+    case: str | None = None
+    scripts: frozenset[str] | None = None
+    sources: list[Constraint] = []
+    case_source: Constraint | None = None
+    for c in constraints:
+        if c.kind == Kind.NO_COMMA:
+            no_comma = True
+        elif c.kind in (Kind.ALL_LOWERCASE, Kind.ALL_CAPITALS):
+            wanted = "lower" if c.kind == Kind.ALL_LOWERCASE else "upper"
+            if case is not None and case != wanted:
+                assert case_source is not None
+                raise _conflict("an answer cannot be all lowercase and all capitals", case_source, c)
+            case, case_source = wanted, c
+        elif c.kind == Kind.RESPONSE_LANGUAGE:
+            lang = str(c.params.get("language", "")).lower().split("-")[0]
+            wanted_scripts = LANGUAGE_SCRIPTS.get(lang, frozenset({"LATIN"}))
+            if scripts is not None and scripts != wanted_scripts:
+                raise _conflict("the answer cannot be in two languages", *[s for s in sources if s.kind == Kind.RESPONSE_LANGUAGE], c)
+            scripts = wanted_scripts
+            (controlled if lang in LANGUAGE_SCRIPTS else assisted).add(c.id)
+            sources.append(c)
+            continue
+        else:
+            continue
+        controlled.add(c.id)
+        sources.append(c)
+    return CharPolicy(no_comma=no_comma, case=case, scripts=scripts), sources
+
+
+def _counts(constraints: list[Constraint], controlled: set[str]) -> tuple[Limits, ForbiddenWords | None]:
+    limits = Limits()
+    words: list[str] = []
+    for c in constraints:
+        if c.kind == Kind.WORD_COUNT:
+            lo, hi = _bounds(c.params)
+            limits = replace(limits, min_words=_tighter(limits.min_words, lo, max), max_words=_tighter(limits.max_words, hi, min))
+        elif c.kind == Kind.SENTENCE_COUNT:
+            lo, hi = _bounds(c.params)
+            limits = replace(
+                limits,
+                min_sentences=_tighter(limits.min_sentences, lo, max),
+                max_sentences=_tighter(limits.max_sentences, hi, min),
+            )
+        elif c.kind == Kind.LETTER_FREQUENCY:
+            letter = str(c.params.get("letter", "")).lower()
+            if len(letter) != 1:
+                raise InvalidInput(f"letter_frequency needs exactly one character, got {letter!r}")
+            if limits.letter not in (None, letter):
+                continue
+            lo, hi = _bounds(c.params)
+            limits = replace(limits, letter=letter, min_letter=lo, max_letter=hi)
+        elif c.kind == Kind.PLACEHOLDERS:
+            limits = replace(limits, min_placeholders=max(int(c.params.get("n", 1)), limits.min_placeholders or 0))
+        elif c.kind == Kind.FORBIDDEN_WORDS:
+            found = [str(w).strip() for w in c.params.get("words", []) if str(w).strip()]
+            if not found:
+                continue
+            words += found
+        else:
+            continue
+        controlled.add(c.id)
+    return limits, ForbiddenWords(tuple(dict.fromkeys(words))) if words else None
+
+
+def _tighter(old: int | None, new: int | None, pick: Any) -> int | None:
+    if old is None:
+        return new
+    if new is None:
+        return old
+    return int(pick(old, new))
+
+
+def _layout(
+    constraints: list[Constraint],
+    prompt: str,
+    policy: CharPolicy,
+    controlled: set[str],
+    uncontrolled: set[str],
+) -> tuple[Layout, dict[str, Constraint]]:
+    """The layout and, per literal text, the constraint that requires it."""
+    by_kind: dict[Kind, Constraint] = {}
+    for c in constraints:
+        by_kind.setdefault(c.kind, c)
+    sources: dict[str, Constraint] = {}
+
+    def literal(c: Constraint, text: str) -> str:
+        if c.kind in _CASE_FREE_LITERALS:
+            folded = CharPolicy(case=policy.case).transform(text)
+            text = folded
+        sources[text] = c
+        return text
+
+    body_kind = next((k for k in _BODY_PRIORITY if k in by_kind), None)
+    body = Body()
+    if body_kind is not None:
+        c = by_kind[body_kind]
+        body = _body(c, literal)
+        controlled.add(c.id)
+        for other in _BODY_PRIORITY:
+            if other in by_kind and other != body_kind:
+                if body_kind in _FORMAL or other in _FORMAL:
+                    raise _conflict("a formal answer (JSON, regex, options) cannot have another structure", c, by_kind[other])
+                uncontrolled.add(by_kind[other].id)
+    layout = Layout(body=body)
+    formal = body.kind == "formal"
+    for kind in (Kind.QUOTATION, Kind.TITLE, Kind.POSTSCRIPT, Kind.END_PHRASE, Kind.HIGHLIGHTED_SECTIONS):
+        if kind in by_kind and formal:
+            raise _conflict("a formal answer (JSON, regex, options) cannot carry extra text", by_kind[body_kind], by_kind[kind])  # type: ignore[index]
+    if Kind.QUOTATION in by_kind:
+        layout = replace(layout, quotation=True)
+        controlled.add(by_kind[Kind.QUOTATION].id)
+    if Kind.TITLE in by_kind:
+        layout = replace(layout, title=True)
+        controlled.add(by_kind[Kind.TITLE].id)
+    prefix_c = by_kind.get(Kind.REPEAT_PROMPT) or by_kind.get(Kind.START_PHRASE)
+    if prefix_c is not None:
+        key = "prompt_to_repeat" if prefix_c.kind == Kind.REPEAT_PROMPT else "phrase"
+        text = str(prefix_c.params.get(key) or (prompt if prefix_c.kind == Kind.REPEAT_PROMPT else "")).strip()
+        if not text:
+            raise InvalidInput(f"{prefix_c.kind.value} needs a non-empty '{key}'")
+        other = by_kind.get(Kind.START_PHRASE) if prefix_c.kind == Kind.REPEAT_PROMPT else None
+        if other is not None and not text.lower().startswith(str(other.params.get("phrase", "")).strip().lower()):
+            raise _conflict("the answer cannot start with both texts", prefix_c, other)
+        if formal:
+            raise _conflict("a formal answer cannot start with other text", by_kind[body_kind], prefix_c)  # type: ignore[index]
+        layout = replace(layout, prefix=literal(prefix_c, text))
+        controlled.add(prefix_c.id)
+        if other is not None:
+            controlled.add(other.id)
+    if Kind.POSTSCRIPT in by_kind:
+        c = by_kind[Kind.POSTSCRIPT]
+        layout = replace(layout, postscript=literal(c, str(c.params.get("marker") or "P.S.").strip()))
+        controlled.add(c.id)
+    if Kind.END_PHRASE in by_kind:
+        c = by_kind[Kind.END_PHRASE]
+        phrase = str(c.params.get("phrase", "")).strip()
+        if not phrase:
+            raise InvalidInput("end_phrase needs a non-empty 'phrase'")
+        layout = replace(layout, end_phrase=literal(c, phrase))
+        controlled.add(c.id)
+    if Kind.HIGHLIGHTED_SECTIONS in by_kind:
+        c = by_kind[Kind.HIGHLIGHTED_SECTIONS]
+        n = int(c.params.get("n", 1))
+        slots = {"free": n, "bullets": body.n, "sections": body.n, "paragraphs": body.n,
+                 "blank_paragraphs": body.n, "two": 2}.get(body.kind, 0)
+        if n <= slots:
+            layout = replace(layout, highlights=n)
+            controlled.add(c.id)
+        else:
+            uncontrolled.add(c.id)
+    return layout, sources
+
+
+def _body(c: Constraint, literal: Any) -> Body:
+    p = c.params
+    try:
+        if c.kind == Kind.JSON_FORMAT:
+            from llguidance import LLMatcher
+
+            schema = p.get("schema") or {"type": "object"}
+            grammar = LLMatcher.grammar_from_json_schema(
+                json.dumps(schema), defaults={"whitespace_flexible": False}
+            )
+            return Body(kind="formal", grammar=grammar)
+        if c.kind == Kind.REGEX_FORMAT:
+            from llguidance import LLMatcher
+
+            pattern = str(p["pattern"])
+            re.compile(pattern)
+            return Body(kind="formal", grammar=LLMatcher.grammar_from_regex(pattern))
+        if c.kind == Kind.CONSTRAINED_RESPONSE:
+            from llguidance import LLMatcher
+
+            options = [str(o) for o in p["options"] if str(o)]
+            if not options:
+                raise InvalidInput("constrained_response needs at least one option")
+            for option in options:
+                literal(c, option)
+            pattern = "|".join(re.escape(o) for o in options)
+            return Body(kind="formal", grammar=LLMatcher.grammar_from_regex(f"({pattern})"))
+        if c.kind == Kind.SECTIONS:
+            splitter = str(p.get("splitter") or "Section").strip()
+            literal(c, splitter)
+            return Body(kind="sections", n=int(p["n"]), splitter=splitter)
+        if c.kind == Kind.PARAGRAPH_COUNT:
+            return Body(kind="paragraphs", n=int(p["n"]))
+        if c.kind == Kind.NTH_PARAGRAPH_FIRST_WORD:
+            n, nth = int(p["n"]), int(p["nth"])
+            if not 1 <= nth <= n:
+                raise InvalidInput(f"nth_paragraph_first_word: nth={nth} is not within 1..{n}")
+            word = literal(c, str(p["first_word"]).strip().capitalize())
+            return Body(kind="blank_paragraphs", n=n, nth=nth, first_word=word)
+        if c.kind == Kind.BULLET_COUNT:
+            return Body(kind="bullets", n=int(p["n"]))
+        return Body(kind="two")
+    except (KeyError, ValueError, TypeError, re.error) as exc:
+        raise InvalidInput(f"{c.kind.value}: invalid parameters {p!r}: {exc}") from exc
+
+
+def _check_literals(
+    layout: Layout,
+    policy: CharPolicy,
+    policy_sources: list[Constraint],
+    literal_sources: dict[str, Constraint],
+) -> None:
+    """Refuse literals the character policy forbids (scripts excepted: a
+    literal the user asked for verbatim may be in another script)."""
+    case_policy = CharPolicy(no_comma=policy.no_comma, case=policy.case)
+    if not case_policy.active:
+        return
+    options = [(text, c) for text, c in literal_sources.items() if c.kind == Kind.CONSTRAINED_RESPONSE]
+    if options and not any(case_policy.ok_text(text) for text, _ in options):
+        raise _conflict(
+            "no allowed option obeys the character constraints",
+            *[c for c in policy_sources if c.kind != Kind.RESPONSE_LANGUAGE], options[0][1],
+        )
+    for segment in build_layout(layout):
+        if isinstance(segment, Literal) and not case_policy.ok_text(segment.text):
+            culprit = next((c for text, c in literal_sources.items() if text in segment.text and not case_policy.ok_text(text)), None)
+            involved = [c for c in policy_sources if c.kind != Kind.RESPONSE_LANGUAGE]
+            if culprit is not None:
+                involved.append(culprit)
+            raise _conflict(f"required text {segment.text.strip()!r} breaks a character constraint", *involved)
+
+
+def _check_limits(limits: Limits, constraints: list[Constraint], max_new_tokens: int | None) -> None:
+    pairs = ((limits.min_words, limits.max_words, Kind.WORD_COUNT),
+             (limits.min_sentences, limits.max_sentences, Kind.SENTENCE_COUNT),
+             (limits.min_letter, limits.max_letter, Kind.LETTER_FREQUENCY))
+    for lo, hi, kind in pairs:
+        involved = [c for c in constraints if c.kind == kind]
+        if hi is not None and hi < 0:
+            raise _conflict(f"{kind.value}: the bound leaves no possible answer", *involved)
+        if lo is not None and hi is not None and lo > hi:
+            raise _conflict(f"{kind.value}: the minimum {lo} exceeds the maximum {hi}", *involved)
+    if max_new_tokens is not None and limits.min_words is not None and limits.min_words > max_new_tokens:
+        raise LimitExceeded(
+            f"at least {limits.min_words} words cannot fit in {max_new_tokens} new tokens",
+            constraint_ids=[c.id for c in constraints if c.kind == Kind.WORD_COUNT],
+        )

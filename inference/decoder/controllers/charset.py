@@ -1,0 +1,125 @@
+"""Character policies: which characters the whole answer may contain.
+
+``no_comma``, ``all_lowercase``, ``all_capitals`` and a script-bound
+``response_language`` are properties of every character of the answer, so
+they compile to one ``CharPolicy``. The policy gives
+
+- a static ``[V]`` mask of the complete tokens whose every character passes
+  (applied with one vector operation per step);
+- the UTF-8 byte prefixes of allowed characters, so a token that carries only
+  part of a multi-byte character (byte-fallback BPE pieces) can be checked
+  lazily against what it may still become;
+- a text transform (drop commas, fold case) that names the allowed variant of
+  a masked token, so its probability moves there instead of vanishing.
+
+Guarantee: a text built only from tokens the policy admits (with fragments
+admitted by ``fragment_ok``) contains no character the policy forbids.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from inference.decoder.vocab import VocabTables, letter_script
+
+__all__ = ["CharPolicy"]
+
+_COMMAS = ","
+
+
+@dataclass(frozen=True)
+class CharPolicy:
+    """What characters may appear. ``case`` is ``"lower"``, ``"upper"`` or None."""
+
+    no_comma: bool = False
+    case: str | None = None
+    scripts: frozenset[str] | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.no_comma or self.case is not None or self.scripts is not None
+
+    def ok_char(self, ch: str) -> bool:
+        """True when ``ch`` may appear anywhere in the answer."""
+        if self.no_comma and ch in _COMMAS:
+            return False
+        if self.case == "lower" and ch.isupper():
+            return False
+        if self.case == "upper" and ch.islower():
+            return False
+        if self.scripts is not None and ch.isalpha():
+            return letter_script(ch) in self.scripts
+        return True
+
+    def ok_text(self, text: str) -> bool:
+        return all(self.ok_char(ch) for ch in text)
+
+    def transform(self, text: str) -> str:
+        """The allowed spelling of ``text`` (commas dropped, case folded)."""
+        if self.no_comma:
+            text = text.replace(",", "")
+        if self.case == "lower":
+            text = text.lower()
+        elif self.case == "upper":
+            text = text.upper()
+        return text
+
+    def allowed_mask(self, tables: VocabTables) -> torch.Tensor:
+        """``[V]`` bool: complete, non-special tokens whose characters all pass."""
+
+        def build() -> torch.Tensor:
+            values = [self.ok_text(t) for t in tables.texts]
+            mask = torch.tensor(values, dtype=torch.bool, device=tables.device)
+            return mask & ~tables.fragment & ~tables.special
+
+        return tables.cached(("policy-mask", self), build)  # type: ignore[no-any-return]
+
+    def prefixes(self, tables: VocabTables) -> frozenset[bytes]:
+        """Proper UTF-8 prefixes of allowed non-ASCII BMP characters."""
+
+        def build() -> frozenset[bytes]:
+            found: set[bytes] = set()
+            for code in range(0x80, 0x10000):
+                if 0xD800 <= code <= 0xDFFF:
+                    continue
+                ch = chr(code)
+                if self.ok_char(ch):
+                    encoded = ch.encode("utf-8")
+                    for cut in range(1, len(encoded)):
+                        found.add(encoded[:cut])
+            return frozenset(found)
+
+        return tables.cached(("policy-prefixes", self), build)  # type: ignore[no-any-return]
+
+    def fragment_ok(self, tables: VocabTables, pending: bytes, token: bytes) -> bool:
+        """Whether ``pending + token`` keeps every complete character allowed and
+        leaves a tail that can still become an allowed character."""
+        data = pending + token
+        text, tail = split_utf8(data)
+        if text is None:
+            return False
+        if not self.ok_text(text):
+            return False
+        return not tail or tail in self.prefixes(tables)
+
+    def variants(self, tables: VocabTables, banned: torch.Tensor) -> torch.Tensor:
+        """``[V]`` long map from a banned token to its allowed variant (or -1)."""
+        key = f"policy:{self.no_comma}:{self.case}"
+        return tables.variant_map(self.transform, key, banned)
+
+
+def split_utf8(data: bytes) -> tuple[str | None, bytes]:
+    """Decode the longest complete prefix of ``data``; return it and the tail.
+
+    The tail is at most 3 bytes of an unfinished character; None is returned
+    for the text when the bytes are invalid anywhere but in that tail.
+    """
+    for cut in range(0, min(4, len(data) + 1)):
+        head = data[: len(data) - cut] if cut else data
+        try:
+            return head.decode("utf-8"), data[len(head) :]
+        except UnicodeDecodeError:
+            continue
+    return None, b""

@@ -1,0 +1,142 @@
+"""Counted quantities of the answer: words, sentences, a letter, placeholders.
+
+Counting follows IFEval's definitions, which our verifiers share: a word is a
+``\\w+`` run, a sentence ends at ``.``, ``!`` or ``?`` followed by
+whitespace, a placeholder is ``[...]`` on one line. ``Counts`` is the
+running tally of one beam, updated per appended chunk in O(len(chunk)).
+``Limits`` says what the request bounds; ``new_*`` give the tally after each
+candidate token as a ``[V]`` vector, so an upper bound becomes one mask.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import torch
+
+from inference.decoder.vocab import WORD_RE, VocabTables
+
+__all__ = ["Counts", "Limits", "count_text"]
+
+_SENTENCE_END = re.compile(r"[.!?]+(?=\s)")
+
+
+@dataclass(frozen=True, slots=True)
+class Counts:
+    """Running tallies of one beam's text."""
+
+    words: int = 0
+    in_word: bool = False
+    sentences: int = 0
+    ends_terminal: bool = False
+    letter: int = 0
+    placeholders: int = 0
+    bracket_open: bool = False
+    last_char: str = ""
+
+    def add(self, chunk: str, letter: str | None) -> Counts:
+        """The tallies after ``chunk`` is appended."""
+        if not chunk:
+            return self
+        runs = WORD_RE.findall(chunk)
+        words = self.words + len(runs)
+        if runs and self.in_word and WORD_RE.match(chunk[0]):
+            words -= 1
+        sentences = self.sentences + len(_SENTENCE_END.findall(self.last_char + chunk))
+        placeholders, open_ = self.placeholders, self.bracket_open
+        for ch in chunk:
+            if ch == "\n":
+                open_ = False
+            elif ch == "[" and not open_:
+                open_ = True
+            elif ch == "]" and open_:
+                open_ = False
+                placeholders += 1
+        last = chunk[-1]
+        return Counts(
+            words=words,
+            in_word=bool(WORD_RE.match(last)),
+            sentences=sentences,
+            ends_terminal=last in ".!?",
+            letter=self.letter + (chunk.lower().count(letter) if letter else 0),
+            placeholders=placeholders,
+            bracket_open=open_,
+            last_char=last,
+        )
+
+
+def count_text(text: str, letter: str | None = None) -> Counts:
+    return Counts().add(text, letter)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds from the request. ``max_*`` are inclusive maxima, ``min_*`` minima."""
+
+    min_words: int | None = None
+    max_words: int | None = None
+    min_sentences: int | None = None
+    max_sentences: int | None = None
+    letter: str | None = None
+    min_letter: int | None = None
+    max_letter: int | None = None
+    min_placeholders: int | None = None
+
+    @property
+    def has_max(self) -> bool:
+        return any(v is not None for v in (self.max_words, self.max_sentences, self.max_letter))
+
+    def mins_met(self, counts: Counts) -> bool:
+        """True when every lower bound holds (the answer may end)."""
+        return (
+            (self.min_words is None or counts.words >= self.min_words)
+            and (self.min_sentences is None or counts.sentences >= self.min_sentences)
+            and (self.min_letter is None or counts.letter >= self.min_letter)
+            and (self.min_placeholders is None or counts.placeholders >= self.min_placeholders)
+        )
+
+    def over_max(
+        self,
+        tables: VocabTables,
+        counts: Counts,
+        reserve: Counts,
+        spare_sentences: int,
+    ) -> torch.Tensor | None:
+        """``[V]`` bool of tokens that would break an upper bound, leaving room
+        for ``reserve`` (what the remaining literals will add) and
+        ``spare_sentences`` (one per remaining free segment); None if no bound.
+        """
+        banned: torch.Tensor | None = None
+        if self.max_words is not None:
+            joined = tables.starts_wordchar & (tables.word_runs > 0) if counts.in_word else None
+            new = counts.words + tables.word_runs
+            if joined is not None:
+                new = new - joined.to(torch.int32)
+            banned = new > self.max_words - reserve.words
+        if self.max_sentences is not None:
+            new = counts.sentences + tables.sentence_ends
+            if counts.ends_terminal:
+                new = new + tables.starts_space.to(torch.int32)
+            # Punkt also counts the unterminated last sentence: keep one in hand.
+            over = new >= self.max_sentences - reserve.sentences - spare_sentences
+            banned = over if banned is None else banned | over
+        if self.max_letter is not None and self.letter is not None:
+            row = tables.char_counts(self.letter)
+            over = counts.letter + row > self.max_letter - reserve.letter
+            banned = over if banned is None else banned | over
+        return banned
+
+    def must_close(self, counts: Counts, reserve: Counts, spare_sentences: int) -> bool:
+        """True when an upper bound is reached and the segment must end now.
+
+        A sentence bound closes right after the last allowed sentence's final
+        punctuation (any further text would open one more sentence).
+        """
+        if self.max_words is not None and counts.words >= self.max_words - reserve.words:
+            return not counts.in_word
+        if self.max_sentences is not None:
+            room = self.max_sentences - reserve.sentences - spare_sentences
+            if counts.ends_terminal and counts.sentences + 1 >= room:
+                return True
+        return False

@@ -1,0 +1,518 @@
+"""``ConstraintSteering``: the token controllers of one request, composed.
+
+One object implements the ``Steering`` protocol for a request: a character
+policy (commas, case, script), a layout of literal / free / formal segments
+(the structure), counted bounds (words, sentences, a letter, placeholders)
+and forbidden words. Per step and per beam row:
+
+1. masses of tokens the character policy bans move to their allowed variant
+   (the case-folded token, the token without the comma), then the bans apply
+   (one batched vector operation for all rows);
+2. in a literal segment, only the literal's next token stays (score 0: the
+   choice was made when the segment began);
+3. in a free segment, the segment's character class and the upper bounds
+   mask the row; the stop tokens' mass (EOS, a newline ending a line, ``>``
+   ending a title) moves to the token that begins what must come next (the
+   next literal, an opening ``[`` for a missing placeholder, or EOS); lower
+   bounds hold the stop back; an exhausted bound or budget forces it;
+4. in a formal segment, the llguidance matcher's bitmask masks the row;
+5. when lazy checks are needed (forbidden words, byte fragments of
+   multi-byte characters) the best ``TOP_K`` survivors are checked one by one
+   and the row is cut to those that pass.
+
+Guarantees (beyond the protocol's): every kept token passes every check; a
+row is never left without a finite entry: when nothing passes, the state's
+forced exit (the next literal or EOS) is allowed and the state records the
+violation it causes in ``violations``, so it is reported, never silent.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from inference.decoder.controllers.charset import CharPolicy, split_utf8
+from inference.decoder.controllers.counts import Counts, Limits, count_text
+from inference.decoder.controllers.lexical import ForbiddenWords
+from inference.decoder.controllers.template import Formal, Free, Literal, Segment
+from inference.decoder.vocab import VocabTables
+
+__all__ = ["SteerState", "ConstraintSteering", "TOP_K"]
+
+TOP_K = 32
+_MAX_LAZY_ROUNDS = 4
+_NEG_INF = float("-inf")
+_PLACEHOLDER_CAP = 8
+_MIN_SEGMENT_TOKENS = 2
+
+
+@dataclass(frozen=True, slots=True)
+class SteerState:
+    """One beam's controller state. Immutable: ``advance`` returns a new one."""
+
+    text: str = ""
+    pending: bytes = b""
+    n_tokens: int = 0
+    seg: int = 0
+    lit_pos: int = 0
+    seg_tokens: int = 0
+    seg_deadline: int | None = None
+    bracket_tokens: int = 0
+    counts: Counts = field(default_factory=Counts)
+    matcher: Any = None
+    finished: bool = False
+    violations: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class _CompiledSegment:
+    segment: Segment
+    tokens: tuple[int, ...] = ()  # literal tokens
+    allowed: torch.Tensor | None = None  # free: [V] bool class mask
+    stop: torch.Tensor | None = None  # free: [V] bool stop tokens
+    target: int = -1  # the token that leaves this segment
+    reserve: Counts = field(default_factory=Counts)  # what later literals add
+    reserve_tokens: int = 0  # tokens later segments need at least
+    free_after: int = 0  # body free segments after this one
+
+
+class ConstraintSteering:
+    """Token controllers compiled from a request's constraints (see module doc).
+
+    Build it with ``inference.decoder.compile.compile_steering``; the
+    constructor takes already-validated parts.
+    """
+
+    def __init__(
+        self,
+        tables: VocabTables,
+        *,
+        segments: tuple[Segment, ...],
+        policy: CharPolicy,
+        soft_policy: CharPolicy | None = None,
+        soft_penalty: float = 2.0,
+        limits: Limits = Limits(),
+        forbidden: ForbiddenWords | None = None,
+        max_new_tokens: int | None = None,
+        controlled: frozenset[str] = frozenset(),
+        assisted: frozenset[str] = frozenset(),
+        uncontrolled: frozenset[str] = frozenset(),
+    ) -> None:
+        self.tables = tables
+        self.policy = policy
+        self.limits = limits
+        self.forbidden = forbidden
+        self.max_new_tokens = max_new_tokens
+        self.controlled = controlled
+        self.assisted = assisted
+        self.uncontrolled = uncontrolled
+        self.eos = tables.eos_ids[0]
+        self._eos_mask = torch.zeros(tables.size, dtype=torch.bool, device=tables.device)
+        self._eos_mask[list(tables.eos_ids)] = True
+        self._policy_mask = policy.allowed_mask(tables) if policy.active else ~tables.special
+        banned = ~self._policy_mask & ~tables.special & ~tables.fragment
+        self._variants: tuple[torch.Tensor, torch.Tensor] | None = None
+        if policy.no_comma or policy.case:
+            vmap = policy.variants(tables, banned)
+            src = torch.nonzero(vmap >= 0).flatten()
+            dst = vmap[src]
+            keep = self._policy_mask[dst]
+            self._variants = (src[keep], dst[keep])
+        self._soft: torch.Tensor | None = None
+        if soft_policy is not None and soft_policy.active:
+            soft_bad = ~soft_policy.allowed_mask(tables) & ~tables.special & ~tables.fragment
+            self._soft = soft_bad.to(torch.float32) * -soft_penalty
+        self._lazy_fragments = policy.active
+        self._fragment_list: list[bool] = tables.fragment.tolist()
+        self._open_bracket = self._bracket_token(" [")
+        self._open_bracket_bare = self._bracket_token("[")
+        self._close_bracket = self._bracket_token("]")
+        self._segments = self._compile(segments)
+        none = torch.zeros(tables.size, dtype=torch.bool, device=tables.device)
+        self._allowed_stack = torch.stack(
+            [c.allowed if c.allowed is not None else none for c in self._segments] or [none]
+        )  # [S, V]
+        self._stop_stack = torch.stack(
+            [c.stop if c.stop is not None else none for c in self._segments] or [none]
+        )  # [S, V]
+        self._not_fragment = ~tables.fragment | tables.special
+        # Stop tokens as padded index lists: the stop mass is a gather, not a [V] pass.
+        stop_lists = [torch.nonzero(m).flatten() for m in self._stop_stack]
+        width = max(1, max(len(x) for x in stop_lists))
+        self._stop_index = torch.zeros(len(stop_lists), width, dtype=torch.long, device=tables.device)
+        self._stop_valid = torch.zeros(len(stop_lists), width, dtype=torch.bool, device=tables.device)
+        for i, idx in enumerate(stop_lists):
+            self._stop_index[i, : len(idx)] = idx
+            self._stop_valid[i, : len(idx)] = True
+        self._shifts = torch.arange(32, dtype=torch.int32)
+        self._has_formal = any(isinstance(s.segment, Formal) for s in self._segments)
+        self._matcher_proto: Any = None
+        if self._has_formal:
+            self._matcher_proto = self._first_matcher()
+
+    # --- construction -------------------------------------------------
+
+    def _bracket_token(self, text: str) -> int:
+        ids = self.tables.encode(text)
+        return ids[0] if len(ids) == 1 else -1
+
+    def _literal_tokens(self, text: str) -> tuple[int, ...]:
+        return tuple(self.tables.encode(text))
+
+    def _free_masks(self, seg: Free) -> tuple[torch.Tensor, torch.Tensor]:
+        t = self.tables
+        allowed = self._policy_mask.clone()
+        if self._lazy_fragments:
+            allowed &= ~t.fragment
+        allowed &= ~t.has_star & ~t.has_angle & ~t.special
+        if self.limits.min_placeholders is None:
+            allowed &= ~t.has_bracket
+        else:
+            empty = torch.tensor(["[]" in x for x in t.texts], dtype=torch.bool, device=t.device)
+            allowed &= ~empty
+        stop = self._eos_mask.clone()
+        if not seg.multiline:
+            stop |= t.has_newline
+            allowed &= ~t.has_newline
+        if seg.role in ("title", "heading"):
+            stop |= t.has_angle | t.has_star
+        return allowed, stop
+
+    def _compile(self, segments: tuple[Segment, ...]) -> tuple[_CompiledSegment, ...]:
+        out: list[_CompiledSegment] = []
+        letter = self.limits.letter
+        for index, seg in enumerate(segments):
+            later = segments[index + 1 :]
+            reserve_text = "".join(s.text for s in later if isinstance(s, Literal))
+            reserve = count_text(reserve_text, letter)
+            reserve_tokens = sum(
+                len(self._literal_tokens(s.text)) if isinstance(s, Literal) else _MIN_SEGMENT_TOKENS
+                for s in later
+            )
+            free_after = sum(1 for s in later if isinstance(s, Free) and s.role == "body")
+            if isinstance(seg, Literal):
+                out.append(_CompiledSegment(seg, tokens=self._literal_tokens(seg.text)))
+                continue
+            following = later[0] if later else None
+            if isinstance(following, Literal):
+                target = self._literal_tokens(following.text)[0]
+            else:
+                target = self.eos
+            if isinstance(seg, Formal):
+                out.append(
+                    _CompiledSegment(seg, target=target, reserve=reserve, reserve_tokens=reserve_tokens)
+                )
+                continue
+            allowed, stop = self._free_masks(seg)
+            if target != self.eos:
+                allowed[target] = False
+            out.append(
+                _CompiledSegment(
+                    seg,
+                    allowed=allowed,
+                    stop=stop,
+                    target=target,
+                    reserve=reserve,
+                    reserve_tokens=reserve_tokens,
+                    free_after=free_after,
+                )
+            )
+        return tuple(out)
+
+    def _first_matcher(self) -> Any:
+        from llguidance import LLMatcher
+
+        for comp in self._segments:
+            if isinstance(comp.segment, Formal):
+                matcher = LLMatcher(self.tables.llg_tokenizer, comp.segment.grammar, log_level=0)
+                if matcher.is_error():
+                    from reasoning.errors import InvalidInput
+
+                    raise InvalidInput(f"the format grammar is invalid: {matcher.get_error()}")
+                return matcher
+        return None
+
+    # --- protocol -----------------------------------------------------
+
+    def initial_state(self) -> SteerState:
+        state = SteerState(matcher=self._matcher_proto.deep_copy() if self._has_formal else None)
+        return self._enter(state, 0)
+
+    def apply(self, states: list[Any], logprobs: torch.Tensor) -> torch.Tensor:
+        """Adjusted log-probabilities. ``logprobs: [B, V]``; returns ``[B, V]``.
+
+        Rows are planned in Python (a few attribute reads per beam), then
+        masked together: the per-step cost is a fixed number of ``[B, V]``
+        tensor operations plus, with lazy checks, ``O(TOP_K)`` per row.
+        """
+        lp = logprobs.float()
+        if self._variants is not None:
+            src, dst = self._variants
+            probs = lp.exp()  # [B, V]
+            probs.index_add_(1, dst, probs[:, src])
+            lp = probs.log()
+        if self._soft is not None:
+            lp = lp + self._soft
+        plans = [self._plan(state) for state in states]
+        out = torch.full_like(lp, _NEG_INF)  # [B, V]
+        free = [r for r, plan in enumerate(plans) if plan.kind == "free"]
+        if free:
+            out[free] = self._free_rows([states[r] for r in free], [plans[r] for r in free], lp[free])
+        for r, plan in enumerate(plans):
+            if plan.kind == "only":
+                out[r, plan.exit] = 0.0
+            elif plan.kind == "formal":
+                out[r] = self._formal_row(states[r], plan, lp[r])
+        checked = [r for r, plan in enumerate(plans) if plan.kind != "only"]
+        if checked:
+            alive = torch.isfinite(out[checked]).any(dim=-1).tolist()
+            for r, ok in zip(checked, alive):
+                if not ok:
+                    out[r, plans[r].exit] = 0.0
+        return out.to(logprobs.dtype)
+
+    def advance(self, state: Any, token_id: int) -> SteerState:
+        assert isinstance(state, SteerState)
+        if state.finished:
+            return state
+        comp = self._segments[state.seg] if state.seg < len(self._segments) else None
+        if token_id in self.tables.eos_ids:
+            return self._finish(state, ended_by_model=True)
+        if comp is not None and not isinstance(comp.segment, Literal) and token_id == comp.target:
+            state = self._enter(state, state.seg + 1)
+            comp = self._segments[state.seg]
+        new = self._append(state, token_id)
+        if comp is None:
+            return new
+        if isinstance(comp.segment, Literal):
+            pos = state.lit_pos + 1
+            if pos >= len(comp.tokens):
+                return self._enter(dataclasses.replace(new, lit_pos=0), state.seg + 1)
+            return dataclasses.replace(new, lit_pos=pos)
+        if isinstance(comp.segment, Formal) and new.matcher is not None:
+            matcher = new.matcher.deep_copy()
+            if not matcher.consume_token(token_id):
+                new = dataclasses.replace(new, violations=new.violations + ("format",))
+            new = dataclasses.replace(new, matcher=matcher)
+        bracket = new.bracket_tokens + 1 if new.counts.bracket_open else 0
+        return dataclasses.replace(new, seg_tokens=new.seg_tokens + 1, bracket_tokens=bracket)
+
+    # --- state transitions --------------------------------------------
+
+    def _append(self, state: SteerState, token_id: int) -> SteerState:
+        text, tail = split_utf8(state.pending + self.tables.token_bytes[token_id])
+        chunk = text if text is not None else ""
+        counts = state.counts.add(chunk, self.limits.letter)
+        return dataclasses.replace(
+            state, text=state.text + chunk, pending=tail, n_tokens=state.n_tokens + 1, counts=counts
+        )
+
+    def _enter(self, state: SteerState, seg: int) -> SteerState:
+        """Move to segment ``seg``; a finished layout finishes the state."""
+        if seg >= len(self._segments):
+            return dataclasses.replace(state, seg=seg, lit_pos=0)
+        comp = self._segments[seg]
+        deadline = None
+        if isinstance(comp.segment, Free):
+            if comp.segment.cap_tokens is not None:
+                deadline = state.n_tokens + comp.segment.cap_tokens
+            if self.max_new_tokens is not None:
+                room = self.max_new_tokens - state.n_tokens - comp.reserve_tokens
+                share = room // (1 + comp.free_after) if comp.segment.role == "body" else room
+                budget_deadline = state.n_tokens + max(_MIN_SEGMENT_TOKENS, share)
+                deadline = budget_deadline if deadline is None else min(deadline, budget_deadline)
+        return dataclasses.replace(state, seg=seg, lit_pos=0, seg_tokens=0, seg_deadline=deadline)
+
+    def _finish(self, state: SteerState, *, ended_by_model: bool) -> SteerState:
+        problems = list(state.violations)
+        if state.seg < len(self._segments) and not (
+            state.seg == len(self._segments) - 1
+            and not isinstance(self._segments[state.seg].segment, Literal)
+        ):
+            problems.append("structure")
+        if not self.limits.mins_met(state.counts):
+            problems.append("minimum")
+        if state.matcher is not None and not state.matcher.is_accepting():
+            problems.append("format")
+        if self.forbidden is not None and not self.forbidden.ends_ok(state.text):
+            problems.append("forbidden_words")
+        return dataclasses.replace(state, finished=True, violations=tuple(dict.fromkeys(problems)))
+
+    def unmet(self, state: SteerState) -> tuple[str, ...]:
+        """What the text fails of the controlled requirements, were it to end now.
+
+        Empty when none. The beam search calls it on the answer it returns,
+        finished or cut by the token budget, to report rather than hide a
+        violation ("structure", "minimum", "format", "forbidden_words").
+        """
+        return state.violations if state.finished else self._finish(state, ended_by_model=False).violations
+
+    # --- masking -----------------------------------------------------
+
+    def _plan(self, state: SteerState) -> _Plan:
+        """What a row needs: one forced token, a free-text mask or a grammar mask."""
+        if state.finished or state.seg >= len(self._segments):
+            return _Plan("only", self.eos)
+        comp = self._segments[state.seg]
+        if isinstance(comp.segment, Literal):
+            return _Plan("only", comp.tokens[state.lit_pos])
+        budget_out = self.max_new_tokens is not None and (
+            self.max_new_tokens - state.n_tokens <= comp.reserve_tokens + 1
+        )
+        if isinstance(comp.segment, Formal):
+            return _Plan("formal", comp.target, seg=state.seg, forced=budget_out)
+        seg = comp.segment
+        assert isinstance(seg, Free)
+        counts = state.counts
+        exit_token = comp.target
+        need_placeholder = (
+            seg.gate
+            and self.limits.min_placeholders is not None
+            and counts.placeholders < self.limits.min_placeholders
+        )
+        if counts.bracket_open:
+            exit_token = self._close_bracket
+        elif need_placeholder:
+            exit_token = self._open_bracket_bare if state.text[-1:].isspace() else self._open_bracket
+        if exit_token < 0:
+            exit_token = comp.target
+        may_stop = state.seg_tokens >= 1 and not state.pending
+        if seg.gate and not counts.bracket_open and not self.limits.mins_met(counts):
+            may_stop = may_stop and exit_token != comp.target
+        forced = budget_out or (state.seg_deadline is not None and state.n_tokens >= state.seg_deadline)
+        if counts.bracket_open and state.bracket_tokens >= _PLACEHOLDER_CAP:
+            forced = True
+        if self.limits.has_max and not counts.bracket_open:
+            forced = forced or self.limits.must_close(counts, comp.reserve, comp.free_after)
+        if forced and not state.pending:
+            return _Plan("only", exit_token)
+        return _Plan("free", exit_token, seg=state.seg, may_stop=may_stop)
+
+    def _free_rows(self, states: list[SteerState], plans: list[_Plan], lp: torch.Tensor) -> torch.Tensor:
+        """Masked rows of beams in free segments. ``lp: [R, V]`` -> ``[R, V]``."""
+        seg_ids = torch.tensor([p.seg for p in plans], device=lp.device)
+        allowed = self._allowed_stack[seg_ids]  # [R, V]
+        if self.limits.has_max:
+            allowed = allowed & ~self._over_rows(states)
+        open_rows = [r for r, s in enumerate(states) if s.counts.bracket_open]
+        if open_rows:
+            allowed[open_rows] &= ~self.tables.has_newline
+        rows = lp.masked_fill(~allowed, _NEG_INF)  # [R, V]
+        stopping = [r for r, p in enumerate(plans) if p.may_stop]
+        if stopping:
+            index = torch.tensor(stopping, device=lp.device)
+            stop_idx = self._stop_index[seg_ids[index]]  # [S, W]
+            stop_lp = lp[index].gather(1, stop_idx).masked_fill(~self._stop_valid[seg_ids[index]], _NEG_INF)
+            stop_mass = torch.logsumexp(stop_lp, dim=-1)  # [S]
+            exits = torch.tensor([plans[r].exit for r in stopping], device=lp.device)
+            current = rows[index, exits]
+            extra = torch.where(
+                torch.tensor([states[r].counts.bracket_open for r in stopping], device=lp.device),
+                lp[index, exits],
+                torch.full_like(current, _NEG_INF),
+            )
+            rows[index, exits] = torch.logaddexp(torch.logaddexp(current, stop_mass), extra)
+        if self.forbidden is not None or self._lazy_fragments:
+            rows = self._lazy(states, rows, lp)
+        return rows
+
+    def _over_rows(self, states: list[SteerState]) -> torch.Tensor:
+        """``[R, V]`` bool: tokens that would break an upper bound, per row."""
+        rows = []
+        for state in states:
+            comp = self._segments[state.seg]
+            over = self.limits.over_max(self.tables, state.counts, comp.reserve, comp.free_after)
+            assert over is not None
+            rows.append(over)
+        return torch.stack(rows)
+
+    def _formal_row(self, state: SteerState, plan: _Plan, lp: torch.Tensor) -> torch.Tensor:
+        matcher = state.matcher
+        accepting = matcher.is_accepting()
+        row = torch.full_like(lp, _NEG_INF)
+        if matcher.is_stopped() or (plan.forced and accepting):
+            row[plan.exit] = 0.0
+            return row
+        bits = torch.frombuffer(bytearray(matcher.compute_bitmask()), dtype=torch.int32)
+        mask = ((bits.unsqueeze(1) >> self._shifts) & 1).flatten()[: self.tables.size].bool()
+        mask = mask.to(self.tables.device)
+        allowed = mask & ~self._eos_mask & self._policy_mask
+        if self._lazy_fragments:
+            allowed |= mask & self.tables.fragment
+        row = lp.masked_fill(~allowed, _NEG_INF)
+        if accepting:
+            stop_mass = torch.logsumexp(lp.masked_fill(~self._eos_mask, _NEG_INF), dim=0)
+            row[plan.exit] = torch.logaddexp(row[plan.exit], stop_mass)
+        if self.forbidden is not None or self._lazy_fragments:
+            row = self._lazy([state], row.unsqueeze(0), lp.unsqueeze(0), fragments_in_row=True)[0]
+        return row
+
+    def _lazy(
+        self,
+        states: list[SteerState],
+        rows: torch.Tensor,
+        lp: torch.Tensor,
+        *,
+        fragments_in_row: bool = False,
+    ) -> torch.Tensor:
+        """Cut each row to its best candidates that pass the per-token checks.
+
+        ``rows, lp: [R, V]``. Byte fragments are candidates only when a
+        character policy is active (they are masked out of ``rows`` and come
+        back from ``lp`` here); mid-character, only fragments can follow.
+        """
+        pool = rows
+        if self._lazy_fragments and not fragments_in_row:
+            pool = torch.maximum(rows, lp.masked_fill(self._not_fragment, _NEG_INF))
+        pending = [r for r, s in enumerate(states) if s.pending]
+        if pending:
+            pool[pending] = pool[pending].masked_fill(self._not_fragment, _NEG_INF)
+        k = min(pool.shape[-1], TOP_K * _MAX_LAZY_ROUNDS)
+        values, indices = torch.topk(pool, k, dim=-1)  # [R, k]
+        keep_rows: list[int] = []
+        keep_cols: list[int] = []
+        keep_vals: list[float] = []
+        for r, (vals, idxs) in enumerate(zip(values.tolist(), indices.tolist())):
+            found = 0
+            for value, idx in zip(vals, idxs):
+                if value == _NEG_INF:
+                    break
+                if self._token_passes(states[r], idx):
+                    keep_rows.append(r)
+                    keep_cols.append(idx)
+                    keep_vals.append(value)
+                    found += 1
+                    if found >= TOP_K:
+                        break
+        kept = torch.full_like(rows, _NEG_INF)
+        if keep_rows:
+            kept[keep_rows, keep_cols] = torch.tensor(keep_vals, dtype=kept.dtype, device=kept.device)
+        return kept
+
+    def _token_passes(self, state: SteerState, idx: int) -> bool:
+        tables = self.tables
+        if idx in tables.eos_ids:
+            return self.forbidden is None or self.forbidden.ends_ok(state.text)
+        raw = tables.token_bytes[idx]
+        if self._lazy_fragments and (state.pending or self._fragment_list[idx]):
+            if not self.policy.fragment_ok(tables, state.pending, raw):
+                return False
+        if self.forbidden is not None:
+            text, _ = split_utf8(state.pending + raw)
+            if not self.forbidden.token_ok(state.text, text or ""):
+                return False
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """One row's plan for this step: ``kind`` is "only", "free" or "formal"."""
+
+    kind: str
+    exit: int
+    seg: int = 0
+    may_stop: bool = False
+    forced: bool = False

@@ -1,0 +1,185 @@
+"""The answer's layout as a sequence of literal, free and formal segments.
+
+Structural constraints (wrapping quotes, a ``<<title>>``, bullets, sections,
+paragraphs, a postscript, start and end phrases, two responses, highlighted
+headings) all say the same kind of thing: *these exact characters go here,
+and the model writes the rest*. ``build_layout`` turns them into one flat
+sequence of segments:
+
+- ``Literal``: text the answer must contain verbatim; its tokens are forced;
+- ``Free``: natural text the model writes under a character class
+  (single line or not, no ``*``...), ended when the model wants to stop:
+  the probability of its stop tokens (EOS, a newline for a line, ``>`` for a
+  title...) moves to the first token of the next literal;
+- ``Formal``: a formal language (JSON schema, regex, fixed options) run by an
+  llguidance matcher.
+
+Because the model only ever writes inside free segments and literals are
+forced, the structure cannot come out wrong: a bullet count is the number of
+bullet literals, a title is always closed, an end phrase is always last.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["Literal", "Free", "Formal", "Segment", "Layout", "Body", "build_layout"]
+
+
+@dataclass(frozen=True)
+class Literal:
+    """Exact text, forced token by token."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Free:
+    """Text the model writes.
+
+    ``role``: ``"body"`` (the answer proper; the last body segment carries the
+    minimum-length gates), ``"title"``, ``"heading"`` or ``"postscript"``.
+    ``multiline``: newlines may appear inside (else a newline ends it).
+    ``cap_tokens``: a hard cap on its length (titles and headings stay short).
+    """
+
+    role: str
+    multiline: bool = False
+    cap_tokens: int | None = None
+    gate: bool = False
+
+
+@dataclass(frozen=True)
+class Formal:
+    """A formal language the text must match, as an llguidance grammar."""
+
+    grammar: str
+
+
+Segment = Literal | Free | Formal
+
+
+@dataclass(frozen=True)
+class Body:
+    """The answer's main structure.
+
+    ``kind``: ``"free"``, ``"bullets"``, ``"sections"``, ``"paragraphs"``
+    (``***`` dividers), ``"blank_paragraphs"`` (blank-line separated, with an
+    optional forced first word of paragraph ``nth``), ``"two"`` (two responses
+    separated by ``******``) or ``"formal"``.
+    """
+
+    kind: str = "free"
+    n: int = 1
+    splitter: str = "Section"
+    nth: int | None = None
+    first_word: str | None = None
+    grammar: str | None = None
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Everything the structural constraints say about the answer's shape."""
+
+    body: Body = field(default_factory=Body)
+    quotation: bool = False
+    prefix: str | None = None
+    title: bool = False
+    highlights: int = 0
+    postscript: str | None = None
+    end_phrase: str | None = None
+
+    def segments(self) -> tuple[Segment, ...]:
+        return build_layout(self)
+
+
+def _heading(sep: str) -> list[Segment]:
+    return [Literal("*"), Free("heading", cap_tokens=12), Literal("*" + sep)]
+
+
+def _units(body: Body, highlights: int) -> list[list[Segment]]:
+    """The body as units (each a list of segments) and the separators between them."""
+    if body.kind == "formal":
+        assert body.grammar is not None
+        return [[Formal(body.grammar)]]
+    if body.kind == "bullets":
+        marker = "- " if highlights else "* "
+        units: list[list[Segment]] = []
+        for index in range(body.n):
+            unit: list[Segment] = [Literal(("\n" if index else "") + marker)]
+            if index < highlights:
+                unit += _heading(" ")
+            unit.append(Free("body"))
+            units.append(unit)
+        return units
+    if body.kind == "sections":
+        units = []
+        for index in range(body.n):
+            unit = [Literal(("\n\n" if index else "") + f"{body.splitter} {index + 1}\n")]
+            if index < highlights:
+                unit += _heading("\n")
+            unit.append(Free("body"))
+            units.append(unit)
+        return units
+    if body.kind in ("paragraphs", "blank_paragraphs", "two"):
+        sep = {"paragraphs": "\n\n***\n\n", "blank_paragraphs": "\n\n", "two": "\n\n******\n\n"}[
+            body.kind
+        ]
+        count = 2 if body.kind == "two" else body.n
+        units = []
+        for index in range(count):
+            unit = [Literal(sep)] if index else []
+            if index < highlights:
+                unit += _heading("\n")
+            if body.nth is not None and body.first_word and index == body.nth - 1:
+                unit.append(Literal(body.first_word))
+            unit.append(Free("body", multiline=body.kind == "two"))
+            units.append(unit)
+        return units
+    count = max(1, highlights)
+    units = []
+    for index in range(count):
+        unit = [Literal("\n\n")] if index else []
+        if index < highlights:
+            unit += _heading("\n")
+        unit.append(Free("body", multiline=highlights == 0))
+        units.append(unit)
+    return units
+
+
+def build_layout(layout: Layout) -> tuple[Segment, ...]:
+    """Flatten a layout into segments; adjacent literals are merged.
+
+    The last ``body`` free segment is marked ``gate=True``: minimum-length and
+    minimum-count requirements hold its end until they are met.
+    """
+    parts: list[Segment] = []
+    if layout.quotation:
+        parts.append(Literal('"'))
+    if layout.prefix:
+        parts.append(Literal(layout.prefix))
+        parts.append(Literal("\n\n" if layout.prefix.rstrip().endswith((".", "?", "!")) else " "))
+    if layout.title:
+        parts += [Literal("<<"), Free("title", cap_tokens=16), Literal(">>\n\n")]
+    for unit in _units(layout.body, layout.highlights):
+        parts += unit
+    if layout.postscript:
+        parts += [Literal(f"\n\n{layout.postscript} "), Free("postscript", cap_tokens=48)]
+    if layout.end_phrase:
+        parts.append(Literal((" " if layout.body.kind != "formal" else "\n") + layout.end_phrase))
+    if layout.quotation:
+        parts.append(Literal('"'))
+    merged: list[Segment] = []
+    for part in parts:
+        if isinstance(part, Literal) and merged and isinstance(merged[-1], Literal):
+            merged[-1] = Literal(merged[-1].text + part.text)
+        else:
+            merged.append(part)
+    last_body = max(
+        (i for i, s in enumerate(merged) if isinstance(s, Free) and s.role == "body"), default=None
+    )
+    if last_body is not None:
+        seg = merged[last_body]
+        assert isinstance(seg, Free)
+        merged[last_body] = Free(seg.role, seg.multiline, seg.cap_tokens, gate=True)
+    return tuple(merged)

@@ -1,0 +1,318 @@
+"""Per-tokenizer tables that let controllers decide with vector operations.
+
+Every token controller asks the same questions of every token ("does it
+contain a comma?", "does it start a new word?", "which scripts do its letters
+belong to?"). Answering them per step in Python would cost a loop over the
+vocabulary; instead ``vocab_tables`` answers them once per tokenizer and
+device and caches the result, so a controller's per-step work is a handful of
+``[V]`` tensor operations.
+
+Guarantees:
+- ``token_bytes[i]`` is exactly what token ``i`` appends to the output (taken
+  from llguidance's byte-level decoder, so byte-fallback pieces of multi-byte
+  characters are exact, not replacement characters);
+- the boolean tables describe the token's *complete* characters; a token whose
+  bytes are not valid UTF-8 on their own is flagged in ``fragment`` and is
+  never described as letter-free;
+- special tokens (chat markers, padding) are flagged in ``special`` and EOS
+  ids are listed in ``eos_ids``.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import unicodedata
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+import torch
+
+__all__ = [
+    "VocabTables",
+    "vocab_tables",
+    "letter_script",
+    "script_prefixes",
+    "WORD_RE",
+]
+
+WORD_RE = re.compile(r"\w+")
+_TERMINAL = ".!?"
+_SENTENCE_END_INSIDE = re.compile(r"[.!?]+(?=\s)")
+
+
+def letter_script(ch: str) -> str:
+    """The script of a letter or mark, from its Unicode name ("LATIN", "CJK", ...).
+
+    Non-letters (digits, punctuation, spaces, symbols) return ``"COMMON"``.
+    """
+    if not (unicodedata.category(ch)[0] in "LM"):
+        return "COMMON"
+    name = unicodedata.name(ch, "")
+    if not name:
+        return "UNKNOWN"
+    head = name.split(" ", 1)[0]
+    if head in ("FULLWIDTH", "HALFWIDTH"):
+        return "LATIN" if "LATIN" in name else head
+    return head
+
+
+@lru_cache(maxsize=32)
+def script_prefixes(scripts: frozenset[str]) -> frozenset[bytes]:
+    """Proper UTF-8 byte prefixes of the BMP characters of ``scripts``.
+
+    Used to decide whether a byte fragment can still become a character of
+    an allowed script once later tokens complete it.
+    """
+    prefixes: set[bytes] = set()
+    for code in range(0x80, 0x10000):
+        if 0xD800 <= code <= 0xDFFF:
+            continue
+        ch = chr(code)
+        if letter_script(ch) in scripts:
+            encoded = ch.encode("utf-8")
+            for cut in range(1, len(encoded)):
+                prefixes.add(encoded[:cut])
+    return frozenset(prefixes)
+
+
+@dataclass(frozen=True, eq=False)
+class VocabTables:
+    """Precomputed facts about every token of one tokenizer (``[V]`` tensors)."""
+
+    size: int
+    device: torch.device
+    eos_ids: tuple[int, ...]
+    token_bytes: tuple[bytes, ...]
+    texts: tuple[str, ...]
+    scripts: tuple[frozenset[str], ...]
+    special: torch.Tensor  # [V] bool
+    fragment: torch.Tensor  # [V] bool: bytes are not complete UTF-8 on their own
+    has_comma: torch.Tensor
+    has_upper: torch.Tensor
+    has_lower: torch.Tensor
+    has_letter: torch.Tensor  # any alphabetic character
+    has_digit: torch.Tensor
+    has_newline: torch.Tensor
+    has_star: torch.Tensor
+    has_dquote: torch.Tensor
+    has_angle: torch.Tensor
+    has_bracket: torch.Tensor  # '[' or ']'
+    has_non_latin_letter: torch.Tensor
+    starts_space: torch.Tensor
+    word_runs: torch.Tensor  # [V] int32: number of \w+ runs
+    starts_wordchar: torch.Tensor
+    ends_wordchar: torch.Tensor
+    sentence_ends: torch.Tensor  # [V] int32: [.!?]+ followed by whitespace inside the token
+    ends_terminal: torch.Tensor  # last char in .!?
+    llg_tokenizer: Any
+    hf_tokenizer: Any
+    _cache: dict[Any, Any] = field(default_factory=dict, repr=False)
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of ``text`` without special tokens (the tokenizer's own split)."""
+        ids: list[int] = self.hf_tokenizer.encode(text, add_special_tokens=False)
+        return ids
+
+    def cached(self, key: Any, build: Any) -> Any:
+        """Memoise a derived table (a class mask, a variant map) on these tables."""
+        with self._lock:
+            if key not in self._cache:
+                self._cache[key] = build()
+            return self._cache[key]
+
+    def char_counts(self, char: str) -> torch.Tensor:
+        """``[V]`` int32: occurrences of ``char`` in each token's case-folded text."""
+
+        def build() -> torch.Tensor:
+            values = [t.lower().count(char) for t in self.texts]
+            return torch.tensor(values, dtype=torch.int32, device=self.device)
+
+        return self.cached(("chars", char), build)  # type: ignore[no-any-return]
+
+    def script_mask(self, scripts: frozenset[str]) -> torch.Tensor:
+        """``[V]`` bool: complete tokens whose letters all belong to ``scripts``."""
+
+        def build() -> torch.Tensor:
+            allowed = scripts | {"COMMON"}
+            values = [bool(s) and s <= allowed for s in self.scripts]
+            mask = torch.tensor(values, dtype=torch.bool, device=self.device)
+            return mask & ~self.fragment
+
+        return self.cached(("script", scripts), build)  # type: ignore[no-any-return]
+
+    def variant_map(self, transform: Any, key: str, banned: torch.Tensor) -> torch.Tensor:
+        """``[V]`` long: for each banned token, the token that carries the same text
+        after ``transform`` (exact token if the vocabulary has it, else the first
+        token of its tokenisation when that is a prefix of the transformed text);
+        ``-1`` where there is none or the token is allowed.
+        """
+
+        def build() -> torch.Tensor:
+            lookup = self.cached("lookup", lambda: _text_lookup(self.texts, self.fragment))
+            out = torch.full((self.size,), -1, dtype=torch.long)
+            todo: list[tuple[int, str]] = []
+            for idx in torch.nonzero(banned.cpu()).flatten().tolist():
+                if self.fragment[idx] or self.special[idx]:
+                    continue
+                target = transform(self.texts[idx])
+                if not target or target == self.texts[idx]:
+                    continue
+                exact = lookup.get(target)
+                if exact is not None:
+                    out[idx] = exact
+                else:
+                    todo.append((idx, target))
+            if todo:
+                encoded = self.hf_tokenizer([t for _, t in todo], add_special_tokens=False)
+                for (idx, target), ids in zip(todo, encoded["input_ids"]):
+                    if ids and target.startswith(self.texts[ids[0]]):
+                        out[idx] = ids[0]
+            return out.to(self.device)
+
+        return self.cached(("variant", key), build)  # type: ignore[no-any-return]
+
+
+def _text_lookup(texts: tuple[str, ...], fragment: torch.Tensor) -> dict[str, int]:
+    lookup: dict[str, int] = {}
+    frag = fragment.cpu().tolist()
+    for idx, text in enumerate(texts):
+        if not frag[idx] and text not in lookup:
+            lookup[text] = idx
+    return lookup
+
+
+_tables_lock = threading.Lock()
+_tables: dict[tuple[int, str], VocabTables] = {}
+
+
+def vocab_tables(tokenizer: Any, device: torch.device | str = "cpu", vocab_size: int | None = None) -> VocabTables:
+    """The tables of ``tokenizer`` on ``device``, built once and cached.
+
+    ``vocab_size`` is the model's logits width when it differs from
+    ``len(tokenizer)`` (padded embeddings); extra ids are flagged special.
+    """
+    dev = torch.device(device)
+    key = (id(tokenizer), str(dev))
+    with _tables_lock:
+        found = _tables.get(key)
+        if found is None:
+            found = _build(tokenizer, dev, vocab_size)
+            _tables[key] = found
+        return found
+
+
+def _build(tokenizer: Any, device: torch.device, vocab_size: int | None) -> VocabTables:
+    import llguidance.hf
+
+    llg = llguidance.hf.from_tokenizer(tokenizer)
+    size = max(vocab_size or 0, len(tokenizer))
+    special_ids = set(tokenizer.all_special_ids)
+    for idx in getattr(tokenizer, "added_tokens_decoder", {}):
+        special_ids.add(int(idx))
+    eos = tokenizer.eos_token_id
+    eos_ids = tuple(sorted({eos} if isinstance(eos, int) else set(eos)))
+
+    token_bytes: list[bytes] = []
+    texts: list[str] = []
+    scripts: list[frozenset[str]] = []
+    cols: dict[str, list[Any]] = {name: [] for name in _COLUMNS}
+    for idx in range(size):
+        raw = b"" if idx >= len(tokenizer) or idx in special_ids else llg.decode_bytes([idx])
+        token_bytes.append(raw)
+        try:
+            text = raw.decode("utf-8")
+            frag = False
+        except UnicodeDecodeError:
+            text = raw.decode("utf-8", errors="replace")
+            frag = True
+        texts.append(text)
+        letter_scripts = frozenset(letter_script(c) for c in text if c.isalpha())
+        scripts.append(letter_scripts if letter_scripts else frozenset({"COMMON"}))
+        _describe(text, frag, idx in special_ids or idx >= len(tokenizer), cols)
+
+    def bool_t(name: str) -> torch.Tensor:
+        return torch.tensor(cols[name], dtype=torch.bool, device=device)
+
+    def int_t(name: str) -> torch.Tensor:
+        return torch.tensor(cols[name], dtype=torch.int32, device=device)
+
+    return VocabTables(
+        size=size,
+        device=device,
+        eos_ids=eos_ids,
+        token_bytes=tuple(token_bytes),
+        texts=tuple(texts),
+        scripts=tuple(scripts),
+        special=bool_t("special"),
+        fragment=bool_t("fragment"),
+        has_comma=bool_t("has_comma"),
+        has_upper=bool_t("has_upper"),
+        has_lower=bool_t("has_lower"),
+        has_letter=bool_t("has_letter"),
+        has_digit=bool_t("has_digit"),
+        has_newline=bool_t("has_newline"),
+        has_star=bool_t("has_star"),
+        has_dquote=bool_t("has_dquote"),
+        has_angle=bool_t("has_angle"),
+        has_bracket=bool_t("has_bracket"),
+        has_non_latin_letter=bool_t("has_non_latin_letter"),
+        starts_space=bool_t("starts_space"),
+        word_runs=int_t("word_runs"),
+        starts_wordchar=bool_t("starts_wordchar"),
+        ends_wordchar=bool_t("ends_wordchar"),
+        sentence_ends=int_t("sentence_ends"),
+        ends_terminal=bool_t("ends_terminal"),
+        llg_tokenizer=llg,
+        hf_tokenizer=tokenizer,
+    )
+
+
+_COLUMNS = (
+    "special",
+    "fragment",
+    "has_comma",
+    "has_upper",
+    "has_lower",
+    "has_letter",
+    "has_digit",
+    "has_newline",
+    "has_star",
+    "has_dquote",
+    "has_angle",
+    "has_bracket",
+    "has_non_latin_letter",
+    "starts_space",
+    "word_runs",
+    "starts_wordchar",
+    "ends_wordchar",
+    "sentence_ends",
+    "ends_terminal",
+)
+
+
+def _describe(text: str, frag: bool, special: bool, cols: dict[str, list[Any]]) -> None:
+    """Append one token's facts to the column lists (the order of ``_COLUMNS``)."""
+    cols["special"].append(special)
+    cols["fragment"].append(frag)
+    cols["has_comma"].append("," in text or "，" in text or "、" in text)
+    cols["has_upper"].append(any(c.isupper() for c in text))
+    cols["has_lower"].append(any(c.islower() for c in text))
+    cols["has_letter"].append(any(c.isalpha() for c in text) or frag)
+    cols["has_digit"].append(any(c.isdigit() for c in text))
+    cols["has_newline"].append("\n" in text or "\r" in text)
+    cols["has_star"].append("*" in text)
+    cols["has_dquote"].append('"' in text)
+    cols["has_angle"].append("<" in text or ">" in text)
+    cols["has_bracket"].append("[" in text or "]" in text)
+    cols["has_non_latin_letter"].append(
+        frag or any(c.isalpha() and letter_script(c) != "LATIN" for c in text)
+    )
+    cols["starts_space"].append(bool(text) and text[0].isspace())
+    cols["word_runs"].append(len(WORD_RE.findall(text)))
+    cols["starts_wordchar"].append(bool(text) and bool(WORD_RE.match(text[0])))
+    cols["ends_wordchar"].append(bool(text) and bool(WORD_RE.match(text[-1])))
+    cols["sentence_ends"].append(len(_SENTENCE_END_INSIDE.findall(text)))
+    cols["ends_terminal"].append(bool(text) and text[-1] in _TERMINAL)
