@@ -162,3 +162,31 @@ def test_greedy_decode_result_reports_tokens_flops_and_timings(loaded_model: Loa
     assert result.timings.prefill_s > 0 and result.timings.decode_s > 0
     assert all(0.0 <= s.confidence <= 1.0 for s in result.steps)
     assert "".join(s.text for s in result.steps).strip() == result.answer.strip()
+
+
+def test_real_token_controllers_hold_through_the_beam_search(loaded_model: LoadedModel) -> None:
+    from inference.decoder.compile import compile_steering
+    from reasoning.constraints.model import Constraint, Kind
+    from reasoning.constraints.verifiers import verify
+
+    tok = loaded_model.tokenizer
+    constraints = [
+        Constraint(id="c1", kind=Kind.NO_COMMA),
+        Constraint(id="c2", kind=Kind.ALL_LOWERCASE),
+    ]
+    request = "Describe, in two sentences, what a bank does with a suspicious transfer."
+    steering = compile_steering(constraints, tok, prompt=request, max_new_tokens=24)
+    result = decode(
+        loaded_model.model,
+        tok,
+        plan_prompt(tok, request, constraints),
+        steering=steering,
+        options=DecodeOptions(width=3, max_new_tokens=24),
+        constraints=constraints,
+        request_text=request,
+    )
+    assert result.answer.strip()
+    for constraint in constraints:
+        assert verify(constraint, result.answer).satisfied, (constraint.kind, result.answer)
+    assert result.constraint_check_share > 0.0
+    assert not result.violations
