@@ -6,9 +6,16 @@ from collections.abc import Sequence
 
 import pytest
 
-from reasoning.analysis import ExtractionCache, Status, analyse, required_tokens
+from reasoning.analysis import (
+    ExtractionCache,
+    Status,
+    analyse,
+    count_unlinked_terms,
+    required_tokens,
+)
 from reasoning.constraints.model import Constraint, Kind, Origin
 from reasoning.errors import InvalidInput, LimitExceeded
+from reasoning.evidence.model import LinkedEntity
 from reasoning.graph import Edge, ontology_edge
 
 
@@ -89,3 +96,20 @@ def test_domain_hook_naming_unknown_constraint_is_invalid() -> None:
 def test_oversized_prompt_is_refused_by_extraction() -> None:
     with pytest.raises(LimitExceeded):
         analyse("word " * 10_000, cache=None)
+
+
+def _link(start: int, end: int) -> LinkedEntity:
+    return LinkedEntity(iri="urn:x", label="x", mention="x", start=start, end=end, score=1.0)
+
+
+def test_unlinked_terms_skip_values_and_anything_a_link_touches() -> None:
+    entities = [
+        (0, 8, "ORG"),  # linked exactly
+        (10, 20, "PERSON"),  # partly covered by a link
+        (25, 30, "GPE"),  # nothing links it
+        (32, 40, "MONEY"),  # a value, never a term
+        (41, 45, "DATE"),
+    ]
+    assert count_unlinked_terms(entities, [_link(0, 8), _link(15, 22)]) == 1
+    assert count_unlinked_terms(entities, []) == 3
+    assert count_unlinked_terms([], [_link(0, 3)]) == 0
