@@ -40,10 +40,11 @@ from inference.decoder.steering import Steering
 from inference.decoder.unsteered import Unsteered
 from inference.kv_cache import PrefixCache
 from inference.prompting import PromptPlan
+from reasoning.budget import Budget
 from reasoning.confidence import ConfidenceInputs, lowest_window_probability, step_confidence
 from reasoning.constraints.model import Constraint, Premise, Verdict
 from reasoning.constraints.verifiers import verify as verify_constraint
-from reasoning.errors import InvalidInput
+from reasoning.errors import InvalidInput, LimitExceeded
 from reasoning.evidence.model import EvidenceFact
 from reasoning.steps import Step, TokenSummary
 
@@ -84,6 +85,20 @@ class DecodeOptions:
             )
         if not 0 <= self.min_new_tokens <= self.max_new_tokens:
             raise InvalidInput("min_new_tokens must be between 0 and max_new_tokens")
+
+    @classmethod
+    def from_budget(cls, budget: Budget, **overrides: Any) -> DecodeOptions:
+        """Options bought by a request's budget (beam width, tokens, counterfactual checks).
+
+        ``overrides`` (e.g. the request's own ``num_beams`` or ``max_new_tokens``) win.
+        """
+        values: dict[str, Any] = {
+            "width": budget.beam_width,
+            "max_new_tokens": budget.max_new_tokens,
+            "counterfactual_checks": budget.counterfactual_checks,
+        }
+        values.update(overrides)
+        return cls(**values)
 
 
 class BranchResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -176,6 +191,12 @@ def decode(
     """
     torch.manual_seed(options.seed)
     runner = ModelRunner(model)
+    longest = len(plan.prefix_ids) + max(len(s) for s in plan.suffixes) + options.max_new_tokens
+    limit = getattr(runner.config, "max_position_embeddings", None)
+    if limit is not None and longest > int(limit):
+        raise LimitExceeded(
+            f"prompt plus max_new_tokens is {longest} tokens; the model's window is {limit}"
+        )
     pad_id = int(tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0)
     with torch.inference_mode():
         t0 = time.perf_counter()
