@@ -22,6 +22,12 @@ constraints can be the target of an ``entails`` edge. Facets are always
 Text comparisons are case-insensitive (``str.casefold``) because the catalog's
 verifiers, like IFEval's, match keywords and start / end phrases without
 regard to case; therefore case rules never exclude literals.
+
+Keyword occurrences are one quantity for required, counted and forbidden
+words alike. IFEval's verifier finds a required keyword as a substring and a
+forbidden one as a whole word, so "risky" would satisfy both "include risk"
+and "never say risk"; the graph reads the two instructions as the user meant
+them, as contradictory.
 """
 
 from __future__ import annotations
