@@ -27,7 +27,15 @@ from reasoning.graph import ConstraintGraph, DomainHook, build_graph
 from reasoning.graph.facets import facets_of
 from reasoning.nlp import english
 
-__all__ = ["Analysis", "ExtractionCache", "Status", "analyse", "required_tokens"]
+__all__ = [
+    "Analysis",
+    "ExtractionCache",
+    "Status",
+    "analyse",
+    "count_unlinked_terms",
+    "link_domain",
+    "required_tokens",
+]
 
 #: Tokens per word and per sentence the bundled tokenizer needs on average
 #: (English prose); used only to keep a budget from cutting a length
@@ -91,7 +99,10 @@ class Analysis(msgspec.Struct, frozen=True, kw_only=True):
     ``cached`` is True when the extraction came from the cache (then parse
     and extract took next to nothing). ``parse`` is present only when the
     extraction stage reports its parse time (``features["parse_ms"]``) or
-    the extraction was cached; otherwise ``extract`` includes parsing.
+    the extraction was cached; otherwise ``extract`` includes parsing. With
+    a domain index, ``linked`` holds the prompt's mentions linked to it,
+    ``unlinked_terms`` the named entities it could not link, and
+    ``timings["link"]`` the time both took.
     """
 
     status: Status
