@@ -99,6 +99,8 @@ async def test_aml_prompt_links_parties_and_list_and_marks_the_stale_pep_list(
     listed = next(f for f in compliance if f["predicate"] == AML + "listedOn")
     assert listed["subject"] == AML + "JonDoe"
     assert listed["stale_hint"] == "PEP list last updated 2024-05-11"
+    assert any(f["subject"] == AML + "JonDoe" and f["predicate"] == AML + "subjectToRule"
+               and f["object"] == AML + "AML-R-017" for f in compliance), "OWL 2 RL chain"
     rules = {f["subject"]: f["effective"] for f in compliance if f["effective"]}
     assert rules[AML + "AML-R-017"] == "2021-03-01"
     assert rules[AML + "AML-R-011"] == "2018-01-10"
