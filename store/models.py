@@ -35,9 +35,12 @@ __all__ = [
     "PREMISE_STATUSES",
     "RUN_KINDS",
     "RUN_STATUSES",
+    "CONFIRMATION_KINDS",
+    "CONFIRMATION_STATUSES",
     "ApiKey",
     "AuditEvent",
     "Base",
+    "Confirmation",
     "OntologyVersion",
     "Premise",
     "ProvenanceBundle",
@@ -53,6 +56,8 @@ __all__ = [
 RUN_KINDS = ("reason", "constraints", "reinference", "ontology_upload", "chat")
 RUN_STATUSES = ("ok", "needs_confirmation", "failed")
 PREMISE_STATUSES = ("active", "retracted", "amended")
+CONFIRMATION_KINDS = ("constraint_conflict", "premise_ambiguity")
+CONFIRMATION_STATUSES = ("pending", "resolving", "resolved")
 
 # Stable constraint names, so migrations generated on SQLite and PostgreSQL agree.
 _NAMING = {
@@ -295,3 +300,38 @@ class ProvenanceBundle(Base):
     tenant_id: Mapped[str] = mapped_column(String(36), index=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     prov_json: Mapped[str] = mapped_column(Text)
+
+
+class Confirmation(Base):
+    """A run left in ``needs_confirmation``, waiting for a person to choose what stands.
+
+    ``request`` is what re-running needs (prompt, domain, profile, options, or
+    the session turn); ``choices`` are the candidates with their source spans.
+    ``run_id`` and ``session_id`` are plain references, not foreign keys: the
+    confirmation outlives a deleted run or session as an audit fact.
+    """
+
+    __tablename__ = "confirmations"
+    __table_args__ = (
+        Index("ix_confirmations_tenant_id_status_created_at", "tenant_id", "status", "created_at"),
+        CheckConstraint(_in("kind", CONFIRMATION_KINDS), name="kind"),
+        CheckConstraint(_in("status", CONFIRMATION_STATUSES), name="status"),
+    )
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"))
+    key_id: Mapped[str | None] = mapped_column(String(36), default=None)
+    kind: Mapped[str] = mapped_column(String(32))
+    status: Mapped[str] = mapped_column(String(32), default="pending")
+    origin: Mapped[str] = mapped_column(String(32))
+    run_id: Mapped[str | None] = mapped_column(String(36), default=None)
+    session_id: Mapped[str | None] = mapped_column(String(36), default=None)
+    prompt: Mapped[str] = mapped_column(Text, default="")
+    detail: Mapped[str] = mapped_column(Text, default="")
+    request: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    choices: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    resolved_at: Mapped[datetime | None] = mapped_column(default=None)
+    resolved_by_key_id: Mapped[str | None] = mapped_column(String(36), default=None)
+    chosen: Mapped[str | None] = mapped_column(String(200), default=None)
+    resolution_run_id: Mapped[str | None] = mapped_column(String(36), default=None)

@@ -24,7 +24,10 @@ TABLES = {
     "premises",
     "audit_events",
     "provenance_bundles",
+    "confirmations",
 }
+#: The newest revision.
+HEAD = "0002"
 
 
 def _inspect(url: str, work: Any) -> Any:
@@ -54,7 +57,7 @@ def _schema_diff(url: str) -> list[Any]:
 def test_upgrade_creates_every_table_and_downgrade_removes_them(db_url: str) -> None:
     assert migrations.current_revision(db_url) is None
     migrations.upgrade(db_url)
-    assert migrations.current_revision(db_url) == "0001"
+    assert migrations.current_revision(db_url) == HEAD
     assert _tables(db_url) == TABLES
     migrations.downgrade(db_url, "base")
     assert migrations.current_revision(db_url) is None
@@ -71,7 +74,7 @@ def test_migrated_schema_matches_the_models(db_url: str) -> None:
 def test_upgrade_is_idempotent(db_url: str) -> None:
     migrations.upgrade(db_url)
     migrations.upgrade(db_url)
-    assert migrations.current_revision(db_url) == "0001"
+    assert migrations.current_revision(db_url) == HEAD
 
 
 def test_script_location_does_not_depend_on_cwd(
@@ -80,4 +83,4 @@ def test_script_location_does_not_depend_on_cwd(
     monkeypatch.chdir(tmp_path)
     url = f"sqlite+aiosqlite:///{tmp_path / 'elsewhere.db'}"
     migrations.upgrade(url)
-    assert migrations.current_revision(url) == "0001"
+    assert migrations.current_revision(url) == HEAD
