@@ -1,4 +1,4 @@
-"""First start: a default tenant and an admin key, so a new user can call the API at once.
+"""First start: a default tenant, an admin key and the sample domains, so a new user can call the API at once.
 
 The admin token is returned once (the CLI prints it) and written to
 ``<data_dir>/admin-key.txt`` with mode 0600; the database holds only its hash.
@@ -14,8 +14,9 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from store.db import transaction
 from store.keys import DEFAULT_TENANT, count_keys, create_key, get_or_create_tenant
+from store.ontologies import load_bundled_ontologies
 
-__all__ = ["bootstrap_admin_key", "write_secret_file"]
+__all__ = ["bootstrap_admin_key", "bootstrap_domains", "write_secret_file"]
 
 
 def write_secret_file(path: Path, content: str) -> None:
@@ -41,3 +42,11 @@ async def bootstrap_admin_key(
     if key_file is not None:
         write_secret_file(key_file, created.token + "\n")
     return created.token
+
+
+async def bootstrap_domains(sessionmaker: async_sessionmaker[AsyncSession]) -> None:
+    """Load the bundled AML and clinical domains for the default tenant (idempotent:
+    a domain the tenant already has in service, bundled or uploaded, is left alone)."""
+    async with transaction(sessionmaker) as session:
+        tenant = await get_or_create_tenant(session, DEFAULT_TENANT)
+        await load_bundled_ontologies(session, tenant.id)

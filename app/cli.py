@@ -24,7 +24,7 @@ from dataclasses import replace
 from typing import Any, Self, TextIO
 
 import migrations
-from app.bootstrap import bootstrap_admin_key
+from app.bootstrap import bootstrap_admin_key, bootstrap_domains
 from app.settings import Settings
 from reasoning.errors import TenetError
 
@@ -47,7 +47,10 @@ def _bootstrap(settings: Settings, out: TextIO) -> None:
     async def run() -> str | None:
         engine = create_engine(settings.database_url)
         try:
-            return await bootstrap_admin_key(create_sessionmaker(engine), settings.admin_key_file)
+            sessionmaker = create_sessionmaker(engine)
+            token = await bootstrap_admin_key(sessionmaker, settings.admin_key_file)
+            await bootstrap_domains(sessionmaker)
+            return token
         finally:
             await engine.dispose()
 
@@ -174,6 +177,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
                 await key_store.revoke_key(session, key_id, None)
 
         key_id, token = portal.call(temporary_key)
+        if args.domain:
+            portal.call(bootstrap_domains, runtime.sessionmaker)
         try:
             with Spinner("reasoning"):
                 response = client.post(
@@ -185,8 +190,6 @@ def cmd_ask(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(payload, indent=2, ensure_ascii=False))
     if response.status_code >= 400:
-        if response.status_code == 404 and payload.get("instance") == "/v1/reason":
-            payload["detail"] = "POST /v1/reason is not available in this build of Tenet"
         print(
             f"error {response.status_code} {payload.get('title', '')}: {payload.get('detail', '')}",
             file=sys.stderr,
