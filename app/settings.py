@@ -82,6 +82,22 @@ SETTINGS_DOC: tuple[tuple[str, str, str], ...] = (
         "180",
         "Minimum age (days, at least 1) before audit events may be purged; nothing deletes younger ones.",
     ),
+    (
+        "TENET_WEBHOOK_URL",
+        "",
+        "Incoming webhook announcing each new confirmation (POSTed in the background, retried with back-off); empty: none.",
+    ),
+    ("TENET_WEBHOOK_FORMAT", "slack", "Message format of TENET_WEBHOOK_URL: slack (Block Kit) or teams (Adaptive Card)."),
+    (
+        "TENET_OTLP_ENDPOINT",
+        "",
+        "OTLP/HTTP traces endpoint (e.g. http://collector:4318/v1/traces); empty: tracing off, no exporter.",
+    ),
+    (
+        "TENET_TRACE_CONTENT",
+        "false",
+        "true: spans also carry prompt and answer text (gen_ai.input/output.messages); off by default.",
+    ),
 )
 
 
@@ -145,6 +161,10 @@ class Settings:
     kv_cache_bytes: int = 256 * 1024 * 1024
     max_new_tokens: int = 256
     audit_retention_days: int = 180
+    webhook_url: str = ""
+    webhook_format: str = "slack"
+    otlp_endpoint: str = ""
+    trace_content: bool = False
 
     def __post_init__(self) -> None:
         data_dir = Path(self.data_dir).expanduser().resolve()
@@ -205,6 +225,21 @@ class Settings:
             raise InvalidInput(
                 "TENET_AUDIT_RETENTION_DAYS must be at least 1",
                 variable="TENET_AUDIT_RETENTION_DAYS",
+            )
+        if self.webhook_url and not self.webhook_url.startswith(("http://", "https://")):
+            raise InvalidInput(
+                "TENET_WEBHOOK_URL must start with http:// or https://", variable="TENET_WEBHOOK_URL"
+            )
+        fmt = self.webhook_format.strip().lower()
+        if fmt not in ("slack", "teams"):
+            raise InvalidInput(
+                f"TENET_WEBHOOK_FORMAT={self.webhook_format!r}: use slack or teams",
+                variable="TENET_WEBHOOK_FORMAT",
+            )
+        object.__setattr__(self, "webhook_format", fmt)
+        if self.otlp_endpoint and not self.otlp_endpoint.startswith(("http://", "https://")):
+            raise InvalidInput(
+                "TENET_OTLP_ENDPOINT must start with http:// or https://", variable="TENET_OTLP_ENDPOINT"
             )
 
     @property
