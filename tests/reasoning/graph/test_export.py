@@ -6,10 +6,10 @@ import json
 
 import networkx as nx
 import pytest
+import rdflib.namespace as rdfns
 from rdflib import RDF, Graph, Literal, URIRef
 from rdflib.compare import isomorphic
 from rdflib.namespace import OWL, RDFS
-from rdflib.namespace import XSD as _XSD
 
 from reasoning.constraints.model import Constraint, Hardness, Kind, Premise, Span
 from reasoning.graph import build_graph, node_link, to_jsonld, to_networkx, to_turtle
@@ -83,7 +83,7 @@ def test_turtle_parses_back_with_every_constraint_edge_and_conflict(graph_and_pr
     g = Graph().parse(data=to_turtle(graph, premises, base="urn:test:"), format="turtle")
     node = URIRef("urn:test:c5")
     assert (node, RDF.type, CG.CitationTimeWindow) in g
-    assert (node, CG.notBefore, Literal("2020-01-01", datatype=_XSD.date)) in g
+    assert (node, CG.notBefore, Literal("2020-01-01", datatype=rdfns.XSD.date)) in g
     assert (node, CG.sourceText, Literal("cite nothing before 2020")) in g
     assert (URIRef("urn:test:c1"), CG.excludes, URIRef("urn:test:c2")) in g
     assert (URIRef("urn:test:c4"), CG.hardness, CG.soft) in g
