@@ -43,7 +43,7 @@ from functools import lru_cache
 import msgspec
 
 from reasoning.constraints.model import Constraint
-from reasoning.graph.facets import Facets, facets_of
+from reasoning.graph.facets import Boundary, Facets, facets_of
 
 __all__ = ["Edge", "EdgeKind", "compute_relations", "entailment_reason", "exclusion_reason"]
 
@@ -101,10 +101,18 @@ def exclusion_reason(fa: Facets, fb: Facets) -> str | None:
                         f"forbidden character '{char}' is part of required text '{alternatives[0]}'"
                     )
     if fa.prefix and fb.prefix and not fa.prefix.compatible(fb.prefix, at_end=False):
-        return "the answer cannot start as both require"
+        return f"the answer cannot start {_describe(fa.prefix)} and {_describe(fb.prefix)}"
     if fa.suffix and fb.suffix and not fa.suffix.compatible(fb.suffix, at_end=True):
-        return "the answer cannot end as both require"
+        return f"the answer cannot end {_describe(fa.suffix)} and {_describe(fb.suffix)}"
     return None
+
+
+def _describe(boundary: Boundary) -> str:
+    if boundary.literal is not None:
+        text = boundary.literal if len(boundary.literal) <= 60 else boundary.literal[:57] + "..."
+        return f"with '{text}'"
+    chars = "".join(sorted(boundary.chars or ()))
+    return f"with one of {chars!r}"
 
 
 def entailment_reason(fa: Facets, fb: Facets) -> str | None:
