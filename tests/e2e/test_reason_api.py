@@ -7,7 +7,15 @@ from typing import Any
 
 import pytest
 
+from app.bootstrap import bootstrap_domains
+
 pytestmark = pytest.mark.model
+
+
+@pytest.fixture
+async def bundled_domains(model_app: Any, model_admin_headers: dict[str, str]) -> None:
+    """The sample domains of the default tenant, loaded as on first start."""
+    await bootstrap_domains(model_app.state.runtime.sessionmaker)
 
 
 async def _reason(client: Any, headers: dict[str, str], **body: Any) -> Any:
@@ -96,7 +104,9 @@ async def test_chinese_prompt_gets_chinese_answer(model_client: Any, model_admin
     assert lang["params"]["language"] == "zh" and lang["verdict"]["satisfied"] is True
 
 
-async def test_aml_domain_grounds_the_answer(model_client: Any, model_admin_headers: dict[str, str]) -> None:
+async def test_aml_domain_grounds_the_answer(
+    model_client: Any, model_admin_headers: dict[str, str], bundled_domains: None
+) -> None:
     prompt = (
         "Assume the tax rate is 20%. Acme Ltd (Cyprus) sent EUR 2,000,000 to Jon Doe, who is on our PEP list. "
         "Should this be escalated? Answer in under 80 words, cite the rules you rely on, "
