@@ -132,6 +132,36 @@ BAD_BODIES = [
     ({"prompt": "hi", "profile": {"defaults": [{"kind": "be_nice", "params": {}}]}}, 400),
     ({"prompt": "hi", "profile": {"defaults": [{"kind": "no_comma", "hardness": "maybe"}]}}, 400),
     ({"prompt": "hi", "unexpected": True}, 400),
+    ({"prompt": "hi", "profile": {"defaults": [{"kind": "word_count", "params": {"n": 50}}]}}, 400),
+    (
+        {
+            "prompt": "hi",
+            "profile": {
+                "defaults": [{"kind": "word_count", "params": {"relation": "about", "n": 5}}]
+            },
+        },
+        400,
+    ),
+    (
+        {"prompt": "hi", "profile": {"defaults": [{"kind": "bullet_count", "params": {"n": -1}}]}},
+        400,
+    ),
+    (
+        {
+            "prompt": "hi",
+            "profile": {"defaults": [{"kind": "forbidden_words", "params": {"words": []}}]},
+        },
+        400,
+    ),
+    (
+        {
+            "prompt": "hi",
+            "profile": {
+                "defaults": [{"kind": "citation_time_window", "params": {"not_before": "2020"}}]
+            },
+        },
+        400,
+    ),
 ]
 
 
