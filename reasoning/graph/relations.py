@@ -59,8 +59,9 @@ class Edge(msgspec.Struct, frozen=True, kw_only=True):
 
     ``source`` and ``target`` are constraint ids. ``excludes`` is symmetric
     and stored once, from the constraint read first. ``origin`` is ``"rule"``
-    for edges computed here and ``"ontology"`` for edges a domain ontology
-    contributed (e.g. from ``owl:disjointWith``).
+    for edges computed here, ``"ontology"`` for edges a domain ontology
+    contributed (e.g. from ``owl:disjointWith``) and ``"confirmation"`` for
+    an override a person chose to settle a conflict.
     """
 
     source: str
