@@ -84,13 +84,13 @@ SETTINGS_DOC: tuple[tuple[str, str, str], ...] = (
     ),
     (
         "TENET_WEBHOOK_URL",
-        "",
+        "(none)",
         "Incoming webhook announcing each new confirmation (POSTed in the background, retried with back-off); empty: none.",
     ),
     ("TENET_WEBHOOK_FORMAT", "slack", "Message format of TENET_WEBHOOK_URL: slack (Block Kit) or teams (Adaptive Card)."),
     (
         "TENET_OTLP_ENDPOINT",
-        "",
+        "(none)",
         "OTLP/HTTP traces endpoint (e.g. http://collector:4318/v1/traces); empty: tracing off, no exporter.",
     ),
     (

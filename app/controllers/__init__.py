@@ -5,6 +5,7 @@ from __future__ import annotations
 from litestar.types import ControllerRouterHandler
 
 from app.controllers.audit import AuditController
+from app.controllers.confirmations import ConfirmationsController
 from app.controllers.constraints import ConstraintsController
 from app.controllers.evidence import EvidenceController
 from app.controllers.feedback import FeedbackController
@@ -32,4 +33,5 @@ CONTROLLERS: list[ControllerRouterHandler] = [
     AuditController,
     SessionsController,
     FeedbackController,
+    ConfirmationsController,
 ]

@@ -16,6 +16,7 @@ from app.auth import AuthContext, requires_scope
 from app.runtime import Runtime
 from app.schemas.reason import ReasonRequest, ReasonResponse
 from app.services import reasoning as service
+from app.services.confirmations import with_confirmation
 from app.settings import Settings
 from store.db import transaction
 
@@ -72,7 +73,8 @@ async def _answer(
         auth, plan, result, response, msgspec.to_builtins(data), runtime, started=started, domain=data.domain
     )
     record_ms = await service.record_reason_run(db_session, record, run_id)
-    return msgspec.structs.replace(response, timings={**response.timings, "record": record_ms})
+    response = msgspec.structs.replace(response, timings={**response.timings, "record": record_ms})
+    return await with_confirmation(db_session, runtime, auth, response, msgspec.to_builtins(data), origin="reason")
 
 
 async def _stream(

@@ -125,6 +125,8 @@ class ReasonResponse(msgspec.Struct, frozen=True, kw_only=True):
     session_id: str | None = None
     recomputed: list[str] = msgspec.field(default_factory=list)
     reused: list[str] = msgspec.field(default_factory=list)
+    #: The pending confirmation a ``needs_confirmation`` run opened (``/v1/confirmations``).
+    confirmation_id: str | None = None
 
 
 def constraint_out(constraint: Constraint, verdict: Verdict | None) -> ConstraintOut:
