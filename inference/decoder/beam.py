@@ -62,6 +62,9 @@ class BeamConfig:
     pad_id: int = 0
     max_repairs: int = 3
     max_step_tokens: int = 48  # a step this long is closed and judged even without a boundary
+    probe_every: int = (
+        16  # a pending step is judged every this many tokens (monotone rules only bite)
+    )
 
 
 @dataclass(frozen=True)
@@ -151,6 +154,7 @@ class _Beam:
     repairs: dict[int, int]  # step start -> repair attempts
     alive: bool = True
     rewind_column: int | None = None  # set by a repair: mask from this column, re-feed
+    abandoned: Hypothesis | None = None  # the flagged text a repair replaced (used on a dead end)
 
     def child(self, copy: bool) -> _Beam:
         """The beam itself (its last child) or an independent copy (earlier children)."""
@@ -170,6 +174,8 @@ class _Beam:
             dict(self.banned),
             dict(self.repairs),
             self.alive,
+            None,
+            self.abandoned,
         )
 
 
@@ -186,6 +192,7 @@ class _Candidate:
     finished: bool
     rollback_start: int | None = None
     unrepaired: bool = False
+    abandoned: Hypothesis | None = None
 
 
 def decode_step(runner: ModelRunner, state: BatchState, feed: torch.Tensor) -> torch.Tensor:
@@ -286,7 +293,7 @@ def _select(
             else:
                 kept = [fallback]
         elif not kept and not hyps[b]:
-            _file_dead_end(beams[base : base + width], hyps[b], config)
+            _file_dead_end(beams[base : base + width], hyps[b], config, stats)
         children = _materialise(kept, beams)
         for k in range(width):
             row = base + k
@@ -382,7 +389,12 @@ class _Walk:
     def _condemned(
         self, local_parents: set[int], judged: dict[tuple[int, int, int], StepCheck]
     ) -> dict[int, StepCheck]:
-        """Parents whose pending step already ends in a sentence end and fails: no continuation can save it."""
+        """Parents whose pending step fails a rule at a sentence end or a periodic probe.
+
+        The rules that can fail a pending step are monotone (a degenerate run,
+        an unsupported fact, certain constraint violations are already
+        written), so no continuation of that parent can save the step.
+        """
         out: dict[int, StepCheck] = {}
         if self.judge is None:
             return out
@@ -390,7 +402,10 @@ class _Walk:
             parent = self.branch * self.config.width + local
             pb = self.beams[parent]
             end = len(pb.tokens)
-            if end > pb.step_start and self.boundary.soft[pb.tokens[-1]]:
+            pending = end - pb.step_start
+            if pending > 0 and (
+                self.boundary.soft[pb.tokens[-1]] or pending % self.config.probe_every == 0
+            ):
                 key = (parent, end, -1)
                 if key not in judged:
                     judged[key] = self.judge.judge(
@@ -506,7 +521,37 @@ def _repair_or_accept(
     stats.repairs += 1
     first = pb.tokens[start] if start < len(pb.tokens) else best.token
     return _Candidate(
-        best.parent, first, pb.step_score, 0.0, 0.0, pb.step_state, None, None, False, start
+        best.parent,
+        first,
+        pb.step_score,
+        0.0,
+        0.0,
+        pb.step_state,
+        None,
+        None,
+        False,
+        start,
+        abandoned=_flagged(pb, best, attempts, config),
+    )
+
+
+def _flagged(pb: _Beam, best: _Candidate, attempts: int, config: BeamConfig) -> Hypothesis:
+    """The pruned text as a hypothesis whose step carries its violation (a dead end's fallback)."""
+    assert best.closes is not None
+    start, end = best.closes
+    grow = end > len(pb.tokens) and best.token not in config.eos_ids
+    tokens = (*pb.tokens, best.token) if grow else tuple(pb.tokens)
+    check = best.check or StepCheck(keep=True)
+    flagged = StepCheck(keep=True, rule=check.rule, detail=check.detail, payload=check.payload)
+    length = max(1, len(tokens))
+    return Hypothesis(
+        tokens=tokens,
+        logprobs=(*pb.logprobs, best.raw) if grow else tuple(pb.logprobs),
+        entropies=(*pb.entropies, best.entropy) if grow else tuple(pb.entropies),
+        steps=(*pb.steps, ClosedStep(start, len(tokens), flagged, attempts, True)),
+        score=best.score,
+        normalized=best.score / length**config.length_penalty,
+        state=best.state,
     )
 
 
@@ -540,6 +585,7 @@ def _extend(child: _Beam, cand: _Candidate) -> None:
     check = cand.check or StepCheck(keep=True)
     child.steps.append(ClosedStep(start, end, check, child.repairs.get(start, 0), cand.unrepaired))
     child.step_start = end
+    child.abandoned = None
     if end == n:  # soft end: the new token opens the next step
         child.step_state, child.step_score = before_state, before_score
     else:
@@ -557,14 +603,25 @@ def _roll_back(child: _Beam, cand: _Candidate, start: int) -> None:
     child.state = cand.state
     child.repairs[start] = child.repairs.get(start, 0) + 1
     child.banned[start] = child.banned.get(start, frozenset()) | {cand.token}
+    child.abandoned = cand.abandoned
 
 
-def _file_dead_end(live: list[_Beam], branch_hyps: list[Hypothesis], config: BeamConfig) -> None:
-    """No finite candidate at all (e.g. a repair ban met a forced token): end the best beam here."""
+def _file_dead_end(
+    live: list[_Beam], branch_hyps: list[Hypothesis], config: BeamConfig, stats: SearchStats
+) -> None:
+    """No finite candidate at all (e.g. a repair ban met a token the steering forces).
+
+    The branch ends here; if the beam was being repaired, the text the repair
+    replaced is filed instead, its step flagged with the violation.
+    """
     alive = [bm for bm in live if bm.alive and bm.score != _NEG_INF]
     if not alive:
         return
     bm = max(alive, key=lambda x: x.score)
+    if bm.abandoned is not None:
+        stats.unrepaired += 1
+        branch_hyps.append(bm.abandoned)
+        return
     length = max(1, len(bm.tokens))
     branch_hyps.append(
         Hypothesis(

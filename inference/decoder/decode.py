@@ -349,6 +349,13 @@ def _branch(
         )
     best = outcome.best
     facts_by_id = {f.id: f for f in plan.facts[b]}
+    visible = [  # a blank line between two steps is layout, not a step
+        closed
+        for closed in best.steps
+        if tokenizer.decode(
+            list(best.tokens[closed.start : closed.end]), skip_special_tokens=True
+        ).strip()
+    ]
     steps = tuple(
         _step(
             f"S{b + 1}.{k + 1}",
@@ -360,7 +367,7 @@ def _branch(
             premises,
             bool(plan.facts[b]),
         )
-        for k, closed in enumerate(best.steps)
+        for k, closed in enumerate(visible)
     )
     confidence = sum(s.confidence for s in steps) / len(steps) if steps else 0.0
     violations = tuple(f"{s.id}: {s.violation}" for s in steps if s.violation)

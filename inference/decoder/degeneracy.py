@@ -65,7 +65,8 @@ def degeneracy(
 ) -> str | None:
     """Why the step is degenerate, or None. Deterministic, no model."""
     normalized = " ".join(step_text.split()).lower()
-    if len(normalized) > 8 and normalized in {" ".join(s.split()).lower() for s in earlier_steps}:
+    long_enough = len(normalized) > 8 or sum(1 for c in normalized if _script(c) == "han") >= 2
+    if long_enough and normalized in {" ".join(s.split()).lower() for s in earlier_steps}:
         return "repetition: the step repeats an earlier step"
     run = 1
     for a, b in itertools.pairwise(step_tokens):

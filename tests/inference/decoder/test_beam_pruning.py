@@ -48,9 +48,10 @@ class _At:
 class _Push:
     """Pushes the model along ``target`` (token ids) while the beam follows it."""
 
-    def __init__(self, target: list[int], bonus: float = 40.0) -> None:
+    def __init__(self, target: list[int], bonus: float = 40.0, force: bool = False) -> None:
         self.target = target
         self.bonus = bonus
+        self.force = force  # mask every other token, like a grammar with one allowed path
 
     def initial_state(self) -> _At:
         return _At(0)
@@ -59,7 +60,10 @@ class _Push:
         out = logprobs.clone()
         for row, state in enumerate(states):
             if 0 <= state.index < len(self.target):
-                out[row, self.target[state.index]] += self.bonus
+                keep = out[row, self.target[state.index]] + self.bonus
+                if self.force:
+                    out[row] = float("-inf")
+                out[row, self.target[state.index]] = keep
         return out
 
     def advance(self, state: _At, token_id: int) -> _At:
@@ -108,6 +112,7 @@ def _run(
     *,
     evidence: list[EvidenceSubgraph] | None = None,
     constraints: list[Constraint] | None = None,
+    force: bool = False,
     **options: object,
 ) -> DecodeResult:
     tok = lm.tokenizer
@@ -118,7 +123,7 @@ def _run(
         lm.model,
         tok,
         plan,
-        steering=_Push(target),
+        steering=_Push(target, force=force),
         options=opts,
         constraints=constraints or [],
         lexicon=LEXICON,
@@ -169,6 +174,24 @@ def test_entropy_rule_prunes_a_degenerate_step(loaded_model: LoadedModel) -> Non
     result = _run(loaded_model, "11111111111111111111111111.", evidence=[])
     assert result.pruning.pruned.get("entropy", 0) >= 1
     assert "1111111111111111" not in result.answer
+
+
+def test_a_degenerate_run_without_boundary_is_caught_by_the_periodic_probe(
+    loaded_model: LoadedModel,
+) -> None:
+    result = _run(loaded_model, "1234567890" * 4, evidence=[], max_new_tokens=40)
+    assert result.pruning.pruned.get("entropy", 0) >= 1
+    assert result.pruning.repairs >= 1
+    assert "1234567890123456" not in result.answer
+
+
+def test_a_repair_that_meets_a_forced_token_files_the_flagged_text(
+    loaded_model: LoadedModel,
+) -> None:
+    result = _run(loaded_model, "1234567890" * 4, evidence=[], force=True, max_new_tokens=40)
+    assert result.answer.startswith("1234567890123456")
+    assert result.pruning.repairs >= 1 and result.pruning.unrepaired >= 1
+    assert result.violations and "entropy" in result.violations[0]
 
 
 def test_entropy_bound_on_the_measured_token_entropy(loaded_model: LoadedModel) -> None:
