@@ -201,7 +201,14 @@ def run_steered(model: Any, tokenizer: Any, row: dict[str, Any], width: int) -> 
 
     constraints = row["constraints"]
     budget = row["budget"]
-    steering = compile_steering(constraints, tokenizer, prompt=row["prompt"], max_new_tokens=budget)
+    steering = compile_steering(
+        constraints,
+        tokenizer,
+        prompt=row["prompt"],
+        device=model.device,
+        vocab_size=int(model.config.vocab_size),
+        max_new_tokens=budget,
+    )
     plan = plan_prompt(tokenizer, row["prompt"], constraints)
     start = time.perf_counter()
     result = decode(

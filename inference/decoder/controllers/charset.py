@@ -113,13 +113,22 @@ class CharPolicy:
 def split_utf8(data: bytes) -> tuple[str | None, bytes]:
     """Decode the longest complete prefix of ``data``; return it and the tail.
 
-    The tail is at most 3 bytes of an unfinished character; None is returned
-    for the text when the bytes are invalid anywhere but in that tail.
+    The tail is the start of one unfinished character (a lead byte and fewer
+    continuation bytes than it announces); None is returned for the text
+    when the bytes are invalid anywhere else.
     """
-    for cut in range(0, min(4, len(data) + 1)):
-        head = data[: len(data) - cut] if cut else data
+    for cut in range(0, min(3, len(data)) + 1):
+        head, tail = data[: len(data) - cut], data[len(data) - cut :]
+        if tail and not _is_char_start(tail):
+            continue
         try:
-            return head.decode("utf-8"), data[len(head) :]
+            return head.decode("utf-8"), tail
         except UnicodeDecodeError:
             continue
     return None, b""
+
+
+def _is_char_start(tail: bytes) -> bool:
+    lead = tail[0]
+    need = 2 if 0xC2 <= lead <= 0xDF else 3 if 0xE0 <= lead <= 0xEF else 4 if 0xF0 <= lead <= 0xF4 else 0
+    return len(tail) < need and all(0x80 <= b <= 0xBF for b in tail[1:])

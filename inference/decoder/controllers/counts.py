@@ -105,7 +105,8 @@ class Limits:
     ) -> torch.Tensor | None:
         """``[V]`` bool of tokens that would break an upper bound, leaving room
         for ``reserve`` (what the remaining literals will add) and
-        ``spare_sentences`` (one per remaining free segment); None if no bound.
+        ``spare_sentences`` (one sentence and two words per remaining free
+        segment); None if no bound.
         """
         banned: torch.Tensor | None = None
         if self.max_words is not None:
@@ -113,7 +114,7 @@ class Limits:
             new = counts.words + tables.word_runs
             if joined is not None:
                 new = new - joined.to(torch.int32)
-            banned = new > self.max_words - reserve.words
+            banned = new > self.max_words - reserve.words - 2 * spare_sentences
         if self.max_sentences is not None:
             new = counts.sentences + tables.sentence_ends
             if counts.ends_terminal:
@@ -133,7 +134,7 @@ class Limits:
         A sentence bound closes right after the last allowed sentence's final
         punctuation (any further text would open one more sentence).
         """
-        if self.max_words is not None and counts.words >= self.max_words - reserve.words:
+        if self.max_words is not None and counts.words >= self.max_words - reserve.words - 2 * spare_sentences:
             return not counts.in_word
         if self.max_sentences is not None:
             room = self.max_sentences - reserve.sentences - spare_sentences

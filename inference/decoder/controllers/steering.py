@@ -76,7 +76,8 @@ class _CompiledSegment:
     target: int = -1  # the token that leaves this segment
     reserve: Counts = field(default_factory=Counts)  # what later literals add
     reserve_tokens: int = 0  # tokens later segments need at least
-    free_after: int = 0  # body free segments after this one
+    free_after: int = 0  # free segments after this one
+    bodies_after: int = 0  # body free segments after this one
 
 
 class ConstraintSteering:
@@ -192,7 +193,8 @@ class ConstraintSteering:
                 len(self._literal_tokens(s.text)) if isinstance(s, Literal) else _MIN_SEGMENT_TOKENS
                 for s in later
             )
-            free_after = sum(1 for s in later if isinstance(s, Free) and s.role == "body")
+            free_after = sum(1 for s in later if isinstance(s, Free))
+            bodies_after = sum(1 for s in later if isinstance(s, Free) and s.role == "body")
             if isinstance(seg, Literal):
                 out.append(_CompiledSegment(seg, tokens=self._literal_tokens(seg.text)))
                 continue
@@ -218,6 +220,7 @@ class ConstraintSteering:
                     reserve=reserve,
                     reserve_tokens=reserve_tokens,
                     free_after=free_after,
+                    bodies_after=bodies_after,
                 )
             )
         return tuple(out)
@@ -321,7 +324,7 @@ class ConstraintSteering:
                 deadline = state.n_tokens + comp.segment.cap_tokens
             if self.max_new_tokens is not None:
                 room = self.max_new_tokens - state.n_tokens - comp.reserve_tokens
-                share = room // (1 + comp.free_after) if comp.segment.role == "body" else room
+                share = room // (1 + comp.bodies_after) if comp.segment.role == "body" else room
                 budget_deadline = state.n_tokens + max(_MIN_SEGMENT_TOKENS, share)
                 deadline = budget_deadline if deadline is None else min(deadline, budget_deadline)
         return dataclasses.replace(state, seg=seg, lit_pos=0, seg_tokens=0, seg_deadline=deadline)
@@ -360,7 +363,7 @@ class ConstraintSteering:
         if isinstance(comp.segment, Literal):
             return _Plan("only", comp.tokens[state.lit_pos])
         budget_out = self.max_new_tokens is not None and (
-            self.max_new_tokens - state.n_tokens <= comp.reserve_tokens + 1
+            self.max_new_tokens - state.n_tokens <= comp.reserve_tokens + 2
         )
         if isinstance(comp.segment, Formal):
             return _Plan("formal", comp.target, seg=state.seg, forced=budget_out)
@@ -387,7 +390,10 @@ class ConstraintSteering:
             forced = True
         if self.limits.has_max and not counts.bracket_open:
             forced = forced or self.limits.must_close(counts, comp.reserve, comp.free_after)
-        if forced and not state.pending:
+        # A forced end waits while the text ends in a forbidden word (one more
+        # word character, e.g. "risk" -> "risky", makes it safe to stop).
+        ends_clean = self.forbidden is None or self.forbidden.ends_ok(state.text)
+        if forced and not state.pending and ends_clean:
             return _Plan("only", exit_token)
         return _Plan("free", exit_token, seg=state.seg, may_stop=may_stop)
 
