@@ -211,6 +211,12 @@ def _answer_out(turn: Mapping[str, Any], result: ReasonResult) -> AnswerOut:
     )
 
 
+def _constraints_doc(constraints: Sequence[Constraint]) -> list[dict[str, Any]]:
+    """Constraints as stored in the session state (plain JSON), so a later plan compares equal."""
+    doc: list[dict[str, Any]] = msgspec.json.decode(msgspec.json.encode(constraints))
+    return doc
+
+
 def _decode_ms(result: ReasonResult) -> float:
     return float(result.timings.get("prefill", 0.0)) + float(result.timings.get("decode", 0.0))
 
@@ -399,7 +405,7 @@ class SessionService:
             turn = _Turn(
                 turn=number, prompt=prompt, options=msgspec.to_builtins(options), run_id=run_id,
                 premises=mapping, result=msgspec.to_builtins(result),
-                constraints=msgspec.to_builtins(plan.active_constraints), full_decode_ms=_decode_ms(result),
+                constraints=_constraints_doc(plan.active_constraints), full_decode_ms=_decode_ms(result),
                 runs=[run_id],
             )
             record = self._record(RunKind.REASON, session, prompt, plan, result, started, finished, mapping,
@@ -470,7 +476,7 @@ class SessionService:
             previous = msgspec.convert(t.result, ReasonResult)
             reasoner = self.ws.reasoner()
             t0 = time.perf_counter()
-            if msgspec.to_builtins(plan.active_constraints) == t.constraints:
+            if _constraints_doc(plan.active_constraints) == t.constraints:
                 result = await self._decode(reasoner.rerun, previous, plan)
             else:
                 # Feedback changed the constraints since: the shared prefix differs, nothing is reusable.
@@ -528,7 +534,7 @@ class SessionService:
                 await run_store.record_run(db, record, run_id=run_id)
                 by_turn[t.turn] = msgspec.structs.replace(
                     t, run_id=run_id, result=msgspec.to_builtins(result), runs=[*t.runs, run_id],
-                    constraints=msgspec.to_builtins(plan.active_constraints),
+                    constraints=_constraints_doc(plan.active_constraints),
                 )
                 last_run, changed_turn = run_id, t.turn
             if not reruns:

@@ -249,7 +249,7 @@ async def test_ambiguous_retraction_asks_for_confirmation(
     headers = model_admin_headers
     sid = await _session(model_client, headers, domain=None)
     first = await _turn(model_client, headers, sid,
-                        "Assume the tax rate is 20%. Assume the tax rate for companies is 25%. What is owed on 100?")
+                        "Assume the income tax rate is 20%. Assume the sales tax rate is 8%. What is owed on 100?")
     assert len(first["premises"]) == 2
     before = await _dag(model_client, headers, sid)
     second = await _turn(model_client, headers, sid, "Ignore the assumption about the tax rate.")
