@@ -78,7 +78,11 @@ class BranchEvidence:
 
     @property
     def text(self) -> str:
-        return " \n ".join(f"{f.text} {f.subject} {f.object}" for f in self.facts).lower()
+        """Everything the prompt showed of the facts: id, sentence, labels and dates (lower case)."""
+        return " \n ".join(
+            " ".join(x for x in (f.id, f.text, f.subject, f.object, f.effective, f.modified) if x)
+            for f in self.facts
+        ).lower()
 
 
 @dataclass(frozen=True)

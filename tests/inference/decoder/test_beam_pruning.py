@@ -266,3 +266,11 @@ def test_domain_mentions_skip_list_markers_and_normalise_numbers() -> None:
         "2,000,000",
         "2024-05-11",
     )
+
+
+def test_dates_shown_with_the_evidence_count_as_support(loaded_model: LoadedModel) -> None:
+    result = _run(loaded_model, "Acme Ltd sent EUR 2,000,000 to Jon Doe (2024-05-11).")
+    assert result.pruning.pruned.get("evidence", 0) == 0
+    assert result.answer.startswith("Acme Ltd sent EUR 2,000,000 to Jon Doe (2024-05-11).")
+    wrong = _run(loaded_model, "Acme Ltd sent EUR 2,000,000 to Jon Doe (2024-05-12).")
+    assert wrong.pruning.pruned.get("evidence", 0) >= 1
