@@ -13,11 +13,19 @@ hypotheses and no live beam can still beat the worst of them, or at
 ``max_new_tokens``.
 
 Step boundaries (``boundaries.py``) hand every candidate that closes a step to
-a ``StepJudge``. A rejected candidate is dropped; if a branch would be left
-with no beam at all, its best rejected beam is rolled back to the start of the
-step and the step is re-decoded with the step's first token banned at that
-position (bounded by ``max_repairs``); when repair fails the step is kept and
-flagged as an unrepaired violation, never silently dropped.
+a ``StepJudge``; a pending step is also judged after a sentence end and every
+``probe_every`` tokens (a degenerate run need not contain a boundary), and a
+parent whose pending step fails is "condemned": none of its candidates is
+kept. A rejected candidate is dropped; if a branch would be left with no beam
+at all, its best rejected beam is rolled back to the start of the step and the
+step is re-decoded with the step's first token banned at that position
+(bounded by ``max_repairs``). When repair fails -- attempts exhausted, or the
+ban meets a token the steering forces -- the step is kept and flagged as an
+unrepaired violation, never silently dropped.
+
+A rolled-back row is not copied: the columns it abandons are masked and its
+positions restart at the step, the same ragged-batch mechanism as branch
+prompts of different length.
 """
 
 from __future__ import annotations
