@@ -8,8 +8,9 @@ sentences and cheap document features.
 
 Guarantees:
 
-- never raises on any Unicode text up to :data:`MAX_PROMPT_CHARS`; longer
-  prompts raise :class:`reasoning.errors.LimitExceeded`;
+- never raises on any Unicode text up to :data:`MAX_PROMPT_CHARS` characters
+  and :data:`MAX_PROMPT_TOKENS` English tokens; larger prompts raise
+  :class:`reasoning.errors.LimitExceeded`;
 - constraint ids are ``c1``, ``c2``, ... in order of source position; profile
   defaults follow with the next ids;
 - hardness is ``soft`` when the constraint's sentence carries a softener
@@ -53,10 +54,16 @@ from reasoning.language import detect_prompt_language, script_counts
 from reasoning.nlp import chinese, english
 from reasoning.premises import extract_premises
 
-__all__ = ["MAX_PROMPT_CHARS", "ExtractionResult", "extract"]
+__all__ = ["MAX_PROMPT_CHARS", "MAX_PROMPT_TOKENS", "ExtractionResult", "extract"]
+
 
 MAX_PROMPT_CHARS = 20_000
 """Longest prompt extraction accepts (characters); the HTTP layer caps bodies too."""
+
+MAX_PROMPT_TOKENS = 8_000
+"""Most English tokens extraction parses. Natural text of MAX_PROMPT_CHARS has
+about 4,500; only pathological input (thousands of one-character tokens, each
+costing the parser as much as a word) reaches the cap."""
 
 
 class ExtractionResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -80,12 +87,26 @@ _NEGATIONS_ZH = re.compile(r"不|没|禁止|不得|勿|无")
 _SURROGATE = re.compile(r"[\ud800-\udfff\x00]")
 
 
-def _clean(prompt: str) -> str:
-    """The prompt with characters spaCy cannot take replaced one for one.
+_LONG_RUN = re.compile(r"[^\w\s]{16,}")
 
-    One-for-one replacement keeps every offset valid for the original prompt.
+
+def _break_run(match: re.Match[str]) -> str:
+    run = match.group(0)
+    return "".join(" " if index % 16 == 15 else char for index, char in enumerate(run))
+
+
+def _clean(prompt: str) -> str:
+    """The prompt with what slows or breaks spaCy replaced one for one.
+
+    Lone surrogates and NUL become U+FFFD; in a run of more than 15
+    punctuation marks every 16th becomes a space (spaCy's tokenizer is
+    quadratic in the length of a punctuation run: 20,000 marks took minutes).
+    One-for-one replacement keeps every offset valid for the original prompt,
+    and runs of up to 15 marks ("******") are unchanged.
+
     """
-    return _SURROGATE.sub("\ufffd", prompt)
+    return _LONG_RUN.sub(_break_run, _SURROGATE.sub("\ufffd", prompt))
+
 
 
 def _sentence_bounds(doc: Doc) -> list[tuple[int, int]]:
@@ -199,7 +220,13 @@ def extract(prompt: str, *, defaults: Sequence[Constraint] = ()) -> ExtractionRe
     found: list[Found] = []
     parse_started = time.perf_counter()
     if scripts.get("Han", 0) == 0 or scripts.get("Latin", 0) > 0 or language == "en":
-        docs["en"] = english()(text, disable=["ner"])
+        nlp = english()
+        doc = nlp.make_doc(text)
+        if len(doc) > MAX_PROMPT_TOKENS:
+            raise LimitExceeded(
+                f"prompt has {len(doc)} tokens; the maximum is {MAX_PROMPT_TOKENS}", limit=MAX_PROMPT_TOKENS
+            )
+        docs["en"] = nlp(doc, disable=["ner"])
     if scripts.get("Han", 0) > 0:
         docs["zh"] = chinese()(text)
     parse_ms = (time.perf_counter() - parse_started) * 1000

@@ -165,6 +165,21 @@ def test_oversized_prompt_is_refused() -> None:
         extract("a" * (MAX_PROMPT_CHARS + 1))
 
 
+def test_pathological_token_counts_are_refused_quickly() -> None:
+    with pytest.raises(LimitExceeded):
+        extract("!?" * (MAX_PROMPT_CHARS // 2))
+
+
+def test_long_punctuation_runs_keep_offsets() -> None:
+    prompt = "*" * 40 + " Do not use any commas. Separate the two answers with ******."
+    result = extract(prompt)
+    assert {c.kind for c in result.constraints} == {Kind.NO_COMMA, Kind.TWO_RESPONSES}
+    for constraint in result.constraints:
+        assert constraint.source is not None
+        assert prompt[constraint.source.start : constraint.source.end] == constraint.source.text
+
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.text(max_size=400))
 def test_extract_never_raises_on_any_text(prompt: str) -> None:
