@@ -38,7 +38,6 @@ from reasoning.constraints.model import Constraint, Hardness, Kind, Premise, Sco
 from reasoning.constraints.verifiers import VerifyContext, verify_all
 from reasoning.errors import ConflictError, InvalidInput, LimitExceeded
 from reasoning.evidence.index import OntologyIndex
-from reasoning.evidence.linking import link_mentions
 from reasoning.evidence.model import EvidenceFact, EvidenceSubgraph, LinkedEntity
 from reasoning.evidence.subgraph import apply_time_window, build_evidence
 
@@ -238,7 +237,7 @@ class Reasoner:
         branch); ``premise_overrides`` replaces a premise's text (amendment).
         """
         timings: dict[str, float] = {}
-        analysis = analyse(prompt, defaults=(*defaults, *extra_constraints))
+        analysis = analyse(prompt, defaults=(*defaults, *extra_constraints), domain_index=domain_index)
         timings.update(analysis.timings)
         premises = tuple(
             msgspec.structs.replace(p, text=premise_overrides[p.id]) if p.id in premise_overrides else p
@@ -250,10 +249,9 @@ class Reasoner:
         )
         budget = analysis.budget
         t0 = time.perf_counter()
-        linked: tuple[LinkedEntity, ...] = ()
+        linked = analysis.linked
         subgraphs: tuple[EvidenceSubgraph, ...] = ()
         if domain_index is not None:
-            linked = link_mentions(domain_index, prompt)
             subgraphs = build_evidence(
                 domain_index,
                 linked,
