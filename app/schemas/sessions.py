@@ -9,6 +9,7 @@ import msgspec
 
 from app.schemas.constraints import Profile
 from app.schemas.reason import ReasonResponse
+from inference.pipeline import ReasonOptions
 
 __all__ = [
     "AnswerOut",
@@ -46,7 +47,7 @@ class TurnCreate(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     """A new prompt in the session; ``options`` as ``POST /v1/reason`` takes them."""
 
     prompt: Annotated[str, msgspec.Meta(min_length=1)]
-    options: dict[str, Any] | None = None
+    options: ReasonOptions = msgspec.field(default_factory=ReasonOptions)
 
 
 class PremiseAmend(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

@@ -56,13 +56,13 @@ from app.schemas.sessions import (
     TurnResult,
     VerdictOut,
 )
-from app.services.reasoning import build_response
+from app.services.reasoning import build_response, check_prompt
 from app.settings import Settings
 from inference.pipeline import Plan, Reasoner, ReasonOptions, ReasonResult
 from reasoning.analysis import Status
 from reasoning.constraints.model import Constraint, Hardness, Kind, Origin
 from reasoning.dag import BranchTrace, NodeKind, ReasoningDag, StepTrace, node_id, record_turn
-from reasoning.errors import ConflictError, InvalidInput, LimitExceeded
+from reasoning.errors import ConflictError, InvalidInput
 from reasoning.feedback import Feedback, FeedbackKind, RunView, SessionPolicy, apply_feedback
 from reasoning.graph import build_graph
 from reasoning.premises import match_retraction
@@ -211,6 +211,19 @@ def _answer_out(turn: Mapping[str, Any], result: ReasonResult) -> AnswerOut:
     )
 
 
+def _invalidate(previous: ReasonResult, premise_ids: set[str]) -> ReasonResult:
+    """``previous`` without the branches that saw one of ``premise_ids``.
+
+    The reasoner reuses a branch whose view, evidence and premise ids are
+    unchanged; an amended premise keeps its id, so the branches that saw it
+    are dropped here and ``rerun`` decodes them again.
+    """
+    keep = [(spec, branch) for spec, branch in zip(previous.branch_specs, previous.branches)
+            if not premise_ids & set(spec.premise_ids)]
+    return msgspec.structs.replace(previous, branch_specs=tuple(s for s, _ in keep),
+                                   branches=tuple(b for _, b in keep))
+
+
 def _constraints_doc(constraints: Sequence[Constraint]) -> list[dict[str, Any]]:
     """Constraints as stored in the session state (plain JSON), so a later plan compares equal."""
     doc: list[dict[str, Any]] = msgspec.json.decode(msgspec.json.encode(constraints))
@@ -324,9 +337,8 @@ class SessionService:
 
     async def turn(self, session_id: str, data: TurnCreate) -> TurnResult:
         """A new prompt: a retraction / amendment of earlier premises, or a new question."""
-        if len(data.prompt) > self.settings.max_prompt_chars:
-            raise LimitExceeded(f"prompt longer than {self.settings.max_prompt_chars} characters")
-        options = msgspec.convert(data.options or {}, ReasonOptions)
+        check_prompt(data.prompt, self.settings.max_prompt_chars)
+        options = data.options
         async with self.ws.lock(session_id):
             async with transaction(self.factory) as db:
                 row = await self._load(db, session_id)
@@ -473,7 +485,8 @@ class SessionService:
             overrides = {pid: now[dbid][1] for pid, dbid in t.premises.items() if now[dbid][0] == "amended"}
             options = msgspec.convert(t.options, ReasonOptions)
             plan = await to_thread.run_sync(self._plan, row, t.prompt, options, index, excluded, overrides)
-            previous = msgspec.convert(t.result, ReasonResult)
+            stale = {pid for pid, dbid in t.premises.items() if dbid == premise_id}
+            previous = _invalidate(msgspec.convert(t.result, ReasonResult), stale)
             reasoner = self.ws.reasoner()
             t0 = time.perf_counter()
             if _constraints_doc(plan.active_constraints) == t.constraints:

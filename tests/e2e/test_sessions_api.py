@@ -84,6 +84,12 @@ async def test_unknown_domain_and_bad_bodies(client: Client, make_key: Any) -> N
     problem(await client.post(URL, headers=headers, json={"colour": "red"}), 400)
     sid = (await client.post(URL, headers=headers, json={})).json()["id"]
     problem(await client.get(f"{URL}/{sid}/graph?format=xml", headers=headers), 400)
+    problem(await client.post(f"{URL}/{sid}/turns", headers=headers, json={"prompt": "   "}), 400)
+    problem(await client.post(f"{URL}/{sid}/turns", headers=headers, json={"prompt": "x" * 8001}), 413)
+    problem(await client.post(f"{URL}/{sid}/turns", headers=headers,
+                              json={"prompt": "hi", "options": {"num_beams": 99}}), 400)
+    problem(await client.post(f"{URL}/{sid}/turns", headers=headers,
+                              json={"prompt": "hi", "options": {"beams": 2}}), 400)
     problem(await client.patch(f"{URL}/{sid}/premises/nope", headers=headers, json={}), 400)
     problem(await client.delete(f"{URL}/{sid}/premises/nope", headers=headers), 404)
     problem(await client.post("/v1/runs/nope/feedback", headers=headers,
