@@ -16,6 +16,16 @@ is not yet taken as written, since the next token may extend it.
 
 Each verifier is a small function of the text; none loads a model, and the
 language verifier uses cached, script-restricted detectors.
+
+Where IFEval's rule differs from a literal reading of the kind, IFEval's rule
+is applied (it is what answers are judged by): ``sections`` requires *at
+least* ``n`` splitter markers, ``constrained_response`` accepts an answer that
+*contains* one of the options, keyword counts are case-insensitive substring
+counts. Deliberate differences: ``no_comma`` also refuses the full-width
+comma "，", and ``word_count`` counts each Han character as a word (IFEval
+counts a run of Han characters as one word); neither changes a verdict on
+text without Chinese characters.
+
 """
 
 from __future__ import annotations
