@@ -25,6 +25,7 @@ from inference.kv_cache import PrefixCache
 from inference.loader import LoadedModel, load_model
 from inference.pipeline import Reasoner
 from reasoning.errors import TenetError, Unavailable
+from reasoning.nlp import warm_up as warm_up_nlp
 from reasoning.evidence.cache import IndexCache
 from reasoning.evidence.ingest import IngestLimits
 from store.db import create_engine, create_sessionmaker, ping
@@ -162,9 +163,10 @@ class Runtime:
 
 
 def _warm_up(loaded: LoadedModel) -> None:
-    """One short forward pass and the steering's vocabulary tables, so the first request
-    pays for neither lazy initialisation nor the per-tokenizer tables."""
+    """One short forward pass, the steering's vocabulary tables and the NLP pipelines, so the
+    first request pays for no lazy initialisation."""
     inputs = loaded.tokenizer("Hello", return_tensors="pt").to(loaded.device)
     with torch.inference_mode():
         loaded.model(**inputs)
     vocab_tables(loaded.tokenizer, loaded.device, int(loaded.model.get_output_embeddings().weight.shape[0]))
+    warm_up_nlp()
