@@ -103,6 +103,7 @@ def cmd_model_prepare(args: argparse.Namespace) -> int:
 
     settings = _settings()
     assert settings.model_cache_dir is not None
+    _quiet_model_loading()
     started = time.perf_counter()
     with Spinner(f"preparing model {settings.model}"):
         cached = prepare_cache(settings.model, settings.model_cache_dir)
