@@ -6,6 +6,15 @@ and the OpenAPI schema under ``/schema``. A missing, malformed, unknown or
 revoked key is 401 (with ``WWW-Authenticate``); a valid key without the
 scope a route needs is 403. ``admin`` implies every scope.
 
+Verified keys are cached in memory for ``KEY_CACHE_TTL_S`` seconds, keyed by
+the SHA-256 of the whole token, so a busy key costs no database round trip
+per request; a revocation in this process (any ORM write of
+``ApiKey.revoked_at``) evicts the key at once, one in another process takes
+effect within the TTL. ``last_used_at`` is written when the cache refreshes,
+at most once a minute per key (``store.keys.touch_key``). The middleware also
+reads the request's scheduling hints (``X-Tenet-Priority``,
+``X-Tenet-Deadline-S``) within the key's allowance (``app.scheduler``).
+
 Usage in a controller::
 
     @post("/v1/reason", guards=[requires_scope("reason")])
@@ -15,6 +24,9 @@ Usage in a controller::
 
 from __future__ import annotations
 
+import hashlib
+import time
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -27,16 +39,21 @@ from litestar.middleware.authentication import (
     AuthenticationResult,
 )
 from litestar.types import Guard
+from sqlalchemy import event
 
 from app.errors import Unauthorized
+from app.scheduler import REQUEST_HINTS, hints_from_headers
 from reasoning.errors import Forbidden, InvalidInput
 from store.keys import DEFAULT_TENANT, SCOPES, find_key, touch_key
+from store.models import ApiKey
 
 __all__ = [
     "PUBLIC",
     "SCOPES",
     "ApiKeyMiddleware",
     "AuthContext",
+    "KEY_CACHE",
+    "KeyCache",
     "Unauthorized",
     "requires_scope",
 ]
@@ -64,6 +81,63 @@ class AuthContext:
         return "admin" in self.scopes and self.tenant_name == DEFAULT_TENANT
 
 
+class KeyCache:
+    """Verified keys by token hash, each for ``ttl_s`` seconds; at most ``max_entries`` (oldest out).
+
+    Only keys that verified and were not revoked are stored. Used from the
+    event loop only (no lock needed).
+    """
+
+    def __init__(self, ttl_s: float = 10.0, max_entries: int = 10_000) -> None:
+        self.ttl_s = ttl_s
+        self.max_entries = max_entries
+        self._entries: OrderedDict[str, tuple[AuthContext, float]] = OrderedDict()
+
+    @staticmethod
+    def token_hash(token: str) -> str:
+        return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+    def get(self, token: str) -> AuthContext | None:
+        digest = self.token_hash(token)
+        entry = self._entries.get(digest)
+        if entry is None:
+            return None
+        if entry[1] <= time.monotonic():
+            del self._entries[digest]
+            return None
+        return entry[0]
+
+    def put(self, token: str, context: AuthContext) -> None:
+        digest = self.token_hash(token)
+        self._entries[digest] = (context, time.monotonic() + self.ttl_s)
+        self._entries.move_to_end(digest)
+        while len(self._entries) > self.max_entries:
+            self._entries.popitem(last=False)
+
+    def invalidate_key(self, key_id: str) -> int:
+        """Drop every entry of ``key_id``; returns how many were dropped."""
+        stale = [d for d, (ctx, _) in self._entries.items() if ctx.key_id == key_id]
+        for digest in stale:
+            del self._entries[digest]
+        return len(stale)
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+
+#: Seconds a verified key is trusted without asking the database again.
+KEY_CACHE_TTL_S = 10.0
+#: The process-wide cache of verified keys.
+KEY_CACHE = KeyCache(ttl_s=KEY_CACHE_TTL_S)
+
+
+@event.listens_for(ApiKey.revoked_at, "set")
+def _evict_revoked(target: ApiKey, value: Any, _old: Any, _initiator: Any) -> None:
+    """A key being revoked in this process is evicted before the revocation commits."""
+    if value is not None and target.id is not None:
+        KEY_CACHE.invalidate_key(target.id)
+
+
 class ApiKeyMiddleware(AbstractAuthenticationMiddleware):
     """Resolves the bearer token to an :class:`AuthContext` stored as ``scope["user"]``."""
 
@@ -79,6 +153,13 @@ class ApiKeyMiddleware(AbstractAuthenticationMiddleware):
         token = token.strip()
         if scheme.lower() != "bearer" or not token:
             raise Unauthorized("malformed Authorization header; expected 'Bearer <API key>'")
+        context = KEY_CACHE.get(token) or await self._verify(connection, token)
+        REQUEST_HINTS.set(hints_from_headers(connection.headers, context.scopes))
+        return AuthenticationResult(user=context, auth=context.key_id)
+
+    @staticmethod
+    async def _verify(connection: ASGIConnection[Any, Any, Any, Any], token: str) -> AuthContext:
+        """Look the key up, record its use (at most once a minute) and cache it."""
         runtime = connection.app.state.runtime
         async with runtime.sessionmaker() as session:
             key = await find_key(session, token)
@@ -95,7 +176,8 @@ class ApiKeyMiddleware(AbstractAuthenticationMiddleware):
                 tenant_name=key.tenant.name,
             )
             await session.commit()
-        return AuthenticationResult(user=context, auth=key.id)
+        KEY_CACHE.put(token, context)
+        return context
 
 
 def requires_scope(scope: str) -> Guard:

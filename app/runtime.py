@@ -19,6 +19,7 @@ import torch
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from app.scheduler import Scheduler
 from app.settings import Settings
 from inference.decoder.vocab import vocab_tables
 from inference.kv_cache import PrefixCache
@@ -54,6 +55,12 @@ class Runtime:
         self.decode_lock = threading.Lock()
         self._reasoner: Reasoner | None = None
         self._reasoner_lock = threading.Lock()
+        #: The model worker: every decode is queued here (priorities, admission control).
+        self.scheduler = Scheduler(
+            max_queue=settings.queue_max,
+            default_deadline_s=settings.default_deadline_s,
+            lock=self.decode_lock,
+        )
 
     @property
     def ready(self) -> bool:

@@ -78,6 +78,21 @@ SETTINGS_DOC: tuple[tuple[str, str, str], ...] = (
         "Memory bound of the per-tenant prompt-prefix KV caches (least recently used evicted first).",
     ),
     (
+        "TENET_QUEUE_MAX",
+        "64",
+        "Most decode jobs waiting for the model worker; a request beyond it gets 429 with Retry-After at once.",
+    ),
+    (
+        "TENET_DEFAULT_DEADLINE_S",
+        "60",
+        "Longest predicted queue wait (seconds) a decode request accepts when it sends no X-Tenet-Deadline-S; beyond it: 429 with Retry-After.",
+    ),
+    (
+        "TENET_SHUTDOWN_GRACE_S",
+        "30",
+        "On shutdown, seconds to let accepted (running and queued) decodes finish while new ones get 503.",
+    ),
+    (
         "TENET_AUDIT_RETENTION_DAYS",
         "180",
         "Minimum age (days, at least 1) before audit events may be purged; nothing deletes younger ones.",
@@ -161,6 +176,9 @@ class Settings:
     kv_cache_bytes: int = 256 * 1024 * 1024
     max_new_tokens: int = 256
     audit_retention_days: int = 180
+    queue_max: int = 64
+    default_deadline_s: float = 60.0
+    shutdown_grace_s: float = 30.0
     webhook_url: str = ""
     webhook_format: str = "slack"
     otlp_endpoint: str = ""
@@ -220,6 +238,16 @@ class Settings:
         if not 1 <= self.max_new_tokens <= 4096:
             raise InvalidInput(
                 "TENET_MAX_NEW_TOKENS must be between 1 and 4096", variable="TENET_MAX_NEW_TOKENS"
+            )
+        if self.queue_max < 1:
+            raise InvalidInput("TENET_QUEUE_MAX must be at least 1", variable="TENET_QUEUE_MAX")
+        if not self.default_deadline_s > 0:
+            raise InvalidInput(
+                "TENET_DEFAULT_DEADLINE_S must be positive", variable="TENET_DEFAULT_DEADLINE_S"
+            )
+        if self.shutdown_grace_s < 0:
+            raise InvalidInput(
+                "TENET_SHUTDOWN_GRACE_S must not be negative", variable="TENET_SHUTDOWN_GRACE_S"
             )
         if self.audit_retention_days < 1:
             raise InvalidInput(

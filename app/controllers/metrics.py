@@ -6,7 +6,7 @@ from litestar import Controller, Response, get
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from app.auth import PUBLIC
-from app.metrics import MODEL_LOADED, REGISTRY
+from app.metrics import MODEL_LOADED, REGISTRY, refresh_memory
 from app.runtime import Runtime
 
 __all__ = ["MetricsController"]
@@ -19,4 +19,5 @@ class MetricsController(Controller):
     @get("/metrics", operation_id="get_metrics", summary="Prometheus metrics")
     async def get_metrics(self, runtime: Runtime) -> Response[bytes]:
         MODEL_LOADED.set(1 if runtime.ready else 0)
+        refresh_memory(runtime.model.model if runtime.model is not None else None)
         return Response(content=generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)

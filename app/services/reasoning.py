@@ -18,6 +18,7 @@ from anyio import to_thread
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth import AuthContext
+from app.metrics import observe_decode
 from app.runtime import Runtime
 from app.schemas.constraints import EntropyOut, Profile
 from app.schemas.reason import (
@@ -95,15 +96,24 @@ async def plan_and_run(
     index: OntologyIndex | None,
     defaults: Sequence[Constraint] = (),
 ) -> tuple[Plan, ReasonResult]:
-    """Plan and decode on the model worker (one decode at a time per model)."""
+    """Plan in a worker thread, then decode through the scheduler (one decode at a time per model).
+
+    Admission is checked before planning so an overloaded service refuses at
+    once (429/503 with Retry-After); once the decode is queued it runs to
+    completion.
+    """
     reasoner = runtime.reasoner()
+    runtime.scheduler.check()
+    plan = await to_thread.run_sync(
+        lambda: reasoner.plan(prompt, options=options, domain_index=index, defaults=defaults)
+    )
 
-    def work() -> tuple[Plan, ReasonResult]:
-        plan = reasoner.plan(prompt, options=options, domain_index=index, defaults=defaults)
-        with runtime.decode_lock:
-            return plan, reasoner.run(plan, tenant=auth.tenant_id)
+    def decode() -> ReasonResult:
+        result = reasoner.run(plan, tenant=auth.tenant_id)
+        observe_decode(result.decode)
+        return result
 
-    return await to_thread.run_sync(work)
+    return plan, await runtime.scheduler.submit(decode)
 
 
 def build_response(

@@ -37,6 +37,7 @@ import msgspec
 from anyio import to_thread
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from app.metrics import observe_decode
 from app.runtime import Runtime
 from app.schemas.constraints import Profile
 from app.schemas.sessions import (
@@ -91,7 +92,7 @@ class SessionWorkspace:
 
     ``lock`` hands out one asyncio lock per session id, held weakly: a lock
     exists while some turn holds or waits for it. Decodes go through the
-    runtime's one reasoner under its ``decode_lock`` (shared with
+    runtime's one reasoner on the scheduler's model worker (shared with
     ``/v1/reason``: the reasoner is not thread-safe), so session re-runs and
     plain requests share the tenant-scoped prefix KV cache.
     """
@@ -392,12 +393,13 @@ class SessionService:
         return _apply_policy(plan, policy)
 
     async def _decode(self, fn: Any, *args: Any) -> ReasonResult:
+        """Decode through the runtime's scheduler (priority, admission control, one at a time)."""
         def work() -> ReasonResult:
-            with self.ws.runtime.decode_lock:
-                result: ReasonResult = fn(*args, tenant=self.tenant_id)
-                return result
+            result: ReasonResult = fn(*args, tenant=self.tenant_id)
+            observe_decode(result.decode)
+            return result
 
-        return await to_thread.run_sync(work)
+        return await self.ws.runtime.scheduler.submit(work)
 
     async def _new_question(self, row: SessionRow, prompt: str, options: ReasonOptions) -> TurnResult:
         started = utcnow()

@@ -1,0 +1,414 @@
+"""The model's request queue: one worker thread, priority classes and admission control.
+
+Every decode of the one model goes through :class:`Scheduler`: a dedicated
+worker thread takes jobs one at a time from a bounded priority queue
+(``interactive`` before ``batch``, FIFO within a class) and runs each under
+the runtime's ``decode_lock`` (other callers of that lock stay serialised
+with it). Admission is decided once, when a job is submitted:
+
+- the service is shutting down: :class:`ShuttingDown` (503, ``Retry-After``);
+- the queue already holds ``max_queue`` waiting jobs: :class:`Overloaded`
+  (429, reason ``queue_full``);
+- the predicted wait exceeds the request's deadline: :class:`Overloaded`
+  (429, reason ``deadline``).
+
+The predicted wait of a new job is ``n * mean + 3 * std * sqrt(n)`` over the
+``n`` jobs ahead of it (the one running plus those queued at its priority or
+higher), from exponentially weighted estimates of a job's mean and standard
+deviation: a p99-style bound that refuses at once instead of timing out.
+Before the first job has finished the estimate is zero and only the queue
+bound applies.
+
+An accepted job is never dropped: it runs to completion on the worker even
+when the awaiting request is cancelled (client gone), and a graceful
+shutdown waits for the queue to drain. Cross-request micro-batching of
+forward passes is not implemented: a job is one request's decode (batch size 1).
+
+Priority and deadline of a request come from ``X-Tenet-Priority``
+(``interactive`` | ``batch``) and ``X-Tenet-Deadline-S`` (seconds), read by
+:func:`hints_from_headers` in the authentication middleware and carried to
+the decode through the :data:`REQUEST_HINTS` context variable. A key with the
+``reason`` scope (or ``admin``) runs ``interactive`` by default; any request
+may lower itself to ``batch``; a key without ``reason`` cannot raise itself to
+``interactive``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import math
+import threading
+import time
+from collections.abc import Callable, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, TypeVar
+
+from app.metrics import ADMISSION_REFUSED, BATCH_SIZE, QUEUE_DEPTH, QUEUE_WAIT_SECONDS
+from reasoning.errors import InvalidInput, Overloaded
+
+__all__ = [
+    "REQUEST_HINTS",
+    "JobHints",
+    "LatencyEstimate",
+    "Priority",
+    "Scheduler",
+    "SchedulerStats",
+    "ShuttingDown",
+    "hints_from_headers",
+]
+
+T = TypeVar("T")
+
+PRIORITY_HEADER = "x-tenet-priority"
+DEADLINE_HEADER = "x-tenet-deadline-s"
+
+
+class Priority(StrEnum):
+    """Priority classes, highest first."""
+
+    INTERACTIVE = "interactive"
+    BATCH = "batch"
+
+    @property
+    def rank(self) -> int:
+        """Heap order: lower runs first."""
+        return 0 if self is Priority.INTERACTIVE else 1
+
+
+class ShuttingDown(Overloaded):
+    """The service is draining for shutdown; retry on another instance or after restart."""
+
+    status_code = 503
+    title = "Unavailable"
+
+
+@dataclass(frozen=True)
+class JobHints:
+    """How one request asks to be scheduled; ``deadline_s`` None means the default."""
+
+    priority: Priority = Priority.INTERACTIVE
+    deadline_s: float | None = None
+
+
+#: The current request's scheduling hints (set by the authentication middleware).
+REQUEST_HINTS: ContextVar[JobHints | None] = ContextVar("tenet_request_hints", default=None)
+
+
+def hints_from_headers(headers: Mapping[str, str], scopes: frozenset[str]) -> JobHints:
+    """Read ``X-Tenet-Priority`` / ``X-Tenet-Deadline-S`` within the key's allowance.
+
+    Keys holding ``reason`` or ``admin`` default to ``interactive`` and may ask
+    for ``batch``; other keys always run ``batch``. An unknown priority or a
+    deadline that is not a positive number is 400.
+    """
+    allowed = "reason" in scopes or "admin" in scopes
+    raw = (headers.get(PRIORITY_HEADER) or "").strip().lower()
+    if raw:
+        try:
+            asked = Priority(raw)
+        except ValueError:
+            raise InvalidInput(
+                f"X-Tenet-Priority={raw!r}: use {Priority.INTERACTIVE.value} or {Priority.BATCH.value}",
+                header="X-Tenet-Priority",
+            ) from None
+    else:
+        asked = Priority.INTERACTIVE
+    priority = asked if allowed else Priority.BATCH
+    deadline: float | None = None
+    raw_deadline = (headers.get(DEADLINE_HEADER) or "").strip()
+    if raw_deadline:
+        try:
+            deadline = float(raw_deadline)
+        except ValueError:
+            deadline = -1.0
+        if not math.isfinite(deadline) or deadline <= 0:
+            raise InvalidInput(
+                f"X-Tenet-Deadline-S={raw_deadline!r} is not a positive number of seconds",
+                header="X-Tenet-Deadline-S",
+            )
+    return JobHints(priority=priority, deadline_s=deadline)
+
+
+class LatencyEstimate:
+    """Exponentially weighted mean and standard deviation of job seconds (thread-safe).
+
+    ``alpha`` is the weight of the newest observation. The first observation
+    sets the mean; the variance follows the standard EW update
+    ``var = (1 - a) * (var + a * (x - mean_old) ** 2)``.
+    """
+
+    def __init__(self, alpha: float = 0.2) -> None:
+        if not 0 < alpha <= 1:
+            raise InvalidInput("alpha must be in (0, 1]", field="alpha")
+        self.alpha = alpha
+        self._mean = 0.0
+        self._var = 0.0
+        self._count = 0
+        self._lock = threading.Lock()
+
+    def observe(self, seconds: float) -> None:
+        with self._lock:
+            if self._count == 0:
+                self._mean, self._var = seconds, 0.0
+            else:
+                delta = seconds - self._mean
+                self._mean += self.alpha * delta
+                self._var = (1 - self.alpha) * (self._var + self.alpha * delta * delta)
+            self._count += 1
+
+    @property
+    def mean(self) -> float:
+        return self._mean
+
+    @property
+    def std(self) -> float:
+        return math.sqrt(self._var)
+
+    @property
+    def count(self) -> int:
+        return self._count
+
+    @property
+    def p99(self) -> float:
+        """The p99 estimate of one job: mean + 3 std."""
+        return self._mean + 3 * self.std
+
+    def wait_for(self, jobs_ahead: int) -> float:
+        """Predicted p99 wait behind ``jobs_ahead`` jobs: ``n * mean + 3 * std * sqrt(n)``."""
+        if jobs_ahead <= 0:
+            return 0.0
+        with self._lock:
+            return jobs_ahead * self._mean + 3 * math.sqrt(self._var) * math.sqrt(jobs_ahead)
+
+
+@dataclass(frozen=True)
+class SchedulerStats:
+    """A snapshot for diagnostics and ``/metrics``."""
+
+    queued_interactive: int
+    queued_batch: int
+    running: bool
+    max_queue: int
+    max_batch: int
+    accepted: int
+    completed: int
+    refused: dict[str, int]
+    job_mean_s: float
+    job_p99_s: float
+    closing: bool
+    paused: bool
+
+
+@dataclass
+class _Job:
+    fn: Callable[[], Any]
+    priority: Priority
+    enqueued: float
+    loop: asyncio.AbstractEventLoop
+    future: asyncio.Future[Any]
+
+
+class Scheduler:
+    """One worker thread running submitted jobs one at a time, highest priority first."""
+
+    #: Jobs per forward pass; 1 until cross-request micro-batching exists.
+    max_batch = 1
+
+    def __init__(
+        self,
+        *,
+        max_queue: int,
+        default_deadline_s: float,
+        lock: threading.Lock | None = None,
+        estimate: LatencyEstimate | None = None,
+    ) -> None:
+        if max_queue < 1:
+            raise InvalidInput("max_queue must be at least 1", field="max_queue")
+        self.max_queue = max_queue
+        self.default_deadline_s = default_deadline_s
+        self.estimate = estimate or LatencyEstimate()
+        self._lock = lock or threading.Lock()
+        self._cond = threading.Condition()
+        self._heap: list[tuple[int, int, _Job]] = []
+        self._seq = itertools.count()
+        self._running = False
+        self._paused = False
+        self._closing = False
+        self._stopped = False
+        self._accepted = 0
+        self._completed = 0
+        self._refused: dict[str, int] = {}
+        self._thread: threading.Thread | None = None
+
+    # --- admission ---------------------------------------------------------------
+
+    def _jobs_ahead(self, priority: Priority) -> int:
+        queued = sum(1 for rank, _, _ in self._heap if rank <= priority.rank)
+        return queued + (1 if self._running else 0)
+
+    def _refuse(self, reason: str, exc: Overloaded) -> Overloaded:
+        self._refused[reason] = self._refused.get(reason, 0) + 1
+        ADMISSION_REFUSED.labels(reason=reason).inc()
+        return exc
+
+    def _admit_locked(self, hints: JobHints) -> None:
+        """Raise the refusal for ``hints`` now, or return when the job may queue."""
+        if self._closing:
+            raise self._refuse(
+                "shutting_down",
+                ShuttingDown("the service is shutting down; retry shortly", retry_after_s=5.0),
+            )
+        ahead = self._jobs_ahead(hints.priority)
+        if len(self._heap) >= self.max_queue:
+            retry = max(1.0, self.estimate.wait_for(ahead))
+            raise self._refuse(
+                "queue_full",
+                Overloaded(
+                    f"the model queue is full ({self.max_queue} waiting); retry later",
+                    retry_after_s=retry, reason="queue_full", queued=len(self._heap),
+                ),
+            )
+        deadline = hints.deadline_s if hints.deadline_s is not None else self.default_deadline_s
+        predicted = self.estimate.wait_for(ahead)
+        if predicted > deadline:
+            raise self._refuse(
+                "deadline",
+                Overloaded(
+                    f"predicted wait {predicted:.1f} s exceeds the deadline of {deadline:g} s",
+                    retry_after_s=max(1.0, predicted - deadline),
+                    reason="deadline", predicted_wait_s=round(predicted, 3), deadline_s=deadline,
+                ),
+            )
+
+    def check(self, hints: JobHints | None = None) -> None:
+        """Refuse early (before planning) what :meth:`submit` would refuse now."""
+        with self._cond:
+            self._admit_locked(hints or REQUEST_HINTS.get() or JobHints())
+
+    async def submit(self, fn: Callable[[], T], hints: JobHints | None = None) -> T:
+        """Queue ``fn`` for the worker and await its result (or its exception).
+
+        Raises :class:`Overloaded` / :class:`ShuttingDown` at once when refused.
+        Once accepted the job runs to completion even if this coroutine is
+        cancelled. ``hints`` default to the current request's.
+        """
+        hints = hints or REQUEST_HINTS.get() or JobHints()
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        with self._cond:
+            self._admit_locked(hints)
+            job = _Job(fn=fn, priority=hints.priority, enqueued=time.perf_counter(), loop=loop, future=future)
+            heapq.heappush(self._heap, (hints.priority.rank, next(self._seq), job))
+            self._accepted += 1
+            QUEUE_DEPTH.labels(priority=hints.priority.value).inc()
+            self._ensure_worker()
+            self._cond.notify_all()
+        return await asyncio.shield(future)
+
+    # --- the worker --------------------------------------------------------------
+
+    def _ensure_worker(self) -> None:
+        if self._thread is None or not self._thread.is_alive():
+            self._stopped = False
+            self._thread = threading.Thread(target=self._work, name="tenet-model-worker", daemon=True)
+            self._thread.start()
+
+    def _next_job(self) -> _Job | None:
+        with self._cond:
+            while not self._heap or self._paused:
+                if self._stopped and not self._heap:
+                    return None
+                self._cond.wait()
+            _, _, job = heapq.heappop(self._heap)
+            self._running = True
+            QUEUE_DEPTH.labels(priority=job.priority.value).dec()
+            return job
+
+    def _work(self) -> None:
+        while (job := self._next_job()) is not None:
+            started = time.perf_counter()
+            QUEUE_WAIT_SECONDS.labels(priority=job.priority.value).observe(started - job.enqueued)
+            BATCH_SIZE.observe(1)
+            outcome: tuple[bool, Any]
+            try:
+                with self._lock:
+                    outcome = (True, job.fn())
+            except BaseException as exc:  # delivered to the awaiting request
+                outcome = (False, exc)
+            self.estimate.observe(time.perf_counter() - started)
+            with self._cond:
+                self._running = False
+                self._completed += 1
+                self._cond.notify_all()
+            try:
+                job.loop.call_soon_threadsafe(_settle, job.future, outcome)
+            except RuntimeError:  # the loop has closed: nobody awaits the result any more
+                pass
+
+    # --- control -----------------------------------------------------------------
+
+    def pause(self) -> None:
+        """Hold the worker before its next job (maintenance, tests of queue order)."""
+        with self._cond:
+            self._paused = True
+
+    def resume(self) -> None:
+        with self._cond:
+            self._paused = False
+            self._cond.notify_all()
+
+    def open(self) -> None:
+        """Accept jobs again (start-up; a closed scheduler reopens)."""
+        with self._cond:
+            self._closing = False
+            self._stopped = False
+
+    def close(self) -> None:
+        """Stop accepting: every later submit gets :class:`ShuttingDown` (503)."""
+        with self._cond:
+            self._closing = True
+
+    async def drain(self, timeout_s: float) -> bool:
+        """Close, resume and wait up to ``timeout_s`` for queued and running jobs; True when idle."""
+        self.close()
+        self.resume()
+        end = time.monotonic() + timeout_s
+        while time.monotonic() < end:
+            with self._cond:
+                if not self._heap and not self._running:
+                    self._stopped = True
+                    self._cond.notify_all()
+                    return True
+            await asyncio.sleep(0.02)
+        return False
+
+    def stats(self) -> SchedulerStats:
+        with self._cond:
+            return SchedulerStats(
+                queued_interactive=sum(1 for r, _, _ in self._heap if r == Priority.INTERACTIVE.rank),
+                queued_batch=sum(1 for r, _, _ in self._heap if r == Priority.BATCH.rank),
+                running=self._running,
+                max_queue=self.max_queue,
+                max_batch=self.max_batch,
+                accepted=self._accepted,
+                completed=self._completed,
+                refused=dict(self._refused),
+                job_mean_s=self.estimate.mean,
+                job_p99_s=self.estimate.p99,
+                closing=self._closing,
+                paused=self._paused,
+            )
+
+
+def _settle(future: asyncio.Future[Any], outcome: tuple[bool, Any]) -> None:
+    if future.done():
+        return
+    ok, value = outcome
+    if ok:
+        future.set_result(value)
+    else:
+        future.set_exception(value)
