@@ -19,6 +19,7 @@ from app.errors import handle_exception
 from app.logs import RequestContextMiddleware, before_send, configure_logging
 from app.runtime import Runtime
 from app.settings import Settings
+from app.tracing import Tracing, TracingMiddleware
 
 __all__ = ["OPENAPI_PATH", "create_app"]
 
@@ -26,33 +27,43 @@ OPENAPI_PATH = "/schema"
 log = logging.getLogger("tenet.app")
 
 
-def create_app(settings: Settings | None = None, runtime: Runtime | None = None) -> Litestar:
+def create_app(
+    settings: Settings | None = None, runtime: Runtime | None = None, tracing: Tracing | None = None
+) -> Litestar:
     """Build the app for ``settings`` (default: ``Settings.from_env()``).
 
     The database must already be migrated (``tenet db upgrade``; ``tenet
     serve`` does it). On start-up the model begins loading in a background
     thread unless ``settings.load_model`` is false; on shutdown the database
     pool is released. Pass ``runtime`` to share one (and its loaded model)
-    between apps, as the test suite does.
+    between apps, as the test suite does; ``tracing`` to export spans somewhere
+    other than ``TENET_OTLP_ENDPOINT`` (tests: an in-memory exporter).
     """
     settings = settings or Settings.from_env()
     configure_logging(settings)
     runtime = runtime or Runtime(settings)
+    tracing = tracing or Tracing(settings)
 
     @asynccontextmanager
     async def lifespan(_: Litestar) -> AsyncIterator[None]:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         if settings.load_model:
             runtime.start_model_loading()
+        runtime.scheduler.open()
         try:
             yield
         finally:
+            # Graceful shutdown: new decodes get 503, accepted ones finish within the grace period.
+            if not await runtime.scheduler.drain(settings.shutdown_grace_s):
+                log.warning("shutdown grace of %.0f s ran out with decodes pending", settings.shutdown_grace_s)
             await runtime.close()
+            tracing.shutdown()
 
     return Litestar(
         route_handlers=CONTROLLERS,
         dependencies=DEPENDENCIES,
         middleware=[
+            DefineMiddleware(TracingMiddleware, tracing=tracing),
             RequestContextMiddleware,
             DefineMiddleware(
                 ApiKeyMiddleware, exclude=[f"^{OPENAPI_PATH}"], exclude_from_auth_key="public"
@@ -62,7 +73,7 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
         before_send=[before_send],
         request_max_body_size=settings.max_body_bytes,
         lifespan=[lifespan],
-        state=State({"runtime": runtime}),
+        state=State({"runtime": runtime, "tracing": tracing}),
         openapi_config=OpenAPIConfig(
             title="Tenet",
             version="0.1.0",

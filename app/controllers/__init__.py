@@ -5,7 +5,9 @@ from __future__ import annotations
 from litestar.types import ControllerRouterHandler
 
 from app.controllers.audit import AuditController
+from app.controllers.chat import ChatController
 from app.controllers.confirmations import ConfirmationsController
+from app.controllers.console import ConsoleController
 from app.controllers.constraints import ConstraintsController
 from app.controllers.evidence import EvidenceController
 from app.controllers.feedback import FeedbackController
@@ -34,4 +36,6 @@ CONTROLLERS: list[ControllerRouterHandler] = [
     SessionsController,
     FeedbackController,
     ConfirmationsController,
+    ChatController,
+    ConsoleController,
 ]

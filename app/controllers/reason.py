@@ -18,6 +18,7 @@ from app.schemas.reason import ReasonRequest, ReasonResponse
 from app.services import reasoning as service
 from app.services.confirmations import with_confirmation
 from app.settings import Settings
+from app.tracing import trace_run
 from store.db import transaction
 
 __all__ = ["ReasonController"]
@@ -74,7 +75,9 @@ async def _answer(
     )
     record_ms = await service.record_reason_run(db_session, record, run_id)
     response = msgspec.structs.replace(response, timings={**response.timings, "record": record_ms})
-    return await with_confirmation(db_session, runtime, auth, response, msgspec.to_builtins(data), origin="reason")
+    response = await with_confirmation(db_session, runtime, auth, response, msgspec.to_builtins(data), origin="reason")
+    trace_run(response, started=started, prompt=data.prompt)
+    return response
 
 
 async def _stream(

@@ -43,6 +43,7 @@ from app.schemas.reason import ReasonResponse
 from app.schemas.sessions import PremiseAmend, TurnResult
 from app.services import reasoning as reasoning_service
 from app.services.sessions import SessionService, SessionWorkspace
+from app.tracing import trace_run
 from app.webhooks import Announcement, Choice, WebhookNotifier
 from inference.pipeline import Plan, ReasonOptions
 from reasoning.analysis import Status
@@ -351,6 +352,7 @@ class ConfirmationService:
             response = msgspec.structs.replace(response, timings={**response.timings, "record": record_ms})
             response = await with_confirmation(db, runtime, auth, response, request, origin=origin)
             await self._finish(db, confirmation_id, chosen, run_id)
+        trace_run(response, started=started, prompt=prompt)
         return response
 
     async def _apply_premise(
