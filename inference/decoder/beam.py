@@ -9,8 +9,9 @@ branch, never the vocabulary; everything over the vocabulary is a tensor op.
 Scores: a live beam's score is the sum of its steered log-probabilities; a
 finished hypothesis is ranked by ``score / generated_tokens ** length_penalty``
 (as Hugging Face's beam search does). A branch stops when it holds ``width``
-hypotheses and no live beam can still beat the worst of them, or at
-``max_new_tokens``.
+hypotheses and no live beam can still beat the worst of them; a beam
+finishes at ``max_new_tokens`` of its own, so a repaired beam gets the tokens
+it rolled back again (within the slab's slack columns).
 
 Step boundaries (``boundaries.py``) hand every candidate that closes a step to
 a ``StepJudge``; a pending step is also judged after a sentence end and every
@@ -239,7 +240,9 @@ def generate(
     done = [False] * len(steerings)
     logits = first_logits.repeat_interleave(width, dim=0)  # [N, V]
     started = time.perf_counter()
-    for _ in range(config.max_new_tokens):
+    # Every beam finishes at max_new_tokens of its own; the columns beyond that
+    # (the slab's slack) are what step repairs may re-decode.
+    for _ in range(state.cache.capacity - state.columns):
         beams, forks = _select(logits, beams, hyps, done, steerings, config, boundary, judge, stats)
         if all(done):
             break
@@ -439,7 +442,8 @@ class _Walk:
         nstate = self.steering.advance(pb.state, token)
         self.stats.check_seconds += time.perf_counter() - t0
         is_eos = token in self.config.eos_ids
-        finished = is_eos or bool(nstate.finished)
+        at_limit = len(pb.tokens) + 1 >= self.config.max_new_tokens
+        finished = is_eos or at_limit or bool(nstate.finished)
         if parent in condemned:
             pending = (pb.step_start, len(pb.tokens))
             return _Candidate(

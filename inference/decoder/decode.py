@@ -208,7 +208,7 @@ def decode(
             plan.suffixes,
             width=options.width,
             max_new_tokens=options.max_new_tokens,
-            slack=2 * options.max_repairs + 2,
+            slack=options.max_repairs * BeamConfig.max_step_tokens + 2,
             pad_id=pad_id,
         )
         prefill_s = time.perf_counter() - t0
