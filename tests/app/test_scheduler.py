@@ -1,0 +1,202 @@
+"""The model worker's queue: priority order, admission control, cancellation and shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+
+from app.scheduler import (
+    JobHints,
+    LatencyEstimate,
+    Priority,
+    Scheduler,
+    ShuttingDown,
+    hints_from_headers,
+)
+from reasoning.errors import InvalidInput, Overloaded
+
+INTERACTIVE = JobHints(Priority.INTERACTIVE)
+BATCH = JobHints(Priority.BATCH)
+
+
+def scheduler(max_queue: int = 8, deadline_s: float = 60.0) -> Scheduler:
+    return Scheduler(max_queue=max_queue, default_deadline_s=deadline_s)
+
+
+async def wait_until_queued(s: Scheduler, count: int) -> None:
+    for _ in range(400):
+        stats = s.stats()
+        if stats.queued_interactive + stats.queued_batch >= count:
+            return
+        await asyncio.sleep(0.005)
+    raise AssertionError(f"{count} jobs never queued: {s.stats()}")
+
+
+async def test_interactive_overtakes_queued_batch_and_fifo_within_a_class() -> None:
+    s = scheduler()
+    s.pause()
+    order: list[str] = []
+
+    def job(name: str) -> str:
+        order.append(name)
+        return name
+
+    tasks = [
+        asyncio.create_task(s.submit(lambda: job("batch-1"), BATCH)),
+        asyncio.create_task(s.submit(lambda: job("batch-2"), BATCH)),
+        asyncio.create_task(s.submit(lambda: job("interactive-1"), INTERACTIVE)),
+        asyncio.create_task(s.submit(lambda: job("interactive-2"), INTERACTIVE)),
+    ]
+    await wait_until_queued(s, 4)
+    assert s.stats().queued_batch == 2 and s.stats().queued_interactive == 2
+    s.resume()
+    results = await asyncio.gather(*tasks)
+    assert order == ["interactive-1", "interactive-2", "batch-1", "batch-2"]
+    assert results == ["batch-1", "batch-2", "interactive-1", "interactive-2"]
+    assert await s.drain(5)
+
+
+async def test_full_queue_refuses_at_once_with_retry_after_and_loses_no_accepted_job() -> None:
+    s = scheduler(max_queue=3)
+    s.estimate.observe(2.0)
+    s.pause()
+    accepted = [asyncio.create_task(s.submit(lambda i=i: i, INTERACTIVE)) for i in range(3)]
+    await wait_until_queued(s, 3)
+    t0 = time.perf_counter()
+    with pytest.raises(Overloaded) as refused:
+        await s.submit(lambda: -1, INTERACTIVE)
+    assert time.perf_counter() - t0 < 0.5
+    assert refused.value.status_code == 429
+    assert refused.value.extra["reason"] == "queue_full"
+    assert refused.value.retry_after_s >= 6.0  # three jobs of about 2 s ahead
+    s.resume()
+    assert await asyncio.gather(*accepted) == [0, 1, 2]
+    stats = s.stats()
+    assert stats.completed == 3 and stats.refused == {"queue_full": 1}
+
+
+async def test_predicted_wait_beyond_the_deadline_is_refused_but_a_lower_queue_is_not() -> None:
+    s = scheduler(max_queue=50, deadline_s=3.0)
+    for seconds in (1.0, 1.2, 0.8, 1.0):
+        s.estimate.observe(seconds)
+    s.pause()
+    patient_batch = JobHints(Priority.BATCH, deadline_s=600)
+    queued = [asyncio.create_task(s.submit(lambda: None, patient_batch)) for _ in range(5)]
+    await wait_until_queued(s, 5)
+    with pytest.raises(Overloaded) as refused:
+        s.check(BATCH)
+    assert refused.value.extra["reason"] == "deadline"
+    assert refused.value.extra["predicted_wait_s"] > 3.0
+    # An interactive request is not behind the batch jobs: nothing ahead of it.
+    interactive = asyncio.create_task(s.submit(lambda: "first", INTERACTIVE))
+    # A longer deadline of its own admits a batch request behind the queue.
+    patient = asyncio.create_task(s.submit(lambda: "patient", patient_batch))
+    await wait_until_queued(s, 7)
+    s.resume()
+    assert await interactive == "first"
+    assert await patient == "patient"
+    await asyncio.gather(*queued)
+
+
+async def test_cancelled_caller_does_not_cancel_its_accepted_job() -> None:
+    s = scheduler()
+    s.pause()
+    ran = threading.Event()
+    task = asyncio.create_task(s.submit(ran.set, INTERACTIVE))
+    await wait_until_queued(s, 1)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    s.resume()
+    assert await s.drain(5)
+    assert ran.is_set()
+    assert s.stats().completed == 1
+
+
+async def test_job_exceptions_reach_the_caller_and_the_worker_keeps_going() -> None:
+    s = scheduler()
+
+    def boom() -> None:
+        raise InvalidInput("bad plan")
+
+    with pytest.raises(InvalidInput, match="bad plan"):
+        await s.submit(boom, INTERACTIVE)
+    assert await s.submit(lambda: 42, INTERACTIVE) == 42
+
+
+async def test_shutdown_refuses_new_jobs_with_503_and_finishes_accepted_ones() -> None:
+    s = scheduler()
+    started = threading.Event()
+    release = threading.Event()
+
+    def slow() -> str:
+        started.set()
+        release.wait(5)
+        return "done"
+
+    running = asyncio.create_task(s.submit(slow, INTERACTIVE))
+    await asyncio.to_thread(started.wait, 5)
+    queued = asyncio.create_task(s.submit(lambda: "queued", BATCH))
+    await wait_until_queued(s, 1)
+    drained = asyncio.create_task(s.drain(10))
+    await asyncio.sleep(0.05)
+    with pytest.raises(ShuttingDown) as refused:
+        await s.submit(lambda: "late", INTERACTIVE)
+    assert refused.value.status_code == 503 and refused.value.retry_after_s > 0
+    assert not drained.done()
+    release.set()
+    assert await drained
+    assert await running == "done" and await queued == "queued"
+    s.open()
+    assert await s.submit(lambda: "again", INTERACTIVE) == "again"
+
+
+async def test_drain_reports_false_when_the_grace_runs_out() -> None:
+    s = scheduler()
+    release = threading.Event()
+    task = asyncio.create_task(s.submit(lambda: release.wait(5), INTERACTIVE))
+    await asyncio.sleep(0.05)
+    assert await s.drain(0.1) is False
+    release.set()
+    assert await task is True
+
+
+def test_latency_estimate_tracks_mean_and_spread() -> None:
+    e = LatencyEstimate(alpha=0.5)
+    assert e.wait_for(3) == 0.0
+    e.observe(1.0)
+    assert (e.mean, e.std) == (1.0, 0.0)
+    e.observe(3.0)
+    assert e.mean == pytest.approx(2.0)
+    assert e.std == pytest.approx(1.0)  # (1 - .5) * (0 + .5 * 4) = 1
+    assert e.p99 == pytest.approx(5.0)
+    assert e.wait_for(4) == pytest.approx(4 * 2.0 + 3 * 1.0 * 2)
+
+
+@pytest.mark.parametrize(
+    ("headers", "scopes", "expected"),
+    [
+        ({}, {"reason"}, JobHints(Priority.INTERACTIVE)),
+        ({"x-tenet-priority": "batch"}, {"reason"}, JobHints(Priority.BATCH)),
+        ({"x-tenet-priority": "Interactive"}, {"admin"}, JobHints(Priority.INTERACTIVE)),
+        ({"x-tenet-priority": "interactive"}, {"ontology:read"}, JobHints(Priority.BATCH)),
+        ({"x-tenet-deadline-s": "2.5"}, {"reason"}, JobHints(Priority.INTERACTIVE, 2.5)),
+    ],
+)
+def test_hints_from_headers_stay_within_the_keys_allowance(
+    headers: dict[str, str], scopes: set[str], expected: JobHints
+) -> None:
+    assert hints_from_headers(headers, frozenset(scopes)) == expected
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [{"x-tenet-priority": "urgent"}, {"x-tenet-deadline-s": "0"}, {"x-tenet-deadline-s": "soon"},
+     {"x-tenet-deadline-s": "nan"}],
+)
+def test_bad_hints_are_invalid_input(headers: dict[str, str]) -> None:
+    with pytest.raises(InvalidInput):
+        hints_from_headers(headers, frozenset({"reason"}))
