@@ -212,7 +212,7 @@ def _answer_out(turn: Mapping[str, Any], result: ReasonResult) -> AnswerOut:
     )
 
 
-def _invalidate(previous: ReasonResult, premise_ids: set[str]) -> ReasonResult:
+def invalidate_branches(previous: ReasonResult, premise_ids: set[str]) -> ReasonResult:
     """``previous`` without the branches that saw one of ``premise_ids``.
 
     The reasoner reuses a branch whose view, evidence and premise ids are
@@ -488,7 +488,7 @@ class SessionService:
             options = msgspec.convert(t.options, ReasonOptions)
             plan = await to_thread.run_sync(self._plan, row, t.prompt, options, index, excluded, overrides)
             stale = {pid for pid, dbid in t.premises.items() if dbid == premise_id}
-            previous = _invalidate(msgspec.convert(t.result, ReasonResult), stale)
+            previous = invalidate_branches(msgspec.convert(t.result, ReasonResult), stale)
             reasoner = self.ws.reasoner()
             t0 = time.perf_counter()
             if _constraints_doc(plan.active_constraints) == t.constraints:
