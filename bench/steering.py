@@ -194,7 +194,7 @@ def run_generate(model: Any, tokenizer: Any, prompt: str, budget: int, beams: in
     return tokenizer.decode(new, skip_special_tokens=True), int(new.numel()), seconds
 
 
-def run_steered(model: Any, tokenizer: Any, row: dict[str, Any], width: int) -> dict[str, Any]:
+def run_steered(model: Any, tokenizer: Any, row: dict[str, Any], width: int, prune: bool = False) -> dict[str, Any]:
     """Our decode with the row's steering: answer, timings, shares, violations."""
     from inference.decoder.decode import DecodeOptions, decode
     from inference.prompting import plan_prompt
@@ -216,7 +216,7 @@ def run_steered(model: Any, tokenizer: Any, row: dict[str, Any], width: int) -> 
         tokenizer,
         plan,
         steering=steering,
-        options=DecodeOptions(width=width, max_new_tokens=budget),
+        options=DecodeOptions(width=width, max_new_tokens=budget, prune=prune),
         constraints=constraints,
         request_text=row["prompt"],
     )
@@ -245,6 +245,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--width", type=int, default=4, help="beam width of our decode and of generate(num_beams)")
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--verbose", action="store_true", help="print each answer to stderr")
+    parser.add_argument(
+        "--prune", action="store_true", help="enforce step pruning (off: this bench measures the controllers)"
+    )
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 on a shared 2-core box)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -275,7 +278,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     per_kind: dict[str, list[int]] = {}
     for index, row in enumerate(chosen):
         plain_text, _, _ = run_generate(model, tokenizer, row["prompt"], row["budget"])
-        steered = run_steered(model, tokenizer, row, args.width)
+        steered = run_steered(model, tokenizer, row, args.width, args.prune)
         s_ok = judge(evaluate, row, steered["text"])
         p_ok = judge(evaluate, row, plain_text)
         steered_ok.append(s_ok)
@@ -320,6 +323,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "benchmark": "steering",
         "quick": args.quick,
         "width": args.width,
+        "pruning_enforced": args.prune,
         "selection_rule": "IFEval prompts whose instructions all map to catalog kinds and are all reported "
         "controlled by compile_steering (IFEval kwargs as parameters); conflicting sets excluded; "
         + (f"quick: every {max(1, n_selected // _QUICK_SAMPLE)}-th selected prompt with budget <= {_QUICK_CAP}" if args.quick else f"budget <= {_FULL_CAP}"),

@@ -117,7 +117,7 @@ def test_masked_mass_moves_to_case_folded_variant(tokenizer: Any) -> None:
     assert int(out[0].argmax()) == lower
 
 
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("seed", range(2))
 def test_random_model_obeys_case_comma_and_closes_structure(tokenizer: Any, seed: int) -> None:
     constraints = [
         c("no_comma"),
@@ -147,7 +147,7 @@ def test_forbidden_word_split_across_tokens_never_appears(tokenizer: Any) -> Non
     steering = compile_steering([c("forbidden_words", words=[word, "risk"])], tokenizer, prompt="x", max_new_tokens=80)
     bias = {t: 9.0 for t in split_ids + pieces}
     bias[tokenizer.encode(".", add_special_tokens=False)[0]] = 7.0
-    for seed in range(3):
+    for seed in range(2):
         state = drive_with_bias(steering, 80, seed, bias)
         assert "fin" in state.text  # the model kept trying
         assert not re.search(rf"\b{word}\b", state.text, flags=re.IGNORECASE)
@@ -201,7 +201,7 @@ def test_word_and_sentence_limits_hold(tokenizer: Any) -> None:
         max_new_tokens=120,
     )
     period = tokenizer.encode(".", add_special_tokens=False)[0]
-    for seed in range(3):
+    for seed in range(2):
         state = drive_with_bias(steering, 120, seed, {period: 5.0})
         assert len(re.findall(r"\w+", state.text)) < 25
         ends = re.findall(r"[.!?]+(?=\s)", state.text + " ")

@@ -123,7 +123,7 @@ def violations(text: str, constraints: list[Constraint]) -> list[str]:
     return bad
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(constraints=constraint_sets(), seed=st.integers(0, 10_000))
 def test_random_model_never_violates(tokenizer: Any, constraints: list[Constraint], seed: int) -> None:
     from test_controllers import drive
