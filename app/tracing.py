@@ -33,6 +33,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from litestar.enums import ScopeType
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 from opentelemetry import context as otel_context
 from opentelemetry.sdk.resources import Resource
@@ -94,7 +95,7 @@ class TracingMiddleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         tracer = self.tracing.tracer
-        if scope["type"] != "http" or tracer is None:
+        if scope["type"] != ScopeType.HTTP or tracer is None:
             await self.app(scope, receive, send)
             return
         method = str(scope.get("method", "GET"))

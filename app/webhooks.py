@@ -187,7 +187,7 @@ class WebhookNotifier:
 
     def delay(self, attempt: int, retry_after: str | None = None) -> float:
         """Seconds to wait after failed ``attempt`` (1-based): doubling, capped; Retry-After within the cap."""
-        wait = self.base_delay_s * (2 ** (attempt - 1))
+        wait = float(self.base_delay_s * 2 ** (attempt - 1))
         if retry_after is not None:
             try:
                 wait = max(wait, float(retry_after))

@@ -307,16 +307,16 @@ def chunks(
     ``include_usage`` a last chunk with empty ``choices`` carries the usage.
     """
     full = completion(response, request, model)
-    base = {
-        "id": full.id, "object": "chat.completion.chunk", "created": full.created, "model": full.model,
-        "system_fingerprint": full.system_fingerprint,
-    }
-    yield ChatCompletionChunk(**base, choices=[ChunkChoice(index=0, delta=Delta(role="assistant", content=""))])
+
+    def chunk(choices: list[ChunkChoice], **extra: Any) -> ChatCompletionChunk:
+        return ChatCompletionChunk(
+            id=full.id, object="chat.completion.chunk", created=full.created, model=full.model,
+            system_fingerprint=full.system_fingerprint, choices=choices, **extra,
+        )
+
+    yield chunk([ChunkChoice(index=0, delta=Delta(role="assistant", content=""))])
     for piece in _PIECE.findall(full.choices[0].message.content):
-        yield ChatCompletionChunk(**base, choices=[ChunkChoice(index=0, delta=Delta(content=piece))])
-    yield ChatCompletionChunk(
-        **base, choices=[ChunkChoice(index=0, delta=Delta(), finish_reason=full.choices[0].finish_reason)],
-        tenet=full.tenet,
-    )
+        yield chunk([ChunkChoice(index=0, delta=Delta(content=piece))])
+    yield chunk([ChunkChoice(index=0, delta=Delta(), finish_reason=full.choices[0].finish_reason)], tenet=full.tenet)
     if include_usage:
-        yield ChatCompletionChunk(**base, choices=[], usage=full.usage)
+        yield chunk([], usage=full.usage)

@@ -27,7 +27,7 @@ import dataclasses
 import weakref
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from anyio import to_thread
@@ -42,7 +42,6 @@ from app.schemas.constraints import Profile
 from app.schemas.reason import ReasonResponse
 from app.schemas.sessions import PremiseAmend, TurnResult
 from app.services import reasoning as reasoning_service
-from app.services.sessions import SessionService, SessionWorkspace
 from app.tracing import trace_run
 from app.webhooks import Announcement, Choice, WebhookNotifier
 from inference.pipeline import Plan, ReasonOptions
@@ -57,10 +56,13 @@ from store.audit import append_event
 from store.db import transaction
 from store.models import Confirmation
 
+if TYPE_CHECKING:
+    from app.services.sessions import SessionService
+
 __all__ = [
     "ConfirmationService",
-    "conflict_choices",
     "confirmation_out",
+    "conflict_choices",
     "notifier_for",
     "open_premise_confirmation",
     "set_notifier",
@@ -111,9 +113,9 @@ def _announce_after_commit(db_session: AsyncSession, runtime: Runtime, row: Conf
 def conflict_choices(response: ReasonResponse) -> list[dict[str, Any]]:
     """The constraints of ``response``'s conflicts as choices, in the order they were read."""
     partners: dict[str, list[str]] = {}
-    for c in response.conflicts:
-        partners.setdefault(c.a, []).append(c.b)
-        partners.setdefault(c.b, []).append(c.a)
+    for conflict in response.conflicts:
+        partners.setdefault(conflict.a, []).append(conflict.b)
+        partners.setdefault(conflict.b, []).append(conflict.a)
     by_id = {c.id: c for c in response.constraints}
     choices = []
     for cid, others in partners.items():
@@ -373,6 +375,9 @@ class ConfirmationService:
 
     def _sessions(self) -> SessionService:
         """The caller's session service on the app's one session workspace (shared turn locks)."""
+        # Imported here: the session service opens premise confirmations through this module.
+        from app.services.sessions import SessionService, SessionWorkspace
+
         workspace = getattr(self.state, "session_workspace", None)
         if workspace is None or workspace.runtime is not self.runtime:
             workspace = SessionWorkspace(self.runtime)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -88,7 +89,7 @@ async def test_reason_request_has_genai_and_stage_spans(cpu_settings: Settings, 
     for stage in stages:
         measured_ms = body["timings"][stage.attributes["tenet.stage"]]
         assert stage.end_time - stage.start_time == pytest.approx(measured_ms * 1e6, abs=1e3)
-    assert all(a.end_time <= b.start_time for a, b in zip(stages, stages[1:]))
+    assert all(a.end_time <= b.start_time for a, b in itertools.pairwise(stages))
     everything = " ".join(str(v) for s in spans for v in (s.attributes or {}).values())
     assert "gen_ai.input.messages" not in attrs and "gen_ai.output.messages" not in attrs
     assert "colour of the sky" not in everything

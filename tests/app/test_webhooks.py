@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import socket
 import threading
@@ -12,7 +13,14 @@ from typing import Any
 
 import pytest
 
-from app.webhooks import Announcement, Choice, WebhookNotifier, message_for, slack_message, teams_message
+from app.webhooks import (
+    Announcement,
+    Choice,
+    WebhookNotifier,
+    message_for,
+    slack_message,
+    teams_message,
+)
 from reasoning.errors import InvalidInput
 
 ANNOUNCEMENT = Announcement(
@@ -37,7 +45,7 @@ class Receiver:
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers["content-length"]))
                 receiver.bodies.append(json.loads(body))
                 receiver.times.append(time.monotonic())
@@ -100,7 +108,7 @@ async def test_failures_are_retried_with_growing_back_off(receivers: list[Receiv
     [delivery] = await notifier.drain(timeout=10)
     assert delivery.delivered and delivery.attempts == 3 and delivery.status == 200
     assert len(receiver.bodies) == 3 and all(b == teams_message(ANNOUNCEMENT) for b in receiver.bodies)
-    gaps = [b - a for a, b in zip(receiver.times, receiver.times[1:])]
+    gaps = [b - a for a, b in itertools.pairwise(receiver.times)]
     assert gaps[0] >= 0.05 and gaps[1] >= 0.1
 
 

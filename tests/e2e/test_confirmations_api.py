@@ -12,8 +12,11 @@ from typing import Any
 import pytest
 
 from app.runtime import Runtime
-from app.services.confirmations import set_notifier
+from app.services.confirmations import open_premise_confirmation, set_notifier
 from app.webhooks import WebhookNotifier
+from reasoning.constraints.model import Premise
+from store import keys as key_store
+from store.db import transaction
 
 pytestmark = pytest.mark.model
 
@@ -31,7 +34,7 @@ class Receiver:
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers["content-length"]))
                 receiver.bodies.append(json.loads(body))
                 status = 503 if len(receiver.bodies) <= receiver.failures else 200
@@ -118,9 +121,6 @@ async def test_conflict_is_listed_resolved_and_continues(
 async def test_other_tenants_confirmation_is_not_found(
     model_client: Any, model_admin_headers: dict[str, str], model_app: Any, assert_problem: Any
 ) -> None:
-    from store import keys as key_store
-    from store.db import transaction
-
     body = await _conflict(model_client, model_admin_headers)
     runtime: Runtime = model_app.state.runtime
     async with transaction(runtime.sessionmaker) as session:
@@ -153,3 +153,46 @@ async def test_new_confirmation_is_announced_with_retries(
     assert message["blocks"][0]["type"] == "header"
     assert all(receiver.bodies[0] == b for b in receiver.bodies)
     assert CONFLICT not in json.dumps(message, ensure_ascii=False)  # spans only, never the whole prompt
+
+
+async def test_ambiguous_premise_is_resolved_by_retracting_the_chosen_one(
+    model_client: Any, model_admin_headers: dict[str, str], model_app: Any, assert_problem: Any
+) -> None:
+    headers = model_admin_headers
+    created = await model_client.post("/v1/sessions", json={}, headers=headers)
+    assert created.status_code == 201, created.text
+    sid = created.json()["id"]
+    first = await model_client.post(
+        f"/v1/sessions/{sid}/turns", headers=headers,
+        json={"prompt": "Assume the income tax rate is 20%. Assume the sales tax rate is 8%. What is owed on 100?",
+              "options": OPTIONS},
+    )
+    assert first.status_code == 200, first.text
+    ambiguous = (await model_client.post(
+        f"/v1/sessions/{sid}/turns", headers=headers, json={"prompt": "Ignore the assumption about the tax rate."}
+    )).json()
+    assert ambiguous["kind"] == "confirmation" and len(ambiguous["candidates"]) == 2
+    # Opened as the session service does where it answers kind "confirmation".
+    runtime: Runtime = model_app.state.runtime
+    async with transaction(runtime.sessionmaker) as db:
+        tenant = await key_store.get_or_create_tenant(db, key_store.DEFAULT_TENANT)
+        row = await open_premise_confirmation(
+            db, runtime, tenant_id=tenant.id, key_id=None, session_id=sid,
+            prompt="Ignore the assumption about the tax rate.", match_kind="retract", new_value=None,
+            candidates=[Premise(id=c["id"], text=c["text"], topic=c["topic"], value=c["value"])
+                        for c in ambiguous["candidates"]],
+        )
+    listed = (await model_client.get(f"/v1/confirmations/{row.id}", headers=headers)).json()
+    assert listed["kind"] == "premise_ambiguity" and listed["session_id"] == sid
+    assert {c["id"] for c in listed["choices"]} == {c["id"] for c in ambiguous["candidates"]}
+    income = next(c for c in ambiguous["candidates"] if "income" in c["text"])
+
+    resolved = await model_client.post(f"/v1/confirmations/{row.id}", json={"choose": income["id"]}, headers=headers)
+    assert resolved.status_code == 200, resolved.text
+    turn = resolved.json()
+    assert turn["kind"] == "retraction" and turn["session_id"] == sid
+    statuses = {p["id"]: p["status"] for p in turn["premises"]}
+    assert statuses[income["id"]] == "retracted"
+    assert [s for pid, s in statuses.items() if pid != income["id"]] == ["active"]
+    assert_problem(await model_client.post(f"/v1/confirmations/{row.id}", json={"choose": income["id"]},
+                                           headers=headers), 409)
