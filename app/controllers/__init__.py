@@ -9,6 +9,7 @@ from app.controllers.chat import ChatController
 from app.controllers.confirmations import ConfirmationsController
 from app.controllers.console import ConsoleController
 from app.controllers.constraints import ConstraintsController
+from app.controllers.diagnostics import DiagnosticsController
 from app.controllers.evidence import EvidenceController
 from app.controllers.feedback import FeedbackController
 from app.controllers.health import HealthController
@@ -36,6 +37,7 @@ CONTROLLERS: list[ControllerRouterHandler] = [
     SessionsController,
     FeedbackController,
     ConfirmationsController,
+    DiagnosticsController,
     ChatController,
     ConsoleController,
 ]

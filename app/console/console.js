@@ -1,0 +1,297 @@
+// The console's wiring: forms -> API calls -> panels. One run at a time.
+import { ApiError, call, postStream, storeKey, storedKey } from "/console/api.js";
+import {
+  drawConfidenceChart, drawConstraintGraph, drawDag, drawEvidence, nodeCount, nodesOf,
+} from "/console/graphs.js";
+
+const $ = (id) => document.getElementById(id);
+const state = { sessionId: null, sessionDomain: null, steps: [], constraintGraph: null };
+
+function setStatus(text, isError = false) {
+  const el = $("status");
+  el.textContent = text;
+  el.className = isError ? "error" : "muted";
+}
+
+function item(text, className) {
+  const li = document.createElement("li");
+  li.textContent = text;
+  if (className) li.className = className;
+  return li;
+}
+
+function button(text, onClick) {
+  const b = document.createElement("button");
+  b.type = "button";
+  b.textContent = text;
+  b.addEventListener("click", onClick);
+  return b;
+}
+
+function reportError(error) {
+  setStatus(error instanceof ApiError ? error.message : `Error: ${error.message || error}`, true);
+}
+
+// --- rendering -------------------------------------------------------------------------
+
+function resetRun() {
+  state.steps = [];
+  $("answer").textContent = "";
+  $("run-id").textContent = "";
+  $("steps").replaceChildren();
+  $("constraints").replaceChildren();
+  $("confidence-chart").replaceChildren();
+  $("provenance").textContent = "";
+}
+
+function addStep(step) {
+  state.steps.push(step);
+  const li = item(step.text);
+  li.dataset.stepId = step.id;
+  const conf = document.createElement("span");
+  conf.className = "conf";
+  conf.textContent = `${step.id} · ${Number(step.confidence).toFixed(2)}` +
+    (step.calibration_hint ? ` · ${step.calibration_hint}` : "");
+  li.appendChild(conf);
+  $("steps").appendChild(li);
+  drawConfidenceChart($("confidence-chart"), state.steps);
+}
+
+function verdictMap(constraints) {
+  return new Map(constraints.map((c) => [c.id, c.verdict]));
+}
+
+function renderConstraints(constraints) {
+  $("constraints").replaceChildren(...constraints.map((c) => {
+    const verdict = c.verdict == null ? "unknown" : c.verdict.satisfied ? "satisfied" : "violated";
+    const cls = { satisfied: "ok", violated: "bad", unknown: "unk" }[verdict];
+    return item(`${c.id} ${c.kind} ${JSON.stringify(c.params)} — ${verdict}`, cls);
+  }));
+  if (state.constraintGraph) drawConstraintGraph(state.constraintGraph, verdictMap(constraints));
+}
+
+function renderEvidence(evidence) {
+  const legend = drawEvidence(evidence);
+  $("evidence-legend").replaceChildren(...legend.map((entry) => {
+    const li = item(`${entry.view} (${entry.facts} facts)`);
+    const swatch = document.createElement("span");
+    swatch.className = "swatch";
+    swatch.style.background = entry.colour;
+    li.prepend(swatch);
+    return li;
+  }));
+}
+
+/** The full `POST /v1/reason` body (also a session turn's `response`). */
+async function renderResult(result) {
+  $("run-id").textContent = result.run_id;
+  $("answer").textContent = result.status === "ok" ? result.answer
+    : `${result.status}${result.detail ? `: ${result.detail}` : ""}`;
+  if (state.steps.length === 0) result.steps.forEach(addStep);
+  renderConstraints(result.constraints);
+  renderEvidence(result.evidence);
+  if (result.status === "needs_confirmation") await loadConfirmations();
+  await loadProvenance(result.run_id);
+}
+
+async function loadProvenance(runId) {
+  try {
+    $("provenance").textContent = await call("GET", `/v1/runs/${encodeURIComponent(runId)}/provenance?format=provn`);
+  } catch (error) {
+    $("provenance").textContent = `(provenance unavailable: ${error.message})`;
+  }
+}
+
+// --- constraint graph ------------------------------------------------------------------
+
+async function loadConstraintGraph(prompt, domain) {
+  const body = { prompt, graph_format: "json" };
+  if (domain) body.domain = domain;
+  const analysis = await call("POST", "/v1/constraints", body);
+  state.constraintGraph = analysis.graph;
+  drawConstraintGraph(analysis.graph, new Map());
+}
+
+// --- one-shot runs (streamed) ----------------------------------------------------------
+
+async function reasonStreamed(prompt, domain, maxNewTokens) {
+  const body = { prompt, options: { stream: true, max_new_tokens: maxNewTokens } };
+  if (domain) body.domain = domain;
+  let result = null;
+  await postStream("/v1/reason", body, (event, data) => {
+    if (event === "plan") {
+      $("run-id").textContent = data.run_id;
+      setStatus(`Planned ${data.constraints.length} constraints; decoding…`);
+      renderConstraints(data.constraints);
+    } else if (event === "step") {
+      addStep(data);
+      setStatus(`Step ${data.id} received`);
+    } else if (event === "result") {
+      result = data;
+    }
+  });
+  if (!result) throw new Error("the stream ended without a result");
+  await renderResult(result);
+  return result;
+}
+
+// --- sessions ----------------------------------------------------------------------------
+
+async function ensureSession(domain) {
+  if (state.sessionId && state.sessionDomain === domain) return state.sessionId;
+  const session = await call("POST", "/v1/sessions", domain ? { domain } : {});
+  state.sessionId = session.id;
+  state.sessionDomain = domain;
+  $("session-id").textContent = session.id;
+  $("premises").replaceChildren();
+  return session.id;
+}
+
+async function loadDag(recomputed = []) {
+  const graph = await call("GET", `/v1/sessions/${encodeURIComponent(state.sessionId)}/graph?format=json`);
+  return drawDag(graph, recomputed);
+}
+
+function renderPremises(premises) {
+  $("premises").replaceChildren(...premises.map((p) => {
+    const li = item(`${p.id}: ${p.text} `, p.status === "retracted" ? "retracted" : "");
+    li.dataset.premiseId = p.id;
+    if (p.status !== "retracted") li.appendChild(button("Retract", () => retract(p.id)));
+    return li;
+  }));
+}
+
+async function renderTurn(turn) {
+  if (turn.response) await renderResult(turn.response);
+  else if (turn.answer) $("answer").textContent = turn.answer.text;
+  if (turn.message) setStatus(turn.message);
+  renderPremises(turn.premises);
+  const recomputed = turn.reinference ? turn.reinference.recomputed : [];
+  const highlighted = await loadDag(recomputed);
+  return highlighted;
+}
+
+async function sessionTurn(prompt, domain, maxNewTokens) {
+  const id = await ensureSession(domain);
+  const turn = await call("POST", `/v1/sessions/${encodeURIComponent(id)}/turns`,
+    { prompt, options: { max_new_tokens: maxNewTokens } });
+  await renderTurn(turn);
+  return turn;
+}
+
+async function retract(premiseId) {
+  setStatus(`Retracting ${premiseId}; re-running what depended on it…`);
+  try {
+    const turn = await call("DELETE",
+      `/v1/sessions/${encodeURIComponent(state.sessionId)}/premises/${encodeURIComponent(premiseId)}`);
+    resetRun();
+    const highlighted = await renderTurn(turn);
+    const r = turn.reinference;
+    setStatus(r
+      ? `Retracted ${premiseId}: ${r.recomputed.length} recomputed (${highlighted} highlighted), ` +
+        `${r.reused.length} reused, ${r.removed.length} removed, saved ${Math.round(r.saved_ms)} ms`
+      : `Retracted ${premiseId}`);
+  } catch (error) {
+    reportError(error);
+  }
+}
+
+// --- confirmations -----------------------------------------------------------------------
+
+async function loadConfirmations() {
+  const list = $("confirmations");
+  let body;
+  try {
+    body = await call("GET", "/v1/confirmations");
+  } catch (error) {
+    list.replaceChildren(item(error.status === 404 || error.status === 405
+      ? "Confirmations are not available on this server." : error.message, "muted"));
+    return;
+  }
+  if (body.items.length === 0) {
+    list.replaceChildren(item("Nothing awaits confirmation.", "muted"));
+    return;
+  }
+  list.replaceChildren(...body.items.map((c) => {
+    const li = item(`${c.kind}: ${c.detail} — “${c.prompt}” `);
+    li.dataset.confirmationId = c.id;
+    for (const choice of c.choices) {
+      const b = button(`Keep ${choice.id}: ${choice.text}`, () => resolve(c.id, choice.id));
+      b.className = "choice";
+      li.appendChild(b);
+    }
+    return li;
+  }));
+}
+
+async function resolve(confirmationId, choiceId) {
+  setStatus(`Resolving ${confirmationId} with ${choiceId}; the run continues…`);
+  try {
+    const outcome = await call("POST", `/v1/confirmations/${encodeURIComponent(confirmationId)}`,
+      { choose: choiceId });
+    resetRun();
+    if (outcome.kind && outcome.session_id) await renderTurn(outcome);
+    else await renderResult(outcome);
+    setStatus(`Resolved ${confirmationId}: ${choiceId} stands`);
+  } catch (error) {
+    reportError(error);
+  }
+  await loadConfirmations();
+}
+
+// --- forms -------------------------------------------------------------------------------
+
+function showKeyState() {
+  $("key-state").textContent = storedKey() ? "key set for this tab" : "no key";
+}
+
+$("key-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  storeKey($("api-key").value);
+  $("api-key").value = "";
+  showKeyState();
+  loadConfirmations();
+});
+
+$("new-session").addEventListener("click", () => {
+  state.sessionId = null;
+  $("session-id").textContent = "";
+  $("premises").replaceChildren();
+});
+
+$("refresh-confirmations").addEventListener("click", loadConfirmations);
+
+$("ask-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  if (!storedKey()) {
+    setStatus("Paste an API key first.", true);
+    return;
+  }
+  const prompt = $("prompt").value.trim();
+  const domain = $("domain").value.trim() || null;
+  const maxNewTokens = Number($("max-new-tokens").value) || 64;
+  $("submit").disabled = true;
+  resetRun();
+  setStatus("Extracting constraints…");
+  try {
+    await loadConstraintGraph(prompt, domain);
+    const result = $("use-session").checked
+      ? await sessionTurn(prompt, domain, maxNewTokens)
+      : await reasonStreamed(prompt, domain, maxNewTokens);
+    const status = result.response ? result.response.status : result.status;
+    if (!$("status").classList.contains("error")) {
+      setStatus(`Done (${status}); ${state.steps.length} steps, constraint graph ` +
+        `${nodeCount("constraint-graph")} nodes.`);
+    }
+  } catch (error) {
+    reportError(error);
+  } finally {
+    $("submit").disabled = false;
+  }
+});
+
+// Read-only inspection of the drawn graphs (used by the browser tests).
+window.tenetConsole = Object.freeze({ nodesOf });
+
+showKeyState();
+if (storedKey()) loadConfirmations();
