@@ -144,7 +144,8 @@ def test_model_prepare_reuses_the_cache(env: Settings, capsys: pytest.CaptureFix
 @pytest.mark.model
 def test_ask_runs_one_request_in_process(env: Settings, capsys: pytest.CaptureFixture[str]) -> None:
     has_reason = any(
-        route.path == "/v1/reason" for route in Litestar(route_handlers=CONTROLLERS).routes
+        route.path == "/v1/reason"
+        for route in Litestar(route_handlers=CONTROLLERS, logging_config=None).routes
     )
     status = main(["ask", "Say hello in five words.", "--max-new-tokens", "16"])
     out, err = capsys.readouterr()
