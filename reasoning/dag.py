@@ -34,11 +34,11 @@ from reasoning.evidence.model import EvidenceFact
 
 __all__ = [
     "DAG",
-    "NodeKind",
-    "DagNode",
-    "StepTrace",
     "BranchTrace",
+    "DagNode",
+    "NodeKind",
     "ReasoningDag",
+    "StepTrace",
     "node_id",
     "record_turn",
 ]

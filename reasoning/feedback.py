@@ -38,18 +38,18 @@ from reasoning.constraints.model import Constraint, Hardness, Origin, Verdict
 from reasoning.errors import InvalidInput, NotFound
 
 __all__ = [
-    "WEIGHT_FACTOR",
-    "MIN_WEIGHT",
     "MAX_WEIGHT",
+    "MIN_WEIGHT",
     "VIEW_PENALTY",
-    "FeedbackKind",
-    "Feedback",
+    "WEIGHT_FACTOR",
     "ConstraintAdjustment",
-    "SessionPolicy",
+    "Feedback",
+    "FeedbackKind",
     "PolicyChange",
     "RunView",
-    "constraint_signature",
+    "SessionPolicy",
     "apply_feedback",
+    "constraint_signature",
 ]
 
 WEIGHT_FACTOR = 1.5

@@ -27,27 +27,26 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from reasoning.constraints.model import Premise, Span
 from reasoning.dag import ReasoningDag
 from reasoning.errors import ConflictError, InvalidInput, NotFound
-from store.models import PREMISE_STATUSES, Run
+from store.models import PREMISE_STATUSES, Run, new_id, utcnow
 from store.models import Premise as PremiseRow
 from store.models import Session as SessionRow
-from store.models import new_id, utcnow
 
 __all__ = [
     "DEFAULT_IDLE_TTL_S",
     "SessionExpired",
+    "add_premises",
+    "amended_text",
     "create_session",
-    "get_session",
     "delete_session",
     "expire_idle_sessions",
-    "save_session",
-    "load_dag",
-    "add_premises",
-    "list_premises",
     "get_premise",
-    "set_premise_status",
-    "premise_from_row",
-    "amended_text",
+    "get_session",
+    "list_premises",
     "list_session_runs",
+    "load_dag",
+    "premise_from_row",
+    "save_session",
+    "set_premise_status",
 ]
 
 DEFAULT_IDLE_TTL_S = 3600.0
