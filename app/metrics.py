@@ -112,6 +112,16 @@ PROCESS_RSS_BYTES = Gauge(
     "tenet_process_resident_bytes", "Resident set size of the service process.", registry=REGISTRY
 )
 
+# Known label values start at zero, so dashboards and alerts see the series before the first event.
+for _priority in ("interactive", "batch"):
+    QUEUE_DEPTH.labels(priority=_priority)
+for _reason in ("queue_full", "deadline", "shutting_down"):
+    ADMISSION_REFUSED.labels(reason=_reason)
+for _cache in ("hit", "miss"):
+    PROMPT_TOKENS.labels(cache=_cache)
+for _rule in ("entropy", "evidence", "semantic"):
+    PRUNED.labels(rule=_rule)
+
 
 def observe_decode(decode: Any) -> None:
     """Record one decode's tokens, speed and pruning (``decode``: a ``DecodeResult`` or None)."""
