@@ -5,6 +5,7 @@
 ``tenet model prepare``    convert a GGUF model once into the safetensors cache
 ``tenet keys create``      create an API key for a tenant
 ``tenet ask "PROMPT"``     run one POST /v1/reason in-process and print the result
+``tenet diagnose``         print GET /v1/diagnostics of a running server (admin key)
 
 Settings come from ``TENET_*`` environment variables (see README). Errors
 are printed as one line on stderr with exit status 1, never as a traceback.
@@ -26,7 +27,7 @@ from typing import Any, Self, TextIO
 import migrations
 from app.bootstrap import bootstrap_admin_key, bootstrap_domains
 from app.settings import Settings
-from reasoning.errors import TenetError
+from reasoning.errors import InvalidInput, TenetError
 
 __all__ = ["build_parser", "format_answer", "main"]
 
@@ -201,6 +202,43 @@ def cmd_ask(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_diagnose(args: argparse.Namespace) -> int:
+    """Ask a running server: the figures are the serving process's own, not a fresh one's."""
+    import httpx
+
+    key = args.key or _admin_key()
+    params = {"profile_layers": "true"} if args.profile_layers else {}
+    try:
+        response = httpx.get(
+            f"{args.url.rstrip('/')}/v1/diagnostics",
+            params=params,
+            headers={"Authorization": f"Bearer {key}"},
+            timeout=args.timeout,
+        )
+    except httpx.HTTPError as exc:
+        print(f"tenet: cannot reach {args.url}: {exc}", file=sys.stderr)
+        return 1
+    payload = response.json()
+    if response.status_code >= 400:
+        print(f"error {response.status_code} {payload.get('title', '')}: {payload.get('detail', '')}",
+              file=sys.stderr)
+        return 1
+    print(json.dumps(payload, indent=2, ensure_ascii=False))
+    return 0
+
+
+def _admin_key() -> str:
+    """TENET_ADMIN_KEY, else the bootstrap key file of the data directory."""
+    import os
+
+    if key := os.environ.get("TENET_ADMIN_KEY", "").strip():
+        return key
+    path = Settings.from_env().admin_key_file
+    if not path.exists():
+        raise InvalidInput(f"no admin key: pass --key, set TENET_ADMIN_KEY or create {path}")
+    return path.read_text(encoding="utf-8").strip()
+
+
 def format_answer(payload: dict[str, Any]) -> str:
     """Render a /v1/reason response for a terminal: answer, status, verdicts, confidences."""
     lines = [str(payload.get("answer") or "").strip() or "(no answer)", ""]
@@ -313,6 +351,13 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--max-new-tokens", type=int, default=128)
     ask.add_argument("--json", action="store_true", help="print the raw JSON response")
     ask.set_defaults(func=cmd_ask)
+
+    diagnose = sub.add_parser("diagnose", help="print the diagnostics of a running server (admin key)")
+    diagnose.add_argument("--url", default="http://127.0.0.1:8000")
+    diagnose.add_argument("--key", default=None, help="admin API key (default: TENET_ADMIN_KEY or admin-key.txt)")
+    diagnose.add_argument("--profile-layers", action="store_true", help="run one per-layer probe first")
+    diagnose.add_argument("--timeout", type=float, default=120.0)
+    diagnose.set_defaults(func=cmd_diagnose)
     return parser
 
 

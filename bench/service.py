@@ -1,0 +1,256 @@
+"""Service benchmark: the real server on loopback under a bounded concurrent load.
+
+``python -m bench.service [--quick] [--port N] [--keep-data]``
+
+Starts ``tenet serve`` (uvicorn, the model loaded) in a subprocess on a free
+loopback port with its own temporary data directory (the model's
+safetensors cache is shared with ``var/models`` so nothing is converted
+again), waits for ``/readyz``, then drives it with an httpx load generator:
+``C`` concurrent clients, each sending its next request as soon as the last
+answered, until ``N`` requests were sent or ``T`` seconds passed (whichever
+comes first; a request already sent is always awaited). Phases:
+
+1. ``POST /v1/constraints`` at 32 clients (one prompt with three constraints);
+2. ``POST /v1/reason`` at 1 client, then at 8 clients
+   (``options.max_new_tokens`` 16, beams as the budget decides), same prompts.
+
+Latency is measured per request from send to full response. ``errors``
+counts every non-2xx answer by status (429 and 503 included), ``refused``
+only the admission refusals (429/503 with ``Retry-After``); refused requests
+are not counted in the throughput. ``batching_gain`` = reason_rps_8 /
+reason_rps_1: about 1 until cross-request micro-batching of forward passes
+exists (one decode at a time on the model worker). The server is stopped
+with SIGTERM at the end (graceful shutdown) and its exit status is reported.
+
+The last stdout line is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+MODEL_CACHE = REPO_ROOT / "var" / "models"
+
+CONSTRAINT_PROMPT = (
+    "Write a short note to the compliance team about the new onboarding checks. "
+    "Use fewer than 80 words, do not use the word 'urgent', and end with 'Regards'."
+)
+REASON_PROMPTS = (
+    "Explain in two sentences why customer due diligence matters. Do not use commas.",
+    "List three benefits of automated transaction monitoring in under 40 words.",
+    "Describe what a suspicious activity report is. Answer in lowercase letters only.",
+    "Give one reason to verify a customer's address. Use at most 30 words.",
+)
+
+
+@dataclass
+class PhaseResult:
+    """What one load phase measured."""
+
+    latencies_ms: list[float] = field(default_factory=list)
+    statuses: Counter[int] = field(default_factory=Counter)
+    refused: int = 0
+    elapsed_s: float = 0.0
+
+    @property
+    def ok(self) -> int:
+        return len(self.latencies_ms)
+
+    @property
+    def rps(self) -> float:
+        return self.ok / self.elapsed_s if self.elapsed_s else 0.0
+
+    def percentile(self, q: float) -> float:
+        if not self.latencies_ms:
+            return 0.0
+        ordered = sorted(self.latencies_ms)
+        return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def drive(
+    base: str,
+    path: str,
+    bodies: Sequence[dict[str, Any]],
+    headers: dict[str, str],
+    *,
+    clients: int,
+    max_requests: int,
+    max_seconds: float,
+) -> PhaseResult:
+    """``clients`` concurrent loops sending ``bodies`` round-robin, bounded by count and time."""
+    result = PhaseResult()
+    sent = 0
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    async with httpx.AsyncClient(base_url=base, headers=headers, timeout=300.0, limits=limits) as client:
+        started = time.perf_counter()
+        end = started + max_seconds
+
+        async def loop() -> None:
+            nonlocal sent
+            while sent < max_requests and time.perf_counter() < end:
+                body = bodies[sent % len(bodies)]
+                sent += 1
+                t0 = time.perf_counter()
+                try:
+                    response = await client.post(path, json=body)
+                    status = response.status_code
+                except httpx.HTTPError:
+                    status = 0
+                result.statuses[status] += 1
+                if 200 <= status < 300:
+                    result.latencies_ms.append((time.perf_counter() - t0) * 1000)
+                elif status in (429, 503) and response.headers.get("retry-after"):
+                    result.refused += 1
+
+        await asyncio.gather(*(loop() for _ in range(clients)))
+        result.elapsed_s = time.perf_counter() - started
+    return result
+
+
+def start_server(data_dir: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
+    env = {
+        **os.environ,
+        "TENET_DATA_DIR": str(data_dir),
+        "TENET_DEVICE": "cpu",
+        "TENET_LOG_LEVEL": "WARNING",
+        "TENET_QUEUE_MAX": os.environ.get("TENET_QUEUE_MAX", "64"),
+    }
+    if MODEL_CACHE.is_dir():
+        env["TENET_MODEL_CACHE_DIR"] = str(MODEL_CACHE)
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "app.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
+            cwd=REPO_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+        )
+
+
+def wait_ready(base: str, process: subprocess.Popen[bytes], timeout_s: float) -> None:
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        if process.poll() is not None:
+            raise RuntimeError(f"the server exited with status {process.returncode} before it was ready")
+        try:
+            if httpx.get(f"{base}/readyz", timeout=2.0).json().get("ready"):
+                return
+        except (httpx.HTTPError, ValueError):
+            pass
+        time.sleep(0.5)
+    raise RuntimeError(f"the server was not ready within {timeout_s:.0f} s")
+
+
+def stop_server(process: subprocess.Popen[bytes], grace_s: float = 60.0) -> int:
+    process.send_signal(signal.SIGTERM)
+    try:
+        return process.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        return process.wait()
+
+
+def run(quick: bool, port: int | None, keep_data: bool) -> dict[str, Any]:
+    budget = {
+        "constraints": (600, 20.0) if quick else (3000, 60.0),
+        "reason_1": (6, 40.0) if quick else (20, 120.0),
+        "reason_8": (24, 60.0) if quick else (80, 240.0),
+    }
+    data_dir = Path(tempfile.mkdtemp(prefix="tenet-bench-service-"))
+    port = port or free_port()
+    base = f"http://127.0.0.1:{port}"
+    log = data_dir / "server.log"
+    process = start_server(data_dir, port, log)
+    try:
+        wait_ready(base, process, timeout_s=240.0)
+        key = (data_dir / "admin-key.txt").read_text(encoding="utf-8").strip()
+        headers = {"Authorization": f"Bearer {key}"}
+        constraints_body = [{"prompt": CONSTRAINT_PROMPT}]
+        reason_bodies = [
+            {"prompt": p, "options": {"max_new_tokens": 16}} for p in REASON_PROMPTS
+        ]
+        # Warm-up: the first request of each kind pays for lazy initialisation, not measured.
+        asyncio.run(drive(base, "/v1/constraints", constraints_body, headers, clients=1, max_requests=3,
+                          max_seconds=30))
+        asyncio.run(drive(base, "/v1/reason", reason_bodies, headers, clients=1, max_requests=1, max_seconds=60))
+        n, t = budget["constraints"]
+        cons = asyncio.run(drive(base, "/v1/constraints", constraints_body, headers, clients=32,
+                                 max_requests=n, max_seconds=t))
+        n, t = budget["reason_1"]
+        r1 = asyncio.run(drive(base, "/v1/reason", reason_bodies, headers, clients=1, max_requests=n,
+                               max_seconds=t))
+        n, t = budget["reason_8"]
+        r8 = asyncio.run(drive(base, "/v1/reason", reason_bodies, headers, clients=8, max_requests=n,
+                               max_seconds=t))
+    finally:
+        exit_status = stop_server(process)
+        server_log = log.read_text(encoding="utf-8", errors="replace")[-2000:] if log.exists() else ""
+        if not keep_data:
+            for path in sorted(data_dir.rglob("*"), reverse=True):
+                path.unlink() if path.is_file() or path.is_symlink() else path.rmdir()
+            data_dir.rmdir()
+    errors: Counter[int] = Counter()
+    for phase in (cons, r1, r8):
+        errors.update({s: c for s, c in phase.statuses.items() if not 200 <= s < 300})
+    return {
+        "quick": quick,
+        "constraints_clients": 32,
+        "constraints_requests": cons.ok,
+        "constraints_rps": round(cons.rps, 2),
+        "constraints_p50_ms": round(cons.percentile(0.5), 2),
+        "constraints_p99_ms": round(cons.percentile(0.99), 2),
+        "reason_requests_1": r1.ok,
+        "reason_rps_1": round(r1.rps, 3),
+        "reason_p50_ms_1": round(r1.percentile(0.5), 1),
+        "reason_requests_8": r8.ok,
+        "reason_rps_8": round(r8.rps, 3),
+        "reason_p50_ms_8": round(r8.percentile(0.5), 1),
+        "reason_p99_ms_8": round(r8.percentile(0.99), 1),
+        "reason_mean_ms_8": round(statistics.fmean(r8.latencies_ms), 1) if r8.latencies_ms else 0.0,
+        "errors": {str(k): v for k, v in sorted(errors.items())},
+        "refused": cons.refused + r1.refused + r8.refused,
+        "batching_gain": round(r8.rps / r1.rps, 3) if r1.rps else 0.0,
+        "server_exit_status": exit_status,
+        "server_log_tail": server_log if exit_status not in (0, -signal.SIGTERM) else "",
+        "notes": (
+            "one decode at a time on the model worker: cross-request micro-batching of forward passes is "
+            "not implemented yet, so batching_gain is about 1; 8 clients raise latency (queueing), not "
+            "throughput. max_new_tokens 16."
+        ),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="smaller request counts (under 5 minutes)")
+    parser.add_argument("--port", type=int, default=None, help="loopback port (default: a free one)")
+    parser.add_argument("--keep-data", action="store_true", help="keep the temporary data directory")
+    args = parser.parse_args(argv)
+    report = run(args.quick, args.port, args.keep_data)
+    print(json.dumps(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
