@@ -102,6 +102,8 @@ def read_request(data: ChatCompletionRequest, settings: Settings) -> ChatRequest
             "response_format must be text; ask for JSON in the prompt (a JSON format constraint is steered)",
             field="response_format",
         )
+    if data.session_id is not None and (data.domain is not None or data.profile is not None):
+        raise InvalidInput("a session's domain and profile are set when the session is created", field="session_id")
     if data.temperature is not None and not 0 <= data.temperature <= 2:
         raise InvalidInput("temperature must be between 0 and 2", field="temperature")
     users = [i for i, m in enumerate(data.messages) if m.role == "user"]
@@ -131,8 +133,11 @@ def _options(data: ChatCompletionRequest) -> ReasonOptions:
     given = dict(data.tenet_options or {})
     if given.pop("stream", False):
         raise InvalidInput("stream the completion with the top-level stream field", field="tenet_options.stream")
+    name = "max_completion_tokens" if data.max_completion_tokens is not None else "max_tokens"
     max_new = data.max_completion_tokens if data.max_completion_tokens is not None else data.max_tokens
     if max_new is not None:
+        if not 1 <= max_new <= 4096:
+            raise InvalidInput(f"{name} must be between 1 and 4096", field=name)
         given["max_new_tokens"] = max_new
     if data.temperature == 0:
         given["num_beams"] = 1
@@ -140,7 +145,7 @@ def _options(data: ChatCompletionRequest) -> ReasonOptions:
         given["seed"] = data.seed
     try:
         return msgspec.convert(given, ReasonOptions)
-    except msgspec.ValidationError as exc:
+    except (msgspec.ValidationError, InvalidInput) as exc:
         raise InvalidInput(f"tenet_options: {exc}", field="tenet_options") from None
 
 
@@ -164,13 +169,16 @@ async def answer(
     branch depended on) answers its :class:`TurnResult`.
     """
     runtime.require_model()
+    started = datetime.now(UTC)
     if data.session_id is not None:
         turn = await sessions.turn(
             data.session_id, TurnCreate(prompt=request.prompt, options=msgspec.to_builtins(request.options))
         )
-        return turn.response if turn.response is not None else turn
+        if turn.response is None:
+            return turn
+        trace_run(turn.response, started=started, prompt=request.prompt, temperature=data.temperature)
+        return turn.response
     index = await service.domain_index(runtime, db_session, auth, data.domain)
-    started = datetime.now(UTC)
     plan, result = await service.plan_and_run(
         runtime, auth, request.prompt, options=request.options, index=index,
         defaults=service.profile_defaults(data.profile),

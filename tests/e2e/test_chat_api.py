@@ -153,13 +153,35 @@ def test_conflict_answers_a_completion_with_a_confirmation(served: Served) -> No
     assert item["origin"] == "chat"
 
 
+def test_session_id_makes_the_message_a_session_turn(served: Served) -> None:
+    client = served.client()
+    session = client.post("/sessions", body={}, cast_to=dict)
+    completion = client.chat.completions.create(
+        model="tenet",
+        messages=[{"role": "user", "content": "Assume the tax rate is 20%. What is the tax on 100?"}],
+        max_tokens=12,
+        temperature=0,
+        extra_body={"session_id": session["id"]},
+    )
+    tenet = (completion.model_extra or {})["tenet"]
+    assert tenet["session_id"] == session["id"] and tenet["status"] == "ok"
+    assert (completion.choices[0].message.content or "").strip()
+    stored = client.get(f"/sessions/{session['id']}", cast_to=dict)
+    assert [t["run_id"] for t in stored["turns"]] == [tenet["run_id"]]
+    assert [p["topic"] for p in stored["premises"]] and stored["premises"][0]["status"] == "active"
+
+
 @pytest.mark.parametrize(
     ("body", "field"),
     [
         ({"messages": [{"role": "user", "content": "Hi"}], "n": 2}, "n"),
         ({"messages": []}, "messages"),
         ({"messages": [{"role": "assistant", "content": "Hi"}]}, "messages"),
-        ({"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 0}, "tenet_options"),
+        ({"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 0}, "max_tokens"),
+        ({"messages": [{"role": "user", "content": "Hi"}], "extra_body": {"tenet_options": {"beams": 2}}},
+         "tenet_options"),
+        ({"messages": [{"role": "user", "content": "Hi"}], "tools": [{"type": "function", "function": {"name": "f"}}]},
+         "tools"),
         ({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]},
          "messages[0].content"),
     ],
