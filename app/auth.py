@@ -92,6 +92,9 @@ class KeyCache:
         self.ttl_s = ttl_s
         self.max_entries = max_entries
         self._entries: OrderedDict[str, tuple[AuthContext, float]] = OrderedDict()
+        # Keys revoked here, not re-cached for a TTL: a request verifying the key before the
+        # revocation commits must not put it back.
+        self._revoked: dict[str, float] = {}
 
     @staticmethod
     def token_hash(token: str) -> str:
@@ -108,21 +111,31 @@ class KeyCache:
         return entry[0]
 
     def put(self, token: str, context: AuthContext) -> None:
+        now = time.monotonic()
+        if self._revoked.get(context.key_id, 0.0) > now:
+            return
         digest = self.token_hash(token)
-        self._entries[digest] = (context, time.monotonic() + self.ttl_s)
+        self._entries[digest] = (context, now + self.ttl_s)
         self._entries.move_to_end(digest)
         while len(self._entries) > self.max_entries:
             self._entries.popitem(last=False)
 
     def invalidate_key(self, key_id: str) -> int:
-        """Drop every entry of ``key_id``; returns how many were dropped."""
+        """Drop every entry of ``key_id`` and keep it out for a TTL; returns how many were dropped."""
+        now = time.monotonic()
+        self._revoked = {k: t for k, t in self._revoked.items() if t > now}
+        self._revoked[key_id] = now + self.ttl_s
         stale = [d for d, (ctx, _) in self._entries.items() if ctx.key_id == key_id]
         for digest in stale:
             del self._entries[digest]
         return len(stale)
 
+    def __contains__(self, token: object) -> bool:
+        return isinstance(token, str) and self.get(token) is not None
+
     def clear(self) -> None:
         self._entries.clear()
+        self._revoked.clear()
 
 
 #: Seconds a verified key is trusted without asking the database again.
