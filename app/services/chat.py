@@ -172,7 +172,7 @@ async def answer(
     started = datetime.now(UTC)
     if data.session_id is not None:
         turn = await sessions.turn(
-            data.session_id, TurnCreate(prompt=request.prompt, options=msgspec.to_builtins(request.options))
+            data.session_id, TurnCreate(prompt=request.prompt, options=request.options)
         )
         if turn.response is None:
             return turn

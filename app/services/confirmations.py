@@ -36,6 +36,7 @@ from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth import AuthContext
+from app.metrics import observe_decode
 from app.runtime import Runtime
 from app.schemas.confirmations import ChoiceOut, ConfirmationOut
 from app.schemas.constraints import Profile
@@ -44,7 +45,7 @@ from app.schemas.sessions import PremiseAmend, TurnResult
 from app.services import reasoning as reasoning_service
 from app.tracing import trace_run
 from app.webhooks import Announcement, Choice, WebhookNotifier
-from inference.pipeline import Plan, ReasonOptions
+from inference.pipeline import Plan, ReasonOptions, ReasonResult
 from reasoning.analysis import Status
 from reasoning.constraints.model import Premise
 from reasoning.errors import ConflictError, InvalidInput
@@ -331,16 +332,20 @@ class ConfirmationService:
         async with transaction(runtime.sessionmaker) as db:
             index = await reasoning_service.domain_index(runtime, db, auth, request.get("domain"))
         reasoner = runtime.reasoner()
+        runtime.scheduler.check()
         started = datetime.now(UTC)
-
-        def work() -> tuple[Plan, Any]:
-            plan = settle_conflict(
+        plan = await to_thread.run_sync(
+            lambda: settle_conflict(
                 reasoner.plan(prompt, options=options, domain_index=index, defaults=defaults), chosen, losers
             )
-            with runtime.decode_lock:
-                return plan, reasoner.run(plan, tenant=auth.tenant_id)
+        )
 
-        plan, result = await to_thread.run_sync(work)
+        def decode() -> ReasonResult:
+            result = reasoner.run(plan, tenant=auth.tenant_id)
+            observe_decode(result.decode)
+            return result
+
+        result = await runtime.scheduler.submit(decode)
         run_id = reasoning_service.new_run_id()
         model = msgspec.to_builtins(runtime.require_model().identity.__dict__)
         response = reasoning_service.build_response(run_id, plan, result, model)
