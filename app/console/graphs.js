@@ -193,7 +193,7 @@ export function nodesOf(containerId, selector = "node") {
 /** A horizontal bar per step: width is the confidence in [0, 1], colour from red to green. */
 export function drawConfidenceChart(container, steps) {
   const rowHeight = 18;
-  const labelWidth = 60;
+  const labelWidth = 140;
   const width = 360;
   const svg = document.createElementNS(SVG, "svg");
   svg.setAttribute("width", String(width + labelWidth + 40));
@@ -206,7 +206,7 @@ export function drawConfidenceChart(container, steps) {
     const label = document.createElementNS(SVG, "text");
     label.setAttribute("x", "0");
     label.setAttribute("y", String(y + 12));
-    label.textContent = step.id;
+    label.textContent = shortLabel(step.id, 24);
     const bar = document.createElementNS(SVG, "rect");
     bar.setAttribute("class", "bar");
     bar.setAttribute("x", String(labelWidth));

@@ -49,7 +49,7 @@ def _read(relative: str) -> bytes:
 
 class ConsoleController(Controller):
     path = "/console"
-    tags = ["console"]
+    tags = ("console",)
     opt = PUBLIC
     include_in_schema = False
 

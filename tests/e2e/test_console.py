@@ -218,4 +218,32 @@ def test_session_retraction_highlights_recomputed_nodes(page: Any) -> None:
     retracted = _cy_nodes(page, "dag-graph", ".retracted")
     assert [n["id"] for n in retracted] == [f"premise:{premise_id}"]
     assert "retracted" in (page.locator(f"#premises li[data-premise-id='{premise_id}']").get_attribute("class") or "")
-    _screenshot(page, "console-retraction.png")
+    shot = _screenshot(page, "console-retraction.png")
+    shutil.copy(shot, REPO_ROOT / "docs" / "img" / "console-retraction.png")
+
+
+def test_conflict_awaits_confirmation_and_a_button_resolves_it(page: Any) -> None:
+    page.fill("#prompt", "Answer in English. 必须用中文回答。What is a bond?")
+    page.fill("#max-new-tokens", "12")
+    page.click("#submit")
+    page.wait_for_function(
+        "() => document.getElementById('status').textContent.startsWith('Done')", timeout=240_000
+    )
+    assert page.inner_text("#status").startswith("Done (needs_confirmation)"), page.inner_text("#status")
+    pending = page.locator("#confirmations li[data-confirmation-id]")
+    assert pending.count() == 1, page.inner_text("#confirmations")
+    confirmation_id = pending.get_attribute("data-confirmation-id")
+    assert pending.locator("button.choice").count() >= 2
+    english = pending.locator("button.choice", has_text="Answer in English")
+    assert english.count() == 1, pending.inner_text()
+
+    english.click()
+    page.wait_for_function(
+        "() => /^(Resolved|[0-9]{3} )/.test(document.getElementById('status').textContent)",
+        timeout=240_000,
+    )
+    assert page.inner_text("#status").startswith(f"Resolved {confirmation_id}"), page.inner_text("#status")
+    assert page.inner_text("#answer").strip() and not page.inner_text("#answer").startswith("needs_")
+    page.wait_for_function(
+        "() => !document.querySelector('#confirmations li[data-confirmation-id]')", timeout=30_000
+    )
