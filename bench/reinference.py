@@ -51,13 +51,9 @@ def _timed(work: Callable[[], Any]) -> tuple[Any, float]:
 def _compare(reasoner: Any, first: Any, index: Any, options: Any, repeats: int, **change: Any) -> dict[str, Any]:
     """Alternate partial and full re-runs of the changed request; medians and agreement.
 
-    As a session does, the branches that saw a changed premise are dropped
-    from the previous result first (an amended premise keeps its id).
+    ``rerun`` decodes exactly the branches whose prompt changed (an amended
+    premise's new text changes the branch key) and reuses the rest.
     """
-    from app.services.sessions import invalidate_branches
-
-    first = invalidate_branches(first, {*change.get("excluded_premise_ids", ()),
-                                        *change.get("premise_overrides", {})})
     partial_ms: list[float] = []
     full_ms: list[float] = []
     same: list[bool] = []

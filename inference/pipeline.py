@@ -97,11 +97,12 @@ class BranchSpec(msgspec.Struct, frozen=True, kw_only=True):
     relevance: float
     facts: tuple[EvidenceFact, ...]
     premise_ids: tuple[str, ...]
+    premise_texts: tuple[str, ...] = ()
 
     @property
     def key(self) -> tuple[object, ...]:
         """Equal keys mean equal branch prompts (given an equal shared prefix)."""
-        return (self.view, tuple(f.id + f.text for f in self.facts), self.premise_ids)
+        return (self.view, tuple(f.id + f.text for f in self.facts), self.premise_ids, self.premise_texts)
 
 
 @dataclass(frozen=True)
@@ -130,6 +131,17 @@ class Plan:
     def active_constraints(self) -> tuple[Constraint, ...]:
         return self.analysis.graph.active()
 
+    @property
+    def shared_key(self) -> tuple[object, ...]:
+        """Equal keys mean an equal shared prefix: same question, language and active constraints."""
+        return (
+            self.question,
+            self.analysis.language,
+            tuple((c.kind, repr(sorted(c.params.items())), c.hardness) for c in self.active_constraints),
+            self.options.steering,
+            self.decode_options,
+        )
+
 
 class ReasonResult(msgspec.Struct, frozen=True, kw_only=True):
     """The answer of one run and what explains it.
@@ -149,6 +161,7 @@ class ReasonResult(msgspec.Struct, frozen=True, kw_only=True):
     recomputed: tuple[str, ...] = ()
     reused: tuple[str, ...] = ()
     conflict: str | None = None
+    shared_key: str = ""
 
 
 def _words(text: str) -> set[str]:
@@ -264,19 +277,20 @@ class Reasoner:
             subgraphs = tuple(g for g in subgraphs if g.facts)
         timings["evidence"] = round((time.perf_counter() - t0) * 1000, 3)
         assignment = assign_premises(premises, subgraphs)
-        branches = tuple(
-            BranchSpec(view=g.view, relevance=g.relevance, facts=g.facts, premise_ids=assignment.get(g.view, ()))
-            for g in subgraphs
-        )
-        if ASSUMPTIONS_VIEW in assignment:
-            branches += (
-                BranchSpec(
-                    view=ASSUMPTIONS_VIEW, relevance=_ASSUMPTIONS_RELEVANCE, facts=(),
-                    premise_ids=assignment[ASSUMPTIONS_VIEW],
-                ),
+        texts = {p.id: p.text for p in premises}
+
+        def spec(view: str, relevance: float, facts: tuple[EvidenceFact, ...]) -> BranchSpec:
+            ids = assignment.get(view, ())
+            return BranchSpec(
+                view=view, relevance=relevance, facts=facts, premise_ids=ids,
+                premise_texts=tuple(texts[i] for i in ids),
             )
+
+        branches = tuple(spec(g.view, g.relevance, g.facts) for g in subgraphs)
+        if ASSUMPTIONS_VIEW in assignment:
+            branches += (spec(ASSUMPTIONS_VIEW, _ASSUMPTIONS_RELEVANCE, ()),)
         if not branches:
-            branches = (BranchSpec(view=DIRECT_VIEW, relevance=1.0, facts=(), premise_ids=assignment.get(DIRECT_VIEW, ())),)
+            branches = (spec(DIRECT_VIEW, 1.0, ()),)
         max_new = min(options.max_new_tokens or budget.max_new_tokens, self.max_new_tokens_cap)
         if options.max_new_tokens is not None:
             max_new = options.max_new_tokens
@@ -318,10 +332,11 @@ class Reasoner:
         """Decode only the branches of ``plan`` whose prompt differs from ``previous``'s.
 
         A branch is reused when its ``BranchSpec.key`` equals a previous
-        branch's and the shared question and constraints are unchanged.
+        branch's and the shared prefix (question, language, active constraints,
+        decode options) is unchanged; otherwise everything is decoded again.
         """
         old = {spec.key: result for spec, result in zip(previous.branch_specs, previous.branches)}
-        if previous.decode is None:
+        if previous.status != Status.OK or previous.shared_key != repr(plan.shared_key):
             old = {}
         todo = tuple(spec for spec in plan.branches if spec.key not in old)
         reused = {spec.key: old[spec.key] for spec in plan.branches if spec.key in old}
@@ -393,6 +408,7 @@ class Reasoner:
             timings=timings,
             recomputed=tuple(spec.view for spec in todo),
             reused=tuple(spec.view for spec in plan.branches if spec.key in previous),
+            shared_key=repr(plan.shared_key),
         )
 
     def _stopped(self, plan: Plan, timings: dict[str, float], conflict: str | None) -> ReasonResult:

@@ -212,19 +212,6 @@ def _answer_out(turn: Mapping[str, Any], result: ReasonResult) -> AnswerOut:
     )
 
 
-def invalidate_branches(previous: ReasonResult, premise_ids: set[str]) -> ReasonResult:
-    """``previous`` without the branches that saw one of ``premise_ids``.
-
-    The reasoner reuses a branch whose view, evidence and premise ids are
-    unchanged; an amended premise keeps its id, so the branches that saw it
-    are dropped here and ``rerun`` decodes them again.
-    """
-    keep = [(spec, branch) for spec, branch in zip(previous.branch_specs, previous.branches)
-            if not premise_ids & set(spec.premise_ids)]
-    return msgspec.structs.replace(previous, branch_specs=tuple(s for s, _ in keep),
-                                   branches=tuple(b for _, b in keep))
-
-
 def _constraints_doc(constraints: Sequence[Constraint]) -> list[dict[str, Any]]:
     """Constraints as stored in the session state (plain JSON), so a later plan compares equal."""
     doc: list[dict[str, Any]] = msgspec.json.decode(msgspec.json.encode(constraints))
@@ -487,15 +474,11 @@ class SessionService:
             overrides = {pid: now[dbid][1] for pid, dbid in t.premises.items() if now[dbid][0] == "amended"}
             options = msgspec.convert(t.options, ReasonOptions)
             plan = await to_thread.run_sync(self._plan, row, t.prompt, options, index, excluded, overrides)
-            stale = {pid for pid, dbid in t.premises.items() if dbid == premise_id}
-            previous = invalidate_branches(msgspec.convert(t.result, ReasonResult), stale)
-            reasoner = self.ws.reasoner()
+            previous = msgspec.convert(t.result, ReasonResult)
             t0 = time.perf_counter()
-            if _constraints_doc(plan.active_constraints) == t.constraints:
-                result = await self._decode(reasoner.rerun, previous, plan)
-            else:
-                # Feedback changed the constraints since: the shared prefix differs, nothing is reusable.
-                result = await self._decode(reasoner.run, plan)
+            # rerun reuses exactly the branches whose prompt is unchanged (premise texts included)
+            # and decodes everything when the shared prefix (constraints after feedback) moved.
+            result = await self._decode(self.ws.reasoner().rerun, previous, plan)
             reruns.append((t, plan, result, (time.perf_counter() - t0) * 1000))
         finished = utcnow()
         return await self._commit_change(row, expected, premise_id, status, value, text, reason, turns, dag,
