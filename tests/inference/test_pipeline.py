@@ -1,0 +1,59 @@
+"""The pipeline's branch layout: which branch sees which premise, and when a branch is reused."""
+
+from __future__ import annotations
+
+from inference.pipeline import ASSUMPTIONS_VIEW, DIRECT_VIEW, BranchSpec, assign_premises, premise_text
+from reasoning.constraints.model import Premise
+from reasoning.evidence.model import EvidenceFact, EvidenceSubgraph
+
+
+def _fact(fid: str, text: str, view: str) -> EvidenceFact:
+    return EvidenceFact(
+        id=fid, subject="s", predicate="p", object="o", text=text, view=view, score=1.0, hops=1,
+        ontology_version="v1",
+    )
+
+
+def _view(name: str, *texts: str) -> EvidenceSubgraph:
+    return EvidenceSubgraph(
+        view=name, relevance=0.5, seeds=(), facts=tuple(_fact(f"E{i}", t, name) for i, t in enumerate(texts, 1))
+    )
+
+
+def _premise(pid: str, topic: str, text: str) -> Premise:
+    return Premise(id=pid, text=text, topic=topic)
+
+
+def test_premise_goes_to_the_views_whose_evidence_it_relates_to() -> None:
+    views = [_view("compliance", "Jon Doe listed on PEP list."), _view("fund_flow", "Acme Ltd sent funds to Jon Doe.")]
+    pep = _premise("p1", "customer PEP", "given that the customer is a PEP")
+    tax = _premise("p2", "tax rate", "assume the tax rate is 20%")
+    assignment = assign_premises([pep, tax], views)
+    assert assignment["compliance"] == ("p1",)
+    assert assignment["fund_flow"] == ()
+    assert assignment[ASSUMPTIONS_VIEW] == ("p2",)
+
+
+def test_without_views_every_premise_goes_to_the_direct_branch() -> None:
+    premises = [_premise("p1", "tax rate", "assume the tax rate is 20%")]
+    assert assign_premises(premises, []) == {DIRECT_VIEW: ("p1",)}
+
+
+def test_no_assumptions_branch_when_every_premise_relates_to_a_view() -> None:
+    views = [_view("compliance", "Jon Doe listed on PEP list.")]
+    assignment = assign_premises([_premise("p1", "PEP list", "given the PEP list is current")], views)
+    assert ASSUMPTIONS_VIEW not in assignment
+
+
+def test_branch_key_changes_with_an_amended_premise_text() -> None:
+    base = BranchSpec(view="assumptions", relevance=0.3, facts=(), premise_ids=("p1",), premise_texts=("rate is 20%",))
+    amended = BranchSpec(view="assumptions", relevance=0.3, facts=(), premise_ids=("p1",), premise_texts=("rate is 25%",))
+    same = BranchSpec(view="assumptions", relevance=0.9, facts=(), premise_ids=("p1",), premise_texts=("rate is 20%",))
+    assert base.key != amended.key
+    assert base.key == same.key
+
+
+def test_premise_text_is_marked_as_an_assumption_in_the_prompt_language() -> None:
+    premise = _premise("p1", "税率", "假设税率为20%")
+    assert premise_text(premise, "zh").startswith("假设 [p1]")
+    assert premise_text(premise, "en").startswith("Assumption [p1]")
