@@ -234,7 +234,7 @@ def test_conflict_awaits_confirmation_and_a_button_resolves_it(page: Any) -> Non
     assert pending.count() == 1, page.inner_text("#confirmations")
     confirmation_id = pending.get_attribute("data-confirmation-id")
     assert pending.locator("button.choice").count() >= 2
-    english = pending.locator("button.choice", has_text="Answer in English")
+    english = pending.locator("button.choice", has_text="English")
     assert english.count() == 1, pending.inner_text()
 
     english.click()
