@@ -82,3 +82,12 @@ def downgrade(url: str, revision: str) -> None:
 def current_revision(url: str) -> str | None:
     """The revision the database at ``url`` is at, or None when unmigrated."""
     return _with_engine(url, _current)
+
+
+def head_revision() -> str:
+    """The newest revision in ``migrations/versions`` (what ``upgrade`` reaches)."""
+    from alembic.script import ScriptDirectory
+
+    head = ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
+    assert head is not None, "migrations/versions holds no revision"
+    return head
