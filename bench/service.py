@@ -10,14 +10,17 @@ again), waits for ``/readyz``, then drives it with an httpx load generator:
 answered, until ``N`` requests were sent or ``T`` seconds passed (whichever
 comes first; a request already sent is always awaited). Phases:
 
-1. ``POST /v1/constraints`` at 32 clients (one prompt with three constraints);
+1. ``POST /v1/constraints`` at 32 clients (four prompts with constraints, round robin);
 2. ``POST /v1/reason`` at 1 client, then at 8 clients
    (``options.max_new_tokens`` 16, beams as the budget decides), same prompts.
 
 Latency is measured per request from send to full response. ``errors``
 counts every non-2xx answer by status (429 and 503 included), ``refused``
 only the admission refusals (429/503 with ``Retry-After``); refused requests
-are not counted in the throughput. ``batching_gain`` = reason_rps_8 /
+are not counted in the throughput, and a refused client backs off for
+``Retry-After`` (at most 2 s) like a well-behaved client. The machine's load
+average is reported: on a shared machine the figures say more about the
+neighbours than about the service. ``batching_gain`` = reason_rps_8 /
 reason_rps_1: about 1 until cross-request micro-batching of forward passes
 exists (one decode at a time on the model worker). The server is stopped
 with SIGTERM at the end (graceful shutdown) and its exit status is reported.
@@ -49,10 +52,17 @@ import httpx
 REPO_ROOT = Path(__file__).resolve().parent.parent
 MODEL_CACHE = REPO_ROOT / "var" / "models"
 
-CONSTRAINT_PROMPT = (
-    "Write a short note to the compliance team about the new onboarding checks. "
-    "Use fewer than 80 words, do not use the word 'urgent', and end with 'Regards'."
+CONSTRAINT_PROMPTS = (
+    (
+        "Write a short note to the compliance team about the new onboarding checks. "
+        "Use fewer than 80 words, do not use the word 'urgent', and end with 'Regards'."
+    ),
+    "Summarise the quarterly risk review in exactly three bullet points and mention the word 'exposure' twice.",
+    "Draft a reply to a customer asking about a delayed transfer. Write in German and keep it under 50 words.",
+    "Describe the sanctions screening process in two paragraphs separated by ***. Do not use any commas.",
 )
+#: Longest back-off a refused client takes before its next request.
+RETRY_CAP_S = 2.0
 REASON_PROMPTS = (
     "Explain in two sentences why customer due diligence matters. Do not use commas.",
     "List three benefits of automated transaction monitoring in under 40 words.",
@@ -125,6 +135,8 @@ async def drive(
                     result.latencies_ms.append((time.perf_counter() - t0) * 1000)
                 elif status in (429, 503) and response.headers.get("retry-after"):
                     result.refused += 1
+                    # A well-behaved client backs off (capped so the phase stays bounded).
+                    await asyncio.sleep(min(float(response.headers["retry-after"]), RETRY_CAP_S))
 
         await asyncio.gather(*(loop() for _ in range(clients)))
         result.elapsed_s = time.perf_counter() - started
@@ -186,7 +198,7 @@ def run(quick: bool, port: int | None, keep_data: bool) -> dict[str, Any]:
         wait_ready(base, process, timeout_s=240.0)
         key = (data_dir / "admin-key.txt").read_text(encoding="utf-8").strip()
         headers = {"Authorization": f"Bearer {key}"}
-        constraints_body = [{"prompt": CONSTRAINT_PROMPT}]
+        constraints_body = [{"prompt": p} for p in CONSTRAINT_PROMPTS]
         reason_bodies = [
             {"prompt": p, "options": {"max_new_tokens": 16}} for p in REASON_PROMPTS
         ]
@@ -231,8 +243,10 @@ def run(quick: bool, port: int | None, keep_data: bool) -> dict[str, Any]:
         "errors": {str(k): v for k, v in sorted(errors.items())},
         "refused": cons.refused + r1.refused + r8.refused,
         "batching_gain": round(r8.rps / r1.rps, 3) if r1.rps else 0.0,
-        "server_exit_status": exit_status,
+        "server_graceful_exit": exit_status in (0, -signal.SIGTERM),
         "server_log_tail": server_log if exit_status not in (0, -signal.SIGTERM) else "",
+        "load_average_1m": round(os.getloadavg()[0], 2),
+        "cpu_count": os.cpu_count(),
         "notes": (
             "one decode at a time on the model worker: cross-request micro-batching of forward passes is "
             "not implemented yet, so batching_gain is about 1; 8 clients raise latency (queueing), not "
