@@ -213,13 +213,15 @@ async function loadConfirmations() {
     return;
   }
   list.replaceChildren(...body.items.map((c) => {
-    const li = item(`${c.kind}: ${c.detail} — “${c.prompt}” `);
+    const li = item(`${c.kind}: ${c.detail} — “${c.prompt}”`);
     li.dataset.confirmationId = c.id;
+    const choices = document.createElement("div");
     for (const choice of c.choices) {
       const b = button(`Keep ${choice.id}: ${choice.text}`, () => resolve(c.id, choice.id));
       b.className = "choice";
-      li.appendChild(b);
+      choices.appendChild(b);
     }
+    li.appendChild(choices);
     return li;
   }));
 }

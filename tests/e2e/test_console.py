@@ -2,9 +2,10 @@
 
 The app runs on a free loopback port in a thread with the session's loaded model;
 Debian's ``chromium`` (driven by Playwright, whose own browser download is never
-used) opens ``/console``, takes the bootstrap admin key, asks a short prompt and
-retracts a session premise. The tests skip, saying why, only when Chromium or
-Playwright is not installed (``make install`` installs Chromium when it runs as root).
+used) opens ``/console``, takes the bootstrap admin key, asks a short prompt,
+retracts a session premise and resolves a conflict. The browser tests skip, saying
+why, only when Chromium or Playwright is not installed (``make install`` installs
+Chromium when it runs as root); the first test needs neither and runs in ``make test-fast``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 import uvicorn
 
@@ -28,8 +28,6 @@ from app.factory import create_app
 from app.runtime import Runtime
 from app.settings import Settings
 from inference.loader import LoadedModel
-
-pytestmark = [pytest.mark.model, pytest.mark.browser]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -149,18 +147,27 @@ def _cy_nodes(page: Any, container: str, selector: str = "node") -> list[dict[st
     return nodes
 
 
-def test_console_page_is_public_and_holds_no_data(served: Served) -> None:
-    page = httpx.get(f"{served.base_url}/console")
+async def test_console_page_is_public_and_holds_no_data(client: Any) -> None:
+    """Served without a key, behind a CSP, only the listed assets; the API still wants a key."""
+    page = await client.get("/console")
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
-    assert "script-src 'self'" in page.headers["content-security-policy"]
-    assert served.token not in page.text
-    for asset in ("console.js", "api.js", "graphs.js", "console.css", "cytoscape.min.js"):
-        assert httpx.get(f"{served.base_url}/console/{asset}").status_code == 200, asset
-    missing = httpx.get(f"{served.base_url}/console/..%2Fsettings.py")
-    assert missing.status_code == 404
-    assert httpx.get(f"{served.base_url}/v1/models").status_code == 401
+    csp = page.headers["content-security-policy"]
+    assert "script-src 'self'" in csp and "connect-src 'self'" in csp and "unsafe-eval" not in csp
+    assert page.headers["x-content-type-options"] == "nosniff"
+    assert "Bearer" not in page.text
+    for asset, media in (("console.js", "text/javascript"), ("api.js", "text/javascript"),
+                         ("graphs.js", "text/javascript"), ("console.css", "text/css"),
+                         ("cytoscape.min.js", "text/javascript")):
+        response = await client.get(f"/console/{asset}")
+        assert response.status_code == 200, asset
+        assert response.headers["content-type"].startswith(media), asset
+    for name in ("index.html", "vendor", "..%2Fcontrollers%2Fconsole.py", "cytoscape.LICENSE"):
+        assert (await client.get(f"/console/{name}")).status_code == 404, name
+    assert (await client.get("/v1/models")).status_code == 401
 
 
+@pytest.mark.model
+@pytest.mark.browser
 def test_prompt_round_trips_and_the_graphs_render(page: Any) -> None:
     page.fill("#prompt", "Use exactly 2 bullet points to say what a PEP is. Do not use the word risk.")
     page.fill("#max-new-tokens", "24")
@@ -190,6 +197,8 @@ def test_prompt_round_trips_and_the_graphs_render(page: Any) -> None:
     shutil.copy(shot, docs_img / "console.png")
 
 
+@pytest.mark.model
+@pytest.mark.browser
 def test_session_retraction_highlights_recomputed_nodes(page: Any) -> None:
     page.check("#use-session")
     page.fill("#domain", "aml")
@@ -222,6 +231,8 @@ def test_session_retraction_highlights_recomputed_nodes(page: Any) -> None:
     shutil.copy(shot, REPO_ROOT / "docs" / "img" / "console-retraction.png")
 
 
+@pytest.mark.model
+@pytest.mark.browser
 def test_conflict_awaits_confirmation_and_a_button_resolves_it(page: Any) -> None:
     page.fill("#prompt", "Answer in English. 必须用中文回答。What is a bond?")
     page.fill("#max-new-tokens", "12")
