@@ -11,6 +11,7 @@ Chromium when it runs as root); the first test needs neither and runs in ``make 
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import socket
 import threading
@@ -166,6 +167,15 @@ async def test_console_page_is_public_and_holds_no_data(client: Any) -> None:
     assert (await client.get("/v1/models")).status_code == 401
 
 
+def _publish(shot: Path) -> None:
+    """Refresh the README's screenshot from a test artifact, only when asked
+    (TENET_UPDATE_SCREENSHOTS=1), so a test run leaves the tree clean."""
+    if os.environ.get("TENET_UPDATE_SCREENSHOTS") == "1":
+        docs_img = REPO_ROOT / "docs" / "img"
+        docs_img.mkdir(parents=True, exist_ok=True)
+        shutil.copy(shot, docs_img / shot.name)
+
+
 @pytest.mark.model
 @pytest.mark.browser
 def test_prompt_round_trips_and_the_graphs_render(page: Any) -> None:
@@ -191,10 +201,7 @@ def test_prompt_round_trips_and_the_graphs_render(page: Any) -> None:
     assert "(PROV-N" not in page.inner_text("#provenance")
     assert page.inner_text("#provenance").startswith("document")
 
-    shot = _screenshot(page, "console.png")
-    docs_img = REPO_ROOT / "docs" / "img"
-    docs_img.mkdir(parents=True, exist_ok=True)
-    shutil.copy(shot, docs_img / "console.png")
+    _publish(_screenshot(page, "console.png"))
 
 
 @pytest.mark.model
@@ -227,8 +234,7 @@ def test_session_retraction_highlights_recomputed_nodes(page: Any) -> None:
     retracted = _cy_nodes(page, "dag-graph", ".retracted")
     assert [n["id"] for n in retracted] == [f"premise:{premise_id}"]
     assert "retracted" in (page.locator(f"#premises li[data-premise-id='{premise_id}']").get_attribute("class") or "")
-    shot = _screenshot(page, "console-retraction.png")
-    shutil.copy(shot, REPO_ROOT / "docs" / "img" / "console-retraction.png")
+    _publish(_screenshot(page, "console-retraction.png"))
 
 
 @pytest.mark.model
