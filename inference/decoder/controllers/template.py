@@ -153,18 +153,26 @@ def build_layout(layout: Layout) -> tuple[Segment, ...]:
     The last ``body`` free segment is marked ``gate=True``: minimum-length and
     minimum-count requirements hold its end until they are met.
     """
+    # When the body counts blank-line paragraphs, the title, a repeated
+    # request and the postscript must not add paragraphs of their own.
+    blank = "\n" if layout.body.kind == "blank_paragraphs" else "\n\n"
     parts: list[Segment] = []
     if layout.quotation:
         parts.append(Literal('"'))
     if layout.prefix:
         parts.append(Literal(layout.prefix))
-        parts.append(Literal("\n\n" if layout.prefix.rstrip().endswith((".", "?", "!")) else " "))
-    if layout.title:
-        parts += [Literal("<<"), Free("title", cap_tokens=16), Literal(">>\n\n")]
+        parts.append(Literal(blank if layout.prefix.rstrip().endswith((".", "?", "!")) else " "))
+    # A title may stand anywhere; it closes the answer when the first paragraph
+    # must begin with a given word.
+    title_last = layout.body.kind == "blank_paragraphs" and layout.body.nth == 1
+    if layout.title and not title_last:
+        parts += [Literal("<<"), Free("title", cap_tokens=16), Literal(">>" + blank)]
     for unit in _units(layout.body, layout.highlights):
         parts += unit
+    if layout.title and title_last:
+        parts += [Literal(" <<"), Free("title", cap_tokens=16), Literal(">>")]
     if layout.postscript:
-        parts += [Literal(f"\n\n{layout.postscript} "), Free("postscript", cap_tokens=48)]
+        parts += [Literal(f"{blank}{layout.postscript} "), Free("postscript", cap_tokens=48)]
     if layout.end_phrase:
         parts.append(Literal((" " if layout.body.kind != "formal" else "\n") + layout.end_phrase))
     if layout.quotation:
