@@ -174,7 +174,7 @@ def compile_steering(
         if c.id not in assisted:
             uncontrolled.add(c.id)
 
-    limits, forbidden = _counts(hard, controlled)
+    limits, forbidden = _counts(hard, controlled, assisted)
     layout, literal_sources = _layout(hard, prompt, policy, controlled, uncontrolled)
 
     for c in hard:
@@ -233,7 +233,12 @@ def _policy(
     return CharPolicy(no_comma=no_comma, case=case, scripts=scripts), sources
 
 
-def _counts(constraints: list[Constraint], controlled: set[str]) -> tuple[Limits, ForbiddenWords | None]:
+def _counts(
+    constraints: list[Constraint], controlled: set[str], assisted: set[str]
+) -> tuple[Limits, ForbiddenWords | None]:
+    """Counted bounds and forbidden words. A minimum count of one letter is
+    only assisted: holding the end back cannot make the model write a rare
+    letter; every other bound here is guaranteed within the token budget."""
     limits = Limits()
     words: list[str] = []
     for c in constraints:
@@ -255,6 +260,9 @@ def _counts(constraints: list[Constraint], controlled: set[str]) -> tuple[Limits
                 continue
             lo, hi = _bounds(c.params)
             limits = replace(limits, letter=letter, min_letter=lo, max_letter=hi)
+            if lo is not None:
+                assisted.add(c.id)
+                continue
         elif c.kind == Kind.PLACEHOLDERS:
             limits = replace(limits, min_placeholders=max(int(c.params.get("n", 1)), limits.min_placeholders or 0))
         elif c.kind == Kind.FORBIDDEN_WORDS:
