@@ -259,7 +259,12 @@ def _counts(
             if limits.letter not in (None, letter):
                 continue
             lo, hi = _bounds(c.params)
-            limits = replace(limits, letter=letter, min_letter=lo, max_letter=hi)
+            limits = replace(
+                limits,
+                letter=letter,
+                min_letter=_tighter(limits.min_letter, lo, max),
+                max_letter=_tighter(limits.max_letter, hi, min),
+            )
             if lo is not None:
                 assisted.add(c.id)
                 continue
