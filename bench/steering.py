@@ -41,7 +41,7 @@ from reasoning.constraints.catalog import IFEVAL_TO_KIND
 from reasoning.constraints.model import Constraint, Kind
 from reasoning.errors import ConflictError, LimitExceeded
 
-__all__ = ["ifeval_constraints", "token_budget", "select", "judge", "main"]
+__all__ = ["ifeval_constraints", "judge", "main", "select", "token_budget"]
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "ifeval" / "input_data.jsonl"
 _BASE_BUDGET = 160

@@ -35,7 +35,7 @@ from inference.decoder.vocab import vocab_tables
 from reasoning.constraints.model import Constraint, Hardness, Kind, Relation, Scope
 from reasoning.errors import ConflictError, InvalidInput, LimitExceeded
 
-__all__ = ["compile_steering", "LANGUAGE_SCRIPTS", "CONTROLLED_KINDS"]
+__all__ = ["CONTROLLED_KINDS", "LANGUAGE_SCRIPTS", "compile_steering"]
 
 # Languages whose script identifies them well enough for a script mask to
 # control them; Latin-script languages get only a Latin mask (assisted).

@@ -30,11 +30,11 @@ from typing import Any
 import torch
 
 __all__ = [
+    "WORD_RE",
     "VocabTables",
-    "vocab_tables",
     "letter_script",
     "script_prefixes",
-    "WORD_RE",
+    "vocab_tables",
 ]
 
 WORD_RE = re.compile(r"\w+")

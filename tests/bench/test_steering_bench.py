@@ -8,7 +8,15 @@ from typing import Any
 
 import pytest
 
-from bench.steering import DATA, _prepare_judge, ifeval_constraints, judge, main, select, token_budget
+from bench.steering import (
+    DATA,
+    _prepare_judge,
+    ifeval_constraints,
+    judge,
+    main,
+    select,
+    token_budget,
+)
 from reasoning.constraints.model import Kind
 
 ROWS = [json.loads(line) for line in DATA.read_text().splitlines() if line.strip()]

@@ -14,13 +14,13 @@ from inference.decoder.controllers.steering import ConstraintSteering, SteerStat
 from inference.decoder.controllers.template import Body, Layout, build_layout
 
 __all__ = [
-    "CharPolicy",
-    "Counts",
-    "Limits",
-    "ForbiddenWords",
-    "ConstraintSteering",
-    "SteerState",
     "Body",
+    "CharPolicy",
+    "ConstraintSteering",
+    "Counts",
+    "ForbiddenWords",
     "Layout",
+    "Limits",
+    "SteerState",
     "build_layout",
 ]

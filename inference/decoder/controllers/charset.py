@@ -117,7 +117,7 @@ def split_utf8(data: bytes) -> tuple[str | None, bytes]:
     continuation bytes than it announces); None is returned for the text
     when the bytes are invalid anywhere else.
     """
-    for cut in range(0, min(3, len(data)) + 1):
+    for cut in range(min(3, len(data)) + 1):
         head, tail = data[: len(data) - cut], data[len(data) - cut :]
         if tail and not _is_char_start(tail):
             continue

@@ -40,7 +40,7 @@ from inference.decoder.controllers.lexical import ForbiddenWords
 from inference.decoder.controllers.template import Formal, Free, Literal, Segment
 from inference.decoder.vocab import VocabTables
 
-__all__ = ["SteerState", "ConstraintSteering", "TOP_K"]
+__all__ = ["TOP_K", "ConstraintSteering", "SteerState"]
 
 TOP_K = 32
 _MAX_LAZY_ROUNDS = 4
@@ -95,7 +95,7 @@ class ConstraintSteering:
         policy: CharPolicy,
         soft_policy: CharPolicy | None = None,
         soft_penalty: float = 2.0,
-        limits: Limits = Limits(),
+        limits: Limits | None = None,
         forbidden: ForbiddenWords | None = None,
         max_new_tokens: int | None = None,
         controlled: frozenset[str] = frozenset(),
@@ -104,7 +104,7 @@ class ConstraintSteering:
     ) -> None:
         self.tables = tables
         self.policy = policy
-        self.limits = limits
+        self.limits = limits if limits is not None else Limits()
         self.forbidden = forbidden
         self.max_new_tokens = max_new_tokens
         self.controlled = controlled
@@ -503,9 +503,9 @@ class ConstraintSteering:
         if idx in tables.eos_ids:
             return self.forbidden is None or self.forbidden.ends_ok(state.text)
         raw = tables.token_bytes[idx]
-        if self._lazy_fragments and (state.pending or self._fragment_list[idx]):
-            if not self.policy.fragment_ok(tables, state.pending, raw):
-                return False
+        fragment = self._lazy_fragments and (state.pending or self._fragment_list[idx])
+        if fragment and not self.policy.fragment_ok(tables, state.pending, raw):
+            return False
         if self.forbidden is not None:
             text, _ = split_utf8(state.pending + raw)
             if not self.forbidden.token_ok(state.text, text or ""):

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["Literal", "Free", "Formal", "Segment", "Layout", "Body", "build_layout"]
+__all__ = ["Body", "Formal", "Free", "Layout", "Literal", "Segment", "build_layout"]
 
 
 @dataclass(frozen=True)

@@ -87,7 +87,7 @@ def violations(text: str, constraints: list[Constraint]) -> list[str]:
         elif c.kind == Kind.ALL_CAPITALS:
             ok = text == text.upper()
         elif c.kind == Kind.BULLET_COUNT:
-            found = re.findall(r"^\s*\*[^\*].*$", text, flags=re.M) + re.findall(r"^\s*-.*$", text, flags=re.M)
+            found = re.findall(r"^\s*\*[^\*].*$", text, flags=re.MULTILINE) + re.findall(r"^\s*-.*$", text, flags=re.MULTILINE)
             ok = len(found) == p["n"]
         elif c.kind == Kind.SECTIONS:
             ok = len(re.split(r"\s?" + p["splitter"] + r"\s?\d+\s?", text)) - 1 >= p["n"]
@@ -111,11 +111,11 @@ def violations(text: str, constraints: list[Constraint]) -> list[str]:
             ok = len(s) > 1 and s[0] == '"' and s[-1] == '"'
         elif c.kind == Kind.POSTSCRIPT:
             pattern = r"\s*p\.\s?p\.\s?s.*$" if p["marker"] == "P.P.S" else r"\s*p\.\s?s\..*$"
-            ok = bool(re.findall(pattern, text.lower(), flags=re.M))
+            ok = bool(re.findall(pattern, text.lower(), flags=re.MULTILINE))
         elif c.kind == Kind.END_PHRASE:
             ok = text.strip().strip('"').lower().endswith(p["phrase"].lower())
         elif c.kind == Kind.FORBIDDEN_WORDS:
-            ok = not any(re.search(r"\b" + w + r"\b", text, flags=re.I) for w in p["words"])
+            ok = not any(re.search(r"\b" + w + r"\b", text, flags=re.IGNORECASE) for w in p["words"])
         elif c.kind == Kind.WORD_COUNT:
             ok = len(re.findall(r"\w+", text)) < p["n"]
         if not ok:
