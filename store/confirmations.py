@@ -5,21 +5,25 @@ Resolution is a claim (``pending`` -> ``resolving``) by a conditional UPDATE,
 so two concurrent resolutions of one confirmation cannot both run: the loser
 gets ``ConflictError`` (409). The claim is committed before the pipeline runs
 (no write lock is held during a decode) and either finished (``resolved``)
-or released (back to ``pending``) afterwards.
+or released (back to ``pending``) afterwards. A claim whose process died
+(still ``resolving`` after ``STALE_CLAIM``; ``resolved_at`` holds the claim
+time until the resolution finishes) may be claimed again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import and_, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from reasoning.errors import ConflictError, InvalidInput, NotFound
 from store.models import CONFIRMATION_KINDS, CONFIRMATION_STATUSES, Confirmation, new_id, utcnow
 
 __all__ = [
+    "STALE_CLAIM",
     "claim_confirmation",
     "create_confirmation",
     "finish_confirmation",
@@ -27,6 +31,10 @@ __all__ = [
     "list_confirmations",
     "release_confirmation",
 ]
+
+#: How long a resolution may hold its claim before another may take it over
+#: (far longer than any decode the budget allows).
+STALE_CLAIM = timedelta(minutes=15)
 
 
 async def create_confirmation(
@@ -92,23 +100,30 @@ async def list_confirmations(
 
 
 async def claim_confirmation(
-    session: AsyncSession, tenant_id: str, confirmation_id: str, *, key_id: str, chosen: str
+    session: AsyncSession,
+    tenant_id: str,
+    confirmation_id: str,
+    *,
+    key_id: str,
+    chosen: str,
+    stale_after: timedelta = STALE_CLAIM,
 ) -> Confirmation:
-    """Move a pending confirmation to ``resolving`` for ``chosen``.
+    """Move a pending confirmation (or one whose claim went stale) to ``resolving`` for ``chosen``.
 
     Raises:
         NotFound: unknown id or another tenant's.
         ConflictError: it is already resolved or being resolved.
     """
     row = await get_confirmation(session, tenant_id, confirmation_id)
+    now = utcnow()
+    claimable = or_(
+        Confirmation.status == "pending",
+        and_(Confirmation.status == "resolving", Confirmation.resolved_at < now - stale_after),
+    )
     result = await session.execute(
         update(Confirmation)
-        .where(
-            Confirmation.id == confirmation_id,
-            Confirmation.tenant_id == tenant_id,
-            Confirmation.status == "pending",
-        )
-        .values(status="resolving", chosen=chosen, resolved_by_key_id=key_id)
+        .where(Confirmation.id == confirmation_id, Confirmation.tenant_id == tenant_id, claimable)
+        .values(status="resolving", chosen=chosen, resolved_by_key_id=key_id, resolved_at=now)
         .execution_options(synchronize_session=False)
     )
     if result.rowcount != 1:  # type: ignore[attr-defined]
@@ -140,6 +155,6 @@ async def release_confirmation(session: AsyncSession, tenant_id: str, confirmati
             Confirmation.tenant_id == tenant_id,
             Confirmation.status == "resolving",
         )
-        .values(status="pending", chosen=None, resolved_by_key_id=None)
+        .values(status="pending", chosen=None, resolved_by_key_id=None, resolved_at=None)
         .execution_options(synchronize_session=False)
     )

@@ -35,6 +35,9 @@ class ConfirmationOut(msgspec.Struct, frozen=True, kw_only=True):
 
     ``status``: ``pending`` (waiting), ``resolving`` (a resolution is running)
     or ``resolved`` (``chosen`` stood; ``resolution_run_id`` continued the run).
+    ``resolved_at`` is when the resolution started while ``resolving``, when
+    it finished once ``resolved``; a ``resolving`` claim older than 15 minutes
+    (its process died) may be taken over.
     ``origin`` is the endpoint that stopped: ``reason``, ``chat`` or ``session``.
     """
 

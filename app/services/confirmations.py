@@ -299,8 +299,8 @@ class ConfirmationService:
         factory = self.runtime.sessionmaker
         async with transaction(factory) as db:
             row = await store.get_confirmation(db, self.auth.tenant_id, confirmation_id)
-            if row.status != "pending":
-                raise ConflictError(f"confirmation {confirmation_id!r} is already {row.status}", status=row.status)
+            if row.status == "resolved":
+                raise ConflictError(f"confirmation {confirmation_id!r} is already resolved", status=row.status)
             choice = next((c for c in row.choices if c["id"] == choose), None)
             if choice is None:
                 raise InvalidInput(

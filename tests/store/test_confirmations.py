@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -90,6 +91,21 @@ async def test_claim_is_exclusive_release_reopens_finish_closes(
     with pytest.raises(ConflictError):
         async with transaction(factory) as db:
             await repo.claim_confirmation(db, mine, cid, key_id="k3", chosen="c1")
+
+
+async def test_a_stale_claim_can_be_taken_over(
+    factory: async_sessionmaker[AsyncSession], tenants: tuple[str, str]
+) -> None:
+    mine, _ = tenants
+    cid = await _open(factory, mine)
+    async with transaction(factory) as db:
+        await repo.claim_confirmation(db, mine, cid, key_id="crashed", chosen="c1")
+    with pytest.raises(ConflictError):
+        async with transaction(factory) as db:
+            await repo.claim_confirmation(db, mine, cid, key_id="k2", chosen="c2")
+    async with transaction(factory) as db:
+        taken = await repo.claim_confirmation(db, mine, cid, key_id="k2", chosen="c2", stale_after=timedelta(0))
+        assert (taken.status, taken.chosen, taken.resolved_by_key_id) == ("resolving", "c2", "k2")
 
 
 async def test_concurrent_claims_let_exactly_one_win(
