@@ -7,9 +7,11 @@ checked on ``tail + token`` where ``tail`` is the last ``max_len + 1``
 characters: that window contains every occurrence the token could finish,
 including a word split over several tokens ("fin" + "anc" + "ial").
 
-An occurrence that reaches the very end of the window is not yet certain
-("risk" may become "risky"); it is refused only when the text would end
-there (``ends_ok``).
+A token that would leave the whole word at the very end of the text is
+refused too, although "risk" could still become "risky": waiting for the
+next token can strand the beam where every likely continuation (a space, a
+period) completes the violation. The cost is that a longer word spelled
+through the forbidden one ("risk" + "y") is not written that way.
 """
 
 from __future__ import annotations
@@ -36,13 +38,10 @@ class ForbiddenWords:
         return self._window  # type: ignore[attr-defined,no-any-return]
 
     def token_ok(self, tail: str, chunk: str) -> bool:
-        """False when appending ``chunk`` to text ending in ``tail`` completes a
-        forbidden word that is certainly whole (followed by a non-word char)."""
+        """False when appending ``chunk`` to text ending in ``tail`` writes a
+        forbidden word whole (followed by a non-word char or by the end)."""
         text = tail[-self.window :] + chunk
-        for match in self._pattern.finditer(text):  # type: ignore[attr-defined]
-            if match.end() < len(text):
-                return False
-        return True
+        return self._pattern.search(text) is None  # type: ignore[attr-defined]
 
     def ends_ok(self, tail: str) -> bool:
         """False when the text, ending now, would end in a forbidden word."""
