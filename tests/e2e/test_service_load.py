@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import signal
 import sqlite3
 import time
 from collections.abc import AsyncIterator
@@ -18,7 +19,6 @@ from typing import Any
 import httpx
 import pytest
 from litestar import Litestar
-from litestar.testing import AsyncTestClient
 
 from app.auth import KEY_CACHE
 from app.bootstrap import bootstrap_admin_key
@@ -35,15 +35,23 @@ REASON = {"prompt": "Name one benefit of customer due diligence. Use at most 20 
 
 @pytest.fixture
 async def small_queue(settings: Settings, loaded_model: LoadedModel) -> AsyncIterator[tuple[Any, Runtime, dict[str, str]]]:
-    """A client of an app whose scheduler admits one waiting job, the model loaded."""
+    """A client of an app whose scheduler admits one waiting job, the model loaded.
+
+    httpx's ASGI transport runs the app on the test's own event loop, so
+    concurrent requests really overlap (Litestar's test client answers one
+    request at a time through a blocking portal).
+    """
     runtime = Runtime(dataclasses.replace(settings, queue_max=1))
     runtime.set_model(loaded_model)
     app: Litestar = create_app(runtime.settings, runtime=runtime)
-    async with AsyncTestClient(app=app) as client:
-        token = await bootstrap_admin_key(runtime.sessionmaker, None)
-        assert token is not None
+    token = await bootstrap_admin_key(runtime.sessionmaker, None)
+    assert token is not None
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver", timeout=600) as client:
         yield client, runtime, bearer(token)
     runtime.scheduler.resume()
+    assert await runtime.scheduler.drain(600)
+    await runtime.close()
 
 
 async def wait_for(predicate: Any, seconds: float = 60.0) -> None:
@@ -156,7 +164,8 @@ def test_sigterm_lets_the_real_server_finish_an_accepted_request(tmp_path: Path)
     finally:
         status = stop_server(process)
     assert response.status_code == 200, response.text
-    assert status == 0, (tmp_path / "server.log").read_text()
+    # uvicorn re-raises the captured SIGTERM after its graceful shutdown: -SIGTERM is a clean exit.
+    assert status in (0, -signal.SIGTERM), (tmp_path / "server.log").read_text()
     with sqlite3.connect(tmp_path / "tenet.db") as db:
         stored = db.execute("SELECT status FROM runs WHERE id = ?", (response.json()["run_id"],)).fetchall()
     assert len(stored) == 1
