@@ -324,9 +324,11 @@ class Reasoner:
             timings=timings,
         )
 
-    def run(self, plan: Plan, *, tenant: str = "") -> ReasonResult:
-        """Stages 5-6 for every branch of ``plan``."""
-        return self._decode(plan, plan.branches, previous={}, tenant=tenant)
+    def run(
+        self, plan: Plan, *, tenant: str = "", on_step: Callable[[str, str], None] | None = None
+    ) -> ReasonResult:
+        """Stages 5-6 for every branch of ``plan``; ``on_step(view, text)`` hears decided steps."""
+        return self._decode(plan, plan.branches, previous={}, tenant=tenant, on_step=on_step)
 
     def rerun(self, previous: ReasonResult, plan: Plan, *, tenant: str = "") -> ReasonResult:
         """Decode only the branches of ``plan`` whose prompt differs from ``previous``'s.
@@ -349,6 +351,7 @@ class Reasoner:
         *,
         previous: Mapping[tuple[object, ...], BranchResult],
         tenant: str,
+        on_step: Callable[[str, str], None] | None = None,
     ) -> ReasonResult:
         timings = dict(plan.timings)
         if plan.status == Status.NEEDS_CONFIRMATION:
@@ -385,6 +388,7 @@ class Reasoner:
                 prefix_cache=self.prefix_cache,
                 tenant=tenant,
                 model_id=lm.identity.sha256,
+                on_step=on_step,
             )
             decoded = {spec.key: _name_steps(branch) for spec, branch in zip(todo, result.branches)}
             timings["prefill"] = round(result.timings.prefill_s * 1000, 3)

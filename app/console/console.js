@@ -50,11 +50,12 @@ function addStep(step) {
   li.dataset.stepId = step.id;
   const conf = document.createElement("span");
   conf.className = "conf";
-  conf.textContent = `${step.id} · ${Number(step.confidence).toFixed(2)}` +
+  const scored = typeof step.confidence === "number";
+  conf.textContent = `${step.id} · ${scored ? step.confidence.toFixed(2) : "decided, scoring…"}` +
     (step.calibration_hint ? ` · ${step.calibration_hint}` : "");
   li.appendChild(conf);
   $("steps").appendChild(li);
-  drawConfidenceChart($("confidence-chart"), state.steps);
+  drawConfidenceChart($("confidence-chart"), state.steps.filter((s) => typeof s.confidence === "number"));
 }
 
 function verdictMap(constraints) {
@@ -87,7 +88,10 @@ async function renderResult(result) {
   $("run-id").textContent = result.run_id;
   $("answer").textContent = result.status === "ok" ? result.answer
     : `${result.status}${result.detail ? `: ${result.detail}` : ""}`;
-  if (state.steps.length === 0) result.steps.forEach(addStep);
+  // The streamed steps were provisional (decided, not yet scored): show the scored ones.
+  state.steps = [];
+  $("steps").replaceChildren();
+  result.steps.forEach(addStep);
   renderConstraints(result.constraints);
   renderEvidence(result.evidence);
   if (result.status === "needs_confirmation") await loadConfirmations();

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 
 import msgspec
-from litestar import Controller, post
+from litestar import Controller, Response, post
 from litestar.response import ServerSentEvent
 from litestar.response.sse import ServerSentEventMessage
 from litestar.status_codes import HTTP_200_OK
@@ -14,11 +15,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth import AuthContext, requires_scope
 from app.runtime import Runtime
-from app.schemas.reason import ReasonRequest, ReasonResponse
+from app.schemas.constraints import EntropyOut
+from app.schemas.reason import ReasonRequest, ReasonResponse, constraint_out
 from app.services import reasoning as service
 from app.services.confirmations import with_confirmation
 from app.settings import Settings
 from app.tracing import trace_run
+from inference.pipeline import Plan
+from reasoning.errors import TenetError
 from store.db import transaction
 
 __all__ = ["ReasonController"]
@@ -42,17 +46,19 @@ class ReasonController(Controller):
         runtime: Runtime,
         settings: Settings,
         db_session: AsyncSession,
-    ) -> ReasonResponse | ServerSentEvent:
+    ) -> Response[ReasonResponse] | ServerSentEvent:
         """Run stages 1-7. With ``options.stream`` the response is ``text/event-stream``:
-        a ``plan`` event (constraints, entropy, budget, evidence), one ``step`` event
-        per step of the answer, then ``result`` with the full response body."""
+        a ``plan`` event (run id, constraints, entropy, budget, evidence) once planning is
+        done, one ``step`` event per step as soon as the beam search has decided it
+        (``{id, branch, text}``; every live beam agrees on it), then ``result`` with the
+        full response body, whose ``steps`` carry confidences and hints."""
         service.check_prompt(data.prompt, settings.max_prompt_chars)
         runtime.require_model()
         index = await service.domain_index(runtime, db_session, auth, data.domain)
         started = datetime.now(UTC)
         if data.options.stream:
             return ServerSentEvent(_stream(data, auth, runtime, index, started))
-        return await _answer(data, auth, runtime, db_session, index, started)
+        return Response(await _answer(data, auth, runtime, db_session, index, started))
 
 
 async def _answer(
@@ -62,12 +68,16 @@ async def _answer(
     db_session: AsyncSession,
     index: object,
     started: datetime,
+    *,
+    run_id: str | None = None,
+    on_plan: Callable[[Plan], None] | None = None,
+    on_step: Callable[[str, str], None] | None = None,
 ) -> ReasonResponse:
     plan, result = await service.plan_and_run(
         runtime, auth, data.prompt, options=data.options, index=index,  # type: ignore[arg-type]
-        defaults=service.profile_defaults(data.profile),
+        defaults=service.profile_defaults(data.profile), on_plan=on_plan, on_step=on_step,
     )
-    run_id = service.new_run_id()
+    run_id = run_id or service.new_run_id()
     model = msgspec.to_builtins(runtime.require_model().identity.__dict__)
     response = service.build_response(run_id, plan, result, model)
     record = service.run_record(
@@ -87,20 +97,47 @@ async def _stream(
     index: object,
     started: datetime,
 ) -> AsyncIterator[ServerSentEventMessage]:
-    async with transaction(runtime.sessionmaker) as db_session:
-        response = await _answer(data, auth, runtime, db_session, index, started)
-    yield ServerSentEventMessage(
-        event="plan",
-        data=msgspec.json.encode(
-            {
-                "run_id": response.run_id,
-                "constraints": response.constraints,
-                "entropy": response.entropy,
-                "budget": response.budget,
-                "evidence": response.evidence,
-            }
-        ).decode(),
-    )
-    for step in response.steps:
-        yield ServerSentEventMessage(event="step", data=msgspec.json.encode(step).decode())
+    """Events as the run produces them: the decode thread hands each over to the loop."""
+    loop = asyncio.get_running_loop()
+    events: asyncio.Queue[ServerSentEventMessage] = asyncio.Queue()
+    run_id = service.new_run_id()
+    counters: dict[str, int] = {}
+
+    def emit(event: str, payload: object) -> None:
+        message = ServerSentEventMessage(event=event, data=msgspec.json.encode(payload).decode())
+        loop.call_soon_threadsafe(events.put_nowait, message)
+
+    def on_plan(plan: Plan) -> None:
+        emit("plan", {
+            "run_id": run_id,
+            "constraints": [constraint_out(c, None) for c in plan.analysis.constraints],
+            "entropy": EntropyOut.of(plan.analysis.entropy),
+            "budget": plan.budget,
+            "evidence": plan.subgraphs,
+        })
+
+    def on_step(view: str, text: str) -> None:
+        counters[view] = counters.get(view, 0) + 1
+        emit("step", {"id": f"{view}.S{counters[view]}", "branch": view, "text": text})
+
+    async def work() -> ReasonResponse:
+        async with transaction(runtime.sessionmaker) as db_session:
+            return await _answer(
+                data, auth, runtime, db_session, index, started, run_id=run_id, on_plan=on_plan, on_step=on_step
+            )
+
+    task = asyncio.ensure_future(work())
+    while not (task.done() and events.empty()):
+        getter = asyncio.ensure_future(events.get())
+        await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
+        if getter.done():
+            yield getter.result()
+        else:
+            getter.cancel()
+    try:
+        response = task.result()
+    except TenetError as exc:
+        problem = {"title": exc.title, "status": exc.status_code, "detail": exc.detail}
+        yield ServerSentEventMessage(event="error", data=msgspec.json.encode(problem).decode())
+        return
     yield ServerSentEventMessage(event="result", data=msgspec.json.encode(response).decode())

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -95,12 +95,16 @@ async def plan_and_run(
     options: ReasonOptions,
     index: OntologyIndex | None,
     defaults: Sequence[Constraint] = (),
+    on_plan: Callable[[Plan], None] | None = None,
+    on_step: Callable[[str, str], None] | None = None,
 ) -> tuple[Plan, ReasonResult]:
     """Plan in a worker thread, then decode through the scheduler (one decode at a time per model).
 
     Admission is checked before planning so an overloaded service refuses at
     once (429/503 with Retry-After); once the decode is queued it runs to
-    completion.
+    completion. ``on_plan`` hears the plan before decoding starts and
+    ``on_step(view, text)`` each step as the search decides it (on the
+    decoding thread: it must only hand the event over).
     """
     reasoner = runtime.reasoner()
     runtime.scheduler.check()
@@ -108,8 +112,11 @@ async def plan_and_run(
         lambda: reasoner.plan(prompt, options=options, domain_index=index, defaults=defaults)
     )
 
+    if on_plan is not None:
+        on_plan(plan)
+
     def decode() -> ReasonResult:
-        result = reasoner.run(plan, tenant=auth.tenant_id)
+        result = reasoner.run(plan, tenant=auth.tenant_id, on_step=on_step)
         observe_decode(result.decode)
         return result
 

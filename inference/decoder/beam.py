@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -227,8 +227,15 @@ def generate(
     boundary: BoundaryTable,
     judge: StepJudge | None,
     stats: SearchStats,
+    on_decided: Callable[[int, tuple[int, ...]], None] | None = None,
 ) -> list[BranchOutcome]:
-    """Beam search from prefilled branches (``first_logits: [B, V]``); one outcome per branch."""
+    """Beam search from prefilled branches (``first_logits: [B, V]``); one outcome per branch.
+
+    ``on_decided(branch, tokens)`` is called once per step as soon as it is
+    decided: every live beam and every finished hypothesis of the branch
+    shares it (with width 1, as soon as it closes). Decided steps never
+    change afterwards, so a caller may stream them.
+    """
     width = config.width
     beams: list[_Beam] = []
     for b, steering in enumerate(steerings):
@@ -238,12 +245,15 @@ def generate(
             beams.append(_Beam([], [], [], [], score, init, 0, init, 0.0, [], {}, {}, k == 0))
     hyps: list[list[Hypothesis]] = [[] for _ in steerings]
     done = [False] * len(steerings)
+    announced = [0] * len(steerings)
     logits = first_logits.repeat_interleave(width, dim=0)  # [N, V]
     started = time.perf_counter()
     # Every beam finishes at max_new_tokens of its own; the columns beyond that
     # (the slab's slack) are what step repairs may re-decode.
     for _ in range(state.cache.capacity - state.columns):
         beams, forks = _select(logits, beams, hyps, done, steerings, config, boundary, judge, stats)
+        if on_decided is not None:
+            _announce(beams, hyps, width, announced, on_decided)
         if all(done):
             break
         _move_rows(state, beams, forks)
@@ -262,6 +272,33 @@ def generate(
         stats.steps_decoded += 1
     stats.decode_seconds += time.perf_counter() - started
     return _finish(beams, hyps, done, config, judge)
+
+
+def _announce(
+    beams: list[_Beam],
+    hyps: list[list[Hypothesis]],
+    width: int,
+    announced: list[int],
+    on_decided: Callable[[int, tuple[int, ...]], None],
+) -> None:
+    """Report the steps every candidate of a branch now agrees on (see ``generate``)."""
+    for b, finished in enumerate(hyps):
+        candidates = [(bm.tokens, bm.steps) for bm in beams[b * width : (b + 1) * width] if bm.alive]
+        candidates += [(h.tokens, h.steps) for h in finished]
+        if not candidates:
+            continue
+        tokens, steps = candidates[0]
+        k = announced[b]
+        while k < len(steps):
+            end = steps[k].end
+            if not all(
+                len(other) > k and other[k].end == end and list(toks[:end]) == list(tokens[:end])
+                for toks, other in candidates[1:]
+            ):
+                break
+            on_decided(b, tuple(tokens[steps[k].start : end]))
+            k += 1
+        announced[b] = k
 
 
 def _select(

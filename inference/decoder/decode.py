@@ -183,11 +183,14 @@ def decode(
     tenant: str = "",
     model_id: str = "",
     verify: Callable[..., Verdict] = verify_constraint,
+    on_step: Callable[[str, str], None] | None = None,
 ) -> DecodeResult:
     """Decode every branch of ``plan`` in one batched beam search; see the module docstring.
 
     ``steering`` None decodes the model plain (the comparison mode). The
     prefix cache is consulted only with a ``tenant`` and ``model_id``.
+    ``on_step(view, text)`` hears each step as soon as the search has decided
+    it (for streaming); it runs on the decoding thread and must be quick.
     """
     torch.manual_seed(options.seed)
     runner = ModelRunner(model)
@@ -252,8 +255,13 @@ def decode(
         )
         steer = steering or Unsteered()
         table = boundary_table(tokenizer, int(first.shape[-1]))
+        decided = None
+        if on_step is not None:
+            def decided(branch: int, tokens: tuple[int, ...]) -> None:
+                on_step(plan.views[branch], tokenizer.decode(list(tokens), skip_special_tokens=True))
         outcomes = generate(
-            runner, state, first, [steer] * len(plan.suffixes), config, table, judge, stats
+            runner, state, first, [steer] * len(plan.suffixes), config, table, judge, stats,
+            on_decided=decided,
         )
     return _result(plan, tokenizer, outcomes, premises, runner, stats, judge, prefill_s, hit)
 

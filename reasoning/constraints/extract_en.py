@@ -757,6 +757,12 @@ _CASE_LOWER = re.compile(
     r"|lowercases|not\s+a\s+single\s+(?:letter|word|character)[^.]{0,60}?\bcapitali[sz]ed",
     re.IGNORECASE,
 )
+#: "lowercase letters are not allowed": a lowercase mention that restates an
+#: all-capitals instruction rather than asking for lowercase.
+_LOWER_DENIED = re.compile(
+    r"lower[ -]?case\s+(?:letters?\s+)?(?:are\s+|is\s+)?(?:not\s+(?:allowed|permitted)|forbidden|prohibited)",
+    re.IGNORECASE,
+)
 _CASE_UPPER = re.compile(
     r"all\s+(?:in\s+)?capital\s+letters|all\s+caps\b|(?:in|use|using)\s+(?:only\s+)?(?:all\s+)?upper[ -]?case|capitali[sz]e\s+all"
     r"|only\s+(?:use\s+)?capital\s+letters|no\s+lower[ -]?case|entirely\s+in\s+capital|in\s+all\s+capitals"
@@ -784,7 +790,9 @@ def _detect_case(ctx: _Ctx) -> None:
     if upper_spans:
         ctx.add(Kind.ALL_CAPITALS, {}, *upper_spans[0])
     for match in _CASE_LOWER.finditer(text):
-        if any(s <= match.start() < e or abs(s - match.start()) < 80 for s, e in upper_spans):
+        if any(s <= match.start() < e for s, e in upper_spans):
+            continue
+        if upper_spans and _LOWER_DENIED.search(text, match.start(), min(len(text), match.end() + 40)):
             continue
         ctx.add(Kind.ALL_LOWERCASE, {}, match.start(), match.end())
         break

@@ -81,7 +81,7 @@ async def test_conflicting_constraints_need_confirmation(model_client: Any, mode
 async def test_impossible_constraints_need_confirmation(model_client: Any, model_admin_headers: dict[str, str]) -> None:
     response = await _reason(
         model_client, model_admin_headers,
-        prompt="Write about tea. Your entire response must be in lowercase letters. Your entire response must be in English capital letters.",
+        prompt="Write about tea. Your entire response must be in all lowercase letters. Your entire response must be in all capital letters.",
         options={"max_new_tokens": 16},
     )
     body = response.json()

@@ -254,3 +254,17 @@ def test_other_wordings(prompt: str, expected: list[tuple[Kind, dict[str, object
 )
 def test_chinese_wordings(prompt: str, expected: list[tuple[Kind, dict[str, object]]]) -> None:
     assert [(c.kind, c.params) for c in extract(prompt).constraints] == expected
+
+
+def test_contradicting_case_instructions_are_both_kept() -> None:
+    """Conflict detection needs both sides: neither case instruction may swallow the other."""
+    kinds = [c.kind for c in extract(
+        "Write about tea. Your entire response must be in all lowercase letters. "
+        "Your entire response must be in all capital letters."
+    ).constraints]
+    assert Kind.ALL_LOWERCASE in kinds and Kind.ALL_CAPITALS in kinds
+
+
+def test_lowercase_denied_restates_all_capitals() -> None:
+    kinds = [c.kind for c in extract("Write about tea in all capital letters. Lowercase letters are not allowed.").constraints]
+    assert kinds == [Kind.ALL_CAPITALS]
