@@ -48,11 +48,11 @@ from store.keys import DEFAULT_TENANT, SCOPES, find_key, touch_key
 from store.models import ApiKey
 
 __all__ = [
+    "KEY_CACHE",
     "PUBLIC",
     "SCOPES",
     "ApiKeyMiddleware",
     "AuthContext",
-    "KEY_CACHE",
     "KeyCache",
     "Unauthorized",
     "requires_scope",

@@ -176,7 +176,7 @@ def gpu_utilisation(device: str) -> dict[str, Any]:
     if not device.startswith("cuda") or not torch.cuda.is_available():
         return {"available": False, "reason": "not available: the model runs on the CPU"}
     try:
-        import pynvml  # type: ignore[import-not-found]
+        import pynvml
     except ImportError:
         return {"available": False, "reason": "not available: pynvml (nvidia-ml-py) is not installed"}
     try:
@@ -289,8 +289,10 @@ def layers_svg(rows: list[LayerTiming], title: str = "Forward time per transform
     height = top + len(rows) * (bar_h + gap) + 20
     longest = max((r.seconds for r in rows), default=0.0) or 1.0
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 90}" height="{height}" '
-        'font-family="sans-serif" font-size="11">',
+        (
+            f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 90}" height="{height}" '
+            'font-family="sans-serif" font-size="11">'
+        ),
         f'<text x="10" y="20" font-size="14">{html.escape(title)}</text>',
     ]
     if not rows:

@@ -25,14 +25,14 @@ from litestar.types import Message, Scope
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 __all__ = [
-    "REGISTRY",
-    "REQUEST_SECONDS",
-    "STAGE_SECONDS",
+    "ADMISSION_REFUSED",
+    "BATCH_SIZE",
     "MODEL_LOADED",
     "QUEUE_DEPTH",
     "QUEUE_WAIT_SECONDS",
-    "ADMISSION_REFUSED",
-    "BATCH_SIZE",
+    "REGISTRY",
+    "REQUEST_SECONDS",
+    "STAGE_SECONDS",
     "observe_decode",
     "observe_stage",
     "record_response",

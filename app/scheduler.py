@@ -337,7 +337,7 @@ class Scheduler:
             try:
                 with self._lock:
                     outcome = (True, job.fn())
-            except BaseException as exc:  # delivered to the awaiting request
+            except Exception as exc:  # noqa: BLE001 - delivered to the awaiting request
                 outcome = (False, exc)
             self.estimate.observe(time.perf_counter() - started)
             with self._cond:

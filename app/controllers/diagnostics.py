@@ -14,8 +14,8 @@ __all__ = ["DiagnosticsController"]
 
 class DiagnosticsController(Controller):
     path = "/v1/diagnostics"
-    tags = ["diagnostics"]
-    guards = [requires_scope("admin")]
+    tags = ("diagnostics",)
+    guards = (requires_scope("admin"),)
 
     @get(operation_id="get_diagnostics", summary="KV cache, stage latency, layer profile, batching, GPU")
     async def get_diagnostics(
