@@ -66,7 +66,7 @@ from reasoning.dag import BranchTrace, NodeKind, ReasoningDag, StepTrace, node_i
 from reasoning.errors import ConflictError, InvalidInput
 from reasoning.feedback import Feedback, FeedbackKind, RunView, SessionPolicy, apply_feedback
 from reasoning.graph import build_graph
-from reasoning.premises import match_retraction
+from reasoning.premises import RetractionMatch, match_retraction
 from reasoning.provenance.record import ModelAgent, Reinference, RunKind, RunRecord
 from reasoning.provenance.record import StepTrace as ProvStep
 from store import ontologies as ontology_store
@@ -336,7 +336,7 @@ class SessionService:
                 return await self._new_question(row, data.prompt, options)
             by_id = {p.id: p for p in live}
             if match.ambiguous:
-                return await self._ask_confirmation(row, data.prompt, [by_id[i] for i in match.premise_ids])
+                return await self._ask_confirmation(row, data.prompt, [by_id[i] for i in match.premise_ids], match)
             target = by_id[match.premise_ids[0]]
             if match.kind == "retract":
                 return await self._change_premise(row, target.id, "retracted", reason=data.prompt)
@@ -432,9 +432,19 @@ class SessionService:
             message=result.conflict or "", response=self._response(run_id, plan, result, row.id),
         )
 
-    async def _ask_confirmation(self, row: SessionRow, prompt: str, candidates: Sequence[PremiseRow]) -> TurnResult:
+    async def _ask_confirmation(
+        self, row: SessionRow, prompt: str, candidates: Sequence[PremiseRow], match: RetractionMatch
+    ) -> TurnResult:
+        """Record the ambiguity and open a confirmation (listed at /v1/confirmations) instead of guessing."""
+        from app.services.confirmations import open_premise_confirmation  # imports this module lazily too
+
         async with transaction(self.factory) as db:
             session = await self._load(db, row.id, for_update=True)
+            await open_premise_confirmation(
+                db, self.ws.runtime, tenant_id=self.tenant_id, key_id=self.key_id, session_id=row.id,
+                prompt=prompt, match_kind=match.kind, new_value=match.new_value,
+                candidates=[repo.premise_from_row(c) for c in candidates],
+            )
             await append_event(
                 db, tenant_id=self.tenant_id, event_type="session.retraction_ambiguous", subject_type="session",
                 subject_id=row.id, payload={"prompt": prompt, "candidates": [c.id for c in candidates]},

@@ -265,6 +265,10 @@ async def test_ambiguous_retraction_asks_for_confirmation(
     assert all(p["status"] == "active" for p in second["premises"])
     after = await _dag(model_client, headers, sid)
     assert after.to_node_link() == before.to_node_link()
+    pending = (await model_client.get("/v1/confirmations", headers=headers)).json()["items"]
+    [opened] = [c for c in pending if c["session_id"] == sid]
+    assert opened["kind"] == "premise_ambiguity"
+    assert {c["id"] for c in opened["choices"]} == {p["id"] for p in first["premises"]}
 
 
 @pytest.mark.model
