@@ -12,10 +12,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.auth import AuthContext, requires_scope
 from app.runtime import Runtime
 from app.schemas.constraints import ConflictOut, ConstraintsRequest, ConstraintsResponse, EntropyOut
-from app.services.reasoning import domain_index
+from app.services.reasoning import domain_index, profile_defaults
 from app.settings import Settings
 from reasoning.analysis import Analysis, analyse
-from reasoning.constraints.model import Constraint, Origin
 from reasoning.errors import InvalidInput, LimitExceeded
 from reasoning.evidence.index import OntologyIndex
 from reasoning.graph import node_link, to_jsonld, to_turtle
@@ -25,21 +24,6 @@ __all__ = ["ConstraintsController"]
 #: Analyses are CPU-bound and hold the GIL; more threads than cores only add
 #: switching and starve the event loop (and its database transactions).
 _ANALYSIS_THREADS = CapacityLimiter(max(1, min(4, os.cpu_count() or 1)))
-
-
-def _defaults(body: ConstraintsRequest) -> tuple[Constraint, ...]:
-    if body.profile is None:
-        return ()
-    return tuple(
-        Constraint(
-            id=f"d{i}",
-            kind=d.kind,
-            params=d.params,
-            hardness=d.hardness,
-            origin=Origin.PROFILE,
-        )
-        for i, d in enumerate(body.profile.defaults, start=1)
-    )
 
 
 def _graph(analysis: Analysis, graph_format: str) -> dict[str, object] | str:
@@ -84,7 +68,7 @@ def _check_prompt(prompt: str, max_prompt_chars: int) -> None:
 
 
 def _run(body: ConstraintsRequest, index: OntologyIndex | None) -> ConstraintsResponse:
-    return _response(analyse(body.prompt, defaults=_defaults(body), domain_index=index), body)
+    return _response(analyse(body.prompt, defaults=profile_defaults(body.profile), domain_index=index), body)
 
 
 class ConstraintsController(Controller):

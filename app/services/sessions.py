@@ -57,11 +57,11 @@ from app.schemas.sessions import (
     TurnResult,
     VerdictOut,
 )
-from app.services.reasoning import build_response, check_prompt
+from app.services.reasoning import build_response, check_prompt, profile_defaults
 from app.settings import Settings
 from inference.pipeline import Plan, Reasoner, ReasonOptions, ReasonResult
 from reasoning.analysis import Status
-from reasoning.constraints.model import Constraint, Hardness, Kind, Origin
+from reasoning.constraints.model import Constraint, Hardness, Kind
 from reasoning.dag import BranchTrace, NodeKind, ReasoningDag, StepTrace, node_id, record_turn
 from reasoning.errors import ConflictError, InvalidInput
 from reasoning.feedback import Feedback, FeedbackKind, RunView, SessionPolicy, apply_feedback
@@ -116,11 +116,7 @@ class SessionWorkspace:
 def _profile_defaults(profile: Mapping[str, Any] | None) -> tuple[Constraint, ...]:
     if not profile:
         return ()
-    parsed = msgspec.convert(profile, Profile)
-    return tuple(
-        Constraint(id=f"d{i}", kind=d.kind, params=d.params, hardness=d.hardness, origin=Origin.PROFILE)
-        for i, d in enumerate(parsed.defaults, start=1)
-    )
+    return profile_defaults(msgspec.convert(profile, Profile))
 
 
 def _premise_out(row: PremiseRow) -> PremiseOut:
@@ -436,7 +432,9 @@ class SessionService:
         self, row: SessionRow, prompt: str, candidates: Sequence[PremiseRow], match: RetractionMatch
     ) -> TurnResult:
         """Record the ambiguity and open a confirmation (listed at /v1/confirmations) instead of guessing."""
-        from app.services.confirmations import open_premise_confirmation  # imports this module lazily too
+        from app.services.confirmations import (
+            open_premise_confirmation,  # imports this module lazily too
+        )
 
         async with transaction(self.factory) as db:
             session = await self._load(db, row.id, for_update=True)
