@@ -182,6 +182,7 @@ def compile_steering(
             uncontrolled.add(c.id)
 
     _check_literals(layout, policy, policy_sources, literal_sources)
+    _check_forbidden_literals(layout, forbidden, hard, literal_sources)
     _check_limits(limits, hard, max_new_tokens)
     if policy.active and not bool((policy.allowed_mask(tables) & tables.has_letter).any()):
         raise _conflict("the character constraints leave no token with letters", *policy_sources)
@@ -440,6 +441,25 @@ def _check_literals(
             if culprit is not None:
                 involved.append(culprit)
             raise _conflict(f"required text {segment.text.strip()!r} breaks a character constraint", *involved)
+
+
+def _check_forbidden_literals(
+    layout: Layout,
+    forbidden: ForbiddenWords | None,
+    constraints: list[Constraint],
+    literal_sources: dict[str, Constraint],
+) -> None:
+    """Refuse required text (an end phrase, the repeated prompt) that holds a forbidden word:
+    forcing it would break one hard constraint, refusing it the other."""
+    if forbidden is None:
+        return
+    for segment in build_layout(layout):
+        if isinstance(segment, Literal) and forbidden.violated(segment.text):
+            culprit = next((c for text, c in literal_sources.items() if text in segment.text), None)
+            involved = [c for c in constraints if c.kind == Kind.FORBIDDEN_WORDS]
+            if culprit is not None:
+                involved.append(culprit)
+            raise _conflict(f"required text {segment.text.strip()!r} contains a forbidden word", *involved)
 
 
 def _check_limits(limits: Limits, constraints: list[Constraint], max_new_tokens: int | None) -> None:

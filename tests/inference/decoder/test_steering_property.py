@@ -19,8 +19,10 @@ from hypothesis import strategies as st
 
 from inference.decoder.compile import compile_steering
 from reasoning.constraints.model import Constraint, Kind
+from reasoning.errors import ConflictError
 
 FORBIDDEN_POOL = ["the", "and", "risk", "data", "is", "model"]
+END_PHRASE = "Is there anything else I can help with?"
 
 
 @pytest.fixture(scope="module")
@@ -65,10 +67,13 @@ def constraint_sets(draw: Any) -> list[Constraint]:
         add(Kind.QUOTATION)
     if draw(st.booleans()):
         add(Kind.POSTSCRIPT, marker=draw(st.sampled_from(["P.S.", "P.P.S"])))
+    end_phrase = draw(st.booleans())
+    if end_phrase:
+        add(Kind.END_PHRASE, phrase=END_PHRASE)
     if draw(st.booleans()):
-        add(Kind.END_PHRASE, phrase="Is there anything else I can help with?")
-    if draw(st.booleans()):
-        add(Kind.FORBIDDEN_WORDS, words=draw(st.lists(st.sampled_from(FORBIDDEN_POOL), min_size=1, max_size=3, unique=True)))
+        # An end phrase holding a forbidden word is a conflict, not a compatible set (tested below).
+        pool = [w for w in FORBIDDEN_POOL if not (end_phrase and re.search(rf"\b{w}\b", END_PHRASE, re.IGNORECASE))]
+        add(Kind.FORBIDDEN_WORDS, words=draw(st.lists(st.sampled_from(pool), min_size=1, max_size=3, unique=True)))
     if draw(st.booleans()):
         add(Kind.WORD_COUNT, relation="less than", n=draw(st.integers(40, 80)))
     return out
@@ -153,3 +158,13 @@ def test_bundled_model_never_violates(loaded_model: Any, constraints: list[Const
     )
     assert violations(result.answer, constraints) == [], result.answer
     assert len(re.findall(r"[A-Za-z]{3,}", result.answer)) >= 3, json.dumps(result.answer)
+
+
+def test_required_text_with_a_forbidden_word_is_a_conflict(tokenizer: Any) -> None:
+    constraints = [
+        Constraint(id="c0", kind=Kind.END_PHRASE, params={"phrase": END_PHRASE}),
+        Constraint(id="c1", kind=Kind.FORBIDDEN_WORDS, params={"words": ["is"]}),
+    ]
+    with pytest.raises(ConflictError) as refused:
+        compile_steering(constraints, tokenizer, prompt="Describe a river.", max_new_tokens=64)
+    assert set(refused.value.extra["constraint_ids"]) == {"c0", "c1"}
