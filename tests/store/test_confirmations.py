@@ -3,39 +3,20 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
 import pytest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-import migrations
 from reasoning.errors import ConflictError, InvalidInput, NotFound
 from store import confirmations as repo
-from store.db import create_engine, create_sessionmaker, transaction
-from store.models import Tenant, new_id
+from store.db import transaction
 
 CHOICES = [
     {"id": "c1", "type": "constraint", "text": "Answer in English", "conflicts_with": ["c2"]},
     {"id": "c2", "type": "constraint", "text": "必须用中文回答", "conflicts_with": ["c1"]},
 ]
-
-
-@pytest.fixture
-async def factory(db_url: str) -> AsyncIterator[async_sessionmaker[AsyncSession]]:
-    engine = create_engine(db_url)
-    await migrations.upgrade_engine(engine)
-    yield create_sessionmaker(engine)
-    await engine.dispose()
-
-
-@pytest.fixture
-async def tenants(factory: async_sessionmaker[AsyncSession]) -> tuple[str, str]:
-    async with transaction(factory) as db:
-        a, b = Tenant(id=new_id(), name=f"a-{new_id()}"), Tenant(id=new_id(), name=f"b-{new_id()}")
-        db.add_all([a, b])
-    return a.id, b.id
 
 
 async def _open(factory: async_sessionmaker[AsyncSession], tenant: str, **overrides: Any) -> str:

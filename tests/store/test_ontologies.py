@@ -2,40 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-import migrations
 from reasoning.errors import NotFound
 from reasoning.evidence.cache import IndexCache
 from reasoning.evidence.ingest import ingest_ontology
 from store import ontologies as repo
-from store.db import create_engine, create_sessionmaker, transaction
-from store.models import OntologyVersion, Tenant, new_id
+from store.db import transaction
+from store.models import OntologyVersion
 
 TTL = b"""@prefix ex: <https://example.org/s#> .
 @prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
 ex:a rdfs:label "Alpha" ; ex:p ex:b .
 """
-
-
-@pytest.fixture
-async def factory(db_url: str) -> AsyncIterator[async_sessionmaker[AsyncSession]]:
-    engine = create_engine(db_url)
-    await migrations.upgrade_engine(engine)
-    yield create_sessionmaker(engine)
-    await engine.dispose()
-
-
-@pytest.fixture
-async def tenants(factory: async_sessionmaker[AsyncSession]) -> tuple[str, str]:
-    async with transaction(factory) as db:
-        a, b = Tenant(id=new_id(), name=f"a-{new_id()}"), Tenant(id=new_id(), name=f"b-{new_id()}")
-        db.add_all([a, b])
-    return a.id, b.id
 
 
 async def test_versions_are_idempotent_tenant_scoped_and_soft_deleted(

@@ -2,36 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import timedelta
 
 import pytest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-import migrations
 from reasoning.constraints.model import Premise, Span
 from reasoning.dag import BranchTrace, StepTrace, record_turn
 from reasoning.errors import ConflictError, InvalidInput, NotFound
 from store import sessions as repo
-from store.db import create_engine, create_sessionmaker, transaction
-from store.models import Run, Tenant, new_id, utcnow
-
-
-@pytest.fixture
-async def factory(db_url: str) -> AsyncIterator[async_sessionmaker[AsyncSession]]:
-    engine = create_engine(db_url)
-    await migrations.upgrade_engine(engine)
-    yield create_sessionmaker(engine)
-    await engine.dispose()
-
-
-@pytest.fixture
-async def tenants(factory: async_sessionmaker[AsyncSession]) -> tuple[str, str]:
-    async with transaction(factory) as db:
-        a, b = Tenant(id=new_id(), name=f"a-{new_id()}"), Tenant(id=new_id(), name=f"b-{new_id()}")
-        db.add_all([a, b])
-    return a.id, b.id
-
+from store.db import transaction
+from store.models import Run, new_id, utcnow
 
 PREMISE = Premise(id="P1", text="Assume the tax rate is 20%.", topic="tax rate", value="20%",
                   source=Span(start=0, end=27, text="Assume the tax rate is 20%."))
