@@ -291,9 +291,8 @@ class Reasoner:
             branches += (spec(ASSUMPTIONS_VIEW, _ASSUMPTIONS_RELEVANCE, ()),)
         if not branches:
             branches = (spec(DIRECT_VIEW, 1.0, ()),)
-        max_new = min(options.max_new_tokens or budget.max_new_tokens, self.max_new_tokens_cap)
-        if options.max_new_tokens is not None:
-            max_new = options.max_new_tokens
+        # The client's explicit limit stands; the budget's default is capped by the service.
+        max_new = options.max_new_tokens or min(budget.max_new_tokens, self.max_new_tokens_cap)
         width = options.num_beams or budget.beam_width
         decode_options = DecodeOptions(
             width=width,
