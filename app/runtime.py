@@ -10,6 +10,7 @@ this class as plain attributes initialised in ``__init__``.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 import time
@@ -34,6 +35,8 @@ from store.db import create_engine, create_sessionmaker, ping
 __all__ = ["Runtime"]
 
 log = logging.getLogger("tenet.runtime")
+
+READINESS_PING_S = 2.0  # longest a /readyz probe waits for the database
 
 
 class Runtime:
@@ -153,9 +156,11 @@ class Runtime:
     async def readiness(self) -> dict[str, Any]:
         """Model state and database reachability, as ``/readyz`` reports them."""
         try:
-            await ping(self.engine)
+            # A probe must answer promptly: a database that does not answer within
+            # the bound is reported unreachable rather than stalling the probe.
+            await asyncio.wait_for(ping(self.engine), timeout=READINESS_PING_S)
             database = "ok"
-        except (SQLAlchemyError, OSError) as exc:
+        except (SQLAlchemyError, OSError, TimeoutError) as exc:
             database = f"unreachable: {type(exc).__name__}"
         model: dict[str, Any] = {"state": self.model_state}
         if self.load_error:

@@ -113,7 +113,16 @@ def test_first_start_prints_a_working_admin_key(server: Server) -> None:
 @pytest.mark.model
 def test_ready_once_the_model_is_loaded_then_models_answers(server: Server) -> None:
     deadline = time.monotonic() + 300
-    while (ready := httpx.get(f"{server.base}/readyz", timeout=5)).status_code != 200:
+    while True:
+        try:
+            ready = httpx.get(f"{server.base}/readyz", timeout=10)
+        except httpx.TimeoutException:
+            # Loading the model competes with the event loop for two CPU cores; a slow
+            # probe answer while loading is "not ready yet", not a failure.
+            assert time.monotonic() < deadline, "/readyz never answered in time"
+            continue
+        if ready.status_code == 200:
+            break
         assert ready.status_code == 503 and ready.headers["content-type"].startswith(
             "application/problem+json"
         )
