@@ -30,6 +30,7 @@ from reasoning.errors import TenetError, Unavailable
 from reasoning.nlp import warm_up as warm_up_nlp
 from reasoning.evidence.cache import IndexCache
 from reasoning.evidence.ingest import IngestLimits
+from reasoning.evidence.safe_parse import ParseLimits
 from store.db import create_engine, create_sessionmaker, ping
 
 __all__ = ["Runtime"]
@@ -50,7 +51,14 @@ class Runtime:
         self.load_error: str | None = None
         self.model_load_seconds: float | None = None
         self.ontology_indexes = IndexCache()
-        self.ontology_limits = IngestLimits()
+        self.ontology_limits = IngestLimits(
+            parse=ParseLimits(
+                max_bytes=settings.ontology_max_bytes,
+                max_triples=settings.ontology_max_triples,
+                timeout_s=settings.ontology_parse_timeout_s,
+            ),
+            materialise_timeout_s=settings.ontology_materialise_timeout_s,
+        )
         self.model_loaded_at: int = 0
         self._loading: threading.Thread | None = None
         self._loaded = threading.Event()

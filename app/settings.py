@@ -60,6 +60,26 @@ SETTINGS_DOC: tuple[tuple[str, str, str], ...] = (
         "Largest accepted request body (bytes); larger bodies get 413.",
     ),
     ("TENET_MAX_PROMPT_CHARS", "8000", "Longest accepted prompt (characters)."),
+    (
+        "TENET_ONTOLOGY_MAX_BYTES",
+        "67108864",
+        "Largest ontology file accepted by POST /v1/ontologies (bytes; the request body may exceed it by 1 MiB of multipart framing); larger: 413.",
+    ),
+    (
+        "TENET_ONTOLOGY_MAX_TRIPLES",
+        "2000000",
+        "Most distinct triples an uploaded ontology may hold; parsing stops there with 413.",
+    ),
+    (
+        "TENET_ONTOLOGY_PARSE_TIMEOUT_S",
+        "120",
+        "Longest an upload may take to parse (seconds); past it: 413.",
+    ),
+    (
+        "TENET_ONTOLOGY_MATERIALISE_TIMEOUT_S",
+        "60",
+        "Time limit of OWL 2 RL materialisation per upload (seconds); past it the asserted triples are indexed and the report says so.",
+    ),
     ("TENET_LOG_LEVEL", "INFO", "DEBUG, INFO, WARNING, ERROR or CRITICAL."),
     ("TENET_LOG_JSON", "false", "true: one JSON object per log line (for log shippers)."),
     (
@@ -170,6 +190,10 @@ class Settings:
     load_model: bool = True
     max_body_bytes: int = 2 * 1024 * 1024
     max_prompt_chars: int = 8000
+    ontology_max_bytes: int = 64 * 1024 * 1024
+    ontology_max_triples: int = 2_000_000
+    ontology_parse_timeout_s: float = 120.0
+    ontology_materialise_timeout_s: float = 60.0
     log_level: str = "INFO"
     log_json: bool = False
     session_idle_ttl_s: int = 3600
@@ -220,6 +244,15 @@ class Settings:
             raise InvalidInput(
                 "TENET_MAX_PROMPT_CHARS must be positive", variable="TENET_MAX_PROMPT_CHARS"
             )
+        for name in (
+            "ontology_max_bytes",
+            "ontology_max_triples",
+            "ontology_parse_timeout_s",
+            "ontology_materialise_timeout_s",
+        ):
+            if not getattr(self, name) > 0:
+                variable = f"TENET_{name.upper()}"
+                raise InvalidInput(f"{variable} must be positive", variable=variable)
         level = self.log_level.strip().upper()
         if level not in _LOG_LEVELS:
             raise InvalidInput(

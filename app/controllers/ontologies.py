@@ -17,11 +17,11 @@ from anyio import to_thread
 from litestar import Controller, Request, Response, delete, get, post
 from litestar.connection import ASGIConnection
 from litestar.datastructures import UploadFile
-from litestar.exceptions import HTTPException
 from litestar.handlers.base import BaseRouteHandler
 from litestar.params import Parameter
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED
 from litestar.types import Guard
+from litestar.utils.scope.state import ScopeState
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth import AuthContext, requires_scope
@@ -33,10 +33,11 @@ from reasoning.evidence.safe_parse import media_type_for
 from store import ontologies as ontology_store
 from store.models import OntologyVersion
 
-__all__ = ["OntologiesController", "requires_any_scope", "UPLOAD_MAX_BODY_BYTES"]
+__all__ = ["MULTIPART_ALLOWANCE_BYTES", "OntologiesController", "requires_any_scope"]
 
-UPLOAD_MAX_BODY_BYTES: Final = 65 * 1024 * 1024
-"""Transport limit of an upload request; the parse limits (runtime.ontology_limits) apply inside."""
+MULTIPART_ALLOWANCE_BYTES: Final = 1024 * 1024
+"""How far an upload request's body may exceed the file limit (``TENET_ONTOLOGY_MAX_BYTES``):
+room for multipart framing and form fields. The file itself is checked against the limit."""
 
 _DOMAIN_RE: Final = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 _INGEST_SLOTS: Final = threading.BoundedSemaphore(2)
@@ -94,9 +95,33 @@ def _domain(value: str | None) -> str:
     return domain
 
 
-async def _read_upload(request: Request[Any, Any, Any], domain: str | None
+async def _read_body(request: Request[Any, Any, Any], limit: int) -> None:
+    """Receive the whole body, refusing (413) once it passes ``limit`` bytes.
+
+    The route has no fixed Litestar body limit because the limit is a setting;
+    this is where it is enforced, before anything is parsed. The body is left
+    in the request's cache, where ``request.body()`` and ``request.form()`` read it.
+    """
+    announced = request.headers.get("content-length", "")
+    if announced.isdigit() and int(announced) > limit:
+        raise LimitExceeded(f"the request body is {announced} bytes; the limit is {limit} bytes",
+                            limit="max_body_bytes")
+    chunks: list[bytes] = []
+    received = 0
+    async for chunk in request.stream():
+        received += len(chunk)
+        if received > limit:
+            raise LimitExceeded(f"the request body is over the limit of {limit} bytes",
+                                limit="max_body_bytes")
+        chunks.append(chunk)
+    ScopeState.from_scope(request.scope).body = b"".join(chunks)
+    await request.body()
+
+
+async def _read_upload(request: Request[Any, Any, Any], domain: str | None, limit: int
                        ) -> tuple[str, bytes, str, str | None]:
     """``(domain, bytes, media type, filename)`` from a raw body or a multipart form."""
+    await _read_body(request, limit)
     content_type = request.headers.get("content-type", "")
     if content_type.lower().startswith("multipart/form-data"):
         form = await request.form()
@@ -108,19 +133,12 @@ async def _read_upload(request: Request[Any, Any, Any], domain: str | None
         field_domain = form.get("domain")
         data = await upload.read()
         name = upload.filename or None
-        media = _media_type(upload.content_type, name)
+        media = media_type_for(upload.content_type, name)
         chosen = domain if domain is not None else (
             field_domain if isinstance(field_domain, str) else None)
         return _domain(chosen), data, media, name
     data = await request.body()
-    return _domain(domain), data, _media_type(content_type, None), None
-
-
-def _media_type(content_type: str | None, filename: str | None) -> str:
-    try:
-        return media_type_for(content_type, filename)
-    except InvalidInput as exc:
-        raise HTTPException(status_code=415, detail=exc.detail) from None
+    return _domain(domain), data, media_type_for(content_type, None), None
 
 
 class OntologiesController(Controller):
@@ -131,7 +149,7 @@ class OntologiesController(Controller):
         operation_id="create_ontology",
         summary="Upload an ontology version (Turtle, RDF/XML, JSON-LD, N-Triples)",
         guards=[requires_scope("ontology:write")],
-        request_max_body_size=UPLOAD_MAX_BODY_BYTES,
+        request_max_body_size=None,
         status_code=HTTP_201_CREATED,
     )
     async def create_ontology(
@@ -143,8 +161,9 @@ class OntologiesController(Controller):
         domain: str | None = Parameter(query="domain", default=None, description="Domain name"),
     ) -> Response[OntologyVersionOut]:
         """201 with the new version, or 200 with the existing one for identical bytes."""
-        chosen, data, media, filename = await _read_upload(request, domain)
         limits = runtime.ontology_limits
+        chosen, data, media, filename = await _read_upload(
+            request, domain, limits.parse.max_bytes + MULTIPART_ALLOWANCE_BYTES)
         if len(data) > limits.parse.max_bytes:
             raise LimitExceeded(f"the file is {len(data)} bytes; the limit is "
                                 f"{limits.parse.max_bytes} bytes", limit="max_bytes")

@@ -1,6 +1,14 @@
 """Parse uploaded RDF without letting the file reach outside the parser.
 
-Accepted: Turtle, RDF/XML, JSON-LD and N-Triples. What is guaranteed:
+Accepted: Turtle, RDF/XML, JSON-LD and N-Triples. OWL/XML
+(``application/owl+xml``, ``.owx``) is refused with :class:`UnsupportedFormat`
+(HTTP 415) naming the accepted formats: it is not an RDF syntax, rdflib has
+no parser for it, and no OWL/XML reader we would trust with hostile input
+(entity expansion, imports) is among our dependencies. An OWL/XML document
+sent as RDF/XML (an ``.owl`` file is usually RDF/XML) is recognised by its
+root element and refused the same way, instead of being read as RDF/XML
+into meaningless triples. Convert such files with the OWL API or ROBOT
+(``robot convert --input onto.owx --output onto.ttl``). What is guaranteed:
 
 - **No DTDs or entities.** RDF/XML is first read by ``defusedxml`` with DTDs,
   entity declarations and external references forbidden; a file with any of
@@ -64,8 +72,10 @@ from reasoning.evidence.terms import (
 
 __all__ = [
     "MEDIA_TYPES",
+    "OWL_XML",
     "ParseLimits",
     "ParsedGraph",
+    "UnsupportedFormat",
     "media_type_for",
     "parse_rdf",
 ]
@@ -74,6 +84,7 @@ TURTLE: Final = "text/turtle"
 RDF_XML: Final = "application/rdf+xml"
 JSON_LD: Final = "application/ld+json"
 N_TRIPLES: Final = "application/n-triples"
+OWL_XML: Final = "application/owl+xml"
 
 MEDIA_TYPES: Final[tuple[str, ...]] = (TURTLE, RDF_XML, JSON_LD, N_TRIPLES)
 """The canonical media types accepted for upload."""
@@ -102,8 +113,30 @@ _RDFLIB_FORMAT: Final = {TURTLE: "turtle", RDF_XML: "xml", N_TRIPLES: "nt"}
 _FORMAT_NAMES: Final = {TURTLE: "Turtle", RDF_XML: "RDF/XML", JSON_LD: "JSON-LD",
                         N_TRIPLES: "N-Triples"}
 _GENERIC_TYPES: Final = {"", "application/octet-stream", "text/plain", "multipart/form-data"}
+_OWL_XML_TYPES: Final = {OWL_XML, "application/owl-xml"}
+_OWL_XML_ROOT: Final = "{http://www.w3.org/2002/07/owl#}Ontology"
 _DEADLINE_EVERY: Final = 256
 _MAX_WARNINGS: Final = 50
+
+
+class UnsupportedFormat(InvalidInput):
+    """The file is in a format we do not parse (HTTP 415); ``accepted`` lists those we do."""
+
+    status_code = 415
+    title = "Unsupported media type"
+
+    def __init__(self, detail: str, **extra: object) -> None:
+        accepted = ", ".join(MEDIA_TYPES)
+        super().__init__(f"{detail}; accepted: {accepted}", accepted=list(MEDIA_TYPES), **extra)
+
+
+def _owl_xml_refusal(what: str) -> UnsupportedFormat:
+    return UnsupportedFormat(
+        f"{what} is OWL/XML, which is not supported: it is not an RDF syntax and the RDF "
+        "parser has no reader for it; convert it to Turtle or RDF/XML (e.g. "
+        "`robot convert --input onto.owx --output onto.ttl`)",
+        field="content_type",
+    )
 
 
 class ParseLimits(msgspec.Struct, frozen=True, kw_only=True):
@@ -133,7 +166,8 @@ def media_type_for(content_type: str | None, filename: str | None = None) -> str
     """The canonical media type of an upload, from its header or file name.
 
     A specific ``Content-Type`` wins; a generic one (``application/octet-stream``,
-    ``text/plain``, absent) falls back to the file name's extension.
+    ``text/plain``, absent) falls back to the file name's extension. OWL/XML
+    and unknown types raise :class:`UnsupportedFormat`.
 
     >>> media_type_for("text/turtle; charset=utf-8")
     'text/turtle'
@@ -145,16 +179,18 @@ def media_type_for(content_type: str | None, filename: str | None = None) -> str
         return _ALIASES[base]
     if base == "application/json":
         return JSON_LD
+    if base in _OWL_XML_TYPES:
+        raise _owl_xml_refusal(f"media type {base!r}")
     if base in _GENERIC_TYPES and filename and "." in filename:
         extension = filename.rsplit(".", 1)[1].lower()
         if extension in _EXTENSIONS:
             return _EXTENSIONS[extension]
-    accepted = ", ".join(MEDIA_TYPES)
+        if extension == "owx":
+            raise _owl_xml_refusal(f"file {filename!r}")
     shown = base or "none"
-    raise InvalidInput(
+    raise UnsupportedFormat(
         f"unsupported ontology media type {shown!r}"
-        + (f" (file {filename!r})" if filename else "")
-        + f"; accepted: {accepted}",
+        + (f" (file {filename!r})" if filename else ""),
         field="content_type",
     )
 
@@ -170,7 +206,8 @@ def parse_rdf(
 
     Raises :class:`LimitExceeded` over a cap or the time limit,
     :class:`UnsafeContent` for DTDs, entities, remote contexts or a network
-    attempt, and :class:`InvalidInput` for malformed files (with the line
+    attempt, :class:`UnsupportedFormat` for OWL/XML (also when it is sent as
+    RDF/XML), and :class:`InvalidInput` for malformed files (with the line
     where the parser reports one).
     """
     limits = limits or ParseLimits()
@@ -375,9 +412,14 @@ def _canonical_literal(term: str) -> str:
 
 
 def _refuse_unsafe_xml(data: bytes) -> None:
-    """Refuse DTDs, entity declarations and external references; report bad XML."""
+    """Refuse DTDs, entity declarations, external references and OWL/XML; report bad XML.
+
+    The DTD check comes first, so a hostile OWL/XML file is refused as unsafe
+    before its format is looked at.
+    """
     try:
-        safe_etree.fromstring(data, forbid_dtd=True, forbid_entities=True, forbid_external=True)
+        root = safe_etree.fromstring(data, forbid_dtd=True, forbid_entities=True,
+                                     forbid_external=True)
     except DefusedXmlException as exc:
         raise UnsafeContent(
             f"RDF/XML with a DTD, entity declaration or external reference is refused ({exc})"
@@ -386,6 +428,8 @@ def _refuse_unsafe_xml(data: bytes) -> None:
         line, column = getattr(exc, "position", (0, 0))
         raise InvalidInput(f"RDF/XML is not well-formed XML at line {line}, column {column}: "
                            f"{_clip(str(exc))}", line=line) from None
+    if root.tag == _OWL_XML_ROOT:
+        raise _owl_xml_refusal("the file (root element owl:Ontology)")
 
 
 def _load_json(data: bytes) -> Any:

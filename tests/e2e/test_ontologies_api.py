@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator
+from dataclasses import fields, replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,7 +13,11 @@ from litestar import Litestar
 from litestar.testing import AsyncTestClient
 from sqlalchemy import func, select
 
+from app.controllers.ontologies import MULTIPART_ALLOWANCE_BYTES
+from app.factory import create_app
 from app.runtime import Runtime
+from app.settings import Settings
+from reasoning.errors import InvalidInput
 from reasoning.evidence.bundled import bundled_domains
 from reasoning.evidence.ingest import IngestLimits
 from reasoning.evidence.safe_parse import ParseLimits
@@ -50,6 +56,26 @@ EXTERNAL_ENTITY = b"""<?xml version="1.0"?>
 <rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" xmlns:ex="https://example.org/#">
   <rdf:Description rdf:about="https://example.org/#a"><ex:v>&secret;</ex:v></rdf:Description>
 </rdf:RDF>
+"""
+
+OWL_XML_BILLION_LAUGHS = b"""<?xml version="1.0"?>
+<!DOCTYPE Ontology [
+ <!ENTITY lol "lol">
+ <!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">
+ <!ENTITY lol3 "&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;">
+]>
+<Ontology xmlns="http://www.w3.org/2002/07/owl#" ontologyIRI="https://example.org/onto">
+  <Declaration><Class IRI="https://example.org/onto#Dog"/></Declaration>
+  <AnnotationAssertion><AnnotationProperty abbreviatedIRI="rdfs:label"/>
+    <IRI>https://example.org/onto#Dog</IRI><Literal>&lol3;</Literal></AnnotationAssertion>
+</Ontology>
+"""
+
+OWL_XML_REMOTE_IMPORT = b"""<?xml version="1.0"?>
+<Ontology xmlns="http://www.w3.org/2002/07/owl#" ontologyIRI="https://example.org/onto">
+  <Import>http://203.0.113.7/remote/core.owl</Import>
+  <Declaration><Class IRI="https://example.org/onto#Dog"/></Declaration>
+</Ontology>
 """
 
 REMOTE_CONTEXT = b'{"@context": "https://schema.org/", "@id": "https://example.org/#a", "name": "A"}'
@@ -178,6 +204,80 @@ async def test_files_over_the_caps_get_413_and_leave_nothing(
     body = assert_problem(await upload(client, headers, SMALL_TTL, "text/turtle"), 413)
     assert needle in body["detail"]
     assert await count_versions(app) == 0
+
+
+@pytest.mark.parametrize(
+    ("data", "content_type", "filename", "status", "needle"),
+    [
+        (OWL_XML_BILLION_LAUGHS, "application/owl+xml", None, 415, "OWL/XML"),
+        (OWL_XML_BILLION_LAUGHS, "application/octet-stream", "pets.owl", 422, "DTD"),
+        (OWL_XML_BILLION_LAUGHS, "application/rdf+xml", None, 422, "DTD"),
+        (OWL_XML_REMOTE_IMPORT, "application/owl+xml", None, 415, "OWL/XML"),
+        (OWL_XML_REMOTE_IMPORT, "application/octet-stream", "pets.owx", 415, "OWL/XML"),
+        (OWL_XML_REMOTE_IMPORT, "application/octet-stream", "pets.owl", 415, "root element"),
+        (OWL_XML_REMOTE_IMPORT, "application/rdf+xml", None, 415, "root element"),
+    ],
+    ids=["laughs-owl-xml-type", "laughs-as-owl-file", "laughs-as-rdf-xml", "import-owl-xml-type",
+         "import-owx-file", "import-as-owl-file", "import-as-rdf-xml"],
+)
+async def test_owl_xml_is_refused_with_415_or_as_unsafe_and_never_fetches(
+    client: Client, app: Litestar, make_key: Any, assert_problem: Problem,
+    network_events: list[str], data: bytes, content_type: str, filename: str | None,
+    status: int, needle: str,
+) -> None:
+    headers = await make_key("acme", ["ontology:write"])
+    if filename is None:
+        response = await upload(client, headers, data, content_type)
+    else:
+        response = await client.post(URL, headers=headers, data={"domain": "pets"},
+                                     files={"file": (filename, data, content_type)})
+    body = assert_problem(response, status)
+    assert needle in body["detail"]
+    if status == 415:
+        assert body["title"] == "Unsupported media type"
+        assert "accepted: text/turtle, application/rdf+xml" in body["detail"]
+        assert body["accepted"] == ["text/turtle", "application/rdf+xml", "application/ld+json",
+                                    "application/n-triples"]
+    assert await count_versions(app) == 0
+    assert network_events == []
+
+
+async def test_upload_limits_come_from_the_settings(
+    settings: Settings, make_key: Any, assert_problem: Problem,
+) -> None:
+    environment = {"TENET_ONTOLOGY_MAX_BYTES": "300", "TENET_ONTOLOGY_MAX_TRIPLES": "7",
+                   "TENET_ONTOLOGY_PARSE_TIMEOUT_S": "5", "TENET_ONTOLOGY_MATERIALISE_TIMEOUT_S": "2"}
+    configured = Settings.from_env(environment)
+    tight = replace(settings, **{f.name: getattr(configured, f.name) for f in fields(Settings)
+                                 if f.name.startswith("ontology_")})
+    application = create_app(tight)
+    limits = application.state.runtime.ontology_limits
+    assert (limits.parse.max_bytes, limits.parse.max_triples) == (300, 7)
+    assert (limits.parse.timeout_s, limits.materialise_timeout_s) == (5.0, 2.0)
+    key = await make_key("acme", ["ontology:write"])
+    try:
+        async with AsyncTestClient(app=application) as client:
+            over_bytes = assert_problem(await upload(client, key, SMALL_TTL, "text/turtle"), 413)
+            assert "limit is 300 bytes" in over_bytes["detail"]
+            few = b"".join(b"<e:s%d> <e:p> <e:o> .\n" % i for i in range(8))
+            assert len(few) < 300
+            over_triples = assert_problem(await upload(client, key, few, "application/n-triples"), 413)
+            assert "more than 7 triples" in over_triples["detail"]
+            body = SMALL_TTL + b"#" * (MULTIPART_ALLOWANCE_BYTES + 300)
+            too_big = assert_problem(await upload(client, key, body, "text/turtle"), 413)
+            assert "request body" in too_big["detail"]
+            assert await count_versions(application) == 0
+    finally:
+        await application.state.runtime.close()
+
+
+@pytest.mark.parametrize("variable", ["TENET_ONTOLOGY_MAX_BYTES", "TENET_ONTOLOGY_MAX_TRIPLES",
+                                      "TENET_ONTOLOGY_PARSE_TIMEOUT_S",
+                                      "TENET_ONTOLOGY_MATERIALISE_TIMEOUT_S"])
+def test_upload_limit_settings_must_be_positive(tmp_path: Path, variable: str) -> None:
+    with pytest.raises(InvalidInput, match=variable) as caught:
+        Settings.from_env({"TENET_DATA_DIR": str(tmp_path), variable: "0"})
+    assert caught.value.extra["variable"] == variable
 
 
 async def test_missing_domain_is_a_clear_400(client: Client, make_key: Any,

@@ -10,7 +10,13 @@ from typing import Any
 import pytest
 
 from reasoning.errors import InvalidInput, LimitExceeded, UnsafeContent
-from reasoning.evidence.safe_parse import ParseLimits, media_type_for, parse_rdf
+from reasoning.evidence.safe_parse import (
+    MEDIA_TYPES,
+    ParseLimits,
+    UnsupportedFormat,
+    media_type_for,
+    parse_rdf,
+)
 
 EX = "https://example.org/#"
 TTL = f"""@prefix ex: <{EX}> .
@@ -176,3 +182,42 @@ def test_ntriples_with_iri_escapes_fall_back_to_rdflib() -> None:
     assert parse_rdf(data, "application/n-triples").triples == (
         ("<https://e/café>", "<https://e/p>", "<https://e/o>"),
     )
+
+
+OWL_XML_LAUGHS = b"""<?xml version="1.0"?>
+<!DOCTYPE Ontology [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">]>
+<Ontology xmlns="http://www.w3.org/2002/07/owl#" ontologyIRI="https://example.org/o">
+  <Declaration><Class IRI="https://example.org/o#A"/></Declaration>
+  <AnnotationAssertion><AnnotationProperty abbreviatedIRI="rdfs:label"/>
+    <IRI>https://example.org/o#A</IRI><Literal>&b;</Literal></AnnotationAssertion>
+</Ontology>"""
+OWL_XML_IMPORT = b"""<?xml version="1.0"?>
+<Ontology xmlns="http://www.w3.org/2002/07/owl#" ontologyIRI="https://example.org/o">
+  <Import>http://203.0.113.7/core.owl</Import>
+</Ontology>"""
+
+
+@pytest.mark.parametrize(
+    ("content_type", "filename"),
+    [("application/owl+xml", None), ("application/owl+xml; charset=utf-8", "o.owl"),
+     ("application/octet-stream", "onto.owx"), (None, "ONTO.OWX")],
+)
+def test_owl_xml_media_types_are_refused_with_the_accepted_formats(
+    content_type: str | None, filename: str | None,
+) -> None:
+    with pytest.raises(UnsupportedFormat) as caught:
+        media_type_for(content_type, filename)
+    assert caught.value.status_code == 415
+    assert "OWL/XML" in caught.value.detail
+    assert caught.value.detail.endswith("accepted: " + ", ".join(MEDIA_TYPES))
+    assert caught.value.extra["accepted"] == list(MEDIA_TYPES)
+
+
+def test_hostile_owl_xml_sent_as_rdf_xml_is_refused_before_parsing(
+    network_events: list[str],
+) -> None:
+    with pytest.raises(UnsafeContent, match="DTD"):
+        parse_rdf(OWL_XML_LAUGHS, "application/rdf+xml")
+    with pytest.raises(UnsupportedFormat, match="root element owl:Ontology"):
+        parse_rdf(OWL_XML_IMPORT, "application/rdf+xml")
+    assert network_events == []
