@@ -194,7 +194,7 @@ def run_generate(model: Any, tokenizer: Any, prompt: str, budget: int, beams: in
     return tokenizer.decode(new, skip_special_tokens=True), int(new.numel()), seconds
 
 
-def run_steered(model: Any, tokenizer: Any, row: dict[str, Any], width: int, prune: bool = False) -> dict[str, Any]:
+def run_steered(model: Any, tokenizer: Any, row: dict[str, Any], width: int, prune: bool = True) -> dict[str, Any]:
     """Our decode with the row's steering: answer, timings, shares, violations."""
     from inference.decoder.decode import DecodeOptions, decode
     from inference.prompting import plan_prompt
@@ -231,6 +231,9 @@ def run_steered(model: Any, tokenizer: Any, row: dict[str, Any], width: int, pru
         "constraint_check_share": result.constraint_check_share,
         "counterfactual_flops_share": result.counterfactual_flops_share,
         "violations": list(result.violations),
+        "pruned": dict(result.pruning.pruned),
+        "repairs": result.pruning.repairs,
+        "unrepaired": result.pruning.unrepaired,
     }
 
 
@@ -246,7 +249,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--verbose", action="store_true", help="print each answer to stderr")
     parser.add_argument(
-        "--prune", action="store_true", help="enforce step pruning (off: this bench measures the controllers)"
+        "--no-prune",
+        dest="prune",
+        action="store_false",
+        help="do not enforce step pruning (default: enforced, as POST /v1/reason runs)",
     )
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 on a shared 2-core box)")
     args = parser.parse_args(argv)
@@ -276,6 +282,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     cf_shares: list[float] = []
     gen_tokens = gen_seconds = 0.0
     per_kind: dict[str, list[int]] = {}
+    pruned: Counter[str] = Counter()
+    repairs = unrepaired = 0
     for index, row in enumerate(chosen):
         plain_text, _, _ = run_generate(model, tokenizer, row["prompt"], row["budget"])
         steered = run_steered(model, tokenizer, row, args.width, args.prune)
@@ -291,6 +299,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if failed:
             violations += len(failed)
             violation_details.append({"key": row["key"], "failed": failed, "reported": steered["violations"]})
+        pruned.update(steered["pruned"])
+        repairs += steered["repairs"]
+        unrepaired += steered["unrepaired"]
         ours_tokens += steered["steps"]
         ours_seconds += steered["decode_s"]
         check_s += steered["check_s"]
@@ -302,6 +313,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             gen_seconds += sec
             ours_tokens_tp = steered["steps"]
             row["throughput_pair"] = (ours_tokens_tp, steered["decode_s"], n_gen, sec)
+        print(
+            f"[{index + 1}/{len(chosen)}] key={row['key']} steered={sum(s_ok)}/{len(s_ok)} "
+            f"plain={sum(p_ok)}/{len(p_ok)} failed={failed} pruned={steered['pruned']} "
+            f"repairs={steered['repairs']} decode_s={steered['decode_s']:.1f}",
+            file=sys.stderr,
+            flush=True,
+        )
         if args.verbose:
             print(f"--- {row['key']} {row['instruction_id_list']} steered={s_ok} plain={p_ok}", file=sys.stderr)
             print(steered["text"][:600], file=sys.stderr)
@@ -333,6 +351,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "steered": summary(steered_ok),
         "unsteered": summary(plain_ok),
         "hard_violations": violations,
+        "pruning": {"pruned": dict(pruned), "repairs": repairs, "unrepaired": unrepaired},
         "violation_details": violation_details,
         "per_instruction_steered": {k: f"{v[0]}/{v[1]}" for k, v in sorted(per_kind.items())},
         "tokens_per_s_ours": tp_ours,

@@ -54,6 +54,7 @@ __all__ = [
     "StepJudge",
     "decode_step",
     "generate",
+    "unmet",
 ]
 
 _NEG_INF = float("-inf")
@@ -97,8 +98,14 @@ class StepJudge(Protocol):
         end: int,
         entropies: Sequence[float],
         final: bool,
+        forced: Sequence[bool] = (),
     ) -> StepCheck:
-        """``tokens[start:end]`` is the step; ``tokens[:end]`` the answer so far; ``final``: never prune."""
+        """``tokens[start:end]`` is the step; ``tokens[:end]`` the answer so far; ``final``: never prune.
+
+        ``forced[k]`` is True when the steering left token ``k`` no alternative
+        (a literal of the layout, the only token a grammar allows): the model
+        chose none of those, so rules about the model's choices skip them.
+        """
         ...
 
 
@@ -153,13 +160,14 @@ class _Beam:
     cols: list[int]  # physical column of tokens[k]'s KV; the last token is not fed yet
     logprobs: list[float]  # the model's log-probability of each chosen token (before steering)
     entropies: list[float]  # normalised entropy of the distribution each token was drawn from
+    forced: list[bool]  # the steering left the token no alternative
     score: float  # sum of steered log-probabilities
     state: SteeringState
     step_start: int
     step_state: SteeringState  # steering state at ``step_start`` (restored by a repair)
     step_score: float
     steps: list[ClosedStep]
-    banned: dict[int, frozenset[int]]  # generated index -> token ids banned there (repairs)
+    banned: dict[int, frozenset[int]]  # generated index -> token ids banned there (repairs, lifted if they would empty the row)
     repairs: dict[int, int]  # step start -> repair attempts
     alive: bool = True
     rewind_column: int | None = None  # set by a repair: mask from this column, re-feed
@@ -174,6 +182,7 @@ class _Beam:
             list(self.cols),
             list(self.logprobs),
             list(self.entropies),
+            list(self.forced),
             self.score,
             self.state,
             self.step_start,
@@ -199,7 +208,9 @@ class _Candidate:
     closes: tuple[int, int] | None  # (start, end) of the step it closes, in the child's tokens
     check: StepCheck | None
     finished: bool
+    forced: bool = False  # the steering left this token no alternative
     rollback_start: int | None = None
+    ban_at: int = -1  # a repair bans ``token`` at this generated index (the step's first free token)
     unrepaired: bool = False
     abandoned: Hypothesis | None = None
 
@@ -242,7 +253,7 @@ def generate(
         init = steering.initial_state()
         for k in range(width):
             score = 0.0 if k == 0 else _NEG_INF
-            beams.append(_Beam([], [], [], [], score, init, 0, init, 0.0, [], {}, {}, k == 0))
+            beams.append(_Beam([], [], [], [], [], score, init, 0, init, 0.0, [], {}, {}, k == 0))
     hyps: list[list[Hypothesis]] = [[] for _ in steerings]
     done = [False] * len(steerings)
     announced = [0] * len(steerings)
@@ -251,7 +262,10 @@ def generate(
     # Every beam finishes at max_new_tokens of its own; the columns beyond that
     # (the slab's slack) are what step repairs may re-decode.
     for _ in range(state.cache.capacity - state.columns):
-        beams, forks = _select(logits, beams, hyps, done, steerings, config, boundary, judge, stats)
+        room = state.cache.capacity - state.columns  # selects left, this one included
+        beams, forks = _select(
+            logits, beams, hyps, done, steerings, config, boundary, judge, stats, room
+        )
         if on_decided is not None:
             _announce(beams, hyps, width, announced, on_decided)
         if all(done):
@@ -271,7 +285,7 @@ def generate(
         logits = decode_step(runner, state, feed)
         stats.steps_decoded += 1
     stats.decode_seconds += time.perf_counter() - started
-    return _finish(beams, hyps, done, config, judge)
+    return _finish(beams, hyps, done, config, judge, steerings)
 
 
 def _announce(
@@ -311,12 +325,20 @@ def _select(
     boundary: BoundaryTable,
     judge: StepJudge | None,
     stats: SearchStats,
+    room: int,
 ) -> tuple[list[_Beam], list[tuple[int, int]]]:
-    """Choose the next beams of every live branch; return them and the (dst, src) row forks."""
+    """Choose the next beams of every live branch; return them and the (dst, src) row forks.
+
+    ``room``: how many selects the slab has left (this one included); a
+    repair is only made when the rolled-back beam can still reach its own
+    ``max_new_tokens`` in that room, so the steering's budget (which closes
+    every open structure before the limit) stays true.
+    """
     width, vocab, n_branch = config.width, logits.shape[-1], len(steerings)
     raw = torch.log_softmax(logits, dim=-1)  # [N, V]
     entropy = (-(raw.exp() * raw).nan_to_num().sum(-1) / math.log(vocab)).tolist()  # [N]
     adjusted = _steer(raw, beams, steerings, width, stats)  # [N, V]
+    forced = (torch.isfinite(adjusted).sum(-1) <= 1).tolist()  # [N]: the steering left one token
     _mask_rows(adjusted, beams, config)
     scores = torch.tensor([bm.score for bm in beams], dtype=adjusted.dtype, device=adjusted.device)
     cand = (adjusted + scores[:, None]).view(n_branch, width * vocab)  # [B, W*V]
@@ -331,11 +353,11 @@ def _select(
             new_beams.extend(beams[base : base + width])
             continue
         walk = _Walk(
-            b, vocab, entropy, beams, hyps[b], steerings[b], config, boundary, judge, stats
+            b, vocab, entropy, forced, beams, hyps[b], steerings[b], config, boundary, judge, stats
         )
         kept, pruned = walk.run(top_v_l[b], top_i_l[b], top_raw[b])
         if not kept and not hyps[b] and pruned:
-            fallback = _repair_or_accept(pruned[0], beams[pruned[0].parent], config, stats)
+            fallback = _repair_or_accept(pruned[0], beams[pruned[0].parent], config, stats, room)
             if fallback.finished:
                 _add_hypothesis(hyps[b], beams[fallback.parent], fallback, config)
             else:
@@ -383,14 +405,23 @@ def _steer(
 
 
 def _mask_rows(adjusted: torch.Tensor, beams: list[_Beam], config: BeamConfig) -> None:
-    """Step-repair bans and the minimum length (EOS masked), on the rows that need them."""
+    """Step-repair bans and the minimum length (EOS masked), on the rows that need them.
+
+    A ban never empties a row: the steering's allowed set is what keeps the
+    hard constraints satisfiable, so a ban that would leave nothing (the
+    steering now forces the banned token) is lifted and the step is judged
+    again instead of ending the branch mid-structure.
+    """
     eos = sorted(config.eos_ids)
     for r, bm in enumerate(beams):
         if not bm.alive:
             continue
         ban = bm.banned.get(len(bm.tokens))
         if ban:
-            adjusted[r, sorted(ban)] = _NEG_INF
+            row = adjusted[r].clone()  # [V]
+            row[sorted(ban)] = _NEG_INF
+            if bool(torch.isfinite(row).any()):
+                adjusted[r] = row
         if eos and len(bm.tokens) < config.min_new_tokens:
             adjusted[r, eos] = _NEG_INF
 
@@ -402,6 +433,7 @@ class _Walk:
     branch: int
     vocab: int
     entropy: list[float]
+    forced: list[bool]
     beams: list[_Beam]
     hyps: list[Hypothesis]
     steering: Steering
@@ -457,7 +489,13 @@ class _Walk:
                 key = (parent, end, -1)
                 if key not in judged:
                     judged[key] = self.judge.judge(
-                        self.branch, pb.tokens, pb.step_start, end, pb.entropies, False
+                        self.branch,
+                        pb.tokens,
+                        pb.step_start,
+                        end,
+                        pb.entropies,
+                        False,
+                        forced=pb.forced,
                     )
                     self.stats.steps_checked += 1
                 if not judged[key].keep:
@@ -493,6 +531,7 @@ class _Walk:
                 pending,
                 condemned[parent],
                 finished,
+                forced=self.forced[parent],
             )
         closes = _closure(pb, token, is_eos, finished, self.boundary, self.config.max_step_tokens)
         check = None
@@ -503,11 +542,23 @@ class _Walk:
             if key not in judged:
                 seq = [*pb.tokens, token] if included else pb.tokens
                 ents = [*pb.entropies, self.entropy[parent]] if included else pb.entropies
-                judged[key] = self.judge.judge(self.branch, seq, start, end, ents, False)
+                flags = [*pb.forced, self.forced[parent]] if included else pb.forced
+                judged[key] = self.judge.judge(
+                    self.branch, seq, start, end, ents, False, forced=flags
+                )
                 self.stats.steps_checked += 1
             check = judged[key]
         return _Candidate(
-            parent, token, value, raw, self.entropy[parent], nstate, closes, check, finished
+            parent,
+            token,
+            value,
+            raw,
+            self.entropy[parent],
+            nstate,
+            closes,
+            check,
+            finished,
+            forced=self.forced[parent],
         )
 
 
@@ -558,20 +609,31 @@ def _add_hypothesis(
 
 
 def _repair_or_accept(
-    best: _Candidate, pb: _Beam, config: BeamConfig, stats: SearchStats
+    best: _Candidate, pb: _Beam, config: BeamConfig, stats: SearchStats, room: int
 ) -> _Candidate:
-    """The branch lost every beam: roll the best pruned one back to its step start, or keep it flagged."""
+    """The branch lost every beam: roll the best pruned one back to its step start, or keep it flagged.
+
+    The repair bans the step's first *free* token (one the steering had an
+    alternative to) at its position; tokens the steering forced before it
+    come back unchanged. It is kept flagged instead -- never cut -- when the
+    attempts are spent, when the step has no free token (the steering wrote
+    all of it: no ban could change it without breaking a hard constraint), or
+    when the slab's ``room`` could not give the rolled-back beam its own
+    ``max_new_tokens`` again (the steering closes open structures by then).
+    """
     assert best.closes is not None
-    start = best.closes[0]
+    start, end = best.closes
     attempts = pb.repairs.get(start, 0)
-    if attempts >= config.max_repairs:
+    position = _first_free(pb, best, start, end)
+    fits = room >= config.max_new_tokens - start + 2
+    if attempts >= config.max_repairs or position is None or not fits:
         stats.unrepaired += 1
         return replace(best, unrepaired=True)
     stats.repairs += 1
-    first = pb.tokens[start] if start < len(pb.tokens) else best.token
+    banned = pb.tokens[position] if position < len(pb.tokens) else best.token
     return _Candidate(
         best.parent,
-        first,
+        banned,
         pb.step_score,
         0.0,
         0.0,
@@ -579,9 +641,19 @@ def _repair_or_accept(
         None,
         None,
         False,
-        start,
+        rollback_start=start,
+        ban_at=position,
         abandoned=_flagged(pb, best, attempts, config),
     )
+
+
+def _first_free(pb: _Beam, best: _Candidate, start: int, end: int) -> int | None:
+    """The first index of the step ``[start, end)`` whose token the steering did not force."""
+    for k in range(start, end):
+        forced = pb.forced[k] if k < len(pb.tokens) else best.forced
+        if not forced:
+            return k
+    return None
 
 
 def _flagged(pb: _Beam, best: _Candidate, attempts: int, config: BeamConfig) -> Hypothesis:
@@ -626,6 +698,7 @@ def _extend(child: _Beam, cand: _Candidate) -> None:
     child.tokens.append(cand.token)
     child.logprobs.append(cand.raw)
     child.entropies.append(cand.entropy)
+    child.forced.append(cand.forced)
     child.score = cand.score
     child.state = cand.state
     if cand.closes is None:
@@ -642,16 +715,18 @@ def _extend(child: _Beam, cand: _Candidate) -> None:
 
 
 def _roll_back(child: _Beam, cand: _Candidate, start: int) -> None:
-    """Truncate to the step start and ban the step's first token there; the row is re-fed."""
+    """Truncate to the step start and ban the step's first free token at its index; the row is re-fed."""
     child.rewind_column = child.cols[start - 1] if start >= 1 else -1
     child.tokens = child.tokens[:start]
     child.logprobs = child.logprobs[:start]
     child.entropies = child.entropies[:start]
+    child.forced = child.forced[:start]
     child.cols = child.cols[: max(0, start - 1)]
     child.score = cand.score
     child.state = cand.state
     child.repairs[start] = child.repairs.get(start, 0) + 1
-    child.banned[start] = child.banned.get(start, frozenset()) | {cand.token}
+    at = cand.ban_at if cand.ban_at >= start else start
+    child.banned[at] = child.banned.get(at, frozenset()) | {cand.token}
     child.abandoned = cand.abandoned
 
 
@@ -687,7 +762,7 @@ def _file_dead_end(
 
 def _dead(template: _Beam) -> _Beam:
     return _Beam(
-        [], [], [], [], _NEG_INF, template.state, 0, template.state, 0.0, [], {}, {}, False
+        [], [], [], [], [], _NEG_INF, template.state, 0, template.state, 0.0, [], {}, {}, False
     )
 
 
@@ -725,8 +800,15 @@ def _finish(
     done: list[bool],
     config: BeamConfig,
     judge: StepJudge | None,
+    steerings: Sequence[Steering],
 ) -> list[BranchOutcome]:
-    """Close the pending step of beams alive at the token limit (judged, never pruned); rank branches."""
+    """Close the pending step of beams alive at the token limit (judged, never pruned); rank branches.
+
+    Ranking: hypotheses whose steering reports nothing unmet (``unmet``,
+    when the steering offers it: an open structure, a missing minimum) come
+    first, best score first within each group; a cut answer never outranks
+    a complete one.
+    """
     width = config.width
     outcomes = []
     for b, branch_hyps in enumerate(hyps):
@@ -737,7 +819,13 @@ def _finish(
                 steps = list(bm.steps)
                 if bm.step_start < len(bm.tokens) and judge is not None:
                     check = judge.judge(
-                        b, bm.tokens, bm.step_start, len(bm.tokens), bm.entropies, True
+                        b,
+                        bm.tokens,
+                        bm.step_start,
+                        len(bm.tokens),
+                        bm.entropies,
+                        True,
+                        forced=bm.forced,
                     )
                     steps.append(ClosedStep(bm.step_start, len(bm.tokens), check))
                 length = max(1, len(bm.tokens))
@@ -752,6 +840,22 @@ def _finish(
                         bm.state,
                     )
                 )
-            branch_hyps.sort(key=lambda h: h.normalized, reverse=True)
-        outcomes.append(BranchOutcome(b, tuple(branch_hyps[:width])))
+        ranked = sorted(
+            branch_hyps, key=lambda h: (bool(unmet(steerings[b], h.state)), -h.normalized)
+        )
+        outcomes.append(BranchOutcome(b, tuple(ranked[:width])))
     return outcomes
+
+
+def unmet(steering: Steering, state: SteeringState | None) -> tuple[str, ...]:
+    """What ``state`` still fails of the steering's controlled requirements, were it to end now.
+
+    Steerings that do not offer ``unmet`` report their finished state's
+    ``violations`` (if any); a missing state has nothing to report.
+    """
+    if state is None:
+        return ()
+    probe = getattr(steering, "unmet", None)
+    if callable(probe):
+        return tuple(probe(state))
+    return tuple(getattr(state, "violations", ()) or ())

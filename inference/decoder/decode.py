@@ -32,6 +32,7 @@ from inference.decoder.beam import (
     Hypothesis,
     SearchStats,
     generate,
+    unmet,
 )
 from inference.decoder.boundaries import boundary_table
 from inference.decoder.pruning import BranchEvidence, PruningConfig, PruningJudge, StepFacts
@@ -263,7 +264,9 @@ def decode(
             runner, state, first, [steer] * len(plan.suffixes), config, table, judge, stats,
             on_decided=decided,
         )
-    return _result(plan, tokenizer, outcomes, premises, runner, stats, judge, prefill_s, hit)
+    return _result(
+        plan, tokenizer, outcomes, premises, runner, stats, judge, prefill_s, hit, steer
+    )
 
 
 def _prefix(
@@ -291,8 +294,9 @@ def _result(
     judge: PruningJudge,
     prefill_s: float,
     hit: bool,
+    steering: Steering,
 ) -> DecodeResult:
-    branches = [_branch(plan, tokenizer, o, premises) for o in outcomes]
+    branches = [_branch(plan, tokenizer, o, premises, steering) for o in outcomes]
     answer_branch = max(range(len(branches)), key=lambda b: branches[b].weight)
     answer = branches[answer_branch]
     conclusion = _content(answer.steps[-1].text if answer.steps else answer.text)
@@ -340,7 +344,11 @@ def _result(
 
 
 def _branch(
-    plan: PromptPlan, tokenizer: Any, outcome: BranchOutcome, premises: Sequence[Premise]
+    plan: PromptPlan,
+    tokenizer: Any,
+    outcome: BranchOutcome,
+    premises: Sequence[Premise],
+    steering: Steering,
 ) -> BranchResult:
     b = outcome.branch
     view, relevance = plan.views[b], plan.relevance[b]
@@ -379,7 +387,8 @@ def _branch(
     )
     confidence = sum(s.confidence for s in steps) / len(steps) if steps else 0.0
     violations = tuple(f"{s.id}: {s.violation}" for s in steps if s.violation)
-    violations += tuple(f"steering: {v}" for v in getattr(best.state, "violations", ()) or ())
+    # ``unmet`` also reports what an answer cut by the token limit leaves open.
+    violations += tuple(f"steering: {v}" for v in unmet(steering, best.state))
     return BranchResult(
         view=view,
         relevance=relevance,

@@ -169,9 +169,11 @@ class PruningJudge:
         end: int,
         entropies: Sequence[float],
         final: bool,
+        forced: Sequence[bool] = (),
     ) -> StepCheck:
         text = self.tokenizer.decode(list(tokens[start:end]), skip_special_tokens=True)
-        facts = self._measure(branch, tokens, start, end, entropies, text)
+        free = [k for k in range(start, end) if not (k < len(forced) and forced[k])]
+        facts = self._measure(branch, tokens, start, end, entropies, text, free)
         rule, detail, facts = self._rule(branch, facts)
         if rule is not None and self.enforce and not final:
             return StepCheck(keep=False, rule=rule, detail=detail, payload=facts)
@@ -185,12 +187,24 @@ class PruningJudge:
         end: int,
         entropies: Sequence[float],
         text: str,
+        free: Sequence[int],
     ) -> StepFacts:
-        ents = entropies[start:end]
+        """Measure the step; the entropy rule sees only the ``free`` tokens (those the model chose).
+
+        A token the steering forced (a layout literal, the only token a
+        grammar allows) says nothing about the model's state, and a step made
+        only of forced tokens cannot be degenerate: pruning it could only cut
+        the structure the hard constraints require.
+        """
+        ents = [entropies[k] for k in free if k < len(entropies)]
         mean_entropy = sum(ents) / len(ents) if ents else 0.0
         earlier = self.tokenizer.decode(list(tokens[:start]), skip_special_tokens=True)
         earlier_steps = [s for s in re.split(r"(?<=[.!?。！？])\s+|\n+", earlier) if s.strip()]
-        degenerate = degeneracy(text, tokens[start:end], earlier_steps, self.language)
+        degenerate = (
+            degeneracy(text, [tokens[k] for k in free], earlier_steps, self.language)
+            if free
+            else None
+        )
         mentions = domain_mentions(text, self._labels)
         evidence = self._texts[branch] if branch < len(self._texts) else ""
         unsupported = tuple(m for m in mentions if not self._supported(m, evidence))

@@ -72,6 +72,18 @@ class _Push:
         return _At(-1)
 
 
+class _ForceFirst(_Push):
+    """Forces the first token of ``target`` (a layout literal), then pushes like ``_Push``."""
+
+    def apply(self, states: list[_At], logprobs: torch.Tensor) -> torch.Tensor:
+        out = super().apply(states, logprobs)
+        for row, state in enumerate(states):
+            if state.index == 0:
+                out[row] = float("-inf")
+                out[row, self.target[0]] = 0.0
+        return out
+
+
 def _fact(fid: str, text: str, stale: str | None = None) -> EvidenceFact:
     return EvidenceFact(
         id=fid,
@@ -185,13 +197,35 @@ def test_a_degenerate_run_without_boundary_is_caught_by_the_periodic_probe(
     assert "1234567890123456" not in result.answer
 
 
-def test_a_repair_that_meets_a_forced_token_files_the_flagged_text(
-    loaded_model: LoadedModel,
-) -> None:
-    result = _run(loaded_model, "1234567890" * 4, evidence=[], force=True, max_new_tokens=40)
-    assert result.answer.startswith("1234567890123456")
-    assert result.pruning.repairs >= 1 and result.pruning.unrepaired >= 1
-    assert result.violations and "entropy" in result.violations[0]
+def test_text_the_steering_forces_is_never_pruned_or_cut(loaded_model: LoadedModel) -> None:
+    """Every token forced (one allowed path, as a literal or a one-way grammar): the model chose
+    none of it, so the entropy rule has nothing to judge and no repair could change it."""
+    forced = "1234567890" * 4
+    result = _run(loaded_model, forced, evidence=[], force=True, max_new_tokens=40)
+    assert result.answer.startswith(forced[: len(result.answer)])
+    assert len(result.answer) >= 30
+    assert result.pruning.pruned.get("entropy", 0) == 0 and result.pruning.repairs == 0
+    assert not any("entropy" in v for v in result.violations)
+
+
+def test_a_repair_ban_never_empties_the_row(loaded_model: LoadedModel) -> None:
+    """The step's first token is forced, the rest free: the repair bans the first free token,
+    never the forced one, so the beam is re-decoded, not ended mid-text."""
+    tok = loaded_model.tokenizer
+    target = list(tok("11111111111111111111111111.", add_special_tokens=False)["input_ids"])
+    plan = plan_prompt(tok, REQUEST, [], [])
+    result = decode(
+        loaded_model.model,
+        tok,
+        plan,
+        steering=_ForceFirst(target),
+        options=DecodeOptions(width=1, max_new_tokens=len(target) + 6),
+        request_text=REQUEST,
+    )
+    assert result.pruning.pruned.get("entropy", 0) >= 1
+    assert result.pruning.repairs >= 1
+    assert result.answer.startswith(tok.decode(target[:1]))
+    assert "1111111111111111" not in result.answer
 
 
 def test_entropy_bound_on_the_measured_token_entropy(loaded_model: LoadedModel) -> None:
