@@ -20,6 +20,7 @@ from reasoning.budget import DEFAULT_LIMITS, Budget, BudgetLimits, budget_for
 from reasoning.constraints.extraction import ExtractionResult, extract
 from reasoning.constraints.model import Constraint, Premise, Span
 from reasoning.entropy import Entropy, cognitive_entropy
+from reasoning.evidence.disjoint import disjointness_hook
 from reasoning.evidence.index import OntologyIndex
 from reasoning.evidence.linking import link_mentions
 from reasoning.evidence.model import LinkedEntity
@@ -200,7 +201,9 @@ def analyse(
     Args:
         prompt: the user's prompt (extraction enforces its own size cap).
         defaults: profile defaults (``origin=profile``), see ``extract``.
-        domain_hook: contributes ontology edges for the extracted constraints.
+        domain_hook: contributes ontology edges for the extracted constraints; by
+            default, with ``domain_index``, the index's ``owl:disjointWith`` edges
+            (:func:`reasoning.evidence.disjoint.disjointness_hook`).
         unlinked_terms: domain terms entity linking could not resolve (added to
             those counted here when ``domain_index`` is given).
         limits: the range the budget moves in.
@@ -223,6 +226,8 @@ def analyse(
         linked, missing = link_domain(domain_index, prompt)
         unlinked_terms += missing
     t_link = time.perf_counter()
+    if domain_hook is None and domain_index is not None:
+        domain_hook = disjointness_hook(domain_index)
     extra = tuple(domain_hook(result.constraints)) if domain_hook is not None else ()
     graph = build_graph(result.constraints, prompt=prompt, extra_edges=extra)
     entropy = cognitive_entropy(result, graph, unlinked_terms=unlinked_terms)

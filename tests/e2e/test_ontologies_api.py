@@ -332,3 +332,31 @@ async def test_a_refused_upload_leaves_the_previous_version_in_service(
     assert await count_versions(app) == 1
     listed = (await client.get(f"{URL}?domain=pets", headers=headers)).json()["data"]
     assert [(v["id"], v["current"]) for v in listed] == [(good["id"], True)]
+
+
+REGIMES_TTL = """@prefix ex: <https://example.org/reg#> .
+@prefix owl: <http://www.w3.org/2002/07/owl#> .
+@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
+@prefix skos: <http://www.w3.org/2004/02/skos/core#> .
+ex:EURegime a owl:Class ; rdfs:label "EU regime"@en .
+ex:USRegime a owl:Class ; rdfs:label "US regime"@en ; owl:disjointWith ex:EURegime .
+ex:EU a ex:EURegime ; rdfs:label "European Union"@en , "欧盟"@zh ; skos:altLabel "EU"@en .
+ex:US a ex:USRegime ; rdfs:label "United States"@en , "美国"@zh ; skos:altLabel "US"@en .
+""".encode()
+
+
+async def test_an_uploaded_disjointness_makes_two_jurisdictions_conflict(
+    client: Client, make_key: Any,
+) -> None:
+    headers = await make_key("acme", ["ontology:write", "reason"])
+    assert (await upload(client, headers, REGIMES_TTL, "text/turtle", "regimes")).status_code == 201
+    prompt = "请依据欧盟的法律并根据美国的法规回答。"
+    without = (await client.post("/v1/constraints", json={"prompt": prompt}, headers=headers)).json()
+    assert without["status"] == "ok" and without["conflicts"] == []
+    response = await client.post("/v1/constraints", json={"prompt": prompt, "domain": "regimes"},
+                                 headers=headers)
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["status"] == "needs_confirmation"
+    [conflict] = body["conflicts"]
+    assert "owl:disjointWith" in conflict["reason"] and "US regime" in conflict["reason"]
