@@ -77,12 +77,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from app.factory import create_app
+    from app.heap import freeze_heap_once_loaded
 
     settings = _settings()
     _migrate(settings)
     _bootstrap(settings, sys.stdout)
     _quiet_model_loading()
     app = create_app(settings)
+    if settings.load_model:
+        freeze_heap_once_loaded(app.state.runtime)
     uvicorn.run(
         app, host=args.host, port=args.port, log_level=settings.log_level.lower(), access_log=False
     )
