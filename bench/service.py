@@ -10,9 +10,19 @@ again), waits for ``/readyz``, then drives it with an httpx load generator:
 answered, until ``N`` requests were sent or ``T`` seconds passed (whichever
 comes first; a request already sent is always awaited). Phases:
 
-1. ``POST /v1/constraints`` at 32 clients (four prompts with constraints, round robin);
-2. ``POST /v1/reason`` at 1 client, then at 8 clients
+1. ``POST /v1/constraints`` at 32 clients (four prompts with constraints, round robin:
+   after the first four the extraction comes from the analysis cache);
+2. ``POST /v1/constraints`` at 32 clients with a distinct prompt per request
+   (``constraints_unique_*``: every request parses and extracts, nothing cached);
+3. ``POST /v1/reason`` at 1 client, then at 8 clients
    (``options.max_new_tokens`` 16, beams as the budget decides), same prompts.
+
+The ``/v1/constraints`` phases are driven by ``bench.loadgen`` in a process of
+its own: an httpx client in this process spent more CPU per request (about
+2.5 ms) than the server (about 0.6 ms) and shared the 2 cores with it, so it
+measured itself. ``constraints_client_cpu_ms`` and ``constraints_server_cpu_ms``
+(CPU per answered request, Linux) show who used the machine. The reason
+phases keep the in-process httpx client: their requests take seconds.
 
 Latency is measured per request from send to full response. ``errors``
 counts every non-2xx answer by status (429 and 503 included), ``refused``
@@ -63,6 +73,36 @@ CONSTRAINT_PROMPTS = (
 )
 #: Longest back-off a refused client takes before its next request.
 RETRY_CAP_S = 2.0
+_TASKS = (
+    "Write a short note to the compliance team about {topic}.",
+    "Summarise {topic} for the board.",
+    "Draft a reply to a customer who asked about {topic}.",
+    "Explain {topic} to a new analyst.",
+    "Describe {topic} in plain language.",
+)
+_TOPICS = (
+    "the new onboarding checks",
+    "the quarterly risk review",
+    "a delayed transfer",
+    "the sanctions screening process",
+    "customer due diligence",
+    "transaction monitoring alerts",
+    "the last internal audit",
+    "vendor risk assessments",
+    "politically exposed persons",
+    "record keeping obligations",
+    "the fraud reporting line",
+)
+_RULES = (
+    "Do not use the word 'urgent'.",
+    "End with 'Regards'.",
+    "Mention the word 'exposure' twice.",
+    "Answer in exactly three bullet points.",
+    "Write in German.",
+    "Do not use any commas.",
+    "Use two paragraphs separated by ***.",
+    "Answer in lowercase letters only.",
+)
 REASON_PROMPTS = (
     "Explain in two sentences why customer due diligence matters. Do not use commas.",
     "List three benefits of automated transaction monitoring in under 40 words.",
@@ -79,10 +119,16 @@ class PhaseResult:
     statuses: Counter[int] = field(default_factory=Counter)
     refused: int = 0
     elapsed_s: float = 0.0
+    client_cpu_s: float | None = None
+    server_cpu_s: float | None = None
 
     @property
     def ok(self) -> int:
         return len(self.latencies_ms)
+
+    def cpu_ms_per_request(self, seconds: float | None) -> float | None:
+        """``seconds`` of CPU spread over the answered requests (None when unmeasured)."""
+        return round(seconds * 1000 / self.ok, 3) if seconds is not None and self.ok else None
 
     @property
     def rps(self) -> float:
@@ -93,6 +139,71 @@ class PhaseResult:
             return 0.0
         ordered = sorted(self.latencies_ms)
         return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+def unique_constraint_prompts(count: int) -> list[str]:
+    """``count`` distinct prompts with constraints: a task, a word limit and one more rule.
+
+    The i-th prompt's word limit is ``40 + i``, so no two are equal and none
+    can be served from the analysis cache; tasks, topics and rules rotate at
+    co-prime periods so the extracted constraint sets vary too.
+    """
+    prompts = []
+    for i in range(count):
+        task = _TASKS[i % len(_TASKS)].format(topic=_TOPICS[i % len(_TOPICS)])
+        prompts.append(f"{task} Use fewer than {40 + i} words. {_RULES[i % len(_RULES)]}")
+    return prompts
+
+
+def process_cpu_seconds(pid: int) -> float | None:
+    """User plus system CPU time of process ``pid`` (all its threads), or None off Linux."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def drive_in_process(
+    port: int,
+    path: str,
+    bodies: Sequence[dict[str, Any]],
+    headers: dict[str, str],
+    *,
+    clients: int,
+    max_requests: int,
+    max_seconds: float,
+    server_pid: int | None = None,
+) -> PhaseResult:
+    """``drive``'s closed loop, run by ``bench.loadgen`` in a separate process.
+
+    With ``server_pid`` the server's CPU time over the phase is measured too.
+    """
+    spec = {
+        "host": "127.0.0.1", "port": port, "path": path, "bodies": list(bodies), "headers": headers,
+        "clients": clients, "max_requests": max_requests, "max_seconds": max_seconds,
+        "retry_cap_s": RETRY_CAP_S,
+    }
+    server_cpu0 = process_cpu_seconds(server_pid) if server_pid else None
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.loadgen"], input=json.dumps(spec).encode("utf-8"),
+        capture_output=True, cwd=REPO_ROOT, timeout=max_seconds + 600, check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"the load generator failed: {done.stderr.decode(errors='replace')[-2000:]}")
+    outcome = json.loads(done.stdout)
+    result = PhaseResult(
+        latencies_ms=outcome["latencies_ms"],
+        statuses=Counter({int(k): v for k, v in outcome["statuses"].items()}),
+        refused=outcome["refused"],
+        elapsed_s=outcome["elapsed_s"],
+        client_cpu_s=outcome["cpu_s"],
+    )
+    server_cpu1 = process_cpu_seconds(server_pid) if server_pid else None
+    if server_cpu0 is not None and server_cpu1 is not None:
+        result.server_cpu_s = server_cpu1 - server_cpu0
+    return result
 
 
 def free_port() -> int:
@@ -186,6 +297,7 @@ def stop_server(process: subprocess.Popen[bytes], grace_s: float = 60.0) -> int:
 def run(quick: bool, port: int | None, keep_data: bool) -> dict[str, Any]:
     budget = {
         "constraints": (600, 20.0) if quick else (3000, 60.0),
+        "constraints_unique": (600, 20.0) if quick else (3000, 60.0),
         "reason_1": (6, 40.0) if quick else (20, 120.0),
         "reason_8": (24, 60.0) if quick else (80, 240.0),
     }
@@ -207,8 +319,12 @@ def run(quick: bool, port: int | None, keep_data: bool) -> dict[str, Any]:
                           max_seconds=30))
         asyncio.run(drive(base, "/v1/reason", reason_bodies, headers, clients=1, max_requests=1, max_seconds=60))
         n, t = budget["constraints"]
-        cons = asyncio.run(drive(base, "/v1/constraints", constraints_body, headers, clients=32,
-                                 max_requests=n, max_seconds=t))
+        cons = drive_in_process(port, "/v1/constraints", constraints_body, headers, clients=32,
+                                max_requests=n, max_seconds=t, server_pid=process.pid)
+        n, t = budget["constraints_unique"]
+        unique_body = [{"prompt": p} for p in unique_constraint_prompts(n)]
+        uniq = drive_in_process(port, "/v1/constraints", unique_body, headers, clients=32,
+                                max_requests=n, max_seconds=t, server_pid=process.pid)
         n, t = budget["reason_1"]
         r1 = asyncio.run(drive(base, "/v1/reason", reason_bodies, headers, clients=1, max_requests=n,
                                max_seconds=t))
@@ -223,7 +339,7 @@ def run(quick: bool, port: int | None, keep_data: bool) -> dict[str, Any]:
                 path.unlink() if path.is_file() or path.is_symlink() else path.rmdir()
             data_dir.rmdir()
     errors: Counter[int] = Counter()
-    for phase in (cons, r1, r8):
+    for phase in (cons, uniq, r1, r8):
         errors.update({s: c for s, c in phase.statuses.items() if not 200 <= s < 300})
     return {
         "quick": quick,
@@ -232,6 +348,13 @@ def run(quick: bool, port: int | None, keep_data: bool) -> dict[str, Any]:
         "constraints_rps": round(cons.rps, 2),
         "constraints_p50_ms": round(cons.percentile(0.5), 2),
         "constraints_p99_ms": round(cons.percentile(0.99), 2),
+        "constraints_client_cpu_ms": cons.cpu_ms_per_request(cons.client_cpu_s),
+        "constraints_server_cpu_ms": cons.cpu_ms_per_request(cons.server_cpu_s),
+        "constraints_unique_requests": uniq.ok,
+        "constraints_unique_rps": round(uniq.rps, 2),
+        "constraints_unique_p50_ms": round(uniq.percentile(0.5), 2),
+        "constraints_unique_p99_ms": round(uniq.percentile(0.99), 2),
+        "constraints_unique_server_cpu_ms": uniq.cpu_ms_per_request(uniq.server_cpu_s),
         "reason_requests_1": r1.ok,
         "reason_rps_1": round(r1.rps, 3),
         "reason_p50_ms_1": round(r1.percentile(0.5), 1),
@@ -241,9 +364,10 @@ def run(quick: bool, port: int | None, keep_data: bool) -> dict[str, Any]:
         "reason_p99_ms_8": round(r8.percentile(0.99), 1),
         "reason_mean_ms_8": round(statistics.fmean(r8.latencies_ms), 1) if r8.latencies_ms else 0.0,
         "errors": {str(k): v for k, v in sorted(errors.items())},
-        "refused": cons.refused + r1.refused + r8.refused,
+        "refused": cons.refused + uniq.refused + r1.refused + r8.refused,
         "batching_gain": round(r8.rps / r1.rps, 3) if r1.rps else 0.0,
         "server_graceful_exit": exit_status in (0, -signal.SIGTERM),
+        "server_exit_status": exit_status,
         "server_log_tail": server_log if exit_status not in (0, -signal.SIGTERM) else "",
         "load_average_1m": round(os.getloadavg()[0], 2),
         "cpu_count": os.cpu_count(),

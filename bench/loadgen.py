@@ -1,0 +1,187 @@
+"""A lean closed-loop HTTP/1.1 load generator, run in a process of its own.
+
+``python -m bench.loadgen`` reads one JSON spec on stdin and prints one JSON
+result on stdout (see :class:`Spec` and :class:`Outcome`).
+
+Why not httpx in the benchmark's own process: on a 2-core machine an asyncio
+httpx client spends about 2.5 ms of CPU per request, more than the service
+spends answering ``/v1/constraints``. Sharing a core and an event loop with
+the measurement, the client then becomes the bottleneck and its own
+scheduling delays show up as the server's latency. This client writes
+pre-encoded requests on keep-alive connections and parses only the status
+line and the headers it needs (``Content-Length``, chunked transfer,
+``Retry-After``, ``Connection``), so the figures are the server's, and it
+reports its own CPU time so a reader can check.
+
+Semantics match ``bench.service.drive``: ``clients`` loops each send their
+next request as soon as the last answered, bodies round robin, until
+``max_requests`` were sent or ``max_seconds`` passed (a request already sent
+is awaited). Latency is from writing the request to reading the whole body.
+A 429/503 with ``Retry-After`` is a refusal: the client backs off for it
+(at most ``retry_cap_s``) and the request is not counted as a success.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+
+__all__ = ["Outcome", "Spec", "run_spec"]
+
+
+class Spec(msgspec.Struct, frozen=True, kw_only=True):
+    """One load phase: where to send what, how many clients, and its bounds."""
+
+    host: str
+    port: int
+    path: str
+    bodies: list[Any]
+    headers: dict[str, str] = msgspec.field(default_factory=dict)
+    clients: int = 1
+    max_requests: int = 1
+    max_seconds: float = 10.0
+    retry_cap_s: float = 2.0
+    timeout_s: float = 300.0
+
+
+class Outcome(msgspec.Struct, kw_only=True):
+    """What one phase measured; ``cpu_s`` is this process's own CPU time during the phase."""
+
+    latencies_ms: list[float] = msgspec.field(default_factory=list)
+    statuses: dict[int, int] = msgspec.field(default_factory=dict)
+    refused: int = 0
+    elapsed_s: float = 0.0
+    cpu_s: float = 0.0
+
+
+class _Connection:
+    """One keep-alive connection; reopened when the server closes it."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host = host
+        self.port = port
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def request(self, payload: bytes) -> tuple[int, str | None]:
+        """Send ``payload`` (a whole request), read the whole answer; return status and Retry-After."""
+        if self.writer is None or self.writer.is_closing():
+            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        assert self.reader is not None
+        self.writer.write(payload)
+        status_line = await self.reader.readuntil(b"\r\n")
+        status = int(status_line.split(b" ", 2)[1])
+        length, chunked, close, retry_after = 0, False, False, None
+        while (line := await self.reader.readuntil(b"\r\n")) != b"\r\n":
+            name, _, value = line.partition(b":")
+            name = name.strip().lower()
+            if name == b"content-length":
+                length = int(value)
+            elif name == b"transfer-encoding":
+                chunked = b"chunked" in value.lower()
+            elif name == b"connection":
+                close = b"close" in value.lower()
+            elif name == b"retry-after":
+                retry_after = value.strip().decode("latin-1")
+        if chunked:
+            await self._read_chunks()
+        elif length:
+            await self.reader.readexactly(length)
+        if close:
+            self.close()
+        return status, retry_after
+
+    async def _read_chunks(self) -> None:
+        assert self.reader is not None
+        while True:
+            size = int((await self.reader.readuntil(b"\r\n")).split(b";")[0], 16)
+            await self.reader.readexactly(size + 2)
+            if size == 0:
+                return
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+        self.reader = self.writer = None
+
+
+def encode_requests(spec: Spec) -> list[bytes]:
+    """Each body as a complete HTTP/1.1 POST with keep-alive."""
+    extra = "".join(f"{k}: {v}\r\n" for k, v in spec.headers.items())
+    out = []
+    for body in spec.bodies:
+        data = json.dumps(body).encode("utf-8")
+        head = (
+            f"POST {spec.path} HTTP/1.1\r\nHost: {spec.host}:{spec.port}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n{extra}\r\n"
+        )
+        out.append(head.encode("latin-1") + data)
+    return out
+
+
+async def drive(spec: Spec, payloads: Sequence[bytes]) -> Outcome:
+    """The closed loop of ``spec`` over ``payloads`` (see the module docstring)."""
+    outcome = Outcome()
+    statuses: Counter[int] = Counter()
+    sent = 0
+    started = time.perf_counter()
+    end = started + spec.max_seconds
+
+    async def loop() -> None:
+        nonlocal sent
+        connection = _Connection(spec.host, spec.port)
+        try:
+            while sent < spec.max_requests and time.perf_counter() < end:
+                payload = payloads[sent % len(payloads)]
+                sent += 1
+                t0 = time.perf_counter()
+                try:
+                    status, retry_after = await asyncio.wait_for(connection.request(payload), spec.timeout_s)
+                except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError, ValueError):
+                    connection.close()
+                    status, retry_after = 0, None
+                statuses[status] += 1
+                if 200 <= status < 300:
+                    outcome.latencies_ms.append((time.perf_counter() - t0) * 1000)
+                elif status in (429, 503) and retry_after:
+                    outcome.refused += 1
+                    await asyncio.sleep(min(float(retry_after), spec.retry_cap_s))
+        finally:
+            connection.close()
+
+    await asyncio.gather(*(loop() for _ in range(spec.clients)))
+    outcome.elapsed_s = time.perf_counter() - started
+    outcome.statuses = dict(statuses)
+    return outcome
+
+
+def run_spec(spec: Spec) -> Outcome:
+    """Run one phase on a fresh event loop (uvloop when installed) and time this process's CPU."""
+    payloads = encode_requests(spec)
+    try:
+        import uvloop
+
+        runner = uvloop.run
+    except ImportError:
+        runner = asyncio.run
+    cpu0 = time.process_time()
+    outcome = runner(drive(spec, payloads))
+    outcome.cpu_s = time.process_time() - cpu0
+    return outcome
+
+
+def main() -> int:
+    spec = msgspec.json.decode(sys.stdin.buffer.read(), type=Spec)
+    sys.stdout.buffer.write(msgspec.json.encode(run_spec(spec)) + b"\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
