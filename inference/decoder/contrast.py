@@ -1,9 +1,11 @@
 """Counterfactual contrast: a claim and its variants scored together, in one forward pass.
 
 Each text is scored as a continuation of its branch's prompt (the request and
-that view's evidence), reusing the prompt's prefilled KV: the K texts are
-right-padded into one ``[K, S]`` batch on K copies of the prompt KV, so the
-model runs once for all of them. The score of a text is its mean per-token
+that view's evidence), reusing the prompt's prefilled KV. A claim and its
+minimal variants agree up to the first changed word: those shared tokens are
+run once (one row, extending the prompt KV), and the differing tails are
+right-padded into one ``[K, T]`` batch on K copies of that KV, so the model
+runs once for all variants and pays for the shared part only once. The score of a text is its mean per-token
 log-likelihood (texts of different length stay comparable); the contrast is
 ``score(claim) - max(score(variant))``: positive when the evidence favours the
 claim, negative when it favours a counterfactual.
@@ -21,7 +23,13 @@ from inference.decoder.kv import PrefixKV
 from inference.decoder.runner import ModelRunner
 from reasoning.errors import InvalidInput
 
-__all__ = ["contrast", "score_continuations", "token_logprobs"]
+__all__ = [
+    "contrast",
+    "score_continuations",
+    "scored_tokens",
+    "shared_prefix",
+    "token_logprobs",
+]
 
 
 def score_continuations(
@@ -49,10 +57,73 @@ def token_logprobs(
     continuations: Sequence[Sequence[int]],
     pad_id: int = 0,
 ) -> list[list[float]]:
-    """The log-probability of every token of each continuation after the prompt (one forward)."""
+    """The log-probability of every token of each continuation after the prompt.
+
+    The continuations' shared leading tokens (a claim and its variants agree
+    up to the first changed word) are run once, on one row; only the
+    differing tails are run as the ``[K, T]`` batch, one forward for all
+    variants. The numbers are those of running every continuation whole.
+    """
     texts = [list(c) for c in continuations if c]
     if len(texts) != len(continuations):
         raise InvalidInput("continuations must be non-empty")
+    shared = shared_prefix(texts)
+    if not shared:
+        return _batched(runner, prompt_kv, prompt_len, first_logprobs, texts, pad_id)
+    head = texts[0][:shared]
+    kv, head_lp = _extend(runner, prompt_kv, prompt_len, head)  # head_lp: [C, V]
+    prefix = [float(first_logprobs[head[0]])]
+    if shared > 1:
+        idx = torch.tensor(head[1:], dtype=torch.long, device=head_lp.device)
+        prefix += head_lp[:-1].gather(1, idx.unsqueeze(1)).squeeze(1).tolist()
+    tails = _batched(
+        runner, kv, prompt_len + shared, head_lp[-1], [t[shared:] for t in texts], pad_id
+    )
+    return [prefix + tail for tail in tails]
+
+
+def shared_prefix(texts: Sequence[Sequence[int]]) -> int:
+    """How many leading tokens every text shares, leaving each at least one token of its own."""
+    limit = min(len(t) for t in texts) - 1
+    n = 0
+    while n < limit and all(t[n] == texts[0][n] for t in texts):
+        n += 1
+    return n
+
+
+def scored_tokens(continuations: Sequence[Sequence[int]]) -> int:
+    """The token positions ``token_logprobs`` runs for these continuations (its FLOPs measure)."""
+    shared = shared_prefix(continuations) if continuations else 0
+    tail = max(len(c) for c in continuations) - shared if continuations else 0
+    return shared + len(continuations) * tail
+
+
+def _extend(
+    runner: ModelRunner, prompt_kv: PrefixKV, prompt_len: int, ids: Sequence[int]
+) -> tuple[PrefixKV, torch.Tensor]:
+    """The prompt KV extended by ``ids`` (one row) and the log-probabilities after each id ``[C, V]``."""
+    dev = runner.device
+    cache = runner.new_cache(1, prompt_len + len(ids))
+    for layer, (keys, values) in zip(cache.slab_layers, prompt_kv):
+        layer.load_row(0, keys, values)
+    cache.set_length(prompt_len)
+    tokens = torch.tensor([list(ids)], dtype=torch.long, device=dev)  # [1, C]
+    pos = (prompt_len + torch.arange(len(ids), device=dev)).unsqueeze(0)  # [1, C]
+    mask = torch.ones((1, prompt_len + len(ids)), dtype=torch.bool, device=dev)
+    logits = runner.forward(tokens, pos, mask, cache, purpose="counterfactual", last_only=False)
+    kv = tuple(layer.used() for layer in cache.slab_layers)
+    return kv, torch.log_softmax(logits[0], dim=-1)  # [C, V]
+
+
+def _batched(
+    runner: ModelRunner,
+    prompt_kv: PrefixKV,
+    prompt_len: int,
+    first_logprobs: torch.Tensor,
+    texts: Sequence[Sequence[int]],
+    pad_id: int,
+) -> list[list[float]]:
+    """Every text right-padded into one ``[K, S]`` batch on K copies of the prompt KV; one forward."""
     k, s_max = len(texts), max(len(t) for t in texts)
     dev = runner.device
     cache = runner.new_cache(k, prompt_len + s_max)
@@ -64,7 +135,7 @@ def token_logprobs(
     mask = torch.zeros((k, prompt_len + s_max), dtype=torch.bool, device=dev)  # [K, L + S]
     mask[:, :prompt_len] = True
     for row, text in enumerate(texts):
-        ids[row, : len(text)] = torch.tensor(text, dtype=torch.long)
+        ids[row, : len(text)] = torch.tensor(list(text), dtype=torch.long)
         mask[row, prompt_len : prompt_len + len(text)] = True
     pos = (prompt_len + torch.arange(s_max, device=dev)).unsqueeze(0).expand(k, -1)  # [K, S]
     logits = runner.forward(

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 import time
+from contextlib import nullcontext
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +36,7 @@ from inference.decoder.beam import (
     unmet,
 )
 from inference.decoder.boundaries import boundary_table
+from inference.decoder.microbatch import MicroBatcher
 from inference.decoder.pruning import BranchEvidence, PruningConfig, PruningJudge, StepFacts
 from inference.decoder.runner import ModelRunner
 from inference.decoder.steering import Steering
@@ -121,6 +123,7 @@ class PruningStats(msgspec.Struct, frozen=True, kw_only=True):
     unrepaired: int
     counterfactual_scored: int
     counterfactual_skipped: int
+    counterfactual_reused: int = 0  # checks answered by a claim another beam already had scored
 
 
 class DecodeTimings(msgspec.Struct, frozen=True, kw_only=True):
@@ -185,6 +188,7 @@ def decode(
     model_id: str = "",
     verify: Callable[..., Verdict] = verify_constraint,
     on_step: Callable[[str, str], None] | None = None,
+    batcher: MicroBatcher | None = None,
 ) -> DecodeResult:
     """Decode every branch of ``plan`` in one batched beam search; see the module docstring.
 
@@ -192,9 +196,37 @@ def decode(
     prefix cache is consulted only with a ``tenant`` and ``model_id``.
     ``on_step(view, text)`` hears each step as soon as the search has decided
     it (for streaming); it runs on the decoding thread and must be quick.
+    With a ``batcher`` the model calls go through it, merged step by step with
+    the other decodes running at the same time.
     """
+    with batcher.lane() if batcher is not None else nullcontext() as lane:
+        return _decode(
+            ModelRunner(model, lane=lane), tokenizer, plan, steering=steering, options=options,
+            constraints=constraints, premises=premises, lexicon=lexicon,
+            request_text=request_text, prefix_cache=prefix_cache, tenant=tenant,
+            model_id=model_id, verify=verify, on_step=on_step,
+        )
+
+
+def _decode(
+    runner: ModelRunner,
+    tokenizer: Any,
+    plan: PromptPlan,
+    *,
+    steering: Steering | None,
+    options: DecodeOptions,
+    constraints: Sequence[Constraint],
+    premises: Sequence[Premise],
+    lexicon: Mapping[str, str] | None,
+    request_text: str,
+    prefix_cache: PrefixCache | None,
+    tenant: str,
+    model_id: str,
+    verify: Callable[..., Verdict],
+    on_step: Callable[[str, str], None] | None,
+) -> DecodeResult:
     torch.manual_seed(options.seed)
-    runner = ModelRunner(model)
+    model = runner.model
     longest = len(plan.prefix_ids) + max(len(s) for s in plan.suffixes) + options.max_new_tokens
     limit = getattr(runner.config, "max_position_embeddings", None)
     if limit is not None and longest > int(limit):
@@ -324,6 +356,7 @@ def _result(
             unrepaired=stats.unrepaired,
             counterfactual_scored=judge.counterfactual_scored,
             counterfactual_skipped=judge.counterfactual_skipped,
+            counterfactual_reused=judge.counterfactual_reused,
         ),
         timings=DecodeTimings(
             prefill_s=prefill_s,

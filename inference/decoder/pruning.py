@@ -22,7 +22,11 @@ closes a step. Rules, cheapest first:
 
 Counterfactual scoring is rationed: a check runs only while the counterfactual
 FLOPs stay within ``counterfactual_flops_share`` of the decode's own FLOPs
-(prefill + decode); skipped checks are counted, not hidden.
+(prefill + decode); skipped checks are counted, not hidden. To cover as many
+claims as that share allows: only complete claims are scored (a periodic
+probe's partial step is not), a claim several beams share is scored once per
+branch, and the claim and its variants share the scoring of their common
+leading tokens (``contrast.token_logprobs``).
 
 Time spent in constraint verification is added to the search's
 ``check_seconds`` (with the steering's apply / advance).
@@ -39,7 +43,7 @@ from typing import Any
 import torch
 
 from inference.decoder.beam import SearchStats, StepCheck
-from inference.decoder.contrast import contrast, score_continuations
+from inference.decoder.contrast import contrast, score_continuations, scored_tokens
 from inference.decoder.degeneracy import degeneracy
 from inference.decoder.kv import PrefixKV
 from inference.decoder.runner import ModelRunner
@@ -54,6 +58,7 @@ _ISO_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
 _LIST_MARKER = re.compile(r"^\s*\d+[.)]\s")
 _CITATION = re.compile(r"\[(E\d+)\]")
 _WORD = re.compile(r"\w+")
+_CLAIM_END = frozenset(".!?;:\n。！？；")
 
 
 @dataclass(frozen=True)
@@ -102,6 +107,11 @@ class StepFacts:
     contrast_variant: str | None = None
 
 
+def _complete(text: str) -> bool:
+    """A step that ends a sentence or a line: a claim, not a periodic probe's partial text."""
+    return text.rstrip(" ")[-1:] in _CLAIM_END
+
+
 def _plain_number(text: str) -> str:
     return text.replace(",", "")
 
@@ -144,6 +154,7 @@ class PruningJudge:
     )
     counterfactual_skipped: int = 0
     counterfactual_scored: int = 0
+    counterfactual_reused: int = 0
 
     def __post_init__(self) -> None:
         self._checked = [
@@ -160,6 +171,8 @@ class PruningJudge:
         self._labels = sorted((label for label in labels if len(label) >= 3), key=len, reverse=True)
         self._request = self.request_text.lower()
         self._texts = [b.text for b in self.branches]
+        # (branch, claim) -> (contrast, variant index): beams that share a claim share its check.
+        self._contrasts: dict[tuple[int, str], tuple[float, int]] = {}
 
     def judge(
         self,
@@ -174,7 +187,7 @@ class PruningJudge:
         text = self.tokenizer.decode(list(tokens[start:end]), skip_special_tokens=True)
         free = [k for k in range(start, end) if not (k < len(forced) and forced[k])]
         facts = self._measure(branch, tokens, start, end, entropies, text, free)
-        rule, detail, facts = self._rule(branch, facts)
+        rule, detail, facts = self._rule(branch, facts, final)
         if rule is not None and self.enforce and not final:
             return StepCheck(keep=False, rule=rule, detail=detail, payload=facts)
         return StepCheck(keep=True, rule=rule, detail=detail, payload=facts)
@@ -244,7 +257,9 @@ class PruningJudge:
                 used.append(fact.id)
         return tuple(used)
 
-    def _rule(self, branch: int, facts: StepFacts) -> tuple[str | None, str, StepFacts]:
+    def _rule(
+        self, branch: int, facts: StepFacts, final: bool = False
+    ) -> tuple[str | None, str, StepFacts]:
         """The first rule the step breaks (entropy, evidence, semantic), its reason, the facts."""
         if facts.entropy > self.config.entropy_bound:
             return (
@@ -263,7 +278,12 @@ class PruningJudge:
         violated = [v for v in facts.verdicts if not v.satisfied and v.certain]
         if len(violated) >= self.config.min_violations:
             return "semantic", "violates " + ", ".join(v.constraint_id for v in violated), facts
-        if has_evidence and facts.mentions and self.config.counterfactual_checks:
+        if (
+            has_evidence
+            and facts.mentions
+            and self.config.counterfactual_checks
+            and (final or _complete(facts.text))
+        ):
             return self._contradiction(branch, facts)
         return None, "", facts
 
@@ -271,21 +291,28 @@ class PruningJudge:
         found = variants(facts.text.strip(), self.lexicon, limit=self.config.max_variants)
         if not found:
             return None, "", facts
-        texts = [facts.text.strip(), *(v.text for v in found)]
-        ids = [list(self.tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts]
-        cost = 2.0 * self.runner.parameters * len(ids) * max(len(i) for i in ids)
-        flops = self.runner.counters.flops
-        spent = flops.get("counterfactual", 0.0)
-        base = flops.get("prefill", 0.0) + flops.get("decode", 0.0)
-        if spent + cost > self.config.counterfactual_flops_share * base:
-            self.counterfactual_skipped += 1
-            return None, "", facts
-        ev = self.branches[branch]
-        scores = score_continuations(
-            self.runner, ev.prompt_kv, ev.prompt_len, ev.first_logprobs, ids, self.pad_id
-        )
-        self.counterfactual_scored += 1
-        value, best = contrast(scores)
+        claim = facts.text.strip()
+        known = self._contrasts.get((branch, claim))
+        if known is not None:
+            self.counterfactual_reused += 1
+            value, best = known
+        else:
+            texts = [claim, *(v.text for v in found)]
+            ids = [list(self.tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts]
+            cost = 2.0 * self.runner.parameters * scored_tokens(ids)
+            flops = self.runner.counters.flops
+            spent = flops.get("counterfactual", 0.0)
+            base = flops.get("prefill", 0.0) + flops.get("decode", 0.0)
+            if spent + cost > self.config.counterfactual_flops_share * base:
+                self.counterfactual_skipped += 1
+                return None, "", facts
+            ev = self.branches[branch]
+            scores = score_continuations(
+                self.runner, ev.prompt_kv, ev.prompt_len, ev.first_logprobs, ids, self.pad_id
+            )
+            self.counterfactual_scored += 1
+            value, best = contrast(scores)
+            self._contrasts[(branch, claim)] = (value, best)
         variant = found[best - 1]
         facts = replace(
             facts, contrast=value, contrast_kind=variant.kind, contrast_variant=variant.text

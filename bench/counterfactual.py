@@ -1,0 +1,171 @@
+"""Counterfactual check coverage: how many of the claims the judge meets get a contrast.
+
+``python -m bench.counterfactual [--share 0.05] [--width 4] [--tokens 96]``
+
+A fixed set of evidence-backed requests (facts with companies, people,
+countries, amounts and dates, a lexicon for entity swaps) is decoded with
+counterfactual checks on and the FLOPs cap at ``--share``. Printed (one JSON
+object on the last line): the checks the judge wanted (a complete claim that
+states a domain fact with evidence shown), how many were scored, answered
+from an already scored identical claim, or skipped by the cap; the share of
+the answers' fact-stating steps that carry a contrast; and the
+counterfactual FLOPs share actually spent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from reasoning.evidence.model import EvidenceFact, EvidenceSubgraph
+
+__all__ = ["CASES", "main"]
+
+LEXICON = {
+    "Malta": "Country",
+    "Cyprus": "Country",
+    "Ireland": "Country",
+    "Acme Ltd": "Company",
+    "Globex Corp": "Company",
+    "Initech": "Company",
+    "Jon Doe": "Person",
+    "Mary Major": "Person",
+}
+
+
+def _fact(fid: str, subject: str, obj: str, text: str, view: str) -> EvidenceFact:
+    return EvidenceFact(
+        id=fid,
+        subject=subject,
+        predicate="related",
+        object=obj,
+        text=text,
+        view=view,
+        score=1.0,
+        hops=1,
+        ontology_version="v1",
+        modified="2024-05-11",
+    )
+
+
+def _case(request: str, view: str, facts: Sequence[tuple[str, str, str]]) -> dict[str, Any]:
+    made = tuple(_fact(f"E{i + 1}", s, o, t, view) for i, (s, o, t) in enumerate(facts))
+    return {
+        "request": request,
+        "evidence": [EvidenceSubgraph(view=view, relevance=1.0, seeds=(), facts=made)],
+    }
+
+
+CASES = [
+    _case(
+        "Where did Acme Ltd send the money, and how much?",
+        "fund_flow",
+        [
+            ("Acme Ltd", "Jon Doe", "Acme Ltd sent EUR 2,000,000 to Jon Doe on 2024-03-02."),
+            ("Jon Doe", "Malta", "Jon Doe holds an account in Malta."),
+        ],
+    ),
+    _case(
+        "Which company owns Initech and where is it registered?",
+        "ownership",
+        [
+            ("Globex Corp", "Initech", "Globex Corp owns 75 percent of Initech."),
+            ("Globex Corp", "Cyprus", "Globex Corp is registered in Cyprus since 2019-07-01."),
+        ],
+    ),
+    _case(
+        "Summarise the payments made by Mary Major.",
+        "payments",
+        [
+            ("Mary Major", "Acme Ltd", "Mary Major paid EUR 12,500 to Acme Ltd on 2023-11-20."),
+            ("Mary Major", "Initech", "Mary Major paid EUR 4,000 to Initech on 2024-01-15."),
+            ("Mary Major", "Ireland", "Mary Major lives in Ireland."),
+        ],
+    ),
+    _case(
+        "Is Jon Doe connected to Globex Corp?",
+        "links",
+        [
+            ("Jon Doe", "Globex Corp", "Jon Doe was a director of Globex Corp until 2022-12-31."),
+            ("Globex Corp", "Malta", "Globex Corp has a subsidiary in Malta."),
+        ],
+    ),
+]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--share", type=float, default=0.05, help="counterfactual FLOPs cap")
+    parser.add_argument("--width", type=int, default=4)
+    parser.add_argument("--tokens", type=int, default=96)
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+
+    from inference.decoder.decode import DecodeOptions, decode
+    from inference.loader import load_model
+    from inference.prompting import plan_prompt
+
+    lm = load_model("bundled", cache_root=Path("/tmp/tenet-cache"))
+    scored = skipped = reused = fact_steps = contrasted = 0
+    cf_flops = base_flops = 0.0
+    for case in CASES:
+        plan = plan_prompt(lm.tokenizer, case["request"], [], case["evidence"])
+        result = decode(
+            lm.model,
+            lm.tokenizer,
+            plan,
+            options=DecodeOptions(
+                width=args.width,
+                max_new_tokens=args.tokens,
+                counterfactual_checks=True,
+                counterfactual_flops_share=args.share,
+                prune=False,
+            ),
+            lexicon=LEXICON,
+            request_text=case["request"],
+        )
+        p = result.pruning
+        scored += p.counterfactual_scored
+        skipped += p.counterfactual_skipped
+        reused += getattr(p, "counterfactual_reused", 0)
+        for step in result.steps:
+            if step.contrast is not None or _states_fact(step):
+                fact_steps += 1
+                contrasted += int(step.contrast is not None)
+        cf_flops += result.flops.get("counterfactual", 0.0)
+        base_flops += result.flops.get("prefill", 0.0) + result.flops.get("decode", 0.0)
+    wanted = scored + reused + skipped
+    report = {
+        "benchmark": "counterfactual_coverage",
+        "share_cap": args.share,
+        "width": args.width,
+        "max_new_tokens": args.tokens,
+        "n_requests": len(CASES),
+        "checks_wanted": wanted,
+        "checks_scored": scored,
+        "checks_reused": reused,
+        "checks_skipped": skipped,
+        "check_share": round((scored + reused) / wanted, 4) if wanted else 0.0,
+        "answer_fact_steps": fact_steps,
+        "answer_fact_steps_with_contrast": contrasted,
+        "counterfactual_flops_share": round(cf_flops / base_flops, 4) if base_flops else 0.0,
+    }
+    print(json.dumps(report))
+    return 0
+
+
+def _states_fact(step: Any) -> bool:
+    """The step names a lexicon label, a number or a date (what the judge checks)."""
+    from inference.decoder.pruning import domain_mentions
+
+    return bool(domain_mentions(step.text, sorted(LEXICON, key=len, reverse=True)))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
