@@ -5,16 +5,21 @@ Why: ``ProvDocument.serialize(format="rdf")`` builds an rdflib ``Dataset``
 pretty Turtle or JSON-LD serializer over it; for a run bundle of a few
 hundred triples that took about 30 ms, most of an export's time.
 
-What stays the same: the triples. They come from the ``prov`` package's own
-PROV-O encoder (``ProvRDFSerializer.encode_container``, the code behind
-``serialize(format="rdf")``) writing into a plain collector instead of a
-graph, so the mapping of every record, qualified relation and literal is
-prov's. Only the writing differs: Turtle is grouped by subject (prefixed
-names where the local part is plainly safe, full IRIs otherwise) and JSON-LD
-is the expanded form (full IRIs, no ``@context``, each bundle a named
-graph), both read back by rdflib and ``prov`` to the same graph.
+What stays the same: the triples. The records our builder writes (elements,
+and unidentified relations of the kinds in :data:`_FAST_RELATIONS` without
+derivation subtypes) are mapped here by the rules of ``prov``'s PROV-O
+encoder (``ProvRDFSerializer``: binary triple, ``prov:qualified*`` node when
+the relation carries more than its two main attributes), with prov's own
+term encoding and qualified-attribute predicates; anything else in a bundle
+sends the whole bundle through prov's encoder itself, writing into a plain
+collector instead of an rdflib graph. ``tests/reasoning/provenance/test_prov_o.py``
+checks the result against ``serialize(format="rdf")``, graph by graph. Only
+the writing differs: Turtle is grouped by subject (prefixed names where the
+local part is plainly safe, full IRIs otherwise) and JSON-LD is the expanded
+form (full IRIs, no ``@context``, each bundle a named graph), both read back
+by rdflib and ``prov`` to the same graph.
 
-Blank node labels are prov's (rdflib ``BNode`` ids, unique per process run),
+Blank node labels are rdflib ``BNode`` ids (random per node),
 so chunks of a streamed export never share a label by accident.
 """
 
@@ -25,7 +30,24 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Final
 
-from prov.model import ProvBundle, ProvDocument
+from prov.constants import (
+    PROV,
+    PROV_ASSOCIATION,
+    PROV_ATTRIBUTION,
+    PROV_COMMUNICATION,
+    PROV_DELEGATION,
+    PROV_DERIVATION,
+    PROV_END,
+    PROV_GENERATION,
+    PROV_INVALIDATION,
+    PROV_LOCATION,
+    PROV_N_MAP,
+    PROV_START,
+    PROV_TYPE,
+    PROV_USAGE,
+)
+from prov.identifier import QualifiedName
+from prov.model import ProvBundle, ProvDocument, ProvRecord
 from prov.serializers.provrdf import ProvRDFSerializer
 from rdflib import BNode, Literal, URIRef
 from rdflib.namespace import RDF, XSD
@@ -73,8 +95,110 @@ class _Collector:
 
 def _encode(serializer: ProvRDFSerializer, bundle: ProvBundle) -> _Collector:
     collector = _Collector()
-    serializer.encode_container(bundle, container=collector)  # type: ignore[arg-type]
+    if not _FastEncoder(serializer).encode(bundle, collector):
+        collector = _Collector()
+        serializer.encode_container(bundle, container=collector)  # type: ignore[arg-type]
     return collector
+
+
+# --- the records our builder writes, mapped without prov's per-attribute re-walks -----
+
+_FAST_RELATIONS: Final = frozenset({
+    PROV_USAGE, PROV_GENERATION, PROV_INVALIDATION, PROV_START, PROV_END, PROV_DERIVATION,
+    PROV_ASSOCIATION, PROV_ATTRIBUTION, PROV_COMMUNICATION, PROV_DELEGATION,
+})
+"""Relation kinds the fast path maps (unidentified ones only); others go through prov."""
+_QUALIFIED_ONLY: Final = frozenset({
+    PROV_END, PROV_START, PROV_USAGE, PROV_GENERATION, PROV_DERIVATION, PROV_ASSOCIATION,
+    PROV_INVALIDATION,
+})
+"""Kinds whose binary triple is written only when it is all the relation says."""
+_INFLUENCER_ON_NODE: Final = frozenset({PROV_COMMUNICATION, PROV_ATTRIBUTION, PROV_DELEGATION})
+"""Kinds whose qualification node repeats the influencer (the binary triple's object)."""
+_DERIVATION_SUBTYPES: Final = frozenset(
+    {PROV["Revision"], PROV["Quotation"], PROV["PrimarySource"]})
+_ELEMENT_PREDICATES: Final = {
+    PROV_TYPE: RDF.type,
+    PROV["label"]: URIRef("http://www.w3.org/2000/01/rdf-schema#label"),
+    PROV["startTime"]: URIRef(PROV["startedAtTime"].uri),
+    PROV["endTime"]: URIRef(PROV["endedAtTime"].uri),
+}
+
+
+class _Unsupported(Exception):
+    """A record outside the fast path's shapes: the bundle goes through prov's encoder."""
+
+
+class _FastEncoder:
+    def __init__(self, serializer: ProvRDFSerializer) -> None:
+        self._serializer = serializer
+        self._value = serializer.encode_rdf_representation
+        self._predicates: dict[tuple[QualifiedName, QualifiedName], object] = {}
+
+    def encode(self, bundle: ProvBundle, collector: _Collector) -> bool:
+        """Map every record of ``bundle`` into ``collector``; False when one is unsupported."""
+        for namespace in bundle.get_registered_namespaces():
+            collector.bind(namespace.prefix, namespace.uri)
+        if bundle.get_default_namespace() is not None:
+            return False
+        try:
+            for record in bundle.get_records():
+                if record.is_relation():
+                    self._relation(record, collector)
+                else:
+                    self._element(record, collector)
+        except _Unsupported:
+            return False
+        return True
+
+    def _element(self, record: ProvRecord, collector: _Collector) -> None:
+        if record.identifier is None:
+            raise _Unsupported
+        subject = URIRef(record.identifier.uri)
+        collector.add((subject, RDF.type, URIRef(record.get_type().uri)))
+        for attr, value in (*record.formal_attributes, *record.attributes):
+            if value is None:
+                continue
+            if isinstance(value, ProvRecord) or attr == PROV_LOCATION:
+                raise _Unsupported
+            predicate = _ELEMENT_PREDICATES.get(attr) if isinstance(attr, QualifiedName) else None
+            collector.add((subject, predicate or self._value(attr), self._value(value)))
+
+    def _relation(self, record: ProvRecord, collector: _Collector) -> None:
+        kind = record.get_type()
+        formal = record.formal_attributes
+        extra = record.extra_attributes
+        if (record.identifier is not None or kind not in _FAST_RELATIONS
+                or any(a == PROV_TYPE and v in _DERIVATION_SUBTYPES for a, v in extra)):
+            raise _Unsupported
+        (_, subject_name), (object_attr, object_value) = formal[0], formal[1]
+        if subject_name is None or object_value is None:
+            raise _Unsupported
+        subject = URIRef(subject_name.uri)
+        qualified = bool(extra) or any(v is not None for _, v in formal[2:])
+        written = {formal[0][0]}
+        if kind not in _QUALIFIED_ONLY or not qualified:
+            collector.add((subject, URIRef(PROV[PROV_N_MAP[kind]].uri), self._value(object_value)))
+            if not (kind in _INFLUENCER_ON_NODE and qualified):
+                written.add(object_attr)
+        if not qualified:
+            return
+        node = BNode()
+        collector.add((subject, URIRef(PROV["qualified" + kind.localpart].uri), node))
+        collector.add((node, RDF.type, URIRef(kind.uri)))
+        names = [name for name, _ in formal]
+        for attr, value in (*formal, *record.attributes):
+            if value is not None and attr not in written:
+                collector.add((node, self._predicate(kind, attr, names), self._value(value)))
+
+    def _predicate(self, kind: QualifiedName, attr: QualifiedName, names: list[QualifiedName]
+                   ) -> URIRef:
+        key = (kind, attr)
+        found = self._predicates.get(key)
+        if found is None:
+            found = self._predicates[key] = self._serializer._qualified_attr_predicate(
+                kind, attr, names)
+        return found  # type: ignore[return-value]
 
 
 def document_triples(

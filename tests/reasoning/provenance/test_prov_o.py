@@ -47,10 +47,37 @@ def _upload_record() -> RunRecord:
     )
 
 
+def _hand_made(*, beyond_fast_path: bool) -> ProvDocument:
+    """Relations with extra attributes (qualified nodes), and, optionally, records only
+    prov's own encoder maps (identified relations, a revision, a location, a specialisation)."""
+    document = ProvDocument()
+    document.add_namespace("ex", "https://example.org/#")
+    bundle = document.bundle("ex:hand")
+    report, draft, act, other, bob = (bundle.entity("ex:report", {"prov:label": "Report"}),
+                                      bundle.entity("ex:draft"), bundle.activity("ex:write", T0),
+                                      bundle.activity("ex:review"), bundle.agent("ex:bob"))
+    bundle.wasGeneratedBy(report, act, T0, other_attributes={"prov:role": "ex:author"})
+    bundle.used(act, draft, T0, other_attributes={"ex:note": "first pass"})
+    bundle.wasInformedBy(other, act, other_attributes={"ex:channel": "email"})
+    bundle.actedOnBehalfOf(bob, "ex:org", act)
+    bundle.wasAttributedTo(report, bob, other_attributes={"ex:share": 0.5})
+    bundle.wasAssociatedWith(act, bob, "ex:plan")
+    bundle.wasDerivedFrom(report, draft, act)
+    bundle.wasStartedBy(act, draft, None, T0)
+    if beyond_fast_path:
+        bundle.used(other, report, identifier="ex:use1")
+        bundle.wasDerivedFrom(report, draft, other_attributes={"prov:type": "prov:Revision"})
+        bundle.entity("ex:copy", {"prov:location": "ex:archive"})
+        bundle.specializationOf("ex:copy", report)
+    return document
+
+
 DOCUMENTS = {
     "aml": build_run_document("run-1", aml_record(), service_version="0.1.0"),
     "odd-text": build_run_document("run 7/ä", _odd_text_record(), service_version="1.2.3"),
     "upload": build_run_document("run-9", _upload_record(), service_version="0.1.0"),
+    "qualified-relations": _hand_made(beyond_fast_path=False),
+    "prov-encoder-fallback": _hand_made(beyond_fast_path=True),
 }
 
 
@@ -107,3 +134,20 @@ def test_a_streamed_turtle_export_keeps_blank_nodes_of_different_runs_apart() ->
     exported = rdflib.Graph().parse(data=text, format="turtle")
     assert len(exported) == len(reference)
     assert isomorphic(exported, reference)
+
+
+@pytest.mark.parametrize(
+    ("name", "fast"),
+    [("aml", True), ("upload", True), ("qualified-relations", True),
+     ("prov-encoder-fallback", False)],
+)
+def test_the_documents_above_cover_both_the_fast_mapping_and_prov_s_encoder(
+    name: str, fast: bool,
+) -> None:
+    from prov.serializers.provrdf import ProvRDFSerializer
+
+    from reasoning.provenance.prov_o import _Collector, _FastEncoder
+
+    document = DOCUMENTS[name]
+    encoder = _FastEncoder(ProvRDFSerializer(document))
+    assert [encoder.encode(b, _Collector()) for b in document.bundles] == [fast]
