@@ -7,8 +7,8 @@ costs nothing on the request path. Per-layer forward time comes from
 :class:`LayerProfiler`: forward hooks on each transformer layer, attached
 only while a profile is being taken (``enable`` / ``disable``), so they cost
 nothing when off. ``probe_layers`` takes one profile with a short forward
-pass on the model worker (queued as a ``batch`` job, never alongside a
-decode). ``layers_svg`` draws the per-layer time as a bar chart.
+pass queued as a ``batch`` job and run on the model's forward thread between
+merged decode steps (so the hooks time the probe alone). ``layers_svg`` draws the per-layer time as a bar chart.
 
 FLOPs per layer are an estimate: ``2 * parameters * tokens`` for the
 matrix products plus ``2 * tokens^2 * hidden`` for causal attention scores
@@ -153,9 +153,9 @@ def _probe(loaded: LoadedModel, tokens: int) -> list[LayerTiming]:
 async def probe_layers(runtime: Runtime, tokens: int = PROBE_TOKENS) -> list[LayerTiming]:
     """Profile one ``tokens``-long forward pass on the model worker; the hooks are gone afterwards."""
     loaded = runtime.require_model()
-    rows = await runtime.scheduler.submit(
-        lambda: _probe(loaded, tokens), JobHints(Priority.BATCH, deadline_s=3600.0)
-    )
+    batcher = runtime.reasoner().batcher
+    probe = (lambda: batcher.run(lambda: _probe(loaded, tokens))) if batcher else (lambda: _probe(loaded, tokens))
+    rows = await runtime.scheduler.submit(probe, JobHints(Priority.BATCH, deadline_s=3600.0))
     with _last_lock:
         _last_profile[runtime] = rows
     return rows
@@ -239,13 +239,21 @@ def _kv_cache(runtime: Runtime) -> dict[str, Any]:
 
 def _batching(runtime: Runtime) -> dict[str, Any]:
     stats = runtime.scheduler.stats()
-    jobs = _sample("tenet_batch_size_count")
-    mean = _sample("tenet_batch_size_sum") / jobs if jobs else 0.0
+    forwards = _sample("tenet_batch_size_count")
+    mean = _sample("tenet_batch_size_sum") / forwards if forwards else 0.0
+    batcher = runtime.batcher.stats() if runtime.batcher is not None else None
     return {
         "max_batch": stats.max_batch,
         "mean_batch_size": round(mean, 3),
         "occupancy": round(mean / stats.max_batch, 4) if stats.max_batch else 0.0,
-        "cross_request_batching": False,
+        "cross_request_batching": bool(batcher and batcher.mergeable and stats.max_batch > 1),
+        "forwards": {
+            "decode_steps": batcher.forwards if batcher else 0,
+            "merged": batcher.merged_forwards if batcher else 0,
+            "mean_rows": round(batcher.rows / batcher.forwards, 3) if batcher and batcher.forwards else 0.0,
+            "max_rows": batcher.max_rows if batcher else 0,
+            "unmerged_calls": batcher.solo_calls if batcher else 0,
+        },
         "queue": {
             "interactive": stats.queued_interactive, "batch": stats.queued_batch,
             "running": stats.running, "max_queue": stats.max_queue,

@@ -20,17 +20,20 @@ import torch
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from app.metrics import BATCH_SIZE
 from app.scheduler import Scheduler
 from app.settings import Settings
+from inference.decoder.microbatch import MicroBatcher
+from inference.decoder.runner import ModelRunner
 from inference.decoder.vocab import vocab_tables
 from inference.kv_cache import PrefixCache
 from inference.loader import LoadedModel, load_model
 from inference.pipeline import Reasoner
 from reasoning.errors import TenetError, Unavailable
-from reasoning.nlp import warm_up as warm_up_nlp
 from reasoning.evidence.cache import IndexCache
 from reasoning.evidence.ingest import IngestLimits
 from reasoning.evidence.safe_parse import ParseLimits
+from reasoning.nlp import warm_up as warm_up_nlp
 from store.db import create_engine, create_sessionmaker, ping
 
 __all__ = ["Runtime"]
@@ -38,6 +41,8 @@ __all__ = ["Runtime"]
 log = logging.getLogger("tenet.runtime")
 
 READINESS_PING_S = 2.0  # longest a /readyz probe waits for the database
+#: Most rows (beams of all merged decodes) in one forward pass.
+MAX_BATCH_ROWS = 64
 
 
 class Runtime:
@@ -62,15 +67,15 @@ class Runtime:
         self.model_loaded_at: int = 0
         self._loading: threading.Thread | None = None
         self._loaded = threading.Event()
-        #: Serialises decodes on the one model (the reasoner is not thread-safe).
-        self.decode_lock = threading.Lock()
         self._reasoner: Reasoner | None = None
         self._reasoner_lock = threading.Lock()
-        #: The model worker: every decode is queued here (priorities, admission control).
+        #: The one forward thread of the loaded model: concurrent decodes' steps are merged here.
+        self.batcher: MicroBatcher | None = None
+        #: Every decode is queued here (priorities, admission control), run up to TENET_MAX_BATCH at once.
         self.scheduler = Scheduler(
             max_queue=settings.queue_max,
             default_deadline_s=settings.default_deadline_s,
-            lock=self.decode_lock,
+            concurrency=settings.max_batch,
         )
 
     @property
@@ -150,14 +155,25 @@ class Runtime:
         raise Unavailable("the model is still loading; retry shortly", model=state)
 
     def reasoner(self) -> Reasoner:
-        """The one reasoner on the loaded model, with the tenant-scoped prefix KV cache (503 while loading)."""
+        """The one reasoner on the loaded model, with the tenant-scoped prefix KV cache and the
+        model's micro-batcher (503 while loading)."""
         model = self.require_model()
         with self._reasoner_lock:
             if self._reasoner is None or self._reasoner.model is not model:
+                if self.batcher is not None:
+                    self.batcher.close()
+                self.batcher = MicroBatcher(
+                    model.model,
+                    ModelRunner(model.model).call,
+                    max_rows=MAX_BATCH_ROWS,
+                    max_wait_s=self.settings.batch_wait_ms / 1000,
+                    on_forward=lambda lanes, rows: BATCH_SIZE.observe(lanes),
+                )
                 self._reasoner = Reasoner(
                     model=model,
                     prefix_cache=PrefixCache(max_bytes=self.settings.kv_cache_bytes),
                     max_new_tokens_cap=self.settings.max_new_tokens,
+                    batcher=self.batcher,
                 )
             return self._reasoner
 
@@ -178,7 +194,12 @@ class Runtime:
         return {"ready": self.ready and database == "ok", "model": model, "database": database}
 
     async def close(self) -> None:
-        """Release the database pool (the model is freed with the process)."""
+        """Stop the forward thread and release the database pool (the model is freed with the process)."""
+        with self._reasoner_lock:
+            if self.batcher is not None:
+                self.batcher.close()
+                self.batcher = None
+            self._reasoner = None
         await self.engine.dispose()
 
 

@@ -1,10 +1,12 @@
-"""The model's request queue: one worker thread, priority classes and admission control.
+"""The model's request queue: worker threads, priority classes and admission control.
 
-Every decode of the one model goes through :class:`Scheduler`: a dedicated
-worker thread takes jobs one at a time from a bounded priority queue
-(``interactive`` before ``batch``, FIFO within a class) and runs each under
-the runtime's ``decode_lock`` (other callers of that lock stay serialised
-with it). Admission is decided once, when a job is submitted:
+Every decode of the one model goes through :class:`Scheduler`: up to
+``concurrency`` worker threads take jobs from a bounded priority queue
+(``interactive`` before ``batch``, FIFO within a class) and run them side by
+side; the decodes they run share the model's forward passes through the
+runtime's :class:`~inference.decoder.microbatch.MicroBatcher` (cross-request
+micro-batching), so ``concurrency`` is the most requests merged into one
+forward. Admission is decided once, when a job is submitted:
 
 - the service is shutting down: :class:`ShuttingDown` (503, ``Retry-After``);
 - the queue already holds ``max_queue`` waiting jobs: :class:`Overloaded`
@@ -13,16 +15,16 @@ with it). Admission is decided once, when a job is submitted:
   (429, reason ``deadline``).
 
 The predicted wait of a new job is ``n * mean + 3 * std * sqrt(n)`` over the
-``n`` jobs ahead of it (the one running plus those queued at its priority or
-higher), from exponentially weighted estimates of a job's mean and standard
-deviation: a p99-style bound that refuses at once instead of timing out.
-Before the first job has finished the estimate is zero and only the queue
-bound applies.
+``n`` rounds of jobs ahead of it (a round frees every worker once; the jobs
+ahead are those running plus those queued at its priority or higher), from
+exponentially weighted estimates of a job's mean and standard deviation
+measured at the concurrency the service runs at: a p99-style bound that
+refuses at once instead of timing out. Before the first job has finished the
+estimate is zero and only the queue bound applies.
 
 An accepted job is never dropped: it runs to completion on the worker even
 when the awaiting request is cancelled (client gone), and a graceful
-shutdown waits for the queue to drain. Cross-request micro-batching of
-forward passes is not implemented: a job is one request's decode (batch size 1).
+shutdown waits for the queue to drain.
 
 Priority and deadline of a request come from ``X-Tenet-Priority``
 (``interactive`` | ``batch``) and ``X-Tenet-Deadline-S`` (seconds), read by
@@ -47,7 +49,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, TypeVar
 
-from app.metrics import ADMISSION_REFUSED, BATCH_SIZE, QUEUE_DEPTH, QUEUE_WAIT_SECONDS
+from app.metrics import ADMISSION_REFUSED, QUEUE_DEPTH, QUEUE_WAIT_SECONDS
 from reasoning.errors import InvalidInput, Overloaded
 
 __all__ = [
@@ -191,7 +193,7 @@ class SchedulerStats:
 
     queued_interactive: int
     queued_batch: int
-    running: bool
+    running: int
     max_queue: int
     max_batch: int
     accepted: int
@@ -213,42 +215,42 @@ class _Job:
 
 
 class Scheduler:
-    """One worker thread running submitted jobs one at a time, highest priority first."""
-
-    #: Jobs per forward pass; 1 until cross-request micro-batching exists.
-    max_batch = 1
+    """Worker threads running submitted jobs side by side, highest priority first."""
 
     def __init__(
         self,
         *,
         max_queue: int,
         default_deadline_s: float,
-        lock: threading.Lock | None = None,
+        concurrency: int = 1,
         estimate: LatencyEstimate | None = None,
     ) -> None:
         if max_queue < 1:
             raise InvalidInput("max_queue must be at least 1", field="max_queue")
+        if concurrency < 1:
+            raise InvalidInput("concurrency must be at least 1", field="concurrency")
         self.max_queue = max_queue
+        self.max_batch = concurrency
         self.default_deadline_s = default_deadline_s
         self.estimate = estimate or LatencyEstimate()
-        self._lock = lock or threading.Lock()
         self._cond = threading.Condition()
         self._heap: list[tuple[int, int, _Job]] = []
         self._seq = itertools.count()
-        self._running = False
+        self._running = 0
         self._paused = False
         self._closing = False
         self._stopped = False
         self._accepted = 0
         self._completed = 0
         self._refused: dict[str, int] = {}
-        self._thread: threading.Thread | None = None
+        self._threads: list[threading.Thread] = []
 
     # --- admission ---------------------------------------------------------------
 
     def _jobs_ahead(self, priority: Priority) -> int:
+        """Rounds of jobs before a new one at ``priority`` starts (0: a worker is free)."""
         queued = sum(1 for rank, _, _ in self._heap if rank <= priority.rank)
-        return queued + (1 if self._running else 0)
+        return math.ceil(max(0, queued + self._running - self.max_batch + 1) / self.max_batch)
 
     def _refuse(self, reason: str, exc: Overloaded) -> Overloaded:
         self._refused[reason] = self._refused.get(reason, 0) + 1
@@ -312,10 +314,14 @@ class Scheduler:
     # --- the worker --------------------------------------------------------------
 
     def _ensure_worker(self) -> None:
-        if self._thread is None or not self._thread.is_alive():
+        self._threads = [t for t in self._threads if t.is_alive()]
+        while len(self._threads) < self.max_batch:
             self._stopped = False
-            self._thread = threading.Thread(target=self._work, name="tenet-model-worker", daemon=True)
-            self._thread.start()
+            thread = threading.Thread(
+                target=self._work, name=f"tenet-model-worker-{len(self._threads)}", daemon=True
+            )
+            thread.start()
+            self._threads.append(thread)
 
     def _next_job(self) -> _Job | None:
         with self._cond:
@@ -324,7 +330,7 @@ class Scheduler:
                     return None
                 self._cond.wait()
             _, _, job = heapq.heappop(self._heap)
-            self._running = True
+            self._running += 1
             QUEUE_DEPTH.labels(priority=job.priority.value).dec()
             return job
 
@@ -332,16 +338,14 @@ class Scheduler:
         while (job := self._next_job()) is not None:
             started = time.perf_counter()
             QUEUE_WAIT_SECONDS.labels(priority=job.priority.value).observe(started - job.enqueued)
-            BATCH_SIZE.observe(1)
             outcome: tuple[bool, Any]
             try:
-                with self._lock:
-                    outcome = (True, job.fn())
+                outcome = (True, job.fn())
             except Exception as exc:  # noqa: BLE001 - delivered to the awaiting request
                 outcome = (False, exc)
             self.estimate.observe(time.perf_counter() - started)
             with self._cond:
-                self._running = False
+                self._running -= 1
                 self._completed += 1
                 self._cond.notify_all()
             try:

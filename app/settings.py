@@ -103,6 +103,16 @@ SETTINGS_DOC: tuple[tuple[str, str, str], ...] = (
         "Most decode jobs waiting for the model worker; a request beyond it gets 429 with Retry-After at once.",
     ),
     (
+        "TENET_MAX_BATCH",
+        "8",
+        "Most decodes running at once; their one-token steps are merged into shared forward passes (1 runs decodes one after another).",
+    ),
+    (
+        "TENET_BATCH_WAIT_MS",
+        "20",
+        "Longest a decode step waits for the other running decodes' steps before the merged forward pass starts without them.",
+    ),
+    (
         "TENET_DEFAULT_DEADLINE_S",
         "60",
         "Longest predicted queue wait (seconds) a decode request accepts when it sends no X-Tenet-Deadline-S; beyond it: 429 with Retry-After.",
@@ -201,6 +211,8 @@ class Settings:
     max_new_tokens: int = 256
     audit_retention_days: int = 180
     queue_max: int = 64
+    max_batch: int = 8
+    batch_wait_ms: float = 20.0
     default_deadline_s: float = 60.0
     shutdown_grace_s: float = 30.0
     webhook_url: str = ""
@@ -274,6 +286,12 @@ class Settings:
             )
         if self.queue_max < 1:
             raise InvalidInput("TENET_QUEUE_MAX must be at least 1", variable="TENET_QUEUE_MAX")
+        if not 1 <= self.max_batch <= 64:
+            raise InvalidInput("TENET_MAX_BATCH must be between 1 and 64", variable="TENET_MAX_BATCH")
+        if not 0 <= self.batch_wait_ms <= 1000:
+            raise InvalidInput(
+                "TENET_BATCH_WAIT_MS must be between 0 and 1000", variable="TENET_BATCH_WAIT_MS"
+            )
         if not self.default_deadline_s > 0:
             raise InvalidInput(
                 "TENET_DEFAULT_DEADLINE_S must be positive", variable="TENET_DEFAULT_DEADLINE_S"

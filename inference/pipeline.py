@@ -29,6 +29,7 @@ import msgspec
 
 from inference.decoder.compile import compile_steering
 from inference.decoder.decode import BranchResult, DecodeOptions, DecodeResult, decode
+from inference.decoder.microbatch import MicroBatcher
 from inference.kv_cache import PrefixCache
 from inference.loader import LoadedModel
 from inference.prompting import PromptPlan, plan_prompt
@@ -224,12 +225,15 @@ def assign_premises(
 class Reasoner:
     """Plans, decodes and re-runs requests on one loaded model.
 
-    Thread-compatible, not thread-safe: the caller serialises decodes on one
-    model (the HTTP layer runs them on one worker thread).
+    Decodes may run on several threads at once: each run keeps its state to
+    itself, the prefix cache is locked, and with a ``batcher`` every model
+    call goes through its one forward thread (concurrent decodes merged step
+    by step). Without a batcher, callers serialise decodes on the model.
     """
 
     model: LoadedModel
     prefix_cache: PrefixCache | None = None
+    batcher: MicroBatcher | None = None
     max_new_tokens_cap: int = 512
     today: Callable[[], date] = date.today
 
@@ -388,6 +392,7 @@ class Reasoner:
                 tenant=tenant,
                 model_id=lm.identity.sha256,
                 on_step=on_step,
+                batcher=self.batcher,
             )
             decoded = {spec.key: _name_steps(branch) for spec, branch in zip(todo, result.branches)}
             timings["prefill"] = round(result.timings.prefill_s * 1000, 3)

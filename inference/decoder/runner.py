@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from inference.decoder.kv import SlabCache, supports_slab_cache
 from reasoning.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from inference.decoder.microbatch import Lane
 
 __all__ = ["ForwardCounters", "ModelRunner"]
 
@@ -42,9 +45,14 @@ class ModelRunner:
 
     Guarantees: inference mode, logits returned as float32 regardless of the
     model dtype (bfloat16 on CUDA), and every call counted in ``counters``.
+    With a ``lane`` every model call goes through the process's
+    :class:`~inference.decoder.microbatch.MicroBatcher`: one-token decode
+    steps are merged with other decodes' steps, everything else runs alone.
     """
 
-    def __init__(self, model: Any, counters: ForwardCounters | None = None) -> None:
+    def __init__(
+        self, model: Any, counters: ForwardCounters | None = None, lane: Lane | None = None
+    ) -> None:
         if not supports_slab_cache(model.config):
             raise InvalidInput(
                 "the steered decoder needs a full-attention model (no sliding window)"
@@ -58,6 +66,7 @@ class ModelRunner:
         self.cache_kw = "cache" if "cache" in params else "past_key_values"
         self.keeps_logits = "logits_to_keep" in params
         self.counters = counters or ForwardCounters()
+        self.lane = lane
         self.num_layers = int(self.config.num_hidden_layers)
         self.kv_heads = int(
             getattr(self.config, "num_key_value_heads", self.config.num_attention_heads)
@@ -88,18 +97,14 @@ class ModelRunner:
         ``input_ids, position_ids: [B, S]``; ``attention_mask: [B, past + S]``.
         ``purpose`` is one of prefill / decode / counterfactual for accounting.
         """
-        kwargs: dict[str, Any] = {
-            "input_ids": input_ids,
-            "position_ids": position_ids,
-            "attention_mask": attention_mask,
-            self.cache_kw: cache,
-            "use_cache": True,
-        }
-        if last_only and self.keeps_logits:
-            kwargs["logits_to_keep"] = 1
-        logits = self.model(**kwargs).logits
-        if last_only:
-            logits = logits[:, -1:, :]
+        if self.lane is None:
+            logits = self.call(input_ids, position_ids, attention_mask, cache, last_only=last_only)
+        elif purpose == "decode" and input_ids.shape[1] == 1 and isinstance(cache, SlabCache):
+            logits = self.lane.step(input_ids, position_ids, attention_mask, cache)
+        else:
+            logits = self.lane.call(
+                lambda: self.call(input_ids, position_ids, attention_mask, cache, last_only=last_only)
+            )
         tokens = int(input_ids.numel())
         c = self.counters
         c.flops[purpose] = c.flops.get(purpose, 0.0) + 2.0 * self.parameters * tokens
@@ -114,3 +119,25 @@ class ModelRunner:
             c.scoring_tokens += tokens
         out: torch.Tensor = logits.float()
         return out
+
+    def call(
+        self,
+        input_ids: torch.Tensor,
+        position_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        cache: Any,
+        *,
+        last_only: bool = True,
+    ) -> torch.Tensor:
+        """The bare model call, no accounting: logits ``[B, S, V]`` in the model's dtype."""
+        kwargs: dict[str, Any] = {
+            "input_ids": input_ids,
+            "position_ids": position_ids,
+            "attention_mask": attention_mask,
+            self.cache_kw: cache,
+            "use_cache": True,
+        }
+        if last_only and self.keeps_logits:
+            kwargs["logits_to_keep"] = 1
+        logits: torch.Tensor = self.model(**kwargs).logits
+        return logits[:, -1:, :] if last_only else logits

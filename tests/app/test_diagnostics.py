@@ -12,6 +12,7 @@ import torch
 
 from app.diagnostics import LayerProfiler, gpu_utilisation, layers_svg, transformer_layers
 from app.metrics import REGISTRY
+from app.settings import Settings
 from inference.loader import LoadedModel
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
@@ -46,7 +47,9 @@ async def test_diagnostics_without_a_model_report_what_is_known(
     assert body["model"]["state"] == "disabled"
     assert body["kv_cache"]["available"] is False
     assert set(body["latency"]["stages"]) >= {"prefill", "decode", "verify"}
-    assert body["batching"]["max_batch"] == 1 and body["batching"]["queue"]["max_queue"] >= 1
+    batching = body["batching"]
+    assert batching["max_batch"] == Settings.from_env().max_batch and batching["queue"]["max_queue"] >= 1
+    assert batching["cross_request_batching"] is False and batching["forwards"]["decode_steps"] == 0
     assert body["gpu"]["available"] is False and "not available" in body["gpu"]["reason"]
     assert body["process_resident_bytes"] > 0
     assert_problem(await client.get("/v1/diagnostics?profile_layers=true", headers=admin_headers), 503)
