@@ -200,3 +200,45 @@ def test_hints_from_headers_stay_within_the_keys_allowance(
 def test_bad_hints_are_invalid_input(headers: dict[str, str]) -> None:
     with pytest.raises(InvalidInput):
         hints_from_headers(headers, frozenset({"reason"}))
+
+
+async def test_concurrency_runs_jobs_side_by_side_up_to_its_limit() -> None:
+    s = Scheduler(max_queue=8, default_deadline_s=60.0, concurrency=2)
+    together = threading.Barrier(2, timeout=5)
+    running = 0
+    peak = 0
+    lock = threading.Lock()
+
+    def job(i: int) -> int:
+        nonlocal running, peak
+        with lock:
+            running += 1
+            peak = max(peak, running)
+        if i < 2:
+            together.wait()  # only passes when both first jobs run at the same time
+        time.sleep(0.05)
+        with lock:
+            running -= 1
+        return i
+
+    assert await asyncio.gather(*(s.submit(lambda i=i: job(i), INTERACTIVE) for i in range(5))) == [
+        0, 1, 2, 3, 4,
+    ]
+    assert peak == 2
+    assert await s.drain(5)
+
+
+async def test_predicted_wait_counts_rounds_of_the_concurrent_workers() -> None:
+    s = Scheduler(max_queue=50, default_deadline_s=60.0, concurrency=2)
+    s.estimate.observe(2.0)
+    s.pause()
+    queued = [asyncio.create_task(s.submit(lambda: None, BATCH)) for _ in range(4)]
+    await wait_until_queued(s, 4)
+    # Four queued on two workers: the next job starts after two rounds of about 2 s.
+    with pytest.raises(Overloaded) as refused:
+        s.check(JobHints(Priority.BATCH, deadline_s=3.0))
+    assert refused.value.extra["predicted_wait_s"] == pytest.approx(4.0)
+    s.check(JobHints(Priority.BATCH, deadline_s=5.0))
+    s.resume()
+    await asyncio.gather(*queued)
+    assert await s.drain(5)
