@@ -24,6 +24,8 @@ Usage in a controller::
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import hashlib
 import time
 from collections import OrderedDict
@@ -151,6 +153,17 @@ def _evict_revoked(target: ApiKey, value: Any, _old: Any, _initiator: Any) -> No
         KEY_CACHE.invalidate_key(target.id)
 
 
+#: Verifications in flight by token hash (see ``ApiKeyMiddleware._verify_once``).
+_VERIFYING: dict[str, asyncio.Task[AuthContext]] = {}
+
+
+def _verified(digest: str, task: asyncio.Task[AuthContext]) -> None:
+    if _VERIFYING.get(digest) is task:
+        del _VERIFYING[digest]
+    if not task.cancelled():
+        task.exception()  # retrieved: every waiter may have gone, nothing to log
+
+
 class ApiKeyMiddleware(AbstractAuthenticationMiddleware):
     """Resolves the bearer token to an :class:`AuthContext` stored as ``scope["user"]``."""
 
@@ -166,9 +179,29 @@ class ApiKeyMiddleware(AbstractAuthenticationMiddleware):
         token = token.strip()
         if scheme.lower() != "bearer" or not token:
             raise Unauthorized("malformed Authorization header; expected 'Bearer <API key>'")
-        context = KEY_CACHE.get(token) or await self._verify(connection, token)
+        context = KEY_CACHE.get(token) or await self._verify_once(connection, token)
         REQUEST_HINTS.set(hints_from_headers(connection.headers, context.scopes))
         return AuthenticationResult(user=context, auth=context.key_id)
+
+    @classmethod
+    async def _verify_once(cls, connection: ASGIConnection[Any, Any, Any, Any], token: str) -> AuthContext:
+        """Concurrent requests with the same uncached token share one verification.
+
+        Without this, every request in flight when a key's cache entry is
+        missing (start-up, or each TTL expiry) looked the key up and wrote
+        ``last_used_at`` itself: 32 clients meant 32 queued database writes
+        and a latency spike of a hundred milliseconds and more. A failed
+        verification fails every request that waited for it.
+        """
+        digest = KeyCache.token_hash(token)
+        loop = asyncio.get_running_loop()
+        pending = _VERIFYING.get(digest)
+        if pending is None or pending.get_loop() is not loop or pending.done():
+            pending = loop.create_task(cls._verify(connection, token))
+            _VERIFYING[digest] = pending
+            pending.add_done_callback(functools.partial(_verified, digest))
+        # Shielded: one waiter going away (client disconnect) does not cancel it for the others.
+        return await asyncio.shield(pending)
 
     @staticmethod
     async def _verify(connection: ASGIConnection[Any, Any, Any, Any], token: str) -> AuthContext:

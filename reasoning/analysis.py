@@ -34,6 +34,7 @@ __all__ = [
     "Status",
     "analyse",
     "count_unlinked_terms",
+    "extraction_cached",
     "link_domain",
     "required_tokens",
 ]
@@ -78,12 +79,26 @@ class ExtractionCache:
                 self._items.popitem(last=False)
         return result, False
 
+    def contains(self, prompt: str, defaults: Sequence[Constraint]) -> bool:
+        """True when the extraction of ``prompt`` with ``defaults`` is cached now (it may be evicted later)."""
+        key = (prompt, msgspec.json.encode(tuple(defaults)))
+        with self._lock:
+            return key in self._items
+
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
 
 
 _CACHE = ExtractionCache()
+
+
+def extraction_cached(prompt: str, defaults: Sequence[Constraint] = ()) -> bool:
+    """True when :func:`analyse` with its default cache would now skip parsing and extraction.
+
+    Callers use it to run a cheap analysis inline rather than on a worker thread.
+    """
+    return _CACHE.contains(prompt, defaults)
 
 
 class Status(StrEnum):

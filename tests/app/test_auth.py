@@ -1,13 +1,17 @@
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
+import httpx
 import pytest
 from litestar import Litestar, get
 from litestar.testing import AsyncTestClient
+from sqlalchemy import event
 
-from app.auth import AuthContext, requires_scope
+from app.auth import KEY_CACHE, AuthContext, requires_scope
 from reasoning.errors import InvalidInput
 
 Client = AsyncTestClient[Litestar]
@@ -101,3 +105,56 @@ def test_unknown_scope_in_a_guard_is_a_programming_error() -> None:
 )
 async def test_public_routes_need_no_key(client: Client, path: str, status: int) -> None:
     assert (await client.get(path)).status_code == status
+
+
+@contextmanager
+def key_lookups(app: Litestar) -> Iterator[list[str]]:
+    """The SQL statements that look an API key up by prefix, while the block runs."""
+    seen: list[str] = []
+
+    def on_execute(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if "FROM api_keys" in statement and "prefix" in statement:
+            seen.append(statement)
+
+    engine = app.state.runtime.engine.sync_engine
+    event.listen(engine, "before_cursor_execute", on_execute)
+    try:
+        yield seen
+    finally:
+        event.remove(engine, "before_cursor_execute", on_execute)
+
+
+async def concurrently(app: Litestar, headers: dict[str, str], n: int) -> list[int]:
+    """``n`` overlapping GET /v1/runs (httpx's ASGI transport runs them on this event loop)."""
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as http:
+        responses = await asyncio.gather(*(http.get("/v1/runs", headers=headers) for _ in range(n)))
+    return [r.status_code for r in responses]
+
+
+async def test_concurrent_requests_with_an_uncached_key_verify_it_once(
+    app: Litestar, make_key: Any
+) -> None:
+    headers = await make_key("acme", ["audit:read"])
+    KEY_CACHE.clear()
+    with key_lookups(app) as lookups:
+        statuses = await concurrently(app, headers, 16)
+    assert statuses == [200] * 16
+    assert len(lookups) == 1
+    with key_lookups(app) as lookups:
+        assert await concurrently(app, headers, 4) == [200] * 4
+    assert lookups == []  # cached now
+
+
+async def test_concurrent_requests_with_a_wrong_secret_all_fail(app: Litestar, make_key: Any) -> None:
+    headers = await make_key("acme", ["audit:read"])
+    wrong = {"Authorization": headers["Authorization"][:-4] + "AAAA"}
+    assert wrong != headers
+    with key_lookups(app) as lookups:
+        statuses = await concurrently(app, wrong, 8)
+    assert statuses == [401] * 8
+    assert len(lookups) == 1
+    # Failures are not cached: the next attempt asks the database again.
+    with key_lookups(app) as lookups:
+        assert await concurrently(app, wrong, 1) == [401]
+    assert len(lookups) == 1

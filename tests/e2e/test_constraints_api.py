@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -217,3 +218,25 @@ async def test_unknown_domain_is_404_problem(client: Client, make_key: Any) -> N
     response = await post(client, headers, {"prompt": "Is this a PEP?", "domain": "nowhere"})
     assert response.status_code == 404
     assert response.headers["content-type"].startswith("application/problem+json")
+
+
+@pytest.mark.parametrize("graph_format", ["json", "turtle"])
+async def test_a_repeated_prompt_gets_the_same_analysis_from_the_cache(
+    client: Client, make_key: Any, graph_format: str
+) -> None:
+    """The first check parses on a worker thread; a repeat of a cached prompt may run inline."""
+    headers = await make_key("acme", ["reason"])
+    body = {
+        # Unique per run: the extraction cache is process-wide.
+        "prompt": f"Write a note about case {uuid.uuid4().hex} in fewer than 60 words. End with 'Regards'.",
+        "graph_format": graph_format,
+    }
+    first = await post(client, headers, body)
+    second = await post(client, headers, body)
+    assert first.status_code == second.status_code == 200, (first.text, second.text)
+    a, b = first.json(), second.json()
+    assert (a.pop("cached"), b.pop("cached")) == (False, True)
+    assert b["timings"]["parse"] == 0.0
+    a.pop("timings"), b.pop("timings")
+    assert a == b
+    assert {c["kind"] for c in a["constraints"]} >= {"word_count", "end_phrase"}
