@@ -33,10 +33,12 @@ import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import msgspec
+from anyio import to_thread
 from sqlalchemy import and_, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -73,8 +75,9 @@ RUN_RECORDED = "run.recorded"
 _EXPORT_BATCH = 100
 
 
+@cache
 def service_version() -> str:
-    """The installed Tenet version, as provenance names the service agent."""
+    """The installed Tenet version, as provenance names the service agent (read once)."""
     try:
         return version("tenet")
     except PackageNotFoundError:
@@ -111,6 +114,10 @@ def _steps(run_id: str, record: RunRecord) -> list[RunStep]:
     return rows
 
 
+def _bundle_json(run_id: str, record: RunRecord, service: str) -> str:
+    return serialize(build_run_document(run_id, record, service_version=service), ProvFormat.JSON)
+
+
 async def record_run(
     session: AsyncSession,
     record: RunRecord,
@@ -122,15 +129,20 @@ async def record_run(
 
     Runs in the caller's transaction and flushes (so constraint violations
     surface here) but does not commit. ``run_id`` may be chosen by the caller
-    (e.g. to return it before recording); by default a new UUID.
+    (e.g. to return it before recording); by default a new UUID. The PROV
+    bundle (a few milliseconds of CPU) is built in a worker thread before the
+    first write, so runs recorded together do not stall the event loop, and a
+    transaction that holds the database's write lock does not wait behind other
+    runs' bundles being built on it.
     """
     identifier = run_id or new_id()
     if record.finished_at < record.started_at:
         raise InvalidInput("a run cannot finish before it starts")
     if record.status not in RUN_STATUSES:
         raise InvalidInput(f"unknown run status {record.status!r}; use one of {list(RUN_STATUSES)}")
-    document = build_run_document(identifier, record, service_version=service or service_version())
-    prov_json = serialize(document, ProvFormat.JSON)
+    prov_json = await to_thread.run_sync(
+        _bundle_json, identifier, record, service or service_version()
+    )
     result = normalise_json(record.result)
     run = Run(
         id=identifier,

@@ -152,3 +152,12 @@ def test_stored_prov_json_exports_like_the_document(fmt: ProvFormat) -> None:
 def test_documents_without_bundles_do_not_break_the_separators(fmt: ProvFormat) -> None:
     documents = [ProvDocument(), *_documents(2), ProvDocument()]
     json.loads(export_to_string(iter(documents), fmt))
+
+
+def test_prov_json_is_byte_for_byte_what_prov_writes() -> None:
+    odd = build_run_document(
+        "run 7/ä", msgspec.structs.replace(aml_record(tenant_id="Tenant ü/1"), reinferences=()),
+        service_version="1.2.3",
+    )
+    for document in (DOCUMENT, odd):
+        assert serialize(document, ProvFormat.JSON) == str(document.serialize(format="json"))
