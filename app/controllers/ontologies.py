@@ -53,10 +53,10 @@ def _ingest(data: bytes, media_type: str, limits: IngestLimits) -> IngestResult:
 def requires_any_scope(*scopes: str) -> Guard:
     """A guard admitting keys that hold any of ``scopes`` (or ``admin``); 403 otherwise."""
 
-    def guard(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
+    async def guard(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
         user = connection.scope.get("user")
         if not isinstance(user, AuthContext):
-            requires_scope(scopes[0])(connection, _)
+            await requires_scope(scopes[0])(connection, _)
             return
         if not any(user.has(scope) for scope in scopes):
             raise Forbidden(f"this API key lacks one of the scopes {list(scopes)}",

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -9,6 +10,7 @@ import httpx
 import pytest
 from litestar import Litestar, get
 from litestar.testing import AsyncTestClient
+from litestar.utils.sync import AsyncCallable
 from sqlalchemy import event
 
 from app.auth import KEY_CACHE, AuthContext, requires_scope
@@ -158,3 +160,17 @@ async def test_concurrent_requests_with_a_wrong_secret_all_fail(app: Litestar, m
     with key_lookups(app) as lookups:
         assert await concurrently(app, wrong, 1) == [401]
     assert len(lookups) == 1
+
+
+def test_no_route_runs_its_guards_on_a_worker_thread(app: Litestar) -> None:
+    """Litestar wraps a plain-function guard to run on a thread pool: one hand-over per request."""
+    checked = 0
+    for route in app.routes:
+        for handler in getattr(route, "route_handlers", ()):
+            for guard in handler.resolve_guards():
+                assert inspect.iscoroutinefunction(guard) or inspect.iscoroutinefunction(
+                    getattr(guard, "__call__", None)
+                ), f"{route.path}: guard {guard!r} is not async"
+                assert not isinstance(guard, AsyncCallable), f"{route.path}: guard {guard!r} runs on a thread"
+                checked += 1
+    assert checked > 20
