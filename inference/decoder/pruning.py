@@ -25,8 +25,10 @@ FLOPs stay within ``counterfactual_flops_share`` of the decode's own FLOPs
 (prefill + decode); skipped checks are counted, not hidden. To cover as many
 claims as that share allows: only complete claims are scored (a periodic
 probe's partial step is not), a claim several beams share is scored once per
-branch, and the claim and its variants share the scoring of their common
-leading tokens (``contrast.token_logprobs``).
+branch, and the claim and its variants are scored on their
+changed spans only (``contrast.window_contrast``): the claim runs once and
+each variant only its changed words plus two tokens, all variants in one
+ragged batched forward.
 
 Time spent in constraint verification is added to the search's
 ``check_seconds`` (with the steering's apply / advance).
@@ -43,7 +45,7 @@ from typing import Any
 import torch
 
 from inference.decoder.beam import SearchStats, StepCheck
-from inference.decoder.contrast import contrast, score_continuations, scored_tokens
+from inference.decoder.contrast import window_contrast, window_cost
 from inference.decoder.degeneracy import degeneracy
 from inference.decoder.kv import PrefixKV
 from inference.decoder.runner import ModelRunner
@@ -236,6 +238,9 @@ class PruningJudge:
             degenerate=degenerate,
         )
 
+    def _ids(self, text: str) -> list[int]:
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
     def _supported(self, mention: str, evidence: str) -> bool:
         needle = mention.lower()
         plain = _plain_number(needle)
@@ -297,9 +302,12 @@ class PruningJudge:
             self.counterfactual_reused += 1
             value, best = known
         else:
-            texts = [claim, *(v.text for v in found)]
-            ids = [list(self.tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts]
-            cost = 2.0 * self.runner.parameters * scored_tokens(ids)
+            ids = self._ids(claim)
+            pairs = [(i, self._ids(v.text)) for i, v in enumerate(found)]
+            pairs = [(i, v) for i, v in pairs if v and v != ids]
+            if not ids or not pairs:
+                return None, "", facts
+            cost = 2.0 * self.runner.parameters * window_cost(ids, [v for _, v in pairs])
             flops = self.runner.counters.flops
             spent = flops.get("counterfactual", 0.0)
             base = flops.get("prefill", 0.0) + flops.get("decode", 0.0)
@@ -307,11 +315,17 @@ class PruningJudge:
                 self.counterfactual_skipped += 1
                 return None, "", facts
             ev = self.branches[branch]
-            scores = score_continuations(
-                self.runner, ev.prompt_kv, ev.prompt_len, ev.first_logprobs, ids, self.pad_id
+            scored = window_contrast(
+                self.runner,
+                ev.prompt_kv,
+                ev.prompt_len,
+                ev.first_logprobs,
+                ids,
+                [v for _, v in pairs],
+                pad_id=self.pad_id,
             )
             self.counterfactual_scored += 1
-            value, best = contrast(scores)
+            value, best = scored.value, pairs[scored.best - 1][0] + 1
             self._contrasts[(branch, claim)] = (value, best)
         variant = found[best - 1]
         facts = replace(

@@ -1,4 +1,4 @@
-"""Counterfactual scoring: shared leading tokens run once, the numbers equal whole-text scoring."""
+"""Counterfactual scoring: only what differs is run, and the numbers equal whole-text scoring."""
 
 from __future__ import annotations
 
@@ -8,7 +8,14 @@ import pytest
 import torch
 
 from inference.decoder.batch import prefill_prefix
-from inference.decoder.contrast import scored_tokens, shared_prefix, token_logprobs
+from inference.decoder.contrast import (
+    _windows,
+    scored_tokens,
+    shared_prefix,
+    token_logprobs,
+    window_contrast,
+    window_cost,
+)
 from inference.decoder.runner import ModelRunner
 from inference.loader import LoadedModel
 
@@ -55,3 +62,46 @@ def test_shared_prefix_scoring_equals_scoring_each_text_whole(loaded_model: Load
             assert got == pytest.approx(want, abs=2e-3)
     flops = runner.counters.flops["counterfactual"]
     assert flops == pytest.approx(2.0 * runner.parameters * scored_tokens(texts))
+
+
+def test_windows_cover_the_changed_span_and_a_lookahead() -> None:
+    claim = [1, 2, 3, 4, 5, 6]
+    assert _windows(claim, [1, 2, 9, 4, 5, 6], 2) == (2, 5, 5)
+    assert _windows(claim, [1, 2, 3, 4, 7, 8, 5, 6], 2) == (4, 6, 8)  # an insertion
+    assert _windows(claim, [1, 2, 3, 4, 5, 6, 7], 2) == (6 - 1, 6, 7)  # one extends the other
+    assert window_cost(claim, [[1, 2, 9, 4, 5, 6], [1, 2, 3, 4, 7, 8, 5, 6]]) == 6 + 2 * 4
+    assert window_cost(claim, [[1, 9, 3, 4, 5, 6]]) == 4 + 1 * 3  # the claim up to its window
+
+
+@pytest.mark.model
+def test_window_contrast_equals_whole_text_scoring_on_the_windows(
+    loaded_model: LoadedModel,
+) -> None:
+    tok = loaded_model.tokenizer
+    runner = ModelRunner(loaded_model.model)
+    prompt = list(tok(PROMPT, add_special_tokens=False)["input_ids"])
+    claim, *variants = [list(tok(" " + c, add_special_tokens=False)["input_ids"]) for c in CLAIMS]
+
+    def whole(text: list[int]) -> list[float]:
+        logits = loaded_model.model(torch.tensor([prompt + text])).logits[0].float()
+        lp = torch.log_softmax(logits, -1)
+        return [float(lp[len(prompt) - 1 + i, t]) for i, t in enumerate(text)]
+
+    with torch.inference_mode():
+        kv = prefill_prefix(runner, prompt)
+        first = torch.log_softmax(loaded_model.model(torch.tensor([prompt])).logits[0, -1].float(), -1)
+        runner.counters.flops.clear()
+        got = window_contrast(runner, kv, len(prompt), first, claim, variants)
+        claim_lp = whole(claim)
+        expected = []
+        for variant in variants:
+            start, c_end, v_end = _windows(claim, variant, 2)
+            v_lp = whole(variant)[start:v_end]
+            c_lp = claim_lp[start:c_end]
+            expected.append(sum(c_lp) / len(c_lp) - sum(v_lp) / len(v_lp))
+    assert got.value == pytest.approx(min(expected), abs=2e-3)
+    assert got.best == 1 + expected.index(min(expected))
+    assert list(got.claim_logprobs) == pytest.approx(claim_lp[: len(got.claim_logprobs)], abs=2e-3)
+    flops = runner.counters.flops["counterfactual"]
+    assert flops == pytest.approx(2.0 * runner.parameters * window_cost(claim, variants))
+    assert window_cost(claim, variants) < len(variants + [claim]) * len(claim)
