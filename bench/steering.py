@@ -254,6 +254,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_false",
         help="do not enforce step pruning (default: enforced, as POST /v1/reason runs)",
     )
+    parser.add_argument(
+        "--progress", type=Path, default=None, help="rewrite the JSON over the prompts done so far here after each prompt"
+    )
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 on a shared 2-core box)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -284,6 +287,50 @@ def main(argv: Sequence[str] | None = None) -> int:
     per_kind: dict[str, list[int]] = {}
     pruned: Counter[str] = Counter()
     repairs = unrepaired = 0
+
+    def build() -> dict[str, Any]:
+        """The report over the prompts decoded so far."""
+        pairs = [r["throughput_pair"] for r in chosen if "throughput_pair" in r]
+        tp_ours = _ratio(sum(p[0] for p in pairs), sum(p[1] for p in pairs))
+        tp_gen = _ratio(sum(p[2] for p in pairs), sum(p[3] for p in pairs))
+
+        def summary(verdicts: list[list[bool]]) -> dict[str, Any]:
+            flat = [v for vs in verdicts for v in vs]
+            return {
+                "instruction_strict": _ratio(sum(flat), len(flat)),
+                "prompt_strict": _ratio(sum(all(vs) for vs in verdicts), len(verdicts)),
+                "n_prompts": len(verdicts),
+                "n_instructions": len(flat),
+            }
+
+        report = {
+            "benchmark": "steering",
+            "quick": args.quick,
+            "width": args.width,
+            "pruning_enforced": args.prune,
+            "selection_rule": "IFEval prompts whose instructions all map to catalog kinds and are all reported "
+            "controlled by compile_steering (IFEval kwargs as parameters); conflicting sets excluded; "
+            + (f"quick: every {max(1, n_selected // _QUICK_SAMPLE)}-th selected prompt with budget <= {_QUICK_CAP}" if args.quick else f"budget <= {_FULL_CAP}"),
+            "n_rows": len(rows),
+            "n_selected": n_selected,
+            "excluded": dict(excluded),
+            "steered": summary(steered_ok),
+            "unsteered": summary(plain_ok),
+            "hard_violations": violations,
+            "pruning": {"pruned": dict(pruned), "repairs": repairs, "unrepaired": unrepaired},
+            "violation_details": violation_details,
+            "per_instruction_steered": {k: f"{v[0]}/{v[1]}" for k, v in sorted(per_kind.items())},
+            "tokens_per_s_ours": tp_ours,
+            "tokens_per_s_generate": tp_gen,
+            "throughput_ratio": _ratio(tp_ours, tp_gen),
+            "throughput_note": f"our decode (width {args.width}, steered) vs generate(num_beams={args.width}) "
+            f"on the first {len(pairs)} prompts, decode steps per second",
+            "constraint_check_share": _ratio(check_s, decode_s),
+            "counterfactual_flops_share": round(sum(cf_shares) / len(cf_shares), 4) if cf_shares else 0.0,
+            "judge_notes": JUDGE_NOTES,
+        }
+        return report
+
     for index, row in enumerate(chosen):
         plain_text, _, _ = run_generate(model, tokenizer, row["prompt"], row["budget"])
         steered = run_steered(model, tokenizer, row, args.width, args.prune)
@@ -320,50 +367,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
             flush=True,
         )
+        if args.progress is not None:
+            args.progress.write_text(json.dumps(build()) + "\n")
         if args.verbose:
             print(f"--- {row['key']} {row['instruction_id_list']} steered={s_ok} plain={p_ok}", file=sys.stderr)
             print(steered["text"][:600], file=sys.stderr)
 
-    pairs = [r["throughput_pair"] for r in chosen if "throughput_pair" in r]
-    tp_ours = _ratio(sum(p[0] for p in pairs), sum(p[1] for p in pairs))
-    tp_gen = _ratio(sum(p[2] for p in pairs), sum(p[3] for p in pairs))
-
-    def summary(verdicts: list[list[bool]]) -> dict[str, Any]:
-        flat = [v for vs in verdicts for v in vs]
-        return {
-            "instruction_strict": _ratio(sum(flat), len(flat)),
-            "prompt_strict": _ratio(sum(all(vs) for vs in verdicts), len(verdicts)),
-            "n_prompts": len(verdicts),
-            "n_instructions": len(flat),
-        }
-
-    report = {
-        "benchmark": "steering",
-        "quick": args.quick,
-        "width": args.width,
-        "pruning_enforced": args.prune,
-        "selection_rule": "IFEval prompts whose instructions all map to catalog kinds and are all reported "
-        "controlled by compile_steering (IFEval kwargs as parameters); conflicting sets excluded; "
-        + (f"quick: every {max(1, n_selected // _QUICK_SAMPLE)}-th selected prompt with budget <= {_QUICK_CAP}" if args.quick else f"budget <= {_FULL_CAP}"),
-        "n_rows": len(rows),
-        "n_selected": n_selected,
-        "excluded": dict(excluded),
-        "steered": summary(steered_ok),
-        "unsteered": summary(plain_ok),
-        "hard_violations": violations,
-        "pruning": {"pruned": dict(pruned), "repairs": repairs, "unrepaired": unrepaired},
-        "violation_details": violation_details,
-        "per_instruction_steered": {k: f"{v[0]}/{v[1]}" for k, v in sorted(per_kind.items())},
-        "tokens_per_s_ours": tp_ours,
-        "tokens_per_s_generate": tp_gen,
-        "throughput_ratio": _ratio(tp_ours, tp_gen),
-        "throughput_note": f"our decode (width {args.width}, steered) vs generate(num_beams={args.width}) "
-        f"on the first {len(pairs)} prompts, decode steps per second",
-        "constraint_check_share": _ratio(check_s, decode_s),
-        "counterfactual_flops_share": round(sum(cf_shares) / len(cf_shares), 4) if cf_shares else 0.0,
-        "judge_notes": JUDGE_NOTES,
-    }
-    print(json.dumps(report))
+    print(json.dumps(build()))
     return 0
 
 
