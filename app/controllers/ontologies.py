@@ -4,7 +4,10 @@ An upload is parsed, materialised, validated and indexed in a worker thread
 *before* anything is written, so a refused file leaves no row; the same
 bytes uploaded again to the same domain answer 200 with the existing
 version. Every query is scoped to the caller's tenant: another tenant's
-version answers 404.
+version answers 404. Upload limits are the ``TENET_ONTOLOGY_*`` settings
+(``runtime.ontology_limits``); the request body is capped at the file limit
+plus :data:`MULTIPART_ALLOWANCE_BYTES` while it is received. OWL/XML is
+refused with 415 (see ``docs/ontologies.md``).
 """
 
 from __future__ import annotations
