@@ -10,12 +10,16 @@ number or date) is a FALSE statement. Each statement is scored by the bundled
 model as the answer to "State one fact from the evidence." with its view's
 evidence in the prompt, exactly as the decoder scores a step: lowest-window
 token probability and counterfactual contrast (against the statement's own
-variants, all in one batched forward), combined by
+variants on their changed spans, ``window_contrast``, as the judge scores
+them), combined by
 ``reasoning.confidence.combine``.
 
 Reported: expected calibration error (10 bins) of the shipped coefficients,
 and of coefficients refitted with 2-fold cross-validation (fit on one half,
 measure on the other), accuracy of ``confidence > 0.5``, and the set's size.
+A second, disjoint set (the facts of ``bench.counterfactual``, other
+entities and wording) measures the shipped coefficients again and the
+cross-set refit: fit on one set, measure on the other, both ways.
 The last stdout line is one JSON object.
 """
 
@@ -81,20 +85,20 @@ def clinical_view() -> Any:
     )
 
 
-def _labelled(views: Sequence[Any]) -> list[tuple[Any, str, bool]]:
+def _labelled(views: Sequence[Any], lexicon: dict[str, str]) -> list[tuple[Any, str, bool]]:
     from reasoning.counterfactual import variants
 
     out: list[tuple[Any, str, bool]] = []
     for view in views:
         for fact in view.facts:
             out.append((view, fact.text, True))
-            out.extend((view, v.text, False) for v in variants(fact.text, LEXICON, limit=4))
+            out.extend((view, v.text, False) for v in variants(fact.text, lexicon, limit=4))
     return out
 
 
-def _features(lm: Any, view: Any, statement: str) -> Any:
+def _features(lm: Any, view: Any, statement: str, lexicon: dict[str, str]) -> Any:
     from inference.decoder.batch import prefill_branches, prefill_prefix
-    from inference.decoder.contrast import token_logprobs
+    from inference.decoder.contrast import token_logprobs, window_contrast
     from inference.decoder.runner import ModelRunner
     from inference.prompting import plan_prompt
     from reasoning.confidence import ConfidenceInputs, lowest_window_probability
@@ -108,25 +112,28 @@ def _features(lm: Any, view: Any, statement: str) -> Any:
         state, first = prefill_branches(
             runner, len(ids) - 1, kv, [ids[-1:]], width=1, max_new_tokens=1
         )
-        texts = [statement, *(v.text for v in variants(statement, LEXICON, limit=4))]
-        kinds = [v.kind for v in variants(statement, LEXICON, limit=4)]
-        token_ids = [list(tok(t, add_special_tokens=False)["input_ids"]) for t in texts]
-        per_token = token_logprobs(
-            runner,
-            state.branch_kv[0],
-            state.prompt_lengths[0],
-            torch.log_softmax(first[0], -1),
-            token_ids,
-            int(tok.pad_token_id),
-        )
-    means = [sum(lp) / len(lp) for lp in per_token]
-    contrast = None
-    kind = None
-    if len(means) > 1:
-        best = max(range(1, len(means)), key=lambda i: means[i])
-        contrast, kind = means[0] - means[best], kinds[best - 1]
+        found = variants(statement, lexicon, limit=4)
+        claim = list(tok(statement, add_special_tokens=False)["input_ids"])
+        others = [list(tok(v.text, add_special_tokens=False)["input_ids"]) for v in found]
+        kept = [(v, tid) for v, tid in zip(found, others) if tid and tid != claim]
+        prompt_kv, prompt_len = state.branch_kv[0], state.prompt_lengths[0]
+        first_lp = torch.log_softmax(first[0], -1)
+        (claim_lp,) = token_logprobs(runner, prompt_kv, prompt_len, first_lp, [claim])
+        contrast = None
+        kind = None
+        if kept:
+            scored = window_contrast(
+                runner,
+                prompt_kv,
+                prompt_len,
+                first_lp,
+                claim,
+                [tid for _, tid in kept],
+                pad_id=int(tok.pad_token_id),
+            )
+            contrast, kind = scored.value, kept[scored.best - 1][0].kind
     return ConfidenceInputs(
-        window_prob=lowest_window_probability(per_token[0]), contrast=contrast, contrast_kind=kind
+        window_prob=lowest_window_probability(claim_lp), contrast=contrast, contrast_kind=kind
     )
 
 
@@ -141,10 +148,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     from inference.loader import load_model
     from reasoning.confidence import combine, expected_calibration_error, fit_coefficients
 
+    from bench.counterfactual import CASES
+    from bench.counterfactual import LEXICON as CASE_LEXICON
+
     lm = load_model("bundled", cache_root=args.cache)
-    data = _labelled([*aml_views(), clinical_view()])
-    samples = [(_features(lm, view, text), label) for view, text, label in data]
+    data = _labelled([*aml_views(), clinical_view()], LEXICON)
+    samples = [(_features(lm, view, text, LEXICON), label) for view, text, label in data]
+    other_views = [case["evidence"][0] for case in CASES]
+    other = [
+        (_features(lm, view, text, CASE_LEXICON), label)
+        for view, text, label in _labelled(other_views, CASE_LEXICON)
+    ]
     shipped = [(combine(x), y) for x, y in samples]
+    shipped_other = [(combine(x), y) for x, y in other]
+    cross: list[tuple[float, bool]] = []
+    for train, test in ((samples, other), (other, samples)):
+        coefficients = fit_coefficients(train)
+        cross.extend((combine(x, coefficients), y) for x, y in test)
     halves = (samples[0::2], samples[1::2])
     held_out: list[tuple[float, bool]] = []
     for train, test in ((halves[0], halves[1]), (halves[1], halves[0])):
@@ -162,6 +182,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "accuracy_shipped": accuracy(shipped),
         "ece_refit_2fold_held_out": round(expected_calibration_error(held_out), 4),
         "accuracy_refit_2fold_held_out": accuracy(held_out),
+        "second_set": {
+            "source": "the evidence facts of bench.counterfactual.CASES and their variants",
+            "n_statements": len(other),
+            "n_true": sum(1 for _, y in other if y),
+            "ece_shipped_coefficients": round(expected_calibration_error(shipped_other), 4),
+            "accuracy_shipped": accuracy(shipped_other),
+        },
+        "ece_refit_cross_set_held_out": round(expected_calibration_error(cross), 4),
+        "accuracy_refit_cross_set_held_out": accuracy(cross),
         "refit_on_all": {
             "intercept": round(full_fit.intercept, 3),
             "token": round(full_fit.token, 3),
