@@ -35,13 +35,14 @@ REASON = {"prompt": "Name one benefit of customer due diligence. Use at most 20 
 
 @pytest.fixture
 async def small_queue(settings: Settings, loaded_model: LoadedModel) -> AsyncIterator[tuple[Any, Runtime, dict[str, str]]]:
-    """A client of an app whose scheduler admits one waiting job, the model loaded.
+    """A client of an app whose scheduler runs one decode at a time and admits one waiting
+    job, the model loaded (so the queue fills and orders as these tests need).
 
     httpx's ASGI transport runs the app on the test's own event loop, so
     concurrent requests really overlap (Litestar's test client answers one
     request at a time through a blocking portal).
     """
-    runtime = Runtime(dataclasses.replace(settings, queue_max=1))
+    runtime = Runtime(dataclasses.replace(settings, queue_max=1, max_batch=1))
     runtime.set_model(loaded_model)
     app: Litestar = create_app(runtime.settings, runtime=runtime)
     token = await bootstrap_admin_key(runtime.sessionmaker, None)
@@ -100,6 +101,41 @@ async def test_overload_is_refused_at_once_and_the_accepted_request_completes(
     metrics = (await client.get("/metrics")).text
     assert 'tenet_admission_refused_total{reason="queue_full"}' in metrics
     assert "tenet_queue_wait_seconds_count" in metrics
+
+
+@pytest.mark.model
+async def test_concurrent_requests_are_decoded_together_in_shared_forward_passes(
+    settings: Settings, loaded_model: LoadedModel
+) -> None:
+    runtime = Runtime(dataclasses.replace(settings, max_batch=4, batch_wait_ms=200))
+    runtime.set_model(loaded_model)
+    app: Litestar = create_app(runtime.settings, runtime=runtime)
+    token = await bootstrap_admin_key(runtime.sessionmaker, None)
+    assert token is not None
+    prompts = (
+        "Name one benefit of customer due diligence. Use at most 20 words.",
+        "Name one risk of weak onboarding checks. Do not use commas.",
+        "Say why audit trails matter. Answer in lowercase letters only.",
+        "Name one sign of money laundering in under 15 words.",
+    )
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver", timeout=600) as client:
+        responses = await asyncio.gather(*(
+            client.post(
+                "/v1/reason",
+                json={"prompt": p, "options": {"max_new_tokens": 8, "num_beams": 1}},
+                headers=bearer(token),
+            )
+            for p in prompts
+        ))
+        assert [r.status_code for r in responses] == [200] * 4, [r.text for r in responses]
+        assert len({r.json()["run_id"] for r in responses}) == 4
+        diagnostics = (await client.get("/v1/diagnostics", headers=bearer(token))).json()
+    batching = diagnostics["batching"]
+    assert batching["cross_request_batching"] is True and batching["max_batch"] == 4
+    assert batching["forwards"]["merged"] > 0
+    assert await runtime.scheduler.drain(60)
+    await runtime.close()
 
 
 @pytest.mark.model
