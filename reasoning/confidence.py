@@ -3,15 +3,16 @@
 The combination is a logistic model with coefficients stored in code::
 
     z = b0 + b_token * logit(p_window) + b_support * (support - 0.5)
-           + b_contrast * clip(contrast, -2, 2)
+           + [contrast scored] * (b_offset + b_contrast * clip(contrast, -2, 2))
     confidence = sigmoid(z) * STALE_FACTOR ** n_stale_facts
 
 ``p_window`` is the lowest sliding-window mean token probability of the step
 (one unsure stretch lowers a step even if the rest is fluent); ``support`` the
 share of the step's domain mentions found in evidence (left out when the step
 mentions none); ``contrast`` the claim's mean per-token log-likelihood minus
-its most likely counterfactual variant's (left out when not scored). With
-only the token term and ``b0 = 0, b_token = 1`` the confidence equals
+its most likely counterfactual variant's (left out, with its offset, when not
+scored: the counterfactual checks are rationed, so most steps have none).
+With only the token term and ``b0 = 0, b_token = 1`` the confidence equals
 ``p_window``, so every other term is a documented correction of it.
 
 ``COEFFICIENTS`` can be refitted with ``fit_coefficients`` on labelled
@@ -28,7 +29,9 @@ from collections.abc import Sequence
 import msgspec
 
 __all__ = [
+    "COEFFICIENT_NAMES",
     "DEFAULT_COEFFICIENTS",
+    "FIT_START",
     "Coefficients",
     "Confidence",
     "ConfidenceInputs",
@@ -50,12 +53,26 @@ class Coefficients(msgspec.Struct, frozen=True, kw_only=True):
     token: float
     support: float
     contrast: float
+    contrast_offset: float = 0.0  # added only when the step's contrast was scored
 
 
-# Hand-set, not fitted: identity on the token term, support and contrast as
-# bounded corrections (+-0.75 and +-2 logits). ``fit_coefficients`` replaces
-# them once a labelled set of decoded steps is large enough to be trusted.
-DEFAULT_COEFFICIENTS = Coefficients(intercept=0.0, token=1.0, support=1.5, contrast=1.0)
+COEFFICIENT_NAMES = ("intercept", "token", "support", "contrast", "contrast_offset")
+
+# Where a fit starts: the hand-set model (identity on the token term, support
+# +-0.75 and contrast +-2 logits, no offset). Fixed, so a fit does not depend
+# on the shipped values and the shipped values can be reproduced.
+FIT_START = Coefficients(intercept=0.0, token=1.0, support=1.5, contrast=1.0, contrast_offset=0.0)
+
+# Token and support terms hand-set: identity on the token term, support a
+# bounded correction (+-0.75 logits). The two contrast terms are fitted
+# (``fit_coefficients(..., only=("contrast", "contrast_offset"))``) on the
+# first labelled set of ``bench.calibration`` (the AML and clinical evidence
+# facts and their counterfactual variants, 24 statements) and measured on its
+# second, disjoint set (see that bench's output): only steps whose contrast
+# was scored are affected, and a step without one keeps ``p_window``.
+DEFAULT_COEFFICIENTS = Coefficients(
+    intercept=0.0, token=1.0, support=1.5, contrast=4.019, contrast_offset=-3.622
+)
 
 
 class ConfidenceInputs(msgspec.Struct, frozen=True, kw_only=True):
@@ -93,21 +110,26 @@ def lowest_window_probability(logprobs: Sequence[float], window: int = 4) -> flo
     return lowest / window
 
 
-def features(inputs: ConfidenceInputs) -> tuple[float, float, float]:
-    """The three regressors of the logistic model (0 for a term not measured)."""
+def features(inputs: ConfidenceInputs) -> tuple[float, float, float, float]:
+    """The regressors of the logistic model: token, support, contrast, contrast scored (0 / 1).
+
+    A term not measured is 0.
+    """
     p = min(max(inputs.window_prob, 1e-4), 1 - 1e-4)
     token = math.log(p / (1 - p))
     support = 0.0 if inputs.support is None else inputs.support - 0.5
     contrast = 0.0 if inputs.contrast is None else max(-2.0, min(2.0, inputs.contrast))
-    return token, support, contrast
+    scored = 0.0 if inputs.contrast is None else 1.0
+    return token, support, contrast, scored
 
 
 def combine(inputs: ConfidenceInputs, coefficients: Coefficients = DEFAULT_COEFFICIENTS) -> float:
     """Confidence in [0, 1] (before the staleness factor)."""
-    token, support, contrast = features(inputs)
+    token, support, contrast, scored = features(inputs)
     z = coefficients.intercept + coefficients.token * token
     z += coefficients.support * support + coefficients.contrast * contrast
-    return 1.0 / (1.0 + math.exp(-z))
+    z += coefficients.contrast_offset * scored
+    return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
 
 
 def step_confidence(
@@ -159,25 +181,33 @@ def fit_coefficients(
     steps: int = 2000,
     rate: float = 0.1,
     l2: float = 1e-3,
+    only: Sequence[str] = COEFFICIENT_NAMES,
 ) -> Coefficients:
-    """Fit the logistic model on labelled steps by gradient descent (deterministic, no extra deps)."""
+    """Fit the logistic model on labelled steps by gradient descent (deterministic, no extra deps).
+
+    ``only`` names the coefficients to fit (``COEFFICIENT_NAMES``), each
+    starting from ``FIT_START``; the others keep their ``DEFAULT_COEFFICIENTS``
+    values.
+    """
+    unknown = set(only) - set(COEFFICIENT_NAMES)
+    if unknown:
+        raise ValueError(f"unknown coefficients: {sorted(unknown)}")
     if not samples:
         return DEFAULT_COEFFICIENTS
     xs = [(1.0, *features(inp)) for inp, _ in samples]
     ys = [1.0 if ok else 0.0 for _, ok in samples]
+    free = [name in only for name in COEFFICIENT_NAMES]
     w = [
-        DEFAULT_COEFFICIENTS.intercept,
-        DEFAULT_COEFFICIENTS.token,
-        DEFAULT_COEFFICIENTS.support,
-        DEFAULT_COEFFICIENTS.contrast,
+        float(getattr(FIT_START if f else DEFAULT_COEFFICIENTS, name))
+        for name, f in zip(COEFFICIENT_NAMES, free)
     ]
-    n = len(xs)
+    n, k = len(xs), len(COEFFICIENT_NAMES)
     for _ in range(steps):
-        grad = [0.0] * 4
+        grad = [0.0] * k
         for x, y in zip(xs, ys):
             z = sum(wi * xi for wi, xi in zip(w, x))
             p = 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
-            for j in range(4):
+            for j in range(k):
                 grad[j] += (p - y) * x[j] / n
-        w = [wi - rate * (g + l2 * wi) for wi, g in zip(w, grad)]
-    return Coefficients(intercept=w[0], token=w[1], support=w[2], contrast=w[3])
+        w = [wi - rate * (g + l2 * wi) if f else wi for wi, g, f in zip(w, grad, free)]
+    return Coefficients(**dict(zip(COEFFICIENT_NAMES, w)))

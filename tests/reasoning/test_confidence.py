@@ -86,3 +86,27 @@ def test_fitting_reduces_calibration_error_on_miscalibrated_data() -> None:
     after = expected_calibration_error([(combine(x, fitted), y) for x, y in samples])
     assert fitted != DEFAULT_COEFFICIENTS
     assert after < before / 2
+
+
+def test_contrast_terms_touch_only_steps_whose_contrast_was_scored() -> None:
+    unscored = ConfidenceInputs(window_prob=0.8)
+    assert combine(unscored) == pytest.approx(0.8, abs=1e-6)
+    near_equal = combine(ConfidenceInputs(window_prob=0.8, contrast=0.0))
+    favoured = combine(ConfidenceInputs(window_prob=0.8, contrast=1.5))
+    assert near_equal < 0.8 < favoured
+
+
+def test_fitting_only_named_coefficients_keeps_the_others() -> None:
+    rng = random.Random(3)
+    samples = []
+    for _ in range(200):
+        c = rng.uniform(-2, 2)
+        samples.append((ConfidenceInputs(window_prob=0.9, contrast=c), rng.random() < 1 / (1 + math.exp(-3 * c))))
+    fitted = fit_coefficients(samples, only=("contrast", "contrast_offset"))
+    assert (fitted.intercept, fitted.token, fitted.support) == (
+        DEFAULT_COEFFICIENTS.intercept,
+        DEFAULT_COEFFICIENTS.token,
+        DEFAULT_COEFFICIENTS.support,
+    )
+    with pytest.raises(ValueError):
+        fit_coefficients(samples, only=("bogus",))
