@@ -109,7 +109,7 @@ SETTINGS_DOC: tuple[tuple[str, str, str], ...] = (
     ),
     (
         "TENET_BATCH_WAIT_MS",
-        "20",
+        "150",
         "Longest a decode step waits for the other running decodes' steps before the merged forward pass starts without them.",
     ),
     (
@@ -212,7 +212,7 @@ class Settings:
     audit_retention_days: int = 180
     queue_max: int = 64
     max_batch: int = 8
-    batch_wait_ms: float = 20.0
+    batch_wait_ms: float = 150.0
     default_deadline_s: float = 60.0
     shutdown_grace_s: float = 30.0
     webhook_url: str = ""

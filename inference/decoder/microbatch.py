@@ -88,7 +88,7 @@ class MicroBatcher:
         forward_step: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, Any], torch.Tensor],
         *,
         max_rows: int = 64,
-        max_wait_s: float = 0.02,
+        max_wait_s: float = 0.15,
         on_forward: Callable[[int, int], None] | None = None,
     ) -> None:
         if max_rows < 1:
