@@ -49,6 +49,7 @@ __all__ = [
     "profile_defaults",
     "check_prompt",
     "domain_index",
+    "lookup_domain_index",
     "plan_and_run",
     "build_response",
     "record_reason_run",
@@ -87,6 +88,17 @@ async def domain_index(
     return await load_index(db_session, runtime.ontology_indexes, auth.tenant_id, domain)
 
 
+async def lookup_domain_index(
+    runtime: Runtime, auth: AuthContext, domain: str | None
+) -> OntologyIndex | None:
+    """:func:`domain_index` in a short session of its own (none without a domain), so no pooled
+    connection stays checked out while the request waits for and runs its decode."""
+    if domain is None:
+        return None
+    async with runtime.sessionmaker() as session:
+        return await domain_index(runtime, session, auth, domain)
+
+
 async def plan_and_run(
     runtime: Runtime,
     auth: AuthContext,
@@ -98,7 +110,8 @@ async def plan_and_run(
     on_plan: Callable[[Plan], None] | None = None,
     on_step: Callable[[str, str], None] | None = None,
 ) -> tuple[Plan, ReasonResult]:
-    """Plan in a worker thread, then decode through the scheduler (one decode at a time per model).
+    """Plan in a worker thread, then decode through the scheduler (concurrent decodes share the
+    model's forward passes).
 
     Admission is checked before planning so an overloaded service refuses at
     once (429/503 with Retry-After); once the decode is queued it runs to
