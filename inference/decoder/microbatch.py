@@ -9,7 +9,7 @@ worker runs, in this order:
    probe), one at a time in arrival order, so a newcomer's prefill waits at
    most one step;
 2. one-token decode steps, merged: it waits until every open lane has a step
-   pending (lanes blocked in an unmergeable call count as pending) or until
+   pending or until
    ``max_wait_s`` has passed since the first step arrived, then runs all of
    them (up to ``max_rows`` rows) as one forward over a
    :class:`~inference.decoder.grouped_attention.GroupedCache`.
@@ -61,7 +61,6 @@ class BatcherStats:
 
 @dataclass(eq=False)
 class _Job:
-    lane: Lane | None
     call: Call | None = None  # unmergeable: run as is
     step: tuple[torch.Tensor, torch.Tensor, torch.Tensor, SlabCache] | None = None  # ids, pos, mask, cache
     done: threading.Event = field(default_factory=threading.Event)
@@ -118,7 +117,7 @@ class MicroBatcher:
 
     def run(self, call: Call) -> Any:
         """Run ``call`` on the forward thread between merged steps (exclusive use of the model)."""
-        return self._submit(_Job(lane=None, call=call))
+        return self._submit(_Job(call=call))
 
     def close(self) -> None:
         """Finish what was submitted, then stop the thread; later submissions raise Unavailable."""
@@ -174,9 +173,10 @@ class MicroBatcher:
                 if self._calls:
                     return [self._calls.pop(0)]
                 if self._steps:
-                    blocked = len(self._steps) + sum(1 for j in self._calls if j.lane is not None)
+                    # Calls run first, so no lane is blocked in one here: every open lane
+                    # without a pending step is still working out its next token.
                     waited = time.monotonic() - self._first_step_at
-                    if not self.mergeable or blocked >= self._open or waited >= self.max_wait_s:
+                    if not self.mergeable or len(self._steps) >= self._open or waited >= self.max_wait_s:
                         return self._take_steps()
                     self._cond.wait(timeout=self.max_wait_s - waited)
                     continue
@@ -257,8 +257,8 @@ class Lane:
 
     def step(self, ids: torch.Tensor, pos: torch.Tensor, mask: torch.Tensor, cache: SlabCache) -> Any:
         """One token per row (``ids, pos: [n, 1]``, ``mask: [n, C]``): merged with other lanes' steps."""
-        return self._batcher._submit(_Job(lane=self, step=(ids, pos, mask, cache)))
+        return self._batcher._submit(_Job(step=(ids, pos, mask, cache)))
 
     def call(self, call: Call) -> Any:
         """Any other model call of this decode (prefill, scoring), run alone on the forward thread."""
-        return self._batcher._submit(_Job(lane=self, call=call))
+        return self._batcher._submit(_Job(call=call))
