@@ -27,11 +27,13 @@ from typing import Any
 import torch
 
 from inference.decoder.controllers.charset import CharPolicy
+from inference.decoder.controllers.citing import Citations
 from inference.decoder.controllers.counts import Limits
 from inference.decoder.controllers.lexical import ForbiddenWords
 from inference.decoder.controllers.steering import ConstraintSteering
 from inference.decoder.controllers.template import Body, Layout, Literal, build_layout
 from inference.decoder.vocab import vocab_tables
+from reasoning.constraints.catalog import CATALOG
 from reasoning.constraints.model import Constraint, Hardness, Kind, Relation, Scope
 from reasoning.errors import ConflictError, InvalidInput, LimitExceeded
 
@@ -72,36 +74,11 @@ LANGUAGE_SCRIPTS: dict[str, frozenset[str]] = {
     "am": frozenset({"ETHIOPIC"}),
 }
 
-# Kinds with a token controller (some only for certain parameters; see
-# ``ConstraintSteering.controlled`` for what a given request got).
-CONTROLLED_KINDS: frozenset[Kind] = frozenset(
-    {
-        Kind.NO_COMMA,
-        Kind.ALL_LOWERCASE,
-        Kind.ALL_CAPITALS,
-        Kind.RESPONSE_LANGUAGE,
-        Kind.FORBIDDEN_WORDS,
-        Kind.WORD_COUNT,
-        Kind.SENTENCE_COUNT,
-        Kind.LETTER_FREQUENCY,
-        Kind.PLACEHOLDERS,
-        Kind.BULLET_COUNT,
-        Kind.SECTIONS,
-        Kind.PARAGRAPH_COUNT,
-        Kind.NTH_PARAGRAPH_FIRST_WORD,
-        Kind.TWO_RESPONSES,
-        Kind.HIGHLIGHTED_SECTIONS,
-        Kind.TITLE,
-        Kind.QUOTATION,
-        Kind.POSTSCRIPT,
-        Kind.END_PHRASE,
-        Kind.START_PHRASE,
-        Kind.REPEAT_PROMPT,
-        Kind.JSON_FORMAT,
-        Kind.REGEX_FORMAT,
-        Kind.CONSTRAINED_RESPONSE,
-    }
-)
+# Kinds with a token controller, as the catalog declares them (its
+# ``controllable`` flags are the one source of truth; some kinds are controlled
+# only for certain parameters, see ``ConstraintSteering.controlled`` for what a
+# given request got). A test compiles every one of them.
+CONTROLLED_KINDS: frozenset[Kind] = frozenset(kind for kind, spec in CATALOG.items() if spec.controllable)
 
 _BODY_PRIORITY = (
     Kind.JSON_FORMAT,
@@ -146,6 +123,7 @@ def compile_steering(
     device: torch.device | str = "cpu",
     vocab_size: int | None = None,
     max_new_tokens: int | None = None,
+    evidence_ids: Sequence[str] = (),
 ) -> ConstraintSteering:
     """The steering for ``constraints`` (hard ones masked, soft static ones biased).
 
@@ -153,6 +131,10 @@ def compile_steering(
     its parameter is missing); ``device`` and ``vocab_size`` are the model's;
     ``max_new_tokens`` lets the controllers close the structure (end phrase,
     closing quote) before the budget ends; without it they cannot.
+    ``evidence_ids`` are the ids of the evidence facts the prompt shows
+    (``E1``, ``E2``, ...): with them a hard ``cite_sources`` constraint is
+    controlled (the answer cites that many distinct shown facts, chosen by
+    the model); without them it is left to the prompt and the verifier.
 
     Example::
 
@@ -176,6 +158,7 @@ def compile_steering(
 
     limits, forbidden = _counts(hard, controlled, assisted)
     layout, literal_sources = _layout(hard, prompt, policy, controlled, uncontrolled)
+    citations = _citations(constraints, evidence_ids, layout, policy, policy_sources, controlled, uncontrolled)
 
     for c in hard:
         if c.id not in controlled and c.id not in assisted:
@@ -194,6 +177,7 @@ def compile_steering(
         soft_policy=soft_policy if soft_policy.active else None,
         limits=limits,
         forbidden=forbidden,
+        citations=citations,
         max_new_tokens=max_new_tokens,
         controlled=frozenset(controlled),
         assisted=frozenset(assisted),
@@ -316,11 +300,11 @@ def _layout(
         c = by_kind[body_kind]
         body = _body(c, literal)
         controlled.add(c.id)
-        for other in _BODY_PRIORITY:
-            if other in by_kind and other != body_kind:
-                if body_kind in _FORMAL or other in _FORMAL:
-                    raise _conflict("a formal answer (JSON, regex, options) cannot have another structure", c, by_kind[other])
-                uncontrolled.add(by_kind[other].id)
+        for rival in _BODY_PRIORITY:
+            if rival in by_kind and rival != body_kind:
+                if body_kind in _FORMAL or rival in _FORMAL:
+                    raise _conflict("a formal answer (JSON, regex, options) cannot have another structure", c, by_kind[rival])
+                uncontrolled.add(by_kind[rival].id)
     layout = Layout(body=body)
     formal = body.kind == "formal"
     for kind in (Kind.QUOTATION, Kind.TITLE, Kind.POSTSCRIPT, Kind.END_PHRASE, Kind.HIGHLIGHTED_SECTIONS):
@@ -415,6 +399,43 @@ def _body(c: Constraint, literal: Any) -> Body:
         return Body(kind="two")
     except (KeyError, ValueError, TypeError, re.error) as exc:
         raise InvalidInput(f"{c.kind.value}: invalid parameters {p!r}: {exc}") from exc
+
+
+def _citations(
+    constraints: Sequence[Constraint],
+    evidence_ids: Sequence[str],
+    layout: Layout,
+    policy: CharPolicy,
+    policy_sources: list[Constraint],
+    controlled: set[str],
+    uncontrolled: set[str],
+) -> Citations | None:
+    """The citation controller of the hard ``cite_sources`` constraints, if it can run.
+
+    It needs shown evidence and running text to cite in (not a formal body);
+    an all-lowercase answer cannot write the ``E`` of ``[E1]`` (a conflict);
+    asking for more distinct facts than are shown cannot be met (a limit).
+    """
+    cite = [c for c in constraints if c.kind == Kind.CITE_SOURCES and c.hardness == Hardness.HARD]
+    ids = tuple(dict.fromkeys(str(i) for i in evidence_ids))
+    if not cite or not ids or layout.body.kind == "formal":
+        return None
+    try:
+        need = max(int(c.params.get("min", 1)) for c in cite)
+        citations = Citations(ids, need=max(1, need))
+    except (ValueError, TypeError) as exc:
+        raise InvalidInput(f"cite_sources: invalid 'min' or evidence ids: {exc}") from exc
+    if policy.case == "lower":
+        raise _conflict("citations like [E1] need a capital E", *[c for c in policy_sources if c.kind == Kind.ALL_LOWERCASE], *cite)
+    if citations.need > len(ids):
+        raise LimitExceeded(
+            f"{citations.need} distinct evidence facts must be cited but only {len(ids)} are shown",
+            constraint_ids=[c.id for c in cite],
+        )
+    for c in cite:
+        controlled.add(c.id)
+        uncontrolled.discard(c.id)
+    return citations
 
 
 def _check_literals(

@@ -29,9 +29,12 @@ from typing import Any
 
 import torch
 
+from reasoning.constraints.textstats import count_words
+
 __all__ = [
     "WORD_RE",
     "VocabTables",
+    "joins_run",
     "letter_script",
     "script_prefixes",
     "vocab_tables",
@@ -56,6 +59,18 @@ def letter_script(ch: str) -> str:
     if head in ("FULLWIDTH", "HALFWIDTH"):
         return "LATIN" if "LATIN" in name else head
     return head
+
+
+def joins_run(ch: str) -> bool:
+    """Whether ``ch`` continues a word of the verifier's rule across a boundary.
+
+    ``reasoning.constraints.textstats.count_words`` counts ``\\w`` runs but
+    every Han character alone; so two adjacent characters form one word
+    exactly when both are word characters that are not Han. Doubling the
+    character tells which case it is with the counter itself (one word: a
+    joining character; two: Han; none: not a word character).
+    """
+    return count_words(ch + ch) == 1
 
 
 @lru_cache(maxsize=32)
@@ -101,8 +116,10 @@ class VocabTables:
     has_bracket: torch.Tensor  # '[' or ']'
     has_non_latin_letter: torch.Tensor
     starts_space: torch.Tensor
-    word_runs: torch.Tensor  # [V] int32: number of \w+ runs
+    word_runs: torch.Tensor  # [V] int32: number of \w+ runs (IFEval's words)
     starts_wordchar: torch.Tensor
+    word_units: torch.Tensor  # [V] int32: words by our verifier's rule (each Han character one)
+    starts_unit_char: torch.Tensor  # first char is a word char that joins a run (not Han)
     ends_wordchar: torch.Tensor
     sentence_ends: torch.Tensor  # [V] int32: [.!?]+ followed by whitespace inside the token
     ends_terminal: torch.Tensor  # last char in .!?
@@ -262,6 +279,8 @@ def _build(tokenizer: Any, device: torch.device, vocab_size: int | None) -> Voca
         starts_space=bool_t("starts_space"),
         word_runs=int_t("word_runs"),
         starts_wordchar=bool_t("starts_wordchar"),
+        word_units=int_t("word_units"),
+        starts_unit_char=bool_t("starts_unit_char"),
         ends_wordchar=bool_t("ends_wordchar"),
         sentence_ends=int_t("sentence_ends"),
         ends_terminal=bool_t("ends_terminal"),
@@ -287,6 +306,8 @@ _COLUMNS = (
     "starts_space",
     "word_runs",
     "starts_wordchar",
+    "word_units",
+    "starts_unit_char",
     "ends_wordchar",
     "sentence_ends",
     "ends_terminal",
@@ -313,6 +334,8 @@ def _describe(text: str, frag: bool, special: bool, cols: dict[str, list[Any]]) 
     cols["starts_space"].append(bool(text) and text[0].isspace())
     cols["word_runs"].append(len(WORD_RE.findall(text)))
     cols["starts_wordchar"].append(bool(text) and bool(WORD_RE.match(text[0])))
+    cols["word_units"].append(count_words(text))
+    cols["starts_unit_char"].append(bool(text) and joins_run(text[0]))
     cols["ends_wordchar"].append(bool(text) and bool(WORD_RE.match(text[-1])))
     cols["sentence_ends"].append(len(_SENTENCE_END_INSIDE.findall(text)))
     cols["ends_terminal"].append(bool(text) and text[-1] in _TERMINAL)

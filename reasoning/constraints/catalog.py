@@ -6,15 +6,24 @@
 - ``ifeval_ids``: the IFEval instruction ids the kind covers (the benchmark's
   mapping is built from these);
 - ``controllable`` and ``controller``: whether the steered decoder has a token
-  controller for the kind and of which sort. ``"mask"`` forbids tokens
+  controller for the kind and of which sort. This is the one source of
+  truth: ``inference.decoder.compile.CONTROLLED_KINDS`` is read from it and a
+  test compiles one constraint of every controllable kind and checks it is
+  reported controlled. ``"mask"`` forbids tokens
   (a forbidden word, a comma, a wrong letter case or script, a letter or word
   over its limit); ``"force"`` forces a known text at a known place (a
-  prefix, suffix or wrapper); ``"grammar"`` runs an llguidance grammar (JSON,
+  prefix, suffix or wrapper, bullet markers, section and paragraph
+  separators, a placeholder's brackets, a citation of a shown evidence fact);
+  ``"grammar"`` runs an llguidance grammar (JSON,
   regex, a fixed set of answers); ``"length"`` masks or forces EOS against a
-  counter. A kind without a controller is only restated in the prompt and
-  checked at step boundaries: its satisfaction needs content the decoder
-  cannot force without degrading the answer (keywords to mention, a number
-  of highlights or sections, two different responses);
+  counter. Some kinds are controlled only for some parameters (a response
+  language whose script identifies it; a letter's maximum, not its minimum;
+  highlights that fit the body's slots; citations when evidence is shown);
+  ``ConstraintSteering.controlled`` says what one request got. A kind without
+  a controller is only restated in the prompt and checked at step
+  boundaries: its satisfaction needs content the decoder cannot force
+  without degrading the answer (keywords to mention, how often a keyword or
+  capital word occurs), or it is about the evidence rather than the text;
 - ``restate(constraint, language)``: the constraint in plain words for the
   model's prompt, in English or Chinese.
 """
@@ -135,7 +144,7 @@ _SPECS: tuple[KindSpec, ...] = (
           ifeval=("keywords:forbidden_words",), controller="mask"),
     _spec(Kind.KEYWORD_FREQUENCY, "A keyword appears a number of times.",
           _bi('Use the word "{keyword}" {rel} {n} times.', "“{keyword}”一词出现{rel}{n}次。"),
-          ifeval=("keywords:frequency",), controller="mask"),
+          ifeval=("keywords:frequency",)),
     _spec(Kind.LETTER_FREQUENCY, "A letter appears a number of times.",
           _bi('The letter "{letter}" should appear {rel} {n} times.', "字母“{letter}”出现{rel}{n}次。"),
           ifeval=("keywords:letter_frequency",), controller="mask"),
@@ -152,7 +161,7 @@ _SPECS: tuple[KindSpec, ...] = (
     _spec(Kind.NTH_PARAGRAPH_FIRST_WORD, "A paragraph starts with a given word.",
           _bi('Write exactly {n} paragraphs separated by blank lines; paragraph {nth} starts with the word "{first_word}".',
               "恰好写{n}段，段落之间空一行；第{nth}段以“{first_word}”开头。"),
-          ifeval=("length_constraints:nth_paragraph_first_word",)),
+          ifeval=("length_constraints:nth_paragraph_first_word",), controller="force"),
     _spec(Kind.BULLET_COUNT, "An exact number of markdown bullets.",
           _bi("Use exactly {n} markdown bullet points, each line starting with '* '.",
               "恰好使用{n}个以“* ”开头的 Markdown 要点。"),
@@ -160,15 +169,15 @@ _SPECS: tuple[KindSpec, ...] = (
     _spec(Kind.HIGHLIGHTED_SECTIONS, "At least n *highlighted* spans.",
           _bi("Highlight at least {n} sections with markdown, e.g. *highlighted section*.",
               "至少用 Markdown 突出显示{n}处，例如 *重点内容*。"),
-          ifeval=("detectable_format:number_highlighted_sections",)),
+          ifeval=("detectable_format:number_highlighted_sections",), controller="force"),
     _spec(Kind.SECTIONS, "Sections marked with a splitter word and a number.",
           _bi("Write {n} sections, each starting with '{splitter} X' (X its number).",
               "分{n}个部分，每部分以“{splitter} X”开头（X 为序号）。"),
-          ifeval=("detectable_format:multiple_sections",)),
+          ifeval=("detectable_format:multiple_sections",), controller="force"),
     _spec(Kind.PLACEHOLDERS, "At least n [placeholders] in square brackets.",
           _bi("Include at least {n} placeholders in square brackets, such as [name].",
               "至少包含{n}个方括号占位符，例如 [姓名]。"),
-          ifeval=("detectable_content:number_placeholders",)),
+          ifeval=("detectable_content:number_placeholders",), controller="force"),
     _spec(Kind.POSTSCRIPT, "A postscript at the end starting with a marker.",
           _bi("End with a postscript starting with {marker}", "在结尾加上以 {marker} 开头的附言。"),
           ifeval=("detectable_content:postscript",), controller="force"),
@@ -204,7 +213,7 @@ _SPECS: tuple[KindSpec, ...] = (
     _spec(Kind.TWO_RESPONSES, "Two different responses separated by ******.",
           _bi("Give two different responses separated by six asterisks: ******.",
               "给出两个不同的回答，用六个星号 ****** 分隔。"),
-          ifeval=("combination:two_responses",)),
+          ifeval=("combination:two_responses",), controller="force"),
     _spec(Kind.REPEAT_PROMPT, "The response starts by repeating the request verbatim.",
           _bi("First repeat the request word for word without change, then give your answer: {prompt_to_repeat}",
               "先逐字重复以下请求，不作任何改动，然后再作答：{prompt_to_repeat}"),
@@ -221,7 +230,7 @@ _SPECS: tuple[KindSpec, ...] = (
     _spec(Kind.CITE_SOURCES, "The response cites evidence ids such as [E1].",
           _bi("Cite at least {min} of the evidence facts by their ids in square brackets, e.g. [E1].",
               "至少引用{min}条证据，用方括号标注其编号，例如 [E1]。"),
-          scope=Scope.CITATION),
+          scope=Scope.CITATION, controller="force"),
     _spec(Kind.JURISDICTION, "Only the law of one jurisdiction applies.",
           _bi("Rely only on rules of the jurisdiction {code}.", "只依据{code}辖区的规则。"),
           scope=Scope.EVIDENCE),

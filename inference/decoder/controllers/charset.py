@@ -26,7 +26,8 @@ from inference.decoder.vocab import VocabTables, letter_script
 
 __all__ = ["CharPolicy"]
 
-_COMMAS = ","
+# The verifier of ``no_comma`` also refuses the full-width comma (its module doc).
+_COMMAS = ",\uff0c"
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,8 @@ class CharPolicy:
     def transform(self, text: str) -> str:
         """The allowed spelling of ``text`` (commas dropped, case folded)."""
         if self.no_comma:
-            text = text.replace(",", "")
+            for comma in _COMMAS:
+                text = text.replace(comma, "")
         if self.case == "lower":
             text = text.lower()
         elif self.case == "upper":

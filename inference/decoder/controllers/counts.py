@@ -2,7 +2,11 @@
 
 Counting follows IFEval's definitions, which our verifiers share: a word is a
 ``\\w+`` run, a sentence ends at ``.``, ``!`` or ``?`` followed by
-whitespace, a placeholder is ``[...]`` on one line. ``Counts`` is the
+whitespace, a placeholder is ``[...]`` on one line. Words are tallied twice:
+``words`` by IFEval's rule and ``units`` by our verifier's
+(``textstats.count_words``: each Han character is a word of its own). Since
+``units >= words`` on every text, the maxima bound ``units`` and the minima
+``words``, so a text the controllers let through passes both judges. ``Counts`` is the
 running tally of one beam, updated per appended chunk in O(len(chunk)).
 ``Limits`` says what the request bounds; ``new_*`` give the tally after each
 candidate token as a ``[V]`` vector, so an upper bound becomes one mask.
@@ -15,7 +19,8 @@ from dataclasses import dataclass
 
 import torch
 
-from inference.decoder.vocab import WORD_RE, VocabTables
+from inference.decoder.vocab import WORD_RE, VocabTables, joins_run
+from reasoning.constraints.textstats import count_words
 
 __all__ = ["Counts", "Limits", "count_text"]
 
@@ -28,6 +33,8 @@ class Counts:
 
     words: int = 0
     in_word: bool = False
+    units: int = 0
+    in_unit: bool = False
     sentences: int = 0
     ends_terminal: bool = False
     letter: int = 0
@@ -43,6 +50,9 @@ class Counts:
         words = self.words + len(runs)
         if runs and self.in_word and WORD_RE.match(chunk[0]):
             words -= 1
+        units = self.units + count_words(chunk)
+        if self.in_unit and joins_run(chunk[0]):
+            units -= 1
         sentences = self.sentences + len(_SENTENCE_END.findall(self.last_char + chunk))
         placeholders, open_ = self.placeholders, self.bracket_open
         for ch in chunk:
@@ -57,6 +67,8 @@ class Counts:
         return Counts(
             words=words,
             in_word=bool(WORD_RE.match(last)),
+            units=units,
+            in_unit=joins_run(last),
             sentences=sentences,
             ends_terminal=last in ".!?",
             letter=self.letter + (chunk.lower().count(letter) if letter else 0),
@@ -110,11 +122,10 @@ class Limits:
         """
         banned: torch.Tensor | None = None
         if self.max_words is not None:
-            joined = tables.starts_wordchar & (tables.word_runs > 0) if counts.in_word else None
-            new = counts.words + tables.word_runs
-            if joined is not None:
-                new = new - joined.to(torch.int32)
-            banned = new > self.max_words - reserve.words - 2 * spare_sentences
+            new = counts.units + tables.word_units
+            if counts.in_unit:
+                new = new - tables.starts_unit_char.to(torch.int32)
+            banned = new > self.max_words - reserve.units - 2 * spare_sentences
         if self.max_sentences is not None:
             new = counts.sentences + tables.sentence_ends
             if counts.ends_terminal:
@@ -128,14 +139,28 @@ class Limits:
             banned = over if banned is None else banned | over
         return banned
 
+    def exceeded(self, counts: Counts, reserve: Counts, spare_sentences: int) -> bool:
+        """True when ``counts`` already breaks an upper bound, by the same
+        margins as :meth:`over_max` (for text the ``[V]`` tables cannot
+        describe: byte fragments, checked once completed)."""
+        if self.max_words is not None and counts.units > self.max_words - reserve.units - 2 * spare_sentences:
+            return True
+        if self.max_sentences is not None and counts.sentences >= self.max_sentences - reserve.sentences - spare_sentences:
+            return True
+        return (
+            self.max_letter is not None
+            and self.letter is not None
+            and counts.letter > self.max_letter - reserve.letter
+        )
+
     def must_close(self, counts: Counts, reserve: Counts, spare_sentences: int) -> bool:
         """True when an upper bound is reached and the segment must end now.
 
         A sentence bound closes right after the last allowed sentence's final
         punctuation (any further text would open one more sentence).
         """
-        if self.max_words is not None and counts.words >= self.max_words - reserve.words - 2 * spare_sentences:
-            return not counts.in_word
+        if self.max_words is not None and counts.units >= self.max_words - reserve.units - 2 * spare_sentences:
+            return not counts.in_unit
         if self.max_sentences is not None:
             room = self.max_sentences - reserve.sentences - spare_sentences
             if counts.ends_terminal and counts.sentences + 1 >= room:

@@ -1,17 +1,24 @@
 """Forbidden words, checked at the token level across token boundaries.
 
 A forbidden word is violated once it stands in the text as a whole word
-(``\\bword\\b``, case-insensitive, IFEval's rule). A token can only complete
-a violation together with the end of the text before it, so a candidate is
-checked on ``tail + token`` where ``tail`` is the last ``max_len + 1``
-characters: that window contains every occurrence the token could finish,
-including a word split over several tokens ("fin" + "anc" + "ial").
+(``\\bword\\b``, case-insensitive): the verifier's rule
+(``reasoning.constraints.verifiers``) and IFEval's. So "banking", "banks" and
+"sandbank" are other words and stay allowed under a ban on "bank".
 
-A token that would leave the whole word at the very end of the text is
-refused too, although "risk" could still become "risky": waiting for the
-next token can strand the beam where every likely continuation (a space, a
-period) completes the violation. The cost is that a longer word spelled
-through the forbidden one ("risk" + "y") is not written that way.
+A token can only complete a violation together with the end of the text
+before it, so a candidate is checked on ``tail + token`` where ``tail`` is
+the last ``max_len + 1`` characters: that window contains every occurrence
+the token could finish, including a word split over several tokens ("fin" +
+"anc" + "ial").
+
+A forbidden word written at the very end of the text is *open*: the next
+character decides. "bank" followed by "ing" is "banking"; followed by a space
+or a period it is the forbidden word. ``token_ok`` therefore refuses only
+closed occurrences (the word and then a character that ends it), and
+``ends_open`` tells the controller that the next token must continue the
+word (begin with a word character), so the beam is never stranded:
+continuations such as "s" or "ing" always exist. ``ends_ok`` refuses to end
+the text (EOS, a forced closing literal) on an open occurrence.
 """
 
 from __future__ import annotations
@@ -29,9 +36,15 @@ class ForbiddenWords:
     words: tuple[str, ...]
 
     def __post_init__(self) -> None:
-        alternatives = "|".join(re.escape(w) for w in sorted(self.words, key=len, reverse=True))
-        object.__setattr__(self, "_pattern", re.compile(rf"\b(?:{alternatives})\b", re.IGNORECASE))
+        # One pattern per word: occurrences of different words may overlap
+        # ("a b c" and "b"), and one alternation would report only one of them.
+        patterns = tuple(re.compile(rf"\b{re.escape(w)}\b", re.IGNORECASE) for w in self.words)
+        object.__setattr__(self, "_patterns", patterns)
         object.__setattr__(self, "_window", max(len(w) for w in self.words) + 1)
+
+    def _ends(self, text: str) -> list[int]:
+        """End offsets of every whole-word occurrence in ``text``."""
+        return [m.end() for p in self._patterns for m in p.finditer(text)]  # type: ignore[attr-defined]
 
     @property
     def window(self) -> int:
@@ -39,14 +52,24 @@ class ForbiddenWords:
 
     def token_ok(self, tail: str, chunk: str) -> bool:
         """False when appending ``chunk`` to text ending in ``tail`` writes a
-        forbidden word whole (followed by a non-word char or by the end)."""
+        forbidden word whole and closed (followed by a character that ends it).
+
+        An occurrence at the very end is open and allowed here; see
+        :meth:`ends_open`.
+        """
         text = tail[-self.window :] + chunk
-        return self._pattern.search(text) is None  # type: ignore[attr-defined]
+        return all(end == len(text) for end in self._ends(text))
+
+    def ends_open(self, tail: str) -> bool:
+        """True when the text ends in a whole forbidden word that only a
+        following word character can still turn into another word."""
+        text = tail[-self.window :]
+        return len(text) in self._ends(text)
 
     def ends_ok(self, tail: str) -> bool:
         """False when the text, ending now, would end in a forbidden word."""
-        text = tail[-self.window :]
-        return not any(m.end() == len(text) for m in self._pattern.finditer(text))  # type: ignore[attr-defined]
+        return not self.ends_open(tail)
 
     def violated(self, text: str) -> bool:
-        return self._pattern.search(text) is not None  # type: ignore[attr-defined]
+        """True when ``text`` (complete) contains a forbidden word."""
+        return any(p.search(text) is not None for p in self._patterns)  # type: ignore[attr-defined]

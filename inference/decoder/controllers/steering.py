@@ -18,7 +18,13 @@ and forbidden words. Per step and per beam row:
 4. in a formal segment, the llguidance matcher's bitmask masks the row;
 5. when lazy checks are needed (forbidden words, byte fragments of
    multi-byte characters) the best ``TOP_K`` survivors are checked one by one
-   and the row is cut to those that pass.
+   and the row is cut to those that pass. A byte fragment is judged on the
+   characters it completes (case, commas, script, words, sentences, the
+   counted letter), and an unfinished character is budgeted as the worst it
+   can become (a Han character is one more word), so a bound holds under
+   both IFEval's word count and our verifier's;
+6. inside a citation (``[`` opened while a ``cite_sources`` requirement is
+   owed) only the tokens spelling a shown evidence id and ``]`` stay.
 
 Guarantees (beyond the protocol's): every kept token passes every check; a
 row is never left without a finite entry: when nothing passes, the state's
@@ -35,6 +41,7 @@ from typing import Any
 import torch
 
 from inference.decoder.controllers.charset import CharPolicy, split_utf8
+from inference.decoder.controllers.citing import Citations
 from inference.decoder.controllers.counts import Counts, Limits, count_text
 from inference.decoder.controllers.lexical import ForbiddenWords
 from inference.decoder.controllers.template import Formal, Free, Literal, Segment
@@ -47,6 +54,8 @@ _MAX_LAZY_ROUNDS = 4
 _NEG_INF = float("-inf")
 _PLACEHOLDER_CAP = 8
 _MIN_SEGMENT_TOKENS = 2
+_CITATION_TOKENS = 5  # budget kept for one forced citation (" [", "E", digits, "]")
+_CITING_ROLES = ("body", "postscript")
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +71,8 @@ class SteerState:
     seg_deadline: int | None = None
     bracket_tokens: int = 0
     counts: Counts = field(default_factory=Counts)
+    cite: str | None = None  # inside a citation: the text after its "["
+    cited: frozenset[str] = frozenset()
     matcher: Any = None
     finished: bool = False
     violations: tuple[str, ...] = ()
@@ -72,6 +83,7 @@ class _CompiledSegment:
     segment: Segment
     tokens: tuple[int, ...] = ()  # literal tokens
     allowed: torch.Tensor | None = None  # free: [V] bool class mask
+    fragments: torch.Tensor | None = None  # free: [V] bool byte fragments of the class
     stop: torch.Tensor | None = None  # free: [V] bool stop tokens
     target: int = -1  # the token that leaves this segment
     reserve: Counts = field(default_factory=Counts)  # what later literals add
@@ -97,6 +109,7 @@ class ConstraintSteering:
         soft_penalty: float = 2.0,
         limits: Limits | None = None,
         forbidden: ForbiddenWords | None = None,
+        citations: Citations | None = None,
         max_new_tokens: int | None = None,
         controlled: frozenset[str] = frozenset(),
         assisted: frozenset[str] = frozenset(),
@@ -106,6 +119,7 @@ class ConstraintSteering:
         self.policy = policy
         self.limits = limits if limits is not None else Limits()
         self.forbidden = forbidden
+        self.citations = citations
         self.max_new_tokens = max_new_tokens
         self.controlled = controlled
         self.assisted = assisted
@@ -126,20 +140,32 @@ class ConstraintSteering:
         if soft_policy is not None and soft_policy.active:
             soft_bad = ~soft_policy.allowed_mask(tables) & ~tables.special & ~tables.fragment
             self._soft = soft_bad.to(torch.float32) * -soft_penalty
-        self._lazy_fragments = policy.active
+        # Byte fragments carry characters the static tables cannot describe
+        # (their letters, words, commas appear only once completed), so any
+        # policy or upper bound checks them one by one on the completed text.
+        self._lazy_fragments = policy.active or self.limits.has_max
         self._fragment_list: list[bool] = tables.fragment.tolist()
+        self._continuation: torch.Tensor = tables.cached("continuation", lambda: _continuation(tables))
+        self._word_end: torch.Tensor = tables.cached("word-end", lambda: _word_end(tables))
         self._open_bracket = self._bracket_token(" [")
         self._open_bracket_bare = self._bracket_token("[")
         self._close_bracket = self._bracket_token("]")
         self._segments = self._compile(segments)
+        self._gate = max(
+            (i for i, c in enumerate(self._segments) if isinstance(c.segment, Free) and c.segment.gate),
+            default=-1,
+        )
+        self._cite_open = [t for t in (self._open_bracket, self._open_bracket_bare) if t >= 0]
         none = torch.zeros(tables.size, dtype=torch.bool, device=tables.device)
         self._allowed_stack = torch.stack(
             [c.allowed if c.allowed is not None else none for c in self._segments] or [none]
         )  # [S, V]
+        self._fragment_stack = torch.stack(
+            [c.fragments if c.fragments is not None else none for c in self._segments] or [none]
+        )  # [S, V]: fragments the segment's class admits (checked lazily)
         self._stop_stack = torch.stack(
             [c.stop if c.stop is not None else none for c in self._segments] or [none]
         )  # [S, V]
-        self._not_fragment = ~tables.fragment | tables.special
         # Stop tokens as padded index lists: the stop mass is a gather, not a [V] pass.
         stop_lists = [torch.nonzero(m).flatten() for m in self._stop_stack]
         width = max(1, max(len(x) for x in stop_lists))
@@ -163,7 +189,8 @@ class ConstraintSteering:
     def _literal_tokens(self, text: str) -> tuple[int, ...]:
         return tuple(self.tables.encode(text))
 
-    def _free_masks(self, seg: Free) -> tuple[torch.Tensor, torch.Tensor]:
+    def _free_masks(self, seg: Free) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(allowed, stop, fragments) masks of a free segment, each ``[V]`` bool."""
         t = self.tables
         allowed = self._policy_mask.clone()
         if self._lazy_fragments:
@@ -180,15 +207,20 @@ class ConstraintSteering:
             allowed &= ~t.has_newline
         if seg.role in ("title", "heading"):
             stop |= t.has_angle | t.has_star
-        return allowed, stop
+        fragments = t.fragment & ~t.special & ~t.has_star & ~t.has_angle & ~t.has_bracket
+        if not seg.multiline:
+            fragments &= ~t.has_newline
+        return allowed, stop, fragments
 
     def _compile(self, segments: tuple[Segment, ...]) -> tuple[_CompiledSegment, ...]:
         out: list[_CompiledSegment] = []
         letter = self.limits.letter
         for index, seg in enumerate(segments):
             later = segments[index + 1 :]
-            reserve_text = "".join(s.text for s in later if isinstance(s, Literal))
-            reserve = count_text(reserve_text, letter)
+            later_literals = [s.text for s in later if isinstance(s, Literal)]
+            reserve = count_text("".join(later_literals), letter)
+            # Free text between literals keeps their words apart: count them apart.
+            reserve = dataclasses.replace(reserve, units=sum(count_text(x).units for x in later_literals))
             reserve_tokens = sum(
                 len(self._literal_tokens(s.text)) if isinstance(s, Literal) else _MIN_SEGMENT_TOKENS
                 for s in later
@@ -208,13 +240,14 @@ class ConstraintSteering:
                     _CompiledSegment(seg, target=target, reserve=reserve, reserve_tokens=reserve_tokens)
                 )
                 continue
-            allowed, stop = self._free_masks(seg)
+            allowed, stop, fragments = self._free_masks(seg)
             if target != self.eos:
                 allowed[target] = False
             out.append(
                 _CompiledSegment(
                     seg,
                     allowed=allowed,
+                    fragments=fragments,
                     stop=stop,
                     target=target,
                     reserve=reserve,
@@ -269,6 +302,10 @@ class ConstraintSteering:
                 out[r, plan.exit] = 0.0
             elif plan.kind == "formal":
                 out[r] = self._formal_row(states[r], plan, lp[r])
+            elif plan.kind == "cite":
+                assert self.citations is not None and states[r].cite is not None
+                ids = self.citations.next_tokens(self.tables, states[r].cite, states[r].cited)
+                out[r, ids] = lp[r, ids]
         checked = [r for r, plan in enumerate(plans) if plan.kind != "only"]
         if checked:
             alive = torch.isfinite(out[checked]).any(dim=-1).tolist()
@@ -284,10 +321,17 @@ class ConstraintSteering:
         comp = self._segments[state.seg] if state.seg < len(self._segments) else None
         if token_id in self.tables.eos_ids:
             return self._finish(state, ended_by_model=True)
-        if comp is not None and not isinstance(comp.segment, Literal) and token_id == comp.target:
+        if (
+            comp is not None
+            and state.cite is None
+            and not isinstance(comp.segment, Literal)
+            and token_id == comp.target
+        ):
             state = self._enter(state, state.seg + 1)
             comp = self._segments[state.seg]
         new = self._append(state, token_id)
+        if self.citations is not None:
+            new = self._track_citation(state, new, token_id, comp)
         if comp is None:
             return new
         if isinstance(comp.segment, Literal):
@@ -338,6 +382,8 @@ class ConstraintSteering:
             problems.append("structure")
         if not self.limits.mins_met(state.counts):
             problems.append("minimum")
+        if self.citations is not None and (state.cite is not None or self.citations.missing(state.cited)):
+            problems.append("citations")
         if state.matcher is not None and not state.matcher.is_accepting():
             problems.append("format")
         if self.forbidden is not None and not self.forbidden.ends_ok(state.text):
@@ -362,8 +408,11 @@ class ConstraintSteering:
         comp = self._segments[state.seg]
         if isinstance(comp.segment, Literal):
             return _Plan("only", comp.tokens[state.lit_pos])
+        if state.cite is not None:
+            return _Plan("cite", self._close_bracket if self._close_bracket >= 0 else self.eos, seg=state.seg)
+        missing = self._cite_missing(state)
         budget_out = self.max_new_tokens is not None and (
-            self.max_new_tokens - state.n_tokens <= comp.reserve_tokens + 2
+            self.max_new_tokens - state.n_tokens <= comp.reserve_tokens + 2 + _CITATION_TOKENS * missing
         )
         if isinstance(comp.segment, Formal):
             return _Plan("formal", comp.target, seg=state.seg, forced=budget_out)
@@ -378,24 +427,25 @@ class ConstraintSteering:
         )
         if counts.bracket_open:
             exit_token = self._close_bracket
-        elif need_placeholder:
+        elif (seg.gate and missing and self._cite_open) or need_placeholder:
+            # An owed citation or placeholder opens with a bracket where the model would stop.
             exit_token = self._open_bracket_bare if state.text[-1:].isspace() else self._open_bracket
         if exit_token < 0:
             exit_token = comp.target
         may_stop = state.seg_tokens >= 1 and not state.pending
-        if seg.gate and not counts.bracket_open and not self.limits.mins_met(counts):
+        if seg.gate and not counts.bracket_open and (missing or not self.limits.mins_met(counts)):
             may_stop = may_stop and exit_token != comp.target
         forced = budget_out or (state.seg_deadline is not None and state.n_tokens >= state.seg_deadline)
         if counts.bracket_open and state.bracket_tokens >= _PLACEHOLDER_CAP:
             forced = True
         if self.limits.has_max and not counts.bracket_open:
-            forced = forced or self.limits.must_close(counts, comp.reserve, comp.free_after)
+            forced = forced or self.limits.must_close(counts, self._reserve(state), comp.free_after)
         # A forced end waits while the text ends in a forbidden word (one more
         # word character, e.g. "risk" -> "risky", makes it safe to stop).
         ends_clean = self.forbidden is None or self.forbidden.ends_ok(state.text)
         if forced and not state.pending and ends_clean:
             return _Plan("only", exit_token)
-        return _Plan("free", exit_token, seg=state.seg, may_stop=may_stop)
+        return _Plan("free", exit_token, seg=state.seg, may_stop=may_stop, forced=forced)
 
     def _free_rows(self, states: list[SteerState], plans: list[_Plan], lp: torch.Tensor) -> torch.Tensor:
         """Masked rows of beams in free segments. ``lp: [R, V]`` -> ``[R, V]``."""
@@ -406,6 +456,19 @@ class ConstraintSteering:
         open_rows = [r for r, s in enumerate(states) if s.counts.bracket_open]
         if open_rows:
             allowed[open_rows] &= ~self.tables.has_newline
+        if self.citations is not None and self._cite_open:
+            citing = [r for r, (s, p) in enumerate(zip(states, plans)) if self._may_open_citation(s, p)]
+            if citing:
+                rows_idx = torch.tensor(citing, device=lp.device).unsqueeze(1)
+                allowed[rows_idx, torch.tensor(self._cite_open, device=lp.device)] = True
+        fragments = self._fragment_stack[seg_ids]  # [R, V]
+        word_ends = [
+            r for r, (s, p) in enumerate(zip(states, plans))
+            if s.seg_tokens == 0 and self._free_segment(p.seg).after_word
+        ]
+        if word_ends:
+            allowed[word_ends] &= self._word_end
+            fragments[word_ends] &= self._word_end
         rows = lp.masked_fill(~allowed, _NEG_INF)  # [R, V]
         stopping = [r for r, p in enumerate(plans) if p.may_stop]
         if stopping:
@@ -421,16 +484,68 @@ class ConstraintSteering:
                 torch.full_like(current, _NEG_INF),
             )
             rows[index, exits] = torch.logaddexp(torch.logaddexp(current, stop_mass), extra)
-        if self.forbidden is not None or self._lazy_fragments:
-            rows = self._lazy(states, rows, lp)
+        if self.forbidden is not None or self._lazy_fragments or any(s.pending for s in states):
+            rows = self._lazy(states, plans, rows, lp, fragments)
         return rows
+
+    def _cite_missing(self, state: SteerState) -> int:
+        """Citations still owed by the time the gate segment ends (0 after it)."""
+        if self.citations is None or state.seg > self._gate:
+            return 0
+        return self.citations.missing(state.cited)
+
+    def _reserve(self, state: SteerState) -> Counts:
+        """What later literals and owed citations will still add (one word each)."""
+        reserve = self._segments[state.seg].reserve
+        missing = self._cite_missing(state)
+        if not missing:
+            return reserve
+        return dataclasses.replace(reserve, words=reserve.words + missing, units=reserve.units + missing)
+
+    def _may_open_citation(self, state: SteerState, plan: _Plan) -> bool:
+        """A free row may open a citation while one is owed, in running text."""
+        assert self.citations is not None
+        if not self.citations.missing(state.cited) or state.counts.bracket_open or state.pending:
+            return False
+        if self._free_segment(plan.seg).role not in _CITING_ROLES:
+            return False
+        if not self.limits.has_max:
+            return True
+        # The citation's id is one more word; the reserve counted it only at the gate.
+        comp = self._segments[plan.seg]
+        after = state.counts.add(" [E1]", self.limits.letter)
+        return not self.limits.exceeded(after, comp.reserve, comp.free_after)
+
+    def _track_citation(self, before: SteerState, new: SteerState, token_id: int, comp: Any) -> SteerState:
+        """Enter, continue or close citation mode after ``token_id``."""
+        assert self.citations is not None
+        if before.cite is not None:
+            inside = before.cite + self.tables.texts[token_id]
+            done = self.citations.completed(inside)
+            if done is not None:
+                return dataclasses.replace(new, cite=None, cited=new.cited | {done})
+            return dataclasses.replace(new, cite=inside)
+        opens = (
+            token_id in self._cite_open
+            and isinstance(comp, _CompiledSegment)
+            and isinstance(comp.segment, Free)
+            and comp.segment.role in _CITING_ROLES
+            and self.citations.missing(before.cited) > 0
+            and not before.counts.bracket_open
+        )
+        return dataclasses.replace(new, cite="") if opens else new
+
+    def _free_segment(self, seg: int) -> Free:
+        segment = self._segments[seg].segment
+        assert isinstance(segment, Free)
+        return segment
 
     def _over_rows(self, states: list[SteerState]) -> torch.Tensor:
         """``[R, V]`` bool: tokens that would break an upper bound, per row."""
         rows = []
         for state in states:
             comp = self._segments[state.seg]
-            over = self.limits.over_max(self.tables, state.counts, comp.reserve, comp.free_after)
+            over = self.limits.over_max(self.tables, state.counts, self._reserve(state), comp.free_after)
             assert over is not None
             rows.append(over)
         return torch.stack(rows)
@@ -452,30 +567,40 @@ class ConstraintSteering:
         if accepting:
             stop_mass = torch.logsumexp(lp.masked_fill(~self._eos_mask, _NEG_INF), dim=0)
             row[plan.exit] = torch.logaddexp(row[plan.exit], stop_mass)
-        if self.forbidden is not None or self._lazy_fragments:
-            row = self._lazy([state], row.unsqueeze(0), lp.unsqueeze(0), fragments_in_row=True)[0]
+        if self.forbidden is not None or self._lazy_fragments or state.pending:
+            row = self._lazy([state], [plan], row.unsqueeze(0), lp.unsqueeze(0), None)[0]
         return row
 
     def _lazy(
         self,
         states: list[SteerState],
+        plans: list[_Plan],
         rows: torch.Tensor,
         lp: torch.Tensor,
-        *,
-        fragments_in_row: bool = False,
+        fragments: torch.Tensor | None,
     ) -> torch.Tensor:
         """Cut each row to its best candidates that pass the per-token checks.
 
-        ``rows, lp: [R, V]``. Byte fragments are candidates only when a
-        character policy is active (they are masked out of ``rows`` and come
-        back from ``lp`` here); mid-character, only fragments can follow.
+        ``rows, lp: [R, V]``. ``fragments: [R, V]`` are the byte fragments
+        each free row's class admits: with lazy fragments they are masked
+        out of ``rows`` and come back from ``lp`` here (None for a formal
+        row, whose grammar mask already holds them). Two kinds of rows are
+        narrowed first so that their candidates can pass: mid-character only
+        continuation bytes can follow (all of them are examined), and after
+        an open forbidden word only a word character (see ``lexical``).
         """
         pool = rows
-        if self._lazy_fragments and not fragments_in_row:
-            pool = torch.maximum(rows, lp.masked_fill(self._not_fragment, _NEG_INF))
+        if self._lazy_fragments and fragments is not None:
+            pool = torch.maximum(rows, lp.masked_fill(~fragments, _NEG_INF))
         pending = [r for r, s in enumerate(states) if s.pending]
         if pending:
-            pool[pending] = pool[pending].masked_fill(self._not_fragment, _NEG_INF)
+            source = lp if fragments is not None else rows
+            follow = self._continuation if fragments is None else self._continuation & fragments[pending]
+            pool[pending] = source[pending].masked_fill(~follow, _NEG_INF)
+        if self.forbidden is not None:
+            open_rows = [r for r, s in enumerate(states) if self.forbidden.ends_open(s.text)]
+            if open_rows:
+                pool[open_rows] = pool[open_rows].masked_fill(~self.tables.starts_wordchar, _NEG_INF)
         k = min(pool.shape[-1], TOP_K * _MAX_LAZY_ROUNDS)
         values, indices = torch.topk(pool, k, dim=-1)  # [R, k]
         keep_rows: list[int] = []
@@ -486,7 +611,7 @@ class ConstraintSteering:
             for value, idx in zip(vals, idxs):
                 if value == _NEG_INF:
                     break
-                if self._token_passes(states[r], idx):
+                if self._token_passes(states[r], idx, closing=plans[r].forced):
                     keep_rows.append(r)
                     keep_cols.append(idx)
                     keep_vals.append(value)
@@ -498,19 +623,63 @@ class ConstraintSteering:
             kept[keep_rows, keep_cols] = torch.tensor(keep_vals, dtype=kept.dtype, device=kept.device)
         return kept
 
-    def _token_passes(self, state: SteerState, idx: int) -> bool:
+    def _token_passes(self, state: SteerState, idx: int, *, closing: bool = False) -> bool:
+        """Whether token ``idx`` may follow ``state`` (``closing``: the segment
+        is past its end and waits only for a clean place to stop)."""
         tables = self.tables
         if idx in tables.eos_ids:
-            return self.forbidden is None or self.forbidden.ends_ok(state.text)
+            return not state.pending and (self.forbidden is None or self.forbidden.ends_ok(state.text))
         raw = tables.token_bytes[idx]
-        fragment = self._lazy_fragments and (state.pending or self._fragment_list[idx])
-        if fragment and not self.policy.fragment_ok(tables, state.pending, raw):
-            return False
+        tail = b""
+        if state.pending or self._fragment_list[idx]:
+            text, tail = split_utf8(state.pending + raw)
+            if text is None:
+                return False
+            if self.policy.active and not self.policy.fragment_ok(tables, state.pending, raw):
+                return False
+            if self.limits.has_max and not self._fits(state, text, tail):
+                return False
+        else:
+            text = tables.texts[idx]
         if self.forbidden is not None:
-            text, _ = split_utf8(state.pending + raw)
-            if not self.forbidden.token_ok(state.text, text or ""):
+            if not self.forbidden.token_ok(state.text, text):
+                return False
+            if (tail or closing) and self.forbidden.ends_open(state.text[-self.forbidden.window :] + text):
                 return False
         return True
+
+    def _fits(self, state: SteerState, text: str, tail: bytes) -> bool:
+        """Whether the upper bounds hold after ``text`` and, for an unfinished
+        ``tail``, after whatever character it becomes (a Han character is the
+        worst case for words, a space for sentences, the letter for itself)."""
+        if state.seg >= len(self._segments):
+            return True
+        comp = self._segments[state.seg]
+        if comp.allowed is None:
+            return True
+        letter = self.limits.letter
+        after = state.counts.add(text, letter)
+        probes = [after]
+        if tail:
+            probes += [after.add("\u4e00", letter), after.add(" ", letter)]
+            if letter is not None and not letter.isascii():
+                probes.append(after.add(letter, letter))
+        reserve = self._reserve(state)
+        return not any(self.limits.exceeded(c, reserve, comp.free_after) for c in probes)
+
+
+def _continuation(tables: VocabTables) -> torch.Tensor:
+    """``[V]`` bool: tokens that can follow an unfinished character (they start
+    with a continuation byte; a few dozen, so a pending row checks them all)."""
+    values = [bool(raw) and 0x80 <= raw[0] <= 0xBF for raw in tables.token_bytes]
+    return torch.tensor(values, dtype=torch.bool, device=tables.device) & tables.fragment
+
+
+def _word_end(tables: VocabTables) -> torch.Tensor:
+    """``[V]`` bool: tokens that end a forced word (whitespace or ``.,?!'"``
+    first, where IFEval's first-word rule stops reading)."""
+    values = [bool(t) and (t[0].isspace() or t[0] in ".,?!'\"") for t in tables.texts]
+    return torch.tensor(values, dtype=torch.bool, device=tables.device)
 
 
 @dataclass(frozen=True, slots=True)

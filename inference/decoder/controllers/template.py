@@ -21,7 +21,7 @@ bullet literals, a title is always closed, an end phrase is always last.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 __all__ = ["Body", "Formal", "Free", "Layout", "Literal", "Segment", "build_layout"]
 
@@ -41,12 +41,17 @@ class Free:
     minimum-length gates), ``"title"``, ``"heading"`` or ``"postscript"``.
     ``multiline``: newlines may appear inside (else a newline ends it).
     ``cap_tokens``: a hard cap on its length (titles and headings stay short).
+    ``after_word``: it follows a forced word (a paragraph's required first
+    word), so its first character must end that word: whitespace or one of
+    ``.,?!'"`` (where IFEval's first-word rule stops reading), never a
+    letter that would make "Then" into "Thenceforth".
     """
 
     role: str
     multiline: bool = False
     cap_tokens: int | None = None
     gate: bool = False
+    after_word: bool = False
 
 
 @dataclass(frozen=True)
@@ -131,9 +136,11 @@ def _units(body: Body, highlights: int) -> list[list[Segment]]:
             unit = [Literal(sep)] if index else []
             if index < highlights:
                 unit += _heading("\n")
-            if body.nth is not None and body.first_word and index == body.nth - 1:
+            forced_word = body.nth is not None and bool(body.first_word) and index == body.nth - 1
+            if forced_word:
+                assert body.first_word is not None
                 unit.append(Literal(body.first_word))
-            unit.append(Free("body", multiline=body.kind == "two"))
+            unit.append(Free("body", multiline=body.kind == "two", after_word=forced_word))
             units.append(unit)
         return units
     count = max(1, highlights)
@@ -167,7 +174,14 @@ def build_layout(layout: Layout) -> tuple[Segment, ...]:
     title_last = layout.body.kind == "blank_paragraphs" and layout.body.nth == 1
     if layout.title and not title_last:
         parts += [Literal("<<"), Free("title", cap_tokens=16), Literal(">>" + blank)]
-    for unit in _units(layout.body, layout.highlights):
+    for index, unit in enumerate(_units(layout.body, layout.highlights)):
+        head = unit[0]
+        if index == 0 and layout.body.kind == "bullets" and parts and isinstance(head, Literal):
+            # A bullet marker counts only at the start of a line: after an
+            # opening quote or a start phrase, the list begins on a new line.
+            last = parts[-1]
+            if not (isinstance(last, Literal) and last.text.endswith("\n")):
+                unit = [Literal("\n" + head.text), *unit[1:]]
         parts += unit
     if layout.title and title_last:
         parts += [Literal(" <<"), Free("title", cap_tokens=16), Literal(">>")]
@@ -189,5 +203,5 @@ def build_layout(layout: Layout) -> tuple[Segment, ...]:
     if last_body is not None:
         seg = merged[last_body]
         assert isinstance(seg, Free)
-        merged[last_body] = Free(seg.role, seg.multiline, seg.cap_tokens, gate=True)
+        merged[last_body] = replace(seg, gate=True)
     return tuple(merged)

@@ -120,3 +120,75 @@ def test_repeat_prompt_falls_back_to_the_prompt(tokenizer: Any) -> None:
     steering = compile_steering([c("repeat_prompt")], tokenizer, prompt="Say hi.")
     first = steering._segments[0].segment
     assert isinstance(first, Literal) and first.text.startswith("Say hi.")
+
+
+# One constraint of every kind, with parameters under which a controllable kind
+# is controlled (a script language, a letter maximum, highlights that fit).
+EXAMPLE_PARAMS: dict[Kind, dict[str, Any]] = {
+    Kind.RESPONSE_LANGUAGE: {"language": "zh"},
+    Kind.KEYWORDS_PRESENT: {"keywords": ["river"]},
+    Kind.FORBIDDEN_WORDS: {"words": ["bank"]},
+    Kind.KEYWORD_FREQUENCY: {"keyword": "river", "relation": "at least", "n": 2},
+    Kind.LETTER_FREQUENCY: {"letter": "z", "relation": "less than", "n": 3},
+    Kind.WORD_COUNT: {"relation": "less than", "n": 50},
+    Kind.SENTENCE_COUNT: {"relation": "at most", "n": 4},
+    Kind.PARAGRAPH_COUNT: {"n": 2},
+    Kind.NTH_PARAGRAPH_FIRST_WORD: {"n": 2, "nth": 2, "first_word": "then"},
+    Kind.BULLET_COUNT: {"n": 3},
+    Kind.HIGHLIGHTED_SECTIONS: {"n": 1},
+    Kind.SECTIONS: {"splitter": "Section", "n": 2},
+    Kind.PLACEHOLDERS: {"n": 1},
+    Kind.POSTSCRIPT: {"marker": "P.S."},
+    Kind.TITLE: {},
+    Kind.JSON_FORMAT: {},
+    Kind.REGEX_FORMAT: {"pattern": "[a-z]+"},
+    Kind.CONSTRAINED_RESPONSE: {"options": ["yes", "no"]},
+    Kind.ALL_LOWERCASE: {},
+    Kind.ALL_CAPITALS: {},
+    Kind.CAPITAL_WORD_FREQUENCY: {"relation": "at least", "n": 2},
+    Kind.NO_COMMA: {},
+    Kind.QUOTATION: {},
+    Kind.TWO_RESPONSES: {},
+    Kind.REPEAT_PROMPT: {"prompt_to_repeat": "Describe a river."},
+    Kind.START_PHRASE: {"phrase": "Well"},
+    Kind.END_PHRASE: {"phrase": "That is all."},
+    Kind.CITATION_TIME_WINDOW: {"not_before": "2020-01-01"},
+    Kind.CITE_SOURCES: {"min": 1},
+    Kind.JURISDICTION: {"code": "EU"},
+    Kind.NUMERIC_PRECISION: {"decimals": 2},
+}
+
+
+@pytest.mark.parametrize("kind", list(Kind))
+def test_catalog_controllable_flag_matches_what_compile_controls(tokenizer: Any, kind: Kind) -> None:
+    """The catalog is the one source of truth: a kind it calls controllable gets
+    a controller, and a kind it does not is never reported controlled."""
+    from inference.decoder.compile import CONTROLLED_KINDS
+    from reasoning.constraints.catalog import CATALOG
+
+    spec = CATALOG[kind]
+    constraint = Constraint(id="k", kind=kind, params=EXAMPLE_PARAMS[kind], scope=spec.scope)
+    steering = compile_steering(
+        [constraint], tokenizer, prompt="Describe a river.", max_new_tokens=200, evidence_ids=["E1", "E2"]
+    )
+    assert ("k" in steering.controlled) == spec.controllable, (kind, spec.controller)
+    assert (kind in CONTROLLED_KINDS) == spec.controllable
+
+
+def test_citations_are_controlled_only_with_shown_evidence(tokenizer: Any) -> None:
+    cite = Constraint(id="cite", kind=Kind.CITE_SOURCES, params={"min": 1}, scope=Scope.CITATION)
+    assert compile_steering([cite], tokenizer, prompt="x").uncontrolled == {"cite"}
+    shown = compile_steering([cite], tokenizer, prompt="x", evidence_ids=["E1", "E4"])
+    assert shown.controlled == {"cite"} and not shown.uncontrolled
+    soft = Constraint(id="cite", kind=Kind.CITE_SOURCES, params={"min": 1}, scope=Scope.CITATION, hardness=Hardness.SOFT)
+    assert compile_steering([soft], tokenizer, prompt="x", evidence_ids=["E1"]).uncontrolled == {"cite"}
+
+
+def test_citations_that_cannot_be_written_are_refused(tokenizer: Any) -> None:
+    cite = Constraint(id="cite", kind=Kind.CITE_SOURCES, params={"min": 3}, scope=Scope.CITATION)
+    with pytest.raises(LimitExceeded) as too_many:
+        compile_steering([cite], tokenizer, prompt="x", evidence_ids=["E1", "E2"])
+    assert too_many.value.extra["constraint_ids"] == ["cite"]
+    with pytest.raises(ConflictError) as lowercase:
+        compile_steering([cite, c("all_lowercase")], tokenizer, prompt="x", evidence_ids=["E1", "E2", "E3"])
+    assert set(lowercase.value.extra["constraint_ids"]) == {"cite", "all_lowercase"}

@@ -14,7 +14,7 @@ from inference.decoder.compile import compile_steering
 from inference.decoder.controllers import CharPolicy, ForbiddenWords
 from inference.decoder.controllers.charset import split_utf8
 from inference.decoder.vocab import vocab_tables
-from reasoning.constraints.model import Constraint, Kind
+from reasoning.constraints.model import Constraint, Kind, Scope
 
 MODEL_CACHE = Path("/tmp/tenet-cache")
 
@@ -90,7 +90,7 @@ def test_split_utf8_keeps_incomplete_tail() -> None:
 @pytest.mark.parametrize(
     ("policy", "bad"),
     [
-        (CharPolicy(no_comma=True), lambda t: "," in t),
+        (CharPolicy(no_comma=True), lambda t: "," in t or "\uff0c" in t),
         (CharPolicy(case="lower"), lambda t: any(ch.isupper() for ch in t)),
         (CharPolicy(case="upper"), lambda t: any(ch.islower() for ch in t)),
     ],
@@ -100,6 +100,18 @@ def test_policy_mask_admits_no_forbidden_character(tokenizer: Any, policy: CharP
     allowed = policy.allowed_mask(tables).nonzero().flatten().tolist()
     assert len(allowed) > 1000
     assert not any(bad(tables.texts[i]) for i in allowed)
+
+
+def test_no_comma_refuses_the_full_width_comma_too(tokenizer: Any) -> None:
+    """Our verifier refuses "，" under no_comma; its byte pieces must not slip through."""
+    from reasoning.constraints.verifiers import verify_all
+
+    steering = compile_steering([c("no_comma")], tokenizer, prompt="x", max_new_tokens=60)
+    pieces = tokenizer.encode("\uff0c", add_special_tokens=False) + tokenizer.encode("好\uff0c", add_special_tokens=False)
+    for seed in range(2):
+        state = drive_with_bias(steering, 60, seed, {t: 9.0 for t in pieces})
+        assert "\uff0c" not in state.text and "," not in state.text
+        assert all(v.satisfied for v in verify_all([c("no_comma")], state.text))
 
 
 def test_masked_mass_moves_to_case_folded_variant(tokenizer: Any) -> None:
@@ -155,11 +167,57 @@ def test_forbidden_word_split_across_tokens_never_appears(tokenizer: Any) -> Non
 
 def test_forbidden_words_checker_window() -> None:
     words = ForbiddenWords(("risk",))
-    assert not words.token_ok("the ri", "sk")  # the whole word, even at the end
+    assert words.token_ok("the ri", "sk") and words.ends_open("the risk")  # open: "risky" may follow
+    assert not words.token_ok("the risk", " ")  # closed: now it is the word
     assert not words.token_ok("the ri", "sk.")
-    assert words.token_ok("the ri", "sky")
+    assert words.token_ok("the ri", "sky") and not words.ends_open("the risky")
     assert words.token_ok("the b", "risk")  # "brisk" is another word
     assert not words.ends_ok("a RISK")
+
+
+def test_overlapping_forbidden_phrases_are_all_seen() -> None:
+    words = ForbiddenWords(("a b c", "b"))
+    assert not words.token_ok("x a b", " c")  # "a b c" is open, but "b" inside it is closed
+
+
+BANK_WORDS = [" bank", "bank", " Bank", " banking", "ing", "s"]
+
+
+@pytest.mark.parametrize("extra", [[], [("no_comma", {})], [("word_count", {"relation": "less than", "n": 30})]])
+def test_forbidden_prefix_word_never_dead_ends_nor_bans_longer_words(tokenizer: Any, extra: list[Any]) -> None:
+    """"bank" banned as a whole word: the model that keeps reaching for it is
+    never left without a token, never writes it, and may still write
+    "banking" / "banks" by continuing the word (the verifier's semantics)."""
+    from reasoning.constraints.verifiers import verify_all
+
+    constraints = [c("forbidden_words", words=["bank"]), *[c(k, **p) for k, p in extra]]
+    steering = compile_steering(constraints, tokenizer, prompt="x", max_new_tokens=80)
+    ids = {w: tokenizer.encode(w, add_special_tokens=False)[0] for w in BANK_WORDS}
+    bias = {ids[" bank"]: 9.0, ids["bank"]: 8.0, ids[" Bank"]: 8.0, ids["ing"]: 6.0, ids["s"]: 6.0}
+    bias[tokenizer.encode(".", add_special_tokens=False)[0]] = 7.0
+    bias[tokenizer.encode(" the", add_special_tokens=False)[0]] = 7.0
+    longer = 0
+    for seed in range(3):
+        state = drive_with_bias(steering, 80, seed, bias)
+        assert not re.search(r"\bbank\b", state.text, flags=re.IGNORECASE), state.text
+        assert steering.unmet(state) == (), state.text
+        assert all(v.satisfied for v in verify_all(constraints, state.text)), state.text
+        longer += len(re.findall(r"bank\w", state.text, flags=re.IGNORECASE))
+    assert longer > 0  # " bank" + "s" / "ing" was written, not refused
+
+
+def test_after_an_open_forbidden_word_only_its_continuations_stay(tokenizer: Any) -> None:
+    steering = compile_steering([c("forbidden_words", words=["bank"])], tokenizer, prompt="x", max_new_tokens=40)
+    state = steering.initial_state()
+    for token in tokenizer.encode("The bank", add_special_tokens=False):
+        state = steering.advance(state, token)
+    assert state.text == "The bank"
+    lp = torch.log_softmax(torch.randn(1, steering.tables.size, generator=torch.Generator().manual_seed(0)), dim=-1)
+    out = steering.apply([state], lp)[0]
+    kept = torch.isfinite(out).nonzero().flatten().tolist()
+    assert kept and tokenizer.eos_token_id not in kept
+    assert all(re.match(r"\w", steering.tables.texts[i]) for i in kept)
+    assert not any(re.search(r"\bbank\b", "The bank" + steering.tables.texts[i]) for i in kept)
 
 
 def test_json_schema_output_parses(tokenizer: Any) -> None:
@@ -208,6 +266,47 @@ def test_word_and_sentence_limits_hold(tokenizer: Any) -> None:
         assert len(ends) <= 2
 
 
+def test_word_limit_counts_byte_pieces_and_han_characters(tokenizer: Any) -> None:
+    """Han characters arrive as byte pieces that are words only once complete;
+    our verifier counts each Han character as a word, IFEval a run as one.
+    The limit holds under both counts."""
+    from reasoning.constraints.textstats import count_words
+
+    steering = compile_steering(
+        [c("word_count", relation="less than", n=20)], tokenizer, prompt="x", max_new_tokens=120
+    )
+    han = [t for ch in "中文你好世界我们的是在有人" for t in tokenizer.encode(ch, add_special_tokens=False)]
+    assert any(steering.tables.fragment[t] for t in han)
+    for seed in range(2):
+        state = drive_with_bias(steering, 120, seed, {t: 7.0 for t in han})
+        assert any("\u4e00" <= ch <= "\u9fff" for ch in state.text)
+        assert count_words(state.text) < 20, state.text
+        assert len(re.findall(r"\w+", state.text)) < 20
+        assert steering.unmet(state) == ()
+
+
+def test_forced_first_word_stays_a_word_of_its_own(tokenizer: Any) -> None:
+    steering = compile_steering(
+        [c("nth_paragraph_first_word", n=2, nth=1, first_word="then"), c("all_lowercase")],
+        tokenizer, prompt="x", max_new_tokens=60,
+    )
+    glue = {tokenizer.encode(w, add_special_tokens=False)[0]: 12.0 for w in ("ce", "ore", "ername")}
+    for seed in range(3):
+        state = drive_with_bias(steering, 60, seed, glue)
+        first = state.text.split("\n\n")[0].split()[0]
+        assert re.split(r"[.,?!'\"]", first)[0] == "then", state.text
+
+
+@pytest.mark.parametrize("opening", [("quotation", {}), ("start_phrase", {"phrase": "Here you go"})])
+def test_bullets_start_their_own_line_after_an_opening(tokenizer: Any, opening: tuple[str, dict[str, Any]]) -> None:
+    from reasoning.constraints.textstats import count_bullets
+
+    kind, params = opening
+    steering = compile_steering([c("bullet_count", n=3), c(kind, **params)], tokenizer, prompt="x", max_new_tokens=90)
+    state = drive(steering, 90, 0)
+    assert count_bullets(state.text) == 3, state.text
+
+
 def test_minimum_words_hold_back_the_end(tokenizer: Any) -> None:
     steering = compile_steering([c("word_count", relation="at least", n=30)], tokenizer, prompt="x", max_new_tokens=200)
     eos = tokenizer.eos_token_id
@@ -235,3 +334,37 @@ def test_dead_end_is_reported_not_hidden(tokenizer: Any) -> None:
     state = drive(steering, 40, 0)
     assert "," not in state.text
     assert "format" in steering.unmet(state)
+
+
+SHOWN = ["E1", "E2", "E3", "E12"]
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [[], [("word_count", {"relation": "less than", "n": 20})], [("bullet_count", {"n": 3}), ("quotation", {})]],
+)
+def test_citation_of_a_shown_fact_is_written_before_the_end(tokenizer: Any, extra: list[Any]) -> None:
+    """A model that wants to stop at once still cites ``min`` distinct shown facts,
+    and cites only facts that exist (a strong pull towards E9 changes nothing)."""
+    from reasoning.constraints.citations import evidence_ids
+    from reasoning.constraints.verifiers import verify_all
+
+    cite = Constraint(id="cite", kind=Kind.CITE_SOURCES, params={"min": 2}, scope=Scope.CITATION)
+    constraints = [cite, *[c(k, **p) for k, p in extra]]
+    steering = compile_steering(constraints, tokenizer, prompt="x", max_new_tokens=70, evidence_ids=SHOWN)
+    assert "cite" in steering.controlled
+    nine = tokenizer.encode("9", add_special_tokens=False)[0]
+    for seed in range(2):
+        state = drive_with_bias(steering, 70, seed, {tokenizer.eos_token_id: 15.0, nine: 8.0})
+        cited = evidence_ids(state.text)
+        assert len(cited) >= 2 and set(cited) <= set(SHOWN), state.text
+        assert steering.unmet(state) == ()
+        assert all(v.satisfied for v in verify_all(constraints, state.text)), state.text
+
+
+def test_model_picks_which_fact_to_cite(tokenizer: Any) -> None:
+    cite = Constraint(id="cite", kind=Kind.CITE_SOURCES, params={"min": 1}, scope=Scope.CITATION)
+    steering = compile_steering([cite], tokenizer, prompt="x", max_new_tokens=40, evidence_ids=SHOWN)
+    three = tokenizer.encode("3", add_special_tokens=False)[0]
+    state = drive_with_bias(steering, 40, 0, {tokenizer.eos_token_id: 15.0, three: 10.0})
+    assert "[E3]" in state.text
