@@ -28,7 +28,13 @@ from typing import Any
 import msgspec
 
 from inference.decoder.compile import compile_steering
-from inference.decoder.decode import BranchResult, DecodeOptions, DecodeResult, decode
+from inference.decoder.decode import (
+    BranchResult,
+    DecodeOptions,
+    DecodeResult,
+    choose_answer,
+    decode,
+)
 from inference.decoder.microbatch import MicroBatcher
 from inference.kv_cache import PrefixCache
 from inference.loader import LoadedModel
@@ -41,15 +47,16 @@ from reasoning.errors import ConflictError, InvalidInput, LimitExceeded
 from reasoning.evidence.index import OntologyIndex
 from reasoning.evidence.model import EvidenceFact, EvidenceSubgraph, LinkedEntity
 from reasoning.evidence.subgraph import apply_time_window, build_evidence
+from reasoning.steps import Step
 
 __all__ = [
-    "ReasonOptions",
-    "BranchSpec",
-    "Plan",
-    "ReasonResult",
-    "Reasoner",
     "ASSUMPTIONS_VIEW",
     "DIRECT_VIEW",
+    "BranchSpec",
+    "Plan",
+    "ReasonOptions",
+    "ReasonResult",
+    "Reasoner",
 ]
 
 ASSUMPTIONS_VIEW = "assumptions"
@@ -149,7 +156,11 @@ class ReasonResult(msgspec.Struct, frozen=True, kw_only=True):
 
     ``reused`` / ``recomputed`` name branches (by view) on a partial re-run;
     on a fresh run everything is recomputed. ``decode`` is None when the run
-    stopped before decoding (``needs_confirmation``).
+    stopped before decoding (``needs_confirmation``). ``answer_branch`` is the
+    index in ``branches`` of the branch whose text is ``answer``, chosen once
+    by :func:`~inference.decoder.decode.choose_answer`; None exactly when
+    there are no branches. A stored result from before the field existed gets
+    it from the same rule when it is converted back.
     """
 
     status: Status
@@ -163,6 +174,16 @@ class ReasonResult(msgspec.Struct, frozen=True, kw_only=True):
     reused: tuple[str, ...] = ()
     conflict: str | None = None
     shared_key: str = ""
+    answer_branch: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.answer_branch is None and self.branches:
+            msgspec.structs.force_setattr(self, "answer_branch", choose_answer(self.branches))
+
+    @property
+    def answer_steps(self) -> tuple[Step, ...]:
+        """The answer branch's steps, in order (none when the run stopped before decoding)."""
+        return () if self.answer_branch is None else self.branches[self.answer_branch].steps
 
 
 def _words(text: str) -> set[str]:
@@ -401,7 +422,7 @@ class Reasoner:
             timings["prefill"] = timings["decode"] = 0.0
         merged = {**previous, **decoded}
         branches = tuple(merged[spec.key] for spec in plan.branches)
-        best = max(range(len(branches)), key=lambda b: (branches[b].weight, -b))
+        best = choose_answer(branches)
         answer = branches[best].text
         t0 = time.perf_counter()
         verdicts = tuple(verify_all(constraints, answer, context=_verify_context(plan)))
@@ -417,6 +438,7 @@ class Reasoner:
             recomputed=tuple(spec.view for spec in todo),
             reused=tuple(spec.view for spec in plan.branches if spec.key in previous),
             shared_key=repr(plan.shared_key),
+            answer_branch=best,
         )
 
     def _stopped(self, plan: Plan, timings: dict[str, float], conflict: str | None) -> ReasonResult:

@@ -46,12 +46,12 @@ from store.ontologies import load_index
 from store.runs import record_run
 
 __all__ = [
-    "profile_defaults",
+    "build_response",
     "check_prompt",
     "domain_index",
     "lookup_domain_index",
     "plan_and_run",
-    "build_response",
+    "profile_defaults",
     "record_reason_run",
 ]
 
@@ -149,7 +149,7 @@ def build_response(
     verdicts = {v.constraint_id: v for v in result.verdicts}
     decoded = result.decode
     steps = [s for branch in result.branches for s in branch.steps]
-    answer_steps = _answer_steps(result)
+    answer_steps = result.answer_steps
     premise_ids = {spec.view: list(spec.premise_ids) for spec in result.branch_specs}
     return ReasonResponse(
         run_id=run_id,
@@ -225,13 +225,6 @@ def build_response(
         recomputed=list(result.recomputed),
         reused=list(result.reused),
     )
-
-
-def _answer_steps(result: ReasonResult) -> tuple[Any, ...]:
-    if not result.branches:
-        return ()
-    best = max(range(len(result.branches)), key=lambda b: (result.branches[b].weight, -b))
-    return result.branches[best].steps
 
 
 def _activities(started: datetime, timings: dict[str, float]) -> tuple[ActivitySpan, ...]:

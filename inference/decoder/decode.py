@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import re
 import time
-from contextlib import nullcontext
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,6 +57,7 @@ __all__ = [
     "DecodeResult",
     "DecodeTimings",
     "PruningStats",
+    "choose_answer",
     "decode",
 ]
 
@@ -114,6 +115,16 @@ class BranchResult(msgspec.Struct, frozen=True, kw_only=True):
     agrees: bool
     steps: tuple[Step, ...]
     violations: tuple[str, ...] = ()
+
+
+def choose_answer(branches: Sequence[BranchResult]) -> int:
+    """The index of the branch that answers: the highest weight, the first on a tie.
+
+    The one rule for it: the decoder applies it to the branches it decoded and
+    the pipeline to a run's branches (reused ones included). ``branches`` must
+    not be empty: a run that decoded nothing has no answer branch.
+    """
+    return max(range(len(branches)), key=lambda b: branches[b].weight)
 
 
 class PruningStats(msgspec.Struct, frozen=True, kw_only=True):
@@ -329,7 +340,7 @@ def _result(
     steering: Steering,
 ) -> DecodeResult:
     branches = [_branch(plan, tokenizer, o, premises, steering) for o in outcomes]
-    answer_branch = max(range(len(branches)), key=lambda b: branches[b].weight)
+    answer_branch = choose_answer(branches)
     answer = branches[answer_branch]
     conclusion = _content(answer.steps[-1].text if answer.steps else answer.text)
     branches = [

@@ -39,6 +39,8 @@ async def test_answer_satisfies_controlled_constraints(model_client: Any, model_
     assert kinds["all_lowercase"]["verdict"]["satisfied"] is True
     assert kinds["no_comma"]["verdict"]["satisfied"] is True
     assert body["reasoning_path"], body
+    answering = [b for b in body["branches"] if b["text"] == answer]
+    assert answering and body["reasoning_path"] == answering[0]["step_ids"]
     assert set(body["confidence_by_step"]) == set(body["reasoning_path"])
     assert all(0.0 <= v <= 1.0 for v in body["confidence_by_step"].values())
     assert set(body["timings"]) == {"parse", "extract", "graph", "evidence", "prefill", "decode", "verify", "record"}

@@ -2,9 +2,23 @@
 
 from __future__ import annotations
 
-from inference.pipeline import ASSUMPTIONS_VIEW, DIRECT_VIEW, BranchSpec, assign_premises, premise_text
+from typing import Any
+
+import msgspec
+
+from inference.decoder.decode import BranchResult, choose_answer
+from inference.pipeline import (
+    ASSUMPTIONS_VIEW,
+    DIRECT_VIEW,
+    BranchSpec,
+    ReasonResult,
+    assign_premises,
+    premise_text,
+)
+from reasoning.analysis import Status
 from reasoning.constraints.model import Premise
 from reasoning.evidence.model import EvidenceFact, EvidenceSubgraph
+from reasoning.steps import Step
 
 
 def _fact(fid: str, text: str, view: str) -> EvidenceFact:
@@ -57,3 +71,37 @@ def test_premise_text_is_marked_as_an_assumption_in_the_prompt_language() -> Non
     premise = _premise("p1", "税率", "假设税率为20%")
     assert premise_text(premise, "zh").startswith("假设 [p1]")
     assert premise_text(premise, "en").startswith("Assumption [p1]")
+
+
+def _branch(view: str, weight: float, text: str) -> BranchResult:
+    steps = (Step(id=f"{view}.S1", branch=view, text=text, token_start=0, token_end=3),)
+    return BranchResult(view=view, relevance=1.0, text=text, score=0.0, confidence=0.5, weight=weight,
+                        agrees=False, steps=steps)
+
+
+def _result(branches: tuple[BranchResult, ...], **fields: Any) -> ReasonResult:
+    return ReasonResult(status=Status.OK, answer=branches[0].text if branches else "", verdicts=(), decode=None,
+                        branches=branches, branch_specs=(), timings={}, **fields)
+
+
+def test_the_chosen_answer_branch_is_kept_as_given() -> None:
+    branches = (_branch("a", 0.9, "first"), _branch("b", 0.4, "second"))
+    result = _result(branches, answer_branch=1)
+    assert result.answer_branch == 1
+    assert [s.id for s in result.answer_steps] == ["b.S1"]
+    stored = msgspec.convert(msgspec.to_builtins(result), ReasonResult)
+    assert stored.answer_branch == 1 and stored.answer_steps == result.answer_steps
+
+
+def test_a_result_stored_without_the_field_gets_the_decoders_rule() -> None:
+    branches = (_branch("a", 0.2, "low"), _branch("b", 0.7, "high"), _branch("c", 0.7, "tie"))
+    old = msgspec.to_builtins(_result(branches))
+    del old["answer_branch"]
+    stored = msgspec.convert(old, ReasonResult)
+    assert stored.answer_branch == choose_answer(branches) == 1  # highest weight, first on a tie
+    assert [s.text for s in stored.answer_steps] == ["high"]
+
+
+def test_a_run_stopped_before_decoding_has_no_answer_branch() -> None:
+    stopped = _result(())
+    assert stopped.answer_branch is None and stopped.answer_steps == ()
