@@ -12,7 +12,10 @@ source spans. A person resolves it by naming the candidate that stands:
   origin ``confirmation`` in the constraint graph: the losers become
   inactive and are neither steered nor verified), and the run continues
   through decode, verify and record. Conflicts the choice did not touch
-  leave the new run in ``needs_confirmation`` with a new confirmation.
+  (a rule's or the domain ontology's) leave the new run in
+  ``needs_confirmation`` with a new confirmation, whose stored request
+  carries the choices made so far (``settled``): resolving it applies them
+  all, so a person settles each conflict once.
 - an ambiguous premise match retracts or amends the chosen premise through
   the session, which re-runs only what depended on it.
 
@@ -43,13 +46,13 @@ from app.schemas.constraints import Profile
 from app.schemas.reason import ReasonResponse
 from app.schemas.sessions import PremiseAmend, TurnResult
 from app.services import reasoning as reasoning_service
+from app.services.regraph import rebuild_graph
 from app.tracing import trace_run
 from app.webhooks import Announcement, Choice, WebhookNotifier
 from inference.pipeline import Plan, ReasonOptions, ReasonResult
 from reasoning.analysis import Status
 from reasoning.constraints.model import Premise
 from reasoning.errors import ConflictError, InvalidInput
-from reasoning.graph import build_graph
 from reasoning.graph.relations import Edge, EdgeKind
 from reasoning.provenance import RunKind
 from store import confirmations as store
@@ -155,7 +158,8 @@ async def with_confirmation(
     """``response`` with a new pending confirmation when its constraints conflict; unchanged otherwise.
 
     ``request`` is what re-running needs: ``prompt``, ``domain``, ``profile``
-    and ``options`` as ``POST /v1/reason`` takes them. A ``needs_confirmation``
+    and ``options`` as ``POST /v1/reason`` takes them, and ``settled``, the
+    choices earlier confirmations of the request made. A ``needs_confirmation``
     without a conflicting pair (no decode can satisfy the constraints) offers
     nothing to choose between and opens no confirmation. The row is written in
     ``db_session``'s transaction and announced once that commits.
@@ -163,6 +167,8 @@ async def with_confirmation(
     if response.status != Status.NEEDS_CONFIRMATION or not response.conflicts:
         return response
     stored = {k: request.get(k) for k in ("prompt", "domain", "profile", "options")}
+    if request.get("settled"):
+        stored["settled"] = request["settled"]
     row = await store.create_confirmation(
         db_session,
         tenant_id=auth.tenant_id,
@@ -235,6 +241,10 @@ async def open_premise_confirmation(
 def settle_conflict(plan: Plan, chosen: str, losers: Sequence[str]) -> Plan:
     """``plan`` with ``chosen`` overriding each of ``losers`` in its constraint graph.
 
+    The graph is built again with the person's choice added to the edges the
+    analysis drew beyond the rules (the domain ontology's, e.g. a disjointness
+    ``excludes``), so a conflict the choice did not touch stays a conflict.
+
     Raises:
         ConflictError: the re-read prompt no longer has these constraints
             (the extraction changed since the confirmation was opened).
@@ -251,9 +261,8 @@ def settle_conflict(plan: Plan, chosen: str, losers: Sequence[str]) -> Plan:
              origin="confirmation")
         for loser in losers
     ]
-    graph = build_graph(analysis.constraints, prompt=plan.prompt, extra_edges=edges)
-    status = Status.NEEDS_CONFIRMATION if graph.conflicts else Status.OK
-    return dataclasses.replace(plan, analysis=msgspec.structs.replace(analysis, graph=graph, status=status))
+    settled = rebuild_graph(analysis, analysis.constraints, prompt=plan.prompt, extra_edges=edges)
+    return dataclasses.replace(plan, analysis=settled)
 
 
 def confirmation_out(row: Confirmation) -> ConfirmationOut:
@@ -331,14 +340,18 @@ class ConfirmationService:
         prompt = str(request["prompt"])
         async with transaction(runtime.sessionmaker) as db:
             index = await reasoning_service.domain_index(runtime, db, auth, request.get("domain"))
+        settled = [*request.get("settled", []), {"chosen": chosen, "losers": list(losers)}]
         reasoner = runtime.reasoner()
         runtime.scheduler.check()
         started = datetime.now(UTC)
-        plan = await to_thread.run_sync(
-            lambda: settle_conflict(
-                reasoner.plan(prompt, options=options, domain_index=index, defaults=defaults), chosen, losers
-            )
-        )
+
+        def settled_plan() -> Plan:
+            plan = reasoner.plan(prompt, options=options, domain_index=index, defaults=defaults)
+            for choice in settled:
+                plan = settle_conflict(plan, choice["chosen"], choice["losers"])
+            return plan
+
+        plan = await to_thread.run_sync(settled_plan)
 
         def decode() -> ReasonResult:
             result = reasoner.run(plan, tenant=auth.tenant_id)
@@ -357,7 +370,9 @@ class ConfirmationService:
         async with transaction(runtime.sessionmaker) as db:
             record_ms = await reasoning_service.record_reason_run(db, record, run_id)
             response = msgspec.structs.replace(response, timings={**response.timings, "record": record_ms})
-            response = await with_confirmation(db, runtime, auth, response, request, origin=origin)
+            response = await with_confirmation(
+                db, runtime, auth, response, {**request, "settled": settled}, origin=origin
+            )
             await self._finish(db, confirmation_id, chosen, run_id)
         trace_run(response, started=started, prompt=prompt)
         return response

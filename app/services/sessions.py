@@ -1,8 +1,8 @@
 """Session turns: new questions, premise retraction and amendment, partial re-inference.
 
-One :class:`SessionService` per request; the process-wide parts (per-session
-locks, the reasoner and its prefix KV cache, the model lock) live in one
-:class:`SessionWorkspace` per app.
+One :class:`SessionService` per request; the per-session turn locks live in
+one :class:`SessionWorkspace` per app, and the reasoner, its prefix KV cache
+and the decode scheduler in the app's :class:`~app.runtime.Runtime`.
 
 A turn, whatever its kind, runs as:
 
@@ -58,14 +58,14 @@ from app.schemas.sessions import (
     VerdictOut,
 )
 from app.services.reasoning import build_response, check_prompt, profile_defaults
+from app.services.regraph import rebuild_graph
 from app.settings import Settings
-from inference.pipeline import Plan, Reasoner, ReasonOptions, ReasonResult
+from inference.pipeline import Plan, ReasonOptions, ReasonResult
 from reasoning.analysis import Status
 from reasoning.constraints.model import Constraint, Hardness, Kind
 from reasoning.dag import BranchTrace, NodeKind, ReasoningDag, StepTrace, node_id, record_turn
 from reasoning.errors import ConflictError, InvalidInput
 from reasoning.feedback import Feedback, FeedbackKind, RunView, SessionPolicy, apply_feedback
-from reasoning.graph import build_graph
 from reasoning.premises import RetractionMatch, match_retraction
 from reasoning.provenance.record import ModelAgent, Reinference, RunKind, RunRecord
 from reasoning.provenance.record import StepTrace as ProvStep
@@ -88,13 +88,12 @@ GRAPH_MEDIA_TYPES = {
 
 
 class SessionWorkspace:
-    """What every session request of one app shares.
+    """What every session request of one app shares: its runtime and the turn locks.
 
     ``lock`` hands out one asyncio lock per session id, held weakly: a lock
     exists while some turn holds or waits for it. Decodes go through the
-    runtime's one reasoner on the scheduler's model worker (shared with
-    ``/v1/reason``: the reasoner is not thread-safe), so session re-runs and
-    plain requests share the tenant-scoped prefix KV cache.
+    runtime's one reasoner and its scheduler (shared with ``/v1/reason``), so
+    session re-runs and plain requests share the tenant-scoped prefix KV cache.
     """
 
     def __init__(self, runtime: Runtime) -> None:
@@ -107,10 +106,6 @@ class SessionWorkspace:
             lock = asyncio.Lock()
             self._locks[session_id] = lock
         return lock
-
-    def reasoner(self) -> Reasoner:
-        """The runtime's reasoner on the loaded model (503 while it loads)."""
-        return self.runtime.reasoner()
 
 
 def _profile_defaults(profile: Mapping[str, Any] | None) -> tuple[Constraint, ...]:
@@ -194,8 +189,7 @@ def _answer_out(turn: Mapping[str, Any], result: ReasonResult) -> AnswerOut:
         )
         for spec, branch in zip(result.branch_specs, result.branches)
     ]
-    chosen = next((b for b in branches if b.text == result.answer), None)
-    path = [s.id for s in chosen.steps] if chosen is not None else []
+    path = [s.id for s in branches[result.answer_branch].steps] if result.answer_branch is not None else []
     return AnswerOut(
         turn=int(turn["turn"]),
         run_id=str(turn["run_id"]),
@@ -237,10 +231,11 @@ class SessionService:
 
     def __init__(self, workspace: SessionWorkspace, settings: Settings, tenant_id: str, key_id: str | None) -> None:
         self.ws = workspace
+        self.runtime = workspace.runtime
         self.settings = settings
         self.tenant_id = tenant_id
         self.key_id = key_id
-        self.factory: async_sessionmaker[AsyncSession] = workspace.runtime.sessionmaker
+        self.factory: async_sessionmaker[AsyncSession] = self.runtime.sessionmaker
         self.ttl = float(settings.session_idle_ttl_s)
 
     # -- plain reads and writes -----------------------------------------------------
@@ -248,7 +243,7 @@ class SessionService:
     async def create(self, data: SessionCreate) -> SessionOut:
         async with transaction(self.factory) as db:
             if data.domain is not None:
-                await ontology_store.load_index(db, self.ws.runtime.ontology_indexes, self.tenant_id,
+                await ontology_store.load_index(db, self.runtime.ontology_indexes, self.tenant_id,
                                                 data.domain.strip().lower())
             row = await repo.create_session(db, self.tenant_id, domain=data.domain and data.domain.strip().lower())
             row.state = {**row.state, "profile": msgspec.to_builtins(data.profile) if data.profile else None}
@@ -363,13 +358,13 @@ class SessionService:
         if domain is None:
             return None
         async with transaction(self.factory) as db:
-            return await ontology_store.load_index(db, self.ws.runtime.ontology_indexes, self.tenant_id, domain)
+            return await ontology_store.load_index(db, self.runtime.ontology_indexes, self.tenant_id, domain)
 
     def _plan(self, row: SessionRow, prompt: str, options: ReasonOptions, index: Any,
               excluded: Sequence[str] = (), overrides: Mapping[str, str] | None = None) -> Plan:
         """Plan a turn under the session's profile and feedback policy."""
         policy = msgspec.convert(row.state.get("policy") or {}, SessionPolicy)
-        plan = self.ws.reasoner().plan(
+        plan = self.runtime.reasoner().plan(
             prompt, options=options, domain_index=index, defaults=_profile_defaults(row.state.get("profile")),
             excluded_premise_ids=tuple(excluded), premise_overrides=dict(overrides or {}),
         )
@@ -382,13 +377,13 @@ class SessionService:
             observe_decode(result.decode)
             return result
 
-        return await self.ws.runtime.scheduler.submit(work)
+        return await self.runtime.scheduler.submit(work)
 
     async def _new_question(self, row: SessionRow, prompt: str, options: ReasonOptions) -> TurnResult:
         started = utcnow()
         expected = row.last_active_at
         index = await self._index(row.domain)
-        reasoner = self.ws.reasoner()
+        reasoner = self.runtime.reasoner()
         plan = await to_thread.run_sync(self._plan, row, prompt, options, index)
         result = await self._decode(reasoner.run, plan)
         finished = utcnow()
@@ -439,7 +434,7 @@ class SessionService:
         async with transaction(self.factory) as db:
             session = await self._load(db, row.id, for_update=True)
             await open_premise_confirmation(
-                db, self.ws.runtime, tenant_id=self.tenant_id, key_id=self.key_id, session_id=row.id,
+                db, self.runtime, tenant_id=self.tenant_id, key_id=self.key_id, session_id=row.id,
                 prompt=prompt, match_kind=match.kind, new_value=match.new_value,
                 candidates=[repo.premise_from_row(c) for c in candidates],
             )
@@ -486,7 +481,7 @@ class SessionService:
             t0 = time.perf_counter()
             # rerun reuses exactly the branches whose prompt is unchanged (premise texts included)
             # and decodes everything when the shared prefix (constraints after feedback) moved.
-            result = await self._decode(self.ws.reasoner().rerun, previous, plan)
+            result = await self._decode(self.runtime.reasoner().rerun, previous, plan)
             reruns.append((t, plan, result, (time.perf_counter() - t0) * 1000))
         finished = utcnow()
         return await self._commit_change(row, expected, premise_id, status, value, text, reason, turns, dag,
@@ -574,13 +569,13 @@ class SessionService:
         )
 
     def _response(self, run_id: str, plan: Plan, result: ReasonResult, session_id: str) -> Any:
-        model = msgspec.to_builtins(self.ws.runtime.require_model().identity.__dict__)
+        model = msgspec.to_builtins(self.runtime.require_model().identity.__dict__)
         return build_response(run_id, plan, result, model, session_id=session_id)
 
     def _record(self, kind: RunKind, session: SessionRow, prompt: str, plan: Plan, result: ReasonResult,
                 started: datetime, finished: datetime, mapping: Mapping[str, str], *,
                 options: ReasonOptions, reinference: Reinference | None = None) -> RunRecord:
-        lm = self.ws.runtime.require_model()
+        lm = self.runtime.require_model()
         ident = lm.identity
         steps = tuple(
             ProvStep(
@@ -717,12 +712,15 @@ def _policy_marks(dag: ReasoningDag, turn: int, state: Mapping[str, Any]) -> Non
 
 
 def _apply_policy(plan: Plan, policy: SessionPolicy) -> Plan:
-    """The plan with the session's feedback applied to its constraints and branch relevance."""
+    """The plan with the session's feedback applied to its constraints and branch relevance.
+
+    The graph is built again over the adjusted constraints; the edges the
+    analysis drew beyond the rules (the domain ontology's) are kept.
+    """
     if not policy.adjustments and not policy.added and not policy.view_weights:
         return plan
     constraints = policy.adjust_constraints(plan.analysis.constraints)
-    graph = build_graph(constraints, prompt=plan.prompt)
-    analysis = msgspec.structs.replace(plan.analysis, constraints=constraints, graph=graph)
+    analysis = rebuild_graph(plan.analysis, constraints, prompt=plan.prompt)
     branches = tuple(
         msgspec.structs.replace(b, relevance=b.relevance * policy.view_weight(b.view)) for b in plan.branches
     )

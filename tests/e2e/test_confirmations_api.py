@@ -196,3 +196,57 @@ async def test_ambiguous_premise_is_resolved_by_retracting_the_chosen_one(
     assert [s for pid, s in statuses.items() if pid != income["id"]] == ["active"]
     assert_problem(await model_client.post(f"/v1/confirmations/{row.id}", json={"choose": income["id"]},
                                            headers=headers), 409)
+
+
+REGIMES_TTL = """@prefix ex: <https://example.org/reg#> .
+@prefix owl: <http://www.w3.org/2002/07/owl#> .
+@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
+@prefix skos: <http://www.w3.org/2004/02/skos/core#> .
+ex:EURegime a owl:Class ; rdfs:label "EU regime"@en .
+ex:USRegime a owl:Class ; rdfs:label "US regime"@en ; owl:disjointWith ex:EURegime .
+ex:EU a ex:EURegime ; rdfs:label "European Union"@en , "欧盟"@zh ; skos:altLabel "EU"@en .
+ex:US a ex:USRegime ; rdfs:label "United States"@en , "美国"@zh ; skos:altLabel "US"@en .
+""".encode()
+#: A rule conflict (the language) and an ontology one (EU and US rules are disjoint regimes).
+TWO_CONFLICTS = "Answer in English. 必须用中文回答。请依据欧盟的法律并根据美国的法规回答。"
+
+
+async def _resolve(client: Any, headers: dict[str, str], cid: str, choose: str) -> dict[str, Any]:
+    response = await client.post(f"/v1/confirmations/{cid}", json={"choose": choose}, headers=headers)
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
+async def test_a_choice_keeps_the_ontology_conflict_it_did_not_settle(
+    model_client: Any, model_admin_headers: dict[str, str]
+) -> None:
+    headers = model_admin_headers
+    uploaded = await model_client.post("/v1/ontologies?domain=regimes", content=REGIMES_TTL,
+                                       headers={**headers, "Content-Type": "text/turtle"})
+    assert uploaded.status_code in (200, 201), uploaded.text
+    first = await model_client.post(
+        "/v1/reason", json={"prompt": TWO_CONFLICTS, "domain": "regimes", "options": OPTIONS}, headers=headers
+    )
+    assert first.status_code == 200, first.text
+    body = first.json()
+    assert body["status"] == "needs_confirmation" and len(body["conflicts"]) == 2
+    item = (await model_client.get(f"/v1/confirmations/{body['confirmation_id']}", headers=headers)).json()
+    by_value = {c["params"].get("language") or c["params"].get("code"): c["id"] for c in item["choices"]}
+    english, chinese, eu, us = by_value["en"], by_value["zh"], by_value["EU"], by_value["US"]
+
+    # Choosing the language leaves the ontology's exclusion in the graph: the run stops again.
+    run = await _resolve(model_client, headers, body["confirmation_id"], english)
+    assert run["status"] == "needs_confirmation" and run["answer"] == ""
+    [conflict] = run["conflicts"]
+    assert {conflict["a"], conflict["b"]} == {eu, us} and "owl:disjointWith" in conflict["reason"]
+    assert run["confirmation_id"] and run["confirmation_id"] != body["confirmation_id"]
+    second = (await model_client.get(f"/v1/confirmations/{run['confirmation_id']}", headers=headers)).json()
+    assert {c["id"] for c in second["choices"]} == {eu, us}
+
+    # Settling that one too continues with both choices applied (the first is not asked again).
+    final = await _resolve(model_client, headers, run["confirmation_id"], eu)
+    assert final["status"] == "ok" and final["answer"].strip() and final["confirmation_id"] is None
+    verdicts = {c["id"]: c["verdict"] for c in final["constraints"]}
+    assert verdicts[chinese] is None and verdicts[us] is None  # set aside: neither steered nor verified
+    assert verdicts[english] is not None and verdicts[eu] is not None, final  # both stand and are checked
