@@ -1,0 +1,124 @@
+"""bench.loadgen against a real HTTP server: framing, keep-alive, refusals, bounds; the distinct prompts."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.loadgen import Spec, run_spec
+from bench.service import unique_constraint_prompts
+from reasoning.analysis import analyse
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """Answers by the body's ``mode``: sized, chunked, closing, refused; records what it read."""
+
+    protocol_version = "HTTP/1.1"
+    seen: list[dict[str, Any]] = []
+    connections: set[int] = set()
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        _Handler.seen.append({"body": body, "auth": self.headers.get("Authorization"), "path": self.path})
+        _Handler.connections.add(id(self.connection))
+        payload = json.dumps({"echo": body}).encode()
+        mode = body.get("mode", "sized")
+        if mode == "refused":
+            self.send_response(429)
+            self.send_header("Retry-After", "0")
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+            return
+        self.send_response(200)
+        if mode == "chunked":
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            half = len(payload) // 2
+            for part in (payload[:half], payload[half:], b""):
+                self.wfile.write(f"{len(part):x}\r\n".encode() + part + b"\r\n")
+            return
+        self.send_header("Content-Length", str(len(payload)))
+        if mode == "close":
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *_: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def server() -> Iterator[int]:
+    _Handler.seen = []
+    _Handler.connections = set()
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield int(httpd.server_address[1])
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def spec(port: int, bodies: list[dict[str, Any]], **kw: Any) -> Spec:
+    return Spec(host="127.0.0.1", port=port, path="/v1/x", bodies=bodies,
+                headers={"Authorization": "Bearer t"}, **kw)
+
+
+def test_every_framing_is_read_whole_and_counted(server: int) -> None:
+    bodies = [{"mode": "sized"}, {"mode": "chunked"}, {"mode": "close"}]
+    outcome = run_spec(spec(server, bodies, clients=3, max_requests=30, max_seconds=30))
+    assert outcome.statuses == {200: 30}
+    assert len(outcome.latencies_ms) == 30 and all(ms > 0 for ms in outcome.latencies_ms)
+    assert [s["body"] for s in _Handler.seen[:3]] == bodies  # round robin
+    assert {s["auth"] for s in _Handler.seen} == {"Bearer t"} and {s["path"] for s in _Handler.seen} == {"/v1/x"}
+    assert outcome.cpu_s > 0 and outcome.elapsed_s > 0
+
+
+def test_keep_alive_reuses_one_connection_per_client(server: int) -> None:
+    outcome = run_spec(spec(server, [{"mode": "sized"}], clients=2, max_requests=20, max_seconds=30))
+    assert outcome.statuses == {200: 20}
+    assert len(_Handler.connections) == 2
+
+
+def test_refusals_are_not_successes(server: int) -> None:
+    outcome = run_spec(spec(server, [{"mode": "refused"}, {"mode": "sized"}], clients=1, max_requests=4,
+                            max_seconds=30))
+    assert outcome.statuses == {429: 2, 200: 2}
+    assert outcome.refused == 2 and len(outcome.latencies_ms) == 2
+
+
+def test_a_dead_server_counts_status_zero() -> None:
+    closed = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    port = int(closed.server_address[1])
+    closed.server_close()
+    outcome = run_spec(spec(port, [{"mode": "sized"}], clients=2, max_requests=4, max_seconds=10))
+    assert outcome.statuses == {0: 4} and outcome.latencies_ms == []
+
+
+def test_the_command_reads_a_spec_and_prints_the_outcome(server: int) -> None:
+    payload = {"host": "127.0.0.1", "port": server, "path": "/v1/x", "bodies": [{"mode": "sized"}],
+               "clients": 1, "max_requests": 3, "max_seconds": 30}
+    done = subprocess.run([sys.executable, "-m", "bench.loadgen"], input=json.dumps(payload), text=True,
+                          capture_output=True, cwd=REPO, timeout=120, check=True)
+    result = json.loads(done.stdout)
+    assert result["statuses"] == {"200": 3} and len(result["latencies_ms"]) == 3
+
+
+def test_unique_prompts_are_distinct_and_carry_constraints() -> None:
+    prompts = unique_constraint_prompts(300)
+    assert len(set(prompts)) == 300
+    for prompt in prompts[:5]:
+        kinds = {c.kind.value for c in analyse(prompt, cache=None).constraints}
+        assert "word_count" in kinds, (prompt, kinds)
