@@ -392,6 +392,7 @@ class Reasoner:
                     device=lm.device,
                     vocab_size=int(lm.model.get_output_embeddings().weight.shape[0]),
                     max_new_tokens=plan.decode_options.max_new_tokens,
+                    evidence_ids=[f.id for spec in plan.branches for f in spec.facts],
                 )
             except (ConflictError, LimitExceeded) as exc:
                 return self._stopped(plan, timings, exc.detail)

@@ -190,3 +190,41 @@ def test_required_text_with_a_forbidden_word_is_a_conflict(tokenizer: Any) -> No
     with pytest.raises(ConflictError) as refused:
         compile_steering(constraints, tokenizer, prompt="Describe a river.", max_new_tokens=64)
     assert set(refused.value.extra["constraint_ids"]) == {"c0", "c1"}
+
+
+@pytest.mark.model
+def test_bundled_model_cites_a_shown_fact(loaded_model: Any) -> None:
+    """With evidence shown and a hard cite_sources constraint, the real model's
+    answer cites a shown fact id (and no other), within a word bound."""
+    from inference.decoder.decode import DecodeOptions, decode
+    from inference.prompting import plan_prompt
+    from reasoning.constraints.citations import evidence_ids
+    from reasoning.constraints.model import Scope
+    from reasoning.constraints.verifiers import verify_all
+    from reasoning.evidence.model import EvidenceFact, EvidenceSubgraph
+
+    texts = ["The Danube flows through ten countries.", "The Danube is 2850 km long.", "The Danube ends in the Black Sea."]
+    facts = tuple(
+        EvidenceFact(id=f"E{i}", subject="Danube", predicate="fact", object=str(i), text=t, view="direct",
+                     score=1.0, hops=1, ontology_version="test")
+        for i, t in enumerate(texts, start=1)
+    )
+    graph = EvidenceSubgraph(view="direct", relevance=1.0, seeds=(), facts=facts)
+    constraints = [
+        Constraint(id="cite", kind=Kind.CITE_SOURCES, params={"min": 1}, scope=Scope.CITATION),
+        Constraint(id="words", kind=Kind.WORD_COUNT, params={"relation": "less than", "n": 40}),
+    ]
+    tokenizer = loaded_model.tokenizer
+    budget = 64
+    prompt = "How long is the Danube?"
+    steering = compile_steering(constraints, tokenizer, prompt=prompt, max_new_tokens=budget, evidence_ids=[f.id for f in facts])
+    assert steering.controlled == {"cite", "words"}
+    plan = plan_prompt(tokenizer, prompt, constraints, [graph])
+    result = decode(
+        loaded_model.model, tokenizer, plan, steering=steering,
+        options=DecodeOptions(width=2, max_new_tokens=budget, prune=False), constraints=constraints,
+    )
+    cited = evidence_ids(result.answer)
+    assert cited and set(cited) <= {"E1", "E2", "E3"}, result.answer
+    assert all(v.satisfied for v in verify_all(constraints, result.answer)), result.answer
+    assert len(re.findall(r"[A-Za-z]{3,}", result.answer)) >= 3, json.dumps(result.answer)
