@@ -28,7 +28,7 @@ import json
 import sys
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
 import msgspec
@@ -165,12 +165,13 @@ async def drive(spec: Spec, payloads: Sequence[bytes]) -> Outcome:
 def run_spec(spec: Spec) -> Outcome:
     """Run one phase on a fresh event loop (uvloop when installed) and time this process's CPU."""
     payloads = encode_requests(spec)
+    runner: Callable[[Coroutine[Any, Any, Outcome]], Outcome] = asyncio.run
     try:
         import uvloop
 
         runner = uvloop.run
     except ImportError:
-        runner = asyncio.run
+        pass
     cpu0 = time.process_time()
     outcome = runner(drive(spec, payloads))
     outcome.cpu_s = time.process_time() - cpu0

@@ -103,8 +103,8 @@ async def _domain_index(runtime: Runtime, auth: AuthContext, domain: str | None)
 
 class ConstraintsController(Controller):
     path = "/v1/constraints"
-    tags = ["constraints"]
-    guards = [requires_scope("reason")]
+    tags = ("constraints",)
+    guards = (requires_scope("reason"),)
 
     @post(
         operation_id="check_constraints",

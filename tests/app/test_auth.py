@@ -169,7 +169,7 @@ def test_no_route_runs_its_guards_on_a_worker_thread(app: Litestar) -> None:
         for handler in getattr(route, "route_handlers", ()):
             for guard in handler.resolve_guards():
                 assert inspect.iscoroutinefunction(guard) or inspect.iscoroutinefunction(
-                    getattr(guard, "__call__", None)
+                    type(guard).__call__
                 ), f"{route.path}: guard {guard!r} is not async"
                 assert not isinstance(guard, AsyncCallable), f"{route.path}: guard {guard!r} runs on a thread"
                 checked += 1

@@ -9,7 +9,7 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -24,10 +24,10 @@ class _Handler(BaseHTTPRequestHandler):
     """Answers by the body's ``mode``: sized, chunked, closing, refused; records what it read."""
 
     protocol_version = "HTTP/1.1"
-    seen: list[dict[str, Any]] = []
-    connections: set[int] = set()
+    seen: ClassVar[list[dict[str, Any]]] = []
+    connections: ClassVar[set[int]] = set()
 
-    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+    def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         _Handler.seen.append({"body": body, "auth": self.headers.get("Authorization"), "path": self.path})
         _Handler.connections.add(id(self.connection))
