@@ -11,9 +11,9 @@ from __future__ import annotations
 import itertools
 import unicodedata
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
-__all__ = ["degeneracy"]
+__all__ = ["degeneracy", "normalised_steps"]
 
 _RULE_CHARS = set("-*=_#~.")
 _DIGIT_RUN = 16
@@ -60,13 +60,27 @@ def _non_language_run(text: str) -> str | None:
     return None
 
 
+def normalised_steps(steps: Iterable[str]) -> frozenset[str]:
+    """Steps as the repetition check compares them (white space collapsed, lower case)."""
+    return frozenset(" ".join(s.split()).lower() for s in steps)
+
+
 def degeneracy(
-    step_text: str, step_tokens: Sequence[int], earlier_steps: Sequence[str], language: str = "en"
+    step_text: str,
+    step_tokens: Sequence[int],
+    earlier_steps: Sequence[str] | frozenset[str],
+    language: str = "en",
 ) -> str | None:
-    """Why the step is degenerate, or None. Deterministic, no model."""
+    """Why the step is degenerate, or None. Deterministic, no model.
+
+    ``earlier_steps``: the answer's earlier steps, as texts or already
+    ``normalised_steps`` (a frozenset, which a caller judging many
+    candidates of one beam computes once).
+    """
     normalized = " ".join(step_text.split()).lower()
     long_enough = len(normalized) > 8 or sum(1 for c in normalized if _script(c) == "han") >= 2
-    if long_enough and normalized in {" ".join(s.split()).lower() for s in earlier_steps}:
+    seen = earlier_steps if isinstance(earlier_steps, frozenset) else normalised_steps(earlier_steps)
+    if long_enough and normalized in seen:
         return "repetition: the step repeats an earlier step"
     run = 1
     for a, b in itertools.pairwise(step_tokens):

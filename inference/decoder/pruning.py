@@ -46,7 +46,7 @@ import torch
 
 from inference.decoder.beam import SearchStats, StepCheck
 from inference.decoder.contrast import window_contrast, window_cost
-from inference.decoder.degeneracy import degeneracy
+from inference.decoder.degeneracy import degeneracy, normalised_steps
 from inference.decoder.kv import PrefixKV
 from inference.decoder.runner import ModelRunner
 from reasoning.constraints.model import Constraint, Hardness, Scope, Verdict
@@ -60,6 +60,7 @@ _ISO_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
 _LIST_MARKER = re.compile(r"^\s*\d+[.)]\s")
 _CITATION = re.compile(r"\[(E\d+)\]")
 _WORD = re.compile(r"\w+")
+_PREFIX_CACHE = 64  # answer prefixes kept (a few per live beam)
 _CLAIM_END = frozenset(".!?;:\n。！？；")
 
 
@@ -175,6 +176,7 @@ class PruningJudge:
         self._texts = [b.text for b in self.branches]
         # (branch, claim) -> (contrast, variant index): beams that share a claim share its check.
         self._contrasts: dict[tuple[int, str], tuple[float, int]] = {}
+        self._prefixes: dict[tuple[int, ...], tuple[str, frozenset[str]]] = {}
 
     def judge(
         self,
@@ -213,8 +215,7 @@ class PruningJudge:
         """
         ents = [entropies[k] for k in free if k < len(entropies)]
         mean_entropy = sum(ents) / len(ents) if ents else 0.0
-        earlier = self.tokenizer.decode(list(tokens[:start]), skip_special_tokens=True)
-        earlier_steps = [s for s in re.split(r"(?<=[.!?。！？])\s+|\n+", earlier) if s.strip()]
+        earlier, earlier_steps = self._earlier(tokens, start)
         degenerate = (
             degeneracy(text, [tokens[k] for k in free], earlier_steps, self.language)
             if free
@@ -237,6 +238,24 @@ class PruningJudge:
             entropy=mean_entropy,
             degenerate=degenerate,
         )
+
+    def _earlier(self, tokens: Sequence[int], start: int) -> tuple[str, frozenset[str]]:
+        """The answer before the step, as text and as normalised steps (cached per prefix).
+
+        Every candidate of a beam, and every probe of its pending step, shares
+        the text before the step; decoding and splitting it once per prefix
+        keeps the judge's cost from growing with the answer's length.
+        """
+        key = tuple(tokens[:start])
+        hit = self._prefixes.get(key)
+        if hit is None:
+            earlier = self.tokenizer.decode(list(key), skip_special_tokens=True)
+            steps = [s for s in re.split(r"(?<=[.!?。！？])\s+|\n+", earlier) if s.strip()]
+            hit = (earlier, normalised_steps(steps))
+            if len(self._prefixes) >= _PREFIX_CACHE:
+                self._prefixes.pop(next(iter(self._prefixes)))
+            self._prefixes[key] = hit
+        return hit
 
     def _ids(self, text: str) -> list[int]:
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
