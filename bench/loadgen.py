@@ -70,11 +70,15 @@ class _Connection:
         self.reader: asyncio.StreamReader | None = None
         self.writer: asyncio.StreamWriter | None = None
 
-    async def request(self, payload: bytes) -> tuple[int, str | None]:
-        """Send ``payload`` (a whole request), read the whole answer; return status and Retry-After."""
+    async def connect(self) -> None:
+        """Open the connection unless it is open."""
         if self.writer is None or self.writer.is_closing():
             self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
-        assert self.reader is not None
+
+    async def request(self, payload: bytes) -> tuple[int, str | None]:
+        """Send ``payload`` (a whole request), read the whole answer; return status and Retry-After."""
+        await self.connect()
+        assert self.reader is not None and self.writer is not None
         self.writer.write(payload)
         status_line = await self.reader.readuntil(b"\r\n")
         status = int(status_line.split(b" ", 2)[1])
@@ -131,12 +135,15 @@ async def drive(spec: Spec, payloads: Sequence[bytes]) -> Outcome:
     outcome = Outcome()
     statuses: Counter[int] = Counter()
     sent = 0
+    connections = [_Connection(spec.host, spec.port) for _ in range(spec.clients)]
+    # Connected before the clock starts, as long-running clients are: otherwise a short
+    # phase counts each client's TCP set-up (all at once) in its first request's latency.
+    await asyncio.gather(*(c.connect() for c in connections), return_exceptions=True)
     started = time.perf_counter()
     end = started + spec.max_seconds
 
-    async def loop() -> None:
+    async def loop(connection: _Connection) -> None:
         nonlocal sent
-        connection = _Connection(spec.host, spec.port)
         try:
             while sent < spec.max_requests and time.perf_counter() < end:
                 payload = payloads[sent % len(payloads)]
@@ -156,7 +163,7 @@ async def drive(spec: Spec, payloads: Sequence[bytes]) -> Outcome:
         finally:
             connection.close()
 
-    await asyncio.gather(*(loop() for _ in range(spec.clients)))
+    await asyncio.gather(*(loop(c) for c in connections))
     outcome.elapsed_s = time.perf_counter() - started
     outcome.statuses = dict(statuses)
     return outcome
