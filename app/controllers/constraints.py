@@ -7,8 +7,10 @@ domain linking, Turtle / JSON-LD export) runs on a bounded worker pool.
 
 from __future__ import annotations
 
+import asyncio
 import os
 
+import msgspec
 from anyio import CapacityLimiter, to_thread
 from litestar import Controller, post
 from litestar.status_codes import HTTP_200_OK
@@ -89,6 +91,44 @@ def _cheap(body: ConstraintsRequest, defaults: tuple[Constraint, ...], index: On
     return index is None and body.graph_format == "json" and extraction_cached(body.prompt, defaults)
 
 
+#: Analyses that parse a prompt, by prompt and profile defaults (see ``_analysed``).
+_PARSING: dict[tuple[str, bytes], asyncio.Future[None]] = {}
+
+
+async def _analysed(
+    data: ConstraintsRequest, defaults: tuple[Constraint, ...], index: OntologyIndex | None
+) -> ConstraintsResponse:
+    """The response, computed inline when cheap, else on a worker thread.
+
+    Concurrent requests for one prompt that is not cached yet parse it once:
+    the first runs the analysis, the others wait for it (whatever its outcome)
+    and then find the extraction cached. Without this, every client that sent
+    the prompt before the first answer parsed it again, each holding a worker
+    thread and the GIL for milliseconds.
+    """
+    if _cheap(data, defaults, index):
+        # A thread hand-over would cost more than the work and lets the worker
+        # take the GIL from the event loop at each of its system calls.
+        return _run(data, defaults, index)
+    key = (data.prompt, msgspec.json.encode(defaults))
+    loop = asyncio.get_running_loop()
+    first = _PARSING.get(key)
+    if first is not None and first.get_loop() is loop:
+        await asyncio.shield(first)  # shielded: a waiter going away must not cancel it
+        if _cheap(data, defaults, index):
+            return _run(data, defaults, index)
+        return await to_thread.run_sync(_run, data, defaults, index, limiter=_ANALYSIS_THREADS)
+    done: asyncio.Future[None] = loop.create_future()
+    _PARSING[key] = done
+    try:
+        return await to_thread.run_sync(_run, data, defaults, index, limiter=_ANALYSIS_THREADS)
+    finally:
+        if _PARSING.get(key) is done:
+            del _PARSING[key]
+        if not done.done():
+            done.set_result(None)
+
+
 async def _domain_index(runtime: Runtime, auth: AuthContext, domain: str | None) -> OntologyIndex | None:
     """The tenant's index of ``domain`` (404 when it has none); None without a domain.
 
@@ -122,9 +162,4 @@ class ConstraintsController(Controller):
         """
         _check_prompt(data.prompt, settings.max_prompt_chars)
         index = await _domain_index(runtime, auth, data.domain)
-        defaults = profile_defaults(data.profile)
-        if _cheap(data, defaults, index):
-            # A thread hand-over would cost more than the work and lets the worker
-            # take the GIL from the event loop at each of its system calls.
-            return _run(data, defaults, index)
-        return await to_thread.run_sync(_run, data, defaults, index, limiter=_ANALYSIS_THREADS)
+        return await _analysed(data, profile_defaults(data.profile), index)

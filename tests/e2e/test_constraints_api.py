@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from pathlib import Path
 from typing import Any
 
+import httpx
 import networkx as nx
 import pytest
 from litestar import Litestar
@@ -240,3 +242,18 @@ async def test_a_repeated_prompt_gets_the_same_analysis_from_the_cache(
     a.pop("timings"), b.pop("timings")
     assert a == b
     assert {c["kind"] for c in a["constraints"]} >= {"word_count", "end_phrase"}
+
+
+async def test_concurrent_checks_of_a_new_prompt_parse_it_once(app: Litestar, make_key: Any) -> None:
+    """Requests overlapping the first check of a prompt wait for its parse instead of repeating it."""
+    headers = await make_key("acme", ["reason"])
+    body = {"prompt": f"Summarise audit {uuid.uuid4().hex} in exactly three bullet points. Do not use commas."}
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as http:
+        responses = await asyncio.gather(*(http.post(URL, json=body, headers=headers) for _ in range(8)))
+    assert [r.status_code for r in responses] == [200] * 8
+    payloads = [r.json() for r in responses]
+    assert sorted(p["cached"] for p in payloads) == [False] + [True] * 7
+    for p in payloads:
+        p.pop("cached"), p.pop("timings")
+    assert all(p == payloads[0] for p in payloads)
