@@ -31,8 +31,9 @@ are not counted in the throughput, and a refused client backs off for
 ``Retry-After`` (at most 2 s) like a well-behaved client. The machine's load
 average is reported: on a shared machine the figures say more about the
 neighbours than about the service. ``batching_gain`` = reason_rps_8 /
-reason_rps_1: about 1 until cross-request micro-batching of forward passes
-exists (one decode at a time on the model worker). The server is stopped
+reason_rps_1: concurrent decodes (up to ``TENET_MAX_BATCH``) run side by side
+and their one-token steps are merged into shared forward passes, so the gain
+measures cross-request micro-batching. The server is stopped
 with SIGTERM at the end (graceful shutdown) and its exit status is reported.
 
 The last stdout line is one JSON object.
@@ -374,9 +375,10 @@ def run(quick: bool, port: int | None, keep_data: bool) -> dict[str, Any]:
         "load_average_1m": round(os.getloadavg()[0], 2),
         "cpu_count": os.cpu_count(),
         "notes": (
-            "one decode at a time on the model worker: cross-request micro-batching of forward passes is "
-            "not implemented yet, so batching_gain is about 1; 8 clients raise latency (queueing), not "
-            "throughput. max_new_tokens 16."
+            "up to TENET_MAX_BATCH decodes run at once and their one-token steps share forward passes "
+            "(cross-request micro-batching); prefills run alone between merged steps. max_new_tokens 16. "
+            "constraints_* cycle four prompts (cached analysis); constraints_unique_* send a distinct "
+            "prompt per request (every request parsed)."
         ),
     }
 
