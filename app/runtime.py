@@ -196,10 +196,9 @@ class Runtime:
     async def close(self) -> None:
         """Stop the forward thread and release the database pool (the model is freed with the process)."""
         with self._reasoner_lock:
-            if self.batcher is not None:
-                self.batcher.close()
-                self.batcher = None
-            self._reasoner = None
+            batcher, self.batcher, self._reasoner = self.batcher, None, None
+        if batcher is not None:
+            await asyncio.to_thread(batcher.close)
         await self.engine.dispose()
 
 

@@ -198,8 +198,17 @@ class MicroBatcher:
         return batch
 
     def _work(self) -> None:
-        with torch.inference_mode():
-            self._serve()
+        try:
+            with torch.inference_mode():
+                self._serve()
+        finally:
+            # Whatever ends the thread, nobody is left waiting on it.
+            with self._cond:
+                self._closed = True
+                orphans, self._calls, self._steps = self._calls + self._steps, [], []
+            for job in orphans:
+                job.ok, job.value = False, Unavailable("the model's forward thread has stopped")
+                job.done.set()
 
     def _serve(self) -> None:
         while (batch := self._next()) is not None:
