@@ -144,12 +144,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
 
+    from bench.counterfactual import CASES
+    from bench.counterfactual import LEXICON as CASE_LEXICON
     from bench.throughput import aml_views
     from inference.loader import load_model
     from reasoning.confidence import combine, expected_calibration_error, fit_coefficients
-
-    from bench.counterfactual import CASES
-    from bench.counterfactual import LEXICON as CASE_LEXICON
 
     lm = load_model("bundled", cache_root=args.cache)
     data = _labelled([*aml_views(), clinical_view()], LEXICON)

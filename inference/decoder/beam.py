@@ -725,7 +725,7 @@ def _roll_back(child: _Beam, cand: _Candidate, start: int) -> None:
     child.score = cand.score
     child.state = cand.state
     child.repairs[start] = child.repairs.get(start, 0) + 1
-    at = cand.ban_at if cand.ban_at >= start else start
+    at = max(cand.ban_at, start)
     child.banned[at] = child.banned.get(at, frozenset()) | {cand.token}
     child.abandoned = cand.abandoned
 

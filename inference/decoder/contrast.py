@@ -37,12 +37,12 @@ from reasoning.errors import InvalidInput
 __all__ = [
     "Contrast",
     "contrast",
-    "window_contrast",
-    "window_cost",
     "score_continuations",
     "scored_tokens",
     "shared_prefix",
     "token_logprobs",
+    "window_contrast",
+    "window_cost",
 ]
 
 
