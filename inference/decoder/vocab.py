@@ -36,13 +36,43 @@ __all__ = [
     "VocabTables",
     "joins_run",
     "letter_script",
+    "scan_sentences",
     "script_prefixes",
     "vocab_tables",
 ]
 
 WORD_RE = re.compile(r"\w+")
 _TERMINAL = ".!?"
-_SENTENCE_END_INSIDE = re.compile(r"[.!?]+(?=\s)")
+_CJK_TERMINAL = "\u3002\uff01\uff1f"  # 。！？
+_CLOSERS = "\"'\u201d\u2019)]"
+_CLOSES_SENTENCE = re.compile(r"[\"'\u201d\u2019)\]]*\s")
+
+
+def scan_sentences(text: str, run: str = "") -> tuple[int, str]:
+    """Sentence ends in ``text`` by our verifier's rule, and the open run after it.
+
+    ``reasoning.constraints.textstats`` ends a sentence at a run of
+    ``.!?。！？`` (closing quotes and brackets may follow) before whitespace,
+    and at any run holding ``。！？``. ``run`` carries a run across token
+    boundaries: ``"armed"`` (ASCII terminals, waiting for whitespace),
+    ``"counted"`` (a CJK run, already counted) or ``""``. Abbreviations are
+    not exempted, so the count is never below the verifier's.
+    """
+    ends = 0
+    for ch in text:
+        if ch in _CJK_TERMINAL:
+            ends += run != "counted"
+            run = "counted"
+        elif ch in _TERMINAL:
+            run = run or "armed"
+        elif ch in _CLOSERS and run:
+            continue
+        elif ch.isspace() and run == "armed":
+            ends += 1
+            run = ""
+        else:
+            run = ""
+    return ends, run
 
 
 def letter_script(ch: str) -> str:
@@ -121,7 +151,8 @@ class VocabTables:
     word_units: torch.Tensor  # [V] int32: words by our verifier's rule (each Han character one)
     starts_unit_char: torch.Tensor  # first char is a word char that joins a run (not Han)
     ends_wordchar: torch.Tensor
-    sentence_ends: torch.Tensor  # [V] int32: [.!?]+ followed by whitespace inside the token
+    sentence_ends: torch.Tensor  # [V] int32: sentence ends inside the token (``scan_sentences``)
+    closes_sentence: torch.Tensor  # closers then whitespace first: ends an armed run before it
     ends_terminal: torch.Tensor  # last char in .!?
     llg_tokenizer: Any
     hf_tokenizer: Any
@@ -283,6 +314,7 @@ def _build(tokenizer: Any, device: torch.device, vocab_size: int | None) -> Voca
         starts_unit_char=bool_t("starts_unit_char"),
         ends_wordchar=bool_t("ends_wordchar"),
         sentence_ends=int_t("sentence_ends"),
+        closes_sentence=bool_t("closes_sentence"),
         ends_terminal=bool_t("ends_terminal"),
         llg_tokenizer=llg,
         hf_tokenizer=tokenizer,
@@ -310,6 +342,7 @@ _COLUMNS = (
     "starts_unit_char",
     "ends_wordchar",
     "sentence_ends",
+    "closes_sentence",
     "ends_terminal",
 )
 
@@ -337,5 +370,6 @@ def _describe(text: str, frag: bool, special: bool, cols: dict[str, list[Any]]) 
     cols["word_units"].append(count_words(text))
     cols["starts_unit_char"].append(bool(text) and joins_run(text[0]))
     cols["ends_wordchar"].append(bool(text) and bool(WORD_RE.match(text[-1])))
-    cols["sentence_ends"].append(len(_SENTENCE_END_INSIDE.findall(text)))
+    cols["sentence_ends"].append(scan_sentences(text)[0])
+    cols["closes_sentence"].append(_CLOSES_SENTENCE.match(text) is not None)
     cols["ends_terminal"].append(bool(text) and text[-1] in _TERMINAL)

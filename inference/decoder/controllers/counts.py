@@ -1,8 +1,10 @@
 """Counted quantities of the answer: words, sentences, a letter, placeholders.
 
 Counting follows IFEval's definitions, which our verifiers share: a word is a
-``\\w+`` run, a sentence ends at ``.``, ``!`` or ``?`` followed by
-whitespace, a placeholder is ``[...]`` on one line. Words are tallied twice:
+``\\w+`` run, a sentence ends at a run of ``.!?`` (closing quotes or brackets
+may follow) before whitespace, or at ``。！？`` (``vocab.scan_sentences``; no
+abbreviation is exempted, so the tally never falls below the verifier's), a
+placeholder is ``[...]`` on one line. Words are tallied twice:
 ``words`` by IFEval's rule and ``units`` by our verifier's
 (``textstats.count_words``: each Han character is a word of its own). Since
 ``units >= words`` on every text, the maxima bound ``units`` and the minima
@@ -14,17 +16,14 @@ candidate token as a ``[V]`` vector, so an upper bound becomes one mask.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import torch
 
-from inference.decoder.vocab import WORD_RE, VocabTables, joins_run
+from inference.decoder.vocab import WORD_RE, VocabTables, joins_run, scan_sentences
 from reasoning.constraints.textstats import count_words
 
 __all__ = ["Counts", "Limits", "count_text"]
-
-_SENTENCE_END = re.compile(r"[.!?]+(?=\s)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +36,7 @@ class Counts:
     in_unit: bool = False
     sentences: int = 0
     ends_terminal: bool = False
+    sentence_run: str = ""  # see ``scan_sentences``
     letter: int = 0
     placeholders: int = 0
     bracket_open: bool = False
@@ -53,7 +53,7 @@ class Counts:
         units = self.units + count_words(chunk)
         if self.in_unit and joins_run(chunk[0]):
             units -= 1
-        sentences = self.sentences + len(_SENTENCE_END.findall(self.last_char + chunk))
+        ends, run = scan_sentences(chunk, self.sentence_run)
         placeholders, open_ = self.placeholders, self.bracket_open
         for ch in chunk:
             if ch == "\n":
@@ -69,8 +69,9 @@ class Counts:
             in_word=bool(WORD_RE.match(last)),
             units=units,
             in_unit=joins_run(last),
-            sentences=sentences,
-            ends_terminal=last in ".!?",
+            sentences=self.sentences + ends,
+            ends_terminal=bool(run),
+            sentence_run=run,
             letter=self.letter + (chunk.lower().count(letter) if letter else 0),
             placeholders=placeholders,
             bracket_open=open_,
@@ -128,8 +129,8 @@ class Limits:
             banned = new > self.max_words - reserve.units - 2 * spare_sentences
         if self.max_sentences is not None:
             new = counts.sentences + tables.sentence_ends
-            if counts.ends_terminal:
-                new = new + tables.starts_space.to(torch.int32)
+            if counts.sentence_run == "armed":
+                new = new + tables.closes_sentence.to(torch.int32)
             # Punkt also counts the unterminated last sentence: keep one in hand.
             over = new >= self.max_sentences - reserve.sentences - spare_sentences
             banned = over if banned is None else banned | over

@@ -561,6 +561,9 @@ class ConstraintSteering:
         mask = ((bits.unsqueeze(1) >> self._shifts) & 1).flatten()[: self.tables.size].bool()
         mask = mask.to(self.tables.device)
         allowed = mask & ~self._eos_mask & self._policy_mask
+        if self.limits.has_max:
+            # Upper bounds hold inside a formal answer too (a JSON string is text).
+            allowed &= ~self._over_rows([state])[0]
         if self._lazy_fragments:
             allowed |= mask & self.tables.fragment
         row = lp.masked_fill(~allowed, _NEG_INF)
@@ -651,17 +654,15 @@ class ConstraintSteering:
     def _fits(self, state: SteerState, text: str, tail: bytes) -> bool:
         """Whether the upper bounds hold after ``text`` and, for an unfinished
         ``tail``, after whatever character it becomes (a Han character is the
-        worst case for words, a space for sentences, the letter for itself)."""
+        worst case for words, a space or "。" for sentences, the letter for itself)."""
         if state.seg >= len(self._segments):
             return True
         comp = self._segments[state.seg]
-        if comp.allowed is None:
-            return True
         letter = self.limits.letter
         after = state.counts.add(text, letter)
         probes = [after]
         if tail:
-            probes += [after.add("\u4e00", letter), after.add(" ", letter)]
+            probes += [after.add(ch, letter) for ch in ("\u4e00", " ", "\u3002")]
             if letter is not None and not letter.isascii():
                 probes.append(after.add(letter, letter))
         reserve = self._reserve(state)

@@ -234,6 +234,24 @@ def test_json_schema_output_parses(tokenizer: Any) -> None:
     assert set(value) == {"name", "age"} and isinstance(value["age"], int)
 
 
+def test_word_limit_holds_inside_a_json_answer(tokenizer: Any) -> None:
+    """A JSON string is text: the word bound masks it too (the format, not the
+    bound, is what a random model may fail, and that is reported)."""
+    from reasoning.constraints.textstats import count_words
+
+    schema = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"],
+              "additionalProperties": False}
+    steering = compile_steering(
+        [c("json_format", schema=schema), c("word_count", relation="less than", n=10)],
+        tokenizer, prompt="x", max_new_tokens=60,
+    )
+    assert steering.controlled == {"json_format", "word_count"}
+    for seed in range(2):
+        state = drive(steering, 60, seed)
+        assert count_words(state.text) < 10, state.text
+        assert set(steering.unmet(state)) <= {"format"}
+
+
 def test_constrained_options_give_exactly_one_option(tokenizer: Any) -> None:
     options = ["My answer is yes.", "My answer is no.", "My answer is maybe."]
     steering = compile_steering([c("constrained_response", options=options)], tokenizer, prompt="x")
@@ -305,6 +323,20 @@ def test_bullets_start_their_own_line_after_an_opening(tokenizer: Any, opening: 
     steering = compile_steering([c("bullet_count", n=3), c(kind, **params)], tokenizer, prompt="x", max_new_tokens=90)
     state = drive(steering, 90, 0)
     assert count_bullets(state.text) == 3, state.text
+
+
+@pytest.mark.parametrize("enders", [['."', " "], ["\u3002"], ['!)', " ", "?"]])
+def test_sentence_limit_counts_quoted_and_chinese_ends(tokenizer: Any, enders: list[str]) -> None:
+    """A period before a closing quote, or a "。", ends a sentence for our verifier
+    (and for Punkt); the bound must count them."""
+    from reasoning.constraints.textstats import count_sentences
+
+    steering = compile_steering([c("sentence_count", relation="less than", n=3)], tokenizer, prompt="x", max_new_tokens=100)
+    bias = {t: 8.0 for e in enders for t in tokenizer.encode(e, add_special_tokens=False)}
+    for seed in range(2):
+        state = drive_with_bias(steering, 100, seed, bias)
+        assert count_sentences(state.text) < 3, state.text
+        assert steering.unmet(state) == ()
 
 
 def test_minimum_words_hold_back_the_end(tokenizer: Any) -> None:
