@@ -246,13 +246,13 @@ def window_contrast(
         mask[row, base : base + len(span)] = True
     logits = runner.forward(ids, pos, mask, cache, purpose="counterfactual", last_only=False)
     logprobs = torch.log_softmax(logits, dim=-1)  # [K, W, V]
-    values: list[float] = []
+    scores: list[float] = []
     for row, (variant, (start, c_end, v_end)) in enumerate(zip(variants, spans)):
         opening = first_logprobs if start == 0 else after[start - 1]  # [V]
         v_lp = [float(opening[variant[start]])]
         for j in range(1, v_end - start):
             v_lp.append(float(logprobs[row, j - 1, variant[start + j]]))
         c_lp = claim_lp[start:c_end]
-        values.append(sum(c_lp) / len(c_lp) - sum(v_lp) / len(v_lp))
-    best = min(range(k), key=lambda i: values[i])
-    return Contrast(value=values[best], best=best + 1, claim_logprobs=tuple(claim_lp))
+        scores.append(sum(c_lp) / len(c_lp) - sum(v_lp) / len(v_lp))
+    best = min(range(k), key=lambda i: scores[i])
+    return Contrast(value=scores[best], best=best + 1, claim_logprobs=tuple(claim_lp))

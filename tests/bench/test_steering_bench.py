@@ -86,9 +86,14 @@ def test_judge_runs_without_punkt_data_or_downloads() -> None:
 
 
 @pytest.mark.model
-def test_quick_run_prints_one_json_object(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--quick", "--limit", "1", "--width", "1"]) == 0
+def test_quick_run_prints_one_json_object(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    progress = tmp_path / "progress.json"
+    assert main(["--quick", "--limit", "1", "--width", "1", "--progress", str(progress)]) == 0
     report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert report["pruning_enforced"] is True  # as POST /v1/reason decodes
+    assert json.loads(progress.read_text()) == report
     for key in ("steered", "unsteered"):
         assert set(report[key]) >= {"instruction_strict", "prompt_strict", "n_prompts"}
         assert report[key]["n_prompts"] == 1
