@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+import torch
 from litestar import Litestar
 from litestar.testing import AsyncTestClient
 
@@ -180,6 +181,16 @@ def make_key(app: Litestar) -> MakeKey:
 
 
 # --- the model -----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread() -> Iterator[None]:
+    """One intra-op thread for a module: on a shared 2-core machine more threads oversubscribe
+    and run about 10x slower."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,6 @@ judge, the search, the repair and the verifiers are the real ones.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
@@ -24,16 +23,7 @@ from reasoning.constraints.model import Constraint, Kind
 from reasoning.constraints.verifiers import verify
 from reasoning.evidence.model import EvidenceFact, EvidenceSubgraph
 
-pytestmark = pytest.mark.model
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread() -> Iterator[None]:
-    """One intra-op thread: on a shared 2-core machine more threads oversubscribe and run 10x slower."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = [pytest.mark.model, pytest.mark.usefixtures("one_torch_thread")]
 
 
 @dataclass(frozen=True)

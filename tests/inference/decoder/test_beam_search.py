@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 import torch
 
@@ -17,16 +15,7 @@ from inference.loader import LoadedModel
 from inference.prompting import plan_prompt
 from reasoning.evidence.model import EvidenceFact, EvidenceSubgraph
 
-pytestmark = pytest.mark.model
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread() -> Iterator[None]:
-    """One intra-op thread: on a shared 2-core machine more threads oversubscribe and run 10x slower."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = [pytest.mark.model, pytest.mark.usefixtures("one_torch_thread")]
 
 
 PROMPT = "Explain in one sentence what a politically exposed person is."

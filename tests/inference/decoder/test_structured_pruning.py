@@ -9,11 +9,9 @@ own rules (``if-verifiable``, as ``bench.steering`` does), not by our verifiers.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import torch
 
 from bench.steering import _prepare_judge, ifeval_constraints, judge
 from inference.decoder.compile import compile_steering
@@ -21,7 +19,7 @@ from inference.decoder.decode import DecodeOptions, decode
 from inference.loader import LoadedModel
 from inference.prompting import plan_prompt
 
-pytestmark = pytest.mark.model
+pytestmark = [pytest.mark.model, pytest.mark.usefixtures("one_torch_thread")]
 
 END = "Is there anything else I can help with?"
 CASES: list[dict[str, Any]] = [
@@ -48,14 +46,6 @@ CASES: list[dict[str, Any]] = [
     },
 ]
 BUDGET = 120
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread() -> Iterator[None]:
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")
