@@ -37,6 +37,8 @@ POSTGRES_URL = os.environ.get(
     "TENET_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 )
 MODEL_CACHE = Path(os.environ.get("TENET_TEST_MODEL_CACHE", REPO_ROOT / "var" / "models"))
+#: Two legal regimes declared disjoint (owl:disjointWith), with English and Chinese labels.
+REGIMES_TTL = (Path(__file__).resolve().parent / "data" / "regimes.ttl").read_bytes()
 
 MakeKey = Callable[[str, list[str]], Awaitable[dict[str, str]]]
 

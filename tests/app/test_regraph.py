@@ -8,22 +8,14 @@ from app.services.regraph import carried_edges, rebuild_graph
 from reasoning.analysis import Analysis, Status, analyse
 from reasoning.evidence.ingest import ingest_ontology
 from reasoning.graph import Edge, EdgeKind
+from tests.conftest import REGIMES_TTL
 
-REGIMES = """@prefix ex: <https://example.org/reg#> .
-@prefix owl: <http://www.w3.org/2002/07/owl#> .
-@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
-@prefix skos: <http://www.w3.org/2004/02/skos/core#> .
-ex:EURegime a owl:Class ; rdfs:label "EU regime"@en .
-ex:USRegime a owl:Class ; rdfs:label "US regime"@en ; owl:disjointWith ex:EURegime .
-ex:EU a ex:EURegime ; rdfs:label "European Union"@en , "欧盟"@zh ; skos:altLabel "EU"@en .
-ex:US a ex:USRegime ; rdfs:label "United States"@en , "美国"@zh ; skos:altLabel "US"@en .
-""".encode()
 PROMPT = "Answer in English. 必须用中文回答。请依据欧盟的法律并根据美国的法规回答。"
 
 
 @pytest.fixture(scope="module")
 def analysis() -> Analysis:
-    index = ingest_ontology(REGIMES, "text/turtle").index.with_version("regimes-v1")
+    index = ingest_ontology(REGIMES_TTL, "text/turtle").index.with_version("regimes-v1")
     return analyse(PROMPT, cache=None, domain_index=index)
 
 

@@ -17,6 +17,7 @@ from app.webhooks import WebhookNotifier
 from reasoning.constraints.model import Premise
 from store import keys as key_store
 from store.db import transaction
+from tests.conftest import REGIMES_TTL
 
 pytestmark = pytest.mark.model
 
@@ -198,15 +199,6 @@ async def test_ambiguous_premise_is_resolved_by_retracting_the_chosen_one(
                                            headers=headers), 409)
 
 
-REGIMES_TTL = """@prefix ex: <https://example.org/reg#> .
-@prefix owl: <http://www.w3.org/2002/07/owl#> .
-@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
-@prefix skos: <http://www.w3.org/2004/02/skos/core#> .
-ex:EURegime a owl:Class ; rdfs:label "EU regime"@en .
-ex:USRegime a owl:Class ; rdfs:label "US regime"@en ; owl:disjointWith ex:EURegime .
-ex:EU a ex:EURegime ; rdfs:label "European Union"@en , "欧盟"@zh ; skos:altLabel "EU"@en .
-ex:US a ex:USRegime ; rdfs:label "United States"@en , "美国"@zh ; skos:altLabel "US"@en .
-""".encode()
 #: A rule conflict (the language) and an ontology one (EU and US rules are disjoint regimes).
 TWO_CONFLICTS = "Answer in English. 必须用中文回答。请依据欧盟的法律并根据美国的法规回答。"
 

@@ -22,6 +22,7 @@ from reasoning.evidence.bundled import bundled_domains
 from reasoning.evidence.ingest import IngestLimits
 from reasoning.evidence.safe_parse import ParseLimits
 from store.models import OntologyVersion
+from tests.conftest import REGIMES_TTL
 
 URL = "/v1/ontologies"
 Client = AsyncTestClient[Litestar]
@@ -334,15 +335,6 @@ async def test_a_refused_upload_leaves_the_previous_version_in_service(
     assert [(v["id"], v["current"]) for v in listed] == [(good["id"], True)]
 
 
-REGIMES_TTL = """@prefix ex: <https://example.org/reg#> .
-@prefix owl: <http://www.w3.org/2002/07/owl#> .
-@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
-@prefix skos: <http://www.w3.org/2004/02/skos/core#> .
-ex:EURegime a owl:Class ; rdfs:label "EU regime"@en .
-ex:USRegime a owl:Class ; rdfs:label "US regime"@en ; owl:disjointWith ex:EURegime .
-ex:EU a ex:EURegime ; rdfs:label "European Union"@en , "欧盟"@zh ; skos:altLabel "EU"@en .
-ex:US a ex:USRegime ; rdfs:label "United States"@en , "美国"@zh ; skos:altLabel "US"@en .
-""".encode()
 
 
 async def test_an_uploaded_disjointness_makes_two_jurisdictions_conflict(
