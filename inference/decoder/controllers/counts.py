@@ -37,6 +37,7 @@ class Counts:
     sentences: int = 0
     ends_terminal: bool = False
     sentence_run: str = ""  # see ``scan_sentences``
+    sentence_words: int = 0  # words (IFEval's rule) since the last counted sentence end
     letter: int = 0
     placeholders: int = 0
     bracket_open: bool = False
@@ -54,6 +55,9 @@ class Counts:
         if self.in_unit and joins_run(chunk[0]):
             units -= 1
         ends, run = scan_sentences(chunk, self.sentence_run)
+        sentence_words = self.sentence_words + words - self.words
+        if ends:
+            sentence_words = len(WORD_RE.findall(chunk[_last_end(chunk, self.sentence_run) :]))
         placeholders, open_ = self.placeholders, self.bracket_open
         for ch in chunk:
             if ch == "\n":
@@ -72,11 +76,22 @@ class Counts:
             sentences=self.sentences + ends,
             ends_terminal=bool(run),
             sentence_run=run,
+            sentence_words=sentence_words,
             letter=self.letter + (chunk.lower().count(letter) if letter else 0),
             placeholders=placeholders,
             bracket_open=open_,
             last_char=last,
         )
+
+
+def _last_end(chunk: str, run: str) -> int:
+    """Index in ``chunk`` just after its last counted sentence end."""
+    last = 0
+    for index, ch in enumerate(chunk):
+        ends, run = scan_sentences(ch, run)
+        if ends:
+            last = index + 1
+    return last
 
 
 def count_text(text: str, letter: str | None = None) -> Counts:

@@ -46,6 +46,7 @@ from inference.decoder.controllers.counts import Counts, Limits, count_text
 from inference.decoder.controllers.lexical import ForbiddenWords
 from inference.decoder.controllers.template import Formal, Free, Literal, Segment
 from inference.decoder.vocab import VocabTables
+from reasoning.constraints.textstats import count_sentences
 
 __all__ = ["TOP_K", "ConstraintSteering", "SteerState"]
 
@@ -56,6 +57,7 @@ _PLACEHOLDER_CAP = 8
 _MIN_SEGMENT_TOKENS = 2
 _CITATION_TOKENS = 5  # budget kept for one forced citation (" [", "E", digits, "]")
 _CITING_ROLES = ("body", "postscript")
+_TOKENS_PER_SENTENCE = 6  # below this many budget tokens per missing sentence, close the current one
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +149,9 @@ class ConstraintSteering:
         self._fragment_list: list[bool] = tables.fragment.tolist()
         self._continuation: torch.Tensor = tables.cached("continuation", lambda: _continuation(tables))
         self._word_end: torch.Tensor = tables.cached("word-end", lambda: _word_end(tables))
+        ends = tables.sentence_ends > 0
+        self._ends_sentence = ends | tables.ends_terminal  # ends one, or arms one ("word.")
+        self._closes_armed = ends | tables.closes_sentence  # counts an armed end
         self._open_bracket = self._bracket_token(" [")
         self._open_bracket_bare = self._bracket_token("[")
         self._close_bracket = self._bracket_token("]")
@@ -445,7 +450,32 @@ class ConstraintSteering:
         ends_clean = self.forbidden is None or self.forbidden.ends_ok(state.text)
         if forced and not state.pending and ends_clean:
             return _Plan("only", exit_token)
-        return _Plan("free", exit_token, seg=state.seg, may_stop=may_stop, forced=forced)
+        close = seg.gate and not counts.bracket_open and not state.pending and self._sentences_short(state, missing)
+        return _Plan("free", exit_token, seg=state.seg, may_stop=may_stop, forced=forced, close=close)
+
+    def _sentences_short(self, state: SteerState, missing_cites: int) -> bool:
+        """Whether the budget left is too tight for the sentences still owed,
+        so the current sentence should end now (it has a word, and a period
+        after its last word would count for our verifier: "e.g." would not)."""
+        need = self.limits.min_sentences
+        if need is None or self.max_new_tokens is None:
+            return False
+        comp = self._segments[state.seg]
+        counts = state.counts
+        missing = need - counts.sentences - comp.reserve.sentences
+        if missing <= 0:
+            return False
+        left = self.max_new_tokens - state.n_tokens - comp.reserve_tokens - 2 - _CITATION_TOKENS * missing_cites
+        if state.seg_deadline is not None:
+            left = min(left, state.seg_deadline - state.n_tokens)
+        if left > _TOKENS_PER_SENTENCE * missing:
+            return False
+        if counts.sentence_run == "armed":
+            return True
+        if counts.sentence_words == 0:
+            return False
+        tail = state.text[-48:]
+        return count_sentences(tail + ". x") > count_sentences(tail + " x")
 
     def _free_rows(self, states: list[SteerState], plans: list[_Plan], lp: torch.Tensor) -> torch.Tensor:
         """Masked rows of beams in free segments. ``lp: [R, V]`` -> ``[R, V]``."""
@@ -469,6 +499,13 @@ class ConstraintSteering:
         if word_ends:
             allowed[word_ends] &= self._word_end
             fragments[word_ends] &= self._word_end
+        for r, (s, p) in enumerate(zip(states, plans)):
+            if p.close:
+                # Only tokens that end the sentence; unless none of them is allowed.
+                closing = allowed[r] & (self._closes_armed if s.counts.sentence_run == "armed" else self._ends_sentence)
+                if bool(closing.any()):
+                    allowed[r] = closing
+                    fragments[r] = False
         rows = lp.masked_fill(~allowed, _NEG_INF)  # [R, V]
         stopping = [r for r, p in enumerate(plans) if p.may_stop]
         if stopping:
@@ -692,3 +729,4 @@ class _Plan:
     seg: int = 0
     may_stop: bool = False
     forced: bool = False
+    close: bool = False  # the current sentence must end (owed sentences, tight budget)

@@ -339,6 +339,25 @@ def test_sentence_limit_counts_quoted_and_chinese_ends(tokenizer: Any, enders: l
         assert steering.unmet(state) == ()
 
 
+def test_minimum_sentences_close_sentences_before_the_budget_runs_out(tokenizer: Any) -> None:
+    """A model that never ends a sentence is pushed to end them once the budget
+    left is tight for the sentences still owed, so "at least 5" holds by our
+    verifier and by IFEval's rule (Punkt, untrained as the steering bench runs it)."""
+    from nltk.tokenize.punkt import PunktSentenceTokenizer
+
+    from reasoning.constraints.textstats import count_sentences
+
+    steering = compile_steering([c("sentence_count", relation="at least", n=5)], tokenizer, prompt="x", max_new_tokens=60)
+    enders = [t for t in range(steering.tables.size) if steering.tables.sentence_ends[t] or steering.tables.ends_terminal[t]]
+    punkt = PunktSentenceTokenizer()
+    for seed in range(3):
+        state = drive_with_bias(steering, 60, seed, {t: -30.0 for t in enders})
+        assert state.n_tokens <= 60
+        assert count_sentences(state.text) >= 5, state.text
+        assert len(punkt.tokenize(state.text)) >= 5, state.text
+        assert steering.unmet(state) == (), state.text
+
+
 def test_minimum_words_hold_back_the_end(tokenizer: Any) -> None:
     steering = compile_steering([c("word_count", relation="at least", n=30)], tokenizer, prompt="x", max_new_tokens=200)
     eos = tokenizer.eos_token_id
