@@ -23,7 +23,10 @@ import torch
 from inference.decoder.vocab import WORD_RE, VocabTables, joins_run, scan_sentences
 from reasoning.constraints.textstats import count_words
 
-__all__ = ["Counts", "Limits", "count_text"]
+__all__ = ["Counts", "Limits", "count_text", "firm_scan", "good_last_word"]
+
+_CJK_ENDS = "\u3002\uff01\uff1f"  # 。！？
+_CLOSERS = "\"'\u201d\u2019)]"
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +41,9 @@ class Counts:
     ends_terminal: bool = False
     sentence_run: str = ""  # see ``scan_sentences``
     sentence_words: int = 0  # words (IFEval's rule) since the last counted sentence end
+    firm_sentences: int = 0  # ends every judge counts (see ``firm_scan``): what minima count
+    firm_run: str = ""  # see ``firm_scan``
+    word_tail: str = ""  # the last word-character run, capped (empty after a non-word character)
     letter: int = 0
     placeholders: int = 0
     bracket_open: bool = False
@@ -55,6 +61,7 @@ class Counts:
         if self.in_unit and joins_run(chunk[0]):
             units -= 1
         ends, run = scan_sentences(chunk, self.sentence_run)
+        firm, firm_run, tail = firm_scan(chunk, self.firm_run, self.word_tail)
         sentence_words = self.sentence_words + words - self.words
         if ends:
             sentence_words = len(WORD_RE.findall(chunk[_last_end(chunk, self.sentence_run) :]))
@@ -77,11 +84,65 @@ class Counts:
             ends_terminal=bool(run),
             sentence_run=run,
             sentence_words=sentence_words,
+            firm_sentences=self.firm_sentences + firm,
+            firm_run=firm_run,
+            word_tail=tail,
             letter=self.letter + (chunk.lower().count(letter) if letter else 0),
             placeholders=placeholders,
             bracket_open=open_,
             last_char=last,
         )
+
+
+_TAIL_CAP = 12
+_ABBREVIATIONS = frozenset(
+    ["mr", "mrs", "ms", "dr", "prof", "st", "jr", "sr", "vs", "etc", "inc", "ltd", "co", "corp", "no", "fig", "approx", "dept", "est", "mt", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec"]
+)
+
+
+def good_last_word(tail: str) -> bool:
+    """Whether a period after the word ``tail`` ends a sentence for every judge:
+    our verifier exempts single letters and abbreviations, Punkt numbers too."""
+    if not tail or not tail.isalpha() or tail.lower() in _ABBREVIATIONS:
+        return False
+    return len(tail) >= 2 or not tail.isascii()
+
+
+def firm_scan(text: str, run: str = "", tail: str = "") -> tuple[int, str, str]:
+    """Sentence ends in ``text`` that our verifier and Punkt both count, for minima.
+
+    Stricter than ``scan_sentences`` (which bounds maxima from above): an ASCII
+    end counts only as ``.``, ``!`` or ``?`` (then more ``!?``, closing quotes
+    or brackets) right after a word ``good_last_word`` accepts, before
+    whitespace; an ellipsis, "3." or "e.g." never counts. ``run`` is ``"armed"``
+    ``"spoiled"`` (a run that will not count) or ``""``; ``tail`` the last
+    word run before ``text``. Returns the ends,
+    the run and the tail after ``text``.
+    """
+    ends = 0
+    for ch in text:
+        if ch in _CJK_ENDS:
+            ends += 1
+            run, tail = "", ""
+        elif ch in ".!?":
+            if run == "armed":
+                run = "armed" if ch != "." else "spoiled"
+            elif run == "" and good_last_word(tail):
+                run = "armed"
+            else:
+                run = "spoiled"
+            tail = ""
+        elif ch in _CLOSERS and run:
+            continue
+        elif ch.isspace():
+            ends += run == "armed"
+            run, tail = "", ""
+        elif WORD_RE.match(ch):
+            tail = (tail + ch)[-_TAIL_CAP:] if not run else ""
+            run = "spoiled" if run else ""
+        else:
+            run, tail = "", ""
+    return ends, run, tail
 
 
 def _last_end(chunk: str, run: str) -> int:
@@ -119,7 +180,7 @@ class Limits:
         """True when every lower bound holds (the answer may end)."""
         return (
             (self.min_words is None or counts.words >= self.min_words)
-            and (self.min_sentences is None or counts.sentences >= self.min_sentences)
+            and (self.min_sentences is None or counts.firm_sentences >= self.min_sentences)
             and (self.min_letter is None or counts.letter >= self.min_letter)
             and (self.min_placeholders is None or counts.placeholders >= self.min_placeholders)
         )

@@ -14,7 +14,11 @@ and forbidden words. Per step and per beam row:
    mask the row; the stop tokens' mass (EOS, a newline ending a line, ``>``
    ending a title) moves to the token that begins what must come next (the
    next literal, an opening ``[`` for a missing placeholder, or EOS); lower
-   bounds hold the stop back; an exhausted bound or budget forces it;
+   bounds hold the stop back; an exhausted bound or budget forces it; when
+   the budget left is tight for the sentences a minimum still owes (fewer
+   than ``_TOKENS_PER_SENTENCE`` per sentence), the gate segment keeps only
+   tokens that end the current sentence once it has a word (unless the
+   other masks leave none of them, then the row stays as it was);
 4. in a formal segment, the llguidance matcher's bitmask masks the row;
 5. when lazy checks are needed (forbidden words, byte fragments of
    multi-byte characters) the best ``TOP_K`` survivors are checked one by one
@@ -35,6 +39,7 @@ violation it causes in ``violations``, so it is reported, never silent.
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,11 +47,10 @@ import torch
 
 from inference.decoder.controllers.charset import CharPolicy, split_utf8
 from inference.decoder.controllers.citing import Citations
-from inference.decoder.controllers.counts import Counts, Limits, count_text
+from inference.decoder.controllers.counts import Counts, Limits, count_text, good_last_word
 from inference.decoder.controllers.lexical import ForbiddenWords
 from inference.decoder.controllers.template import Formal, Free, Literal, Segment
 from inference.decoder.vocab import VocabTables
-from reasoning.constraints.textstats import count_sentences
 
 __all__ = ["TOP_K", "ConstraintSteering", "SteerState"]
 
@@ -149,9 +153,7 @@ class ConstraintSteering:
         self._fragment_list: list[bool] = tables.fragment.tolist()
         self._continuation: torch.Tensor = tables.cached("continuation", lambda: _continuation(tables))
         self._word_end: torch.Tensor = tables.cached("word-end", lambda: _word_end(tables))
-        ends = tables.sentence_ends > 0
-        self._ends_sentence = ends | tables.ends_terminal  # ends one, or arms one ("word.")
-        self._closes_armed = ends | tables.closes_sentence  # counts an armed end
+        self._ends_sentence: torch.Tensor = tables.cached("ends-sentence", lambda: _ends_sentence(tables))
         self._open_bracket = self._bracket_token(" [")
         self._open_bracket_bare = self._bracket_token("[")
         self._close_bracket = self._bracket_token("]")
@@ -455,14 +457,15 @@ class ConstraintSteering:
 
     def _sentences_short(self, state: SteerState, missing_cites: int) -> bool:
         """Whether the budget left is too tight for the sentences still owed,
-        so the current sentence should end now (it has a word, and a period
-        after its last word would count for our verifier: "e.g." would not)."""
+        so the current sentence should end now: it has a word and either ends
+        in a word a period may follow (``good_last_word``) or in an end that
+        only waits for whitespace (``Counts.firm_run``)."""
         need = self.limits.min_sentences
         if need is None or self.max_new_tokens is None:
             return False
         comp = self._segments[state.seg]
         counts = state.counts
-        missing = need - counts.sentences - comp.reserve.sentences
+        missing = need - counts.firm_sentences - comp.reserve.firm_sentences
         if missing <= 0:
             return False
         left = self.max_new_tokens - state.n_tokens - comp.reserve_tokens - 2 - _CITATION_TOKENS * missing_cites
@@ -470,12 +473,9 @@ class ConstraintSteering:
             left = min(left, state.seg_deadline - state.n_tokens)
         if left > _TOKENS_PER_SENTENCE * missing:
             return False
-        if counts.sentence_run == "armed":
+        if counts.firm_run == "armed":
             return True
-        if counts.sentence_words == 0:
-            return False
-        tail = state.text[-48:]
-        return count_sentences(tail + ". x") > count_sentences(tail + " x")
+        return counts.sentence_words > 0 and good_last_word(counts.word_tail)
 
     def _free_rows(self, states: list[SteerState], plans: list[_Plan], lp: torch.Tensor) -> torch.Tensor:
         """Masked rows of beams in free segments. ``lp: [R, V]`` -> ``[R, V]``."""
@@ -502,7 +502,8 @@ class ConstraintSteering:
         for r, (s, p) in enumerate(zip(states, plans)):
             if p.close:
                 # Only tokens that end the sentence; unless none of them is allowed.
-                closing = allowed[r] & (self._closes_armed if s.counts.sentence_run == "armed" else self._ends_sentence)
+                armed = s.counts.firm_run == "armed"
+                closing = allowed[r] & (self.tables.closes_sentence if armed else self._ends_sentence)
                 if bool(closing.any()):
                     allowed[r] = closing
                     fragments[r] = False
@@ -711,6 +712,17 @@ def _continuation(tables: VocabTables) -> torch.Tensor:
     with a continuation byte; a few dozen, so a pending row checks them all)."""
     values = [bool(raw) and 0x80 <= raw[0] <= 0xBF for raw in tables.token_bytes]
     return torch.tensor(values, dtype=torch.bool, device=tables.device) & tables.fragment
+
+
+_ENDS_SENTENCE = re.compile(r"[.!?][!?]*[\"'\u201d\u2019)\]]*(?:\s.*)?|[\u3002\uff01\uff1f].*", re.DOTALL)
+
+
+def _ends_sentence(tables: VocabTables) -> torch.Tensor:
+    """``[V]`` bool: tokens that end a sentence just after a word for every
+    judge: one ``.``, ``!`` or ``?`` (more ``!?`` and closers may follow), then
+    nothing or whitespace; or a ``。！？`` (never an ellipsis)."""
+    values = [_ENDS_SENTENCE.fullmatch(t) is not None for t in tables.texts]
+    return torch.tensor(values, dtype=torch.bool, device=tables.device)
 
 
 def _word_end(tables: VocabTables) -> torch.Tensor:

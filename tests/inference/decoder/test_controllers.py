@@ -13,6 +13,7 @@ import torch
 from inference.decoder.compile import compile_steering
 from inference.decoder.controllers import CharPolicy, ForbiddenWords
 from inference.decoder.controllers.charset import split_utf8
+from inference.decoder.controllers.counts import Counts, count_text
 from inference.decoder.vocab import vocab_tables
 from reasoning.constraints.model import Constraint, Kind, Scope
 
@@ -337,6 +338,36 @@ def test_sentence_limit_counts_quoted_and_chinese_ends(tokenizer: Any, enders: l
         state = drive_with_bias(steering, 100, seed, bias)
         assert count_sentences(state.text) < 3, state.text
         assert steering.unmet(state) == ()
+
+
+@pytest.mark.parametrize(
+    ("text", "firm"),
+    [
+        ("The cat sat. The dog ran! Is it? Yes. No", 4),
+        ("The cat sat... The dog ran. The end", 1),
+        ("It is 3. Then we go. Done", 1),
+        ("See e.g. this. And Mr. Smith left. Ok", 2),
+        ('He said "stop." Then he left.\n\nNew one', 2),
+        ("你好。好的！", 2),
+    ],
+)
+def test_firm_sentence_ends_never_exceed_either_judge(text: str, firm: int) -> None:
+    """Minima count only the ends that our verifier and Punkt both count (an
+    ellipsis, "3." or "Mr." may not end a sentence for one of them)."""
+    from nltk.tokenize.punkt import PunktSentenceTokenizer
+
+    from reasoning.constraints.textstats import count_sentences
+
+    counts = count_text(text)
+    assert counts.firm_sentences == firm
+    assert counts.firm_sentences <= count_sentences(text)
+    if text.isascii():
+        assert counts.firm_sentences <= len(PunktSentenceTokenizer().tokenize(text))
+    # Token by token, the tally is the same.
+    pieces = Counts()
+    for ch in text:
+        pieces = pieces.add(ch, None)
+    assert pieces.firm_sentences == firm
 
 
 def test_minimum_sentences_close_sentences_before_the_budget_runs_out(tokenizer: Any) -> None:
