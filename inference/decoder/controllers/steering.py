@@ -62,6 +62,7 @@ _MIN_SEGMENT_TOKENS = 2
 _CITATION_TOKENS = 5  # budget kept for one forced citation (" [", "E", digits, "]")
 _CITING_ROLES = ("body", "postscript")
 _TOKENS_PER_SENTENCE = 6  # below this many budget tokens per missing sentence, close the current one
+_WORDS_PER_SENTENCE = 3  # likewise for the words a maximum leaves
 
 
 @dataclass(frozen=True, slots=True)
@@ -456,7 +457,8 @@ class ConstraintSteering:
         return _Plan("free", exit_token, seg=state.seg, may_stop=may_stop, forced=forced, close=close)
 
     def _sentences_short(self, state: SteerState, missing_cites: int) -> bool:
-        """Whether the budget left is too tight for the sentences still owed,
+        """Whether the token budget (or the words a maximum) left is too tight
+        for the sentences still owed,
         so the current sentence should end now: it has a word and either ends
         in a word a period may follow (``good_last_word``) or in an end that
         only waits for whitespace (``Counts.firm_run``)."""
@@ -471,7 +473,10 @@ class ConstraintSteering:
         left = self.max_new_tokens - state.n_tokens - comp.reserve_tokens - 2 - _CITATION_TOKENS * missing_cites
         if state.seg_deadline is not None:
             left = min(left, state.seg_deadline - state.n_tokens)
-        if left > _TOKENS_PER_SENTENCE * missing:
+        words_left = None
+        if self.limits.max_words is not None:
+            words_left = self.limits.max_words - comp.reserve.units - 2 * comp.free_after - counts.units
+        if left > _TOKENS_PER_SENTENCE * missing and (words_left is None or words_left > _WORDS_PER_SENTENCE * missing):
             return False
         if counts.firm_run == "armed":
             return True

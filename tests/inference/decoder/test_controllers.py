@@ -370,22 +370,45 @@ def test_firm_sentence_ends_never_exceed_either_judge(text: str, firm: int) -> N
     assert pieces.firm_sentences == firm
 
 
-def test_minimum_sentences_close_sentences_before_the_budget_runs_out(tokenizer: Any) -> None:
-    """A model that never ends a sentence is pushed to end them once the budget
-    left is tight for the sentences still owed, so "at least 5" holds by our
-    verifier and by IFEval's rule (Punkt, untrained as the steering bench runs it)."""
+@pytest.mark.parametrize(
+    ("constraints", "budget"),
+    [
+        ([c("sentence_count", relation="at least", n=5)], 60),
+        ([c("sentence_count", relation="at least", n=4), c("word_count", relation="less than", n=40)], 70),
+        (
+            [
+                c("sentence_count", relation="at least", n=5),
+                c("sentence_count", relation="less than", n=7),
+                c("all_capitals"),
+            ],
+            70,
+        ),
+        ([c("sentence_count", relation="at least", n=4), c("no_comma"), c("title"), c("postscript", marker="P.S.")], 70),
+    ],
+)
+def test_minimum_sentences_close_sentences_before_the_budget_runs_out(
+    tokenizer: Any, constraints: list[Constraint], budget: int
+) -> None:
+    """A model that never ends a sentence is pushed to end them once the token
+    budget (or a word maximum) left is tight for the sentences still owed, so
+    the minimum holds by our verifier and by IFEval's rule (Punkt, untrained
+    as the steering bench runs it), with the other bounds and the layout."""
     from nltk.tokenize.punkt import PunktSentenceTokenizer
 
     from reasoning.constraints.textstats import count_sentences
+    from reasoning.constraints.verifiers import verify_all
 
-    steering = compile_steering([c("sentence_count", relation="at least", n=5)], tokenizer, prompt="x", max_new_tokens=60)
-    enders = [t for t in range(steering.tables.size) if steering.tables.sentence_ends[t] or steering.tables.ends_terminal[t]]
+    steering = compile_steering(constraints, tokenizer, prompt="x", max_new_tokens=budget)
+    tables = steering.tables
+    enders = [t for t in range(tables.size) if tables.sentence_ends[t] or tables.ends_terminal[t]]
+    need = max(int(k.params["n"]) for k in constraints if k.params.get("relation") == "at least")
     punkt = PunktSentenceTokenizer()
     for seed in range(3):
-        state = drive_with_bias(steering, 60, seed, {t: -30.0 for t in enders})
-        assert state.n_tokens <= 60
-        assert count_sentences(state.text) >= 5, state.text
-        assert len(punkt.tokenize(state.text)) >= 5, state.text
+        state = drive_with_bias(steering, budget, seed, {t: -30.0 for t in enders})
+        assert state.n_tokens <= budget
+        assert count_sentences(state.text) >= need, state.text
+        assert len(punkt.tokenize(state.text)) >= need, state.text
+        assert all(v.satisfied for v in verify_all(constraints, state.text)), state.text
         assert steering.unmet(state) == (), state.text
 
 
