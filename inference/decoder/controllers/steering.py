@@ -388,7 +388,11 @@ class ConstraintSteering:
             and not isinstance(self._segments[state.seg].segment, Literal)
         ):
             problems.append("structure")
-        if not self.limits.mins_met(state.counts):
+        counts = state.counts
+        if counts.firm_run == "armed":
+            # The text ends here: a final "word." counts for every judge.
+            counts = dataclasses.replace(counts, firm_sentences=counts.firm_sentences + 1)
+        if not self.limits.mins_met(counts):
             problems.append("minimum")
         if self.citations is not None and (state.cite is not None or self.citations.missing(state.cited)):
             problems.append("citations")

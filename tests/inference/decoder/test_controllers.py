@@ -370,6 +370,16 @@ def test_firm_sentence_ends_never_exceed_either_judge(text: str, firm: int) -> N
     assert pieces.firm_sentences == firm
 
 
+def test_final_sentence_end_counts_for_a_minimum(tokenizer: Any) -> None:
+    """A text ending in "word." has that sentence for every judge; an ellipsis does not."""
+    steering = compile_steering([c("sentence_count", relation="at least", n=2)], tokenizer, prompt="x", max_new_tokens=60)
+    for text, unmet in (("The cat sat. The dog ran.", ()), ("The cat sat. The dog ran...", ("minimum",))):
+        state = steering.initial_state()
+        for token in tokenizer.encode(text, add_special_tokens=False):
+            state = steering.advance(state, token)
+        assert steering.unmet(state) == unmet, text
+
+
 @pytest.mark.parametrize(
     ("constraints", "budget"),
     [
