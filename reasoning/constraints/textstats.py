@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 
 __all__ = [
+    "ABBREVIATIONS",
     "blank_line_paragraphs",
     "count_bullets",
     "count_capital_words",
@@ -43,7 +44,8 @@ def count_words(text: str) -> int:
     return sum(1 for _ in _WORD.finditer(text))
 
 
-_ABBREVIATIONS = frozenset(
+#: Words a period after which does not end a sentence (shared with the sentence controllers).
+ABBREVIATIONS = frozenset(
     ["mr", "mrs", "ms", "dr", "prof", "st", "jr", "sr", "vs", "etc", "e.g", "i.e", "inc", "ltd", "co", "corp", "no", "fig", "approx", "dept", "est", "mt", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec"]
 )
 _SENTENCE_END = re.compile(r"[.!?。！？]+[\"'”’)\]]*(?=\s|$)|[。！？]+[\"'”’)\]]*")
@@ -55,7 +57,7 @@ def _is_abbreviation(before: str) -> bool:
     if match is None:
         return False
     word = match.group(1).lower().rstrip(".")
-    if word in _ABBREVIATIONS:
+    if word in ABBREVIATIONS:
         return True
     return len(word) == 1 and word.isalpha()
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import torch
 
 from inference.decoder.vocab import WORD_RE, VocabTables, joins_run, scan_sentences
-from reasoning.constraints.textstats import count_words
+from reasoning.constraints.textstats import ABBREVIATIONS, count_words
 
 __all__ = ["Counts", "Limits", "count_text", "firm_scan", "good_last_word"]
 
@@ -95,15 +95,12 @@ class Counts:
 
 
 _TAIL_CAP = 12
-_ABBREVIATIONS = frozenset(
-    ["mr", "mrs", "ms", "dr", "prof", "st", "jr", "sr", "vs", "etc", "inc", "ltd", "co", "corp", "no", "fig", "approx", "dept", "est", "mt", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec"]
-)
 
 
 def good_last_word(tail: str) -> bool:
     """Whether a period after the word ``tail`` ends a sentence for every judge:
     our verifier exempts single letters and abbreviations, Punkt numbers too."""
-    if not tail or not tail.isalpha() or tail.lower() in _ABBREVIATIONS:
+    if not tail or not tail.isalpha() or tail.lower() in ABBREVIATIONS:
         return False
     return len(tail) >= 2 or not tail.isascii()
 
