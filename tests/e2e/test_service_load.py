@@ -13,6 +13,7 @@ import signal
 import sqlite3
 import time
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -33,16 +34,18 @@ REASON = {"prompt": "Name one benefit of customer due diligence. Use at most 20 
           "options": {"max_new_tokens": 8, "num_beams": 1}}
 
 
-@pytest.fixture
-async def small_queue(settings: Settings, loaded_model: LoadedModel) -> AsyncIterator[tuple[Any, Runtime, dict[str, str]]]:
-    """A client of an app whose scheduler runs one decode at a time and admits one waiting
-    job, the model loaded (so the queue fills and orders as these tests need).
+@asynccontextmanager
+async def serving(
+    settings: Settings, loaded_model: LoadedModel, **overrides: Any
+) -> AsyncIterator[tuple[Any, Runtime, dict[str, str]]]:
+    """A client of an app on ``settings`` with ``overrides``, the model loaded, and an admin key.
 
     httpx's ASGI transport runs the app on the test's own event loop, so
     concurrent requests really overlap (Litestar's test client answers one
-    request at a time through a blocking portal).
+    request at a time through a blocking portal). On exit every accepted
+    decode has finished.
     """
-    runtime = Runtime(dataclasses.replace(settings, queue_max=1, max_batch=1))
+    runtime = Runtime(dataclasses.replace(settings, **overrides))
     runtime.set_model(loaded_model)
     app: Litestar = create_app(runtime.settings, runtime=runtime)
     token = await bootstrap_admin_key(runtime.sessionmaker, None)
@@ -53,6 +56,14 @@ async def small_queue(settings: Settings, loaded_model: LoadedModel) -> AsyncIte
     runtime.scheduler.resume()
     assert await runtime.scheduler.drain(600)
     await runtime.close()
+
+
+@pytest.fixture
+async def small_queue(settings: Settings, loaded_model: LoadedModel) -> AsyncIterator[tuple[Any, Runtime, dict[str, str]]]:
+    """An app whose scheduler runs one decode at a time and admits one waiting job (so the
+    queue fills and orders as these tests need)."""
+    async with serving(settings, loaded_model, queue_max=1, max_batch=1) as served:
+        yield served
 
 
 async def wait_for(predicate: Any, seconds: float = 60.0) -> None:
@@ -107,35 +118,27 @@ async def test_overload_is_refused_at_once_and_the_accepted_request_completes(
 async def test_concurrent_requests_are_decoded_together_in_shared_forward_passes(
     settings: Settings, loaded_model: LoadedModel
 ) -> None:
-    runtime = Runtime(dataclasses.replace(settings, max_batch=4, batch_wait_ms=200))
-    runtime.set_model(loaded_model)
-    app: Litestar = create_app(runtime.settings, runtime=runtime)
-    token = await bootstrap_admin_key(runtime.sessionmaker, None)
-    assert token is not None
     prompts = (
         "Name one benefit of customer due diligence. Use at most 20 words.",
         "Name one risk of weak onboarding checks. Do not use commas.",
         "Say why audit trails matter. Answer in lowercase letters only.",
         "Name one sign of money laundering in under 15 words.",
     )
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://testserver", timeout=600) as client:
+    async with serving(settings, loaded_model, max_batch=4, batch_wait_ms=200) as (client, _, admin):
         responses = await asyncio.gather(*(
             client.post(
                 "/v1/reason",
                 json={"prompt": p, "options": {"max_new_tokens": 8, "num_beams": 1}},
-                headers=bearer(token),
+                headers=admin,
             )
             for p in prompts
         ))
         assert [r.status_code for r in responses] == [200] * 4, [r.text for r in responses]
         assert len({r.json()["run_id"] for r in responses}) == 4
-        diagnostics = (await client.get("/v1/diagnostics", headers=bearer(token))).json()
+        diagnostics = (await client.get("/v1/diagnostics", headers=admin)).json()
     batching = diagnostics["batching"]
     assert batching["cross_request_batching"] is True and batching["max_batch"] == 4
     assert batching["forwards"]["merged"] > 0
-    assert await runtime.scheduler.drain(60)
-    await runtime.close()
 
 
 @pytest.mark.model
