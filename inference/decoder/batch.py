@@ -40,16 +40,21 @@ class BatchState:
     width: int
     branch_kv: tuple[PrefixKV, ...] = ()  # per branch: the prompt's KV [1, H, L_b, D] (read-only)
     first_logits: torch.Tensor | None = None  # [B, V]: next-token logits after each branch prompt
+    shared_columns: int = 0  # columns every row of a branch holds identically (its prompt)
 
     @property
     def rows(self) -> int:
         return len(self.branch_of_row)
 
     def fork(self, dst: Sequence[int], src: Sequence[int]) -> None:
-        """Rows ``dst[i]`` become copies of rows ``src[i]`` (cache and mask); only changed rows move."""
+        """Rows ``dst[i]`` become copies of rows ``src[i]`` (cache and mask); only changed rows move.
+
+        ``dst[i]`` and ``src[i]`` must be rows of the same branch: only the
+        columns after the branch's shared prompt are copied.
+        """
         if not dst:
             return
-        self.cache.copy_rows(dst, src)
+        self.cache.copy_rows(dst, src, self.shared_columns)
         d = torch.tensor(list(dst), dtype=torch.long, device=self.mask.device)
         s = torch.tensor(list(src), dtype=torch.long, device=self.mask.device)
         self.mask[d] = self.mask[s]
@@ -143,5 +148,6 @@ def prefill_branches(
             for b in range(n_branch)
         ),
         first_logits=next_logits,
+        shared_columns=used,
     )
     return state, next_logits

@@ -83,13 +83,17 @@ class SlabLayer(DynamicLayer):
         self.length = max(0, self.length + tokens_to_remove)
         self._refresh_views()
 
-    def copy_rows(self, dst: torch.Tensor, src: torch.Tensor) -> None:
-        """Overwrite rows ``dst`` with rows ``src`` (used columns only)."""
-        if self._k is None or self._v is None or self.length == 0:
+    def copy_rows(self, dst: torch.Tensor, src: torch.Tensor, start: int = 0) -> None:
+        """Overwrite rows ``dst`` with rows ``src`` on the used columns from ``start``.
+
+        All sources are read before any destination is written, so a row may
+        be both (beam ``a`` takes ``b``'s history while ``b`` takes ``c``'s).
+        """
+        if self._k is None or self._v is None or self.length <= start:
             return
-        used = self.length
-        self._k[dst, :, :used] = self._k[src, :, :used]
-        self._v[dst, :, :used] = self._v[src, :, :used]
+        for slab in (self._k, self._v):
+            window = slab[:, :, start : self.length]
+            window.index_copy_(0, dst, window.index_select(0, src))
 
     def load_row(self, row: int, keys: torch.Tensor, values: torch.Tensor) -> None:
         """Write one prefilled sequence ``[1, H, L, D]`` at the start of ``row``."""
@@ -143,15 +147,20 @@ class SlabCache(Cache):
             layer.length = columns
             layer._refresh_views()
 
-    def copy_rows(self, dst: Sequence[int], src: Sequence[int]) -> None:
-        """Make rows ``dst[i]`` copies of rows ``src[i]``: the beam fork, no-op when empty."""
+    def copy_rows(self, dst: Sequence[int], src: Sequence[int], start: int = 0) -> None:
+        """Make rows ``dst[i]`` copies of rows ``src[i]``: the beam fork, no-op when empty.
+
+        Columns before ``start`` are left alone: the caller guarantees they
+        already hold the same keys and values in ``dst`` and ``src`` (a shared
+        prompt), so a fork moves only what the rows have generated.
+        """
         if not dst:
             return
         device = self.slab_layers[0].device
         d = torch.tensor(list(dst), dtype=torch.long, device=device)
         s = torch.tensor(list(src), dtype=torch.long, device=device)
         for layer in self.slab_layers:
-            layer.copy_rows(d, s)
+            layer.copy_rows(d, s, start)
 
     def nbytes(self) -> int:
         total = 0

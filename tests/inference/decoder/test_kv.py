@@ -1,0 +1,40 @@
+"""The KV slab's beam fork: chained forks read every source before writing, shared columns stay."""
+
+from __future__ import annotations
+
+import torch
+
+from inference.decoder.kv import SlabCache
+
+
+def _slab(rows: int, columns: int) -> SlabCache:
+    cache = SlabCache(num_layers=2, capacity=columns + 4)
+    cache.allocate(rows, heads=2, head_dim=3, dtype=torch.float32, device=torch.device("cpu"))
+    for layer in cache.slab_layers:
+        assert layer._k is not None and layer._v is not None
+        for r in range(rows):
+            layer._k[r] = float(r)
+            layer._v[r] = float(-r)
+    cache.set_length(columns)
+    return cache
+
+
+def test_chained_forks_copy_the_old_rows() -> None:
+    cache = _slab(rows=3, columns=5)
+    cache.copy_rows([0, 1], [1, 2])  # 0 takes 1's history while 1 takes 2's
+    for layer in cache.slab_layers:
+        keys, values = layer.used()
+        assert keys[0].unique().tolist() == [1.0]
+        assert keys[1].unique().tolist() == [2.0]
+        assert keys[2].unique().tolist() == [2.0]
+        assert values[0].unique().tolist() == [-1.0]
+
+
+def test_fork_leaves_shared_columns_and_unused_capacity_alone() -> None:
+    cache = _slab(rows=2, columns=5)
+    cache.copy_rows([1], [0], start=3)
+    for layer in cache.slab_layers:
+        assert layer._k is not None
+        assert layer._k[1, :, :3].unique().tolist() == [1.0]
+        assert layer._k[1, :, 3:5].unique().tolist() == [0.0]
+        assert layer._k[1, :, 5:].unique().tolist() == [1.0]
