@@ -18,11 +18,10 @@ from litestar.status_codes import HTTP_200_OK
 from app.auth import AuthContext, requires_scope
 from app.runtime import Runtime
 from app.schemas.constraints import ConflictOut, ConstraintsRequest, ConstraintsResponse, EntropyOut
-from app.services.reasoning import domain_index, profile_defaults
+from app.services.reasoning import check_prompt, lookup_domain_index, profile_defaults
 from app.settings import Settings
 from reasoning.analysis import Analysis, analyse, extraction_cached
 from reasoning.constraints.model import Constraint
-from reasoning.errors import InvalidInput, LimitExceeded
 from reasoning.evidence.index import OntologyIndex
 from reasoning.graph import node_link, to_jsonld, to_turtle
 
@@ -61,17 +60,6 @@ def _response(analysis: Analysis, body: ConstraintsRequest) -> ConstraintsRespon
         linked=list(analysis.linked),
         unlinked_terms=analysis.unlinked_terms,
     )
-
-
-def _check_prompt(prompt: str, max_prompt_chars: int) -> None:
-    if not prompt.strip():
-        raise InvalidInput("prompt must not be empty", field="prompt")
-    if len(prompt) > max_prompt_chars:
-        raise LimitExceeded(
-            f"prompt has {len(prompt)} characters; the limit is {max_prompt_chars}",
-            field="prompt",
-            limit=max_prompt_chars,
-        )
 
 
 def _run(
@@ -129,18 +117,6 @@ async def _analysed(
             done.set_result(None)
 
 
-async def _domain_index(runtime: Runtime, auth: AuthContext, domain: str | None) -> OntologyIndex | None:
-    """The tenant's index of ``domain`` (404 when it has none); None without a domain.
-
-    The database is read only when a domain is named: most checks need no
-    session, and opening and committing one is a tenth of a millisecond.
-    """
-    if domain is None:
-        return None
-    async with runtime.sessionmaker() as session:
-        return await domain_index(runtime, session, auth, domain)
-
-
 class ConstraintsController(Controller):
     path = "/v1/constraints"
     tags = ("constraints",)
@@ -160,6 +136,6 @@ class ConstraintsController(Controller):
         200: the check itself succeeded). An unknown domain is 404. Like the
         design's stages 1-3, a check records no run: nothing is generated.
         """
-        _check_prompt(data.prompt, settings.max_prompt_chars)
-        index = await _domain_index(runtime, auth, data.domain)
+        check_prompt(data.prompt, settings.max_prompt_chars)
+        index = await lookup_domain_index(runtime, auth.tenant_id, data.domain)
         return await _analysed(data, profile_defaults(data.profile), index)

@@ -54,7 +54,7 @@ class ReasonController(Controller):
         full response body, whose ``steps`` carry confidences and hints."""
         service.check_prompt(data.prompt, settings.max_prompt_chars)
         runtime.require_model()
-        index = await service.lookup_domain_index(runtime, auth, data.domain)
+        index = await service.lookup_domain_index(runtime, auth.tenant_id, data.domain)
         started = datetime.now(UTC)
         if data.options.stream:
             return ServerSentEvent(_stream(data, auth, runtime, index, started))

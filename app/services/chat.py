@@ -178,7 +178,7 @@ async def answer(
             return turn
         trace_run(turn.response, started=started, prompt=request.prompt, temperature=data.temperature)
         return turn.response
-    index = await service.lookup_domain_index(runtime, auth, data.domain)
+    index = await service.lookup_domain_index(runtime, auth.tenant_id, data.domain)
     plan, result = await service.plan_and_run(
         runtime, auth, request.prompt, options=request.options, index=index,
         defaults=service.profile_defaults(data.profile),

@@ -39,7 +39,6 @@ from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth import AuthContext
-from app.metrics import observe_decode
 from app.runtime import Runtime
 from app.schemas.confirmations import ChoiceOut, ConfirmationOut
 from app.schemas.constraints import Profile
@@ -49,7 +48,7 @@ from app.services import reasoning as reasoning_service
 from app.services.regraph import rebuild_graph
 from app.tracing import trace_run
 from app.webhooks import Announcement, Choice, WebhookNotifier
-from inference.pipeline import Plan, ReasonOptions, ReasonResult
+from inference.pipeline import Plan, ReasonOptions
 from reasoning.analysis import Status
 from reasoning.constraints.model import Premise
 from reasoning.errors import ConflictError, InvalidInput
@@ -338,8 +337,8 @@ class ConfirmationService:
         profile = msgspec.convert(request["profile"], Profile) if request.get("profile") else None
         defaults = reasoning_service.profile_defaults(profile)
         prompt = str(request["prompt"])
-        async with transaction(runtime.sessionmaker) as db:
-            index = await reasoning_service.domain_index(runtime, db, auth, request.get("domain"))
+        domain = request.get("domain")
+        index = await reasoning_service.lookup_domain_index(runtime, auth.tenant_id, domain)
         settled = [*request.get("settled", []), {"chosen": chosen, "losers": list(losers)}]
         reasoner = runtime.reasoner()
         runtime.scheduler.check()
@@ -352,13 +351,9 @@ class ConfirmationService:
             return plan
 
         plan = await to_thread.run_sync(settled_plan)
-
-        def decode() -> ReasonResult:
-            result = reasoner.run(plan, tenant=auth.tenant_id)
-            observe_decode(result.decode)
-            return result
-
-        result = await runtime.scheduler.submit(decode)
+        result = await reasoning_service.submit_decode(
+            runtime, lambda: reasoner.run(plan, tenant=auth.tenant_id)
+        )
         run_id = reasoning_service.new_run_id()
         model = msgspec.to_builtins(runtime.require_model().identity.__dict__)
         response = reasoning_service.build_response(run_id, plan, result, model)

@@ -48,11 +48,11 @@ from store.runs import record_run
 __all__ = [
     "build_response",
     "check_prompt",
-    "domain_index",
     "lookup_domain_index",
     "plan_and_run",
     "profile_defaults",
     "record_reason_run",
+    "submit_decode",
 ]
 
 #: Stage order as the API reports and provenance records it.
@@ -79,24 +79,40 @@ def check_prompt(prompt: str, max_chars: int) -> None:
         )
 
 
-async def domain_index(
-    runtime: Runtime, db_session: AsyncSession, auth: AuthContext, domain: str | None
-) -> OntologyIndex | None:
-    """The tenant's current index of ``domain`` (404 when the tenant has none)."""
-    if domain is None:
-        return None
-    return await load_index(db_session, runtime.ontology_indexes, auth.tenant_id, domain)
-
-
 async def lookup_domain_index(
-    runtime: Runtime, auth: AuthContext, domain: str | None
+    runtime: Runtime, tenant_id: str, domain: str | None
 ) -> OntologyIndex | None:
-    """:func:`domain_index` in a short session of its own (none without a domain), so no pooled
-    connection stays checked out while the request waits for and runs its decode."""
+    """The tenant's current index of ``domain`` (404 when it has none); None without a domain.
+
+    The index is read in a short database session of its own, so no pooled
+    connection stays checked out while the request waits for and runs its
+    decode; the database is not touched at all when no domain is named.
+    """
     if domain is None:
         return None
     async with runtime.sessionmaker() as session:
-        return await domain_index(runtime, session, auth, domain)
+        return await load_index(session, runtime.ontology_indexes, tenant_id, domain)
+
+
+async def submit_decode(runtime: Runtime, work: Callable[[], ReasonResult]) -> ReasonResult:
+    """Run one decode (``work``, a call of the runtime's reasoner) on the decode scheduler.
+
+    Every decode of the service goes through here, so each one is admitted,
+    prioritised and counted alike: the job takes the current request's
+    scheduling hints (priority and deadline), a refusal raises the
+    scheduler's ``Overloaded`` / ``ShuttingDown`` (429/503 with Retry-After),
+    an accepted job runs to completion even if the caller is cancelled, and
+    ``observe_decode`` records the decode's metrics on the worker thread
+    before the result is handed back. An exception of ``work`` reaches the
+    caller unchanged.
+    """
+
+    def observed() -> ReasonResult:
+        result = work()
+        observe_decode(result.decode)
+        return result
+
+    return await runtime.scheduler.submit(observed)
 
 
 async def plan_and_run(
@@ -128,12 +144,10 @@ async def plan_and_run(
     if on_plan is not None:
         on_plan(plan)
 
-    def decode() -> ReasonResult:
-        result = reasoner.run(plan, tenant=auth.tenant_id, on_step=on_step)
-        observe_decode(result.decode)
-        return result
-
-    return plan, await runtime.scheduler.submit(decode)
+    result = await submit_decode(
+        runtime, lambda: reasoner.run(plan, tenant=auth.tenant_id, on_step=on_step)
+    )
+    return plan, result
 
 
 def build_response(

@@ -31,13 +31,13 @@ import time
 import weakref
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any, Literal
 
 import msgspec
 from anyio import to_thread
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from app.metrics import observe_decode
 from app.runtime import Runtime
 from app.schemas.constraints import Profile
 from app.schemas.sessions import (
@@ -57,7 +57,13 @@ from app.schemas.sessions import (
     TurnResult,
     VerdictOut,
 )
-from app.services.reasoning import build_response, check_prompt, profile_defaults
+from app.services.reasoning import (
+    build_response,
+    check_prompt,
+    lookup_domain_index,
+    profile_defaults,
+    submit_decode,
+)
 from app.services.regraph import rebuild_graph
 from app.settings import Settings
 from inference.pipeline import Plan, ReasonOptions, ReasonResult
@@ -354,12 +360,6 @@ class SessionService:
             return await self._change_premise(row, premise_id, "amended", value=data.value, text=data.text,
                                               reason="api")
 
-    async def _index(self, domain: str | None) -> Any:
-        if domain is None:
-            return None
-        async with transaction(self.factory) as db:
-            return await ontology_store.load_index(db, self.runtime.ontology_indexes, self.tenant_id, domain)
-
     def _plan(self, row: SessionRow, prompt: str, options: ReasonOptions, index: Any,
               excluded: Sequence[str] = (), overrides: Mapping[str, str] | None = None) -> Plan:
         """Plan a turn under the session's profile and feedback policy."""
@@ -370,22 +370,15 @@ class SessionService:
         )
         return _apply_policy(plan, policy)
 
-    async def _decode(self, fn: Any, *args: Any) -> ReasonResult:
-        """Decode through the runtime's scheduler (priority, admission control, one at a time)."""
-        def work() -> ReasonResult:
-            result: ReasonResult = fn(*args, tenant=self.tenant_id)
-            observe_decode(result.decode)
-            return result
-
-        return await self.runtime.scheduler.submit(work)
-
     async def _new_question(self, row: SessionRow, prompt: str, options: ReasonOptions) -> TurnResult:
         started = utcnow()
         expected = row.last_active_at
-        index = await self._index(row.domain)
+        index = await lookup_domain_index(self.runtime, self.tenant_id, row.domain)
         reasoner = self.runtime.reasoner()
         plan = await to_thread.run_sync(self._plan, row, prompt, options, index)
-        result = await self._decode(reasoner.run, plan)
+        result = await submit_decode(
+            self.runtime, partial(reasoner.run, plan, tenant=self.tenant_id)
+        )
         finished = utcnow()
         turns = list(row.state.get("turns", []))
         number = len(turns) + 1
@@ -468,7 +461,9 @@ class SessionService:
         if target.status == "retracted":
             raise ConflictError(f"premise {premise_id!r} is already retracted")
         now[premise_id] = (status, text if text is not None else repo.amended_text(target.text, target.value, value))
-        index = await self._index(row.domain) if touched else None
+        index = (
+            await lookup_domain_index(self.runtime, self.tenant_id, row.domain) if touched else None
+        )
         reruns: list[tuple[_Turn, Plan, ReasonResult, float]] = []
         for t in turns:
             if t not in touched:
@@ -481,7 +476,8 @@ class SessionService:
             t0 = time.perf_counter()
             # rerun reuses exactly the branches whose prompt is unchanged (premise texts included)
             # and decodes everything when the shared prefix (constraints after feedback) moved.
-            result = await self._decode(self.runtime.reasoner().rerun, previous, plan)
+            rerun = partial(self.runtime.reasoner().rerun, previous, plan, tenant=self.tenant_id)
+            result = await submit_decode(self.runtime, rerun)
             reruns.append((t, plan, result, (time.perf_counter() - t0) * 1000))
         finished = utcnow()
         return await self._commit_change(row, expected, premise_id, status, value, text, reason, turns, dag,
