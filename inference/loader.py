@@ -145,11 +145,11 @@ def prepare_cache(reference: str, cache_root: Path) -> Path | None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(source.path, gguf_file=source.gguf_file)
-    quantised = AutoModelForCausalLM.from_pretrained(
+    quantised: Any = AutoModelForCausalLM.from_pretrained(
         source.path, gguf_file=source.gguf_file, dtype=torch.float32
     )
     # save_pretrained refuses a GGUF-loaded model: rebuild from its config.
-    fresh = AutoModelForCausalLM.from_config(quantised.config)
+    fresh: Any = AutoModelForCausalLM.from_config(quantised.config)  # type: ignore[no-untyped-call]
     fresh.load_state_dict(quantised.state_dict())
     tmp = target.with_name(target.name + ".tmp")
     tmp.mkdir(parents=True, exist_ok=True)
@@ -194,7 +194,7 @@ def load_model(
         if gguf_file:
             kwargs["gguf_file"] = gguf_file
         tokenizer = AutoTokenizer.from_pretrained(load_dir, gguf_file=gguf_file)
-        model = AutoModelForCausalLM.from_pretrained(load_dir, **kwargs)
+        model: Any = AutoModelForCausalLM.from_pretrained(load_dir, **kwargs)
     model.to(torch_device)
     model.eval()
     if tokenizer.pad_token_id is None:

@@ -71,7 +71,8 @@ class GroupedCache(Cache):
         keys: list[torch.Tensor] = []
         values: list[torch.Tensor] = []
         for (cache, _), (lo, hi) in zip(self.groups, self.bounds):
-            k, v = cache.layers[layer_idx].update(key_states[lo:hi], value_states[lo:hi])
+            layer: Any = cache.layers[layer_idx]  # a SlabLayer: slab caches hold nothing else
+            k, v = layer.update(key_states[lo:hi], value_states[lo:hi])
             keys.append(k)
             values.append(v)
         grouped = GroupedKV(tuple(keys), tuple(values), self.masks, self.bounds)
