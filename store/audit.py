@@ -163,9 +163,8 @@ async def append_event(
         raise InvalidInput("audit event times must be timezone-aware")
     await _lock_chain(session, tenant_id)
     position, prev_hash = await chain_head(session, tenant_id)
-    event_id = new_id()
     event = AuditEvent(
-        id=event_id,
+        id=new_id(),
         tenant_id=tenant_id,
         chain_seq=position + 1,
         event_type=event_type,
@@ -174,24 +173,15 @@ async def append_event(
         payload=body,
         created_at=moment,
         prev_hash=prev_hash,
-        hash=event_digest(
-            event_id=event_id,
-            tenant_id=tenant_id,
-            chain_seq=position + 1,
-            event_type=event_type,
-            subject_type=subject_type,
-            subject_id=subject_id,
-            payload=body,
-            created_at=moment,
-            prev_hash=prev_hash,
-        ),
     )
+    event.hash = _digest_of(event)
     session.add(event)
     await session.flush()
     return event
 
 
 def _digest_of(event: AuditEvent) -> str:
+    """The hash ``event`` must carry; appending and verifying both use it, so they cannot drift."""
     return event_digest(
         event_id=event.id,
         tenant_id=event.tenant_id,

@@ -68,6 +68,10 @@ def requires_any_scope(*scopes: str) -> Guard:
     return guard
 
 
+_READERS: Final = requires_any_scope("ontology:read", "ontology:write", "reason")
+"""The read routes' guard: a key that may upload versions or reason over them may read them."""
+
+
 def _out(row: OntologyVersion, current_id: str | None) -> OntologyVersionOut:
     return OntologyVersionOut(
         id=row.id,
@@ -84,6 +88,14 @@ def _out(row: OntologyVersion, current_id: str | None) -> OntologyVersionOut:
         deleted_at=row.deleted_at,
         current=row.id == current_id,
     )
+
+
+async def _version_out(
+    db_session: AsyncSession, tenant_id: str, row: OntologyVersion
+) -> OntologyVersionOut:
+    """``row`` as the API shows it, ``current`` when it is the version of its domain in service."""
+    current = await ontology_store.current_version(db_session, tenant_id, row.domain)
+    return _out(row, current.id if current else None)
 
 
 def _domain(value: str | None) -> str:
@@ -174,14 +186,13 @@ class OntologiesController(Controller):
             db_session, auth.tenant_id, chosen, data, result, filename=filename)
         if created:
             runtime.ontology_indexes.put(result.index.with_version(row.id))
-        current = await ontology_store.current_version(db_session, auth.tenant_id, chosen)
-        return Response(_out(row, current.id if current else None),
+        return Response(await _version_out(db_session, auth.tenant_id, row),
                         status_code=HTTP_201_CREATED if created else HTTP_200_OK)
 
     @get(
         operation_id="list_ontologies",
         summary="List this tenant's ontology versions, newest first",
-        guards=[requires_any_scope("ontology:read", "ontology:write", "reason")],
+        guards=[_READERS],
     )
     async def list_ontologies(
         self,
@@ -202,19 +213,18 @@ class OntologiesController(Controller):
         "/{version_id:str}",
         operation_id="get_ontology",
         summary="One ontology version",
-        guards=[requires_any_scope("ontology:read", "ontology:write", "reason")],
+        guards=[_READERS],
     )
     async def get_ontology(self, version_id: str, auth: AuthContext,
                            db_session: AsyncSession) -> OntologyVersionOut:
         row = await ontology_store.get_version(db_session, auth.tenant_id, version_id)
-        current = await ontology_store.current_version(db_session, auth.tenant_id, row.domain)
-        return _out(row, current.id if current else None)
+        return await _version_out(db_session, auth.tenant_id, row)
 
     @get(
         "/{version_id:str}/report",
         operation_id="get_ontology_report",
         summary="The validation report of one ontology version",
-        guards=[requires_any_scope("ontology:read", "ontology:write", "reason")],
+        guards=[_READERS],
     )
     async def get_ontology_report(self, version_id: str, auth: AuthContext,
                                   db_session: AsyncSession) -> OntologyReportOut:
@@ -233,5 +243,4 @@ class OntologiesController(Controller):
                               runtime: Runtime) -> OntologyVersionOut:
         row = await ontology_store.delete_version(db_session, auth.tenant_id, version_id)
         runtime.ontology_indexes.discard(row.id)
-        current = await ontology_store.current_version(db_session, auth.tenant_id, row.domain)
-        return _out(row, current.id if current else None)
+        return await _version_out(db_session, auth.tenant_id, row)
