@@ -17,20 +17,14 @@ from inference.pipeline import (
 )
 from reasoning.analysis import Status
 from reasoning.constraints.model import Premise
-from reasoning.evidence.model import EvidenceFact, EvidenceSubgraph
+from reasoning.evidence.model import EvidenceSubgraph
 from reasoning.steps import Step
-
-
-def _fact(fid: str, text: str, view: str) -> EvidenceFact:
-    return EvidenceFact(
-        id=fid, subject="s", predicate="p", object="o", text=text, view=view, score=1.0, hops=1,
-        ontology_version="v1",
-    )
+from tests.inference.evidence_samples import fact
 
 
 def _view(name: str, *texts: str) -> EvidenceSubgraph:
     return EvidenceSubgraph(
-        view=name, relevance=0.5, seeds=(), facts=tuple(_fact(f"E{i}", t, name) for i, t in enumerate(texts, 1))
+        view=name, relevance=0.5, seeds=(), facts=tuple(fact(f"E{i}", name, t) for i, t in enumerate(texts, 1))
     )
 
 

@@ -7,24 +7,10 @@ import pytest
 from inference.loader import LoadedModel
 from inference.prompting import common_prefix_length, plan_prompt
 from reasoning.constraints.model import Constraint, Kind
-from reasoning.evidence.model import EvidenceFact, EvidenceSubgraph
+from reasoning.evidence.model import EvidenceSubgraph
+from tests.inference.evidence_samples import fact
 
 pytestmark = pytest.mark.model
-
-
-def _fact(fid: str, view: str, text: str, modified: str | None = None) -> EvidenceFact:
-    return EvidenceFact(
-        id=fid,
-        subject="s",
-        predicate="p",
-        object="o",
-        text=text,
-        view=view,
-        score=1.0,
-        hops=1,
-        ontology_version="v1",
-        modified=modified,
-    )
 
 
 VIEWS = [
@@ -33,8 +19,11 @@ VIEWS = [
         relevance=0.9,
         seeds=("s",),
         facts=(
-            _fact(
-                "E1", "compliance", "Rule R7 requires escalation of PEP transfers.", "2024-05-11"
+            fact(
+                "E1",
+                "compliance",
+                "Rule R7 requires escalation of PEP transfers.",
+                modified="2024-05-11",
             ),
         ),
     ),
@@ -43,8 +32,8 @@ VIEWS = [
         relevance=0.6,
         seeds=("s",),
         facts=(
-            _fact("E2", "fund_flow", "Acme Ltd sent EUR 2,000,000 to Jon Doe."),
-            _fact("E3", "fund_flow", "Jon Doe holds an account in Cyprus."),
+            fact("E2", "fund_flow", "Acme Ltd sent EUR 2,000,000 to Jon Doe."),
+            fact("E3", "fund_flow", "Jon Doe holds an account in Cyprus."),
         ),
     ),
 ]
@@ -92,7 +81,7 @@ def test_without_evidence_the_suffix_is_the_generation_prompt(loaded_model: Load
 def test_a_merge_across_the_boundary_stays_out_of_the_prefix(loaded_model: LoadedModel) -> None:
     tok = loaded_model.tokenizer
     views = [
-        EvidenceSubgraph(view=v, relevance=1.0, seeds=(), facts=(_fact("E1", v, text),))
+        EvidenceSubgraph(view=v, relevance=1.0, seeds=(), facts=(fact("E1", v, text),))
         for v, text in (("a", "aaa"), ("a", "aab"))
     ]
     plan = plan_prompt(tok, "x", [], views)

@@ -13,7 +13,8 @@ from inference.decoder.runner import ModelRunner
 from inference.decoder.unsteered import Unsteered
 from inference.loader import LoadedModel
 from inference.prompting import plan_prompt
-from reasoning.evidence.model import EvidenceFact, EvidenceSubgraph
+from reasoning.evidence.model import EvidenceSubgraph
+from tests.inference.evidence_samples import fact
 
 pytestmark = [pytest.mark.model, pytest.mark.usefixtures("one_torch_thread")]
 
@@ -80,20 +81,6 @@ def test_width_four_matches_hf_beam_search_and_is_ordered(loaded_model: LoadedMo
     assert again == hyps and again_scores == scores
 
 
-def _fact(fid: str, view: str, text: str) -> EvidenceFact:
-    return EvidenceFact(
-        id=fid,
-        subject="s",
-        predicate="p",
-        object="o",
-        text=text,
-        view=view,
-        score=1.0,
-        hops=1,
-        ontology_version="v1",
-    )
-
-
 def test_batched_branches_equal_each_branch_alone(loaded_model: LoadedModel) -> None:
     tok = loaded_model.tokenizer
     views = [
@@ -101,14 +88,14 @@ def test_batched_branches_equal_each_branch_alone(loaded_model: LoadedModel) -> 
             view="compliance",
             relevance=0.9,
             seeds=(),
-            facts=(_fact("E1", "compliance", "Rule R7 requires escalation of transfers to PEPs."),),
+            facts=(fact("E1", "compliance", "Rule R7 requires escalation of transfers to PEPs."),),
         ),
         EvidenceSubgraph(
             view="fund_flow",
             relevance=0.5,
             seeds=(),
             facts=(
-                _fact(
+                fact(
                     "E2",
                     "fund_flow",
                     "Acme Ltd sent EUR 2,000,000 to Jon Doe, a PEP, through an account in Cyprus.",
