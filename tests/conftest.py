@@ -31,6 +31,7 @@ from app.settings import Settings
 from inference.loader import LoadedModel, load_model
 from store import keys as key_store
 from store.db import transaction
+from store.ontologies import load_bundled_ontologies
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 POSTGRES_URL = os.environ.get(
@@ -58,6 +59,15 @@ def check_problem(response: Any, status: int) -> dict[str, Any]:
     assert body["request_id"] == response.headers["x-request-id"]
     assert "Traceback" not in response.text
     return body
+
+
+async def load_bundled(app: Litestar, tenant: str) -> None:
+    """Load the bundled AML and clinical domains for ``tenant`` (created if new) on ``app``, their
+    indexes in the app's cache; loading them again changes nothing."""
+    runtime: Runtime = app.state.runtime
+    async with transaction(runtime.sessionmaker) as session:
+        row = await key_store.get_or_create_tenant(session, tenant)
+        await load_bundled_ontologies(session, row.id, cache=runtime.ontology_indexes)
 
 
 @pytest.fixture

@@ -10,9 +10,7 @@ from litestar import Litestar
 from litestar.testing import AsyncTestClient
 from rdflib import Graph, Namespace
 
-from app.runtime import Runtime
-from store import ontologies as ontology_store
-from store.keys import get_or_create_tenant
+from tests.conftest import load_bundled
 
 URL = "/v1/evidence/query"
 Client = AsyncTestClient[Litestar]
@@ -24,15 +22,6 @@ AML_PROMPT = (
     "our PEP list. Should this be escalated? Answer in under 80 words, cite the rules you rely "
     "on, and do not cite rules in force before 2020."
 )
-
-
-async def load_bundled(app: Litestar, tenant: str) -> None:
-    runtime: Runtime = app.state.runtime
-    async with runtime.sessionmaker() as session:
-        row = await get_or_create_tenant(session, tenant)
-        await ontology_store.load_bundled_ontologies(session, row.id,
-                                                     cache=runtime.ontology_indexes)
-        await session.commit()
 
 
 def facts(payload: dict[str, Any], view: str) -> list[dict[str, Any]]:

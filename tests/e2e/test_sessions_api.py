@@ -19,10 +19,9 @@ from sqlalchemy import select, update
 
 from app.runtime import Runtime
 from reasoning.dag import DAG, ReasoningDag
-from store import ontologies as ontology_store
-from store.keys import get_or_create_tenant
 from store.models import AuditEvent, Run
 from store.models import Session as SessionRow
+from tests.conftest import check_problem, load_bundled
 
 Client = AsyncTestClient[Litestar]
 URL = "/v1/sessions"
@@ -32,21 +31,6 @@ AML_PROMPT = (
     "on, and do not cite rules in force before 2020."
 )
 FAST = {"max_new_tokens": 12, "num_beams": 1}
-
-
-async def load_bundled(app: Litestar, tenant: str) -> None:
-    runtime: Runtime = app.state.runtime
-    async with runtime.sessionmaker() as session:
-        row = await get_or_create_tenant(session, tenant)
-        await ontology_store.load_bundled_ontologies(session, row.id, cache=runtime.ontology_indexes)
-        await session.commit()
-
-
-def problem(response: Any, status: int) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"].startswith("application/problem+json")
-    body: dict[str, Any] = response.json()
-    return body
 
 
 # --- without the model ------------------------------------------------------------------
@@ -69,7 +53,7 @@ async def test_create_get_delete(client: Client, app: Litestar, make_key: Any) -
     assert got.status_code == 200 and got.json()["id"] == body["id"]
     deleted = await client.delete(f"{URL}/{body['id']}", headers=headers)
     assert deleted.status_code == 200
-    problem(await client.get(f"{URL}/{body['id']}", headers=headers), 404)
+    check_problem(await client.get(f"{URL}/{body['id']}", headers=headers), 404)
     runtime: Runtime = app.state.runtime
     async with runtime.sessionmaker() as db:
         row = await db.get(SessionRow, body["id"])
@@ -80,25 +64,25 @@ async def test_create_get_delete(client: Client, app: Litestar, make_key: Any) -
 
 async def test_unknown_domain_and_bad_bodies(client: Client, make_key: Any) -> None:
     headers = await make_key("acme", ["reason"])
-    problem(await client.post(URL, headers=headers, json={"domain": "no-such-domain"}), 404)
-    problem(await client.post(URL, headers=headers, json={"colour": "red"}), 400)
+    check_problem(await client.post(URL, headers=headers, json={"domain": "no-such-domain"}), 404)
+    check_problem(await client.post(URL, headers=headers, json={"colour": "red"}), 400)
     sid = (await client.post(URL, headers=headers, json={})).json()["id"]
-    problem(await client.get(f"{URL}/{sid}/graph?format=xml", headers=headers), 400)
-    problem(await client.post(f"{URL}/{sid}/turns", headers=headers, json={"prompt": "   "}), 400)
-    problem(await client.post(f"{URL}/{sid}/turns", headers=headers, json={"prompt": "x" * 8001}), 413)
-    problem(await client.post(f"{URL}/{sid}/turns", headers=headers,
-                              json={"prompt": "hi", "options": {"num_beams": 99}}), 400)
-    problem(await client.post(f"{URL}/{sid}/turns", headers=headers,
-                              json={"prompt": "hi", "options": {"beams": 2}}), 400)
-    problem(await client.patch(f"{URL}/{sid}/premises/nope", headers=headers, json={}), 400)
-    problem(await client.delete(f"{URL}/{sid}/premises/nope", headers=headers), 404)
-    problem(await client.post("/v1/runs/nope/feedback", headers=headers,
-                              json={"items": [{"kind": "weigh_more", "constraint_id": "c1"}]}), 404)
+    check_problem(await client.get(f"{URL}/{sid}/graph?format=xml", headers=headers), 400)
+    check_problem(await client.post(f"{URL}/{sid}/turns", headers=headers, json={"prompt": "   "}), 400)
+    check_problem(await client.post(f"{URL}/{sid}/turns", headers=headers, json={"prompt": "x" * 8001}), 413)
+    check_problem(await client.post(f"{URL}/{sid}/turns", headers=headers,
+                                    json={"prompt": "hi", "options": {"num_beams": 99}}), 400)
+    check_problem(await client.post(f"{URL}/{sid}/turns", headers=headers,
+                                    json={"prompt": "hi", "options": {"beams": 2}}), 400)
+    check_problem(await client.patch(f"{URL}/{sid}/premises/nope", headers=headers, json={}), 400)
+    check_problem(await client.delete(f"{URL}/{sid}/premises/nope", headers=headers), 404)
+    check_problem(await client.post("/v1/runs/nope/feedback", headers=headers,
+                                    json={"items": [{"kind": "weigh_more", "constraint_id": "c1"}]}), 404)
 
 
 async def test_scope_reason_is_required(client: Client, make_key: Any) -> None:
     headers = await make_key("acme", ["audit:read"])
-    problem(await client.post(URL, headers=headers, json={}), 403)
+    check_problem(await client.post(URL, headers=headers, json={}), 403)
 
 
 async def test_another_tenant_cannot_read_or_change_a_session(client: Client, make_key: Any) -> None:
@@ -114,7 +98,7 @@ async def test_another_tenant_cannot_read_or_change_a_session(client: Client, ma
         ("DELETE", f"{URL}/{sid}", None),
     ]:
         response = await client.request(method, path, headers=theirs, json=body)
-        assert problem(response, 404)["detail"].startswith("session"), (method, path)
+        assert check_problem(response, 404)["detail"].startswith("session"), (method, path)
     assert (await client.get(f"{URL}/{sid}", headers=mine)).status_code == 200
 
 
@@ -126,8 +110,8 @@ async def test_idle_session_expires(client: Client, app: Litestar, make_key: Any
         past = datetime.now().astimezone() - timedelta(seconds=runtime.settings.session_idle_ttl_s + 5)
         await db.execute(update(SessionRow).where(SessionRow.id == sid).values(last_active_at=past))
         await db.commit()
-    assert "expired" in problem(await client.get(f"{URL}/{sid}", headers=headers), 404)["detail"]
-    problem(await client.post(f"{URL}/{sid}/turns", headers=headers, json={"prompt": "hello"}), 404)
+    assert "expired" in check_problem(await client.get(f"{URL}/{sid}", headers=headers), 404)["detail"]
+    check_problem(await client.post(f"{URL}/{sid}/turns", headers=headers, json={"prompt": "hello"}), 404)
     async with runtime.sessionmaker() as db:
         row = await db.get(SessionRow, sid)
         assert row is not None and row.state["closed_reason"] == "expired"
