@@ -27,7 +27,8 @@ from typing import Any
 
 import msgspec
 
-from inference.decoder.compile import compile_steering
+from inference.decoder.compile import branch_steerings, compile_steering
+from inference.decoder.controllers import ConstraintSteering
 from inference.decoder.decode import (
     BranchResult,
     DecodeOptions,
@@ -382,7 +383,7 @@ class Reasoner:
             return self._stopped(plan, timings, plan.conflict)
         constraints = plan.active_constraints
         lm = self.model
-        steering = None
+        steerings: list[ConstraintSteering] | None = None
         if plan.options.steering:
             try:
                 steering = compile_steering(
@@ -394,6 +395,10 @@ class Reasoner:
                     max_new_tokens=plan.decode_options.max_new_tokens,
                     evidence_ids=[f.id for spec in plan.branches for f in spec.facts],
                 )
+                # Each branch cites only what its own prompt shows (its spec's facts).
+                bound = branch_steerings(steering, [[f.id for f in spec.facts] for spec in plan.branches])
+                by_key = {spec.key: s for spec, s in zip(plan.branches, bound)}
+                steerings = [by_key[spec.key] for spec in todo]
             except (ConflictError, LimitExceeded) as exc:
                 return self._stopped(plan, timings, exc.detail)
         result: DecodeResult | None = None
@@ -404,7 +409,7 @@ class Reasoner:
                 lm.model,
                 lm.tokenizer,
                 prompt_plan,
-                steering=steering,
+                steering=steerings,
                 options=plan.decode_options,
                 constraints=constraints,
                 premises=plan.premises,

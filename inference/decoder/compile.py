@@ -37,7 +37,7 @@ from reasoning.constraints.catalog import CATALOG
 from reasoning.constraints.model import Constraint, Hardness, Kind, Relation, Scope
 from reasoning.errors import ConflictError, InvalidInput, LimitExceeded
 
-__all__ = ["CONTROLLED_KINDS", "LANGUAGE_SCRIPTS", "compile_steering"]
+__all__ = ["CONTROLLED_KINDS", "LANGUAGE_SCRIPTS", "branch_steerings", "compile_steering"]
 
 # Languages whose script identifies them well enough for a script mask to
 # control them; Latin-script languages get only a Latin mask (assisted).
@@ -135,6 +135,8 @@ def compile_steering(
     (``E1``, ``E2``, ...): with them a hard ``cite_sources`` constraint is
     controlled (the answer cites that many distinct shown facts, chosen by
     the model); without them it is left to the prompt and the verifier.
+    For a decode of several evidence branches pass the ids of all of them
+    and bind each branch to its own with ``branch_steerings``.
 
     Example::
 
@@ -183,6 +185,34 @@ def compile_steering(
         assisted=frozenset(assisted),
         uncontrolled=frozenset(uncontrolled),
     )
+
+
+def branch_steerings(
+    steering: ConstraintSteering, shown: Sequence[Sequence[str]]
+) -> tuple[ConstraintSteering, ...]:
+    """One steering per evidence branch, each citing only the ids its prompt shows.
+
+    ``steering`` is compiled with the ids of every branch; ``shown[b]`` are
+    the ids branch ``b`` shows. The answer is one branch's text, so a hard
+    ``cite_sources`` minimum that no branch shows enough ids for cannot be
+    met by any answer: ``LimitExceeded`` (the pipeline asks for confirmation,
+    as for a request that shows too few ids at all). A branch below the
+    minimum while another meets it is decoded anyway (see
+    ``ConstraintSteering.for_evidence``: it cites all it shows and reports
+    "citations" unmet). Binding compiles nothing again.
+    """
+    bound = tuple(steering.for_evidence(ids) for ids in shown)
+    citations = steering.citations
+    if citations is not None and bound and not any(
+        s.citations is not None and s.citations.reachable for s in bound
+    ):
+        most = max(len(set(ids)) for ids in shown)
+        raise LimitExceeded(
+            f"{citations.need} distinct evidence facts must be cited but no evidence branch shows"
+            f" more than {most}",
+            constraint_ids=list(citations.sources),
+        )
+    return bound
 
 
 def _policy(
@@ -422,7 +452,7 @@ def _citations(
         return None
     try:
         need = max(int(c.params.get("min", 1)) for c in cite)
-        citations = Citations(ids, need=max(1, need))
+        citations = Citations(ids, need=max(1, need), sources=tuple(c.id for c in cite))
     except (ValueError, TypeError) as exc:
         raise InvalidInput(f"cite_sources: invalid 'min' or evidence ids: {exc}") from exc
     if policy.case == "lower":

@@ -188,7 +188,7 @@ def decode(
     tokenizer: Any,
     plan: PromptPlan,
     *,
-    steering: Steering | None = None,
+    steering: Steering | Sequence[Steering] | None = None,
     options: DecodeOptions = DecodeOptions(),
     constraints: Sequence[Constraint] = (),
     premises: Sequence[Premise] = (),
@@ -203,8 +203,12 @@ def decode(
 ) -> DecodeResult:
     """Decode every branch of ``plan`` in one batched beam search; see the module docstring.
 
-    ``steering`` None decodes the model plain (the comparison mode). The
-    prefix cache is consulted only with a ``tenant`` and ``model_id``.
+    ``steering`` None decodes the model plain (the comparison mode); one
+    ``Steering`` steers every branch alike; a sequence gives one per branch
+    of ``plan``, in order (``compile.branch_steerings`` binds each branch's
+    citations to the evidence its prompt shows), and each branch's result
+    reports what its own steering left unmet. The prefix cache is consulted
+    only with a ``tenant`` and ``model_id``.
     ``on_step(view, text)`` hears each step as soon as the search has decided
     it (for streaming); it runs on the decoding thread and must be quick.
     With a ``batcher`` the model calls go through it, merged step by step with
@@ -224,7 +228,7 @@ def _decode(
     tokenizer: Any,
     plan: PromptPlan,
     *,
-    steering: Steering | None,
+    steering: Steering | Sequence[Steering] | None,
     options: DecodeOptions,
     constraints: Sequence[Constraint],
     premises: Sequence[Premise],
@@ -237,6 +241,7 @@ def _decode(
     on_step: Callable[[str, str], None] | None,
 ) -> DecodeResult:
     torch.manual_seed(options.seed)
+    steerings = _per_branch(steering, len(plan.suffixes))
     model = runner.model
     longest = len(plan.prefix_ids) + max(len(s) for s in plan.suffixes) + options.max_new_tokens
     limit = getattr(runner.config, "max_position_embeddings", None)
@@ -297,19 +302,29 @@ def _decode(
             pad_id=pad_id,
             max_repairs=options.max_repairs,
         )
-        steer = steering or Unsteered()
         table = boundary_table(tokenizer, int(first.shape[-1]))
         decided = None
         if on_step is not None:
             def decided(branch: int, tokens: tuple[int, ...]) -> None:
                 on_step(plan.views[branch], tokenizer.decode(list(tokens), skip_special_tokens=True))
         outcomes = generate(
-            runner, state, first, [steer] * len(plan.suffixes), config, table, judge, stats,
+            runner, state, first, steerings, config, table, judge, stats,
             on_decided=decided,
         )
     return _result(
-        plan, tokenizer, outcomes, premises, runner, stats, judge, prefill_s, hit, steer
+        plan, tokenizer, outcomes, premises, runner, stats, judge, prefill_s, hit, steerings
     )
+
+
+def _per_branch(steering: Steering | Sequence[Steering] | None, n: int) -> list[Steering]:
+    """One steering per branch: the one given for all, or the sequence checked against ``n``."""
+    if steering is None:
+        return [Unsteered()] * n
+    if isinstance(steering, Sequence):
+        if len(steering) != n:
+            raise InvalidInput(f"{len(steering)} steerings were given for {n} branches")
+        return list(steering)
+    return [steering] * n
 
 
 def _prefix(
@@ -337,9 +352,9 @@ def _result(
     judge: PruningJudge,
     prefill_s: float,
     hit: bool,
-    steering: Steering,
+    steerings: Sequence[Steering],
 ) -> DecodeResult:
-    branches = [_branch(plan, tokenizer, o, premises, steering) for o in outcomes]
+    branches = [_branch(plan, tokenizer, o, premises, steerings[o.branch]) for o in outcomes]
     answer_branch = choose_answer(branches)
     answer = branches[answer_branch]
     conclusion = _content(answer.steps[-1].text if answer.steps else answer.text)

@@ -14,6 +14,13 @@ steering needs for that:
   stop's probability moves to the opening bracket instead (the same
   mechanism as a missing placeholder), so a citation is written before EOS.
 
+The ids are those of *one* prompt: each evidence branch shows its own facts,
+so each branch gets its own ``Citations`` (``for_ids``). A branch that shows
+fewer ids than ``need`` cannot meet the requirement: the steering pushes only
+for what it can (``owed``: every shown id) and ``missing`` still counts the
+shortfall, so the steering's ``unmet`` reports it ("citations") instead of
+letting the branch cite a fact it never saw.
+
 Guarantee: every citation written in citation mode names a shown fact and
 is parsed by ``citations.evidence_ids``; from any prefix a completion exists
 (an ``E``, digits one by one, ``]``).
@@ -34,10 +41,14 @@ _CHARS = frozenset("E0123456789]")
 
 @dataclass(frozen=True)
 class Citations:
-    """The evidence ids that exist and how many distinct ones must be cited."""
+    """The evidence ids that exist and how many distinct ones must be cited.
+
+    ``sources`` are the ids of the ``cite_sources`` constraints behind ``need``.
+    """
 
     ids: tuple[str, ...]
     need: int = 1
+    sources: tuple[str, ...] = ()
     _cache: dict[tuple[str, frozenset[str]], list[int]] = field(
         default_factory=dict, repr=False, compare=False
     )
@@ -47,9 +58,23 @@ class Citations:
         if bad:
             raise ValueError(f"evidence ids must look like E1, E2, ...: {bad}")
 
+    @property
+    def reachable(self) -> bool:
+        """Whether the shown ids are enough to meet ``need``."""
+        return len(self.ids) >= self.need
+
+    def for_ids(self, ids: tuple[str, ...]) -> Citations:
+        """The same requirement over the ids another prompt shows (a fresh token cache)."""
+        return Citations(ids, need=self.need, sources=self.sources)
+
     def missing(self, cited: frozenset[str]) -> int:
-        """How many more distinct ids must be cited."""
+        """How many more distinct ids the requirement needs (what ``unmet`` reports)."""
         return max(0, self.need - len(cited))
+
+    def owed(self, cited: frozenset[str]) -> int:
+        """How many more distinct ids the steering pushes for: ``missing``,
+        capped by the shown ids not cited yet (``cited`` holds only shown ids)."""
+        return max(0, min(self.need, len(self.ids)) - len(cited))
 
     def completed(self, inside: str) -> str | None:
         """The id when ``inside`` (the text after ``[``) is a whole citation."""
@@ -59,8 +84,8 @@ class Citations:
 
     def next_tokens(self, tables: VocabTables, inside: str, cited: frozenset[str]) -> list[int]:
         """Token ids that keep ``inside`` on the way to ``E<id>]`` of an id not
-        in ``cited`` (all ids once enough are cited)."""
-        exclude = cited if self.missing(cited) else frozenset()
+        in ``cited`` (all ids once no more are owed)."""
+        exclude = cited if self.owed(cited) else frozenset()
         key = (inside, exclude)
         found = self._cache.get(key)
         if found is None:

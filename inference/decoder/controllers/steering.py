@@ -28,7 +28,8 @@ and forbidden words. Per step and per beam row:
    can become (a Han character is one more word), so a bound holds under
    both IFEval's word count and our verifier's;
 6. inside a citation (``[`` opened while a ``cite_sources`` requirement is
-   owed) only the tokens spelling a shown evidence id and ``]`` stay.
+   owed) only the tokens spelling a shown evidence id and ``]`` stay; the
+   shown ids are one branch's (``for_evidence`` binds a branch's own ids).
 
 Guarantees (beyond the protocol's): every kept token passes every check; a
 row is never left without a finite entry: when nothing passes, the state's
@@ -38,8 +39,10 @@ violation it causes in ``violations``, so it is reported, never silent.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -279,6 +282,37 @@ class ConstraintSteering:
                 return matcher
         return None
 
+    # --- branches -----------------------------------------------------
+
+    def for_evidence(self, ids: Sequence[str]) -> ConstraintSteering:
+        """This steering for a branch whose prompt shows the evidence ``ids``.
+
+        Each evidence branch sees only its own facts, so its citations may
+        name only those. The copy shares every compiled table, mask and
+        grammar (nothing is compiled again); only the citation controller is
+        rebound. Without one, or with the same ids, it is ``self`` (so the
+        beam search still steers all branches in one call).
+
+        A branch that shows fewer ids than the ``cite_sources`` minimum
+        cannot meet it: it is steered to cite every id it shows (none when it
+        shows none), its ``unmet`` reports "citations", and the constraint
+        counts as assisted, not controlled, for it. Whether some branch can
+        meet it is the caller's check (``compile.branch_steerings``).
+        """
+        if self.citations is None:
+            return self
+        shown = tuple(dict.fromkeys(str(i) for i in ids))
+        if shown == self.citations.ids:
+            return self
+        bound = copy.copy(self)
+        bound.citations = self.citations.for_ids(shown)
+        if not bound.citations.reachable:
+            sources = frozenset(self.citations.sources)
+            bound.controlled = self.controlled - sources
+            bound.assisted = self.assisted | sources
+            bound.uncontrolled = self.uncontrolled - sources
+        return bound
+
     # --- protocol -----------------------------------------------------
 
     def initial_state(self) -> SteerState:
@@ -422,7 +456,7 @@ class ConstraintSteering:
             return _Plan("only", comp.tokens[state.lit_pos])
         if state.cite is not None:
             return _Plan("cite", self._close_bracket if self._close_bracket >= 0 else self.eos, seg=state.seg)
-        missing = self._cite_missing(state)
+        missing = self._cite_owed(state)
         budget_out = self.max_new_tokens is not None and (
             self.max_new_tokens - state.n_tokens <= comp.reserve_tokens + 2 + _CITATION_TOKENS * missing
         )
@@ -535,16 +569,17 @@ class ConstraintSteering:
             rows = self._lazy(states, plans, rows, lp, fragments)
         return rows
 
-    def _cite_missing(self, state: SteerState) -> int:
-        """Citations still owed by the time the gate segment ends (0 after it)."""
+    def _cite_owed(self, state: SteerState) -> int:
+        """Citations still owed by the time the gate segment ends (0 after it);
+        never more than the shown ids left to cite (see ``Citations.owed``)."""
         if self.citations is None or state.seg > self._gate:
             return 0
-        return self.citations.missing(state.cited)
+        return self.citations.owed(state.cited)
 
     def _reserve(self, state: SteerState) -> Counts:
         """What later literals and owed citations will still add (one word each)."""
         reserve = self._segments[state.seg].reserve
-        missing = self._cite_missing(state)
+        missing = self._cite_owed(state)
         if not missing:
             return reserve
         return dataclasses.replace(reserve, words=reserve.words + missing, units=reserve.units + missing)
@@ -552,7 +587,7 @@ class ConstraintSteering:
     def _may_open_citation(self, state: SteerState, plan: _Plan) -> bool:
         """A free row may open a citation while one is owed, in running text."""
         assert self.citations is not None
-        if not self.citations.missing(state.cited) or state.counts.bracket_open or state.pending:
+        if not self.citations.owed(state.cited) or state.counts.bracket_open or state.pending:
             return False
         if self._free_segment(plan.seg).role not in _CITING_ROLES:
             return False
@@ -577,7 +612,7 @@ class ConstraintSteering:
             and isinstance(comp, _CompiledSegment)
             and isinstance(comp.segment, Free)
             and comp.segment.role in _CITING_ROLES
-            and self.citations.missing(before.cited) > 0
+            and self.citations.owed(before.cited) > 0
             and not before.counts.bracket_open
         )
         return dataclasses.replace(new, cite="") if opens else new

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from inference.decoder.compile import compile_steering
+from inference.decoder.compile import branch_steerings, compile_steering
 from inference.decoder.controllers.template import Free, Literal
 from reasoning.constraints.model import Constraint, Hardness, Kind, Scope
 from reasoning.errors import ConflictError, InvalidInput, LimitExceeded
@@ -192,3 +192,18 @@ def test_citations_that_cannot_be_written_are_refused(tokenizer: Any) -> None:
     with pytest.raises(ConflictError) as lowercase:
         compile_steering([cite, c("all_lowercase")], tokenizer, prompt="x", evidence_ids=["E1", "E2", "E3"])
     assert set(lowercase.value.extra["constraint_ids"]) == {"cite", "all_lowercase"}
+
+
+def test_each_branch_is_bound_to_the_ids_it_shows(tokenizer: Any) -> None:
+    """``branch_steerings``: one steering per branch with that branch's ids;
+    refused only when no branch shows enough ids for the minimum."""
+    cite = Constraint(id="cite", kind=Kind.CITE_SOURCES, params={"min": 2}, scope=Scope.CITATION)
+    steering = compile_steering([cite], tokenizer, prompt="x", evidence_ids=["E1", "E2", "E3"])
+    bound = branch_steerings(steering, [["E1", "E2"], ["E3"]])
+    assert [(s.citations.ids, s.citations.need) for s in bound if s.citations] == [(("E1", "E2"), 2), (("E3",), 2)]
+    assert ["cite" in s.controlled for s in bound] == [True, False]
+    with pytest.raises(LimitExceeded) as none_can:
+        branch_steerings(steering, [["E1"], ["E2"], ["E3"]])
+    assert none_can.value.extra["constraint_ids"] == ["cite"]
+    plain = compile_steering([c("no_comma")], tokenizer, prompt="x", evidence_ids=["E1", "E2"])
+    assert branch_steerings(plain, [["E1"], []]) == (plain, plain)

@@ -483,3 +483,47 @@ def test_model_picks_which_fact_to_cite(tokenizer: Any) -> None:
     three = tokenizer.encode("3", add_special_tokens=False)[0]
     state = drive_with_bias(steering, 40, 0, {tokenizer.eos_token_id: 15.0, three: 10.0})
     assert "[E3]" in state.text
+
+
+def test_a_branch_cites_only_the_ids_its_own_prompt_shows(tokenizer: Any) -> None:
+    """Bound to one branch's ids, the controller refuses the other branch's id
+    however strongly the model pulls towards it (the request-wide steering
+    writes it), and binding compiles nothing again."""
+    from reasoning.constraints.citations import evidence_ids
+
+    cite = Constraint(id="cite", kind=Kind.CITE_SOURCES, params={"min": 1}, scope=Scope.CITATION)
+    steering = compile_steering([cite], tokenizer, prompt="x", max_new_tokens=40, evidence_ids=["E1", "E2"])
+    first, second = steering.for_evidence(["E1"]), steering.for_evidence(["E2"])
+    assert first.tables is steering.tables and first._segments is steering._segments
+    assert steering.for_evidence(["E2", "E1", "E1"]) is not steering
+    assert steering.for_evidence(["E1", "E2"]) is steering
+    one, two = (tokenizer.encode(d, add_special_tokens=False)[0] for d in ("1", "2"))
+    eos = tokenizer.eos_token_id
+    assert "[E2]" in drive_with_bias(steering, 40, 0, {eos: 15.0, two: 10.0}).text
+    for bound, own, other in ((first, "E1", two), (second, "E2", one)):
+        assert bound.controlled == {"cite"}
+        for seed in range(2):
+            state = drive_with_bias(bound, 40, seed, {eos: 15.0, other: 10.0})
+            assert set(evidence_ids(state.text)) == {own}, state.text
+            assert bound.unmet(state) == ()
+
+
+def test_a_branch_showing_fewer_ids_than_the_minimum_cites_them_all_and_reports_it(tokenizer: Any) -> None:
+    """It cannot meet ``min``: it cites every id it shows (none when it shows
+    none), never another branch's, and ``unmet`` says "citations"."""
+    from reasoning.constraints.citations import evidence_ids
+
+    cite = Constraint(id="cite", kind=Kind.CITE_SOURCES, params={"min": 2}, scope=Scope.CITATION)
+    steering = compile_steering([cite], tokenizer, prompt="x", max_new_tokens=40, evidence_ids=SHOWN)
+    short = steering.for_evidence(["E3"])
+    assert "cite" in short.assisted and "cite" not in short.controlled
+    assert "cite" in steering.controlled
+    eos = tokenizer.eos_token_id
+    for seed in range(2):
+        state = drive_with_bias(short, 40, seed, {eos: 15.0})
+        assert state.finished and evidence_ids(state.text) == ["E3"], state.text
+        assert short.unmet(state) == ("citations",)
+    blind = steering.for_evidence([])
+    state = drive_with_bias(blind, 40, 0, {eos: 15.0})
+    assert state.finished and "[" not in state.text, state.text
+    assert blind.unmet(state) == ("citations",)

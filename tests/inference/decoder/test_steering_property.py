@@ -228,3 +228,50 @@ def test_bundled_model_cites_a_shown_fact(loaded_model: Any) -> None:
     assert cited and set(cited) <= {"E1", "E2", "E3"}, result.answer
     assert all(v.satisfied for v in verify_all(constraints, result.answer)), result.answer
     assert len(re.findall(r"[A-Za-z]{3,}", result.answer)) >= 3, json.dumps(result.answer)
+
+
+@pytest.mark.model
+def test_bundled_model_cites_only_what_its_own_branch_shows(loaded_model: Any) -> None:
+    """Three evidence branches, each bound to the ids its prompt shows, with
+    ``min`` 2: the two branches that show two facts cite exactly those, the
+    branch that shows one cites only it and reports the unmet minimum (the
+    request-wide steering would have let it cite the others' facts)."""
+    from inference.decoder.compile import branch_steerings
+    from inference.decoder.decode import DecodeOptions, decode
+    from inference.prompting import plan_prompt
+    from reasoning.constraints.citations import evidence_ids
+    from reasoning.constraints.model import Scope
+    from reasoning.evidence.model import EvidenceFact, EvidenceSubgraph
+
+    views = {
+        "length": ["The Danube is 2850 km long.", "The Danube is the second longest river in Europe."],
+        "course": ["The Danube flows through ten countries.", "The Danube rises in the Black Forest."],
+        "mouth": ["The Danube ends in the Black Sea."],
+    }
+    graphs, n = [], 0
+    for view, texts in views.items():
+        facts = []
+        for text in texts:
+            n += 1
+            facts.append(EvidenceFact(id=f"E{n}", subject="Danube", predicate="fact", object=str(n), text=text,
+                                      view=view, score=1.0, hops=1, ontology_version="test"))
+        graphs.append(EvidenceSubgraph(view=view, relevance=1.0, seeds=(), facts=tuple(facts)))
+    constraints = [Constraint(id="cite", kind=Kind.CITE_SOURCES, params={"min": 2}, scope=Scope.CITATION)]
+    tokenizer = loaded_model.tokenizer
+    budget, prompt = 48, "Tell me about the Danube."
+    shown = [[f.id for f in g.facts] for g in graphs]
+    steering = compile_steering(constraints, tokenizer, prompt=prompt, max_new_tokens=budget,
+                                evidence_ids=[i for ids in shown for i in ids])
+    plan = plan_prompt(tokenizer, prompt, constraints, graphs)
+    assert [[f.id for f in facts] for facts in plan.facts] == shown
+    result = decode(
+        loaded_model.model, tokenizer, plan, steering=branch_steerings(steering, shown),
+        options=DecodeOptions(width=2, max_new_tokens=budget, prune=False), constraints=constraints,
+    )
+    for branch, ids in zip(result.branches, shown):
+        cited = set(evidence_ids(branch.text))
+        reported = "steering: citations" in branch.violations
+        if len(ids) >= 2:
+            assert cited == set(ids) and not reported, (branch.text, branch.violations)
+        else:
+            assert cited == set(ids) and reported, (branch.text, branch.violations)
