@@ -24,6 +24,14 @@ AML_PROMPT = (
 )
 
 
+@pytest.fixture
+async def acme_reason(app: Litestar, make_key: Any) -> dict[str, str]:
+    """Headers of a ``reason`` key of tenant acme, which has the bundled domains."""
+    await load_bundled(app, "acme")
+    headers: dict[str, str] = await make_key("acme", ["reason"])
+    return headers
+
+
 def facts(payload: dict[str, Any], view: str) -> list[dict[str, Any]]:
     [graph] = [g for g in payload["subgraphs"] if g["view"] == view]
     return list(graph["facts"])
@@ -40,11 +48,9 @@ async def test_bundled_domains_load_once_per_tenant(client: Client, app: Litesta
 
 
 async def test_clinical_query_links_finding_and_anatomy_with_dated_guidelines(
-    client: Client, app: Litestar, make_key: Any,
+    client: Client, acme_reason: dict[str, str],
 ) -> None:
-    await load_bundled(app, "acme")
-    headers = await make_key("acme", ["reason"])
-    response = await client.post(URL, headers=headers, json={
+    response = await client.post(URL, headers=acme_reason, json={
         "text": "ground-glass opacity in the right lower lobe", "domain": "clinical",
         "hops": 2, "today": "2026-11-29",
     })
@@ -106,11 +112,9 @@ async def test_aml_prompt_links_parties_and_list_and_marks_the_stale_pep_list(
 
 
 async def test_chinese_query_links_chinese_labels_and_renders_chinese(
-    client: Client, app: Litestar, make_key: Any,
+    client: Client, acme_reason: dict[str, str],
 ) -> None:
-    await load_bundled(app, "acme")
-    headers = await make_key("acme", ["reason"])
-    response = await client.post(URL, headers=headers, json={
+    response = await client.post(URL, headers=acme_reason, json={
         "text": "阿克米有限公司向乔恩·多伊转账200万欧元，他在我们的政治公众人物名单上。",
         "domain": "aml", "views": ["compliance"], "today": "2026-11-29",
     })
@@ -125,11 +129,9 @@ async def test_chinese_query_links_chinese_labels_and_renders_chinese(
 
 
 async def test_turtle_format_returns_parseable_rdf_statements(
-    client: Client, app: Litestar, make_key: Any,
+    client: Client, acme_reason: dict[str, str],
 ) -> None:
-    await load_bundled(app, "acme")
-    headers = await make_key("acme", ["reason"])
-    response = await client.post(URL, headers=headers, json={
+    response = await client.post(URL, headers=acme_reason, json={
         "text": "right lower lobe", "domain": "clinical", "format": "turtle", "hops": 1,
     })
     assert response.status_code == 200, response.text
@@ -151,12 +153,10 @@ async def test_turtle_format_returns_parseable_rdf_statements(
     ids=["unknown-domain", "unknown-view", "too-many-hops"],
 )
 async def test_bad_queries_get_problem_responses(
-    client: Client, app: Litestar, make_key: Any, assert_problem: Problem,
+    client: Client, acme_reason: dict[str, str], assert_problem: Problem,
     body: dict[str, Any], status: int, needle: str,
 ) -> None:
-    await load_bundled(app, "acme")
-    headers = await make_key("acme", ["reason"])
-    problem = assert_problem(await client.post(URL, headers=headers, json=body), status)
+    problem = assert_problem(await client.post(URL, headers=acme_reason, json=body), status)
     assert needle in str(problem)
 
 
