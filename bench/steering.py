@@ -30,6 +30,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -176,22 +177,45 @@ def _chat_ids(tokenizer: Any, prompt: str) -> torch.Tensor:
     return ids  # type: ignore[no-any-return]
 
 
-def run_generate(model: Any, tokenizer: Any, prompt: str, budget: int, beams: int = 1) -> tuple[str, int, float]:
-    """Plain ``model.generate`` (greedy, or beam search of ``beams``): text, new tokens, seconds."""
+@dataclass(frozen=True)
+class Timed:
+    """One decode call's wall time, split at the end of its prefill, and its decided positions.
+
+    A position is one token index decided for every beam at once: the
+    prefill forward decides the first, each later forward one more.
+    """
+
+    seconds: float
+    prefill_s: float
+    positions: int
+
+
+def run_generate(model: Any, tokenizer: Any, prompt: str, budget: int, beams: int = 1) -> tuple[str, Timed]:
+    """Plain ``model.generate`` (greedy, or beam search of ``beams``): text and timing.
+
+    Forward hooks count the model calls and time the first (the prefill of
+    ``beams`` copies of the prompt, as ``generate`` expands them).
+    """
     ids = _chat_ids(tokenizer, prompt)
+    marks: list[float] = []
+    hook = model.register_forward_hook(lambda *_: marks.append(time.perf_counter()))
     start = time.perf_counter()
-    with torch.inference_mode():
-        out = model.generate(
-            ids,
-            attention_mask=torch.ones_like(ids),
-            max_new_tokens=budget,
-            do_sample=False,
-            num_beams=beams,
-            pad_token_id=tokenizer.pad_token_id,
-        )
+    try:
+        with torch.inference_mode():
+            out = model.generate(
+                ids,
+                attention_mask=torch.ones_like(ids),
+                max_new_tokens=budget,
+                do_sample=False,
+                num_beams=beams,
+                pad_token_id=tokenizer.pad_token_id,
+            )
+    finally:
+        hook.remove()
     seconds = time.perf_counter() - start
     new = out[0, ids.shape[1] :]
-    return tokenizer.decode(new, skip_special_tokens=True), int(new.numel()), seconds
+    prefill_s = marks[0] - start if marks else 0.0
+    return tokenizer.decode(new, skip_special_tokens=True), Timed(seconds, prefill_s, len(marks))
 
 
 def run_steered(model: Any, tokenizer: Any, row: dict[str, Any], width: int, prune: bool = True) -> dict[str, Any]:
@@ -223,6 +247,8 @@ def run_steered(model: Any, tokenizer: Any, row: dict[str, Any], width: int, pru
     seconds = time.perf_counter() - start
     return {
         "text": result.answer,
+        # The prefill decides the first position, every decode forward one more.
+        "timed": Timed(seconds, result.timings.prefill_s, result.decode_steps + 1),
         "tokens": result.generated_tokens,
         "steps": result.decode_steps,
         "seconds": seconds,
@@ -281,9 +307,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     plain_ok: list[list[bool]] = []
     violations = 0
     violation_details: list[dict[str, Any]] = []
-    ours_tokens = ours_seconds = check_s = decode_s = 0.0
+    check_s = decode_s = 0.0
     cf_shares: list[float] = []
-    gen_tokens = gen_seconds = 0.0
     per_kind: dict[str, list[int]] = {}
     pruned: Counter[str] = Counter()
     repairs = unrepaired = 0
@@ -291,8 +316,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     def build() -> dict[str, Any]:
         """The report over the prompts decoded so far."""
         pairs = [r["throughput_pair"] for r in chosen if "throughput_pair" in r]
-        tp_ours = _ratio(sum(p[0] for p in pairs), sum(p[1] for p in pairs))
-        tp_gen = _ratio(sum(p[2] for p in pairs), sum(p[3] for p in pairs))
+        ours_t, gen_t = [p[0] for p in pairs], [p[1] for p in pairs]
+        tp_ours = _ratio(sum(t.positions for t in ours_t), sum(t.seconds for t in ours_t))
+        tp_gen = _ratio(sum(t.positions for t in gen_t), sum(t.seconds for t in gen_t))
+        step_ours = _ratio(
+            sum(t.positions - 1 for t in ours_t), sum(t.seconds - t.prefill_s for t in ours_t)
+        )
+        step_gen = _ratio(
+            sum(t.positions - 1 for t in gen_t), sum(t.seconds - t.prefill_s for t in gen_t)
+        )
 
         def summary(verdicts: list[list[bool]]) -> dict[str, Any]:
             flat = [v for vs in verdicts for v in vs]
@@ -323,8 +355,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             "tokens_per_s_ours": tp_ours,
             "tokens_per_s_generate": tp_gen,
             "throughput_ratio": _ratio(tp_ours, tp_gen),
-            "throughput_note": f"our decode (width {args.width}, steered) vs generate(num_beams={args.width}) "
-            f"on the first {len(pairs)} prompts, decode steps per second",
+            "after_prefill_ratio": _ratio(step_ours, step_gen),
+            "throughput_note": f"our decode (width {args.width}, steered, pruning as configured) vs "
+            f"generate(num_beams={args.width}) on the first {len(pairs)} prompts: decided token positions "
+            "per second of the whole call (prefill, decode, our checks and final verification included); "
+            "after_prefill_ratio compares the same calls from the end of their prefill on",
             "constraint_check_share": _ratio(check_s, decode_s),
             "counterfactual_flops_share": round(sum(cf_shares) / len(cf_shares), 4) if cf_shares else 0.0,
             "judge_notes": JUDGE_NOTES,
@@ -332,7 +367,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return report
 
     for index, row in enumerate(chosen):
-        plain_text, _, _ = run_generate(model, tokenizer, row["prompt"], row["budget"])
+        plain_text, _ = run_generate(model, tokenizer, row["prompt"], row["budget"])
         steered = run_steered(model, tokenizer, row, args.width, args.prune)
         s_ok = judge(evaluate, row, steered["text"])
         p_ok = judge(evaluate, row, plain_text)
@@ -349,17 +384,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         pruned.update(steered["pruned"])
         repairs += steered["repairs"]
         unrepaired += steered["unrepaired"]
-        ours_tokens += steered["steps"]
-        ours_seconds += steered["decode_s"]
         check_s += steered["check_s"]
         decode_s += steered["decode_s"]
         cf_shares.append(steered["counterfactual_flops_share"])
         if index < (2 if args.quick else 10):
-            _, n_gen, sec = run_generate(model, tokenizer, row["prompt"], row["budget"], beams=args.width)
-            gen_tokens += n_gen
-            gen_seconds += sec
-            ours_tokens_tp = steered["steps"]
-            row["throughput_pair"] = (ours_tokens_tp, steered["decode_s"], n_gen, sec)
+            _, timed = run_generate(model, tokenizer, row["prompt"], row["budget"], beams=args.width)
+            row["throughput_pair"] = (steered["timed"], timed)
         print(
             f"[{index + 1}/{len(chosen)}] key={row['key']} steered={sum(s_ok)}/{len(s_ok)} "
             f"plain={sum(p_ok)}/{len(p_ok)} failed={failed} pruned={steered['pruned']} "
