@@ -155,7 +155,9 @@ async def probe_layers(runtime: Runtime, tokens: int = PROBE_TOKENS) -> list[Lay
     loaded = runtime.require_model()
     batcher = runtime.reasoner().batcher
     probe = (lambda: batcher.run(lambda: _probe(loaded, tokens))) if batcher else (lambda: _probe(loaded, tokens))
-    rows = await runtime.scheduler.submit(probe, JobHints(Priority.BATCH, deadline_s=3600.0))
+    rows: list[LayerTiming] = await runtime.scheduler.submit(
+        probe, JobHints(Priority.BATCH, deadline_s=3600.0)
+    )
     with _last_lock:
         _last_profile[runtime] = rows
     return rows

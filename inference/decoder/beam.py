@@ -297,7 +297,9 @@ def _announce(
 ) -> None:
     """Report the steps every candidate of a branch now agrees on (see ``generate``)."""
     for b, finished in enumerate(hyps):
-        candidates = [(bm.tokens, bm.steps) for bm in beams[b * width : (b + 1) * width] if bm.alive]
+        candidates: list[tuple[Sequence[int], Sequence[ClosedStep]]] = [
+            (bm.tokens, bm.steps) for bm in beams[b * width : (b + 1) * width] if bm.alive
+        ]
         candidates += [(h.tokens, h.steps) for h in finished]
         if not candidates:
             continue

@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator
-from typing import Final
+from typing import Final, cast
 
 from prov.constants import (
     PROV,
@@ -162,7 +162,7 @@ class _FastEncoder:
             if isinstance(value, ProvRecord) or attr == PROV_LOCATION:
                 raise _Unsupported
             predicate = _ELEMENT_PREDICATES.get(attr) if isinstance(attr, QualifiedName) else None
-            collector.add((subject, predicate or self._value(attr), self._value(value)))
+            collector.add((subject, predicate or cast(URIRef, self._value(attr)), self._value(value)))
 
     def _relation(self, record: ProvRecord, collector: _Collector) -> None:
         kind = record.get_type()
@@ -300,6 +300,13 @@ def _value(term: URIRef | BNode | Literal) -> dict[str, str]:
     return {"@value": str(term)}
 
 
+def _values(node: dict[str, object], key: str) -> list[object]:
+    """The list under ``key`` in a JSON-LD node, created empty on first use."""
+    found = node.setdefault(key, [])
+    assert isinstance(found, list)
+    return found
+
+
 def _nodes(triples: list[Triple]) -> list[dict[str, object]]:
     nodes: dict[URIRef | BNode, dict[str, object]] = {}
     for s, p, o in triples:
@@ -307,9 +314,9 @@ def _nodes(triples: list[Triple]) -> list[dict[str, object]]:
         if node is None:
             node = nodes[s] = {"@id": f"_:{s}" if isinstance(s, BNode) else str(s)}
         if p == _RDF_TYPE and isinstance(o, URIRef):
-            node.setdefault("@type", []).append(str(o))  # type: ignore[union-attr]
+            _values(node, "@type").append(str(o))
         else:
-            node.setdefault(str(p), []).append(_value(o))  # type: ignore[union-attr]
+            _values(node, str(p)).append(_value(o))
     return list(nodes.values())
 
 
