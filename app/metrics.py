@@ -5,9 +5,10 @@ carry no tenant, key or prompt data, only route templates, status codes
 and stage names, so the endpoint is public like the health checks; restrict
 it at the network edge if even aggregate latencies are sensitive.
 
-Feature code records a pipeline stage with ``observe_stage("decode", seconds)``
-(the reasoning pipeline's ``timings``), which the autoscaling path of the
-design reads as ``tenet_stage_seconds``. The scheduler (``app.scheduler``)
+``observe_stages`` records the stage times of one run (the reasoning
+pipeline's ``timings``) as ``tenet_stage_seconds``, which the autoscaling
+path of the design reads; ``app.services.reasoning.record_reason_run``, where
+every run of the service is stored, calls it once per run. The scheduler (``app.scheduler``)
 records queue depth, queue wait, refusals and batch sizes; ``observe_decode``
 records tokens, tokens per second and pruning per rule of one decode;
 ``refresh_memory`` sets the model-memory gauges before each scrape. Every
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from litestar.enums import ScopeType
@@ -32,14 +34,19 @@ __all__ = [
     "QUEUE_WAIT_SECONDS",
     "REGISTRY",
     "REQUEST_SECONDS",
+    "STAGES",
     "STAGE_SECONDS",
     "observe_decode",
     "observe_stage",
+    "observe_stages",
     "record_response",
     "refresh_memory",
 ]
 
 REGISTRY = CollectorRegistry(auto_describe=True)
+
+#: The pipeline stages in order: the keys of ``ReasonResponse.timings`` and the ``stage`` label.
+STAGES = ("parse", "extract", "graph", "evidence", "prefill", "decode", "verify", "record")
 
 REQUEST_SECONDS = Histogram(
     "tenet_http_request_seconds",
@@ -121,6 +128,8 @@ for _cache in ("hit", "miss"):
     PROMPT_TOKENS.labels(cache=_cache)
 for _rule in ("entropy", "evidence", "semantic"):
     PRUNED.labels(rule=_rule)
+for _stage in STAGES:
+    STAGE_SECONDS.labels(stage=_stage)
 
 
 def observe_decode(decode: Any) -> None:
@@ -161,6 +170,21 @@ def refresh_memory(model: Any | None) -> None:
 def observe_stage(stage: str, seconds: float) -> None:
     """Record one stage's wall time."""
     STAGE_SECONDS.labels(stage=stage).observe(seconds)
+
+
+def observe_stages(timings_ms: Mapping[str, float]) -> None:
+    """Record the stages of one run (``timings_ms``: milliseconds by stage, as a run reports them).
+
+    Only the stages of :data:`STAGES` that took time are observed: a stage at 0
+    (or missing) did not run in this run (nothing was decoded, every branch was
+    reused, or the parse happened inside a cached extraction), so a stage's
+    count is the number of runs that ran it and its mean is not diluted by
+    runs that skipped it. Other keys (``link``) are ignored.
+    """
+    for stage in STAGES:
+        ms = timings_ms.get(stage) or 0.0
+        if ms > 0:
+            observe_stage(stage, ms / 1000)
 
 
 def record_response(message: Message, scope: Scope, seconds: float) -> None:

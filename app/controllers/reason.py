@@ -8,21 +8,25 @@ from datetime import UTC, datetime
 
 import msgspec
 from litestar import Controller, Response, post
+from litestar.di import Provide
 from litestar.response import ServerSentEvent
 from litestar.response.sse import ServerSentEventMessage
 from litestar.status_codes import HTTP_200_OK
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth import AuthContext, requires_scope
+from app.controllers.sessions import provide_session_service
 from app.runtime import Runtime
 from app.schemas.constraints import EntropyOut
 from app.schemas.reason import ReasonRequest, ReasonResponse, constraint_out
+from app.schemas.sessions import TurnCreate
 from app.services import reasoning as service
 from app.services.confirmations import with_confirmation
+from app.services.sessions import SessionService
 from app.settings import Settings
 from app.tracing import trace_run
 from inference.pipeline import Plan
-from reasoning.errors import TenetError
+from reasoning.errors import InvalidInput, TenetError
 from store.db import transaction
 
 __all__ = ["ReasonController"]
@@ -32,6 +36,7 @@ class ReasonController(Controller):
     path = "/v1/reason"
     tags = ["reason"]
     guards = [requires_scope("reason")]
+    dependencies = {"sessions": Provide(provide_session_service, sync_to_thread=False)}
 
     @post(
         operation_id="create_reasoning",
@@ -46,19 +51,45 @@ class ReasonController(Controller):
         runtime: Runtime,
         settings: Settings,
         db_session: AsyncSession,
+        sessions: SessionService,
     ) -> Response[ReasonResponse] | ServerSentEvent:
         """Run stages 1-7. With ``options.stream`` the response is ``text/event-stream``:
         a ``plan`` event (run id, constraints, entropy, budget, evidence) once planning is
         done, one ``step`` event per step as soon as the beam search has decided it
         (``{id, branch, text}``; every live beam agrees on it), then ``result`` with the
-        full response body, whose ``steps`` carry confidences and hints."""
+        full response body, whose ``steps`` carry confidences and hints.
+
+        With ``session_id`` the prompt is a new question turn of that session
+        (``_answer_in_session``)."""
         service.check_prompt(data.prompt, settings.max_prompt_chars)
         runtime.require_model()
+        if data.session_id is not None:
+            return Response(await _answer_in_session(data, data.session_id, sessions))
         index = await service.lookup_domain_index(runtime, auth.tenant_id, data.domain)
         started = datetime.now(UTC)
         if data.options.stream:
             return ServerSentEvent(_stream(data, auth, runtime, index, started))
         return Response(await _answer(data, auth, runtime, db_session, index, started))
+
+
+async def _answer_in_session(data: ReasonRequest, session_id: str, sessions: SessionService) -> ReasonResponse:
+    """The prompt as a new question turn of the caller's session, as ``POST /v1/sessions/{id}/turns``
+    runs one (the session's domain, profile and feedback policy; its premises join the session).
+
+    An unknown, deleted, expired or another tenant's session is 404; a ``domain`` or ``profile``
+    other than the session's is 409. Not streamed: a session turn reports once it is stored.
+    """
+    if data.options.stream:
+        raise InvalidInput(
+            "options.stream is not supported with session_id: a session turn answers once it is "
+            "stored; leave stream out",
+            field="options.stream",
+        )
+    started = datetime.now(UTC)
+    turn = TurnCreate(prompt=data.prompt, options=data.options)
+    response = await sessions.question(session_id, turn, domain=data.domain, profile=data.profile)
+    trace_run(response, started=started, prompt=data.prompt)
+    return response
 
 
 async def _answer(

@@ -18,7 +18,7 @@ from anyio import to_thread
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth import AuthContext
-from app.metrics import observe_decode
+from app.metrics import STAGES, observe_decode, observe_stages
 from app.runtime import Runtime
 from app.schemas.constraints import EntropyOut, Profile
 from app.schemas.reason import (
@@ -54,10 +54,6 @@ __all__ = [
     "record_reason_run",
     "submit_decode",
 ]
-
-#: Stage order as the API reports and provenance records it.
-STAGES = ("parse", "extract", "graph", "evidence", "prefill", "decode", "verify", "record")
-
 
 def profile_defaults(profile: Profile | None) -> tuple[Constraint, ...]:
     """Profile defaults as constraints of origin ``profile`` (ids ``d1``, ``d2``...)."""
@@ -318,10 +314,19 @@ async def record_reason_run(
     record: RunRecord,
     run_id: str,
 ) -> float:
-    """Store the run; returns the milliseconds recording took."""
+    """Store the run and export its stage times; returns the milliseconds recording took.
+
+    Every run the service makes is stored through here (``/v1/reason``, chat
+    completions, session turns and their re-inferences, confirmations that
+    continue a run), so this is the one place ``tenet_stage_seconds`` is
+    recorded: each run's stages (``record.timings``, with this recording as
+    ``record``) are observed exactly once.
+    """
     t0 = time.perf_counter()
     await record_run(db_session, record, run_id=run_id)
-    return round((time.perf_counter() - t0) * 1000, 3)
+    record_ms = round((time.perf_counter() - t0) * 1000, 3)
+    observe_stages({**record.timings, "record": record_ms})
+    return record_ms
 
 
 def new_run_id() -> str:

@@ -40,6 +40,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.runtime import Runtime
 from app.schemas.constraints import Profile
+from app.schemas.reason import ReasonResponse
 from app.schemas.sessions import (
     AnswerOut,
     BranchOut,
@@ -62,6 +63,7 @@ from app.services.reasoning import (
     check_prompt,
     lookup_domain_index,
     profile_defaults,
+    record_reason_run,
     submit_decode,
 )
 from app.services.regraph import rebuild_graph
@@ -343,6 +345,25 @@ class SessionService:
                 text = data.prompt.strip()
             return await self._change_premise(row, target.id, "amended", value=value, text=text, reason=data.prompt)
 
+    async def question(self, session_id: str, data: TurnCreate, *, domain: str | None = None,
+                       profile: Profile | None = None) -> ReasonResponse:
+        """A new question turn (``POST /v1/reason`` with a ``session_id``); its run as ``/v1/reason`` answers it.
+
+        It runs exactly as a question turn of :meth:`turn` (premises added, run
+        recorded in the session, DAG and state saved), but the prompt is never
+        read as a retraction or amendment. ``domain`` and ``profile``, when
+        given, must be the session's own: they are fixed when the session is
+        created, so a different one is a 409 rather than silently ignored.
+        """
+        check_prompt(data.prompt, self.settings.max_prompt_chars)
+        async with self.ws.lock(session_id):
+            async with transaction(self.factory) as db:
+                row = await self._load(db, session_id)
+            _check_same_setup(row, domain, profile)
+            result = await self._new_question(row, data.prompt, data.options)
+        assert result.response is not None, "a question turn always answers with its run"
+        return result.response
+
     async def retract_premise(self, session_id: str, premise_id: str) -> TurnResult:
         async with self.ws.lock(session_id):
             async with transaction(self.factory) as db:
@@ -395,7 +416,7 @@ class SessionService:
             )
             record = self._record(RunKind.REASON, session, prompt, plan, result, started, finished, mapping,
                                   options=options)
-            await run_store.record_run(db, record, run_id=run_id)
+            record_ms = await record_reason_run(db, record, run_id)
             for r in rows.values():
                 r.run_id = run_id
             dag = repo.load_dag(session)
@@ -413,7 +434,7 @@ class SessionService:
         return TurnResult(
             session_id=row.id, kind="reason", status=str(result.status), run_id=run_id,
             answer=_answer_out(msgspec.to_builtins(turn), result), premises=premises,
-            message=result.conflict or "", response=self._response(run_id, plan, result, row.id),
+            message=result.conflict or "", response=self._response(run_id, plan, result, row.id, record_ms),
         )
 
     async def _ask_confirmation(
@@ -494,6 +515,7 @@ class SessionService:
         full_estimate = 0.0
         removed: list[str] = []
         last_run: str | None = None
+        record_ms = 0.0
         changed_turn = 0
         async with transaction(self.factory) as db:
             session = await self._load(db, row.id, for_update=True)
@@ -528,7 +550,7 @@ class SessionService:
                         saved_ms=max(0.0, t.full_decode_ms - ms),
                     ),
                 )
-                await run_store.record_run(db, record, run_id=run_id)
+                record_ms = await record_reason_run(db, record, run_id)
                 by_turn[t.turn] = msgspec.structs.replace(
                     t, run_id=run_id, result=msgspec.to_builtins(result), runs=[*t.runs, run_id],
                     constraints=_constraints_doc(plan.active_constraints),
@@ -551,7 +573,7 @@ class SessionService:
             t = by_turn[changed_turn]
             answer = _answer_out(msgspec.to_builtins(t), msgspec.convert(t.result, ReasonResult))
             _, last_plan, last_result, _ = reruns[-1]
-            response = self._response(t.run_id, last_plan, last_result, row.id)
+            response = self._response(t.run_id, last_plan, last_result, row.id, record_ms)
         return TurnResult(
             session_id=row.id, kind=kind, status="ok", run_id=last_run, answer=answer, premises=premises,
             reinference=ReinferenceOut(
@@ -564,9 +586,12 @@ class SessionService:
             response=response,
         )
 
-    def _response(self, run_id: str, plan: Plan, result: ReasonResult, session_id: str) -> Any:
+    def _response(self, run_id: str, plan: Plan, result: ReasonResult, session_id: str,
+                  record_ms: float) -> ReasonResponse:
+        """The run in ``/v1/reason``'s shape, ``timings["record"]`` the time storing it took."""
         model = msgspec.to_builtins(self.runtime.require_model().identity.__dict__)
-        return build_response(run_id, plan, result, model, session_id=session_id)
+        response = build_response(run_id, plan, result, model, session_id=session_id)
+        return msgspec.structs.replace(response, timings={**response.timings, "record": record_ms})
 
     def _record(self, kind: RunKind, session: SessionRow, prompt: str, plan: Plan, result: ReasonResult,
                 started: datetime, finished: datetime, mapping: Mapping[str, str], *,
@@ -640,6 +665,24 @@ class SessionService:
             changes=[PolicyChangeOut(target=c.target, field=c.field, before=c.before, after=c.after,
                                      feedback=str(c.feedback)) for c in changes],
             audit_event_id=event.id,
+        )
+
+
+def _check_same_setup(row: SessionRow, domain: str | None, profile: Profile | None) -> None:
+    """Refuse (409) a domain or profile other than the session's: both are set when it is created."""
+    if domain is not None and domain.strip().lower() != row.domain:
+        on = f"domain {row.domain!r}" if row.domain else "no domain"
+        raise ConflictError(
+            f"session {row.id!r} is on {on}, not {domain!r}: a session's domain is set when it is "
+            "created; leave domain out (or send the session's own)",
+            field="domain",
+        )
+    stored = row.state.get("profile")
+    if profile is not None and msgspec.to_builtins(profile) != stored:
+        raise ConflictError(
+            f"session {row.id!r} has a different profile: a session's profile is set when it is created; "
+            "leave profile out (or send the session's own)",
+            field="profile",
         )
 
 
