@@ -10,20 +10,22 @@ placeholder is ``[...]`` on one line. Words are tallied twice:
 ``units >= words`` on every text, the maxima bound ``units`` and the minima
 ``words``, so a text the controllers let through passes both judges. ``Counts`` is the
 running tally of one beam, updated per appended chunk in O(len(chunk)).
-``Limits`` says what the request bounds; ``new_*`` give the tally after each
-candidate token as a ``[V]`` vector, so an upper bound becomes one mask.
+``Limits`` says what the request bounds; ``over_max`` gives the tally after each
+candidate token as a ``[V]`` vector, so an upper bound becomes one mask, with
+room kept for what the rest of the layout adds (``Later``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
+from inference.decoder.controllers.sentences import SentenceRoom, run_tables
 from inference.decoder.vocab import WORD_RE, VocabTables, joins_run, scan_sentences
 from reasoning.constraints.textstats import ABBREVIATIONS, count_words
 
-__all__ = ["Counts", "Limits", "count_text", "firm_scan", "good_last_word"]
+__all__ = ["Counts", "Later", "Limits", "count_text", "firm_scan", "good_last_word"]
 
 _CJK_ENDS = "\u3002\uff01\uff1f"  # 。！？
 _CLOSERS = "\"'\u201d\u2019)]"
@@ -41,6 +43,7 @@ class Counts:
     ends_terminal: bool = False
     sentence_run: str = ""  # see ``scan_sentences``
     sentence_words: int = 0  # words (IFEval's rule) since the last counted sentence end
+    open_text: bool = False  # non-space text since the last counted sentence end (a sentence to come)
     firm_sentences: int = 0  # ends every judge counts (see ``firm_scan``): what minima count
     firm_run: str = ""  # see ``firm_scan``
     word_tail: str = ""  # the last word-character run, capped (empty after a non-word character)
@@ -63,8 +66,11 @@ class Counts:
         ends, run = scan_sentences(chunk, self.sentence_run)
         firm, firm_run, tail = firm_scan(chunk, self.firm_run, self.word_tail)
         sentence_words = self.sentence_words + words - self.words
+        open_text = self.open_text or not chunk.isspace()
         if ends:
-            sentence_words = len(WORD_RE.findall(chunk[_last_end(chunk, self.sentence_run) :]))
+            after = chunk[_last_end(chunk, self.sentence_run) :]
+            sentence_words = len(WORD_RE.findall(after))
+            open_text = bool(after.strip())
         placeholders, open_ = self.placeholders, self.bracket_open
         for ch in chunk:
             if ch == "\n":
@@ -84,6 +90,7 @@ class Counts:
             ends_terminal=bool(run),
             sentence_run=run,
             sentence_words=sentence_words,
+            open_text=open_text,
             firm_sentences=self.firm_sentences + firm,
             firm_run=firm_run,
             word_tail=tail,
@@ -182,61 +189,82 @@ class Limits:
             and (self.min_placeholders is None or counts.placeholders >= self.min_placeholders)
         )
 
-    def over_max(
-        self,
-        tables: VocabTables,
-        counts: Counts,
-        reserve: Counts,
-        spare_sentences: int,
-    ) -> torch.Tensor | None:
+    def over_max(self, tables: VocabTables, counts: Counts, later: Later) -> torch.Tensor | None:
         """``[V]`` bool of tokens that would break an upper bound, leaving room
-        for ``reserve`` (what the remaining literals will add) and
-        ``spare_sentences`` (one sentence and two words per remaining free
-        segment); None if no bound.
+        for what ``later`` parts and literals will add; None if no bound.
+
+        A sentence bound counts, per candidate, the ends it makes, then what
+        the rest of the answer adds at least given how the text would end
+        (``SentenceRoom``): a terminal run still to be ended, open text, or
+        nothing after the last end.
         """
+        reserve = later.reserve
         banned: torch.Tensor | None = None
         if self.max_words is not None:
             new = counts.units + tables.word_units
             if counts.in_unit:
                 new = new - tables.starts_unit_char.to(torch.int32)
-            banned = new > self.max_words - reserve.units - 2 * spare_sentences
+            banned = new > self.max_words - reserve.units - 2 * later.parts
         if self.max_sentences is not None:
-            new = counts.sentences + tables.sentence_ends
-            if counts.sentence_run == "armed":
-                new = new + tables.closes_sentence.to(torch.int32)
-            # Punkt also counts the unterminated last sentence: keep one in hand.
-            over = new >= self.max_sentences - reserve.sentences - spare_sentences
+            runs = run_tables(tables)
+            row = 1 if counts.sentence_run == "armed" else 0
+            ends = runs.ends[row]
+            room = later.sentences
+            open_after = runs.text[row] | ((ends == 0) & counts.open_text)
+            rest = torch.where(
+                runs.armed[row],
+                room.armed,
+                torch.where(open_after, room.open, room.closed),
+            )
+            over = counts.sentences + ends + rest > self.max_sentences
             banned = over if banned is None else banned | over
         if self.max_letter is not None and self.letter is not None:
-            row = tables.char_counts(self.letter)
-            over = counts.letter + row > self.max_letter - reserve.letter
+            row_counts = tables.char_counts(self.letter)
+            over = counts.letter + row_counts > self.max_letter - reserve.letter
             banned = over if banned is None else banned | over
         return banned
 
-    def exceeded(self, counts: Counts, reserve: Counts, spare_sentences: int) -> bool:
+    def exceeded(self, counts: Counts, later: Later) -> bool:
         """True when ``counts`` already breaks an upper bound, by the same
         margins as :meth:`over_max` (for text the ``[V]`` tables cannot
         describe: byte fragments, checked once completed)."""
-        if self.max_words is not None and counts.units > self.max_words - reserve.units - 2 * spare_sentences:
+        reserve = later.reserve
+        if self.max_words is not None and counts.units > self.max_words - reserve.units - 2 * later.parts:
             return True
-        if self.max_sentences is not None and counts.sentences >= self.max_sentences - reserve.sentences - spare_sentences:
-            return True
+        if self.max_sentences is not None:
+            rest = later.sentences.after(counts.sentence_run, counts.open_text)
+            if counts.sentences + rest > self.max_sentences:
+                return True
         return (
             self.max_letter is not None
             and self.letter is not None
             and counts.letter > self.max_letter - reserve.letter
         )
 
-    def must_close(self, counts: Counts, reserve: Counts, spare_sentences: int) -> bool:
+    def must_close(self, counts: Counts, later: Later) -> bool:
         """True when an upper bound is reached and the segment must end now.
 
-        A sentence bound closes right after the last allowed sentence's final
-        punctuation (any further text would open one more sentence).
+        A sentence bound closes right after the last sentence end the segment
+        may make: one more word would open a sentence the rest of the answer
+        has no room for.
         """
-        if self.max_words is not None and counts.units >= self.max_words - reserve.units - 2 * spare_sentences:
+        reserve = later.reserve
+        if self.max_words is not None and counts.units >= self.max_words - reserve.units - 2 * later.parts:
             return not counts.in_unit
-        if self.max_sentences is not None:
-            room = self.max_sentences - reserve.sentences - spare_sentences
-            if counts.ends_terminal and counts.sentences + 1 >= room:
+        if self.max_sentences is not None and counts.sentence_run:
+            ended = counts.sentences + (counts.sentence_run == "armed")
+            if ended + later.sentences.open > self.max_sentences:
                 return True
         return False
+
+
+@dataclass(frozen=True, slots=True)
+class Later:
+    """What the layout after the current segment will still add, so that the
+    upper bounds keep room for it: ``reserve`` (the later literals' counts,
+    plus owed citations), ``parts`` (free segments, two words kept for each)
+    and ``sentences`` (the sentences still to come, ``SentenceRoom``)."""
+
+    reserve: Counts = field(default_factory=Counts)
+    parts: int = 0
+    sentences: SentenceRoom = field(default_factory=SentenceRoom)

@@ -50,8 +50,9 @@ import torch
 
 from inference.decoder.controllers.charset import CharPolicy, split_utf8
 from inference.decoder.controllers.citing import Citations
-from inference.decoder.controllers.counts import Counts, Limits, count_text, good_last_word
+from inference.decoder.controllers.counts import Counts, Later, Limits, count_text, good_last_word
 from inference.decoder.controllers.lexical import ForbiddenWords
+from inference.decoder.controllers.sentences import SentenceRoom, sentence_plan
 from inference.decoder.controllers.template import Formal, Free, Literal, Segment
 from inference.decoder.vocab import VocabTables
 
@@ -79,6 +80,7 @@ class SteerState:
     lit_pos: int = 0
     seg_tokens: int = 0
     seg_deadline: int | None = None
+    seg_units: int = 0  # words (our verifier's) when the segment began: a part must add some
     bracket_tokens: int = 0
     counts: Counts = field(default_factory=Counts)
     cite: str | None = None  # inside a citation: the text after its "["
@@ -100,6 +102,7 @@ class _CompiledSegment:
     reserve_tokens: int = 0  # tokens later segments need at least
     free_after: int = 0  # free segments after this one
     bodies_after: int = 0  # body free segments after this one
+    sentences: SentenceRoom = field(default_factory=SentenceRoom)  # sentences later segments add at least
 
 
 class ConstraintSteering:
@@ -226,6 +229,7 @@ class ConstraintSteering:
     def _compile(self, segments: tuple[Segment, ...]) -> tuple[_CompiledSegment, ...]:
         out: list[_CompiledSegment] = []
         letter = self.limits.letter
+        plan = sentence_plan(segments, self.limits.max_sentences)
         for index, seg in enumerate(segments):
             later = segments[index + 1 :]
             later_literals = [s.text for s in later if isinstance(s, Literal)]
@@ -246,9 +250,13 @@ class ConstraintSteering:
                 target = self._literal_tokens(following.text)[0]
             else:
                 target = self.eos
+            room = plan[index]
+            assert room is not None
             if isinstance(seg, Formal):
                 out.append(
-                    _CompiledSegment(seg, target=target, reserve=reserve, reserve_tokens=reserve_tokens)
+                    _CompiledSegment(
+                        seg, target=target, reserve=reserve, reserve_tokens=reserve_tokens, sentences=room
+                    )
                 )
                 continue
             allowed, stop, fragments = self._free_masks(seg)
@@ -265,6 +273,7 @@ class ConstraintSteering:
                     reserve_tokens=reserve_tokens,
                     free_after=free_after,
                     bodies_after=bodies_after,
+                    sentences=room,
                 )
             )
         return tuple(out)
@@ -369,6 +378,8 @@ class ConstraintSteering:
             and not isinstance(comp.segment, Literal)
             and token_id == comp.target
         ):
+            if not self._holds_text(state):
+                state = dataclasses.replace(state, violations=state.violations + ("empty_part",))
             state = self._enter(state, state.seg + 1)
             comp = self._segments[state.seg]
         new = self._append(state, token_id)
@@ -413,7 +424,20 @@ class ConstraintSteering:
                 share = room // (1 + comp.bodies_after) if comp.segment.role == "body" else room
                 budget_deadline = state.n_tokens + max(_MIN_SEGMENT_TOKENS, share)
                 deadline = budget_deadline if deadline is None else min(deadline, budget_deadline)
-        return dataclasses.replace(state, seg=seg, lit_pos=0, seg_tokens=0, seg_deadline=deadline)
+        return dataclasses.replace(
+            state, seg=seg, lit_pos=0, seg_tokens=0, seg_deadline=deadline, seg_units=state.counts.units
+        )
+
+    def _holds_text(self, state: SteerState) -> bool:
+        """Whether the current segment, a part, has text of its own: a word
+        (a forced first word counts for the part that follows it). Formal and
+        literal segments always do."""
+        if state.seg >= len(self._segments):
+            return True
+        segment = self._segments[state.seg].segment
+        if not isinstance(segment, Free) or segment.after_word:
+            return True
+        return state.counts.units > state.seg_units
 
     def _finish(self, state: SteerState, *, ended_by_model: bool) -> SteerState:
         problems = list(state.violations)
@@ -422,6 +446,8 @@ class ConstraintSteering:
             and not isinstance(self._segments[state.seg].segment, Literal)
         ):
             problems.append("structure")
+        elif not self._holds_text(state):
+            problems.append("empty_part")
         counts = state.counts
         if counts.firm_run == "armed":
             # The text ends here: a final "word." counts for every judge.
@@ -441,7 +467,10 @@ class ConstraintSteering:
 
         Empty when none. The beam search calls it on the answer it returns,
         finished or cut by the token budget, to report rather than hide a
-        violation ("structure", "minimum", "format", "forbidden_words").
+        violation ("structure", "empty_part", "minimum", "citations", "format",
+        "forbidden_words"). "empty_part": a part of the layout (a response, a
+        paragraph, a title, a postscript...) holds no word, so its structure
+        is broken even where the text passes other checks.
         """
         return state.violations if state.finished else self._finish(state, ended_by_model=False).violations
 
@@ -478,14 +507,14 @@ class ConstraintSteering:
             exit_token = self._open_bracket_bare if state.text[-1:].isspace() else self._open_bracket
         if exit_token < 0:
             exit_token = comp.target
-        may_stop = state.seg_tokens >= 1 and not state.pending
+        may_stop = state.seg_tokens >= 1 and not state.pending and self._holds_text(state)
         if seg.gate and not counts.bracket_open and (missing or not self.limits.mins_met(counts)):
             may_stop = may_stop and exit_token != comp.target
         forced = budget_out or (state.seg_deadline is not None and state.n_tokens >= state.seg_deadline)
         if counts.bracket_open and state.bracket_tokens >= _PLACEHOLDER_CAP:
             forced = True
         if self.limits.has_max and not counts.bracket_open:
-            forced = forced or self.limits.must_close(counts, self._reserve(state), comp.free_after)
+            forced = forced or self.limits.must_close(counts, self._later(state))
         # A forced end waits while the text ends in a forbidden word (one more
         # word character, e.g. "risk" -> "risky", makes it safe to stop).
         ends_clean = self.forbidden is None or self.forbidden.ends_ok(state.text)
@@ -584,6 +613,11 @@ class ConstraintSteering:
             return reserve
         return dataclasses.replace(reserve, words=reserve.words + missing, units=reserve.units + missing)
 
+    def _later(self, state: SteerState) -> Later:
+        """What the rest of the layout adds, for the upper bounds (see ``Later``)."""
+        comp = self._segments[state.seg]
+        return Later(self._reserve(state), comp.free_after, comp.sentences)
+
     def _may_open_citation(self, state: SteerState, plan: _Plan) -> bool:
         """A free row may open a citation while one is owed, in running text."""
         assert self.citations is not None
@@ -596,7 +630,7 @@ class ConstraintSteering:
         # The citation's id is one more word; the reserve counted it only at the gate.
         comp = self._segments[plan.seg]
         after = state.counts.add(" [E1]", self.limits.letter)
-        return not self.limits.exceeded(after, comp.reserve, comp.free_after)
+        return not self.limits.exceeded(after, Later(comp.reserve, comp.free_after, comp.sentences))
 
     def _track_citation(self, before: SteerState, new: SteerState, token_id: int, comp: Any) -> SteerState:
         """Enter, continue or close citation mode after ``token_id``."""
@@ -626,8 +660,7 @@ class ConstraintSteering:
         """``[R, V]`` bool: tokens that would break an upper bound, per row."""
         rows = []
         for state in states:
-            comp = self._segments[state.seg]
-            over = self.limits.over_max(self.tables, state.counts, self._reserve(state), comp.free_after)
+            over = self.limits.over_max(self.tables, state.counts, self._later(state))
             assert over is not None
             rows.append(over)
         return torch.stack(rows)
@@ -739,7 +772,6 @@ class ConstraintSteering:
         worst case for words, a space or "。" for sentences, the letter for itself)."""
         if state.seg >= len(self._segments):
             return True
-        comp = self._segments[state.seg]
         letter = self.limits.letter
         after = state.counts.add(text, letter)
         probes = [after]
@@ -747,8 +779,8 @@ class ConstraintSteering:
             probes += [after.add(ch, letter) for ch in ("\u4e00", " ", "\u3002")]
             if letter is not None and not letter.isascii():
                 probes.append(after.add(letter, letter))
-        reserve = self._reserve(state)
-        return not any(self.limits.exceeded(c, reserve, comp.free_after) for c in probes)
+        later = self._later(state)
+        return not any(self.limits.exceeded(c, later) for c in probes)
 
 
 def _continuation(tables: VocabTables) -> torch.Tensor:

@@ -45,6 +45,12 @@ class Free:
     word), so its first character must end that word: whitespace or one of
     ``.,?!'"`` (where IFEval's first-word rule stops reading), never a
     letter that would make "Then" into "Thenceforth".
+    ``sentences``: the sentences of its own the part should hold. Running
+    text (a paragraph, a response, a section, a postscript) holds one; a
+    title or a heading none. ``bare``: it may shrink to a phrase that shares
+    a sentence when a sentence maximum leaves it none (a list item). Every
+    part needs some text: an empty part breaks its structure (see
+    ``sentences.sentence_plan`` for how a sentence maximum shares out).
     """
 
     role: str
@@ -52,6 +58,8 @@ class Free:
     cap_tokens: int | None = None
     gate: bool = False
     after_word: bool = False
+    sentences: int = 1
+    bare: bool = False
 
 
 @dataclass(frozen=True)
@@ -99,7 +107,7 @@ class Layout:
 
 
 def _heading(sep: str) -> list[Segment]:
-    return [Literal("*"), Free("heading", cap_tokens=12), Literal("*" + sep)]
+    return [Literal("*"), Free("heading", cap_tokens=12, sentences=0), Literal("*" + sep)]
 
 
 def _units(body: Body, highlights: int) -> list[list[Segment]]:
@@ -114,7 +122,7 @@ def _units(body: Body, highlights: int) -> list[list[Segment]]:
             unit: list[Segment] = [Literal(("\n" if index else "") + marker)]
             if index < highlights:
                 unit += _heading(" ")
-            unit.append(Free("body"))
+            unit.append(Free("body", bare=True))
             units.append(unit)
         return units
     if body.kind == "sections":
@@ -173,7 +181,7 @@ def build_layout(layout: Layout) -> tuple[Segment, ...]:
     # must begin with a given word.
     title_last = layout.body.kind == "blank_paragraphs" and layout.body.nth == 1
     if layout.title and not title_last:
-        parts += [Literal("<<"), Free("title", cap_tokens=16), Literal(">>" + blank)]
+        parts += [Literal("<<"), Free("title", cap_tokens=16, sentences=0), Literal(">>" + blank)]
     for index, unit in enumerate(_units(layout.body, layout.highlights)):
         head = unit[0]
         if index == 0 and layout.body.kind == "bullets" and parts and isinstance(head, Literal):
@@ -184,7 +192,7 @@ def build_layout(layout: Layout) -> tuple[Segment, ...]:
                 unit = [Literal("\n" + head.text), *unit[1:]]
         parts += unit
     if layout.title and title_last:
-        parts += [Literal(" <<"), Free("title", cap_tokens=16), Literal(">>")]
+        parts += [Literal(" <<"), Free("title", cap_tokens=16, sentences=0), Literal(">>")]
     if layout.postscript:
         parts += [Literal(f"{blank}{layout.postscript} "), Free("postscript", cap_tokens=48)]
     if layout.end_phrase:
