@@ -37,6 +37,7 @@ from inference.decoder.decode import (
     decode,
 )
 from inference.decoder.microbatch import MicroBatcher
+from inference.decoder.stream import StepEvent
 from inference.kv_cache import PrefixCache
 from inference.loader import LoadedModel
 from inference.prompting import PromptPlan, plan_prompt
@@ -350,9 +351,10 @@ class Reasoner:
         )
 
     def run(
-        self, plan: Plan, *, tenant: str = "", on_step: Callable[[str, str], None] | None = None
+        self, plan: Plan, *, tenant: str = "", on_step: Callable[[StepEvent], None] | None = None
     ) -> ReasonResult:
-        """Stages 5-6 for every branch of ``plan``; ``on_step(view, text)`` hears decided steps."""
+        """Stages 5-6 for every branch of ``plan``; ``on_step`` hears every branch's steps
+        as ``StepEvent``s (``inference/decoder/stream.py``: per branch, exactly its ``steps``)."""
         return self._decode(plan, plan.branches, previous={}, tenant=tenant, on_step=on_step)
 
     def rerun(self, previous: ReasonResult, plan: Plan, *, tenant: str = "") -> ReasonResult:
@@ -376,7 +378,7 @@ class Reasoner:
         *,
         previous: Mapping[tuple[object, ...], BranchResult],
         tenant: str,
-        on_step: Callable[[str, str], None] | None = None,
+        on_step: Callable[[StepEvent], None] | None = None,
     ) -> ReasonResult:
         timings = dict(plan.timings)
         if plan.status == Status.NEEDS_CONFIRMATION:
@@ -421,7 +423,7 @@ class Reasoner:
                 on_step=on_step,
                 batcher=self.batcher,
             )
-            decoded = {spec.key: _name_steps(branch) for spec, branch in zip(todo, result.branches)}
+            decoded = {spec.key: branch for spec, branch in zip(todo, result.branches)}
             timings["prefill"] = round(result.timings.prefill_s * 1000, 3)
             timings["decode"] = round(result.timings.decode_s * 1000, 3)
         else:
@@ -477,14 +479,6 @@ class Reasoner:
             language=language,
             notes=notes,
         )
-
-
-def _name_steps(branch: BranchResult) -> BranchResult:
-    """Step ids scoped by view ("compliance.S2"), so they stay unique across reused branches."""
-    steps = tuple(
-        msgspec.structs.replace(step, id=f"{branch.view}.S{k}") for k, step in enumerate(branch.steps, start=1)
-    )
-    return msgspec.structs.replace(branch, steps=steps)
 
 
 def _within_windows(

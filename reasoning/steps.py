@@ -12,7 +12,20 @@ import msgspec
 
 from reasoning.constraints.model import Verdict
 
-__all__ = ["Step", "TokenSummary"]
+__all__ = ["Step", "TokenSummary", "step_id"]
+
+
+def step_id(view: str, k: int) -> str:
+    """The id of the ``k``-th step (from 1) of the branch decoded for ``view``: ``"<view>.S<k>"``.
+
+    The one scheme for step ids: ``steps``, ``reasoning_path``, ``violations``
+    and the streamed ``step`` events all use it, so a client can join any of
+    them to a step. Scoped by view, ids stay unique across the branches of a
+    run, reused branches of a session re-run included. A branch without a
+    view (a bare decoder call; the pipeline always names its views) gets
+    ``"S<k>"``.
+    """
+    return f"{view}.S{k}" if view else f"S{k}"
 
 
 class TokenSummary(msgspec.Struct, frozen=True, kw_only=True):

@@ -25,6 +25,7 @@ from app.services.confirmations import with_confirmation
 from app.services.sessions import SessionService
 from app.settings import Settings
 from app.tracing import trace_run
+from inference.decoder.stream import StepEvent
 from inference.pipeline import Plan
 from reasoning.errors import InvalidInput, TenetError
 from store.db import transaction
@@ -55,9 +56,10 @@ class ReasonController(Controller):
     ) -> Response[ReasonResponse] | ServerSentEvent:
         """Run stages 1-7. With ``options.stream`` the response is ``text/event-stream``:
         a ``plan`` event (run id, constraints, entropy, budget, evidence) once planning is
-        done, one ``step`` event per step as soon as the beam search has decided it
-        (``{id, branch, text}``; every live beam agrees on it), then ``result`` with the
-        full response body, whose ``steps`` carry confidences and hints.
+        done, ``step`` events (``{id, branch, text}``): per branch exactly the ``steps`` of
+        that branch in the result, in order, each as soon as the beam search has decided it
+        and the rest before ``result``, which carries the full response body (confidences,
+        hints; ``reasoning_path`` names the answer's steps).
 
         With ``session_id`` the prompt is a new question turn of that session
         (``_answer_in_session``)."""
@@ -102,7 +104,7 @@ async def _answer(
     *,
     run_id: str | None = None,
     on_plan: Callable[[Plan], None] | None = None,
-    on_step: Callable[[str, str], None] | None = None,
+    on_step: Callable[[StepEvent], None] | None = None,
 ) -> ReasonResponse:
     plan, result = await service.plan_and_run(
         runtime, auth, data.prompt, options=data.options, index=index,  # type: ignore[arg-type]
@@ -132,7 +134,6 @@ async def _stream(
     loop = asyncio.get_running_loop()
     events: asyncio.Queue[ServerSentEventMessage] = asyncio.Queue()
     run_id = service.new_run_id()
-    counters: dict[str, int] = {}
 
     def emit(event: str, payload: object) -> None:
         message = ServerSentEventMessage(event=event, data=msgspec.json.encode(payload).decode())
@@ -147,9 +148,8 @@ async def _stream(
             "evidence": plan.subgraphs,
         })
 
-    def on_step(view: str, text: str) -> None:
-        counters[view] = counters.get(view, 0) + 1
-        emit("step", {"id": f"{view}.S{counters[view]}", "branch": view, "text": text})
+    def on_step(step: StepEvent) -> None:
+        emit("step", {"id": step.id, "branch": step.branch, "text": step.text})
 
     async def work() -> ReasonResponse:
         async with transaction(runtime.sessionmaker) as db_session:

@@ -29,6 +29,7 @@ from app.schemas.reason import (
     StepOut,
     constraint_out,
 )
+from inference.decoder.stream import StepEvent
 from inference.pipeline import Plan, ReasonOptions, ReasonResult
 from reasoning.constraints.model import Constraint, Origin
 from reasoning.errors import InvalidInput, LimitExceeded
@@ -120,7 +121,7 @@ async def plan_and_run(
     index: OntologyIndex | None,
     defaults: Sequence[Constraint] = (),
     on_plan: Callable[[Plan], None] | None = None,
-    on_step: Callable[[str, str], None] | None = None,
+    on_step: Callable[[StepEvent], None] | None = None,
 ) -> tuple[Plan, ReasonResult]:
     """Plan in a worker thread, then decode through the scheduler (concurrent decodes share the
     model's forward passes).
@@ -128,7 +129,7 @@ async def plan_and_run(
     Admission is checked before planning so an overloaded service refuses at
     once (429/503 with Retry-After); once the decode is queued it runs to
     completion. ``on_plan`` hears the plan before decoding starts and
-    ``on_step(view, text)`` each step as the search decides it (on the
+    ``on_step`` every branch's steps as the decode settles them (on the
     decoding thread: it must only hand the event over).
     """
     reasoner = runtime.reasoner()
@@ -160,6 +161,9 @@ def build_response(
     decoded = result.decode
     steps = [s for branch in result.branches for s in branch.steps]
     answer_steps = result.answer_steps
+    answer_branch = (
+        result.branches[result.answer_branch] if result.answer_branch is not None else None
+    )
     premise_ids = {spec.view: list(spec.premise_ids) for spec in result.branch_specs}
     return ReasonResponse(
         run_id=run_id,
@@ -224,7 +228,7 @@ def build_response(
             if decoded is not None
             else None
         ),
-        violations=list(decoded.violations) if decoded is not None else [],
+        violations=list(answer_branch.violations) if answer_branch is not None else [],
         usage={
             "prompt_tokens": decoded.prompt_tokens if decoded else 0,
             "completion_tokens": decoded.generated_tokens if decoded else 0,

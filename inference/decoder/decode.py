@@ -40,6 +40,7 @@ from inference.decoder.microbatch import MicroBatcher
 from inference.decoder.pruning import BranchEvidence, PruningConfig, PruningJudge, StepFacts
 from inference.decoder.runner import ModelRunner
 from inference.decoder.steering import Steering
+from inference.decoder.stream import StepEvent, StepStream, is_layout, step_text
 from inference.decoder.unsteered import Unsteered
 from inference.kv_cache import PrefixCache
 from inference.prompting import PromptPlan
@@ -49,7 +50,7 @@ from reasoning.constraints.model import Constraint, Premise, Verdict
 from reasoning.constraints.verifiers import verify as verify_constraint
 from reasoning.errors import InvalidInput, LimitExceeded
 from reasoning.evidence.model import EvidenceFact
-from reasoning.steps import Step, TokenSummary
+from reasoning.steps import Step, TokenSummary, step_id
 
 __all__ = [
     "BranchResult",
@@ -146,7 +147,9 @@ class DecodeTimings(msgspec.Struct, frozen=True, kw_only=True):
 class DecodeResult(msgspec.Struct, frozen=True, kw_only=True):
     """The answer and everything needed to explain and audit it.
 
-    ``steps`` / ``reasoning_path`` are the answer branch's. ``violations`` lists
+    ``steps`` / ``reasoning_path`` are the answer branch's. Step ids are
+    ``<view>.S<k>`` (``reasoning.steps.step_id``) wherever a step is named,
+    ``violations`` included. ``violations`` lists
     what the answer still breaks: steps whose pruning rule could not be
     repaired (or that hit the token limit while breaking one, or every rule
     break when pruning is off) and what the steering reports in its final
@@ -198,7 +201,7 @@ def decode(
     tenant: str = "",
     model_id: str = "",
     verify: Callable[..., Verdict] = verify_constraint,
-    on_step: Callable[[str, str], None] | None = None,
+    on_step: Callable[[StepEvent], None] | None = None,
     batcher: MicroBatcher | None = None,
 ) -> DecodeResult:
     """Decode every branch of ``plan`` in one batched beam search; see the module docstring.
@@ -209,8 +212,10 @@ def decode(
     citations to the evidence its prompt shows), and each branch's result
     reports what its own steering left unmet. The prefix cache is consulted
     only with a ``tenant`` and ``model_id``.
-    ``on_step(view, text)`` hears each step as soon as the search has decided
-    it (for streaming); it runs on the decoding thread and must be quick.
+    ``on_step`` hears every branch's steps as ``StepEvent``s (for streaming):
+    each as soon as the search has decided it, the rest before ``decode``
+    returns; per branch they are exactly that branch's ``steps`` in the
+    result (``stream.py``). It runs on the decoding thread and must be quick.
     With a ``batcher`` the model calls go through it, merged step by step with
     the other decodes running at the same time.
     """
@@ -238,7 +243,7 @@ def _decode(
     tenant: str,
     model_id: str,
     verify: Callable[..., Verdict],
-    on_step: Callable[[str, str], None] | None,
+    on_step: Callable[[StepEvent], None] | None,
 ) -> DecodeResult:
     torch.manual_seed(options.seed)
     steerings = _per_branch(steering, len(plan.suffixes))
@@ -303,17 +308,17 @@ def _decode(
             max_repairs=options.max_repairs,
         )
         table = boundary_table(tokenizer, int(first.shape[-1]))
-        decided = None
-        if on_step is not None:
-            def decided(branch: int, tokens: tuple[int, ...]) -> None:
-                on_step(plan.views[branch], tokenizer.decode(list(tokens), skip_special_tokens=True))
+        stream = StepStream(plan.views, tokenizer, on_step) if on_step is not None else None
         outcomes = generate(
             runner, state, first, steerings, config, table, judge, stats,
-            on_decided=decided,
+            on_decided=stream.decided if stream is not None else None,
         )
-    return _result(
+    result = _result(
         plan, tokenizer, outcomes, premises, runner, stats, judge, prefill_s, hit, steerings
     )
+    if stream is not None:
+        stream.finish([branch.steps for branch in result.branches])
+    return result
 
 
 def _per_branch(steering: Steering | Sequence[Steering] | None, n: int) -> list[Steering]:
@@ -427,13 +432,11 @@ def _branch(
     visible = [  # a blank line between two steps is layout, not a step
         closed
         for closed in best.steps
-        if tokenizer.decode(
-            list(best.tokens[closed.start : closed.end]), skip_special_tokens=True
-        ).strip()
+        if not is_layout(step_text(tokenizer, best.tokens[closed.start : closed.end]))
     ]
     steps = tuple(
         _step(
-            f"S{b + 1}.{k + 1}",
+            step_id(view, k),
             view,
             tokenizer,
             best,
@@ -442,7 +445,7 @@ def _branch(
             premises,
             bool(plan.facts[b]),
         )
-        for k, closed in enumerate(visible)
+        for k, closed in enumerate(visible, start=1)
     )
     confidence = sum(s.confidence for s in steps) / len(steps) if steps else 0.0
     violations = tuple(f"{s.id}: {s.violation}" for s in steps if s.violation)
@@ -472,11 +475,7 @@ def _step(
     has_evidence: bool,
 ) -> Step:
     facts = closed.check.payload if isinstance(closed.check.payload, StepFacts) else None
-    text = (
-        facts.text
-        if facts
-        else tokenizer.decode(list(hyp.tokens[closed.start : closed.end]), skip_special_tokens=True)
-    )
+    text = facts.text if facts else step_text(tokenizer, hyp.tokens[closed.start : closed.end])
     logprobs = hyp.logprobs[closed.start : closed.end]
     window = lowest_window_probability(logprobs)
     mentions = facts.mentions if facts else ()

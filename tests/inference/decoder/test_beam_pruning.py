@@ -152,6 +152,11 @@ def test_failed_repair_is_reported_not_silent(loaded_model: LoadedModel) -> None
         result.violations and "evidence" in result.violations[0] and "Malta" in result.violations[0]
     )
     assert result.steps[0].violation is not None
+    # The violation names its step by the id ``steps`` and ``reasoning_path`` use.
+    named = result.violations[0].split(": ", 1)[0]
+    assert named == result.steps[0].id == "fund_flow.S1"
+    assert named in result.reasoning_path
+    assert result.violations[0] == f"{named}: {result.steps[0].violation}"
 
 
 def test_semantic_rule_prunes_a_step_violating_two_constraints(loaded_model: LoadedModel) -> None:

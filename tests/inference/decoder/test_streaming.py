@@ -1,35 +1,106 @@
-"""Decided steps reach ``on_step`` while the search runs, and they are the answer's own steps."""
+"""Streamed steps: per branch, exactly the result's steps (ids and texts), decided ones while the search runs."""
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
+import torch
 
-from inference.decoder.decode import DecodeOptions, decode
+from inference.decoder.decode import DecodeOptions, DecodeResult, decode
+from inference.decoder.stream import StepEvent
 from inference.prompting import plan_prompt
+from reasoning.steps import step_id
 
-pytestmark = pytest.mark.model
+pytestmark = [pytest.mark.model, pytest.mark.usefixtures("one_torch_thread")]
+
+
+@dataclass(frozen=True)
+class _At:
+    index: int
+
+    @property
+    def finished(self) -> bool:
+        return False
+
+
+class _Push:
+    """A test double of the ``Steering`` protocol: pushes the model along ``target`` while it follows."""
+
+    def __init__(self, target: list[int]) -> None:
+        self.target = target
+
+    def initial_state(self) -> _At:
+        return _At(0)
+
+    def apply(self, states: list[_At], logprobs: torch.Tensor) -> torch.Tensor:
+        out = logprobs.clone()
+        for row, state in enumerate(states):
+            if 0 <= state.index < len(self.target):
+                out[row, self.target[state.index]] += 40.0
+        return out
+
+    def advance(self, state: _At, token_id: int) -> _At:
+        if 0 <= state.index < len(self.target) and token_id == self.target[state.index]:
+            return _At(state.index + 1)
+        return _At(-1)
+
+
+def _streamed(
+    lm: Any, prompt: str, options: DecodeOptions, steering: Any = None
+) -> tuple[list[tuple[float, StepEvent]], DecodeResult]:
+    heard: list[tuple[float, StepEvent]] = []
+    result = decode(
+        lm.model,
+        lm.tokenizer,
+        plan_prompt(lm.tokenizer, prompt),
+        steering=steering,
+        options=options,
+        on_step=lambda event: heard.append((time.perf_counter(), event)),
+    )
+    return heard, result
+
+
+def _as_events(result: DecodeResult) -> list[StepEvent]:
+    return [StepEvent(s.id, s.branch, s.text) for b in result.branches for s in b.steps]
 
 
 @pytest.mark.parametrize("width", [1, 3])
-def test_decided_steps_stream_before_the_end_and_prefix_the_answer(loaded_model: Any, width: int) -> None:
-    lm = loaded_model
-    plan = plan_prompt(lm.tokenizer, "List three colours, one per line.")
-    heard: list[tuple[float, str, str]] = []
-    result = decode(
-        lm.model, lm.tokenizer, plan,
-        options=DecodeOptions(width=width, max_new_tokens=24, prune=False),
-        on_step=lambda view, text: heard.append((time.perf_counter(), view, text)),
+def test_streamed_steps_are_the_result_steps(loaded_model: Any, width: int) -> None:
+    heard, result = _streamed(
+        loaded_model,
+        "List three colours, one per line.",
+        DecodeOptions(width=width, max_new_tokens=24, prune=False),
     )
-    finished = time.perf_counter()
-    assert heard, "no step was announced"
-    streamed = "".join(text for _, _, text in heard)
-    assert result.branches[0].text.startswith(streamed.strip()) or result.branches[0].text.replace(" ", "").startswith(
-        streamed.replace(" ", "")
-    )
-    assert all(view == plan.views[0] for _, view, _ in heard)
+    events = [event for _, event in heard]
+    assert len(result.steps) >= 2, result.answer
+    assert events == _as_events(result)
+    assert [e.id for e in events] == list(result.reasoning_path)
     if width == 1:
-        assert heard[0][0] < finished
-        assert len(heard) >= 2
+        # Each step is announced as it closes: the first one a decode step or more before the last.
+        per_step = result.timings.decode_s / max(1, result.decode_steps)
+        assert heard[-1][0] - heard[0][0] > per_step / 2
+
+
+@pytest.mark.parametrize("width", [1, 2])
+def test_blank_lines_are_neither_streamed_nor_counted(loaded_model: Any, width: int) -> None:
+    tok = loaded_model.tokenizer
+    target = list(
+        tok("Red is warm.\n\nBlue is cold.\n\nGreen is calm.", add_special_tokens=False)[
+            "input_ids"
+        ]
+    )
+    heard, result = _streamed(
+        loaded_model,
+        "Name three colours.",
+        DecodeOptions(width=width, max_new_tokens=len(target) + 2, prune=False),
+        steering=_Push(target),
+    )
+    events = [event for _, event in heard]
+    assert result.answer.startswith("Red is warm.\n\nBlue is cold.\n\nGreen is calm.")
+    assert events == _as_events(result)
+    view = result.branches[0].view
+    assert [e.id for e in events][:3] == [step_id(view, k) for k in (1, 2, 3)]
+    assert all(e.text.strip() for e in events)
