@@ -4,6 +4,12 @@ DESIGN.md's measured pitfall: masks alone can push a small model into a run of
 emoji or digits once its preferred first tokens are masked. These checks run
 on a step's text at its boundary (cheap string work) and feed the entropy
 rule: a degenerate step is as uninformative as a high-entropy one.
+
+Script drift is judged against the scripts of the answer's language
+(``answer_scripts``: the table the script controller uses,
+``compile.LANGUAGE_SCRIPTS``, Latin for every other language), so an answer
+required in Russian, Arabic or Hindi is measured against Cyrillic, Arabic or
+Devanagari, not against Latin.
 """
 
 from __future__ import annotations
@@ -13,7 +19,12 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-__all__ = ["degeneracy", "normalised_steps"]
+from inference.decoder.compile import LANGUAGE_SCRIPTS
+from inference.decoder.vocab import letter_script
+
+__all__ = ["LATIN", "answer_scripts", "degeneracy", "normalised_steps"]
+
+LATIN: frozenset[str] = frozenset({"LATIN"})
 
 _RULE_CHARS = set("-*=_#~.")
 _DIGIT_RUN = 16
@@ -22,19 +33,33 @@ _EMOJI_RUN = 4
 _SAME_TOKEN_RUN = 6
 _NGRAM = 3
 _NGRAM_REPEATS = 3
+_LONG_LATIN = 20  # Latin letters a step of a non-Latin answer may hold with none of its own
 
 
-def _script(ch: str) -> str:
-    if "\u4e00" <= ch <= "\u9fff" or "\u3400" <= ch <= "\u4dbf":
-        return "han"
-    name = unicodedata.name(ch, "")
-    return name.split(" ", 1)[0].lower() if name else "unknown"
+def answer_scripts(language: str) -> frozenset[str]:
+    """The scripts (``vocab.letter_script`` names) an answer in ``language`` (ISO 639-1) is written in.
+
+    Languages with a script of their own get it (``"ru"``: Cyrillic, ``"ja"``:
+    CJK and kana); every other language, and an unknown code, gets Latin.
+    """
+    return LANGUAGE_SCRIPTS.get(language.lower().split("-")[0], LATIN)
 
 
-def _expected_script(language: str) -> str:
-    return {"zh": "han", "ja": "han", "ru": "cyrillic", "el": "greek", "ar": "arabic"}.get(
-        language[:2], "latin"
-    )
+def _script_drift(text: str, scripts: frozenset[str]) -> bool:
+    """The step's letters leave the answer's ``scripts``.
+
+    More than half of the letters in other scripts is drift. An answer in a
+    non-Latin script tolerates Latin (names, terms, code: the usual second
+    script), unless a long step (over 20 Latin letters) holds none of its own.
+    """
+    letters = [letter_script(c) for c in text if c.isalpha()]
+    if len(letters) < 4:
+        return False
+    own = sum(1 for s in letters if s in scripts)
+    tolerated = 0 if "LATIN" in scripts else sum(1 for s in letters if s == "LATIN")
+    if (len(letters) - own - tolerated) / len(letters) > 0.5:
+        return True
+    return own == 0 and tolerated > _LONG_LATIN
 
 
 def _non_language_run(text: str) -> str | None:
@@ -69,17 +94,22 @@ def degeneracy(
     step_text: str,
     step_tokens: Sequence[int],
     earlier_steps: Sequence[str] | frozenset[str],
-    language: str = "en",
+    scripts: frozenset[str] = LATIN,
 ) -> str | None:
     """Why the step is degenerate, or None. Deterministic, no model.
 
     ``earlier_steps``: the answer's earlier steps, as texts or already
     ``normalised_steps`` (a frozenset, which a caller judging many
-    candidates of one beam computes once).
+    candidates of one beam computes once). ``scripts``: the answer's scripts
+    (``answer_scripts`` of its language).
     """
     normalized = " ".join(step_text.split()).lower()
-    long_enough = len(normalized) > 8 or sum(1 for c in normalized if _script(c) == "han") >= 2
-    seen = earlier_steps if isinstance(earlier_steps, frozenset) else normalised_steps(earlier_steps)
+    long_enough = (
+        len(normalized) > 8 or sum(1 for c in normalized if letter_script(c) == "CJK") >= 2
+    )
+    seen = (
+        earlier_steps if isinstance(earlier_steps, frozenset) else normalised_steps(earlier_steps)
+    )
     if long_enough and normalized in seen:
         return "repetition: the step repeats an earlier step"
     run = 1
@@ -95,16 +125,6 @@ def degeneracy(
     reason = _non_language_run(step_text)
     if reason:
         return reason
-    letters = [c for c in step_text if c.isalpha()]
-    if len(letters) >= 4:
-        expected = _expected_script(language)
-        foreign = sum(1 for c in letters if _script(c) != expected)
-        if expected == "latin" and foreign / len(letters) > 0.5:
-            return "script drift: the step leaves the response's script"
-        if (
-            expected == "han"
-            and sum(1 for c in letters if _script(c) == "han") == 0
-            and len(letters) > 20
-        ):
-            return "script drift: the step leaves the response's script"
+    if _script_drift(step_text, scripts):
+        return "script drift: the step leaves the response's script"
     return None

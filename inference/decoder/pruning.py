@@ -46,10 +46,10 @@ import torch
 
 from inference.decoder.beam import SearchStats, StepCheck
 from inference.decoder.contrast import window_contrast, window_cost
-from inference.decoder.degeneracy import degeneracy, normalised_steps
+from inference.decoder.degeneracy import answer_scripts, degeneracy, normalised_steps
 from inference.decoder.kv import PrefixKV
 from inference.decoder.runner import ModelRunner
-from reasoning.constraints.model import Constraint, Hardness, Scope, Verdict
+from reasoning.constraints.model import Constraint, Hardness, Kind, Scope, Verdict
 from reasoning.counterfactual import variants
 from reasoning.evidence.model import EvidenceFact
 
@@ -110,6 +110,15 @@ class StepFacts:
     contrast_variant: str | None = None
 
 
+def _answer_language(constraints: Sequence[Constraint], request_language: str) -> str:
+    """The language the answer must be in: a (hard first) ``response_language``'s, else the request's."""
+    required = sorted(
+        (c for c in constraints if c.kind == Kind.RESPONSE_LANGUAGE and c.params.get("language")),
+        key=lambda c: c.hardness != Hardness.HARD,
+    )
+    return str(required[0].params["language"]) if required else request_language
+
+
 def _complete(text: str) -> bool:
     """A step that ends a sentence or a line: a claim, not a periodic probe's partial text."""
     return text.rstrip(" ")[-1:] in _CLAIM_END
@@ -139,7 +148,12 @@ def domain_mentions(text: str, labels: Sequence[str]) -> tuple[str, ...]:
 
 @dataclass
 class PruningJudge:
-    """Implements ``StepJudge`` for one decode (all branches of one request)."""
+    """Implements ``StepJudge`` for one decode (all branches of one request).
+
+    ``language`` is the request's; the answer's language, whose scripts the
+    script-drift check expects, is a ``response_language`` constraint's when
+    the request sets one, else the request's.
+    """
 
     tokenizer: Any
     runner: ModelRunner
@@ -177,6 +191,7 @@ class PruningJudge:
         # (branch, claim) -> (contrast, variant index): beams that share a claim share its check.
         self._contrasts: dict[tuple[int, str], tuple[float, int]] = {}
         self._prefixes: dict[tuple[int, ...], tuple[str, frozenset[str]]] = {}
+        self._scripts = answer_scripts(_answer_language(self.constraints, self.language))
 
     def judge(
         self,
@@ -217,7 +232,7 @@ class PruningJudge:
         mean_entropy = sum(ents) / len(ents) if ents else 0.0
         earlier, earlier_steps = self._earlier(tokens, start)
         degenerate = (
-            degeneracy(text, [tokens[k] for k in free], earlier_steps, self.language)
+            degeneracy(text, [tokens[k] for k in free], earlier_steps, self._scripts)
             if free
             else None
         )
