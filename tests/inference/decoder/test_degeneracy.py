@@ -71,6 +71,7 @@ def test_the_judge_expects_the_required_languages_script(loaded_model: LoadedMod
         check = judge.judge(0, tokens, 0, len(tokens), [0.1] * len(tokens), final=False)
         return check.rule, check.detail
 
-    assert judged([Constraint(id="c1", kind=Kind.RESPONSE_LANGUAGE, params={"language": "ru"})])[0] is None
+    russian = Constraint(id="c1", kind=Kind.RESPONSE_LANGUAGE, params={"language": "ru"})
+    assert judged([russian]) == (None, "")
     rule, detail = judged([])
     assert rule == "entropy" and "script drift" in detail
