@@ -93,6 +93,10 @@ _BODY_PRIORITY = (
 _FORMAL = (Kind.JSON_FORMAT, Kind.REGEX_FORMAT, Kind.CONSTRAINED_RESPONSE)
 # Literal text whose checker ignores case may be case-folded to obey a case policy.
 _CASE_FREE_LITERALS = (Kind.POSTSCRIPT, Kind.END_PHRASE, Kind.REPEAT_PROMPT, Kind.NTH_PARAGRAPH_FIRST_WORD)
+#: The fewest words a statistical language identifier (n-gram profiles, as in
+#: langdetect or lingua) names reliably. Shorter answers are misread, and
+#: all-capital ones worst: "THE LAW IS NOT ALLOWABLE." reads as Vietnamese.
+IDENTIFIABLE_WORDS = 20
 
 
 def _bounds(params: dict[str, Any]) -> tuple[int | None, int | None]:
@@ -160,6 +164,7 @@ def compile_steering(
 
     limits, forbidden = _counts(hard, controlled, assisted)
     layout, literal_sources = _layout(hard, prompt, policy, controlled, uncontrolled)
+    limits = _identifiable(limits, policy, layout, max_new_tokens)
     citations = _citations(constraints, evidence_ids, layout, policy, policy_sources, controlled, uncontrolled)
 
     for c in hard:
@@ -302,6 +307,30 @@ def _tighter(old: int | None, new: int | None, pick: Any) -> int | None:
     if new is None:
         return old
     return int(pick(old, new))
+
+
+def _identifiable(
+    limits: Limits, policy: CharPolicy, layout: Layout, max_new_tokens: int | None
+) -> Limits:
+    """Hold the end until the answer is long enough for its language to be identified.
+
+    A hard letter case or Latin-script language is checked (by our verifier,
+    by a grader, by a downstream filter) with a statistical identifier that
+    misreads a one-line answer. When the request sets no word or sentence
+    maximum of its own and the body is free text, the answer gets at least
+    :data:`IDENTIFIABLE_WORDS` words. The floor is implicit: it never exceeds
+    a third of the token budget (so it is always reachable) and never lowers
+    a minimum the request set.
+    """
+    latin_language = policy.scripts is not None and policy.scripts <= {"LATIN"}
+    if policy.case is None and not latin_language:
+        return limits
+    if limits.max_words is not None or limits.max_sentences is not None or layout.body.kind == "formal":
+        return limits
+    floor = IDENTIFIABLE_WORDS if max_new_tokens is None else min(IDENTIFIABLE_WORDS, max_new_tokens // 3)
+    if floor <= (limits.min_words or 0):
+        return limits
+    return replace(limits, min_words=floor)
 
 
 def _layout(
