@@ -12,7 +12,9 @@ import torch
 from inference.decoder.decode import DecodeOptions, DecodeResult, decode
 from inference.decoder.stream import StepEvent
 from inference.prompting import plan_prompt
+from reasoning.evidence.model import EvidenceSubgraph
 from reasoning.steps import step_id
+from tests.inference.evidence_samples import fact
 
 pytestmark = [pytest.mark.model, pytest.mark.usefixtures("one_torch_thread")]
 
@@ -49,13 +51,17 @@ class _Push:
 
 
 def _streamed(
-    lm: Any, prompt: str, options: DecodeOptions, steering: Any = None
+    lm: Any,
+    prompt: str,
+    options: DecodeOptions,
+    steering: Any = None,
+    evidence: tuple[EvidenceSubgraph, ...] = (),
 ) -> tuple[list[tuple[float, StepEvent]], DecodeResult]:
     heard: list[tuple[float, StepEvent]] = []
     result = decode(
         lm.model,
         lm.tokenizer,
-        plan_prompt(lm.tokenizer, prompt),
+        plan_prompt(lm.tokenizer, prompt, (), evidence),
         steering=steering,
         options=options,
         on_step=lambda event: heard.append((time.perf_counter(), event)),
@@ -104,3 +110,35 @@ def test_blank_lines_are_neither_streamed_nor_counted(loaded_model: Any, width: 
     view = result.branches[0].view
     assert [e.id for e in events][:3] == [step_id(view, k) for k in (1, 2, 3)]
     assert all(e.text.strip() for e in events)
+
+
+def test_each_branch_streams_exactly_its_own_steps(loaded_model: Any) -> None:
+    """Branches interleave; every event names its branch, and per branch the events are its steps."""
+    evidence = (
+        EvidenceSubgraph(
+            view="rules",
+            relevance=1.0,
+            seeds=(),
+            facts=(fact("E1", "rules", "Transfers over EUR 10,000 are reported."),),
+        ),
+        EvidenceSubgraph(
+            view="parties",
+            relevance=0.8,
+            seeds=(),
+            facts=(fact("E2", "parties", "Jon Doe is on the PEP list."),),
+        ),
+    )
+    heard, result = _streamed(
+        loaded_model,
+        "Should a EUR 20,000 transfer to Jon Doe be reported? Answer in two short sentences.",
+        DecodeOptions(width=2, max_new_tokens=20, prune=False),
+        evidence=evidence,
+    )
+    events = [event for _, event in heard]
+    assert sorted({e.branch for e in events}) == ["parties", "rules"]
+    for branch in result.branches:
+        mine = [e for e in events if e.branch == branch.view]
+        assert mine == [StepEvent(s.id, s.branch, s.text) for s in branch.steps]
+        assert all(e.id.startswith(f"{branch.view}.S") for e in mine)
+    answer = result.branches[result.answer_branch]
+    assert list(result.reasoning_path) == [s.id for s in answer.steps]
