@@ -139,7 +139,11 @@ def _premise_out(row: PremiseRow) -> PremiseOut:
 
 
 def _step_node(turn: int, view: str, step_id: str) -> str:
-    """Step ids restart per decode batch (``S1.1``), so the DAG keys them by view too."""
+    """The DAG node of a step: per turn, keyed ``view/step id``.
+
+    Step ids (``<view>.S<k>``) name their view already; the key keeps the
+    view prefix so the DAGs of sessions stored earlier still resolve.
+    """
     return node_id(NodeKind.STEP, f"{view}/{step_id}", turn=turn)
 
 
