@@ -119,13 +119,16 @@ class BranchResult(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def choose_answer(branches: Sequence[BranchResult]) -> int:
-    """The index of the branch that answers: the highest weight, the first on a tie.
+    """The index of the branch that answers: among the branches with no
+    violation (when any), the highest weight, the first on a tie.
 
-    The one rule for it: the decoder applies it to the branches it decoded and
-    the pipeline to a run's branches (reused ones included). ``branches`` must
-    not be empty: a run that decoded nothing has no answer branch.
+    A branch that broke a constraint never answers while another kept them
+    all, whatever their weights. The one rule for it: the decoder applies it
+    to the branches it decoded and the pipeline to a run's branches (reused
+    ones included). ``branches`` must not be empty: a run that decoded
+    nothing has no answer branch.
     """
-    return max(range(len(branches)), key=lambda b: branches[b].weight)
+    return max(range(len(branches)), key=lambda b: (not branches[b].violations, branches[b].weight))
 
 
 class PruningStats(msgspec.Struct, frozen=True, kw_only=True):

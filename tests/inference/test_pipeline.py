@@ -67,10 +67,10 @@ def test_premise_text_is_marked_as_an_assumption_in_the_prompt_language() -> Non
     assert premise_text(premise, "en").startswith("Assumption [p1]")
 
 
-def _branch(view: str, weight: float, text: str) -> BranchResult:
+def _branch(view: str, weight: float, text: str, violations: tuple[str, ...] = ()) -> BranchResult:
     steps = (Step(id=f"{view}.S1", branch=view, text=text, token_start=0, token_end=3),)
     return BranchResult(view=view, relevance=1.0, text=text, score=0.0, confidence=0.5, weight=weight,
-                        agrees=False, steps=steps)
+                        agrees=False, steps=steps, violations=violations)
 
 
 def _result(branches: tuple[BranchResult, ...], **fields: Any) -> ReasonResult:
@@ -94,6 +94,14 @@ def test_a_result_stored_without_the_field_gets_the_decoders_rule() -> None:
     stored = msgspec.convert(old, ReasonResult)
     assert stored.answer_branch == choose_answer(branches) == 1  # highest weight, first on a tie
     assert [s.text for s in stored.answer_steps] == ["high"]
+
+
+def test_a_branch_that_keeps_every_constraint_answers_before_a_heavier_one_that_breaks_one() -> None:
+    broke = _branch("a", 0.9, "heavy", violations=("steering: citations",))
+    kept = (broke, _branch("b", 0.3, "light"), _branch("c", 0.5, "kept"))
+    assert choose_answer(kept) == 2
+    all_broke = (broke, _branch("b", 0.95, "heavier", violations=("b.S1: contradiction",)))
+    assert choose_answer(all_broke) == 1  # none kept them all: the weight decides
 
 
 def test_a_run_stopped_before_decoding_has_no_answer_branch() -> None:
