@@ -30,6 +30,7 @@ from inference.decoder.controllers.charset import CharPolicy
 from inference.decoder.controllers.citing import Citations
 from inference.decoder.controllers.counts import Limits
 from inference.decoder.controllers.lexical import ForbiddenWords
+from inference.decoder.controllers.sentences import sentence_floor
 from inference.decoder.controllers.steering import ConstraintSteering
 from inference.decoder.controllers.template import Body, Layout, Literal, build_layout
 from inference.decoder.vocab import vocab_tables
@@ -174,6 +175,7 @@ def compile_steering(
     _check_literals(layout, policy, policy_sources, literal_sources)
     _check_forbidden_literals(layout, forbidden, hard, literal_sources)
     _check_limits(limits, hard, max_new_tokens)
+    _check_sentences(layout, limits, hard)
     if policy.active and not bool((policy.allowed_mask(tables) & tables.has_letter).any()):
         raise _conflict("the character constraints leave no token with letters", *policy_sources)
 
@@ -540,6 +542,43 @@ def _check_forbidden_literals(
             if culprit is not None:
                 involved.append(culprit)
             raise _conflict(f"required text {segment.text.strip()!r} contains a forbidden word", *involved)
+
+
+# The layout features a sentence maximum can conflict with, and the kinds that ask for them.
+_LAYOUT_FEATURES: dict[str, tuple[Kind, ...]] = {
+    "body": _BODY_PRIORITY,
+    "prefix": (Kind.REPEAT_PROMPT, Kind.START_PHRASE),
+    "title": (Kind.TITLE,),
+    "highlights": (Kind.HIGHLIGHTED_SECTIONS,),
+    "postscript": (Kind.POSTSCRIPT,),
+    "end_phrase": (Kind.END_PHRASE,),
+}
+_BARE_LAYOUT = Layout()
+
+
+def _check_sentences(layout: Layout, limits: Limits, constraints: list[Constraint]) -> None:
+    """Refuse a sentence maximum below what the layout needs (``sentence_floor``):
+    each response, paragraph or section holds a sentence, "P.S." is one for
+    every judge, a repeated request brings its own. The conflict names the
+    sentence bounds and the layout constraints whose part raises the floor."""
+    maximum = limits.max_sentences
+    if maximum is None:
+        return
+    floor = sentence_floor(build_layout(layout))
+    if floor <= maximum:
+        return
+    involved = [c for c in constraints if c.kind == Kind.SENTENCE_COUNT]
+    for name, kinds in _LAYOUT_FEATURES.items():
+        without = replace(layout, **{name: getattr(_BARE_LAYOUT, name)})
+        if sentence_floor(build_layout(without)) < floor:
+            # The first kind present made the feature (a rival body kind did not).
+            kind = next((k for k in kinds if any(c.kind == k for c in constraints)), None)
+            involved += [c for c in constraints if c.kind == kind]
+    raise _conflict(
+        f"the answer may hold {maximum} sentence(s) but its layout needs at least {floor}"
+        " (a sentence per response, paragraph or section, and those its required text makes)",
+        *{c.id: c for c in involved}.values(),
+    )
 
 
 def _check_limits(limits: Limits, constraints: list[Constraint], max_new_tokens: int | None) -> None:

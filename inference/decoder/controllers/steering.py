@@ -80,7 +80,7 @@ class SteerState:
     lit_pos: int = 0
     seg_tokens: int = 0
     seg_deadline: int | None = None
-    seg_units: int = 0  # words (our verifier's) when the segment began: a part must add some
+    seg_worded: bool = False  # the current part has written a letter (a part must hold a word)
     bracket_tokens: int = 0
     counts: Counts = field(default_factory=Counts)
     cite: str | None = None  # inside a citation: the text after its "["
@@ -398,7 +398,10 @@ class ConstraintSteering:
                 new = dataclasses.replace(new, violations=new.violations + ("format",))
             new = dataclasses.replace(new, matcher=matcher)
         bracket = new.bracket_tokens + 1 if new.counts.bracket_open else 0
-        return dataclasses.replace(new, seg_tokens=new.seg_tokens + 1, bracket_tokens=bracket)
+        worded = new.seg_worded or any(ch.isalpha() for ch in new.text[len(state.text) :])
+        return dataclasses.replace(
+            new, seg_tokens=new.seg_tokens + 1, bracket_tokens=bracket, seg_worded=worded
+        )
 
     # --- state transitions --------------------------------------------
 
@@ -425,19 +428,20 @@ class ConstraintSteering:
                 budget_deadline = state.n_tokens + max(_MIN_SEGMENT_TOKENS, share)
                 deadline = budget_deadline if deadline is None else min(deadline, budget_deadline)
         return dataclasses.replace(
-            state, seg=seg, lit_pos=0, seg_tokens=0, seg_deadline=deadline, seg_units=state.counts.units
+            state, seg=seg, lit_pos=0, seg_tokens=0, seg_deadline=deadline, seg_worded=False
         )
 
     def _holds_text(self, state: SteerState) -> bool:
         """Whether the current segment, a part, has text of its own: a word
-        (a forced first word counts for the part that follows it). Formal and
+        with a letter (a bullet of bare digits or punctuation is no text; a
+        forced first word counts for the part that follows it). Formal and
         literal segments always do."""
         if state.seg >= len(self._segments):
             return True
         segment = self._segments[state.seg].segment
         if not isinstance(segment, Free) or segment.after_word:
             return True
-        return state.counts.units > state.seg_units
+        return state.seg_worded
 
     def _finish(self, state: SteerState, *, ended_by_model: bool) -> SteerState:
         problems = list(state.violations)
