@@ -4,6 +4,8 @@ Fast half: a random-logits stand-in model over the real tokenizer (many
 examples). Model half (``@pytest.mark.model``): the bundled model through our
 decode, few examples and short generations. Both judge the output with
 IFEval-equivalent checks written out here, independent of our verifiers.
+Sentence bounds are drawn too, small maxima included: a drawn set may then
+be refused, but only as a conflict of its sentence bound with the layout.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from nltk.tokenize.punkt import PunktSentenceTokenizer
 
 from inference.decoder.compile import compile_steering
 from reasoning.constraints.model import Constraint, Kind
@@ -23,6 +26,8 @@ from reasoning.errors import ConflictError
 
 FORBIDDEN_POOL = ["the", "and", "risk", "data", "is", "model"]
 END_PHRASE = "Is there anything else I can help with?"
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")
@@ -37,8 +42,9 @@ def tokenizer() -> Any:
 
 
 @st.composite
-def constraint_sets(draw: Any, word_bounds: bool = True) -> list[Constraint]:
-    """Compatible sets: one case at most, one body structure at most."""
+def constraint_sets(draw: Any, word_bounds: bool = True, sentence_bounds: bool = True) -> list[Constraint]:
+    """Compatible sets: one case at most, one body structure at most (a small
+    sentence maximum may still conflict with the drawn layout)."""
     out: list[Constraint] = []
 
     def add(kind: Kind, **params: Any) -> None:
@@ -76,7 +82,25 @@ def constraint_sets(draw: Any, word_bounds: bool = True) -> list[Constraint]:
         add(Kind.FORBIDDEN_WORDS, words=draw(st.lists(st.sampled_from(pool), min_size=1, max_size=3, unique=True)))
     if word_bounds and draw(st.booleans()):
         add(Kind.WORD_COUNT, relation="less than", n=draw(st.integers(40, 80)))
+    sentences = draw(st.sampled_from([None, "max", "min", "both"])) if sentence_bounds else None
+    least = draw(st.integers(1, 2)) if sentences in ("min", "both") else 0
+    if sentences in ("max", "both"):
+        add(Kind.SENTENCE_COUNT, relation="less than", n=draw(st.integers(least + 2, 7)))
+    if least:
+        add(Kind.SENTENCE_COUNT, relation="at least", n=least)
     return out
+
+
+def compiled_or_refused(constraints: list[Constraint], tokenizer: Any, prompt: str, budget: int) -> Any:
+    """The steering, or None when a sentence maximum conflicts with the drawn
+    layout (the only refusal a drawn set may get)."""
+    try:
+        return compile_steering(constraints, tokenizer, prompt=prompt, max_new_tokens=budget)
+    except ConflictError as refused:
+        named = {c.kind for c in constraints if c.id in refused.extra["constraint_ids"]}
+        assert Kind.SENTENCE_COUNT in named, refused
+        event("refused: sentence maximum below the layout's floor")
+        return None
 
 
 def violations(text: str, constraints: list[Constraint]) -> list[str]:
@@ -123,6 +147,9 @@ def violations(text: str, constraints: list[Constraint]) -> list[str]:
             ok = not any(re.search(r"\b" + w + r"\b", text, flags=re.IGNORECASE) for w in p["words"])
         elif c.kind == Kind.WORD_COUNT:
             ok = len(re.findall(r"\w+", text)) < p["n"]
+        elif c.kind == Kind.SENTENCE_COUNT:
+            found = len(PunktSentenceTokenizer().tokenize(text))
+            ok = found < p["n"] if p["relation"] == "less than" else found >= p["n"]
         if not ok:
             bad.append(c.kind.value)
     return bad
@@ -140,7 +167,9 @@ def test_random_model_never_violates(tokenizer: Any, constraints: list[Constrain
     from reasoning.constraints.verifiers import verify_all
 
     budget = 110
-    steering = compile_steering(constraints, tokenizer, prompt="Describe a river.", max_new_tokens=budget)
+    steering = compiled_or_refused(constraints, tokenizer, "Describe a river.", budget)
+    if steering is None:
+        return
     state = drive(steering, budget, seed)
     assert violations(state.text, constraints) == [], state.text
     assert steering.unmet(state) == ()
@@ -172,7 +201,9 @@ def test_bundled_model_never_violates(loaded_model: Any, constraints: list[Const
     tokenizer = loaded_model.tokenizer
     budget = 96
     prompt = "Describe a river in a few sentences."
-    steering = compile_steering(constraints, tokenizer, prompt=prompt, max_new_tokens=budget)
+    steering = compiled_or_refused(constraints, tokenizer, prompt, budget)
+    if steering is None:
+        return
     plan = plan_prompt(tokenizer, prompt, constraints)
     result = decode(
         loaded_model.model, tokenizer, plan, steering=steering,
