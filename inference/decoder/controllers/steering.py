@@ -161,6 +161,7 @@ class ConstraintSteering:
         self._continuation: torch.Tensor = tables.cached("continuation", lambda: _continuation(tables))
         self._word_end: torch.Tensor = tables.cached("word-end", lambda: _word_end(tables))
         self._ends_sentence: torch.Tensor = tables.cached("ends-sentence", lambda: _ends_sentence(tables))
+        self._terminal: torch.Tensor = tables.cached("terminal", lambda: _terminal(tables))
         self._open_bracket = self._bracket_token(" [")
         self._open_bracket_bare = self._bracket_token("[")
         self._close_bracket = self._bracket_token("]")
@@ -576,6 +577,9 @@ class ConstraintSteering:
             allowed[word_ends] &= self._word_end
             fragments[word_ends] &= self._word_end
         for r, (s, p) in enumerate(zip(states, plans)):
+            if not self._holds_text(s):
+                # A part's sentence holds a word before it ends (no "1." paragraph).
+                allowed[r] &= ~self._terminal
             if p.close:
                 # Only tokens that end the sentence; unless none of them is allowed.
                 armed = s.counts.firm_run == "armed"
@@ -802,6 +806,12 @@ def _ends_sentence(tables: VocabTables) -> torch.Tensor:
     judge: one ``.``, ``!`` or ``?`` (more ``!?`` and closers may follow), then
     nothing or whitespace; or a ``。！？`` (never an ellipsis)."""
     values = [_ENDS_SENTENCE.fullmatch(t) is not None for t in tables.texts]
+    return torch.tensor(values, dtype=torch.bool, device=tables.device)
+
+
+def _terminal(tables: VocabTables) -> torch.Tensor:
+    """``[V]`` bool: tokens holding a sentence terminal (``.!?。！？``)."""
+    values = [any(ch in ".!?\u3002\uff01\uff1f" for ch in t) for t in tables.texts]
     return torch.tensor(values, dtype=torch.bool, device=tables.device)
 
 
