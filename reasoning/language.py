@@ -28,6 +28,7 @@ from lingua import Language, LanguageDetector, LanguageDetectorBuilder
 
 __all__ = [
     "LANGUAGE_NAMES",
+    "LANGUAGE_SCRIPTS",
     "PROMPT_LANGUAGES",
     "detect_prompt_language",
     "detect_response_language",
@@ -224,6 +225,42 @@ def detect_prompt_language(text: str) -> str:
 
 
 # Script -> languages written in it (ISO codes) for the response verifier.
+# Languages whose script identifies them well enough for a script mask to
+# control them; Latin-script languages get only a Latin mask (assisted).
+LANGUAGE_SCRIPTS: dict[str, frozenset[str]] = {
+    "zh": frozenset({"CJK"}),
+    "ja": frozenset({"CJK", "HIRAGANA", "KATAKANA"}),
+    "ko": frozenset({"HANGUL"}),
+    "ru": frozenset({"CYRILLIC"}),
+    "bg": frozenset({"CYRILLIC"}),
+    "uk": frozenset({"CYRILLIC"}),
+    "sr": frozenset({"CYRILLIC"}),
+    "mk": frozenset({"CYRILLIC"}),
+    "hi": frozenset({"DEVANAGARI"}),
+    "mr": frozenset({"DEVANAGARI"}),
+    "ne": frozenset({"DEVANAGARI"}),
+    "ar": frozenset({"ARABIC"}),
+    "fa": frozenset({"ARABIC"}),
+    "ur": frozenset({"ARABIC"}),
+    "he": frozenset({"HEBREW"}),
+    "el": frozenset({"GREEK"}),
+    "th": frozenset({"THAI"}),
+    "bn": frozenset({"BENGALI"}),
+    "pa": frozenset({"GURMUKHI"}),
+    "gu": frozenset({"GUJARATI"}),
+    "kn": frozenset({"KANNADA"}),
+    "te": frozenset({"TELUGU"}),
+    "ta": frozenset({"TAMIL"}),
+    "ml": frozenset({"MALAYALAM"}),
+    "ka": frozenset({"GEORGIAN"}),
+    "hy": frozenset({"ARMENIAN"}),
+    "si": frozenset({"SINHALA"}),
+    "my": frozenset({"MYANMAR"}),
+    "km": frozenset({"KHMER"}),
+    "am": frozenset({"ETHIOPIC"}),
+}
+
+
 _SCRIPT_LANGUAGES: Mapping[str, tuple[str, ...]] = {
     "Han": ("zh",),
     "Kana": ("ja",),

@@ -37,43 +37,10 @@ from inference.decoder.vocab import vocab_tables
 from reasoning.constraints.catalog import CATALOG
 from reasoning.constraints.model import Constraint, Hardness, Kind, Relation, Scope
 from reasoning.errors import ConflictError, InvalidInput, LimitExceeded
+from reasoning.language import LANGUAGE_SCRIPTS
 
-__all__ = ["CONTROLLED_KINDS", "LANGUAGE_SCRIPTS", "branch_steerings", "compile_steering"]
+__all__ = ["CONTROLLED_KINDS", "branch_steerings", "compile_steering"]
 
-# Languages whose script identifies them well enough for a script mask to
-# control them; Latin-script languages get only a Latin mask (assisted).
-LANGUAGE_SCRIPTS: dict[str, frozenset[str]] = {
-    "zh": frozenset({"CJK"}),
-    "ja": frozenset({"CJK", "HIRAGANA", "KATAKANA"}),
-    "ko": frozenset({"HANGUL"}),
-    "ru": frozenset({"CYRILLIC"}),
-    "bg": frozenset({"CYRILLIC"}),
-    "uk": frozenset({"CYRILLIC"}),
-    "sr": frozenset({"CYRILLIC"}),
-    "mk": frozenset({"CYRILLIC"}),
-    "hi": frozenset({"DEVANAGARI"}),
-    "mr": frozenset({"DEVANAGARI"}),
-    "ne": frozenset({"DEVANAGARI"}),
-    "ar": frozenset({"ARABIC"}),
-    "fa": frozenset({"ARABIC"}),
-    "ur": frozenset({"ARABIC"}),
-    "he": frozenset({"HEBREW"}),
-    "el": frozenset({"GREEK"}),
-    "th": frozenset({"THAI"}),
-    "bn": frozenset({"BENGALI"}),
-    "pa": frozenset({"GURMUKHI"}),
-    "gu": frozenset({"GUJARATI"}),
-    "kn": frozenset({"KANNADA"}),
-    "te": frozenset({"TELUGU"}),
-    "ta": frozenset({"TAMIL"}),
-    "ml": frozenset({"MALAYALAM"}),
-    "ka": frozenset({"GEORGIAN"}),
-    "hy": frozenset({"ARMENIAN"}),
-    "si": frozenset({"SINHALA"}),
-    "my": frozenset({"MYANMAR"}),
-    "km": frozenset({"KHMER"}),
-    "am": frozenset({"ETHIOPIC"}),
-}
 
 # Kinds with a token controller, as the catalog declares them (its
 # ``controllable`` flags are the one source of truth; some kinds are controlled

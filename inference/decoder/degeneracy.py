@@ -7,7 +7,7 @@ rule: a degenerate step is as uninformative as a high-entropy one.
 
 Script drift is judged against the scripts of the answer's language
 (``answer_scripts``: the table the script controller uses,
-``compile.LANGUAGE_SCRIPTS``, Latin for every other language), so an answer
+``reasoning.language.LANGUAGE_SCRIPTS``, Latin for every other language), so an answer
 required in Russian, Arabic or Hindi is measured against Cyrillic, Arabic or
 Devanagari, not against Latin.
 """
@@ -19,8 +19,8 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from inference.decoder.compile import LANGUAGE_SCRIPTS
 from inference.decoder.vocab import letter_script
+from reasoning.language import LANGUAGE_SCRIPTS
 
 __all__ = ["LATIN", "answer_scripts", "degeneracy", "normalised_steps"]
 
