@@ -206,6 +206,18 @@ def one_torch_thread() -> Iterator[None]:
 
 
 @pytest.fixture(scope="session")
+def tokenizer() -> Any:
+    """The bundled model's tokenizer, from the shared safetensors cache (no model weights loaded)."""
+    from transformers import AutoTokenizer
+
+    from inference.loader import prepare_cache
+
+    cache = prepare_cache("bundled", MODEL_CACHE)
+    assert cache is not None
+    return AutoTokenizer.from_pretrained(cache)
+
+
+@pytest.fixture(scope="session")
 def loaded_model() -> LoadedModel:
     """The bundled model, loaded once per session from the shared safetensors cache."""
     return load_model("bundled", device="cpu", cache_root=MODEL_CACHE)

@@ -22,17 +22,6 @@ from reasoning.constraints.model import Kind
 ROWS = [json.loads(line) for line in DATA.read_text().splitlines() if line.strip()]
 
 
-@pytest.fixture(scope="module")
-def tokenizer() -> Any:
-    from transformers import AutoTokenizer
-
-    from inference.loader import prepare_cache
-
-    cache = prepare_cache("bundled", Path("/tmp/tenet-cache"))
-    assert cache is not None
-    return AutoTokenizer.from_pretrained(cache)
-
-
 def _row(key: int) -> dict[str, Any]:
     return next(r for r in ROWS if r["key"] == key)
 

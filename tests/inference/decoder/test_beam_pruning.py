@@ -8,8 +8,6 @@ judge, the search, the repair and the verifiers are the real ones.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pytest
 import torch
 
@@ -22,50 +20,15 @@ from inference.prompting import plan_prompt
 from reasoning.constraints.model import Constraint, Kind
 from reasoning.constraints.verifiers import verify
 from reasoning.evidence.model import EvidenceFact, EvidenceSubgraph
+from tests.inference.decoder.steering_doubles import At, Push
 
 pytestmark = [pytest.mark.model, pytest.mark.usefixtures("one_torch_thread")]
 
 
-@dataclass(frozen=True)
-class _At:
-    index: int
+class _ForceFirst(Push):
+    """Forces the first token of ``target`` (a layout literal), then pushes like ``Push``."""
 
-    @property
-    def finished(self) -> bool:
-        return False
-
-
-class _Push:
-    """Pushes the model along ``target`` (token ids) while the beam follows it."""
-
-    def __init__(self, target: list[int], bonus: float = 40.0, force: bool = False) -> None:
-        self.target = target
-        self.bonus = bonus
-        self.force = force  # mask every other token, like a grammar with one allowed path
-
-    def initial_state(self) -> _At:
-        return _At(0)
-
-    def apply(self, states: list[_At], logprobs: torch.Tensor) -> torch.Tensor:
-        out = logprobs.clone()
-        for row, state in enumerate(states):
-            if 0 <= state.index < len(self.target):
-                keep = out[row, self.target[state.index]] + self.bonus
-                if self.force:
-                    out[row] = float("-inf")
-                out[row, self.target[state.index]] = keep
-        return out
-
-    def advance(self, state: _At, token_id: int) -> _At:
-        if 0 <= state.index < len(self.target) and token_id == self.target[state.index]:
-            return _At(state.index + 1)
-        return _At(-1)
-
-
-class _ForceFirst(_Push):
-    """Forces the first token of ``target`` (a layout literal), then pushes like ``_Push``."""
-
-    def apply(self, states: list[_At], logprobs: torch.Tensor) -> torch.Tensor:
+    def apply(self, states: list[At], logprobs: torch.Tensor) -> torch.Tensor:
         out = super().apply(states, logprobs)
         for row, state in enumerate(states):
             if state.index == 0:
@@ -125,7 +88,7 @@ def _run(
         lm.model,
         tok,
         plan,
-        steering=_Push(target, force=force),
+        steering=Push(target, force=force),
         options=opts,
         constraints=constraints or [],
         lexicon=LEXICON,

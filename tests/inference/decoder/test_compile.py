@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,17 +10,6 @@ from inference.decoder.compile import branch_steerings, compile_steering
 from inference.decoder.controllers.template import Free, Literal
 from reasoning.constraints.model import Constraint, Hardness, Kind, Scope
 from reasoning.errors import ConflictError, InvalidInput, LimitExceeded
-
-
-@pytest.fixture(scope="module")
-def tokenizer() -> Any:
-    from transformers import AutoTokenizer
-
-    from inference.loader import prepare_cache
-
-    cache = prepare_cache("bundled", Path("/tmp/tenet-cache"))
-    assert cache is not None
-    return AutoTokenizer.from_pretrained(cache)
 
 
 def c(kind: str, cid: str | None = None, **params: Any) -> Constraint:

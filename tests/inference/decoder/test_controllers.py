@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,8 +15,6 @@ from inference.decoder.controllers.charset import split_utf8
 from inference.decoder.controllers.counts import Counts, count_text
 from inference.decoder.vocab import vocab_tables
 from reasoning.constraints.model import Constraint, Kind, Scope
-
-MODEL_CACHE = Path("/tmp/tenet-cache")
 
 # The stand-in "model" below emits seeded random logits: the tokenizer, the
 # vocabulary tables and the controllers are the real ones. It prefers nothing
@@ -52,17 +49,6 @@ def drive_with_bias(
             break
     return state
 
-
-
-@pytest.fixture(scope="module")
-def tokenizer() -> Any:
-    from transformers import AutoTokenizer
-
-    from inference.loader import prepare_cache
-
-    cache = prepare_cache("bundled", MODEL_CACHE)
-    assert cache is not None
-    return AutoTokenizer.from_pretrained(cache)
 
 
 def c(kind: str, **params: Any) -> Constraint:

@@ -2,24 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from inference.decoder.compile import IDENTIFIABLE_WORDS, compile_steering
 from reasoning.constraints.model import Constraint, Kind
-
-
-@pytest.fixture(scope="module")
-def tokenizer() -> Any:
-    from transformers import AutoTokenizer
-
-    from inference.loader import prepare_cache
-
-    cache = prepare_cache("bundled", Path("/tmp/tenet-cache"))
-    assert cache is not None
-    return AutoTokenizer.from_pretrained(cache)
 
 
 def c(kind: str, **params: Any) -> Constraint:

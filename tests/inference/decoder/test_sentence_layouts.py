@@ -11,7 +11,6 @@ checkers, and ``unmet`` naming an empty part.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,17 +27,6 @@ from reasoning.errors import ConflictError
 END = "Is there anything else I can help with?"
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
-
-
-@pytest.fixture(scope="module")
-def tokenizer() -> Any:
-    from transformers import AutoTokenizer
-
-    from inference.loader import prepare_cache
-
-    cache = prepare_cache("bundled", Path("/tmp/tenet-cache"))
-    assert cache is not None
-    return AutoTokenizer.from_pretrained(cache)
 
 
 @pytest.fixture(scope="module")

@@ -3,51 +3,19 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
-import torch
 
 from inference.decoder.decode import DecodeOptions, DecodeResult, decode
 from inference.decoder.stream import StepEvent
 from inference.prompting import plan_prompt
 from reasoning.evidence.model import EvidenceSubgraph
 from reasoning.steps import step_id
+from tests.inference.decoder.steering_doubles import Push
 from tests.inference.evidence_samples import fact
 
 pytestmark = [pytest.mark.model, pytest.mark.usefixtures("one_torch_thread")]
-
-
-@dataclass(frozen=True)
-class _At:
-    index: int
-
-    @property
-    def finished(self) -> bool:
-        return False
-
-
-class _Push:
-    """A test double of the ``Steering`` protocol: pushes the model along ``target`` while it follows."""
-
-    def __init__(self, target: list[int]) -> None:
-        self.target = target
-
-    def initial_state(self) -> _At:
-        return _At(0)
-
-    def apply(self, states: list[_At], logprobs: torch.Tensor) -> torch.Tensor:
-        out = logprobs.clone()
-        for row, state in enumerate(states):
-            if 0 <= state.index < len(self.target):
-                out[row, self.target[state.index]] += 40.0
-        return out
-
-    def advance(self, state: _At, token_id: int) -> _At:
-        if 0 <= state.index < len(self.target) and token_id == self.target[state.index]:
-            return _At(state.index + 1)
-        return _At(-1)
 
 
 def _streamed(
@@ -102,7 +70,7 @@ def test_blank_lines_are_neither_streamed_nor_counted(loaded_model: Any, width: 
         loaded_model,
         "Name three colours.",
         DecodeOptions(width=width, max_new_tokens=len(target) + 2, prune=False),
-        steering=_Push(target),
+        steering=Push(target),
     )
     events = [event for _, event in heard]
     assert result.answer.startswith("Red is warm.\n\nBlue is cold.\n\nGreen is calm.")
