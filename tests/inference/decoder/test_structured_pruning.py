@@ -53,7 +53,7 @@ def evaluate() -> Any:
     return _prepare_judge()
 
 
-@pytest.mark.parametrize("entropy_bound", [0.85, 0.2], ids=["product-bound", "prune-most-steps"])
+@pytest.mark.parametrize("entropy_bound", [0.85, 0.1], ids=["product-bound", "prune-most-steps"])
 @pytest.mark.parametrize("row", CASES, ids=[c["key"] for c in CASES])
 def test_enforced_pruning_keeps_every_controlled_constraint(
     loaded_model: LoadedModel, evaluate: Any, row: dict[str, Any], entropy_bound: float
