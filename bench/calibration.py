@@ -28,10 +28,11 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import torch
+
+from bench.model_cache import add_cache_option, model_cache
 
 __all__ = ["LEXICON", "clinical_view", "main"]
 
@@ -140,7 +141,7 @@ def _features(lm: Any, view: Any, statement: str, lexicon: dict[str, str]) -> An
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--cache", type=Path, default=Path("/tmp/tenet-cache"))
+    add_cache_option(parser)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
 
@@ -150,7 +151,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from inference.loader import load_model
     from reasoning.confidence import combine, expected_calibration_error, fit_coefficients
 
-    lm = load_model("bundled", cache_root=args.cache)
+    lm = load_model("bundled", cache_root=model_cache(args.cache))
     data = _labelled([*aml_views(), clinical_view()], LEXICON)
     samples = [(_features(lm, view, text, LEXICON), label) for view, text, label in data]
     other_views = [case["evidence"][0] for case in CASES]

@@ -17,11 +17,11 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import torch
 
+from bench.model_cache import add_cache_option, model_cache
 from reasoning.evidence.model import EvidenceFact, EvidenceSubgraph
 
 __all__ = ["CASES", "main"]
@@ -104,6 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--width", type=int, default=4)
     parser.add_argument("--tokens", type=int, default=96)
     parser.add_argument("--threads", type=int, default=1)
+    add_cache_option(parser)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
 
@@ -111,7 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from inference.loader import load_model
     from inference.prompting import plan_prompt
 
-    lm = load_model("bundled", cache_root=Path("/tmp/tenet-cache"))
+    lm = load_model("bundled", cache_root=model_cache(args.cache))
     scored = skipped = reused = fact_steps = contrasted = 0
     cf_flops = base_flops = 0.0
     for case in CASES:

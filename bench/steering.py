@@ -37,6 +37,7 @@ from typing import Any
 import torch
 
 from bench.extraction import label_params
+from bench.model_cache import add_cache_option, model_cache
 from inference.decoder.compile import compile_steering
 from reasoning.constraints.catalog import IFEVAL_TO_KIND
 from reasoning.constraints.model import Constraint, Kind
@@ -78,7 +79,12 @@ def token_budget(constraints: Sequence[Constraint]) -> int:
             need = max(need, int(n * _TOKENS_PER_WORD) + 60)
         elif c.kind == Kind.SENTENCE_COUNT and relation in ("at least", "more than", "exactly"):
             need = max(need, n * 24 + 60)
-        elif c.kind in (Kind.PARAGRAPH_COUNT, Kind.NTH_PARAGRAPH_FIRST_WORD, Kind.SECTIONS, Kind.BULLET_COUNT):
+        elif c.kind in (
+            Kind.PARAGRAPH_COUNT,
+            Kind.NTH_PARAGRAPH_FIRST_WORD,
+            Kind.SECTIONS,
+            Kind.BULLET_COUNT,
+        ):
             need = max(need, n * 48 + 60)
         elif c.kind == Kind.PLACEHOLDERS:
             need = max(need, n * 12 + 120)
@@ -87,7 +93,9 @@ def token_budget(constraints: Sequence[Constraint]) -> int:
     return need
 
 
-def select(rows: Sequence[dict[str, Any]], tokenizer: Any, *, cap: int) -> tuple[list[dict[str, Any]], Counter[str]]:
+def select(
+    rows: Sequence[dict[str, Any]], tokenizer: Any, *, cap: int
+) -> tuple[list[dict[str, Any]], Counter[str]]:
     """The rows whose every constraint is controlled (see the module doc), with budgets."""
     chosen: list[dict[str, Any]] = []
     excluded: Counter[str] = Counter()
@@ -98,7 +106,9 @@ def select(rows: Sequence[dict[str, Any]], tokenizer: Any, *, cap: int) -> tuple
             continue
         budget = token_budget(constraints)
         try:
-            steering = compile_steering(constraints, tokenizer, prompt=row["prompt"], max_new_tokens=budget)
+            steering = compile_steering(
+                constraints, tokenizer, prompt=row["prompt"], max_new_tokens=budget
+            )
         except ConflictError:
             excluded["conflicting_constraints"] += 1
             continue
@@ -138,7 +148,9 @@ def _prepare_judge() -> Any:
     DetectorFactory.seed = 0
     untrained = PunktSentenceTokenizer()
     instructions_util._get_sentence_tokenizer = lambda: untrained
-    instructions_util.nltk = _NltkView(nltk, functools.partial(nltk.word_tokenize, preserve_line=True))
+    instructions_util.nltk = _NltkView(
+        nltk, functools.partial(nltk.word_tokenize, preserve_line=True)
+    )
     from if_verifiable.common import evaluate_instructions
     from if_verifiable.ifeval.instructions_registry import INSTRUCTION_DICT
 
@@ -172,7 +184,10 @@ def judge(evaluate: Any, row: dict[str, Any], text: str) -> list[bool]:
 
 def _chat_ids(tokenizer: Any, prompt: str) -> torch.Tensor:
     ids = tokenizer.apply_chat_template(
-        [{"role": "user", "content": prompt}], add_generation_prompt=True, return_tensors="pt", return_dict=True
+        [{"role": "user", "content": prompt}],
+        add_generation_prompt=True,
+        return_tensors="pt",
+        return_dict=True,
     )["input_ids"]
     return ids  # type: ignore[no-any-return]
 
@@ -190,7 +205,9 @@ class Timed:
     positions: int
 
 
-def run_generate(model: Any, tokenizer: Any, prompt: str, budget: int, beams: int = 1) -> tuple[str, Timed]:
+def run_generate(
+    model: Any, tokenizer: Any, prompt: str, budget: int, beams: int = 1
+) -> tuple[str, Timed]:
     """Plain ``model.generate`` (greedy, or beam search of ``beams``): text and timing.
 
     Forward hooks count the model calls and time the first (the prefill of
@@ -218,7 +235,9 @@ def run_generate(model: Any, tokenizer: Any, prompt: str, budget: int, beams: in
     return tokenizer.decode(new, skip_special_tokens=True), Timed(seconds, prefill_s, len(marks))
 
 
-def run_steered(model: Any, tokenizer: Any, row: dict[str, Any], width: int, prune: bool = True) -> dict[str, Any]:
+def run_steered(
+    model: Any, tokenizer: Any, row: dict[str, Any], width: int, prune: bool = True
+) -> dict[str, Any]:
     """Our decode with the row's steering: answer, timings, shares, violations."""
     from inference.decoder.decode import DecodeOptions, decode
     from inference.prompting import plan_prompt
@@ -269,9 +288,13 @@ def _ratio(num: float, den: float) -> float:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="a fixed sample with short budgets (< 10 min on CPU)")
+    parser.add_argument(
+        "--quick", action="store_true", help="a fixed sample with short budgets (< 10 min on CPU)"
+    )
     parser.add_argument("--limit", type=int, default=None, help="decode at most N selected prompts")
-    parser.add_argument("--width", type=int, default=4, help="beam width of our decode and of generate(num_beams)")
+    parser.add_argument(
+        "--width", type=int, default=4, help="beam width of our decode and of generate(num_beams)"
+    )
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--verbose", action="store_true", help="print each answer to stderr")
     parser.add_argument(
@@ -281,16 +304,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="do not enforce step pruning (default: enforced, as POST /v1/reason runs)",
     )
     parser.add_argument(
-        "--progress", type=Path, default=None, help="rewrite the JSON over the prompts done so far here after each prompt"
+        "--progress",
+        type=Path,
+        default=None,
+        help="rewrite the JSON over the prompts done so far here after each prompt",
     )
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 on a shared 2-core box)")
+    add_cache_option(parser)
+    parser.add_argument(
+        "--threads", type=int, default=1, help="torch CPU threads (1 on a shared 2-core box)"
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
 
     from inference.loader import load_model
 
     torch.manual_seed(0)
-    lm = load_model("bundled", cache_root=Path("/tmp/tenet-cache"))
+    lm = load_model("bundled", cache_root=model_cache(args.cache))
     model, tokenizer = lm.model, lm.tokenizer
     rows = [json.loads(line) for line in args.data.read_text().splitlines() if line.strip()]
     cap = _QUICK_CAP if args.quick else _FULL_CAP
@@ -342,7 +371,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             "pruning_enforced": args.prune,
             "selection_rule": "IFEval prompts whose instructions all map to catalog kinds and are all reported "
             "controlled by compile_steering (IFEval kwargs as parameters); conflicting sets excluded; "
-            + (f"quick: every {max(1, n_selected // _QUICK_SAMPLE)}-th selected prompt with budget <= {_QUICK_CAP}" if args.quick else f"budget <= {_FULL_CAP}"),
+            + (
+                f"quick: every {max(1, n_selected // _QUICK_SAMPLE)}-th selected prompt with budget <= {_QUICK_CAP}"
+                if args.quick
+                else f"budget <= {_FULL_CAP}"
+            ),
             "n_rows": len(rows),
             "n_selected": n_selected,
             "excluded": dict(excluded),
@@ -361,7 +394,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             "per second of the whole call (prefill, decode, our checks and final verification included); "
             "after_prefill_ratio compares the same calls from the end of their prefill on",
             "constraint_check_share": _ratio(check_s, decode_s),
-            "counterfactual_flops_share": round(sum(cf_shares) / len(cf_shares), 4) if cf_shares else 0.0,
+            "counterfactual_flops_share": round(sum(cf_shares) / len(cf_shares), 4)
+            if cf_shares
+            else 0.0,
             "judge_notes": JUDGE_NOTES,
         }
         return report
@@ -380,7 +415,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         failed = [i for i, ok in zip(row["instruction_id_list"], s_ok) if not ok]
         if failed:
             violations += len(failed)
-            violation_details.append({"key": row["key"], "failed": failed, "reported": steered["violations"]})
+            violation_details.append(
+                {"key": row["key"], "failed": failed, "reported": steered["violations"]}
+            )
         pruned.update(steered["pruned"])
         repairs += steered["repairs"]
         unrepaired += steered["unrepaired"]
@@ -388,7 +425,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         decode_s += steered["decode_s"]
         cf_shares.append(steered["counterfactual_flops_share"])
         if index < (2 if args.quick else 10):
-            _, timed = run_generate(model, tokenizer, row["prompt"], row["budget"], beams=args.width)
+            _, timed = run_generate(
+                model, tokenizer, row["prompt"], row["budget"], beams=args.width
+            )
             row["throughput_pair"] = (steered["timed"], timed)
         print(
             f"[{index + 1}/{len(chosen)}] key={row['key']} steered={sum(s_ok)}/{len(s_ok)} "
@@ -400,7 +439,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.progress is not None:
             args.progress.write_text(json.dumps(build()) + "\n")
         if args.verbose:
-            print(f"--- {row['key']} {row['instruction_id_list']} steered={s_ok} plain={p_ok}", file=sys.stderr)
+            print(
+                f"--- {row['key']} {row['instruction_id_list']} steered={s_ok} plain={p_ok}",
+                file=sys.stderr,
+            )
             print(steered["text"][:600], file=sys.stderr)
 
     print(json.dumps(build()))

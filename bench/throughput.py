@@ -38,6 +38,8 @@ from typing import Any
 
 import torch
 
+from bench.model_cache import add_cache_option, model_cache
+
 __all__ = ["AML_REQUEST", "aml_views", "main"]
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "ifeval" / "input_data.jsonl"
@@ -109,10 +111,10 @@ def aml_views() -> list[Any]:
     ]
 
 
-def _prompts(limit: int) -> list[dict[str, Any]]:
+def _prompts(limit: int, data: Path) -> list[dict[str, Any]]:
     from bench.steering import ifeval_constraints
 
-    rows = [json.loads(line) for line in DATA.read_text().splitlines() if line.strip()]
+    rows = [json.loads(line) for line in data.read_text().splitlines() if line.strip()]
     step = max(1, len(rows) // limit)
     out = []
     for row in rows[::step][:limit]:
@@ -215,7 +217,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--widths", default="", help="also report our tokens/s at these widths, e.g. 1,4,16"
     )
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--cache", type=Path, default=Path("/tmp/tenet-cache"))
+    parser.add_argument("--data", type=Path, default=DATA, help="IFEval input_data.jsonl")
+    add_cache_option(parser)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -223,10 +226,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     from inference.loader import load_model
     from inference.prompting import plan_prompt
 
-    lm = load_model("bundled", device=args.device, cache_root=args.cache)
+    lm = load_model("bundled", device=args.device, cache_root=model_cache(args.cache))
     model, tok = lm.model, lm.tokenizer
     new = args.new_tokens or (24 if args.quick else 64)
-    prompts = _prompts(args.limit or (3 if args.quick else 12))
+    prompts = _prompts(args.limit or (3 if args.quick else 12), args.data)
     pad = int(tok.pad_token_id)
     warm = plan_prompt(tok, "Say hello.")
     _ours(model, tok, warm, None, [], args.width, 4, "", False, lm.device)

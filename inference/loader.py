@@ -29,13 +29,13 @@ from reasoning.errors import InvalidInput, NotFound
 
 __all__ = [
     "BUNDLED_MODEL_NAME",
-    "ModelIdentity",
     "LoadedModel",
+    "ModelIdentity",
     "bundled_gguf_path",
-    "resolve_model_source",
-    "prepare_cache",
-    "load_model",
     "file_sha256",
+    "load_model",
+    "prepare_cache",
+    "resolve_model_source",
 ]
 
 BUNDLED_MODEL_NAME = "SmolLM2-135M-Instruct"
@@ -141,6 +141,7 @@ def prepare_cache(reference: str, cache_root: Path) -> Path | None:
     sha = file_sha256(weights)
     target = _cache_dir(cache_root, sha)
     if (target / _CACHE_MARKER).is_file():
+        _drop_gguf_quantization_entry(target / "config.json")
         return target
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -148,8 +149,12 @@ def prepare_cache(reference: str, cache_root: Path) -> Path | None:
     quantised: Any = AutoModelForCausalLM.from_pretrained(
         source.path, gguf_file=source.gguf_file, dtype=torch.float32
     )
-    # save_pretrained refuses a GGUF-loaded model: rebuild from its config.
-    fresh: Any = AutoModelForCausalLM.from_config(quantised.config)  # type: ignore[no-untyped-call]
+    # save_pretrained refuses a GGUF-loaded model: rebuild from its config,
+    # without the GGUF quantisation entry (the cache holds plain float32 weights).
+    config = quantised.config
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    fresh: Any = AutoModelForCausalLM.from_config(config)  # type: ignore[no-untyped-call]
     fresh.load_state_dict(quantised.state_dict())
     tmp = target.with_name(target.name + ".tmp")
     tmp.mkdir(parents=True, exist_ok=True)
@@ -160,6 +165,19 @@ def prepare_cache(reference: str, cache_root: Path) -> Path | None:
     )
     tmp.rename(target)
     return target
+
+
+def _drop_gguf_quantization_entry(config_path: Path) -> None:
+    """Remove the GGUF ``quantization_config`` that caches written before it was
+    dropped still carry: with it, transformers routes the plain float32 cache
+    through its GGUF quantizer (and warns on every bfloat16 load)."""
+    config = json.loads(config_path.read_text())
+    if "quantization_config" not in config:
+        return
+    del config["quantization_config"]
+    tmp = config_path.with_name(config_path.name + ".tmp")
+    tmp.write_text(json.dumps(config, indent=2) + "\n")
+    tmp.replace(config_path)
 
 
 _load_lock = threading.Lock()

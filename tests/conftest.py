@@ -38,6 +38,8 @@ POSTGRES_URL = os.environ.get(
     "TENET_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 )
 MODEL_CACHE = Path(os.environ.get("TENET_TEST_MODEL_CACHE", REPO_ROOT / "var" / "models"))
+#: Where the model tests run: "cpu" in CI; bench/gpu_check.sh sets "cuda".
+TEST_DEVICE = os.environ.get("TENET_TEST_DEVICE", "cpu")
 #: Two legal regimes declared disjoint (owl:disjointWith), with English and Chinese labels.
 REGIMES_TTL = (Path(__file__).resolve().parent / "data" / "regimes.ttl").read_bytes()
 
@@ -220,7 +222,7 @@ def tokenizer() -> Any:
 @pytest.fixture(scope="session")
 def loaded_model() -> LoadedModel:
     """The bundled model, loaded once per session from the shared safetensors cache."""
-    return load_model("bundled", device="cpu", cache_root=MODEL_CACHE)
+    return load_model("bundled", device=TEST_DEVICE, cache_root=MODEL_CACHE)
 
 
 @pytest.fixture(scope="session")
@@ -229,7 +231,7 @@ def model_settings(
 ) -> Settings:
     data_dir = tmp_path_factory.mktemp("model-app")
     shutil.copy(migrated_sqlite_template, data_dir / "tenet.db")
-    return Settings(data_dir=data_dir, load_model=False, model_cache_dir=MODEL_CACHE, device="cpu")
+    return Settings(data_dir=data_dir, load_model=False, model_cache_dir=MODEL_CACHE, device=TEST_DEVICE)
 
 
 @pytest.fixture(scope="session")

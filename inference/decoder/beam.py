@@ -215,6 +215,20 @@ class _Candidate:
     abandoned: Hypothesis | None = None
 
 
+def select_device(steerings: Sequence[Steering], model_device: torch.device) -> torch.device:
+    """Where the beam search selects tokens: where the steerings' tables live
+    (``Steering.device``), else beside the model.
+
+    A steering compiled for the model's device keeps the select there; one
+    compiled on the host (the default of ``compile_steering``) still steers a
+    model on an accelerator, with the logits brought over once per step.
+    """
+    devices = {d for s in steerings if (d := getattr(s, "device", None)) is not None}
+    if len(devices) > 1:
+        raise ValueError(f"the branch steerings live on different devices: {sorted(map(str, devices))}")
+    return devices.pop() if devices else model_device
+
+
 def decode_step(runner: ModelRunner, state: BatchState, feed: torch.Tensor) -> torch.Tensor:
     """One forward for every row: ``feed: [N]`` token ids -> next-token logits ``[N, V]``."""
     col = state.columns
@@ -257,7 +271,8 @@ def generate(
     hyps: list[list[Hypothesis]] = [[] for _ in steerings]
     done = [False] * len(steerings)
     announced = [0] * len(steerings)
-    logits = first_logits.repeat_interleave(width, dim=0)  # [N, V]
+    where = select_device(steerings, runner.device)
+    logits = first_logits.to(where).repeat_interleave(width, dim=0)  # [N, V]
     started = time.perf_counter()
     # Every beam finishes at max_new_tokens of its own; the columns beyond that
     # (the slab's slack) are what step repairs may re-decode.
@@ -282,7 +297,7 @@ def generate(
         for bm in beams:
             if bm.tokens:
                 bm.cols.append(state.columns)
-        logits = decode_step(runner, state, feed)
+        logits = decode_step(runner, state, feed).to(where)
         stats.steps_decoded += 1
     stats.decode_seconds += time.perf_counter() - started
     return _finish(beams, hyps, done, config, judge, steerings)

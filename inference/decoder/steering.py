@@ -16,6 +16,10 @@ Guarantees a Steering gives:
   not finished (it allows EOS rather than a dead end);
 - its per-step cost is independent of the vocabulary size except for vector
   operations on the logits row (no per-token Python loops on the hot path).
+
+A steering whose tables live on one device names it in an optional
+``device`` attribute; the beam search then selects tokens there
+(``beam.select_device``). One without it works on any device.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from typing import Protocol
 
 import torch
 
-__all__ = ["SteeringState", "Steering"]
+__all__ = ["Steering", "SteeringState"]
 
 
 class SteeringState(Protocol):

@@ -292,6 +292,12 @@ class ConstraintSteering:
                 return matcher
         return None
 
+    @property
+    def device(self) -> torch.device:
+        """Where the tables live (``compile_steering(device=...)``), and so where the
+        beam search selects tokens under this steering."""
+        return self.tables.device
+
     # --- branches -----------------------------------------------------
 
     def for_evidence(self, ids: Sequence[str]) -> ConstraintSteering:

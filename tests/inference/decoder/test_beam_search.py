@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+
 import pytest
 import torch
 
@@ -20,6 +23,19 @@ pytestmark = [pytest.mark.model, pytest.mark.usefixtures("one_torch_thread")]
 
 
 PROMPT = "Explain in one sentence what a politically exposed person is."
+
+
+@pytest.fixture(scope="module")
+def exact_model(loaded_model: LoadedModel) -> LoadedModel:
+    """The model in float32, for token-for-token comparisons with ``generate``.
+
+    In bfloat16 (CUDA) our attention and Hugging Face's round differently, so
+    near-ties between two tokens may break either way; float32 decides them alike.
+    """
+    if loaded_model.dtype == torch.float32:
+        return loaded_model
+    model = copy.deepcopy(loaded_model.model).float()
+    return dataclasses.replace(loaded_model, model=model, dtype=torch.float32)
 
 
 def _ids(lm: LoadedModel, text: str) -> list[int]:
@@ -50,7 +66,7 @@ def _ours(
 
 
 def _theirs(lm: LoadedModel, ids: list[int], width: int, new: int) -> list[int]:
-    x = torch.tensor([ids])
+    x = torch.tensor([ids], device=lm.device)
     with torch.inference_mode():
         out = lm.model.generate(
             x,
@@ -65,19 +81,19 @@ def _theirs(lm: LoadedModel, ids: list[int], width: int, new: int) -> list[int]:
     return tokens[: tokens.index(eos)] if eos in tokens else tokens
 
 
-def test_width_one_is_greedy_token_for_token(loaded_model: LoadedModel) -> None:
-    ids = _ids(loaded_model, PROMPT)
-    hyps, _ = _ours(loaded_model, ids, width=1, new=16)
-    assert list(hyps[0]) == _theirs(loaded_model, ids, width=1, new=16)
+def test_width_one_is_greedy_token_for_token(exact_model: LoadedModel) -> None:
+    ids = _ids(exact_model, PROMPT)
+    hyps, _ = _ours(exact_model, ids, width=1, new=16)
+    assert list(hyps[0]) == _theirs(exact_model, ids, width=1, new=16)
 
 
-def test_width_four_matches_hf_beam_search_and_is_ordered(loaded_model: LoadedModel) -> None:
-    ids = _ids(loaded_model, PROMPT)
-    hyps, scores = _ours(loaded_model, ids, width=4, new=12)
-    assert list(hyps[0]) == _theirs(loaded_model, ids, width=4, new=12)
+def test_width_four_matches_hf_beam_search_and_is_ordered(exact_model: LoadedModel) -> None:
+    ids = _ids(exact_model, PROMPT)
+    hyps, scores = _ours(exact_model, ids, width=4, new=12)
+    assert list(hyps[0]) == _theirs(exact_model, ids, width=4, new=12)
     assert len(hyps) == 4 and len(set(hyps)) == 4
     assert scores == sorted(scores, reverse=True)
-    again, again_scores = _ours(loaded_model, ids, width=4, new=12)
+    again, again_scores = _ours(exact_model, ids, width=4, new=12)
     assert again == hyps and again_scores == scores
 
 

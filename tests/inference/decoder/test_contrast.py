@@ -44,12 +44,16 @@ def test_shared_prefix_scoring_equals_scoring_each_text_whole(loaded_model: Load
     assert shared_prefix(texts) >= 2
     with torch.inference_mode():
         kv = prefill_prefix(runner, prompt)
-        whole = loaded_model.model(torch.tensor([prompt])).logits[0, -1]
+        whole = loaded_model.model(torch.tensor([prompt], device=loaded_model.device)).logits[0, -1]
         first = torch.log_softmax(whole.float(), -1)
         runner.counters.flops.clear()
         ours = token_logprobs(runner, kv, len(prompt), first, texts)
         for text, got in zip(texts, ours):
-            logits = loaded_model.model(torch.tensor([prompt + text])).logits[0].float()
+            logits = (
+                loaded_model.model(torch.tensor([prompt + text], device=loaded_model.device))
+                .logits[0]
+                .float()
+            )
             lp = torch.log_softmax(logits, -1)
             want = [float(lp[len(prompt) - 1 + i, t]) for i, t in enumerate(text)]
             assert got == pytest.approx(want, abs=2e-3)
@@ -76,13 +80,22 @@ def test_window_contrast_equals_whole_text_scoring_on_the_windows(
     claim, *variants = [list(tok(" " + c, add_special_tokens=False)["input_ids"]) for c in CLAIMS]
 
     def whole(text: list[int]) -> list[float]:
-        logits = loaded_model.model(torch.tensor([prompt + text])).logits[0].float()
+        logits = (
+            loaded_model.model(torch.tensor([prompt + text], device=loaded_model.device))
+            .logits[0]
+            .float()
+        )
         lp = torch.log_softmax(logits, -1)
         return [float(lp[len(prompt) - 1 + i, t]) for i, t in enumerate(text)]
 
     with torch.inference_mode():
         kv = prefill_prefix(runner, prompt)
-        first = torch.log_softmax(loaded_model.model(torch.tensor([prompt])).logits[0, -1].float(), -1)
+        first = torch.log_softmax(
+            loaded_model.model(torch.tensor([prompt], device=loaded_model.device))
+            .logits[0, -1]
+            .float(),
+            -1,
+        )
         runner.counters.flops.clear()
         got = window_contrast(runner, kv, len(prompt), first, claim, variants)
         claim_lp = whole(claim)

@@ -35,12 +35,14 @@ def batcher(loaded_model: LoadedModel) -> Iterator[MicroBatcher]:
     b.close()
 
 
-def _prefilled(runner: ModelRunner, rows: int, length: int, seed: int) -> tuple[SlabCache, torch.Tensor]:
+def _prefilled(
+    runner: ModelRunner, rows: int, length: int, seed: int
+) -> tuple[SlabCache, torch.Tensor]:
     gen = torch.Generator().manual_seed(seed)
     cache = runner.new_cache(rows, length + 4)
-    ids = torch.randint(0, 5000, (rows, length), generator=gen)  # [rows, L]
-    pos = torch.arange(length).unsqueeze(0).expand(rows, -1)
-    mask = torch.ones((rows, length + 4), dtype=torch.bool)  # [rows, C]
+    ids = torch.randint(0, 5000, (rows, length), generator=gen).to(runner.device)  # [rows, L]
+    pos = torch.arange(length, device=runner.device).unsqueeze(0).expand(rows, -1)
+    mask = torch.ones((rows, length + 4), dtype=torch.bool, device=runner.device)  # [rows, C]
     mask[0, 1] = False  # a ragged row: one column it never attends to
     with torch.inference_mode():
         runner.forward(ids, pos, mask[:, :length], cache, purpose="prefill", last_only=True)
@@ -63,17 +65,24 @@ def test_a_merged_step_gives_each_decode_its_own_logits(
 ) -> None:
     runner = ModelRunner(loaded_model.model)
     groups = [(_prefilled(runner, 2, 23, 1), 23), (_prefilled(runner, 3, 9, 2), 9)]
-    feeds = [torch.tensor([[11], [12]]), torch.tensor([[13], [14], [15]])]
+    on = loaded_model.device
+    feeds = [torch.tensor([[11], [12]], device=on), torch.tensor([[13], [14], [15]], device=on)]
     alone = []
     with torch.inference_mode():
         for ((cache, mask), length), feed in zip(groups, feeds):
             alone.append(
-                runner.call(feed, torch.full_like(feed, length), mask[:, : length + 1], _copy(runner, cache))
+                runner.call(
+                    feed, torch.full_like(feed, length), mask[:, : length + 1], _copy(runner, cache)
+                )
             )
-        merged_cache = GroupedCache([(cache, mask[:, : length + 1]) for (cache, mask), length in groups])
+        merged_cache = GroupedCache(
+            [(cache, mask[:, : length + 1]) for (cache, mask), length in groups]
+        )
         ids = torch.cat(feeds)
         pos = torch.cat([torch.full_like(f, length) for f, (_, length) in zip(feeds, groups)])
-        merged = runner.call(ids, pos, torch.ones((5, 1, 1, 1), dtype=torch.bool), merged_cache)
+        merged = runner.call(
+            ids, pos, torch.ones((5, 1, 1, 1), dtype=torch.bool, device=on), merged_cache
+        )
     assert merged.shape == (5, 1, alone[0].shape[-1])
     torch.testing.assert_close(merged[:2].float(), alone[0].float(), atol=2e-4, rtol=1e-4)
     torch.testing.assert_close(merged[2:].float(), alone[1].float(), atol=2e-4, rtol=1e-4)
@@ -88,7 +97,9 @@ def test_concurrent_decodes_share_forwards_and_answer_as_they_do_alone(
     alone = Reasoner(model=loaded_model, prefix_cache=PrefixCache(max_bytes=2**26))
     expected = [alone.run(alone.plan(p, options=options), tenant="t").answer for p in PROMPTS]
 
-    shared = Reasoner(model=loaded_model, prefix_cache=PrefixCache(max_bytes=2**26), batcher=batcher)
+    shared = Reasoner(
+        model=loaded_model, prefix_cache=PrefixCache(max_bytes=2**26), batcher=batcher
+    )
     plans = [shared.plan(p, options=options) for p in PROMPTS]
     answers: list[str | None] = [None] * len(plans)
     start = threading.Barrier(len(plans))
