@@ -104,3 +104,30 @@ def test_a_model_directory_loads_with_its_own_identity(loaded_model: LoadedModel
     assert from_dir.identity.sha256 == file_sha256(cached / "model.safetensors")
     assert prepare_cache(str(cached), MODEL_CACHE) is None  # nothing to convert
     assert torch.allclose(_logits(from_dir, "Hello"), _logits(loaded_model, "Hello"), atol=1e-5)
+
+
+@pytest.mark.model
+def test_the_cache_config_carries_no_gguf_quantization(tmp_path: Path) -> None:
+    """The cache holds plain float32 weights: a GGUF ``quantization_config`` left in its
+    config (caches written before it was dropped) is removed on the next prepare."""
+    import json
+
+    cached = prepare_cache("bundled", MODEL_CACHE)
+    assert cached is not None
+    assert "quantization_config" not in json.loads((cached / "config.json").read_text())
+    old = tmp_path / cached.name
+    old.mkdir()
+    for item in cached.iterdir():
+        if item.name != "config.json":
+            (old / item.name).symlink_to(item)
+    config = json.loads((cached / "config.json").read_text())
+    config["quantization_config"] = {"quant_method": "gguf", "dequantize": False}
+    (old / "config.json").write_text(json.dumps(config))
+    assert prepare_cache("bundled", tmp_path) == old
+    assert json.loads((old / "config.json").read_text()) == {
+        k: v for k, v in config.items() if k != "quantization_config"
+    }
+    reloaded = load_model("bundled", device="cpu", cache_root=tmp_path)
+    reference = load_model("bundled", device="cpu", cache_root=MODEL_CACHE)
+    prompt = "The capital of France is"
+    assert torch.equal(_logits(reloaded, prompt), _logits(reference, prompt))
