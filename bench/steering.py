@@ -273,6 +273,7 @@ def run_steered(
         "seconds": seconds,
         "decode_s": result.timings.decode_s,
         "check_s": result.timings.constraint_check_s,
+        "forward_s": result.timings.forward_s,
         "constraint_check_share": result.constraint_check_share,
         "counterfactual_flops_share": result.counterfactual_flops_share,
         "violations": list(result.violations),
@@ -336,7 +337,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     plain_ok: list[list[bool]] = []
     violations = 0
     violation_details: list[dict[str, Any]] = []
-    check_s = decode_s = 0.0
+    check_s = decode_s = forward_s = 0.0
     cf_shares: list[float] = []
     per_kind: dict[str, list[int]] = {}
     pruned: Counter[str] = Counter()
@@ -394,6 +395,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "per second of the whole call (prefill, decode, our checks and final verification included); "
             "after_prefill_ratio compares the same calls from the end of their prefill on",
             "constraint_check_share": _ratio(check_s, decode_s),
+            "forward_share": _ratio(forward_s, decode_s),
             "counterfactual_flops_share": round(sum(cf_shares) / len(cf_shares), 4)
             if cf_shares
             else 0.0,
@@ -422,6 +424,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         repairs += steered["repairs"]
         unrepaired += steered["unrepaired"]
         check_s += steered["check_s"]
+        forward_s += steered["forward_s"]
         decode_s += steered["decode_s"]
         cf_shares.append(steered["counterfactual_flops_share"])
         if index < (2 if args.quick else 10):

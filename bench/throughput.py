@@ -21,7 +21,9 @@ with the same torch thread count (``--threads``, default 1: on a shared
 
 Reported shares: ``constraint_check_share`` = seconds in steering
 apply / advance and partial verification / decode seconds;
-``counterfactual_flops_share`` = counterfactual scoring FLOPs / (prefill +
+``forward_share`` = host seconds inside the decode forwards / decode seconds
+(the rest is our selection and bookkeeping; on an accelerator the forward's
+host time is its launch time); ``counterfactual_flops_share`` = counterfactual scoring FLOPs / (prefill +
 decode FLOPs), with FLOPs = 2 x parameters x tokens per forward.
 
 The last stdout line is one JSON object.
@@ -235,7 +237,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _ours(model, tok, warm, None, [], args.width, 4, "", False, lm.device)
     _generate(model, warm.branch_ids(0), args.width, 4, pad, lm.device)
 
-    ours_tok = ours_s = gen_tok = gen_s = decode_s = check_s = 0.0
+    ours_tok = ours_s = gen_tok = gen_s = decode_s = check_s = forward_s = 0.0
     flops = {"prefill": 0.0, "decode": 0.0, "counterfactual": 0.0}
     per_prompt = []
     cf_scored = cf_skipped = 0
@@ -263,6 +265,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         decode_s += result.timings.decode_s
         check_s += result.timings.constraint_check_s
+        forward_s += result.timings.forward_s
         for key in flops:
             flops[key] += result.flops.get(key, 0.0)
         per_prompt.append(
@@ -282,6 +285,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         flops[key] += aml_result.flops.get(key, 0.0)
     decode_s += aml_result.timings.decode_s
     check_s += aml_result.timings.constraint_check_s
+    forward_s += aml_result.timings.forward_s
     cf_scored += aml_result.pruning.counterfactual_scored
     cf_skipped += aml_result.pruning.counterfactual_skipped
 
@@ -305,6 +309,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "tokens_per_s_generate": round(tps_gen, 2),
         "throughput_ratio": round(tps_ours / tps_gen, 3) if tps_gen else 0.0,
         "constraint_check_share": round(check_s / decode_s, 4) if decode_s else 0.0,
+        "forward_share": round(forward_s / decode_s, 4) if decode_s else 0.0,
         "counterfactual_flops_share": round(flops["counterfactual"] / base, 4) if base else 0.0,
         "counterfactual_checks": {"scored": cf_scored, "skipped_by_flops_ration": cf_skipped},
         "aml_branches": len(aml.suffixes),

@@ -149,6 +149,9 @@ class SearchStats:
     unrepaired: int = 0
     check_seconds: float = 0.0
     decode_seconds: float = 0.0
+    #: Host seconds inside the decode forwards. On an accelerator that is the
+    #: launch time; the wait for the kernels falls in the next select's first read.
+    forward_seconds: float = 0.0
     steps_decoded: int = 0
 
 
@@ -297,7 +300,9 @@ def generate(
         for bm in beams:
             if bm.tokens:
                 bm.cols.append(state.columns)
+        t0 = time.perf_counter()
         logits = decode_step(runner, state, feed).to(where)
+        stats.forward_seconds += time.perf_counter() - t0
         stats.steps_decoded += 1
     stats.decode_seconds += time.perf_counter() - started
     return _finish(beams, hyps, done, config, judge, steerings)

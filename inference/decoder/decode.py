@@ -145,6 +145,9 @@ class DecodeTimings(msgspec.Struct, frozen=True, kw_only=True):
     prefill_s: float
     decode_s: float
     constraint_check_s: float
+    #: Of ``decode_s``, host seconds inside the model's decode forwards (the rest
+    #: is selection, steering, pruning and bookkeeping; see ``beam.SearchStats``).
+    forward_s: float = 0.0
 
 
 class DecodeResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -396,6 +399,7 @@ def _result(
             prefill_s=prefill_s,
             decode_s=stats.decode_seconds,
             constraint_check_s=stats.check_seconds,
+            forward_s=stats.forward_seconds,
         ),
         prompt_tokens=len(plan.prefix_ids) + sum(len(s) for s in plan.suffixes),
         generated_tokens=sum(len(o.best.tokens) for o in outcomes if o.hypotheses),

@@ -89,3 +89,4 @@ def test_quick_run_prints_one_json_object(
     for key in ("hard_violations", "tokens_per_s_ours", "tokens_per_s_generate", "throughput_ratio",
                 "constraint_check_share", "counterfactual_flops_share", "judge_notes", "selection_rule"):
         assert key in report
+    assert 0.0 < report["forward_share"] < 1.0

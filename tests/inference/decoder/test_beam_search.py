@@ -152,6 +152,7 @@ def test_greedy_decode_result_reports_tokens_flops_and_timings(loaded_model: Loa
     params = loaded_model.identity.parameters
     assert result.flops["decode"] == pytest.approx(2 * params * 2 * result.decode_steps)
     assert result.timings.prefill_s > 0 and result.timings.decode_s > 0
+    assert 0 < result.timings.forward_s < result.timings.decode_s
     assert all(0.0 <= s.confidence <= 1.0 for s in result.steps)
     assert "".join(s.text for s in result.steps).split() == result.answer.split()
 

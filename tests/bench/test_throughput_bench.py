@@ -1,0 +1,26 @@
+"""bench.throughput (the GPU check's width figures) runs and reports consistent figures."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+import torch
+
+from bench.throughput import main
+
+
+@pytest.mark.model
+def test_a_tiny_run_prints_its_figures(capsys: Any) -> None:
+    threads = str(torch.get_num_threads())  # main sets it for the process: keep the session's
+    assert main(["--limit", "1", "--new-tokens", "4", "--widths", "1,2", "--threads", threads]) == 0
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert report["n_prompts"] == 1 and report["new_tokens"] == 4
+    assert report["tokens_per_s_ours"] > 0 and report["tokens_per_s_generate"] > 0
+    assert report["throughput_ratio"] == pytest.approx(
+        report["tokens_per_s_ours"] / report["tokens_per_s_generate"], abs=2e-3
+    )
+    assert 0.0 < report["forward_share"] < 1.0
+    assert 0.0 <= report["constraint_check_share"] < 1.0
+    assert set(report["tokens_per_s_by_width"]) == {"1", "2"}
