@@ -19,7 +19,7 @@ def test_a_tiny_run_prints_its_figures(capsys: Any) -> None:
     assert report["n_prompts"] == 1 and report["new_tokens"] == 4
     assert report["tokens_per_s_ours"] > 0 and report["tokens_per_s_generate"] > 0
     assert report["throughput_ratio"] == pytest.approx(
-        report["tokens_per_s_ours"] / report["tokens_per_s_generate"], abs=2e-3
+        report["tokens_per_s_ours"] / report["tokens_per_s_generate"], rel=1e-2
     )
     assert 0.0 < report["forward_share"] < 1.0
     assert 0.0 <= report["constraint_check_share"] < 1.0
