@@ -38,8 +38,10 @@ GPU="$("$PY" -c 'import torch; print(torch.cuda.get_device_name(0))')"
 
 timeout "${GPU_CHECK_THROUGHPUT_S:-130}" "$PY" -m bench.throughput --device cuda --widths 1,4,16 \
     --limit 6 --threads 4 --cache "$CACHE" --data "$DATA" >"$LOGS/throughput.log"
+tail -n 1 "$LOGS/throughput.log" >&2  # each stage's figures survive a run cut short
 timeout "${GPU_CHECK_STEERING_S:-220}" "$PY" -m bench.steering --quick --threads 4 --cache "$CACHE" \
     --data "$DATA" >"$LOGS/steering.log"
+tail -n 1 "$LOGS/steering.log" >&2
 
 # Only our pytest plugin: a machine image's own plugins (xdist, cov, benchmark...)
 # may not match the pytest this project pins.
