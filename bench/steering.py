@@ -1,6 +1,6 @@
 """Steering benchmark: IFEval accuracy with token controllers on and off.
 
-``python -m bench.steering [--quick] [--limit N] [--width K]``
+``python -m bench.steering [--quick] [--skip N] [--limit N] [--width K]``
 
 Selection rule (no hand-picking): every prompt of
 ``../shared/data/ifeval/input_data.jsonl`` whose instructions all map to a
@@ -294,6 +294,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--limit", type=int, default=None, help="decode at most N selected prompts")
     parser.add_argument(
+        "--skip", type=int, default=0, help="leave out the first N selected prompts (continue a run)"
+    )
+    parser.add_argument(
         "--width", type=int, default=4, help="beam width of our decode and of generate(num_beams)"
     )
     parser.add_argument("--data", type=Path, default=DATA)
@@ -329,6 +332,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.quick:
         step = max(1, len(chosen) // _QUICK_SAMPLE)
         chosen = chosen[::step][:_QUICK_SAMPLE]
+    chosen = chosen[max(0, args.skip) :]
     if args.limit is not None:
         chosen = chosen[: args.limit]
     evaluate = _prepare_judge()

@@ -76,11 +76,16 @@ def test_judge_runs_without_punkt_data_or_downloads() -> None:
 
 @pytest.mark.model
 def test_quick_run_prints_one_json_object(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, tokenizer: Any
 ) -> None:
     progress = tmp_path / "progress.json"
-    assert main(["--quick", "--limit", "1", "--width", "1", "--progress", str(progress)]) == 0
-    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    args = ["--quick", "--skip", "1", "--limit", "1", "--width", "1", "--progress", str(progress)]
+    assert main(args) == 0
+    out, err = capsys.readouterr()
+    report = json.loads(out.strip().splitlines()[-1])
+    chosen, _ = select(ROWS, tokenizer, cap=200)
+    sample = chosen[:: max(1, len(chosen) // 10)][:10]
+    assert f"[1/1] key={sample[1]['key']} " in err  # --skip 1: the sample's second prompt
     assert report["pruning_enforced"] is True  # as POST /v1/reason decodes
     assert json.loads(progress.read_text()) == report
     for key in ("steered", "unsteered"):
