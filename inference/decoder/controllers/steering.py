@@ -62,6 +62,7 @@ TOP_K = 32
 _MAX_LAZY_ROUNDS = 4
 _NEG_INF = float("-inf")
 _PLACEHOLDER_CAP = 8
+_PLACEHOLDER_TOKENS = _PLACEHOLDER_CAP + 2  # budget kept for one forced placeholder ("[", text, "]")
 _MIN_SEGMENT_TOKENS = 2
 _CITATION_TOKENS = 5  # budget kept for one forced citation (" [", "E", digits, "]")
 _CITING_ROLES = ("body", "postscript")
@@ -531,8 +532,44 @@ class ConstraintSteering:
         ends_clean = self.forbidden is None or self.forbidden.ends_ok(state.text)
         if forced and not state.pending and ends_clean:
             return _Plan("only", exit_token)
+        opens = exit_token in (self._open_bracket, self._open_bracket_bare)
+        due = need_placeholder and opens and not state.pending and self._placeholder_due(state)
+        last = state.text[-1:]
+        if due and (last == "" or not last.isalnum() or self._placeholder_urgent(state)):
+            return _Plan("only", exit_token)
         close = seg.gate and not counts.bracket_open and not state.pending and self._sentences_short(state, missing)
-        return _Plan("free", exit_token, seg=state.seg, may_stop=may_stop, forced=forced, close=close)
+        return _Plan(
+            "free", exit_token, seg=state.seg, may_stop=may_stop, forced=forced, close=close, placeholder=due
+        )
+
+    def _placeholder_due(self, state: SteerState) -> bool:
+        """Whether an owed placeholder must open now (the exit is then ``[``).
+
+        Placeholders are paced over the token budget: the k-th is due once
+        k / (minimum + 1) of the budget is spent, so they spread through the
+        text instead of waiting for the model to stop (a model that never
+        stops would get at most one). A due placeholder opens at once after
+        whitespace or punctuation; after a letter the row may only finish its
+        word or open the placeholder as the next word (``_Plan.placeholder``).
+        When the budget left holds only the owed placeholders, one opens at
+        once, wherever the text is.
+        """
+        need = self.limits.min_placeholders
+        if need is None or self.max_new_tokens is None:
+            return False
+        have = state.counts.placeholders
+        if have >= need:
+            return False
+        usable = self.max_new_tokens - self._segments[state.seg].reserve_tokens - 2
+        return self._placeholder_urgent(state) or state.n_tokens >= usable * (have + 1) / (need + 1)
+
+    def _placeholder_urgent(self, state: SteerState) -> bool:
+        """Whether the budget left holds only the placeholders still owed."""
+        need = self.limits.min_placeholders
+        if need is None or self.max_new_tokens is None:
+            return False
+        usable = self.max_new_tokens - self._segments[state.seg].reserve_tokens - 2
+        return usable - state.n_tokens <= (need - state.counts.placeholders) * _PLACEHOLDER_TOKENS
 
     def _sentences_short(self, state: SteerState, missing_cites: int) -> bool:
         """Whether the token budget (or the words a maximum) left is too tight
@@ -582,6 +619,11 @@ class ConstraintSteering:
         if word_ends:
             allowed[word_ends] &= self._word_end
             fragments[word_ends] &= self._word_end
+        for r, p in enumerate(plans):
+            if p.placeholder:
+                # The next word is the placeholder: finish this word or open it.
+                allowed[r] &= self.tables.fragment
+                allowed[r, p.exit] = True
         for r, (s, p) in enumerate(zip(states, plans)):
             if not self._holds_text(s):
                 # A part's sentence holds a word before it ends (no "1." paragraph).
@@ -838,3 +880,4 @@ class _Plan:
     may_stop: bool = False
     forced: bool = False
     close: bool = False  # the current sentence must end (owed sentences, tight budget)
+    placeholder: bool = False  # a placeholder is due: the next word must be one

@@ -423,6 +423,20 @@ def test_placeholders_are_inserted_when_the_model_stops(tokenizer: Any) -> None:
     assert steering.unmet(state) == ()
 
 
+def test_placeholders_are_paced_when_the_model_never_stops_or_opens_one(tokenizer: Any) -> None:
+    """A model that avoids both EOS and brackets still gets every owed placeholder,
+    spread over the text rather than piled up where the budget ends."""
+    steering = compile_steering([c("placeholders", n=5)], tokenizer, prompt="x", max_new_tokens=160)
+    brackets = [t for t in range(steering.tables.size) if steering.tables.has_bracket[t]]
+    bias = {t: -30.0 for t in brackets} | {tokenizer.eos_token_id: -30.0}
+    for seed in range(3):
+        state = drive_with_bias(steering, 160, seed, bias)
+        spans = [m.start() for m in re.finditer(r"\[[^\]]+\]", state.text)]
+        assert len(spans) >= 5, state.text
+        assert spans[0] < len(state.text) / 2, state.text
+        assert steering.unmet(state) == (), state.text
+
+
 def test_dead_end_is_reported_not_hidden(tokenizer: Any) -> None:
     # Two required properties need a comma between them; no_comma forbids it.
     schema = {
