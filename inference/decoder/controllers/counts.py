@@ -217,6 +217,11 @@ class Limits:
                 torch.where(open_after, room.open, room.closed),
             )
             over = counts.sentences + ends + rest > self.max_sentences
+            if self.min_words is not None and counts.words + reserve.words < self.min_words:
+                # The last sentence the bound allows may not end (nor arm its
+                # end) before the word minimum is met: the answer ends with it.
+                closing = (ends > 0) | runs.armed[row]
+                over = over | (closing & (counts.sentences + ends + rest >= self.max_sentences))
             banned = over if banned is None else banned | over
         if self.max_letter is not None and self.letter is not None:
             row_counts = tables.char_counts(self.letter)

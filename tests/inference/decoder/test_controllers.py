@@ -408,6 +408,25 @@ def test_minimum_sentences_close_sentences_before_the_budget_runs_out(
         assert steering.unmet(state) == (), state.text
 
 
+def test_a_word_minimum_keeps_the_last_allowed_sentence_open(tokenizer: Any) -> None:
+    """With at most 2 sentences and at least 40 words, a model eager to end sentences
+    may end its second (last) one only once the 40 words are there."""
+    from reasoning.constraints.textstats import count_sentences
+
+    constraints = [
+        c("sentence_count", relation="less than", n=3),
+        c("word_count", relation="at least", n=40),
+    ]
+    steering = compile_steering(constraints, tokenizer, prompt="x", max_new_tokens=200)
+    tables = steering.tables
+    enders = [t for t in range(tables.size) if tables.sentence_ends[t] or tables.ends_terminal[t]]
+    for seed in range(3):
+        state = drive_with_bias(steering, 200, seed, {t: 8.0 for t in enders})
+        assert len(re.findall(r"\w+", state.text)) >= 40, state.text
+        assert count_sentences(state.text) <= 2, state.text
+        assert steering.unmet(state) == (), state.text
+
+
 def test_minimum_words_hold_back_the_end(tokenizer: Any) -> None:
     steering = compile_steering([c("word_count", relation="at least", n=30)], tokenizer, prompt="x", max_new_tokens=200)
     eos = tokenizer.eos_token_id
