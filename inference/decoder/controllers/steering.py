@@ -555,12 +555,10 @@ class ConstraintSteering:
         once, wherever the text is.
         """
         need = self.limits.min_placeholders
-        if need is None or self.max_new_tokens is None:
-            return False
         have = state.counts.placeholders
-        if have >= need:
+        if need is None or self.max_new_tokens is None or have >= need:
             return False
-        usable = self.max_new_tokens - self._segments[state.seg].reserve_tokens - 2
+        usable = self._placeholder_budget(state)
         return self._placeholder_urgent(state) or state.n_tokens >= usable * (have + 1) / (need + 1)
 
     def _placeholder_urgent(self, state: SteerState) -> bool:
@@ -568,8 +566,13 @@ class ConstraintSteering:
         need = self.limits.min_placeholders
         if need is None or self.max_new_tokens is None:
             return False
-        usable = self.max_new_tokens - self._segments[state.seg].reserve_tokens - 2
-        return usable - state.n_tokens <= (need - state.counts.placeholders) * _PLACEHOLDER_TOKENS
+        owed = need - state.counts.placeholders
+        return self._placeholder_budget(state) - state.n_tokens <= owed * _PLACEHOLDER_TOKENS
+
+    def _placeholder_budget(self, state: SteerState) -> int:
+        """The tokens placeholders are paced over: the budget less what later literals need."""
+        assert self.max_new_tokens is not None
+        return self.max_new_tokens - self._segments[state.seg].reserve_tokens - 2
 
     def _sentences_short(self, state: SteerState, missing_cites: int) -> bool:
         """Whether the token budget (or the words a maximum) left is too tight
@@ -619,12 +622,11 @@ class ConstraintSteering:
         if word_ends:
             allowed[word_ends] &= self._word_end
             fragments[word_ends] &= self._word_end
-        for r, p in enumerate(plans):
+        for r, (s, p) in enumerate(zip(states, plans)):
             if p.placeholder:
                 # The next word is the placeholder: finish this word or open it.
                 allowed[r] &= self.tables.fragment
                 allowed[r, p.exit] = True
-        for r, (s, p) in enumerate(zip(states, plans)):
             if not self._holds_text(s):
                 # A part's sentence holds a word before it ends (no "1." paragraph).
                 allowed[r] &= ~self._terminal
