@@ -109,6 +109,7 @@ class Runtime:
                 self.settings.model,
                 device=self.settings.device,
                 cache_root=self.settings.model_cache_dir,
+                packed=self.settings.packed_forward,
             )
             _warm_up(loaded)
         except TenetError as exc:

@@ -189,14 +189,20 @@ def load_model(
     device: str = "auto",
     cache_root: Path | None = None,
     use_cache: bool = True,
+    packed: bool = True,
 ) -> LoadedModel:
     """Load a model for inference, in eval mode, on the chosen device.
 
     For a GGUF model the safetensors cache under ``cache_root`` is used (and
     built on first use) unless ``use_cache`` is False. The identity's sha256
     is always that of the file the user named (the GGUF, not the cache).
+    With ``packed`` a float32 Llama-family model on the CPU is also packed
+    for the decoder's lean forward (``inference.decoder.packed_llama``);
+    other models, and every model with ``packed=False``, keep the library's.
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from inference.decoder.packed_llama import pack_model
 
     torch_device, dtype = resolve_device(device)
     source = resolve_model_source(reference)
@@ -215,6 +221,8 @@ def load_model(
         model: Any = AutoModelForCausalLM.from_pretrained(load_dir, **kwargs)
     model.to(torch_device)
     model.eval()
+    if packed:
+        pack_model(model)
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     identity = ModelIdentity(

@@ -6,6 +6,7 @@ from litestar import Controller, get
 
 from app.runtime import Runtime
 from app.schemas.models import ModelInfo, ModelList
+from inference.decoder.packed_llama import packed_forward
 
 __all__ = ["ModelsController"]
 
@@ -29,6 +30,7 @@ class ModelsController(Controller):
                     dtype=ident.dtype,
                     device=ident.device,
                     parameters=ident.parameters,
+                    forward="packed" if packed_forward(loaded.model) is not None else "library",
                 )
             ]
         )

@@ -18,6 +18,9 @@ class ModelInfo(msgspec.Struct, frozen=True, kw_only=True):
     dtype: str
     device: str
     parameters: int
+    #: ``packed``: decode steps run the lean CPU forward with oneDNN-packed
+    #: weights (``TENET_PACKED_FORWARD``); ``library``: the model's own forward.
+    forward: str
 
 
 class ModelList(msgspec.Struct, frozen=True, kw_only=True):

@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from inference.decoder.grouped_attention import GroupedCache
 from inference.decoder.kv import SlabCache, supports_slab_cache
+from inference.decoder.packed_llama import packed_forward
 from reasoning.errors import InvalidInput
 
 if TYPE_CHECKING:
@@ -45,13 +47,20 @@ class ModelRunner:
 
     Guarantees: inference mode, logits returned as float32 regardless of the
     model dtype (bfloat16 on CUDA), and every call counted in ``counters``.
+    A model packed for the lean CPU forward (``packed_llama.pack_model``)
+    runs through it unless ``packed`` is False.
     With a ``lane`` every model call goes through the process's
     :class:`~inference.decoder.microbatch.MicroBatcher`: one-token decode
     steps are merged with other decodes' steps, everything else runs alone.
     """
 
     def __init__(
-        self, model: Any, counters: ForwardCounters | None = None, lane: Lane | None = None
+        self,
+        model: Any,
+        counters: ForwardCounters | None = None,
+        lane: Lane | None = None,
+        *,
+        packed: bool = True,
     ) -> None:
         if not supports_slab_cache(model.config):
             raise InvalidInput(
@@ -67,6 +76,7 @@ class ModelRunner:
         self.keeps_logits = "logits_to_keep" in params
         self.counters = counters or ForwardCounters()
         self.lane = lane
+        self.packed = packed_forward(model) if packed else None
         self.num_layers = int(self.config.num_hidden_layers)
         self.kv_heads = int(
             getattr(self.config, "num_key_value_heads", self.config.num_attention_heads)
@@ -130,6 +140,8 @@ class ModelRunner:
         last_only: bool = True,
     ) -> torch.Tensor:
         """The bare model call, no accounting: logits ``[B, S, V]`` in the model's dtype."""
+        if self.packed is not None and isinstance(cache, (SlabCache, GroupedCache)):
+            return self.packed(input_ids, position_ids, attention_mask, cache, last_only=last_only)
         kwargs: dict[str, Any] = {
             "input_ids": input_ids,
             "position_ids": position_ids,

@@ -94,6 +94,8 @@ async def test_models_lists_the_loaded_identity(
     assert model["sha256"] == identity.sha256 and len(model["sha256"]) == 64
     assert (model["dtype"], model["device"]) == ("float32", "cpu")
     assert model["parameters"] == identity.parameters
+    # A float32 Llama model on the CPU decodes through the packed forward.
+    assert model["forward"] == ("packed" if identity.device == "cpu" else "library")
     assert (await model_client.get("/readyz")).status_code == 200
 
 
