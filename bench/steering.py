@@ -39,6 +39,7 @@ import torch
 from bench.extraction import label_params
 from bench.model_cache import add_cache_option, model_cache
 from inference.decoder.compile import compile_steering
+from inference.decoder.packed_llama import packed_forward
 from reasoning.constraints.catalog import IFEVAL_TO_KIND
 from reasoning.constraints.model import Constraint, Kind
 from reasoning.errors import ConflictError, LimitExceeded
@@ -236,9 +237,19 @@ def run_generate(
 
 
 def run_steered(
-    model: Any, tokenizer: Any, row: dict[str, Any], width: int, prune: bool = True
+    model: Any,
+    tokenizer: Any,
+    row: dict[str, Any],
+    width: int,
+    prune: bool = True,
+    packed: bool = True,
 ) -> dict[str, Any]:
-    """Our decode with the row's steering: answer, timings, shares, violations."""
+    """Our decode with the row's steering: answer, timings, shares, violations.
+
+    ``packed`` False decodes through the model's library forward even when
+    the model is packed for the lean CPU forward (the comparison of the
+    search alone with ``generate``, which always runs the library forward).
+    """
     from inference.decoder.decode import DecodeOptions, decode
     from inference.prompting import plan_prompt
 
@@ -259,7 +270,9 @@ def run_steered(
         tokenizer,
         plan,
         steering=steering,
-        options=DecodeOptions(width=width, max_new_tokens=budget, prune=prune),
+        options=DecodeOptions(
+            width=width, max_new_tokens=budget, prune=prune, packed_forward=packed
+        ),
         constraints=constraints,
         request_text=row["prompt"],
     )
@@ -294,7 +307,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--limit", type=int, default=None, help="decode at most N selected prompts")
     parser.add_argument(
-        "--skip", type=int, default=0, help="leave out the first N selected prompts (continue a run)"
+        "--skip",
+        type=int,
+        default=0,
+        help="leave out the first N selected prompts (continue a run)",
     )
     parser.add_argument(
         "--width", type=int, default=4, help="beam width of our decode and of generate(num_beams)"
@@ -336,6 +352,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.limit is not None:
         chosen = chosen[: args.limit]
     evaluate = _prepare_judge()
+    forward = "packed" if packed_forward(model) is not None else "library"
 
     steered_ok: list[list[bool]] = []
     plain_ok: list[list[bool]] = []
@@ -353,6 +370,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         ours_t, gen_t = [p[0] for p in pairs], [p[1] for p in pairs]
         tp_ours = _ratio(sum(t.positions for t in ours_t), sum(t.seconds for t in ours_t))
         tp_gen = _ratio(sum(t.positions for t in gen_t), sum(t.seconds for t in gen_t))
+        library_t = [r["library_timed"] for r in chosen if "library_timed" in r]
+        tp_library = _ratio(sum(t.positions for t in library_t), sum(t.seconds for t in library_t))
         step_ours = _ratio(
             sum(t.positions - 1 for t in ours_t), sum(t.seconds - t.prefill_s for t in ours_t)
         )
@@ -393,11 +412,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             "tokens_per_s_ours": tp_ours,
             "tokens_per_s_generate": tp_gen,
             "throughput_ratio": _ratio(tp_ours, tp_gen),
+            "forward": forward,
+            "tokens_per_s_ours_library_forward": tp_library if library_t else None,
+            "throughput_ratio_library_forward": _ratio(tp_library, tp_gen) if library_t else None,
             "after_prefill_ratio": _ratio(step_ours, step_gen),
             "throughput_note": f"our decode (width {args.width}, steered, pruning as configured) vs "
             f"generate(num_beams={args.width}) on the first {len(pairs)} prompts: decided token positions "
             "per second of the whole call (prefill, decode, our checks and final verification included); "
-            "after_prefill_ratio compares the same calls from the end of their prefill on",
+            "after_prefill_ratio compares the same calls from the end of their prefill on; "
+            "forward: packed when our decode steps run the lean CPU forward with oneDNN-packed "
+            "weights (generate always runs the library forward), and then "
+            "throughput_ratio_library_forward is our search on the library forward, as generate",
             "constraint_check_share": _ratio(check_s, decode_s),
             "forward_share": _ratio(forward_s, decode_s),
             "counterfactual_flops_share": round(sum(cf_shares) / len(cf_shares), 4)
@@ -436,6 +461,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 model, tokenizer, row["prompt"], row["budget"], beams=args.width
             )
             row["throughput_pair"] = (steered["timed"], timed)
+            if forward == "packed":
+                library = run_steered(model, tokenizer, row, args.width, args.prune, packed=False)
+                row["library_timed"] = library["timed"]
         print(
             f"[{index + 1}/{len(chosen)}] key={row['key']} steered={sum(s_ok)}/{len(s_ok)} "
             f"plain={sum(p_ok)}/{len(p_ok)} failed={failed} pruned={steered['pruned']} "

@@ -1,7 +1,7 @@
 """Decode throughput: our beam search against ``model.generate(num_beams=k)``.
 
 ``python -m bench.throughput [--quick] [--limit N] [--width K] [--new-tokens T]
-[--device auto|cpu|cuda] [--widths 1,4,16] [--threads N]``
+[--device auto|cpu|cuda] [--widths 1,4,16] [--threads N] [--library-forward]``
 
 Prompts: every k-th row of ``../shared/data/ifeval/input_data.jsonl`` (a fixed,
 evenly spaced sample, no hand-picking), each wrapped by our prompt builder
@@ -179,11 +179,16 @@ def _ours(
     request: str,
     counterfactual: bool,
     device: torch.device,
+    packed: bool = True,
 ) -> tuple[int, float, Any]:
     from inference.decoder.decode import DecodeOptions, decode
 
     options = DecodeOptions(
-        width=width, max_new_tokens=new, min_new_tokens=new, counterfactual_checks=counterfactual
+        width=width,
+        max_new_tokens=new,
+        min_new_tokens=new,
+        counterfactual_checks=counterfactual,
+        packed_forward=packed,
     )
     if device.type == "cuda":
         torch.cuda.synchronize()
@@ -219,12 +224,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--widths", default="", help="also report our tokens/s at these widths, e.g. 1,4,16"
     )
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument(
+        "--library-forward",
+        action="store_true",
+        help="decode ours through the model's library forward, as generate, not the packed one",
+    )
     parser.add_argument("--data", type=Path, default=DATA, help="IFEval input_data.jsonl")
     add_cache_option(parser)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
 
+    from inference.decoder.packed_llama import packed_forward
     from inference.loader import load_model
     from inference.prompting import plan_prompt
 
@@ -234,7 +245,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     prompts = _prompts(args.limit or (3 if args.quick else 12), args.data)
     pad = int(tok.pad_token_id)
     warm = plan_prompt(tok, "Say hello.")
-    _ours(model, tok, warm, None, [], args.width, 4, "", False, lm.device)
+    packed = not args.library_forward
+    forward = "packed" if packed and packed_forward(model) is not None else "library"
+    _ours(model, tok, warm, None, [], args.width, 4, "", False, lm.device, packed)
     _generate(model, warm.branch_ids(0), args.width, 4, pad, lm.device)
 
     ours_tok = ours_s = gen_tok = gen_s = decode_s = check_s = forward_s = 0.0
@@ -255,6 +268,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             item["prompt"],
             False,
             lm.device,
+            packed,
         )
         n_gen, t_gen = _generate(model, plan.branch_ids(0), args.width, new, pad, lm.device)
         ours_tok, ours_s, gen_tok, gen_s = (
@@ -279,7 +293,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     aml = plan_prompt(tok, AML_REQUEST, [], aml_views())
     _, t_aml, aml_result = _ours(
-        model, tok, aml, None, [], args.width, new, AML_REQUEST, True, lm.device
+        model, tok, aml, None, [], args.width, new, AML_REQUEST, True, lm.device, packed
     )
     for key in flops:
         flops[key] += aml_result.flops.get(key, 0.0)
@@ -292,7 +306,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     widths = {}
     for width in [int(w) for w in args.widths.split(",") if w.strip()]:
         plan = plan_prompt(tok, prompts[0]["prompt"])
-        n, t, _ = _ours(model, tok, plan, None, [], width, new, "", False, lm.device)
+        n, t, _ = _ours(model, tok, plan, None, [], width, new, "", False, lm.device, packed)
         widths[str(width)] = round(n / t, 2)
 
     tps_ours = ours_tok / ours_s if ours_s else 0.0
@@ -301,6 +315,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = {
         "device": str(lm.device),
         "dtype": lm.identity.dtype,
+        "forward": forward,
         "threads": args.threads,
         "width": args.width,
         "new_tokens": new,
@@ -319,7 +334,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "per_prompt": per_prompt,
         "note": "tokens/s: new tokens of the returned sequence per wall second incl. prefill, same prompt ids, "
         "exactly new_tokens each (EOS masked in both); ours includes steering where compile_steering "
-        "accepts the prompt's IFEval constraints.",
+        "accepts the prompt's IFEval constraints. forward: packed when ours runs the lean CPU forward with "
+        "oneDNN-packed weights (generate always runs the library forward; --library-forward compares "
+        "the search alone).",
     }
     print(json.dumps(report))
     return 0

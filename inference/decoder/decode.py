@@ -80,6 +80,9 @@ class DecodeOptions:
     entropy_bound: float = 0.85
     contrast_margin: float = 0.5
     counterfactual_flops_share: float = 0.05
+    #: False: the model's library forward even when it is packed for the lean
+    #: CPU forward (``packed_llama``); for comparisons, as the benchmarks make.
+    packed_forward: bool = True
 
     def __post_init__(self) -> None:
         if not 1 <= self.width <= 64:
@@ -227,7 +230,7 @@ def decode(
     """
     with batcher.lane() if batcher is not None else nullcontext() as lane:
         return _decode(
-            ModelRunner(model, lane=lane), tokenizer, plan, steering=steering, options=options,
+            ModelRunner(model, lane=lane, packed=options.packed_forward), tokenizer, plan, steering=steering, options=options,
             constraints=constraints, premises=premises, lexicon=lexicon,
             request_text=request_text, prefix_cache=prefix_cache, tenant=tenant,
             model_id=model_id, verify=verify, on_step=on_step,

@@ -36,7 +36,9 @@ def test_ifeval_kwargs_become_constraint_params() -> None:
 
 
 def test_constrained_response_gets_ifeval_options() -> None:
-    row = next(r for r in ROWS if r["instruction_id_list"] == ["detectable_format:constrained_response"])
+    row = next(
+        r for r in ROWS if r["instruction_id_list"] == ["detectable_format:constrained_response"]
+    )
     constraints = ifeval_constraints(row)
     assert constraints is not None
     assert "My answer is yes." in constraints[0].params["options"]
@@ -91,7 +93,23 @@ def test_quick_run_prints_one_json_object(
     for key in ("steered", "unsteered"):
         assert set(report[key]) >= {"instruction_strict", "prompt_strict", "n_prompts"}
         assert report[key]["n_prompts"] == 1
-    for key in ("hard_violations", "tokens_per_s_ours", "tokens_per_s_generate", "throughput_ratio",
-                "constraint_check_share", "counterfactual_flops_share", "judge_notes", "selection_rule"):
+    for key in (
+        "hard_violations",
+        "tokens_per_s_ours",
+        "tokens_per_s_generate",
+        "throughput_ratio",
+        "constraint_check_share",
+        "counterfactual_flops_share",
+        "judge_notes",
+        "selection_rule",
+    ):
         assert key in report
     assert 0.0 < report["forward_share"] < 1.0
+    # On the packed forward the search alone is also timed, on the library forward as generate.
+    if report["forward"] == "packed":
+        assert report["tokens_per_s_ours_library_forward"] > 0
+        assert report["throughput_ratio_library_forward"] == pytest.approx(
+            report["tokens_per_s_ours_library_forward"] / report["tokens_per_s_generate"], rel=2e-2
+        )
+    else:
+        assert report["throughput_ratio_library_forward"] is None

@@ -24,3 +24,14 @@ def test_a_tiny_run_prints_its_figures(capsys: Any) -> None:
     assert 0.0 < report["forward_share"] < 1.0
     assert 0.0 <= report["constraint_check_share"] < 1.0
     assert set(report["tokens_per_s_by_width"]) == {"1", "2"}
+    # The bundled model in float32 on the CPU decodes through the packed forward.
+    assert report["forward"] == ("packed" if report["device"] == "cpu" else "library")
+
+
+@pytest.mark.model
+def test_the_library_forward_option_runs_ours_as_generate_does(capsys: Any) -> None:
+    threads = str(torch.get_num_threads())
+    args = ["--limit", "1", "--new-tokens", "3", "--threads", threads, "--library-forward"]
+    assert main(args) == 0
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert report["forward"] == "library" and report["tokens_per_s_ours"] > 0
