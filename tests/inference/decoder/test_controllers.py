@@ -15,6 +15,7 @@ from inference.decoder.controllers.charset import split_utf8
 from inference.decoder.controllers.counts import Counts, count_text
 from inference.decoder.vocab import vocab_tables
 from reasoning.constraints.model import Constraint, Kind, Scope
+from reasoning.constraints.verifiers import verify as verify_constraint
 
 # The stand-in "model" below emits seeded random logits: the tokenizer, the
 # vocabulary tables and the controllers are the real ones. It prefers nothing
@@ -454,6 +455,25 @@ def test_placeholders_are_paced_when_the_model_never_stops_or_opens_one(tokenize
         assert len(spans) >= 5, state.text
         assert spans[0] < len(state.text) / 2, state.text
         assert steering.unmet(state) == (), state.text
+
+
+@pytest.mark.parametrize(("owed", "limit", "budget"), [(4, 25, 120), (3, 12, 80), (2, 8, 60)])
+def test_paced_placeholders_never_break_a_tight_word_maximum(
+    tokenizer: Any, owed: int, limit: int, budget: int
+) -> None:
+    """A due placeholder opens a bracket, and a placeholder is a word: under a word maximum
+    that leaves little room the placeholders still fit, whether the model avoids brackets
+    and the end or wants to stop early."""
+    constraints = [c("placeholders", n=owed), c("word_count", relation="less than", n=limit)]
+    steering = compile_steering(constraints, tokenizer, prompt="x", max_new_tokens=budget)
+    brackets = [t for t in range(steering.tables.size) if steering.tables.has_bracket[t]]
+    avoid = {t: -30.0 for t in brackets} | {tokenizer.eos_token_id: -30.0}
+    for bias in (avoid, {tokenizer.eos_token_id: 5.0}):
+        for seed in range(3):
+            state = drive_with_bias(steering, budget, seed, bias)
+            verdicts = [verify_constraint(k, state.text) for k in constraints]
+            assert all(v.satisfied for v in verdicts), (state.text, verdicts)
+            assert steering.unmet(state) == (), state.text
 
 
 def test_dead_end_is_reported_not_hidden(tokenizer: Any) -> None:
