@@ -68,6 +68,7 @@ _CITATION_TOKENS = 5  # budget kept for one forced citation (" [", "E", digits, 
 _CITING_ROLES = ("body", "postscript")
 _TOKENS_PER_SENTENCE = 6  # below this many budget tokens per missing sentence, close the current one
 _WORDS_PER_SENTENCE = 3  # likewise for the words a maximum leaves
+_WORD_PACE_SLACK = 3  # budget tokens kept beyond one per owed word (a closing period, an end)
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +164,9 @@ class ConstraintSteering:
         self._word_end: torch.Tensor = tables.cached("word-end", lambda: _word_end(tables))
         self._ends_sentence: torch.Tensor = tables.cached("ends-sentence", lambda: _ends_sentence(tables))
         self._terminal: torch.Tensor = tables.cached("terminal", lambda: _terminal(tables))
+        # Tokens that add a word (IFEval's \w+ runs): fresh, and after a word character.
+        self._adds_word = tables.word_runs >= 1
+        self._adds_word_after_word = (tables.word_runs - tables.starts_wordchar.to(torch.int32)) >= 1
         self._open_bracket = self._bracket_token(" [")
         self._open_bracket_bare = self._bracket_token("[")
         self._close_bracket = self._bracket_token("]")
@@ -538,9 +542,35 @@ class ConstraintSteering:
         if due and (last == "" or not last.isalnum() or self._placeholder_urgent(state)):
             return _Plan("only", exit_token)
         close = seg.gate and not counts.bracket_open and not state.pending and self._sentences_short(state, missing)
+        words = seg.gate and not state.pending and self._words_short(state)
         return _Plan(
-            "free", exit_token, seg=state.seg, may_stop=may_stop, forced=forced, close=close, placeholder=due
+            "free",
+            exit_token,
+            seg=state.seg,
+            may_stop=may_stop,
+            forced=forced,
+            close=close,
+            placeholder=due,
+            words=words,
         )
+
+    def _words_short(self, state: SteerState) -> bool:
+        """Whether the word minimum needs a new word from (nearly) every token the budget has left.
+
+        A model that spends its tokens on markup, numbers or long words can
+        reach the end of the budget short of the minimum; from this point on
+        every token must add a word (``_Plan.words``), so the minimum is met
+        whenever one word per token can still meet it.
+        """
+        need = self.limits.min_words
+        if need is None or self.max_new_tokens is None:
+            return False
+        owed = need - state.counts.words - self._reserve(state).words
+        if owed <= 0:
+            return False
+        comp = self._segments[state.seg]
+        left = self.max_new_tokens - state.n_tokens - comp.reserve_tokens - _CITATION_TOKENS * self._cite_owed(state)
+        return owed >= left - _WORD_PACE_SLACK
 
     def _placeholder_due(self, state: SteerState) -> bool:
         """Whether an owed placeholder must open now (the exit is then ``[``).
@@ -630,6 +660,12 @@ class ConstraintSteering:
             if not self._holds_text(s):
                 # A part's sentence holds a word before it ends (no "1." paragraph).
                 allowed[r] &= ~self._terminal
+            if p.words:
+                # The word minimum is behind the budget: every token adds a word, if any can.
+                adding = allowed[r] & (self._adds_word_after_word if s.counts.in_word else self._adds_word)
+                if bool(adding.any()):
+                    allowed[r] = adding
+                    fragments[r] = False
             if p.close:
                 # Only tokens that end the sentence; unless none of them is allowed.
                 armed = s.counts.firm_run == "armed"
@@ -883,3 +919,4 @@ class _Plan:
     forced: bool = False
     close: bool = False  # the current sentence must end (owed sentences, tight budget)
     placeholder: bool = False  # a placeholder is due: the next word must be one
+    words: bool = False  # the word minimum is behind the budget: every token must add a word

@@ -436,6 +436,25 @@ def test_minimum_words_hold_back_the_end(tokenizer: Any) -> None:
     assert len(re.findall(r"\w+", state.text)) >= 30
 
 
+@pytest.mark.parametrize("need", [30, 60])
+def test_a_word_minimum_is_met_by_a_model_that_spends_its_budget_on_no_words(
+    tokenizer: Any, need: int
+) -> None:
+    """A model that prefers punctuation, markup and newlines to words would end the budget
+    short of the minimum; once the minimum needs a word from nearly every token left,
+    every token adds one."""
+    budget = need + need // 2
+    steering = compile_steering(
+        [c("word_count", relation="at least", n=need)], tokenizer, prompt="x", max_new_tokens=budget
+    )
+    wordless = (steering.tables.word_runs == 0) & ~steering.tables.special
+    bias = {int(t): 6.0 for t in torch.nonzero(wordless).flatten()}
+    for seed in range(3):
+        state = drive_with_bias(steering, budget, seed, bias)
+        assert len(re.findall(r"\w+", state.text)) >= need, state.text
+        assert steering.unmet(state) == (), state.text
+
+
 def test_placeholders_are_inserted_when_the_model_stops(tokenizer: Any) -> None:
     steering = compile_steering([c("placeholders", n=2)], tokenizer, prompt="x", max_new_tokens=120)
     state = drive_with_bias(steering, 120, 2, {tokenizer.eos_token_id: 12.0})
