@@ -11,7 +11,10 @@ from litestar import Litestar
 from litestar.testing import AsyncTestClient
 
 from app.factory import create_app
+from app.runtime import Runtime
 from app.settings import Settings
+from inference.decoder.packed_llama import packed_forward
+from inference.decoder.runner import ModelRunner
 
 Client = AsyncTestClient[Litestar]
 Problem = Callable[[Any, int], dict[str, Any]]
@@ -97,6 +100,17 @@ async def test_models_lists_the_loaded_identity(
     # A float32 Llama model on the CPU decodes through the packed forward.
     assert model["forward"] == ("packed" if identity.device == "cpu" else "library")
     assert (await model_client.get("/readyz")).status_code == 200
+
+
+@pytest.mark.model
+async def test_the_packed_forward_can_be_switched_off(settings: Settings) -> None:
+    runtime = Runtime(replace(settings, packed_forward=False, load_model=True))
+    try:
+        loaded = runtime.load_model_now()
+        assert packed_forward(loaded.model) is None
+        assert ModelRunner(loaded.model).packed is None
+    finally:
+        await runtime.close()
 
 
 async def test_metrics_expose_request_latency_by_route(
