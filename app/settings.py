@@ -57,7 +57,7 @@ SETTINGS_DOC: tuple[tuple[str, str, str], ...] = (
     (
         "TENET_PACKED_FORWARD",
         "true",
-        "On the CPU, decode a float32 Llama-family model through the lean forward with oneDNN-packed weights (about 2x faster decode steps; one more copy of the weights in memory). false: the library's forward.",
+        "On the CPU, decode a float32 Llama-family model through the lean forward with oneDNN-packed weights (decode steps up to 2x faster; one more copy of the weights in memory). false: the library's forward.",
     ),
     (
         "TENET_MAX_BODY_BYTES",

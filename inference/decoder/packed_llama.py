@@ -6,8 +6,10 @@ float32 ``linear`` goes through MKL's sgemm, which on the AMD processors we
 run on reaches a fraction of the memory bandwidth; oneDNN with the weight
 reordered once into its blocked layout does the same product two to three
 times faster (measured on a 2-core AMD EPYC: the 49152 x 576 LM head at 4
-rows takes 37 ms through MKL, 11 ms packed). The decode step is almost all
-weight products, so the step gets that much faster.
+rows takes 37 ms through MKL, 11 ms packed on 2 threads, 22 ms on one). A
+decode step is mostly weight products: at width 4 it ran 1.9-2.1x faster
+than the library forward on 2 threads, and 1.1-1.25x on one thread, where
+reading the weights from memory bounds both.
 
 The forward is the Llama computation written out once (embedding, per layer
 RMSNorm, fused q/k/v projection, rotary embedding, attention over the slab,
