@@ -35,6 +35,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import functools
 import threading
 import weakref
 from collections.abc import Sequence
@@ -95,10 +96,25 @@ class _Layer:
     down_bias: torch.Tensor | None
 
 
+@functools.cache
+def _onednn_packs() -> bool:
+    """Whether this PyTorch build packs and multiplies a weight through oneDNN correctly."""
+    if not torch.backends.mkldnn.is_available():  # type: ignore[no-untyped-call]
+        return False
+    gen = torch.Generator().manual_seed(0)
+    weight, x = torch.randn(24, 16, generator=gen), torch.randn(3, 16, generator=gen)
+    try:
+        with torch.no_grad():
+            out = _linear(x, _pack(weight), None)
+    except RuntimeError:
+        return False
+    return bool(torch.allclose(out, F.linear(x, weight), atol=1e-4, rtol=1e-4))
+
+
 def unsupported_reason(model: Any) -> str | None:
     """Why ``model`` cannot take the packed forward, or None when it can."""
-    if not torch.backends.mkldnn.is_available():  # type: ignore[no-untyped-call]
-        return "this PyTorch build has no oneDNN"
+    if not _onednn_packs():
+        return "this PyTorch build cannot pack weights for oneDNN"
     params = list(model.parameters())
     if not params or any(p.device.type != "cpu" or p.dtype != torch.float32 for p in params):
         return "only float32 models on the CPU are packed"

@@ -19,7 +19,12 @@ from transformers import (
 from inference.decoder.batch import BatchState, prefill_branches, prefill_prefix
 from inference.decoder.beam import decode_step
 from inference.decoder.grouped_attention import GroupedCache, use_grouped_attention
-from inference.decoder.packed_llama import pack_model, packed_forward, unsupported_reason
+from inference.decoder.packed_llama import (
+    _onednn_packs,
+    pack_model,
+    packed_forward,
+    unsupported_reason,
+)
 from inference.decoder.runner import ModelRunner
 from inference.loader import LoadedModel
 
@@ -163,3 +168,18 @@ def test_other_models_keep_the_library_forward() -> None:
         MistralConfig(**_SMALL, num_attention_heads=4, num_key_value_heads=2, sliding_window=16)
     )
     assert unsupported_reason(windowed) is not None and pack_model(windowed) is None
+
+
+def test_a_build_whose_onednn_cannot_pack_keeps_the_library_forward(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    model = _tiny(LlamaConfig(**_SMALL, num_attention_heads=4, num_key_value_heads=2))
+    monkeypatch.setattr(torch.backends.mkldnn, "is_available", lambda: False)
+    _onednn_packs.cache_clear()
+    try:
+        assert "cannot pack" in (unsupported_reason(model) or "")
+        assert pack_model(model) is None and ModelRunner(model).packed is None
+    finally:
+        monkeypatch.undo()
+        _onednn_packs.cache_clear()
+    assert unsupported_reason(model) is None
