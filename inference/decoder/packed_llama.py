@@ -15,7 +15,7 @@ The forward is the Llama computation written out once (embedding, per layer
 RMSNorm, fused q/k/v projection, rotary embedding, attention over the slab,
 output projection, RMSNorm, fused gate/up projection, SiLU, down projection,
 final norm, LM head), with the model's own embedding, rotary and norm
-modules. It accepts a :class:`~inference.decoder.kv.SlabCache` (one decode)
+modules and the library's ``apply_rotary_pos_emb``. It accepts a :class:`~inference.decoder.kv.SlabCache` (one decode)
 or a :class:`~inference.decoder.grouped_attention.GroupedCache` (a merged
 micro-batch step), exactly as the library forward does.
 
@@ -44,6 +44,7 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
+from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 
 from inference.decoder.grouped_attention import GroupedCache
 from inference.decoder.kv import SlabCache, supports_slab_cache
@@ -199,14 +200,17 @@ class PackedLlama:
         groups = self._groups(attention_mask, cache, rows, new)
         h = self.embed(input_ids)  # [B, S, hidden]
         cos, sin = self.rotary(h, position_ids)  # [B, S, D]
-        cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)  # [B, 1, S, D]
         q_size, kv_size = self.heads * self.head_dim, self.kv_heads * self.head_dim
         for index, layer in enumerate(self.layers):
             x = F.rms_norm(h, (self.hidden,), layer.input_norm, layer.eps)
             qkv = _linear(x, layer.qkv, layer.qkv_bias)
             q, k, v = torch.split(qkv, [q_size, kv_size, kv_size], dim=-1)
-            q = _rotate(q.view(rows, new, self.heads, self.head_dim).transpose(1, 2), cos, sin)
-            k = _rotate(k.view(rows, new, self.kv_heads, self.head_dim).transpose(1, 2), cos, sin)
+            q, k = apply_rotary_pos_emb(
+                q.view(rows, new, self.heads, self.head_dim).transpose(1, 2),
+                k.view(rows, new, self.kv_heads, self.head_dim).transpose(1, 2),
+                cos,
+                sin,
+            )
             v = v.view(rows, new, self.kv_heads, self.head_dim).transpose(1, 2)
             attended = self._attend(index, q, k, v, groups)  # [B, H, S, D]
             h = h + _linear(
@@ -261,13 +265,6 @@ class PackedLlama:
         # query (whose own column is masked) attends to something and stays finite.
         mask = (padding & (col <= query)) | (col == query)  # [B, 1, S, C]
         return [(cache, mask, 0, rows)]
-
-
-def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Rotary position embedding, Llama's half-split convention: ``x [B, H, S, D]``."""
-    half = x.shape[-1] // 2
-    rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
-    return x * cos + rotated * sin
 
 
 def pack_model(model: Any) -> PackedLlama | None:
