@@ -6,7 +6,8 @@ formal segments, counted bounds and forbidden words. It also says which
 constraints it *controls* (their violation is impossible within the token
 budget), which it only *assists* (a bias, a script mask for a language that
 shares its script with others) and which it leaves to the prompt
-(``uncontrolled``: keyword presence, capital-word counts, evidence rules).
+(``uncontrolled``: capital-word counts, evidence rules, a keyword minimum
+in a formal answer).
 
 Contradictions that no decode can satisfy are refused before decoding with
 ``ConflictError`` (``extra["constraint_ids"]`` names them), e.g. all-lowercase
@@ -28,12 +29,13 @@ import torch
 
 from inference.decoder.controllers.charset import CharPolicy
 from inference.decoder.controllers.citing import Citations
-from inference.decoder.controllers.counts import Limits
+from inference.decoder.controllers.counts import Limits, count_text
+from inference.decoder.controllers.keywords import UNWRITABLE, Keyword, Keywords
 from inference.decoder.controllers.lexical import ForbiddenWords
 from inference.decoder.controllers.sentences import sentence_floor
 from inference.decoder.controllers.steering import ConstraintSteering
 from inference.decoder.controllers.template import Body, Layout, Literal, build_layout
-from inference.decoder.vocab import vocab_tables
+from inference.decoder.vocab import VocabTables, vocab_tables
 from reasoning.constraints.catalog import CATALOG
 from reasoning.constraints.model import Constraint, Hardness, Kind, Relation, Scope
 from reasoning.errors import ConflictError, InvalidInput, LimitExceeded
@@ -134,6 +136,7 @@ def compile_steering(
     layout, literal_sources = _layout(hard, prompt, policy, controlled, uncontrolled)
     limits = _identifiable(limits, policy, layout, max_new_tokens)
     citations = _citations(constraints, evidence_ids, layout, policy, policy_sources, controlled, uncontrolled)
+    keywords = _keywords(hard, layout, policy, policy_sources, limits, forbidden, controlled)
 
     for c in hard:
         if c.id not in controlled and c.id not in assisted:
@@ -142,6 +145,8 @@ def compile_steering(
     _check_literals(layout, policy, policy_sources, literal_sources)
     _check_forbidden_literals(layout, forbidden, hard, literal_sources)
     _check_limits(limits, hard, max_new_tokens)
+    if keywords is not None:
+        _check_keywords(keywords, layout, limits, hard, tables, max_new_tokens)
     _check_sentences(layout, limits, hard)
     if policy.active and not bool((policy.allowed_mask(tables) & tables.has_letter).any()):
         raise _conflict("the character constraints leave no token with letters", *policy_sources)
@@ -154,6 +159,7 @@ def compile_steering(
         limits=limits,
         forbidden=forbidden,
         citations=citations,
+        keywords=keywords,
         max_new_tokens=max_new_tokens,
         controlled=frozenset(controlled),
         assisted=frozenset(assisted),
@@ -464,6 +470,115 @@ def _citations(
         controlled.add(c.id)
         uncontrolled.discard(c.id)
     return citations
+
+
+def _keywords(
+    constraints: list[Constraint],
+    layout: Layout,
+    policy: CharPolicy,
+    policy_sources: list[Constraint],
+    limits: Limits,
+    forbidden: ForbiddenWords | None,
+    controlled: set[str],
+) -> Keywords | None:
+    """The keyword controller of the hard ``keywords_present`` and ``keyword_frequency``
+    constraints (see ``controllers.keywords``).
+
+    Counting ignores case, so a keyword is inserted folded to the answer's
+    case policy. Bounds on one keyword (compared case-insensitively) merge. A
+    minimum needs running text to be inserted into, so in a formal answer
+    (JSON, a regex, fixed options) it is left to the prompt, as is a keyword
+    that holds layout characters (``*``, brackets, ``<``, ``>``, newlines).
+    Conflicts: a keyword the no-comma rule forbids or that holds a forbidden
+    word while it is required, and a minimum above a maximum.
+    """
+    merged: dict[str, Keyword] = {}
+    for c in constraints:
+        bounds: list[tuple[str, int, int | None]]
+        if c.kind == Kind.KEYWORDS_PRESENT:
+            bounds = [(str(w).strip(), 1, None) for w in c.params.get("keywords", []) if str(w).strip()]
+        elif c.kind == Kind.KEYWORD_FREQUENCY:
+            word = str(c.params.get("keyword", "")).strip()
+            lo, hi = _bounds(c.params)
+            bounds = [(word, lo or 0, hi)] if word else []
+        else:
+            continue
+        writable = all(not (set(w) & UNWRITABLE) for w, _, _ in bounds)
+        if not bounds or not writable or (layout.body.kind == "formal" and any(lo for _, lo, _ in bounds)):
+            continue
+        for word, lo, hi in bounds:
+            text = word.lower() if policy.case == "lower" else word.upper() if policy.case == "upper" else word
+            old = merged.get(text.casefold())
+            if old is not None:
+                lo, hi = max(lo, old.at_least), _tighter(old.at_most, hi, min)
+                text = old.text
+            merged[text.casefold()] = Keyword(
+                text, at_least=lo, at_most=hi, sources=(old.sources if old else ()) + (c.id,)
+            )
+        controlled.add(c.id)
+    if not merged:
+        return None
+    case_policy = CharPolicy(no_comma=policy.no_comma, case=policy.case)
+    for k in merged.values():
+        involved = [c for c in constraints if c.id in k.sources]
+        if k.at_most is not None and k.at_least > k.at_most:
+            raise _conflict(f"the keyword {k.text!r} is required {k.at_least} times but allowed {k.at_most}", *involved)
+        if k.at_least and not case_policy.ok_text(k.text):
+            culprits = [c for c in policy_sources if c.kind != Kind.RESPONSE_LANGUAGE]
+            raise _conflict(f"the required keyword {k.text!r} breaks a character constraint", *culprits, *involved)
+        if k.at_least and forbidden is not None and forbidden.violated(k.text):
+            banned = [c for c in constraints if c.kind == Kind.FORBIDDEN_WORDS]
+            raise _conflict(f"the required keyword {k.text!r} contains a forbidden word", *banned, *involved)
+    return Keywords(tuple(merged.values()))
+
+
+def _check_keywords(
+    keywords: Keywords,
+    layout: Layout,
+    limits: Limits,
+    constraints: list[Constraint],
+    tables: VocabTables,
+    max_new_tokens: int | None,
+) -> None:
+    """Refuse keyword minimums that the other bounds leave no room for: a
+    required keyword that itself holds a capped one too often (with the
+    layout's literals), more words or letters than a maximum allows, more
+    tokens than the budget."""
+    literal_text = [s.text for s in build_layout(layout) if isinstance(s, Literal)]
+    by_id = {c.id: c for c in constraints}
+    for capped in keywords.items:
+        if capped.at_most is None:
+            continue
+        forced = sum(capped.count(t) for t in literal_text)
+        forced += sum(k.at_least * capped.count(k.text) for k in keywords.items if k is not capped)
+        if forced > capped.at_most:
+            involved = {s: by_id[s] for k in keywords.items if k is capped or capped.count(k.text) for s in k.sources}
+            raise _conflict(
+                f"the required text holds {capped.text!r} {forced} times, more than the {capped.at_most} allowed",
+                *involved.values(),
+            )
+    required = [k for k in keywords.items if k.at_least]
+    sources = [by_id[s] for k in required for s in k.sources]
+    words = sum(k.at_least * count_text(" " + k.text).units for k in required)
+    if limits.max_words is not None and words > limits.max_words:
+        raise _conflict(
+            f"the required keywords alone are {words} words, more than the {limits.max_words} allowed",
+            *[c for c in constraints if c.kind == Kind.WORD_COUNT], *sources,
+        )
+    if limits.max_letter is not None and limits.letter is not None:
+        letters = sum(k.at_least * k.text.lower().count(limits.letter) for k in required)
+        if letters > limits.max_letter:
+            raise _conflict(
+                f"the required keywords hold the letter {limits.letter!r} {letters} times,"
+                f" more than the {limits.max_letter} allowed",
+                *[c for c in constraints if c.kind == Kind.LETTER_FREQUENCY], *sources,
+            )
+    tokens = sum(k.at_least * len(tables.encode(" " + k.text)) for k in required)
+    if max_new_tokens is not None and required and tokens > max_new_tokens:
+        raise LimitExceeded(
+            f"the required keywords need {tokens} tokens, more than the {max_new_tokens} new tokens allowed",
+            constraint_ids=[c.id for c in sources],
+        )
 
 
 def _check_literals(

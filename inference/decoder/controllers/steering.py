@@ -51,6 +51,7 @@ import torch
 from inference.decoder.controllers.charset import CharPolicy, split_utf8
 from inference.decoder.controllers.citing import Citations
 from inference.decoder.controllers.counts import Counts, Later, Limits, count_text, good_last_word
+from inference.decoder.controllers.keywords import Keywords
 from inference.decoder.controllers.lexical import ForbiddenWords
 from inference.decoder.controllers.sentences import SentenceRoom, sentence_plan
 from inference.decoder.controllers.template import Formal, Free, Literal, Segment
@@ -66,9 +67,12 @@ _PLACEHOLDER_TOKENS = _PLACEHOLDER_CAP + 2  # budget kept for one forced placeho
 _MIN_SEGMENT_TOKENS = 2
 _CITATION_TOKENS = 5  # budget kept for one forced citation (" [", "E", digits, "]")
 _CITING_ROLES = ("body", "postscript")
+_RUNNING_TEXT = ("body",)  # roles where an owed keyword is inserted when it is due
 _TOKENS_PER_SENTENCE = 6  # below this many budget tokens per missing sentence, close the current one
 _WORDS_PER_SENTENCE = 3  # likewise for the words a maximum leaves
 _WORD_PACE_SLACK = 3  # budget tokens kept beyond one per owed word (a closing period, an end)
+_KEYWORD_BONUS = 1.0  # log-probability added to the first token of an owed keyword
+_KEYWORD_COMMIT_CHARS = 3  # a chosen first token commits to its keyword once it spells this much of it
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +91,8 @@ class SteerState:
     counts: Counts = field(default_factory=Counts)
     cite: str | None = None  # inside a citation: the text after its "["
     cited: frozenset[str] = frozenset()
+    insert: tuple[int, ...] = ()  # the rest of a keyword being inserted: forced next
+    keyword_counts: tuple[int, ...] = ()  # each keyword's occurrences in ``text``
     matcher: Any = None
     finished: bool = False
     violations: tuple[str, ...] = ()
@@ -105,6 +111,7 @@ class _CompiledSegment:
     free_after: int = 0  # free segments after this one
     bodies_after: int = 0  # body free segments after this one
     sentences: SentenceRoom = field(default_factory=SentenceRoom)  # sentences later segments add at least
+    later_keywords: tuple[int, ...] = ()  # each keyword's occurrences in later literals
 
 
 class ConstraintSteering:
@@ -125,6 +132,7 @@ class ConstraintSteering:
         limits: Limits | None = None,
         forbidden: ForbiddenWords | None = None,
         citations: Citations | None = None,
+        keywords: Keywords | None = None,
         max_new_tokens: int | None = None,
         controlled: frozenset[str] = frozenset(),
         assisted: frozenset[str] = frozenset(),
@@ -135,6 +143,7 @@ class ConstraintSteering:
         self.limits = limits if limits is not None else Limits()
         self.forbidden = forbidden
         self.citations = citations
+        self.keywords = keywords
         self.max_new_tokens = max_new_tokens
         self.controlled = controlled
         self.assisted = assisted
@@ -167,6 +176,19 @@ class ConstraintSteering:
         # Tokens that add a word (IFEval's \w+ runs): fresh, and after a word character.
         self._adds_word = tables.word_runs >= 1
         self._adds_word_after_word = (tables.word_runs - tables.starts_wordchar.to(torch.int32)) >= 1
+        self._keyword_tokens = self._compile_keywords()
+        self._keyword_starts = self._keyword_start_map()
+        self._keyword_bonus = tuple(
+            tuple(t for t, found in self._keyword_starts.items() if any(i == j and eligible for j, _, eligible in found))
+            for i in range(len(self._keyword_tokens))
+        )
+        self._keyword_reserve = tuple(
+            count_text(" " + k.text, self.limits.letter) for k in (keywords.items if keywords else ())
+        )
+        self._keyword_need = sum(k.at_least for k in keywords.items) if keywords else 0
+        self._keyword_capped = keywords is not None and keywords.has_max
+        # Per-token checks of the best candidates: forbidden words, capped keywords.
+        self._checks_tokens = forbidden is not None or self._keyword_capped
         self._open_bracket = self._bracket_token(" [")
         self._open_bracket_bare = self._bracket_token("[")
         self._close_bracket = self._bracket_token("]")
@@ -247,6 +269,7 @@ class ConstraintSteering:
                 for s in later
             )
             free_after = sum(1 for s in later if isinstance(s, Free))
+            later_keywords = self._literal_keywords(later_literals)
             bodies_after = sum(1 for s in later if isinstance(s, Free) and s.role == "body")
             if isinstance(seg, Literal):
                 out.append(_CompiledSegment(seg, tokens=self._literal_tokens(seg.text)))
@@ -261,7 +284,12 @@ class ConstraintSteering:
             if isinstance(seg, Formal):
                 out.append(
                     _CompiledSegment(
-                        seg, target=target, reserve=reserve, reserve_tokens=reserve_tokens, sentences=room
+                        seg,
+                        target=target,
+                        reserve=reserve,
+                        reserve_tokens=reserve_tokens,
+                        sentences=room,
+                        later_keywords=later_keywords,
                     )
                 )
                 continue
@@ -280,9 +308,38 @@ class ConstraintSteering:
                     free_after=free_after,
                     bodies_after=bodies_after,
                     sentences=room,
+                    later_keywords=later_keywords,
                 )
             )
         return tuple(out)
+
+    def _literal_keywords(self, literals: Sequence[str]) -> tuple[int, ...]:
+        """Each keyword's occurrences in ``literals``, counted one literal at a time."""
+        if self.keywords is None:
+            return ()
+        per_literal = [self.keywords.counts(text) for text in literals]
+        return tuple(sum(col) for col in zip(*per_literal)) if per_literal else (0,) * len(self.keywords.items)
+
+    def _compile_keywords(self) -> tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]:
+        """Per keyword, its tokens after a word (" risk") and after whitespace ("risk")."""
+        if self.keywords is None:
+            return ()
+        return tuple(
+            (self._literal_tokens(" " + k.text), self._literal_tokens(k.text)) for k in self.keywords.items
+        )
+
+    def _keyword_start_map(self) -> dict[int, tuple[tuple[int, tuple[int, ...], bool], ...]]:
+        """First token -> (keyword, the tokens that finish it, whether the model's
+        own choice of it commits to the keyword: it spells enough of it)."""
+        starts: dict[int, list[tuple[int, tuple[int, ...], bool]]] = {}
+        for i, variants in enumerate(self._keyword_tokens):
+            assert self.keywords is not None
+            enough = min(_KEYWORD_COMMIT_CHARS, len(self.keywords.items[i].text))
+            for tokens in variants:
+                if tokens:
+                    eligible = len(self.tables.texts[tokens[0]].strip()) >= enough
+                    starts.setdefault(tokens[0], []).append((i, tokens[1:], eligible))
+        return {t: tuple(found) for t, found in starts.items()}
 
     def _first_matcher(self) -> Any:
         from llguidance import LLMatcher
@@ -337,7 +394,10 @@ class ConstraintSteering:
     # --- protocol -----------------------------------------------------
 
     def initial_state(self) -> SteerState:
-        state = SteerState(matcher=self._matcher_proto.deep_copy() if self._has_formal else None)
+        state = SteerState(
+            matcher=self._matcher_proto.deep_copy() if self._has_formal else None,
+            keyword_counts=(0,) * len(self._keyword_tokens),
+        )
         return self._enter(state, 0)
 
     def apply(self, states: list[Any], logprobs: torch.Tensor) -> torch.Tensor:
@@ -387,6 +447,7 @@ class ConstraintSteering:
         if (
             comp is not None
             and state.cite is None
+            and not state.insert
             and not isinstance(comp.segment, Literal)
             and token_id == comp.target
         ):
@@ -397,6 +458,10 @@ class ConstraintSteering:
         new = self._append(state, token_id)
         if self.citations is not None:
             new = self._track_citation(state, new, token_id, comp)
+        if state.insert:
+            new = dataclasses.replace(new, insert=state.insert[1:])
+        elif token_id in self._keyword_starts and comp is not None and isinstance(comp.segment, Free):
+            new = dataclasses.replace(new, insert=self._commit(state, token_id))
         if comp is None:
             return new
         if isinstance(comp.segment, Literal):
@@ -421,9 +486,30 @@ class ConstraintSteering:
         text, tail = split_utf8(state.pending + self.tables.token_bytes[token_id])
         chunk = text if text is not None else ""
         counts = state.counts.add(chunk, self.limits.letter)
+        text = state.text + chunk
+        found = self.keywords.counts(text) if self.keywords is not None and chunk else state.keyword_counts
         return dataclasses.replace(
-            state, text=state.text + chunk, pending=tail, n_tokens=state.n_tokens + 1, counts=counts
+            state, text=text, pending=tail, n_tokens=state.n_tokens + 1, counts=counts, keyword_counts=found
         )
+
+    def _commit(self, state: SteerState, token_id: int) -> tuple[int, ...]:
+        """The tokens forced after ``token_id`` when it begins an owed keyword
+        (none when it does not). The model's own choice commits only when the
+        token spells enough of the keyword; the steering's exit always does."""
+        owed = self._keyword_owed(state)
+        if state.cite is not None or state.counts.bracket_open or not any(owed):
+            return ()
+        exit_token: int | None = None
+        for i, rest, eligible in self._keyword_starts[token_id]:
+            if not owed[i]:
+                continue
+            if not eligible:
+                if exit_token is None:
+                    exit_token = self._plan(state).exit
+                if exit_token != token_id:
+                    continue
+            return rest
+        return ()
 
     def _enter(self, state: SteerState, seg: int) -> SteerState:
         """Move to segment ``seg``; a finished layout finishes the state."""
@@ -476,6 +562,11 @@ class ConstraintSteering:
             problems.append("format")
         if self.forbidden is not None and not self.forbidden.ends_ok(state.text):
             problems.append("forbidden_words")
+        if self.keywords is not None:
+            none_later = (0,) * len(self.keywords.items)
+            found = self.keywords.counts(state.text)
+            if any(self.keywords.owed(found, none_later)) or self.keywords.exceeded(found, none_later):
+                problems.append("keywords")
         return dataclasses.replace(state, finished=True, violations=tuple(dict.fromkeys(problems)))
 
     def unmet(self, state: SteerState) -> tuple[str, ...]:
@@ -484,7 +575,7 @@ class ConstraintSteering:
         Empty when none. The beam search calls it on the answer it returns,
         finished or cut by the token budget, to report rather than hide a
         violation ("structure", "empty_part", "minimum", "citations", "format",
-        "forbidden_words"). "empty_part": a part of the layout (a response, a
+        "forbidden_words", "keywords"). "empty_part": a part of the layout (a response, a
         paragraph, a title, a postscript...) holds no word, so its structure
         is broken even where the text passes other checks.
         """
@@ -501,9 +592,12 @@ class ConstraintSteering:
             return _Plan("only", comp.tokens[state.lit_pos])
         if state.cite is not None:
             return _Plan("cite", self._close_bracket if self._close_bracket >= 0 else self.eos, seg=state.seg)
+        if state.insert:
+            return _Plan("only", state.insert[0], seg=state.seg)
         missing = self._cite_owed(state)
         budget_out = self.max_new_tokens is not None and (
-            self.max_new_tokens - state.n_tokens <= comp.reserve_tokens + 2 + _CITATION_TOKENS * missing
+            self.max_new_tokens - state.n_tokens
+            <= comp.reserve_tokens + 2 + _CITATION_TOKENS * missing + self._keyword_tokens_owed(state)
         )
         if isinstance(comp.segment, Formal):
             return _Plan("formal", comp.target, seg=state.seg, forced=budget_out)
@@ -523,9 +617,16 @@ class ConstraintSteering:
             exit_token = self._open_bracket_bare if state.text[-1:].isspace() else self._open_bracket
         if exit_token < 0:
             exit_token = comp.target
+        keyword = self._keyword_exit(state) if exit_token == comp.target and seg.role in _RUNNING_TEXT else -1
+        if keyword >= 0 and seg.gate:
+            # A forced end writes an owed keyword first. The model's own wish
+            # to stop is only held back (the pacing below inserts the keyword),
+            # so the keywords spread through the text instead of piling up at
+            # its end.
+            exit_token = keyword
         may_stop = state.seg_tokens >= 1 and not state.pending and self._holds_text(state)
-        if seg.gate and not counts.bracket_open and (missing or not self.limits.mins_met(counts)):
-            may_stop = may_stop and exit_token != comp.target
+        if seg.gate and not counts.bracket_open and (missing or keyword >= 0 or not self.limits.mins_met(counts)):
+            may_stop = may_stop and exit_token not in (comp.target, keyword)
         forced = budget_out or (state.seg_deadline is not None and state.n_tokens >= state.seg_deadline)
         if counts.bracket_open and state.bracket_tokens >= _PLACEHOLDER_CAP:
             forced = True
@@ -541,6 +642,9 @@ class ConstraintSteering:
         last = state.text[-1:]
         if due and (last == "" or not last.isalnum() or self._placeholder_urgent(state)):
             return _Plan("only", exit_token)
+        keyword_due = keyword >= 0 and not state.pending and ends_clean and self._keyword_due(state)
+        if keyword_due and (last == "" or not last.isalnum() or self._keyword_urgent(state)):
+            return _Plan("only", keyword)
         close = seg.gate and not counts.bracket_open and not state.pending and self._sentences_short(state, missing)
         words = seg.gate and not state.pending and self._words_short(state)
         return _Plan(
@@ -552,6 +656,7 @@ class ConstraintSteering:
             close=close,
             placeholder=due,
             words=words,
+            keyword=keyword if keyword_due else -1,
         )
 
     def _words_short(self, state: SteerState) -> bool:
@@ -569,7 +674,7 @@ class ConstraintSteering:
         if owed <= 0:
             return False
         comp = self._segments[state.seg]
-        left = self.max_new_tokens - state.n_tokens - comp.reserve_tokens - _CITATION_TOKENS * self._cite_owed(state)
+        left = self.max_new_tokens - state.n_tokens - comp.reserve_tokens - self._owed_tokens(state)
         return owed >= left - _WORD_PACE_SLACK
 
     def _placeholder_due(self, state: SteerState) -> bool:
@@ -602,6 +707,60 @@ class ConstraintSteering:
     def _placeholder_budget(self, state: SteerState) -> int:
         """The tokens placeholders are paced over: the budget less what later literals need."""
         assert self.max_new_tokens is not None
+        return self.max_new_tokens - self._segments[state.seg].reserve_tokens - 2 - self._keyword_tokens_owed(state)
+
+    # --- keywords -----------------------------------------------------
+
+    def _keyword_owed(self, state: SteerState) -> tuple[int, ...]:
+        """Occurrences each keyword still needs (the later literals' own counted)."""
+        if self.keywords is None or state.seg >= len(self._segments):
+            return ()
+        return self.keywords.owed(state.keyword_counts, self._segments[state.seg].later_keywords)
+
+    def _keyword_tokens_owed(self, state: SteerState) -> int:
+        """Budget tokens the owed keywords need (each inserted after a word)."""
+        if self._keyword_need == 0:
+            return 0
+        owed = self._keyword_owed(state)
+        return sum(n * len(spaced) for n, (spaced, _) in zip(owed, self._keyword_tokens))
+
+    def _owed_tokens(self, state: SteerState) -> int:
+        """Budget tokens kept for what the text still owes: citations and keywords."""
+        return _CITATION_TOKENS * self._cite_owed(state) + self._keyword_tokens_owed(state)
+
+    def _keyword_exit(self, state: SteerState) -> int:
+        """The first token of the first owed keyword, as it is written here
+        (bare after whitespace or at the start, else after a space); -1 if none."""
+        if self._keyword_need == 0 or state.counts.bracket_open:
+            return -1
+        for n, (spaced, bare) in zip(self._keyword_owed(state), self._keyword_tokens):
+            if n:
+                after_space = state.text == "" or state.text[-1].isspace()
+                tokens = bare if after_space else spaced
+                return tokens[0] if tokens else -1
+        return -1
+
+    def _keyword_due(self, state: SteerState) -> bool:
+        """Whether an owed keyword should be inserted now: the k-th of N once
+        k / (N + 1) of the budget is spent (see the module doc of ``keywords``)."""
+        if self.max_new_tokens is None:
+            return False
+        owed = sum(self._keyword_owed(state))
+        if owed == 0:
+            return False
+        usable = self._keyword_budget(state)
+        have = self._keyword_need - owed
+        return self._keyword_urgent(state) or state.n_tokens >= usable * (have + 1) / (self._keyword_need + 1)
+
+    def _keyword_urgent(self, state: SteerState) -> bool:
+        """Whether the budget left holds little more than the owed insertions."""
+        if self.max_new_tokens is None:
+            return False
+        return self._keyword_budget(state) - state.n_tokens <= self._keyword_tokens_owed(state) + 1
+
+    def _keyword_budget(self, state: SteerState) -> int:
+        """The tokens keywords are paced over: the budget less what later literals need."""
+        assert self.max_new_tokens is not None
         return self.max_new_tokens - self._segments[state.seg].reserve_tokens - 2
 
     def _sentences_short(self, state: SteerState, missing_cites: int) -> bool:
@@ -618,7 +777,10 @@ class ConstraintSteering:
         missing = need - counts.firm_sentences - comp.reserve.firm_sentences
         if missing <= 0:
             return False
-        left = self.max_new_tokens - state.n_tokens - comp.reserve_tokens - 2 - _CITATION_TOKENS * missing_cites
+        left = (
+            self.max_new_tokens - state.n_tokens - comp.reserve_tokens - 2
+            - _CITATION_TOKENS * missing_cites - self._keyword_tokens_owed(state)
+        )
         if state.seg_deadline is not None:
             left = min(left, state.seg_deadline - state.n_tokens)
         words_left = None
@@ -688,9 +850,25 @@ class ConstraintSteering:
                 torch.full_like(current, _NEG_INF),
             )
             rows[index, exits] = torch.logaddexp(torch.logaddexp(current, stop_mass), extra)
-        if self.forbidden is not None or self._lazy_fragments or any(s.pending for s in states):
+        if self._keyword_need:
+            self._steer_keywords(states, plans, rows)
+        if self._checks_tokens or self._lazy_fragments or any(s.pending for s in states):
             rows = self._lazy(states, plans, rows, lp, fragments)
         return rows
+
+    def _steer_keywords(self, states: list[SteerState], plans: list[_Plan], rows: torch.Tensor) -> None:
+        """Favour the first tokens of owed keywords; insert a due one where the
+        model ends its word (its likeliest token does not continue the word).
+        ``rows: [R, V]``, changed in place."""
+        for r, (state, plan) in enumerate(zip(states, plans)):
+            if plan.keyword >= 0 and not bool(self.tables.starts_wordchar[int(rows[r].argmax())]):
+                rows[r] = _NEG_INF
+                rows[r, plan.keyword] = 0.0
+                continue
+            owed = self._keyword_owed(state)
+            ids = [t for n, starts in zip(owed, self._keyword_bonus) if n for t in starts]
+            if ids and not state.counts.bracket_open:
+                rows[r, ids] += _KEYWORD_BONUS
 
     def _cite_owed(self, state: SteerState) -> int:
         """Citations still owed by the time the gate segment ends (0 after it);
@@ -700,12 +878,15 @@ class ConstraintSteering:
         return self.citations.owed(state.cited)
 
     def _reserve(self, state: SteerState) -> Counts:
-        """What later literals and owed citations will still add (one word each)."""
+        """What later literals, owed citations (one word each) and owed keywords will still add."""
         reserve = self._segments[state.seg].reserve
         missing = self._cite_owed(state)
-        if not missing:
+        words, units, letter = reserve.words + missing, reserve.units + missing, reserve.letter
+        for n, counted in zip(self._keyword_owed(state), self._keyword_reserve):
+            words, units, letter = words + n * counted.words, units + n * counted.units, letter + n * counted.letter
+        if (words, units, letter) == (reserve.words, reserve.units, reserve.letter):
             return reserve
-        return dataclasses.replace(reserve, words=reserve.words + missing, units=reserve.units + missing)
+        return dataclasses.replace(reserve, words=words, units=units, letter=letter)
 
     def _later(self, state: SteerState) -> Later:
         """What the rest of the layout adds, for the upper bounds (see ``Later``)."""
@@ -779,7 +960,7 @@ class ConstraintSteering:
         if accepting:
             stop_mass = torch.logsumexp(lp.masked_fill(~self._eos_mask, _NEG_INF), dim=0)
             row[plan.exit] = torch.logaddexp(row[plan.exit], stop_mass)
-        if self.forbidden is not None or self._lazy_fragments or state.pending:
+        if self._checks_tokens or self._lazy_fragments or state.pending:
             row = self._lazy([state], [plan], row.unsqueeze(0), lp.unsqueeze(0), None)[0]
         return row
 
@@ -858,6 +1039,11 @@ class ConstraintSteering:
                 return False
             if (tail or closing) and self.forbidden.ends_open(state.text[-self.forbidden.window :] + text):
                 return False
+        if self._keyword_capped and state.seg < len(self._segments):
+            assert self.keywords is not None
+            later = self._segments[state.seg].later_keywords
+            if not self.keywords.may_append(state.keyword_counts, state.text, text, later):
+                return False
         return True
 
     def _fits(self, state: SteerState, text: str, tail: bytes) -> bool:
@@ -920,3 +1106,4 @@ class _Plan:
     close: bool = False  # the current sentence must end (owed sentences, tight budget)
     placeholder: bool = False  # a placeholder is due: the next word must be one
     words: bool = False  # the word minimum is behind the budget: every token must add a word
+    keyword: int = -1  # a keyword is due: its first token, written at the next word boundary

@@ -20,14 +20,14 @@ def test_controlled_assisted_and_uncontrolled_are_reported(tokenizer: Any) -> No
     constraints = [
         c("no_comma"),
         c("title"),
-        c("keywords_present", keywords=["risk"]),
+        c("capital_word_frequency", relation="at least", n=2),
         c("response_language", language="de"),
         Constraint(id="window", kind=Kind.CITATION_TIME_WINDOW, params={"not_before": "2020-01-01"}, scope=Scope.EVIDENCE),
     ]
     steering = compile_steering(constraints, tokenizer, prompt="x")
     assert steering.controlled == {"no_comma", "title"}
     assert steering.assisted == {"response_language"}  # a Latin mask does not pin German
-    assert steering.uncontrolled == {"keywords_present", "window"}
+    assert steering.uncontrolled == {"capital_word_frequency", "window"}
 
 
 def test_script_languages_are_controlled(tokenizer: Any) -> None:
@@ -75,6 +75,25 @@ def test_bullets_layout_has_one_literal_per_bullet(tokenizer: Any) -> None:
         ([c("word_count", relation="at least", n=100), c("word_count", "w2", relation="less than", n=50)], {"word_count", "w2"}),
         ([c("response_language", language="zh"), c("response_language", "r2", language="ru")], {"response_language", "r2"}),
         ([c("all_capitals"), c("constrained_response", options=["My answer is yes."])], {"all_capitals", "constrained_response"}),
+        # Keywords: written with a banned comma, holding a forbidden word, more often than allowed.
+        ([c("no_comma"), c("keywords_present", keywords=["Hello, world"])], {"no_comma", "keywords_present"}),
+        ([c("forbidden_words", words=["risk"]), c("keywords_present", keywords=["risk appetite"])], {"forbidden_words", "keywords_present"}),
+        (
+            [c("keyword_frequency", keyword="risk", relation="at least", n=3), c("keyword_frequency", "k2", keyword="Risk", relation="less than", n=2)],
+            {"keyword_frequency", "k2"},
+        ),
+        (
+            [c("keywords_present", keywords=["risky bet"]), c("keyword_frequency", keyword="risk", relation="less than", n=1)],
+            {"keywords_present", "keyword_frequency"},
+        ),
+        (
+            [c("end_phrase", phrase="No risk, no risk."), c("keyword_frequency", keyword="risk", relation="at most", n=1)],
+            {"keyword_frequency"},
+        ),
+        (
+            [c("keyword_frequency", keyword="river bank", relation="at least", n=4), c("word_count", relation="less than", n=8)],
+            {"keyword_frequency", "word_count"},
+        ),
     ],
 )
 def test_impossible_sets_are_refused_with_their_ids(tokenizer: Any, constraints: list[Constraint], ids: set[str]) -> None:
@@ -86,6 +105,41 @@ def test_impossible_sets_are_refused_with_their_ids(tokenizer: Any, constraints:
 def test_budget_too_small_for_minimum_is_refused(tokenizer: Any) -> None:
     with pytest.raises(LimitExceeded):
         compile_steering([c("word_count", relation="at least", n=300)], tokenizer, prompt="x", max_new_tokens=100)
+    with pytest.raises(LimitExceeded):
+        compile_steering(
+            [c("keyword_frequency", keyword="risk", relation="at least", n=30)], tokenizer, prompt="x", max_new_tokens=20
+        )
+
+
+def test_keywords_are_controlled_where_they_can_be_written(tokenizer: Any) -> None:
+    """A keyword minimum needs running text: in a JSON answer, or with layout
+    characters in the keyword, it is left to the prompt; a maximum is a
+    per-token check and holds in a JSON answer too."""
+    present = c("keywords_present", keywords=["risk"])
+    capped = c("keyword_frequency", keyword="risk", relation="less than", n=2)
+    assert compile_steering([present, capped], tokenizer, prompt="x").controlled == {"keywords_present", "keyword_frequency"}
+    in_json = compile_steering([present, capped, c("json_format")], tokenizer, prompt="x")
+    assert in_json.uncontrolled == {"keywords_present"}
+    assert "keyword_frequency" in in_json.controlled
+    markup = compile_steering([c("keywords_present", keywords=["*risk*"])], tokenizer, prompt="x")
+    assert markup.uncontrolled == {"keywords_present"}
+
+
+def test_keywords_follow_the_case_policy_and_merge(tokenizer: Any) -> None:
+    steering = compile_steering(
+        [
+            c("all_capitals"),
+            c("keywords_present", keywords=["Risk"]),
+            c("keyword_frequency", keyword="risk", relation="at least", n=2),
+            c("keyword_frequency", "k2", keyword="RISK", relation="less than", n=4),
+        ],
+        tokenizer,
+        prompt="x",
+    )
+    assert steering.keywords is not None
+    (only,) = steering.keywords.items
+    assert (only.text, only.at_least, only.at_most) == ("RISK", 2, 3)
+    assert set(only.sources) == {"keywords_present", "keyword_frequency", "k2"}
 
 
 @pytest.mark.parametrize(

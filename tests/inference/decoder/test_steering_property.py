@@ -24,6 +24,8 @@ from reasoning.constraints.model import Constraint, Kind
 from reasoning.errors import ConflictError
 
 FORBIDDEN_POOL = ["the", "and", "risk", "data", "is", "model"]
+PRESENT_POOL = ["river bank", "stone", "hippopotamus"]
+FREQUENCY_POOL = ["water", "mountain"]
 END_PHRASE = "Is there anything else I can help with?"
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -68,6 +70,11 @@ def constraint_sets(draw: Any, word_bounds: bool = True, sentence_bounds: bool =
         # An end phrase holding a forbidden word is a conflict, not a compatible set (tested below).
         pool = [w for w in FORBIDDEN_POOL if not (end_phrase and re.search(rf"\b{w}\b", END_PHRASE, re.IGNORECASE))]
         add(Kind.FORBIDDEN_WORDS, words=draw(st.lists(st.sampled_from(pool), min_size=1, max_size=3, unique=True)))
+    if draw(st.booleans()):
+        add(Kind.KEYWORDS_PRESENT, keywords=draw(st.lists(st.sampled_from(PRESENT_POOL), min_size=1, max_size=2, unique=True)))
+    if draw(st.booleans()):
+        relation = draw(st.sampled_from(["at least", "less than"]))
+        add(Kind.KEYWORD_FREQUENCY, keyword=draw(st.sampled_from(FREQUENCY_POOL)), relation=relation, n=draw(st.integers(1, 3)))
     if word_bounds and draw(st.booleans()):
         add(Kind.WORD_COUNT, relation="less than", n=draw(st.integers(40, 80)))
     sentences = draw(st.sampled_from([None, "max", "min", "both"])) if sentence_bounds else None
@@ -131,6 +138,11 @@ def violations(text: str, constraints: list[Constraint]) -> list[str]:
             ok = bool(re.findall(pattern, text.lower(), flags=re.MULTILINE))
         elif c.kind == Kind.END_PHRASE:
             ok = text.strip().strip('"').lower().endswith(p["phrase"].lower())
+        elif c.kind == Kind.KEYWORDS_PRESENT:
+            ok = all(re.search(k, text, flags=re.IGNORECASE) for k in p["keywords"])
+        elif c.kind == Kind.KEYWORD_FREQUENCY:
+            found = len(re.findall(p["keyword"], text, flags=re.IGNORECASE))
+            ok = found >= p["n"] if p["relation"] == "at least" else found < p["n"]
         elif c.kind == Kind.FORBIDDEN_WORDS:
             ok = not any(re.search(r"\b" + w + r"\b", text, flags=re.IGNORECASE) for w in p["words"])
         elif c.kind == Kind.WORD_COUNT:

@@ -45,7 +45,8 @@ def test_controllable_kinds_name_their_controller() -> None:
         assert spec.controllable == bool(spec.controller)
         assert spec.controller in ("", "mask", "force", "grammar", "length")
     assert CATALOG[Kind.FORBIDDEN_WORDS].controllable
-    assert not CATALOG[Kind.KEYWORDS_PRESENT].controllable
+    assert CATALOG[Kind.KEYWORDS_PRESENT].controllable
+    assert not CATALOG[Kind.CAPITAL_WORD_FREQUENCY].controllable
 
 
 @pytest.mark.parametrize(("kind", "params"), list(PARAMS.items()))
