@@ -54,7 +54,7 @@ def test_selection_reports_why_rows_are_left_out(tokenizer: Any) -> None:
     rows = ROWS[:60]
     chosen, excluded = select(rows, tokenizer, cap=10_000)
     assert len(chosen) + sum(excluded.values()) == len(rows)
-    assert excluded["not_all_controlled"] > 0  # e.g. keyword presence has no controller
+    assert excluded["not_all_controlled"] > 0  # e.g. capital-word counts have no controller
     for row in chosen:
         assert row["budget"] >= 160
 

@@ -29,7 +29,10 @@ async def _reason(client: Any, headers: dict[str, str], **body: Any) -> Any:
 
 
 async def test_answer_satisfies_controlled_constraints(model_client: Any, model_admin_headers: dict[str, str]) -> None:
-    prompt = "Describe the city of Paris in one short paragraph. Your answer must be in all lowercase letters and must not contain any commas."
+    prompt = (
+        "Describe the city of Paris in one short paragraph. Your answer must be in all lowercase letters"
+        " and must not contain any commas. The word river must appear at least twice."
+    )
     response = await _reason(
         model_client, model_admin_headers, prompt=prompt, options={"max_new_tokens": 40, "num_beams": 2}
     )
@@ -40,10 +43,10 @@ async def test_answer_satisfies_controlled_constraints(model_client: Any, model_
     assert answer.strip()
     assert answer == answer.lower()
     assert "," not in answer
+    assert answer.count("river") >= 2
     kinds = {c["kind"]: c for c in body["constraints"]}
-    assert {"all_lowercase", "no_comma"} <= kinds.keys()
-    assert kinds["all_lowercase"]["verdict"]["satisfied"] is True
-    assert kinds["no_comma"]["verdict"]["satisfied"] is True
+    assert {"all_lowercase", "no_comma", "keyword_frequency"} <= kinds.keys()
+    assert all(c["verdict"]["satisfied"] is True for c in kinds.values()), body["constraints"]
     assert body["reasoning_path"], body
     answering = [b for b in body["branches"] if b["text"] == answer]
     assert answering and body["reasoning_path"] == answering[0]["step_ids"]

@@ -1,4 +1,4 @@
-"""Token controllers: character policies, layouts, counted bounds, forbidden words.
+"""Token controllers: character policies, layouts, counted bounds, forbidden words, keywords.
 
 ``compile_steering`` (``inference.decoder.compile``) composes them into one
 ``ConstraintSteering`` per request; the beam search talks to it only through

@@ -2,14 +2,16 @@
 
 One object implements the ``Steering`` protocol for a request: a character
 policy (commas, case, script), a layout of literal / free / formal segments
-(the structure), counted bounds (words, sentences, a letter, placeholders)
-and forbidden words. Per step and per beam row:
+(the structure), counted bounds (words, sentences, a letter, placeholders),
+forbidden words and keywords (``controllers.keywords``). Per step and per
+beam row:
 
 1. masses of tokens the character policy bans move to their allowed variant
    (the case-folded token, the token without the comma), then the bans apply
    (one batched vector operation for all rows);
-2. in a literal segment, only the literal's next token stays (score 0: the
-   choice was made when the segment began);
+2. in a literal segment, and while a keyword is being inserted, only the
+   next token of the literal or keyword stays (score 0: the choice was made
+   when it began);
 3. in a free segment, the segment's character class and the upper bounds
    mask the row; the stop tokens' mass (EOS, a newline ending a line, ``>``
    ending a title) moves to the token that begins what must come next (the
@@ -20,7 +22,7 @@ and forbidden words. Per step and per beam row:
    tokens that end the current sentence once it has a word (unless the
    other masks leave none of them, then the row stays as it was);
 4. in a formal segment, the llguidance matcher's bitmask masks the row;
-5. when lazy checks are needed (forbidden words, byte fragments of
+5. when lazy checks are needed (forbidden words, capped keywords, byte fragments of
    multi-byte characters) the best ``TOP_K`` survivors are checked one by one
    and the row is cut to those that pass. A byte fragment is judged on the
    characters it completes (case, commas, script, words, sentences, the
