@@ -23,7 +23,9 @@ other like a literal. The steering inserts a keyword in three cases:
 The token budget keeps room for the insertions still owed, and word and
 letter maxima keep room for their words, so a minimum holds within the budget.
 Maximums are per-token checks: a candidate that would make a capped
-keyword's count exceed its maximum fails, wherever it would complete it.
+keyword's count exceed its maximum fails, wherever it would complete it,
+with room kept for the occurrences that owed keywords will bring ("risk"
+inside a required "risk appetite").
 
 ``later`` arguments are the keyword's occurrences in the literals the layout
 still has to write (an end phrase, a postscript marker): they count for the
@@ -111,6 +113,15 @@ class Keywords:
         """Whether ``counts`` with the later literals hold a capped keyword too often."""
         return any(
             k.at_most is not None and c + n > k.at_most for k, c, n in zip(self.items, counts, later)
+        )
+
+    def held(self, owed: Sequence[int], later: Sequence[int]) -> tuple[int, ...]:
+        """Occurrences each keyword will still get from the later literals and
+        from the other keywords still owed ("risk" inside an owed "risk
+        appetite"), which a maximum must keep room for."""
+        return tuple(
+            n + sum(o * k.count(other.text) for other, o in zip(self.items, owed) if other is not k and o)
+            for k, n in zip(self.items, later)
         )
 
     def may_append(self, counts: Sequence[int], text: str, chunk: str, later: Sequence[int]) -> bool:

@@ -57,7 +57,7 @@ from inference.decoder.controllers.keywords import Keywords
 from inference.decoder.controllers.lexical import ForbiddenWords
 from inference.decoder.controllers.sentences import SentenceRoom, sentence_plan
 from inference.decoder.controllers.template import Formal, Free, Literal, Segment
-from inference.decoder.vocab import VocabTables
+from inference.decoder.vocab import VocabTables, joins_run
 
 __all__ = ["TOP_K", "ConstraintSteering", "SteerState"]
 
@@ -323,12 +323,17 @@ class ConstraintSteering:
         return tuple(sum(col) for col in zip(*per_literal)) if per_literal else (0,) * len(self.keywords.items)
 
     def _compile_keywords(self) -> tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]:
-        """Per keyword, its tokens after a word (" risk") and after whitespace ("risk")."""
+        """Per keyword, its tokens after a word (" risk") and after whitespace ("risk").
+        A keyword that begins with a Han character is written without a space
+        before it either way (Chinese and Japanese text has none)."""
         if self.keywords is None:
             return ()
-        return tuple(
-            (self._literal_tokens(" " + k.text), self._literal_tokens(k.text)) for k in self.keywords.items
-        )
+        out = []
+        for k in self.keywords.items:
+            first = k.text[0]
+            lead = "" if first.isalnum() and not joins_run(first) else " "
+            out.append((self._literal_tokens(lead + k.text), self._literal_tokens(k.text)))
+        return tuple(out)
 
     def _keyword_start_map(self) -> dict[int, tuple[tuple[int, tuple[int, ...], bool], ...]]:
         """First token -> (keyword, the tokens that finish it, whether the model's
@@ -501,14 +506,13 @@ class ConstraintSteering:
         owed = self._keyword_owed(state)
         if state.cite is not None or state.counts.bracket_open or not any(owed):
             return ()
-        exit_token: int | None = None
+        plan: _Plan | None = None
         for i, rest, eligible in self._keyword_starts[token_id]:
             if not owed[i]:
                 continue
             if not eligible:
-                if exit_token is None:
-                    exit_token = self._plan(state).exit
-                if exit_token != token_id:
+                plan = plan or self._plan(state)
+                if token_id not in (plan.exit, plan.keyword):
                     continue
             return rest
         return ()
@@ -645,7 +649,7 @@ class ConstraintSteering:
         if due and (last == "" or not last.isalnum() or self._placeholder_urgent(state)):
             return _Plan("only", exit_token)
         keyword_due = keyword >= 0 and not state.pending and ends_clean and self._keyword_due(state)
-        if keyword_due and (last == "" or not last.isalnum() or self._keyword_urgent(state)):
+        if keyword_due and (last == "" or not joins_run(last) or self._keyword_urgent(state)):
             return _Plan("only", keyword)
         close = seg.gate and not counts.bracket_open and not state.pending and self._sentences_short(state, missing)
         words = seg.gate and not state.pending and self._words_short(state)
@@ -707,9 +711,13 @@ class ConstraintSteering:
         return self._placeholder_budget(state) - state.n_tokens <= owed * _PLACEHOLDER_TOKENS
 
     def _placeholder_budget(self, state: SteerState) -> int:
-        """The tokens placeholders are paced over: the budget less what later literals need."""
+        """The tokens placeholders are paced over: the paced budget less the owed keywords."""
+        return self._paced_budget(state) - self._keyword_tokens_owed(state)
+
+    def _paced_budget(self, state: SteerState) -> int:
+        """The tokens insertions are paced over: the budget less what later literals need."""
         assert self.max_new_tokens is not None
-        return self.max_new_tokens - self._segments[state.seg].reserve_tokens - 2 - self._keyword_tokens_owed(state)
+        return self.max_new_tokens - self._segments[state.seg].reserve_tokens - 2
 
     # --- keywords -----------------------------------------------------
 
@@ -750,7 +758,7 @@ class ConstraintSteering:
         owed = sum(self._keyword_owed(state))
         if owed == 0:
             return False
-        usable = self._keyword_budget(state)
+        usable = self._paced_budget(state)
         have = self._keyword_need - owed
         return self._keyword_urgent(state) or state.n_tokens >= usable * (have + 1) / (self._keyword_need + 1)
 
@@ -758,12 +766,7 @@ class ConstraintSteering:
         """Whether the budget left holds little more than the owed insertions."""
         if self.max_new_tokens is None:
             return False
-        return self._keyword_budget(state) - state.n_tokens <= self._keyword_tokens_owed(state) + 1
-
-    def _keyword_budget(self, state: SteerState) -> int:
-        """The tokens keywords are paced over: the budget less what later literals need."""
-        assert self.max_new_tokens is not None
-        return self.max_new_tokens - self._segments[state.seg].reserve_tokens - 2
+        return self._paced_budget(state) - state.n_tokens <= self._keyword_tokens_owed(state) + 1
 
     def _sentences_short(self, state: SteerState, missing_cites: int) -> bool:
         """Whether the token budget (or the words a maximum) left is too tight
@@ -1043,7 +1046,8 @@ class ConstraintSteering:
                 return False
         if self._keyword_capped and state.seg < len(self._segments):
             assert self.keywords is not None
-            later = self._segments[state.seg].later_keywords
+            owed = self._keyword_owed(state)
+            later = self.keywords.held(owed, self._segments[state.seg].later_keywords)
             if not self.keywords.may_append(state.keyword_counts, state.text, text, later):
                 return False
         return True

@@ -162,3 +162,31 @@ def test_bundled_model_meets_a_keyword_count_in_bullets(loaded_model: Any) -> No
     assert occurrences("risk", result.answer) >= 2, result.answer
     assert failed(constraints, result.answer) == [], result.answer
     assert not result.violations, result.violations
+
+
+def test_a_chinese_keyword_is_written_without_a_space_before_it(tokenizer: Any) -> None:
+    constraints = [c("response_language", language="zh"), c("keyword_frequency", keyword="风险", relation="at least", n=2)]
+    steering = compile_steering(constraints, tokenizer, prompt="x", max_new_tokens=60)
+    assert steering.controlled == {"response_language", "keyword_frequency"}
+    avoid = {t: -30.0 for t in tokens_holding(tokenizer, steering, "风", "险")} | {tokenizer.eos_token_id: -30.0}
+    state = drive_with_bias(steering, 60, 1, avoid)
+    assert occurrences("风险", state.text) >= 2, state.text
+    after_word, after_space = steering._keyword_tokens[0]
+    assert tokenizer.decode(list(after_word)) == tokenizer.decode(list(after_space)) == "风险"
+    assert failed(constraints, state.text) == [], state.text
+
+
+def test_a_maximum_keeps_room_for_a_required_keyword_that_holds_it(tokenizer: Any) -> None:
+    """"risk" at most once and "risk appetite" required: a model that loves
+    "risks" and "Risk" may not spend the one "risk" the required phrase needs
+    (its own " risk" would begin the phrase)."""
+    constraints = [
+        c("keyword_frequency", keyword="risk", relation="at most", n=1),
+        c("keywords_present", keywords=["risk appetite"]),
+    ]
+    steering = compile_steering(constraints, tokenizer, prompt="x", max_new_tokens=60)
+    love = {i: 12.0 for i, text in enumerate(steering.tables.texts) if text.strip() in {"risks", "Risk", "risky"}}
+    for seed in range(2):
+        state = drive_with_bias(steering, 60, seed, love)
+        assert occurrences("risk", state.text) == 1 and "risk appetite" in state.text, state.text
+        assert steering.unmet(state) == (), state.text
