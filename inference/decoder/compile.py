@@ -6,7 +6,7 @@ formal segments, counted bounds and forbidden words. It also says which
 constraints it *controls* (their violation is impossible within the token
 budget), which it only *assists* (a bias, a script mask for a language that
 shares its script with others) and which it leaves to the prompt
-(``uncontrolled``: capital-word counts, evidence rules, a keyword minimum
+(``uncontrolled``: a capital-word maximum, evidence rules, a keyword minimum
 in a formal answer).
 
 Contradictions that no decode can satisfy are refused before decoding with
@@ -27,6 +27,7 @@ from typing import Any
 
 import torch
 
+from inference.decoder.controllers.capitals import Capitals
 from inference.decoder.controllers.charset import CharPolicy
 from inference.decoder.controllers.citing import Citations
 from inference.decoder.controllers.counts import Limits, count_text
@@ -137,6 +138,7 @@ def compile_steering(
     limits = _identifiable(limits, policy, layout, max_new_tokens)
     citations = _citations(constraints, evidence_ids, layout, policy, policy_sources, controlled, uncontrolled)
     keywords = _keywords(hard, layout, policy, policy_sources, limits, forbidden, controlled)
+    capitals = _capitals(hard, layout, policy, policy_sources, limits, controlled)
 
     for c in hard:
         if c.id not in controlled and c.id not in assisted:
@@ -160,6 +162,7 @@ def compile_steering(
         forbidden=forbidden,
         citations=citations,
         keywords=keywords,
+        capitals=capitals,
         max_new_tokens=max_new_tokens,
         controlled=frozenset(controlled),
         assisted=frozenset(assisted),
@@ -530,6 +533,42 @@ def _keywords(
             banned = [c for c in constraints if c.kind == Kind.FORBIDDEN_WORDS]
             raise _conflict(f"the required keyword {k.text!r} contains a forbidden word", *banned, *involved)
     return Keywords(tuple(merged.values()))
+
+
+def _capitals(
+    constraints: list[Constraint],
+    layout: Layout,
+    policy: CharPolicy,
+    policy_sources: list[Constraint],
+    limits: Limits,
+    controlled: set[str],
+) -> Capitals | None:
+    """The capital-word minimum of the hard ``capital_word_frequency`` constraints
+    (see ``controllers.capitals``). Only a minimum without a maximum is
+    controlled, in running text whose script has capitals (Latin); an
+    all-lowercase answer cannot meet one (a conflict), nor can a word maximum
+    below it."""
+    found: list[tuple[Constraint, int]] = []
+    for c in constraints:
+        if c.kind != Kind.CAPITAL_WORD_FREQUENCY:
+            continue
+        lo, hi = _bounds(c.params)
+        if lo is not None and policy.case == "lower":
+            lower = [s for s in policy_sources if s.kind == Kind.ALL_LOWERCASE]
+            raise _conflict("an all-lowercase answer has no words in capitals", *lower, c)
+        latin = policy.scripts is None or "LATIN" in policy.scripts
+        if lo and hi is None and latin and layout.body.kind != "formal":
+            found.append((c, lo))
+    if not found:
+        return None
+    need = max(lo for _, lo in found)
+    if limits.max_words is not None and need > limits.max_words:
+        words = [c for c in constraints if c.kind == Kind.WORD_COUNT]
+        raise _conflict(
+            f"{need} words in capitals cannot fit in {limits.max_words} words", *words, *[c for c, _ in found]
+        )
+    controlled.update(c.id for c, _ in found)
+    return Capitals(need, sources=tuple(c.id for c, _ in found))
 
 
 def _check_keywords(

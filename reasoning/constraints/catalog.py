@@ -203,7 +203,7 @@ _SPECS: tuple[KindSpec, ...] = (
           ifeval=("change_case:english_capital",), controller="mask"),
     _spec(Kind.CAPITAL_WORD_FREQUENCY, "A number of words in all capitals.",
           _bi("Use words in all capital letters {rel} {n} times.", "全大写单词出现{rel}{n}次。"),
-          ifeval=("change_case:capital_word_frequency",)),
+          ifeval=("change_case:capital_word_frequency",), controller="mask"),
     _spec(Kind.NO_COMMA, "No commas.",
           _bi("Do not use any commas.", "不得使用任何逗号。"),
           ifeval=("punctuation:no_comma",), controller="mask"),

@@ -217,9 +217,10 @@ class Limits:
                 torch.where(open_after, room.open, room.closed),
             )
             over = counts.sentences + ends + rest > self.max_sentences
-            if self.min_words is not None and counts.words + reserve.words < self.min_words:
+            if later.owes or (self.min_words is not None and counts.words + reserve.words < self.min_words):
                 # The last sentence the bound allows may not end (nor arm its
-                # end) before the word minimum is met: the answer ends with it.
+                # end) before the word minimum is met or the owed keywords and
+                # capital words are written: the answer ends with it.
                 closing = (ends > 0) | runs.armed[row]
                 over = over | (closing & (counts.sentences + ends + rest >= self.max_sentences))
             banned = over if banned is None else banned | over
@@ -267,9 +268,12 @@ class Limits:
 class Later:
     """What the layout after the current segment will still add, so that the
     upper bounds keep room for it: ``reserve`` (the later literals' counts,
-    plus owed citations), ``parts`` (free segments, two words kept for each)
-    and ``sentences`` (the sentences still to come, ``SentenceRoom``)."""
+    plus owed citations, keywords and capital words), ``parts`` (free
+    segments, two words kept for each), ``sentences`` (the sentences still to
+    come, ``SentenceRoom``) and ``owes`` (keywords or capital words are still
+    to be written into the current sentence)."""
 
     reserve: Counts = field(default_factory=Counts)
     parts: int = 0
     sentences: SentenceRoom = field(default_factory=SentenceRoom)
+    owes: bool = False

@@ -3,8 +3,8 @@
 One object implements the ``Steering`` protocol for a request: a character
 policy (commas, case, script), a layout of literal / free / formal segments
 (the structure), counted bounds (words, sentences, a letter, placeholders),
-forbidden words and keywords (``controllers.keywords``). Per step and per
-beam row:
+forbidden words, keywords (``controllers.keywords``) and a minimum of
+capital words (``controllers.capitals``). Per step and per beam row:
 
 1. masses of tokens the character policy bans move to their allowed variant
    (the case-folded token, the token without the comma), then the bans apply
@@ -50,6 +50,7 @@ from typing import Any
 
 import torch
 
+from inference.decoder.controllers.capitals import CAPITAL_WORD_TOKENS, Capitals, capital_starts
 from inference.decoder.controllers.charset import CharPolicy, split_utf8
 from inference.decoder.controllers.citing import Citations
 from inference.decoder.controllers.counts import Counts, Later, Limits, count_text, good_last_word
@@ -95,6 +96,8 @@ class SteerState:
     cited: frozenset[str] = frozenset()
     insert: tuple[int, ...] = ()  # the rest of a keyword being inserted: forced next
     keyword_counts: tuple[int, ...] = ()  # each keyword's occurrences in ``text``
+    capital_count: int = 0  # capital words in ``text``
+    caps_open: bool = False  # inside a word begun in capitals while capital words are owed
     matcher: Any = None
     finished: bool = False
     violations: tuple[str, ...] = ()
@@ -114,6 +117,7 @@ class _CompiledSegment:
     bodies_after: int = 0  # body free segments after this one
     sentences: SentenceRoom = field(default_factory=SentenceRoom)  # sentences later segments add at least
     later_keywords: tuple[int, ...] = ()  # each keyword's occurrences in later literals
+    later_capitals: int = 0  # capital words in later literals
 
 
 class ConstraintSteering:
@@ -135,6 +139,7 @@ class ConstraintSteering:
         forbidden: ForbiddenWords | None = None,
         citations: Citations | None = None,
         keywords: Keywords | None = None,
+        capitals: Capitals | None = None,
         max_new_tokens: int | None = None,
         controlled: frozenset[str] = frozenset(),
         assisted: frozenset[str] = frozenset(),
@@ -146,6 +151,7 @@ class ConstraintSteering:
         self.forbidden = forbidden
         self.citations = citations
         self.keywords = keywords
+        self.capitals = capitals
         self.max_new_tokens = max_new_tokens
         self.controlled = controlled
         self.assisted = assisted
@@ -175,6 +181,7 @@ class ConstraintSteering:
         self._word_end: torch.Tensor = tables.cached("word-end", lambda: _word_end(tables))
         self._ends_sentence: torch.Tensor = tables.cached("ends-sentence", lambda: _ends_sentence(tables))
         self._terminal: torch.Tensor = tables.cached("terminal", lambda: _terminal(tables))
+        self._fresh_word: torch.Tensor = tables.cached("fresh-word", lambda: _fresh_word(tables))
         # Tokens that add a word (IFEval's \w+ runs): fresh, and after a word character.
         self._adds_word = tables.word_runs >= 1
         self._adds_word_after_word = (tables.word_runs - tables.starts_wordchar.to(torch.int32)) >= 1
@@ -189,6 +196,8 @@ class ConstraintSteering:
         )
         self._keyword_need = sum(k.at_least for k in keywords.items) if keywords else 0
         self._keyword_capped = keywords is not None and keywords.has_max
+        self._capital_starts = capital_starts(tables, spaced=False) if capitals is not None else None
+        self._capital_starts_spaced = capital_starts(tables, spaced=True) if capitals is not None else None
         # Per-token checks of the best candidates: forbidden words, capped keywords.
         self._checks_tokens = forbidden is not None or self._keyword_capped
         self._open_bracket = self._bracket_token(" [")
@@ -272,6 +281,7 @@ class ConstraintSteering:
             )
             free_after = sum(1 for s in later if isinstance(s, Free))
             later_keywords = self._literal_keywords(later_literals)
+            later_capitals = sum(self.capitals.count(text) for text in later_literals) if self.capitals else 0
             bodies_after = sum(1 for s in later if isinstance(s, Free) and s.role == "body")
             if isinstance(seg, Literal):
                 out.append(_CompiledSegment(seg, tokens=self._literal_tokens(seg.text)))
@@ -292,6 +302,7 @@ class ConstraintSteering:
                         reserve_tokens=reserve_tokens,
                         sentences=room,
                         later_keywords=later_keywords,
+                        later_capitals=later_capitals,
                     )
                 )
                 continue
@@ -311,6 +322,7 @@ class ConstraintSteering:
                     bodies_after=bodies_after,
                     sentences=room,
                     later_keywords=later_keywords,
+                    later_capitals=later_capitals,
                 )
             )
         return tuple(out)
@@ -469,6 +481,8 @@ class ConstraintSteering:
             new = dataclasses.replace(new, insert=state.insert[1:])
         elif token_id in self._keyword_starts and comp is not None and isinstance(comp.segment, Free):
             new = dataclasses.replace(new, insert=self._commit(state, token_id))
+        if self._capital_starts is not None:
+            new = dataclasses.replace(new, caps_open=self._caps_open(state, token_id))
         if comp is None:
             return new
         if isinstance(comp.segment, Literal):
@@ -495,9 +509,23 @@ class ConstraintSteering:
         counts = state.counts.add(chunk, self.limits.letter)
         text = state.text + chunk
         found = self.keywords.counts(text) if self.keywords is not None and chunk else state.keyword_counts
+        capitals = self.capitals.count(text) if self.capitals is not None and chunk else state.capital_count
         return dataclasses.replace(
-            state, text=text, pending=tail, n_tokens=state.n_tokens + 1, counts=counts, keyword_counts=found
+            state,
+            text=text,
+            pending=tail,
+            n_tokens=state.n_tokens + 1,
+            counts=counts,
+            keyword_counts=found,
+            capital_count=capitals,
         )
+
+    def _caps_open(self, state: SteerState, token_id: int) -> bool:
+        """Whether the word after ``token_id`` is one begun in capitals that must stay so."""
+        assert self._capital_starts is not None
+        if bool(self._capital_starts[token_id]):
+            return self._capitals_owed(state) > 0
+        return state.caps_open and bool(self.tables.starts_wordchar[token_id])
 
     def _commit(self, state: SteerState, token_id: int) -> tuple[int, ...]:
         """The tokens forced after ``token_id`` when it begins an owed keyword
@@ -573,6 +601,8 @@ class ConstraintSteering:
             found = self.keywords.counts(state.text)
             if any(self.keywords.owed(found, none_later)) or self.keywords.exceeded(found, none_later):
                 problems.append("keywords")
+        if self.capitals is not None and self.capitals.owed(self.capitals.count(state.text), 0):
+            problems.append("capitals")
         return dataclasses.replace(state, finished=True, violations=tuple(dict.fromkeys(problems)))
 
     def unmet(self, state: SteerState) -> tuple[str, ...]:
@@ -581,7 +611,7 @@ class ConstraintSteering:
         Empty when none. The beam search calls it on the answer it returns,
         finished or cut by the token budget, to report rather than hide a
         violation ("structure", "empty_part", "minimum", "citations", "format",
-        "forbidden_words", "keywords"). "empty_part": a part of the layout (a response, a
+        "forbidden_words", "keywords", "capitals"). "empty_part": a part of the layout (a response, a
         paragraph, a title, a postscript...) holds no word, so its structure
         is broken even where the text passes other checks.
         """
@@ -603,7 +633,7 @@ class ConstraintSteering:
         missing = self._cite_owed(state)
         budget_out = self.max_new_tokens is not None and (
             self.max_new_tokens - state.n_tokens
-            <= comp.reserve_tokens + 2 + _CITATION_TOKENS * missing + self._keyword_tokens_owed(state)
+            <= comp.reserve_tokens + 2 + _CITATION_TOKENS * missing + self._insert_tokens_owed(state)
         )
         if isinstance(comp.segment, Formal):
             return _Plan("formal", comp.target, seg=state.seg, forced=budget_out)
@@ -631,8 +661,12 @@ class ConstraintSteering:
             # its end.
             exit_token = keyword
         may_stop = state.seg_tokens >= 1 and not state.pending and self._holds_text(state)
-        if seg.gate and not counts.bracket_open and (missing or keyword >= 0 or not self.limits.mins_met(counts)):
+        capitals = self._capitals_owed(state) if seg.role in _RUNNING_TEXT else 0
+        if seg.gate and not counts.bracket_open and (
+            missing or keyword >= 0 or capitals or not self.limits.mins_met(counts)
+        ):
             may_stop = may_stop and exit_token not in (comp.target, keyword)
+            may_stop = may_stop and not capitals
         forced = budget_out or (state.seg_deadline is not None and state.n_tokens >= state.seg_deadline)
         if counts.bracket_open and state.bracket_tokens >= _PLACEHOLDER_CAP:
             forced = True
@@ -642,6 +676,9 @@ class ConstraintSteering:
         # word character, e.g. "risk" -> "risky", makes it safe to stop).
         ends_clean = self.forbidden is None or self.forbidden.ends_ok(state.text)
         if forced and not state.pending and ends_clean:
+            if capitals and not counts.bracket_open and exit_token == comp.target:
+                # The budget kept room for the owed capital words: one begins now.
+                return _Plan("free", exit_token, seg=state.seg, forced=True, capitals="now")
             return _Plan("only", exit_token)
         opens = exit_token in (self._open_bracket, self._open_bracket_bare)
         due = need_placeholder and opens and not state.pending and self._placeholder_due(state)
@@ -651,7 +688,17 @@ class ConstraintSteering:
         keyword_due = keyword >= 0 and not state.pending and ends_clean and self._keyword_due(state)
         if keyword_due and (last == "" or not joins_run(last) or self._keyword_urgent(state)):
             return _Plan("only", keyword)
-        close = seg.gate and not counts.bracket_open and not state.pending and self._sentences_short(state, missing)
+        caps = ""
+        if capitals and not state.pending and not counts.bracket_open and self._capitals_due(state):
+            caps = "now" if last == "" or not joins_run(last) or self._capitals_urgent(state) else "due"
+        close = ""
+        if seg.gate and not counts.bracket_open and not state.pending:
+            close = self._sentences_short(state, missing)
+        if close and keyword >= 0 and ends_clean:
+            # Owed text is written before the sentence ends, not after it.
+            return _Plan("only", keyword)
+        if close and capitals:
+            caps, close = "now", ""
         words = seg.gate and not state.pending and self._words_short(state)
         return _Plan(
             "free",
@@ -663,6 +710,7 @@ class ConstraintSteering:
             placeholder=due,
             words=words,
             keyword=keyword if keyword_due else -1,
+            capitals=caps,
         )
 
     def _words_short(self, state: SteerState) -> bool:
@@ -711,8 +759,8 @@ class ConstraintSteering:
         return self._placeholder_budget(state) - state.n_tokens <= owed * _PLACEHOLDER_TOKENS
 
     def _placeholder_budget(self, state: SteerState) -> int:
-        """The tokens placeholders are paced over: the paced budget less the owed keywords."""
-        return self._paced_budget(state) - self._keyword_tokens_owed(state)
+        """The tokens placeholders are paced over: the paced budget less the owed keywords and capital words."""
+        return self._paced_budget(state) - self._insert_tokens_owed(state)
 
     def _paced_budget(self, state: SteerState) -> int:
         """The tokens insertions are paced over: the budget less what later literals need."""
@@ -734,9 +782,38 @@ class ConstraintSteering:
         owed = self._keyword_owed(state)
         return sum(n * len(spaced) for n, (spaced, _) in zip(owed, self._keyword_tokens))
 
+    def _insert_tokens_owed(self, state: SteerState) -> int:
+        """Budget tokens kept for the owed keywords and capital words."""
+        return self._keyword_tokens_owed(state) + CAPITAL_WORD_TOKENS * self._capitals_owed(state)
+
     def _owed_tokens(self, state: SteerState) -> int:
-        """Budget tokens kept for what the text still owes: citations and keywords."""
-        return _CITATION_TOKENS * self._cite_owed(state) + self._keyword_tokens_owed(state)
+        """Budget tokens kept for what the text still owes: citations, keywords, capital words."""
+        return _CITATION_TOKENS * self._cite_owed(state) + self._insert_tokens_owed(state)
+
+    # --- capital words ------------------------------------------------
+
+    def _capitals_owed(self, state: SteerState) -> int:
+        """Capital words still needed (the later literals' own counted)."""
+        if self.capitals is None or state.seg >= len(self._segments):
+            return 0
+        return self.capitals.owed(state.capital_count, self._segments[state.seg].later_capitals)
+
+    def _capitals_due(self, state: SteerState) -> bool:
+        """Whether an owed capital word should begin now (paced as keywords are)."""
+        if self.capitals is None or self.max_new_tokens is None:
+            return False
+        owed = self._capitals_owed(state)
+        if owed == 0:
+            return False
+        have = self.capitals.need - owed
+        usable = self._paced_budget(state) - self._keyword_tokens_owed(state)
+        return self._capitals_urgent(state) or state.n_tokens >= usable * (have + 1) / (self.capitals.need + 1)
+
+    def _capitals_urgent(self, state: SteerState) -> bool:
+        """Whether the budget left holds little more than the owed insertions."""
+        if self.max_new_tokens is None:
+            return False
+        return self._paced_budget(state) - state.n_tokens <= self._insert_tokens_owed(state) + 1
 
     def _keyword_exit(self, state: SteerState) -> int:
         """The first token of the first owed keyword, as it is written here
@@ -766,25 +843,27 @@ class ConstraintSteering:
         """Whether the budget left holds little more than the owed insertions."""
         if self.max_new_tokens is None:
             return False
-        return self._paced_budget(state) - state.n_tokens <= self._keyword_tokens_owed(state) + 1
+        return self._paced_budget(state) - state.n_tokens <= self._insert_tokens_owed(state) + 1
 
-    def _sentences_short(self, state: SteerState, missing_cites: int) -> bool:
+    def _sentences_short(self, state: SteerState, missing_cites: int) -> str:
         """Whether the token budget (or the words a maximum) left is too tight
-        for the sentences still owed,
-        so the current sentence should end now: it has a word and either ends
-        in a word a period may follow (``good_last_word``) or in an end that
-        only waits for whitespace (``Counts.firm_run``)."""
+        for the sentences still owed, so the current sentence should end now:
+        "end" when it has a word and either ends in a word a period may follow
+        (``good_last_word``) or in an end that only waits for whitespace
+        (``Counts.firm_run``); "word" when such a word must come first (the
+        text ends in a single letter, a number, an abbreviation); "" when
+        there is room."""
         need = self.limits.min_sentences
         if need is None or self.max_new_tokens is None:
-            return False
+            return ""
         comp = self._segments[state.seg]
         counts = state.counts
         missing = need - counts.firm_sentences - comp.reserve.firm_sentences
         if missing <= 0:
-            return False
+            return ""
         left = (
             self.max_new_tokens - state.n_tokens - comp.reserve_tokens - 2
-            - _CITATION_TOKENS * missing_cites - self._keyword_tokens_owed(state)
+            - _CITATION_TOKENS * missing_cites - self._insert_tokens_owed(state)
         )
         if state.seg_deadline is not None:
             left = min(left, state.seg_deadline - state.n_tokens)
@@ -792,17 +871,16 @@ class ConstraintSteering:
         if self.limits.max_words is not None:
             words_left = self.limits.max_words - comp.reserve.units - 2 * comp.free_after - counts.units
         if left > _TOKENS_PER_SENTENCE * missing and (words_left is None or words_left > _WORDS_PER_SENTENCE * missing):
-            return False
-        if counts.firm_run == "armed":
-            return True
-        return counts.sentence_words > 0 and good_last_word(counts.word_tail)
+            return ""
+        if counts.firm_run == "armed" or (counts.sentence_words > 0 and good_last_word(counts.word_tail)):
+            return "end"
+        return "word"
 
     def _free_rows(self, states: list[SteerState], plans: list[_Plan], lp: torch.Tensor) -> torch.Tensor:
         """Masked rows of beams in free segments. ``lp: [R, V]`` -> ``[R, V]``."""
         seg_ids = torch.tensor([p.seg for p in plans], device=lp.device)
-        allowed = self._allowed_stack[seg_ids]  # [R, V]
-        if self.limits.has_max:
-            allowed = allowed & ~self._over_rows(states)
+        base = self._allowed_stack[seg_ids]  # [R, V]
+        allowed = base & ~self._over_rows(states) if self.limits.has_max else base.clone()
         open_rows = [r for r, s in enumerate(states) if s.counts.bracket_open]
         if open_rows:
             allowed[open_rows] &= ~self.tables.has_newline
@@ -827,6 +905,25 @@ class ConstraintSteering:
             if not self._holds_text(s):
                 # A part's sentence holds a word before it ends (no "1." paragraph).
                 allowed[r] &= ~self._terminal
+            if p.capitals == "now" or (p.capitals == "due" and not self._continues_word(lp[r], allowed[r])):
+                # A capital word begins with the next token, if any is allowed.
+                assert self._capital_starts is not None and self._capital_starts_spaced is not None
+                after_space = s.text == "" or s.text[-1].isspace()
+                caps = (self._capital_starts if after_space else self._capital_starts_spaced) & base[r]
+                if self.limits.has_max:
+                    # The word kept in reserve for this capital word is spent on it.
+                    caps &= ~self._over_rows([s], writing_capital=True)[0]
+                if bool(caps.any()):
+                    allowed[r] = caps
+                    fragments[r] = False
+                elif p.forced:
+                    # No capital word can begin: the forced end is taken.
+                    allowed[r] = False
+                    allowed[r, p.exit] = True
+            elif s.caps_open:
+                # A word begun in capitals ends or continues without a lowercase letter.
+                allowed[r] &= ~self.tables.starts_wordchar | ~self.tables.has_lower
+                fragments[r] &= ~self.tables.starts_wordchar
             if p.words:
                 # The word minimum is behind the budget: every token adds a word, if any can.
                 adding = allowed[r] & (self._adds_word_after_word if s.counts.in_word else self._adds_word)
@@ -834,9 +931,11 @@ class ConstraintSteering:
                     allowed[r] = adding
                     fragments[r] = False
             if p.close:
-                # Only tokens that end the sentence; unless none of them is allowed.
+                # Only tokens that end the sentence, or first a fresh word a
+                # period may follow; unless none of them is allowed.
                 armed = s.counts.firm_run == "armed"
-                closing = allowed[r] & (self.tables.closes_sentence if armed else self._ends_sentence)
+                ending = self.tables.closes_sentence if armed else self._ends_sentence
+                closing = allowed[r] & (ending if p.close == "end" else self._fresh_word)
                 if bool(closing.any()):
                     allowed[r] = closing
                     fragments[r] = False
@@ -861,6 +960,12 @@ class ConstraintSteering:
             rows = self._lazy(states, plans, rows, lp, fragments)
         return rows
 
+    def _continues_word(self, lp: torch.Tensor, allowed: torch.Tensor) -> bool:
+        """Whether the row's likeliest allowed token continues the word the text ends in
+        (``lp, allowed: [V]``): then the word is not finished yet."""
+        best = int(lp.masked_fill(~allowed, _NEG_INF).argmax())
+        return bool(self.tables.starts_wordchar[best])
+
     def _steer_keywords(self, states: list[SteerState], plans: list[_Plan], rows: torch.Tensor) -> None:
         """Favour the first tokens of owed keywords; insert a due one where the
         model ends its word (its likeliest token does not continue the word).
@@ -882,10 +987,12 @@ class ConstraintSteering:
             return 0
         return self.citations.owed(state.cited)
 
-    def _reserve(self, state: SteerState) -> Counts:
-        """What later literals, owed citations (one word each) and owed keywords will still add."""
+    def _reserve(self, state: SteerState, *, writing_capital: bool = False) -> Counts:
+        """What later literals, owed citations and capital words (one word each) and owed
+        keywords will still add."""
         reserve = self._segments[state.seg].reserve
-        missing = self._cite_owed(state)
+        # One word each; a capital word being begun now is no longer in reserve.
+        missing = self._cite_owed(state) + self._capitals_owed(state) - int(writing_capital)
         words, units, letter = reserve.words + missing, reserve.units + missing, reserve.letter
         for n, counted in zip(self._keyword_owed(state), self._keyword_reserve):
             words, units, letter = words + n * counted.words, units + n * counted.units, letter + n * counted.letter
@@ -893,10 +1000,11 @@ class ConstraintSteering:
             return reserve
         return dataclasses.replace(reserve, words=words, units=units, letter=letter)
 
-    def _later(self, state: SteerState) -> Later:
+    def _later(self, state: SteerState, *, writing_capital: bool = False) -> Later:
         """What the rest of the layout adds, for the upper bounds (see ``Later``)."""
         comp = self._segments[state.seg]
-        return Later(self._reserve(state), comp.free_after, comp.sentences)
+        owes = bool(self._capitals_owed(state) - int(writing_capital) > 0 or any(self._keyword_owed(state)))
+        return Later(self._reserve(state, writing_capital=writing_capital), comp.free_after, comp.sentences, owes)
 
     def _may_open_citation(self, state: SteerState, plan: _Plan) -> bool:
         """A free row may open a citation while one is owed, in running text."""
@@ -936,11 +1044,11 @@ class ConstraintSteering:
         assert isinstance(segment, Free)
         return segment
 
-    def _over_rows(self, states: list[SteerState]) -> torch.Tensor:
+    def _over_rows(self, states: list[SteerState], *, writing_capital: bool = False) -> torch.Tensor:
         """``[R, V]`` bool: tokens that would break an upper bound, per row."""
         rows = []
         for state in states:
-            over = self.limits.over_max(self.tables, state.counts, self._later(state))
+            over = self.limits.over_max(self.tables, state.counts, self._later(state, writing_capital=writing_capital))
             assert over is not None
             rows.append(over)
         return torch.stack(rows)
@@ -1087,6 +1195,14 @@ def _ends_sentence(tables: VocabTables) -> torch.Tensor:
     return torch.tensor(values, dtype=torch.bool, device=tables.device)
 
 
+def _fresh_word(tables: VocabTables) -> torch.Tensor:
+    """``[V]`` bool: tokens that are a space and a whole word a period may
+    follow for every judge (``good_last_word``: two letters or more, no
+    abbreviation)."""
+    values = [t[:1] == " " and t[1:].isalpha() and good_last_word(t[1:]) for t in tables.texts]
+    return torch.tensor(values, dtype=torch.bool, device=tables.device)
+
+
 def _terminal(tables: VocabTables) -> torch.Tensor:
     """``[V]`` bool: tokens holding a sentence terminal (``.!?。！？``)."""
     values = [any(ch in ".!?\u3002\uff01\uff1f" for ch in t) for t in tables.texts]
@@ -1109,7 +1225,8 @@ class _Plan:
     seg: int = 0
     may_stop: bool = False
     forced: bool = False
-    close: bool = False  # the current sentence must end (owed sentences, tight budget)
+    close: str = ""  # the current sentence must "end" (owed sentences, tight budget) or get a "word" to end on
     placeholder: bool = False  # a placeholder is due: the next word must be one
     words: bool = False  # the word minimum is behind the budget: every token must add a word
     keyword: int = -1  # a keyword is due: its first token, written at the next word boundary
+    capitals: str = ""  # a capital word is "now" (the next token begins one) or "due" (at the next word end)

@@ -20,7 +20,7 @@ def test_controlled_assisted_and_uncontrolled_are_reported(tokenizer: Any) -> No
     constraints = [
         c("no_comma"),
         c("title"),
-        c("capital_word_frequency", relation="at least", n=2),
+        c("capital_word_frequency", relation="less than", n=2),
         c("response_language", language="de"),
         Constraint(id="window", kind=Kind.CITATION_TIME_WINDOW, params={"not_before": "2020-01-01"}, scope=Scope.EVIDENCE),
     ]

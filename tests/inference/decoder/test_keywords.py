@@ -1,5 +1,5 @@
-"""The keyword controller over the real tokenizer, driven by random logits (fast),
-and once through the bundled model."""
+"""The keyword and capital-word controllers over the real tokenizer, driven by
+random logits (fast), and once through the bundled model."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from inference.decoder.compile import compile_steering
 from inference.decoder.controllers.keywords import Keyword
 from reasoning.constraints.model import Constraint, Kind
 from reasoning.constraints.verifiers import verify_all
+from reasoning.errors import ConflictError
 
 END_PHRASE = "Is there anything else I can help with?"
 
@@ -190,3 +191,48 @@ def test_a_maximum_keeps_room_for_a_required_keyword_that_holds_it(tokenizer: An
         state = drive_with_bias(steering, 60, seed, love)
         assert occurrences("risk", state.text) == 1 and "risk appetite" in state.text, state.text
         assert steering.unmet(state) == (), state.text
+
+
+def capital_words(text: str) -> int:
+    """IFEval's count: nltk tokens that are all capitals (punkt-free, as bench.steering judges)."""
+    import nltk
+
+    return sum(1 for word in nltk.word_tokenize(text, preserve_line=True) if word.isupper())
+
+
+@pytest.mark.parametrize("extra", [[], [c("no_comma")], [c("word_count", relation="less than", n=20)]])
+def test_a_capital_word_minimum_is_met_by_a_model_that_writes_none(tokenizer: Any, extra: list[Constraint]) -> None:
+    """A model that avoids capital letters and the end still writes the owed
+    capital words, each a whole word in capitals (spread over the text when
+    no word maximum presses them to its end)."""
+    constraints = [c("capital_word_frequency", relation="at least", n=4), *extra]
+    steering = compile_steering(constraints, tokenizer, prompt="x", max_new_tokens=80)
+    assert "capital_word_frequency" in steering.controlled
+    avoid = {i: -30.0 for i in range(steering.tables.size) if bool(steering.tables.has_upper[i])}
+    avoid[tokenizer.eos_token_id] = -30.0
+    for seed in range(3):
+        state = drive_with_bias(steering, 80, seed, avoid)
+        assert capital_words(state.text) >= 4, state.text
+        if not extra:
+            assert re.search(r"\b[A-Z]{2,}\b", state.text[: len(state.text) // 2]), state.text
+        assert steering.unmet(state) == (), state.text
+        assert failed(constraints, state.text) == [], state.text
+
+
+def test_a_capital_word_minimum_holds_when_the_model_wants_to_stop(tokenizer: Any) -> None:
+    constraints = [c("capital_word_frequency", relation="at least", n=3)]
+    steering = compile_steering(constraints, tokenizer, prompt="x", max_new_tokens=60)
+    for seed in range(3):
+        state = drive_with_bias(steering, 60, seed, {tokenizer.eos_token_id: 12.0})
+        assert state.finished and capital_words(state.text) >= 3, state.text
+        assert steering.unmet(state) == ()
+
+
+def test_capital_words_are_controlled_only_where_they_can_be_promised(tokenizer: Any) -> None:
+    maximum = c("capital_word_frequency", relation="less than", n=3)
+    assert compile_steering([maximum], tokenizer, prompt="x").uncontrolled == {"capital_word_frequency"}
+    minimum = c("capital_word_frequency", relation="at least", n=3)
+    chinese = compile_steering([minimum, c("response_language", language="zh")], tokenizer, prompt="x")
+    assert chinese.uncontrolled == {"capital_word_frequency"}
+    with pytest.raises(ConflictError):
+        compile_steering([minimum, c("all_lowercase")], tokenizer, prompt="x")

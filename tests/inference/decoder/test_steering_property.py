@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from nltk.tokenize import word_tokenize
 from nltk.tokenize.punkt import PunktSentenceTokenizer
 
 from inference.decoder.compile import compile_steering
@@ -75,6 +76,8 @@ def constraint_sets(draw: Any, word_bounds: bool = True, sentence_bounds: bool =
     if draw(st.booleans()):
         relation = draw(st.sampled_from(["at least", "less than"]))
         add(Kind.KEYWORD_FREQUENCY, keyword=draw(st.sampled_from(FREQUENCY_POOL)), relation=relation, n=draw(st.integers(1, 3)))
+    if case != Kind.ALL_LOWERCASE and draw(st.booleans()):
+        add(Kind.CAPITAL_WORD_FREQUENCY, relation="at least", n=draw(st.integers(1, 3)))
     if word_bounds and draw(st.booleans()):
         add(Kind.WORD_COUNT, relation="less than", n=draw(st.integers(40, 80)))
     sentences = draw(st.sampled_from([None, "max", "min", "both"])) if sentence_bounds else None
@@ -143,6 +146,8 @@ def violations(text: str, constraints: list[Constraint]) -> list[str]:
         elif c.kind == Kind.KEYWORD_FREQUENCY:
             found = len(re.findall(p["keyword"], text, flags=re.IGNORECASE))
             ok = found >= p["n"] if p["relation"] == "at least" else found < p["n"]
+        elif c.kind == Kind.CAPITAL_WORD_FREQUENCY:
+            ok = sum(1 for w in word_tokenize(text, preserve_line=True) if w.isupper()) >= p["n"]
         elif c.kind == Kind.FORBIDDEN_WORDS:
             ok = not any(re.search(r"\b" + w + r"\b", text, flags=re.IGNORECASE) for w in p["words"])
         elif c.kind == Kind.WORD_COUNT:

@@ -46,7 +46,7 @@ def test_controllable_kinds_name_their_controller() -> None:
         assert spec.controller in ("", "mask", "force", "grammar", "length")
     assert CATALOG[Kind.FORBIDDEN_WORDS].controllable
     assert CATALOG[Kind.KEYWORDS_PRESENT].controllable
-    assert not CATALOG[Kind.CAPITAL_WORD_FREQUENCY].controllable
+    assert not CATALOG[Kind.JURISDICTION].controllable
 
 
 @pytest.mark.parametrize(("kind", "params"), list(PARAMS.items()))
