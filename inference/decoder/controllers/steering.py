@@ -177,6 +177,7 @@ class ConstraintSteering:
         # policy or upper bound checks them one by one on the completed text.
         self._lazy_fragments = policy.active or self.limits.has_max
         self._fragment_list: list[bool] = tables.fragment.tolist()
+        self._fragment_ids = torch.nonzero(tables.fragment).flatten()
         self._continuation: torch.Tensor = tables.cached("continuation", lambda: _continuation(tables))
         self._word_end: torch.Tensor = tables.cached("word-end", lambda: _word_end(tables))
         self._ends_sentence: torch.Tensor = tables.cached("ends-sentence", lambda: _ends_sentence(tables))
@@ -435,10 +436,13 @@ class ConstraintSteering:
         if self._soft is not None:
             lp = lp + self._soft
         plans = [self._plan(state) for state in states]
-        out = torch.full_like(lp, _NEG_INF)  # [B, V]
         free = [r for r, plan in enumerate(plans) if plan.kind == "free"]
-        if free:
-            out[free] = self._free_rows([states[r] for r in free], [plans[r] for r in free], lp[free])
+        if len(free) == len(plans):
+            out = self._free_rows(states, plans, lp)  # [B, V]: the common case, no copy
+        else:
+            out = torch.full_like(lp, _NEG_INF)  # [B, V]
+            if free:
+                out[free] = self._free_rows([states[r] for r in free], [plans[r] for r in free], lp[free])
         for r, plan in enumerate(plans):
             if plan.kind == "only":
                 out[r, plan.exit] = 0.0
@@ -450,7 +454,7 @@ class ConstraintSteering:
                 out[r, ids] = lp[r, ids]
         checked = [r for r, plan in enumerate(plans) if plan.kind != "only"]
         if checked:
-            alive = torch.isfinite(out[checked]).any(dim=-1).tolist()
+            alive = (out[checked].amax(dim=-1) > _NEG_INF).tolist()
             for r, ok in zip(checked, alive):
                 if not ok:
                     out[r, plans[r].exit] = 0.0
@@ -939,7 +943,7 @@ class ConstraintSteering:
                 if bool(closing.any()):
                     allowed[r] = closing
                     fragments[r] = False
-        rows = lp.masked_fill(~allowed, _NEG_INF)  # [R, V]
+        rows = torch.where(allowed, lp, _NEG_INF)  # [R, V]
         stopping = [r for r, p in enumerate(plans) if p.may_stop]
         if stopping:
             index = torch.tensor(stopping, device=lp.device)
@@ -1097,7 +1101,10 @@ class ConstraintSteering:
         """
         pool = rows
         if self._lazy_fragments and fragments is not None:
-            pool = torch.maximum(rows, lp.masked_fill(~fragments, _NEG_INF))
+            # Fragments are a few hundred tokens: merge them in by index, not over [R, V].
+            idx = self._fragment_ids
+            pool = rows.clone()
+            pool[:, idx] = torch.maximum(rows[:, idx], lp[:, idx].masked_fill(~fragments[:, idx], _NEG_INF))
         pending = [r for r, s in enumerate(states) if s.pending]
         if pending:
             source = lp if fragments is not None else rows
