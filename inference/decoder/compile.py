@@ -137,7 +137,7 @@ def compile_steering(
     layout, literal_sources = _layout(hard, prompt, policy, controlled, uncontrolled)
     limits = _identifiable(limits, policy, layout, max_new_tokens)
     citations = _citations(constraints, evidence_ids, layout, policy, policy_sources, controlled, uncontrolled)
-    keywords = _keywords(hard, layout, policy, policy_sources, limits, forbidden, controlled)
+    keywords = _keywords(hard, layout, policy, policy_sources, forbidden, controlled)
     capitals = _capitals(hard, layout, policy, policy_sources, limits, controlled)
 
     for c in hard:
@@ -480,7 +480,6 @@ def _keywords(
     layout: Layout,
     policy: CharPolicy,
     policy_sources: list[Constraint],
-    limits: Limits,
     forbidden: ForbiddenWords | None,
     controlled: set[str],
 ) -> Keywords | None:

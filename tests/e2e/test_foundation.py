@@ -194,7 +194,10 @@ def test_the_readme_curl_example_gets_a_real_answer(server: Server) -> None:
     assert response.status_code == 200, response.text
     body = response.json()
     assert body["status"] == "ok" and body["answer"].strip()
-    assert {c["kind"] for c in body["constraints"]} >= {"bullet_count"}
+    kinds = {c["kind"]: c for c in body["constraints"]}
+    assert kinds.keys() >= {"bullet_count", "keyword_frequency"}
+    # Both are controlled, as the README says: the three bullets and "risk" twice.
+    assert all(c["verdict"]["satisfied"] for c in kinds.values()), body["constraints"]
     assert (
         body["model"]["sha256"]
         == httpx.get(f"{server.base}/v1/models", headers=server.headers).json()["data"][0]["sha256"]
