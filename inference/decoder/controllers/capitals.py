@@ -45,6 +45,16 @@ class Capitals:
         """Capital words in ``text``, as our verifier (and IFEval) count them."""
         return count_capital_words(text)
 
+    def count_after(self, count: int, text: str, chunk: str) -> int:
+        """``count(text + chunk)`` from ``count == count(text)``, recounting only
+        the text after the last whitespace (no counted token holds whitespace,
+        so the tokens before it are final)."""
+        start = len(text)
+        while start > 0 and not text[start - 1].isspace():
+            start -= 1
+        rest = text[start:]
+        return count - self.count(rest) + self.count(rest + chunk)
+
     def owed(self, count: int, later: int) -> int:
         """Capital words still needed beyond ``count`` and the later literals' ``later``."""
         return max(0, self.need - count - later)

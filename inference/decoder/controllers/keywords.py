@@ -57,6 +57,7 @@ class Keyword:
     sources: tuple[str, ...] = ()
     _pattern: re.Pattern[str] = field(init=False, repr=False, compare=False)
     _starts: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    _overlaps: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.text.strip():
@@ -64,6 +65,9 @@ class Keyword:
         escaped = re.escape(self.text)
         object.__setattr__(self, "_pattern", re.compile(escaped, re.IGNORECASE))
         object.__setattr__(self, "_starts", re.compile(f"(?={escaped})", re.IGNORECASE))
+        folded = self.text.lower()
+        # "aa", "abab": two occurrences can overlap, and greedy counting then skips some.
+        object.__setattr__(self, "_overlaps", any(folded[:k] == folded[-k:] for k in range(1, len(folded))))
 
     def count(self, text: str) -> int:
         """Occurrences in ``text``, as IFEval counts them."""
@@ -81,6 +85,11 @@ class Keyword:
         window = text[len(text) - len(self.text) + 1 :] if len(self.text) > 1 else ""
         joined = window + chunk
         return sum(1 for m in self._starts.finditer(joined) if m.start() + len(self.text) > len(window))
+
+    def count_after(self, count: int, text: str, chunk: str) -> int:
+        """``count(text + chunk)`` from ``count == count(text)``: the matches
+        ``chunk`` adds (exact when two occurrences cannot overlap), else a recount."""
+        return self.count(text + chunk) if self._overlaps else count + self.new_matches(text, chunk)
 
 
 @dataclass(frozen=True)
@@ -104,6 +113,10 @@ class Keywords:
     def counts(self, text: str) -> tuple[int, ...]:
         """Each keyword's occurrences in ``text``."""
         return tuple(k.count(text) for k in self.items)
+
+    def counts_after(self, counts: Sequence[int], text: str, chunk: str) -> tuple[int, ...]:
+        """``counts(text + chunk)`` from ``counts == counts(text)``, in time of the chunk."""
+        return tuple(k.count_after(c, text, chunk) for k, c in zip(self.items, counts))
 
     def owed(self, counts: Sequence[int], later: Sequence[int]) -> tuple[int, ...]:
         """Occurrences each keyword still needs beyond ``counts`` and the later literals."""

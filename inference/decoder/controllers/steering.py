@@ -512,8 +512,12 @@ class ConstraintSteering:
         chunk = text if text is not None else ""
         counts = state.counts.add(chunk, self.limits.letter)
         text = state.text + chunk
-        found = self.keywords.counts(text) if self.keywords is not None and chunk else state.keyword_counts
-        capitals = self.capitals.count(text) if self.capitals is not None and chunk else state.capital_count
+        found = state.keyword_counts
+        if self.keywords is not None and chunk:
+            found = self.keywords.counts_after(found, state.text, chunk)
+        capitals = state.capital_count
+        if self.capitals is not None and chunk:
+            capitals = self.capitals.count_after(capitals, state.text, chunk)
         return dataclasses.replace(
             state,
             text=text,
@@ -1121,10 +1125,11 @@ class ConstraintSteering:
         keep_vals: list[float] = []
         for r, (vals, idxs) in enumerate(zip(values.tolist(), indices.tolist())):
             found = 0
+            held = self._keywords_held(states[r])
             for value, idx in zip(vals, idxs):
                 if value == _NEG_INF:
                     break
-                if self._token_passes(states[r], idx, closing=plans[r].forced):
+                if self._token_passes(states[r], idx, closing=plans[r].forced, held=held):
                     keep_rows.append(r)
                     keep_cols.append(idx)
                     keep_vals.append(value)
@@ -1136,9 +1141,20 @@ class ConstraintSteering:
             kept[keep_rows, keep_cols] = torch.tensor(keep_vals, dtype=kept.dtype, device=kept.device)
         return kept
 
-    def _token_passes(self, state: SteerState, idx: int, *, closing: bool = False) -> bool:
+    def _keywords_held(self, state: SteerState) -> tuple[int, ...] | None:
+        """Occurrences of each capped keyword that the rest of the answer will
+        bring (see ``Keywords.held``); None when no keyword is capped here."""
+        if not self._keyword_capped or state.seg >= len(self._segments):
+            return None
+        assert self.keywords is not None
+        return self.keywords.held(self._keyword_owed(state), self._segments[state.seg].later_keywords)
+
+    def _token_passes(
+        self, state: SteerState, idx: int, *, closing: bool = False, held: tuple[int, ...] | None = None
+    ) -> bool:
         """Whether token ``idx`` may follow ``state`` (``closing``: the segment
-        is past its end and waits only for a clean place to stop)."""
+        is past its end and waits only for a clean place to stop; ``held``:
+        ``_keywords_held(state)``, computed once per row)."""
         tables = self.tables
         if idx in tables.eos_ids:
             return not state.pending and (self.forbidden is None or self.forbidden.ends_ok(state.text))
@@ -1159,11 +1175,9 @@ class ConstraintSteering:
                 return False
             if (tail or closing) and self.forbidden.ends_open(state.text[-self.forbidden.window :] + text):
                 return False
-        if self._keyword_capped and state.seg < len(self._segments):
+        if held is not None:
             assert self.keywords is not None
-            owed = self._keyword_owed(state)
-            later = self.keywords.held(owed, self._segments[state.seg].later_keywords)
-            if not self.keywords.may_append(state.keyword_counts, state.text, text, later):
+            if not self.keywords.may_append(state.keyword_counts, state.text, text, held):
                 return False
         return True
 

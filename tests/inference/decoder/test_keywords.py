@@ -236,3 +236,24 @@ def test_capital_words_are_controlled_only_where_they_can_be_promised(tokenizer:
     assert chinese.uncontrolled == {"capital_word_frequency"}
     with pytest.raises(ConflictError):
         compile_steering([minimum, c("all_lowercase")], tokenizer, prompt="x")
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(
+    pieces=st.lists(st.text("abA .'-\n", max_size=5), max_size=8),
+    keyword=st.sampled_from(["ab", "aba", "aa", "a b", "B"]),
+)
+def test_running_counts_equal_a_recount(pieces: list[str], keyword: str) -> None:
+    """The steering counts keywords and capital words chunk by chunk; the
+    running counts always equal a count of the whole text."""
+    from inference.decoder.controllers.capitals import Capitals
+    from inference.decoder.controllers.keywords import Keywords
+
+    keywords, capitals = Keywords((Keyword(keyword, at_least=1),)), Capitals(1)
+    text, counts, caps = "", (0,), 0
+    for chunk in pieces:
+        counts = keywords.counts_after(counts, text, chunk)
+        caps = capitals.count_after(caps, text, chunk)
+        text += chunk
+        assert counts == keywords.counts(text)
+        assert caps == capitals.count(text)
