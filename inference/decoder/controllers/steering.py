@@ -694,11 +694,11 @@ class ConstraintSteering:
         if due and (last == "" or not last.isalnum() or self._placeholder_urgent(state)):
             return _Plan("only", exit_token)
         keyword_due = keyword >= 0 and not state.pending and ends_clean and self._keyword_due(state)
-        if keyword_due and (last == "" or not joins_run(last) or self._keyword_urgent(state)):
+        if keyword_due and (last == "" or not joins_run(last) or self._insert_urgent(state)):
             return _Plan("only", keyword)
         caps = ""
         if capitals and not state.pending and not counts.bracket_open and self._capitals_due(state):
-            caps = "now" if last == "" or not joins_run(last) or self._capitals_urgent(state) else "due"
+            caps = "now" if last == "" or not joins_run(last) or self._insert_urgent(state) else "due"
         close = ""
         if seg.gate and not counts.bracket_open and not state.pending:
             close = self._sentences_short(state, missing)
@@ -813,15 +813,8 @@ class ConstraintSteering:
         owed = self._capitals_owed(state)
         if owed == 0:
             return False
-        have = self.capitals.need - owed
         usable = self._paced_budget(state) - self._keyword_tokens_owed(state)
-        return self._capitals_urgent(state) or state.n_tokens >= usable * (have + 1) / (self.capitals.need + 1)
-
-    def _capitals_urgent(self, state: SteerState) -> bool:
-        """Whether the budget left holds little more than the owed insertions."""
-        if self.max_new_tokens is None:
-            return False
-        return self._paced_budget(state) - state.n_tokens <= self._insert_tokens_owed(state) + 1
+        return self._paced_due(state, usable, self.capitals.need - owed, self.capitals.need)
 
     def _keyword_exit(self, state: SteerState) -> int:
         """The first token of the first owed keyword, as it is written here
@@ -843,12 +836,16 @@ class ConstraintSteering:
         owed = sum(self._keyword_owed(state))
         if owed == 0:
             return False
-        usable = self._paced_budget(state)
-        have = self._keyword_need - owed
-        return self._keyword_urgent(state) or state.n_tokens >= usable * (have + 1) / (self._keyword_need + 1)
+        return self._paced_due(state, self._paced_budget(state), self._keyword_need - owed, self._keyword_need)
 
-    def _keyword_urgent(self, state: SteerState) -> bool:
-        """Whether the budget left holds little more than the owed insertions."""
+    def _paced_due(self, state: SteerState, usable: int, have: int, need: int) -> bool:
+        """Whether the next of ``need`` paced insertions (``have`` written) is due:
+        the k-th once k / (need + 1) of ``usable`` tokens is spent, or at once
+        when the budget is urgent."""
+        return self._insert_urgent(state) or state.n_tokens >= usable * (have + 1) / (need + 1)
+
+    def _insert_urgent(self, state: SteerState) -> bool:
+        """Whether the budget left holds little more than the owed keywords and capital words."""
         if self.max_new_tokens is None:
             return False
         return self._paced_budget(state) - state.n_tokens <= self._insert_tokens_owed(state) + 1
