@@ -10,7 +10,7 @@ STAMP       := $(VENV)/.tenet-installed
 HOST        ?= 127.0.0.1
 PORT        ?= 8000
 
-.PHONY: install prepare migrate run serve test test-fast bench-quick clean
+.PHONY: install prepare migrate run serve check test test-fast bench-quick clean
 
 install: $(STAMP)
 
@@ -37,6 +37,12 @@ run: install prepare migrate
 	$(TENET) serve --host $(HOST) --port $(PORT)
 
 serve: run
+
+# Lint (ruff's default rules at the pinned version) and type-check (mypy strict on the
+# packages listed in pyproject.toml). The tree is not ruff-formatted, so no format check.
+check: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 
 test: install prepare
 	$(PY) -m pytest -q

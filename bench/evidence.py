@@ -130,7 +130,7 @@ def _child_cpu() -> float:
 
 def _percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def measure_queries(index: OntologyIndex, seeds: list[int], queries: int) -> dict[str, float]:

@@ -8,15 +8,15 @@ never needs a new handler.
 from __future__ import annotations
 
 __all__ = [
-    "TenetError",
-    "InvalidInput",
-    "NotFound",
-    "Forbidden",
     "ConflictError",
+    "Forbidden",
+    "InvalidInput",
     "LimitExceeded",
-    "UnsafeContent",
-    "Unavailable",
+    "NotFound",
     "Overloaded",
+    "TenetError",
+    "Unavailable",
+    "UnsafeContent",
 ]
 
 

@@ -32,11 +32,11 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 from sqlalchemy.types import TypeDecorator
 
 __all__ = [
+    "CONFIRMATION_KINDS",
+    "CONFIRMATION_STATUSES",
     "PREMISE_STATUSES",
     "RUN_KINDS",
     "RUN_STATUSES",
-    "CONFIRMATION_KINDS",
-    "CONFIRMATION_STATUSES",
     "ApiKey",
     "AuditEvent",
     "Base",

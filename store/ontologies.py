@@ -34,13 +34,13 @@ from store.models import OntologyVersion, utcnow
 
 __all__ = [
     "bundled_domains",
-    "save_version",
+    "current_version",
+    "delete_version",
     "get_version",
     "list_versions",
-    "delete_version",
-    "current_version",
-    "load_index",
     "load_bundled_ontologies",
+    "load_index",
+    "save_version",
 ]
 
 _LIGHT = (defer(OntologyVersion.content), defer(OntologyVersion.materialised))

@@ -9,7 +9,7 @@ import msgspec
 
 from reasoning.evidence.model import EvidenceSubgraph, LinkedEntity
 
-__all__ = ["EvidenceQuery", "EvidenceResponse", "EvidenceFormat"]
+__all__ = ["EvidenceFormat", "EvidenceQuery", "EvidenceResponse"]
 
 EvidenceFormat = Literal["json", "turtle"]
 

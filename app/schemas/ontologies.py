@@ -7,7 +7,7 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["OntologyVersionOut", "OntologyList", "OntologyReportOut"]
+__all__ = ["OntologyList", "OntologyReportOut", "OntologyVersionOut"]
 
 
 class OntologyVersionOut(msgspec.Struct, frozen=True, kw_only=True):

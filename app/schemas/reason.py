@@ -13,13 +13,13 @@ from reasoning.constraints.model import Constraint, Premise, Span, Verdict
 from reasoning.evidence.model import EvidenceSubgraph, LinkedEntity
 
 __all__ = [
-    "ReasonRequest",
-    "ConstraintOut",
-    "StepOut",
     "BranchOut",
-    "PruningOut",
     "ConflictSpan",
+    "ConstraintOut",
+    "PruningOut",
+    "ReasonRequest",
     "ReasonResponse",
+    "StepOut",
 ]
 
 

@@ -13,14 +13,14 @@ from typing import Any
 import msgspec
 
 __all__ = [
-    "Kind",
-    "Hardness",
-    "Scope",
-    "Origin",
-    "Relation",
-    "Span",
     "Constraint",
+    "Hardness",
+    "Kind",
+    "Origin",
     "Premise",
+    "Relation",
+    "Scope",
+    "Span",
     "Verdict",
 ]
 
@@ -58,6 +58,14 @@ class Kind(StrEnum):
     - ``cite_sources``: ``min`` (int >= 1; cite at least that many evidence ids)
     - ``jurisdiction``: ``code`` (ISO 3166 alpha-2 or ``"EU"``)
     - ``numeric_precision``: ``decimals`` (int; numbers carry that many decimals)
+    - ``count`` / ``position`` / ``wrap`` / ``structure`` / ``copy``: the
+      generic kinds of the compositional form; their params are the builtins
+      of :class:`reasoning.constraints.form.Count` (``unit``, ``relation``,
+      ``n``, optional ``filter``, ``of`` and ``fraction``, ``per``),
+      ``Position`` (``unit``, ``k``, ``op``, ``text``), ``Wrap`` (``left``,
+      ``right``, ``unit``), ``Structure`` (``layout``, optional ``marker``,
+      ``n``) and ``Copy`` (``text``, ``change``). A requirement that one of
+      the named kinds above means exactly is always reported as that kind.
     """
 
     RESPONSE_LANGUAGE = "response_language"
@@ -91,6 +99,11 @@ class Kind(StrEnum):
     CITE_SOURCES = "cite_sources"
     JURISDICTION = "jurisdiction"
     NUMERIC_PRECISION = "numeric_precision"
+    COUNT = "count"
+    POSITION = "position"
+    WRAP = "wrap"
+    STRUCTURE = "structure"
+    COPY = "copy"
 
 
 class Relation(StrEnum):

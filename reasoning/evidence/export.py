@@ -17,7 +17,7 @@ from rdflib.util import from_n3
 from reasoning.evidence.model import EvidenceSubgraph
 from reasoning.evidence.terms import TV
 
-__all__ = ["subgraphs_to_turtle", "EV"]
+__all__ = ["EV", "subgraphs_to_turtle"]
 
 EV = Namespace("https://tenet.dev/ns/evidence#")
 

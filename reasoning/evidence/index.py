@@ -51,7 +51,7 @@ from reasoning.evidence.terms import (
 )
 from reasoning.evidence.views import DomainProfile, ViewSpec
 
-__all__ = ["OntologyIndex", "build_index", "LABEL_PREDICATES", "parse_date"]
+__all__ = ["LABEL_PREDICATES", "OntologyIndex", "build_index", "parse_date"]
 
 IntArray = npt.NDArray[np.int32]
 BoolArray = npt.NDArray[np.bool_]
@@ -65,8 +65,10 @@ _CJK_RE: Final = re.compile(r"[\u3400-\u9fff\uf900-\ufaff\u3040-\u30ff]")
 _ZH_STRIP_RE: Final = re.compile(r"[\s\W_]+", re.UNICODE)
 _DATE_RE: Final = re.compile(r"^(\d{4})(?:-(\d{2})(?:-(\d{2}))?)?")
 _STOP_KEYS: Final = frozenset(
-    "a an and are as at be by for from has have in is it its of on or that the this to was "
-    "were will with".split()
+    (
+        "a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "has", "have", "in", "is",
+        "it", "its", "of", "on", "or", "that", "the", "this", "to", "was", "were", "will", "with"
+    )
 )
 _SCHEMA_PREFIXES: Final = (
     "<http://www.w3.org/2002/07/owl#",

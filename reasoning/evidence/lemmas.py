@@ -22,7 +22,7 @@ from spacy.language import Language
 from spacy.pipeline import Lemmatizer
 from spacy.tokens import Doc
 
-__all__ = ["WORD_RE", "word_spans", "words", "NounLemmatizer", "default_lemmatizer"]
+__all__ = ["WORD_RE", "NounLemmatizer", "default_lemmatizer", "word_spans", "words"]
 
 WORD_RE: Final = re.compile(r"[^\W_]+", re.UNICODE)
 """A word: a run of letters and digits (underscores and punctuation split words)."""

@@ -43,7 +43,7 @@ _SHORT_KEY: Final = 3
 
 
 class _Candidate:
-    __slots__ = ("start", "end", "node", "score", "mention", "zh")
+    __slots__ = ("end", "mention", "node", "score", "start", "zh")
 
     def __init__(self, start: int, end: int, node: int, score: float, mention: str,
                  zh: bool) -> None:

@@ -14,7 +14,7 @@ from typing import Final, Literal
 
 import msgspec
 
-__all__ = ["Engine", "WorkerRequest", "WorkerResult", "OWLRL_MAX_TRIPLES", "run", "main"]
+__all__ = ["OWLRL_MAX_TRIPLES", "Engine", "WorkerRequest", "WorkerResult", "main", "run"]
 
 Engine = Literal["auto", "reasonable", "owlrl"]
 
@@ -66,7 +66,7 @@ def run(request: WorkerRequest) -> WorkerResult:
     else:
         try:
             used, result = "reasonable", _run_reasonable(request.triples)
-        except BaseException as exc:  # reasonable's Rust panics surface as BaseException
+        except BaseException as exc:  # noqa: BLE001 - reasonable's Rust panics surface as BaseException
             reason = f"{type(exc).__name__}: {str(exc)[:200]}"
             if request.engine == "reasonable" or len(request.triples) > OWLRL_MAX_TRIPLES:
                 return WorkerResult("reasonable", [],
@@ -102,7 +102,7 @@ def main() -> None:
     request = msgspec.msgpack.decode(sys.stdin.buffer.read(), type=WorkerRequest)
     try:
         result = run(request)
-    except BaseException as exc:
+    except BaseException as exc:  # noqa: BLE001 - the worker reports every failure to its parent
         result = WorkerResult(request.engine, [], f"materialisation failed ({type(exc).__name__}: "
                                                   f"{str(exc)[:200]}); only asserted triples are indexed")
     sys.stdout.buffer.write(msgspec.msgpack.encode(result))

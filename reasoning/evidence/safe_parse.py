@@ -56,9 +56,9 @@ import defusedxml.ElementTree as safe_etree
 import msgspec
 from defusedxml import DefusedXmlException
 from rdflib import Graph, URIRef
+from rdflib.exceptions import ParserError as NTriplesParseError
 from rdflib.plugins.parsers.jsonld import to_rdf as _jsonld_to_rdf
 from rdflib.plugins.parsers.notation3 import BadSyntax
-from rdflib.exceptions import ParserError as NTriplesParseError
 
 from reasoning.errors import InvalidInput, LimitExceeded, UnsafeContent
 from reasoning.evidence.terms import (
@@ -248,7 +248,7 @@ def parse_rdf(
                                line=exc.lines + 1) from None
         except NTriplesParseError as exc:
             raise InvalidInput(f"{name} syntax error: {_clip(str(exc))}") from None
-        except Exception as exc:  # rdflib raises many unrelated types for bad input
+        except Exception as exc:  # noqa: BLE001 - rdflib raises many unrelated types for bad input
             raise InvalidInput(f"{name} could not be parsed: {_clip(_describe(exc))}") from None
     triples = tuple(sink.triples)
     imports = tuple(iri_value(o) for s, p, o in triples if p == OWL_IMPORTS)
@@ -396,8 +396,7 @@ def _fast_ntriples(text: str, sink: _GuardedSink) -> bool:
 
 
 def _canonical_literal(term: str) -> str:
-    if term.endswith(_XSD_STRING_SUFFIX):
-        term = term[: -len(_XSD_STRING_SUFFIX)]
+    term = term.removesuffix(_XSD_STRING_SUFFIX)
     close = term.rindex('"')
     body, tail = term[1:close], term[close + 1:]
     if tail.startswith("@"):

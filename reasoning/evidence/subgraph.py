@@ -46,9 +46,9 @@ import numpy.typing as npt
 from reasoning.errors import InvalidInput
 from reasoning.evidence.index import OntologyIndex
 from reasoning.evidence.model import EvidenceFact, EvidenceSubgraph, LinkedEntity
-from reasoning.evidence.terms import is_iri, is_literal, iri, iri_value
+from reasoning.evidence.terms import iri, iri_value, is_iri, is_literal
 
-__all__ = ["build_evidence", "apply_time_window", "estimate_tokens", "MAX_HOPS"]
+__all__ = ["MAX_HOPS", "apply_time_window", "build_evidence", "estimate_tokens"]
 
 MAX_HOPS: Final = 4
 _DECAY: Final = 0.6

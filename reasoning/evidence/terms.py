@@ -15,39 +15,39 @@ from typing import Any, Final
 from rdflib import BNode, Graph, Literal, URIRef
 
 __all__ = [
-    "Triple",
-    "RDF_TYPE",
+    "DCTERMS_MODIFIED",
+    "OWL_ANNOTATION_PROPERTY",
+    "OWL_CLASS",
+    "OWL_DATATYPE_PROPERTY",
+    "OWL_DISJOINT_WITH",
+    "OWL_IMPORTS",
+    "OWL_NOTHING",
+    "OWL_OBJECT_PROPERTY",
+    "OWL_SAME_AS",
+    "OWL_THING",
+    "PROV_GENERATED_AT_TIME",
+    "RDFS_CLASS",
+    "RDFS_DOMAIN",
     "RDFS_LABEL",
+    "RDFS_RANGE",
     "RDFS_SUBCLASSOF",
     "RDFS_SUBPROPERTYOF",
-    "RDFS_DOMAIN",
-    "RDFS_RANGE",
-    "RDFS_CLASS",
     "RDF_PROPERTY",
-    "OWL_CLASS",
-    "OWL_THING",
-    "OWL_NOTHING",
-    "OWL_IMPORTS",
-    "OWL_DISJOINT_WITH",
-    "OWL_SAME_AS",
-    "OWL_OBJECT_PROPERTY",
-    "OWL_DATATYPE_PROPERTY",
-    "OWL_ANNOTATION_PROPERTY",
-    "SKOS_PREF_LABEL",
+    "RDF_TYPE",
     "SKOS_ALT_LABEL",
-    "DCTERMS_MODIFIED",
-    "PROV_GENERATED_AT_TIME",
+    "SKOS_PREF_LABEL",
     "TV",
+    "Triple",
+    "encode_literal",
+    "from_rdflib",
     "iri",
+    "iri_value",
+    "is_bnode",
     "is_iri",
     "is_literal",
-    "is_bnode",
-    "iri_value",
     "literal_parts",
     "literal_value",
-    "encode_literal",
     "local_name",
-    "from_rdflib",
     "to_rdflib_graph",
 ]
 
@@ -193,7 +193,7 @@ def from_rdflib(term: Any) -> str | None:
     return None
 
 
-def to_rdflib_graph(triples: "list[Triple] | tuple[Triple, ...]") -> Graph:
+def to_rdflib_graph(triples: list[Triple] | tuple[Triple, ...]) -> Graph:
     """An rdflib graph of term-string triples (they are valid N-Triples lines)."""
     graph = Graph()
     if triples:

@@ -21,13 +21,17 @@ from reasoning.evidence.terms import (
     RDFS_RANGE,
     RDFS_SUBCLASSOF,
     Triple,
-    is_iri,
     iri,
     iri_value,
+    is_iri,
 )
 
-__all__ = ["KNOWN_VOCABULARIES", "undeclared_terms", "disjointness_violations",
-           "unsatisfiable_individuals"]
+__all__ = [
+    "KNOWN_VOCABULARIES",
+    "disjointness_violations",
+    "undeclared_terms",
+    "unsatisfiable_individuals",
+]
 
 KNOWN_VOCABULARIES: Final = (
     "http://www.w3.org/1999/02/22-rdf-syntax-ns#",

@@ -22,15 +22,15 @@ from reasoning.evidence.terms import (
     RDF_TYPE,
     TV,
     Triple,
-    is_iri,
-    is_literal,
     iri,
     iri_value,
+    is_iri,
+    is_literal,
     literal_parts,
     local_name,
 )
 
-__all__ = ["ViewSpec", "DomainProfile", "read_views", "read_profile", "DEFAULT_VIEW"]
+__all__ = ["DEFAULT_VIEW", "DomainProfile", "ViewSpec", "read_profile", "read_views"]
 
 DEFAULT_VIEW: Final = "all"
 _NAME_RE: Final = re.compile(r"[^a-z0-9_]+")

@@ -53,9 +53,9 @@ def _asserted_clinical() -> tuple[tuple[str, str, str], ...]:
 
 
 def test_auto_uses_owlrl_for_property_chains_reasonable_does_not_apply() -> None:
-    chain = ONTOLOGY + f"""
+    chain = ONTOLOGY + b"""
 ex:petOfOwnerOf owl:propertyChainAxiom ( ex:ownedBy ex:owns ) .
-""".encode()
+"""
     parsed = parse_rdf(chain, "text/turtle").triples
     result = materialise(parsed, engine="auto")
     assert result.engine == "owlrl"

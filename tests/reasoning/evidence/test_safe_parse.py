@@ -80,16 +80,16 @@ def test_turtle_terms_imports_and_no_network(network_events: list[str]) -> None:
 @pytest.mark.parametrize(
     ("data", "media_type", "error", "needle"),
     [
-        (b'<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "aaaa"><!ENTITY b "&a;&a;&a;">]>'
-         b'<rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#"/>',
+        ((b'<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "aaaa"><!ENTITY b "&a;&a;&a;">]>'
+          b'<rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#"/>'),
          "application/rdf+xml", UnsafeContent, "DTD"),
-        (b'<?xml version="1.0"?><!DOCTYPE x [<!ENTITY e SYSTEM "http://example.com/x">]>'
-         b'<rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">&e;</rdf:RDF>',
+        ((b'<?xml version="1.0"?><!DOCTYPE x [<!ENTITY e SYSTEM "http://example.com/x">]>'
+          b'<rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">&e;</rdf:RDF>'),
          "application/rdf+xml", UnsafeContent, "DTD"),
         (b'{"@context": ["https://schema.org/", {"ex": "https://example.org/#"}], "@id": "ex:a"}',
          "application/ld+json", UnsafeContent, "https://schema.org/"),
-        (b'{"@context": {"ex": {"@id": "https://example.org/#", "@context": "https://x.org/c"}},'
-         b' "@id": "https://example.org/#a"}',
+        ((b'{"@context": {"ex": {"@id": "https://example.org/#", "@context": "https://x.org/c"}},'
+          b' "@id": "https://example.org/#a"}'),
          "application/ld+json", UnsafeContent, "https://x.org/c"),
         (b'{"@context": {"@import": "https://x.org/ctx"}, "@id": "https://example.org/#a"}',
          "application/ld+json", UnsafeContent, "@import"),
@@ -161,9 +161,9 @@ def test_ntriples_fast_path_matches_the_rdflib_parser() -> None:
 
     turtle = dict(bundled_domains())["aml"].read_bytes()
     ntriples = Graph().parse(data=turtle, format="turtle").serialize(format="nt").encode()
-    ntriples += ('<https://e/x> <https://e/p> "tab\\there \\u00e9 \\"q\\""@EN-gb .\n'
-                 '<https://e/x> <https://e/p> "s"^^<http://www.w3.org/2001/XMLSchema#string> .\n'
-                 "# a comment line\n\n").encode()
+    ntriples += (b'<https://e/x> <https://e/p> "tab\\there \\u00e9 \\"q\\""@EN-gb .\n'
+                 b'<https://e/x> <https://e/p> "s"^^<http://www.w3.org/2001/XMLSchema#string> .\n'
+                 b"# a comment line\n\n")
 
     def named(triples: tuple[tuple[str, str, str], ...]) -> set[tuple[str, str, str]]:
         return {t for t in triples if not any(term.startswith("_:") for term in t)}

@@ -56,7 +56,7 @@ def view(graphs: tuple[EvidenceSubgraph, ...], name: str) -> EvidenceSubgraph:
 
 
 def triples(graph: EvidenceSubgraph) -> set[tuple[str, str, str]]:
-    short = lambda v: v.replace(EX, "")  # noqa: E731
+    short = lambda v: v.replace(EX, "")
     return {(short(f.subject), short(f.predicate), short(f.object)) for f in graph.facts}
 
 
