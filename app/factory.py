@@ -17,7 +17,9 @@ from app.controllers import CONTROLLERS
 from app.deps import DEPENDENCIES
 from app.errors import handle_exception
 from app.logs import RequestContextMiddleware, before_send, configure_logging
+from app.request_checks import RequestChecksMiddleware
 from app.runtime import Runtime
+from app.services.container import Services
 from app.settings import Settings
 from app.tracing import Tracing, TracingMiddleware
 
@@ -68,12 +70,13 @@ def create_app(
             DefineMiddleware(
                 ApiKeyMiddleware, exclude=[f"^{OPENAPI_PATH}"], exclude_from_auth_key="public"
             ),
+            RequestChecksMiddleware,
         ],
         exception_handlers={Exception: handle_exception},
         before_send=[before_send],
         request_max_body_size=settings.max_body_bytes,
         lifespan=[lifespan],
-        state=State({"runtime": runtime, "tracing": tracing}),
+        state=State({"runtime": runtime, "tracing": tracing, "services": Services(runtime)}),
         openapi_config=OpenAPIConfig(
             title="Tenet",
             version="0.1.0",
