@@ -37,12 +37,11 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from bench.datasets import IFEVAL_PROMPTS
 from reasoning.entropy import FEATURES, MODEL_PATH, EntropyModel, Normaliser, Signals, signals_from
 from reasoning.graph import build_graph
 
-DEFAULT_DATA = (
-    Path(__file__).resolve().parents[2] / "shared" / "data" / "ifeval" / "input_data.jsonl"
-)
+DEFAULT_DATA = IFEVAL_PROMPTS
 QUANTILES = np.linspace(0.0, 1.0, 21)
 
 

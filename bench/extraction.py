@@ -26,6 +26,7 @@ from typing import Any
 
 import msgspec
 
+from bench.datasets import IFEVAL_PROMPTS
 from reasoning.constraints.catalog import IFEVAL_TO_KIND
 from reasoning.constraints.extraction import extract
 from reasoning.constraints.model import Constraint, Kind, Relation
@@ -33,7 +34,7 @@ from reasoning.nlp import warm_up
 
 __all__ = ["DEFAULT_DATA", "MATCHING_RULE", "comparable", "label_params", "main", "run"]
 
-DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "ifeval" / "input_data.jsonl"
+DEFAULT_DATA = IFEVAL_PROMPTS
 
 MATCHING_RULE = (
     "Per prompt, each labelled IFEval instruction is matched one-to-one to an unmatched predicted "

@@ -57,5 +57,5 @@ mkdir -p "$OUT"
 rm -f "$OUT"/part-* "$OUT/bundle.tar.xz"
 tar -C "$WORK" -cf - site | xz -T0 -6 >"$OUT/bundle.tar.xz"
 split -b "$PART_BYTES" -d "$OUT/bundle.tar.xz" "$OUT/part-"
-cp ../shared/data/ifeval/input_data.jsonl "$OUT/"
+cp bench/data/ifeval/input_data.jsonl "$OUT/"
 du -b "$OUT"/bundle.tar.xz "$OUT"/part-* >&2

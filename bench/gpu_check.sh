@@ -6,7 +6,7 @@
 # Python: $PYTHON, else .venv/bin/python, else python3 (a machine whose python3
 # holds a CUDA torch, with the project's other packages on PYTHONPATH: see
 # bench/gpu_bundle.sh). IFEval prompts: $TENET_IFEVAL_DATA, else
-# ../shared/data/ifeval/input_data.jsonl. Model cache: $TENET_MODEL_CACHE_DIR,
+# bench/data/ifeval/input_data.jsonl (vendored). Model cache: $TENET_MODEL_CACHE_DIR,
 # else var/models (the bundled GGUF is dequantised there once).
 #
 # Runs, within about 9 minutes in all: bench.throughput on CUDA with our
@@ -23,7 +23,7 @@ if [ -z "${PYTHON:-}" ]; then
 fi
 PY="$PYTHON"
 CACHE="${TENET_MODEL_CACHE_DIR:-var/models}"
-DATA="${TENET_IFEVAL_DATA:-../shared/data/ifeval/input_data.jsonl}"
+DATA="${TENET_IFEVAL_DATA:-bench/data/ifeval/input_data.jsonl}"
 LOGS="$(mktemp -d)"
 export TENET_MODEL_CACHE_DIR="$CACHE" TENET_TEST_MODEL_CACHE="$CACHE" TENET_TEST_DEVICE=cuda
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONUNBUFFERED=1

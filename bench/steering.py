@@ -3,7 +3,7 @@
 ``python -m bench.steering [--quick] [--skip N] [--limit N] [--width K]``
 
 Selection rule (no hand-picking): every prompt of
-``../shared/data/ifeval/input_data.jsonl`` whose instructions all map to a
+``bench/data/ifeval/input_data.jsonl`` whose instructions all map to a
 kind of our catalog and for which ``compile_steering`` reports *every*
 constraint as controlled (built from IFEval's own kwargs, so this measures
 steering, not extraction). Prompts whose constraints contradict each other
@@ -36,6 +36,7 @@ from typing import Any
 
 import torch
 
+from bench.datasets import IFEVAL_PROMPTS
 from bench.extraction import label_params
 from bench.model_cache import add_cache_option, model_cache
 from inference.decoder.compile import compile_steering
@@ -46,7 +47,7 @@ from reasoning.errors import ConflictError, LimitExceeded
 
 __all__ = ["ifeval_constraints", "judge", "main", "select", "token_budget"]
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "ifeval" / "input_data.jsonl"
+DATA = IFEVAL_PROMPTS
 _BASE_BUDGET = 160
 _QUICK_CAP = 200
 _QUICK_SAMPLE = 10

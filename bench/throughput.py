@@ -3,7 +3,7 @@
 ``python -m bench.throughput [--quick] [--limit N] [--width K] [--new-tokens T]
 [--device auto|cpu|cuda] [--widths 1,4,16] [--threads N] [--library-forward]``
 
-Prompts: every k-th row of ``../shared/data/ifeval/input_data.jsonl`` (a fixed,
+Prompts: every k-th row of ``bench/data/ifeval/input_data.jsonl`` (a fixed,
 evenly spaced sample, no hand-picking), each wrapped by our prompt builder
 with its IFEval constraints restated and, where ``compile_steering`` accepts
 them, steered by the real token controllers; plus the AML scenario of
@@ -40,11 +40,12 @@ from typing import Any
 
 import torch
 
+from bench.datasets import IFEVAL_PROMPTS
 from bench.model_cache import add_cache_option, model_cache
 
 __all__ = ["AML_REQUEST", "aml_views", "main"]
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "ifeval" / "input_data.jsonl"
+DATA = IFEVAL_PROMPTS
 AML_REQUEST = (
     "Acme Ltd (Cyprus) sent EUR 2,000,000 to Jon Doe, who is on our PEP list. Should this be escalated? "
     "Answer in under 80 words and cite the rules you rely on."
