@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from reasoning.budget import Budget
+from reasoning.constraints.form import GENERIC_KINDS
 from reasoning.constraints.model import Constraint, Hardness, Kind, Premise, Relation, Span
 from reasoning.entropy import Entropy
 from reasoning.evidence.model import LinkedEntity
@@ -61,8 +62,16 @@ def check_params(kind: Kind, params: dict[str, Any]) -> str | None:
     Checks presence and JSON type of each documented parameter, that
     ``relation`` is one of IFEval's relations, counts are non-negative, word
     lists hold strings, and dates are ISO dates. Extra parameters are allowed
-    (kinds may grow optional ones).
+    (kinds may grow optional ones). The generic kinds' params must be their
+    form's fields exactly (``count``: ``unit``, ``relation``, ``n``, ...).
     """
+    shape = GENERIC_KINDS.get(kind)
+    if shape is not None:
+        try:
+            msgspec.convert(params, shape)
+        except msgspec.ValidationError as error:
+            return f"{kind.value} params do not fit its form: {error}"
+        return None
     for name, expected in _PARAMS.get(kind, {}).items():
         value = params.get(name)
         if value is None:

@@ -35,6 +35,8 @@ from typing import Any
 
 import msgspec
 
+from reasoning.constraints.form.describe import describe
+from reasoning.constraints.form.kinds import GENERIC_KINDS
 from reasoning.constraints.model import Constraint, Kind, Relation, Scope
 from reasoning.language import language_name
 
@@ -238,7 +240,30 @@ _SPECS: tuple[KindSpec, ...] = (
           _bi("Give decimal numbers with exactly {decimals} decimal places.", "小数一律保留{decimals}位小数。")),
 )
 
-CATALOG: Mapping[Kind, KindSpec] = {spec.kind: spec for spec in _SPECS}
+def _generic(kind: Kind) -> _Restater:
+    shape = GENERIC_KINDS[kind]
+
+    def restate_form(params: Mapping[str, Any], language: str) -> str:
+        try:
+            form = msgspec.convert(dict(params), shape)
+        except msgspec.ValidationError:
+            return CATALOG[kind].description
+        return describe(form, language)
+
+    return restate_form
+
+
+_GENERIC_SPECS: tuple[KindSpec, ...] = (
+    _spec(Kind.COUNT, "A count of a unit under a filter stands in a relation to a number.", _generic(Kind.COUNT)),
+    _spec(Kind.POSITION, "The k-th word, sentence, paragraph or line starts with, ends with or is a text.",
+          _generic(Kind.POSITION)),
+    _spec(Kind.WRAP, "The answer, or each of its parts, is wrapped in delimiters.", _generic(Kind.WRAP)),
+    _spec(Kind.STRUCTURE, "The answer has (or has not) a layout: list, nested list, table, responses.",
+          _generic(Kind.STRUCTURE)),
+    _spec(Kind.COPY, "The answer starts by repeating a text, verbatim or changed.", _generic(Kind.COPY)),
+)
+
+CATALOG: Mapping[Kind, KindSpec] = {spec.kind: spec for spec in _SPECS + _GENERIC_SPECS}
 """Every kind of :class:`Kind`, exactly once."""
 
 IFEVAL_TO_KIND: Mapping[str, Kind] = {

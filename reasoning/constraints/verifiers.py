@@ -1,4 +1,11 @@
-"""One verifier per constraint kind, on complete and on partial texts.
+"""Verdicts per constraint, on complete and on partial texts.
+
+Every kind the compositional form expresses (the counting, position,
+wrapping, layout and copy kinds, IFEval's families among them, and the
+generic kinds) is verified by the form's generic verifiers
+(:mod:`reasoning.constraints.form.verify`) on the conjunction of its forms;
+the others (response language, JSON, regex, fixed answers, postscript and
+the evidence-bound domain kinds) keep a verifier of their own here.
 
 ``verify(constraint, text)`` on a complete answer agrees with IFEval's own
 rules for the IFEval families (word counting, ``***`` paragraphs, highlight
@@ -38,7 +45,11 @@ from functools import lru_cache
 
 import msgspec
 
-from reasoning.constraints import citations, textstats
+from reasoning.constraints import citations
+from reasoning.constraints.form.kinds import form_of
+from reasoning.constraints.form.model import Form
+from reasoning.constraints.form.verify import check
+from reasoning.constraints.form.verify import compare as _compare
 from reasoning.constraints.model import Constraint, Kind, Relation, Verdict
 from reasoning.errors import InvalidInput
 from reasoning.language import is_language, language_name
@@ -64,15 +75,7 @@ _EMPTY_CONTEXT = VerifyContext()
 
 def compare(count: int, relation: str, n: int) -> bool:
     """``count <relation> n`` for the relations of :class:`Relation`."""
-    if relation == Relation.LESS_THAN:
-        return count < n
-    if relation == Relation.AT_MOST:
-        return count <= n
-    if relation == Relation.MORE_THAN:
-        return count > n
-    if relation == Relation.EXACTLY:
-        return count == n
-    return count >= n
+    return _compare(count, relation, n)
 
 
 def _counted(cid: str, count: int, relation: str, n: int, what: str, partial: bool) -> Verdict:
@@ -109,116 +112,6 @@ def _v_response_language(c: Constraint, text: str, partial: bool, _: VerifyConte
     return _unsure(c.id, ok, f"response {'is' if ok else 'is not'} in {language_name(code)}", partial)
 
 
-def _v_keywords_present(c: Constraint, text: str, partial: bool, _: VerifyContext) -> Verdict:
-    keywords = [str(k) for k in c.params.get("keywords", [])]
-    missing = [k for k in keywords if not re.search(re.escape(k), text, flags=re.IGNORECASE)]
-    if missing:
-        return Verdict(
-            constraint_id=c.id, satisfied=False, detail=f"missing: {', '.join(missing)}",
-            certain=not partial,
-        )
-    return Verdict(constraint_id=c.id, satisfied=True, detail="all keywords present")
-
-
-def _v_forbidden_words(c: Constraint, text: str, partial: bool, _: VerifyContext) -> Verdict:
-    settled = _settled(text, partial)
-    found = [
-        str(w)
-        for w in c.params.get("words", [])
-        if re.search(r"\b" + re.escape(str(w)) + r"\b", settled, flags=re.IGNORECASE)
-    ]
-    if found:
-        return Verdict(constraint_id=c.id, satisfied=False, detail=f"forbidden: {', '.join(found)}")
-    return _unsure(c.id, True, "no forbidden word", partial)
-
-
-def _v_keyword_frequency(c: Constraint, text: str, partial: bool, _: VerifyContext) -> Verdict:
-    keyword = str(c.params.get("keyword", ""))
-    relation, n = _relation_n(c)
-    count = len(re.findall(re.escape(keyword), text, flags=re.IGNORECASE)) if keyword else 0
-    return _counted(c.id, count, relation, n, f"occurrences of {keyword!r}", partial)
-
-
-def _v_letter_frequency(c: Constraint, text: str, partial: bool, _: VerifyContext) -> Verdict:
-    letter = str(c.params.get("letter", "")).lower()
-    relation, n = _relation_n(c)
-    count = text.lower().count(letter) if len(letter) == 1 else 0
-    return _counted(c.id, count, relation, n, f"occurrences of {letter!r}", partial)
-
-
-def _v_word_count(c: Constraint, text: str, partial: bool, _: VerifyContext) -> Verdict:
-    relation, n = _relation_n(c)
-    return _counted(c.id, textstats.count_words(text), relation, n, "words", partial)
-
-
-def _v_sentence_count(c: Constraint, text: str, partial: bool, _: VerifyContext) -> Verdict:
-    relation, n = _relation_n(c)
-    sentences = textstats.split_sentences(text)
-    count = len(sentences)
-    if partial and sentences and not re.search(r"[.!?。！？][\"'”’)\]]*\s*$", text):
-        count -= 1
-    return _counted(c.id, count, relation, n, "sentences", partial)
-
-
-def _v_paragraph_count(c: Constraint, text: str, partial: bool, _: VerifyContext) -> Verdict:
-    n = int(c.params.get("n", 0))
-    count = textstats.markdown_paragraphs(text)
-    if count is None:
-        return _unsure(c.id, False, "an empty paragraph between *** dividers", partial)
-    return _unsure(c.id, count == n, f"{count} paragraphs ({n} required)", partial)
-
-
-def _first_word(paragraph: str) -> str:
-    word = paragraph.split()[0].strip().lstrip("'").lstrip('"')
-    first = ""
-    for letter in word:
-        if letter in {".", ",", "?", "!", "'", '"'}:
-            break
-        first += letter.lower()
-    return first
-
-
-def _v_nth_paragraph(c: Constraint, text: str, partial: bool, _: VerifyContext) -> Verdict:
-    n, nth = int(c.params.get("n", 0)), int(c.params.get("nth", 1))
-    expected = str(c.params.get("first_word", "")).lower()
-    pieces = textstats.blank_line_paragraphs(text)
-    count = sum(1 for p in pieces if p.strip())
-    if nth > count or nth < 1 or not pieces[nth - 1].strip():
-        return _unsure(c.id, False, f"paragraph {nth} missing ({count} paragraphs)", partial)
-    first = _first_word(pieces[nth - 1].strip())
-    ok = count == n and first == expected
-    return _unsure(c.id, ok, f"{count} paragraphs, paragraph {nth} starts with {first!r}", partial)
-
-
-def _v_bullet_count(c: Constraint, text: str, partial: bool, _: VerifyContext) -> Verdict:
-    n = int(c.params.get("n", 0))
-    count = textstats.count_bullets(text)
-    detail = f"{count} bullets ({n} required)"
-    if partial:
-        complete = text[: text.rfind("\n") + 1] if "\n" in text else ""
-        if textstats.count_bullets(complete) > n:
-            return Verdict(constraint_id=c.id, satisfied=False, detail=detail)
-    return _unsure(c.id, count == n, detail, partial)
-
-
-def _v_highlighted(c: Constraint, text: str, partial: bool, _: VerifyContext) -> Verdict:
-    n = int(c.params.get("n", 1))
-    return _counted(c.id, textstats.count_highlights(text), Relation.AT_LEAST, n, "highlights", partial)
-
-
-def _v_sections(c: Constraint, text: str, partial: bool, _: VerifyContext) -> Verdict:
-    splitter = str(c.params.get("splitter", "Section")).strip()
-    n = int(c.params.get("n", 1))
-    count = len(re.split(r"\s?" + re.escape(splitter) + r"\s?\d+\s?", text)) - 1
-    return _counted(c.id, count, Relation.AT_LEAST, n, f"{splitter} markers", partial)
-
-
-def _v_placeholders(c: Constraint, text: str, partial: bool, _: VerifyContext) -> Verdict:
-    n = int(c.params.get("n", 1))
-    count = textstats.count_placeholders(text)
-    return _counted(c.id, count, Relation.AT_LEAST, n, "placeholders", partial)
-
-
 def _postscript_pattern(marker: str) -> str:
     if marker == "P.P.S":
         return r"\s*p\.\s?p\.\s?s.*$"
@@ -231,13 +124,6 @@ def _v_postscript(c: Constraint, text: str, partial: bool, _: VerifyContext) -> 
     marker = str(c.params.get("marker", "P.S.")).strip()
     ok = re.search(_postscript_pattern(marker), text.lower(), flags=re.MULTILINE) is not None
     return _unsure(c.id, ok, f"postscript {marker} {'present' if ok else 'missing'}", partial)
-
-
-def _v_title(c: Constraint, text: str, partial: bool, _: VerifyContext) -> Verdict:
-    ok = any(t.lstrip("<").rstrip(">").strip() for t in re.findall(r"<<[^\n]+>>", text))
-    if ok:
-        return Verdict(constraint_id=c.id, satisfied=True, detail="title present")
-    return _unsure(c.id, False, "no <<title>>", partial)
 
 
 def _strip_fences(text: str) -> str:
@@ -282,79 +168,6 @@ def _v_constrained(c: Constraint, text: str, partial: bool, _: VerifyContext) ->
     if found:
         return Verdict(constraint_id=c.id, satisfied=True, detail=f"contains {found[0]!r}")
     return _unsure(c.id, False, "none of the allowed answers", partial)
-
-
-def _v_lowercase(c: Constraint, text: str, partial: bool, _: VerifyContext) -> Verdict:
-    if any(ch.isupper() for ch in text):
-        return Verdict(constraint_id=c.id, satisfied=False, detail="capital letter present")
-    return _unsure(c.id, text.islower(), "all lowercase", partial)
-
-
-def _v_capitals(c: Constraint, text: str, partial: bool, _: VerifyContext) -> Verdict:
-    if any(ch.islower() for ch in text):
-        return Verdict(constraint_id=c.id, satisfied=False, detail="lowercase letter present")
-    return _unsure(c.id, text.isupper(), "all capitals", partial)
-
-
-def _v_capital_words(c: Constraint, text: str, partial: bool, _: VerifyContext) -> Verdict:
-    relation, n = _relation_n(c)
-    count = textstats.count_capital_words(_settled(text, partial))
-    return _counted(c.id, count, relation, n, "capital words", partial)
-
-
-_COMMAS = (",", "，")
-
-
-def _v_no_comma(c: Constraint, text: str, partial: bool, _: VerifyContext) -> Verdict:
-    if any(comma in text for comma in _COMMAS):
-        return Verdict(constraint_id=c.id, satisfied=False, detail="comma present")
-    return _unsure(c.id, True, "no comma", partial)
-
-
-def _v_quotation(c: Constraint, text: str, partial: bool, _: VerifyContext) -> Verdict:
-    stripped = text.strip()
-    if partial and stripped and stripped[0] != '"':
-        return Verdict(constraint_id=c.id, satisfied=False, detail="does not open with a quote")
-    ok = len(stripped) > 1 and stripped[0] == '"' and stripped[-1] == '"'
-    return _unsure(c.id, ok, "wrapped in quotes" if ok else "not wrapped in quotes", partial)
-
-
-def _v_two_responses(c: Constraint, text: str, partial: bool, _: VerifyContext) -> Verdict:
-    pieces = text.split("******")
-    valid: list[str] = []
-    for index, piece in enumerate(pieces):
-        if not piece.strip():
-            if index not in (0, len(pieces) - 1):
-                return _unsure(c.id, False, "empty response between separators", partial)
-        else:
-            valid.append(piece)
-    ok = len(valid) == 2 and valid[0].strip() != valid[1].strip()
-    return _unsure(c.id, ok, f"{len(valid)} responses separated by ******", partial)
-
-
-def _prefix_verdict(cid: str, text: str, expected: str, partial: bool, what: str) -> Verdict:
-    written = text.lstrip().lower()
-    wanted = expected.strip().lower()
-    if written.startswith(wanted):
-        return Verdict(constraint_id=cid, satisfied=True, detail=f"starts with the {what}")
-    if partial and wanted.startswith(written):
-        return Verdict(constraint_id=cid, satisfied=False, detail=f"{what} in progress", certain=False)
-    return Verdict(constraint_id=cid, satisfied=False, detail=f"does not start with the {what}")
-
-
-def _v_repeat_prompt(c: Constraint, text: str, partial: bool, _: VerifyContext) -> Verdict:
-    wanted = str(c.params.get("prompt_to_repeat", ""))
-    return _prefix_verdict(c.id, text.strip(), wanted, partial, "repeated request")
-
-
-def _v_start_phrase(c: Constraint, text: str, partial: bool, _: VerifyContext) -> Verdict:
-    return _prefix_verdict(c.id, text, str(c.params.get("phrase", "")), partial, "start phrase")
-
-
-def _v_end_phrase(c: Constraint, text: str, partial: bool, _: VerifyContext) -> Verdict:
-    phrase = str(c.params.get("phrase", "")).strip().lower()
-    ok = text.strip().strip('"').lower().endswith(phrase)
-    return _unsure(c.id, ok, "ends with the phrase" if ok else "does not end with the phrase", partial)
 
 
 def _iso_year(value: object) -> int | None:
@@ -453,37 +266,43 @@ _Verifier = Callable[[Constraint, str, bool, VerifyContext], Verdict]
 
 _VERIFIERS: Mapping[Kind, _Verifier] = {
     Kind.RESPONSE_LANGUAGE: _v_response_language,
-    Kind.KEYWORDS_PRESENT: _v_keywords_present,
-    Kind.FORBIDDEN_WORDS: _v_forbidden_words,
-    Kind.KEYWORD_FREQUENCY: _v_keyword_frequency,
-    Kind.LETTER_FREQUENCY: _v_letter_frequency,
-    Kind.WORD_COUNT: _v_word_count,
-    Kind.SENTENCE_COUNT: _v_sentence_count,
-    Kind.PARAGRAPH_COUNT: _v_paragraph_count,
-    Kind.NTH_PARAGRAPH_FIRST_WORD: _v_nth_paragraph,
-    Kind.BULLET_COUNT: _v_bullet_count,
-    Kind.HIGHLIGHTED_SECTIONS: _v_highlighted,
-    Kind.SECTIONS: _v_sections,
-    Kind.PLACEHOLDERS: _v_placeholders,
     Kind.POSTSCRIPT: _v_postscript,
-    Kind.TITLE: _v_title,
     Kind.JSON_FORMAT: _v_json,
     Kind.REGEX_FORMAT: _v_regex,
     Kind.CONSTRAINED_RESPONSE: _v_constrained,
-    Kind.ALL_LOWERCASE: _v_lowercase,
-    Kind.ALL_CAPITALS: _v_capitals,
-    Kind.CAPITAL_WORD_FREQUENCY: _v_capital_words,
-    Kind.NO_COMMA: _v_no_comma,
-    Kind.QUOTATION: _v_quotation,
-    Kind.TWO_RESPONSES: _v_two_responses,
-    Kind.REPEAT_PROMPT: _v_repeat_prompt,
-    Kind.START_PHRASE: _v_start_phrase,
-    Kind.END_PHRASE: _v_end_phrase,
     Kind.CITATION_TIME_WINDOW: _v_citation_window,
     Kind.CITE_SOURCES: _v_cite_sources,
     Kind.JURISDICTION: _v_jurisdiction,
     Kind.NUMERIC_PRECISION: _v_numeric_precision,
 }
+"""The kinds the form does not express; every other kind is verified through its forms."""
+
+
+@lru_cache(maxsize=4096)
+def _forms(kind: Kind, params: bytes) -> tuple[Form, ...] | None:
+    return form_of(kind, msgspec.json.decode(params))
+
+
+def _v_form(c: Constraint, text: str, partial: bool) -> Verdict:
+    """The conjunction of the constraint's forms: violated when one is, certain as its parts are."""
+    forms = _forms(c.kind, msgspec.json.encode(c.params))
+    if forms is None:
+        raise InvalidInput(f"no verifier for constraint kind {c.kind!r}")
+    checks = [check(form, text, partial=partial) for form in forms]
+    failed = [ch for ch in checks if not ch.satisfied]
+    if failed:
+        return Verdict(
+            constraint_id=c.id,
+            satisfied=False,
+            detail="; ".join(ch.detail for ch in failed),
+            certain=any(ch.certain for ch in failed),
+        )
+    return Verdict(
+        constraint_id=c.id,
+        satisfied=True,
+        detail="; ".join(ch.detail for ch in checks) or "nothing required",
+        certain=all(ch.certain for ch in checks),
+    )
 
 
 def verify(
@@ -504,11 +323,11 @@ def verify(
     False
     """
     verifier = _VERIFIERS.get(constraint.kind)
-    if verifier is None:
-        raise InvalidInput(f"no verifier for constraint kind {constraint.kind!r}")
     try:
+        if verifier is None:
+            return _v_form(constraint, text, partial)
         return verifier(constraint, text, partial, context or _EMPTY_CONTEXT)
-    except (TypeError, ValueError, KeyError) as error:
+    except (TypeError, ValueError, KeyError, msgspec.DecodeError) as error:
         raise InvalidInput(
             f"constraint {constraint.id} ({constraint.kind}) has invalid parameters: {error}",
             constraint_id=constraint.id,

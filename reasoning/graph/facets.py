@@ -37,6 +37,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
+from reasoning.constraints.form import Count, Form, Layout, Position, Structure, Unit, Wrap, form_of
 from reasoning.constraints.model import Constraint, Kind, Relation
 
 __all__ = [
@@ -235,9 +238,103 @@ def facets_of(constraint: Constraint) -> Facets:
     profile produced, and an unreadable parameter simply yields no relation.
     """
     builder = _BUILDERS.get(constraint.kind)
-    if builder is None:
-        return Facets()
-    return builder(constraint.params)
+    facets = builder(constraint.params) if builder is not None else Facets()
+    try:
+        forms = form_of(constraint.kind, constraint.params)
+    except (TypeError, ValueError, KeyError):
+        return facets
+    return _with_forms(facets, forms or (), generic=builder is None)
+
+
+_PLAIN_QUANTITIES: dict[Unit, Quantity] = {
+    Unit.WORDS: ("words",),
+    Unit.SENTENCES: ("sentences",),
+    Unit.CAPITAL_WORDS: ("capital_words",),
+    Unit.BULLETS: ("bullets",),
+    Unit.HIGHLIGHTS: ("highlights",),
+    Unit.PLACEHOLDERS: ("placeholders",),
+    Unit.PARAGRAPHS: ("blank_line_paragraphs",),
+}
+
+
+def _quantity(form: Count) -> Quantity:
+    """The quantity a count bounds, named as the named kinds' facets name it where they do."""
+    f = form.filter
+    if f == type(f)() and form.unit in _PLAIN_QUANTITIES:
+        return _PLAIN_QUANTITIES[form.unit]
+    if form.unit is Unit.KEYWORDS and f.text and _norm(f.text):
+        return ("occurrences", str(_norm(f.text)))
+    if form.unit is Unit.LETTERS and f.text and f.case is None:
+        return ("letter", f.text.casefold())
+    if form.unit is Unit.PARAGRAPHS and f.separator == "***":
+        return ("paragraphs",)
+    if form.unit is Unit.SECTIONS and f.marker and _norm(f.marker):
+        return ("sections", str(_norm(f.marker)))
+    return ("count", form.unit.value, msgspec.json.encode(f).decode())
+
+
+def _form_facets(form: Form) -> Facets:
+    """Facets of one form: its count's interval, a position's value, a wrapper's edges, a layout's bullets."""
+    if isinstance(form, Count):
+        if form.of is not None:
+            return Facets()
+        quantity = _quantity(form)
+        if form.per is not None:
+            quantity += ("per", form.per.value)
+        return Facets(bounds={quantity: interval_for(form.relation, form.n)}, complete=True)
+    if isinstance(form, Position):
+        text = _norm(form.text)
+        if text is None:
+            return Facets()
+        if form.unit is Unit.ANSWER:
+            edge = Boundary(literal=text)
+            return Facets(prefix=edge if form.op == "starts_with" else None,
+                          suffix=edge if form.op == "ends_with" else None, required=((text,),), complete=True)
+        if form.unit is Unit.PARAGRAPHS and form.op == "starts_with" and " " not in text and form.k > 0:
+            return Facets(values={("paragraph_first_word", str(form.k)): text}, complete=True)
+        if form.op == "is" or (form.op == "starts_with" and form.unit is not Unit.WORDS and " " not in text):
+            return Facets(values={("position", form.unit.value, str(form.k), "first_word"): text}, complete=True)
+        return Facets(required=((text,),))
+    if isinstance(form, Wrap):
+        if form.unit is not Unit.ANSWER or not form.left or not form.right:
+            return Facets()
+        return Facets(prefix=Boundary(chars=frozenset(form.left[0])), suffix=Boundary(chars=frozenset(form.right[-1])))
+    if isinstance(form, Structure):
+        if form.layout is Layout.NO_LIST:
+            return Facets(bounds={("bullets",): Interval(0, 0)})
+        if form.layout is Layout.NESTED_LIST:
+            return Facets(bounds={("bullets",): Interval(2, None)})
+    return Facets()
+
+
+def _with_forms(facets: Facets, forms: tuple[Form, ...], *, generic: bool) -> Facets:
+    """``facets`` joined with the facets of the constraint's forms.
+
+    A named kind keeps its own facets and gains the bounds of its counts on
+    quantities it does not already bound, so it meets a generic count of the
+    same quantity; a generic kind's facets are its forms' only.
+    """
+    if not forms:
+        return facets
+    bounds = dict(facets.bounds)
+    values = dict(facets.values)
+    required = list(facets.required)
+    prefix, suffix = facets.prefix, facets.suffix
+    complete = facets.complete if not generic else True
+    for form in forms:
+        part = _form_facets(form)
+        if not generic and not isinstance(form, Count):
+            continue
+        for quantity, interval in part.bounds.items():
+            bounds.setdefault(quantity, interval)
+        if generic:
+            values.update(part.values)
+            required.extend(part.required)
+            prefix = prefix or part.prefix
+            suffix = suffix or part.suffix
+            complete = complete and part.complete
+    return Facets(bounds=bounds, values=values, required=tuple(required), forbidden_chars=facets.forbidden_chars,
+                  prefix=prefix, suffix=suffix, complete=complete)
 
 
 def _count_builder(quantity: str) -> Builder:

@@ -198,6 +198,11 @@ EXAMPLE_PARAMS: dict[Kind, dict[str, Any]] = {
     Kind.CITE_SOURCES: {"min": 1},
     Kind.JURISDICTION: {"code": "EU"},
     Kind.NUMERIC_PRECISION: {"decimals": 2},
+    Kind.COUNT: {"unit": "emoji", "relation": "at most", "n": 0},
+    Kind.POSITION: {"unit": "words", "k": 3, "op": "is", "text": "river"},
+    Kind.WRAP: {"left": "(", "right": ")"},
+    Kind.STRUCTURE: {"layout": "table"},
+    Kind.COPY: {"text": "Describe a river.", "change": True},
 }
 
 

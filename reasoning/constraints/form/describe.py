@@ -1,0 +1,144 @@
+"""A form in plain words, English or Chinese, for the model's prompt."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from reasoning.constraints.form.model import (
+    Count,
+    Filter,
+    Form,
+    Layout,
+    Position,
+    Structure,
+    Unit,
+    Wrap,
+)
+
+__all__ = ["describe"]
+
+_EN_UNITS: Mapping[Unit, str] = {
+    Unit.CHARACTERS: "characters", Unit.LETTERS: "letters", Unit.WORDS: "words",
+    Unit.UNIQUE_WORDS: "distinct words", Unit.SENTENCES: "sentences", Unit.PARAGRAPHS: "paragraphs",
+    Unit.LINES: "lines", Unit.BULLETS: "bullet points", Unit.NESTED_BULLETS: "nested bullet points",
+    Unit.SECTIONS: "sections", Unit.PUNCTUATION: "punctuation marks", Unit.DIGITS: "digits",
+    Unit.NUMBERS: "numbers", Unit.EMOJI: "emoji", Unit.CAPITAL_WORDS: "words in all capitals",
+    Unit.KEYWORDS: "occurrences", Unit.HIGHLIGHTS: "highlighted sections", Unit.PLACEHOLDERS: "placeholders",
+    Unit.SPANS: "delimited spans", Unit.ANSWER: "answer",
+}
+_ZH_UNITS: Mapping[Unit, str] = {
+    Unit.CHARACTERS: "个字符", Unit.LETTERS: "个字母", Unit.WORDS: "个词", Unit.UNIQUE_WORDS: "个不同的词",
+    Unit.SENTENCES: "个句子", Unit.PARAGRAPHS: "个段落", Unit.LINES: "行", Unit.BULLETS: "个要点",
+    Unit.NESTED_BULLETS: "个嵌套要点", Unit.SECTIONS: "个部分", Unit.PUNCTUATION: "个标点符号",
+    Unit.DIGITS: "个数字字符", Unit.NUMBERS: "个数字", Unit.EMOJI: "个表情符号", Unit.CAPITAL_WORDS: "个全大写单词",
+    Unit.KEYWORDS: "次", Unit.HIGHLIGHTS: "处突出显示", Unit.PLACEHOLDERS: "个占位符", Unit.SPANS: "处括起的内容",
+    Unit.ANSWER: "回答",
+}
+_ZH_RELATIONS: Mapping[str, str] = {
+    "less than": "少于", "at least": "至少", "at most": "最多", "more than": "多于", "exactly": "恰好",
+}
+_EN_LAYOUTS: Mapping[Layout, str] = {
+    Layout.LIST: "Format the answer as a bulleted list.",
+    Layout.NESTED_LIST: "Format the answer as a nested bulleted list, with indented sub-points.",
+    Layout.NUMBERED_LIST: "Format the answer as a numbered list.",
+    Layout.TABLE: "Present the answer as a markdown table.",
+    Layout.NO_LIST: "Do not use bullet points or numbered lists.",
+    Layout.RESPONSES: "Give {n} different responses separated by {marker}.",
+}
+_ZH_LAYOUTS: Mapping[Layout, str] = {
+    Layout.LIST: "用项目符号列表作答。",
+    Layout.NESTED_LIST: "用带缩进子要点的嵌套列表作答。",
+    Layout.NUMBERED_LIST: "用编号列表作答。",
+    Layout.TABLE: "用 Markdown 表格呈现回答。",
+    Layout.NO_LIST: "不要使用项目符号或编号列表。",
+    Layout.RESPONSES: "给出{n}个不同的回答，用 {marker} 分隔。",
+}
+
+
+def _filter_en(f: Filter) -> str:
+    parts = []
+    if f.text:
+        parts.append(f'of "{f.text}"')
+    if f.chars:
+        parts.append("among " + " ".join(f'"{c}"' for c in f.chars))
+    if f.case:
+        parts.append({"upper": "in capitals", "lower": "in lowercase", "title": "capitalised"}[f.case])
+    if f.starts_with:
+        parts.append(f'starting with "{f.starts_with}"')
+    if f.ends_with:
+        parts.append(f'ending with "{f.ends_with}"')
+    if f.contains:
+        parts.append(f'containing "{f.contains}"')
+    if f.script:
+        parts.append(f"in {f.script} script")
+    if f.stop_words is not None:
+        parts.append("that are stop words" if f.stop_words else "that are not stop words")
+    return (" " + " ".join(parts)) if parts else ""
+
+
+def _filter_zh(f: Filter) -> str:
+    parts = []
+    if f.text:
+        parts.append(f"“{f.text}”")
+    if f.chars:
+        parts.append("、".join(f"“{c}”" for c in f.chars))
+    if f.case:
+        parts.append({"upper": "大写", "lower": "小写", "title": "首字母大写"}[f.case])
+    if f.starts_with:
+        parts.append(f"以“{f.starts_with}”开头")
+    if f.ends_with:
+        parts.append(f"以“{f.ends_with}”结尾")
+    if f.contains:
+        parts.append(f"包含“{f.contains}”")
+    return "".join(parts)
+
+
+def _count(form: Count, zh: bool) -> str:
+    rel = str(form.relation)
+    if zh:
+        per = {Unit.SENTENCES: "每句", Unit.PARAGRAPHS: "每段", Unit.LINES: "每行"}.get(form.per or Unit.ANSWER, "")
+        if form.of is not None:
+            return f"{per}{_filter_zh(form.filter)}{_ZH_UNITS[form.unit]}占比{_ZH_RELATIONS.get(rel, rel)}{form.fraction:g}。"
+        return f"{per}{_filter_zh(form.filter)}{_ZH_RELATIONS.get(rel, rel)}{form.n}{_ZH_UNITS[form.unit]}。"
+    per = f" in each {form.per.value[:-1]}" if form.per is not None else ""
+    what = _EN_UNITS[form.unit] + _filter_en(form.filter)
+    if form.of is not None:
+        return f"The share of {what} among {_EN_UNITS[form.of.unit]}{per} should be {rel} {form.fraction:g}."
+    return f"Use {rel} {form.n} {what}{per}."
+
+
+def _position(form: Position, zh: bool) -> str:
+    op = form.op.replace("_", " ")
+    if zh:
+        where = "回答" if form.unit is Unit.ANSWER else (
+            f"第{form.k}{_ZH_UNITS[form.unit].lstrip('个')}" if form.k > 0 else f"最后一{_ZH_UNITS[form.unit].lstrip('个')}"
+        )
+        verb = {"starts_with": "以", "ends_with": "以", "is": "必须是"}[form.op]
+        tail = {"starts_with": "开头", "ends_with": "结尾", "is": ""}[form.op]
+        return f"{where}{verb}“{form.text}”{tail}。"
+    if form.unit is Unit.ANSWER:
+        return f'Your answer {op.replace("with", "with the text")} "{form.text}".'
+    ordinal = "last" if form.k < 0 else f"number {form.k}"
+    return f'The {form.unit.value[:-1]} {ordinal} {op}s "{form.text}".'.replace("iss ", "is ").replace("withs", "with")
+
+
+def describe(form: Form, language: str = "en") -> str:
+    """``form`` as an instruction in ``language`` ("en" or "zh")."""
+    zh = language == "zh"
+    if isinstance(form, Count):
+        return _count(form, zh)
+    if isinstance(form, Position):
+        return _position(form, zh)
+    if isinstance(form, Wrap):
+        if zh:
+            where = "整个回答" if form.unit is Unit.ANSWER else f"每{_ZH_UNITS[form.unit].lstrip('个')}"
+            return f"{where}用 {form.left} 和 {form.right} 括起来。"
+        where = "your entire answer" if form.unit is Unit.ANSWER else f"each {form.unit.value[:-1]}"
+        return f"Wrap {where} in {form.left} and {form.right}."
+    if isinstance(form, Structure):
+        template = (_ZH_LAYOUTS if zh else _EN_LAYOUTS)[form.layout]
+        return template.format(n=form.n or 2, marker=form.marker or "******")
+    if zh:
+        return f"先{'改写后' if form.change else '逐字'}重复以下请求，然后作答：{form.text}"
+    how = "with the requested change" if form.change else "word for word"
+    return f"First repeat the request {how}, then give your answer: {form.text}"

@@ -1,0 +1,181 @@
+"""The five shapes of the constraint form, as frozen msgspec Structs.
+
+A generic constraint's ``params`` are exactly the builtins of its shape
+(``msgspec.to_builtins``), so the HTTP layer, the store and the graph carry
+them without a schema of their own, and :func:`msgspec.convert` reads them
+back with type checks.
+
+- :class:`Count`: ``count(unit, filter) relation n``; with ``of`` the counted
+  quantity is a share of another count (``fraction``, a ratio of two
+  counts); with ``per`` the bound holds for each sentence / paragraph / line
+  rather than for the whole answer.
+- :class:`Position`: the ``k``-th (1-based; -1 the last) word, sentence,
+  paragraph or line, or the answer itself, starts with / ends with / is a text.
+- :class:`Wrap`: the answer, or each of its sentences / paragraphs / lines,
+  opens with ``left`` and closes with ``right``.
+- :class:`Structure`: a layout the answer has (a list, a nested list, a
+  table, marked sections, two responses) or must not have (no list).
+- :class:`Copy`: the answer starts by repeating a text, verbatim or changed.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+import msgspec
+
+from reasoning.constraints.model import Relation
+
+__all__ = [
+    "Copy",
+    "Count",
+    "Filter",
+    "Form",
+    "Layout",
+    "Measure",
+    "Position",
+    "Predicate",
+    "Structure",
+    "Unit",
+    "Wrap",
+]
+
+
+class Unit(StrEnum):
+    """What a form counts, or where a position or wrapper applies."""
+
+    CHARACTERS = "characters"
+    LETTERS = "letters"
+    WORDS = "words"
+    UNIQUE_WORDS = "unique_words"
+    SENTENCES = "sentences"
+    PARAGRAPHS = "paragraphs"
+    LINES = "lines"
+    BULLETS = "bullets"
+    NESTED_BULLETS = "nested_bullets"
+    SECTIONS = "sections"
+    PUNCTUATION = "punctuation"
+    DIGITS = "digits"
+    NUMBERS = "numbers"
+    EMOJI = "emoji"
+    CAPITAL_WORDS = "capital_words"
+    KEYWORDS = "keywords"
+    HIGHLIGHTS = "highlights"
+    PLACEHOLDERS = "placeholders"
+    SPANS = "spans"
+    ANSWER = "answer"
+
+
+Case = Literal["upper", "lower", "title"]
+
+
+class Filter(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
+    """Which items of a unit count; every field set must hold (an empty filter counts all).
+
+    - ``text``: for ``keywords`` the keyword (case-insensitive; a substring
+      unless ``whole_word``), for ``letters`` the letter;
+    - ``chars``: for ``characters`` / ``punctuation``, only these characters;
+    - ``starts_with`` / ``ends_with`` / ``contains``: word or sentence
+      affixes, case-insensitive;
+    - ``case``: ``upper`` / ``lower`` letters, or ``title`` (capitalised) words;
+    - ``script``: items whose letters are all in this script ("Latin", "Han");
+    - ``stop_words``: True counts only stop words, False only the others;
+    - ``separator``: paragraphs split by this divider (``***``) instead of blank lines;
+    - ``marker``: sections introduced by this word and a number ("Section 1");
+    - ``left`` / ``right``: spans between these delimiters.
+    """
+
+    text: str | None = None
+    whole_word: bool = False
+    chars: str | None = None
+    starts_with: str | None = None
+    ends_with: str | None = None
+    contains: str | None = None
+    case: Case | None = None
+    script: str | None = None
+    stop_words: bool | None = None
+    separator: str | None = None
+    marker: str | None = None
+    left: str | None = None
+    right: str | None = None
+    nonempty: bool = False
+
+
+class Measure(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
+    """A unit and a filter: one countable quantity of a text."""
+
+    unit: Unit
+    filter: Filter = msgspec.field(default_factory=Filter)
+
+
+class Count(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
+    """``count(unit, filter) relation n``, or ``count / count(of) relation fraction``."""
+
+    unit: Unit
+    relation: Relation
+    n: int = 0
+    filter: Filter = msgspec.field(default_factory=Filter)
+    of: Measure | None = None
+    fraction: float | None = None
+    per: Unit | None = None
+
+    @property
+    def measure(self) -> Measure:
+        return Measure(unit=self.unit, filter=self.filter)
+
+
+Predicate = Literal["starts_with", "ends_with", "is"]
+
+
+class Position(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
+    """The ``k``-th ``unit`` (1-based, -1 the last; ``answer`` has only one) satisfies ``op text``.
+
+    For words, ``is`` / ``starts_with`` compare the word without its
+    surrounding punctuation; all comparisons ignore case.
+    """
+
+    unit: Unit
+    op: Predicate
+    text: str
+    k: int = 1
+
+
+class Wrap(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
+    """The answer (or each sentence / paragraph / line of it) is wrapped as ``left ... right``."""
+
+    left: str
+    right: str
+    unit: Unit = Unit.ANSWER
+
+
+class Layout(StrEnum):
+    """Layouts of :class:`Structure`."""
+
+    LIST = "list"
+    NESTED_LIST = "nested_list"
+    NUMBERED_LIST = "numbered_list"
+    TABLE = "table"
+    NO_LIST = "no_list"
+    RESPONSES = "responses"
+
+
+class Structure(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
+    """The answer has ``layout`` (``no_list``: has none of the list layouts).
+
+    ``responses``: ``n`` different responses separated by ``marker``.
+    """
+
+    layout: Layout
+    marker: str | None = None
+    n: int | None = None
+
+
+class Copy(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
+    """The answer starts by repeating ``text``: verbatim, or (``change``) with some words changed."""
+
+    text: str
+    change: bool = False
+
+
+Form = Count | Position | Wrap | Structure | Copy

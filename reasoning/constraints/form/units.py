@@ -1,0 +1,197 @@
+"""Items of a text per unit, and the filters that select among them.
+
+Counting rules of the named IFEval units are those of
+:mod:`reasoning.constraints.textstats` (so verdicts agree with IFEval's
+judge); the other units follow Unicode: punctuation is category ``P*``,
+digits are ``str.isdigit``, emoji are what the ``emoji`` package lists.
+
+``count(measure, text, settled=...)`` is monotone in the text for every unit
+but ``paragraphs`` and ``lines`` (a blank line may still split one): appending
+never lowers it. On a partial text, a word touching its end is left out
+wherever the word itself is judged (its case, its affixes, its identity),
+because the next token may still extend it.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable, Mapping
+from functools import lru_cache
+
+import emoji
+
+from reasoning.constraints import textstats
+from reasoning.constraints.form.model import Filter, Measure, Unit
+from reasoning.language import script_counts
+
+__all__ = ["MONOTONE_UNITS", "count", "pieces", "settled", "words"]
+
+_WORD = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]|[^\W\u3400-\u4dbf\u4e00-\u9fff]+")
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*")
+_NESTED_BULLET = re.compile(r"^(?:[ ]{2,}|\t+)(?:[*+-]|\d+[.)])\s+\S", re.MULTILINE)
+
+#: Units whose count never decreases as text is appended.
+MONOTONE_UNITS = frozenset(set(Unit) - {Unit.PARAGRAPHS, Unit.LINES, Unit.ANSWER})
+
+
+def settled(text: str) -> str:
+    """``text`` without a word piece touching its end."""
+    match = re.search(r"\w+$", text)
+    return text[: match.start()] if match else text
+
+
+def words(text: str) -> list[str]:
+    """Words as :func:`textstats.count_words` counts them."""
+    return _WORD.findall(text)
+
+
+@lru_cache(maxsize=1)
+def _stop_words() -> frozenset[str]:
+    """spaCy's English and Chinese stop-word lists (plain data; no pipeline is loaded)."""
+    from spacy.lang.en.stop_words import STOP_WORDS
+    from spacy.lang.zh.stop_words import STOP_WORDS as ZH_STOP_WORDS
+
+    return frozenset(STOP_WORDS) | frozenset(ZH_STOP_WORDS)
+
+
+def _is_stop(word: str) -> bool:
+    return word.lower() in _stop_words()
+
+
+def _case_ok(item: str, case: str) -> bool:
+    if case == "upper":
+        return item.isupper()
+    if case == "lower":
+        return item.islower()
+    return item[:1].isupper()
+
+
+def _script_ok(item: str, script: str) -> bool:
+    counts = script_counts(item)
+    return bool(counts) and set(counts) == {script}
+
+
+def _keep(item: str, f: Filter) -> bool:
+    low = item.lower()
+    if f.starts_with is not None and not low.startswith(f.starts_with.lower()):
+        return False
+    if f.ends_with is not None and not low.endswith(f.ends_with.lower()):
+        return False
+    if f.contains is not None and f.contains.lower() not in low:
+        return False
+    if f.case is not None and not _case_ok(item, f.case):
+        return False
+    if f.script is not None and not _script_ok(item, f.script):
+        return False
+    return not (f.stop_words is not None and _is_stop(item) is not f.stop_words)
+
+
+def _filtered(items: list[str], f: Filter) -> int:
+    return sum(1 for item in items if _keep(item, f))
+
+
+def _characters(text: str, f: Filter) -> int:
+    if f.chars is not None:
+        return sum(1 for ch in text if ch in f.chars)
+    return sum(1 for ch in text if not ch.isspace() and _keep(ch, f))
+
+
+def _letters(text: str, f: Filter) -> int:
+    if f.text is not None:
+        return text.lower().count(f.text.lower()) if len(f.text) == 1 else 0
+    return sum(1 for ch in text if ch.isalpha() and _keep(ch, f))
+
+
+def _punctuation(text: str, f: Filter) -> int:
+    marks = (ch for ch in text if unicodedata.category(ch).startswith("P"))
+    return sum(1 for ch in marks if f.chars is None or ch in f.chars)
+
+
+def _keywords(text: str, f: Filter) -> int:
+    keyword = f.text or ""
+    if not keyword:
+        return 0
+    if f.whole_word:
+        return len(re.findall(r"\b" + re.escape(keyword) + r"\b", text, flags=re.IGNORECASE))
+    return len(re.findall(re.escape(keyword), text, flags=re.IGNORECASE))
+
+
+def _paragraphs(text: str, f: Filter) -> int:
+    if f.separator == "***":
+        count = textstats.markdown_paragraphs(text)
+        return -1 if count is None else count
+    if f.separator is not None:
+        return sum(1 for p in text.split(f.separator) if p.strip())
+    return _filtered([p.strip() for p in textstats.blank_line_paragraphs(text) if p.strip()], f)
+
+
+def _sections(text: str, f: Filter) -> int:
+    splitter = (f.marker or "Section").strip()
+    return len(re.split(r"\s?" + re.escape(splitter) + r"\s?\d+\s?", text)) - 1
+
+
+def _spans(text: str, f: Filter) -> int:
+    left, right = f.left or "", f.right or ""
+    if not left or not right:
+        return 0
+    pattern = re.escape(left) + (r"[^\n]+?" if f.nonempty else r".*?") + re.escape(right)
+    found = re.findall(pattern, text)
+    if f.nonempty:
+        found = [s for s in found if s[len(left) : len(s) - len(right)].strip(left + right).strip()]
+    return len(found)
+
+
+_COUNTERS: Mapping[Unit, Callable[[str, Filter], int]] = {
+    Unit.CHARACTERS: _characters,
+    Unit.LETTERS: _letters,
+    Unit.WORDS: lambda text, f: _filtered(words(text), f),
+    Unit.UNIQUE_WORDS: lambda text, f: len({w.lower() for w in words(text) if _keep(w, f)}),
+    Unit.SENTENCES: lambda text, f: _filtered(textstats.split_sentences(text), f),
+    Unit.PARAGRAPHS: _paragraphs,
+    Unit.LINES: lambda text, f: _filtered([ln.strip() for ln in text.splitlines() if ln.strip()], f),
+    Unit.BULLETS: lambda text, f: textstats.count_bullets(text),
+    Unit.NESTED_BULLETS: lambda text, f: len(_NESTED_BULLET.findall(text)),
+    Unit.SECTIONS: _sections,
+    Unit.PUNCTUATION: _punctuation,
+    Unit.DIGITS: lambda text, f: sum(1 for ch in text if ch.isdigit()),
+    Unit.NUMBERS: lambda text, f: len(_NUMBER.findall(text)),
+    Unit.EMOJI: lambda text, f: emoji.emoji_count(text),
+    Unit.CAPITAL_WORDS: lambda text, f: textstats.count_capital_words(text),
+    Unit.KEYWORDS: _keywords,
+    Unit.HIGHLIGHTS: lambda text, f: textstats.count_highlights(text),
+    Unit.PLACEHOLDERS: lambda text, f: textstats.count_placeholders(text),
+    Unit.SPANS: _spans,
+    Unit.ANSWER: lambda text, f: 1 if text.strip() else 0,
+}
+
+#: Units whose items are judged by their whole word: one touching the end of a partial text is not counted yet.
+_WORDISH = frozenset({Unit.UNIQUE_WORDS, Unit.CAPITAL_WORDS})
+
+
+def count(measure: Measure, text: str, *, partial: bool = False) -> int:
+    """How many items of ``measure.unit`` that pass ``measure.filter`` ``text`` holds.
+
+    -1 for ``***`` paragraphs with an empty one between dividers (IFEval fails such a text).
+    """
+    f = measure.filter
+    wordish = (
+        measure.unit in _WORDISH
+        or (measure.unit is Unit.KEYWORDS and f.whole_word)
+        or (measure.unit is Unit.WORDS and f != Filter())
+    )
+    checked = settled(text) if partial and wordish else text
+    return _COUNTERS[measure.unit](checked, f)
+
+
+def pieces(unit: Unit, text: str) -> list[str]:
+    """The sentences, paragraphs or lines of ``text`` (for per-item bounds and positions)."""
+    if unit is Unit.SENTENCES:
+        return textstats.split_sentences(text)
+    if unit is Unit.PARAGRAPHS:
+        return [p.strip() for p in textstats.blank_line_paragraphs(text) if p.strip()]
+    if unit is Unit.LINES:
+        return [ln.strip() for ln in text.splitlines() if ln.strip()]
+    if unit is Unit.WORDS:
+        return text.split()
+    return [text.strip()] if text.strip() else []

@@ -1,0 +1,341 @@
+"""One generic verifier per shape of the form, on complete and partial texts.
+
+``check(form, text)`` decides a complete answer. ``check(form, text,
+partial=True)`` is what the decoder asks at step boundaries: ``certain`` is
+True only when no continuation can change the verdict. For counts that is
+the monotone rule (a count of a monotone unit already above its maximum is
+certainly violated; one that has reached its minimum is certainly met);
+positions and wrappers are certain once the item they talk about is
+complete and wrong; everything else stays uncertain until the end.
+"""
+
+from __future__ import annotations
+
+import re
+
+import msgspec
+
+from reasoning.constraints import textstats
+from reasoning.constraints.form import units
+from reasoning.constraints.form.model import (
+    Copy,
+    Count,
+    Form,
+    Layout,
+    Measure,
+    Position,
+    Structure,
+    Unit,
+    Wrap,
+)
+from reasoning.constraints.model import Relation
+
+__all__ = ["Check", "check", "compare"]
+
+
+class Check(msgspec.Struct, frozen=True, kw_only=True):
+    """A form's verdict on a text (see the module docstring for ``certain``)."""
+
+    satisfied: bool
+    detail: str
+    certain: bool = True
+
+
+def compare(value: float, relation: str, n: float) -> bool:
+    """``value <relation> n`` for the relations of :class:`Relation`."""
+    if relation == Relation.LESS_THAN:
+        return value < n
+    if relation == Relation.AT_MOST:
+        return value <= n
+    if relation == Relation.MORE_THAN:
+        return value > n
+    if relation == Relation.EXACTLY:
+        return value == n
+    return value >= n
+
+
+_LOWER_BOUNDS = frozenset({Relation.AT_LEAST, Relation.MORE_THAN})
+
+
+def _certain(count: int, relation: Relation, n: int, ok: bool) -> bool:
+    """Whether a monotone count's verdict is final however the text grows."""
+    if relation in _LOWER_BOUNDS:
+        return ok
+    if relation is Relation.EXACTLY:
+        return count > n
+    return not ok
+
+
+def _label(form: Count) -> str:
+    what = form.unit.value.replace("_", " ")
+    f = form.filter
+    if f.text:
+        what = f"occurrences of {f.text!r}"
+    elif f.chars:
+        what = f"{what} among {f.chars!r}"
+    for name in ("starts_with", "ends_with", "contains", "case", "script"):
+        value = getattr(f, name)
+        if value is not None:
+            what += f" ({name.replace('_', ' ')} {value!r})"
+    return what
+
+
+def _check_count(form: Count, text: str, partial: bool) -> Check:
+    if form.of is not None:
+        return _check_ratio(form, text, partial)
+    if form.per is not None:
+        return _check_per(form, text, partial)
+    measure = form.measure
+    value = units.count(measure, text, partial=partial)
+    wanted = f"{form.relation} {form.n} required"
+    if value < 0:
+        return Check(satisfied=False, detail="an empty paragraph between dividers", certain=not partial)
+    ok = compare(value, form.relation, form.n)
+    detail = f"{value} {_label(form)} ({wanted})"
+    if not partial:
+        return Check(satisfied=ok, detail=detail)
+    if form.unit is Unit.SENTENCES and value and not re.search(r"[.!?。！？][\"'”’)\]]*\s*$", text):
+        value -= 1
+        ok = compare(value, form.relation, form.n)
+        detail = f"{value} {_label(form)} ({wanted})"
+    if form.unit is Unit.BULLETS:
+        complete = text[: text.rfind("\n") + 1] if "\n" in text else ""
+        if compare(units.count(measure, complete), Relation.AT_MOST, form.n) or form.relation in _LOWER_BOUNDS:
+            return Check(satisfied=ok, detail=detail, certain=ok and form.relation in _LOWER_BOUNDS)
+        return Check(satisfied=False, detail=detail)
+    certain = form.unit in units.MONOTONE_UNITS and _certain(value, form.relation, form.n, ok)
+    return Check(satisfied=ok, detail=detail, certain=certain)
+
+
+def _check_ratio(form: Count, text: str, partial: bool) -> Check:
+    assert form.of is not None
+    part = units.count(form.measure, text, partial=partial)
+    whole = units.count(form.of, text, partial=partial)
+    fraction = form.fraction if form.fraction is not None else 0.0
+    if whole <= 0:
+        return Check(satisfied=False, detail=f"no {form.of.unit.value} to take a share of", certain=not partial)
+    share = part / whole
+    ok = compare(share, form.relation, fraction)
+    detail = f"{part} of {whole} {form.of.unit.value} ({share:.2f}; {form.relation} {fraction:g} required)"
+    return Check(satisfied=ok, detail=detail, certain=not partial)
+
+
+def _check_per(form: Count, text: str, partial: bool) -> Check:
+    assert form.per is not None
+    items = units.pieces(form.per, text)
+    if partial and items and form.relation in _LOWER_BOUNDS | {Relation.EXACTLY}:
+        complete = items[:-1]
+    else:
+        complete = items
+    measure = form.measure
+    for index, item in enumerate(items):
+        value = units.count(measure, item, partial=partial and index == len(items) - 1)
+        if compare(value, form.relation, form.n):
+            continue
+        final = not partial or item is not items[-1] or _certain(value, form.relation, form.n, False)
+        if item in complete or final:
+            where = f"{form.per.value[:-1]} {index + 1}"
+            return Check(
+                satisfied=False,
+                detail=f"{where} has {value} {_label(form)} ({form.relation} {form.n} required)",
+                certain=final,
+            )
+    if not items:
+        return Check(satisfied=False, detail=f"no {form.per.value}", certain=not partial)
+    return Check(satisfied=True, detail=f"every {form.per.value[:-1]}: {form.relation} {form.n}", certain=not partial)
+
+
+def _first_word(piece: str) -> str:
+    """IFEval's first word of a paragraph: leading quotes dropped, cut at punctuation, lowercased."""
+    parts = piece.split()
+    if not parts:
+        return ""
+    word = parts[0].strip().lstrip("'").lstrip('"')
+    first = ""
+    for letter in word:
+        if letter in {".", ",", "?", "!", "'", '"'}:
+            break
+        first += letter.lower()
+    return first
+
+
+def _bare(word: str) -> str:
+    return word.strip(".,;:!?\"'“”‘’()[]{}*`").lower()
+
+
+def _matches(piece: str, op: str, wanted: str, unit: Unit) -> bool:
+    """Whether one word / sentence / paragraph / line satisfies ``op wanted`` (case-insensitive).
+
+    A one-word text is compared with the piece's first or last word (without
+    punctuation, IFEval's rule for first words); anything else as a prefix
+    or suffix of the piece's text.
+    """
+    low = piece.strip().lower()
+    target = wanted.strip().lower()
+    one_word = len(target.split()) == 1 and re.search(r"\w", target) is not None
+    if unit is Unit.WORDS:
+        word = _bare(piece)
+        if op == "is":
+            return word == _bare(target)
+        return word.startswith(target) if op == "starts_with" else word.endswith(target)
+    if op == "starts_with":
+        return _first_word(piece) == _bare(target) if one_word else low.startswith(target)
+    if op == "ends_with":
+        if one_word:
+            words = low.split()
+            return bool(words) and _bare(words[-1]) == _bare(target)
+        return low.endswith(target)
+    return low.rstrip(" .!?") == target.rstrip(" .!?")
+
+
+_OP_WORDS = {"starts_with": ("starts with", "does not start with"),
+             "ends_with": ("ends with", "does not end with"),
+             "is": ("is", "is not")}
+
+
+def _check_answer_position(form: Position, text: str, partial: bool) -> Check:
+    wanted = form.text.strip().lower()
+    if form.op == "starts_with":
+        written = text.lstrip().lower()
+        if written.startswith(wanted):
+            return Check(satisfied=True, detail="starts with the phrase")
+        if partial and wanted.startswith(written):
+            return Check(satisfied=False, detail="phrase in progress", certain=False)
+        return Check(satisfied=False, detail="does not start with the phrase")
+    if form.op == "ends_with":
+        ok = text.strip().strip('"').lower().endswith(wanted)
+        return Check(satisfied=ok, detail="ends with the phrase" if ok else "does not end with the phrase", certain=not partial)
+    ok = text.strip().lower() == wanted
+    return Check(satisfied=ok, detail="is the text" if ok else "is not the text", certain=not partial)
+
+
+def _check_position(form: Position, text: str, partial: bool) -> Check:
+    if form.unit is Unit.ANSWER:
+        return _check_answer_position(form, text, partial)
+    if form.unit is Unit.PARAGRAPHS:
+        raw = textstats.blank_line_paragraphs(text)
+        present = [p for p in raw if p.strip()]
+        if form.k > 0:
+            piece = raw[form.k - 1] if form.k <= len(raw) and form.k <= len(present) else ""
+        else:
+            piece = present[-1] if present else ""
+        later = form.k > 0 and len(raw) > form.k
+    else:
+        items = units.pieces(form.unit, text)
+        index = form.k - 1 if form.k > 0 else len(items) - 1
+        piece = items[index] if 0 <= index < len(items) else ""
+        later = form.k > 0 and len(items) > form.k
+    name = f"{form.unit.value[:-1]} {form.k if form.k > 0 else 'last'}"
+    if not piece.strip():
+        return Check(satisfied=False, detail=f"{name} missing", certain=not partial)
+    ok = _matches(piece, form.op, form.text, form.unit)
+    detail = f"{name} {_OP_WORDS[form.op][0 if ok else 1]} {form.text!r}"
+    return Check(satisfied=ok, detail=detail, certain=not partial or (later and form.op != "ends_with") or (later and not ok))
+
+
+def _wrapped(piece: str, left: str, right: str) -> bool:
+    stripped = piece.strip()
+    return len(stripped) >= max(2, len(left) + len(right)) and stripped.startswith(left) and stripped.endswith(right)
+
+
+def _check_wrap(form: Wrap, text: str, partial: bool) -> Check:
+    what = f"{form.left}...{form.right}"
+    if form.unit is Unit.ANSWER:
+        stripped = text.strip()
+        opening = stripped[: len(form.left)]
+        if partial and stripped and not form.left.startswith(opening):
+            return Check(satisfied=False, detail=f"does not open with {form.left!r}")
+        ok = _wrapped(stripped, form.left, form.right)
+        return Check(satisfied=ok, detail=f"{'wrapped' if ok else 'not wrapped'} in {what}", certain=not partial)
+    items = units.pieces(form.unit, text)
+    for index, item in enumerate(items):
+        last = index == len(items) - 1
+        if partial and last:
+            if not form.left.startswith(item[: len(form.left)]) and not item.startswith(form.left):
+                return Check(satisfied=False, detail=f"{form.unit.value[:-1]} {index + 1} does not open with {form.left!r}")
+            continue
+        if not _wrapped(item, form.left, form.right):
+            return Check(satisfied=False, detail=f"{form.unit.value[:-1]} {index + 1} not wrapped in {what}")
+    if not items:
+        return Check(satisfied=False, detail=f"no {form.unit.value}", certain=not partial)
+    return Check(satisfied=True, detail=f"every {form.unit.value[:-1]} wrapped in {what}", certain=not partial)
+
+
+_NUMBERED = re.compile(r"^\s*\d+[.)]\s+\S", re.MULTILINE)
+_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)+\|?\s*$", re.MULTILINE)
+_TABLE_ROW = re.compile(r"^\s*\|?[^|\n]+(?:\|[^|\n]*)+\|?\s*$", re.MULTILINE)
+
+
+def _list_lines(text: str) -> int:
+    return textstats.count_bullets(text) + len(_NUMBERED.findall(text))
+
+
+def _two_responses(text: str, marker: str, n: int) -> tuple[bool, str]:
+    pieces = text.split(marker)
+    valid: list[str] = []
+    for index, piece in enumerate(pieces):
+        if not piece.strip():
+            if index not in (0, len(pieces) - 1):
+                return False, f"empty response between {marker} separators"
+        else:
+            valid.append(piece.strip())
+    ok = len(valid) == n and len(set(valid)) == n
+    return ok, f"{len(valid)} responses separated by {marker}"
+
+
+def _check_structure(form: Structure, text: str, partial: bool) -> Check:
+    layout = form.layout
+    if layout is Layout.NO_LIST:
+        complete = text[: text.rfind("\n") + 1] if partial else text
+        listed = _list_lines(complete if partial else text)
+        if listed:
+            return Check(satisfied=False, detail=f"{listed} list lines")
+        return Check(satisfied=True, detail="no list", certain=not partial)
+    if layout is Layout.RESPONSES:
+        ok, detail = _two_responses(text, form.marker or "******", form.n or 2)
+        return Check(satisfied=ok, detail=detail, certain=not partial)
+    if layout is Layout.LIST:
+        ok = _list_lines(text) > 0
+    elif layout is Layout.NUMBERED_LIST:
+        ok = _NUMBERED.search(text) is not None
+    elif layout is Layout.NESTED_LIST:
+        nested = units.count(Measure(unit=Unit.NESTED_BULLETS), text)
+        ok = nested > 0 and _list_lines(text) > nested
+    else:
+        ok = _TABLE_RULE.search(text) is not None and len(_TABLE_ROW.findall(text)) >= 2
+    detail = f"{'has' if ok else 'has no'} {layout.value.replace('_', ' ')}"
+    return Check(satisfied=ok, detail=detail, certain=ok or not partial)
+
+
+def _check_copy(form: Copy, text: str, partial: bool) -> Check:
+    wanted = form.text.strip()
+    if not form.change:
+        return _check_answer_position(Position(unit=Unit.ANSWER, op="starts_with", text=wanted), text.strip(), partial)
+    source = [w.lower() for w in units.words(wanted)]
+    written = [w.lower() for w in units.words(text)][: len(source) + 3]
+    if partial and len(written) < len(source):
+        return Check(satisfied=False, detail="repetition in progress", certain=False)
+    shared = sum(1 for w in set(source) if w in written) / max(1, len(set(source)))
+    verbatim = text.strip().lower().startswith(wanted.lower())
+    ok = shared >= 0.6 and not verbatim
+    detail = "verbatim copy, a change was asked" if verbatim else f"{shared:.0%} of the request's words repeated"
+    return Check(satisfied=ok, detail=detail, certain=not partial)
+
+
+def check(form: Form, text: str, *, partial: bool = False) -> Check:
+    """The verdict of ``form`` on ``text`` (see the module docstring).
+
+    >>> from reasoning.constraints.form.model import Count, Filter, Unit
+    >>> from reasoning.constraints.model import Relation
+    >>> check(Count(unit=Unit.PUNCTUATION, filter=Filter(chars="!"), relation=Relation.AT_MOST, n=0), "Hi!").satisfied
+    False
+    """
+    if isinstance(form, Count):
+        return _check_count(form, text, partial)
+    if isinstance(form, Position):
+        return _check_position(form, text, partial)
+    if isinstance(form, Wrap):
+        return _check_wrap(form, text, partial)
+    if isinstance(form, Structure):
+        return _check_structure(form, text, partial)
+    return _check_copy(form, text, partial)

@@ -1,0 +1,177 @@
+"""The compositional form: generic verifiers per shape, named kinds as forms, forms back to kinds."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from reasoning.constraints.form import (
+    Copy,
+    Count,
+    Filter,
+    Layout,
+    Measure,
+    Position,
+    Structure,
+    Unit,
+    Wrap,
+    canonical,
+    check,
+    form_of,
+    params_of,
+)
+from reasoning.constraints.model import Constraint, Kind, Relation
+from reasoning.constraints.verifiers import verify
+from reasoning.graph.relations import compute_relations
+
+AT_MOST, AT_LEAST, EXACTLY = Relation.AT_MOST, Relation.AT_LEAST, Relation.EXACTLY
+
+COMPLETE: list[tuple[Any, str, bool]] = [
+    (Count(unit=Unit.PUNCTUATION, relation=AT_MOST, n=2), "Hi, there. Bye", True),
+    (Count(unit=Unit.PUNCTUATION, relation=AT_MOST, n=2), "Hi, there! Bye?", False),
+    (Count(unit=Unit.PUNCTUATION, filter=Filter(chars="!"), relation=AT_MOST, n=0), "Calm. Quiet.", True),
+    (Count(unit=Unit.NUMBERS, relation=AT_LEAST, n=3), "In 2019 we had 3.5 and 1,200 units.", True),
+    (Count(unit=Unit.NUMBERS, relation=AT_LEAST, n=3), "In 2019 we had 3.5 units.", False),
+    (Count(unit=Unit.DIGITS, relation=AT_MOST, n=0), "no digits here", True),
+    (Count(unit=Unit.EMOJI, relation=EXACTLY, n=2), "Good 👍 and fun 🎉", True),
+    (Count(unit=Unit.EMOJI, relation=AT_MOST, n=0), "Good 👍", False),
+    (Count(unit=Unit.UNIQUE_WORDS, relation=AT_MOST, n=3), "the cat the cat the dog", True),
+    (Count(unit=Unit.UNIQUE_WORDS, relation=AT_LEAST, n=4), "the cat the cat the dog", False),
+    (Count(unit=Unit.WORDS, filter=Filter(starts_with="b"), relation=AT_LEAST, n=3), "Big blue boats sail", True),
+    (Count(unit=Unit.WORDS, filter=Filter(ends_with="ing"), relation=AT_MOST, n=0), "She keeps singing", False),
+    (Count(unit=Unit.WORDS, filter=Filter(case="title"), relation=AT_LEAST, n=2), "Paris and Rome", True),
+    (Count(unit=Unit.WORDS, filter=Filter(stop_words=True), relation=AT_MOST, n=1), "cats chase the mice", True),
+    (Count(unit=Unit.WORDS, relation=AT_MOST, n=4, per=Unit.SENTENCES), "One two three. Four five.", True),
+    (Count(unit=Unit.WORDS, relation=AT_MOST, n=2, per=Unit.SENTENCES), "One two three. Four five.", False),
+    (Count(unit=Unit.LINES, relation=EXACTLY, n=3), "a\nb\n\nc", True),
+    (Count(unit=Unit.NESTED_BULLETS, relation=AT_LEAST, n=1), "* top\n  * inner", True),
+    (Count(unit=Unit.SPANS, filter=Filter(left="(", right=")"), relation=AT_LEAST, n=2), "a (b) c (d)", True),
+    (Count(unit=Unit.LETTERS, filter=Filter(case="upper"), relation=AT_MOST, n=0,
+           of=None), "quiet", True),
+    (Count(unit=Unit.WORDS, filter=Filter(case="upper"), relation=AT_LEAST, n=0,
+           of=Measure(unit=Unit.WORDS), fraction=0.5), "BIG BIG small", True),
+    (Count(unit=Unit.WORDS, filter=Filter(case="upper"), relation=AT_LEAST, n=0,
+           of=Measure(unit=Unit.WORDS), fraction=0.5), "BIG small small", False),
+    (Position(unit=Unit.WORDS, k=3, op="is", text="river"), "A long river flows.", True),
+    (Position(unit=Unit.WORDS, k=-1, op="is", text="end"), "This is the end.", True),
+    (Position(unit=Unit.SENTENCES, k=2, op="starts_with", text="However"), "Yes. However, no.", True),
+    (Position(unit=Unit.SENTENCES, k=-1, op="ends_with", text="?"), "Yes. Really?", True),
+    (Position(unit=Unit.PARAGRAPHS, k=1, op="starts_with", text="Dear"), "Hello\n\nDear", False),
+    (Wrap(left="(", right=")"), " (all of it) ", True),
+    (Wrap(left="(", right=")"), "(half) of it", False),
+    (Wrap(left="[", right="]", unit=Unit.SENTENCES), "[One.] [Two.]", True),
+    (Wrap(left="[", right="]", unit=Unit.SENTENCES), "[One.] Two.", False),
+    (Structure(layout=Layout.TABLE), "| a | b |\n|---|---|\n| 1 | 2 |", True),
+    (Structure(layout=Layout.TABLE), "a, b\n1, 2", False),
+    (Structure(layout=Layout.NESTED_LIST), "- fruit\n  - apple\n- veg", True),
+    (Structure(layout=Layout.NESTED_LIST), "- fruit\n- apple", False),
+    (Structure(layout=Layout.NO_LIST), "Plain prose only.", True),
+    (Structure(layout=Layout.NO_LIST), "Items:\n1. one", False),
+    (Structure(layout=Layout.NUMBERED_LIST), "1. one\n2. two", True),
+    (Copy(text="Name a red fruit.", change=True), "Name a green fruit. Apple.", True),
+    (Copy(text="Name a red fruit.", change=True), "Name a red fruit. Apple.", False),
+]
+
+
+@pytest.mark.parametrize(("form", "text", "expected"), COMPLETE)
+def test_generic_verifier_on_complete_text(form: Any, text: str, expected: bool) -> None:
+    result = check(form, text)
+    assert result.satisfied is expected, result.detail
+    assert result.certain
+
+
+PARTIAL: list[tuple[Any, str, bool, bool]] = [
+    (Count(unit=Unit.EMOJI, relation=AT_MOST, n=0), "ok 👍 and", False, True),
+    (Count(unit=Unit.PUNCTUATION, relation=AT_MOST, n=1), "a, b", True, False),
+    (Count(unit=Unit.NUMBERS, relation=AT_LEAST, n=1), "in 2020 we", True, True),
+    (Count(unit=Unit.WORDS, relation=EXACTLY, n=5), "one two", False, False),
+    (Count(unit=Unit.WORDS, relation=EXACTLY, n=1), "one two three", False, True),
+    (Count(unit=Unit.WORDS, relation=AT_MOST, n=2, per=Unit.SENTENCES), "One two three four", False, True),
+    (Count(unit=Unit.WORDS, relation=AT_LEAST, n=3, per=Unit.SENTENCES), "One two. Three", False, True),
+    (Count(unit=Unit.WORDS, relation=AT_LEAST, n=3, per=Unit.SENTENCES), "One two three. Fo", True, False),
+    (Position(unit=Unit.WORDS, k=2, op="is", text="cat"), "the dog sat", False, True),
+    (Position(unit=Unit.WORDS, k=2, op="is", text="cat"), "the ca", False, False),
+    (Wrap(left="(", right=")"), "No bracket", False, True),
+    (Structure(layout=Layout.NO_LIST), "Text\n- item\n", False, True),
+    (Structure(layout=Layout.TABLE), "| a |", False, False),
+]
+
+
+@pytest.mark.parametrize(("form", "text", "satisfied", "certain"), PARTIAL)
+def test_generic_verifier_on_partial_text(form: Any, text: str, satisfied: bool, certain: bool) -> None:
+    result = check(form, text, partial=True)
+    assert (result.satisfied, result.certain) == (satisfied, certain), result.detail
+
+
+def test_a_certain_violation_stays_violated() -> None:
+    form = Count(unit=Unit.PUNCTUATION, filter=Filter(chars="!?"), relation=AT_MOST, n=1)
+    text = "Wow! Really?"
+    assert check(form, text, partial=True).certain
+    for suffix in (" yes", ".", " and more!"):
+        assert not check(form, text + suffix).satisfied
+
+
+@pytest.mark.parametrize(
+    ("form", "kind", "params"),
+    [
+        (Count(unit=Unit.LETTERS, filter=Filter(case="lower"), relation=AT_MOST, n=0), Kind.ALL_CAPITALS, {}),
+        (Count(unit=Unit.LETTERS, filter=Filter(case="upper"), relation=AT_MOST, n=0), Kind.ALL_LOWERCASE, {}),
+        (Count(unit=Unit.WORDS, relation=AT_MOST, n=50), Kind.WORD_COUNT, {"relation": "at most", "n": 50}),
+        (Count(unit=Unit.CHARACTERS, filter=Filter(chars=","), relation=AT_MOST, n=0), Kind.NO_COMMA, {}),
+        (Count(unit=Unit.KEYWORDS, filter=Filter(text="risk", whole_word=True), relation=AT_MOST, n=0),
+         Kind.FORBIDDEN_WORDS, {"words": ["risk"]}),
+        (Count(unit=Unit.BULLETS, relation=EXACTLY, n=3), Kind.BULLET_COUNT, {"n": 3}),
+        (Wrap(left='"', right='"'), Kind.QUOTATION, {}),
+        (Position(unit=Unit.ANSWER, op="ends_with", text="Bye."), Kind.END_PHRASE, {"phrase": "Bye."}),
+        (Copy(text="Say hi."), Kind.REPEAT_PROMPT, {"prompt_to_repeat": "Say hi."}),
+    ],
+)
+def test_a_form_that_is_a_named_kind_is_reported_as_that_kind(form: Any, kind: Kind, params: dict[str, Any]) -> None:
+    assert canonical(form) == (kind, params)
+
+
+def test_other_forms_become_generic_kinds_whose_params_round_trip() -> None:
+    form = Count(unit=Unit.EMOJI, relation=AT_MOST, n=2, per=Unit.PARAGRAPHS)
+    kind, params = canonical(form)
+    assert kind is Kind.COUNT and params == params_of(form)
+    assert form_of(kind, params) == (form,)
+    constraint = Constraint(id="c1", kind=kind, params=params)
+    assert verify(constraint, "Fun 🎉🎉\n\nMore 🎉").satisfied
+    assert not verify(constraint, "Fun 🎉🎉🎉").satisfied
+
+
+@pytest.mark.parametrize(
+    ("kind", "params", "text"),
+    [
+        (Kind.ALL_CAPITALS, {}, "LOUD AND CLEAR."),
+        (Kind.NTH_PARAGRAPH_FIRST_WORD, {"n": 2, "nth": 2, "first_word": "summary"}, "Intro.\n\nSummary, done."),
+        (Kind.TITLE, {}, "<<Joy>>\nText"),
+        (Kind.TWO_RESPONSES, {}, "A.\n******\nB."),
+    ],
+)
+def test_named_kinds_are_verified_through_their_forms(kind: Kind, params: dict[str, Any], text: str) -> None:
+    forms = form_of(kind, params)
+    assert forms
+    assert all(check(form, text).satisfied for form in forms)
+    assert verify(Constraint(id="c1", kind=kind, params=params), text).satisfied
+
+
+def _generic(cid: str, form: Any) -> Constraint:
+    kind, params = canonical(form)
+    return Constraint(id=cid, kind=kind, params=params)
+
+
+def test_generic_counts_relate_to_each_other_and_to_named_kinds() -> None:
+    few = _generic("a", Count(unit=Unit.EMOJI, relation=AT_MOST, n=1))
+    many = _generic("b", Count(unit=Unit.EMOJI, relation=AT_LEAST, n=3))
+    some = _generic("c", Count(unit=Unit.EMOJI, relation=AT_MOST, n=5))
+    capitals = _generic("d", Count(unit=Unit.LETTERS, filter=Filter(case="upper"), relation=AT_LEAST, n=5))
+    lower = Constraint(id="e", kind=Kind.ALL_LOWERCASE)
+    no_list = _generic("f", Structure(layout=Layout.NO_LIST))
+    bullets = Constraint(id="g", kind=Kind.BULLET_COUNT, params={"n": 3})
+    edges = {(e.source, e.relation.value, e.target) for e in compute_relations([few, many, some, capitals, lower, no_list, bullets])}
+    assert ("a", "excludes", "b") in edges
+    assert ("a", "entails", "c") in edges
+    assert ("d", "excludes", "e") in edges
+    assert ("f", "excludes", "g") in edges
