@@ -13,7 +13,7 @@ per request; a revocation in this process (any ORM write of
 effect within the TTL. ``last_used_at`` is written when the cache refreshes,
 at most once a minute per key (``store.keys.touch_key``). The middleware also
 reads the request's scheduling hints (``X-Tenet-Priority``,
-``X-Tenet-Deadline-S``) within the key's allowance (``app.scheduler``).
+``X-Tenet-Deadline-S``) within the key's allowance (``app.hints``).
 
 Usage in a controller::
 
@@ -44,7 +44,7 @@ from litestar.types import Guard
 from sqlalchemy import event
 
 from app.errors import Unauthorized
-from app.scheduler import REQUEST_HINTS, hints_from_headers
+from app.hints import hints_from_headers, keep_hints
 from reasoning.errors import Forbidden, InvalidInput
 from store.keys import DEFAULT_TENANT, SCOPES, find_key, touch_key
 from store.models import ApiKey
@@ -180,7 +180,7 @@ class ApiKeyMiddleware(AbstractAuthenticationMiddleware):
         if scheme.lower() != "bearer" or not token:
             raise Unauthorized("malformed Authorization header; expected 'Bearer <API key>'")
         context = KEY_CACHE.get(token) or await self._verify_once(connection, token)
-        REQUEST_HINTS.set(hints_from_headers(connection.headers, context.scopes))
+        keep_hints(connection, hints_from_headers(connection.headers, context.scopes))
         return AuthenticationResult(user=context, auth=context.key_id)
 
     @classmethod

@@ -26,6 +26,7 @@ from typing import Any, Self, TextIO
 
 import migrations
 from app.bootstrap import bootstrap_admin_key, bootstrap_domains
+from app.errors import problem_title
 from app.settings import Settings
 from reasoning.errors import InvalidInput, TenetError
 
@@ -371,7 +372,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return func(args)
     except TenetError as exc:
-        print(f"tenet: {exc.title.lower()}: {exc.detail}", file=sys.stderr)
+        print(f"tenet: {problem_title(exc).lower()}: {exc.detail}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

@@ -1,7 +1,8 @@
 """One mapper from every exception to an RFC 9457 ``application/problem+json`` response.
 
-- :class:`reasoning.errors.TenetError` subclasses carry their own status and
-  title; their ``detail`` and ``extra`` members are safe to show.
+- :class:`reasoning.errors.TenetError` subclasses map to a status and title
+  through :data:`PROBLEM_STATUS` (the nearest class in the exception's MRO
+  decides); their ``detail`` and ``extra`` members are safe to show.
 - Litestar's ``HTTPException`` family (404 unknown route, 405, 413 body too
   large, 400 malformed JSON and validation errors with their field errors).
 - Anything else is a bug: logged with its traceback under the request id,
@@ -18,13 +19,28 @@ from litestar import Request, Response
 from litestar.exceptions import HTTPException, SerializationException, ValidationException
 
 from app.logs import request_id_of
-from reasoning.errors import Overloaded, TenetError
+from inference.scheduler import ShuttingDown
+from reasoning.errors import (
+    ConflictError,
+    Forbidden,
+    InvalidInput,
+    LimitExceeded,
+    NotFound,
+    Overloaded,
+    TenetError,
+    Unavailable,
+    UnsafeContent,
+)
+from reasoning.evidence.safe_parse import UnsupportedFormat
 
 __all__ = [
     "PROBLEM_MEDIA_TYPE",
+    "PROBLEM_STATUS",
     "Unauthorized",
     "handle_exception",
     "problem_response",
+    "problem_status",
+    "problem_title",
     "problem_type",
 ]
 
@@ -36,8 +52,39 @@ log = logging.getLogger("tenet.errors")
 class Unauthorized(TenetError):
     """No usable credentials: missing, malformed, unknown or revoked API key."""
 
-    status_code = 401
-    title = "Unauthorized"
+
+#: Each error class's HTTP status and problem title; a subclass not listed takes its nearest base's.
+PROBLEM_STATUS: dict[type[TenetError], tuple[int, str]] = {
+    TenetError: (500, "Internal error"),
+    InvalidInput: (400, "Invalid input"),
+    UnsupportedFormat: (415, "Unsupported media type"),
+    Unauthorized: (401, "Unauthorized"),
+    Forbidden: (403, "Forbidden"),
+    NotFound: (404, "Not found"),
+    ConflictError: (409, "Conflict"),
+    LimitExceeded: (413, "Limit exceeded"),
+    UnsafeContent: (422, "Unsafe content"),
+    Overloaded: (429, "Too many requests"),
+    Unavailable: (503, "Unavailable"),
+    ShuttingDown: (503, "Unavailable"),
+}
+
+
+def _problem_of(exc: TenetError) -> tuple[int, str]:
+    for cls in type(exc).__mro__:
+        if cls in PROBLEM_STATUS:
+            return PROBLEM_STATUS[cls]
+    return PROBLEM_STATUS[TenetError]
+
+
+def problem_status(exc: TenetError) -> int:
+    """The HTTP status ``exc`` answers with."""
+    return _problem_of(exc)[0]
+
+
+def problem_title(exc: TenetError) -> str:
+    """The problem title ``exc`` answers with."""
+    return _problem_of(exc)[1]
 
 
 def problem_type(title: str) -> str:
@@ -76,7 +123,8 @@ def _from_tenet(request: Request[Any, Any, Any], exc: TenetError) -> Response[di
         headers["Retry-After"] = str(max(1, round(exc.retry_after_s)))
     if isinstance(exc, Unauthorized):
         headers["WWW-Authenticate"] = 'Bearer realm="tenet"'
-    return problem_response(request, exc.status_code, exc.title, exc.detail, exc.extra, headers)
+    status, title = _problem_of(exc)
+    return problem_response(request, status, title, exc.detail, exc.extra, headers)
 
 
 def _from_http(request: Request[Any, Any, Any], exc: HTTPException) -> Response[dict[str, Any]]:
@@ -111,9 +159,9 @@ _TITLES = {
 def handle_exception(request: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, Any]]:
     """The app's only exception handler (registered for ``Exception``)."""
     if isinstance(exc, TenetError):
-        if exc.status_code >= 500:
+        if problem_status(exc) >= 500:
             log.warning(
-                "%s: %s", exc.title, exc.detail, extra={"request_id": request_id_of(request.scope)}
+                "%s: %s", problem_title(exc), exc.detail, extra={"request_id": request_id_of(request.scope)}
             )
         return _from_tenet(request, exc)
     if isinstance(exc, HTTPException):

@@ -20,8 +20,7 @@ import torch
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from app.metrics import BATCH_SIZE
-from app.scheduler import Scheduler
+from app.metrics import ADMISSION_REFUSED, BATCH_SIZE, QUEUE_DEPTH, QUEUE_WAIT_SECONDS
 from app.settings import Settings
 from inference.decoder.microbatch import MicroBatcher
 from inference.decoder.runner import ModelRunner
@@ -29,6 +28,7 @@ from inference.decoder.vocab import vocab_tables
 from inference.kv_cache import PrefixCache
 from inference.loader import LoadedModel, load_model
 from inference.pipeline import Reasoner
+from inference.scheduler import Priority, Scheduler
 from reasoning.errors import TenetError, Unavailable
 from reasoning.evidence.cache import IndexCache
 from reasoning.evidence.ingest import IngestLimits
@@ -36,13 +36,26 @@ from reasoning.evidence.safe_parse import ParseLimits
 from reasoning.nlp import warm_up as warm_up_nlp
 from store.db import create_engine, create_sessionmaker, ping
 
-__all__ = ["Runtime"]
+__all__ = ["QueueMetrics", "Runtime"]
 
 log = logging.getLogger("tenet.runtime")
 
 READINESS_PING_S = 2.0  # longest a /readyz probe waits for the database
 #: Most rows (beams of all merged decodes) in one forward pass.
 MAX_BATCH_ROWS = 64
+
+
+class QueueMetrics:
+    """The scheduler's events as the ``tenet_queue_*`` and ``tenet_admission_refused`` metrics."""
+
+    def refused(self, reason: str) -> None:
+        ADMISSION_REFUSED.labels(reason=reason).inc()
+
+    def queued(self, priority: Priority, delta: int) -> None:
+        QUEUE_DEPTH.labels(priority=priority.value).inc(delta)
+
+    def started(self, priority: Priority, waited_s: float) -> None:
+        QUEUE_WAIT_SECONDS.labels(priority=priority.value).observe(waited_s)
 
 
 class Runtime:
@@ -76,6 +89,7 @@ class Runtime:
             max_queue=settings.queue_max,
             default_deadline_s=settings.default_deadline_s,
             concurrency=settings.max_batch,
+            observer=QueueMetrics(),
         )
 
     @property

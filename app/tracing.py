@@ -41,8 +41,10 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
 from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer, set_span_in_context
 
+from app.errors import problem_status
 from app.schemas.reason import ReasonResponse
 from app.settings import Settings
+from reasoning.errors import TenetError
 
 __all__ = ["STAGES", "Tracing", "TracingMiddleware", "trace_run"]
 
@@ -125,7 +127,7 @@ class TracingMiddleware:
         except BaseException as exc:
             # Raised past this middleware (e.g. 401 from authentication): the app's
             # exception handler answers with the error's own status, or 500.
-            status = getattr(exc, "status_code", 500)
+            status = problem_status(exc) if isinstance(exc, TenetError) else getattr(exc, "status_code", 500)
             span.set_attribute("http.response.status_code", int(status))
             span.set_attribute("error.type", type(exc).__name__)
             if int(status) >= 500:

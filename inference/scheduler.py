@@ -8,11 +8,11 @@ runtime's :class:`~inference.decoder.microbatch.MicroBatcher` (cross-request
 micro-batching), so ``concurrency`` is the most requests merged into one
 forward. Admission is decided once, when a job is submitted:
 
-- the service is shutting down: :class:`ShuttingDown` (503, ``Retry-After``);
+- the service is shutting down: :class:`ShuttingDown` (with ``retry_after_s``);
 - the queue already holds ``max_queue`` waiting jobs: :class:`Overloaded`
-  (429, reason ``queue_full``);
-- the predicted wait exceeds the request's deadline: :class:`Overloaded`
-  (429, reason ``deadline``).
+  (reason ``queue_full``);
+- the predicted wait exceeds the job's deadline: :class:`Overloaded`
+  (reason ``deadline``).
 
 The predicted wait of a new job is ``n * mean + 3 * std * sqrt(n)`` over the
 ``n`` rounds of jobs ahead of it (a round frees every worker once; the jobs
@@ -26,13 +26,11 @@ An accepted job is never dropped: it runs to completion on the worker even
 when the awaiting request is cancelled (client gone), and a graceful
 shutdown waits for the queue to drain.
 
-Priority and deadline of a request come from ``X-Tenet-Priority``
-(``interactive`` | ``batch``) and ``X-Tenet-Deadline-S`` (seconds), read by
-:func:`hints_from_headers` in the authentication middleware and carried to
-the decode through the :data:`REQUEST_HINTS` context variable. A key with the
-``reason`` scope (or ``admin``) runs ``interactive`` by default; any request
-may lower itself to ``batch``; a key without ``reason`` cannot raise itself to
-``interactive``.
+Each job's priority and deadline arrive as :class:`JobHints`, an argument of
+:meth:`Scheduler.check` and :meth:`Scheduler.submit` (the HTTP layer reads
+them from request headers). What the scheduler counts (refusals, queue
+depth, queue wait) is reported to a :class:`SchedulerObserver`, so the
+service can export it without this module knowing about metrics or HTTP.
 """
 
 from __future__ import annotations
@@ -43,30 +41,24 @@ import itertools
 import math
 import threading
 import time
-from collections.abc import Callable, Mapping
-from contextvars import ContextVar
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
-from app.metrics import ADMISSION_REFUSED, QUEUE_DEPTH, QUEUE_WAIT_SECONDS
 from reasoning.errors import InvalidInput, Overloaded
 
 __all__ = [
-    "REQUEST_HINTS",
     "JobHints",
     "LatencyEstimate",
     "Priority",
     "Scheduler",
+    "SchedulerObserver",
     "SchedulerStats",
     "ShuttingDown",
-    "hints_from_headers",
 ]
 
 T = TypeVar("T")
-
-PRIORITY_HEADER = "x-tenet-priority"
-DEADLINE_HEADER = "x-tenet-deadline-s"
 
 
 class Priority(StrEnum):
@@ -84,55 +76,40 @@ class Priority(StrEnum):
 class ShuttingDown(Overloaded):
     """The service is draining for shutdown; retry on another instance or after restart."""
 
-    status_code = 503
-    title = "Unavailable"
-
 
 @dataclass(frozen=True)
 class JobHints:
-    """How one request asks to be scheduled; ``deadline_s`` None means the default."""
+    """How one job asks to be scheduled; ``deadline_s`` None means the scheduler's default."""
 
     priority: Priority = Priority.INTERACTIVE
     deadline_s: float | None = None
 
 
-#: The current request's scheduling hints (set by the authentication middleware).
-REQUEST_HINTS: ContextVar[JobHints | None] = ContextVar("tenet_request_hints", default=None)
+class SchedulerObserver(Protocol):
+    """What the scheduler reports as it admits, queues and starts jobs (called under its lock:
+    implementations must be quick and must not call back into the scheduler)."""
+
+    def refused(self, reason: str) -> None:
+        """A job was refused (``queue_full``, ``deadline`` or ``shutting_down``)."""
+
+    def queued(self, priority: Priority, delta: int) -> None:
+        """The number of waiting jobs of ``priority`` changed by ``delta``."""
+
+    def started(self, priority: Priority, waited_s: float) -> None:
+        """A job of ``priority`` started after waiting ``waited_s`` seconds in the queue."""
 
 
-def hints_from_headers(headers: Mapping[str, str], scopes: frozenset[str]) -> JobHints:
-    """Read ``X-Tenet-Priority`` / ``X-Tenet-Deadline-S`` within the key's allowance.
+class _Unobserved:
+    """The observer of a scheduler nobody watches."""
 
-    Keys holding ``reason`` or ``admin`` default to ``interactive`` and may ask
-    for ``batch``; other keys always run ``batch``. An unknown priority or a
-    deadline that is not a positive number is 400.
-    """
-    allowed = "reason" in scopes or "admin" in scopes
-    raw = (headers.get(PRIORITY_HEADER) or "").strip().lower()
-    if raw:
-        try:
-            asked = Priority(raw)
-        except ValueError:
-            raise InvalidInput(
-                f"X-Tenet-Priority={raw!r}: use {Priority.INTERACTIVE.value} or {Priority.BATCH.value}",
-                header="X-Tenet-Priority",
-            ) from None
-    else:
-        asked = Priority.INTERACTIVE
-    priority = asked if allowed else Priority.BATCH
-    deadline: float | None = None
-    raw_deadline = (headers.get(DEADLINE_HEADER) or "").strip()
-    if raw_deadline:
-        try:
-            deadline = float(raw_deadline)
-        except ValueError:
-            deadline = -1.0
-        if not math.isfinite(deadline) or deadline <= 0:
-            raise InvalidInput(
-                f"X-Tenet-Deadline-S={raw_deadline!r} is not a positive number of seconds",
-                header="X-Tenet-Deadline-S",
-            )
-    return JobHints(priority=priority, deadline_s=deadline)
+    def refused(self, reason: str) -> None:
+        return None
+
+    def queued(self, priority: Priority, delta: int) -> None:
+        return None
+
+    def started(self, priority: Priority, waited_s: float) -> None:
+        return None
 
 
 class LatencyEstimate:
@@ -224,6 +201,7 @@ class Scheduler:
         default_deadline_s: float,
         concurrency: int = 1,
         estimate: LatencyEstimate | None = None,
+        observer: SchedulerObserver | None = None,
     ) -> None:
         if max_queue < 1:
             raise InvalidInput("max_queue must be at least 1", field="max_queue")
@@ -233,6 +211,7 @@ class Scheduler:
         self.max_batch = concurrency
         self.default_deadline_s = default_deadline_s
         self.estimate = estimate or LatencyEstimate()
+        self.observer: SchedulerObserver = observer or _Unobserved()
         self._cond = threading.Condition()
         self._heap: list[tuple[int, int, _Job]] = []
         self._seq = itertools.count()
@@ -254,7 +233,7 @@ class Scheduler:
 
     def _refuse(self, reason: str, exc: Overloaded) -> Overloaded:
         self._refused[reason] = self._refused.get(reason, 0) + 1
-        ADMISSION_REFUSED.labels(reason=reason).inc()
+        self.observer.refused(reason)
         return exc
 
     def _admit_locked(self, hints: JobHints) -> None:
@@ -286,19 +265,18 @@ class Scheduler:
                 ),
             )
 
-    def check(self, hints: JobHints | None = None) -> None:
+    def check(self, hints: JobHints) -> None:
         """Refuse early (before planning) what :meth:`submit` would refuse now."""
         with self._cond:
-            self._admit_locked(hints or REQUEST_HINTS.get() or JobHints())
+            self._admit_locked(hints)
 
-    async def submit(self, fn: Callable[[], T], hints: JobHints | None = None) -> T:
+    async def submit(self, fn: Callable[[], T], hints: JobHints) -> T:
         """Queue ``fn`` for the worker and await its result (or its exception).
 
         Raises :class:`Overloaded` / :class:`ShuttingDown` at once when refused.
         Once accepted the job runs to completion even if this coroutine is
-        cancelled. ``hints`` default to the current request's.
+        cancelled.
         """
-        hints = hints or REQUEST_HINTS.get() or JobHints()
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
         with self._cond:
@@ -306,7 +284,7 @@ class Scheduler:
             job = _Job(fn=fn, priority=hints.priority, enqueued=time.perf_counter(), loop=loop, future=future)
             heapq.heappush(self._heap, (hints.priority.rank, next(self._seq), job))
             self._accepted += 1
-            QUEUE_DEPTH.labels(priority=hints.priority.value).inc()
+            self.observer.queued(hints.priority, 1)
             self._ensure_worker()
             self._cond.notify_all()
         return await asyncio.shield(future)
@@ -331,13 +309,13 @@ class Scheduler:
                 self._cond.wait()
             _, _, job = heapq.heappop(self._heap)
             self._running += 1
-            QUEUE_DEPTH.labels(priority=job.priority.value).dec()
+            self.observer.queued(job.priority, -1)
             return job
 
     def _work(self) -> None:
         while (job := self._next_job()) is not None:
             started = time.perf_counter()
-            QUEUE_WAIT_SECONDS.labels(priority=job.priority.value).observe(started - job.enqueued)
+            self.observer.started(job.priority, started - job.enqueued)
             outcome: tuple[bool, Any]
             try:
                 outcome = (True, job.fn())

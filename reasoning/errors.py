@@ -1,8 +1,9 @@
 """One exception hierarchy for the whole product.
 
-The reasoning core and the inference package raise these; the HTTP layer maps
-each class to one RFC 9457 problem response (status and title), so a new error
-never needs a new handler.
+The reasoning core and the inference package raise these; they say what went
+wrong, never how a transport reports it. The HTTP layer maps each class to
+one RFC 9457 problem response (status and title: the table in
+``app/errors.py``), so a new error never needs a new handler.
 """
 
 from __future__ import annotations
@@ -21,10 +22,7 @@ __all__ = [
 
 
 class TenetError(Exception):
-    """Base of every error a user can meet. ``detail`` is safe to show."""
-
-    status_code: int = 500
-    title: str = "Internal error"
+    """Base of every error a user can meet. ``detail`` and ``extra`` are safe to show."""
 
     def __init__(self, detail: str, **extra: object) -> None:
         super().__init__(detail)
@@ -33,45 +31,35 @@ class TenetError(Exception):
 
 
 class InvalidInput(TenetError):
-    status_code = 400
-    title = "Invalid input"
+    """The request is malformed or names something that cannot be used as given."""
 
 
 class NotFound(TenetError):
-    status_code = 404
-    title = "Not found"
+    """The named thing does not exist for the caller (another tenant's included)."""
 
 
 class Forbidden(TenetError):
-    status_code = 403
-    title = "Forbidden"
+    """The caller may not do this."""
 
 
 class ConflictError(TenetError):
-    status_code = 409
-    title = "Conflict"
+    """The request contradicts the current state (already resolved, changed meanwhile)."""
 
 
 class LimitExceeded(TenetError):
-    status_code = 413
-    title = "Limit exceeded"
+    """An input is larger than a configured limit (``limit`` in ``extra``)."""
 
 
 class UnsafeContent(TenetError):
     """A file was refused because parsing it could harm the service."""
 
-    status_code = 422
-    title = "Unsafe content"
-
 
 class Unavailable(TenetError):
-    status_code = 503
-    title = "Unavailable"
+    """A resource the request needs is not available yet (the model loading, say)."""
 
 
 class Overloaded(TenetError):
-    status_code = 429
-    title = "Too many requests"
+    """The service refuses more work now; ``retry_after_s`` says when to try again."""
 
     def __init__(self, detail: str, retry_after_s: float = 1.0, **extra: object) -> None:
         super().__init__(detail, **extra)

@@ -11,19 +11,18 @@ from collections.abc import AsyncIterator, Iterable
 
 import msgspec
 from litestar import Controller, Response, post
-from litestar.di import Provide
 from litestar.response import ServerSentEvent
 from litestar.response.sse import ServerSentEventMessage
 from litestar.status_codes import HTTP_200_OK
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth import AuthContext, requires_scope
-from app.controllers.sessions import provide_session_service
-from app.runtime import Runtime
 from app.schemas.chat import ChatCompletion, ChatCompletionChunk, ChatCompletionRequest
 from app.services import chat as service
+from app.services.runs import RunService
 from app.services.sessions import SessionService
 from app.settings import Settings
+from inference.scheduler import JobHints
 
 __all__ = ["ChatController"]
 
@@ -32,7 +31,6 @@ class ChatController(Controller):
     path = "/v1/chat/completions"
     tags = ["openai"]
     guards = [requires_scope("reason")]
-    dependencies = {"sessions": Provide(provide_session_service, sync_to_thread=False)}
 
     @post(
         operation_id="create_chat_completion",
@@ -43,9 +41,10 @@ class ChatController(Controller):
         self,
         data: ChatCompletionRequest,
         auth: AuthContext,
-        runtime: Runtime,
+        hints: JobHints,
         settings: Settings,
         db_session: AsyncSession,
+        runs: RunService,
         sessions: SessionService,
     ) -> Response[ChatCompletion] | ServerSentEvent:
         """Answer at once, or with ``stream`` as server-sent chunks ending with ``data: [DONE]``.
@@ -57,9 +56,9 @@ class ChatController(Controller):
         """
         request = service.read_request(data, settings)
         response = await service.answer(
-            data, request, auth=auth, runtime=runtime, db_session=db_session, sessions=sessions
+            data, request, auth=auth, hints=hints, runs=runs, sessions=sessions, db_session=db_session
         )
-        model = msgspec.to_builtins(runtime.require_model().identity.__dict__)
+        model = msgspec.to_builtins(runs.runtime.require_model().identity.__dict__)
         if not data.stream:
             return Response(service.completion(response, request, model))
         include_usage = bool(data.stream_options and data.stream_options.include_usage)

@@ -9,31 +9,23 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from litestar import Controller, get, post
-from litestar.datastructures import State
-from litestar.di import Provide
 from litestar.params import Parameter
 from litestar.status_codes import HTTP_200_OK
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.auth import AuthContext, requires_scope
-from app.runtime import Runtime
+from app.auth import requires_scope
 from app.schemas.confirmations import ConfirmationList, ConfirmationOut, ConfirmationResolve
 from app.schemas.reason import ReasonResponse
 from app.schemas.sessions import TurnResult
 from app.services.confirmations import ConfirmationService
 
-__all__ = ["ConfirmationsController", "provide_confirmation_service"]
-
-
-def provide_confirmation_service(state: State, runtime: Runtime, auth: AuthContext) -> ConfirmationService:
-    return ConfirmationService(runtime, auth, state)
+__all__ = ["ConfirmationsController"]
 
 
 class ConfirmationsController(Controller):
     path = "/v1/confirmations"
     tags = ["confirmations"]
     guards = [requires_scope("reason")]
-    dependencies = {"confirmations": Provide(provide_confirmation_service, sync_to_thread=False)}
 
     @get(operation_id="list_confirmations", summary="The caller's confirmations, newest first (pending by default)")
     async def list_confirmations(

@@ -6,8 +6,7 @@ from litestar import Controller, Response, get
 from litestar.params import Parameter
 
 from app.auth import requires_scope
-from app.diagnostics import collect, last_profile, layers_svg, probe_layers
-from app.runtime import Runtime
+from app.diagnostics import Diagnostics, layers_svg
 
 __all__ = ["DiagnosticsController"]
 
@@ -20,20 +19,20 @@ class DiagnosticsController(Controller):
     @get(operation_id="get_diagnostics", summary="KV cache, stage latency, layer profile, batching, GPU")
     async def get_diagnostics(
         self,
-        runtime: Runtime,
+        diagnostics: Diagnostics,
         profile_layers: bool = Parameter(
             default=False, description="run one short probe forward pass with per-layer hooks"
         ),
     ) -> dict[str, object]:
         """Collected from counters the service keeps anyway; ``profile_layers`` queues one probe
         on the model worker (503 while the model loads)."""
-        layers = await probe_layers(runtime) if profile_layers else None
-        return collect(runtime, layers)
+        layers = await diagnostics.probe_layers() if profile_layers else None
+        return diagnostics.collect(layers)
 
     @get("/layers.svg", operation_id="get_layer_chart", summary="Per-layer forward time as an SVG bar chart")
-    async def get_layer_chart(self, runtime: Runtime) -> Response[str]:
+    async def get_layer_chart(self, diagnostics: Diagnostics) -> Response[str]:
         """The last layer profile; a probe runs first when there is none yet."""
-        rows = last_profile(runtime)
+        rows = diagnostics.last_profile
         if rows is None:
-            rows = await probe_layers(runtime)
+            rows = await diagnostics.probe_layers()
         return Response(content=layers_svg(rows), media_type="image/svg+xml")

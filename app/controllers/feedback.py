@@ -8,10 +8,8 @@ also changes the session's constraint weights, priorities and view weights
 from __future__ import annotations
 
 from litestar import Controller, post
-from litestar.di import Provide
 
 from app.auth import requires_scope
-from app.controllers.sessions import provide_session_service
 from app.schemas.sessions import FeedbackCreate, FeedbackResult
 from app.services.sessions import SessionService
 
@@ -22,7 +20,6 @@ class FeedbackController(Controller):
     path = "/v1/runs"
     tags = ["feedback"]
     guards = [requires_scope("reason")]
-    dependencies = {"sessions": Provide(provide_session_service, sync_to_thread=False)}
 
     @post("/{run_id:str}/feedback", operation_id="create_run_feedback", status_code=200,
           summary="Feedback on a run: a constraint wrong, missing, to weigh more or less; a step wrong")

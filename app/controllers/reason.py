@@ -3,32 +3,31 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
 import msgspec
 from litestar import Controller, Response, post
-from litestar.di import Provide
 from litestar.response import ServerSentEvent
 from litestar.response.sse import ServerSentEventMessage
 from litestar.status_codes import HTTP_200_OK
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth import AuthContext, requires_scope
-from app.controllers.sessions import provide_session_service
-from app.runtime import Runtime
+from app.errors import problem_status, problem_title
 from app.schemas.constraints import EntropyOut
 from app.schemas.reason import ReasonRequest, ReasonResponse, constraint_out
 from app.schemas.sessions import TurnCreate
-from app.services import reasoning as service
-from app.services.confirmations import with_confirmation
+from app.services.reasoning import check_prompt, new_run_id
+from app.services.runs import RunRequest, RunService
 from app.services.sessions import SessionService
 from app.settings import Settings
 from app.tracing import trace_run
 from inference.decoder.stream import StepEvent
 from inference.pipeline import Plan
+from inference.scheduler import JobHints
 from reasoning.errors import InvalidInput, TenetError
-from store.db import transaction
+from reasoning.evidence.index import OntologyIndex
 
 __all__ = ["ReasonController"]
 
@@ -37,7 +36,6 @@ class ReasonController(Controller):
     path = "/v1/reason"
     tags = ["reason"]
     guards = [requires_scope("reason")]
-    dependencies = {"sessions": Provide(provide_session_service, sync_to_thread=False)}
 
     @post(
         operation_id="create_reasoning",
@@ -49,9 +47,10 @@ class ReasonController(Controller):
         self,
         data: ReasonRequest,
         auth: AuthContext,
-        runtime: Runtime,
+        hints: JobHints,
         settings: Settings,
         db_session: AsyncSession,
+        runs: RunService,
         sessions: SessionService,
     ) -> Response[ReasonResponse] | ServerSentEvent:
         """Run stages 1-7. With ``options.stream`` the response is ``text/event-stream``:
@@ -63,15 +62,22 @@ class ReasonController(Controller):
 
         With ``session_id`` the prompt is a new question turn of that session
         (``_answer_in_session``)."""
-        service.check_prompt(data.prompt, settings.max_prompt_chars)
-        runtime.require_model()
+        check_prompt(data.prompt, settings.max_prompt_chars)
+        runs.runtime.require_model()
         if data.session_id is not None:
             return Response(await _answer_in_session(data, data.session_id, sessions))
-        index = await service.lookup_domain_index(runtime, auth.tenant_id, data.domain)
-        started = datetime.now(UTC)
+        request = _run_request(data)
         if data.options.stream:
-            return ServerSentEvent(_stream(data, auth, runtime, index, started))
-        return Response(await _answer(data, auth, runtime, db_session, index, started))
+            index = await runs.index_for(auth, data.domain)
+            return ServerSentEvent(_stream(request, runs, auth, hints, index))
+        return Response(await runs.answer(request, auth=auth, hints=hints, db_session=db_session))
+
+
+def _run_request(data: ReasonRequest) -> RunRequest:
+    return RunRequest(
+        prompt=data.prompt, options=data.options, stored=msgspec.to_builtins(data),
+        domain=data.domain, profile=data.profile,
+    )
 
 
 async def _answer_in_session(data: ReasonRequest, session_id: str, sessions: SessionService) -> ReasonResponse:
@@ -94,46 +100,18 @@ async def _answer_in_session(data: ReasonRequest, session_id: str, sessions: Ses
     return response
 
 
-async def _answer(
-    data: ReasonRequest,
-    auth: AuthContext,
-    runtime: Runtime,
-    db_session: AsyncSession,
-    index: object,
-    started: datetime,
-    *,
-    run_id: str | None = None,
-    on_plan: Callable[[Plan], None] | None = None,
-    on_step: Callable[[StepEvent], None] | None = None,
-) -> ReasonResponse:
-    plan, result = await service.plan_and_run(
-        runtime, auth, data.prompt, options=data.options, index=index,  # type: ignore[arg-type]
-        defaults=service.profile_defaults(data.profile), on_plan=on_plan, on_step=on_step,
-    )
-    run_id = run_id or service.new_run_id()
-    model = msgspec.to_builtins(runtime.require_model().identity.__dict__)
-    response = service.build_response(run_id, plan, result, model)
-    record = service.run_record(
-        auth, plan, result, response, msgspec.to_builtins(data), runtime, started=started, domain=data.domain
-    )
-    record_ms = await service.record_reason_run(db_session, record, run_id)
-    response = msgspec.structs.replace(response, timings={**response.timings, "record": record_ms})
-    response = await with_confirmation(db_session, runtime, auth, response, msgspec.to_builtins(data), origin="reason")
-    trace_run(response, started=started, prompt=data.prompt)
-    return response
-
-
 async def _stream(
-    data: ReasonRequest,
-    auth: AuthContext,
-    runtime: Runtime,
-    index: object,
-    started: datetime,
+    request: RunRequest, runs: RunService, auth: AuthContext, hints: JobHints, index: OntologyIndex | None
 ) -> AsyncIterator[ServerSentEventMessage]:
-    """Events as the run produces them: the decode thread hands each over to the loop."""
+    """Events as the run produces them: the decode thread hands each over to the loop.
+
+    The run is recorded in a transaction of its own (the request's has
+    ended when the stream starts); a failure ends the stream with an
+    ``error`` event carrying the problem's title, status and detail.
+    """
     loop = asyncio.get_running_loop()
     events: asyncio.Queue[ServerSentEventMessage] = asyncio.Queue()
-    run_id = service.new_run_id()
+    run_id = new_run_id()
 
     def emit(event: str, payload: object) -> None:
         message = ServerSentEventMessage(event=event, data=msgspec.json.encode(payload).decode())
@@ -152,10 +130,9 @@ async def _stream(
         emit("step", {"id": step.id, "branch": step.branch, "text": step.text})
 
     async def work() -> ReasonResponse:
-        async with transaction(runtime.sessionmaker) as db_session:
-            return await _answer(
-                data, auth, runtime, db_session, index, started, run_id=run_id, on_plan=on_plan, on_step=on_step
-            )
+        return await runs.answer(
+            request, auth=auth, hints=hints, index=index, run_id=run_id, on_plan=on_plan, on_step=on_step
+        )
 
     task = asyncio.ensure_future(work())
     while not (task.done() and events.empty()):
@@ -168,7 +145,7 @@ async def _stream(
     try:
         response = task.result()
     except TenetError as exc:
-        problem = {"title": exc.title, "status": exc.status_code, "detail": exc.detail}
+        problem = {"title": problem_title(exc), "status": problem_status(exc), "detail": exc.detail}
         yield ServerSentEventMessage(event="error", data=msgspec.json.encode(problem).decode())
         return
     yield ServerSentEventMessage(event="result", data=msgspec.json.encode(response).decode())

@@ -10,32 +10,19 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from litestar import Controller, Response, delete, get, patch, post
-from litestar.datastructures import State
-from litestar.di import Provide
 from litestar.params import Parameter
 
-from app.auth import AuthContext, requires_scope
-from app.runtime import Runtime
+from app.auth import requires_scope
 from app.schemas.sessions import PremiseAmend, SessionCreate, SessionOut, TurnCreate, TurnResult
-from app.services.sessions import GRAPH_MEDIA_TYPES, SessionService, SessionWorkspace
+from app.services.sessions import GRAPH_MEDIA_TYPES, SessionService
 
-__all__ = ["SessionsController", "provide_session_service"]
-
-
-def provide_session_service(state: State, runtime: Runtime, auth: AuthContext) -> SessionService:
-    """The caller's session service on the app's one workspace (created on first use)."""
-    workspace = getattr(state, "session_workspace", None)
-    if workspace is None or workspace.runtime is not runtime:
-        workspace = SessionWorkspace(runtime)
-        state.session_workspace = workspace
-    return SessionService(workspace, runtime.settings, auth.tenant_id, auth.key_id)
+__all__ = ["SessionsController"]
 
 
 class SessionsController(Controller):
     path = "/v1/sessions"
     tags = ["sessions"]
     guards = [requires_scope("reason")]
-    dependencies = {"sessions": Provide(provide_session_service, sync_to_thread=False)}
 
     @post(operation_id="create_session", summary="Open a session (optionally on a domain, with a profile)")
     async def create_session(self, data: SessionCreate, sessions: SessionService) -> SessionOut:

@@ -33,7 +33,6 @@ import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth import AuthContext
-from app.runtime import Runtime
 from app.schemas.chat import (
     ChatChoice,
     ChatCompletion,
@@ -47,12 +46,13 @@ from app.schemas.chat import (
 )
 from app.schemas.reason import ReasonResponse
 from app.schemas.sessions import TurnCreate, TurnResult
-from app.services import reasoning as service
-from app.services.confirmations import with_confirmation
+from app.services.reasoning import check_prompt
+from app.services.runs import RunRequest, RunService
 from app.services.sessions import SessionService
 from app.settings import Settings
 from app.tracing import trace_run
 from inference.pipeline import ReasonOptions
+from inference.scheduler import JobHints
 from reasoning.errors import InvalidInput
 from reasoning.provenance import RunKind
 
@@ -122,7 +122,7 @@ def read_request(data: ChatCompletionRequest, settings: Settings) -> ChatRequest
     ]
     question = _text(data.messages[last].content, f"messages[{last}].content")
     prompt = "\n\n".join(t.strip() for t in (*instructions, question) if t.strip())
-    service.check_prompt(prompt, settings.max_prompt_chars)
+    check_prompt(prompt, settings.max_prompt_chars)
     stop = (data.stop,) if isinstance(data.stop, str) else tuple(data.stop or ())
     if len(stop) > 4 or any(not s for s in stop):
         raise InvalidInput("stop takes up to 4 non-empty sequences", field="stop")
@@ -159,48 +159,36 @@ async def answer(
     request: ChatRequest,
     *,
     auth: AuthContext,
-    runtime: Runtime,
-    db_session: AsyncSession,
+    hints: JobHints,
+    runs: RunService,
     sessions: SessionService,
+    db_session: AsyncSession,
 ) -> ReasonResponse | TurnResult:
     """Run the request: a session turn with ``session_id``, otherwise a chat run recorded as kind ``chat``.
 
     A session turn that decoded nothing (an ambiguous premise, a change no
     branch depended on) answers its :class:`TurnResult`.
     """
-    runtime.require_model()
-    started = datetime.now(UTC)
-    if data.session_id is not None:
-        turn = await sessions.turn(
-            data.session_id, TurnCreate(prompt=request.prompt, options=request.options)
+    if data.session_id is None:
+        stored = {
+            "prompt": request.prompt,
+            "domain": data.domain,
+            "profile": msgspec.to_builtins(data.profile) if data.profile else None,
+            "options": msgspec.to_builtins(request.options),
+            "chat": msgspec.to_builtins(data),
+        }
+        run = RunRequest(
+            prompt=request.prompt, options=request.options, stored=stored, domain=data.domain,
+            profile=data.profile, kind=RunKind.CHAT, origin="chat", temperature=data.temperature,
         )
-        if turn.response is None:
-            return turn
-        trace_run(turn.response, started=started, prompt=request.prompt, temperature=data.temperature)
-        return turn.response
-    index = await service.lookup_domain_index(runtime, auth.tenant_id, data.domain)
-    plan, result = await service.plan_and_run(
-        runtime, auth, request.prompt, options=request.options, index=index,
-        defaults=service.profile_defaults(data.profile),
-    )
-    run_id = service.new_run_id()
-    model = msgspec.to_builtins(runtime.require_model().identity.__dict__)
-    response = service.build_response(run_id, plan, result, model)
-    stored = {
-        "prompt": request.prompt,
-        "domain": data.domain,
-        "profile": msgspec.to_builtins(data.profile) if data.profile else None,
-        "options": msgspec.to_builtins(request.options),
-        "chat": msgspec.to_builtins(data),
-    }
-    record = service.run_record(
-        auth, plan, result, response, stored, runtime, started=started, kind=RunKind.CHAT, domain=data.domain
-    )
-    record_ms = await service.record_reason_run(db_session, record, run_id)
-    response = msgspec.structs.replace(response, timings={**response.timings, "record": record_ms})
-    response = await with_confirmation(db_session, runtime, auth, response, stored, origin="chat")
-    trace_run(response, started=started, prompt=request.prompt, temperature=data.temperature)
-    return response
+        return await runs.answer(run, auth=auth, hints=hints, db_session=db_session)
+    runs.runtime.require_model()
+    started = datetime.now(UTC)
+    turn = await sessions.turn(data.session_id, TurnCreate(prompt=request.prompt, options=request.options))
+    if turn.response is None:
+        return turn
+    trace_run(turn.response, started=started, prompt=request.prompt, temperature=data.temperature)
+    return turn.response
 
 
 def _content(response: ReasonResponse) -> str:

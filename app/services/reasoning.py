@@ -1,24 +1,18 @@
-"""The reasoning service: one request through the pipeline, then recorded.
+"""The parts of a run that need no service state: input checks, the domain's index, the
+public response and the run record.
 
-Controllers (``/v1/reason``, sessions, chat completions) call this module;
-it resolves the domain's ontology index, runs the ``Reasoner`` on the model
-worker thread, shapes the public response and records the run (run, steps,
-PROV bundle and audit event in the request's transaction).
+:class:`app.services.runs.RunService` puts them in sequence; ``POST
+/v1/constraints`` (stages 1-3 only) uses the input checks and the index.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import time
-from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from anyio import to_thread
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from app.auth import AuthContext
-from app.metrics import STAGES, observe_decode, observe_stages
+from app.metrics import STAGES
 from app.runtime import Runtime
 from app.schemas.constraints import EntropyOut, Profile
 from app.schemas.reason import (
@@ -29,8 +23,7 @@ from app.schemas.reason import (
     StepOut,
     constraint_out,
 )
-from inference.decoder.stream import StepEvent
-from inference.pipeline import Plan, ReasonOptions, ReasonResult
+from inference.pipeline import Plan, ReasonResult
 from reasoning.constraints.model import Constraint, Origin
 from reasoning.errors import InvalidInput, LimitExceeded
 from reasoning.evidence.index import OntologyIndex
@@ -44,16 +37,14 @@ from reasoning.provenance import (
 )
 from store.models import new_id
 from store.ontologies import load_index
-from store.runs import record_run
 
 __all__ = [
     "build_response",
     "check_prompt",
     "lookup_domain_index",
-    "plan_and_run",
+    "new_run_id",
     "profile_defaults",
-    "record_reason_run",
-    "submit_decode",
+    "run_record",
 ]
 
 def profile_defaults(profile: Profile | None) -> tuple[Constraint, ...]:
@@ -89,62 +80,6 @@ async def lookup_domain_index(
         return None
     async with runtime.sessionmaker() as session:
         return await load_index(session, runtime.ontology_indexes, tenant_id, domain)
-
-
-async def submit_decode(runtime: Runtime, work: Callable[[], ReasonResult]) -> ReasonResult:
-    """Run one decode (``work``, a call of the runtime's reasoner) on the decode scheduler.
-
-    Every decode of the service goes through here, so each one is admitted,
-    prioritised and counted alike: the job takes the current request's
-    scheduling hints (priority and deadline), a refusal raises the
-    scheduler's ``Overloaded`` / ``ShuttingDown`` (429/503 with Retry-After),
-    an accepted job runs to completion even if the caller is cancelled, and
-    ``observe_decode`` records the decode's metrics on the worker thread
-    before the result is handed back. An exception of ``work`` reaches the
-    caller unchanged.
-    """
-
-    def observed() -> ReasonResult:
-        result = work()
-        observe_decode(result.decode)
-        return result
-
-    return await runtime.scheduler.submit(observed)
-
-
-async def plan_and_run(
-    runtime: Runtime,
-    auth: AuthContext,
-    prompt: str,
-    *,
-    options: ReasonOptions,
-    index: OntologyIndex | None,
-    defaults: Sequence[Constraint] = (),
-    on_plan: Callable[[Plan], None] | None = None,
-    on_step: Callable[[StepEvent], None] | None = None,
-) -> tuple[Plan, ReasonResult]:
-    """Plan in a worker thread, then decode through the scheduler (concurrent decodes share the
-    model's forward passes).
-
-    Admission is checked before planning so an overloaded service refuses at
-    once (429/503 with Retry-After); once the decode is queued it runs to
-    completion. ``on_plan`` hears the plan before decoding starts and
-    ``on_step`` every branch's steps as the decode settles them (on the
-    decoding thread: it must only hand the event over).
-    """
-    reasoner = runtime.reasoner()
-    runtime.scheduler.check()
-    plan = await to_thread.run_sync(
-        lambda: reasoner.plan(prompt, options=options, domain_index=index, defaults=defaults)
-    )
-
-    if on_plan is not None:
-        on_plan(plan)
-
-    result = await submit_decode(
-        runtime, lambda: reasoner.run(plan, tenant=auth.tenant_id, on_step=on_step)
-    )
-    return plan, result
 
 
 def build_response(
@@ -313,25 +248,6 @@ def run_record(
     )
 
 
-async def record_reason_run(
-    db_session: AsyncSession,
-    record: RunRecord,
-    run_id: str,
-) -> float:
-    """Store the run and export its stage times; returns the milliseconds recording took.
-
-    Every run the service makes is stored through here (``/v1/reason``, chat
-    completions, session turns and their re-inferences, confirmations that
-    continue a run), so this is the one place ``tenet_stage_seconds`` is
-    recorded: each run's stages (``record.timings``, with this recording as
-    ``record``) are observed exactly once.
-    """
-    t0 = time.perf_counter()
-    await record_run(db_session, record, run_id=run_id)
-    record_ms = round((time.perf_counter() - t0) * 1000, 3)
-    observe_stages({**record.timings, "record": record_ms})
-    return record_ms
-
-
 def new_run_id() -> str:
+    """A fresh run id (the store's id format)."""
     return new_id()

@@ -1,16 +1,19 @@
 """Session turns: new questions, premise retraction and amendment, partial re-inference.
 
-One :class:`SessionService` per request; the per-session turn locks live in
-one :class:`SessionWorkspace` per app, and the reasoner, its prefix KV cache
-and the decode scheduler in the app's :class:`~app.runtime.Runtime`.
+One :class:`SessionService` per request (the service container builds it
+with the caller's identity and scheduling hints); the per-session turn locks
+live in one :class:`SessionWorkspace` per app, and every decode goes through
+the app's :class:`~app.services.runs.RunService` (the same admission check,
+scheduler and recording as ``/v1/reason``).
 
 A turn, whatever its kind, runs as:
 
 1. take the session's in-process lock (turns of one session never overlap in
    this process);
 2. read the session in a short transaction, remembering ``last_active_at``;
-3. plan and decode with no transaction open (seconds of CPU must not hold a
-   SQLite write lock);
+3. the run service's admission check (an overloaded service refuses before
+   planning), then plan and decode with no transaction open (seconds of CPU
+   must not hold a SQLite write lock);
 4. write premises, the run (``store.runs.record_run``: run, steps, PROV
    bundle, audit event), the DAG and the state in one transaction whose
    compare-and-swap on ``last_active_at`` fails with 409 if another replica
@@ -58,17 +61,12 @@ from app.schemas.sessions import (
     TurnResult,
     VerdictOut,
 )
-from app.services.reasoning import (
-    build_response,
-    check_prompt,
-    lookup_domain_index,
-    profile_defaults,
-    record_reason_run,
-    submit_decode,
-)
-from app.services.regraph import rebuild_graph
+from app.services.pending import PendingConfirmations
+from app.services.reasoning import check_prompt, lookup_domain_index, profile_defaults
+from app.services.runs import RunService
 from app.settings import Settings
 from inference.pipeline import Plan, ReasonOptions, ReasonResult
+from inference.scheduler import JobHints
 from reasoning.analysis import Status
 from reasoning.constraints.model import Constraint, Hardness, Kind
 from reasoning.dag import BranchTrace, NodeKind, ReasoningDag, StepTrace, node_id, record_turn
@@ -77,6 +75,7 @@ from reasoning.feedback import Feedback, FeedbackKind, RunView, SessionPolicy, a
 from reasoning.premises import RetractionMatch, match_retraction
 from reasoning.provenance.record import ModelAgent, Reinference, RunKind, RunRecord
 from reasoning.provenance.record import StepTrace as ProvStep
+from reasoning.regraph import rebuild_graph
 from store import ontologies as ontology_store
 from store import runs as run_store
 from store import sessions as repo
@@ -241,12 +240,25 @@ class _Turn(msgspec.Struct, kw_only=True):
 class SessionService:
     """The operations behind ``/v1/sessions`` and ``/v1/runs/{id}/feedback`` for one caller."""
 
-    def __init__(self, workspace: SessionWorkspace, settings: Settings, tenant_id: str, key_id: str | None) -> None:
+    def __init__(
+        self,
+        workspace: SessionWorkspace,
+        runs: RunService,
+        pending: PendingConfirmations,
+        settings: Settings,
+        *,
+        tenant_id: str,
+        key_id: str | None,
+        hints: JobHints,
+    ) -> None:
         self.ws = workspace
+        self.runs = runs
+        self.pending = pending
         self.runtime = workspace.runtime
         self.settings = settings
         self.tenant_id = tenant_id
         self.key_id = key_id
+        self.hints = hints
         self.factory: async_sessionmaker[AsyncSession] = self.runtime.sessionmaker
         self.ttl = float(settings.session_idle_ttl_s)
 
@@ -399,11 +411,10 @@ class SessionService:
         started = utcnow()
         expected = row.last_active_at
         index = await lookup_domain_index(self.runtime, self.tenant_id, row.domain)
+        self.runs.admit(self.hints)
         reasoner = self.runtime.reasoner()
         plan = await to_thread.run_sync(self._plan, row, prompt, options, index)
-        result = await submit_decode(
-            self.runtime, partial(reasoner.run, plan, tenant=self.tenant_id)
-        )
+        result = await self.runs.decode(partial(reasoner.run, plan, tenant=self.tenant_id), self.hints)
         finished = utcnow()
         turns = list(row.state.get("turns", []))
         number = len(turns) + 1
@@ -420,7 +431,7 @@ class SessionService:
             )
             record = self._record(RunKind.REASON, session, prompt, plan, result, started, finished, mapping,
                                   options=options)
-            record_ms = await record_reason_run(db, record, run_id)
+            record_ms = await self.runs.record(db, record, run_id)
             for r in rows.values():
                 r.run_id = run_id
             dag = repo.load_dag(session)
@@ -445,14 +456,10 @@ class SessionService:
         self, row: SessionRow, prompt: str, candidates: Sequence[PremiseRow], match: RetractionMatch
     ) -> TurnResult:
         """Record the ambiguity and open a confirmation (listed at /v1/confirmations) instead of guessing."""
-        from app.services.confirmations import (
-            open_premise_confirmation,  # imports this module lazily too
-        )
-
         async with transaction(self.factory) as db:
             session = await self._load(db, row.id, for_update=True)
-            await open_premise_confirmation(
-                db, self.runtime, tenant_id=self.tenant_id, key_id=self.key_id, session_id=row.id,
+            await self.pending.open_premise(
+                db, tenant_id=self.tenant_id, key_id=self.key_id, session_id=row.id,
                 prompt=prompt, match_kind=match.kind, new_value=match.new_value,
                 candidates=[repo.premise_from_row(c) for c in candidates],
             )
@@ -486,9 +493,10 @@ class SessionService:
         if target.status == "retracted":
             raise ConflictError(f"premise {premise_id!r} is already retracted")
         now[premise_id] = (status, text if text is not None else repo.amended_text(target.text, target.value, value))
-        index = (
-            await lookup_domain_index(self.runtime, self.tenant_id, row.domain) if touched else None
-        )
+        index = None
+        if touched:
+            index = await lookup_domain_index(self.runtime, self.tenant_id, row.domain)
+            self.runs.admit(self.hints)
         reruns: list[tuple[_Turn, Plan, ReasonResult, float]] = []
         for t in turns:
             if t not in touched:
@@ -502,7 +510,7 @@ class SessionService:
             # rerun reuses exactly the branches whose prompt is unchanged (premise texts included)
             # and decodes everything when the shared prefix (constraints after feedback) moved.
             rerun = partial(self.runtime.reasoner().rerun, previous, plan, tenant=self.tenant_id)
-            result = await submit_decode(self.runtime, rerun)
+            result = await self.runs.decode(rerun, self.hints)
             reruns.append((t, plan, result, (time.perf_counter() - t0) * 1000))
         finished = utcnow()
         return await self._commit_change(row, expected, premise_id, status, value, text, reason, turns, dag,
@@ -554,7 +562,7 @@ class SessionService:
                         saved_ms=max(0.0, t.full_decode_ms - ms),
                     ),
                 )
-                record_ms = await record_reason_run(db, record, run_id)
+                record_ms = await self.runs.record(db, record, run_id)
                 by_turn[t.turn] = msgspec.structs.replace(
                     t, run_id=run_id, result=msgspec.to_builtins(result), runs=[*t.runs, run_id],
                     constraints=_constraints_doc(plan.active_constraints),
@@ -593,8 +601,7 @@ class SessionService:
     def _response(self, run_id: str, plan: Plan, result: ReasonResult, session_id: str,
                   record_ms: float) -> ReasonResponse:
         """The run in ``/v1/reason``'s shape, ``timings["record"]`` the time storing it took."""
-        model = msgspec.to_builtins(self.runtime.require_model().identity.__dict__)
-        response = build_response(run_id, plan, result, model, session_id=session_id)
+        response = self.runs.response(run_id, plan, result, session_id=session_id)
         return msgspec.structs.replace(response, timings={**response.timings, "record": record_ms})
 
     def _record(self, kind: RunKind, session: SessionRow, prompt: str, plan: Plan, result: ReasonResult,

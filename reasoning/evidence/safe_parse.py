@@ -120,10 +120,7 @@ _MAX_WARNINGS: Final = 50
 
 
 class UnsupportedFormat(InvalidInput):
-    """The file is in a format we do not parse (HTTP 415); ``accepted`` lists those we do."""
-
-    status_code = 415
-    title = "Unsupported media type"
+    """The file is in a format we do not parse; ``accepted`` lists those we do."""
 
     def __init__(self, detail: str, **extra: object) -> None:
         accepted = ", ".join(MEDIA_TYPES)

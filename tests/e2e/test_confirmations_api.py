@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from app.runtime import Runtime
-from app.services.confirmations import open_premise_confirmation, set_notifier
+from app.services.container import Services
 from app.webhooks import WebhookNotifier
 from reasoning.constraints.model import Premise
 from store import keys as key_store
@@ -138,14 +138,14 @@ async def test_other_tenants_confirmation_is_not_found(
 async def test_new_confirmation_is_announced_with_retries(
     model_client: Any, model_admin_headers: dict[str, str], model_app: Any, receiver: Receiver
 ) -> None:
-    runtime: Runtime = model_app.state.runtime
+    services: Services = model_app.state.services
     notifier = WebhookNotifier(receiver.url, "slack", attempts=4, base_delay_s=0.05)
-    set_notifier(runtime, notifier)
+    services.pending.notifier = notifier
     try:
         response = await asyncio.wait_for(_conflict(model_client, model_admin_headers), timeout=120)
         deliveries = await notifier.drain(timeout=10)
     finally:
-        set_notifier(runtime, None)
+        services.pending.notifier = None
     assert [d.delivered for d in deliveries] == [True]
     assert deliveries[0].attempts == 3
     assert receiver.statuses == [503, 503, 200]
@@ -174,11 +174,11 @@ async def test_ambiguous_premise_is_resolved_by_retracting_the_chosen_one(
     )).json()
     assert ambiguous["kind"] == "confirmation" and len(ambiguous["candidates"]) == 2
     # Opened as the session service does where it answers kind "confirmation".
-    runtime: Runtime = model_app.state.runtime
-    async with transaction(runtime.sessionmaker) as db:
+    services: Services = model_app.state.services
+    async with transaction(services.runtime.sessionmaker) as db:
         tenant = await key_store.get_or_create_tenant(db, key_store.DEFAULT_TENANT)
-        row = await open_premise_confirmation(
-            db, runtime, tenant_id=tenant.id, key_id=None, session_id=sid,
+        row = await services.pending.open_premise(
+            db, tenant_id=tenant.id, key_id=None, session_id=sid,
             prompt="Ignore the assumption about the tax rate.", match_kind="retract", new_value=None,
             candidates=[Premise(id=c["id"], text=c["text"], topic=c["topic"], value=c["value"])
                         for c in ambiguous["candidates"]],

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from app.services.regraph import carried_edges, rebuild_graph
 from reasoning.analysis import Analysis, Status, analyse
+from reasoning.errors import ConflictError
 from reasoning.evidence.ingest import ingest_ontology
 from reasoning.graph import Edge, EdgeKind
+from reasoning.regraph import carried_edges, rebuild_graph, settle_conflict
 from tests.conftest import REGIMES_TTL
 
 PROMPT = "Answer in English. 必须用中文回答。请依据欧盟的法律并根据美国的法规回答。"
@@ -47,3 +48,18 @@ def test_edges_of_a_dropped_constraint_are_not_carried(analysis: Analysis) -> No
     rebuilt = rebuild_graph(analysis, kept, prompt=PROMPT)
     assert [c.id for c in rebuilt.constraints] == [c.id for c in kept]
     assert len(rebuilt.graph.conflicts) == 1  # the language pair only
+
+
+def test_settling_a_conflict_overrides_the_losers_and_keeps_the_rest(analysis: Analysis) -> None:
+    english, chinese, eu, us = (_ids(analysis, v) for v in ("en", "zh", "EU", "US"))
+    settled = settle_conflict(analysis, english, [chinese], prompt=PROMPT)
+    assert settled.graph.inactive == (chinese,)
+    assert [{c.a, c.b} for c in settled.graph.conflicts] == [{eu, us}]
+    done = settle_conflict(settled, us, [eu], prompt=PROMPT)
+    assert set(done.graph.inactive) == {chinese, eu} and done.status is Status.OK
+
+
+def test_settling_constraints_the_prompt_no_longer_has_is_a_conflict(analysis: Analysis) -> None:
+    english = _ids(analysis, "en")
+    with pytest.raises(ConflictError, match="no longer reads"):
+        settle_conflict(analysis, english, ["c99"], prompt=PROMPT)

@@ -1,0 +1,234 @@
+"""The run service: one prompt through the pipeline, admitted, decoded, recorded and answered.
+
+Every run of the service goes through :class:`RunService`, so each one is
+admitted, decoded, recorded and traced alike:
+
+- ``POST /v1/reason`` (answered at once or streamed), ``POST
+  /v1/chat/completions`` and the continuation of a resolved constraint
+  conflict call :meth:`RunService.answer` with a :class:`RunRequest`;
+- session turns (:mod:`app.services.sessions`) keep their own premises, DAG
+  and state, and take the same parts: :meth:`RunService.admit` before
+  planning, :meth:`RunService.decode`, :meth:`RunService.response` and
+  :meth:`RunService.record`.
+
+The sequence of :meth:`RunService.answer`: the domain's index, the early
+admission check (an overloaded service refuses before any planning, with
+the scheduler's ``Overloaded`` / ``ShuttingDown``), the plan (with any
+settled conflicts applied), the decode through the scheduler (under the
+caller's :class:`~inference.scheduler.JobHints`), the public response, the
+run record (run, steps, PROV bundle and audit event), a pending confirmation
+when the constraints conflict, and the GenAI trace span.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+from anyio import to_thread
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.auth import AuthContext
+from app.metrics import observe_decode, observe_stages
+from app.runtime import Runtime
+from app.schemas.constraints import Profile
+from app.schemas.reason import ReasonResponse
+from app.services.pending import PendingConfirmations
+from app.services.reasoning import (
+    build_response,
+    lookup_domain_index,
+    new_run_id,
+    profile_defaults,
+    run_record,
+)
+from app.tracing import trace_run
+from inference.decoder.stream import StepEvent
+from inference.pipeline import Plan, Reasoner, ReasonOptions, ReasonResult
+from inference.scheduler import JobHints
+from reasoning.evidence.index import OntologyIndex
+from reasoning.provenance import RunKind, RunRecord
+from reasoning.regraph import settle_conflict
+from store.db import transaction
+from store.runs import record_run
+
+__all__ = ["RunRequest", "RunService", "Settlement"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Settlement:
+    """A person's choice of a confirmation: ``chosen`` overrides each of ``losers``."""
+
+    chosen: str
+    losers: tuple[str, ...]
+
+    def to_builtins(self) -> dict[str, Any]:
+        """As stored in a confirmation's request (``settled``)."""
+        return {"chosen": self.chosen, "losers": list(self.losers)}
+
+
+@dataclasses.dataclass(frozen=True)
+class RunRequest:
+    """One prompt to answer outside a session.
+
+    ``stored`` is what the run record keeps as its request; a confirmation
+    opened on the run re-runs from its ``prompt``, ``domain``, ``profile`` and
+    ``options``. ``settled`` are earlier choices applied to the plan (and
+    stored with a new confirmation so a person settles each conflict once).
+    ``kind`` names the run in the store, ``origin`` the confirmation's origin.
+    """
+
+    prompt: str
+    options: ReasonOptions
+    stored: Mapping[str, Any]
+    domain: str | None = None
+    profile: Profile | None = None
+    kind: RunKind = RunKind.REASON
+    origin: str = "reason"
+    settled: tuple[Settlement, ...] = ()
+    temperature: float | None = None
+
+
+#: Called in the run's transaction once it is recorded (e.g. to close the confirmation it continues).
+OnRecorded = Callable[[AsyncSession, ReasonResponse], Awaitable[None]]
+
+
+class RunService:
+    """The run sequence on one app's runtime (one per app, on the service container)."""
+
+    def __init__(self, runtime: Runtime, pending: PendingConfirmations) -> None:
+        self.runtime = runtime
+        self.pending = pending
+
+    async def index_for(self, auth: AuthContext, domain: str | None) -> OntologyIndex | None:
+        """The tenant's current index of ``domain`` (``NotFound`` when it has none); None without one."""
+        return await lookup_domain_index(self.runtime, auth.tenant_id, domain)
+
+    def admit(self, hints: JobHints) -> None:
+        """Refuse now what the decode scheduler would refuse (``Overloaded`` / ``ShuttingDown``)."""
+        self.runtime.scheduler.check(hints)
+
+    async def decode(self, work: Callable[[], ReasonResult], hints: JobHints) -> ReasonResult:
+        """Run one decode (``work``, a call of the runtime's reasoner) on the decode scheduler.
+
+        The job is admitted and prioritised by ``hints``; an accepted job runs
+        to completion even if the caller is cancelled, and the decode's
+        metrics are recorded on the worker thread before the result is handed
+        back. An exception of ``work`` reaches the caller unchanged.
+        """
+
+        def observed() -> ReasonResult:
+            result = work()
+            observe_decode(result.decode)
+            return result
+
+        return await self.runtime.scheduler.submit(observed, hints)
+
+    def response(
+        self, run_id: str, plan: Plan, result: ReasonResult, *, session_id: str | None = None
+    ) -> ReasonResponse:
+        """The public shape of a run on the loaded model."""
+        model = msgspec.to_builtins(self.runtime.require_model().identity.__dict__)
+        return build_response(run_id, plan, result, model, session_id=session_id)
+
+    async def record(self, db_session: AsyncSession, record: RunRecord, run_id: str) -> float:
+        """Store the run and export its stage times; returns the milliseconds recording took.
+
+        Every run the service makes is stored through here, so this is the one
+        place ``tenet_stage_seconds`` is recorded: each run's stages
+        (``record.timings``, with this recording as ``record``) are observed
+        exactly once.
+        """
+        t0 = time.perf_counter()
+        await record_run(db_session, record, run_id=run_id)
+        record_ms = round((time.perf_counter() - t0) * 1000, 3)
+        observe_stages({**record.timings, "record": record_ms})
+        return record_ms
+
+    async def answer(
+        self,
+        request: RunRequest,
+        *,
+        auth: AuthContext,
+        hints: JobHints,
+        db_session: AsyncSession | None = None,
+        index: OntologyIndex | None = None,
+        run_id: str | None = None,
+        on_plan: Callable[[Plan], None] | None = None,
+        on_step: Callable[[StepEvent], None] | None = None,
+        on_recorded: OnRecorded | None = None,
+    ) -> ReasonResponse:
+        """Run ``request`` through the whole sequence (module docstring) and answer it.
+
+        The run is recorded in ``db_session``'s transaction, or in one of its
+        own (opened only after the decode) when None. ``index`` is the
+        domain's index when the caller looked it up already (a stream does,
+        so that an unknown domain is a plain 404). ``on_plan`` hears the
+        plan before decoding starts and ``on_step`` every branch's steps as the
+        decode settles them (on the decoding thread: it must only hand the
+        event over). ``on_recorded`` runs in the recording transaction.
+
+        Raises:
+            Unavailable: no model is loaded.
+            NotFound: the tenant has no ontology of ``request.domain``.
+            Overloaded: admission refused the run (``ShuttingDown`` while draining).
+            ConflictError: a settled choice no longer matches the prompt's constraints.
+        """
+        runtime = self.runtime
+        runtime.require_model()
+        started = datetime.now(UTC)
+        if index is None:
+            index = await self.index_for(auth, request.domain)
+        self.admit(hints)
+        reasoner = runtime.reasoner()
+        plan = await to_thread.run_sync(_plan, reasoner, request, index)
+        if on_plan is not None:
+            on_plan(plan)
+        result = await self.decode(lambda: reasoner.run(plan, tenant=auth.tenant_id, on_step=on_step), hints)
+        run_id = run_id or new_run_id()
+        response = self.response(run_id, plan, result)
+        record = run_record(
+            auth, plan, result, response, dict(request.stored), runtime,
+            started=started, kind=request.kind, domain=request.domain,
+        )
+        if db_session is None:
+            async with transaction(runtime.sessionmaker) as db:
+                response = await self._keep(db, auth, request, record, response, on_recorded)
+        else:
+            response = await self._keep(db_session, auth, request, record, response, on_recorded)
+        trace_run(response, started=started, prompt=request.prompt, temperature=request.temperature)
+        return response
+
+    async def _keep(
+        self,
+        db: AsyncSession,
+        auth: AuthContext,
+        request: RunRequest,
+        record: RunRecord,
+        response: ReasonResponse,
+        on_recorded: OnRecorded | None,
+    ) -> ReasonResponse:
+        """Record the run, open a confirmation when its constraints conflict, then ``on_recorded``."""
+        record_ms = await self.record(db, record, response.run_id)
+        response = msgspec.structs.replace(response, timings={**response.timings, "record": record_ms})
+        reopen = dict(request.stored)
+        if request.settled:
+            reopen["settled"] = [s.to_builtins() for s in request.settled]
+        response = await self.pending.open_conflict(db, auth, response, reopen, origin=request.origin)
+        if on_recorded is not None:
+            await on_recorded(db, response)
+        return response
+
+
+def _plan(reasoner: Reasoner, request: RunRequest, index: OntologyIndex | None) -> Plan:
+    """Stages 1-4 of ``request`` (a worker thread's job), its settled conflicts applied in order."""
+    plan = reasoner.plan(
+        request.prompt, options=request.options, domain_index=index, defaults=profile_defaults(request.profile)
+    )
+    for settlement in request.settled:
+        analysis = settle_conflict(plan.analysis, settlement.chosen, settlement.losers, prompt=plan.prompt)
+        plan = dataclasses.replace(plan, analysis=analysis)
+    return plan
