@@ -12,21 +12,25 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
 from sqlalchemy import select
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from reasoning.errors import InvalidInput, NotFound
-from store.models import ApiKey, Tenant, utcnow
+from store.models import ApiKey, Tenant, new_id, utcnow
 
 __all__ = [
     "DEFAULT_TENANT",
     "KEY_PREFIX",
     "SCOPES",
     "NewKey",
+    "check_tenant_name",
     "count_keys",
     "create_key",
     "find_key",
@@ -45,6 +49,9 @@ SCOPES: tuple[str, ...] = ("reason", "ontology:read", "ontology:write", "audit:r
 DEFAULT_TENANT = "default"
 KEY_PREFIX = "tnt"
 _TOUCH_EVERY = timedelta(seconds=60)
+# Unicode categories a tenant name may not hold: control, format, surrogate, private use,
+# unassigned, and line / paragraph separators.
+_HIDDEN = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 
 
 @dataclass(frozen=True)
@@ -93,16 +100,46 @@ async def list_tenants(session: AsyncSession) -> Sequence[Tenant]:
     return (await session.execute(select(Tenant).order_by(Tenant.name))).scalars().all()
 
 
-async def get_or_create_tenant(session: AsyncSession, name: str) -> Tenant:
-    """The tenant called ``name``, created when new (names are unique)."""
-    name = name.strip()
+def check_tenant_name(name: str) -> str:
+    """``name`` stripped and NFC-normalised; InvalidInput when empty, too long or not printable.
+
+    A tenant name is shown to operators and compared byte for byte, so it may
+    hold no control, format (zero-width, bidirectional), private-use,
+    surrogate or unassigned characters: two names that look the same must be
+    the same name.
+    """
+    name = unicodedata.normalize("NFC", name.strip())
     if not name or len(name) > 200:
-        raise InvalidInput("a tenant name must have 1 to 200 characters")
+        raise InvalidInput("a tenant name must have 1 to 200 characters", field="tenant")
+    hidden = sorted({f"U+{ord(c):04X}" for c in name if unicodedata.category(c) in _HIDDEN})
+    if hidden:
+        raise InvalidInput(
+            f"a tenant name may hold only visible characters and spaces; found {', '.join(hidden)}",
+            field="tenant",
+        )
+    return name
+
+
+async def get_or_create_tenant(session: AsyncSession, name: str) -> Tenant:
+    """The tenant called ``name`` (see :func:`check_tenant_name`), created when new.
+
+    Race-safe: concurrent calls for one new name, in any number of sessions,
+    all get the same row (``INSERT ... ON CONFLICT DO NOTHING`` on the unique
+    name, then a read), on SQLite and PostgreSQL.
+    """
+    name = check_tenant_name(name)
     tenant = await get_tenant_by_name(session, name)
     if tenant is None:
-        tenant = Tenant(name=name)
-        session.add(tenant)
-        await session.flush()
+        dialect = session.get_bind().dialect.name
+        insert = postgresql_insert if dialect == "postgresql" else sqlite_insert
+        await session.execute(
+            insert(Tenant)
+            .values(id=new_id(), name=name, created_at=utcnow())
+            .on_conflict_do_nothing(index_elements=[Tenant.name])
+        )
+        tenant = await get_tenant_by_name(session, name)
+        if tenant is None:  # pragma: no cover - the row exists once the insert returns
+            raise InvalidInput(f"tenant {name!r} could not be created", field="tenant")
     return tenant
 
 

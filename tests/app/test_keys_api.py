@@ -1,11 +1,17 @@
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from litestar import Litestar
 from litestar.testing import AsyncTestClient
+
+from app.settings import Settings
+from tests.inloop import serve, settings_on
 
 Client = AsyncTestClient[Litestar]
 Problem = Callable[[Any, int], dict[str, Any]]
@@ -125,3 +131,49 @@ async def test_openapi_documents_the_key_routes(client: Client) -> None:
         "get_readiness",
     } <= operations
     assert schema["components"]["securitySchemes"]["apiKey"]["scheme"] == "bearer"
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def both_settings(
+    request: pytest.FixtureRequest, tmp_path: Path, migrated_sqlite_template: Path
+) -> Settings:
+    return settings_on(request.param, request, tmp_path, migrated_sqlite_template)
+
+
+async def test_concurrent_key_creation_for_new_tenants(both_settings: Settings) -> None:
+    """30 creations over 3 new tenants, 15 at a time: all 201, one tenant row per name."""
+    async with serve(both_settings) as served:
+        limit = asyncio.Semaphore(15)
+
+        async def create(i: int) -> httpx.Response:
+            async with limit:
+                return await served.client.post(
+                    "/v1/keys",
+                    headers=served.admin,
+                    json={"tenant": f"new-{i % 3}", "scopes": ["reason"]},
+                )
+
+        responses = await asyncio.gather(*(create(i) for i in range(30)))
+        assert [r.status_code for r in responses] == [201] * 30, [
+            r.text for r in responses if r.status_code != 201
+        ]
+        tenant_ids: dict[str, set[str]] = {}
+        for r in responses:
+            tenant_ids.setdefault(r.json()["tenant"], set()).add(r.json()["tenant_id"])
+        assert {name: len(ids) for name, ids in tenant_ids.items()} == {
+            "new-0": 1,
+            "new-1": 1,
+            "new-2": 1,
+        }
+
+
+@pytest.mark.parametrize("tenant", ["t\u0000x", "zero\u200bwidth", "a\u202eb", "x\u0007"])
+async def test_tenant_names_with_hidden_characters_are_400(
+    client: Client, admin_headers: dict[str, str], assert_problem: Problem, tenant: str
+) -> None:
+    response = await client.post(
+        "/v1/keys", headers=admin_headers, json={"tenant": tenant, "scopes": ["reason"]}
+    )
+    assert_problem(response, 400)
+    listing = (await client.get("/v1/keys", headers=admin_headers)).json()["data"]
+    assert {k["tenant"] for k in listing} == {"default"}

@@ -5,6 +5,7 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -157,3 +158,43 @@ async def test_naive_datetimes_are_refused(sessions: async_sessionmaker[AsyncSes
     with pytest.raises(Exception, match="naive datetime"):
         async with transaction(sessions) as session:
             session.add(Tenant(name="naive", created_at=datetime(2024, 1, 1)))
+
+
+async def test_concurrent_get_or_create_of_a_new_tenant_gives_one_row(
+    sessions: async_sessionmaker[AsyncSession],
+) -> None:
+    async def get_or_create(name: str) -> str:
+        async with transaction(sessions) as db:
+            return (await key_store.get_or_create_tenant(db, name)).id
+
+    names = [f"race-{i % 3}" for i in range(30)]
+    ids = await asyncio.gather(*(get_or_create(name) for name in names))
+    by_name: dict[str, set[str]] = {}
+    for name, tenant_id in zip(names, ids, strict=True):
+        by_name.setdefault(name, set()).add(tenant_id)
+    assert all(len(found) == 1 for found in by_name.values()), by_name
+    async with sessions() as db:
+        rows = (await db.execute(select(Tenant).where(Tenant.name.like("race-%")))).scalars().all()
+    assert sorted(t.name for t in rows) == ["race-0", "race-1", "race-2"]
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "t\x00x",
+        "zero\u200bwidth",
+        "bidi\u202eevil",
+        "line\u2028sep",
+        "tab\tname",
+        "\ue000private",
+        " ",
+    ],
+)
+def test_tenant_names_hold_only_visible_characters(name: str) -> None:
+    with pytest.raises(InvalidInput):
+        key_store.check_tenant_name(name)
+
+
+def test_tenant_names_are_stripped_and_nfc_normalised() -> None:
+    assert key_store.check_tenant_name("  Cafe\u0301 Ltd ") == "Caf\u00e9 Ltd"
+    assert key_store.check_tenant_name("北京 分公司") == "北京 分公司"
