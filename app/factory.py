@@ -17,6 +17,7 @@ from app.controllers import CONTROLLERS
 from app.deps import DEPENDENCIES
 from app.errors import handle_exception
 from app.logs import RequestContextMiddleware, before_send, configure_logging
+from app.request_checks import RequestChecksMiddleware
 from app.runtime import Runtime
 from app.services.container import Services
 from app.settings import Settings
@@ -69,6 +70,7 @@ def create_app(
             DefineMiddleware(
                 ApiKeyMiddleware, exclude=[f"^{OPENAPI_PATH}"], exclude_from_auth_key="public"
             ),
+            RequestChecksMiddleware,
         ],
         exception_handlers={Exception: handle_exception},
         before_send=[before_send],
