@@ -270,14 +270,22 @@ class Reasoner:
         excluded_premise_ids: Sequence[str] = (),
         premise_overrides: Mapping[str, str] = {},
         extra_constraints: Sequence[Constraint] = (),
+        tenant: str = "",
     ) -> Plan:
         """Stages 1-4: analysis, evidence, branch layout and decode options.
 
         ``excluded_premise_ids`` are retracted premises (not shown to any
         branch); ``premise_overrides`` replaces a premise's text (amendment).
+        ``tenant`` scopes the extraction cache: a tenant's plan never hits
+        another tenant's cached extraction (whose speed would reveal the prompt).
         """
         timings: dict[str, float] = {}
-        analysis = analyse(prompt, defaults=(*defaults, *extra_constraints), domain_index=domain_index)
+        analysis = analyse(
+            prompt,
+            defaults=(*defaults, *extra_constraints),
+            domain_index=domain_index,
+            cache_scope=tenant,
+        )
         timings.update(analysis.timings)
         premises = tuple(
             msgspec.structs.replace(p, text=premise_overrides[p.id]) if p.id in premise_overrides else p

@@ -48,25 +48,30 @@ _HEADROOM = 32
 
 
 class ExtractionCache:
-    """A thread-safe LRU of extraction results keyed by prompt and profile defaults.
+    """A thread-safe LRU of extraction results keyed by scope, prompt and profile defaults.
 
     Extraction is a pure function of the prompt and the defaults (the NLP
     pipelines are fixed for the process), and results are frozen value
     objects, so a hit is exact. Applications typically check the same
     prompt with ``/v1/constraints`` and then send it to ``/v1/reason``;
     the second call skips parsing.
+
+    A hit is observable (``Analysis.cached``, and the time saved), so it
+    tells the caller that the prompt was seen before *in the same scope*.
+    A service for several tenants passes the tenant as the scope: one
+    tenant's entries are never hits for another.
     """
 
     def __init__(self, capacity: int = 2048) -> None:
         self._capacity = capacity
-        self._items: OrderedDict[tuple[str, bytes], ExtractionResult] = OrderedDict()
+        self._items: OrderedDict[tuple[str, str, bytes], ExtractionResult] = OrderedDict()
         self._lock = threading.Lock()
 
     def get_or_extract(
-        self, prompt: str, defaults: Sequence[Constraint]
+        self, prompt: str, defaults: Sequence[Constraint], scope: str = ""
     ) -> tuple[ExtractionResult, bool]:
-        """The extraction of ``prompt`` with ``defaults`` and whether it came from the cache."""
-        key = (prompt, msgspec.json.encode(tuple(defaults)))
+        """The extraction of ``prompt`` with ``defaults`` and whether it came from ``scope``'s entries."""
+        key = (scope, prompt, msgspec.json.encode(tuple(defaults)))
         with self._lock:
             hit = self._items.get(key)
             if hit is not None:
@@ -79,9 +84,9 @@ class ExtractionCache:
                 self._items.popitem(last=False)
         return result, False
 
-    def contains(self, prompt: str, defaults: Sequence[Constraint]) -> bool:
-        """True when the extraction of ``prompt`` with ``defaults`` is cached now (it may be evicted later)."""
-        key = (prompt, msgspec.json.encode(tuple(defaults)))
+    def contains(self, prompt: str, defaults: Sequence[Constraint], scope: str = "") -> bool:
+        """True when ``scope`` holds the extraction of ``prompt`` with ``defaults`` now (it may be evicted later)."""
+        key = (scope, prompt, msgspec.json.encode(tuple(defaults)))
         with self._lock:
             return key in self._items
 
@@ -93,12 +98,13 @@ class ExtractionCache:
 _CACHE = ExtractionCache()
 
 
-def extraction_cached(prompt: str, defaults: Sequence[Constraint] = ()) -> bool:
-    """True when :func:`analyse` with its default cache would now skip parsing and extraction.
+def extraction_cached(prompt: str, defaults: Sequence[Constraint] = (), scope: str = "") -> bool:
+    """True when :func:`analyse` with its default cache and ``cache_scope=scope`` would now skip
+    parsing and extraction.
 
     Callers use it to run a cheap analysis inline rather than on a worker thread.
     """
-    return _CACHE.contains(prompt, defaults)
+    return _CACHE.contains(prompt, defaults, scope)
 
 
 class Status(StrEnum):
@@ -210,6 +216,7 @@ def analyse(
     limits: BudgetLimits = DEFAULT_LIMITS,
     cache: ExtractionCache | None = _CACHE,
     domain_index: OntologyIndex | None = None,
+    cache_scope: str = "",
 ) -> Analysis:
     """Extract, build the graph, score entropy and set the budget.
 
@@ -225,6 +232,8 @@ def analyse(
         cache: where extraction results are memoised (``None``: always extract).
         domain_index: the domain's ontology index: link the prompt to it and
             count the named entities it cannot link.
+        cache_scope: whose cache entries this call may hit and adds to (the
+            tenant, in a service for several); see :class:`ExtractionCache`.
 
     Raises:
         InvalidInput / LimitExceeded: from extraction (empty or oversized prompt)
@@ -234,7 +243,7 @@ def analyse(
     if cache is None:
         result, cached = extract(prompt, defaults=defaults), False
     else:
-        result, cached = cache.get_or_extract(prompt, defaults)
+        result, cached = cache.get_or_extract(prompt, defaults, cache_scope)
     t1 = time.perf_counter()
     linked: tuple[LinkedEntity, ...] = ()
     if domain_index is not None:

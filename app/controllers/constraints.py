@@ -1,7 +1,8 @@
 """``POST /v1/constraints``: stages 1-3 (no model) so a client can check a prompt first.
 
-A prompt seen before (its extraction cached) with the node-link graph is
-analysed on the event loop: about 0.1 ms of work. Everything else (parsing,
+A prompt the same tenant sent before (its extraction cached; cache entries
+are per tenant, so a hit tells nothing about other tenants' prompts) with
+the node-link graph is analysed on the event loop: about 0.1 ms of work. Everything else (parsing,
 domain linking, Turtle / JSON-LD export) runs on a bounded worker pool.
 """
 
@@ -63,28 +64,35 @@ def _response(analysis: Analysis, body: ConstraintsRequest) -> ConstraintsRespon
 
 
 def _run(
-    body: ConstraintsRequest, defaults: tuple[Constraint, ...], index: OntologyIndex | None
+    body: ConstraintsRequest, defaults: tuple[Constraint, ...], index: OntologyIndex | None, tenant: str
 ) -> ConstraintsResponse:
-    return _response(analyse(body.prompt, defaults=defaults, domain_index=index), body)
+    return _response(analyse(body.prompt, defaults=defaults, domain_index=index, cache_scope=tenant), body)
 
 
-def _cheap(body: ConstraintsRequest, defaults: tuple[Constraint, ...], index: OntologyIndex | None) -> bool:
+def _cheap(
+    body: ConstraintsRequest, defaults: tuple[Constraint, ...], index: OntologyIndex | None, tenant: str
+) -> bool:
     """True when the analysis costs about 0.1 ms: worth less than a hand-over to a worker thread.
 
     That is a prompt whose extraction is cached, no domain to link (linking
     parses the prompt) and the node-link graph (Turtle and JSON-LD take
     milliseconds). Should the extraction be evicted between this check and
     the analysis, that one analysis runs on the event loop at full cost.
+    Cache entries are the tenant's own: another tenant's prompt is never a hit.
     """
-    return index is None and body.graph_format == "json" and extraction_cached(body.prompt, defaults)
+    return (
+        index is None
+        and body.graph_format == "json"
+        and extraction_cached(body.prompt, defaults, scope=tenant)
+    )
 
 
-#: Analyses that parse a prompt, by prompt and profile defaults (see ``_analysed``).
-_PARSING: dict[tuple[str, bytes], asyncio.Future[None]] = {}
+#: Analyses that parse a prompt, by tenant, prompt and profile defaults (see ``_analysed``).
+_PARSING: dict[tuple[str, str, bytes], asyncio.Future[None]] = {}
 
 
 async def _analysed(
-    data: ConstraintsRequest, defaults: tuple[Constraint, ...], index: OntologyIndex | None
+    data: ConstraintsRequest, defaults: tuple[Constraint, ...], index: OntologyIndex | None, tenant: str
 ) -> ConstraintsResponse:
     """The response, computed inline when cheap, else on a worker thread.
 
@@ -92,24 +100,24 @@ async def _analysed(
     the first runs the analysis, the others wait for it (whatever its outcome)
     and then find the extraction cached. Without this, every client that sent
     the prompt before the first answer parsed it again, each holding a worker
-    thread and the GIL for milliseconds.
+    thread and the GIL for milliseconds. Only one tenant's requests wait for each other.
     """
-    if _cheap(data, defaults, index):
+    if _cheap(data, defaults, index, tenant):
         # A thread hand-over would cost more than the work and lets the worker
         # take the GIL from the event loop at each of its system calls.
-        return _run(data, defaults, index)
-    key = (data.prompt, msgspec.json.encode(defaults))
+        return _run(data, defaults, index, tenant)
+    key = (tenant, data.prompt, msgspec.json.encode(defaults))
     loop = asyncio.get_running_loop()
     first = _PARSING.get(key)
     if first is not None and first.get_loop() is loop:
         await asyncio.shield(first)  # shielded: a waiter going away must not cancel it
-        if _cheap(data, defaults, index):
-            return _run(data, defaults, index)
-        return await to_thread.run_sync(_run, data, defaults, index, limiter=_ANALYSIS_THREADS)
+        if _cheap(data, defaults, index, tenant):
+            return _run(data, defaults, index, tenant)
+        return await to_thread.run_sync(_run, data, defaults, index, tenant, limiter=_ANALYSIS_THREADS)
     done: asyncio.Future[None] = loop.create_future()
     _PARSING[key] = done
     try:
-        return await to_thread.run_sync(_run, data, defaults, index, limiter=_ANALYSIS_THREADS)
+        return await to_thread.run_sync(_run, data, defaults, index, tenant, limiter=_ANALYSIS_THREADS)
     finally:
         if _PARSING.get(key) is done:
             del _PARSING[key]
@@ -138,4 +146,4 @@ class ConstraintsController(Controller):
         """
         check_prompt(data.prompt, settings.max_prompt_chars)
         index = await lookup_domain_index(runtime, auth.tenant_id, data.domain)
-        return await _analysed(data, profile_defaults(data.profile), index)
+        return await _analysed(data, profile_defaults(data.profile), index, auth.tenant_id)

@@ -244,6 +244,18 @@ async def test_a_repeated_prompt_gets_the_same_analysis_from_the_cache(
     assert {c["kind"] for c in a["constraints"]} >= {"word_count", "end_phrase"}
 
 
+async def test_the_extraction_cache_is_not_shared_between_tenants(client: Client, make_key: Any) -> None:
+    """Tenant B sending tenant A's prompt is not told (``cached``, parse time) that A sent it."""
+    alice, bob = await make_key("alice", ["reason"]), await make_key("bob", ["reason"])
+    body = {"prompt": f"Explain wire {uuid.uuid4().hex} in fewer than 40 words."}
+    first, again = await post(client, alice, body), await post(client, alice, body)
+    other = await post(client, bob, body)
+    assert [r.status_code for r in (first, again, other)] == [200, 200, 200]
+    assert [r.json()["cached"] for r in (first, again, other)] == [False, True, False]
+    assert other.json()["timings"]["parse"] > 0.0
+    assert (await post(client, bob, body)).json()["cached"] is True
+
+
 async def test_concurrent_checks_of_a_new_prompt_parse_it_once(app: Litestar, make_key: Any) -> None:
     """Requests overlapping the first check of a prompt wait for its parse instead of repeating it."""
     headers = await make_key("acme", ["reason"])
