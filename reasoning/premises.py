@@ -2,6 +2,9 @@
 
 A premise is read from "assume ...", "assuming ...", "given that ...",
 "suppose ...", "let's say ...", "假设...", "假定...", "已知...", "设...为...".
+One trigger may state several: "Assume the tax rate is 20% and the customer
+is a PEP" is two premises (so either can be retracted alone), as is
+"假设税率为20%，且客户是政治公众人物".
 Its ``topic`` holds the content words of the subject ("tax rate") and its
 ``value`` the asserted value where there is one ("20%"); ``negated`` is set
 for "given that the customer is not a PEP".
@@ -37,6 +40,13 @@ _EN_TRIGGER = re.compile(
 _ZH_TRIGGER = re.compile(r"(?:假设|假定|已知|设定|前提是|假如|姑且认为)(?:：|:)?")
 _EN_BODY_END = re.compile(r"[.;!?\n]|,\s|\s(?:and\s+)?(?:then|so)\s")
 _ZH_BODY_END = re.compile(r"[。；;！!？?\n，,]")
+_EN_CLAUSE = (r"(?:(?:the|a|an|this|that|our|their|its|his|her)\s+)?[\w%-]+(?:\s+[\w%-]+){0,3}"
+              r"\s+(?:is|are|was|were|has|have|equals|stands)\b")
+_EN_AND = re.compile(r"\s+and\s+(?=" + _EN_CLAUSE + ")", re.IGNORECASE)
+_EN_MORE = re.compile(r",\s+and\s+(?=" + _EN_CLAUSE + ")", re.IGNORECASE)
+_COMPLETE = re.compile(r"\b(?:is|are|was|were|equals|of|at)\b|是|为|等于", re.IGNORECASE)
+_ZH_AND = re.compile(r"(?:并且|而且|且|同时)(?=[^，。；]{0,12}(?:是|为))")
+_ZH_MORE = re.compile(r"[，,]\s*(?:并且|而且|且|同时)(?=[^，。；]{0,12}(?:是|为))")
 _VALUE = re.compile(
     r"(?:[A-Z]{3}\s?|[$€£¥])?\d[\d,]*(?:\.\d+)?(?:\s?(?:%|percent|per\s?cent)|\s(?!(?:to|of|and|or|in|on|at|for|from|by|with|is|are|was)\b)[A-Za-z]{1,12}\b)?"
     r"|百分之[零一二三四五六七八九十百]+"
@@ -122,6 +132,32 @@ def _parse_body_zh(body: str) -> tuple[str, str | None, bool]:
     return subject or body, value, negated
 
 
+def _clauses(text: str, trigger_start: int, body_start: int, body_end: re.Pattern[str],
+             joiner: re.Pattern[str], more: re.Pattern[str]) -> list[tuple[int, int, int]]:
+    """``(premise start, body start, end)`` of each assumption one trigger states.
+
+    "Assume the tax rate is 20% and the customer is a PEP" states two: the
+    body is cut where "and" (且, 并且, ...) starts a clause of its own, and a
+    clause joined by ", and" after the body's end continues the list.
+    """
+    out: list[tuple[int, int, int]] = []
+    start, position = trigger_start, body_start
+    while True:
+        end_match = body_end.search(text, position)
+        end = end_match.start() if end_match else len(text)
+        cut = position
+        for join in joiner.finditer(text, position, end):
+            if not _COMPLETE.search(text, cut, join.start()):
+                continue  # "the fees and charges are 3%": one subject, not two clauses
+            out.append((start, cut, join.start()))
+            start = cut = join.end()
+        out.append((start, cut, end))
+        follow = more.match(text, end)
+        if follow is None:
+            return out
+        start = position = follow.end()
+
+
 def extract_premises(text: str, *, doc: Doc | None = None, id_prefix: str = "p") -> tuple[Premise, ...]:
     """Premises of ``text`` in order of position, ids ``p1``, ``p2``, ...
 
@@ -131,21 +167,21 @@ def extract_premises(text: str, *, doc: Doc | None = None, id_prefix: str = "p")
     del doc
     found: list[tuple[int, int, str, str, str | None, bool]] = []
     for match in _EN_TRIGGER.finditer(text):
-        end_match = _EN_BODY_END.search(text, match.end())
-        end = end_match.start() if end_match else len(text)
-        body = text[match.end() : end].strip()
-        if len(body) < 3:
-            continue
-        topic, value, negated = _parse_body_en(body)
-        found.append((match.start(), end, "en", topic, value, negated))
+        for start, body_start, end in _clauses(text, match.start(), match.end(), _EN_BODY_END,
+                                               _EN_AND, _EN_MORE):
+            body = text[body_start:end].strip()
+            if len(body) < 3:
+                continue
+            topic, value, negated = _parse_body_en(body)
+            found.append((start, end, "en", topic, value, negated))
     for match in _ZH_TRIGGER.finditer(text):
-        end_match = _ZH_BODY_END.search(text, match.end())
-        end = end_match.start() if end_match else len(text)
-        body = text[match.end() : end].strip()
-        if not body:
-            continue
-        topic, value, negated = _parse_body_zh(body)
-        found.append((match.start(), end, "zh", topic, value, negated))
+        for start, body_start, end in _clauses(text, match.start(), match.end(), _ZH_BODY_END,
+                                               _ZH_AND, _ZH_MORE):
+            body = text[body_start:end].strip()
+            if not body:
+                continue
+            topic, value, negated = _parse_body_zh(body)
+            found.append((start, end, "zh", topic, value, negated))
     found.sort(key=lambda item: item[0])
     return tuple(
         Premise(

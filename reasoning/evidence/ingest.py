@@ -1,8 +1,10 @@
 """Everything done once per uploaded ontology version, never per request.
 
-:func:`ingest_ontology` parses the bytes safely, reads the declared views,
-materialises OWL 2 RL under a time limit, validates, and builds the linking
-and expansion index. It is pure computation (no database, no clock inside
+:func:`ingest_ontology` parses the bytes safely, checks the declared
+decision rules (a rule that does not parse, or that would reach outside the
+case, refuses the whole upload), reads the declared views, materialises OWL
+2 RL under a time limit, validates, and builds the linking and expansion
+index. It is pure computation (no database, no clock inside
 the result except measured durations), CPU-bound and blocking: the HTTP
 layer runs it in a worker thread.
 """
@@ -15,10 +17,16 @@ from typing import Final
 
 import msgspec
 
+from reasoning.errors import InvalidInput, UnsafeContent
 from reasoning.evidence.index import OntologyIndex, build_index
 from reasoning.evidence.lemmas import NounLemmatizer
 from reasoning.evidence.materialise import Engine, materialise
-from reasoning.evidence.report import ImportReport, MaterialisationReport, ValidationReport
+from reasoning.evidence.report import (
+    ImportReport,
+    MaterialisationReport,
+    RuleReport,
+    ValidationReport,
+)
 from reasoning.evidence.safe_parse import ParseLimits, parse_rdf
 from reasoning.evidence.validation import (
     disjointness_violations,
@@ -26,6 +34,7 @@ from reasoning.evidence.validation import (
     unsatisfiable_individuals,
 )
 from reasoning.evidence.views import ViewSpec, read_profile, read_views
+from reasoning.rules.check import check_rules
 
 __all__ = ["IngestLimits", "IngestResult", "content_hash", "ingest_ontology"]
 
@@ -75,12 +84,18 @@ def ingest_ontology(
     """Parse, materialise, validate and index one ontology file.
 
     Raises the parse errors of :func:`~reasoning.evidence.safe_parse.parse_rdf`
-    (nothing is produced for a refused file). Materialisation problems do not
+    (nothing is produced for a refused file); a refused decision rule raises
+    :class:`~reasoning.errors.UnsafeContent` when it would reach outside the
+    case (SERVICE, FROM, LOAD, updates), else
+    :class:`~reasoning.errors.InvalidInput`, both with ``rules`` (every rule's
+    report) in their extra members. Materialisation problems do not
     raise: they are reported and the asserted triples are indexed.
     """
     limits = limits or IngestLimits()
     started = time.perf_counter()
     parsed = parse_rdf(data, media_type, limits=limits.parse)
+    rules = check_rules(parsed.triples)
+    _refuse_broken_rules(rules)
     views = read_views(parsed.triples)
     profile = read_profile(parsed.triples)
     materialised = materialise(parsed.triples, timeout_s=limits.materialise_timeout_s,
@@ -117,6 +132,7 @@ def ingest_ontology(
         ),
         views=tuple(v.name for v in views),
         consistent=not violations and not unsatisfiable,
+        rules=rules,
     )
     return IngestResult(
         content_hash=content_hash(data),
@@ -130,3 +146,16 @@ def ingest_ontology(
         index_blob=blob,
         seconds=time.perf_counter() - started,
     )
+
+
+def _refuse_broken_rules(rules: tuple[RuleReport, ...]) -> None:
+    refused = [rule for rule in rules if not rule.ok]
+    if not refused:
+        return
+    first = refused[0]
+    detail = (f"decision rule {first.id} is refused: {first.error}"
+              + (f" ({len(refused) - 1} more refused rule(s) in 'rules')" if len(refused) > 1 else ""))
+    listed = [msgspec.to_builtins(rule) for rule in rules]
+    if any(rule.hostile for rule in refused):
+        raise UnsafeContent(detail, rules=listed)
+    raise InvalidInput(detail, rules=listed)

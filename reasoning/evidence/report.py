@@ -8,6 +8,7 @@ __all__ = [
     "DisjointnessViolation",
     "ImportReport",
     "MaterialisationReport",
+    "RuleReport",
     "ValidationReport",
 ]
 
@@ -39,6 +40,27 @@ class MaterialisationReport(msgspec.Struct, frozen=True, kw_only=True):
     note: str | None = None
 
 
+class RuleReport(msgspec.Struct, frozen=True, kw_only=True):
+    """One declared decision rule and whether it was accepted.
+
+    ``kind`` is ``sparql``, ``triple`` or ``unknown``; ``implements`` the
+    regulatory rule individual it names with ``tv:implements``; ``decides``
+    the ``tv:DecisionProperty`` predicates it constructs. ``ok`` False means
+    the upload is refused; ``error`` says why and ``hostile`` marks a rule
+    that would reach outside the case (SERVICE, FROM, LOAD, updates).
+    """
+
+    id: str
+    shape: str | None
+    kind: str
+    implements: str | None = None
+    requires_inputs: tuple[str, ...] = ()
+    decides: tuple[str, ...] = ()
+    ok: bool
+    error: str | None = None
+    hostile: bool = False
+
+
 class ValidationReport(msgspec.Struct, frozen=True, kw_only=True):
     """What an ontology engineer needs to judge an upload.
 
@@ -46,7 +68,9 @@ class ValidationReport(msgspec.Struct, frozen=True, kw_only=True):
     declaration (terms of RDF, RDFS, OWL, XSD, SKOS, Dublin Core, PROV and the
     view vocabulary count as declared); each list is capped and the full
     count is given. ``consistent`` is False when an individual violates an
-    ``owl:disjointWith`` or is inferred to be an ``owl:Nothing``.
+    ``owl:disjointWith`` or is inferred to be an ``owl:Nothing``. ``rules``
+    lists the declared decision rules (an upload with a refused rule is not
+    stored, so a stored report has only accepted ones).
     """
 
     media_type: str
@@ -64,3 +88,4 @@ class ValidationReport(msgspec.Struct, frozen=True, kw_only=True):
     materialisation: MaterialisationReport
     views: tuple[str, ...]
     consistent: bool
+    rules: tuple[RuleReport, ...] = ()

@@ -43,6 +43,7 @@ KNOWN_VOCABULARIES: Final = (
     "http://purl.org/dc/elements/1.1/",
     "http://www.w3.org/ns/prov#",
     "https://tenet.dev/ns/views#",
+    "http://www.w3.org/ns/shacl#",
 )
 _KNOWN: Final = tuple(f"<{prefix}" for prefix in KNOWN_VOCABULARIES)
 _OWL = "http://www.w3.org/2002/07/owl#"

@@ -77,3 +77,27 @@ def test_generic_reference_with_one_premise() -> None:
     premises = list(extract_premises("Assume the tax rate is 20%."))
     match = match_retraction("Drop that assumption.", premises)
     assert (match.kind, match.premise_ids, match.ambiguous) == ("retract", ("p1",), False)
+
+
+@pytest.mark.parametrize("text", [
+    "Assume the tax rate is 20% and the customer is a politically exposed person. Decide.",
+    "Assume the tax rate is 20%, and the customer is a politically exposed person. Decide.",
+])
+def test_one_sentence_with_two_assumptions_is_two_premises(text: str) -> None:
+    premises = extract_premises(text)
+    assert [(p.topic, p.value) for p in premises] == [
+        ("tax rate", "20%"), ("customer", "politically exposed person")]
+    assert all(text[p.source.start:p.source.end] == p.source.text for p in premises if p.source)
+    match = match_retraction("Ignore the assumption about the tax rate.", list(premises))
+    assert (match.kind, match.premise_ids) == ("retract", ("p1",))
+
+
+def test_chinese_sentence_with_two_assumptions() -> None:
+    premises = extract_premises("假设税率为20%，且客户是政治公众人物。是否需要上报？")
+    assert [(p.topic, p.value) for p in premises] == [("税率", "20%"), ("客户", "政治公众人物")]
+    assert match_retraction("忽略上一条关于税率的假设", list(premises)).premise_ids == ("p1",)
+
+
+def test_and_inside_one_assumption_is_not_a_split() -> None:
+    premises = extract_premises("Assume the fees and charges are 3%.")
+    assert [(p.topic, p.value) for p in premises] == [("fees charges", "3%")]

@@ -1,0 +1,16 @@
+"""Decision rules: SHACL Advanced Features rules declared in the domain ontology.
+
+Modules (import them directly; this ``__init__`` stays light because the
+upload path imports :mod:`reasoning.rules.check` from the evidence core):
+
+- ``check``: :func:`check_rules`, the upload-time checks (parse, CONSTRUCT
+  only, no SERVICE / FROM / LOAD / updates) giving one ``RuleReport`` each.
+- ``shapes``: :func:`load_rules`, the rules loaded into pyshacl once per version.
+- ``engine``: :class:`RuleBook` (one per ontology version) and its
+  :meth:`RuleBook.evaluate` over a case graph within a time limit.
+- ``model``: the :class:`Decision` value objects.
+- ``claims``: :func:`check_claim`, the symbolic check of one sentence against
+  a decision.
+- ``decide``: :class:`DecisionEngine`, the entry point: request text in,
+  :class:`Decision` out.
+"""

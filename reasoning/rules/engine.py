@@ -1,0 +1,519 @@
+"""Running one ontology version's decision rules over a case: :class:`RuleBook`.
+
+Per request, :meth:`RuleBook.evaluate`:
+
+1. builds the data graph: the case triples plus the ontology's
+   neighbourhood of the case (out-edges up to two hops from the entities
+   and classes the case names and the IRIs the rules themselves name, plus
+   the in-edges of reached nodes on predicates the rules use), from the
+   materialised index, so a rule sees inferred types and chains without
+   the whole ontology being copied;
+2. runs the rules with pyshacl, rule by rule in ``sh:order``, to a fixpoint
+   (rules may build on each other's triples);
+3. explains each SPARQL rule: its WHERE pattern is evaluated with ``$this``
+   bound to the case, and each solution instantiates the template's
+   decision triples (the conclusions, attributed to that rule) and the
+   pattern's triples (the facts that fired it, split into case facts with
+   spans and ontology facts with their version);
+4. probes each rule that did not fire and reads a ``tv:requiresInput``
+   the case lacks with extreme values (and, for codes, the values the
+   ontology holds): a value that would add a conclusion makes the decision
+   ``undetermined`` and names the input.
+
+Everything runs under one deadline: every triple lookup of rdflib's
+evaluation checks it, so a rule that loops or joins without bound is
+stopped with :class:`RuleTimeout`; rules that keep adding triples stop
+after a fixed number of rounds with :class:`RuleLoop`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import product
+from typing import Any, Final
+
+import numpy as np
+from rdflib import BNode, Graph, Literal, URIRef, Variable
+from rdflib.paths import AlternativePath
+from rdflib.plugins.sparql.evaluate import evalPart
+from rdflib.plugins.sparql.parserutils import CompValue
+from rdflib.plugins.sparql.sparql import FrozenBindings, Query, QueryContext
+from rdflib.plugins.stores.memory import Memory
+from rdflib.term import Node
+
+from reasoning.case.lexicon import CaseLexicon
+from reasoning.case.model import CaseFact, CaseGraph
+from reasoning.case.vocabulary import SH_OBJECT, SH_PREDICATE
+from reasoning.errors import LimitExceeded
+from reasoning.evidence.index import LABEL_PREDICATES, OntologyIndex
+from reasoning.evidence.model import EvidenceFact
+from reasoning.evidence.terms import (
+    Triple,
+    from_rdflib,
+    iri_value,
+    is_iri,
+    literal_parts,
+)
+from reasoning.rules.check import parse_rule_query
+from reasoning.rules.model import Conclusion, Decision, MissingInput, OntologyFact
+from reasoning.rules.shapes import LoadedRule, load_rules
+
+__all__ = ["RuleBook", "RuleLoop", "RuleTimeout"]
+
+_XSD: Final = "http://www.w3.org/2001/XMLSchema#"
+_HOPS: Final = 2
+_MAX_TRIPLES: Final = 20_000
+_MAX_ROUNDS: Final = 8
+_MAX_SOLUTIONS: Final = 8
+_CHECK_EVERY: Final = 256
+_SKIPPED: Final = frozenset(LABEL_PREDICATES) | {
+    "<http://www.w3.org/2000/01/rdf-schema#comment>"}
+_PROBES: Final = {
+    "MoneyAmount": ("0", "1000000000000000"),
+    "Percentage": ("0", "100"),
+    "Count": ("0", "1000000000"),
+    "Length": ("0", "1000000"),
+    "Date": ("0001-01-01", "9999-12-31"),
+}
+_PROBE_TYPES: Final = {"MoneyAmount": "decimal", "Percentage": "decimal", "Count": "integer",
+                       "Length": "decimal", "Date": "date"}
+
+
+class RuleTimeout(LimitExceeded):
+    """A decision rule ran past the evaluation's time limit and was stopped."""
+
+
+class RuleLoop(LimitExceeded):
+    """The decision rules kept adding triples without reaching a fixpoint."""
+
+
+class _Expired(Exception):
+    """Raised inside rdflib's evaluation when the deadline has passed."""
+
+
+class _DeadlineStore(Memory):
+    """An in-memory store whose lookups stop the evaluation once ``deadline`` has passed."""
+
+    deadline: float = float("inf")
+
+    def triples(self, triple_pattern: Any, context: Any = None) -> Any:
+        deadline = self.deadline
+        if time.perf_counter() > deadline:
+            raise _Expired
+        for n, item in enumerate(super().triples(triple_pattern, context)):
+            if n % _CHECK_EVERY == 0 and n and time.perf_counter() > deadline:
+                raise _Expired
+            yield item
+
+
+class _Explained:
+    """A SPARQL rule prepared for explanation and probing."""
+
+    __slots__ = ("inputs", "loaded", "patterns", "query", "rule_id", "rule_iri", "template")
+
+    def __init__(self, loaded: LoadedRule, query: Query | None, rule_id: str,
+                 rule_iri: str | None) -> None:
+        self.loaded, self.query = loaded, query
+        self.patterns = list(_patterns(query.algebra.p)) if query is not None else []
+        self.template = list(query.algebra.get("template") or ()) if query is not None else []
+        self.inputs = tuple(loaded.source.inputs)
+        self.rule_id, self.rule_iri = rule_id, rule_iri
+
+
+class RuleBook:
+    """The decision rules of one ontology version, ready to evaluate cases (thread-safe)."""
+
+    def __init__(self, index: OntologyIndex, lexicon: CaseLexicon | None = None) -> None:
+        self.index = index
+        self.lexicon = lexicon or CaseLexicon(index)
+        terms = index.terms
+        triples = [(terms[s], terms[p], terms[o]) for s, p, o in
+                   zip(index.s.tolist(), index.p.tolist(), index.o.tolist(), strict=True)]
+        self.rules = load_rules(triples)
+        self._explained: list[_Explained] = []
+        constants: set[str] = set()
+        predicates: set[str] = set()
+        for loaded in self.rules:
+            query = None
+            for text in loaded.source.constructs[:1]:
+                problem, _, query = parse_rule_query(text, loaded.source.prefixes)
+                if problem is not None:
+                    query = None
+            implements = loaded.source.implements
+            rule_id = (index.label(index.term_id(implements), "en") if implements
+                       and index.term_id(implements) >= 0 else iri_value(loaded.node))
+            self._explained.append(_Explained(loaded, query, rule_id,
+                                              iri_value(implements) if implements else None))
+            for pattern in self._explained[-1].patterns:
+                for term in pattern:
+                    for each in _iris(term):
+                        (predicates if term is pattern[1] else constants).add(each)
+            if implements:
+                constants.add(implements)
+        self._constants = sorted(c for c in constants if index.term_id(c) >= 0)
+        self._rule_predicates = {index.term_id(p) for p in predicates} - {-1}
+        self._terms: dict[str, Node] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def has_rules(self) -> bool:
+        return bool(self.rules)
+
+    # --- evaluation ------------------------------------------------------------------
+
+    def evaluate(self, case: CaseGraph, *, timeout_s: float = 1.0,
+                 evidence: Sequence[EvidenceFact] = ()) -> Decision:
+        """The decision for ``case`` within ``timeout_s`` seconds.
+
+        Raises :class:`RuleTimeout` when the rules run past the limit and
+        :class:`RuleLoop` when they do not reach a fixpoint.
+        """
+        started = time.perf_counter()
+        store = _DeadlineStore()
+        graph = Graph(store=store)
+        case_triples = case.triples()
+        for triple in self._neighbourhood(case):
+            graph.add(self._rdf(triple))
+        for triple in case_triples:
+            graph.add(self._rdf(triple))
+        store.deadline = started + timeout_s
+        focus = self._term(case.case)
+        current = "the rules"
+        try:
+            with self._lock:
+                current, final = self._run(graph, focus)
+            solved = [(rule, final.get(i, [])) for i, rule in enumerate(self._explained)]
+            concluded = {(s, p, o) for rule, solutions in solved
+                         for s, p, o in self._decisions(rule, solutions, focus)}
+            by_triple_rules = self._triple_rule_decisions(graph, focus)
+            concluded.update(t for _, t in by_triple_rules)
+            missing = self._missing(graph, case, focus, solved, {o for _, _, o in concluded})
+        except _Expired:
+            raise RuleTimeout(
+                f"the decision rules ({current}) ran past the {timeout_s:g} s limit and were "
+                "stopped; fix or remove the rule in the ontology", rule=current) from None
+        conclusions = self._conclusions(case, solved, focus, evidence)
+        conclusions.extend(self._triple_rule_conclusions(case, by_triple_rules, conclusions,
+                                                         evidence))
+        actions = {c.action for c in conclusions}
+        pairs = {(min(a, iri_value(b)), max(a, iri_value(b))) for a in actions
+                 for b in self.lexicon.conflicts.get(f"<{a}>", ()) if iri_value(b) in actions}
+        conflicts = tuple(sorted(pairs))
+        status = ("conflicting" if conflicts else "undetermined" if missing
+                  else "decided" if conclusions else "no_rule_applies")
+        return Decision(status=status, conclusions=tuple(conclusions), missing=tuple(missing),
+                        conflicts=conflicts, ontology_version=self.index.version,
+                        rules_evaluated=len(self.rules),
+                        seconds=round(time.perf_counter() - started, 4), case=case)
+
+    def _run(self, graph: Graph, case: Node) -> tuple[str, dict[int, list[FrozenBindings]]]:
+        """Apply the rules until nothing new is added.
+
+        Returns the last rule run and, per SPARQL rule, its solutions on the
+        case node in the final round (which added nothing, so they are the
+        solutions over the final graph and explain the conclusions).
+
+        pyshacl selects each rule's focus nodes (its shape's targets) and
+        checks its ``sh:condition``s, and applies ``sh:TripleRule``s itself;
+        a SPARQL rule's CONSTRUCT runs from the query parsed once per
+        version (pyshacl would parse its text again on every call, which
+        costs more than the evaluation).
+        """
+        from pyshacl.graph_abstraction import DataGraph
+        from rdflib.plugins.sparql.evalutils import _fillTemplate
+
+        data = DataGraph.from_rdflib(graph)
+        current = "the rules"
+        for _ in range(_MAX_ROUNDS):
+            before = len(graph)
+            on_case: dict[int, list[FrozenBindings]] = {}
+            for i, rule in enumerate(self._explained):
+                current = iri_value(rule.loaded.node)
+                pyshacl_rule = rule.loaded.rule
+                if rule.query is None:
+                    pyshacl_rule.apply(data)
+                    continue
+                focus = pyshacl_rule.filter_conditions(list(pyshacl_rule.shape.focus_nodes(data)),
+                                                       data)
+                added: list[tuple[Node, Node, Node]] = []
+                for node in focus:
+                    solutions = self._solutions(graph, rule, node, limit=None)
+                    if node == case:
+                        on_case[i] = solutions[:_MAX_SOLUTIONS]
+                    added.extend(t for solution in solutions
+                                 for t in _fillTemplate(rule.template, solution))
+                for triple in added:
+                    graph.add(triple)
+            if len(graph) == before:
+                return current, on_case
+        raise RuleLoop(f"the decision rules did not reach a fixpoint after {_MAX_ROUNDS} rounds "
+                       f"(last run: {current}); a rule keeps creating new triples",
+                       rule=current)
+
+    def _solutions(self, graph: Graph, rule: _Explained, focus: Node,
+                   limit: int | None = _MAX_SOLUTIONS) -> list[FrozenBindings]:
+        if rule.query is None:
+            return []
+        bindings: dict[Any, Any] = {Variable("this"): focus}
+        ctx = QueryContext(graph, initBindings=bindings)
+        ctx.prologue = rule.query.prologue
+        solutions: list[FrozenBindings] = []
+        for solution in evalPart(ctx, rule.query.algebra.p):
+            solutions.append(solution)
+            if limit is not None and len(solutions) >= limit:
+                break
+        return solutions
+
+    def _decisions(self, rule: _Explained, solutions: Iterable[FrozenBindings], focus: Node
+                   ) -> Iterator[Triple]:
+        decision_properties = self.lexicon.decision_properties
+        for solution in solutions:
+            for s, p, o in rule.template:
+                triple = (_bound(s, solution), _bound(p, solution), _bound(o, solution))
+                if None in triple or triple[0] != focus:
+                    continue
+                terms = tuple(from_rdflib(t) for t in triple)
+                if terms[1] in decision_properties and None not in terms:
+                    yield terms  # type: ignore[misc]
+
+    # --- conclusions -----------------------------------------------------------------
+
+    def _conclusions(self, case: CaseGraph, solved: list[tuple[_Explained, list[FrozenBindings]]],
+                     focus: Node, evidence: Sequence[EvidenceFact]) -> list[Conclusion]:
+        by_triple = {fact.triple: fact for fact in case.facts}
+        out: dict[tuple[str, str], Conclusion] = {}
+        for rule, solutions in solved:
+            for solution in solutions:
+                fired = [t for t in (_instantiate(p, solution) for p in rule.patterns) if t]
+                for _, predicate, action in self._decisions(rule, [solution], focus):
+                    key = (action, rule.rule_id)
+                    if key in out:
+                        continue
+                    out[key] = self._conclusion(rule, predicate, action, fired, by_triple,
+                                                evidence)
+        return list(out.values())
+
+    def _conclusion(self, rule: _Explained, predicate: str, action: str, fired: list[Triple],
+                    by_triple: dict[Triple, CaseFact], evidence: Sequence[EvidenceFact]
+                    ) -> Conclusion:
+        lex = self.lexicon
+        case_facts = tuple(dict.fromkeys(by_triple[t] for t in fired if t in by_triple))
+        ontology_facts = tuple(dict.fromkeys(
+            OntologyFact(subject=iri_value(s), predicate=iri_value(p), object=_show(o),
+                         ontology_version=self.index.version)
+            for s, p, o in fired if (s, p, o) not in by_triple))
+        en_action, zh_action = lex.label(action, "en"), lex.label(action, "zh")
+        en_verb, zh_verb = lex.label(predicate, "en"), lex.label(predicate, "zh")
+        cited = rule.rule_iri
+        evidence_ids = tuple(dict.fromkeys(
+            f.id for f in evidence if cited is not None and cited in (f.subject, f.object)))
+        return Conclusion(
+            action=iri_value(action), predicate=iri_value(predicate),
+            predicate_label_en=en_verb, predicate_label_zh=zh_verb,
+            action_label_en=en_action, action_label_zh=zh_action,
+            statement_en=f"This case {en_verb} {en_action} ({rule.rule_id}).",
+            statement_zh=f"本案{zh_verb}{zh_action}（{rule.rule_id}）。",
+            rule_id=rule.rule_id, rule_iri=rule.rule_iri, shacl_rule=iri_value(rule.loaded.node),
+            evidence_ids=evidence_ids, case_facts=case_facts, ontology_facts=ontology_facts,
+            premise_ids=tuple(dict.fromkeys(f.premise_id for f in case_facts if f.premise_id)))
+
+    def _triple_rule_decisions(self, graph: Graph, focus: Node
+                               ) -> list[tuple[_Explained, Triple]]:
+        """Decision triples on the case that a ``sh:TripleRule`` with constant parts states."""
+        out: list[tuple[_Explained, Triple]] = []
+        case_term = from_rdflib(focus)
+        for rule in self._explained:
+            parts = rule.loaded.source.triple_parts
+            predicate, obj = parts.get(SH_PREDICATE), parts.get(SH_OBJECT)
+            if rule.query is not None or predicate not in self.lexicon.decision_properties \
+                    or obj is None or not is_iri(obj) or case_term is None:
+                continue
+            if (focus, self._term(predicate), self._term(obj)) not in graph:
+                continue
+            from pyshacl.graph_abstraction import DataGraph
+
+            pyshacl_rule = rule.loaded.rule
+            data = DataGraph.from_rdflib(graph)
+            if focus in set(pyshacl_rule.shape.focus_nodes(data)) and \
+                    pyshacl_rule.filter_conditions([focus], data):
+                out.append((rule, (case_term, predicate, obj)))
+        return out
+
+    def _triple_rule_conclusions(self, case: CaseGraph,
+                                 found: list[tuple[_Explained, Triple]],
+                                 known: list[Conclusion], evidence: Sequence[EvidenceFact]
+                                 ) -> list[Conclusion]:
+        """Conclusions of triple rules; their facts are the case's own statements (the
+        condition is a shape, not a pattern to instantiate)."""
+        by_triple = {fact.triple: fact for fact in case.facts}
+        seen = {(c.action, c.shacl_rule) for c in known}
+        stated = [f.triple for f in case.facts if f.origin in ("class", "relation", "apposition")]
+        out: list[Conclusion] = []
+        for rule, (_, predicate, action) in found:
+            if (iri_value(action), iri_value(rule.loaded.node)) in seen:
+                continue
+            out.append(self._conclusion(rule, predicate, action, stated, by_triple, evidence))
+        return out
+
+    def _missing(self, graph: Graph, case: CaseGraph, focus: Node,
+                 solved: list[tuple[_Explained, list[FrozenBindings]]],
+                 concluded: set[str]) -> list[MissingInput]:
+        present = {p for s, p, _ in case.triples() if s == case.case}
+        found: dict[str, list[str]] = {}
+        for rule, solutions in solved:
+            absent = [i for i in rule.inputs if i not in present]
+            if solutions or not absent or rule.query is None:
+                continue
+            if self._probe_adds(graph, rule, focus, absent, concluded):
+                for term in absent:
+                    found.setdefault(term, []).append(rule.rule_id)
+        specs = {spec.term: spec for spec in self.lexicon.inputs}
+        missing: list[MissingInput] = []
+        for term, rule_ids in found.items():
+            spec = specs.get(term)
+            missing.append(MissingInput(
+                input=iri_value(term),
+                label_en=spec.label_en if spec else self.lexicon.label(term, "en"),
+                label_zh=spec.label_zh if spec else self.lexicon.label(term, "zh"),
+                rule_ids=tuple(dict.fromkeys(rule_ids))))
+        return missing
+
+    def _probe_adds(self, graph: Graph, rule: _Explained, focus: Node, absent: list[str],
+                    concluded: set[str]) -> bool:
+        """True when some value of the absent inputs makes ``rule`` conclude something new."""
+        choices = [self._probe_values(term) for term in absent]
+        for values in product(*choices):
+            added = [(focus, self._term(term), value) for term, value in zip(absent, values,
+                                                                             strict=True)]
+            for triple in added:
+                graph.add(triple)
+            try:
+                solutions = self._solutions(graph, rule, focus)
+            finally:
+                for triple in added:
+                    graph.remove(triple)
+            if any(o not in concluded for _, _, o in self._decisions(rule, solutions, focus)):
+                return True
+        return False
+
+    def _probe_values(self, term: str) -> list[Node]:
+        spec = next((s for s in self.lexicon.inputs if s.term == term), None)
+        kind = spec.kind if spec else ""
+        if kind in _PROBES:
+            datatype = URIRef(_XSD + _PROBE_TYPES[kind])
+            return [Literal(v, datatype=datatype) for v in _PROBES[kind]]
+        pid = self.index.term_id(term)
+        values: list[Node] = []
+        if pid >= 0:
+            rows = np.nonzero(self.index.p == pid)[0][:16]
+            values = list(dict.fromkeys(self._term(self.index.terms[o])
+                                        for o in self.index.o[rows].tolist()))
+        return values or [Literal("")]
+
+    # --- the neighbourhood -----------------------------------------------------------
+
+    def _neighbourhood(self, case: CaseGraph) -> list[Triple]:
+        index = self.index
+        seeds: set[int] = set()
+        for fact in case.facts:
+            for term in (fact.subject, fact.object):
+                node = index.term_id(term) if is_iri(term) else -1
+                if node >= 0:
+                    seeds.add(node)
+        seeds.update(index.term_id(c) for c in self._constants)
+        skipped = {index.term_id(p) for p in _SKIPPED}
+        rows: set[int] = set()
+        frontier, seen = seeds, set(seeds)
+        for _ in range(_HOPS):
+            following: set[int] = set()
+            for node in frontier:
+                for edge in index.out_edges[index.out_ptr[node]:index.out_ptr[node + 1]].tolist():
+                    predicate, obj = int(index.p[edge]), int(index.o[edge])
+                    if predicate in skipped:
+                        continue
+                    rows.add(edge)
+                    if predicate != index.type_id and not index.literal_mask[obj] \
+                            and obj not in seen:
+                        following.add(obj)
+                for edge in index.in_edges[index.in_ptr[node]:index.in_ptr[node + 1]].tolist():
+                    if int(index.p[edge]) in self._rule_predicates:
+                        rows.add(edge)
+                        subject = int(index.s[edge])
+                        if subject not in seen:
+                            following.add(subject)
+            seen |= following
+            frontier = following
+            if len(rows) > _MAX_TRIPLES:
+                break
+        terms = index.terms
+        return [(terms[int(index.s[r])], terms[int(index.p[r])], terms[int(index.o[r])])
+                for r in sorted(rows)[:_MAX_TRIPLES]]
+
+    # --- terms -----------------------------------------------------------------------
+
+    def _term(self, term: str) -> Node:
+        node = self._terms.get(term)
+        if node is None:
+            node = _to_rdflib(term)
+            self._terms[term] = node
+        return node
+
+    def _rdf(self, triple: Triple) -> tuple[Node, Node, Node]:
+        return (self._term(triple[0]), self._term(triple[1]), self._term(triple[2]))
+
+
+def _to_rdflib(term: str) -> Node:
+    if term.startswith("<"):
+        return URIRef(term[1:-1])
+    if term.startswith("_:"):
+        return BNode(term[2:])
+    lexical, lang, datatype = literal_parts(term)
+    return Literal(lexical, lang=lang, datatype=URIRef(datatype) if datatype else None)
+
+
+def _patterns(part: Any) -> Iterator[tuple[Any, Any, Any]]:
+    """The triple patterns of a query's graph pattern (not those inside FILTER expressions)."""
+    if isinstance(part, CompValue):
+        if part.name == "BGP":
+            yield from part.triples
+        for key in ("p", "p1", "p2"):
+            child = part.get(key)
+            if child is not None:
+                yield from _patterns(child)
+
+
+def _iris(term: Any) -> Iterator[str]:
+    if isinstance(term, URIRef):
+        yield f"<{term}>"
+    elif isinstance(term, AlternativePath):
+        for arg in term.args:
+            yield from _iris(arg)
+
+
+def _bound(term: Any, solution: FrozenBindings) -> Node | None:
+    if isinstance(term, Variable):
+        value = solution.get(term)
+        return value if isinstance(value, Node) else None
+    return term if isinstance(term, (URIRef, Literal)) else None
+
+
+def _instantiate(pattern: tuple[Any, Any, Any], solution: FrozenBindings) -> Triple | None:
+    s, p, o = (_bound(pattern[0], solution), pattern[1], _bound(pattern[2], solution))
+    if s is None or o is None:
+        return None
+    predicates = [p] if isinstance(p, URIRef) else (
+        [a for a in p.args if isinstance(a, URIRef)] if isinstance(p, AlternativePath) else [])
+    graph = solution.ctx.graph if solution.ctx is not None else None
+    for predicate in predicates:
+        if graph is None or (s, predicate, o) in graph:
+            terms = (from_rdflib(s), from_rdflib(predicate), from_rdflib(o))
+            if None not in terms:
+                return terms  # type: ignore[return-value]
+    return None
+
+
+def _show(term: str) -> str:
+    return iri_value(term) if is_iri(term) else literal_parts(term)[0]
+
