@@ -28,7 +28,7 @@ from typing import Any
 import torch
 
 from inference.decoder.controllers.capitals import Capitals
-from inference.decoder.controllers.charset import CharPolicy
+from inference.decoder.controllers.charset import CharPolicy, SoftPolicy
 from inference.decoder.controllers.citing import Citations
 from inference.decoder.controllers.counts import Limits, count_text
 from inference.decoder.controllers.keywords import UNWRITABLE, Keyword, Keywords
@@ -156,18 +156,21 @@ def compile_steering(
     return ConstraintSteering(
         tables,
         segments=build_layout(layout),
-        policy=policy,
-        soft_policy=soft_policy if soft_policy.active else None,
-        limits=limits,
-        forbidden=forbidden,
-        citations=citations,
-        keywords=keywords,
-        capitals=capitals,
+        specs=tuple(
+            spec
+            for spec in (policy, SoftPolicy(soft_policy), limits, forbidden, citations, keywords, capitals)
+            if spec is not None
+        ),
         max_new_tokens=max_new_tokens,
         controlled=frozenset(controlled),
         assisted=frozenset(assisted),
         uncontrolled=frozenset(uncontrolled),
     )
+
+
+def _bound_citations(steering: ConstraintSteering) -> Citations | None:
+    """The citation requirement a steering's citation controller enforces, if any."""
+    return steering.spec(Citations)
 
 
 def branch_steerings(
@@ -185,9 +188,9 @@ def branch_steerings(
     "citations" unmet). Binding compiles nothing again.
     """
     bound = tuple(steering.for_evidence(ids) for ids in shown)
-    citations = steering.citations
+    citations = _bound_citations(steering)
     if citations is not None and bound and not any(
-        s.citations is not None and s.citations.reachable for s in bound
+        (c := _bound_citations(s)) is not None and c.reachable for s in bound
     ):
         most = max(len(set(ids)) for ids in shown)
         raise LimitExceeded(

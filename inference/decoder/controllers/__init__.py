@@ -1,8 +1,10 @@
-"""Token controllers: character policies, layouts, counted bounds, forbidden words, keywords.
+"""Token controllers as plug-ins: one module per family, composed per request.
 
-``compile_steering`` (``inference.decoder.compile``) composes them into one
-``ConstraintSteering`` per request; the beam search talks to it only through
-the ``Steering`` protocol.
+``protocol`` is what a family implements (``Controller``), ``registry`` lists
+the families in the composer's order, ``layout`` is the compiled layout they
+hang on, and ``steering.ConstraintSteering`` composes them; ``compile_steering``
+(``inference.decoder.compile``) builds one per request from the compiled specs.
+The beam search talks to it only through the ``Steering`` protocol.
 """
 
 from __future__ import annotations

@@ -18,13 +18,16 @@ admitted by ``fragment_ok``) contains no character the policy forbids.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
+from inference.decoder.controllers.protocol import Context, Controller, SteerState
 from inference.decoder.vocab import VocabTables, letter_script
 
-__all__ = ["CharPolicy"]
+__all__ = ["CharPolicy", "Charset", "SoftPolicy", "build_charset", "split_utf8"]
 
 # The verifier of ``no_comma`` also refuses the full-width comma (its module doc).
 _COMMAS = ",\uff0c"
@@ -134,3 +137,58 @@ def _is_char_start(tail: bytes) -> bool:
     lead = tail[0]
     need = 2 if 0xC2 <= lead <= 0xDF else 3 if 0xE0 <= lead <= 0xEF else 4 if 0xF0 <= lead <= 0xF4 else 0
     return len(tail) < need and all(0x80 <= b <= 0xBF for b in tail[1:])
+
+
+@dataclass(frozen=True)
+class SoftPolicy:
+    """A character policy of soft constraints: banned tokens lose ``penalty`` nats."""
+
+    policy: CharPolicy
+    penalty: float = 2.0
+
+
+class Charset(Controller):
+    """The character policy at decode time: masses of banned tokens move to
+    their allowed variant (the case-folded token, the token without the
+    comma), soft bans cost ``SoftPolicy.penalty``, and byte fragments are
+    checked on the characters they complete (see the module doc). The static
+    mask of allowed tokens is the layout's (``CompiledLayout.policy_mask``)."""
+
+    def __init__(self, tables: VocabTables, policy: CharPolicy, soft: SoftPolicy | None) -> None:
+        self.tables = tables
+        self.policy = policy
+        self._variants: tuple[torch.Tensor, torch.Tensor] | None = None
+        if policy.no_comma or policy.case:
+            allowed = policy.allowed_mask(tables) if policy.active else ~tables.special
+            banned = ~allowed & ~tables.special & ~tables.fragment
+            vmap = policy.variants(tables, banned)
+            src = torch.nonzero(vmap >= 0).flatten()
+            dst = vmap[src]
+            keep = allowed[dst]
+            self._variants = (src[keep], dst[keep])
+        self._soft: torch.Tensor | None = None
+        if soft is not None and soft.policy.active:
+            soft_bad = ~soft.policy.allowed_mask(tables) & ~tables.special & ~tables.fragment
+            self._soft = soft_bad.to(torch.float32) * -soft.penalty
+
+    def shift(self, lp: torch.Tensor) -> torch.Tensor:
+        if self._variants is not None:
+            src, dst = self._variants
+            probs = lp.exp()  # [B, V]
+            probs.index_add_(1, dst, probs[:, src])
+            lp = probs.log()
+        if self._soft is not None:
+            lp = lp + self._soft
+        return lp
+
+    def check_pieced(self, state: SteerState, memo: Any, raw: bytes, text: str, tail: bytes) -> bool:
+        return not self.policy.active or self.policy.fragment_ok(self.tables, state.pending, raw)
+
+
+def build_charset(ctx: Context, specs: Sequence[Any]) -> Controller | None:
+    """The character policy's controller, when a hard or a soft policy is active."""
+    policy = next((s for s in specs if isinstance(s, CharPolicy)), CharPolicy())
+    soft = next((s for s in specs if isinstance(s, SoftPolicy)), None)
+    if not policy.active and (soft is None or not soft.policy.active):
+        return None
+    return Charset(ctx.tables, policy, soft)

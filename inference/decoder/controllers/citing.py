@@ -29,11 +29,31 @@ is parsed by ``citations.evidence_ids``; from any prefix a completion exists
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
 
+import torch
+
+from inference.decoder.controllers.counts import Later
+from inference.decoder.controllers.layout import LayoutSegment, bracket_token
+from inference.decoder.controllers.protocol import (
+    HOLD_NONE,
+    HOLD_TARGET,
+    Context,
+    Controller,
+    Draft,
+    Owed,
+    Plan,
+    SteerState,
+)
+from inference.decoder.controllers.template import Free
 from inference.decoder.vocab import VocabTables
 
-__all__ = ["Citations"]
+__all__ = ["CITATION_TOKENS", "CitationState", "Citations", "Citing", "build_citing"]
+
+CITATION_TOKENS = 5  # budget kept for one forced citation (" [", "E", digits, "]")
+_CITING_ROLES = ("body", "postscript")
 
 _ID = re.compile(r"E\d+")
 _CHARS = frozenset("E0123456789]")
@@ -112,3 +132,153 @@ def _candidates(tables: VocabTables) -> list[int]:
         ]
 
     return tables.cached("citation-candidates", build)  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True, slots=True)
+class CitationState:
+    """A row's citations: ``cite`` is the text after an open citation's ``[``
+    (None outside one), ``cited`` the ids cited so far."""
+
+    cite: str | None = None
+    cited: frozenset[str] = frozenset()
+
+
+class Citing(Controller):
+    """Citation mode, the held-back end and the budget kept while citations are
+    owed (see the module doc). Owed citations count until the gate segment ends."""
+
+    def __init__(self, ctx: Context, citations: Citations) -> None:
+        self.ctx = ctx
+        self.citations = self.spec = citations
+        tables = ctx.tables
+        self._open_spaced = bracket_token(tables, " [")
+        self._open_bare = bracket_token(tables, "[")
+        self._close = bracket_token(tables, "]")
+        self._open = [t for t in (self._open_spaced, self._open_bare) if t >= 0]
+
+    def start(self) -> CitationState:
+        return CitationState()
+
+    def _owed_now(self, state: SteerState) -> int:
+        """Citations still owed by the time the gate segment ends (0 after it)."""
+        if state.seg > self.ctx.layout.gate:
+            return 0
+        return self.citations.owed(state.parts[self.slot].cited)
+
+    def owed(self, state: SteerState) -> Owed:
+        missing = self._owed_now(state)
+        if not missing:
+            return Owed()
+        return Owed(tokens=CITATION_TOKENS * missing, words=missing, units=missing)
+
+    def route(self, state: SteerState) -> Plan | None:
+        if state.parts[self.slot].cite is None:
+            return None
+        return Plan("cite", self._close if self._close >= 0 else self.ctx.layout.eos, seg=state.seg, owner=self.slot)
+
+    def route_row(self, state: SteerState, plan: Plan, lp: torch.Tensor, out: torch.Tensor) -> None:
+        part = state.parts[self.slot]
+        ids = self.citations.next_tokens(self.ctx.tables, part.cite, part.cited)
+        out[ids] = lp[ids]
+
+    def holding(self, state: SteerState) -> bool:
+        return state.parts[self.slot].cite is not None
+
+    def exit(self, d: Draft) -> None:
+        # An owed citation opens with a bracket where the model would stop.
+        segment = d.comp.segment
+        if d.exit != d.target or d.state.counts.bracket_open or not self._open:
+            return
+        if isinstance(segment, Free) and segment.gate and d.owed[self.slot].tokens:
+            token = self._open_bare if d.state.text[-1:].isspace() else self._open_spaced
+            if token >= 0:
+                d.exit, d.opens = token, token != d.target
+
+    def holds(self, d: Draft) -> int:
+        return HOLD_TARGET if d.owed[self.slot].tokens else HOLD_NONE
+
+    def _may_open(self, state: SteerState, plan: Plan) -> bool:
+        """A free row may open a citation while one is owed, in running text."""
+        if not self.citations.owed(state.parts[self.slot].cited) or state.counts.bracket_open or state.pending:
+            return False
+        if self.ctx.layout.free(plan.seg).role not in _CITING_ROLES:
+            return False
+        limits = self.ctx.limits
+        if not limits.has_max:
+            return True
+        # The citation's id is one more word; the reserve counted it only at the gate.
+        comp = self.ctx.layout.segments[plan.seg]
+        after = state.counts.add(" [E1]", limits.letter)
+        return not limits.exceeded(after, Later(comp.reserve, comp.free_after, comp.sentences))
+
+    def mask(
+        self,
+        states: Sequence[SteerState],
+        plans: Sequence[Plan],
+        allowed: torch.Tensor,
+        fragments: torch.Tensor,
+        base: torch.Tensor,
+        lp: torch.Tensor,
+    ) -> None:
+        if not self._open:
+            return
+        layout = self.ctx.layout
+        for r, (s, p) in enumerate(zip(states, plans)):
+            if self._may_open(s, p):
+                for t in self._open:
+                    # A part's first token after a forced word must still end that word.
+                    allowed[r, t] = not layout.at_word_end(s, p.seg) or bool(layout.word_end[t])
+
+    def advance(
+        self,
+        before: SteerState,
+        new: SteerState,
+        token_id: int,
+        comp: LayoutSegment | None,
+        plan_of: Callable[[SteerState], Plan],
+    ) -> Any:
+        """Enter, continue or close citation mode after ``token_id``."""
+        part: CitationState = before.parts[self.slot]
+        if part.cite is not None:
+            inside = part.cite + self.ctx.tables.texts[token_id]
+            done = self.citations.completed(inside)
+            if done is not None:
+                return CitationState(None, part.cited | {done})
+            return replace(part, cite=inside)
+        opens = (
+            token_id in self._open
+            and comp is not None
+            and isinstance(comp.segment, Free)
+            and comp.segment.role in _CITING_ROLES
+            and self.citations.owed(part.cited) > 0
+            and not before.counts.bracket_open
+        )
+        return replace(part, cite="") if opens else part
+
+    def unmet(self, state: SteerState) -> tuple[str, ...]:
+        part = state.parts[self.slot]
+        return ("citations",) if part.cite is not None or self.citations.missing(part.cited) else ()
+
+    def for_evidence(self, ids: Sequence[str]) -> Controller:
+        """The controller for a branch showing ``ids``: it cites only those.
+
+        A branch that shows fewer ids than the minimum cannot meet it: it is
+        steered to cite every id it shows, its ``unmet`` reports "citations"
+        and the constraint is ``demoted`` (assisted, not controlled, for it).
+        """
+        shown = tuple(dict.fromkeys(str(i) for i in ids))
+        if shown == self.citations.ids:
+            return self
+        bound = Citing.__new__(Citing)
+        bound.__dict__.update(self.__dict__)
+        bound.citations = bound.spec = self.citations.for_ids(shown)
+        return bound
+
+    def demoted(self) -> frozenset[str]:
+        return frozenset() if self.citations.reachable else frozenset(self.citations.sources)
+
+
+def build_citing(ctx: Context, specs: Sequence[Any]) -> Controller | None:
+    """The citation controller, for a controlled ``cite_sources`` requirement."""
+    citations = next((s for s in specs if isinstance(s, Citations)), None)
+    return Citing(ctx, citations) if citations is not None else None

@@ -35,10 +35,34 @@ minimum and against the maximum before they are written.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-__all__ = ["UNWRITABLE", "Keyword", "Keywords"]
+import torch
+
+from inference.decoder.controllers.counts import count_text
+from inference.decoder.controllers.layout import LayoutSegment
+from inference.decoder.controllers.protocol import (
+    HOLD_NONE,
+    HOLD_TARGET,
+    NEG_INF,
+    Context,
+    Controller,
+    Draft,
+    Owed,
+    Plan,
+    SteerState,
+)
+from inference.decoder.controllers.template import Free
+from inference.decoder.vocab import joins_run
+
+__all__ = ["RUNNING_TEXT", "UNWRITABLE", "Keyword", "KeywordState", "Keywording", "Keywords", "build_keywords"]
+
+#: Roles where an owed keyword (or capital word) is written when it is due.
+RUNNING_TEXT = ("body",)
+_KEYWORD_BONUS = 1.0  # log-probability added to the first token of an owed keyword
+_KEYWORD_COMMIT_CHARS = 3  # a chosen first token commits to its keyword once it spells this much of it
 
 #: Characters a keyword may not hold to be inserted: they would open or close
 #: a part of the layout (highlights, placeholders, titles, lines).
@@ -144,3 +168,216 @@ class Keywords:
             k.at_most is None or c + n + k.new_matches(text, chunk) <= k.at_most
             for k, c, n in zip(self.items, counts, later)
         )
+
+
+@dataclass(frozen=True, slots=True)
+class KeywordState:
+    """A row's keywords: each one's occurrences in the text, and the rest of a
+    keyword being inserted (forced next)."""
+
+    counts: tuple[int, ...] = ()
+    insert: tuple[int, ...] = ()
+
+
+class Keywording(Controller):
+    """Keyword minima inserted and paced, maxima checked per candidate (see the module doc)."""
+
+    def __init__(self, ctx: Context, keywords: Keywords) -> None:
+        self.ctx = ctx
+        self.keywords = keywords
+        tables = ctx.tables
+        self.lazy = keywords.has_max
+        self._need = sum(k.at_least for k in keywords.items)
+        # Per keyword, its tokens after a word (" risk") and after whitespace ("risk").
+        # A keyword that begins with a Han character is written without a space
+        # before it either way (Chinese and Japanese text has none).
+        spellings = []
+        for k in keywords.items:
+            first = k.text[0]
+            lead = "" if first.isalnum() and not joins_run(first) else " "
+            spellings.append((tuple(tables.encode(lead + k.text)), tuple(tables.encode(k.text))))
+        self._tokens = tuple(spellings)
+        # First token -> (keyword, the tokens that finish it, whether the model's
+        # own choice of it commits to the keyword: it spells enough of it).
+        starts: dict[int, list[tuple[int, tuple[int, ...], bool]]] = {}
+        for i, variants in enumerate(self._tokens):
+            enough = min(_KEYWORD_COMMIT_CHARS, len(keywords.items[i].text))
+            for tokens in variants:
+                if tokens:
+                    eligible = len(tables.texts[tokens[0]].strip()) >= enough
+                    starts.setdefault(tokens[0], []).append((i, tokens[1:], eligible))
+        self._starts = {t: tuple(found) for t, found in starts.items()}
+        self._bonus = tuple(
+            tuple(t for t, found in self._starts.items() if any(i == j and ok for j, _, ok in found))
+            for i in range(len(self._tokens))
+        )
+        self._reserve = tuple(count_text(" " + k.text, ctx.limits.letter) for k in keywords.items)
+        # Each keyword's occurrences in the literals after each segment.
+        self._later = tuple(self._literal_counts(c.later_literals) for c in ctx.layout.segments)
+
+    def _literal_counts(self, literals: Sequence[str]) -> tuple[int, ...]:
+        """Each keyword's occurrences in ``literals``, counted one literal at a time."""
+        per_literal = [self.keywords.counts(text) for text in literals]
+        return tuple(sum(col) for col in zip(*per_literal)) if per_literal else (0,) * len(self.keywords.items)
+
+    def start(self) -> KeywordState:
+        return KeywordState(counts=(0,) * len(self.keywords.items))
+
+    def _owed_each(self, state: SteerState) -> tuple[int, ...]:
+        """Occurrences each keyword still needs (the later literals' own counted)."""
+        if state.seg >= len(self._later):
+            return ()
+        return self.keywords.owed(state.parts[self.slot].counts, self._later[state.seg])
+
+    def owed(self, state: SteerState) -> Owed:
+        each = self._owed_each(state)
+        if not any(each):
+            return Owed()
+        words = sum(n * c.words for n, c in zip(each, self._reserve))
+        units = sum(n * c.units for n, c in zip(each, self._reserve))
+        letter = sum(n * c.letter for n, c in zip(each, self._reserve))
+        tokens = sum(n * len(spaced) for n, (spaced, _) in zip(each, self._tokens)) if self._need else 0
+        return Owed(tokens=tokens, words=words, units=units, letter=letter, insert=True, writes=True)
+
+    def route(self, state: SteerState) -> Plan | None:
+        insert = state.parts[self.slot].insert
+        return Plan("only", insert[0], seg=state.seg) if insert else None
+
+    def holding(self, state: SteerState) -> bool:
+        return bool(state.parts[self.slot].insert)
+
+    def _exit_token(self, state: SteerState) -> int:
+        """The first token of the first owed keyword, as it is written here
+        (bare after whitespace or at the start, else after a space); -1 if none."""
+        if self._need == 0 or state.counts.bracket_open:
+            return -1
+        for n, (spaced, bare) in zip(self._owed_each(state), self._tokens):
+            if n:
+                after_space = state.text == "" or state.text[-1].isspace()
+                tokens = bare if after_space else spaced
+                return tokens[0] if tokens else -1
+        return -1
+
+    def exit(self, d: Draft) -> None:
+        segment = d.comp.segment
+        assert isinstance(segment, Free)
+        keyword = -1
+        if d.exit == d.target and segment.role in RUNNING_TEXT:
+            keyword = self._exit_token(d.state)
+        if keyword >= 0 and segment.gate:
+            # A forced end writes an owed keyword first. The model's own wish
+            # to stop is only held back (the pacing inserts the keyword), so
+            # the keywords spread through the text instead of piling up at its end.
+            d.exit, d.opens = keyword, False
+        d.marks[self.slot] = keyword
+
+    def holds(self, d: Draft) -> int:
+        return HOLD_TARGET if d.marks.get(self.slot, -1) >= 0 else HOLD_NONE
+
+    def _due(self, d: Draft) -> bool:
+        """Whether an owed keyword should be inserted now: the k-th of N once
+        k / (N + 1) of the budget is spent, or at once when the budget is urgent."""
+        budget = self.ctx.max_new_tokens
+        if budget is None:
+            return False
+        owed = sum(self._owed_each(d.state))
+        if owed == 0:
+            return False
+        usable = budget - d.comp.reserve_tokens - 2
+        return insert_urgent(d, budget) or d.state.n_tokens >= usable * (self._need - owed + 1) / (self._need + 1)
+
+    def pace(self, d: Draft) -> Plan | None:
+        state = d.state
+        keyword = d.marks.get(self.slot, -1)
+        due = keyword >= 0 and not state.pending and d.ends_clean and self._due(d)
+        last = state.text[-1:]
+        budget = self.ctx.max_new_tokens
+        if due and (last == "" or not joins_run(last) or (budget is not None and insert_urgent(d, budget))):
+            return Plan("only", keyword)
+        if d.close and keyword >= 0 and d.ends_clean:
+            # Owed text is written before the sentence ends, not after it.
+            return Plan("only", keyword)
+        d.marks[self.slot] = keyword if due else -1
+        return None
+
+    def reweigh(self, states: Sequence[SteerState], plans: Sequence[Plan], rows: torch.Tensor) -> None:
+        """Favour the first tokens of owed keywords; insert a due one where the
+        model ends its word (its likeliest token does not continue the word)."""
+        if not self._need:
+            return
+        wordchar = self.ctx.tables.starts_wordchar
+        for r, (state, plan) in enumerate(zip(states, plans)):
+            keyword = plan.marks.get(self.slot, -1)
+            if keyword >= 0 and not bool(wordchar[int(rows[r].argmax())]):
+                rows[r] = NEG_INF
+                rows[r, keyword] = 0.0
+                continue
+            ids = [t for n, starts in zip(self._owed_each(state), self._bonus) if n for t in starts]
+            if ids and not state.counts.bracket_open:
+                rows[r, ids] += _KEYWORD_BONUS
+
+    def prepare(self, state: SteerState, plan: Plan) -> Any:
+        """Occurrences of each capped keyword that the rest of the answer will
+        bring (see ``Keywords.held``); None when no keyword is capped here."""
+        if not self.keywords.has_max or state.seg >= len(self._later):
+            return None
+        return self.keywords.held(self._owed_each(state), self._later[state.seg])
+
+    def check(self, state: SteerState, memo: Any, text: str, tail: bytes, closing: bool) -> bool:
+        return memo is None or self.keywords.may_append(state.parts[self.slot].counts, state.text, text, memo)
+
+    def advance(
+        self,
+        before: SteerState,
+        new: SteerState,
+        token_id: int,
+        comp: LayoutSegment | None,
+        plan_of: Callable[[SteerState], Plan],
+    ) -> Any:
+        part: KeywordState = before.parts[self.slot]
+        chunk = new.text[len(before.text) :]
+        counts = self.keywords.counts_after(part.counts, before.text, chunk) if chunk else part.counts
+        if part.insert:
+            insert = part.insert[1:]
+        elif token_id in self._starts and comp is not None and isinstance(comp.segment, Free):
+            insert = self._commit(before, token_id, plan_of)
+        else:
+            insert = ()
+        return KeywordState(counts, insert)
+
+    def _commit(self, state: SteerState, token_id: int, plan_of: Callable[[SteerState], Plan]) -> tuple[int, ...]:
+        """The tokens forced after ``token_id`` when it begins an owed keyword
+        (none when it does not). The model's own choice commits only when the
+        token spells enough of the keyword; the steering's exit always does."""
+        owed = self._owed_each(state)
+        if state.counts.bracket_open or not any(owed):
+            return ()
+        plan: Plan | None = None
+        for i, rest, eligible in self._starts[token_id]:
+            if not owed[i]:
+                continue
+            if not eligible:
+                plan = plan or plan_of(state)
+                if token_id not in (plan.exit, plan.marks.get(self.slot, -1)):
+                    continue
+            return rest
+        return ()
+
+    def unmet(self, state: SteerState) -> tuple[str, ...]:
+        none_later = (0,) * len(self.keywords.items)
+        found = self.keywords.counts(state.text)
+        if any(self.keywords.owed(found, none_later)) or self.keywords.exceeded(found, none_later):
+            return ("keywords",)
+        return ()
+
+
+def insert_urgent(d: Draft, budget: int) -> bool:
+    """Whether the budget left holds little more than the owed insertions
+    (keywords, capital words): they are written at once then."""
+    return budget - d.comp.reserve_tokens - 2 - d.state.n_tokens <= d.inserts + 1
+
+
+def build_keywords(ctx: Context, specs: Sequence[Any]) -> Controller | None:
+    """The keyword controller, for hard keyword minima and maxima."""
+    keywords = next((s for s in specs if isinstance(s, Keywords)), None)
+    return Keywording(ctx, keywords) if keywords is not None else None

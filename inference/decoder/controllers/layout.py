@@ -24,6 +24,7 @@ from typing import Any
 import torch
 
 from inference.decoder.controllers.counts import Counts, Limits, count_text, good_last_word
+from inference.decoder.controllers.protocol import SteerState
 from inference.decoder.controllers.sentences import SentenceRoom, sentence_plan
 from inference.decoder.controllers.template import Formal, Free, Literal, Segment
 from inference.decoder.vocab import VocabTables
@@ -197,7 +198,7 @@ class CompiledLayout:
         assert isinstance(segment, Free)
         return segment
 
-    def enter(self, state: Any, seg: int) -> Any:
+    def enter(self, state: SteerState, seg: int) -> SteerState:
         """Move to segment ``seg`` (setting a free segment's token deadline)."""
         if seg >= len(self.segments):
             return dataclasses.replace(state, seg=seg, lit_pos=0)
@@ -213,7 +214,7 @@ class CompiledLayout:
                 deadline = budget_deadline if deadline is None else min(deadline, budget_deadline)
         return dataclasses.replace(state, seg=seg, lit_pos=0, seg_tokens=0, seg_deadline=deadline, seg_worded=False)
 
-    def holds_text(self, state: Any) -> bool:
+    def holds_text(self, state: SteerState) -> bool:
         """Whether the current segment, a part, has text of its own: a word
         with a letter (a bullet of bare digits or punctuation is no text; a
         forced first word counts for the part that follows it). Formal and
@@ -223,13 +224,13 @@ class CompiledLayout:
         segment = self.segments[state.seg].segment
         if not isinstance(segment, Free) or segment.after_word:
             return True
-        return bool(state.seg_worded)
+        return state.seg_worded
 
-    def at_word_end(self, state: Any, seg: int) -> bool:
+    def at_word_end(self, state: SteerState, seg: int) -> bool:
         """Whether the row's next token must end a forced word (a part's first token after it)."""
-        return bool(state.seg_tokens == 0 and self.free(seg).after_word)
+        return state.seg_tokens == 0 and self.free(seg).after_word
 
-    def problems(self, state: Any) -> list[str]:
+    def problems(self, state: SteerState) -> list[str]:
         """Structure problems of a text ending now ("structure", "empty_part", "minimum", "format")."""
         problems = []
         last = len(self.segments) - 1

@@ -24,9 +24,15 @@ the text (EOS, a forced closing literal) on an open occurrence.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["ForbiddenWords"]
+import torch
+
+from inference.decoder.controllers.protocol import Context, Controller, SteerState
+
+__all__ = ["Forbidden", "ForbiddenWords", "build_forbidden"]
 
 
 @dataclass(frozen=True)
@@ -73,3 +79,37 @@ class ForbiddenWords:
     def violated(self, text: str) -> bool:
         """True when ``text`` (complete) contains a forbidden word."""
         return any(p.search(text) is not None for p in self._patterns)  # type: ignore[attr-defined]
+
+
+class Forbidden(Controller):
+    """Forbidden words at decode time: every candidate is checked (``token_ok``);
+    after an open occurrence only a word character may follow, a forced end
+    or an unfinished character waits for one, and EOS is refused."""
+
+    lazy = True
+
+    def __init__(self, ctx: Context, words: ForbiddenWords) -> None:
+        self.words = words
+        self._wordchar = ctx.tables.starts_wordchar
+
+    def ends_ok(self, state: SteerState) -> bool:
+        return self.words.ends_ok(state.text)
+
+    def narrow(self, states: Sequence[SteerState], pool: torch.Tensor) -> None:
+        open_rows = [r for r, s in enumerate(states) if self.words.ends_open(s.text)]
+        if open_rows:
+            pool[open_rows] = pool[open_rows].masked_fill(~self._wordchar, float("-inf"))
+
+    def check(self, state: SteerState, memo: Any, text: str, tail: bytes, closing: bool) -> bool:
+        if not self.words.token_ok(state.text, text):
+            return False
+        return not ((tail or closing) and self.words.ends_open(state.text[-self.words.window :] + text))
+
+    def unmet(self, state: SteerState) -> tuple[str, ...]:
+        return () if self.words.ends_ok(state.text) else ("forbidden_words",)
+
+
+def build_forbidden(ctx: Context, specs: Sequence[Any]) -> Controller | None:
+    """The forbidden-word controller, for hard forbidden words."""
+    words = next((s for s in specs if isinstance(s, ForbiddenWords)), None)
+    return Forbidden(ctx, words) if words is not None else None

@@ -24,9 +24,10 @@ Per step and per row the composer:
    demand (``Draft.close``) for the masks;
 3. masks free rows: ``mask`` narrows the allowed ``[R, V]`` set (rows in
    free segments only); ``reweigh`` moves mass on the masked log-probs;
-4. checks the best candidates one by one when any controller is ``lazy``:
-   ``prepare`` once per row, ``narrow`` the candidate pool, ``check`` each
-   candidate; ``ends_ok`` also judges EOS;
+4. checks the best candidates one by one when any controller is ``lazy``
+   (or byte fragments are in play): ``prepare`` once per row, ``narrow`` the
+   candidate pool, ``check`` each candidate (``check_pieced`` those made of
+   byte fragments); ``ends_ok`` also judges EOS;
 5. on the chosen token, ``advance`` gives the controller's successor part;
    ``holding`` says the row is inside a sequence of its own (the layout does
    not leave the segment on its exit token then);
@@ -58,6 +59,7 @@ __all__ = [
     "HOLD_ALL",
     "HOLD_NONE",
     "HOLD_TARGET",
+    "NEG_INF",
     "NOTHING_OWED",
     "Builder",
     "Context",
@@ -88,6 +90,7 @@ class SteerState:
     seg_tokens: int = 0
     seg_deadline: int | None = None
     seg_worded: bool = False  # the current part has written a letter (a part must hold a word)
+    bracket_tokens: int = 0  # tokens inside an open bracket
     counts: Counts = field(default_factory=Counts)
     matcher: Any = None
     finished: bool = False
@@ -165,7 +168,7 @@ class Context:
     layout: CompiledLayout
     limits: Limits
     max_new_tokens: int | None
-    later: Callable[[SteerState, Sequence[Owed]], Later]
+    later: Callable[[SteerState, tuple[int, Owed] | None], Later]  # with one slot's owed replaced
 
 
 class Controller:
@@ -173,6 +176,7 @@ class Controller:
 
     slot: int = -1
     lazy: bool = False  # ``check`` must see the best candidates one by one
+    spec: Any = None  # the compiled spec it enforces (``ConstraintSteering.spec`` finds it)
 
     def start(self) -> Any:
         """The controller's part of a fresh row's state."""
@@ -237,8 +241,14 @@ class Controller:
     def narrow(self, states: Sequence[SteerState], pool: torch.Tensor) -> None:
         """Cut the lazy candidate pool in place. ``pool: [R, V]``."""
 
-    def check(self, state: SteerState, memo: Any, idx: int, text: str, tail: bytes, closing: bool) -> bool:
-        """Whether candidate ``idx`` (completing ``text``, leaving ``tail``) may follow."""
+    def check(self, state: SteerState, memo: Any, text: str, tail: bytes, closing: bool) -> bool:
+        """Whether a candidate completing ``text`` (leaving an unfinished ``tail``)
+        may follow (``closing``: the row waits only for a clean place to end)."""
+        return True
+
+    def check_pieced(self, state: SteerState, memo: Any, raw: bytes, text: str, tail: bytes) -> bool:
+        """Like ``check``, for a candidate whose bytes ``raw`` complete or continue
+        a character (a byte fragment, or after one): judged on ``text``."""
         return True
 
     def holding(self, state: SteerState) -> bool:

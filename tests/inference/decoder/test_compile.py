@@ -7,6 +7,8 @@ from typing import Any
 import pytest
 
 from inference.decoder.compile import branch_steerings, compile_steering
+from inference.decoder.controllers.citing import Citations
+from inference.decoder.controllers.keywords import Keywords
 from inference.decoder.controllers.template import Free, Literal
 from reasoning.constraints.model import Constraint, Hardness, Kind, Scope
 from reasoning.errors import ConflictError, InvalidInput, LimitExceeded
@@ -136,8 +138,9 @@ def test_keywords_follow_the_case_policy_and_merge(tokenizer: Any) -> None:
         tokenizer,
         prompt="x",
     )
-    assert steering.keywords is not None
-    (only,) = steering.keywords.items
+    keywords = steering.spec(Keywords)
+    assert keywords is not None
+    (only,) = keywords.items
     assert (only.text, only.at_least, only.at_most) == ("RISK", 2, 3)
     assert set(only.sources) == {"keywords_present", "keyword_frequency", "k2"}
 
@@ -247,7 +250,8 @@ def test_each_branch_is_bound_to_the_ids_it_shows(tokenizer: Any) -> None:
     cite = Constraint(id="cite", kind=Kind.CITE_SOURCES, params={"min": 2}, scope=Scope.CITATION)
     steering = compile_steering([cite], tokenizer, prompt="x", evidence_ids=["E1", "E2", "E3"])
     bound = branch_steerings(steering, [["E1", "E2"], ["E3"]])
-    assert [(s.citations.ids, s.citations.need) for s in bound if s.citations] == [(("E1", "E2"), 2), (("E3",), 2)]
+    cited = [found for s in bound if (found := s.spec(Citations)) is not None]
+    assert [(x.ids, x.need) for x in cited] == [(("E1", "E2"), 2), (("E3",), 2)]
     assert ["cite" in s.controlled for s in bound] == [True, False]
     with pytest.raises(LimitExceeded) as none_can:
         branch_steerings(steering, [["E1"], ["E2"], ["E3"]])

@@ -1,0 +1,34 @@
+"""The registered token-controller families, in the order the composer runs them.
+
+Each entry builds one family's controller from a request's compiled specs
+(``compile.compile_steering``), or None when the request does not need it.
+The order is the composer's fixed order for every hook (``steering``'s
+module doc says why it matters): adding a family is a new module with a
+``Controller`` subclass and its builder, plus one line here.
+"""
+
+from __future__ import annotations
+
+from inference.decoder.controllers.bounds import build_bounds, build_word_pace
+from inference.decoder.controllers.capitals import build_capitals
+from inference.decoder.controllers.charset import build_charset
+from inference.decoder.controllers.citing import build_citing
+from inference.decoder.controllers.closing import build_sentence_close
+from inference.decoder.controllers.keywords import build_keywords
+from inference.decoder.controllers.lexical import build_forbidden
+from inference.decoder.controllers.placeholders import build_placeholders
+from inference.decoder.controllers.protocol import Builder
+
+__all__ = ["CONTROLLERS"]
+
+CONTROLLERS: tuple[Builder, ...] = (
+    build_bounds,  # counted maxima masked first; minima hold the stop
+    build_charset,  # masses move to allowed variants before planning
+    build_citing,  # citation mode routes first; its bracket opens at the exit
+    build_sentence_close,  # the closing demand, read by the pacers after it
+    build_placeholders,  # a due placeholder is taken before a due keyword
+    build_forbidden,  # a forced end waits for a clean place
+    build_keywords,  # paced insertions; capped counts checked per candidate
+    build_capitals,  # paced after the keywords, over the budget they leave
+    build_word_pace,  # every token adds a word once the minimum falls behind
+)
