@@ -26,9 +26,13 @@ Verifying
     not grow with the log) and reports the first broken link: ``hash
     mismatch`` (the event was altered), ``gap`` (events before it are
     missing) or ``prev_hash mismatch`` (it does not follow the event before
-    it: reordered or spliced rows). Deleting the newest events is not
-    visible to the chain alone; record the reported head (``head_hash``)
-    outside the database to detect that.
+    it: reordered or spliced rows), or ``unreadable payload`` /
+    ``unreadable created_at`` (the stored field no longer decodes: it was
+    overwritten outside the service). Rows are read with those two fields as
+    raw text, so no tampering can make the walk itself fail. Deleting the
+    newest events is not visible to the chain alone; keep a signed head
+    (``store.audit_head``) outside the database and check it with
+    ``head_status`` to detect that.
 
 Retention
     Audit events are never updated. ``purge_expired`` is the only delete: it
@@ -44,12 +48,13 @@ Retention
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, func, select, text
+from sqlalchemy import Select, Text, cast, delete, func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from reasoning.errors import InvalidInput
@@ -61,9 +66,12 @@ __all__ = [
     "PURGED_EVENT",
     "ChainBreak",
     "ChainReport",
+    "HeadStatus",
+    "StoredEvent",
     "append_event",
     "chain_head",
     "event_document",
+    "head_status",
     "iter_events",
     "list_events",
     "purge_expired",
@@ -94,6 +102,64 @@ class ChainReport:
     first_broken: ChainBreak | None
     head_chain_seq: int
     head_hash: str
+
+
+@dataclass(frozen=True)
+class StoredEvent:
+    """An event as stored, read so that tampered fields cannot make the read fail.
+
+    ``event`` is a detached row; a field named in ``damaged`` (``payload``,
+    ``created_at``) did not decode and holds a placeholder (``{}``, the epoch),
+    ``created_text`` is the stored time as text.
+    """
+
+    event: AuditEvent
+    created_text: str
+    damaged: tuple[str, ...] = field(default=())
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _raw_select() -> Select[*tuple[Any, ...]]:
+    return select(
+        AuditEvent.seq,
+        AuditEvent.id,
+        AuditEvent.tenant_id,
+        AuditEvent.chain_seq,
+        AuditEvent.event_type,
+        AuditEvent.subject_type,
+        AuditEvent.subject_id,
+        cast(AuditEvent.payload, Text),
+        cast(AuditEvent.created_at, Text),
+        AuditEvent.prev_hash,
+        AuditEvent.hash,
+    )
+
+
+def _decoded(row: Any) -> StoredEvent:
+    """A raw row as an event; undecodable fields named, never raised."""
+    damaged: list[str] = []
+    try:
+        payload = json.loads(row[7]) if row[7] is not None else None
+    except (TypeError, ValueError):
+        payload = None
+    if not isinstance(payload, dict):
+        damaged.append("payload")
+        payload = {}
+    created_text = str(row[8])
+    try:
+        moment = datetime.fromisoformat(created_text)
+        moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    except (TypeError, ValueError):
+        damaged.append("created_at")
+        moment = _EPOCH
+    event = AuditEvent(
+        seq=row[0], id=row[1], tenant_id=row[2], chain_seq=row[3], event_type=row[4],
+        subject_type=row[5], subject_id=row[6], payload=payload, created_at=moment,
+        prev_hash=row[9], hash=row[10],
+    )
+    return StoredEvent(event, created_text, tuple(damaged))
 
 
 def _lock_key(tenant_id: str) -> int:
@@ -207,13 +273,14 @@ async def iter_events(
     """A tenant's events in ``seq`` order, fetched ``batch`` rows at a time.
 
     Each batch is a keyset query (``seq > last``), so no server-side cursor
-    stays open and memory holds one batch. Rows are expunged as they are
-    yielded so the session's identity map does not grow either.
+    stays open and memory holds one batch. Rows are detached (never in the
+    session's identity map); a tampered field reads as a placeholder
+    (``StoredEvent``), never as an error.
     """
     last = after_seq
     while True:
         query = (
-            select(AuditEvent)
+            _raw_select()
             .where(AuditEvent.tenant_id == tenant_id, AuditEvent.seq > last)
             .order_by(AuditEvent.seq)
             .limit(batch)
@@ -222,13 +289,12 @@ async def iter_events(
             query = query.where(AuditEvent.created_at >= since)
         if until is not None:
             query = query.where(AuditEvent.created_at < until)
-        rows = list((await session.execute(query)).scalars())
+        rows = (await session.execute(query)).all()
         for row in rows:
-            session.expunge(row)
-            yield row
+            yield _decoded(row).event
         if len(rows) < batch:
             return
-        last = rows[-1].seq
+        last = int(rows[-1][0])
 
 
 async def list_events(
@@ -240,10 +306,13 @@ async def list_events(
     event_type: str | None = None,
     since: datetime | None = None,
     until: datetime | None = None,
-) -> tuple[list[AuditEvent], int | None]:
-    """One page of a tenant's events and the ``seq`` to continue after (None at the end)."""
+) -> tuple[list[StoredEvent], int | None]:
+    """One page of a tenant's events and the ``seq`` to continue after (None at the end).
+
+    Tampered rows are listed too, their undecodable fields named (``StoredEvent``).
+    """
     query = (
-        select(AuditEvent)
+        _raw_select()
         .where(AuditEvent.tenant_id == tenant_id, AuditEvent.seq > after_seq)
         .order_by(AuditEvent.seq)
         .limit(limit + 1)
@@ -254,14 +323,25 @@ async def list_events(
         query = query.where(AuditEvent.created_at >= since)
     if until is not None:
         query = query.where(AuditEvent.created_at < until)
-    rows = list((await session.execute(query)).scalars())
+    rows = [_decoded(row) for row in (await session.execute(query)).all()]
     if len(rows) > limit:
-        return rows[:limit], rows[limit - 1].seq
+        return rows[:limit], rows[limit - 1].event.seq
     return rows, None
 
 
-def event_document(event: AuditEvent) -> dict[str, Any]:
-    """An event as a JSON object: every hashed field, its hash and its ``seq``."""
+def event_document(event: AuditEvent | StoredEvent) -> dict[str, Any]:
+    """An event as a JSON object: every hashed field, its hash and its ``seq``.
+
+    A :class:`StoredEvent` with damaged fields shows its stored time as text and
+    names the damaged fields in ``damaged``.
+    """
+    if isinstance(event, StoredEvent):
+        document = event_document(event.event)
+        if event.damaged:
+            document["damaged"] = list(event.damaged)
+            if "created_at" in event.damaged:
+                document["created_at"] = event.created_text
+        return document
     return {
         "seq": event.seq,
         "id": event.id,
@@ -277,39 +357,86 @@ def event_document(event: AuditEvent) -> dict[str, Any]:
     }
 
 
-async def _anchor(session: AsyncSession, tenant_id: str, first: AuditEvent) -> str | None:
-    """The trusted start of a purged chain: the ``prev_hash`` a purge event vouches for."""
-    purges = await session.execute(
-        select(AuditEvent.payload).where(
+async def _purges(session: AsyncSession, tenant_id: str) -> list[dict[str, Any]]:
+    """The payloads of the tenant's purge events that decode (a tampered one vouches for nothing)."""
+    rows = await session.execute(
+        select(cast(AuditEvent.payload, Text)).where(
             AuditEvent.tenant_id == tenant_id, AuditEvent.event_type == PURGED_EVENT
         )
     )
-    for (payload,) in purges:
+    found: list[dict[str, Any]] = []
+    for (raw,) in rows:
+        try:
+            payload = json.loads(raw)
+        except (TypeError, ValueError):
+            continue
+        if isinstance(payload, dict):
+            found.append(payload)
+    return found
+
+
+async def _anchor(session: AsyncSession, tenant_id: str, first: AuditEvent) -> str | None:
+    """The trusted start of a purged chain: the ``prev_hash`` a purge event vouches for."""
+    for payload in await _purges(session, tenant_id):
         if payload.get("through_chain_seq") == first.chain_seq - 1:
             return str(payload.get("through_hash"))
     return None
 
 
-async def _iter_chain(session: AsyncSession, tenant_id: str, batch: int) -> AsyncIterator[AuditEvent]:
+@dataclass(frozen=True)
+class HeadStatus:
+    """Whether the chain still holds a head recorded earlier (see ``store.audit_head``).
+
+    ``reason``: ``present`` (the event at that position carries that hash),
+    ``purged`` (a purge event covers that position), ``replaced`` (another hash
+    is stored there) or ``missing`` (the chain ends before it: newest events
+    were deleted).
+    """
+
+    holds: bool
+    reason: str
+    current_chain_seq: int
+
+
+async def head_status(session: AsyncSession, tenant_id: str, chain_seq: int, head_hash: str) -> HeadStatus:
+    """Check a recorded head ``(chain_seq, head_hash)`` against the tenant's chain now."""
+    current, _ = await chain_head(session, tenant_id)
+    if chain_seq == 0:
+        return HeadStatus(head_hash == GENESIS_HASH, "present" if head_hash == GENESIS_HASH else "replaced", current)
+    stored = (
+        await session.execute(
+            select(AuditEvent.hash).where(
+                AuditEvent.tenant_id == tenant_id, AuditEvent.chain_seq == chain_seq
+            )
+        )
+    ).scalar_one_or_none()
+    if stored is not None:
+        same = stored == head_hash
+        return HeadStatus(same, "present" if same else "replaced", current)
+    for payload in await _purges(session, tenant_id):
+        through = payload.get("through_chain_seq")
+        if isinstance(through, int) and through >= chain_seq:
+            return HeadStatus(True, "purged", current)
+    return HeadStatus(False, "missing", current)
+
+
+async def _iter_chain(session: AsyncSession, tenant_id: str, batch: int) -> AsyncIterator[StoredEvent]:
     """A tenant's events in chain order, ``batch`` at a time over the (tenant, position) index."""
     last = 0
     while True:
-        rows = list(
-            (
-                await session.execute(
-                    select(AuditEvent)
-                    .where(AuditEvent.tenant_id == tenant_id, AuditEvent.chain_seq > last)
-                    .order_by(AuditEvent.chain_seq)
-                    .limit(batch)
-                )
-            ).scalars()
-        )
+        rows = (
+            await session.execute(
+                _raw_select()
+                .where(AuditEvent.tenant_id == tenant_id, AuditEvent.chain_seq > last)
+                .order_by(AuditEvent.chain_seq)
+                .limit(batch)
+            )
+        ).all()
         for row in rows:
-            session.expunge(row)
-            yield row
+            yield _decoded(row)
         if len(rows) < batch:
             return
-        last = rows[-1].chain_seq
+        last = int(rows[-1][3])
 
 
 async def verify_chain(session: AsyncSession, tenant_id: str, *, batch: int = _BATCH) -> ChainReport:
@@ -328,14 +455,17 @@ async def verify_chain(session: AsyncSession, tenant_id: str, *, batch: int = _B
     """
     checked = 0
     expected_seq, prev_hash, prev_row = 1, GENESIS_HASH, 0
-    async for event in _iter_chain(session, tenant_id, batch):
+    async for stored in _iter_chain(session, tenant_id, batch):
+        event = stored.event
         if checked == 0 and event.chain_seq > 1:
             anchor = await _anchor(session, tenant_id, event)
             if anchor is not None:
                 expected_seq, prev_hash = event.chain_seq, anchor
         checked += 1
         reason: str | None = None
-        if _digest_of(event) != event.hash:
+        if stored.damaged:
+            reason = f"unreadable {stored.damaged[0]}"
+        elif _digest_of(event) != event.hash:
             reason = "hash mismatch"
         elif event.chain_seq != expected_seq:
             reason = "gap"

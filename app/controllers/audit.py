@@ -2,15 +2,19 @@
 
 - ``GET /v1/audit/events``: the caller's tenant events, paged by cursor.
 - ``GET /v1/audit/verify``: walks the tenant's hash chain (in batches, not
-  loaded whole) and names the first broken link; with ``bundles=true`` it also
-  checks every run's stored provenance bundle against the SHA-256 its
-  ``run.recorded`` event sealed.
+  loaded whole) and names the first broken link (tampered rows included);
+  with ``bundles=true`` it also checks every run's stored provenance bundle
+  against the SHA-256 its ``run.recorded`` event sealed. An intact chain comes
+  with a ``signed_head`` (``store.audit_head``); ``head=<token>`` checks an
+  earlier one, so a deleted tail of the chain is seen.
 - ``GET /v1/audit/export``: the PROV bundles of the runs in a time range
   (``from`` inclusive, ``to`` exclusive, on the run's start time; zone-less
   times are UTC) as one document, streamed run by run. A page holds at most ``limit`` runs; the
   cursor of the next page is sent before the body in ``X-Next-Cursor`` and a
   ``Link: rel="next"`` header (absent on the last page). An interrupted
   download resumes with ``after_run=<id of the last complete bundle>``.
+  ``X-Tenet-Audit-Head`` carries the signed head of the tenant's chain at the
+  start of the export.
 - ``POST /v1/audit/purge`` (``admin``): removes events older than
   ``TENET_AUDIT_RETENTION_DAYS``, never younger ones.
 """
@@ -38,6 +42,7 @@ from app.schemas.audit import (
     BundleVerification,
     ChainBreakOut,
     ChainVerification,
+    HeadCheckOut,
     PurgeResult,
 )
 from app.settings import Settings
@@ -45,6 +50,7 @@ from reasoning.errors import InvalidInput
 from reasoning.provenance import MEDIA_TYPES, ExportWriter, ProvFormat
 from store import audit as audit_store
 from store import runs as run_store
+from store.audit_head import head_key, read_head, sign_head
 
 __all__ = ["AuditController"]
 
@@ -131,11 +137,28 @@ class AuditController(Controller):
         self,
         auth: AuthContext,
         db_session: AsyncSession,
+        settings: Settings,
         bundles: bool = Parameter(
             default=False, description="also check each run's provenance bundle against its event"
         ),
+        head: str | None = Parameter(
+            default=None, description="a signed_head kept earlier: does the chain still hold it?"
+        ),
     ) -> ChainVerification:
+        key = head_key(settings.data_dir)
+        earlier = read_head(key, head) if head else None
+        if earlier is not None and earlier.tenant_id != auth.tenant_id:
+            raise InvalidInput("the signed head is of another tenant's chain", field="head")
         report = await audit_store.verify_chain(db_session, auth.tenant_id)
+        head_check = None
+        if earlier is not None:
+            status = await audit_store.head_status(
+                db_session, auth.tenant_id, earlier.chain_seq, earlier.hash
+            )
+            head_check = HeadCheckOut(
+                chain_seq=earlier.chain_seq, hash=earlier.hash, holds=status.holds,
+                reason=status.reason, current_chain_seq=status.current_chain_seq,
+            )
         bundle_check = None
         if bundles:
             found = await run_store.verify_bundles(db_session, auth.tenant_id)
@@ -154,6 +177,12 @@ class AuditController(Controller):
             head_chain_seq=report.head_chain_seq,
             head_hash=report.head_hash,
             bundles=bundle_check,
+            signed_head=(
+                sign_head(key, auth.tenant_id, report.head_chain_seq, report.head_hash).token
+                if report.intact
+                else None
+            ),
+            head_check=head_check,
         )
 
     @get(
@@ -166,6 +195,7 @@ class AuditController(Controller):
         auth: AuthContext,
         db_session: AsyncSession,
         runtime: Runtime,
+        settings: Settings,
         format: str = Parameter(default="json", description="provn | json | xml | ttl | jsonld"),
         since: datetime | None = Parameter(query="from", default=None),
         until: datetime | None = Parameter(query="to", default=None),
@@ -185,8 +215,12 @@ class AuditController(Controller):
         following = await run_store.next_export_cursor(
             db_session, auth.tenant_id, limit=limit, after=after, since=since, until=until
         )
+        position, last_hash = await audit_store.chain_head(db_session, auth.tenant_id)
         headers = {
-            "Content-Disposition": f'attachment; filename="tenet-provenance.{file_extension(fmt)}"'
+            "Content-Disposition": f'attachment; filename="tenet-provenance.{file_extension(fmt)}"',
+            "X-Tenet-Audit-Head": sign_head(
+                head_key(settings.data_dir), auth.tenant_id, position, last_hash
+            ).token,
         }
         if following is not None:
             token = following.encode()

@@ -13,6 +13,7 @@ __all__ = [
     "BundleVerification",
     "ChainBreakOut",
     "ChainVerification",
+    "HeadCheckOut",
     "PurgeResult",
     "RunDetail",
     "RunPage",
@@ -68,6 +69,9 @@ class AuditEventOut(msgspec.Struct, frozen=True, kw_only=True):
     created_at: str
     prev_hash: str
     hash: str
+    damaged: list[str] = msgspec.field(default_factory=list)
+    """Stored fields that no longer decode (``payload``, ``created_at``: tampered rows);
+    ``payload`` is then ``{}`` and ``created_at`` the stored text."""
 
 
 class AuditEventPage(msgspec.Struct, frozen=True, kw_only=True):
@@ -90,11 +94,27 @@ class BundleVerification(msgspec.Struct, frozen=True, kw_only=True):
     reason: str | None
 
 
+class HeadCheckOut(msgspec.Struct, frozen=True, kw_only=True):
+    """A signed head given to ``GET /v1/audit/verify?head=`` checked against the chain now.
+
+    ``reason``: ``present``, ``purged`` (both: ``holds``), ``replaced`` or
+    ``missing`` (events at or after that position were deleted).
+    """
+
+    chain_seq: int
+    hash: str
+    holds: bool
+    reason: str
+    current_chain_seq: int
+
+
 class ChainVerification(msgspec.Struct, frozen=True, kw_only=True):
     """The result of walking the caller's tenant chain.
 
-    ``head_chain_seq`` / ``head_hash`` name the last verified event: keep them
-    outside the service to detect later truncation of the chain.
+    ``head_chain_seq`` / ``head_hash`` name the last verified event;
+    ``signed_head`` (present when the chain is intact) is a token signing
+    them: keep it outside the service and pass it back as ``?head=`` to detect
+    a later truncation of the chain (``head_check``).
     """
 
     intact: bool
@@ -103,6 +123,8 @@ class ChainVerification(msgspec.Struct, frozen=True, kw_only=True):
     head_chain_seq: int
     head_hash: str
     bundles: BundleVerification | None = None
+    signed_head: str | None = None
+    head_check: HeadCheckOut | None = None
 
 
 class PurgeResult(msgspec.Struct, frozen=True, kw_only=True):

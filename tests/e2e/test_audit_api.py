@@ -192,8 +192,9 @@ async def test_verify_names_the_first_altered_event(app: Litestar, client: Clien
     rest = (await client.get("/v1/audit/events", params={"cursor": events["next_cursor"]}, headers=headers)).json()
     assert [e["chain_seq"] for e in rest["data"]] == [4] and rest["next_cursor"] is None
     intact = (await client.get("/v1/audit/verify", headers=headers)).json()
+    assert intact.pop("signed_head").startswith("v1.")
     assert intact == {"intact": True, "checked": 4, "first_broken": None, "head_chain_seq": 4,
-                      "head_hash": rest["data"][0]["hash"], "bundles": None}
+                      "head_hash": rest["data"][0]["hash"], "bundles": None, "head_check": None}
     deep = (await client.get("/v1/audit/verify", params={"bundles": "true"}, headers=headers)).json()
     assert deep["bundles"] == {"checked": 4, "first_mismatch": None, "reason": None}
     target = events["data"][1]
@@ -202,6 +203,61 @@ async def test_verify_names_the_first_altered_event(app: Litestar, client: Clien
     report = (await client.get("/v1/audit/verify", headers=headers)).json()
     assert report["intact"] is False and report["checked"] == 2
     assert report["first_broken"] == {"seq": target["seq"], "id": target["id"], "chain_seq": 2, "reason": "hash mismatch"}
+
+
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [("payload", "{not json"), ("payload", "[1, 2]"), ("created_at", "yesterday at noon")],
+)
+async def test_verify_names_a_row_whose_fields_no_longer_decode(
+    app: Litestar, client: Client, make_key: MakeKey, column: str, value: str
+) -> None:
+    headers = await make_key("bank", ["audit:read"])
+    await _runs(app, "bank", 3)
+    events = (await client.get("/v1/audit/events", headers=headers)).json()["data"]
+    target = events[1]
+    async with transaction(app.state.runtime.sessionmaker) as db:
+        await db.execute(text(f"UPDATE audit_events SET {column} = :value WHERE seq = :seq"),
+                         {"value": value, "seq": target["seq"]})
+    verified = await client.get("/v1/audit/verify", params={"bundles": "true"}, headers=headers)
+    assert verified.status_code == 200, verified.text
+    report = verified.json()
+    assert report["intact"] is False and report["signed_head"] is None
+    assert report["first_broken"] == {"seq": target["seq"], "id": target["id"], "chain_seq": 2,
+                                      "reason": f"unreadable {column}"}
+    listed = await client.get("/v1/audit/events", headers=headers)
+    assert listed.status_code == 200, listed.text
+    shown = {e["seq"]: e for e in listed.json()["data"]}
+    assert shown[target["seq"]]["damaged"] == [column]
+    assert shown[events[0]["seq"]]["damaged"] == []
+    if column == "created_at":
+        assert shown[target["seq"]]["created_at"] == value
+
+
+async def test_a_signed_head_detects_a_deleted_tail(
+    app: Litestar, client: Client, make_key: MakeKey, assert_problem: Callable[..., dict[str, object]]
+) -> None:
+    headers = await make_key("bank", ["audit:read"])
+    await _runs(app, "bank", 3)
+    first = (await client.get("/v1/audit/verify", headers=headers)).json()
+    token = first["signed_head"]
+    export = await client.get("/v1/audit/export", headers=headers)
+    assert export.headers["x-tenet-audit-head"] == token  # the same head, signed at the export
+    held = (await client.get("/v1/audit/verify", params={"head": token}, headers=headers)).json()
+    assert held["head_check"] == {"chain_seq": 3, "hash": first["head_hash"], "holds": True,
+                                  "reason": "present", "current_chain_seq": 3}
+    async with transaction(app.state.runtime.sessionmaker) as db:
+        await db.execute(text("DELETE FROM audit_events WHERE chain_seq = 3"))
+    after = (await client.get("/v1/audit/verify", params={"head": token}, headers=headers)).json()
+    assert after["intact"] is True  # the chain alone cannot tell
+    assert after["head_check"]["holds"] is False and after["head_check"]["reason"] == "missing"
+    assert after["head_check"]["current_chain_seq"] == 2
+    forged = token[:-4] + ("0000" if not token.endswith("0000") else "1111")
+    assert "signature" in assert_problem(
+        await client.get("/v1/audit/verify", params={"head": forged}, headers=headers), 400
+    )["detail"]
+    other = await make_key("other", ["audit:read"])
+    assert_problem(await client.get("/v1/audit/verify", params={"head": token}, headers=other), 400)
 
 
 async def test_purge_respects_the_retention_period(app: Litestar, client: Client, make_key: MakeKey) -> None:

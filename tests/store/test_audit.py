@@ -214,11 +214,11 @@ async def test_list_events_pages_by_seq_within_the_tenant(factory: Factory) -> N
     mine, _ = await _interleaved(factory)
     async with factory() as db:
         page, after = await audit.list_events(db, "tenant-a", limit=2)
-        assert [e.id for e in page] == [e.id for e in mine[:2]] and after == mine[1].seq
+        assert [e.event.id for e in page] == [e.id for e in mine[:2]] and after == mine[1].seq
         page, after = await audit.list_events(db, "tenant-a", after_seq=after, limit=2)
-        assert [e.id for e in page] == [e.id for e in mine[2:4]]
+        assert [e.event.id for e in page] == [e.id for e in mine[2:4]]
         page, after = await audit.list_events(db, "tenant-a", after_seq=after or 0, limit=2)
-        assert [e.id for e in page] == [mine[4].id] and after is None
+        assert [e.event.id for e in page] == [mine[4].id] and after is None
         streamed = [e.id async for e in audit.iter_events(db, "tenant-b", batch=2)]
     assert len(streamed) == 5 and not set(streamed) & {e.id for e in mine}
 
