@@ -4,6 +4,10 @@ Tenancy rule: an admin key of the ``default`` tenant is the operator's and
 manages keys of every tenant (creating a tenant on first use); an admin key of
 any other tenant manages only its own tenant's keys, and another tenant's key
 id answers 404 as if it did not exist.
+
+Every creation and revocation is an audit event (``key.created``,
+``key.revoked``) in the chain of the key's tenant, naming the acting key; it
+commits with the change or not at all.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from app.auth import AuthContext, requires_scope
 from app.schemas.keys import Key, KeyCreate, KeyCreated, KeyList
 from reasoning.errors import Forbidden
 from store import keys as key_store
+from store.audit import append_event
 from store.models import ApiKey, Tenant
 
 __all__ = ["KeysController"]
@@ -36,6 +41,24 @@ def _key(key: ApiKey, tenant_name: str) -> Key:
     )
 
 
+async def _audit(db_session: AsyncSession, event_type: str, key: ApiKey, auth: AuthContext) -> None:
+    """Record a key change in the chain of the key's tenant, in the request's transaction."""
+    await append_event(
+        db_session,
+        tenant_id=key.tenant_id,
+        event_type=event_type,
+        subject_type="api_key",
+        subject_id=key.id,
+        payload={
+            "prefix": key.prefix,
+            "name": key.name,
+            "scopes": list(key.scopes),
+            "by_key": auth.key_id,
+            "by_tenant": auth.tenant_id,
+        },
+    )
+
+
 class KeysController(Controller):
     path = "/v1/keys"
     tags = ("keys",)
@@ -52,6 +75,7 @@ class KeysController(Controller):
             )
         tenant = await key_store.get_or_create_tenant(db_session, tenant_name)
         created = await key_store.create_key(db_session, tenant.id, data.name, data.scopes)
+        await _audit(db_session, "key.created", created.key, auth)
         return KeyCreated(
             **msgspec.structs.asdict(_key(created.key, tenant.name)), key=created.token
         )
@@ -86,5 +110,6 @@ class KeysController(Controller):
     async def revoke_key(self, key_id: str, auth: AuthContext, db_session: AsyncSession) -> Key:
         scope_tenant = None if auth.is_operator else auth.tenant_id
         key = await key_store.revoke_key(db_session, key_id, scope_tenant)
+        await _audit(db_session, "key.revoked", key, auth)
         tenant = await db_session.get(Tenant, key.tenant_id)
         return _key(key, tenant.name if tenant else "")

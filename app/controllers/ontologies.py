@@ -7,7 +7,9 @@ version. Every query is scoped to the caller's tenant: another tenant's
 version answers 404. Upload limits are the ``TENET_ONTOLOGY_*`` settings
 (``runtime.ontology_limits``); the request body is capped at the file limit
 plus :data:`MULTIPART_ALLOWANCE_BYTES` while it is received. OWL/XML is
-refused with 415 (see ``docs/ontologies.md``).
+refused with 415 (see ``docs/ontologies.md``). A new version and a retired
+one are audit events (``ontology.uploaded``, ``ontology.deleted``) in the
+request's transaction.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from reasoning.errors import Forbidden, InvalidInput, LimitExceeded
 from reasoning.evidence.ingest import IngestLimits, IngestResult, ingest_ontology
 from reasoning.evidence.safe_parse import media_type_for
 from store import ontologies as ontology_store
+from store.audit import append_event
 from store.models import OntologyVersion
 
 __all__ = ["MULTIPART_ALLOWANCE_BYTES", "OntologiesController", "requires_any_scope"]
@@ -185,6 +188,12 @@ class OntologiesController(Controller):
         row, created = await ontology_store.save_version(
             db_session, auth.tenant_id, chosen, data, result, filename=filename)
         if created:
+            await append_event(
+                db_session, tenant_id=auth.tenant_id, event_type="ontology.uploaded",
+                subject_type="ontology_version", subject_id=row.id,
+                payload={"domain": row.domain, "content_hash": row.content_hash,
+                         "size_bytes": row.size_bytes, "by_key": auth.key_id},
+            )
             runtime.ontology_indexes.put(result.index.with_version(row.id))
         return Response(await _version_out(db_session, auth.tenant_id, row),
                         status_code=HTTP_201_CREATED if created else HTTP_200_OK)
@@ -242,5 +251,10 @@ class OntologiesController(Controller):
     async def delete_ontology(self, version_id: str, auth: AuthContext, db_session: AsyncSession,
                               runtime: Runtime) -> OntologyVersionOut:
         row = await ontology_store.delete_version(db_session, auth.tenant_id, version_id)
+        await append_event(
+            db_session, tenant_id=auth.tenant_id, event_type="ontology.deleted",
+            subject_type="ontology_version", subject_id=row.id,
+            payload={"domain": row.domain, "content_hash": row.content_hash, "by_key": auth.key_id},
+        )
         runtime.ontology_indexes.discard(row.id)
         return await _version_out(db_session, auth.tenant_id, row)

@@ -177,3 +177,24 @@ async def test_tenant_names_with_hidden_characters_are_400(
     assert_problem(response, 400)
     listing = (await client.get("/v1/keys", headers=admin_headers)).json()["data"]
     assert {k["tenant"] for k in listing} == {"default"}
+
+
+async def test_key_creation_and_revocation_are_audited_in_the_keys_tenant(
+    client: Client, admin_headers: dict[str, str], make_key: Any
+) -> None:
+    created = (
+        await client.post(
+            "/v1/keys", headers=admin_headers, json={"tenant": "acme", "name": "ci", "scopes": ["reason"]}
+        )
+    ).json()
+    assert (await client.delete(f"/v1/keys/{created['id']}", headers=admin_headers)).status_code == 200
+    auditor = await make_key("acme", ["audit:read"])
+    events = (await client.get("/v1/audit/events", headers=auditor)).json()["data"]
+    assert [(e["event_type"], e["subject_id"]) for e in events] == [
+        ("key.created", created["id"]),
+        ("key.revoked", created["id"]),
+    ]
+    assert events[0]["payload"]["prefix"] == created["prefix"]
+    assert "key" not in events[0]["payload"] and created["key"] not in str(events)
+    default_events = (await client.get("/v1/audit/events", headers=admin_headers)).json()["data"]
+    assert default_events == []  # the operator's own chain holds no other tenant's events

@@ -352,3 +352,17 @@ async def test_an_uploaded_disjointness_makes_two_jurisdictions_conflict(
     assert body["status"] == "needs_confirmation"
     [conflict] = body["conflicts"]
     assert "owl:disjointWith" in conflict["reason"] and "US regime" in conflict["reason"]
+
+
+async def test_uploads_and_deletions_are_audited(client: Client, make_key: Any) -> None:
+    headers = await make_key("acme", ["ontology:write", "audit:read"])
+    created = (await upload(client, headers, SMALL_TTL, "text/turtle")).json()
+    assert (await upload(client, headers, SMALL_TTL, "text/turtle")).status_code == 200
+    assert (await client.delete(f"{URL}/{created['id']}", headers=headers)).status_code == 200
+    events = (await client.get("/v1/audit/events", headers=headers)).json()["data"]
+    assert [(e["event_type"], e["subject_id"]) for e in events] == [
+        ("ontology.uploaded", created["id"]),  # the identical re-upload changed nothing
+        ("ontology.deleted", created["id"]),
+    ]
+    assert events[0]["payload"]["content_hash"] == created["content_hash"]
+    assert (await client.get("/v1/audit/verify", headers=headers)).json()["intact"] is True
