@@ -38,8 +38,8 @@ def _sparql(query: str) -> bytes:
 @pytest.mark.parametrize(("query", "words"), [
     ("CONSTRUCT { $this ex:needs ?o } WHERE { SERVICE <http://127.0.0.1:9/> { ?s ?p ?o } }",
      "SERVICE"),
-    ("CONSTRUCT { $this ex:needs ?o } WHERE { $this ?p ?o . FILTER EXISTS { "
-     "SERVICE <http://127.0.0.1:9/> { ?o ?q ?z } } }", "SERVICE"),
+    (("CONSTRUCT { $this ex:needs ?o } WHERE { $this ?p ?o . FILTER EXISTS { "
+     "SERVICE <http://127.0.0.1:9/> { ?o ?q ?z } } }"), "SERVICE"),
     ("CONSTRUCT { $this ex:needs ?o } FROM <http://127.0.0.1:9/g> WHERE { ?s ?p ?o }", "FROM"),
     ("LOAD <http://127.0.0.1:9/data.ttl>", "updates"),
     ("INSERT DATA { ex:a ex:b ex:c }", "updates"),
