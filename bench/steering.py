@@ -308,6 +308,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--limit", type=int, default=None, help="decode at most N selected prompts")
     parser.add_argument(
+        "--max-new-tokens",
+        type=int,
+        default=None,
+        help="cap every prompt's token budget at N (a smoke run; the report records the cap)",
+    )
+    parser.add_argument(
         "--skip",
         type=int,
         default=0,
@@ -352,6 +358,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     chosen = chosen[max(0, args.skip) :]
     if args.limit is not None:
         chosen = chosen[: args.limit]
+    if args.max_new_tokens is not None:
+        chosen = [{**r, "budget": min(r["budget"], args.max_new_tokens)} for r in chosen]
     evaluate = _prepare_judge()
     forward = "packed" if packed_forward(model) is not None else "library"
 
@@ -393,6 +401,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "benchmark": "steering",
             "quick": args.quick,
             "width": args.width,
+            "max_new_tokens": args.max_new_tokens,
             "pruning_enforced": args.prune,
             "selection_rule": "IFEval prompts whose instructions all map to catalog kinds and are all reported "
             "controlled by compile_steering (IFEval kwargs as parameters); conflicting sets excluded; "

@@ -40,6 +40,9 @@ POSTGRES_URL = os.environ.get(
 MODEL_CACHE = Path(os.environ.get("TENET_TEST_MODEL_CACHE", REPO_ROOT / "var" / "models"))
 #: Where the model tests run: "cpu" in CI; bench/gpu_check.sh sets "cuda".
 TEST_DEVICE = os.environ.get("TENET_TEST_DEVICE", "cpu")
+#: Torch intra-op threads for the whole session: on a shared 2-core machine more threads
+#: oversubscribe and run several times slower; TENET_TEST_TORCH_THREADS overrides it.
+TEST_TORCH_THREADS = int(os.environ.get("TENET_TEST_TORCH_THREADS", "1"))
 #: Two legal regimes declared disjoint (owl:disjointWith), with English and Chinese labels.
 REGIMES_TTL = (Path(__file__).resolve().parent / "data" / "regimes.ttl").read_bytes()
 
@@ -195,6 +198,16 @@ def make_key(app: Litestar) -> MakeKey:
 
 
 # --- the model -----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session", autouse=True)
+def session_torch_threads() -> Iterator[None]:
+    """Every test runs with ``TEST_TORCH_THREADS`` intra-op threads, whatever its position in
+    the session (a benchmark's ``main`` also sets the count for the process)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(TEST_TORCH_THREADS)
+    yield
+    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")
