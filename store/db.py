@@ -7,11 +7,13 @@ keys a cascade in the schema would silently do nothing).
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event, text
+from sqlalchemy import event, make_url, text
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
     AsyncSession,
@@ -30,13 +32,38 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
+def _private_sqlite_file(url: str) -> None:
+    """Create the SQLite file of ``url`` readable by its owner only (0600), or tighten it to that.
+
+    SQLite creates a database (and its ``-wal`` / ``-shm`` files, which copy the
+    database file's mode) with the process umask, typically world-readable;
+    the database holds key hashes, prompts and answers.
+    """
+    database = make_url(url).database
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return
+    path = Path(database)
+    if not path.parent.is_dir():
+        return
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+        if path.stat().st_mode & 0o077:
+            path.chmod(0o600)
+    except OSError:
+        return  # a read-only directory or a file owned by another user: SQLite reports it
+
+
 def create_engine(url: str, *, echo: bool = False) -> AsyncEngine:
-    """Create the async engine for ``url`` (sqlite+aiosqlite or postgresql+asyncpg)."""
+    """Create the async engine for ``url`` (sqlite+aiosqlite or postgresql+asyncpg).
+
+    A SQLite database file is made private to its owner (mode 0600).
+    """
     kwargs: dict[str, Any] = {"echo": echo}
     if url.startswith("postgresql"):
         kwargs.update(pool_pre_ping=True, pool_size=10, max_overflow=10)
     engine = create_async_engine(url, **kwargs)
     if url.startswith("sqlite"):
+        _private_sqlite_file(url)
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
     return engine
 

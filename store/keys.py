@@ -17,13 +17,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
-from sqlalchemy import select
+from sqlalchemy import literal, select, tuple_
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from reasoning.errors import InvalidInput, NotFound
-from store.models import ApiKey, Tenant, new_id, utcnow
+from store.models import ApiKey, Tenant, UTCDateTime, new_id, utcnow
 
 __all__ = [
     "DEFAULT_TENANT",
@@ -162,11 +162,31 @@ async def create_key(
     return NewKey(key=key, token=f"{KEY_PREFIX}_{prefix}_{secret}")
 
 
-async def list_keys(session: AsyncSession, tenant_id: str | None) -> Sequence[ApiKey]:
-    """Keys of one tenant (all tenants when ``tenant_id`` is None), oldest first."""
+async def list_keys(
+    session: AsyncSession,
+    tenant_id: str | None,
+    *,
+    limit: int | None = None,
+    after_id: str | None = None,
+) -> Sequence[ApiKey]:
+    """Keys of one tenant (all tenants when ``tenant_id`` is None), oldest first.
+
+    ``limit`` caps the rows; ``after_id`` continues after that key (keyset on
+    creation time and id, so a page never repeats or skips a key). An unknown
+    ``after_id`` is InvalidInput.
+    """
     query = select(ApiKey).order_by(ApiKey.created_at, ApiKey.id)
     if tenant_id is not None:
         query = query.where(ApiKey.tenant_id == tenant_id)
+    if after_id is not None:
+        last = await session.get(ApiKey, after_id)
+        if last is None or (tenant_id is not None and last.tenant_id != tenant_id):
+            raise InvalidInput("the cursor is not one this service issued", field="cursor")
+        query = query.where(
+            tuple_(ApiKey.created_at, ApiKey.id) > tuple_(literal(last.created_at, UTCDateTime()), last.id)
+        )
+    if limit is not None:
+        query = query.limit(limit)
     return (await session.execute(query)).scalars().all()
 
 

@@ -1,8 +1,9 @@
-"""Liveness (``/healthz``) and readiness (``/readyz``); both public."""
+"""Liveness (``/healthz``) and readiness (``/readyz``); both public, both answer ``HEAD`` too
+(the same status without a body, for probes and load balancers that send ``HEAD``)."""
 
 from __future__ import annotations
 
-from litestar import Controller, get
+from litestar import Controller, get, head
 
 from app.auth import PUBLIC
 from app.runtime import Runtime
@@ -19,6 +20,22 @@ class HealthController(Controller):
     @get("/healthz", operation_id="get_health", summary="Liveness: the process answers")
     async def get_health(self) -> Health:
         return Health(status="ok")
+
+    @head("/healthz", operation_id="head_health", summary="Liveness without a body")
+    async def head_health(self) -> None:
+        """200 while the process answers."""
+
+    @head(
+        "/readyz",
+        operation_id="head_readiness",
+        summary="Readiness without a body: 200 ready, 503 not",
+        status_code=200,
+    )
+    async def head_readiness(self, runtime: Runtime) -> None:
+        report = await runtime.readiness()
+        if not report["ready"]:
+            missing = [part for part in ("model", "database") if not _part_ok(report, part)]
+            raise Unavailable(f"not ready: {', '.join(missing)} not available")
 
     @get(
         "/readyz",

@@ -88,8 +88,14 @@ class KeysController(Controller):
         tenant: str | None = Parameter(
             default=None, description="Operator only: one tenant's keys"
         ),
+        limit: int = Parameter(default=100, ge=1, le=1000, description="keys per page"),
+        cursor: str | None = Parameter(
+            default=None, max_length=64, description="next_cursor of the previous page"
+        ),
     ) -> KeyList:
         tenant_id: str | None = auth.tenant_id
+        if tenant is not None and not auth.is_operator and tenant != auth.tenant_name:
+            raise Forbidden("only an admin key of the default tenant may list other tenants' keys")
         if auth.is_operator:
             tenant_id = None
             if tenant is not None:
@@ -98,8 +104,12 @@ class KeysController(Controller):
                     return KeyList(data=[])
                 tenant_id = found.id
         names = {t.id: t.name for t in await key_store.list_tenants(db_session)}
-        rows = await key_store.list_keys(db_session, tenant_id)
-        return KeyList(data=[_key(k, names.get(k.tenant_id, "")) for k in rows])
+        rows = await key_store.list_keys(db_session, tenant_id, limit=limit + 1, after_id=cursor)
+        page = rows[:limit]
+        return KeyList(
+            data=[_key(k, names.get(k.tenant_id, "")) for k in page],
+            next_cursor=page[-1].id if len(rows) > limit else None,
+        )
 
     @delete(
         "/{key_id:str}",

@@ -34,3 +34,5 @@ class KeyCreated(Key, frozen=True, kw_only=True):
 
 class KeyList(msgspec.Struct, frozen=True, kw_only=True):
     data: list[Key]
+    next_cursor: str | None = None
+    """Pass as ``cursor`` for the next page; None on the last page."""

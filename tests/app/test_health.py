@@ -125,3 +125,15 @@ async def test_metrics_expose_request_latency_by_route(
     assert "tenet_model_loaded 0.0" in text
     assert "tenet_stage_seconds" in text
     assert admin_headers["Authorization"].split("_")[1] not in text
+
+
+async def test_probes_answer_head(client: Client) -> None:
+    live = await client.head("/healthz")
+    assert live.status_code == 200 and live.content == b""
+    assert (await client.head("/readyz")).status_code == 503  # no model in these settings
+
+
+async def test_metrics_name_their_charset_once(client: Client) -> None:
+    content_type = (await client.get("/metrics")).headers["content-type"]
+    assert content_type.startswith("text/plain; version=")
+    assert content_type.count("charset") == 1

@@ -198,3 +198,38 @@ async def test_key_creation_and_revocation_are_audited_in_the_keys_tenant(
     assert "key" not in events[0]["payload"] and created["key"] not in str(events)
     default_events = (await client.get("/v1/audit/events", headers=admin_headers)).json()["data"]
     assert default_events == []  # the operator's own chain holds no other tenant's events
+
+
+async def test_keys_are_listed_in_pages(client: Client, admin_headers: dict[str, str], make_key: Any) -> None:
+    for _ in range(5):
+        await make_key("acme", ["reason"])
+    seen: list[str] = []
+    cursor: str | None = None
+    pages = 0
+    while True:
+        params = {"limit": "2", **({"cursor": cursor} if cursor else {})}
+        page = (await client.get("/v1/keys", headers=admin_headers, params=params)).json()
+        assert len(page["data"]) <= 2
+        seen += [k["id"] for k in page["data"]]
+        pages += 1
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    everything = (await client.get("/v1/keys", headers=admin_headers)).json()
+    assert seen == [k["id"] for k in everything["data"]] and len(seen) == 6 and pages == 3
+    assert everything["next_cursor"] is None
+
+
+async def test_a_bad_key_cursor_is_400(
+    client: Client, admin_headers: dict[str, str], assert_problem: Problem
+) -> None:
+    assert_problem(await client.get("/v1/keys", headers=admin_headers, params={"cursor": "nope"}), 400)
+
+
+async def test_a_tenant_admin_asking_for_another_tenants_keys_is_refused(
+    client: Client, admin_headers: dict[str, str], make_key: Any, assert_problem: Problem
+) -> None:
+    acme_admin = await make_key("acme", ["admin"])
+    assert_problem(await client.get("/v1/keys", headers=acme_admin, params={"tenant": "default"}), 403)
+    own = await client.get("/v1/keys", headers=acme_admin, params={"tenant": "acme"})
+    assert own.status_code == 200 and {k["tenant"] for k in own.json()["data"]} == {"acme"}

@@ -3,6 +3,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from sqlalchemy import select
@@ -198,3 +199,15 @@ def test_tenant_names_hold_only_visible_characters(name: str) -> None:
 def test_tenant_names_are_stripped_and_nfc_normalised() -> None:
     assert key_store.check_tenant_name("  Cafe\u0301 Ltd ") == "Caf\u00e9 Ltd"
     assert key_store.check_tenant_name("北京 分公司") == "北京 分公司"
+
+
+async def test_a_new_sqlite_database_is_private_to_its_owner(tmp_path: Path) -> None:
+    path = tmp_path / "fresh.db"
+    await asyncio.to_thread(migrations.upgrade, f"sqlite+aiosqlite:///{path}")
+    assert path.stat().st_mode & 0o777 == 0o600
+    loose = tmp_path / "loose.db"
+    loose.touch(mode=0o644)
+    loose.chmod(0o644)
+    engine = create_engine(f"sqlite+aiosqlite:///{loose}")
+    await engine.dispose()
+    assert loose.stat().st_mode & 0o777 == 0o600
