@@ -184,7 +184,7 @@ class RunService:
             index = await self.index_for(auth, request.domain)
         self.admit(hints)
         reasoner = runtime.reasoner()
-        plan = await to_thread.run_sync(_plan, reasoner, request, index)
+        plan = await to_thread.run_sync(_plan, reasoner, request, index, auth.tenant_id)
         if on_plan is not None:
             on_plan(plan)
         result = await self.decode(lambda: reasoner.run(plan, tenant=auth.tenant_id, on_step=on_step), hints)
@@ -223,10 +223,12 @@ class RunService:
         return response
 
 
-def _plan(reasoner: Reasoner, request: RunRequest, index: OntologyIndex | None) -> Plan:
-    """Stages 1-4 of ``request`` (a worker thread's job), its settled conflicts applied in order."""
+def _plan(reasoner: Reasoner, request: RunRequest, index: OntologyIndex | None, tenant: str) -> Plan:
+    """Stages 1-4 of ``request`` (a worker thread's job, on the tenant's extraction cache), its
+    settled conflicts applied in order."""
     plan = reasoner.plan(
-        request.prompt, options=request.options, domain_index=index, defaults=profile_defaults(request.profile)
+        request.prompt, options=request.options, domain_index=index, defaults=profile_defaults(request.profile),
+        tenant=tenant,
     )
     for settlement in request.settled:
         analysis = settle_conflict(plan.analysis, settlement.chosen, settlement.losers, prompt=plan.prompt)

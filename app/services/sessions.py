@@ -403,7 +403,7 @@ class SessionService:
         policy = msgspec.convert(row.state.get("policy") or {}, SessionPolicy)
         plan = self.runtime.reasoner().plan(
             prompt, options=options, domain_index=index, defaults=_profile_defaults(row.state.get("profile")),
-            excluded_premise_ids=tuple(excluded), premise_overrides=dict(overrides or {}),
+            excluded_premise_ids=tuple(excluded), premise_overrides=dict(overrides or {}), tenant=self.tenant_id,
         )
         return _apply_policy(plan, policy)
 

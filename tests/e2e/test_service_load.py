@@ -115,6 +115,43 @@ async def test_overload_is_refused_at_once_and_the_accepted_request_completes(
 
 
 @pytest.mark.model
+async def test_session_turns_are_refused_by_admission_like_reason(
+    small_queue: tuple[Any, Runtime, dict[str, str]], assert_problem: Any
+) -> None:
+    client, runtime, admin = small_queue
+    sid = (await client.post("/v1/sessions", json={}, headers=admin)).json()["id"]
+    turn = {"prompt": "Assume the tax rate is 20%. What is owed on 100?", "options": REASON["options"]}
+    first = await client.post(f"/v1/sessions/{sid}/turns", json=turn, headers=admin)
+    assert first.status_code == 200, first.text
+    runtime.scheduler.pause()
+    accepted = asyncio.create_task(client.post("/v1/reason", json=REASON, headers=admin))
+    await wait_for(lambda: queued(runtime) == 1)
+    unseen = "Assume the fee is 3%. What is charged on 200?"  # refused before planning: never extracted
+    refusals = [
+        await client.post(f"/v1/sessions/{sid}/turns", json={**turn, "prompt": unseen}, headers=admin),
+        await client.post("/v1/reason", json={**REASON, "prompt": unseen, "session_id": sid}, headers=admin),
+        await client.post("/v1/chat/completions", headers=admin, json={
+            "model": "tenet", "session_id": sid, "max_tokens": 8,
+            "messages": [{"role": "user", "content": unseen}],
+        }),
+    ]
+    for refused in refusals:
+        assert assert_problem(refused, 429)["reason"] == "queue_full"
+        assert int(refused.headers["retry-after"]) >= 1
+    assert queued(runtime) == 1  # none of the refused turns reached the queue
+    session = (await client.get(f"/v1/sessions/{sid}", headers=admin)).json()
+    assert len(session["turns"]) == 1  # and none of them changed the session
+    checked = await client.post("/v1/constraints", json={"prompt": unseen}, headers=admin)
+    assert checked.status_code == 200, checked.text
+    assert checked.json()["cached"] is False  # no refused turn spent a plan on it
+    runtime.scheduler.resume()
+    assert (await accepted).status_code == 200
+    again = await client.post(f"/v1/sessions/{sid}/turns", json=turn, headers=admin)
+    assert again.status_code == 200, again.text
+    assert runtime.scheduler.stats().refused["queue_full"] == len(refusals)
+
+
+@pytest.mark.model
 async def test_concurrent_requests_are_decoded_together_in_shared_forward_passes(
     settings: Settings, loaded_model: LoadedModel
 ) -> None:
