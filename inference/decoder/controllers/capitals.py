@@ -135,7 +135,8 @@ class CapitalWords(Controller):
     def forced(self, d: Draft) -> Plan | None:
         if self._running(d) and not d.state.counts.bracket_open and d.exit == d.target:
             # The budget kept room for the owed capital words: one begins now.
-            return Plan("free", d.exit, seg=d.state.seg, forced=True, marks={self.slot: "now"}, later=d.later)
+            marks = {self.slot: "now"}
+            return Plan("free", d.exit, seg=d.state.seg, forced=True, marks=marks, later=d.later, owed=d.owed)
         return None
 
     def _due(self, d: Draft) -> bool:
@@ -184,7 +185,9 @@ class CapitalWords(Controller):
                 if limits.has_max:
                     # The word kept in reserve for this capital word is spent on it.
                     n = self._owed_now(s) - 1
-                    later = self.ctx.later(s, (self.slot, Owed(words=n, units=n, writes=n > 0)))
+                    owed = list(p.owed)
+                    owed[self.slot] = Owed(words=n, units=n, writes=n > 0)
+                    later = self.ctx.later(s, owed)
                     over = limits.over_max(tables, s.counts, later)
                     assert over is not None
                     caps &= ~over

@@ -133,6 +133,7 @@ class Plan:
     owner: int = -1
     marks: dict[int, Any] = field(default_factory=dict)
     later: Later | None = None  # what the rest adds, for the upper bounds (when any)
+    owed: tuple[Owed, ...] = ()  # each controller's owed text, by slot (free and formal rows)
 
 
 @dataclass(slots=True)
@@ -168,7 +169,7 @@ class Context:
     layout: CompiledLayout
     limits: Limits
     max_new_tokens: int | None
-    later: Callable[[SteerState, tuple[int, Owed] | None], Later]  # with one slot's owed replaced
+    later: Callable[[SteerState, Sequence[Owed]], Later]  # what the rest adds, given the owed text
 
 
 class Controller:

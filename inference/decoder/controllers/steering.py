@@ -27,6 +27,8 @@ objects), and ``pace`` hooks decide in order. Free rows are masked together:
 the layout's structure masks, then ``mask`` hooks in order, then the
 sentence-closing demand, the stop mass moved to the exit, ``reweigh`` hooks;
 with lazy checks the best ``TOP_K`` survivors are checked one by one.
+Row planning lives in ``controllers.planning``, the lazy checks in
+``controllers.candidates``.
 
 Guarantees (beyond the protocol's): every kept token passes every check; a
 row is never left without a finite entry: when nothing passes, the state's
@@ -43,33 +45,23 @@ from typing import Any, TypeVar
 
 import torch
 
+from inference.decoder.controllers.candidates import TOP_K, CandidateChecks
 from inference.decoder.controllers.charset import CharPolicy, split_utf8
-from inference.decoder.controllers.counts import Later, Limits
-from inference.decoder.controllers.layout import CompiledLayout, bracket_token
-from inference.decoder.controllers.protocol import (
-    HOLD_ALL,
-    HOLD_TARGET,
-    NEG_INF,
-    NOTHING_OWED,
-    Context,
-    Controller,
-    Draft,
-    Owed,
-    Plan,
-    SteerState,
-)
+from inference.decoder.controllers.counts import Limits
+from inference.decoder.controllers.layout import CompiledLayout
+from inference.decoder.controllers.planning import Planner, later_of
+from inference.decoder.controllers.protocol import NEG_INF, Context, Controller, Plan, SteerState
 from inference.decoder.controllers.registry import CONTROLLERS
-from inference.decoder.controllers.template import Formal, Free, Literal, Segment
+from inference.decoder.controllers.template import Formal, Literal, Segment
 from inference.decoder.vocab import VocabTables
 
 __all__ = ["TOP_K", "ConstraintSteering", "SteerState"]
 
-TOP_K = 32
 _S = TypeVar("_S")
-_MAX_LAZY_ROUNDS = 4
-_BRACKET_CAP = 8  # tokens an open bracket may hold before it must close
-_HOOKS = ("shift", "owed", "route", "exit", "holds", "forces", "ends_ok", "forced", "pace", "mask",
-          "reweigh", "prepare", "narrow", "check", "check_pieced", "holding", "advance", "unmet")
+_HOOKS = (
+    "shift", "owed", "route", "exit", "holds", "forces", "ends_ok", "forced", "pace", "mask",
+    "reweigh", "prepare", "narrow", "check", "check_pieced", "holding", "advance", "unmet",
+)
 
 
 class ConstraintSteering:
@@ -108,11 +100,7 @@ class ConstraintSteering:
             max_new_tokens=max_new_tokens,
         )
         self._segments = self.layout.segments
-        self._close_bracket = bracket_token(tables, "]")
-        self._fragment_list: list[bool] = tables.fragment.tolist()
-        self._fragment_ids = torch.nonzero(tables.fragment).flatten()
-        self._continuation: torch.Tensor = tables.cached("continuation", lambda: _continuation(tables))
-        ctx = Context(tables, self.layout, self.limits, max_new_tokens, self._later_replacing)
+        ctx = Context(tables, self.layout, self.limits, max_new_tokens, lambda s, owed: later_of(self.layout, s, owed))
         built = [build(ctx, specs) for build in CONTROLLERS]
         self._bind(tuple(c for c in built if c is not None))
 
@@ -126,6 +114,9 @@ class ConstraintSteering:
             for name in _HOOKS
         }
         self._lazy_always = self._lazy_fragments or any(c.lazy for c in controllers)
+        self._planner = Planner(self.layout, len(controllers), self._hooked)
+        self._plan = self._planner.plan
+        self._checks = CandidateChecks(self.tables, len(controllers), self._hooked, self._lazy_fragments)
 
     def spec(self, kind: type[_S]) -> _S | None:
         """The compiled spec of type ``kind`` this steering enforces, if any
@@ -255,88 +246,6 @@ class ConstraintSteering:
         """
         return state.violations if state.finished else self._finish(state).violations
 
-    # --- planning -----------------------------------------------------
-
-    def _owed(self, state: SteerState) -> tuple[Owed, ...]:
-        owed = [NOTHING_OWED] * len(self.controllers)
-        for c in self._hooked["owed"]:
-            owed[c.slot] = c.owed(state)
-        return tuple(owed)
-
-    def _later(self, state: SteerState, owed: Sequence[Owed]) -> Later:
-        """What the rest of the layout and the owed text add, for the upper bounds."""
-        comp = self._segments[state.seg]
-        reserve = comp.reserve
-        words = sum(o.words for o in owed)
-        units = sum(o.units for o in owed)
-        letter = sum(o.letter for o in owed)
-        if words or units or letter:
-            reserve = dataclasses.replace(
-                reserve, words=reserve.words + words, units=reserve.units + units, letter=reserve.letter + letter
-            )
-        return Later(reserve, comp.free_after, comp.sentences, any(o.writes for o in owed))
-
-    def _later_replacing(self, state: SteerState, replace: tuple[int, Owed] | None) -> Later:
-        owed = list(self._owed(state))
-        if replace is not None:
-            owed[replace[0]] = replace[1]
-        return self._later(state, owed)
-
-    def _plan(self, state: SteerState) -> Plan:
-        """What a row needs: one forced token, a controller's mode, a free-text or a grammar mask."""
-        if state.finished or state.seg >= len(self._segments):
-            return Plan("only", self.eos)
-        comp = self._segments[state.seg]
-        if isinstance(comp.segment, Literal):
-            return Plan("only", comp.tokens[state.lit_pos])
-        for c in self._hooked["route"]:
-            routed = c.route(state)
-            if routed is not None:
-                return routed
-        owed = self._owed(state)
-        owed_tokens = sum(o.tokens for o in owed)
-        later = self._later(state, owed) if self.limits.has_max else None
-        budget_out = self.max_new_tokens is not None and (
-            self.max_new_tokens - state.n_tokens <= comp.reserve_tokens + 2 + owed_tokens
-        )
-        if isinstance(comp.segment, Formal):
-            return Plan("formal", comp.target, seg=state.seg, forced=budget_out, later=later)
-        inserts = sum(o.tokens for o in owed if o.insert)
-        d = Draft(state, comp, comp.target, comp.target, owed, owed_tokens, inserts, later=later)
-        bracket_open = state.counts.bracket_open
-        if bracket_open and self._close_bracket >= 0:
-            d.exit = self._close_bracket
-        for c in self._hooked["exit"]:
-            c.exit(d)
-        segment = comp.segment
-        assert isinstance(segment, Free)
-        may_stop = state.seg_tokens >= 1 and not state.pending and self.layout.holds_text(state)
-        if segment.gate and not bracket_open and may_stop:
-            hold = max((c.holds(d) for c in self._hooked["holds"]), default=0)
-            may_stop = hold < HOLD_ALL and (hold < HOLD_TARGET or d.opens)
-        d.may_stop = may_stop
-        d.forced = (
-            budget_out
-            or (state.seg_deadline is not None and state.n_tokens >= state.seg_deadline)
-            or (bracket_open and state.bracket_tokens >= _BRACKET_CAP)
-            or any(c.forces(d) for c in self._hooked["forces"])
-        )
-        d.ends_clean = all(c.ends_ok(state) for c in self._hooked["ends_ok"])
-        if d.forced and not state.pending and d.ends_clean:
-            for c in self._hooked["forced"]:
-                kept = c.forced(d)
-                if kept is not None:
-                    return kept
-            return Plan("only", d.exit)
-        for c in self._hooked["pace"]:
-            taken = c.pace(d)
-            if taken is not None:
-                return taken
-        return Plan(
-            "free", d.exit, seg=state.seg, may_stop=d.may_stop, forced=d.forced, close=d.close,
-            marks=d.marks, later=later,
-        )
-
     # --- masking -----------------------------------------------------
 
     def _free_rows(self, states: list[SteerState], plans: list[Plan], lp: torch.Tensor) -> torch.Tensor:
@@ -355,95 +264,19 @@ class ConstraintSteering:
         for c in self._hooked["reweigh"]:
             c.reweigh(states, plans, rows)
         if self._lazy_always or any(s.pending for s in states):
-            rows = self._lazy(states, plans, rows, lp, fragments)
+            rows = self._checks.cut(states, plans, rows, lp, fragments)
         return rows
 
     def _formal_row(self, state: SteerState, plan: Plan, lp: torch.Tensor) -> torch.Tensor:
         over = self._over if self.limits.has_max else None
         row = self.layout.formal_row(state, plan, lp, over)
         if self._lazy_always or state.pending:
-            row = self._lazy([state], [plan], row.unsqueeze(0), lp.unsqueeze(0), None)[0]
+            row = self._checks.cut([state], [plan], row.unsqueeze(0), lp.unsqueeze(0), None)[0]
         return row
 
     def _over(self, state: SteerState, plan: Plan) -> torch.Tensor:
-        over = self.limits.over_max(self.tables, state.counts, plan.later or self._later(state, self._owed(state)))
+        later = plan.later or later_of(self.layout, state, self._planner.owed(state))
+        over = self.limits.over_max(self.tables, state.counts, later)
         assert over is not None
         return over
 
-    def _lazy(
-        self, states: list[SteerState], plans: list[Plan], rows: torch.Tensor, lp: torch.Tensor,
-        fragments: torch.Tensor | None,
-    ) -> torch.Tensor:
-        """Cut each row to its best candidates that pass the per-token checks.
-
-        ``rows, lp: [R, V]``. ``fragments: [R, V]`` are the byte fragments
-        each free row's class admits: with lazy fragments they are masked
-        out of ``rows`` and come back from ``lp`` here (None for a formal
-        row, whose grammar mask already holds them). Mid-character rows are
-        narrowed to continuation bytes first (all of them are examined), then
-        the ``narrow`` hooks cut the pool.
-        """
-        pool = rows
-        if self._lazy_fragments and fragments is not None:
-            # Fragments are a few hundred tokens: merge them in by index, not over [R, V].
-            idx = self._fragment_ids
-            pool = rows.clone()
-            pool[:, idx] = torch.maximum(rows[:, idx], lp[:, idx].masked_fill(~fragments[:, idx], NEG_INF))
-        pending = [r for r, s in enumerate(states) if s.pending]
-        if pending:
-            source = lp if fragments is not None else rows
-            follow = self._continuation if fragments is None else self._continuation & fragments[pending]
-            pool[pending] = source[pending].masked_fill(~follow, NEG_INF)
-        for c in self._hooked["narrow"]:
-            c.narrow(states, pool)
-        k = min(pool.shape[-1], TOP_K * _MAX_LAZY_ROUNDS)
-        values, indices = torch.topk(pool, k, dim=-1)  # [R, k]
-        keep_rows: list[int] = []
-        keep_cols: list[int] = []
-        keep_vals: list[float] = []
-        preparers = self._hooked["prepare"]
-        for r, (vals, idxs) in enumerate(zip(values.tolist(), indices.tolist())):
-            found = 0
-            memo: list[Any] = [None] * len(self.controllers)
-            for c in preparers:
-                memo[c.slot] = c.prepare(states[r], plans[r])
-            for value, idx in zip(vals, idxs):
-                if value == NEG_INF:
-                    break
-                if self._token_passes(states[r], idx, plans[r].forced, memo):
-                    keep_rows.append(r)
-                    keep_cols.append(idx)
-                    keep_vals.append(value)
-                    found += 1
-                    if found >= TOP_K:
-                        break
-        kept = torch.full_like(rows, NEG_INF)
-        if keep_rows:
-            kept[keep_rows, keep_cols] = torch.tensor(keep_vals, dtype=kept.dtype, device=kept.device)
-        return kept
-
-    def _token_passes(self, state: SteerState, idx: int, closing: bool, memo: list[Any]) -> bool:
-        """Whether token ``idx`` may follow ``state`` (``closing``: the segment
-        is past its end and waits only for a clean place to stop)."""
-        tables = self.tables
-        if idx in tables.eos_ids:
-            return not state.pending and all(c.ends_ok(state) for c in self._hooked["ends_ok"])
-        tail = b""
-        if state.pending or self._fragment_list[idx]:
-            raw = tables.token_bytes[idx]
-            text, tail = split_utf8(state.pending + raw)
-            if text is None:
-                return False
-            for c in self._hooked["check_pieced"]:
-                if not c.check_pieced(state, memo[c.slot], raw, text, tail):
-                    return False
-        else:
-            text = tables.texts[idx]
-        return all(c.check(state, memo[c.slot], text, tail, closing) for c in self._hooked["check"])
-
-
-def _continuation(tables: VocabTables) -> torch.Tensor:
-    """``[V]`` bool: tokens that can follow an unfinished character (they start
-    with a continuation byte; a few dozen, so a pending row checks them all)."""
-    values = [bool(raw) and 0x80 <= raw[0] <= 0xBF for raw in tables.token_bytes]
-    return torch.tensor(values, dtype=torch.bool, device=tables.device) & tables.fragment
