@@ -25,9 +25,9 @@ from app.settings import Settings
 from inference.decoder.microbatch import MicroBatcher
 from inference.decoder.runner import ModelRunner
 from inference.decoder.vocab import vocab_tables
-from inference.kv_cache import PrefixCache
 from inference.loader import LoadedModel, load_model
 from inference.pipeline import Reasoner
+from inference.prefix_cache import PrefixCache
 from inference.scheduler import Priority, Scheduler
 from reasoning.errors import TenetError, Unavailable
 from reasoning.evidence.cache import IndexCache

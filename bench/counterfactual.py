@@ -108,7 +108,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
 
-    from inference.decoder.decode import DecodeOptions, decode
+    from inference.decoder.decode import decode
+    from inference.decoder.options import DecodeOptions
     from inference.loader import load_model
     from inference.prompting import plan_prompt
 

@@ -83,9 +83,9 @@ def _compare(reasoner: Any, first: Any, index: Any, options: Any, repeats: int, 
 
 
 def measure(*, quick: bool, cache_root: Path) -> dict[str, Any]:
-    from inference.kv_cache import PrefixCache
     from inference.loader import load_model
     from inference.pipeline import Reasoner, ReasonOptions
+    from inference.prefix_cache import PrefixCache
     from reasoning.evidence.ingest import ingest_ontology
     from store.ontologies import bundled_domains
 

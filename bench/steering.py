@@ -251,7 +251,8 @@ def run_steered(
     the model is packed for the lean CPU forward (the comparison of the
     search alone with ``generate``, which always runs the library forward).
     """
-    from inference.decoder.decode import DecodeOptions, decode
+    from inference.decoder.decode import decode
+    from inference.decoder.options import DecodeOptions
     from inference.prompting import plan_prompt
 
     constraints = row["constraints"]

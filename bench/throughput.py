@@ -182,7 +182,8 @@ def _ours(
     device: torch.device,
     packed: bool = True,
 ) -> tuple[int, float, Any]:
-    from inference.decoder.decode import DecodeOptions, decode
+    from inference.decoder.decode import decode
+    from inference.decoder.options import DecodeOptions
 
     options = DecodeOptions(
         width=width,

@@ -29,23 +29,18 @@ import msgspec
 
 from inference.decoder.compile import branch_steerings, compile_steering
 from inference.decoder.controllers import ConstraintSteering
-from inference.decoder.decode import (
-    BranchResult,
-    DecodeOptions,
-    DecodeResult,
-    choose_answer,
-    decode,
-)
+from inference.decoder.decode import BranchResult, DecodeResult, choose_answer, decode
 from inference.decoder.microbatch import MicroBatcher
+from inference.decoder.options import BEAMS, NEW_TOKENS, SEEDS, DecodeOptions, Limit
 from inference.decoder.stream import StepEvent
-from inference.kv_cache import PrefixCache
 from inference.loader import LoadedModel
+from inference.prefix_cache import PrefixCache, PrefixScope
 from inference.prompting import PromptPlan, plan_prompt
 from reasoning.analysis import Analysis, Status, analyse
 from reasoning.budget import Budget
 from reasoning.constraints.model import Constraint, Hardness, Kind, Premise, Scope, Verdict
 from reasoning.constraints.verifiers import VerifyContext, verify_all
-from reasoning.errors import ConflictError, InvalidInput, LimitExceeded
+from reasoning.errors import ConflictError, LimitExceeded
 from reasoning.evidence.index import OntologyIndex
 from reasoning.evidence.model import EvidenceFact, EvidenceSubgraph, LinkedEntity
 from reasoning.evidence.subgraph import apply_time_window, build_evidence
@@ -67,13 +62,23 @@ DIRECT_VIEW = "direct"
 #: linked to the prompt, so it only answers when nothing else does.
 _ASSUMPTIONS_RELEVANCE = 0.3
 _WORD = re.compile(r"[^\W\d_]{3,}|[\u4e00-\u9fff]{2,}", re.UNICODE)
+#: Evidence expansion depth, and evidence prompt tokens per view, a request may ask for.
+HOPS = Limit(1, 4)
+EVIDENCE_TOKENS = Limit(32, 4096)
 
 
 class ReasonOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Client options of a reasoning request; None means "let the budget decide".
 
     ``steering=False`` decodes the same model plain (greedy or beams without
-    token controllers and without pruning), for comparison.
+    token controllers and without pruning), for comparison. The decode
+    settings among them are checked against the decoder's own limits
+    (``inference.decoder.options``), so an accepted request never fails the
+    ``DecodeOptions`` it plans. Every other decode setting keeps its
+    ``DecodeOptions`` default.
+
+    Raises:
+        InvalidInput: a value out of range (``field`` names it, e.g. ``options.num_beams``).
     """
 
     max_new_tokens: int | None = None
@@ -86,18 +91,14 @@ class ReasonOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     stream: bool = False
 
     def __post_init__(self) -> None:
-        if self.max_new_tokens is not None and not 1 <= self.max_new_tokens <= 4096:
-            raise InvalidInput("options.max_new_tokens must be between 1 and 4096", field="options.max_new_tokens")
-        if self.num_beams is not None and not 1 <= self.num_beams <= 16:
-            raise InvalidInput("options.num_beams must be between 1 and 16", field="options.num_beams")
-        if self.hops is not None and not 1 <= self.hops <= 4:
-            raise InvalidInput("options.hops must be between 1 and 4", field="options.hops")
-        if not 32 <= self.evidence_token_budget <= 4096:
-            raise InvalidInput(
-                "options.evidence_token_budget must be between 32 and 4096", field="options.evidence_token_budget"
-            )
-        if not 0 <= self.seed < 2**32:
-            raise InvalidInput("options.seed must be between 0 and 2**32 - 1", field="options.seed")
+        if self.max_new_tokens is not None:
+            NEW_TOKENS.check(self.max_new_tokens, "options.max_new_tokens")
+        if self.num_beams is not None:
+            BEAMS.check(self.num_beams, "options.num_beams")
+        if self.hops is not None:
+            HOPS.check(self.hops, "options.hops")
+        EVIDENCE_TOKENS.check(self.evidence_token_budget, "options.evidence_token_budget")
+        SEEDS.check(self.seed, "options.seed")
 
 
 class BranchSpec(msgspec.Struct, frozen=True, kw_only=True):
@@ -329,15 +330,16 @@ class Reasoner:
         # The client's explicit limit stands; the budget's default is capped by the service.
         max_new = options.max_new_tokens or min(budget.max_new_tokens, self.max_new_tokens_cap)
         width = options.num_beams or budget.beam_width
-        decode_options = DecodeOptions(
-            width=width,
+        # The request's value wins over the budget's (``DecodeOptions.from_budget``).
+        effective = Budget(
+            beam_width=width,
             max_new_tokens=max_new,
-            seed=options.seed,
-            prune=options.steering,
+            evidence_hops=options.hops or budget.evidence_hops,
             counterfactual_checks=(
                 options.counterfactual if options.counterfactual is not None else budget.counterfactual_checks
             ) and options.steering,
         )
+        decode_options = DecodeOptions.from_budget(effective, seed=options.seed, prune=options.steering)
         return Plan(
             prompt=prompt,
             question=question,
@@ -347,12 +349,7 @@ class Reasoner:
             subgraphs=subgraphs,
             branches=branches,
             decode_options=decode_options,
-            budget=Budget(
-                beam_width=width,
-                max_new_tokens=max_new,
-                evidence_hops=options.hops or budget.evidence_hops,
-                counterfactual_checks=decode_options.counterfactual_checks,
-            ),
+            budget=effective,
             options=options,
             domain_version=domain_index.version if domain_index is not None else None,
             timings=timings,
@@ -425,9 +422,7 @@ class Reasoner:
                 premises=plan.premises,
                 lexicon=_lexicon(plan),
                 request_text=plan.question,
-                prefix_cache=self.prefix_cache,
-                tenant=tenant,
-                model_id=lm.identity.sha256,
+                prefix=self._prefix_scope(tenant),
                 on_step=on_step,
                 batcher=self.batcher,
             )
@@ -456,6 +451,12 @@ class Reasoner:
             shared_key=repr(plan.shared_key),
             answer_branch=best,
         )
+
+    def _prefix_scope(self, tenant: str) -> PrefixScope | None:
+        """The tenant's prefixes of this model; None (no reuse) without a cache or a tenant."""
+        if self.prefix_cache is None or not tenant:
+            return None
+        return PrefixScope(self.prefix_cache, tenant, self.model.identity.sha256)
 
     def _stopped(self, plan: Plan, timings: dict[str, float], conflict: str | None) -> ReasonResult:
         return ReasonResult(

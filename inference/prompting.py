@@ -11,7 +11,7 @@ Layout (through the model's own chat template):
 
 Everything before the evidence block is identical across branches, so it is
 a shared prefix whose KV is computed once (and cached across requests by
-``inference.kv_cache``). The split is computed on token ids -- the longest
+``inference.prefix_cache``). The split is computed on token ids -- the longest
 common token prefix of all branch prompts and of the evidence-free prompt --
 so a BPE merge across the boundary can never make the "prefix" differ from
 the start of a branch's real tokenisation. Every suffix is non-empty.

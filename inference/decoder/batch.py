@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
-from inference.decoder.kv import PrefixKV, SlabCache
+from inference.decoder.kv_slab import PrefixKV, SlabCache
 from inference.decoder.runner import ModelRunner
 from reasoning.errors import InvalidInput
 

@@ -41,8 +41,9 @@ import torch
 
 from inference.decoder.batch import BatchState
 from inference.decoder.boundaries import BoundaryTable
+from inference.decoder.options import DecodeOptions
 from inference.decoder.runner import ModelRunner
-from inference.decoder.steering import Steering, SteeringState
+from inference.decoder.steering_protocol import Steering, SteeringState
 
 __all__ = [
     "BeamConfig",
@@ -62,19 +63,10 @@ _NEG_INF = float("-inf")
 
 @dataclass(frozen=True)
 class BeamConfig:
-    """Search parameters; ``width == 1`` is greedy decoding."""
+    """What one search reads: the decode's ``options`` and the ids that end an answer."""
 
-    width: int = 4
-    max_new_tokens: int = 64
-    min_new_tokens: int = 0
-    length_penalty: float = 1.0
+    options: DecodeOptions
     eos_ids: frozenset[int] = frozenset()
-    pad_id: int = 0
-    max_repairs: int = 3
-    max_step_tokens: int = 48  # a step this long is closed and judged even without a boundary
-    probe_every: int = (
-        16  # a pending step is judged every this many tokens (monotone rules only bite)
-    )
 
 
 @dataclass(frozen=True)
@@ -264,7 +256,7 @@ def generate(
     shares it (with width 1, as soon as it closes). Decided steps never
     change afterwards, so a caller may stream them.
     """
-    width = config.width
+    width = config.options.width
     beams: list[_Beam] = []
     for b, steering in enumerate(steerings):
         init = steering.initial_state()
@@ -356,7 +348,7 @@ def _select(
     ``max_new_tokens`` in that room, so the steering's budget (which closes
     every open structure before the limit) stays true.
     """
-    width, vocab, n_branch = config.width, logits.shape[-1], len(steerings)
+    width, vocab, n_branch = config.options.width, logits.shape[-1], len(steerings)
     raw = torch.log_softmax(logits, dim=-1)  # [N, V]
     entropy = (-(raw.exp() * raw).nan_to_num().sum(-1) / math.log(vocab)).tolist()  # [N]
     adjusted = _steer(raw, beams, steerings, width, stats)  # [N, V]
@@ -446,7 +438,7 @@ def _mask_rows(adjusted: torch.Tensor, beams: list[_Beam], config: BeamConfig) -
             row[sorted(ban)] = _NEG_INF
             if bool(torch.isfinite(row).any()):
                 adjusted[r] = row
-        if eos and len(bm.tokens) < config.min_new_tokens:
+        if eos and len(bm.tokens) < config.options.min_new_tokens:
             adjusted[r, eos] = _NEG_INF
 
 
@@ -477,7 +469,7 @@ class _Walk:
             {index // self.vocab for value, index in zip(values, flat) if value != _NEG_INF}, judged
         )
         for value, index, raw in zip(values, flat, raws):
-            if value == _NEG_INF or len(kept) >= self.config.width:
+            if value == _NEG_INF or len(kept) >= self.config.options.width:
                 break
             cand = self._candidate(value, index, raw, judged, condemned)
             if cand.check is not None and not cand.check.keep:
@@ -503,12 +495,12 @@ class _Walk:
         if self.judge is None:
             return out
         for local in sorted(local_parents):
-            parent = self.branch * self.config.width + local
+            parent = self.branch * self.config.options.width + local
             pb = self.beams[parent]
             end = len(pb.tokens)
             pending = end - pb.step_start
             if pending > 0 and (
-                self.boundary.soft[pb.tokens[-1]] or pending % self.config.probe_every == 0
+                self.boundary.soft[pb.tokens[-1]] or pending % self.config.options.probe_every == 0
             ):
                 key = (parent, end, -1)
                 if key not in judged:
@@ -534,14 +526,14 @@ class _Walk:
         judged: dict[tuple[int, int, int], StepCheck],
         condemned: dict[int, StepCheck],
     ) -> _Candidate:
-        parent = self.branch * self.config.width + index // self.vocab
+        parent = self.branch * self.config.options.width + index // self.vocab
         token = index % self.vocab
         pb = self.beams[parent]
         t0 = time.perf_counter()
         nstate = self.steering.advance(pb.state, token)
         self.stats.check_seconds += time.perf_counter() - t0
         is_eos = token in self.config.eos_ids
-        at_limit = len(pb.tokens) + 1 >= self.config.max_new_tokens
+        at_limit = len(pb.tokens) + 1 >= self.config.options.max_new_tokens
         finished = is_eos or at_limit or bool(nstate.finished)
         if parent in condemned:
             pending = (pb.step_start, len(pb.tokens))
@@ -557,7 +549,7 @@ class _Walk:
                 finished,
                 forced=self.forced[parent],
             )
-        closes = _closure(pb, token, is_eos, finished, self.boundary, self.config.max_step_tokens)
+        closes = _closure(pb, token, is_eos, finished, self.boundary, self.config.options.max_step_tokens)
         check = None
         if closes is not None and self.judge is not None:
             start, end = closes
@@ -624,12 +616,12 @@ def _add_hypothesis(
             entropies=tuple(pb.entropies) if is_eos else (*pb.entropies, cand.entropy),
             steps=tuple(steps),
             score=cand.score,
-            normalized=cand.score / length**config.length_penalty,
+            normalized=cand.score / length**config.options.length_penalty,
             state=cand.state,
         )
     )
     branch_hyps.sort(key=lambda h: h.normalized, reverse=True)
-    del branch_hyps[config.width :]
+    del branch_hyps[config.options.width :]
 
 
 def _repair_or_accept(
@@ -649,8 +641,8 @@ def _repair_or_accept(
     start, end = best.closes
     attempts = pb.repairs.get(start, 0)
     position = _first_free(pb, best, start, end)
-    fits = room >= config.max_new_tokens - start + 2
-    if attempts >= config.max_repairs or position is None or not fits:
+    fits = room >= config.options.max_new_tokens - start + 2
+    if attempts >= config.options.max_repairs or position is None or not fits:
         stats.unrepaired += 1
         return replace(best, unrepaired=True)
     stats.repairs += 1
@@ -695,7 +687,7 @@ def _flagged(pb: _Beam, best: _Candidate, attempts: int, config: BeamConfig) -> 
         entropies=(*pb.entropies, best.entropy) if grow else tuple(pb.entropies),
         steps=(*pb.steps, ClosedStep(start, len(tokens), flagged, attempts, True)),
         score=best.score,
-        normalized=best.score / length**config.length_penalty,
+        normalized=best.score / length**config.options.length_penalty,
         state=best.state,
     )
 
@@ -778,7 +770,7 @@ def _file_dead_end(
             tuple(bm.entropies),
             tuple(bm.steps),
             bm.score,
-            bm.score / length**config.length_penalty,
+            bm.score / length**config.options.length_penalty,
             bm.state,
         )
     )
@@ -795,10 +787,10 @@ def _branch_done(live: list[_Beam], branch_hyps: list[Hypothesis], config: BeamC
     alive = [bm for bm in live if bm.alive and bm.score != _NEG_INF]
     if not alive:
         return True
-    if len(branch_hyps) < config.width:
+    if len(branch_hyps) < config.options.width:
         return False
     length = max(len(bm.tokens) for bm in alive)
-    best: float = max(bm.score for bm in alive) / max(1, length) ** config.length_penalty
+    best: float = max(bm.score for bm in alive) / max(1, length) ** config.options.length_penalty
     return best <= branch_hyps[-1].normalized
 
 
@@ -833,7 +825,7 @@ def _finish(
     first, best score first within each group; a cut answer never outranks
     a complete one.
     """
-    width = config.width
+    width = config.options.width
     outcomes = []
     for b, branch_hyps in enumerate(hyps):
         if not done[b]:
@@ -860,7 +852,7 @@ def _finish(
                         tuple(bm.entropies),
                         tuple(steps),
                         bm.score,
-                        bm.score / length**config.length_penalty,
+                        bm.score / length**config.options.length_penalty,
                         bm.state,
                     )
                 )

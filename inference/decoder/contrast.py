@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import torch
 
-from inference.decoder.kv import PrefixKV
+from inference.decoder.kv_slab import PrefixKV
 from inference.decoder.runner import ModelRunner
 from reasoning.errors import InvalidInput
 

@@ -19,7 +19,6 @@ import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -37,16 +36,16 @@ from inference.decoder.beam import (
 )
 from inference.decoder.boundaries import boundary_table
 from inference.decoder.microbatch import MicroBatcher
-from inference.decoder.pruning import BranchEvidence, PruningConfig, PruningJudge, StepFacts
+from inference.decoder.options import DecodeOptions
+from inference.decoder.pruning import BranchEvidence, PruningJudge, StepFacts
 from inference.decoder.runner import ModelRunner
-from inference.decoder.steering import Steering
+from inference.decoder.steering_protocol import Steering
 from inference.decoder.stream import StepEvent, StepStream, is_layout, step_text
 from inference.decoder.unsteered import Unsteered
-from inference.kv_cache import PrefixCache
+from inference.prefix_cache import PrefixScope
 from inference.prompting import PromptPlan
-from reasoning.budget import Budget
 from reasoning.confidence import ConfidenceInputs, lowest_window_probability, step_confidence
-from reasoning.constraints.model import Constraint, Premise, Verdict
+from reasoning.constraints.model import Constraint, Premise
 from reasoning.constraints.verifiers import verify as verify_constraint
 from reasoning.errors import InvalidInput, LimitExceeded
 from reasoning.evidence.model import EvidenceFact
@@ -54,7 +53,6 @@ from reasoning.steps import Step, TokenSummary, step_id
 
 __all__ = [
     "BranchResult",
-    "DecodeOptions",
     "DecodeResult",
     "DecodeTimings",
     "PruningStats",
@@ -63,50 +61,7 @@ __all__ = [
 ]
 
 _WORD = re.compile(r"\w+")
-
-
-@dataclass(frozen=True)
-class DecodeOptions:
-    """How to decode: beam width (1 = greedy), token limits, pruning and counterfactual checks."""
-
-    width: int = 4
-    max_new_tokens: int = 64
-    min_new_tokens: int = 0
-    seed: int = 0
-    length_penalty: float = 1.0
-    max_repairs: int = 3
-    prune: bool = True
-    counterfactual_checks: bool = False
-    entropy_bound: float = 0.85
-    contrast_margin: float = 0.5
-    counterfactual_flops_share: float = 0.05
-    #: False: the model's library forward even when it is packed for the lean
-    #: CPU forward (``packed_llama``); for comparisons, as the benchmarks make.
-    packed_forward: bool = True
-
-    def __post_init__(self) -> None:
-        if not 1 <= self.width <= 64:
-            raise InvalidInput(f"width must be between 1 and 64, got {self.width}")
-        if not 1 <= self.max_new_tokens <= 8192:
-            raise InvalidInput(
-                f"max_new_tokens must be between 1 and 8192, got {self.max_new_tokens}"
-            )
-        if not 0 <= self.min_new_tokens <= self.max_new_tokens:
-            raise InvalidInput("min_new_tokens must be between 0 and max_new_tokens")
-
-    @classmethod
-    def from_budget(cls, budget: Budget, **overrides: Any) -> DecodeOptions:
-        """Options bought by a request's budget (beam width, tokens, counterfactual checks).
-
-        ``overrides`` (e.g. the request's own ``num_beams`` or ``max_new_tokens``) win.
-        """
-        values: dict[str, Any] = {
-            "width": budget.beam_width,
-            "max_new_tokens": budget.max_new_tokens,
-            "counterfactual_checks": budget.counterfactual_checks,
-        }
-        values.update(overrides)
-        return cls(**values)
+_DEFAULT_OPTIONS = DecodeOptions()
 
 
 class BranchResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -199,132 +154,99 @@ def decode(
     model: Any,
     tokenizer: Any,
     plan: PromptPlan,
+    options: DecodeOptions = _DEFAULT_OPTIONS,
     *,
     steering: Steering | Sequence[Steering] | None = None,
-    options: DecodeOptions = DecodeOptions(),
     constraints: Sequence[Constraint] = (),
     premises: Sequence[Premise] = (),
     lexicon: Mapping[str, str] | None = None,
     request_text: str = "",
-    prefix_cache: PrefixCache | None = None,
-    tenant: str = "",
-    model_id: str = "",
-    verify: Callable[..., Verdict] = verify_constraint,
+    prefix: PrefixScope | None = None,
     on_step: Callable[[StepEvent], None] | None = None,
     batcher: MicroBatcher | None = None,
 ) -> DecodeResult:
     """Decode every branch of ``plan`` in one batched beam search; see the module docstring.
 
-    ``steering`` None decodes the model plain (the comparison mode); one
-    ``Steering`` steers every branch alike; a sequence gives one per branch
-    of ``plan``, in order (``compile.branch_steerings`` binds each branch's
-    citations to the evidence its prompt shows), and each branch's result
-    reports what its own steering left unmet. The prefix cache is consulted
-    only with a ``tenant`` and ``model_id``.
+    Every setting is ``options``'; the other arguments are what is decoded
+    and checked. ``steering`` None decodes the model plain (the comparison
+    mode); one ``Steering`` steers every branch alike; a sequence gives one
+    per branch of ``plan``, in order (``compile.branch_steerings`` binds each
+    branch's citations to the evidence its prompt shows), and each branch's
+    result reports what its own steering left unmet. ``constraints`` are
+    checked on partial answers (pruning), ``premises`` attributed to the
+    steps that mention them; ``lexicon`` (label -> class) and
+    ``request_text`` feed the evidence-chain and counterfactual rules.
+    The shared prefix is read from and stored in ``prefix`` (one tenant's
+    entries for this model) when given, else prefilled every time.
     ``on_step`` hears every branch's steps as ``StepEvent``s (for streaming):
     each as soon as the search has decided it, the rest before ``decode``
     returns; per branch they are exactly that branch's ``steps`` in the
     result (``stream.py``). It runs on the decoding thread and must be quick.
     With a ``batcher`` the model calls go through it, merged step by step with
     the other decodes running at the same time.
+
+    Raises:
+        InvalidInput: a steering sequence whose length is not the branch count.
+        LimitExceeded: the prompt plus ``options.max_new_tokens`` exceeds the model's window.
     """
-    with batcher.lane() if batcher is not None else nullcontext() as lane:
-        return _decode(
-            ModelRunner(model, lane=lane, packed=options.packed_forward), tokenizer, plan, steering=steering, options=options,
-            constraints=constraints, premises=premises, lexicon=lexicon,
-            request_text=request_text, prefix_cache=prefix_cache, tenant=tenant,
-            model_id=model_id, verify=verify, on_step=on_step,
-        )
-
-
-def _decode(
-    runner: ModelRunner,
-    tokenizer: Any,
-    plan: PromptPlan,
-    *,
-    steering: Steering | Sequence[Steering] | None,
-    options: DecodeOptions,
-    constraints: Sequence[Constraint],
-    premises: Sequence[Premise],
-    lexicon: Mapping[str, str] | None,
-    request_text: str,
-    prefix_cache: PrefixCache | None,
-    tenant: str,
-    model_id: str,
-    verify: Callable[..., Verdict],
-    on_step: Callable[[StepEvent], None] | None,
-) -> DecodeResult:
     torch.manual_seed(options.seed)
     steerings = _per_branch(steering, len(plan.suffixes))
-    model = runner.model
-    longest = len(plan.prefix_ids) + max(len(s) for s in plan.suffixes) + options.max_new_tokens
-    limit = getattr(runner.config, "max_position_embeddings", None)
-    if limit is not None and longest > int(limit):
-        raise LimitExceeded(
-            f"prompt plus max_new_tokens is {longest} tokens; the model's window is {limit}"
+    with batcher.lane() if batcher is not None else nullcontext() as lane:
+        runner = ModelRunner(model, lane=lane, packed=options.packed_forward)
+        longest = len(plan.prefix_ids) + max(len(s) for s in plan.suffixes) + options.max_new_tokens
+        limit = getattr(runner.config, "max_position_embeddings", None)
+        if limit is not None and longest > int(limit):
+            raise LimitExceeded(
+                f"prompt plus max_new_tokens is {longest} tokens; the model's window is {limit}"
+            )
+        pad_id = int(tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0)
+        with torch.inference_mode():
+            t0 = time.perf_counter()
+            prefix_kv, hit = _prefix(runner, plan, prefix)
+            state, first = prefill_branches(
+                runner,
+                len(plan.prefix_ids),
+                prefix_kv,
+                plan.suffixes,
+                width=options.width,
+                max_new_tokens=options.max_new_tokens,
+                slack=options.repair_slack,
+                pad_id=pad_id,
+            )
+            prefill_s = time.perf_counter() - t0
+            stats = SearchStats()
+            judge = PruningJudge(
+                tokenizer=tokenizer,
+                runner=runner,
+                constraints=constraints,
+                branches=[
+                    BranchEvidence(
+                        view,
+                        facts,
+                        state.branch_kv[b],
+                        state.prompt_lengths[b],
+                        torch.log_softmax(first[b], -1),
+                    )
+                    for b, (view, facts) in enumerate(zip(plan.views, plan.facts))
+                ],
+                options=options,
+                stats=stats,
+                verify=verify_constraint,
+                lexicon=dict(lexicon or {}),
+                request_text=request_text,
+                language=plan.language,
+                pad_id=pad_id,
+            )
+            config = BeamConfig(options, eos_ids=_eos_ids(model, tokenizer))
+            table = boundary_table(tokenizer, int(first.shape[-1]))
+            stream = StepStream(plan.views, tokenizer, on_step) if on_step is not None else None
+            outcomes = generate(
+                runner, state, first, steerings, config, table, judge, stats,
+                on_decided=stream.decided if stream is not None else None,
+            )
+        result = _result(
+            plan, tokenizer, outcomes, premises, runner, stats, judge, prefill_s, hit, steerings
         )
-    pad_id = int(tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0)
-    with torch.inference_mode():
-        t0 = time.perf_counter()
-        prefix_kv, hit = _prefix(runner, plan, prefix_cache, tenant, model_id)
-        state, first = prefill_branches(
-            runner,
-            len(plan.prefix_ids),
-            prefix_kv,
-            plan.suffixes,
-            width=options.width,
-            max_new_tokens=options.max_new_tokens,
-            slack=options.max_repairs * BeamConfig.max_step_tokens + 2,
-            pad_id=pad_id,
-        )
-        prefill_s = time.perf_counter() - t0
-        stats = SearchStats()
-        judge = PruningJudge(
-            tokenizer=tokenizer,
-            runner=runner,
-            constraints=constraints,
-            branches=[
-                BranchEvidence(
-                    view,
-                    facts,
-                    state.branch_kv[b],
-                    state.prompt_lengths[b],
-                    torch.log_softmax(first[b], -1),
-                )
-                for b, (view, facts) in enumerate(zip(plan.views, plan.facts))
-            ],
-            config=PruningConfig(
-                entropy_bound=options.entropy_bound,
-                contrast_margin=options.contrast_margin,
-                counterfactual_checks=options.counterfactual_checks,
-                counterfactual_flops_share=options.counterfactual_flops_share,
-            ),
-            stats=stats,
-            verify=verify,
-            lexicon=dict(lexicon or {}),
-            request_text=request_text,
-            language=plan.language,
-            pad_id=pad_id,
-            enforce=options.prune,
-        )
-        config = BeamConfig(
-            width=options.width,
-            max_new_tokens=options.max_new_tokens,
-            min_new_tokens=options.min_new_tokens,
-            length_penalty=options.length_penalty,
-            eos_ids=_eos_ids(model, tokenizer),
-            pad_id=pad_id,
-            max_repairs=options.max_repairs,
-        )
-        table = boundary_table(tokenizer, int(first.shape[-1]))
-        stream = StepStream(plan.views, tokenizer, on_step) if on_step is not None else None
-        outcomes = generate(
-            runner, state, first, steerings, config, table, judge, stats,
-            on_decided=stream.decided if stream is not None else None,
-        )
-    result = _result(
-        plan, tokenizer, outcomes, premises, runner, stats, judge, prefill_s, hit, steerings
-    )
     if stream is not None:
         stream.finish([branch.steps for branch in result.branches])
     return result
@@ -341,18 +263,16 @@ def _per_branch(steering: Steering | Sequence[Steering] | None, n: int) -> list[
     return [steering] * n
 
 
-def _prefix(
-    runner: ModelRunner, plan: PromptPlan, cache: PrefixCache | None, tenant: str, model_id: str
-) -> tuple[Any, bool]:
-    """The prefix KV from the tenant's cache, or prefilled now (and stored)."""
-    usable = cache is not None and bool(tenant) and bool(model_id) and bool(plan.prefix_ids)
-    if usable and cache is not None:
-        kv = cache.get(tenant, model_id, plan.prefix_ids)
+def _prefix(runner: ModelRunner, plan: PromptPlan, scope: PrefixScope | None) -> tuple[Any, bool]:
+    """The prefix KV from the scope's cache, or prefilled now (and stored there)."""
+    usable = scope is not None and bool(plan.prefix_ids)
+    if usable and scope is not None:
+        kv = scope.get(plan.prefix_ids)
         if kv is not None:
             return kv, True
     kv = prefill_prefix(runner, plan.prefix_ids)
-    if usable and cache is not None:
-        cache.put(tenant, model_id, plan.prefix_ids, kv)
+    if usable and scope is not None:
+        scope.put(plan.prefix_ids, kv)
     return kv, False
 
 

@@ -1,6 +1,6 @@
 """One forward pass over the beams of several independent decodes, each on its own KV slab.
 
-Concurrent decodes hold separate :class:`~inference.decoder.kv.SlabCache` s of
+Concurrent decodes hold separate :class:`~inference.decoder.kv_slab.SlabCache` s of
 different column counts. Copying them into one tensor per step would cost as
 much as the step itself, so the merged forward keeps them apart: the token
 projections, MLPs and the LM head run once over all rows (where batching
@@ -29,7 +29,7 @@ from transformers.cache_utils import Cache, DynamicLayer
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
-from inference.decoder.kv import SlabCache
+from inference.decoder.kv_slab import SlabCache
 
 __all__ = ["GROUPED_ATTENTION", "GroupedCache", "GroupedKV", "use_grouped_attention"]
 

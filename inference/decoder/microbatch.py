@@ -33,7 +33,7 @@ from typing import Any, Self
 import torch
 
 from inference.decoder.grouped_attention import GroupedCache, use_grouped_attention
-from inference.decoder.kv import SlabCache
+from inference.decoder.kv_slab import SlabCache
 from reasoning.errors import InvalidInput, Unavailable
 
 __all__ = ["BatcherStats", "Lane", "MicroBatcher"]

@@ -15,7 +15,7 @@ The forward is the Llama computation written out once (embedding, per layer
 RMSNorm, fused q/k/v projection, rotary embedding, attention over the slab,
 output projection, RMSNorm, fused gate/up projection, SiLU, down projection,
 final norm, LM head), with the model's own embedding, rotary and norm
-modules and the library's ``apply_rotary_pos_emb``. It accepts a :class:`~inference.decoder.kv.SlabCache` (one decode)
+modules and the library's ``apply_rotary_pos_emb``. It accepts a :class:`~inference.decoder.kv_slab.SlabCache` (one decode)
 or a :class:`~inference.decoder.grouped_attention.GroupedCache` (a merged
 micro-batch step), exactly as the library forward does.
 
@@ -47,7 +47,7 @@ import torch.nn.functional as F
 from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 
 from inference.decoder.grouped_attention import GroupedCache
-from inference.decoder.kv import SlabCache, supports_slab_cache
+from inference.decoder.kv_slab import SlabCache, supports_slab_cache
 
 __all__ = ["PackedLlama", "pack_model", "packed_forward", "unsupported_reason"]
 

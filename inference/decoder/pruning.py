@@ -47,13 +47,14 @@ import torch
 from inference.decoder.beam import SearchStats, StepCheck
 from inference.decoder.contrast import window_contrast, window_cost
 from inference.decoder.degeneracy import answer_scripts, degeneracy, normalised_steps
-from inference.decoder.kv import PrefixKV
+from inference.decoder.kv_slab import PrefixKV
+from inference.decoder.options import DecodeOptions
 from inference.decoder.runner import ModelRunner
 from reasoning.constraints.model import Constraint, Hardness, Kind, Scope, Verdict
 from reasoning.counterfactual import variants
 from reasoning.evidence.model import EvidenceFact
 
-__all__ = ["BranchEvidence", "PruningConfig", "PruningJudge", "StepFacts", "domain_mentions"]
+__all__ = ["BranchEvidence", "PruningJudge", "StepFacts", "domain_mentions"]
 
 _NUMBER = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w.,])\d+(?:\.\d+)?")
 _ISO_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
@@ -62,16 +63,6 @@ _CITATION = re.compile(r"\[(E\d+)\]")
 _WORD = re.compile(r"\w+")
 _PREFIX_CACHE = 64  # answer prefixes kept (a few per live beam)
 _CLAIM_END = frozenset(".!?;:\n。！？；")
-
-
-@dataclass(frozen=True)
-class PruningConfig:
-    entropy_bound: float = 0.85
-    min_violations: int = 2
-    contrast_margin: float = 0.5
-    counterfactual_checks: bool = False
-    counterfactual_flops_share: float = 0.05
-    max_variants: int = 3
 
 
 @dataclass(frozen=True)
@@ -150,6 +141,9 @@ def domain_mentions(text: str, labels: Sequence[str]) -> tuple[str, ...]:
 class PruningJudge:
     """Implements ``StepJudge`` for one decode (all branches of one request).
 
+    The rules' settings are ``options``' (``DecodeOptions``); with
+    ``options.prune`` False every step is measured and reported, none pruned.
+
     ``language`` is the request's; the answer's language, whose scripts the
     script-drift check expects, is a ``response_language`` constraint's when
     the request sets one, else the request's.
@@ -159,16 +153,13 @@ class PruningJudge:
     runner: ModelRunner
     constraints: Sequence[Constraint]
     branches: Sequence[BranchEvidence]
-    config: PruningConfig
+    options: DecodeOptions
     stats: SearchStats
     verify: Callable[..., Verdict]
     lexicon: Mapping[str, str] = field(default_factory=dict)
     request_text: str = ""
     language: str = "en"
     pad_id: int = 0
-    enforce: bool = (
-        True  # False: measure and report every step, never prune (plain comparison runs)
-    )
     counterfactual_skipped: int = 0
     counterfactual_scored: int = 0
     counterfactual_reused: int = 0
@@ -207,7 +198,7 @@ class PruningJudge:
         free = [k for k in range(start, end) if not (k < len(forced) and forced[k])]
         facts = self._measure(branch, tokens, start, end, entropies, text, free)
         rule, detail, facts = self._rule(branch, facts, final)
-        if rule is not None and self.enforce and not final:
+        if rule is not None and self.options.prune and not final:
             return StepCheck(keep=False, rule=rule, detail=detail, payload=facts)
         return StepCheck(keep=True, rule=rule, detail=detail, payload=facts)
 
@@ -300,10 +291,10 @@ class PruningJudge:
         self, branch: int, facts: StepFacts, final: bool = False
     ) -> tuple[str | None, str, StepFacts]:
         """The first rule the step breaks (entropy, evidence, semantic), its reason, the facts."""
-        if facts.entropy > self.config.entropy_bound:
+        if facts.entropy > self.options.entropy_bound:
             return (
                 "entropy",
-                f"mean normalised entropy {facts.entropy:.2f} > {self.config.entropy_bound}",
+                f"mean normalised entropy {facts.entropy:.2f} > {self.options.entropy_bound}",
                 facts,
             )
         if facts.degenerate:
@@ -315,19 +306,19 @@ class PruningJudge:
             )
             return "evidence", detail, facts
         violated = [v for v in facts.verdicts if not v.satisfied and v.certain]
-        if len(violated) >= self.config.min_violations:
+        if len(violated) >= self.options.min_violations:
             return "semantic", "violates " + ", ".join(v.constraint_id for v in violated), facts
         if (
             has_evidence
             and facts.mentions
-            and self.config.counterfactual_checks
+            and self.options.counterfactual_checks
             and (final or _complete(facts.text))
         ):
             return self._contradiction(branch, facts)
         return None, "", facts
 
     def _contradiction(self, branch: int, facts: StepFacts) -> tuple[str | None, str, StepFacts]:
-        found = variants(facts.text.strip(), self.lexicon, limit=self.config.max_variants)
+        found = variants(facts.text.strip(), self.lexicon, limit=self.options.max_variants)
         if not found:
             return None, "", facts
         claim = facts.text.strip()
@@ -345,7 +336,7 @@ class PruningJudge:
             flops = self.runner.counters.flops
             spent = flops.get("counterfactual", 0.0)
             base = flops.get("prefill", 0.0) + flops.get("decode", 0.0)
-            if spent + cost > self.config.counterfactual_flops_share * base:
+            if spent + cost > self.options.counterfactual_flops_share * base:
                 self.counterfactual_skipped += 1
                 return None, "", facts
             ev = self.branches[branch]
@@ -365,7 +356,7 @@ class PruningJudge:
         facts = replace(
             facts, contrast=value, contrast_kind=variant.kind, contrast_variant=variant.text
         )
-        if value < -self.config.contrast_margin:
+        if value < -self.options.contrast_margin:
             detail = f"the evidence favours the {variant.kind} variant {variant.text!r} ({value:.2f} nats/token)"
             return "semantic", detail, facts
         return None, "", facts

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from inference.decoder.grouped_attention import GroupedCache
-from inference.decoder.kv import SlabCache, supports_slab_cache
+from inference.decoder.kv_slab import SlabCache, supports_slab_cache
 from inference.decoder.packed_llama import packed_forward
 from reasoning.errors import InvalidInput
 

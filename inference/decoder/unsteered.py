@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from inference.decoder.steering import SteeringState
+from inference.decoder.steering_protocol import SteeringState
 
 __all__ = ["Unsteered", "UnsteeredState"]
 

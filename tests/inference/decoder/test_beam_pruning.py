@@ -8,12 +8,15 @@ judge, the search, the repair and the verifiers are the real ones.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
 from inference.decoder.beam import SearchStats
-from inference.decoder.decode import DecodeOptions, DecodeResult, decode
-from inference.decoder.pruning import PruningConfig, PruningJudge, domain_mentions
+from inference.decoder.decode import DecodeResult, decode
+from inference.decoder.options import DecodeOptions
+from inference.decoder.pruning import PruningJudge, domain_mentions
 from inference.decoder.runner import ModelRunner
 from inference.loader import LoadedModel
 from inference.prompting import plan_prompt
@@ -193,7 +196,7 @@ def test_entropy_bound_on_the_measured_token_entropy(loaded_model: LoadedModel) 
         runner=ModelRunner(loaded_model.model),
         constraints=[],
         branches=[],
-        config=PruningConfig(),
+        options=DecodeOptions(),
         stats=SearchStats(),
         verify=verify,
     )
@@ -202,6 +205,11 @@ def test_entropy_bound_on_the_measured_token_entropy(loaded_model: LoadedModel) 
     sharp = judge.judge(0, tokens, 0, len(tokens), [0.2] * len(tokens), final=False)
     assert (flat.keep, flat.rule) == (False, "entropy") and sharp.keep
     assert judge.judge(0, tokens, 0, len(tokens), [0.9] * len(tokens), final=True).keep
+    measured = dataclasses.replace(judge, options=DecodeOptions(prune=False))
+    reported = measured.judge(0, tokens, 0, len(tokens), [0.9] * len(tokens), final=False)
+    assert (reported.keep, reported.rule) == (True, "entropy")  # reported, never pruned
+    strict = dataclasses.replace(judge, options=DecodeOptions(entropy_bound=0.1))
+    assert strict.judge(0, tokens, 0, len(tokens), [0.2] * len(tokens), final=False).rule == "entropy"
 
 
 def test_stale_evidence_lowers_confidence_with_its_hint(loaded_model: LoadedModel) -> None:

@@ -11,7 +11,8 @@ import torch
 from inference.decoder.batch import prefill_branches, prefill_prefix
 from inference.decoder.beam import BeamConfig, SearchStats, generate
 from inference.decoder.boundaries import boundary_table
-from inference.decoder.decode import DecodeOptions, decode
+from inference.decoder.decode import decode
+from inference.decoder.options import DecodeOptions
 from inference.decoder.runner import ModelRunner
 from inference.decoder.unsteered import Unsteered
 from inference.loader import LoadedModel
@@ -56,7 +57,8 @@ def _ours(
             runner, len(ids) - split, kv, [ids[-split:]], width=width, max_new_tokens=new
         )
         config = BeamConfig(
-            width=width, max_new_tokens=new, eos_ids=frozenset({lm.tokenizer.eos_token_id})
+            DecodeOptions(width=width, max_new_tokens=new),
+            eos_ids=frozenset({lm.tokenizer.eos_token_id}),
         )
         table = boundary_table(lm.tokenizer, int(first.shape[-1]))
         outcome = generate(runner, state, first, [Unsteered()], config, table, None, SearchStats())[

@@ -6,7 +6,8 @@ import pytest
 
 from inference.decoder.beam import SearchStats
 from inference.decoder.degeneracy import answer_scripts, degeneracy
-from inference.decoder.pruning import PruningConfig, PruningJudge
+from inference.decoder.options import DecodeOptions
+from inference.decoder.pruning import PruningJudge
 from inference.decoder.runner import ModelRunner
 from inference.loader import LoadedModel
 from reasoning.constraints.model import Constraint, Kind
@@ -63,7 +64,7 @@ def test_the_judge_expects_the_required_languages_script(loaded_model: LoadedMod
             runner=ModelRunner(loaded_model.model),
             constraints=constraints,
             branches=[],
-            config=PruningConfig(),
+            options=DecodeOptions(),
             stats=SearchStats(),
             verify=verify,
             language="en",

@@ -147,7 +147,8 @@ def test_new_matches_bound_the_growth_of_the_count(text: str, chunk: str, keywor
 @pytest.mark.model
 def test_bundled_model_meets_a_keyword_count_in_bullets(loaded_model: Any) -> None:
     """The README's request: three bullets and "risk" at least twice."""
-    from inference.decoder.decode import DecodeOptions, decode
+    from inference.decoder.decode import decode
+    from inference.decoder.options import DecodeOptions
     from inference.prompting import plan_prompt
 
     constraints = [c("bullet_count", n=3), c("keyword_frequency", keyword="risk", relation="at least", n=2)]

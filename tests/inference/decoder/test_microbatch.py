@@ -10,12 +10,12 @@ import pytest
 import torch
 
 from inference.decoder.grouped_attention import GroupedCache
-from inference.decoder.kv import SlabCache
+from inference.decoder.kv_slab import SlabCache
 from inference.decoder.microbatch import MicroBatcher
 from inference.decoder.runner import ModelRunner
-from inference.kv_cache import PrefixCache
 from inference.loader import LoadedModel
 from inference.pipeline import Reasoner, ReasonOptions
+from inference.prefix_cache import PrefixCache
 from reasoning.errors import InvalidInput, Unavailable
 
 pytestmark = pytest.mark.model

@@ -200,7 +200,8 @@ def test_word_bound_on_random_token_soup(tokenizer: Any) -> None:
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(constraints=constraint_sets())
 def test_bundled_model_never_violates(loaded_model: Any, constraints: list[Constraint]) -> None:
-    from inference.decoder.decode import DecodeOptions, decode
+    from inference.decoder.decode import decode
+    from inference.decoder.options import DecodeOptions
     from inference.prompting import plan_prompt
 
     tokenizer = loaded_model.tokenizer
@@ -232,7 +233,8 @@ def test_required_text_with_a_forbidden_word_is_a_conflict(tokenizer: Any) -> No
 def test_bundled_model_cites_a_shown_fact(loaded_model: Any) -> None:
     """With evidence shown and a hard cite_sources constraint, the real model's
     answer cites a shown fact id (and no other), within a word bound."""
-    from inference.decoder.decode import DecodeOptions, decode
+    from inference.decoder.decode import decode
+    from inference.decoder.options import DecodeOptions
     from inference.prompting import plan_prompt
     from reasoning.constraints.citations import evidence_ids
     from reasoning.constraints.model import Scope
@@ -273,7 +275,8 @@ def test_bundled_model_cites_only_what_its_own_branch_shows(loaded_model: Any) -
     branch that shows one cites only it and reports the unmet minimum (the
     request-wide steering would have let it cite the others' facts)."""
     from inference.decoder.compile import branch_steerings
-    from inference.decoder.decode import DecodeOptions, decode
+    from inference.decoder.decode import decode
+    from inference.decoder.options import DecodeOptions
     from inference.prompting import plan_prompt
     from reasoning.constraints.citations import evidence_ids
     from reasoning.constraints.model import Scope

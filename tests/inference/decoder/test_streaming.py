@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from inference.decoder.decode import DecodeOptions, DecodeResult, decode
+from inference.decoder.decode import DecodeResult, decode
+from inference.decoder.options import DecodeOptions
 from inference.decoder.stream import StepEvent
 from inference.prompting import plan_prompt
 from reasoning.evidence.model import EvidenceSubgraph

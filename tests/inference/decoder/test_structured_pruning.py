@@ -15,7 +15,8 @@ import pytest
 
 from bench.steering import _prepare_judge, ifeval_constraints, judge
 from inference.decoder.compile import compile_steering
-from inference.decoder.decode import DecodeOptions, decode
+from inference.decoder.decode import decode
+from inference.decoder.options import DecodeOptions
 from inference.loader import LoadedModel
 from inference.prompting import plan_prompt
 

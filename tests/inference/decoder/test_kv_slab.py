@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from inference.decoder.kv import SlabCache
+from inference.decoder.kv_slab import SlabCache
 
 
 def _slab(rows: int, columns: int) -> SlabCache:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from inference.decoder.decode import DecodeOptions, decode
-from inference.kv_cache import PrefixCache
+from inference.decoder.decode import decode
+from inference.decoder.options import DecodeOptions
 from inference.loader import LoadedModel
+from inference.prefix_cache import PrefixCache, PrefixScope
 from inference.prompting import plan_prompt
+from reasoning.errors import InvalidInput
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -57,6 +59,23 @@ def test_an_entry_larger_than_the_bound_is_refused() -> None:
     assert cache.stats().entries == 0
 
 
+def test_a_scope_reads_and_fills_only_its_tenant_and_model() -> None:
+    cache = PrefixCache()
+    kv = _kv()
+    scope = PrefixScope(cache, "tenant-a", "model-1")
+    assert scope.get([1, 2]) is None
+    assert scope.put([1, 2], kv)
+    assert scope.get([1, 2]) is kv and cache.get("tenant-a", "model-1", [1, 2]) is kv
+    assert PrefixScope(cache, "tenant-b", "model-1").get([1, 2]) is None
+    assert PrefixScope(cache, "tenant-a", "model-2").get([1, 2]) is None
+
+
+@pytest.mark.parametrize(("tenant", "model_id"), [("", "model-1"), ("tenant-a", "")])
+def test_a_scope_without_a_tenant_or_a_model_is_refused(tenant: str, model_id: str) -> None:
+    with pytest.raises(InvalidInput, match="tenant and a model identity"):
+        PrefixScope(PrefixCache(), tenant, model_id)
+
+
 @pytest.mark.model
 def test_reuse_gives_identical_output_and_skips_the_prefix_prefill(
     loaded_model: LoadedModel,
@@ -65,11 +84,9 @@ def test_reuse_gives_identical_output_and_skips_the_prefix_prefill(
     plan = plan_prompt(tok, "Name one duty of a bank towards a politically exposed person.")
     cache = PrefixCache()
     options = DecodeOptions(width=1, max_new_tokens=10)
-    args = {
-        "options": options, "prefix_cache": cache, "tenant": "t1", "model_id": loaded_model.identity.sha256
-    }
-    first = decode(loaded_model.model, tok, plan, **args)
-    second = decode(loaded_model.model, tok, plan, **args)
+    scope = PrefixScope(cache, "t1", loaded_model.identity.sha256)
+    first = decode(loaded_model.model, tok, plan, options, prefix=scope)
+    second = decode(loaded_model.model, tok, plan, options, prefix=scope)
     assert not first.prefix_cache_hit and second.prefix_cache_hit
     assert second.answer == first.answer
     assert [s.text for s in second.steps] == [s.text for s in first.steps]
@@ -83,10 +100,8 @@ def test_reuse_gives_identical_output_and_skips_the_prefix_prefill(
         loaded_model.model,
         tok,
         plan,
-        options=options,
-        prefix_cache=cache,
-        tenant="t2",
-        model_id=loaded_model.identity.sha256,
+        options,
+        prefix=PrefixScope(cache, "t2", loaded_model.identity.sha256),
     )
     assert not other.prefix_cache_hit and other.answer == first.answer
     assert cache.stats().hits == 1

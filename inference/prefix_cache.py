@@ -17,12 +17,14 @@ import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import msgspec
 
-from inference.decoder.kv import PrefixKV
+from inference.decoder.kv_slab import PrefixKV
+from reasoning.errors import InvalidInput
 
-__all__ = ["PrefixCache", "PrefixCacheStats", "prefix_key"]
+__all__ = ["PrefixCache", "PrefixCacheStats", "PrefixScope", "prefix_key"]
 
 
 class PrefixCacheStats(msgspec.Struct, frozen=True, kw_only=True):
@@ -104,3 +106,32 @@ class PrefixCache:
                 bytes=self._bytes,
                 max_bytes=self.max_bytes,
             )
+
+
+@dataclass(frozen=True)
+class PrefixScope:
+    """One tenant's entries of a ``PrefixCache`` for one model: what a decode may read and fill.
+
+    A scope always names both a tenant and a model identity, so a decode
+    given one can neither share an entry across tenants nor reuse a prefix
+    prefilled by another model.
+
+    Raises:
+        InvalidInput: an empty ``tenant`` or ``model_id``.
+    """
+
+    cache: PrefixCache
+    tenant: str
+    model_id: str
+
+    def __post_init__(self) -> None:
+        if not self.tenant or not self.model_id:
+            raise InvalidInput("a prefix cache scope needs a tenant and a model identity")
+
+    def get(self, token_ids: Sequence[int]) -> PrefixKV | None:
+        """The prefilled KV of exactly ``token_ids`` in this scope, or None (a miss)."""
+        return self.cache.get(self.tenant, self.model_id, token_ids)
+
+    def put(self, token_ids: Sequence[int], kv: PrefixKV) -> bool:
+        """Store a prefix in this scope; False when it can never fit (``PrefixCache.put``)."""
+        return self.cache.put(self.tenant, self.model_id, token_ids, kv)
