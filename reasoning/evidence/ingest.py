@@ -99,7 +99,7 @@ def ingest_ontology(
     views = read_views(parsed.triples)
     profile = read_profile(parsed.triples)
     materialised = materialise(parsed.triples, timeout_s=limits.materialise_timeout_s,
-                               engine=engine)
+                               engine=engine, max_triples=limits.parse.max_triples)
     index_started = time.perf_counter()
     index = build_index(parsed.triples, materialised.inferred, views=views, profile=profile,
                         lemmatizer=lemmatizer)

@@ -13,6 +13,9 @@ weights from the web server, no re-import of the caller's main module) that
 reads the triples as msgpack on stdin and answers on stdout. When the
 deadline passes the process is killed and the upload keeps its asserted
 triples only, with the timeout stated in the report. Nothing is left running.
+With ``max_triples`` a closure larger than that is refused the same way
+(``capped``), and the child's address space is capped (``memory_bytes``,
+by default :func:`reasoner_memory_bytes` of ``max_triples``).
 
 ``reasonable`` accepts IRIs only, so literals and blank nodes are replaced by
 placeholder IRIs for the run and mapped back afterwards; inferences that
@@ -32,7 +35,18 @@ from reasoning.errors import InvalidInput
 from reasoning.evidence.reasoner_worker import Engine, WorkerResult
 from reasoning.evidence.terms import Triple, is_iri
 
-__all__ = ["Engine", "Materialisation", "materialise"]
+__all__ = ["Engine", "Materialisation", "materialise", "reasoner_memory_bytes"]
+
+_BASE_MEMORY_BYTES = 1 << 30
+_BYTES_PER_TRIPLE = 1024
+
+
+def reasoner_memory_bytes(max_triples: int | None) -> int | None:
+    """The reasoner process's address-space cap for a closure of ``max_triples``: 1 GiB for the
+    interpreter and reasoners plus 1 KiB per triple (None: no cap)."""
+    if max_triples is None:
+        return None
+    return _BASE_MEMORY_BYTES + _BYTES_PER_TRIPLE * max_triples
 
 
 
@@ -44,6 +58,7 @@ class Materialisation(msgspec.Struct, frozen=True, kw_only=True):
     seconds: float
     timed_out: bool = False
     note: str | None = None
+    capped: bool = False
 
 
 def materialise(
@@ -51,6 +66,8 @@ def materialise(
     *,
     timeout_s: float = 60.0,
     engine: Engine = "auto",
+    max_triples: int | None = None,
+    memory_bytes: int | None = None,
 ) -> Materialisation:
     """Run OWL 2 RL over ``triples`` and return only the new triples.
 
@@ -58,13 +75,19 @@ def materialise(
     usable without inferences, so the outcome is reported in
     :attr:`Materialisation.note` instead. ``timeout_s`` bounds the wall time
     of the reasoning itself (process start-up gets a small grace period).
+    ``max_triples`` bounds the closure (asserted plus inferred); past it no
+    inference is kept and ``capped`` is set. ``memory_bytes`` caps the
+    reasoner's address space (default: from ``max_triples``).
     """
     if timeout_s <= 0:
         raise InvalidInput("materialisation timeout must be positive", field="timeout_s")
     started = time.perf_counter()
     prefix = f"urn:tenet:m{secrets.token_hex(4)}:"
     encoded, placeholders = _encode(triples, prefix)
-    payload = msgspec.msgpack.encode({"engine": engine, "triples": encoded})
+    if memory_bytes is None:
+        memory_bytes = reasoner_memory_bytes(max_triples)
+    payload = msgspec.msgpack.encode({"engine": engine, "triples": encoded,
+                                      "max_triples": max_triples, "memory_bytes": memory_bytes})
     process = subprocess.Popen(
         [sys.executable, "-m", "reasoning.evidence.reasoner_worker"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
@@ -94,7 +117,8 @@ def materialise(
         )
     inferred = _decode(outcome.inferred, placeholders, prefix)
     return Materialisation(inferred=inferred, engine=outcome.engine,
-                           seconds=time.perf_counter() - started, note=outcome.note)
+                           seconds=time.perf_counter() - started, note=outcome.note,
+                           capped=outcome.capped)
 
 
 def _engine_name(engine: Engine) -> str:

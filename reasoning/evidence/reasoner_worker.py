@@ -1,10 +1,16 @@
 """The child process that runs an OWL 2 RL reasoner for :mod:`materialise`.
 
-Protocol: stdin holds one msgpack map ``{"engine", "triples"}`` (triples as
-lists of three bare IRIs); stdout receives one msgpack :class:`WorkerResult`
-with only the triples the reasoner added. Run as
+Protocol: stdin holds one msgpack map ``{"engine", "triples", "max_triples",
+"memory_bytes"}`` (triples as lists of three bare IRIs); stdout receives one
+msgpack :class:`WorkerResult` with only the triples the reasoner added. Run as
 ``python -m reasoning.evidence.reasoner_worker``; it imports no web, model
 or database code, so it starts in a fraction of a second.
+
+Limits: before reasoning, the process caps its own address space at
+``memory_bytes`` (``RLIMIT_AS``), so a blow-up ends in a MemoryError or the
+process's death, never in the host running out of memory; a closure that
+holds more than ``max_triples`` triples (asserted plus inferred) is dropped
+and reported (``capped``).
 """
 
 from __future__ import annotations
@@ -40,12 +46,27 @@ owlrl emits them for every term, so they are dropped from every engine's output.
 class WorkerRequest(msgspec.Struct, frozen=True):
     engine: Engine
     triples: list[tuple[str, str, str]]
+    max_triples: int | None = None
+    memory_bytes: int | None = None
 
 
 class WorkerResult(msgspec.Struct, frozen=True):
     engine: str
     inferred: list[tuple[str, str, str]]
     note: str | None = None
+    capped: bool = False
+
+
+def _limit_memory(memory_bytes: int | None) -> None:
+    """Cap this process's address space (a no-op where the platform has no RLIMIT_AS)."""
+    if memory_bytes is None:
+        return
+    try:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+    except (ImportError, ValueError, OSError):
+        return
 
 
 def run(request: WorkerRequest) -> WorkerResult:
@@ -75,6 +96,14 @@ def run(request: WorkerRequest) -> WorkerResult:
             used, result = "owlrl", _run_owlrl(request.triples)
     inferred = [t for t in result
                 if t not in base and not (t[0] == t[2] and t[1] in TAUTOLOGIES)]
+    if request.max_triples is not None and len(base) + len(inferred) > request.max_triples:
+        return WorkerResult(
+            used, [],
+            f"OWL 2 RL materialisation would hold {len(base) + len(inferred)} triples, over the "
+            f"limit of {request.max_triples} (TENET_ONTOLOGY_MAX_TRIPLES); only asserted triples "
+            "are indexed",
+            capped=True,
+        )
     return WorkerResult(used, inferred, note)
 
 
@@ -100,6 +129,7 @@ def _run_owlrl(triples: list[tuple[str, str, str]]) -> list[tuple[str, str, str]
 
 def main() -> None:
     request = msgspec.msgpack.decode(sys.stdin.buffer.read(), type=WorkerRequest)
+    _limit_memory(request.memory_bytes)
     try:
         result = run(request)
     except BaseException as exc:  # noqa: BLE001 - the worker reports every failure to its parent

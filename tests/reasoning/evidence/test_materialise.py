@@ -74,3 +74,29 @@ def test_time_limit_kills_the_reasoner_and_keeps_asserted_only() -> None:
     assert result.inferred == ()
     assert result.note is not None and "exceeded 0.5 s" in result.note
     assert result.seconds < 5
+
+
+def _transitive_chain(n: int) -> tuple[tuple[str, str, str], ...]:
+    """A transitive property over a chain of ``n`` nodes: its closure holds about n^2/2 triples."""
+    links = "".join(f"ex:n{i} ex:next ex:n{i + 1} .\n" for i in range(n))
+    turtle = f"""@prefix ex: <{EX}> .
+@prefix owl: <http://www.w3.org/2002/07/owl#> .
+ex:next a owl:TransitiveProperty .
+{links}"""
+    return parse_rdf(turtle.encode(), "text/turtle").triples
+
+
+def test_a_closure_over_the_triple_cap_is_dropped_and_reported() -> None:
+    asserted = _transitive_chain(120)  # about 7,000 inferred triples
+    unbounded = materialise(asserted, timeout_s=60)
+    assert len(unbounded.inferred) > 5000 and not unbounded.capped
+    capped = materialise(asserted, timeout_s=60, max_triples=2000)
+    assert capped.capped and capped.inferred == ()
+    assert capped.note is not None and "2000" in capped.note and "TENET_ONTOLOGY_MAX_TRIPLES" in capped.note
+
+
+def test_the_reasoner_process_runs_under_a_memory_limit() -> None:
+    # 16 MiB of address space cannot hold the interpreter and the closure: the child fails,
+    # and the caller gets the asserted triples with the failure in the note.
+    starved = materialise(_transitive_chain(300), timeout_s=60, memory_bytes=16 << 20)
+    assert starved.inferred == () and starved.note is not None
