@@ -142,6 +142,7 @@ def test_model_prepare_reuses_the_cache(env: Settings, capsys: pytest.CaptureFix
 
 
 @pytest.mark.model
+@pytest.mark.slow
 def test_ask_runs_one_request_in_process(env: Settings, capsys: pytest.CaptureFixture[str]) -> None:
     has_reason = any(
         route.path == "/v1/reason"

@@ -77,6 +77,7 @@ def test_judge_runs_without_punkt_data_or_downloads() -> None:
 
 
 @pytest.mark.model
+@pytest.mark.slow
 def test_quick_run_prints_one_json_object(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, tokenizer: Any
 ) -> None:

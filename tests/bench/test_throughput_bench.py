@@ -10,6 +10,8 @@ import torch
 
 from bench.throughput import main
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.model
 def test_a_tiny_run_prints_its_figures(capsys: Any) -> None:

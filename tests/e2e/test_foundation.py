@@ -27,6 +27,8 @@ MODEL_CACHE = Path(
 )
 TOKEN = re.compile(r"tnt_[0-9a-f]{12}_\S+")
 
+pytestmark = pytest.mark.slow
+
 
 def _free_port() -> int:
     with socket.socket() as sock:

@@ -221,6 +221,7 @@ async def test_shutdown_during_a_request_completes_it_and_refuses_new_ones_with_
 
 
 @pytest.mark.model
+@pytest.mark.slow
 def test_sigterm_lets_the_real_server_finish_an_accepted_request(tmp_path: Path) -> None:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
