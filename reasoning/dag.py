@@ -13,7 +13,7 @@ Node ids are stable strings built by :func:`node_id`: premises are session-wide
 after a partial re-inference replaces exactly that turn's nodes.
 
 The module depends on nothing of ours outside ``reasoning``: callers convert
-their run results into :class:`BranchTrace` / :class:`StepTrace`.
+their run results into :class:`BranchTrace` / :class:`DagStep`.
 """
 
 from __future__ import annotations
@@ -36,9 +36,9 @@ __all__ = [
     "DAG",
     "BranchTrace",
     "DagNode",
+    "DagStep",
     "NodeKind",
     "ReasoningDag",
-    "StepTrace",
     "node_id",
     "record_turn",
 ]
@@ -85,7 +85,7 @@ class DagNode(msgspec.Struct, frozen=True, kw_only=True):
     attrs: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
-class StepTrace(msgspec.Struct, frozen=True, kw_only=True):
+class DagStep(msgspec.Struct, frozen=True, kw_only=True):
     """A decoded step as the DAG needs it: what it said and what it cited."""
 
     id: str
@@ -102,7 +102,7 @@ class BranchTrace(msgspec.Struct, frozen=True, kw_only=True):
     view: str
     premise_ids: tuple[str, ...]
     evidence_ids: tuple[str, ...]
-    steps: tuple[StepTrace, ...]
+    steps: tuple[DagStep, ...]
     text: str = ""
     confidence: float = 0.0
     recomputed: bool = True

@@ -13,7 +13,6 @@ from inference.pipeline import ReasonOptions
 
 __all__ = [
     "AnswerOut",
-    "BranchOut",
     "FeedbackConstraint",
     "FeedbackCreate",
     "FeedbackItem",
@@ -24,10 +23,11 @@ __all__ = [
     "ReinferenceOut",
     "SessionCreate",
     "SessionOut",
-    "StepOut",
+    "TurnBranchOut",
     "TurnCreate",
     "TurnOut",
     "TurnResult",
+    "TurnStepOut",
     "VerdictOut",
 ]
 
@@ -81,7 +81,10 @@ class TurnOut(msgspec.Struct, frozen=True, kw_only=True):
     duration_ms: float | None
 
 
-class StepOut(msgspec.Struct, frozen=True, kw_only=True):
+class TurnStepOut(msgspec.Struct, frozen=True, kw_only=True):
+    """A step of a session turn's answer: its DAG node id (``t<turn>:step:<view>/<id>``) and what
+    it rests on. ``/v1/reason``'s ``StepOut`` is the fuller per-run view (decode diagnostics)."""
+
     id: str
     text: str
     confidence: float
@@ -90,7 +93,10 @@ class StepOut(msgspec.Struct, frozen=True, kw_only=True):
     calibration_hint: str | None = None
 
 
-class BranchOut(msgspec.Struct, frozen=True, kw_only=True):
+class TurnBranchOut(msgspec.Struct, frozen=True, kw_only=True):
+    """An evidence branch of a session turn with its steps and whether the latest re-inference
+    recomputed it. ``/v1/reason``'s ``BranchOut`` names its steps by id instead."""
+
     view: str
     relevance: float
     premise_ids: list[str]
@@ -98,7 +104,7 @@ class BranchOut(msgspec.Struct, frozen=True, kw_only=True):
     text: str
     confidence: float
     recomputed: bool
-    steps: list[StepOut]
+    steps: list[TurnStepOut]
 
 
 class VerdictOut(msgspec.Struct, frozen=True, kw_only=True):
@@ -115,7 +121,7 @@ class AnswerOut(msgspec.Struct, frozen=True, kw_only=True):
     status: str
     text: str
     reasoning_path: list[str]
-    branches: list[BranchOut]
+    branches: list[TurnBranchOut]
     verdicts: list[VerdictOut]
 
 

@@ -46,7 +46,6 @@ from app.schemas.constraints import Profile
 from app.schemas.reason import ReasonResponse
 from app.schemas.sessions import (
     AnswerOut,
-    BranchOut,
     FeedbackCreate,
     FeedbackResult,
     PolicyChangeOut,
@@ -55,10 +54,11 @@ from app.schemas.sessions import (
     ReinferenceOut,
     SessionCreate,
     SessionOut,
-    StepOut,
+    TurnBranchOut,
     TurnCreate,
     TurnOut,
     TurnResult,
+    TurnStepOut,
     VerdictOut,
 )
 from app.services.pending import PendingConfirmations
@@ -69,12 +69,11 @@ from inference.pipeline import Plan, ReasonOptions, ReasonResult
 from inference.scheduler import JobHints
 from reasoning.analysis import Status
 from reasoning.constraints.model import Constraint, Hardness, Kind
-from reasoning.dag import BranchTrace, NodeKind, ReasoningDag, StepTrace, node_id, record_turn
+from reasoning.dag import BranchTrace, DagStep, NodeKind, ReasoningDag, node_id, record_turn
 from reasoning.errors import ConflictError, InvalidInput
 from reasoning.feedback import Feedback, FeedbackKind, RunView, SessionPolicy, apply_feedback
 from reasoning.premises import RetractionMatch, match_retraction
-from reasoning.provenance.record import ModelAgent, Reinference, RunKind, RunRecord
-from reasoning.provenance.record import StepTrace as ProvStep
+from reasoning.provenance.record import ModelAgent, Reinference, RunKind, RunRecord, StepTrace
 from reasoning.regraph import rebuild_graph
 from store import ontologies as ontology_store
 from store import runs as run_store
@@ -157,7 +156,7 @@ def _traces(result: ReasonResult, mapping: Mapping[str, str], recomputed: set[st
                 premise_ids=premise_ids,
                 evidence_ids=tuple(f.id for f in spec.facts),
                 steps=tuple(
-                    StepTrace(
+                    DagStep(
                         id=f"{spec.view}/{s.id}",
                         text=s.text,
                         confidence=s.confidence,
@@ -178,7 +177,7 @@ def _answer_out(turn: Mapping[str, Any], result: ReasonResult) -> AnswerOut:
     mapping: Mapping[str, str] = turn.get("premises", {})
     recomputed = set(result.recomputed)
     branches = [
-        BranchOut(
+        TurnBranchOut(
             view=spec.view,
             relevance=spec.relevance,
             premise_ids=[mapping.get(p, p) for p in spec.premise_ids],
@@ -187,7 +186,7 @@ def _answer_out(turn: Mapping[str, Any], result: ReasonResult) -> AnswerOut:
             confidence=branch.confidence,
             recomputed=spec.view in recomputed,
             steps=[
-                StepOut(
+                TurnStepOut(
                     id=_step_node(int(turn["turn"]), spec.view, s.id),
                     text=s.text,
                     confidence=s.confidence,
@@ -610,7 +609,7 @@ class SessionService:
         lm = self.runtime.require_model()
         ident = lm.identity
         steps = tuple(
-            ProvStep(
+            StepTrace(
                 id=f"{spec.view}/{s.id}", text=s.text, started_at=started, ended_at=finished,
                 confidence=s.confidence, view=spec.view,
                 evidence_ids=tuple(dict.fromkeys((*s.evidence_cited, *s.evidence_used))),

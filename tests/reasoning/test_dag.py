@@ -13,9 +13,9 @@ from reasoning.dag import (
     DAG,
     BranchTrace,
     DagNode,
+    DagStep,
     NodeKind,
     ReasoningDag,
-    StepTrace,
     node_id,
     record_turn,
 )
@@ -48,18 +48,18 @@ def _branches() -> tuple[BranchTrace, ...]:
         BranchTrace(
             view="compliance", premise_ids=("P2",), evidence_ids=("E1",),
             steps=(
-                StepTrace(id="compliance.1", text="PEPs need review.", confidence=0.8,
+                DagStep(id="compliance.1", text="PEPs need review.", confidence=0.8,
                           evidence_ids=("E1",), premise_ids=("P2",)),
-                StepTrace(id="compliance.2", text="Escalate.", confidence=0.7),
+                DagStep(id="compliance.2", text="Escalate.", confidence=0.7),
             ),
         ),
         BranchTrace(
             view="assumptions", premise_ids=("P1",), evidence_ids=(),
-            steps=(StepTrace(id="assumptions.1", text="Tax is 20%.", confidence=0.6),),
+            steps=(DagStep(id="assumptions.1", text="Tax is 20%.", confidence=0.6),),
         ),
         BranchTrace(
             view="fund_flow", premise_ids=(), evidence_ids=("E2",),
-            steps=(StepTrace(id="fund_flow.1", text="EUR 2m moved.", confidence=0.9,
+            steps=(DagStep(id="fund_flow.1", text="EUR 2m moved.", confidence=0.9,
                              evidence_ids=("E2",)),),
         ),
     )

@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from reasoning.constraints.model import Premise, Span
-from reasoning.dag import BranchTrace, StepTrace, record_turn
+from reasoning.dag import BranchTrace, DagStep, record_turn
 from reasoning.errors import ConflictError, InvalidInput, NotFound
 from store import sessions as repo
 from store.db import transaction
@@ -80,7 +80,7 @@ async def test_save_is_compare_and_swap(factory: async_sessionmaker[AsyncSession
     dag = repo.load_dag(session)
     record_turn(dag, turn=1, premises=[PREMISE], constraints=[], evidence=[],
                 branches=[BranchTrace(view="assumptions", premise_ids=("P1",), evidence_ids=(),
-                                      steps=(StepTrace(id="a.1", text="x", confidence=0.5),))],
+                                      steps=(DagStep(id="a.1", text="x", confidence=0.5),))],
                 answer="ok")
     async with transaction(factory) as db:
         row = await repo.get_session(db, tenants[0], session.id, for_update=True)
