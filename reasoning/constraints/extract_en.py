@@ -918,31 +918,40 @@ _REPEAT = re.compile(
 )
 
 
+def repeat_text(text: str, start: int, end: int) -> str | None:
+    """The text a request to repeat read at ``text[start:end]`` refers to, or None.
+
+    A long quoted string on the request's line, the first line ("repeat the
+    first line"), the block before the request's line, or the block after it.
+    """
+    line_start = text.rfind("\n", 0, start) + 1
+    quoted = [q for q in _QUOTED.finditer(text, line_start, text.find("\n", end) if "\n" in text[end:] else len(text))
+              if len(next(g for g in q.groups() if g)) >= 20]
+    if quoted:
+        prompt_to_repeat = next(g for g in quoted[0].groups() if g)
+    elif re.search(r"first\s+line", text[start : end + 20], re.IGNORECASE):
+        prompt_to_repeat = text.split("\n", 1)[0]
+    elif text[:line_start].strip():
+        prompt_to_repeat = text[:line_start]
+    else:
+        sentence_end = re.search(r"[.!?]\s", text[end:])
+        block = text.find("\n\n", end)
+        if block == -1:
+            if sentence_end is None:
+                return None
+            block = end + sentence_end.end() - 2
+        prompt_to_repeat = text[block:]
+    return prompt_to_repeat.strip() or None
+
+
 def _detect_repeat(ctx: _Ctx) -> None:
     """"First repeat the request above word for word": the text to repeat is the other block."""
     text = ctx.text
     match = _REPEAT.search(text)
     if match is None:
         return
-    line_start = text.rfind("\n", 0, match.start()) + 1
-    quoted = [q for q in _QUOTED.finditer(text, line_start, text.find("\n", match.end()) if "\n" in text[match.end():] else len(text))
-              if len(next(g for g in q.groups() if g)) >= 20]
-    if quoted:
-        prompt_to_repeat = next(g for g in quoted[0].groups() if g)
-    elif re.search(r"first\s+line", text[match.start() : match.end() + 20], re.IGNORECASE):
-        prompt_to_repeat = text.split("\n", 1)[0]
-    elif text[:line_start].strip():
-        prompt_to_repeat = text[:line_start]
-    else:
-        sentence_end = re.search(r"[.!?]\s", text[match.end():])
-        block = text.find("\n\n", match.end())
-        if block == -1:
-            if sentence_end is None:
-                return
-            block = match.end() + sentence_end.end() - 2
-        prompt_to_repeat = text[block:]
-    prompt_to_repeat = prompt_to_repeat.strip()
-    if not prompt_to_repeat:
+    prompt_to_repeat = repeat_text(text, match.start(), match.end())
+    if prompt_to_repeat is None:
         return
     span_end = text.find("\n", match.end())
     ctx.add(Kind.REPEAT_PROMPT, {"prompt_to_repeat": prompt_to_repeat}, match.start(),

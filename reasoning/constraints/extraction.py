@@ -22,7 +22,12 @@ Guarantees:
 - a requirement named only as a category ("do not mention competitors by
   name") is not a ``forbidden_words`` constraint: without explicit words a
   verifier could not check it, so no constraint is invented. Explicit words
-  ("do not use the words 'cheap' or 'free'") are.
+  ("do not use the words 'cheap' or 'free'") are;
+- requirements are read onto the compositional form (:mod:`.form`) from the
+  parse and the lexicon (:mod:`.extract_form_en`, :mod:`.extract_form_zh`);
+  one that a named kind means exactly keeps that kind;
+- a sentence that reads as a requirement on the answer's form but yields
+  no constraint is reported in ``unrecognised`` with its span.
 
 Features (``ExtractionResult.features``) for the entropy stage, all floats:
 ``chars``, ``tokens``, ``sentences``, ``mean_sentence_tokens``, ``entities``
@@ -46,9 +51,12 @@ from spacy.tokens import Doc
 
 from reasoning.constraints.catalog import CATALOG
 from reasoning.constraints.extract_en import extract_english
+from reasoning.constraints.extract_form_en import refine_english
+from reasoning.constraints.extract_form_zh import refine_chinese
 from reasoning.constraints.extract_zh import extract_chinese
 from reasoning.constraints.found import Found
 from reasoning.constraints.model import Constraint, Hardness, Origin, Premise, Span
+from reasoning.constraints.unrecognised import unrecognised_requirements
 from reasoning.errors import LimitExceeded
 from reasoning.language import detect_prompt_language, script_counts
 from reasoning.nlp import chinese, english
@@ -67,13 +75,18 @@ costing the parser as much as a word) reaches the cap."""
 
 
 class ExtractionResult(msgspec.Struct, frozen=True, kw_only=True):
-    """Everything the ``extract`` stage read from one prompt."""
+    """Everything the ``extract`` stage read from one prompt.
+
+    ``unrecognised`` holds the sentences that read as requirements on the
+    answer's form but map to no kind (see :mod:`.unrecognised`).
+    """
 
     constraints: tuple[Constraint, ...]
     premises: tuple[Premise, ...]
     language: str
     sentences: tuple[Span, ...]
     features: dict[str, float]
+    unrecognised: tuple[Span, ...] = ()
 
 
 _SOFT_EN = re.compile(
@@ -231,9 +244,9 @@ def extract(prompt: str, *, defaults: Sequence[Constraint] = ()) -> ExtractionRe
         docs["zh"] = chinese()(text)
     parse_ms = (time.perf_counter() - parse_started) * 1000
     if "en" in docs:
-        found.extend(extract_english(docs["en"], text))
+        found.extend(refine_english(docs["en"], text, extract_english(docs["en"], text)))
     if "zh" in docs:
-        found.extend(extract_chinese(docs["zh"], text))
+        found.extend(refine_chinese(docs["zh"], text, extract_chinese(docs["zh"], text)))
     main_doc = docs.get(language) or next(iter(docs.values()))
     bounds = _sentence_bounds(main_doc)
     sentences = tuple(Span(start=s, end=e, text=prompt[s:e]) for s, e in bounds)
@@ -267,4 +280,5 @@ def extract(prompt: str, *, defaults: Sequence[Constraint] = ()) -> ExtractionRe
         language=language,
         sentences=sentences,
         features=features,
+        unrecognised=unrecognised_requirements(text, prompt, docs, kept),
     )

@@ -190,9 +190,13 @@ def form_of(kind: Kind, params: Mapping[str, Any]) -> tuple[Form, ...] | None:
 
 
 def params_of(form: Form) -> dict[str, Any]:
-    """The params of the generic kind that carries ``form``."""
-    params: dict[str, Any] = msgspec.to_builtins(form)
-    return params
+    """The params of the generic kind that carries ``form``: every field, less unset (None) and empty ones.
+
+    >>> params_of(Count(unit=Unit.EMOJI, relation=Relation.AT_MOST, n=0))
+    {'unit': 'emoji', 'relation': 'at most', 'n': 0}
+    """
+    builtins: dict[str, Any] = msgspec.to_builtins(form)
+    return {key: value for key, value in builtins.items() if value is not None and value != {}}
 
 
 def _plain(f: Filter) -> bool:

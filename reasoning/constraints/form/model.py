@@ -109,7 +109,7 @@ class Measure(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, for
     filter: Filter = msgspec.field(default_factory=Filter)
 
 
-class Count(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
+class Count(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """``count(unit, filter) relation n``, or ``count / count(of) relation fraction``."""
 
     unit: Unit
@@ -128,7 +128,7 @@ class Count(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbi
 Predicate = Literal["starts_with", "ends_with", "is"]
 
 
-class Position(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
+class Position(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """The ``k``-th ``unit`` (1-based, -1 the last; ``answer`` has only one) satisfies ``op text``.
 
     For words, ``is`` / ``starts_with`` compare the word without its
@@ -141,7 +141,7 @@ class Position(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, fo
     k: int = 1
 
 
-class Wrap(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
+class Wrap(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """The answer (or each sentence / paragraph / line of it) is wrapped as ``left ... right``."""
 
     left: str
@@ -171,7 +171,7 @@ class Structure(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, f
     n: int | None = None
 
 
-class Copy(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
+class Copy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """The answer starts by repeating ``text``: verbatim, or (``change``) with some words changed."""
 
     text: str

@@ -1,0 +1,557 @@
+"""English requirements read onto the constraint form, from the parse and the lexicon.
+
+Runs after the named-kind detectors of :mod:`.extract_en`, on the same
+parse. A requirement is read as its parts: a unit term of
+:data:`~reasoning.constraints.lexicon.EN_UNITS` (its longest match of lemmas),
+the quantity the typed parsers find around it, its polarity from the
+dependency parse (a ``neg`` child of the governing verb, "no", "without",
+"avoid"), and the modifiers the parse attaches to it: a relative or
+participial clause ("words that start with b"), a per-item phrase ("in each
+sentence", "every paragraph should ..."). Letter case, wrappers, layouts,
+positions and changed copies are read the same way from their own lexicon
+entries. Each reading becomes a form; :func:`~reasoning.constraints.form.canonical`
+reports it as a named kind where one means exactly it ("no lowercase at
+all" is ``all_capitals``), else as a generic kind.
+
+A named-kind reading the form refines (a word count that holds per
+sentence, a count of words with a filter, a symbol count read as a letter
+frequency, a repetition asked with a change) is replaced, never doubled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from spacy.tokens import Doc
+
+from reasoning.constraints.extract_en import (
+    _QUOTED,
+    _count_after,
+    _Ctx,
+    _flip_if_negated,
+    _negated,
+    _Quantity,
+    _quantity_left,
+    _quantity_right,
+    repeat_text,
+)
+from reasoning.constraints.form import (
+    Copy,
+    Count,
+    Filter,
+    Form,
+    Layout,
+    Position,
+    Structure,
+    Unit,
+    Wrap,
+    canonical,
+)
+from reasoning.constraints.found import Found
+from reasoning.constraints.lexicon import (
+    EN_ANSWER_NOUNS,
+    EN_CHANGE,
+    EN_DELIMITERS,
+    EN_LAYOUTS,
+    EN_LOWER,
+    EN_PER,
+    EN_UNITS,
+    EN_UPPER,
+)
+from reasoning.constraints.model import Kind, Relation
+from reasoning.constraints.quantities import ordinal
+
+__all__ = ["refine_english"]
+
+T = TypeVar("T")
+
+_NAMED_UNITS = frozenset({Unit.WORDS, Unit.SENTENCES, Unit.PARAGRAPHS})
+_BARE_EXACT = frozenset({Unit.LINES, Unit.EMOJI, Unit.PUNCTUATION, Unit.NESTED_BULLETS, Unit.UNIQUE_WORDS})
+_GLOBAL = frozenset({"entire", "whole", "all", "only", "every", "exclusively", "solely", "throughout", "any",
+                     "completely", "entirely", "fully", "everything", "nothing"})
+_NEG_AFTER = frozenset({"forbidden", "prohibited", "banned", "disallowed"})
+
+
+_Index = dict[str, list[tuple[tuple[str, ...], T]]]
+
+
+def _index(table: Mapping[tuple[str, ...], T]) -> _Index[T]:
+    """Terms by their first word, longest first: a token looks up only the terms it can start."""
+    index: _Index[T] = {}
+    for key, entry in sorted(table.items(), key=lambda item: -len(item[0])):
+        index.setdefault(key[0], []).append((key, entry))
+    return index
+
+
+_UNIT_INDEX = _index(EN_UNITS)
+_DELIMITER_INDEX = _index(EN_DELIMITERS)
+_LAYOUT_INDEX = _index(EN_LAYOUTS)
+
+
+def _term_at(ctx: _Ctx, i: int, index: _Index[T]) -> tuple[int, T] | None:
+    """The longest lexicon term starting at token ``i``: (tokens it spans, its entry)."""
+    candidates = index.get(ctx.lemmas[i], []) + index.get(ctx.lowers[i], [])
+    for key, entry in sorted(candidates, key=lambda item: -len(item[0])):
+        n = len(key)
+        if i + n <= len(ctx.tokens) and all(
+            ctx.lemmas[i + k] == part or ctx.lowers[i + k] == part for k, part in enumerate(key)
+        ):
+            return n, entry
+    return None
+
+
+def _sentence(ctx: _Ctx, i: int) -> tuple[int, int]:
+    sent = ctx.tokens[i].sent
+    return sent.start, sent.end
+
+
+def _overlaps(f: Found, start: int, end: int) -> bool:
+    return f.start < end and start < f.end
+
+
+def _add_form(ctx: _Ctx, form: Form, start: int, end: int, confidence: float = 0.85) -> None:
+    kind, params = canonical(form)
+    ctx.add(kind, params, start, end, confidence=confidence)
+
+
+def _quantity(ctx: _Ctx, head: int) -> _Quantity | None:
+    quantity = _quantity_left(ctx, head)
+    if quantity is None:
+        quantity = _count_after(ctx, head + 1, limit=10)
+    if quantity is None:
+        quantity = _quantity_right(ctx, head, limit=12)
+    return quantity
+
+
+def _negated_here(ctx: _Ctx, first: int, head: int) -> bool:
+    if _negated(ctx, head):
+        return True
+    if first > 0 and ctx.lowers[first - 1] in ("no", "zero", "without"):
+        return True
+    after = ctx.lowers[head + 1 : head + 5]
+    return any(w in _NEG_AFTER for w in after) or " ".join(after).startswith(("are not allowed", "is not allowed"))
+
+
+def _quoted_or_word(ctx: _Ctx, j: int, stop: int) -> tuple[str, int] | None:
+    """A quoted string or a bare word (or "the letter x") starting at token ``j``: (text, last char)."""
+    while j < stop and ctx.lowers[j] in ("the", "a", "an", "letter", "word", "phrase", "character", ":", "exact"):
+        j += 1
+    if j >= stop:
+        return None
+    token = ctx.tokens[j]
+    match = _QUOTED.match(ctx.text, token.idx)
+    if match is not None:
+        return next(g for g in match.groups() if g is not None), match.end()
+    if token.is_punct and token.text not in ("?", "!", "."):
+        return None
+    if token.is_punct:
+        return token.text, token.idx + len(token.text)
+    return token.text.strip("\"'“”‘’.,;:!?"), token.idx + len(token.text)
+
+
+_FILTER_VERBS: Mapping[str, str] = {"start": "starts_with", "begin": "starts_with", "end": "ends_with",
+                                    "contain": "contains", "include": "contains", "have": "contains"}
+
+
+def _word_filter(ctx: _Ctx, head: int, stop: int) -> tuple[dict[str, Any], int] | None:
+    """"words that start with b", "words beginning with 'th'", "words ending in -ing".
+
+    The filter is the relative clause ("that / which ...") or the participle
+    right after the unit word, as the parse attaches it; "contain" needs a
+    quoted text or a named letter.
+    """
+    j = head + 1
+    if j < stop and ctx.lowers[j] in ("that", "which"):
+        j += 1
+        while j < stop and ctx.lemmas[j] in ("all", "must", "should", "will", "each", "do"):
+            j += 1
+    elif not (j < stop and ctx.tokens[j].tag_ == "VBG"):
+        return None
+    if j >= stop:
+        return None
+    name = _FILTER_VERBS.get(ctx.lemmas[j])
+    if name is None:
+        return None
+    if j + 1 < stop and ctx.lowers[j + 1] in ("with", "in"):
+        found = _quoted_or_word(ctx, j + 2, stop)
+    elif name == "contains" and j + 1 < stop and (ctx.tokens[j + 1].is_quote or ctx.lemmas[j + 1] in ("the", "letter")):
+        found = _quoted_or_word(ctx, j + 1, stop)
+    else:
+        found = None
+    if found is None:
+        return None
+    value = found[0].lstrip("-").lower()
+    return ({name: value}, found[1]) if value else None
+
+
+def _per(ctx: _Ctx, unit: Unit, first: int, last: int) -> Unit | None:
+    """The item a count holds for ("in each sentence", "every paragraph should have ...")."""
+    start, end = _sentence(ctx, first)
+    for j in range(start, end - 1):
+        if ctx.lowers[j] in ("per", "each", "every") or (ctx.lowers[j] == "a" and j > 0 and ctx.lowers[j - 1] == "per"):
+            per = EN_PER.get(ctx.lemmas[j + 1])
+            if per is not None and per is not unit and not (first <= j <= last):
+                return per
+    return None
+
+
+def _detect_counts(ctx: _Ctx) -> None:
+    """Counts of every unit of the lexicon, with their filters and per-item scope."""
+    i = 0
+    while i < len(ctx.tokens):
+        term = _term_at(ctx, i, _UNIT_INDEX)
+        if term is None or ctx.tokens[i].is_quote:
+            i += 1
+            continue
+        span, (unit, fields) = term
+        first, head = i, i + span - 1
+        i = head + 1
+        if not _plausible_unit(ctx, first, head, unit):
+            continue
+        at = ctx.tokens[head].idx
+        if any(f.start <= at < f.end and not _refinable(f) for f in ctx.found):
+            continue
+        _start_sent, stop = _sentence(ctx, head)
+        quantity = _quantity(ctx, head)
+        filter_fields = dict(fields)
+        end_char = ctx.chars(head, head)[1]
+        if unit is Unit.WORDS:
+            word_filter = _word_filter(ctx, head, stop)
+            if word_filter is not None:
+                filter_fields.update(word_filter[0])
+                end_char = max(end_char, word_filter[1])
+        per = _per(ctx, unit, first, head) if unit in (Unit.WORDS, Unit.SENTENCES, Unit.PUNCTUATION, Unit.EMOJI) else None
+        if unit in _NAMED_UNITS and per is None and filter_fields == dict(fields) and not fields:
+            continue
+        bounds = _bounds(ctx, unit, first, head, quantity)
+        if not bounds:
+            continue
+        lo = min([first] + ([quantity.first] if quantity is not None else []))
+        hi_char = max(end_char, ctx.chars(quantity.last, quantity.last)[1] if quantity is not None else 0)
+        start = ctx.tokens[lo].idx
+        _replace_refined(ctx, start, hi_char, unit, per)
+        for relation, n in bounds:
+            form = Count(unit=unit, filter=Filter(**filter_fields), relation=relation, n=n, per=per)
+            _add_form(ctx, form, start, hi_char)
+
+
+def _plausible_unit(ctx: _Ctx, first: int, head: int, unit: Unit) -> bool:
+    nxt = ctx.lowers[head + 1] if head + 1 < len(ctx.tokens) else ""
+    prev = ctx.lowers[first - 1] if first > 0 else ""
+    if ctx.tokens[head].pos_ not in ("NOUN", "PROPN", "ADJ", "X", "NUM") and unit is not Unit.PUNCTUATION:
+        return False
+    if unit is Unit.NUMBERS and (nxt == "of" or prev in ("phone", "page", "serial")):
+        return False
+    if unit is Unit.LINES and (nxt in ("break", "breaks", "of", "spacing") or prev in ("first", "new", "blank", "empty", "last", "bottom", "subject", "opening", "punch", "tag")):
+        return False
+    if unit is Unit.PUNCTUATION and ctx.chars(first, head)[0] > 0 and nxt in ("of",) and ctx.lemmas[head] == "period":
+        return False
+    if unit is Unit.LETTERS:
+        window = ctx.lowers[max(0, first - 2) : head + 3]
+        if any(w in EN_UPPER or w in EN_LOWER or w in ("case", "cover", "recommendation") for w in window):
+            return False
+        if head + 1 < len(ctx.tokens) and len(ctx.tokens[head + 1].text.strip("\"'“”‘’")) == 1:
+            return False
+    if unit is Unit.CHARACTERS and prev in ("chinese", "han", "main", "fictional", "three", "two") and nxt != "long":
+        return prev in ("three", "two")
+    return True
+
+
+def _bounds(ctx: _Ctx, unit: Unit, first: int, head: int, quantity: _Quantity | None) -> list[tuple[Relation, int]]:
+    if quantity is not None:
+        pairs = quantity.bounds()
+        if not pairs and unit in _BARE_EXACT | _NAMED_UNITS and quantity.high is None:
+            pairs = [(Relation.EXACTLY, quantity.n)]
+        return [(_flip_if_negated(ctx, first, rel), n) for rel, n in pairs]
+    if _negated_here(ctx, first, head) and unit not in _NAMED_UNITS:
+        return [(Relation.AT_MOST, 0)]
+    return []
+
+
+def _refinable(f: Found) -> bool:
+    """A named reading the form may refine: a word or sentence count, a symbol read as a letter."""
+    if f.kind in (Kind.WORD_COUNT, Kind.SENTENCE_COUNT):
+        return True
+    return f.kind is Kind.LETTER_FREQUENCY and not str(f.params.get("letter", "a")).isalpha()
+
+
+def _replace_refined(ctx: _Ctx, start: int, end: int, unit: Unit, per: Unit | None) -> None:
+    """Drop the named readings the form reading refines (same requirement, coarser kind).
+
+    Word and sentence counts give way only to a count of the same unit with a
+    filter or a per-item scope (or to a count per sentence / paragraph);
+    a symbol's "letter frequency" to the punctuation count.
+    """
+    def refined(f: Found) -> bool:
+        if not _overlaps(f, start, end) or not _refinable(f):
+            return False
+        if f.kind is Kind.LETTER_FREQUENCY:
+            return unit is Unit.PUNCTUATION
+        counted = Unit.WORDS if f.kind is Kind.WORD_COUNT else Unit.SENTENCES
+        return counted is unit or per is not None or (counted is Unit.WORDS and unit is Unit.UNIQUE_WORDS)
+
+    ctx.found = [f for f in ctx.found if not refined(f)]
+
+
+def _case_term(ctx: _Ctx, i: int) -> str | None:
+    """"upper" / "lower" when token ``i`` names a letter case; None otherwise."""
+    low, lemma = ctx.lowers[i], ctx.lemmas[i]
+    nxt = ctx.lowers[i + 1] if i + 1 < len(ctx.tokens) else ""
+    if low in ("upper", "lower") and nxt in ("case", "-"):
+        return low
+    if low in ("capital", "block") and nxt not in ("letter", "letters", "case"):
+        return None
+    if low == "small":
+        return "lower" if nxt in ("letter", "letters") else None
+    if low in EN_UPPER or lemma in EN_UPPER:
+        return "upper"
+    if low in EN_LOWER or lemma in EN_LOWER:
+        return "lower"
+    if lemma in ("capitalize", "capitalise") and nxt in ("everything", "all", "every"):
+        return "upper"
+    return None
+
+
+def _detect_case(ctx: _Ctx) -> None:
+    """The whole answer in one letter case, read from case words, polarity and scope."""
+    for i in range(len(ctx.tokens)):
+        case = _case_term(ctx, i)
+        if case is None:
+            continue
+        start, end = _sentence(ctx, i)
+        sentence = ctx.doc[start:end]
+        lowers = ctx.lowers[start:end]
+        sent_chars = (sentence.start_char, sentence.end_char)
+        if any(f.kind in (Kind.CAPITAL_WORD_FREQUENCY, Kind.ALL_CAPITALS, Kind.ALL_LOWERCASE) and _overlaps(f, *sent_chars)
+               for f in ctx.found):
+            continue
+        window = ctx.lowers[max(start, i - 4) : min(end, i + 5)]
+        if any(w in ("first", "initial", "start", "begin", "beginning", "title", "names", "name", "acronyms", "heading")
+               for w in window):
+            continue
+        if not (any(w in _GLOBAL for w in lowers) or any(ctx.lemmas[j] in EN_ANSWER_NOUNS for j in range(start, end))
+                or ctx.tokens[start].lemma_.lower() in ("write", "respond", "answer", "reply", "use", "type")):
+            continue
+        negated = _negated_here(ctx, i, i + (1 if ctx.lowers[i] in ("upper", "lower") else 0))
+        upper = (case == "upper") != negated
+        kind = Kind.ALL_CAPITALS if upper else Kind.ALL_LOWERCASE
+        ctx.add(kind, {}, *ctx.chars(max(start, i - 3), min(end - 1, i + 2)), confidence=0.85)
+
+
+def _wrap_target(ctx: _Ctx, start: int, end: int) -> Unit | None:
+    for j in range(start, end):
+        if ctx.lowers[j] in ("each", "every", "all") and j + 1 < end:
+            per = {"sentence": Unit.SENTENCES, "line": Unit.LINES, "paragraph": Unit.PARAGRAPHS}.get(ctx.lemmas[j + 1])
+            if per is not None:
+                return per
+    if any(ctx.lemmas[j] in EN_ANSWER_NOUNS and ctx.lowers[j] != "letter" for j in range(start, end)):
+        return Unit.ANSWER
+    return None
+
+
+_WRAP_VERBS = frozenset({"wrap", "enclose", "put", "place", "surround", "write", "format", "contain", "box",
+                         "bracket", "present", "give", "deliver", "return"})
+
+
+def _detect_wraps(ctx: _Ctx) -> None:
+    """"Wrap your entire answer in parentheses", "put each sentence in square brackets"."""
+    i = 0
+    while i < len(ctx.tokens):
+        term = _term_at(ctx, i, _DELIMITER_INDEX)
+        if term is None:
+            i += 1
+            continue
+        span, (left, right) = term
+        first, head = i, i + span - 1
+        i = head + 1
+        start, end = _sentence(ctx, first)
+        lemmas = ctx.lemmas[start:end]
+        if any(w in ("placeholder", "title", "keyword", "word", "phrase", "name", "term", "letter") for w in lemmas) \
+                and not any(w in ("entire", "whole") for w in lemmas):
+            continue
+        if not any(lemma in _WRAP_VERBS for lemma in lemmas) and not any(
+                ctx.lowers[j] in ("in", "inside", "within", "between") for j in range(max(start, first - 3), first)):
+            continue
+        if _negated(ctx, head):
+            continue
+        target = _wrap_target(ctx, start, end)
+        if target is None:
+            continue
+        if left == '"' and target is Unit.ANSWER and any(f.kind is Kind.QUOTATION for f in ctx.found):
+            continue
+        sentence = ctx.doc[start:end]
+        _add_form(ctx, Wrap(left=left, right=right, unit=target), sentence.start_char, sentence.end_char)
+
+
+_LAYOUT_VERBS = frozenset({"use", "format", "present", "organize", "organise", "structure", "write", "give",
+                           "provide", "arrange", "show", "display", "put", "make", "create", "include", "lay",
+                           "answer", "respond", "reply", "summarize", "summarise", "list", "break"})
+
+
+def _detect_layouts(ctx: _Ctx) -> None:
+    """Tables, lists, nested and numbered lists, and "no bullet points"."""
+    i = 0
+    done: set[int] = set()
+    while i < len(ctx.tokens):
+        term = _term_at(ctx, i, _LAYOUT_INDEX)
+        if term is None:
+            i += 1
+            continue
+        span, layout = term
+        first, head = i, i + span - 1
+        i = head + 1
+        start, end = _sentence(ctx, first)
+        sentence = ctx.doc[start:end]
+        chars = (sentence.start_char, sentence.end_char)
+        negated = _negated_here(ctx, first, head)
+        if negated and layout in (Layout.LIST, Layout.NUMBERED_LIST):
+            if start not in done:
+                done.add(start)
+                _add_form(ctx, Structure(layout=Layout.NO_LIST), *chars)
+            continue
+        if negated or start in done:
+            continue
+        if layout is Layout.TABLE and (ctx.lowers[head + 1 : head + 3] == ["of", "contents"] or ctx.tokens[head].pos_ != "NOUN"):
+            continue
+        if layout is Layout.LIST and (
+            any(f.kind in (Kind.BULLET_COUNT, Kind.CONSTRAINED_RESPONSE) and _overlaps(f, *chars) for f in ctx.found)
+            or ctx.lowers[head + 1 : head + 2] == ["of"] or _quantity_left(ctx, head) is not None
+        ):
+            continue
+        if not any(ctx.lemmas[j] in _LAYOUT_VERBS or ctx.lowers[j] in ("as", "in") for j in range(start, first)):
+            continue
+        done.add(start)
+        _add_form(ctx, Structure(layout=layout), *chars)
+
+
+_POSITION_UNITS: Mapping[str, Unit] = {"word": Unit.WORDS, "sentence": Unit.SENTENCES,
+                                       "paragraph": Unit.PARAGRAPHS, "line": Unit.LINES}
+_PREDICATES: Mapping[str, str] = {"start": "starts_with", "begin": "starts_with", "open": "starts_with",
+                                  "end": "ends_with", "finish": "ends_with", "close": "ends_with",
+                                  "conclude": "ends_with"}
+_PUNCT_NAMES: Mapping[str, str] = {"question": "?", "exclamation": "!", "period": ".", "colon": ":",
+                                   "ellipsis": "...", "semicolon": ";"}
+
+
+def _ordinal_at(ctx: _Ctx, j: int) -> int | None:
+    low = ctx.lowers[j]
+    if low in ("last", "final", "closing"):
+        return -1
+    if low == "opening":
+        return 1
+    return ordinal(low)
+
+
+def _predicate_value(ctx: _Ctx, j: int, stop: int) -> tuple[str, int] | None:
+    """The text a position predicate names at token ``j``: a quote, a punctuation name, a word."""
+    while j < stop and ctx.lowers[j] in ("a", "an", "the", "word", "phrase", "exact", "with", ":"):
+        j += 1
+    if j < stop and ctx.lowers[j] in _PUNCT_NAMES:
+        return _PUNCT_NAMES[ctx.lowers[j]], ctx.chars(min(stop - 1, j + 1), min(stop - 1, j + 1))[1]
+    return _quoted_or_word(ctx, j, stop)
+
+
+def _detect_positions(ctx: _Ctx) -> None:
+    """"The third word must be 'river'", "start the last paragraph with 'Finally'"."""
+    for j in range(len(ctx.tokens) - 1):
+        k = _ordinal_at(ctx, j)
+        if k is None:
+            continue
+        unit_i = j + 1
+        unit = _POSITION_UNITS.get(ctx.lemmas[unit_i])
+        if unit is None:
+            continue
+        start, stop = _sentence(ctx, j)
+        if any(ctx.lowers[x] in ("each", "every") for x in range(max(start, j - 3), j)) or \
+                any(ctx.lowers[x] in ("each", "every") for x in range(unit_i + 1, min(stop, unit_i + 4))):
+            continue
+        op: str | None = None
+        value: tuple[str, int] | None = None
+        verb = next((x for x in range(start, j) if ctx.lemmas[x] in _PREDICATES), None)
+        if verb is not None:
+            with_i = next((x for x in range(unit_i + 1, stop) if ctx.lowers[x] == "with"), None)
+            if with_i is not None:
+                op, value = _PREDICATES[ctx.lemmas[verb]], _predicate_value(ctx, with_i + 1, stop)
+        for x in range(unit_i + 1, min(stop, unit_i + 10)):
+            if op is not None:
+                break
+            if ctx.lemmas[x] in _PREDICATES and x + 1 < stop and ctx.lowers[x + 1] in ("with", "in"):
+                op, value = _PREDICATES[ctx.lemmas[x]], _predicate_value(ctx, x + 2, stop)
+            elif ctx.lemmas[x] == "be" and x + 1 < stop and ctx.lowers[x + 1] not in ("in", "at", "a", "an", "written", "about", "no", "shorter", "longer", "under", "over"):
+                op, value = "is", _predicate_value(ctx, x + 1, stop)
+        if op is None:
+            make = next((x for x in range(start, j) if ctx.lemmas[x] in ("make", "use", "put", "place")), None)
+            if make is not None:
+                value = _predicate_value(ctx, make + 1, j)
+                op = "is" if value is not None else None
+        if op is None or value is None or not value[0].strip():
+            continue
+        if op == "is" and unit is not Unit.WORDS:
+            op = "is" if len(value[0].split()) > 1 else "starts_with"
+        first_char = ctx.tokens[min(j, verb) if verb is not None else j].idx
+        end_char = max(value[1], ctx.chars(unit_i, unit_i)[1])
+        if any(f.kind in (Kind.NTH_PARAGRAPH_FIRST_WORD, Kind.END_PHRASE, Kind.START_PHRASE)
+               and _overlaps(f, first_char, end_char) for f in ctx.found):
+            continue
+        _add_form(ctx, Position(unit=unit, k=k, op=op, text=value[0]), first_char, end_char)  # type: ignore[arg-type]
+
+
+def _changed(ctx: _Ctx, start: int, end: int) -> bool:
+    span = ctx.doc.char_span(start, end, alignment_mode="expand")
+    if span is None:
+        return False
+    sentence_tokens = range(span[0].sent.start, span[-1].sent.end) if len(span) else range(0)
+    lowers = [ctx.lowers[t] for t in sentence_tokens]
+    text = " ".join(lowers)
+    if any(p in text for p in ("without change", "without changing", "without any change", "word for word",
+                               "verbatim", "unchanged", "exactly as", "no change", "not change", "n't change")):
+        return False
+    return any(ctx.lemmas[t] in EN_CHANGE or ctx.lowers[t] in EN_CHANGE for t in sentence_tokens)
+
+
+def _detect_copies(ctx: _Ctx) -> None:
+    """A repetition asked with a change ("repeat the question but replace X", "paraphrase the request")."""
+    kept: list[Found] = []
+    for f in ctx.found:
+        if f.kind is Kind.REPEAT_PROMPT and _changed(ctx, f.start, f.end):
+            kind, params = canonical(Copy(text=str(f.params["prompt_to_repeat"]).lstrip(" .!?;:"), change=True))
+            kept.append(Found(kind=kind, params=params, start=f.start, end=f.end, confidence=f.confidence))
+        else:
+            kept.append(f)
+    ctx.found = kept
+    if any(f.kind in (Kind.REPEAT_PROMPT, Kind.COPY) for f in ctx.found):
+        return
+    for i, lemma in enumerate(ctx.lemmas):
+        if lemma not in ("paraphrase", "rephrase", "reword", "restate"):
+            continue
+        _start, stop = _sentence(ctx, i)
+        target = next((x for x in range(i + 1, min(stop, i + 5))
+                       if ctx.lemmas[x] in ("question", "request", "prompt", "instruction", "query", "task")), None)
+        if target is None:
+            continue
+        begin, end = ctx.chars(i, target)
+        text = repeat_text(ctx.text, begin, end)
+        if text is None:
+            continue
+        _add_form(ctx, Copy(text=text.lstrip(" .!?;:"), change=True), begin, end)
+        return
+
+
+_DETECTORS: Sequence[Callable[[_Ctx], None]] = (
+    _detect_counts,
+    _detect_case,
+    _detect_wraps,
+    _detect_layouts,
+    _detect_positions,
+    _detect_copies,
+)
+
+
+def refine_english(doc: Doc, text: str, found: Sequence[Found]) -> list[Found]:
+    """``found`` (the named-kind readings of ``doc``) with the form's readings added or substituted."""
+    ctx = _Ctx(doc, text)
+    ctx.found = list(found)
+    for detector in _DETECTORS:
+        detector(ctx)
+    return ctx.found

@@ -1,0 +1,235 @@
+"""Chinese requirements read onto the constraint form, from the lexicon and the segmentation.
+
+The same parts as in English: a unit word of
+:data:`~reasoning.constraints.lexicon.ZH_UNITS`, a number and a relation word
+(至少 / 不超过 / 以内 ...) on either side of it, a negation (不要 / 禁止 / 不得
+...), a per-item word (每句话 / 每段), a delimiter, a layout, an ordinal
+position (第三个词 / 最后一句话) and a predicate (是 / 以…开头 / 以…结尾). Matches
+must start on a word boundary of the jieba segmentation, so 行 in 银行 or 进行
+is no line. Readings that a named kind means exactly are reported as that
+kind (全部使用大写字母 is ``all_capitals``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from spacy.tokens import Doc
+
+from reasoning.constraints.form import (
+    Copy,
+    Count,
+    Filter,
+    Layout,
+    Position,
+    Structure,
+    Unit,
+    Wrap,
+    canonical,
+)
+from reasoning.constraints.form.model import Form
+from reasoning.constraints.found import Found
+from reasoning.constraints.lexicon import (
+    ZH_DELIMITERS,
+    ZH_LAYOUTS,
+    ZH_NO_LIST,
+    ZH_PER,
+    ZH_POSITION_UNITS,
+    ZH_UNITS,
+)
+from reasoning.constraints.model import Kind, Relation
+from reasoning.constraints.quantities import (
+    ZH_NUMBER,
+    ZH_RELATIONS_AFTER,
+    ZH_RELATIONS_BEFORE,
+    parse_zh_number,
+)
+
+__all__ = ["refine_chinese"]
+
+
+def _alternation(words: Sequence[str]) -> str:
+    return "|".join(sorted(map(re.escape, words), key=len, reverse=True))
+
+
+_NEG = r"(?:禁止|不要|不得|不能|不可|请勿|勿|切勿|避免|不许|不准|严禁|别|不用|无需|不使用|不出现|没有)"
+_REL_BEFORE = _alternation(list(ZH_RELATIONS_BEFORE))
+_REL_AFTER = _alternation(list(ZH_RELATIONS_AFTER))
+_UNIT = _alternation(list(ZH_UNITS))
+_PER = _alternation(list(ZH_PER))
+_VERB = r"(?:使用|用|出现|包含|含有|有|带|加入|添加|写|用到)?"
+_QUOTE = r"[“\"「『‘'](?P<q>[^”\"」』’'\n]{1,40})[”\"」』’']"
+
+_NEGATED_UNIT = re.compile(_NEG + _VERB + r"(?:任何|一个|半个)?(?P<unit>" + _UNIT + r")")
+_COUNT_BEFORE = re.compile(
+    r"(?:(?P<per>" + _PER + r")[^，。；,;]{0,6}?)?(?P<rel>" + _REL_BEFORE + r")?\s*" + _VERB
+    + r"(?P<num>" + ZH_NUMBER + r")\s*(?:个|处|次|条)?(?P<unit>" + _UNIT + r")(?P<after>" + _REL_AFTER + r")?"
+)
+_COUNT_AFTER = re.compile(
+    r"(?P<unit>" + _UNIT + r")(?:的?(?:数量|个数|总数))?(?:必须|应|要|须|需|应该)?(?P<rel>" + _REL_BEFORE + r")\s*"
+    r"(?P<num>" + ZH_NUMBER + r")\s*(?:个|处|次|条)?"
+)
+_PER_WORDS = re.compile(
+    r"(?P<per>" + _PER + r")(?:话|都)?(?:必须|应|要|须|需|应该|只能)?(?:包含|有|写)?(?P<rel>" + _REL_BEFORE + r")?\s*"
+    r"(?P<num>" + ZH_NUMBER + r")\s*(?:个)?(?P<unit>字|词|单词|句话|句|个句子)(?P<after>" + _REL_AFTER + r")?"
+)
+_UPPER = re.compile(r"(?:全部|全都|一律|只|仅|都|完全)?(?:使用|用|以|采用|写成|为)?大写(?:字母)?(?:书写|来写|回答|作答|形式)?")
+_CASE_NEG = re.compile(_NEG + r"(?:使用|用|出现|包含)?(?:任何)?(?P<case>大写|小写)(?:字母)?")
+_DELIM = _alternation(list(ZH_DELIMITERS))
+_WRAP = re.compile(
+    r"(?:用|以|使用)(?P<d1>" + _DELIM + r")(?:把|将)?(?P<t1>整个回答|全部回答|回答|答案|回复|全文|每句话|每一句|每句|每行|每段)(?:都)?(?:括起来|包起来|括住|包裹)"
+    r"|(?:把|将)?(?P<t2>整个回答|全部回答|回答|答案|回复|全文|每句话|每一句|每句|每行|每段)(?:都)?(?:用|放在|放进|写在)(?P<d2>" + _DELIM
+    + r")(?:里|中|内|括起来|包起来)?"
+)
+_TARGETS = {"每句话": Unit.SENTENCES, "每一句": Unit.SENTENCES, "每句": Unit.SENTENCES, "每行": Unit.LINES,
+            "每段": Unit.PARAGRAPHS}
+_LAYOUT = re.compile(r"(?:用|以|使用|采用|做成|整理成|列成|呈现为|写成)(?:一个|一张)?(?P<layout>" + _alternation(list(ZH_LAYOUTS)) + r")")
+_NO_LIST = re.compile(_NEG + r"(?:使用|用|出现|列出|写成|采用)?(?:任何)?(?:" + _alternation(list(ZH_NO_LIST)) + r")")
+_ORDINAL = r"(?P<ord>第[一二三四五六七八九十\d]+|最后一|最后)"
+_POSITION = re.compile(
+    _ORDINAL + r"(?P<unit>" + _alternation(list(ZH_POSITION_UNITS)) + r")(?:话)?(?:必须|应该|应|要|须|需|只能)?"
+    r"(?:(?P<is>是)\s*" + _QUOTE + r"|以\s*" + _QUOTE.replace("?P<q>", "?P<q2>") + r"\s*(?P<op>开头|开始|结尾|结束)"
+    r"|(?P<op2>开头|结尾)(?:必须|要|应)?(?:是|用)\s*" + _QUOTE.replace("?P<q>", "?P<q3>") + ")"
+)
+_COPY = re.compile(r"(?:先|首先)(?P<how>用自己的话|换一种说法|改写|改述|转述)?(?:重复|复述|改写|转述|改述)(?:一遍|一下)?(?:问题|请求|题目|指令)")
+
+
+def _relation(before: str | None, after: str | None) -> Relation:
+    if before:
+        return ZH_RELATIONS_BEFORE[before]
+    if after:
+        return ZH_RELATIONS_AFTER[after]
+    return Relation.EXACTLY
+
+
+def _k(label: str) -> int | None:
+    if label.startswith("最后"):
+        return -1
+    return parse_zh_number(label.removeprefix("第"))
+
+
+class _Reader:
+    def __init__(self, doc: Doc, text: str, found: Sequence[Found]) -> None:
+        self.text = text
+        self.starts = {t.idx for t in doc} | {len(text)}
+        self.found = list(found)
+
+    def add(self, form: Form, start: int, end: int) -> None:
+        kind, params = canonical(form)
+        key = (kind, params)
+        if any((f.kind, f.params) == key for f in self.found):
+            return
+        self.found.append(Found(kind=kind, params=params, start=start, end=end, confidence=0.85))
+
+    def taken(self, start: int, end: int, kinds: frozenset[Kind] | None = None) -> bool:
+        return any(f.start < end and start < f.end and (kinds is None or f.kind in kinds) for f in self.found)
+
+    def drop(self, start: int, end: int, kinds: frozenset[Kind]) -> None:
+        self.found = [f for f in self.found if not (f.kind in kinds and f.start < end and start < f.end)]
+
+
+_COUNTED_KINDS = frozenset({Kind.WORD_COUNT, Kind.SENTENCE_COUNT, Kind.PARAGRAPH_COUNT})
+
+
+def _counts(r: _Reader) -> None:
+    for match in _PER_WORDS.finditer(r.text):
+        n = parse_zh_number(match.group("num"))
+        if n is None:
+            continue
+        unit = Unit.SENTENCES if "句" in match.group("unit") else Unit.WORDS
+        per = ZH_PER[match.group("per")]
+        r.drop(match.start(), match.end(), _COUNTED_KINDS)
+        r.add(Count(unit=unit, relation=_relation(match.group("rel"), match.group("after")), n=n, per=per),
+              match.start(), match.end())
+    for pattern in (_COUNT_BEFORE, _COUNT_AFTER):
+        for match in pattern.finditer(r.text):
+            unit_word = match.group("unit")
+            if match.start("unit") not in r.starts or r.taken(match.start(), match.end(), frozenset({Kind.COUNT})):
+                continue
+            n = parse_zh_number(match.group("num"))
+            if n is None:
+                continue
+            unit, fields = ZH_UNITS[unit_word]
+            groups = match.groupdict()
+            per_word = groups.get("per")
+            per_unit = ZH_PER[per_word] if per_word else None
+            relation = _relation(groups.get("rel"), groups.get("after"))
+            r.add(Count(unit=unit, filter=Filter(**fields), relation=relation, n=n, per=per_unit), match.start(),
+                  match.end())
+    for match in _NEGATED_UNIT.finditer(r.text):
+        if r.taken(match.start(), match.end(), frozenset({Kind.COUNT, Kind.NO_COMMA})):
+            continue
+        unit, fields = ZH_UNITS[match.group("unit")]
+        if unit is Unit.LINES:
+            continue
+        r.add(Count(unit=unit, filter=Filter(**fields), relation=Relation.AT_MOST, n=0), match.start(), match.end())
+
+
+def _case(r: _Reader) -> None:
+    for match in _CASE_NEG.finditer(r.text):
+        forbidden = "upper" if match.group("case") == "大写" else "lower"
+        r.add(Count(unit=Unit.LETTERS, filter=Filter(case=forbidden), relation=Relation.AT_MOST, n=0),  # type: ignore[arg-type]
+              match.start(), match.end())
+        return
+    for match in _UPPER.finditer(r.text):
+        if r.taken(match.start(), match.end(), frozenset({Kind.CAPITAL_WORD_FREQUENCY})):
+            continue
+        if re.search(r"(?:首字母|开头|第一个字母)$", r.text[max(0, match.start() - 5) : match.start()]):
+            continue
+        r.add(Count(unit=Unit.LETTERS, filter=Filter(case="lower"), relation=Relation.AT_MOST, n=0), match.start(), match.end())
+        return
+
+
+def _wraps(r: _Reader) -> None:
+    for match in _WRAP.finditer(r.text):
+        delimiter = match.group("d1") or match.group("d2")
+        target = match.group("t1") or match.group("t2")
+        left, right = ZH_DELIMITERS[delimiter]
+        r.add(Wrap(left=left, right=right, unit=_TARGETS.get(target, Unit.ANSWER)), match.start(), match.end())
+
+
+def _layouts(r: _Reader) -> None:
+    for match in _NO_LIST.finditer(r.text):
+        r.add(Structure(layout=Layout.NO_LIST), match.start(), match.end())
+        return
+    for match in _LAYOUT.finditer(r.text):
+        if r.taken(match.start(), match.end(), frozenset({Kind.BULLET_COUNT})):
+            continue
+        r.add(Structure(layout=ZH_LAYOUTS[match.group("layout")]), match.start(), match.end())
+        return
+
+
+def _positions(r: _Reader) -> None:
+    for match in _POSITION.finditer(r.text):
+        k = _k(match.group("ord"))
+        if k is None:
+            continue
+        unit = ZH_POSITION_UNITS[match.group("unit")]
+        if match.group("is"):
+            op, value = ("is" if unit is Unit.WORDS else "starts_with"), match.group("q")
+        elif match.group("op"):
+            op, value = ("starts_with" if match.group("op") in ("开头", "开始") else "ends_with"), match.group("q2")
+        else:
+            op, value = ("starts_with" if match.group("op2") == "开头" else "ends_with"), match.group("q3")
+        r.drop(match.start(), match.end(), frozenset({Kind.START_PHRASE, Kind.END_PHRASE}) | _COUNTED_KINDS)
+        r.add(Position(unit=unit, k=k, op=op, text=value), match.start(), match.end())  # type: ignore[arg-type]
+
+
+def _copies(r: _Reader) -> None:
+    match = _COPY.search(r.text)
+    if match is None:
+        return
+    rest = re.sub(r"^[，,。\s]*(?:然后|再|之后)?(?:回答|作答)?[：:，,\s]*", "", r.text[match.end():])
+    before = r.text[: match.start()].strip()
+    text = before or rest
+    if text:
+        r.add(Copy(text=text, change=match.group("how") is not None), match.start(), match.end())
+
+
+def refine_chinese(doc: Doc, text: str, found: Sequence[Found]) -> list[Found]:
+    """``found`` (the named-kind readings of ``text``) with the form's readings added or substituted."""
+    reader = _Reader(doc, text, found)
+    for step in (_counts, _case, _wraps, _layouts, _positions, _copies):
+        step(reader)
+    return reader.found

@@ -1,0 +1,216 @@
+"""The words requirements are written with, mapped onto the constraint form.
+
+Extraction reads a requirement as a unit (what is counted or placed), a
+relation (how many), a predicate or delimiter, and a polarity; this module
+is the vocabulary of each, in English and Chinese, with synonyms and
+inflections, so a new phrasing of a known requirement needs an entry here
+rather than a new pattern. English entries are lowercase lemmas (spaCy's
+lemmatiser folds plurals and verb forms onto them); Chinese entries are
+surface strings, longest first where they overlap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from reasoning.constraints.form.model import Layout, Unit
+
+__all__ = [
+    "EN_ANSWER_NOUNS",
+    "EN_CHANGE",
+    "EN_DELIMITERS",
+    "EN_FORM_WORDS",
+    "EN_LAYOUTS",
+    "EN_LOWER",
+    "EN_PER",
+    "EN_UNITS",
+    "EN_UPPER",
+    "ZH_DELIMITERS",
+    "ZH_FORM_WORDS",
+    "ZH_LAYOUTS",
+    "ZH_NO_LIST",
+    "ZH_PER",
+    "ZH_POSITION_UNITS",
+    "ZH_UNITS",
+]
+
+UnitEntry = tuple[Unit, Mapping[str, Any]]
+
+#: Unit terms (lemma sequences) -> the unit and filter fields they name.
+EN_UNITS: Mapping[tuple[str, ...], UnitEntry] = {
+    ("punctuation", "mark"): (Unit.PUNCTUATION, {}),
+    ("punctuation", "symbol"): (Unit.PUNCTUATION, {}),
+    ("punctuation",): (Unit.PUNCTUATION, {}),
+    ("exclamation", "mark"): (Unit.PUNCTUATION, {"chars": "!！"}),
+    ("exclamation", "point"): (Unit.PUNCTUATION, {"chars": "!！"}),
+    ("exclamation",): (Unit.PUNCTUATION, {"chars": "!！"}),
+    ("question", "mark"): (Unit.PUNCTUATION, {"chars": "?？"}),
+    ("semicolon",): (Unit.PUNCTUATION, {"chars": ";；"}),
+    ("semi", "-", "colon"): (Unit.PUNCTUATION, {"chars": ";；"}),
+    ("colon",): (Unit.PUNCTUATION, {"chars": ":："}),
+    ("full", "stop"): (Unit.PUNCTUATION, {"chars": ".。"}),
+    ("period",): (Unit.PUNCTUATION, {"chars": ".。"}),
+    ("dash",): (Unit.PUNCTUATION, {"chars": "-–—"}),
+    ("em", "dash"): (Unit.PUNCTUATION, {"chars": "—"}),
+    ("hyphen",): (Unit.PUNCTUATION, {"chars": "-"}),
+    ("ellipsis",): (Unit.PUNCTUATION, {"chars": "…"}),
+    ("apostrophe",): (Unit.PUNCTUATION, {"chars": "'’"}),
+    ("emoji",): (Unit.EMOJI, {}),
+    ("emojis",): (Unit.EMOJI, {}),
+    ("emoticon",): (Unit.EMOJI, {}),
+    ("smiley",): (Unit.EMOJI, {}),
+    ("digit",): (Unit.DIGITS, {}),
+    ("numeral",): (Unit.NUMBERS, {}),
+    ("number",): (Unit.NUMBERS, {}),
+    ("figure",): (Unit.NUMBERS, {}),
+    ("unique", "word"): (Unit.UNIQUE_WORDS, {}),
+    ("distinct", "word"): (Unit.UNIQUE_WORDS, {}),
+    ("different", "word"): (Unit.UNIQUE_WORDS, {}),
+    ("line",): (Unit.LINES, {}),
+    ("character",): (Unit.CHARACTERS, {}),
+    ("letter",): (Unit.LETTERS, {}),
+    ("sub", "-", "bullet"): (Unit.NESTED_BULLETS, {}),
+    ("sub", "-", "point"): (Unit.NESTED_BULLETS, {}),
+    ("sub", "-", "item"): (Unit.NESTED_BULLETS, {}),
+    ("sub", "bullet"): (Unit.NESTED_BULLETS, {}),
+    ("sub", "point"): (Unit.NESTED_BULLETS, {}),
+    ("sub-bullet",): (Unit.NESTED_BULLETS, {}),
+    ("sub-point",): (Unit.NESTED_BULLETS, {}),
+    ("subpoint",): (Unit.NESTED_BULLETS, {}),
+    ("nested", "bullet"): (Unit.NESTED_BULLETS, {}),
+    ("capitalized", "word"): (Unit.WORDS, {"case": "title"}),
+    ("capitalised", "word"): (Unit.WORDS, {"case": "title"}),
+    ("word",): (Unit.WORDS, {}),
+    ("sentence",): (Unit.SENTENCES, {}),
+    ("paragraph",): (Unit.PARAGRAPHS, {}),
+}
+
+#: Units whose plain counts the named kinds already read (words, sentences,
+#: paragraphs); the form extractor only adds filters or per-item bounds to them.
+EN_PER: Mapping[str, Unit] = {"sentence": Unit.SENTENCES, "paragraph": Unit.PARAGRAPHS, "line": Unit.LINES,
+                              "bullet": Unit.LINES, "point": Unit.LINES, "item": Unit.LINES}
+
+#: Words naming capital letters / lowercase letters (lemmas or lowercase forms).
+EN_UPPER = frozenset({"capital", "capitals", "uppercase", "upper-case", "caps", "all-caps", "allcaps", "majuscule",
+                      "block"})
+EN_LOWER = frozenset({"lowercase", "lower-case", "minuscule"})
+
+#: Delimiter names -> (left, right).
+EN_DELIMITERS: Mapping[tuple[str, ...], tuple[str, str]] = {
+    ("square", "bracket"): ("[", "]"),
+    ("curly", "bracket"): ("{", "}"),
+    ("curly", "brace"): ("{", "}"),
+    ("brace",): ("{", "}"),
+    ("round", "bracket"): ("(", ")"),
+    ("parenthesis",): ("(", ")"),
+    ("parentheses",): ("(", ")"),
+    ("parenthese",): ("(", ")"),
+    ("bracket",): ("(", ")"),
+    ("single", "quote"): ("'", "'"),
+    ("single", "quotation", "mark"): ("'", "'"),
+    ("double", "quote"): ('"', '"'),
+    ("double", "quotation", "mark"): ('"', '"'),
+    ("quotation", "mark"): ('"', '"'),
+    ("quote", "mark"): ('"', '"'),
+    ("quote",): ('"', '"'),
+    ("backtick",): ("`", "`"),
+    ("code", "block"): ("```", "```"),
+    ("code", "fence"): ("```", "```"),
+    ("asterisk",): ("*", "*"),
+}
+
+#: Nouns that name the answer as a whole.
+EN_ANSWER_NOUNS = frozenset({"response", "answer", "reply", "output", "text", "message", "everything", "it",
+                             "submission", "essay", "story", "poem", "letter", "email", "post"})
+
+#: Layout terms (lemma sequences) -> layout.
+EN_LAYOUTS: Mapping[tuple[str, ...], Layout] = {
+    ("nested", "list"): Layout.NESTED_LIST,
+    ("nested", "bullet"): Layout.NESTED_LIST,
+    ("hierarchical", "list"): Layout.NESTED_LIST,
+    ("multi", "-", "level", "list"): Layout.NESTED_LIST,
+    ("numbered", "list"): Layout.NUMBERED_LIST,
+    ("number", "list"): Layout.NUMBERED_LIST,
+    ("numbered", "point"): Layout.NUMBERED_LIST,
+    ("numbered", "step"): Layout.NUMBERED_LIST,
+    ("ordered", "list"): Layout.NUMBERED_LIST,
+    ("enumerated", "list"): Layout.NUMBERED_LIST,
+    ("table",): Layout.TABLE,
+    ("bulleted", "list"): Layout.LIST,
+    ("bullet", "list"): Layout.LIST,
+    ("bullet", "point"): Layout.LIST,
+    ("bullet",): Layout.LIST,
+    ("list",): Layout.LIST,
+}
+
+#: Words that turn a repetition into a repetition with a change.
+EN_CHANGE = frozenset({"change", "replace", "modify", "alter", "swap", "substitute", "rephrase", "paraphrase",
+                       "reword", "own", "different", "tweak", "edit"})
+
+#: Words that make a sentence look like a requirement on the answer's form.
+EN_FORM_WORDS = frozenset(
+    {"format", "formatting", "case", "capitalize", "capitalise", "rhyme", "alphabetical", "alphabetically",
+     "order", "indent", "indentation", "tense", "syllable", "vowel", "consonant", "acrostic", "palindrome",
+     "markdown", "bold", "italic", "italics", "heading", "header", "column", "row", "symbol", "font",
+     "spacing", "length", "alliteration", "alliterate", "backwards", "reverse", "abbreviation", "acronym",
+     "hashtag", "delimiter", "separator", "prefix", "suffix", "person", "voice", "passive", "meter",
+     "stanza", "verse", "couplet", "haiku", "limerick", "sonnet", "emoji", "punctuation",
+     "word", "sentence", "paragraph", "line", "letter", "character", "bullet", "list", "table", "section"}
+)
+
+#: Chinese unit words -> the unit and filter fields they name (longest first when matched).
+ZH_UNITS: Mapping[str, UnitEntry] = {
+    "标点符号": (Unit.PUNCTUATION, {}),
+    "标点": (Unit.PUNCTUATION, {}),
+    "感叹号": (Unit.PUNCTUATION, {"chars": "!！"}),
+    "惊叹号": (Unit.PUNCTUATION, {"chars": "!！"}),
+    "问号": (Unit.PUNCTUATION, {"chars": "?？"}),
+    "分号": (Unit.PUNCTUATION, {"chars": ";；"}),
+    "冒号": (Unit.PUNCTUATION, {"chars": ":："}),
+    "句号": (Unit.PUNCTUATION, {"chars": ".。"}),
+    "破折号": (Unit.PUNCTUATION, {"chars": "-–—"}),
+    "省略号": (Unit.PUNCTUATION, {"chars": "…"}),
+    "表情符号": (Unit.EMOJI, {}),
+    "表情": (Unit.EMOJI, {}),
+    "emoji": (Unit.EMOJI, {}),
+    "阿拉伯数字": (Unit.DIGITS, {}),
+    "数字": (Unit.NUMBERS, {}),
+    "字符": (Unit.CHARACTERS, {}),
+    "不同的词": (Unit.UNIQUE_WORDS, {}),
+    "不同的单词": (Unit.UNIQUE_WORDS, {}),
+    "行": (Unit.LINES, {}),
+    "子要点": (Unit.NESTED_BULLETS, {}),
+    "嵌套要点": (Unit.NESTED_BULLETS, {}),
+}
+
+#: Chinese per-item words -> the unit each bound holds for.
+ZH_PER: Mapping[str, Unit] = {"每句话": Unit.SENTENCES, "每个句子": Unit.SENTENCES, "每一句": Unit.SENTENCES,
+                              "每句": Unit.SENTENCES, "每段": Unit.PARAGRAPHS, "每一段": Unit.PARAGRAPHS,
+                              "每个段落": Unit.PARAGRAPHS, "每行": Unit.LINES, "每一行": Unit.LINES}
+
+#: Chinese position units -> unit.
+ZH_POSITION_UNITS: Mapping[str, Unit] = {"个词": Unit.WORDS, "个单词": Unit.WORDS, "词": Unit.WORDS,
+                                         "句话": Unit.SENTENCES, "个句子": Unit.SENTENCES, "句": Unit.SENTENCES,
+                                         "段": Unit.PARAGRAPHS, "个段落": Unit.PARAGRAPHS, "行": Unit.LINES}
+
+#: Chinese delimiter names -> (left, right).
+ZH_DELIMITERS: Mapping[str, tuple[str, str]] = {
+    "圆括号": ("(", ")"), "小括号": ("(", ")"), "括号": ("(", ")"), "方括号": ("[", "]"), "中括号": ("[", "]"),
+    "花括号": ("{", "}"), "大括号": ("{", "}"), "单引号": ("'", "'"), "双引号": ('"', '"'), "引号": ('"', '"'),
+    "书名号": ("《", "》"), "反引号": ("`", "`"), "代码块": ("```", "```"),
+}
+
+#: Chinese layout words -> layout.
+ZH_LAYOUTS: Mapping[str, Layout] = {
+    "表格": Layout.TABLE, "嵌套列表": Layout.NESTED_LIST, "多级列表": Layout.NESTED_LIST,
+    "编号列表": Layout.NUMBERED_LIST, "有序列表": Layout.NUMBERED_LIST, "数字编号": Layout.NUMBERED_LIST,
+    "项目符号列表": Layout.LIST, "无序列表": Layout.LIST, "列表": Layout.LIST,
+}
+
+#: Chinese list words whose negation means "no list".
+ZH_NO_LIST = ("项目符号", "列表", "要点列表", "条目", "分点")
+
+#: Chinese words that make a sentence look like a requirement on the answer's form.
+ZH_FORM_WORDS = ("字", "句", "段", "行", "标点", "格式", "大写", "小写", "押韵", "表格", "列表", "符号", "括号",
+                 "引号", "开头", "结尾", "字母", "排序", "顺序", "缩进", "标题", "对仗", "字数", "韵")
