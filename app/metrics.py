@@ -7,9 +7,10 @@ it at the network edge if even aggregate latencies are sensitive.
 
 ``observe_stages`` records the stage times of one run (the reasoning
 pipeline's ``timings``) as ``tenet_stage_seconds``, which the autoscaling
-path of the design reads; ``app.services.reasoning.record_reason_run``, where
-every run of the service is stored, calls it once per run. The scheduler (``app.scheduler``)
-records queue depth, queue wait, refusals and batch sizes; ``observe_decode``
+path of the design reads; ``RunService.record`` (``app.services.runs``), where
+every run of the service is stored, calls it once per run. The decode scheduler
+(``inference.scheduler``) reports queue depth, queue wait and refusals through
+``app.runtime.QueueMetrics``; the runtime's micro-batcher records batch sizes; ``observe_decode``
 records tokens, tokens per second and pruning per rule of one decode;
 ``refresh_memory`` sets the model-memory gauges before each scrape. Every
 name and label is documented in ``docs/metrics.md`` (a test checks it).

@@ -4,8 +4,9 @@ One :class:`Runtime` per app, created by the factory and reachable as the
 ``runtime`` dependency. The model loads in a background thread at start-up
 (so ``/healthz`` answers at once) and is warmed up with one short forward
 pass; until then :attr:`Runtime.model` is None and ``/readyz`` says why.
-Features add their own attributes (NLP pipelines, ontology index cache) to
-this class as plain attributes initialised in ``__init__``.
+It holds the process's resources (engine, model, reasoner, micro-batcher,
+decode scheduler, ontology index cache); the services built on them live in
+the app's :class:`~app.services.container.Services`.
 """
 
 from __future__ import annotations
