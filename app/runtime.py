@@ -125,6 +125,7 @@ class Runtime:
                 device=self.settings.device,
                 cache_root=self.settings.model_cache_dir,
                 packed=self.settings.packed_forward,
+                weights=self.settings.weights,
             )
             _warm_up(loaded)
         except TenetError as exc:
@@ -224,5 +225,5 @@ def _warm_up(loaded: LoadedModel) -> None:
     inputs = loaded.tokenizer("Hello", return_tensors="pt").to(loaded.device)
     with torch.inference_mode():
         loaded.model(**inputs)
-    vocab_tables(loaded.tokenizer, loaded.device, int(loaded.model.get_output_embeddings().weight.shape[0]))
+    vocab_tables(loaded.tokenizer, loaded.device, int(loaded.model.get_output_embeddings().out_features))
     warm_up_nlp()

@@ -1,4 +1,4 @@
-"""Device and dtype choice: CUDA with bfloat16 when present, else CPU float32."""
+"""Device choice: CUDA when present, else the CPU (the dtype follows from ``TENET_WEIGHTS``)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from reasoning.errors import InvalidInput
 __all__ = ["resolve_device"]
 
 
-def resolve_device(requested: str = "auto") -> tuple[torch.device, torch.dtype]:
-    """Return the device and dtype for ``requested`` ("auto", "cpu", "cuda", "cuda:N").
+def resolve_device(requested: str = "auto") -> torch.device:
+    """Return the device for ``requested`` ("auto", "cpu", "cuda", "cuda:N").
 
     Raises InvalidInput when CUDA is requested and absent, rather than falling
     back silently: an operator who asked for a GPU must learn they have none.
@@ -20,7 +20,7 @@ def resolve_device(requested: str = "auto") -> tuple[torch.device, torch.dtype]:
     if requested.startswith("cuda"):
         if not torch.cuda.is_available():
             raise InvalidInput(f"TENET_DEVICE={requested} but no CUDA device is available")
-        return torch.device(requested), torch.bfloat16
+        return torch.device(requested)
     if requested == "cpu":
-        return torch.device("cpu"), torch.float32
+        return torch.device("cpu")
     raise InvalidInput(f"unknown device {requested!r}: use auto, cpu, cuda or cuda:N")

@@ -25,6 +25,7 @@ from typing import Any
 import torch
 
 from inference.device import resolve_device
+from inference.weights.formats import WeightsChoice, check_weights
 from reasoning.errors import InvalidInput, NotFound
 
 __all__ = [
@@ -53,15 +54,20 @@ class ModelIdentity:
     dtype: str
     device: str
     parameters: int
+    #: The linear weights' format (``TENET_WEIGHTS``): float32, bfloat16, int8 or int4.
+    weights: str = "float32"
 
 
 @dataclass(frozen=True)
 class LoadedModel:
+    """A model ready to decode; ``dtype`` is its activations' dtype, ``weights`` how it was chosen."""
+
     model: Any
     tokenizer: Any
     identity: ModelIdentity
     device: torch.device
     dtype: torch.dtype
+    weights: WeightsChoice
 
 
 @dataclass(frozen=True)
@@ -190,25 +196,34 @@ def load_model(
     cache_root: Path | None = None,
     use_cache: bool = True,
     packed: bool = True,
+    weights: str = "float32",
 ) -> LoadedModel:
-    """Load a model for inference, in eval mode, on the chosen device.
+    """Load a model for inference, in eval mode, on the chosen device, in the chosen weight format.
 
     For a GGUF model the safetensors cache under ``cache_root`` is used (and
     built on first use) unless ``use_cache`` is False. The identity's sha256
     is always that of the file the user named (the GGUF, not the cache).
-    With ``packed`` a float32 Llama-family model on the CPU is also packed
-    for the decoder's lean forward (``inference.decoder.packed_llama``);
-    other models, and every model with ``packed=False``, keep the library's.
+    ``weights`` is a format of :data:`~inference.weights.formats.WEIGHTS_CHOICES`
+    (``auto`` probes this machine; see :mod:`inference.weights.select`); the
+    default, float32, is the reference every other format is measured
+    against. A Llama-family model decodes through the lean forward
+    (``inference.decoder.packed_llama``) unless ``packed`` is False; other
+    models keep the library's.
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from inference.decoder.packed_llama import pack_model
+    from inference.weights.kernels import parameter_count
+    from inference.weights.select import apply_weights
 
-    torch_device, dtype = resolve_device(device)
+    requested = check_weights(weights)
+    torch_device = resolve_device(device)
+    # Low-precision formats load in bfloat16 (half the peak memory of float32);
+    # auto needs the float32 reference to measure the others against.
+    dtype = torch.float32 if requested in ("float32", "auto") else torch.bfloat16
     source = resolve_model_source(reference)
-    weights = _weights_file(source)
+    weights_file = _weights_file(source)
     with _load_lock:
-        sha = file_sha256(weights)
+        sha = file_sha256(weights_file)
         load_dir, gguf_file = source.path, source.gguf_file
         if source.gguf_file and use_cache and cache_root is not None:
             cached = prepare_cache(reference, cache_root)
@@ -221,16 +236,21 @@ def load_model(
         model: Any = AutoModelForCausalLM.from_pretrained(load_dir, **kwargs)
     model.to(torch_device)
     model.eval()
-    if packed:
-        pack_model(model)
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
+    gguf = weights_file if source.gguf_file else None
+    probe_dir = None if cache_root is None else cache_root / f"probe-{sha[:16]}"
+    choice = apply_weights(
+        model, tokenizer, requested, gguf=gguf, packed=packed, probe_dir=probe_dir
+    )
+    act_dtype = next(model.parameters()).dtype
     identity = ModelIdentity(
         name=source.name,
-        source=str(weights),
+        source=str(weights_file),
         sha256=sha,
-        dtype=str(dtype).removeprefix("torch."),
+        dtype=str(act_dtype).removeprefix("torch."),
         device=str(torch_device),
-        parameters=sum(p.numel() for p in model.parameters()),
+        parameters=parameter_count(model),
+        weights=choice.weights,
     )
-    return LoadedModel(model, tokenizer, identity, torch_device, dtype)
+    return LoadedModel(model, tokenizer, identity, torch_device, act_dtype, choice)

@@ -398,7 +398,7 @@ class Reasoner:
                     lm.tokenizer,
                     prompt=plan.question,
                     device=lm.device,
-                    vocab_size=int(lm.model.get_output_embeddings().weight.shape[0]),
+                    vocab_size=int(lm.model.get_output_embeddings().out_features),
                     max_new_tokens=plan.decode_options.max_new_tokens,
                     evidence_ids=[f.id for spec in plan.branches for f in spec.facts],
                 )

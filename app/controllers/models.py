@@ -5,7 +5,7 @@ from __future__ import annotations
 from litestar import Controller, get
 
 from app.runtime import Runtime
-from app.schemas.models import ModelInfo, ModelList
+from app.schemas.models import ModelInfo, ModelList, WeightsProbe
 from inference.decoder.packed_llama import packed_forward
 
 __all__ = ["ModelsController"]
@@ -31,6 +31,19 @@ class ModelsController(Controller):
                     device=ident.device,
                     parameters=ident.parameters,
                     forward="packed" if packed_forward(loaded.model) is not None else "library",
+                    weights=loaded.weights.weights,
+                    weights_requested=loaded.weights.requested,
+                    weights_reason=loaded.weights.reason,
+                    weights_probe=[
+                        WeightsProbe(
+                            weights=p.weights,
+                            kl_vs_float32=p.kl_vs_float32,
+                            top1_agreement=p.top1_agreement,
+                            step_ms=p.step_ms,
+                            passed=p.passed,
+                        )
+                        for p in loaded.weights.probes
+                    ],
                 )
             ]
         )

@@ -1,44 +1,37 @@
-"""A lean forward for Llama-family decoders on the CPU: prepacked weights, our KV slab.
+"""A lean forward for Llama-family decoders over weights in any stored format, on our KV slab.
 
 Why it exists: a beam search multiplies a handful of rows (4 per branch, up
-to 64 merged) by each weight matrix. For such short matrices PyTorch's dense
-float32 ``linear`` goes through MKL's sgemm, which on the AMD processors we
-run on reaches a fraction of the memory bandwidth; oneDNN with the weight
-reordered once into its blocked layout does the same product two to three
-times faster (measured on a 2-core AMD EPYC: the 49152 x 576 LM head at 4
-rows takes 37 ms through MKL, 11 ms packed on 2 threads, 22 ms on one). A
-decode step is mostly weight products: at width 4 it ran 1.9-2.1x faster
-than the library forward on 2 threads, and 1.1-1.25x on one thread, where
-reading the weights from memory bounds both.
-
-The forward is the Llama computation written out once (embedding, per layer
-RMSNorm, fused q/k/v projection, rotary embedding, attention over the slab,
-output projection, RMSNorm, fused gate/up projection, SiLU, down projection,
-final norm, LM head), with the model's own embedding, rotary and norm
-modules and the library's ``apply_rotary_pos_emb``. It accepts a :class:`~inference.decoder.kv_slab.SlabCache` (one decode)
-or a :class:`~inference.decoder.grouped_attention.GroupedCache` (a merged
+to 64 merged) by each weight matrix, so a decode step is bound by reading
+the weights, and the library forward adds per-module overhead around each
+product. This forward is the Llama computation written out once (embedding,
+per layer RMSNorm, q/k/v projection, rotary embedding, attention over the
+slab, output projection, RMSNorm, gate/up projection, SiLU, down
+projection, final norm, LM head) over *linear kernels* chosen per weight
+format by :mod:`inference.weights` (oneDNN-packed float32, bfloat16,
+weight-only int8 or int4). It accepts a
+:class:`~inference.decoder.kv_slab.SlabCache` (one decode) or a
+:class:`~inference.decoder.grouped_attention.GroupedCache` (a merged
 micro-batch step), exactly as the library forward does.
 
 Guarantees:
 
-- logits equal the library forward's up to floating-point summation order
-  (tested on the bundled model and on small random Llama, Mistral and Qwen2
-  models, for prefills, ragged decode steps and merged steps);
-- only float32 models on a CPU with oneDNN and of the Llama family
-  (``llama``, ``mistral`` without sliding window, ``qwen2``) qualify;
-  :func:`pack_model` returns None for any other, and they keep the library
-  forward;
-- the model's modules and weights are not changed: ``model.generate`` and
-  the library forward behave as before. The packed copy costs one more copy
-  of the projection and LM-head weights in memory.
+- with float32 kernels, logits equal the library forward's up to
+  floating-point summation order (tested on the bundled model and on small
+  random Llama, Mistral and Qwen2 models, for prefills, ragged decode steps
+  and merged steps); with other kernels they equal the library forward's over
+  the same kernels (the installed model) to the activations' precision;
+- only models of the Llama family (``llama``, ``mistral`` without sliding
+  window, ``qwen2``) qualify: :func:`unsupported_reason` says why any other
+  does not, and such models keep the library forward;
+- :func:`attach` registers one forward per model object; the runner finds it
+  with :func:`packed_forward`.
 """
 
 from __future__ import annotations
 
-import functools
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,76 +42,31 @@ from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 from inference.decoder.grouped_attention import GroupedCache
 from inference.decoder.kv_slab import SlabCache, supports_slab_cache
 
-__all__ = ["PackedLlama", "pack_model", "packed_forward", "unsupported_reason"]
+__all__ = ["LeanLayer", "LeanLlama", "Linear", "attach", "packed_forward", "unsupported_reason"]
+
+#: ``x [..., in] -> [..., out]``: one projection in some weight format.
+Linear = Callable[[torch.Tensor], torch.Tensor]
 
 _FAMILY = frozenset({"llama", "mistral", "qwen2"})
-_PACKED: weakref.WeakKeyDictionary[Any, PackedLlama] = weakref.WeakKeyDictionary()
+_FORWARDS: weakref.WeakKeyDictionary[Any, LeanLlama] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 
 
-def _pack(weight: torch.Tensor) -> torch.Tensor:
-    """The weight in oneDNN's blocked layout (an opaque ``torch._mkldnn`` tensor)."""
-    packed: torch.Tensor = torch.ops.mkldnn._reorder_linear_weight(weight.detach().contiguous())
-    return packed
-
-
-def _linear(x: torch.Tensor, packed: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
-    """``x @ W.T + b`` with a packed ``W``: ``x [..., in] -> [..., out]``."""
-    flat = x.reshape(-1, x.shape[-1])
-    out: torch.Tensor = torch.ops.mkldnn._linear_pointwise(flat, packed, bias, "none", [], "")
-    return out.view(*x.shape[:-1], out.shape[-1])
-
-
-def _bias(*linears: Any) -> torch.Tensor | None:
-    """The concatenated biases of fused projections; None when none has one, zeros fill gaps."""
-    biases = [getattr(lin, "bias", None) for lin in linears]
-    if all(b is None for b in biases):
-        return None
-    return torch.cat(
-        [
-            b.detach() if b is not None else torch.zeros(int(lin.weight.shape[0]))
-            for b, lin in zip(biases, linears)
-        ]
-    )
-
-
 @dataclass(frozen=True)
-class _Layer:
+class LeanLayer:
+    """One decoder layer's norms and projections; a fused projection is a one-element tuple."""
+
     input_norm: torch.Tensor
     post_norm: torch.Tensor
     eps: float
-    qkv: torch.Tensor  # packed [(H + 2 KV) D, hidden]
-    qkv_bias: torch.Tensor | None
-    o: torch.Tensor
-    o_bias: torch.Tensor | None
-    gate_up: torch.Tensor  # packed [2 I, hidden]
-    gate_up_bias: torch.Tensor | None
-    down: torch.Tensor
-    down_bias: torch.Tensor | None
-
-
-@functools.cache
-def _onednn_packs() -> bool:
-    """Whether this PyTorch build packs and multiplies a weight through oneDNN correctly."""
-    if not torch.backends.mkldnn.is_available():  # type: ignore[no-untyped-call]
-        return False
-    gen = torch.Generator().manual_seed(0)
-    weight, x = torch.randn(24, 16, generator=gen), torch.randn(3, 16, generator=gen)
-    try:
-        with torch.no_grad():
-            out = _linear(x, _pack(weight), None)
-    except RuntimeError:
-        return False
-    return bool(torch.allclose(out, F.linear(x, weight), atol=1e-4, rtol=1e-4))
+    qkv: tuple[Linear, ...]  # (fused [(H + 2 KV) D, hidden],) or (q, k, v)
+    o: Linear
+    gate_up: tuple[Linear, ...]  # (fused [2 I, hidden],) or (gate, up)
+    down: Linear
 
 
 def unsupported_reason(model: Any) -> str | None:
-    """Why ``model`` cannot take the packed forward, or None when it can."""
-    if not _onednn_packs():
-        return "this PyTorch build cannot pack weights for oneDNN"
-    params = list(model.parameters())
-    if not params or any(p.device.type != "cpu" or p.dtype != torch.float32 for p in params):
-        return "only float32 models on the CPU are packed"
+    """Why ``model`` cannot take the lean forward, or None when it can."""
     config = model.config.get_text_config(decoder=True)
     if getattr(config, "model_type", None) not in _FAMILY:
         return f"model type {getattr(config, 'model_type', None)!r} is not of the Llama family"
@@ -144,42 +92,39 @@ def unsupported_reason(model: Any) -> str | None:
     return None
 
 
-class PackedLlama:
-    """The packed forward of one model (see the module docstring); build it with :func:`pack_model`."""
+class LeanLlama:
+    """The lean forward of one model over given kernels (see the module docstring).
 
-    def __init__(self, model: Any) -> None:
+    ``dtype`` is the activations' dtype; the embedding table and norms are
+    taken from ``model`` in that dtype (no copy when the model already is).
+    ``weights`` names the format for reports (``float32``, ``int4``...).
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        layers: Sequence[LeanLayer],
+        lm_head: Linear,
+        *,
+        dtype: torch.dtype,
+        weights: str,
+    ) -> None:
         config = model.config.get_text_config(decoder=True)
         inner = model.model
+        self.weights = weights
+        self.dtype = dtype
         self.heads = int(config.num_attention_heads)
         self.kv_heads = int(getattr(config, "num_key_value_heads", self.heads))
         self.head_dim = int(getattr(config, "head_dim", None) or config.hidden_size // self.heads)
         self.hidden = int(config.hidden_size)
         self.intermediate = int(config.intermediate_size)
         self.scaling = float(inner.layers[0].self_attn.scaling)
-        self.embed = inner.embed_tokens
+        self.embed = inner.embed_tokens.weight.detach().to(dtype)  # [V, hidden]
         self.rotary = inner.rotary_emb
-        self.norm = inner.norm
-        with torch.no_grad():
-            self.layers = tuple(self._pack_layer(layer) for layer in inner.layers)
-            self.lm_head = _pack(model.lm_head.weight)
-            self.lm_head_bias = _bias(model.lm_head)
-
-    @staticmethod
-    def _pack_layer(layer: Any) -> _Layer:
-        attn, mlp = layer.self_attn, layer.mlp
-        return _Layer(
-            input_norm=layer.input_layernorm.weight.detach(),
-            post_norm=layer.post_attention_layernorm.weight.detach(),
-            eps=float(layer.input_layernorm.variance_epsilon),
-            qkv=_pack(torch.cat([attn.q_proj.weight, attn.k_proj.weight, attn.v_proj.weight])),
-            qkv_bias=_bias(attn.q_proj, attn.k_proj, attn.v_proj),
-            o=_pack(attn.o_proj.weight),
-            o_bias=_bias(attn.o_proj),
-            gate_up=_pack(torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight])),
-            gate_up_bias=_bias(mlp.gate_proj, mlp.up_proj),
-            down=_pack(mlp.down_proj.weight),
-            down_bias=_bias(mlp.down_proj),
-        )
+        self.norm = inner.norm.weight.detach().to(dtype)
+        self.norm_eps = float(inner.norm.variance_epsilon)
+        self.layers = tuple(layers)
+        self.lm_head = lm_head
 
     def __call__(
         self,
@@ -198,13 +143,15 @@ class PackedLlama:
         """
         rows, new = input_ids.shape
         groups = self._groups(attention_mask, cache, rows, new)
-        h = self.embed(input_ids)  # [B, S, hidden]
+        h = F.embedding(input_ids, self.embed)  # [B, S, hidden]
         cos, sin = self.rotary(h, position_ids)  # [B, S, D]
         q_size, kv_size = self.heads * self.head_dim, self.kv_heads * self.head_dim
         for index, layer in enumerate(self.layers):
             x = F.rms_norm(h, (self.hidden,), layer.input_norm, layer.eps)
-            qkv = _linear(x, layer.qkv, layer.qkv_bias)
-            q, k, v = torch.split(qkv, [q_size, kv_size, kv_size], dim=-1)
+            if len(layer.qkv) == 1:
+                q, k, v = torch.split(layer.qkv[0](x), [q_size, kv_size, kv_size], dim=-1)
+            else:
+                q, k, v = (proj(x) for proj in layer.qkv)
             q, k = apply_rotary_pos_emb(
                 q.view(rows, new, self.heads, self.head_dim).transpose(1, 2),
                 k.view(rows, new, self.kv_heads, self.head_dim).transpose(1, 2),
@@ -213,16 +160,18 @@ class PackedLlama:
             )
             v = v.view(rows, new, self.kv_heads, self.head_dim).transpose(1, 2)
             attended = self._attend(index, q, k, v, groups)  # [B, H, S, D]
-            h = h + _linear(
-                attended.transpose(1, 2).reshape(rows, new, q_size), layer.o, layer.o_bias
-            )
+            h = h + layer.o(attended.transpose(1, 2).reshape(rows, new, q_size))
             x = F.rms_norm(h, (self.hidden,), layer.post_norm, layer.eps)
-            gate_up = _linear(x, layer.gate_up, layer.gate_up_bias)
-            gate, up = torch.split(gate_up, [self.intermediate, self.intermediate], dim=-1)
-            h = h + _linear(F.silu(gate) * up, layer.down, layer.down_bias)
+            if len(layer.gate_up) == 1:
+                gate, up = torch.split(
+                    layer.gate_up[0](x), [self.intermediate, self.intermediate], dim=-1
+                )
+            else:
+                gate, up = (proj(x) for proj in layer.gate_up)
+            h = h + layer.down(F.silu(gate) * up)
         if last_only:
             h = h[:, -1:, :]
-        return _linear(self.norm(h), self.lm_head, self.lm_head_bias)
+        return self.lm_head(F.rms_norm(h, (self.hidden,), self.norm, self.norm_eps))
 
     def _attend(
         self,
@@ -267,22 +216,16 @@ class PackedLlama:
         return [(cache, mask, 0, rows)]
 
 
-def pack_model(model: Any) -> PackedLlama | None:
-    """Pack ``model`` for the lean CPU forward, once per model object; None when it does not qualify.
-
-    Later calls return the same object; :func:`packed_forward` finds it.
-    """
+def attach(model: Any, forward: LeanLlama | None) -> None:
+    """Make ``forward`` the lean forward :func:`packed_forward` returns for ``model`` (None: none)."""
     with _LOCK:
-        if model in _PACKED:
-            return _PACKED[model]
-        if unsupported_reason(model) is not None:
-            return None
-        packed = PackedLlama(model)
-        _PACKED[model] = packed
-        return packed
+        if forward is None:
+            _FORWARDS.pop(model, None)
+        else:
+            _FORWARDS[model] = forward
 
 
-def packed_forward(model: Any) -> PackedLlama | None:
-    """The packed forward :func:`pack_model` built for ``model``, if any (never builds one)."""
+def packed_forward(model: Any) -> LeanLlama | None:
+    """The lean forward attached to ``model``, if any (never builds one)."""
     with _LOCK:
-        return _PACKED.get(model)
+        return _FORWARDS.get(model)

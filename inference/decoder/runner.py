@@ -19,6 +19,7 @@ import torch
 from inference.decoder.grouped_attention import GroupedCache
 from inference.decoder.kv_slab import SlabCache, supports_slab_cache
 from inference.decoder.packed_llama import packed_forward
+from inference.weights.kernels import parameter_count
 from reasoning.errors import InvalidInput
 
 if TYPE_CHECKING:
@@ -68,7 +69,7 @@ class ModelRunner:
             )
         self.model = model
         self.config = model.config.get_text_config(decoder=True)
-        self.parameters = sum(p.numel() for p in model.parameters())
+        self.parameters = parameter_count(model)  # quantised weights included
         self.device = next(model.parameters()).device
         self.dtype = next(model.parameters()).dtype
         params = inspect.signature(model.forward).parameters

@@ -99,6 +99,9 @@ async def test_models_lists_the_loaded_identity(
     assert model["parameters"] == identity.parameters
     # A float32 Llama model on the CPU decodes through the packed forward.
     assert model["forward"] == ("packed" if identity.device == "cpu" else "library")
+    # The session's model is loaded in float32 by name: no probe behind it.
+    assert (model["weights"], model["weights_requested"]) == ("float32", "float32")
+    assert model["weights_probe"] == [] and "TENET_WEIGHTS" in model["weights_reason"]
     assert (await model_client.get("/readyz")).status_code == 200
 
 

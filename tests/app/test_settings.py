@@ -48,6 +48,8 @@ def test_values_are_parsed_and_normalised() -> None:
     [
         ("TENET_DEVICE", "tpu"),
         ("TENET_DEVICE", "cuda:x"),
+        ("TENET_WEIGHTS", "fp8"),
+        ("TENET_WEIGHTS", "int3"),
         ("TENET_LOAD_MODEL", "maybe"),
         ("TENET_LOG_JSON", "2"),
         ("TENET_MAX_BODY_BYTES", "lots"),

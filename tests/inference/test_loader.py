@@ -49,15 +49,15 @@ def test_unusable_model_references_are_refused(
         resolve_model_source(str(reference))
 
 
-def test_cpu_device_is_float32() -> None:
-    assert resolve_device("cpu") == (torch.device("cpu"), torch.float32)
+def test_cpu_is_the_cpu() -> None:
+    assert resolve_device("cpu") == torch.device("cpu")
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU refusal")
 def test_cuda_without_a_gpu_is_refused_not_ignored() -> None:
     with pytest.raises(InvalidInput, match="no CUDA"):
         resolve_device("cuda")
-    assert resolve_device("auto")[0].type == "cpu"
+    assert resolve_device("auto").type == "cpu"
 
 
 def test_unknown_device_is_refused() -> None:

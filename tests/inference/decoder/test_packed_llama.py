@@ -19,14 +19,11 @@ from transformers import (
 from inference.decoder.batch import BatchState, prefill_branches, prefill_prefix
 from inference.decoder.beam import decode_step
 from inference.decoder.grouped_attention import GroupedCache, use_grouped_attention
-from inference.decoder.packed_llama import (
-    _onednn_packs,
-    pack_model,
-    packed_forward,
-    unsupported_reason,
-)
+from inference.decoder.packed_llama import attach, packed_forward, unsupported_reason
 from inference.decoder.runner import ModelRunner
 from inference.loader import LoadedModel
+from inference.weights.build import convert, onednn_packs
+from inference.weights.kernels import PackedLinear
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -96,7 +93,7 @@ def _assert_same_decode(model: Any, vocab: int, atol: float) -> None:
 def test_the_bundled_model_decodes_alike_through_both_forwards(loaded_model: LoadedModel) -> None:
     if loaded_model.device.type != "cpu":
         pytest.skip("the packed forward is a CPU forward")
-    assert packed_forward(loaded_model.model) is not None  # load_model packs it
+    assert packed_forward(loaded_model.model) is not None  # load_model attaches it
     _assert_same_decode(loaded_model.model, 49152, atol=2e-3)
 
 
@@ -149,37 +146,42 @@ def test_a_merged_step_through_the_packed_forward_equals_the_library_one(
 def test_every_accepted_family_decodes_alike_through_both_forwards(config: Any) -> None:
     model = _tiny(config)
     assert unsupported_reason(model) is None
-    first = pack_model(model)
-    assert first is not None and pack_model(model) is first  # packed once per model
+    forward = convert(model)
+    assert packed_forward(model) is forward
+    assert isinstance(forward.lm_head, PackedLinear) == onednn_packs()
     _assert_same_decode(model, config.vocab_size, atol=1e-4)
 
 
 def test_other_models_keep_the_library_forward() -> None:
     gpt2 = _tiny(GPT2Config(n_embd=32, n_layer=1, n_head=2, vocab_size=100))
     assert "Llama family" in (unsupported_reason(gpt2) or "")
-    assert pack_model(gpt2) is None and ModelRunner(gpt2).packed is None
-
-    llama = LlamaConfig(**_SMALL, num_attention_heads=4, num_key_value_heads=2)
-    half = _tiny(llama).to(torch.bfloat16)
-    assert "float32" in (unsupported_reason(half) or "")
-    assert pack_model(half) is None
+    assert ModelRunner(gpt2).packed is None
 
     windowed = _tiny(
         MistralConfig(**_SMALL, num_attention_heads=4, num_key_value_heads=2, sliding_window=16)
     )
-    assert unsupported_reason(windowed) is not None and pack_model(windowed) is None
+    assert unsupported_reason(windowed) is not None
 
 
-def test_a_build_whose_onednn_cannot_pack_keeps_the_library_forward(
+def test_a_detached_model_runs_the_library_forward() -> None:
+    model = _tiny(LlamaConfig(**_SMALL, num_attention_heads=4, num_key_value_heads=2))
+    convert(model)
+    attach(model, None)
+    assert packed_forward(model) is None and ModelRunner(model).packed is None
+
+
+def test_a_build_whose_onednn_cannot_pack_runs_float32_on_the_models_own_modules(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     model = _tiny(LlamaConfig(**_SMALL, num_attention_heads=4, num_key_value_heads=2))
     monkeypatch.setattr(torch.backends.mkldnn, "is_available", lambda: False)
-    _onednn_packs.cache_clear()
+    onednn_packs.cache_clear()
     try:
-        assert "cannot pack" in (unsupported_reason(model) or "")
-        assert pack_model(model) is None and ModelRunner(model).packed is None
+        assert not onednn_packs()
+        forward = convert(model)
+        assert forward.lm_head is model.lm_head
+        assert forward.layers[0].qkv[0] is model.model.layers[0].self_attn.q_proj
     finally:
         monkeypatch.undo()
-        _onednn_packs.cache_clear()
-    assert unsupported_reason(model) is None
+        onednn_packs.cache_clear()
+    _assert_same_decode(model, _SMALL["vocab_size"], atol=1e-4)

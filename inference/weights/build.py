@@ -1,0 +1,284 @@
+"""Build a Llama-family model's lean forward in one weight format, and install it on the model.
+
+:func:`build_forward` reads the model's weights (and, for ``int4``, the
+GGUF's own Q4_1 blocks where the model came from one) and returns a
+:class:`~inference.decoder.packed_llama.LeanLlama` over new kernels, leaving
+the model untouched: the auto probe builds and discards candidates this way.
+:func:`install` then makes the model itself run on the chosen kernels, so
+that only one copy of the weights stays in memory:
+
+- ``float32``: the model keeps its float32 weights (the reference, and what
+  ``model.generate`` runs); the lean forward holds oneDNN-packed copies with
+  fused q/k/v and gate/up projections where this build of torch packs
+  correctly, else the model's own ``nn.Linear`` modules;
+- ``bfloat16``: the model is cast to bfloat16 (a tied LM head stays tied);
+  the lean forward runs on its modules and adds a fused q/k/v copy;
+- ``int8`` / ``int4``: the model is cast to bfloat16 and every projection and
+  the LM head are replaced by weight-only int8 / int4 modules
+  (:mod:`inference.weights.kernels`); the lean forward shares them and adds a
+  fused q/k/v copy (a sixth of the layer weights). ``int4`` takes the codes,
+  scales and minimums of a Q4_1 GGUF as they are (``gguf_q4``), quantises
+  other projections to int4 groups of 32, and keeps the LM head in int8: the
+  head decides the next token directly, and its int4 rounding alone failed
+  the quality gate on the bundled model.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from inference.decoder.packed_llama import LeanLayer, LeanLlama, Linear, attach
+from inference.weights.gguf_q4 import Q4Block
+from inference.weights.kernels import INT4_GROUP, Int4Linear, Int8Linear, PackedLinear
+
+__all__ = ["build_forward", "convert", "install", "onednn_packs"]
+
+_PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+_ATTENTION = ("q_proj", "k_proj", "v_proj", "o_proj")
+
+
+@functools.cache
+def onednn_packs() -> bool:
+    """Whether this PyTorch build packs and multiplies a float32 weight through oneDNN correctly."""
+    if not torch.backends.mkldnn.is_available():  # type: ignore[no-untyped-call]
+        return False
+    gen = torch.Generator().manual_seed(0)
+    weight, x = torch.randn(24, 16, generator=gen), torch.randn(3, 16, generator=gen)
+    try:
+        with torch.no_grad():
+            out = PackedLinear(weight, None)(x)
+    except RuntimeError:
+        return False
+    return bool(torch.allclose(out, F.linear(x, weight), atol=1e-4, rtol=1e-4))
+
+
+def _cat_bias(*linears: Any) -> torch.Tensor | None:
+    """The concatenated biases of fused projections; None when none has one, zeros fill gaps."""
+    biases = [getattr(lin, "bias", None) for lin in linears]
+    if all(b is None for b in biases):
+        return None
+    return torch.cat(
+        [
+            b.detach().float() if b is not None else torch.zeros(int(lin.weight.shape[0]))
+            for b, lin in zip(biases, linears)
+        ]
+    )
+
+
+def _cat_weight(*linears: Any) -> torch.Tensor:
+    return torch.cat([lin.weight.detach() for lin in linears])
+
+
+def _dense(weight: torch.Tensor, bias: torch.Tensor | None, dtype: torch.dtype) -> nn.Linear:
+    """An ``nn.Linear`` holding ``weight`` in ``dtype`` (no copy when it already is)."""
+    out, inp = (int(n) for n in weight.shape)
+    layer = nn.Linear(inp, out, bias=bias is not None, device="meta")
+    layer.weight = nn.Parameter(weight.detach().to(dtype), requires_grad=False)
+    if bias is not None:
+        layer.bias = nn.Parameter(bias.detach().to(dtype), requires_grad=False)
+    return layer
+
+
+def _int4(name: str, linear: Any, blocks: Mapping[str, Q4Block], dtype: torch.dtype) -> Int4Linear:
+    bias = getattr(linear, "bias", None)
+    block = blocks.get(name)
+    if block is None:
+        return Int4Linear.from_weight(linear.weight, bias, group=INT4_GROUP, dtype=dtype)
+    device = linear.weight.device
+    return Int4Linear(
+        block.codes.to(device),
+        block.scales.to(device),
+        block.mins.to(device),
+        bias,
+        group=INT4_GROUP,
+        dtype=dtype,
+    )
+
+
+def _fused_int4(
+    names: tuple[str, ...],
+    linears: tuple[Any, ...],
+    blocks: Mapping[str, Q4Block],
+    dtype: torch.dtype,
+) -> Int4Linear:
+    """One int4 kernel over stacked projections: their rows' codes and groups side by side."""
+    parts = [blocks.get(n) for n in names]
+    bias = _cat_bias(*linears)
+    if all(p is not None for p in parts):
+        present = [p for p in parts if p is not None]
+        device = linears[0].weight.device
+        return Int4Linear(
+            torch.cat([p.codes for p in present]).to(device),
+            torch.cat([p.scales for p in present]).to(device),
+            torch.cat([p.mins for p in present]).to(device),
+            bias,
+            group=INT4_GROUP,
+            dtype=dtype,
+        )
+    return Int4Linear.from_weight(_cat_weight(*linears), bias, group=INT4_GROUP, dtype=dtype)
+
+
+def _projections(layer: Any) -> dict[str, Any]:
+    """A layer's seven projections by their path inside the layer (``self_attn.q_proj``...)."""
+    attn, mlp = layer.self_attn, layer.mlp
+    return {
+        f"{'self_attn' if name.endswith(_ATTENTION) else 'mlp'}.{name}": getattr(
+            attn if name.endswith(_ATTENTION) else mlp, name
+        )
+        for name in _PROJECTIONS
+    }
+
+
+def _kernel(weights: str, name: str, linear: Any, blocks: Mapping[str, Q4Block]) -> nn.Module:
+    """One projection's kernel in ``weights`` (bfloat16 activations)."""
+    bias = getattr(linear, "bias", None)
+    if weights == "int8":
+        return Int8Linear.from_weight(linear.weight, bias, torch.bfloat16)
+    if weights == "int4":
+        return _int4(name, linear, blocks, torch.bfloat16)
+    return _dense(linear.weight, bias, torch.bfloat16)
+
+
+def _fused_qkv(weights: str, prefix: str, attn: Any, blocks: Mapping[str, Q4Block]) -> Linear:
+    linears = (attn.q_proj, attn.k_proj, attn.v_proj)
+    bias = _cat_bias(*linears)
+    if weights == "int8":
+        return Int8Linear.from_weight(_cat_weight(*linears), bias)
+    if weights == "int4":
+        names = tuple(f"{prefix}.self_attn.{n}" for n in ("q_proj", "k_proj", "v_proj"))
+        return _fused_int4(names, linears, blocks, torch.bfloat16)
+    return _dense(_cat_weight(*linears), bias, torch.bfloat16)
+
+
+def _float32_forward(model: Any) -> LeanLlama:
+    """The float32 lean forward: packed fused copies where oneDNN packs, else the model's modules."""
+    layers = []
+    pack = onednn_packs() and next(model.parameters()).device.type == "cpu"
+    for layer in model.model.layers:
+        attn, mlp = layer.self_attn, layer.mlp
+        norms = (
+            layer.input_layernorm.weight.detach(),
+            layer.post_attention_layernorm.weight.detach(),
+            float(layer.input_layernorm.variance_epsilon),
+        )
+        if pack:
+            qkv: tuple[Linear, ...] = (
+                PackedLinear(
+                    _cat_weight(attn.q_proj, attn.k_proj, attn.v_proj),
+                    _cat_bias(attn.q_proj, attn.k_proj, attn.v_proj),
+                ),
+            )
+            gate_up: tuple[Linear, ...] = (
+                PackedLinear(
+                    _cat_weight(mlp.gate_proj, mlp.up_proj), _cat_bias(mlp.gate_proj, mlp.up_proj)
+                ),
+            )
+            o: Linear = PackedLinear(attn.o_proj.weight, _cat_bias(attn.o_proj))
+            down: Linear = PackedLinear(mlp.down_proj.weight, _cat_bias(mlp.down_proj))
+        else:
+            qkv, gate_up = (attn.q_proj, attn.k_proj, attn.v_proj), (mlp.gate_proj, mlp.up_proj)
+            o, down = attn.o_proj, mlp.down_proj
+        layers.append(LeanLayer(*norms, qkv=qkv, o=o, gate_up=gate_up, down=down))
+    head: Linear = (
+        PackedLinear(model.lm_head.weight, _cat_bias(model.lm_head)) if pack else model.lm_head
+    )
+    return LeanLlama(model, layers, head, dtype=torch.float32, weights="float32")
+
+
+def build_forward(
+    model: Any, weights: str, blocks: Mapping[str, Q4Block] | None = None
+) -> tuple[LeanLlama, dict[str, nn.Module]]:
+    """The lean forward of ``model`` in ``weights``, and the modules :func:`install` swaps in.
+
+    The model is not changed. The second value maps module names
+    (``model.layers.0.self_attn.q_proj``, ``lm_head``) to their replacement
+    kernels (empty for ``float32``). ``blocks`` are a Q4_1 GGUF's projections
+    for ``int4`` (:func:`inference.weights.gguf_q4.q4_1_blocks`).
+    """
+    if weights == "float32":
+        return _float32_forward(model), {}
+    blocks = blocks or {}
+    dtype = torch.bfloat16
+    replacements: dict[str, nn.Module] = {}
+    layers = []
+    with torch.no_grad():
+        for index, layer in enumerate(model.model.layers):
+            prefix = f"model.layers.{index}"
+            kernels = {
+                path.rpartition(".")[2]: _kernel(weights, f"{prefix}.{path}", linear, blocks)
+                for path, linear in _projections(layer).items()
+            }
+            for path in _projections(layer) if weights != "bfloat16" else ():
+                replacements[f"{prefix}.{path}"] = kernels[path.rpartition(".")[2]]
+            layers.append(
+                LeanLayer(
+                    layer.input_layernorm.weight.detach().to(dtype),
+                    layer.post_attention_layernorm.weight.detach().to(dtype),
+                    float(layer.input_layernorm.variance_epsilon),
+                    qkv=(_fused_qkv(weights, prefix, layer.self_attn, blocks),),
+                    o=kernels["o_proj"],
+                    gate_up=(kernels["gate_proj"], kernels["up_proj"]),
+                    down=kernels["down_proj"],
+                )
+            )
+        head_bias = getattr(model.lm_head, "bias", None)
+        head: nn.Module
+        if weights in ("int8", "int4"):
+            # int4 groups re-rounding the bundled head (stored as Q8_0) cost 20x the
+            # KL divergence of an int8 head (0.059 against 0.0026 nats measured).
+            head = Int8Linear.from_weight(model.lm_head.weight, head_bias, dtype)
+        else:
+            head = _dense(model.lm_head.weight, head_bias, dtype)
+        if weights != "bfloat16":
+            replacements["lm_head"] = head
+    return LeanLlama(model, layers, head, dtype=dtype, weights=weights), replacements
+
+
+def install(model: Any, forward: LeanLlama, replacements: Mapping[str, nn.Module]) -> LeanLlama:
+    """Run ``model`` on ``forward``'s kernels: swap the modules in, cast the rest, attach a forward.
+
+    Returns the attached forward, which reads the model's own (cast)
+    embedding and norms, so no second copy of them stays alive.
+    """
+    if forward.dtype != torch.float32:
+        for name, module in replacements.items():
+            parent_name, _, child = name.rpartition(".")
+            parent = model.get_submodule(parent_name) if parent_name else model
+            setattr(parent, child, module)
+        rotary = model.model.rotary_emb
+        inv_freq = rotary.inv_freq
+        model.to(forward.dtype)
+        rotary.inv_freq = inv_freq  # the rotary angles stay float32, as the library computes them
+        # bfloat16 runs on the model's own cast modules (a tied LM head stays
+        # tied); the quantised formats on the swapped-in kernels.
+        own = forward.weights == "bfloat16"
+        layers = [
+            LeanLayer(
+                layer.input_layernorm.weight.detach(),
+                layer.post_attention_layernorm.weight.detach(),
+                lean.eps,
+                qkv=lean.qkv,
+                o=layer.self_attn.o_proj if own else lean.o,
+                gate_up=(layer.mlp.gate_proj, layer.mlp.up_proj) if own else lean.gate_up,
+                down=layer.mlp.down_proj if own else lean.down,
+            )
+            for layer, lean in zip(model.model.layers, forward.layers)
+        ]
+        head = model.lm_head if own else forward.lm_head
+        forward = LeanLlama(model, layers, head, dtype=forward.dtype, weights=forward.weights)
+    attach(model, forward)
+    return forward
+
+
+def convert(
+    model: Any, weights: str = "float32", blocks: Mapping[str, Q4Block] | None = None
+) -> LeanLlama:
+    """:func:`build_forward` then :func:`install`: ``model`` now runs in ``weights``; its forward."""
+    forward, replacements = build_forward(model, weights, blocks)
+    return install(model, forward, replacements)

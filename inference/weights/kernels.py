@@ -1,0 +1,206 @@
+"""Linear layers over weights stored in one format, through torch's own kernels.
+
+Each class is an ``nn.Module`` computing ``x @ W.T (+ b)`` for ``x [..., in]``
+and can replace an ``nn.Linear`` in a model (the gpt-fast ``quantize.py``
+habit): the library forward and the lean forward then read the same single
+copy of the weights.
+
+- :class:`PackedLinear`: float32 weights reordered once into oneDNN's blocked
+  layout (faster than MKL's sgemm for a beam's few rows on some CPUs);
+- :class:`Int8Linear`: weight-only int8, symmetric per output channel,
+  ``_weight_int8pack_mm``;
+- :class:`Int4Linear`: weight-only int4, asymmetric per group of input
+  columns, ``_weight_int4pack_mm_for_cpu`` on the CPU and
+  ``_weight_int4pack_mm`` on CUDA (the CUDA path is written to torch's
+  documented layout but has not run on a GPU here).
+
+The quantised kernels take activations in bfloat16 (their float32 paths are
+an order of magnitude slower on the CPU); their scales are stored in the
+activations' dtype, as the kernels require.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from reasoning.errors import InvalidInput
+
+__all__ = [
+    "INT4_GROUP",
+    "Int4Linear",
+    "Int8Linear",
+    "PackedLinear",
+    "parameter_count",
+    "quantize_int4",
+    "quantize_int8",
+]
+
+#: Input columns per int4 group: GGUF's Q4_0 / Q4_1 block size and the group
+#: torch's int4 kernels handle best.
+INT4_GROUP = 32
+
+
+def quantize_int8(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Symmetric per-output-channel int8: ``(codes [N, K] int8, scales [N] float32)``.
+
+    ``weight ~= codes * scales[:, None]``; the error per entry is at most half a
+    step, ``max|w_row| / 254``.
+    """
+    w = weight.detach().float()
+    scales = w.abs().amax(dim=1).clamp(min=1e-12) / 127.0
+    codes = torch.round(w / scales[:, None]).clamp(-127, 127).to(torch.int8)
+    return codes, scales
+
+
+def quantize_int4(
+    weight: torch.Tensor, group: int = INT4_GROUP
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Asymmetric per-group int4: ``(codes [N, K] int32 in 0..15, scales, mins [N, K / group])``.
+
+    ``weight ~= codes * scale + min`` within each group of ``group`` input
+    columns, GGUF's Q4_1 form; the error per entry is at most half a step.
+    """
+    w = weight.detach().float()
+    rows, cols = w.shape
+    if cols % group:
+        raise InvalidInput(f"input width {cols} is not a multiple of the int4 group {group}")
+    grouped = w.reshape(rows, cols // group, group)
+    low, high = grouped.amin(dim=-1), grouped.amax(dim=-1)
+    scales = ((high - low) / 15.0).clamp(min=1e-12)
+    codes = torch.round((grouped - low[..., None]) / scales[..., None]).clamp(0, 15)
+    return codes.reshape(rows, cols).to(torch.int32), scales, low
+
+
+class PackedLinear(nn.Module):
+    """A float32 linear whose weight lives in oneDNN's blocked layout (an opaque tensor)."""
+
+    def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None) -> None:
+        super().__init__()
+        self.in_features, self.out_features = int(weight.shape[1]), int(weight.shape[0])
+        self.packed: torch.Tensor = torch.ops.mkldnn._reorder_linear_weight(
+            weight.detach().float().contiguous()
+        )
+        self.bias = None if bias is None else bias.detach().float()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        flat = x.reshape(-1, self.in_features)
+        out: torch.Tensor = torch.ops.mkldnn._linear_pointwise(
+            flat, self.packed, self.bias, "none", [], ""
+        )
+        return out.view(*x.shape[:-1], self.out_features)
+
+
+class Int8Linear(nn.Module):
+    """Weight-only int8 linear: int8 codes ``[N, K]`` and one scale per output channel."""
+
+    codes: torch.Tensor  # [N, K] int8
+    scales: torch.Tensor  # [N]
+
+    def __init__(
+        self,
+        codes: torch.Tensor,
+        scales: torch.Tensor,
+        bias: torch.Tensor | None,
+        dtype: torch.dtype = torch.bfloat16,
+    ) -> None:
+        super().__init__()
+        self.out_features, self.in_features = (int(n) for n in codes.shape)
+        self.register_buffer("codes", codes.to(torch.int8).contiguous())
+        self.register_buffer("scales", scales.to(dtype).contiguous())
+        self.bias = None if bias is None else bias.detach().to(dtype)
+
+    @classmethod
+    def from_weight(
+        cls, weight: torch.Tensor, bias: torch.Tensor | None, dtype: torch.dtype = torch.bfloat16
+    ) -> Int8Linear:
+        codes, scales = quantize_int8(weight)
+        return cls(codes.to(weight.device), scales.to(weight.device), bias, dtype)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        flat = x.reshape(-1, self.in_features).to(self.scales.dtype)
+        out: torch.Tensor = torch.ops.aten._weight_int8pack_mm(flat, self.codes, self.scales)
+        if self.bias is not None:
+            out = out + self.bias
+        return out.view(*x.shape[:-1], self.out_features)
+
+
+class Int4Linear(nn.Module):
+    """Weight-only int4 linear: packed codes and a (scale, zero) pair per group and channel.
+
+    Built from codes ``q`` in 0..15 with ``w = q * scale + min`` per group (the
+    Q4_1 form); torch's kernels compute ``(q - 8) * scale + zero``, so the
+    stored zero is ``min + 8 * scale``.
+    """
+
+    packed: torch.Tensor  # the kernel's opaque layout of the codes
+    scale_zero: torch.Tensor  # [K / group, N, 2]
+
+    def __init__(
+        self,
+        codes: torch.Tensor,
+        scales: torch.Tensor,
+        mins: torch.Tensor,
+        bias: torch.Tensor | None,
+        *,
+        group: int = INT4_GROUP,
+        dtype: torch.dtype = torch.bfloat16,
+    ) -> None:
+        super().__init__()
+        self.out_features, self.in_features = (int(n) for n in codes.shape)
+        self.group = group
+        q = codes.to(torch.int32).contiguous()
+        if q.device.type == "cuda":
+            nibbles = (q[:, ::2] << 4 | q[:, 1::2]).to(torch.uint8)
+            packed = torch.ops.aten._convert_weight_to_int4pack(nibbles, 8)
+        else:
+            packed = torch.ops.aten._convert_weight_to_int4pack_for_cpu(q, 1)
+        self.register_buffer("packed", packed)
+        scales32, mins32 = scales.float(), mins.float()
+        pairs = torch.stack([scales32, mins32 + 8.0 * scales32], dim=-1)  # [N, K/g, 2]
+        self.register_buffer("scale_zero", pairs.transpose(0, 1).contiguous().to(dtype))
+        self.bias = None if bias is None else bias.detach().to(dtype)
+
+    @classmethod
+    def from_weight(
+        cls,
+        weight: torch.Tensor,
+        bias: torch.Tensor | None,
+        *,
+        group: int = INT4_GROUP,
+        dtype: torch.dtype = torch.bfloat16,
+    ) -> Int4Linear:
+        codes, scales, mins = quantize_int4(weight, group)
+        device = weight.device
+        return cls(
+            codes.to(device), scales.to(device), mins.to(device), bias, group=group, dtype=dtype
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        flat = x.reshape(-1, self.in_features).to(self.scale_zero.dtype)
+        if self.packed.device.type == "cuda":
+            out: torch.Tensor = torch.ops.aten._weight_int4pack_mm(
+                flat, self.packed, self.group, self.scale_zero
+            )
+        else:
+            out = torch.ops.aten._weight_int4pack_mm_for_cpu(
+                flat, self.packed, self.group, self.scale_zero
+            )
+        if self.bias is not None:
+            out = out + self.bias
+        return out.view(*x.shape[:-1], self.out_features)
+
+
+def parameter_count(model: nn.Module) -> int:
+    """The model's weights, quantised ones included (entries, not bytes), as before conversion.
+
+    A quantised LM head that stands in for tied input embeddings is not
+    counted twice.
+    """
+    count = sum(p.numel() for p in model.parameters())
+    tied = bool(getattr(getattr(model, "config", None), "tie_word_embeddings", False))
+    for name, module in model.named_modules():
+        if isinstance(module, (Int4Linear, Int8Linear)) and not (tied and name == "lm_head"):
+            count += module.in_features * module.out_features
+            count += 0 if module.bias is None else module.bias.numel()
+    return count

@@ -1,0 +1,186 @@
+"""Measure each weight format against float32 on this machine, and pick the fastest that keeps quality.
+
+Quality: the mean KL divergence ``KL(p_float32 || p_format)`` of next-token
+distributions and the top-1 agreement, over every position of a few fixed,
+teacher-forced texts (:data:`CALIBRATION`; general prose in the languages
+the catalog supports, not any request's wording). Speed: the median wall
+time of a width-4 decode step through the format's lean forward, the step
+the steered decoder repeats.
+
+Guarantees: :func:`choose` never picks a format whose KL exceeds
+:data:`KL_GATE`; float32 is the reference (KL 0), so there is always a
+choice; every measurement behind the choice is returned for the log and
+``GET /v1/models``. Timings are of this machine at load time: on a busy
+machine the choice among formats of close speed may differ between loads.
+"""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import platform
+import statistics
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import torch
+
+from inference.decoder.kv_slab import SlabCache
+from inference.decoder.packed_llama import LeanLlama
+from inference.weights.formats import FormatProbe
+from inference.weights.gguf_q4 import Q4Block
+
+__all__ = [
+    "CALIBRATION",
+    "KL_GATE",
+    "choose",
+    "distribution_gap",
+    "machine_fingerprint",
+    "probe_formats",
+    "step_seconds",
+    "teacher_forced_logits",
+]
+
+#: A format whose mean KL divergence from float32 exceeds this (nats) is not chosen.
+KL_GATE = 0.02
+
+CALIBRATION = (
+    (
+        "The committee met on Tuesday to review the quarterly figures. Revenue rose slightly, "
+        "but costs grew faster, and the board asked for a plan to reduce spending before the "
+        "end of the year."
+    ),
+    (
+        "Water boils at a lower temperature at high altitude because the air pressure is lower. "
+        "Cooking times therefore increase, and some recipes need more liquid."
+    ),
+    (
+        "Please write a short summary of the report in three sentences, and list the two main "
+        "risks it identifies."
+    ),
+    "会议讨论了明年的预算，并决定在下个月提交最终方案。",
+)
+
+
+def teacher_forced_logits(
+    forward: LeanLlama, sequences: Sequence[Sequence[int]], device: torch.device
+) -> torch.Tensor:
+    """float32 logits ``[positions, V]`` of every position of every sequence, one prefill each."""
+    rows = []
+    with torch.inference_mode():
+        for ids in sequences:
+            x = torch.tensor([list(ids)], device=device)  # [1, S]
+            cache = _cache(forward, 1, x.shape[1], device)
+            positions = torch.arange(x.shape[1], device=device)[None]
+            mask = torch.ones(x.shape, dtype=torch.bool, device=device)
+            rows.append(forward(x, positions, mask, cache, last_only=False)[0].float())
+    return torch.cat(rows)
+
+
+def distribution_gap(reference: torch.Tensor, candidate: torch.Tensor) -> tuple[float, float]:
+    """``(mean KL(ref || cand) in nats, top-1 agreement)`` over rows of logits ``[N, V]``."""
+    ref = reference.float().log_softmax(-1)
+    cand = candidate.float().log_softmax(-1)
+    kl = (ref.exp() * (ref - cand)).sum(-1).clamp(min=0.0)
+    agree = (ref.argmax(-1) == cand.argmax(-1)).float()
+    return float(kl.mean()), float(agree.mean())
+
+
+def step_seconds(
+    forward: LeanLlama, device: torch.device, *, width: int = 4, prompt: int = 24, steps: int = 6
+) -> float:
+    """Median seconds of one ``width``-row decode step after a ``prompt``-token prefill."""
+    cache = _cache(forward, width, prompt + steps + 1, device)
+    gen = torch.Generator().manual_seed(0)
+    ids = torch.randint(100, 1000, (1, prompt), generator=gen).expand(width, -1).to(device)
+    mask = torch.ones((width, prompt + steps + 1), dtype=torch.bool, device=device)
+    times = []
+    with torch.inference_mode():
+        positions = torch.arange(prompt, device=device)[None].expand(width, -1)
+        forward(ids, positions, mask[:, :prompt], cache, last_only=True)
+        for step in range(steps + 1):
+            token = torch.full((width, 1), 200 + step, device=device)
+            position = torch.full((width, 1), prompt + step, device=device)
+            _sync(device)
+            start = time.perf_counter()
+            forward(token, position, mask[:, : prompt + step + 1], cache, last_only=True)
+            _sync(device)
+            if step:  # the first step warms the kernels' caches
+                times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def probe_formats(
+    model: Any,
+    tokenizer: Any,
+    formats: Sequence[str],
+    build: Callable[[Any, str, Mapping[str, Q4Block] | None], LeanLlama],
+    blocks: Mapping[str, Q4Block] | None,
+) -> tuple[FormatProbe, ...]:
+    """Build each format's forward from the float32 ``model`` in turn, measure it, let it go.
+
+    ``build(model, format, blocks)`` returns a lean forward without changing
+    the model (:func:`inference.weights.build.build_forward`'s first value).
+    """
+    device = next(model.parameters()).device
+    sequences = [tokenizer(text)["input_ids"] for text in CALIBRATION]
+    reference: torch.Tensor | None = None
+    probes = []
+    for weights in ("float32", *[f for f in formats if f != "float32"]):
+        forward = build(model, weights, blocks)
+        logits = teacher_forced_logits(forward, sequences, device)
+        if reference is None:
+            reference = logits
+        kl, top1 = distribution_gap(reference, logits)
+        seconds = step_seconds(forward, device)
+        probes.append(
+            FormatProbe(
+                weights, round(kl, 5), round(top1, 4), round(seconds * 1e3, 2), kl <= KL_GATE
+            )
+        )
+        del forward, logits
+        gc.collect()
+    return tuple(probes)
+
+
+def choose(probes: Sequence[FormatProbe]) -> tuple[str, str]:
+    """``(format, reason)``: the fastest width-4 step among the formats within the gate."""
+    passing = [p for p in probes if p.passed]
+    best = min(passing, key=lambda p: p.step_ms)
+    others = ", ".join(
+        f"{p.weights} {p.step_ms} ms" + ("" if p.passed else f" (KL {p.kl_vs_float32} > {KL_GATE})")
+        for p in probes
+        if p is not best
+    )
+    reason = (
+        f"{best.weights}: fastest width-4 decode step here ({best.step_ms} ms, KL "
+        f"{best.kl_vs_float32} nats from float32, top-1 agreement {best.top1_agreement}) among "
+        f"formats within the KL gate {KL_GATE}; {others}"
+    )
+    return best.weights, reason
+
+
+def machine_fingerprint(device: torch.device) -> str:
+    """A short digest of what the probe's timings depend on: processor, torch build, threads, device."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            lines = [ln for ln in info if ln.startswith(("model name", "flags"))]
+        cpu = "".join(sorted(set(lines)))
+    except OSError:
+        pass
+    gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else ""
+    text = "|".join([cpu, gpu, torch.__version__, str(torch.get_num_threads()), str(device)])
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _cache(forward: LeanLlama, rows: int, columns: int, device: torch.device) -> SlabCache:
+    cache = SlabCache(len(forward.layers), columns)
+    cache.allocate(rows, forward.kv_heads, forward.head_dim, forward.dtype, device)
+    return cache
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)

@@ -1,0 +1,80 @@
+"""The bundled GGUF's Q4_1 blocks: read as they are, equal to the GGUF's own dequantised values."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from gguf import GGUFReader, dequantize
+from transformers.modeling_gguf_pytorch_utils import TENSOR_PROCESSORS
+
+from inference.loader import bundled_gguf_path
+from inference.weights.gguf_q4 import q4_1_blocks
+from inference.weights.kernels import Int4Linear
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+HEADS, KV_HEADS = 9, 3  # SmolLM2-135M
+
+
+def _library_weight(name: str) -> torch.Tensor:
+    """The float weight transformers' GGUF loader makes of a tensor (dequantised, rows un-permuted)."""
+    reader = GGUFReader(str(bundled_gguf_path()))
+    tensor = next(t for t in reader.tensors if t.name == name)
+    values = dequantize(tensor.data, tensor.tensor_type)
+    processor = TENSOR_PROCESSORS["llama"](
+        config={"num_attention_heads": HEADS, "num_key_value_heads": KV_HEADS}
+    )
+    return torch.from_numpy(np.ascontiguousarray(processor.process(values, name).weights))
+
+
+@pytest.mark.parametrize(
+    ("gguf_name", "module"),
+    [
+        ("blk.0.attn_q.weight", "model.layers.0.self_attn.q_proj"),
+        ("blk.3.attn_k.weight", "model.layers.3.self_attn.k_proj"),
+        ("blk.29.ffn_down.weight", "model.layers.29.mlp.down_proj"),
+    ],
+)
+def test_q4_1_blocks_dequantise_to_exactly_the_ggufs_values(gguf_name: str, module: str) -> None:
+    blocks = q4_1_blocks(bundled_gguf_path(), heads=HEADS, kv_heads=KV_HEADS)
+    assert len(blocks) == 30 * 7  # every projection of every layer is Q4_1
+    block = blocks[module]
+    assert block.codes.dtype == torch.uint8 and int(block.codes.max()) <= 15
+    ours = block.codes.float() * block.scales.repeat_interleave(
+        32, 1
+    ) + block.mins.repeat_interleave(32, 1)
+    assert torch.equal(ours, _library_weight(gguf_name))
+
+
+def test_the_int4_kernel_holds_the_ggufs_codes_and_dequantises_to_its_values() -> None:
+    blocks = q4_1_blocks(bundled_gguf_path(), heads=HEADS, kv_heads=KV_HEADS)
+    block = blocks["model.layers.5.self_attn.o_proj"]
+    cols = block.codes.shape[1]
+    # The codes, no second rounding: unit scales and zero minimums read them back.
+    unit = Int4Linear(
+        block.codes,
+        torch.ones_like(block.scales),
+        torch.zeros_like(block.mins),
+        None,
+        dtype=torch.float32,
+    )
+    assert torch.equal(unit(torch.eye(cols)).T, block.codes.float())
+    # With the block's own scales and minimums (kept in float32) it is the GGUF's weight.
+    exact = Int4Linear(block.codes, block.scales, block.mins, None, dtype=torch.float32)
+    assert torch.equal(exact(torch.eye(cols)).T, _library_weight("blk.5.attn_output.weight"))
+
+
+def test_a_gguf_of_another_architecture_gives_no_blocks(tmp_path: object) -> None:
+    from pathlib import Path
+
+    from gguf import GGUFWriter
+
+    path = Path(str(tmp_path)) / "other.gguf"
+    writer = GGUFWriter(str(path), "gpt2")
+    writer.add_tensor("blk.0.attn_q.weight", np.zeros((4, 32), dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    assert len(q4_1_blocks(path, heads=1, kv_heads=1)) == 0

@@ -1,0 +1,81 @@
+"""The weight-only int8 / int4 and packed float32 linears against ``F.linear`` on the weights they hold."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from inference.weights.build import onednn_packs
+from inference.weights.kernels import (
+    Int4Linear,
+    Int8Linear,
+    PackedLinear,
+    quantize_int4,
+    quantize_int8,
+)
+from reasoning.errors import InvalidInput
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+def _weight(rows: int = 64, cols: int = 96, seed: int = 0) -> torch.Tensor:
+    return torch.randn(rows, cols, generator=torch.Generator().manual_seed(seed))
+
+
+def test_int8_codes_are_within_half_a_step_of_the_weight() -> None:
+    w = _weight()
+    codes, scales = quantize_int8(w)
+    assert codes.dtype == torch.int8 and int(codes.abs().max()) <= 127
+    error = (codes.float() * scales[:, None] - w).abs()
+    assert bool((error <= scales[:, None] / 2 + 1e-6).all())
+
+
+def test_int4_codes_are_within_half_a_step_of_the_weight() -> None:
+    w = _weight()
+    codes, scales, mins = quantize_int4(w, 32)
+    assert int(codes.min()) >= 0 and int(codes.max()) <= 15
+    steps = scales.repeat_interleave(32, dim=1)
+    error = (codes.float() * steps + mins.repeat_interleave(32, dim=1) - w).abs()
+    assert bool((error <= steps / 2 + 1e-5).all())
+
+
+def test_int4_needs_whole_groups() -> None:
+    with pytest.raises(InvalidInput, match="group"):
+        quantize_int4(_weight(cols=40), 32)
+
+
+@pytest.mark.parametrize("rows", [1, 4, 16])
+def test_int8_linear_multiplies_by_its_dequantised_weight(rows: int) -> None:
+    w, bias = _weight(), torch.randn(64)
+    layer = Int8Linear.from_weight(w, bias)
+    x = torch.randn(rows, 3, 96)
+    expected = F.linear(x, layer.codes.float() * layer.scales.float()[:, None], bias)
+    torch.testing.assert_close(layer(x).float(), expected, atol=0.15, rtol=0.02)
+    assert layer(x).shape == (rows, 3, 64) and layer(x).dtype == torch.bfloat16
+
+
+@pytest.mark.parametrize("rows", [1, 4, 16])
+def test_int4_linear_multiplies_by_its_dequantised_weight(rows: int) -> None:
+    w = _weight()
+    codes, scales, mins = quantize_int4(w, 32)
+    layer = Int4Linear(codes, scales, mins, None)
+    dequantised = codes.float() * scales.repeat_interleave(32, 1) + mins.repeat_interleave(32, 1)
+    x = torch.randn(rows, 96)
+    torch.testing.assert_close(layer(x).float(), F.linear(x, dequantised), atol=0.25, rtol=0.03)
+
+
+def test_int4_linear_holds_the_codes_exactly() -> None:
+    """With unit scales and zero minimums an identity input reads the packed codes back."""
+    codes = torch.randint(0, 16, (64, 96), generator=torch.Generator().manual_seed(3))
+    ones, zeros = torch.ones(64, 3), torch.zeros(64, 3)
+    layer = Int4Linear(codes, ones, zeros, None, dtype=torch.float32)
+    read = layer(torch.eye(96)).T  # [N, K]
+    assert torch.equal(read, codes.float())
+
+
+@pytest.mark.skipif(not onednn_packs(), reason="this torch build does not pack for oneDNN")
+def test_packed_linear_equals_f_linear() -> None:
+    w, bias = _weight(), torch.randn(64)
+    x = torch.randn(4, 2, 96)
+    torch.testing.assert_close(PackedLinear(w, bias)(x), F.linear(x, w, bias), atol=1e-4, rtol=1e-4)
