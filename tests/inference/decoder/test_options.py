@@ -47,7 +47,8 @@ def test_the_defaults_are_valid_and_documented_values() -> None:
         ("entropy_bound", 1.5),
         ("entropy_bound", math.nan),
         ("contrast_margin", -0.1),
-        ("counterfactual_flops_share", 1.01),
+        ("counterfactual_flops_share", -0.01),
+        ("counterfactual_flops_share", math.inf),
     ],
 )
 def test_a_value_out_of_range_is_refused_naming_its_field(field: str, value: Any) -> None:
