@@ -72,7 +72,9 @@ _EN_SUBJECT: Final = re.compile(
     r"\s+(?:is|was|are|were)\s+(?:not\s+|never\s+)?(?:(?:a|an|the|one)\s+)?(?:of\s+(?:the|our)\s+)?$",
     re.IGNORECASE)
 _ZH_SUBJECT: Final = re.compile(r"(?P<np>[\u4e00-\u9fff]{1,8})(?:不是|并非|是|为|属于)(?:一(?:家|名|位|个|间))?$")
-_RELATIVE: Final = re.compile(r"^\s*(?:,\s*)?(?:who|which|that|whose)\b|^\s*[^,，\s]", re.IGNORECASE)
+_RELATIVE: Final = re.compile(r"[^\W_]", re.UNICODE)
+_ZH_NAME: Final = re.compile(r"[\u4e00-\u9fff·]{2,12}")
+_EN_NAME: Final = re.compile(r"(?:[A-Z][\w'-]+)(?:\s+[A-Z][\w'-]+){0,3}")
 _NEW_LABELS: Final = frozenset({"PERSON", "ORG", "GPE", "NORP", "FAC", "LOC"})
 _ZH_NAME_FLAGS: Final = frozenset({"nr", "nrt", "nrfg", "nt", "ns"})
 _MAX_GAP_WORDS: Final = 8
@@ -111,6 +113,7 @@ def build_case(
     case = iri(f"urn:tenet:case:{digest}")
     builder = _Builder(lexicon, text, case, premises)
     quantities = find_quantities(text)
+    builder.quantities = quantities
     if linked is None:
         linked = link_mentions(lexicon.index, text, doc=doc)
     mentions = builder.mentions(linked, quantities, doc)
@@ -119,6 +122,7 @@ def build_case(
         inside = [m for m in mentions if sentence_start <= m.start and m.end <= sentence_end]
         builder.appositions(inside)
         builder.relations(inside, sentence_start, sentence_end)
+        builder.late_appositions(mentions)
         builder.classes(inside, sentence_start)
     return builder.graph(today)
 
@@ -133,6 +137,9 @@ class _Builder:
         self.entities: dict[str, CaseEntity] = {}
         self.case_types: dict[str, set[str]] = {}
         self.new_count = 0
+        self.new_by_label: dict[str, str] = {}
+        self.quantities: tuple[Quantity, ...] = ()
+        self.pending_appositions: list[tuple[_Mention, int, int]] = []
         self.add(case, RDF_TYPE, TV_CASE, "mention", None, None)
 
     # --- facts -----------------------------------------------------------------------
@@ -173,7 +180,7 @@ class _Builder:
                  doc: Doc | None) -> list[_Mention]:
         spans = [(q.start, q.end) for q in quantities]
         found: list[_Mention] = []
-        for link in linked:
+        for link in sorted(linked, key=lambda item: (-(item.end - item.start), item.start)):
             term = iri(link.iri)
             if (term in self.lex.property_terms or term in self.lex.actions
                     or term.startswith("<http://www.w3.org/")):
@@ -192,16 +199,21 @@ class _Builder:
         for i, mention in enumerate(found):
             before = self.text[:mention.start].rstrip()
             after = self.text[mention.end:].lstrip()
-            if (before.endswith(("(", "（")) and after.startswith((")", "）")) and i > 0
-                    and not found[i - 1].is_class):
+            if before.endswith(("(", "（")) and after.startswith((")", "）")) and i > 0:
                 mention.paren = True
             if not mention.is_class:
                 self.mention(mention)
         return found
 
     def new_entity(self, label: str, start: int, end: int, ner: str | None) -> _Mention:
+        """A new individual; a name already seen in the request is the same individual."""
+        key = " ".join(label.lower().split())
+        known = self.new_by_label.get(key)
+        if known is not None:
+            return _Mention(known, start, end, label, False, ner)
         self.new_count += 1
         term = iri(f"{self.case[1:-1]}:e{self.new_count}")
+        self.new_by_label[key] = term
         self.case_types.setdefault(term, set())
         lang = "zh" if _CJK_RE.search(label) else "en"
         self.add(term, RDFS_LABEL, encode_literal(label, lang=lang), "label", start, end)
@@ -239,7 +251,7 @@ class _Builder:
         if term in self.case_types:
             return not any(self.lex.disjoint.get(t, set()) & classes for t in types) and \
                 not any(self.lex.disjoint.get(c, set()) & types for c in classes)
-        return bool(types & classes)
+        return classes <= types  # rdfs:domain and rdfs:range are intersections
 
     def relations(self, mentions: list[_Mention], lo: int, hi: int) -> None:
         entities = [m for m in mentions if not m.is_class]
@@ -260,14 +272,25 @@ class _Builder:
         """Add the relation a label match states; returns its object (None when none)."""
         before = [m for m in reversed(entities)
                   if m.end <= start and not m.paren and self.compatible(m.term, spec.domains)]
-        # An entity that is already the object of an earlier relation ("a company registered
-        # in Panama, sent ...") is the subject only when no other entity precedes it.
+        # An entity that is already the object of an earlier relation and is followed by
+        # nothing but punctuation ("a company registered in Panama, sent ...") closes an
+        # apposition: the subject is an entity before it, when there is one.
         subject = next((m for m in before if id(m) not in objects
-                        or _RELATIVE.match(self.text[m.end:start])), before[0] if before else None)
+                        or _RELATIVE.search(self.text[m.end:start])), before[0] if before else None)
         if subject is None:
-            return None
+            subject = self._clause_subject(start)
+            if subject is None:
+                return None
+            entities.append(subject)
+            entities.sort(key=lambda m: m.start)
         in_gap = [m for m in entities if gap is not None and gap[0] <= m.start and m.end <= gap[1]
                   and m.term != subject.term]
+        if gap is not None and not in_gap:
+            named = self._gap_name(gap)
+            if named is not None:
+                entities.append(named)
+                entities.sort(key=lambda m: m.start)
+                in_gap = [named]
         after = [m for m in entities if m.start >= end and m.term != subject.term]
         candidates = in_gap[:1] or after[:1]
         obj = candidates[0] if candidates else None
@@ -283,28 +306,94 @@ class _Builder:
             self.add_type(obj.term, cls, "typing", span_start, span_end)
         return obj
 
+    def _clause_subject(self, label_start: int) -> _Mention | None:
+        """A new individual for a Chinese name opening the clause of a label, or None.
+
+        "猎户货运有限公司（英国）向…转账": the text from the clause start to the
+        label, without a parenthetical or a date, is the subject's name.
+        """
+        clause_start = max(self.text.rfind(ch, 0, label_start) for ch in "，,。；;\n") + 1
+        raw = self.text[clause_start:label_start]
+        cut = re.sub(r"[（(][^）)]*[）)]\s*$", "", raw)
+        for q in self.quantities:
+            if clause_start <= q.start and q.end <= label_start:
+                cut = cut.replace(q.text, "")
+        name = cut.strip(" \t，,")
+        if not _ZH_NAME.fullmatch(name):
+            return None
+        start = clause_start + raw.index(name)
+        entity = self.new_entity(name, start, start + len(name), None)
+        self.mention(entity)
+        paren = re.search(r"[（(]([^）)]*)[）)]\s*$", raw)
+        if paren is not None:
+            self.pending_appositions.append((entity, clause_start + paren.start(1),
+                                             clause_start + paren.end(1)))
+        return entity
+
+    def _gap_name(self, gap: tuple[int, int]) -> _Mention | None:
+        """A new individual for a name filling a label's gap ("向林娜转账": 林娜), or None.
+
+        Only a short run of Chinese characters or of capitalised words, with
+        nothing else in the gap, counts as a name.
+        """
+        raw = self.text[gap[0]:gap[1]]
+        text = raw.strip()
+        if not text or any(_overlaps(gap[0], gap[1], [(q.start, q.end)]) for q in self.quantities):
+            return None
+        if not (_ZH_NAME.fullmatch(text) or _EN_NAME.fullmatch(text)):
+            return None
+        start = gap[0] + raw.index(text)
+        entity = self.new_entity(text, start, start + len(text), None)
+        self.mention(entity)
+        return entity
+
+    def late_appositions(self, mentions: list[_Mention]) -> None:
+        """Appositions of subjects created while reading relations ("X（英国）向…")."""
+        for owner, start, end in self.pending_appositions:
+            inner = next((m for m in mentions if m.start == start and m.end == end
+                          and not m.is_class), None)
+            if inner is not None:
+                self._apposition(owner, inner)
+        self.pending_appositions.clear()
+
     def appositions(self, mentions: list[_Mention]) -> None:
         for i, mention in enumerate(mentions):
             if not mention.paren or i == 0:
                 continue
             owner = mentions[i - 1]
-            if owner.is_class:
-                continue
-            candidates = [spec for spec in self.lex.properties
-                          if spec.ranges and self.types_of(mention.term) & spec.ranges
-                          and self.compatible(owner.term, spec.domains)]
-            exact = [spec for spec in candidates if spec.domains & self.types_of(owner.term)]
-            if len(exact) != 1 and owner.ner is not None:
-                hints = _NER_HINTS.get(owner.ner, ())
-                exact = [spec for spec in candidates if any(
-                    any(h in text.lower() for h in hints)
-                    for cls in spec.domains for text, _ in self.lex.all_labels(cls))]
-            chosen = exact if len(exact) == 1 else (candidates if len(candidates) == 1 else [])
-            for spec in chosen:
-                self.add(owner.term, spec.term, mention.term, "apposition", owner.start,
-                         mention.end + 1)
-                for cls in spec.domains:
-                    self.add_type(owner.term, cls, "typing", owner.start, mention.end + 1)
+            if not owner.is_class and not owner.paren:
+                self._apposition(owner, mention)
+
+    def _apposition(self, owner: _Mention, mention: _Mention) -> None:
+        """State the one property whose range holds ``mention`` and whose domain fits ``owner``."""
+        candidates = [spec for spec in self.lex.properties
+                      if spec.ranges and spec.ranges <= self.types_of(mention.term)
+                      and self.compatible(owner.term, spec.domains)]
+        exact = [spec for spec in candidates
+                 if spec.domains and spec.domains <= self.types_of(owner.term)]
+        if len(exact) != 1:
+            hinted = self._name_classes(owner)
+            exact = [spec for spec in candidates if spec.domains and spec.domains <= hinted]
+        chosen = exact if len(exact) == 1 else (candidates if len(candidates) == 1 else [])
+        for spec in chosen:
+            self.add(owner.term, spec.term, mention.term, "apposition", owner.start,
+                     mention.end + 1)
+            for cls in spec.domains:
+                self.add_type(owner.term, cls, "typing", owner.start, mention.end + 1)
+
+    def _name_classes(self, owner: _Mention) -> set[str]:
+        """Classes a new individual's name suggests: spaCy's entity kind, or a class label
+        the name ends with ("猎户货运有限公司" ends with a label "公司")."""
+        hinted: set[str] = set()
+        hints = _NER_HINTS.get(owner.ner or "", ())
+        name = owner.text.lower()
+        for cls in self.lex.classes:
+            for text, _ in self.lex.all_labels(cls):
+                lowered = text.lower()
+                if any(h in lowered for h in hints) or (len(lowered) >= 2 and name.endswith(lowered)
+                                                        and name != lowered):
+                    hinted.add(cls)
+        return self.lex.closure(hinted)
 
     # --- 4. classes --------------------------------------------------------------------
 

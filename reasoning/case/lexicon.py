@@ -134,6 +134,9 @@ class CaseLexicon:
             if labels:
                 self.properties.append(PropertySpec(term, labels, frozenset(domains.get(term, ())),
                                                     frozenset(ranges.get(term, ()))))
+        self.classes = frozenset(
+            c for c in set(typed.get(iri(_OWL + "Class"), ())) | set(self.superclasses)
+            if is_iri(c) and not c.startswith(_SCHEMA))
         self.property_terms = frozenset(typed[OWL_OBJECT_PROPERTY]) | frozenset(
             s for s, o in by_predicate[RDF_TYPE] if o.endswith("Property>"))
         kinds = dict(by_predicate[TV_INPUT_KIND])

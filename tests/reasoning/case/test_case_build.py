@@ -29,7 +29,8 @@ def _relations(case: CaseGraph) -> set[tuple[str, str, str]]:
 def test_english_case_with_known_parties(aml_lexicon: CaseLexicon) -> None:
     text = "Acme Ltd (Cyprus) sent EUR 2,000,000 to Jon Doe, who is on our PEP list."
     case = _case(aml_lexicon, text)
-    assert _relations(case) == {("AcmeLtd", "sentFundsTo", "JonDoe"), ("JonDoe", "listedOn", "pepList")}
+    assert _relations(case) == {("AcmeLtd", "sentFundsTo", "JonDoe"), ("JonDoe", "listedOn", "pepList"),
+                                ("AcmeLtd", "registeredIn", "CY")}
     mentioned = {f.object for f in case.facts if f.predicate == MENTIONS}
     assert {f"<{AML}AcmeLtd>", f"<{AML}JonDoe>", f"<{AML}CY>"} <= mentioned
     inputs = {f.predicate: f.object for f in case.facts if f.origin == "input"}
@@ -40,7 +41,8 @@ def test_english_case_with_known_parties(aml_lexicon: CaseLexicon) -> None:
 
 def test_chinese_case(aml_lexicon: CaseLexicon) -> None:
     case = _case(aml_lexicon, "阿克米有限公司（塞浦路斯）向乔恩·多伊转账200万欧元，乔恩·多伊在我们的PEP名单上。")
-    assert _relations(case) == {("AcmeLtd", "sentFundsTo", "JonDoe"), ("JonDoe", "listedOn", "pepList")}
+    assert _relations(case) == {("AcmeLtd", "sentFundsTo", "JonDoe"), ("JonDoe", "listedOn", "pepList"),
+                                ("AcmeLtd", "registeredIn", "CY")}
     assert not any(e.is_new for e in case.entities)
 
 

@@ -1,0 +1,401 @@
+"""Grounded decisions: the rules stage against a truth table written here, and the answer judge.
+
+Run ``python -m bench.grounding [--quick]``.
+
+Cases are generated from the bundled domains' individuals and from fresh
+names: AML transfers (party kinds: PEP, sanctioned, plain; amounts below
+and above the EUR 1,000,000 threshold and unknown; cross-border or not; a
+high-risk jurisdiction or not; dated while AML-R-003 was in force or
+after AML-R-024 superseded it; cash deposits around the EUR 10,000
+threshold) and chest-imaging findings (pure ground-glass, part-solid,
+solid nodules; sizes below and above 6 mm and unknown; examinations before
+and after the 2017 Fleischner update), each in English and Chinese with
+several wordings.
+
+The gold decision of each case comes from :func:`gold_aml` /
+:func:`gold_clinical`: the rule texts of the bundled ontologies written out
+as a truth table by hand. They share nothing with the rules engine (no
+ontology, no SPARQL), so the engine is measured, not restated.
+
+Measured now: ``engine_accuracy`` (status and required actions of
+:meth:`DecisionEngine.decide` equal the gold, overall / en / zh),
+``rules_p50_ms`` (the rules evaluation, :meth:`DecisionEngine.evaluate`),
+``case_p50_ms`` (building the case graph), ``undetermined_rate`` and
+``n_cases``.
+
+The answer judge, :func:`judge_answer`, is pure text logic: every required
+action stated (and not denied), no action stated that is not required,
+the missing fact named when the gold is undetermined, and every deciding
+rule cited. ``decision_accuracy`` and ``contradiction_rate`` judge the
+texts :func:`answer_text` returns. INTEGRATOR HOOK: today it returns the
+engine's :func:`decision_sentence` (what the steering will state); replace
+its body with the steered decode (``steered=True``) and the plain decode
+(``steered=False``, ``steering: false``) of the request when the pipeline
+states decisions; ``answers`` in the output says which one ran.
+
+The last stdout line is one JSON object: ``decision_accuracy`` {``steered``,
+``unsteered``, ``en``, ``zh``}, ``contradiction_rate``,
+``rule_citation_recall``, ``engine_accuracy``, ``undetermined_rate``,
+``rules_p50_ms``, ``rules_p95_ms``, ``case_p50_ms``, ``n_cases``, ``answers``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import date
+
+from reasoning.evidence.bundled import bundled_domains
+from reasoning.evidence.ingest import ingest_ontology
+from reasoning.premises import extract_premises
+from reasoning.rules.decide import DecisionEngine, decision_sentence
+
+__all__ = [
+    "GroundingCase",
+    "Judgement",
+    "answer_text",
+    "generate_cases",
+    "gold_aml",
+    "gold_clinical",
+    "judge_answer",
+    "main",
+]
+
+TODAY = date(2026, 12, 1)
+R003_UNTIL = date(2023, 7, 1)     # AML-R-024 in force from here, superseding AML-R-003
+R017_FROM, R021_FROM = date(2021, 3, 1), date(2022, 2, 28)
+F2017, F2005 = date(2017, 2, 23), date(2005, 11, 1)
+REC = {"pure": "Fleischner 2017: solitary pure ground-glass nodule",
+       "part": "Fleischner 2017: part-solid nodule", "solid": "Fleischner 2005: nodule follow-up"}
+
+# The phrases an answer states an action with (written for the judge, not read from the ontology).
+ACTION_PHRASES: dict[str, tuple[str, ...]] = {
+    "act-edd": ("enhanced due diligence", "edd", "强化尽职调查", "尽职调查"),
+    "act-escalate": ("escalat", "mlro", "上报"),
+    "act-sar": ("suspicious activity report", "sar", "可疑活动报告", "可疑交易报告"),
+    "act-block": ("block", "阻止付款", "拦截"),
+    "act-freeze": ("freez", "frozen", "冻结"),
+    "act-identify": ("customer identification", "identify the customer", "身份识别"),
+    "fu-ct-6-12m": ("6 to 12 months", "6-12 months", "6至12个月", "6-12个月"),
+    "fu-ct-3-6m": ("3 to 6 months", "3-6 months", "3至6个月", "3-6个月"),
+    "fu-ct-by-size": ("nodule size and risk", "size and risk", "按结节大小"),
+}
+MISSING_PHRASES = {"amount": ("amount", "金额"), "size": ("size", "大小")}
+_NEGATION = re.compile(r"\b(?:not|no|never|without|none)\b|n't|不|无需|无须|没有|未", re.IGNORECASE)
+_CLAUSE = re.compile(r"[,;:，；：。.!?！？]|\bbut\b|但")
+
+
+@dataclass(frozen=True)
+class GroundingCase:
+    """One generated request with its gold decision."""
+
+    id: str
+    domain: str
+    lang: str
+    text: str
+    status: str
+    actions: frozenset[str]
+    rules: frozenset[str]
+    missing: str | None = None
+    fresh: bool = False
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """How one answer text fares against its case's gold decision."""
+
+    correct: bool
+    contradiction: bool
+    cited: int
+    to_cite: int
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+# --- the truth tables -------------------------------------------------------------------
+
+
+def gold_aml(*, pep: bool, sanctioned: bool, cross_border: bool, high_risk: bool,
+             amount: int | None, when: date, cash: bool = False) -> tuple[str, set[str], set[str]]:
+    """(status, actions, rules) the AML rule texts require for one transfer."""
+    actions: set[str] = set()
+    rules: set[str] = set()
+    if pep and when >= R017_FROM:
+        actions |= {"act-edd", "act-escalate"}
+        rules.add("AML-R-017")
+    if sanctioned and when >= R021_FROM:
+        actions |= {"act-block", "act-freeze"}
+        rules.add("AML-R-021")
+    if cash and amount is not None and amount >= 10_000:
+        actions.add("act-identify")
+        rules.add("AML-R-009")
+    undetermined = False
+    if cross_border and not cash:
+        if when < R003_UNTIL:
+            outcome, rule = "act-sar", "AML-R-003"
+        elif pep or high_risk:
+            outcome, rule = "act-escalate", "AML-R-024"
+        else:
+            outcome, rule = "", ""
+        if outcome and amount is None:
+            undetermined = outcome not in actions
+        elif outcome and amount is not None and amount > 1_000_000:
+            actions.add(outcome)
+            rules.add(rule)
+    status = "undetermined" if undetermined else "decided" if actions else "no_rule_applies"
+    return status, actions, rules
+
+
+def gold_clinical(*, finding: str, size_mm: int | None, when: date) -> tuple[str, set[str], set[str]]:
+    """(status, actions, rules) of the Fleischner recommendations for one finding."""
+    if finding in ("pure", "part") and when >= F2017:
+        if size_mm is None:
+            return "undetermined", set(), set()
+        if size_mm >= 6:
+            return "decided", {"fu-ct-6-12m" if finding == "pure" else "fu-ct-3-6m"}, {REC[finding]}
+    if finding == "solid" and F2005 <= when < F2017:
+        return "decided", {"fu-ct-by-size"}, {REC["solid"]}
+    return "no_rule_applies", set(), set()
+
+
+# --- case generation --------------------------------------------------------------------
+
+_JUR = {"CY": ("Cyprus", "塞浦路斯"), "MT": ("Malta", "马耳他"), "PA": ("Panama", "巴拿马"),
+        "DE": ("Germany", "德国"), "GB": ("United Kingdom", "英国")}
+# name en, name zh, jurisdiction, PEP, sanctioned, fresh
+_ORIGINATORS = [("Acme Ltd", "阿克米有限公司", "CY", False, False, False),
+                ("Harbour Trading Ltd", "港湾贸易有限公司", "PA", False, False, False),
+                ("Orion Freight Ltd", "猎户货运有限公司", "GB", False, False, True)]
+_BENEFICIARIES = [("Jon Doe", "乔恩·多伊", "MT", True, False, False),
+                  ("Maria Ioannou", "玛丽亚·约安努", "CY", False, False, False),
+                  ("Northwind GmbH", "北风有限责任公司", "DE", False, True, False),
+                  ("Lena Park", "林娜", "DE", True, False, True),
+                  ("Tomas Berg", "托马斯", "CY", False, False, True)]
+_AMOUNTS = [(500_000, "EUR 500,000", "50万欧元"), (2_000_000, "EUR 2,000,000", "200万欧元"),
+            (None, "funds", "一笔资金")]
+_DATES = [(None, TODAY), ("2022-05-03", date(2022, 5, 3))]
+
+
+def _aml_text(lang: str, wording: int, orig: tuple[str, str, str, bool, bool, bool],
+              benef: tuple[str, str, str, bool, bool, bool], amount: tuple[int | None, str, str],
+              on: str | None) -> str:
+    o_name = orig[1] if lang == "zh" else orig[0]
+    b_name = benef[1] if lang == "zh" else benef[0]
+    o_jur, b_jur = _JUR[orig[2]][lang == "zh"], _JUR[benef[2]][lang == "zh"]
+    money = amount[2] if lang == "zh" else amount[1]
+    fresh_b = benef[5]
+    if lang == "zh":
+        date_part = f"{on[:4]}年{int(on[5:7])}月{int(on[8:])}日，" if on else ""
+        about = (f"{b_name}是政治公众人物，居住于{b_jur}。" if benef[3] else f"{b_name}居住于{b_jur}。") \
+            if fresh_b else ("乔恩·多伊在我们的PEP名单上。" if benef[3] else "")
+        if wording == 0:
+            return f"{date_part}{o_name}（{o_jur}）向{b_name}转账{money}。{about}是否需要上报？"
+        return f"{date_part}{o_name}注册于{o_jur}，向{b_name}汇款{money}。{about}应如何处理？"
+    date_part = f"On {on}, " if on else ""
+    about = ((f", a politically exposed person resident in {b_jur}" if benef[3]
+              else f" ({b_jur})") if fresh_b else (", who is on our PEP list" if benef[3] else ""))
+    if wording == 0:
+        return f"{date_part}{o_name} ({o_jur}) sent {money} to {b_name}{about}. Should this be escalated?"
+    if wording == 1:
+        return (f"{date_part}{o_name}, a company registered in {o_jur}, transferred {money} to "
+                f"{b_name}{about}. What must we do?")
+    return f"{date_part}{o_name} ({o_jur}) paid {money} to {b_name}{about}. Which actions are required?"
+
+
+def _aml_cases(quick: bool) -> Iterator[GroundingCase]:
+    n = 0
+    for lang in ("en", "zh"):
+        wordings = (0, 1) if lang == "zh" else ((0, 2) if quick else (0, 1, 2))
+        for orig in _ORIGINATORS:
+            for benef in _BENEFICIARIES:
+                for amount in (_AMOUNTS[1:] if quick else _AMOUNTS):
+                    for on, when in _DATES:
+                        for wording in wordings:
+                            n += 1
+                            cross = orig[2] != benef[2]
+                            status, actions, rules = gold_aml(
+                                pep=benef[3], sanctioned=benef[4], cross_border=cross,
+                                high_risk="PA" in (orig[2], benef[2]), amount=amount[0], when=when)
+                            yield GroundingCase(
+                                id=f"aml-{n}", domain="aml", lang=lang,
+                                text=_aml_text(lang, wording, orig, benef, amount, on),
+                                status=status, actions=frozenset(actions), rules=frozenset(rules),
+                                missing="amount" if status == "undetermined" else None,
+                                fresh=orig[5] or benef[5])
+    for lang, phrase in (("en", "A customer made a cash deposit of {}."), ("zh", "客户存入现金{}。")):
+        for value, en, zh in ((12_000, "EUR 12,000", "1.2万欧元"), (9_000, "EUR 9,000", "9000欧元")):
+            n += 1
+            status, actions, rules = gold_aml(pep=False, sanctioned=False, cross_border=False,
+                                              high_risk=False, amount=value, when=TODAY, cash=True)
+            yield GroundingCase(id=f"aml-{n}", domain="aml", lang=lang,
+                                text=phrase.format(zh if lang == "zh" else en), status=status,
+                                actions=frozenset(actions), rules=frozenset(rules))
+
+
+_FINDINGS = {"pure": ("pure ground-glass nodule", "纯磨玻璃结节"),
+             "part": ("part-solid nodule", "部分实性结节"), "solid": ("solid nodule", "实性结节")}
+_LOBES = (("right lower lobe", "右肺下叶"), ("left upper lobe", "左肺上叶"))
+
+
+def _clinical_cases(quick: bool) -> Iterator[GroundingCase]:
+    n = 0
+    for lang in ("en", "zh"):
+        for finding, (f_en, f_zh) in _FINDINGS.items():
+            for size in (4, 7, None):
+                for on, when in ((None, TODAY), ("2010-06-01", date(2010, 6, 1))):
+                    for lobe_en, lobe_zh in (_LOBES[:1] if quick else _LOBES):
+                        n += 1
+                        if lang == "zh":
+                            size_text = f"{size}毫米" if size else ""
+                            when_text = f"{on[:4]}年{int(on[5:7])}月{int(on[8:])}日" if on else ""
+                            text = f"{when_text}CT示{lobe_zh}见{size_text}{f_zh}，需要如何随访？"
+                        else:
+                            size_text = f"{size} mm " if size else ""
+                            when_text = f"CT on {on} shows" if on else "CT shows"
+                            text = f"{when_text} a {size_text}{f_en} in the {lobe_en}. What follow-up is required?"
+                        status, actions, rules = gold_clinical(finding=finding, size_mm=size, when=when)
+                        yield GroundingCase(id=f"clin-{n}", domain="clinical", lang=lang, text=text,
+                                            status=status, actions=frozenset(actions),
+                                            rules=frozenset(rules),
+                                            missing="size" if status == "undetermined" else None)
+
+
+def generate_cases(quick: bool = False) -> list[GroundingCase]:
+    """Every case of the benchmark (fewer wordings and values with ``quick``)."""
+    return list(_aml_cases(quick)) + list(_clinical_cases(quick))
+
+
+# --- the answer judge -------------------------------------------------------------------
+
+
+def _stated(answer: str) -> tuple[set[str], set[str]]:
+    """(actions stated, actions denied) in an answer, clause by clause."""
+    stated: set[str] = set()
+    denied: set[str] = set()
+    for clause in _CLAUSE.split(answer):
+        lowered = clause.lower()
+        negated = bool(_NEGATION.search(clause))
+        for action, phrases in ACTION_PHRASES.items():
+            if any((re.search(rf"\b{re.escape(p)}", lowered) if p.isascii() else p in clause)
+                   for p in phrases):
+                (denied if negated else stated).add(action)
+    return stated, denied
+
+
+def judge_answer(answer: str, case: GroundingCase) -> Judgement:
+    """Judge one answer text against the case's gold decision (see the module doc)."""
+    stated, denied = _stated(answer)
+    notes: list[str] = []
+    missing_required = set(case.actions) - stated
+    unrequired = stated - set(case.actions)
+    contradiction = bool(set(case.actions) & denied) or bool(unrequired)
+    if missing_required:
+        notes.append("not stated: " + ", ".join(sorted(missing_required)))
+    if unrequired:
+        notes.append("not required: " + ", ".join(sorted(unrequired)))
+    named = True
+    if case.status == "undetermined" and case.missing:
+        named = any(p in answer.lower() for p in MISSING_PHRASES[case.missing])
+        if not named:
+            notes.append(f"missing fact not named: {case.missing}")
+    cited = sum(1 for rule in case.rules if rule in answer)
+    if cited < len(case.rules):
+        notes.append("rules not cited: " + ", ".join(sorted(r for r in case.rules if r not in answer)))
+    correct = not missing_required and not contradiction and named and cited == len(case.rules)
+    return Judgement(correct=correct, contradiction=contradiction, cited=cited,
+                     to_cite=len(case.rules), notes=tuple(notes))
+
+
+def answer_text(engine: DecisionEngine, case: GroundingCase, steered: bool) -> str:
+    """INTEGRATOR HOOK: the answer to judge for ``case``.
+
+    Today: the decision sentence the steering will state (the same text
+    for ``steered`` and not). Replace with the pipeline's steered answer
+    and its ``steering: false`` answer once the decode states decisions.
+    """
+    del steered
+    return decision_sentence(engine.decide(case.text, premises=extract_premises(case.text),
+                                           evaluation_date=TODAY), case.lang)
+
+
+# --- the run ----------------------------------------------------------------------------
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer wordings and values")
+    parser.add_argument("--show-misses", type=int, default=5, help="engine misses printed to stderr")
+    args = parser.parse_args(argv)
+    engines = {domain: DecisionEngine(ingest_ontology(path.read_bytes(), "text/turtle")
+                                      .index.with_version(f"{domain}-bench"))
+               for domain, path in bundled_domains()}
+    cases = generate_cases(args.quick)
+    for engine in engines.values():  # load spaCy, jieba and the query machinery untimed
+        engine.decide("Acme Ltd sent EUR 5 to Jon Doe. 阿克米有限公司。", evaluation_date=TODAY)
+    rules_ms: list[float] = []
+    case_ms: list[float] = []
+    right = {"all": 0, "en": 0, "zh": 0}
+    totals = {"all": 0, "en": 0, "zh": 0}
+    undetermined = 0
+    judged = {"steered": [0, 0], "unsteered": [0, 0], "en": [0, 0], "zh": [0, 0]}
+    contradictions = cited = to_cite = 0
+    shown = 0
+    for case in cases:
+        engine = engines[case.domain]
+        started = time.perf_counter()
+        built = engine.build_case(case.text, premises=extract_premises(case.text),
+                                  evaluation_date=TODAY)
+        middle = time.perf_counter()
+        decision = engine.evaluate(built)
+        ended = time.perf_counter()
+        case_ms.append((middle - started) * 1000)
+        rules_ms.append((ended - middle) * 1000)
+        actions = {a.rsplit("#", 1)[1] for a in decision.actions()}
+        ok = decision.status == case.status and actions == set(case.actions)
+        undetermined += decision.status == "undetermined"
+        for key in ("all", case.lang):
+            totals[key] += 1
+            right[key] += ok
+        if not ok and shown < args.show_misses:
+            shown += 1
+            print(f"miss {case.id}: {case.text!r} gold {case.status} {sorted(case.actions)} "
+                  f"engine {decision.status} {sorted(actions)}", file=sys.stderr)
+        for mode in ("steered", "unsteered"):
+            judgement = judge_answer(answer_text(engine, case, mode == "steered"), case)
+            judged[mode][0] += judgement.correct
+            judged[mode][1] += 1
+            if mode == "steered":
+                judged[case.lang][0] += judgement.correct
+                judged[case.lang][1] += 1
+                contradictions += judgement.contradiction
+                cited += judgement.cited
+                to_cite += judgement.to_cite
+    result = {
+        "decision_accuracy": {k: round(v[0] / v[1], 4) if v[1] else None for k, v in judged.items()},
+        "contradiction_rate": round(contradictions / len(cases), 4),
+        "rule_citation_recall": round(cited / to_cite, 4) if to_cite else None,
+        "engine_accuracy": {k: round(right[k] / totals[k], 4) if totals[k] else None for k in totals},
+        "undetermined_rate": round(undetermined / len(cases), 4),
+        "rules_p50_ms": round(statistics.median(rules_ms), 2),
+        "rules_p95_ms": round(_percentile(rules_ms, 0.95), 2),
+        "case_p50_ms": round(statistics.median(case_ms), 2),
+        "n_cases": len(cases),
+        "n_fresh_name_cases": sum(c.fresh for c in cases),
+        "answers": "decision_sentence (answer_text is the integrator hook for the steered decode)",
+    }
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
