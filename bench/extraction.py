@@ -3,8 +3,12 @@
 Run ``python -m bench.extraction [--quick] [--data PATH] [--limit N]``. The
 last stdout line is one JSON object: ``precision``, ``recall``,
 ``param_accuracy``, ``per_kind`` (per IFEval instruction id: precision,
-recall, param_accuracy, support), ``p50_ms``, ``p95_ms``, ``n_prompts`` and
-``matching_rule``.
+recall, param_accuracy, support), ``p50_ms``, ``p95_ms``, ``n_prompts``,
+``matching_rule`` and ``paraphrase``: ``{precision, recall, param_accuracy,
+n, n_requirements, per_kind}`` on our own labelled set of requirement
+paraphrases (:data:`PARAPHRASES`, English and Chinese, with prompts that
+hold no requirement), scored by :data:`PARAPHRASE_RULE`; ``--quick`` scores
+the whole set too (it takes seconds).
 
 The mapping from IFEval ids to our kinds is the catalog's
 (``KindSpec.ifeval_ids``); IFEval kwargs are mapped to our parameters by
@@ -32,9 +36,30 @@ from reasoning.constraints.extraction import extract
 from reasoning.constraints.model import Constraint, Kind, Relation
 from reasoning.nlp import warm_up
 
-__all__ = ["DEFAULT_DATA", "MATCHING_RULE", "comparable", "label_params", "main", "run"]
+__all__ = [
+    "DEFAULT_DATA",
+    "MATCHING_RULE",
+    "PARAPHRASES",
+    "PARAPHRASE_RULE",
+    "comparable",
+    "label_params",
+    "main",
+    "run",
+    "run_paraphrases",
+]
 
 DEFAULT_DATA = IFEVAL_PROMPTS
+
+PARAPHRASES = Path(__file__).resolve().parent.parent / "tests" / "data" / "paraphrases.jsonl"
+"""Requirements in varied wordings, each labelled with the constraints it states (JSONL)."""
+
+PARAPHRASE_RULE = (
+    "Per prompt, each expected constraint is matched one-to-one to an unmatched predicted constraint of "
+    "the same kind, preferring one with equal parameters; every other predicted constraint is a false "
+    "positive (prompts without a requirement expect none). Parameters are equal after writing 'at most n' "
+    "as 'less than n+1' and 'more than n' as 'at least n+1', comparing texts case-insensitively, and "
+    "leaving out the repeated text of copy / repeat_prompt (only whether a change is asked counts)."
+)
 
 MATCHING_RULE = (
     "Per prompt, each labelled IFEval instruction is matched one-to-one to an unmatched predicted "
@@ -278,10 +303,81 @@ def run(rows: Sequence[Mapping[str, Any]], *, verbose: bool = False) -> dict[str
     return report
 
 
+def _normal(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.strip().lower()
+    if isinstance(value, list):
+        return [_normal(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _normal(v) for k, v in value.items()}
+    return value
+
+
+def _paraphrase_params(kind: str, params: Mapping[str, Any]) -> dict[str, Any]:
+    """Params in the comparable form of :data:`PARAPHRASE_RULE`."""
+    out = {k: v for k, v in params.items() if k not in ("prompt_to_repeat", "text") or kind not in ("copy", "repeat_prompt")}
+    if "relation" in out and isinstance(out.get("n"), int):
+        out["relation"], out["n"] = _relation(str(out["relation"]), int(out["n"]))
+    return dict(_normal(out))
+
+
+def run_paraphrases(rows: Sequence[Mapping[str, Any]], *, verbose: bool = False) -> dict[str, Any]:
+    """Extraction scored against the paraphrase set (see :data:`PARAPHRASE_RULE`)."""
+    support: dict[str, int] = defaultdict(int)
+    matched: dict[str, int] = defaultdict(int)
+    params_ok: dict[str, int] = defaultdict(int)
+    false_pos: dict[str, int] = defaultdict(int)
+    misses: list[dict[str, Any]] = []
+    for row in rows:
+        predicted = [(c.kind.value, _paraphrase_params(c.kind.value, c.params)) for c in extract(row["prompt"]).constraints]
+        free = list(range(len(predicted)))
+        missed = False
+        for label in row["expected"]:
+            kind, wanted = label["kind"], _paraphrase_params(label["kind"], label["params"])
+            support[kind] += 1
+            candidates = [i for i in free if predicted[i][0] == kind]
+            equal = [i for i in candidates if predicted[i][1] == wanted]
+            chosen = (equal or candidates)[:1]
+            if not chosen:
+                missed = True
+                continue
+            free.remove(chosen[0])
+            matched[kind] += 1
+            params_ok[kind] += bool(equal)
+            missed = missed or not equal
+        for i in free:
+            false_pos[predicted[i][0]] += 1
+        if verbose and (missed or free):
+            misses.append({"id": row["id"], "prompt": row["prompt"], "expected": row["expected"],
+                           "predicted": [[k, p] for k, p in predicted]})
+    total_matched = sum(matched.values())
+    report: dict[str, Any] = {
+        "precision": _ratio(total_matched, total_matched + sum(false_pos.values())),
+        "recall": _ratio(total_matched, sum(support.values())),
+        "param_accuracy": _ratio(sum(params_ok.values()), total_matched),
+        "n": len(rows),
+        "n_requirements": sum(support.values()),
+        "per_kind": {
+            kind: {
+                "precision": _ratio(matched[kind], matched[kind] + false_pos[kind]),
+                "recall": _ratio(matched[kind], support[kind]),
+                "param_accuracy": _ratio(params_ok[kind], matched[kind]),
+                "support": support[kind],
+            }
+            for kind in sorted(set(support) | set(false_pos))
+        },
+        "matching_rule": PARAPHRASE_RULE,
+    }
+    if verbose:
+        report["misses"] = misses
+    return report
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="every 3rd prompt (a fixed sample)")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--paraphrases", type=Path, default=PARAPHRASES, help="the labelled paraphrase set (JSONL)")
     parser.add_argument("--limit", type=int, default=None, help="only the first N prompts of the sample")
     parser.add_argument("--verbose", action="store_true", help="list prompts with misses before the JSON")
     args = parser.parse_args(argv)
@@ -291,8 +387,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.limit is not None:
         rows = rows[: args.limit]
     report = run(rows, verbose=args.verbose)
+    report["paraphrase"] = run_paraphrases(load(args.paraphrases), verbose=args.verbose)
     if args.verbose:
-        for miss in report.pop("misses"):
+        for miss in report.pop("misses") + report["paraphrase"].pop("misses"):
             print(json.dumps(miss, ensure_ascii=False))
     print(json.dumps(report, ensure_ascii=False))
     return 0

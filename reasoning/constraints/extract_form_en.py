@@ -70,6 +70,12 @@ _NAMED_UNITS = frozenset({Unit.WORDS, Unit.SENTENCES, Unit.PARAGRAPHS})
 _BARE_EXACT = frozenset({Unit.LINES, Unit.EMOJI, Unit.PUNCTUATION, Unit.NESTED_BULLETS, Unit.UNIQUE_WORDS})
 _GLOBAL = frozenset({"entire", "whole", "all", "only", "every", "exclusively", "solely", "throughout", "any",
                      "completely", "entirely", "fully", "everything", "nothing"})
+_VERB_SENSES = frozenset({"figure", "number", "line", "period", "dash", "character", "letter", "word", "colon"})
+_SKIP_INSIDE = frozenset({Kind.KEYWORDS_PRESENT, Kind.FORBIDDEN_WORDS, Kind.KEYWORD_FREQUENCY, Kind.END_PHRASE,
+                          Kind.START_PHRASE, Kind.CAPITAL_WORD_FREQUENCY, Kind.TITLE, Kind.PLACEHOLDERS,
+                          Kind.HIGHLIGHTED_SECTIONS, Kind.BULLET_COUNT, Kind.SECTIONS, Kind.PARAGRAPH_COUNT,
+                          Kind.NTH_PARAGRAPH_FIRST_WORD, Kind.TWO_RESPONSES, Kind.REPEAT_PROMPT, Kind.POSTSCRIPT,
+                          Kind.LETTER_FREQUENCY, Kind.QUOTATION, Kind.CONSTRAINED_RESPONSE, Kind.JSON_FORMAT})
 _NEG_AFTER = frozenset({"forbidden", "prohibited", "banned", "disallowed"})
 
 
@@ -115,8 +121,8 @@ def _add_form(ctx: _Ctx, form: Form, start: int, end: int, confidence: float = 0
     ctx.add(kind, params, start, end, confidence=confidence)
 
 
-def _quantity(ctx: _Ctx, head: int) -> _Quantity | None:
-    quantity = _quantity_left(ctx, head)
+def _quantity(ctx: _Ctx, first: int, head: int) -> _Quantity | None:
+    quantity = _quantity_left(ctx, first)
     if quantity is None:
         quantity = _count_after(ctx, head + 1, limit=10)
     if quantity is None:
@@ -125,12 +131,33 @@ def _quantity(ctx: _Ctx, head: int) -> _Quantity | None:
 
 
 def _negated_here(ctx: _Ctx, first: int, head: int) -> bool:
-    if _negated(ctx, head):
+    """Polarity of the requirement whose term spans ``first..head``: the parse's, within its conjunct."""
+    if _negated_in_conjunct(ctx, first, head):
         return True
     if first > 0 and ctx.lowers[first - 1] in ("no", "zero", "without"):
         return True
     after = ctx.lowers[head + 1 : head + 5]
     return any(w in _NEG_AFTER for w in after) or " ".join(after).startswith(("are not allowed", "is not allowed"))
+
+
+def _negated_in_conjunct(ctx: _Ctx, first: int, head: int) -> bool:
+    """:func:`_negated`, but a negation in another conjunct ("avoid X and use Y") does not reach Y."""
+    if not _negated(ctx, head):
+        return False
+    for j in range(first - 1, max(ctx.tokens[head].sent.start, first - 9) - 1, -1):
+        if ctx.lowers[j] in ("and", "but", ";", ","):
+            node = ctx.tokens[head]
+            for _ in range(6):
+                if any(c.dep_ == "neg" for c in node.children) or node.lemma_.lower() in ("avoid", "refrain") \
+                        or node.lower_ == "without":
+                    return node.i > j
+                if node.head is node:
+                    break
+                node = node.head
+            return False
+        if ctx.lowers[j] in ("not", "n't", "never", "no", "without", "avoid") or ctx.lemmas[j] in ("avoid", "refrain"):
+            return True
+    return True
 
 
 def _quoted_or_word(ctx: _Ctx, j: int, stop: int) -> tuple[str, int] | None:
@@ -210,10 +237,10 @@ def _detect_counts(ctx: _Ctx) -> None:
         if not _plausible_unit(ctx, first, head, unit):
             continue
         at = ctx.tokens[head].idx
-        if any(f.start <= at < f.end and not _refinable(f) for f in ctx.found):
+        if any(f.start <= at < f.end and f.kind in _SKIP_INSIDE and not _refinable(f) for f in ctx.found):
             continue
         _start_sent, stop = _sentence(ctx, head)
-        quantity = _quantity(ctx, head)
+        quantity = _quantity(ctx, first, head)
         filter_fields = dict(fields)
         end_char = ctx.chars(head, head)[1]
         if unit is Unit.WORDS:
@@ -221,10 +248,13 @@ def _detect_counts(ctx: _Ctx) -> None:
             if word_filter is not None:
                 filter_fields.update(word_filter[0])
                 end_char = max(end_char, word_filter[1])
+                ctx.found = [f for f in ctx.found if not (
+                    f.kind in (Kind.END_PHRASE, Kind.START_PHRASE, Kind.LETTER_FREQUENCY)
+                    and _overlaps(f, ctx.tokens[head].idx, end_char))]
         per = _per(ctx, unit, first, head) if unit in (Unit.WORDS, Unit.SENTENCES, Unit.PUNCTUATION, Unit.EMOJI) else None
         if unit in _NAMED_UNITS and per is None and filter_fields == dict(fields) and not fields:
             continue
-        bounds = _bounds(ctx, unit, first, head, quantity)
+        bounds = _bounds(ctx, unit, first, head, quantity, filtered=filter_fields != dict(fields) or bool(fields))
         if not bounds:
             continue
         lo = min([first] + ([quantity.first] if quantity is not None else []))
@@ -239,10 +269,13 @@ def _detect_counts(ctx: _Ctx) -> None:
 def _plausible_unit(ctx: _Ctx, first: int, head: int, unit: Unit) -> bool:
     nxt = ctx.lowers[head + 1] if head + 1 < len(ctx.tokens) else ""
     prev = ctx.lowers[first - 1] if first > 0 else ""
-    if ctx.tokens[head].pos_ not in ("NOUN", "PROPN", "ADJ", "X", "NUM") and unit is not Unit.PUNCTUATION:
+    if ctx.tokens[head].pos_ in ("VERB", "AUX", "ADP") and ctx.lemmas[head] in _VERB_SENSES:
         return False
     if unit is Unit.NUMBERS and (nxt == "of" or prev in ("phone", "page", "serial")):
         return False
+    after_of = ctx.lowers[head + 2] if head + 2 < len(ctx.tokens) else ""
+    if unit is Unit.LINES and nxt == "of" and after_of in ("text", "prose", "poetry", "verse", "code", "dialogue"):
+        return True
     if unit is Unit.LINES and (nxt in ("break", "breaks", "of", "spacing") or prev in ("first", "new", "blank", "empty", "last", "bottom", "subject", "opening", "punch", "tag")):
         return False
     if unit is Unit.PUNCTUATION and ctx.chars(first, head)[0] > 0 and nxt in ("of",) and ctx.lemmas[head] == "period":
@@ -251,20 +284,22 @@ def _plausible_unit(ctx: _Ctx, first: int, head: int, unit: Unit) -> bool:
         window = ctx.lowers[max(0, first - 2) : head + 3]
         if any(w in EN_UPPER or w in EN_LOWER or w in ("case", "cover", "recommendation") for w in window):
             return False
-        if head + 1 < len(ctx.tokens) and len(ctx.tokens[head + 1].text.strip("\"'“”‘’")) == 1:
+        if head + 1 < len(ctx.tokens) and len(ctx.tokens[head + 1].text.strip("\"'“”‘’.,;:!?")) == 1:
             return False
     if unit is Unit.CHARACTERS and prev in ("chinese", "han", "main", "fictional", "three", "two") and nxt != "long":
         return prev in ("three", "two")
     return True
 
 
-def _bounds(ctx: _Ctx, unit: Unit, first: int, head: int, quantity: _Quantity | None) -> list[tuple[Relation, int]]:
+def _bounds(
+    ctx: _Ctx, unit: Unit, first: int, head: int, quantity: _Quantity | None, *, filtered: bool = False
+) -> list[tuple[Relation, int]]:
     if quantity is not None:
         pairs = quantity.bounds()
         if not pairs and unit in _BARE_EXACT | _NAMED_UNITS and quantity.high is None:
             pairs = [(Relation.EXACTLY, quantity.n)]
         return [(_flip_if_negated(ctx, first, rel), n) for rel, n in pairs]
-    if _negated_here(ctx, first, head) and unit not in _NAMED_UNITS:
+    if _negated_here(ctx, first, head) and (unit not in _NAMED_UNITS or filtered):
         return [(Relation.AT_MOST, 0)]
     return []
 
@@ -308,7 +343,7 @@ def _case_term(ctx: _Ctx, i: int) -> str | None:
         return "upper"
     if low in EN_LOWER or lemma in EN_LOWER:
         return "lower"
-    if lemma in ("capitalize", "capitalise") and nxt in ("everything", "all", "every"):
+    if lemma in ("capitalize", "capitalise") and nxt in ("everything", "all", "every", "anything", "any"):
         return "upper"
     return None
 
@@ -323,8 +358,7 @@ def _detect_case(ctx: _Ctx) -> None:
         sentence = ctx.doc[start:end]
         lowers = ctx.lowers[start:end]
         sent_chars = (sentence.start_char, sentence.end_char)
-        if any(f.kind in (Kind.CAPITAL_WORD_FREQUENCY, Kind.ALL_CAPITALS, Kind.ALL_LOWERCASE) and _overlaps(f, *sent_chars)
-               for f in ctx.found):
+        if any(f.kind is Kind.CAPITAL_WORD_FREQUENCY and _overlaps(f, *sent_chars) for f in ctx.found):
             continue
         window = ctx.lowers[max(start, i - 4) : min(end, i + 5)]
         if any(w in ("first", "initial", "start", "begin", "beginning", "title", "names", "name", "acronyms", "heading")
@@ -336,6 +370,10 @@ def _detect_case(ctx: _Ctx) -> None:
         negated = _negated_here(ctx, i, i + (1 if ctx.lowers[i] in ("upper", "lower") else 0))
         upper = (case == "upper") != negated
         kind = Kind.ALL_CAPITALS if upper else Kind.ALL_LOWERCASE
+        other = Kind.ALL_LOWERCASE if upper else Kind.ALL_CAPITALS
+        ctx.found = [f for f in ctx.found if not (f.kind is other and _overlaps(f, *sent_chars))]
+        if any(f.kind is kind and _overlaps(f, *sent_chars) for f in ctx.found):
+            continue
         ctx.add(kind, {}, *ctx.chars(max(start, i - 3), min(end - 1, i + 2)), confidence=0.85)
 
 
@@ -411,6 +449,8 @@ def _detect_layouts(ctx: _Ctx) -> None:
                 _add_form(ctx, Structure(layout=Layout.NO_LIST), *chars)
             continue
         if negated or start in done:
+            continue
+        if layout is Layout.LIST and (ctx.lowers[first].startswith("sub") or ctx.lowers[max(0, first - 2) : first][:1] == ["sub"]):
             continue
         if layout is Layout.TABLE and (ctx.lowers[head + 1 : head + 3] == ["of", "contents"] or ctx.tokens[head].pos_ != "NOUN"):
             continue
@@ -491,9 +531,14 @@ def _detect_positions(ctx: _Ctx) -> None:
             op = "is" if len(value[0].split()) > 1 else "starts_with"
         first_char = ctx.tokens[min(j, verb) if verb is not None else j].idx
         end_char = max(value[1], ctx.chars(unit_i, unit_i)[1])
-        if any(f.kind in (Kind.NTH_PARAGRAPH_FIRST_WORD, Kind.END_PHRASE, Kind.START_PHRASE)
-               and _overlaps(f, first_char, end_char) for f in ctx.found):
+        phrases = (Kind.END_PHRASE, Kind.START_PHRASE)
+        if any(f.kind is Kind.NTH_PARAGRAPH_FIRST_WORD and _overlaps(f, first_char, end_char) for f in ctx.found):
             continue
+        if op == "is" or unit is Unit.WORDS:
+            if any(f.kind in phrases and _overlaps(f, first_char, end_char) for f in ctx.found):
+                continue
+        else:
+            ctx.found = [f for f in ctx.found if not (f.kind in phrases and _overlaps(f, first_char, end_char))]
         _add_form(ctx, Position(unit=unit, k=k, op=op, text=value[0]), first_char, end_char)  # type: ignore[arg-type]
 
 

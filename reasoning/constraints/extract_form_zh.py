@@ -71,7 +71,8 @@ _COUNT_AFTER = re.compile(
     r"(?P<num>" + ZH_NUMBER + r")\s*(?:个|处|次|条)?"
 )
 _PER_WORDS = re.compile(
-    r"(?P<per>" + _PER + r")(?:话|都)?(?:必须|应|要|须|需|应该|只能)?(?:包含|有|写)?(?P<rel>" + _REL_BEFORE + r")?\s*"
+    r"(?P<per>" + _PER + r")(?:话|都)?(?:必须|应|要|须|需|应该|只能)?(?:包含|有|写)?(?P<rel>" + _REL_BEFORE + r")?"
+    r"(?:包含|有|写|使用)?\s*"
     r"(?P<num>" + ZH_NUMBER + r")\s*(?:个)?(?P<unit>字|词|单词|句话|句|个句子)(?P<after>" + _REL_AFTER + r")?"
 )
 _UPPER = re.compile(r"(?:全部|全都|一律|只|仅|都|完全)?(?:使用|用|以|采用|写成|为)?大写(?:字母)?(?:书写|来写|回答|作答|形式)?")
@@ -145,7 +146,9 @@ def _counts(r: _Reader) -> None:
     for pattern in (_COUNT_BEFORE, _COUNT_AFTER):
         for match in pattern.finditer(r.text):
             unit_word = match.group("unit")
-            if match.start("unit") not in r.starts or r.taken(match.start(), match.end(), frozenset({Kind.COUNT})):
+            at = match.start("unit")
+            on_boundary = at in r.starts or (at - 1 in r.starts and r.text[at - 1] == "个")
+            if not on_boundary or r.taken(match.start(), match.end(), frozenset({Kind.COUNT})):
                 continue
             n = parse_zh_number(match.group("num"))
             if n is None:
@@ -155,6 +158,7 @@ def _counts(r: _Reader) -> None:
             per_word = groups.get("per")
             per_unit = ZH_PER[per_word] if per_word else None
             relation = _relation(groups.get("rel"), groups.get("after"))
+            r.drop(match.start(), match.end(), _COUNTED_KINDS)
             r.add(Count(unit=unit, filter=Filter(**fields), relation=relation, n=n, per=per_unit), match.start(),
                   match.end())
     for match in _NEGATED_UNIT.finditer(r.text):
@@ -164,6 +168,23 @@ def _counts(r: _Reader) -> None:
         if unit is Unit.LINES:
             continue
         r.add(Count(unit=unit, filter=Filter(**fields), relation=Relation.AT_MOST, n=0), match.start(), match.end())
+
+
+_NAMED_COUNT = re.compile(
+    r"(?P<rel>" + _REL_BEFORE + r")(?:写|使用|包含|有|用)\s*(?P<num>" + ZH_NUMBER + r")\s*(?:个)?(?P<unit>字|个字|句话|句|个句子)"
+)
+
+
+def _named_counts(r: _Reader) -> None:
+    """"至少写3句话": a relation before a verb before the number, which the named rules read as exact."""
+    for match in _NAMED_COUNT.finditer(r.text):
+        n = parse_zh_number(match.group("num"))
+        if n is None or r.taken(match.start(), match.end(), frozenset({Kind.COUNT})):
+            continue
+        kind = Kind.SENTENCE_COUNT if "句" in match.group("unit") else Kind.WORD_COUNT
+        r.drop(match.start(), match.end(), frozenset({kind}))
+        r.found.append(Found(kind=kind, params={"relation": str(ZH_RELATIONS_BEFORE[match.group("rel")]), "n": n},
+                             start=match.start(), end=match.end()))
 
 
 def _case(r: _Reader) -> None:
@@ -230,6 +251,6 @@ def _copies(r: _Reader) -> None:
 def refine_chinese(doc: Doc, text: str, found: Sequence[Found]) -> list[Found]:
     """``found`` (the named-kind readings of ``text``) with the form's readings added or substituted."""
     reader = _Reader(doc, text, found)
-    for step in (_counts, _case, _wraps, _layouts, _positions, _copies):
+    for step in (_counts, _named_counts, _case, _wraps, _layouts, _positions, _copies):
         step(reader)
     return reader.found

@@ -76,6 +76,9 @@ EN_UNITS: Mapping[tuple[str, ...], UnitEntry] = {
     ("sub", "bullet"): (Unit.NESTED_BULLETS, {}),
     ("sub", "point"): (Unit.NESTED_BULLETS, {}),
     ("sub-bullet",): (Unit.NESTED_BULLETS, {}),
+    ("sub-bullets",): (Unit.NESTED_BULLETS, {}),
+    ("sub-points",): (Unit.NESTED_BULLETS, {}),
+    ("subpoints",): (Unit.NESTED_BULLETS, {}),
     ("sub-point",): (Unit.NESTED_BULLETS, {}),
     ("subpoint",): (Unit.NESTED_BULLETS, {}),
     ("nested", "bullet"): (Unit.NESTED_BULLETS, {}),
@@ -117,7 +120,6 @@ EN_DELIMITERS: Mapping[tuple[str, ...], tuple[str, str]] = {
     ("backtick",): ("`", "`"),
     ("code", "block"): ("```", "```"),
     ("code", "fence"): ("```", "```"),
-    ("asterisk",): ("*", "*"),
 }
 
 #: Nouns that name the answer as a whole.
@@ -127,6 +129,8 @@ EN_ANSWER_NOUNS = frozenset({"response", "answer", "reply", "output", "text", "m
 #: Layout terms (lemma sequences) -> layout.
 EN_LAYOUTS: Mapping[tuple[str, ...], Layout] = {
     ("nested", "list"): Layout.NESTED_LIST,
+    ("nested", "bulleted", "list"): Layout.NESTED_LIST,
+    ("nested", "bullet", "list"): Layout.NESTED_LIST,
     ("nested", "bullet"): Layout.NESTED_LIST,
     ("hierarchical", "list"): Layout.NESTED_LIST,
     ("multi", "-", "level", "list"): Layout.NESTED_LIST,
