@@ -124,7 +124,9 @@ class Analysis(msgspec.Struct, frozen=True, kw_only=True):
     the extraction was cached; otherwise ``extract`` includes parsing. With
     a domain index, ``linked`` holds the prompt's mentions linked to it,
     ``unlinked_terms`` the named entities it could not link, and
-    ``timings["link"]`` the time both took.
+    ``timings["link"]`` the time both took. ``unrecognised`` holds the
+    prompt's sentences that read as requirements on the answer's form but
+    map to no constraint kind (never silently dropped).
     """
 
     status: Status
@@ -139,6 +141,7 @@ class Analysis(msgspec.Struct, frozen=True, kw_only=True):
     cached: bool = False
     linked: tuple[LinkedEntity, ...] = ()
     unlinked_terms: int = 0
+    unrecognised: tuple[Span, ...] = ()
 
 
 def required_tokens(constraints: Sequence[Constraint]) -> int:
@@ -277,4 +280,5 @@ def analyse(
         cached=cached,
         linked=linked,
         unlinked_terms=max(unlinked_terms, 0),
+        unrecognised=result.unrecognised,
     )

@@ -146,6 +146,9 @@ class ConstraintsResponse(msgspec.Struct, frozen=True, kw_only=True):
     """``graph`` is a node-link object for ``json``, else a Turtle or JSON-LD string.
 
     ``linked`` / ``unlinked_terms`` are filled when the request names a domain.
+    ``unrecognised``: spans of sentences that read as requirements on the
+    answer's form (an imperative or modal about units, case, layout ...) but
+    map to no constraint kind; they are not checked or steered.
     """
 
     status: Literal["ok", "needs_confirmation"]
@@ -162,3 +165,4 @@ class ConstraintsResponse(msgspec.Struct, frozen=True, kw_only=True):
     cached: bool
     linked: list[LinkedEntity]
     unlinked_terms: int
+    unrecognised: list[Span] = msgspec.field(default_factory=list)
