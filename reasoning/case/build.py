@@ -199,7 +199,7 @@ class _Builder:
         for i, mention in enumerate(found):
             before = self.text[:mention.start].rstrip()
             after = self.text[mention.end:].lstrip()
-            if before.endswith(("(", "（")) and after.startswith((")", "）")) and i > 0:
+            if before.endswith(("(", "（")) and after.startswith((")", "）")):
                 mention.paren = True
             if not mention.is_class:
                 self.mention(mention)
@@ -307,10 +307,12 @@ class _Builder:
         return obj
 
     def _clause_subject(self, label_start: int) -> _Mention | None:
-        """A new individual for a Chinese name opening the clause of a label, or None.
+        """A new individual for a name opening the clause of a label, or None.
 
-        "猎户货运有限公司（英国）向…转账": the text from the clause start to the
-        label, without a parenthetical or a date, is the subject's name.
+        "猎户货运有限公司（英国）向…转账", "Orion Freight Ltd (United Kingdom)
+        sent ...": the text from the clause start to the label, without a
+        parenthetical or a quantity, is the subject's name when it is a run
+        of Chinese characters or of capitalised words.
         """
         clause_start = max(self.text.rfind(ch, 0, label_start) for ch in "，,。；;\n") + 1
         raw = self.text[clause_start:label_start]
@@ -319,7 +321,7 @@ class _Builder:
             if clause_start <= q.start and q.end <= label_start:
                 cut = cut.replace(q.text, "")
         name = cut.strip(" \t，,")
-        if not _ZH_NAME.fullmatch(name):
+        if not (_ZH_NAME.fullmatch(name) or _EN_NAME.fullmatch(name)):
             return None
         start = clause_start + raw.index(name)
         entity = self.new_entity(name, start, start + len(name), None)
