@@ -17,6 +17,7 @@ from app.controllers import CONTROLLERS
 from app.deps import DEPENDENCIES
 from app.errors import handle_exception
 from app.logs import RequestContextMiddleware, before_send, configure_logging
+from app.openapi_doc import install_openapi_completion
 from app.request_checks import RequestChecksMiddleware
 from app.runtime import Runtime
 from app.services.container import Services
@@ -61,7 +62,7 @@ def create_app(
             await runtime.close()
             tracing.shutdown()
 
-    return Litestar(
+    app = Litestar(
         route_handlers=CONTROLLERS,
         dependencies=DEPENDENCIES,
         middleware=[
@@ -94,3 +95,5 @@ def create_app(
         logging_config=None,
         debug=False,
     )
+    install_openapi_completion(app)
+    return app

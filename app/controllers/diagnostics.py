@@ -29,7 +29,12 @@ class DiagnosticsController(Controller):
         layers = await diagnostics.probe_layers() if profile_layers else None
         return diagnostics.collect(layers)
 
-    @get("/layers.svg", operation_id="get_layer_chart", summary="Per-layer forward time as an SVG bar chart")
+    @get(
+        "/layers.svg",
+        operation_id="get_layer_chart",
+        summary="Per-layer forward time as an SVG bar chart",
+        media_type="image/svg+xml",
+    )
     async def get_layer_chart(self, diagnostics: Diagnostics) -> Response[str]:
         """The last layer profile; a probe runs first when there is none yet."""
         rows = diagnostics.last_profile

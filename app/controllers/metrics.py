@@ -20,7 +20,7 @@ class MetricsController(Controller):
     tags = ("health",)
     opt = PUBLIC
 
-    @get("/metrics", operation_id="get_metrics", summary="Prometheus metrics")
+    @get("/metrics", operation_id="get_metrics", summary="Prometheus metrics", media_type=_MEDIA_TYPE)
     async def get_metrics(self, runtime: Runtime) -> Response[bytes]:
         MODEL_LOADED.set(1 if runtime.ready else 0)
         refresh_memory(runtime.model.model if runtime.model is not None else None)

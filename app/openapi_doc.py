@@ -1,0 +1,158 @@
+"""Completes the generated OpenAPI document so that it describes what the service really sends.
+
+Litestar documents each route's success response and a generic 400 of its
+own shape; the service answers every failure as an RFC 9457
+``application/problem+json`` body (``app.errors``). :func:`complete_openapi`
+rewrites the document once, at start-up:
+
+- every documented failure status is a ``Problem`` (a shared component);
+- each operation lists the statuses it can answer: 400 (every route: path and
+  query checks, ``app.request_checks``), 401 and 403 (routes needing a key),
+  404 (keyed routes: unknown or another tenant's resources, unknown domains),
+  413 and 415 (routes taking a body), 409, 429 and 503 (routes that run the
+  model), 422 (ontology uploads: unsafe content), 503 for readiness and the
+  model listing;
+- public routes (``opt={"public": True}``) carry ``security: []``;
+- ``POST /v1/ontologies`` documents its body (RDF media types or a
+  multipart form with the file and the domain);
+- the streaming routes (``stream: true``) document ``text/event-stream``.
+
+The contract test (``tests/e2e/test_contract.py``) holds the document to the
+service's behaviour.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from litestar import Litestar
+from litestar._openapi.plugin import OpenAPIPlugin
+from litestar.handlers import HTTPRouteHandler
+
+from app.errors import PROBLEM_MEDIA_TYPE
+
+__all__ = ["PROBLEM_SCHEMA", "complete_openapi", "install_openapi_completion"]
+
+PROBLEM_SCHEMA: Final[dict[str, Any]] = {
+    "type": "object",
+    "description": "RFC 9457 problem details; problem-specific members may follow.",
+    "required": ["type", "title", "status", "detail", "instance", "request_id"],
+    "properties": {
+        "type": {"type": "string"},
+        "title": {"type": "string"},
+        "status": {"type": "integer"},
+        "detail": {"type": "string"},
+        "instance": {"type": "string"},
+        "request_id": {"type": "string"},
+    },
+    "additionalProperties": True,
+}
+
+_DESCRIPTIONS: Final = {
+    "400": "Invalid input: malformed or invalid parameters or body",
+    "401": "Missing, malformed, unknown or revoked API key",
+    "403": "The key lacks the scope, or the tenant may not do this",
+    "404": "No such resource for this tenant",
+    "409": "The request conflicts with the resource's current state",
+    "413": "The body or the work it asks for is over a limit",
+    "415": "The body's media type is not one this route takes",
+    "422": "The file was refused as unsafe to parse",
+    "429": "Too many requests: the decode queue is full (see Retry-After)",
+    "503": "Not available: no model loaded, the database does not answer, or shutting down",
+}
+
+#: Operations that run the model (admission, queue and model state apply).
+_MODEL_OPERATIONS: Final = frozenset({
+    "create_reasoning", "create_chat_completion", "create_turn", "retract_premise",
+    "amend_premise", "resolve_confirmation", "create_run_feedback",
+})
+_UNAVAILABLE_OPERATIONS: Final = frozenset({
+    "get_readiness", "head_readiness", "list_models", "get_diagnostics", "get_layer_chart",
+})
+_STREAMING_OPERATIONS: Final = frozenset({"create_reasoning", "create_chat_completion"})
+_RDF_TYPES: Final = (
+    "text/turtle", "application/rdf+xml", "application/ld+json", "application/n-triples",
+)
+
+
+def _problem_response(status: str) -> dict[str, Any]:
+    return {
+        "description": _DESCRIPTIONS[status],
+        "content": {PROBLEM_MEDIA_TYPE: {"schema": {"$ref": "#/components/schemas/Problem"}}},
+    }
+
+
+def _statuses(operation_id: str, public: bool, has_body: bool) -> list[str]:
+    statuses = ["400"]
+    if not public:
+        statuses += ["401", "403", "404"]
+    if has_body or operation_id == "create_ontology":
+        statuses += ["413", "415"]
+    if operation_id == "create_ontology":
+        statuses.append("422")
+    if operation_id in _MODEL_OPERATIONS:
+        statuses += ["409", "429", "503"]
+    if operation_id in _UNAVAILABLE_OPERATIONS:
+        statuses.append("503")
+    return statuses
+
+
+def _ontology_body() -> dict[str, Any]:
+    binary = {"type": "string", "format": "binary"}
+    content: dict[str, Any] = {media: {"schema": binary} for media in _RDF_TYPES}
+    content["multipart/form-data"] = {
+        "schema": {
+            "type": "object",
+            "required": ["file"],
+            "properties": {"file": binary, "domain": {"type": "string"}},
+        }
+    }
+    return {
+        "required": True,
+        "description": "The ontology file (at most TENET_ONTOLOGY_MAX_BYTES), raw or as a form",
+        "content": content,
+    }
+
+
+def complete_openapi(document: dict[str, Any], public_operations: set[str]) -> dict[str, Any]:
+    """``document`` with the failures, security and bodies this module describes (in place)."""
+    schemas = document.setdefault("components", {}).setdefault("schemas", {})
+    schemas["Problem"] = PROBLEM_SCHEMA
+    for item in document.get("paths", {}).values():
+        for operation in item.values():
+            if not isinstance(operation, dict) or "responses" not in operation:
+                continue
+            operation_id = str(operation.get("operationId", ""))
+            public = operation_id in public_operations
+            if public:
+                operation["security"] = []
+            if operation_id == "create_ontology":
+                operation["requestBody"] = _ontology_body()
+            responses = operation["responses"]
+            if operation_id in _STREAMING_OPERATIONS:
+                for ok in (r for code, r in responses.items() if code.startswith("2")):
+                    ok.setdefault("content", {})["text/event-stream"] = {
+                        "schema": {"type": "string", "description": "server-sent events"}
+                    }
+            for status in _statuses(operation_id, public, "requestBody" in operation):
+                responses[status] = _problem_response(status)
+    return document
+
+
+def _public_operations(app: Litestar) -> set[str]:
+    found: set[str] = set()
+    for route in app.routes:
+        for handler in getattr(route, "route_handlers", ()):
+            if isinstance(handler, HTTPRouteHandler) and handler.opt.get("public"):
+                operation_id = handler.operation_id
+                if isinstance(operation_id, str):
+                    found.add(operation_id)
+    return found
+
+
+def install_openapi_completion(app: Litestar) -> None:
+    """Build ``app``'s OpenAPI document now, completed; the schema routes serve that one."""
+    plugin = app.plugins.get(OpenAPIPlugin)
+    document = plugin.provide_openapi().to_schema()
+    # The plugin serves its cached dictionary (``provide_openapi_schema``).
+    plugin._openapi_schema = complete_openapi(document, _public_operations(app))
