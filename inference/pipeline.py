@@ -27,8 +27,10 @@ from typing import Any
 
 import msgspec
 
+from inference.decisions import decide, statement_of, with_rule_evidence
 from inference.decoder.compile import branch_steerings, compile_steering
 from inference.decoder.controllers import ConstraintSteering
+from inference.decoder.controllers.stating import Statement
 from inference.decoder.decode import BranchResult, DecodeResult, choose_answer, decode
 from inference.decoder.microbatch import MicroBatcher
 from inference.decoder.options import BEAMS, NEW_TOKENS, SEEDS, DecodeOptions, Limit
@@ -44,6 +46,7 @@ from reasoning.errors import ConflictError, LimitExceeded
 from reasoning.evidence.index import OntologyIndex
 from reasoning.evidence.model import EvidenceFact, EvidenceSubgraph, LinkedEntity
 from reasoning.evidence.subgraph import apply_time_window, build_evidence
+from reasoning.rules.model import Decision
 from reasoning.steps import Step
 
 __all__ = [
@@ -133,6 +136,13 @@ class Plan:
     domain_version: str | None
     timings: dict[str, float] = field(default_factory=dict)
     conflict: str | None = None
+    decision: Decision | None = None
+    statement: Statement | None = None
+
+    @property
+    def language_code(self) -> str:
+        """``zh`` or ``en``: the language the decision is stated in."""
+        return "zh" if self.analysis.language.startswith("zh") else "en"
 
     @property
     def status(self) -> Status:
@@ -151,6 +161,7 @@ class Plan:
             tuple((c.kind, repr(sorted(c.params.items())), c.hardness) for c in self.active_constraints),
             self.options.steering,
             self.decode_options,
+            _decision_key(self.decision),
         )
 
 
@@ -178,6 +189,7 @@ class ReasonResult(msgspec.Struct, frozen=True, kw_only=True):
     conflict: str | None = None
     shared_key: str = ""
     answer_branch: int | None = None
+    decision: Decision | None = None
 
     def __post_init__(self) -> None:
         if self.answer_branch is None and self.branches:
@@ -312,6 +324,22 @@ class Reasoner:
             subgraphs = _within_windows(subgraphs, analysis.graph.active())
             subgraphs = tuple(g for g in subgraphs if g.facts)
         timings["evidence"] = round((time.perf_counter() - t0) * 1000, 3)
+        decision: Decision | None = None
+        lang = "zh" if analysis.language.startswith("zh") else "en"
+        if domain_index is not None:
+            # Stage "rules": the case graph and the domain's decision rules give the decision;
+            # the deciding rules' facts join the evidence so the answer can cite them.
+            t0 = time.perf_counter()
+            decision = decide(
+                domain_index, prompt, premises=analysis.premises, retracted=excluded_premise_ids,
+                linked=linked, today=self.today(),
+            )
+            if decision is not None:
+                subgraphs, decision = with_rule_evidence(
+                    decision, subgraphs, domain_index, today=self.today(), lang=lang
+                )
+                subgraphs = _within_windows(subgraphs, analysis.graph.active())
+            timings["rules"] = round((time.perf_counter() - t0) * 1000, 3)
         assignment = assign_premises(premises, subgraphs)
         texts = {p.id: p.text for p in premises}
 
@@ -327,6 +355,11 @@ class Reasoner:
             branches += (spec(ASSUMPTIONS_VIEW, _ASSUMPTIONS_RELEVANCE, ()),)
         if not branches:
             branches = (spec(DIRECT_VIEW, 1.0, ()),)
+        statement: Statement | None = None
+        if decision is not None and domain_index is not None and options.steering:
+            # What every branch shows is what the inserted statement may cite.
+            shown = set.intersection(*({f.id for f in b.facts} for b in branches))
+            statement = statement_of(decision, domain_index, lang, sorted(shown))
         # The client's explicit limit stands; the budget's default is capped by the service.
         max_new = options.max_new_tokens or min(budget.max_new_tokens, self.max_new_tokens_cap)
         width = options.num_beams or budget.beam_width
@@ -353,6 +386,8 @@ class Reasoner:
             options=options,
             domain_version=domain_index.version if domain_index is not None else None,
             timings=timings,
+            decision=decision,
+            statement=statement,
         )
 
     def run(
@@ -401,6 +436,7 @@ class Reasoner:
                     vocab_size=int(lm.model.get_output_embeddings().out_features),
                     max_new_tokens=plan.decode_options.max_new_tokens,
                     evidence_ids=[f.id for spec in plan.branches for f in spec.facts],
+                    statement=plan.statement,
                 )
                 # Each branch cites only what its own prompt shows (its spec's facts).
                 bound = branch_steerings(steering, [[f.id for f in spec.facts] for spec in plan.branches])
@@ -450,6 +486,7 @@ class Reasoner:
             reused=tuple(spec.view for spec in plan.branches if spec.key in previous),
             shared_key=repr(plan.shared_key),
             answer_branch=best,
+            decision=plan.decision,
         )
 
     def _prefix_scope(self, tenant: str) -> PrefixScope | None:
@@ -468,6 +505,7 @@ class Reasoner:
             branch_specs=plan.branches,
             timings=timings,
             conflict=conflict,
+            decision=plan.decision,
         )
 
     def _prompt_plan(self, plan: Plan, todo: Sequence[BranchSpec]) -> PromptPlan:
@@ -523,3 +561,11 @@ def _verify_context(plan: Plan) -> VerifyContext:
         f.id: dated for spec in plan.branches for f in spec.facts if (dated := f.effective or f.modified)
     }
     return VerifyContext(evidence_dates=dates)
+
+
+def _decision_key(decision: Decision | None) -> tuple[object, ...]:
+    """Equal keys mean the same decision to state (status and concluded actions by rule)."""
+    if decision is None:
+        return ()
+    return (decision.status, tuple((c.action, c.rule_id, c.evidence_ids) for c in decision.conclusions),
+            tuple(m.input for m in decision.missing))

@@ -99,6 +99,7 @@ def compile_steering(
     vocab_size: int | None = None,
     max_new_tokens: int | None = None,
     evidence_ids: Sequence[str] = (),
+    statement: Any = None,
 ) -> ConstraintSteering:
     """The steering for ``constraints`` (hard ones masked, soft static ones biased).
 
@@ -112,6 +113,8 @@ def compile_steering(
     the model); without them it is left to the prompt and the verifier.
     For a decode of several evidence branches pass the ids of all of them
     and bind each branch to its own with ``branch_steerings``.
+    ``statement`` (a ``controllers.stating.Statement``) is the decision the
+    answer must state and may not contradict (the rules stage's).
 
     Example::
 
@@ -158,7 +161,8 @@ def compile_steering(
         segments=build_layout(layout),
         specs=tuple(
             spec
-            for spec in (policy, SoftPolicy(soft_policy), limits, forbidden, citations, keywords, capitals)
+            for spec in (policy, SoftPolicy(soft_policy), limits, forbidden, citations, keywords, capitals,
+                         statement)
             if spec is not None
         ),
         max_new_tokens=max_new_tokens,

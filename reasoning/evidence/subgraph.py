@@ -48,11 +48,12 @@ from reasoning.evidence.index import OntologyIndex
 from reasoning.evidence.model import EvidenceFact, EvidenceSubgraph, LinkedEntity
 from reasoning.evidence.terms import iri, iri_value, is_iri, is_literal
 
-__all__ = ["MAX_HOPS", "apply_time_window", "build_evidence", "estimate_tokens"]
+__all__ = ["MAX_HOPS", "apply_time_window", "build_evidence", "estimate_tokens", "facts_about"]
 
 MAX_HOPS: Final = 4
 _DECAY: Final = 0.6
 _MIN_FACT_TOKENS: Final = 4
+_LABELS: Final = ("http://www.w3.org/2000/01/rdf-schema#label", "http://www.w3.org/2004/02/skos/core#prefLabel")
 _MAX_MISSES: Final = 32
 _CJK_RE: Final = re.compile(r"[\u3400-\u9fff\uf900-\ufaff\u3040-\u30ff]")
 
@@ -126,6 +127,45 @@ def build_evidence(
         ))
     results.sort(key=lambda g: -g.relevance)
     return tuple(results)
+
+
+def facts_about(
+    index: OntologyIndex,
+    subject: str,
+    *,
+    first_id: int,
+    view: str,
+    today: date,
+    lang: str = "en",
+    limit: int = 2,
+    stale_after_days: int = 365,
+) -> tuple[EvidenceFact, ...]:
+    """Up to ``limit`` facts whose subject is ``subject`` (a bare IRI), texts first.
+
+    Literal-valued facts other than labels come first (a rule's own text
+    says what it requires), then the others, in index order. Ids are
+    ``E<first_id>``, ``E<first_id + 1>``, ... so a caller can add them to
+    evidence already numbered below ``first_id``; nothing when the ontology
+    does not hold ``subject``.
+    """
+    node = index.term_id(iri(subject))
+    if node < 0:
+        return ()
+    start, stop = int(index.out_ptr[node]), int(index.out_ptr[node + 1])
+    triples = [int(t) for t in index.out_edges[start:stop]]
+    labels = {index.term_id(iri(p)) for p in _LABELS}
+
+    def rank(t: int) -> tuple[int, int]:
+        p, o = int(index.p[t]), int(index.o[t])
+        wordy = bool(index.literal_mask[o]) and p not in labels and " " in index.terms[o]
+        return (0 if wordy else 1 if p != index.type_id and p not in labels else 2, t)
+
+    horizon = today - timedelta(days=stale_after_days)
+    chosen = sorted(triples, key=rank)[:limit]
+    return tuple(
+        _fact(index, t, f"E{first_id + k}", _render(index, t, lang), view, 1.0, 0, horizon, lang)
+        for k, t in enumerate(chosen)
+    )
 
 
 def apply_time_window(

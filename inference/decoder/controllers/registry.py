@@ -18,10 +18,12 @@ from inference.decoder.controllers.keywords import build_keywords
 from inference.decoder.controllers.lexical import build_forbidden
 from inference.decoder.controllers.placeholders import build_placeholders
 from inference.decoder.controllers.protocol import Builder
+from inference.decoder.controllers.stating import build_stating
 
 __all__ = ["CONTROLLERS"]
 
 CONTROLLERS: tuple[Builder, ...] = (
+    build_stating,  # the decision sentence is inserted before any other route claims the row
     build_bounds,  # counted maxima masked first; minima hold the stop
     build_charset,  # masses move to allowed variants before planning
     build_citing,  # citation mode routes first; its bracket opens at the exit

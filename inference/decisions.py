@@ -1,0 +1,150 @@
+"""The rules stage of a plan: the decision the domain's rules give for a request.
+
+Between the evidence stage and the decode (DESIGN.md section 2): the case
+graph of the request and the domain's decision rules give a
+:class:`~reasoning.rules.model.Decision`; the deciding rules' own facts are
+added to the evidence every branch shows (so the answer can cite them, and
+their ids are the ids the citation controller accepts); the decision
+becomes the ``Statement`` the steering inserts and checks every claim
+against (``inference.decoder.controllers.stating``).
+
+One :class:`~reasoning.rules.decide.DecisionEngine` is built per ontology
+version (its index object) and kept as long as that index lives, so the
+rules are parsed once per version, never per request.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import weakref
+from collections.abc import Sequence
+from datetime import date
+from typing import Final
+
+import msgspec
+
+from inference.decoder.controllers.stating import Statement
+from reasoning.constraints.model import Premise
+from reasoning.evidence.index import OntologyIndex
+from reasoning.evidence.model import EvidenceFact, EvidenceSubgraph, LinkedEntity
+from reasoning.evidence.subgraph import facts_about
+from reasoning.rules.decide import DecisionEngine, decision_sentence
+from reasoning.rules.model import Decision
+
+__all__ = ["RULES_VIEW", "decide", "decision_engine", "statement_of", "with_rule_evidence"]
+
+#: The view that holds the deciding rules' facts when no other view has evidence.
+RULES_VIEW = "rules"
+#: Wall-time limit of one rule evaluation (the engine raises ``LimitExceeded`` past it).
+RULES_TIMEOUT_S: Final = 1.0
+_ID_NUMBER: Final = re.compile(r"E(\d+)")
+_END: Final = re.compile(r"[.。]\s*$")
+
+_engines: weakref.WeakKeyDictionary[OntologyIndex, DecisionEngine] = weakref.WeakKeyDictionary()
+_lock = threading.Lock()
+
+
+def decision_engine(index: OntologyIndex) -> DecisionEngine:
+    """The engine of ``index``'s ontology version (built on first use, then shared)."""
+    with _lock:
+        engine = _engines.get(index)
+    if engine is None:
+        built = DecisionEngine(index)
+        with _lock:
+            engine = _engines.setdefault(index, built)
+    return engine
+
+
+def decide(
+    index: OntologyIndex,
+    prompt: str,
+    *,
+    premises: Sequence[Premise],
+    retracted: Sequence[str],
+    linked: Sequence[LinkedEntity],
+    today: date,
+) -> Decision | None:
+    """The decision for ``prompt`` under ``index``'s rules; None when the ontology has none.
+
+    Every premise's facts are read (``premises``: all the request states)
+    and the ``retracted`` ones' removed again, so a retraction drops exactly
+    its facts. Raises :class:`~reasoning.errors.LimitExceeded` for rules
+    that run past the time limit or do not reach a fixpoint.
+    """
+    engine = decision_engine(index)
+    if not engine.has_rules:
+        return None
+    case = engine.build_case(prompt, premises=premises, linked=linked, evaluation_date=today)
+    if retracted:
+        case = case.without_premises(retracted)
+    return engine.evaluate(case, timeout_s=RULES_TIMEOUT_S)
+
+
+def with_rule_evidence(
+    decision: Decision,
+    subgraphs: tuple[EvidenceSubgraph, ...],
+    index: OntologyIndex,
+    *,
+    today: date,
+    lang: str,
+) -> tuple[tuple[EvidenceSubgraph, ...], Decision]:
+    """Every view's evidence with the deciding rules' facts, and the decision citing them.
+
+    A rule fact already shown keeps its id; new ones are numbered after the
+    highest shown id and added to every view (each branch may be the
+    answer, and it may cite only what it shows), or form the ``rules`` view
+    when no view has evidence. Each conclusion's ``evidence_ids`` become the
+    ids of its rule's facts.
+    """
+    shown = [f for g in subgraphs for f in g.facts]
+    next_id = 1 + max((int(m.group(1)) for f in shown if (m := _ID_NUMBER.fullmatch(f.id))), default=0)
+    by_rule: dict[str, tuple[str, ...]] = {}
+    added: list[EvidenceFact] = []
+    for rule_iri in dict.fromkeys(c.rule_iri for c in decision.conclusions if c.rule_iri):
+        assert rule_iri is not None
+        known = tuple(dict.fromkeys(f.id for f in shown if f.subject == rule_iri))
+        if known:
+            by_rule[rule_iri] = known
+            continue
+        facts = facts_about(index, rule_iri, first_id=next_id, view=RULES_VIEW, today=today, lang=lang)
+        next_id += len(facts)
+        added.extend(facts)
+        by_rule[rule_iri] = tuple(f.id for f in facts)
+    if added:
+        if subgraphs:
+            subgraphs = tuple(
+                msgspec.structs.replace(
+                    g, facts=g.facts + tuple(msgspec.structs.replace(f, view=g.view) for f in added)
+                )
+                for g in subgraphs
+            )
+        else:
+            subgraphs = (EvidenceSubgraph(view=RULES_VIEW, relevance=1.0, seeds=(), facts=tuple(added)),)
+    conclusions = tuple(
+        msgspec.structs.replace(c, evidence_ids=by_rule.get(c.rule_iri or "", c.evidence_ids))
+        for c in decision.conclusions
+    )
+    return subgraphs, msgspec.structs.replace(decision, conclusions=conclusions)
+
+
+def statement_of(decision: Decision, index: OntologyIndex, lang: str, shown: Sequence[str]) -> Statement:
+    """The sentence the answer states for ``decision``, citing the rules' ``shown`` evidence ids.
+
+    ``shown`` are the evidence ids every branch's prompt shows; a conclusion's
+    id not among them (cut by a citation time window) is not cited.
+    """
+    engine = decision_engine(index)
+    zh = lang == "zh"
+    visible = set(shown)
+    ids = [i for i in dict.fromkeys(i for c in decision.conclusions for i in c.evidence_ids) if i in visible]
+    sentence = decision_sentence(decision, lang)
+    if ids:
+        cites = "".join(f"[{i}]" for i in ids) if zh else " " + " ".join(f"[{i}]" for i in ids)
+        body = _END.sub("", sentence)
+        sentence = body + cites + ("。" if zh else ".")
+    return Statement(
+        text=sentence,
+        contradicts=lambda text: engine.check_claim(text, decision).contradicts,
+        sources=decision.rule_ids(),
+    )

@@ -1,0 +1,176 @@
+"""The decision the domain's rules give, stated by the answer and never contradicted.
+
+When the rules stage (``inference.pipeline``) has a decision for the request,
+the answer must *say* it: ``Statement.text`` is the decision sentence in the
+request's language with the deciding rules' evidence ids cited
+(``[E21]``, the ids the prompt shows). This controller inserts it as a
+forced token sequence at the start of the answer's first body part (as a
+required keyword is inserted), so the steering writes it during decoding;
+the model writes the rest of the answer after it.
+
+Every candidate token of the free text is then checked against the
+decision (``Statement.contradicts``, the symbolic claim check of
+``reasoning.rules.claims``, run on the current sentence as it would read
+with the candidate): a token that would complete a denial of a concluded
+action ("should not be escalated"), an action that conflicts with one, or an
+action no rule requires for a complete decision is refused, so a
+contradicting claim cannot be written; the model takes its next choice. The
+check is a few regular expressions on one sentence, cheap enough for every
+candidate.
+
+Guarantees: the inserted sentence is exactly ``Statement.text`` (spelled
+under the request's character policy when one is active, see
+``build_stating``); a citation in it is spelled as the citation controller
+reads one (``[`` then the id then ``]``), so it counts towards a
+``cite_sources`` minimum. ``unmet`` reports ``"decision"`` when the text
+lacks the statement or holds a contradicting sentence (the composer's
+forced exit when nothing else passes).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from inference.decoder.controllers.charset import CharPolicy
+from inference.decoder.controllers.counts import count_text
+from inference.decoder.controllers.layout import LayoutSegment, bracket_token
+from inference.decoder.controllers.protocol import Context, Controller, Owed, Plan, SteerState
+from inference.decoder.controllers.template import Free
+
+__all__ = ["Statement", "Stating", "build_stating"]
+
+_CITATION: Final = re.compile(r"(\s?\[E\d+\])")
+_SENTENCE_END: Final = re.compile(r"[.!?。！？\n]")
+_HAS_WORD: Final = re.compile(r"[^\W\d_]", re.UNICODE)
+
+
+@dataclass(frozen=True)
+class Statement:
+    """What the answer must state, and the check a claim must pass.
+
+    ``text``: the decision sentence (rules and evidence ids cited).
+    ``contradicts``: whether one sentence contradicts the decision.
+    ``sources``: what the statement stands for in reports (the rule ids).
+    """
+
+    text: str
+    contradicts: Callable[[str], bool]
+    sources: tuple[str, ...] = ()
+
+
+class Stating(Controller):
+    """Inserts the decision sentence, then refuses contradicting tokens (see the module doc)."""
+
+    lazy = True
+
+    def __init__(self, ctx: Context, statement: Statement, tokens: tuple[int, ...]) -> None:
+        self.ctx = ctx
+        self.statement = self.spec = statement
+        self.tokens = tokens
+        self._reserve = count_text(statement.text + " ", ctx.limits.letter)
+
+    def start(self) -> tuple[int, ...]:
+        return self.tokens
+
+    def _in_body(self, seg: int) -> bool:
+        segments = self.ctx.layout.segments
+        if seg >= len(segments):
+            return False
+        segment = segments[seg].segment
+        return isinstance(segment, Free) and segment.role == "body"
+
+    def owed(self, state: SteerState) -> Owed:
+        rest: tuple[int, ...] = state.parts[self.slot]
+        if not rest:
+            return Owed()
+        whole = len(rest) == len(self.tokens)
+        r = self._reserve
+        return Owed(tokens=len(rest), words=r.words if whole else 0, units=r.units if whole else 0,
+                    letter=r.letter if whole else 0, insert=True, writes=True)
+
+    def route(self, state: SteerState) -> Plan | None:
+        rest: tuple[int, ...] = state.parts[self.slot]
+        if rest and not state.pending and self._in_body(state.seg):
+            return Plan("only", rest[0], seg=state.seg)
+        return None
+
+    def holding(self, state: SteerState) -> bool:
+        rest: tuple[int, ...] = state.parts[self.slot]
+        return bool(rest) and len(rest) < len(self.tokens)
+
+    def prepare(self, state: SteerState, plan: Plan) -> Any:
+        """The current sentence so far (the candidates complete it); None when
+        nothing is checked (the statement is still owed, or the sentence
+        already contradicts: the forced exit's violation is reported by ``unmet``)."""
+        if state.parts[self.slot]:
+            return None
+        text = state.text
+        ends = list(_SENTENCE_END.finditer(text))
+        sentence = text[ends[-1].end():] if ends else text
+        return None if sentence.strip() and self.statement.contradicts(sentence) else sentence
+
+    def check(self, state: SteerState, memo: Any, text: str, tail: bytes, closing: bool) -> bool:
+        if memo is None or not _HAS_WORD.search(text):
+            return True
+        return not self.statement.contradicts(memo + text)
+
+    def check_pieced(self, state: SteerState, memo: Any, raw: bytes, text: str, tail: bytes) -> bool:
+        return self.check(state, memo, text, tail, False)
+
+    def advance(
+        self,
+        before: SteerState,
+        new: SteerState,
+        token_id: int,
+        comp: LayoutSegment | None,
+        plan_of: Callable[[SteerState], Plan],
+    ) -> Any:
+        rest: tuple[int, ...] = before.parts[self.slot]
+        if rest and token_id == rest[0] and self._in_body(before.seg):
+            return rest[1:]
+        return rest
+
+    def unmet(self, state: SteerState) -> tuple[str, ...]:
+        if state.parts[self.slot] or self.statement.text not in state.text:
+            return ("decision",)
+        if any(self.statement.contradicts(s) for s in _SENTENCE_END.split(state.text) if s.strip()):
+            return ("decision",)
+        return ()
+
+
+def statement_tokens(ctx: Context, text: str) -> tuple[int, ...]:
+    """The tokens of ``text``, each citation spelled as the citation controller reads one."""
+    tables = ctx.tables
+    open_spaced, open_bare, close = (bracket_token(tables, t) for t in (" [", "[", "]"))
+    out: list[int] = []
+    for piece in _CITATION.split(text):
+        if not piece:
+            continue
+        if _CITATION.fullmatch(piece) and close >= 0:
+            spaced = piece.startswith((" ", "\t"))
+            opener = open_spaced if spaced else open_bare
+            if opener >= 0:
+                out += [opener, *tables.encode(piece.strip()[1:-1]), close]
+                continue
+        out += tables.encode(piece)
+    return tuple(out)
+
+
+def build_stating(ctx: Context, specs: Sequence[Any]) -> Controller | None:
+    """The stating controller, when the request has a decision to state.
+
+    Under an active character policy (no commas, a letter case) the
+    statement is spelled the way the policy allows (``CharPolicy.transform``).
+    """
+    statement = next((s for s in specs if isinstance(s, Statement)), None)
+    if statement is None:
+        return None
+    policy = next((s for s in specs if isinstance(s, CharPolicy)), None)
+    if policy is not None and policy.active and not policy.ok_text(statement.text):
+        statement = Statement(policy.transform(statement.text), statement.contradicts, statement.sources)
+    if not any(isinstance(c.segment, Free) and c.segment.role == "body" for c in ctx.layout.segments):
+        return None
+    return Stating(ctx, statement, statement_tokens(ctx, statement.text))
