@@ -3,6 +3,10 @@
 ``python -m bench.throughput [--quick] [--limit N] [--width K] [--new-tokens T]
 [--device auto|cpu|cuda] [--widths 1,4,16] [--threads N] [--library-forward]``
 
+``--weights all`` (or a list such as ``float32,int4``) compares the weight
+formats instead: speed per width, peak memory, KL divergence from float32,
+HF ``generate`` and llama.cpp baselines (:mod:`bench.weight_formats`).
+
 Prompts: every k-th row of ``bench/data/ifeval/input_data.jsonl`` (a fixed,
 evenly spaced sample, no hand-picking), each wrapped by our prompt builder
 with its IFEval constraints restated and, where ``compile_steering`` accepts
@@ -232,9 +236,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="decode ours through the model's library forward, as generate, not the packed one",
     )
     parser.add_argument("--data", type=Path, default=DATA, help="IFEval input_data.jsonl")
+    parser.add_argument(
+        "--weights",
+        default="",
+        help="compare weight formats instead (all, or e.g. float32,int4): see bench.weight_formats",
+    )
     add_cache_option(parser)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
+    if args.weights:
+        from bench.weight_formats import compare_formats
+        from inference.weights.formats import WEIGHT_FORMATS, check_weights
+
+        names = WEIGHT_FORMATS if args.weights == "all" else args.weights.split(",")
+        formats = [check_weights(name) for name in names]
+        device = "cuda" if args.device == "cuda" else "cpu"
+        report = compare_formats(
+            formats,
+            quick=args.quick,
+            threads=args.threads,
+            cache=model_cache(args.cache),
+            data=args.data,
+            device=device,
+            widths=args.widths or "1,4,16",
+        )
+        print(json.dumps(report))
+        return 0
     torch.manual_seed(0)
 
     from inference.decoder.packed_llama import packed_forward

@@ -152,7 +152,9 @@ class Int4Linear(nn.Module):
         q = codes.to(torch.int32).contiguous()
         if q.device.type == "cuda":
             nibbles = (q[:, ::2] << 4 | q[:, 1::2]).to(torch.uint8)
-            packed = torch.ops.aten._convert_weight_to_int4pack(nibbles, 8)
+            # CUDA's layout tiles K by 16 * inner_k_tiles (2, 4 or 8): take the largest that fits.
+            tiles = next(t for t in (8, 4, 2) if self.in_features % (16 * t) == 0)
+            packed = torch.ops.aten._convert_weight_to_int4pack(nibbles, tiles)
         else:
             packed = torch.ops.aten._convert_weight_to_int4pack_for_cpu(q, 1)
         self.register_buffer("packed", packed)
