@@ -196,11 +196,11 @@ class Keywording(Controller):
             first = k.text[0]
             lead = "" if first.isalnum() and not joins_run(first) else " "
             spellings.append((tuple(tables.encode(lead + k.text)), tuple(tables.encode(k.text))))
-        self._tokens = tuple(spellings)
+        self.spellings = tuple(spellings)
         # First token -> (keyword, the tokens that finish it, whether the model's
         # own choice of it commits to the keyword: it spells enough of it).
         starts: dict[int, list[tuple[int, tuple[int, ...], bool]]] = {}
-        for i, variants in enumerate(self._tokens):
+        for i, variants in enumerate(self.spellings):
             enough = min(_KEYWORD_COMMIT_CHARS, len(keywords.items[i].text))
             for tokens in variants:
                 if tokens:
@@ -209,7 +209,7 @@ class Keywording(Controller):
         self._starts = {t: tuple(found) for t, found in starts.items()}
         self._bonus = tuple(
             tuple(t for t, found in self._starts.items() if any(i == j and ok for j, _, ok in found))
-            for i in range(len(self._tokens))
+            for i in range(len(self.spellings))
         )
         self._reserve = tuple(count_text(" " + k.text, ctx.limits.letter) for k in keywords.items)
         # Each keyword's occurrences in the literals after each segment.
@@ -236,7 +236,7 @@ class Keywording(Controller):
         words = sum(n * c.words for n, c in zip(each, self._reserve))
         units = sum(n * c.units for n, c in zip(each, self._reserve))
         letter = sum(n * c.letter for n, c in zip(each, self._reserve))
-        tokens = sum(n * len(spaced) for n, (spaced, _) in zip(each, self._tokens)) if self._need else 0
+        tokens = sum(n * len(spaced) for n, (spaced, _) in zip(each, self.spellings)) if self._need else 0
         return Owed(tokens=tokens, words=words, units=units, letter=letter, insert=True, writes=True)
 
     def route(self, state: SteerState) -> Plan | None:
@@ -251,7 +251,7 @@ class Keywording(Controller):
         (bare after whitespace or at the start, else after a space); -1 if none."""
         if self._need == 0 or state.counts.bracket_open:
             return -1
-        for n, (spaced, bare) in zip(self._owed_each(state), self._tokens):
+        for n, (spaced, bare) in zip(self._owed_each(state), self.spellings):
             if n:
                 after_space = state.text == "" or state.text[-1].isspace()
                 tokens = bare if after_space else spaced

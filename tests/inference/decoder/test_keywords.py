@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from test_controllers import drive_with_bias
 
 from inference.decoder.compile import compile_steering
-from inference.decoder.controllers.keywords import Keyword
+from inference.decoder.controllers.keywords import Keyword, Keywording
 from reasoning.constraints.model import Constraint, Kind
 from reasoning.constraints.verifiers import verify_all
 from reasoning.errors import ConflictError
@@ -173,7 +173,8 @@ def test_a_chinese_keyword_is_written_without_a_space_before_it(tokenizer: Any) 
     avoid = {t: -30.0 for t in tokens_holding(tokenizer, steering, "风", "险")} | {tokenizer.eos_token_id: -30.0}
     state = drive_with_bias(steering, 60, 1, avoid)
     assert occurrences("风险", state.text) >= 2, state.text
-    after_word, after_space = steering._keyword_tokens[0]
+    (keywording,) = [k for k in steering.controllers if isinstance(k, Keywording)]
+    after_word, after_space = keywording.spellings[0]
     assert tokenizer.decode(list(after_word)) == tokenizer.decode(list(after_space)) == "风险"
     assert failed(constraints, state.text) == [], state.text
 
