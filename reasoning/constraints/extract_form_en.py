@@ -237,7 +237,7 @@ def _detect_counts(ctx: _Ctx) -> None:
         if not _plausible_unit(ctx, first, head, unit):
             continue
         at = ctx.tokens[head].idx
-        if any(f.start <= at < f.end and f.kind in _SKIP_INSIDE and not _refinable(f) for f in ctx.found):
+        if any(f.start <= at < f.end and f.kind in _SKIP_INSIDE and not _symbol_count(f) for f in ctx.found):
             continue
         _start_sent, stop = _sentence(ctx, head)
         quantity = _quantity(ctx, first, head)
@@ -253,6 +253,8 @@ def _detect_counts(ctx: _Ctx) -> None:
                     and _overlaps(f, ctx.tokens[head].idx, end_char))]
         per = _per(ctx, unit, first, head) if unit in (Unit.WORDS, Unit.SENTENCES, Unit.PUNCTUATION, Unit.EMOJI) else None
         if unit in _NAMED_UNITS and per is None and filter_fields == dict(fields) and not fields:
+            continue
+        if per is None and any(_symbol_count(f) and f.start <= at < f.end for f in ctx.found):
             continue
         bounds = _bounds(ctx, unit, first, head, quantity, filtered=filter_fields != dict(fields) or bool(fields))
         if not bounds:
@@ -300,14 +302,23 @@ def _bounds(
             pairs = [(Relation.EXACTLY, quantity.n)]
         return [(_flip_if_negated(ctx, first, rel), n) for rel, n in pairs]
     if _negated_here(ctx, first, head) and (unit not in _NAMED_UNITS or filtered):
+        stop = ctx.tokens[head].sent.end
+        if any(ctx.lowers[j] in ("before", "after", "until", "between") for j in range(head + 1, min(stop, head + 4))):
+            return []
         return [(Relation.AT_MOST, 0)]
     return []
 
 
 def _refinable(f: Found) -> bool:
-    """A named reading the form may refine: a word or sentence count, a symbol read as a letter."""
-    if f.kind in (Kind.WORD_COUNT, Kind.SENTENCE_COUNT):
-        return True
+    """A named reading the form may refine: a word or sentence count.
+
+    A symbol counted as a "letter" ("6 or more exclamation marks '!'") keeps
+    its letter_frequency reading, which verifies the same count.
+    """
+    return f.kind in (Kind.WORD_COUNT, Kind.SENTENCE_COUNT)
+
+
+def _symbol_count(f: Found) -> bool:
     return f.kind is Kind.LETTER_FREQUENCY and not str(f.params.get("letter", "a")).isalpha()
 
 
@@ -316,13 +327,16 @@ def _replace_refined(ctx: _Ctx, start: int, end: int, unit: Unit, per: Unit | No
 
     Word and sentence counts give way only to a count of the same unit with a
     filter or a per-item scope (or to a count per sentence / paragraph);
-    a symbol's "letter frequency" to the punctuation count.
+    per line keeps both readings. A symbol's "letter frequency" gives way
+    only to a per-item count of it.
     """
     def refined(f: Found) -> bool:
+        if _symbol_count(f) and _overlaps(f, start, end):
+            return per is not None
         if not _overlaps(f, start, end) or not _refinable(f):
             return False
-        if f.kind is Kind.LETTER_FREQUENCY:
-            return unit is Unit.PUNCTUATION
+        if per is Unit.LINES:
+            return False
         counted = Unit.WORDS if f.kind is Kind.WORD_COUNT else Unit.SENTENCES
         return counted is unit or per is not None or (counted is Unit.WORDS and unit is Unit.UNIQUE_WORDS)
 
@@ -348,6 +362,15 @@ def _case_term(ctx: _Ctx, i: int) -> str | None:
     return None
 
 
+def _about_some_words(ctx: _Ctx, start: int, i: int) -> bool:
+    """"Include some words in all capital letters": the case of some words, a capital-word count."""
+    for j in range(max(start, i - 6), i):
+        if ctx.lemmas[j] in ("word", "phrase") and not any(
+                ctx.lowers[x] in ("every", "each", "all", "any", "single", "one") for x in range(max(start, j - 2), j)):
+            return True
+    return False
+
+
 def _detect_case(ctx: _Ctx) -> None:
     """The whole answer in one letter case, read from case words, polarity and scope."""
     for i in range(len(ctx.tokens)):
@@ -367,7 +390,11 @@ def _detect_case(ctx: _Ctx) -> None:
         if not (any(w in _GLOBAL for w in lowers) or any(ctx.lemmas[j] in EN_ANSWER_NOUNS for j in range(start, end))
                 or ctx.tokens[start].lemma_.lower() in ("write", "respond", "answer", "reply", "use", "type")):
             continue
-        negated = _negated_here(ctx, i, i + (1 if ctx.lowers[i] in ("upper", "lower") else 0))
+        before = " ".join(ctx.lowers[start:i])
+        if _about_some_words(ctx, start, i):
+            continue
+        negated = _negated_here(ctx, i, i + (1 if ctx.lowers[i] in ("upper", "lower") else 0)) or any(
+            phrase in before for phrase in ("not a single", "not one", "no single", "not even one"))
         upper = (case == "upper") != negated
         kind = Kind.ALL_CAPITALS if upper else Kind.ALL_LOWERCASE
         other = Kind.ALL_LOWERCASE if upper else Kind.ALL_CAPITALS
