@@ -25,7 +25,7 @@ from inference.scheduler import JobHints, Priority
 
 __all__ = ["Diagnostics", "layers_svg"]
 
-STAGES = ("parse", "extract", "graph", "evidence", "prefill", "decode", "verify", "record")
+STAGES = ("parse", "extract", "graph", "evidence", "rules", "prefill", "decode", "verify", "record")
 #: Tokens of the probe forward pass.
 PROBE_TOKENS = 64
 #: A probe waits behind every interactive decode: its deadline only bounds an absurd queue.

@@ -47,7 +47,7 @@ __all__ = [
 REGISTRY = CollectorRegistry(auto_describe=True)
 
 #: The pipeline stages in order: the keys of ``ReasonResponse.timings`` and the ``stage`` label.
-STAGES = ("parse", "extract", "graph", "evidence", "prefill", "decode", "verify", "record")
+STAGES = ("parse", "extract", "graph", "evidence", "rules", "prefill", "decode", "verify", "record")
 
 REQUEST_SECONDS = Histogram(
     "tenet_http_request_seconds",

@@ -49,7 +49,7 @@ from reasoning.errors import TenetError
 __all__ = ["STAGES", "Tracing", "TracingMiddleware", "trace_run"]
 
 #: Stage order, as ``ReasonResponse.timings`` reports it.
-STAGES = ("parse", "extract", "graph", "evidence", "prefill", "decode", "verify", "record")
+STAGES = ("parse", "extract", "graph", "evidence", "rules", "prefill", "decode", "verify", "record")
 _CURRENT: contextvars.ContextVar[Tracing | None] = contextvars.ContextVar("tenet_tracing", default=None)
 
 

@@ -27,16 +27,17 @@ The answer judge, :func:`judge_answer`, is pure text logic: every required
 action stated (and not denied), no action stated that is not required,
 the missing fact named when the gold is undetermined, and every deciding
 rule cited. ``decision_accuracy`` and ``contradiction_rate`` judge the
-texts :func:`answer_text` returns. INTEGRATOR HOOK: today it returns the
-engine's :func:`decision_sentence` (what the steering will state); replace
-its body with the steered decode (``steered=True``) and the plain decode
-(``steered=False``, ``steering: false``) of the request when the pipeline
-states decisions; ``answers`` in the output says which one ran.
+answers of the real pipeline (:class:`PipelineAnswers`: the bundled
+model, short budgets) on a sample of the cases spread over domains,
+languages and gold statuses (``--decode-cases``), steered and with
+``steering: false``; ``complete_share`` is the share of steered answers
+that end on a sentence end or a closed structure.
 
 The last stdout line is one JSON object: ``decision_accuracy`` {``steered``,
 ``unsteered``, ``en``, ``zh``}, ``contradiction_rate``,
 ``rule_citation_recall``, ``engine_accuracy``, ``undetermined_rate``,
-``rules_p50_ms``, ``rules_p95_ms``, ``case_p50_ms``, ``n_cases``, ``answers``.
+``rules_p50_ms``, ``rules_p95_ms``, ``case_p50_ms``, ``n_cases``, ``complete_share``,
+``n_decoded``, ``decode_s``, ``answers``.
 """
 
 from __future__ import annotations
@@ -50,19 +51,26 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date
+from pathlib import Path
 
+from bench.model_cache import add_cache_option, model_cache
+from inference.decisions import decision_engine
+from inference.loader import load_model
+from inference.pipeline import Reasoner, ReasonOptions
+from reasoning.errors import LimitExceeded
 from reasoning.evidence.bundled import bundled_domains
+from reasoning.evidence.index import OntologyIndex
 from reasoning.evidence.ingest import ingest_ontology
 from reasoning.premises import extract_premises
-from reasoning.rules.decide import DecisionEngine, decision_sentence
 
 __all__ = [
     "GroundingCase",
     "Judgement",
-    "answer_text",
+    "PipelineAnswers",
     "generate_cases",
     "gold_aml",
     "gold_clinical",
+    "is_complete",
     "judge_answer",
     "main",
 ]
@@ -311,16 +319,56 @@ def judge_answer(answer: str, case: GroundingCase) -> Judgement:
                      to_cite=len(case.rules), notes=tuple(notes))
 
 
-def answer_text(engine: DecisionEngine, case: GroundingCase, steered: bool) -> str:
-    """INTEGRATOR HOOK: the answer to judge for ``case``.
+#: Characters a complete answer ends on: a sentence end or a closed structure.
+_COMPLETE_END = frozenset(".!?。！？)]}\"'”’）】")
 
-    Today: the decision sentence the steering will state (the same text
-    for ``steered`` and not). Replace with the pipeline's steered answer
-    and its ``steering: false`` answer once the decode states decisions.
+
+def is_complete(answer: str) -> bool:
+    """Whether an answer ends on a sentence end or a closed structure (not cut mid-claim)."""
+    return answer.rstrip()[-1:] in _COMPLETE_END
+
+
+@dataclass
+class PipelineAnswers:
+    """The real pipeline (bundled model, ``inference.pipeline.Reasoner``) answering bench cases.
+
+    Short budgets keep ``--quick`` within minutes on a CPU: ``max_new_tokens``
+    new tokens, ``num_beams`` beams, a small evidence budget, no likelihood contrast.
     """
-    del steered
-    return decision_sentence(engine.decide(case.text, premises=extract_premises(case.text),
-                                           evaluation_date=TODAY), case.lang)
+
+    indexes: dict[str, OntologyIndex]
+    max_new_tokens: int = 48
+    num_beams: int = 1
+    evidence_token_budget: int = 96
+    cache: Path | None = None
+    reasoner: Reasoner | None = None
+
+    def answer(self, case: GroundingCase, steered: bool) -> str:
+        """The answer text of ``case`` with steering on, or ``steering: false``."""
+        if self.reasoner is None:
+            self.reasoner = Reasoner(load_model("bundled", cache_root=model_cache(self.cache)),
+                                     today=lambda: TODAY)
+        options = ReasonOptions(max_new_tokens=self.max_new_tokens, num_beams=self.num_beams,
+                                steering=steered, counterfactual=False,
+                                evidence_token_budget=self.evidence_token_budget)
+        plan = self.reasoner.plan(case.text, options=options, domain_index=self.indexes[case.domain])
+        return self.reasoner.run(plan).answer
+
+
+def _decode_sample(cases: list[GroundingCase], n: int) -> list[GroundingCase]:
+    """``n`` cases spread over domains, languages and gold statuses (deterministic)."""
+    groups: dict[tuple[str, str, str], list[GroundingCase]] = {}
+    for case in cases:
+        groups.setdefault((case.lang, case.domain, case.status), []).append(case)
+    picked: list[GroundingCase] = []
+    keys = sorted(groups)
+    depth = 0
+    while len(picked) < n and any(len(v) > depth for v in groups.values()):
+        for key in keys:
+            if depth < len(groups[key]) and len(picked) < n:
+                picked.append(groups[key][depth])
+        depth += 1
+    return picked
 
 
 # --- the run ----------------------------------------------------------------------------
@@ -335,10 +383,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer wordings and values")
     parser.add_argument("--show-misses", type=int, default=5, help="engine misses printed to stderr")
+    parser.add_argument("--decode-cases", type=int, default=None,
+                        help="cases answered by the real pipeline, steered and not (default 8, 4 with --quick)")
+    parser.add_argument("--max-new-tokens", type=int, default=48)
+    add_cache_option(parser)
     args = parser.parse_args(argv)
-    engines = {domain: DecisionEngine(ingest_ontology(path.read_bytes(), "text/turtle")
-                                      .index.with_version(f"{domain}-bench"))
+    indexes = {domain: ingest_ontology(path.read_bytes(), "text/turtle").index.with_version(f"{domain}-bench")
                for domain, path in bundled_domains()}
+    engines = {domain: decision_engine(index) for domain, index in indexes.items()}
     cases = generate_cases(args.quick)
     for engine in engines.values():  # load spaCy, jieba and the query machinery untimed
         engine.decide("Acme Ltd sent EUR 5 to Jon Doe. 阿克米有限公司。", evaluation_date=TODAY)
@@ -346,7 +398,7 @@ def main(argv: list[str] | None = None) -> int:
     case_ms: list[float] = []
     right = {"all": 0, "en": 0, "zh": 0}
     totals = {"all": 0, "en": 0, "zh": 0}
-    undetermined = 0
+    undetermined = errors = 0
     judged = {"steered": [0, 0], "unsteered": [0, 0], "en": [0, 0], "zh": [0, 0]}
     contradictions = cited = to_cite = 0
     shown = 0
@@ -356,7 +408,12 @@ def main(argv: list[str] | None = None) -> int:
         built = engine.build_case(case.text, premises=extract_premises(case.text),
                                   evaluation_date=TODAY)
         middle = time.perf_counter()
-        decision = engine.evaluate(built)
+        try:
+            decision = engine.evaluate(built)
+        except LimitExceeded as exc:
+            errors += 1
+            print(f"error {case.id}: {case.text!r}: {exc.detail}", file=sys.stderr)
+            continue
         ended = time.perf_counter()
         case_ms.append((middle - started) * 1000)
         rules_ms.append((ended - middle) * 1000)
@@ -371,19 +428,29 @@ def main(argv: list[str] | None = None) -> int:
             shown += 1
             print(f"miss {case.id}: {case.text!r} gold {case.status} {sorted(case.actions)} "
                   f"engine {decision.status} {sorted(actions)}", file=sys.stderr)
+    pipeline = PipelineAnswers(indexes, max_new_tokens=args.max_new_tokens, cache=args.cache)
+    sample = _decode_sample(cases, args.decode_cases or (4 if args.quick else 8))
+    complete = 0
+    decode_started = time.perf_counter()
+    for case in sample:
         for mode in ("steered", "unsteered"):
-            judgement = judge_answer(answer_text(engine, case, mode == "steered"), case)
+            answer = pipeline.answer(case, mode == "steered")
+            judgement = judge_answer(answer, case)
             judged[mode][0] += judgement.correct
             judged[mode][1] += 1
+            print(f"{mode} {case.id} [{case.lang} {case.status}] {judgement.correct} {answer!r} "
+                  f"{'; '.join(judgement.notes)}", file=sys.stderr)
             if mode == "steered":
                 judged[case.lang][0] += judgement.correct
                 judged[case.lang][1] += 1
                 contradictions += judgement.contradiction
                 cited += judgement.cited
                 to_cite += judgement.to_cite
+                complete += is_complete(answer)
     result = {
         "decision_accuracy": {k: round(v[0] / v[1], 4) if v[1] else None for k, v in judged.items()},
-        "contradiction_rate": round(contradictions / len(cases), 4),
+        "contradiction_rate": round(contradictions / len(sample), 4) if sample else None,
+        "complete_share": round(complete / len(sample), 4) if sample else None,
         "rule_citation_recall": round(cited / to_cite, 4) if to_cite else None,
         "engine_accuracy": {k: round(right[k] / totals[k], 4) if totals[k] else None for k in totals},
         "undetermined_rate": round(undetermined / len(cases), 4),
@@ -391,8 +458,11 @@ def main(argv: list[str] | None = None) -> int:
         "rules_p95_ms": round(_percentile(rules_ms, 0.95), 2),
         "case_p50_ms": round(statistics.median(case_ms), 2),
         "n_cases": len(cases),
+        "n_errors": errors,
         "n_fresh_name_cases": sum(c.fresh for c in cases),
-        "answers": "decision_sentence (answer_text is the integrator hook for the steered decode)",
+        "n_decoded": len(sample),
+        "decode_s": round(time.perf_counter() - decode_started, 1),
+        "answers": "pipeline (bundled model, steered and steering: false)",
     }
     print(json.dumps(result))
     return 0

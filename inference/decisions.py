@@ -92,35 +92,35 @@ def with_rule_evidence(
     """Every view's evidence with the deciding rules' facts, and the decision citing them.
 
     A rule fact already shown keeps its id; new ones are numbered after the
-    highest shown id and added to every view (each branch may be the
-    answer, and it may cite only what it shows), or form the ``rules`` view
-    when no view has evidence. Each conclusion's ``evidence_ids`` become the
+    highest shown id. Every rule fact is shown by every view (each branch
+    may be the answer, and it may cite only what it shows); they form the
+    ``rules`` view when no view has evidence. Each conclusion's ``evidence_ids`` become the
     ids of its rule's facts.
     """
     shown = [f for g in subgraphs for f in g.facts]
     next_id = 1 + max((int(m.group(1)) for f in shown if (m := _ID_NUMBER.fullmatch(f.id))), default=0)
     by_rule: dict[str, tuple[str, ...]] = {}
-    added: list[EvidenceFact] = []
+    rule_facts: dict[str, EvidenceFact] = {}
     for rule_iri in dict.fromkeys(c.rule_iri for c in decision.conclusions if c.rule_iri):
         assert rule_iri is not None
-        known = tuple(dict.fromkeys(f.id for f in shown if f.subject == rule_iri))
-        if known:
-            by_rule[rule_iri] = known
-            continue
-        facts = facts_about(index, rule_iri, first_id=next_id, view=RULES_VIEW, today=today, lang=lang)
-        next_id += len(facts)
-        added.extend(facts)
+        known = {f.id: f for f in shown if f.subject == rule_iri}
+        facts = tuple(known.values()) or facts_about(
+            index, rule_iri, first_id=next_id, view=RULES_VIEW, today=today, lang=lang
+        )
+        if not known:
+            next_id += len(facts)
+        rule_facts.update((f.id, f) for f in facts)
         by_rule[rule_iri] = tuple(f.id for f in facts)
-    if added:
-        if subgraphs:
-            subgraphs = tuple(
-                msgspec.structs.replace(
-                    g, facts=g.facts + tuple(msgspec.structs.replace(f, view=g.view) for f in added)
-                )
-                for g in subgraphs
-            )
-        else:
-            subgraphs = (EvidenceSubgraph(view=RULES_VIEW, relevance=1.0, seeds=(), facts=tuple(added)),)
+    if rule_facts and subgraphs:
+        subgraphs = tuple(
+            msgspec.structs.replace(g, facts=g.facts + tuple(
+                msgspec.structs.replace(f, view=g.view)
+                for i, f in rule_facts.items() if i not in {x.id for x in g.facts}
+            ))
+            for g in subgraphs
+        )
+    elif rule_facts:
+        subgraphs = (EvidenceSubgraph(view=RULES_VIEW, relevance=1.0, seeds=(), facts=tuple(rule_facts.values())),)
     conclusions = tuple(
         msgspec.structs.replace(c, evidence_ids=by_rule.get(c.rule_iri or "", c.evidence_ids))
         for c in decision.conclusions

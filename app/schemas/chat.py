@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from app.schemas.constraints import Profile
-from app.schemas.reason import ConflictSpan, ConstraintOut, StepOut
+from app.schemas.reason import ConflictSpan, ConstraintOut, DecisionOut, StepOut
 
 __all__ = [
     "ChatChoice",
@@ -106,6 +106,8 @@ class TenetExtension(msgspec.Struct, frozen=True, kw_only=True):
     confirmation_id: str | None = None
     session_id: str | None = None
     detail: str | None = None
+    #: What the domain's decision rules give (``POST /v1/reason``'s ``decision``).
+    decision: DecisionOut | None = None
 
 
 class ResponseMessage(msgspec.Struct, frozen=True, kw_only=True):

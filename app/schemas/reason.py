@@ -11,11 +11,18 @@ from inference.pipeline import ReasonOptions
 from reasoning.budget import Budget
 from reasoning.constraints.model import Constraint, Premise, Span, Verdict
 from reasoning.evidence.model import EvidenceSubgraph, LinkedEntity
+from reasoning.rules.decide import decision_sentence
+from reasoning.rules.model import Decision
 
 __all__ = [
     "BranchOut",
+    "CaseFactOut",
+    "ConclusionOut",
     "ConflictSpan",
     "ConstraintOut",
+    "DecisionOut",
+    "FactSpan",
+    "MissingOut",
     "PruningOut",
     "ReasonRequest",
     "ReasonResponse",
@@ -93,6 +100,99 @@ class ConflictSpan(msgspec.Struct, frozen=True, kw_only=True):
     spans: list[Span | None]
 
 
+class FactSpan(msgspec.Struct, frozen=True, kw_only=True):
+    """Where in the request a case fact was read (character offsets, end exclusive)."""
+
+    start: int
+    end: int
+    text: str
+
+
+class CaseFactOut(msgspec.Struct, frozen=True, kw_only=True):
+    """A fact of the request that fired a rule (terms as N-Triples / bare IRIs)."""
+
+    subject: str
+    predicate: str
+    object: str
+    span: FactSpan | None
+
+
+class ConclusionOut(msgspec.Struct, frozen=True, kw_only=True):
+    """One thing one decision rule derived for the case, and what it rests on.
+
+    ``evidence_ids`` are the ids of the rule's facts in ``evidence`` (what
+    the answer cites); ``premise_ids`` the request's premises among the facts.
+    """
+
+    statement: str
+    rule_id: str
+    action: str
+    evidence_ids: list[str]
+    case_facts: list[CaseFactOut]
+    premise_ids: list[str]
+
+
+class MissingOut(msgspec.Struct, frozen=True, kw_only=True):
+    """An input the request lacks that would change the decision, and the rules that read it."""
+
+    input: str
+    label: str
+    rule_ids: list[str]
+
+
+class DecisionOut(msgspec.Struct, frozen=True, kw_only=True):
+    """What the domain's decision rules give for the request.
+
+    ``status``: ``decided`` (conclusions, all rules evaluated, none
+    conflicting), ``no_rule_applies`` (the case is complete and no rule
+    requires anything), ``undetermined`` (``missing`` names the inputs a rule
+    needs) or ``conflicting`` (two conclusions declared in conflict both hold).
+    ``statement`` is the sentence the steered answer states.
+    """
+
+    status: str
+    statement: str
+    conclusions: list[ConclusionOut]
+    missing: list[MissingOut]
+    ontology_version: str
+    rules_evaluated: int
+
+
+def decision_out(decision: Decision | None, language: str) -> DecisionOut | None:
+    """The public shape of a decision, in ``language`` (``zh`` or English); None stays None."""
+    if decision is None:
+        return None
+    lang = "zh" if language.startswith("zh") else "en"
+    return DecisionOut(
+        status=decision.status,
+        statement=decision_sentence(decision, lang),
+        conclusions=[
+            ConclusionOut(
+                statement=c.statement(lang),
+                rule_id=c.rule_id,
+                action=c.action,
+                evidence_ids=list(c.evidence_ids),
+                case_facts=[
+                    CaseFactOut(
+                        subject=f.subject, predicate=f.predicate, object=f.object,
+                        span=FactSpan(start=f.start, end=f.end, text=f.text)
+                        if f.start is not None and f.end is not None else None,
+                    )
+                    for f in c.case_facts
+                ],
+                premise_ids=list(c.premise_ids),
+            )
+            for c in decision.conclusions
+        ],
+        missing=[
+            MissingOut(input=m.input, label=m.label_zh if lang == "zh" else m.label_en, rule_ids=list(m.rule_ids))
+            for m in decision.missing
+        ],
+        ontology_version=decision.ontology_version,
+        rules_evaluated=decision.rules_evaluated,
+    )
+
+
 class ReasonResponse(msgspec.Struct, frozen=True, kw_only=True):
     """The answer of one run.
 
@@ -127,6 +227,8 @@ class ReasonResponse(msgspec.Struct, frozen=True, kw_only=True):
     reused: list[str] = msgspec.field(default_factory=list)
     #: The pending confirmation a ``needs_confirmation`` run opened (``/v1/confirmations``).
     confirmation_id: str | None = None
+    #: What the domain's decision rules give (None without a domain or when it declares no rules).
+    decision: DecisionOut | None = None
 
 
 def constraint_out(constraint: Constraint, verdict: Verdict | None) -> ConstraintOut:

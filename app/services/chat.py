@@ -225,6 +225,7 @@ def _extension(response: ReasonResponse) -> TenetExtension:
         confirmation_id=response.confirmation_id,
         session_id=response.session_id,
         detail=response.detail,
+        decision=response.decision,
     )
 
 

@@ -7,9 +7,10 @@ public response and the run record.
 
 from __future__ import annotations
 
-import dataclasses
 from datetime import UTC, datetime, timedelta
 from typing import Any
+
+import msgspec
 
 from app.auth import AuthContext
 from app.metrics import STAGES
@@ -22,7 +23,9 @@ from app.schemas.reason import (
     ReasonResponse,
     StepOut,
     constraint_out,
+    decision_out,
 )
+from inference.loader import ModelIdentity
 from inference.pipeline import Plan, ReasonResult
 from reasoning.constraints.model import Constraint, Origin
 from reasoning.errors import InvalidInput, LimitExceeded
@@ -42,6 +45,7 @@ __all__ = [
     "build_response",
     "check_prompt",
     "lookup_domain_index",
+    "model_agent",
     "new_run_id",
     "profile_defaults",
     "run_record",
@@ -173,6 +177,7 @@ def build_response(
         session_id=session_id,
         recomputed=list(result.recomputed),
         reused=list(result.reused),
+        decision=decision_out(result.decision or plan.decision, analysis.language),
     )
 
 
@@ -233,9 +238,12 @@ def run_record(
         started_at=started,
         finished_at=max(finished, started),
         request=request,
-        result={"answer": response.answer, "status": response.status, "run_id": response.run_id},
+        result={
+            "answer": response.answer, "status": response.status, "run_id": response.run_id,
+            "decision": msgspec.to_builtins(response.decision),
+        },
         session_id=session_id,
-        model=ModelAgent(**dataclasses.asdict(identity)),
+        model=model_agent(identity),
         timings=response.timings,
         activities=step_times,
         constraints=plan.analysis.constraints,
@@ -246,6 +254,11 @@ def run_record(
         verdicts=result.verdicts,
         ontologies=ontologies,
     )
+
+
+def model_agent(identity: ModelIdentity) -> ModelAgent:
+    """The provenance agent of the loaded model: the identity's fields that ``ModelAgent`` records."""
+    return ModelAgent(**{name: getattr(identity, name) for name in ModelAgent.__struct_fields__})
 
 
 def new_run_id() -> str:

@@ -52,7 +52,7 @@ async def test_answer_satisfies_controlled_constraints(model_client: Any, model_
     assert answering and body["reasoning_path"] == answering[0]["step_ids"]
     assert set(body["confidence_by_step"]) == set(body["reasoning_path"])
     assert all(0.0 <= v <= 1.0 for v in body["confidence_by_step"].values())
-    assert set(body["timings"]) == {"parse", "extract", "graph", "evidence", "prefill", "decode", "verify", "record"}
+    assert set(body["timings"]) == {"parse", "extract", "graph", "evidence", "rules", "prefill", "decode", "verify", "record"}
     assert body["timings"]["decode"] > 0
     assert body["model"]["sha256"]
 
