@@ -18,6 +18,7 @@ import asyncio
 import itertools
 import json
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -28,7 +29,7 @@ import migrations
 from app.bootstrap import bootstrap_admin_key, bootstrap_domains
 from app.errors import problem_title
 from app.settings import Settings
-from reasoning.errors import InvalidInput, TenetError
+from reasoning.errors import InvalidInput, TenetError, Unavailable
 
 __all__ = ["build_parser", "format_answer", "main"]
 
@@ -37,6 +38,21 @@ def _settings() -> Settings:
     settings = Settings.from_env()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     return settings
+
+
+def _check_data_dir(settings: Settings) -> None:
+    """Refuse to start (Unavailable, a clean one-line message) when the data directory is not
+    writable: the database, the model cache and the audit-head key live there."""
+    directory = settings.data_dir
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".tenet-write-check-"):
+            pass
+    except OSError as exc:
+        raise Unavailable(
+            f"the data directory {directory} is not writable ({exc.strerror or exc}); "
+            "give the service a writable TENET_DATA_DIR"
+        ) from None
 
 
 def _migrate(settings: Settings) -> None:
@@ -81,6 +97,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from app.heap import freeze_heap_once_loaded
 
     settings = _settings()
+    _check_data_dir(settings)
     _migrate(settings)
     _bootstrap(settings, sys.stdout)
     _quiet_model_loading()

@@ -32,6 +32,7 @@ from reasoning.errors import (
     UnsafeContent,
 )
 from reasoning.evidence.safe_parse import UnsupportedFormat
+from store.db import storage_failure
 
 __all__ = [
     "PROBLEM_MEDIA_TYPE",
@@ -173,6 +174,15 @@ def handle_exception(request: Request[Any, Any, Any], exc: Exception) -> Respons
                 extra={"request_id": request_id_of(request.scope)},
             )
         return _from_http(request, exc)
+    failure = storage_failure(exc)
+    if failure is not None:
+        log.error("storage failure (%s) on %s %s", failure, request.method, request.url.path,
+                  extra={"request_id": request_id_of(request.scope)})
+        return problem_response(
+            request, 503, "Unavailable",
+            f"the service cannot store or read data now ({failure}); nothing was half-written, "
+            "retry later", {"storage": failure}, {"Retry-After": "30"},
+        )
     log.error(
         "unhandled %s on %s %s",
         type(exc).__name__,

@@ -35,7 +35,7 @@ from reasoning.evidence.cache import IndexCache
 from reasoning.evidence.ingest import IngestLimits
 from reasoning.evidence.safe_parse import ParseLimits
 from reasoning.nlp import warm_up as warm_up_nlp
-from store.db import create_engine, create_sessionmaker, ping
+from store.db import create_engine, create_sessionmaker, ping, sqlite_disk_state
 
 __all__ = ["QueueMetrics", "Runtime"]
 
@@ -200,7 +200,7 @@ class Runtime:
             # A probe must answer promptly: a database that does not answer within
             # the bound is reported unreachable rather than stalling the probe.
             await asyncio.wait_for(ping(self.engine), timeout=READINESS_PING_S)
-            database = "ok"
+            database = sqlite_disk_state(self.settings.database_url) or "ok"
         except (SQLAlchemyError, OSError, TimeoutError) as exc:
             database = f"unreachable: {type(exc).__name__}"
         model: dict[str, Any] = {"state": self.model_state}

@@ -8,6 +8,7 @@ keys a cascade in the schema would silently do nothing).
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -21,7 +22,23 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
-__all__ = ["create_engine", "create_sessionmaker", "ping", "transaction"]
+__all__ = [
+    "MIN_FREE_BYTES",
+    "create_engine",
+    "create_sessionmaker",
+    "ping",
+    "sqlite_disk_state",
+    "storage_failure",
+    "transaction",
+]
+
+#: Below this much free space on a SQLite database's file system, readiness reports the disk full.
+MIN_FREE_BYTES = 1024 * 1024
+
+_DISK_FULL = ("database or disk is full", "no space left on device", "disk full",
+              "could not extend file")
+_GONE = ("connection was closed", "connection is closed", "terminating connection",
+         "connection refused", "connection reset", "server closed the connection")
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -83,6 +100,38 @@ async def transaction(factory: async_sessionmaker[AsyncSession]) -> AsyncIterato
         except BaseException:
             await session.rollback()
             raise
+
+
+def storage_failure(exc: BaseException) -> str | None:
+    """``"disk full"`` or ``"database unreachable"`` when ``exc`` (or what caused it) is that
+    storage failure, else None: failures a client should meet as 503, not as a bug."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        text_ = str(seen).lower()
+        if type(seen).__name__ == "DiskFullError" or any(m in text_ for m in _DISK_FULL):
+            return "disk full"
+        if type(seen).__name__ in {"ConnectionDoesNotExistError", "InterfaceError",
+                                   "AdminShutdownError", "CannotConnectNowError"} or any(
+            m in text_ for m in _GONE
+        ):
+            return "database unreachable"
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def sqlite_disk_state(url: str) -> str | None:
+    """``"disk full"`` when a SQLite database's file system has under :data:`MIN_FREE_BYTES`
+    free (a write would fail while reads still answer); None otherwise or for other engines."""
+    if not url.startswith("sqlite"):
+        return None
+    database = make_url(url).database
+    if not database or database == ":memory:":
+        return None
+    try:
+        free = shutil.disk_usage(Path(database).parent).free
+    except OSError:
+        return None
+    return "disk full" if free < MIN_FREE_BYTES else None
 
 
 async def ping(engine: AsyncEngine) -> None:

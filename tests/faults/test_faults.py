@@ -1,0 +1,219 @@
+"""Fault injection: a full disk, a read-only data directory, a killed database connection and a
+killed process. Each must end in a clear problem response or a clean refusal to start,
+readiness must tell the truth, and nothing may be half-written.
+
+The file-system faults mount a small tmpfs (root with CAP_SYS_ADMIN); without that they skip
+with the reason.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from app.settings import Settings
+from tests.conftest import MODEL_CACHE, POSTGRES_URL, postgres_available
+from tests.inloop import serve, settings_on
+
+REPO = Path(__file__).resolve().parents[2]
+TENET = [sys.executable, "-m", "app.cli"]
+
+
+def _mount(target: Path, options: str) -> None:
+    result = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(target)],
+                            capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here ({result.stderr.strip() or 'not root'})")
+
+
+@pytest.fixture
+def small_fs(tmp_path: Path) -> Iterator[Path]:
+    """A 4 MiB tmpfs, unmounted afterwards."""
+    target = tmp_path / "small"
+    target.mkdir()
+    _mount(target, "size=4m,mode=0700")
+    try:
+        yield target
+    finally:
+        subprocess.run(["umount", "-l", str(target)], check=False)
+
+
+def _env(data_dir: Path, **extra: str) -> dict[str, str]:
+    return {**os.environ, "TENET_DATA_DIR": str(data_dir), "TENET_LOAD_MODEL": "false",
+            "TENET_MODEL_CACHE_DIR": str(MODEL_CACHE), **extra}
+
+
+def test_a_read_only_data_directory_is_a_clean_refusal_to_start(small_fs: Path) -> None:
+    subprocess.run(["mount", "-o", "remount,ro", str(small_fs)], check=True)
+    started = subprocess.run([*TENET, "serve", "--port", "0"], env=_env(small_fs), cwd=REPO,
+                             capture_output=True, text=True, timeout=120, check=False)
+    assert started.returncode == 1
+    assert "Traceback" not in started.stderr and "Traceback" not in started.stdout
+    assert "not writable" in started.stderr and str(small_fs) in started.stderr
+
+
+async def test_a_full_disk_answers_503_and_readiness_says_so(
+    small_fs: Path, migrated_sqlite_template: Path
+) -> None:
+    shutil.copy(migrated_sqlite_template, small_fs / "tenet.db")
+    settings = Settings(data_dir=small_fs, load_model=False, model_cache_dir=MODEL_CACHE)
+    async with serve(settings) as served:
+        client, admin = served.client, served.admin
+        filler = small_fs / "filler"
+        with filler.open("wb") as out:
+            try:
+                while True:
+                    out.write(b"\0" * 65536)
+                    out.flush()
+            except OSError:
+                pass
+        failures = []
+        refused_tenant = ""
+        for i in range(20):  # the WAL may have room for a few pages: write until it refuses
+            response = await client.post("/v1/keys", headers=admin,
+                                         json={"tenant": f"full-{i}", "scopes": ["reason"]})
+            assert response.status_code in (201, 503), response.text
+            if response.status_code == 503:
+                failures.append(response)
+                refused_tenant = f"full-{i}"
+                break
+        assert failures, "the full disk never refused a write"
+        body = failures[0].json()
+        assert failures[0].headers["content-type"].startswith("application/problem+json")
+        assert body["storage"] == "disk full" and "Traceback" not in failures[0].text
+        ready = await client.get("/readyz")
+        assert ready.status_code == 503 and ready.json()["database"] == "disk full"
+        filler.unlink()
+        healed = await client.post("/v1/keys", headers=admin,
+                                   json={"tenant": "after", "scopes": ["reason"]})
+        assert healed.status_code == 201, healed.text
+        keys = (await client.get("/v1/keys", headers=admin, params={"limit": "1000"})).json()
+        tenants = {k["tenant"] for k in keys["data"]}
+        assert refused_tenant not in tenants  # the refused creation left no key behind
+        events = (await client.get("/v1/audit/verify", headers=admin)).json()
+        assert events["intact"] is True
+
+
+@pytest.fixture
+def pg_settings(
+    request: pytest.FixtureRequest, tmp_path: Path, migrated_sqlite_template: Path
+) -> Settings:
+    if not postgres_available():
+        pytest.skip(f"PostgreSQL does not answer at {POSTGRES_URL}")
+    return settings_on("postgres", request, tmp_path, migrated_sqlite_template)
+
+
+@pytest.mark.postgres
+async def test_killed_database_connections_are_recovered_or_a_clear_503(
+    pg_settings: Settings,
+) -> None:
+    settings = pg_settings
+    database = settings.database_url.rsplit("/", 1)[1]
+    async with serve(settings) as served:
+        client, admin = served.client, served.admin
+        assert (await client.get("/v1/keys", headers=admin)).status_code == 200
+        import asyncpg
+
+        admin_conn = await asyncpg.connect(POSTGRES_URL.replace("+asyncpg", ""))
+        try:
+            killed = await admin_conn.fetchval(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE datname = $1 AND pid <> pg_backend_pid()", database)
+        finally:
+            await admin_conn.close()
+        assert killed >= 1
+        statuses = []
+        for i in range(3):
+            response = await client.post("/v1/keys", headers=admin,
+                                         json={"tenant": f"pg-{i}", "scopes": ["reason"]})
+            statuses.append(response.status_code)
+            assert response.status_code != 500, response.text
+            if response.status_code == 503:
+                assert response.json()["storage"] == "database unreachable"
+        assert statuses[-1] == 201  # the pool reconnects
+        ready = await client.get("/readyz")
+        assert ready.json()["database"] == "ok"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _start(data_dir: Path, port: int) -> subprocess.Popen[bytes]:
+    process = subprocess.Popen([*TENET, "serve", "--port", str(port)], env=_env(data_dir),
+                               cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1)
+            return process
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    process.kill()
+    raise AssertionError("tenet serve did not start")
+
+
+def _chain(n: int) -> bytes:
+    lines = ["@prefix ex: <https://example.org/kill#> .",
+             "@prefix owl: <http://www.w3.org/2002/07/owl#> .",
+             "ex:next a owl:TransitiveProperty ."]
+    lines += [f"ex:n{i} ex:next ex:n{i + 1} ." for i in range(n)]
+    return "\n".join(lines).encode()
+
+
+def test_sigkill_during_an_upload_leaves_nothing_half_written(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    port = _free_port()
+    first = _start(data_dir, port)
+    key = (data_dir / "admin-key.txt").read_text().strip()
+    headers = {"Authorization": f"Bearer {key}", "Content-Type": "text/turtle"}
+
+    def upload() -> None:
+        try:
+            httpx.post(f"http://127.0.0.1:{port}/v1/ontologies?domain=killed",
+                       content=_chain(1500), headers=headers, timeout=120)
+        except httpx.HTTPError:
+            pass
+
+    uploading = threading.Thread(target=upload)
+    uploading.start()
+    time.sleep(1.0)  # parsing and materialising take seconds
+    first.send_signal(signal.SIGKILL)
+    uploading.join(timeout=60)
+    first.wait(timeout=30)
+    with sqlite3.connect(data_dir / "tenet.db") as db:
+        versions = db.execute("SELECT count(*) FROM ontology_versions WHERE domain = 'killed'")
+        assert versions.fetchone()[0] == 0
+        uploaded = db.execute("SELECT count(*) FROM audit_events WHERE event_type = 'ontology.uploaded'")
+        assert uploaded.fetchone()[0] == 0
+    second = _start(data_dir, port)
+    try:
+        auth = {"Authorization": f"Bearer {key}"}
+        ready = httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=10)
+        assert ready.status_code == 503 and ready.json()["database"] == "ok"  # no model: the truth
+        listed = httpx.get(f"http://127.0.0.1:{port}/v1/ontologies?domain=killed", headers=auth)
+        assert listed.status_code == 200 and listed.json()["data"] == []
+        verified = httpx.get(f"http://127.0.0.1:{port}/v1/audit/verify", headers=auth).json()
+        assert verified["intact"] is True
+        name = f"after-{uuid.uuid4().hex[:6]}"
+        created = httpx.post(f"http://127.0.0.1:{port}/v1/keys", headers=auth,
+                             json={"tenant": name, "scopes": ["reason"]})
+        assert created.status_code == 201, created.text
+    finally:
+        second.terminate()
+        second.wait(timeout=60)
