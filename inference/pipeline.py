@@ -40,6 +40,7 @@ from inference.prefix_cache import PrefixCache, PrefixScope
 from inference.prompting import PromptPlan, plan_prompt
 from reasoning.analysis import Analysis, Status, analyse
 from reasoning.budget import Budget
+from reasoning.confidence import restated_confidence
 from reasoning.constraints.model import Constraint, Hardness, Kind, Premise, Scope, Verdict
 from reasoning.constraints.verifiers import VerifyContext, verify_all
 from reasoning.errors import ConflictError, LimitExceeded
@@ -469,6 +470,8 @@ class Reasoner:
             timings["prefill"] = timings["decode"] = 0.0
         merged = {**previous, **decoded}
         branches = tuple(merged[spec.key] for spec in plan.branches)
+        if plan.statement is not None:
+            branches = tuple(_restating(b, plan.statement.text) for b in branches)
         best = choose_answer(branches)
         answer = branches[best].text
         t0 = time.perf_counter()
@@ -569,3 +572,15 @@ def _decision_key(decision: Decision | None) -> tuple[object, ...]:
         return ()
     return (decision.status, tuple((c.action, c.rule_id, c.evidence_ids) for c in decision.conclusions),
             tuple(m.input for m in decision.missing))
+
+
+def _restating(branch: BranchResult, statement: str) -> BranchResult:
+    """``branch`` with the steps that restate the decision at full evidence support."""
+    full = restated_confidence()
+    steps = tuple(
+        msgspec.structs.replace(s, confidence=full.value, calibration_hint=full.hint)
+        if len(s.text.strip()) >= 8 and s.text.strip() in statement
+        else s
+        for s in branch.steps
+    )
+    return branch if steps == branch.steps else msgspec.structs.replace(branch, steps=steps)

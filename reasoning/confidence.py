@@ -40,6 +40,7 @@ __all__ = [
     "features",
     "fit_coefficients",
     "lowest_window_probability",
+    "restated_confidence",
     "step_confidence",
 ]
 
@@ -84,6 +85,9 @@ class ConfidenceInputs(msgspec.Struct, frozen=True, kw_only=True):
     contrast: float | None = None
     contrast_kind: str | None = None
     stale_hints: tuple[str, ...] = ()
+    #: The step restates a conclusion of the domain's decision rules (its words were
+    #: forced by the steering, so their token probabilities say nothing of the model).
+    restates_conclusion: bool = False
 
 
 class Confidence(msgspec.Struct, frozen=True, kw_only=True):
@@ -135,7 +139,15 @@ def combine(inputs: ConfidenceInputs, coefficients: Coefficients = DEFAULT_COEFF
 def step_confidence(
     inputs: ConfidenceInputs, coefficients: Coefficients = DEFAULT_COEFFICIENTS
 ) -> Confidence:
-    """Confidence with the hint that explains every term that lowered it."""
+    """Confidence with the hint that explains every term that lowered it.
+
+    A step that restates a conclusion of the decision rules has full
+    evidence support and no token term: the rules decided it, the model did
+    not choose its words (only stale evidence lowers it, with its hint).
+    """
+    if inputs.restates_conclusion:
+        stale = STALE_FACTOR ** len(inputs.stale_hints)
+        return Confidence(value=round(stale, 4), hint="; ".join(inputs.stale_hints) or None)
     value = combine(inputs, coefficients) * STALE_FACTOR ** len(inputs.stale_hints)
     hints: list[str] = list(inputs.stale_hints)
     if inputs.contrast is not None and abs(inputs.contrast) < _NEAR_EQUAL:
@@ -156,6 +168,12 @@ def step_confidence(
             f"the model was unsure of some words (lowest window p={inputs.window_prob:.2f})"
         )
     return Confidence(value=round(min(1.0, max(0.0, value)), 4), hint="; ".join(hints) or None)
+
+
+def restated_confidence(stale_hints: Sequence[str] = ()) -> Confidence:
+    """The confidence of a step that restates a decision rule's conclusion (see ``step_confidence``)."""
+    return step_confidence(ConfidenceInputs(window_prob=1.0, support=1.0, restates_conclusion=True,
+                                            stale_hints=tuple(stale_hints)))
 
 
 def expected_calibration_error(pairs: Sequence[tuple[float, bool]], bins: int = 10) -> float:

@@ -14,6 +14,7 @@ from reasoning.confidence import (
     expected_calibration_error,
     fit_coefficients,
     lowest_window_probability,
+    restated_confidence,
     step_confidence,
 )
 
@@ -110,3 +111,15 @@ def test_fitting_only_named_coefficients_keeps_the_others() -> None:
     )
     with pytest.raises(ValueError):
         fit_coefficients(samples, only=("bogus",))
+
+
+def test_a_restated_conclusion_has_full_support_whatever_its_forced_tokens() -> None:
+    forced = ConfidenceInputs(window_prob=0.05, support=0.0, unsupported=("AML-R-017",),
+                              restates_conclusion=True)
+    restated = step_confidence(forced)
+    assert restated.value == 1.0 and restated.hint is None
+    assert restated == restated_confidence()
+    plain = step_confidence(ConfidenceInputs(window_prob=0.05, support=0.0, unsupported=("AML-R-017",)))
+    assert plain.value < 0.1 and plain.hint is not None and "AML-R-017" in plain.hint
+    stale = restated_confidence(["evidence E3: PEP list last updated 2024-05-11"])
+    assert stale.value < 1.0 and stale.hint is not None and "PEP list" in stale.hint
