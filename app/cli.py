@@ -261,8 +261,9 @@ def _admin_key() -> str:
 
 
 def format_answer(payload: dict[str, Any]) -> str:
-    """Render a /v1/reason response for a terminal: answer, status, verdicts, confidences."""
-    lines = [str(payload.get("answer") or "").strip() or "(no answer)", ""]
+    """Render a /v1/reason response for a terminal: the decision, answer, status, verdicts, confidences."""
+    lines = [*_decision_lines(payload.get("decision")),
+             str(payload.get("answer") or "").strip() or "(no answer)", ""]
     lines.append(f"status: {payload.get('status', '?')}    run: {payload.get('run_id', '?')}")
     if payload.get("detail"):
         lines.append(f"detail: {payload['detail']}")
@@ -292,6 +293,24 @@ def format_answer(payload: dict[str, Any]) -> str:
         rendered = ", ".join(f"{step}={value:.2f}" for step, value in confidences.items())
         lines.append(f"confidence by step: {rendered}")
     return "\n".join(lines)
+
+
+def _decision_lines(decision: Any) -> list[str]:
+    """The decision of the domain's rules first: status, each conclusion with its rule and facts."""
+    if not isinstance(decision, dict):
+        return []
+    lines = [f"decision: {decision.get('status', '?')}  {decision.get('statement', '')}".rstrip()]
+    for conclusion in decision.get("conclusions") or []:
+        cited = ", ".join(conclusion.get("evidence_ids") or [])
+        lines.append(f"  {conclusion.get('rule_id', '?')}: {conclusion.get('statement', '')}"
+                     + (f"  [{cited}]" if cited else ""))
+        facts = [f["span"]["text"] for f in conclusion.get("case_facts") or []
+                 if isinstance(f, dict) and isinstance(f.get("span"), dict) and f["span"].get("text")]
+        if facts:
+            lines.append("    because: " + "; ".join(f"«{t}»" for t in dict.fromkeys(facts)))
+    for missing in decision.get("missing") or []:
+        lines.append(f"  missing: {missing.get('label', missing.get('input', '?'))}")
+    return [*lines, ""]
 
 
 class Spinner:

@@ -157,3 +157,25 @@ def test_ask_runs_one_request_in_process(env: Settings, capsys: pytest.CaptureFi
     else:
         assert status == 1
         assert "POST /v1/reason is not available" in err
+
+
+def test_format_answer_puts_the_decision_first() -> None:
+    text = format_answer({
+        "answer": "This case requires escalation to the MLRO (AML-R-017) [E4].",
+        "status": "ok", "run_id": "r2", "constraints": [],
+        "decision": {
+            "status": "decided", "statement": "This case requires escalation to the MLRO (AML-R-017).",
+            "conclusions": [{"statement": "This case requires escalation to the MLRO (AML-R-017).",
+                             "rule_id": "AML-R-017", "action": "act-escalate", "evidence_ids": ["E4"],
+                             "case_facts": [{"subject": "s", "predicate": "p", "object": "o",
+                                             "span": {"start": 0, "end": 12, "text": "our PEP list"}}],
+                             "premise_ids": []}],
+            "missing": [{"input": "amount", "label": "amount", "rule_ids": ["AML-R-024"]}],
+        },
+    })
+    first, *rest = text.splitlines()
+    assert first.startswith("decision: decided")
+    assert any("AML-R-017" in line and "[E4]" in line for line in rest)
+    assert any("«our PEP list»" in line for line in rest)
+    assert any(line.strip() == "missing: amount" for line in rest)
+    assert text.index("decision:") < text.index("status: ok")
