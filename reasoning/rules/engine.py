@@ -180,10 +180,10 @@ class RuleBook:
             graph.add(self._rdf(triple))
         store.deadline = started + timeout_s
         focus = self._term(case.case)
-        current = "the rules"
+        running = ["the rules"]
         try:
             with self._lock:
-                current, final = self._run(graph, focus)
+                final = self._run(graph, focus, running)
             solved = [(rule, final.get(i, [])) for i, rule in enumerate(self._explained)]
             concluded = {(s, p, o) for rule, solutions in solved
                          for s, p, o in self._decisions(rule, solutions, focus)}
@@ -192,8 +192,8 @@ class RuleBook:
             missing = self._missing(graph, case, focus, solved, {o for _, _, o in concluded})
         except _Expired:
             raise RuleTimeout(
-                f"the decision rules ({current}) ran past the {timeout_s:g} s limit and were "
-                "stopped; fix or remove the rule in the ontology", rule=current) from None
+                f"the decision rule {running[0]} ran past the {timeout_s:g} s limit and was "
+                "stopped; fix or remove the rule in the ontology", rule=running[0]) from None
         conclusions = self._conclusions(case, solved, focus, evidence)
         conclusions.extend(self._triple_rule_conclusions(case, by_triple_rules, conclusions,
                                                          evidence))
@@ -208,12 +208,13 @@ class RuleBook:
                         rules_evaluated=len(self.rules),
                         seconds=round(time.perf_counter() - started, 4), case=case)
 
-    def _run(self, graph: Graph, case: Node) -> tuple[str, dict[int, list[FrozenBindings]]]:
-        """Apply the rules until nothing new is added.
+    def _run(self, graph: Graph, case: Node, running: list[str]
+             ) -> dict[int, list[FrozenBindings]]:
+        """Apply the rules until nothing new is added (``running[0]`` names the rule running).
 
-        Returns the last rule run and, per SPARQL rule, its solutions on the
-        case node in the final round (which added nothing, so they are the
-        solutions over the final graph and explain the conclusions).
+        Returns, per SPARQL rule, its solutions on the case node in the final
+        round (which added nothing, so they are the solutions over the final
+        graph and explain the conclusions).
 
         pyshacl selects each rule's focus nodes (its shape's targets) and
         checks its ``sh:condition``s, and applies ``sh:TripleRule``s itself;
@@ -230,7 +231,7 @@ class RuleBook:
             before = len(graph)
             on_case: dict[int, list[FrozenBindings]] = {}
             for i, rule in enumerate(self._explained):
-                current = iri_value(rule.loaded.node)
+                current = running[0] = iri_value(rule.loaded.node)
                 pyshacl_rule = rule.loaded.rule
                 if rule.query is None:
                     pyshacl_rule.apply(data)
@@ -247,7 +248,7 @@ class RuleBook:
                 for triple in added:
                     graph.add(triple)
             if len(graph) == before:
-                return current, on_case
+                return on_case
         raise RuleLoop(f"the decision rules did not reach a fixpoint after {_MAX_ROUNDS} rounds "
                        f"(last run: {current}); a rule keeps creating new triples",
                        rule=current)

@@ -92,6 +92,7 @@ def test_a_long_running_rule_is_stopped_by_the_time_limit() -> None:
     with pytest.raises(RuleTimeout) as caught:
         engine.decide("A gadget.", evaluation_date=date(2026, 12, 1), timeout_s=0.3)
     assert "0.3 s limit" in caught.value.detail
+    assert caught.value.extra["rule"] in ("https://example.org/t#r", "the rules")
     assert isinstance(caught.value, TenetError)
 
 
