@@ -62,7 +62,7 @@ from app.schemas.sessions import (
     VerdictOut,
 )
 from app.services.pending import PendingConfirmations
-from app.services.reasoning import check_prompt, lookup_domain_index, profile_defaults
+from app.services.reasoning import check_prompt, lookup_domain_index, model_agent, profile_defaults
 from app.services.runs import RunService
 from app.settings import Settings
 from inference.pipeline import Plan, ReasonOptions, ReasonResult
@@ -73,7 +73,7 @@ from reasoning.dag import BranchTrace, DagStep, NodeKind, ReasoningDag, node_id,
 from reasoning.errors import ConflictError, InvalidInput
 from reasoning.feedback import Feedback, FeedbackKind, RunView, SessionPolicy, apply_feedback
 from reasoning.premises import RetractionMatch, match_retraction
-from reasoning.provenance.record import ModelAgent, Reinference, RunKind, RunRecord, StepTrace
+from reasoning.provenance.record import Reinference, RunKind, RunRecord, StepTrace
 from reasoning.regraph import rebuild_graph
 from store import ontologies as ontology_store
 from store import runs as run_store
@@ -629,8 +629,7 @@ class SessionService:
                 "premises": dict(mapping), "conflict": result.conflict,
             },
             session_id=session.id,
-            model=ModelAgent(name=ident.name, sha256=ident.sha256, dtype=ident.dtype, source=ident.source,
-                             device=ident.device, parameters=ident.parameters),
+            model=model_agent(ident),
             timings=dict(result.timings),
             constraints=plan.active_constraints, premises=plan.premises,
             evidence=tuple(f for s in plan.branches for f in s.facts),
