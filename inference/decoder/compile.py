@@ -27,6 +27,7 @@ from typing import Any
 
 import torch
 
+from inference.decoder.compile_form import form_layout, form_tally, lower_forms
 from inference.decoder.controllers.capitals import Capitals
 from inference.decoder.controllers.charset import CharPolicy, SoftPolicy
 from inference.decoder.controllers.citing import Citations
@@ -124,7 +125,7 @@ def compile_steering(
     """
     tables = vocab_tables(tokenizer, device, vocab_size)
     active = [c for c in constraints if c.scope == Scope.RESPONSE]
-    hard = [c for c in active if c.hardness == Hardness.HARD]
+    hard = lower_forms([c for c in active if c.hardness == Hardness.HARD])
     soft = [c for c in active if c.hardness == Hardness.SOFT]
     controlled: set[str] = set()
     assisted: set[str] = set()
@@ -138,10 +139,12 @@ def compile_steering(
 
     limits, forbidden = _counts(hard, controlled, assisted)
     layout, literal_sources = _layout(hard, prompt, policy, controlled, uncontrolled)
+    layout = form_layout(hard, layout, controlled)
     limits = _identifiable(limits, policy, layout, max_new_tokens)
     citations = _citations(constraints, evidence_ids, layout, policy, policy_sources, controlled, uncontrolled)
     keywords = _keywords(hard, layout, policy, policy_sources, forbidden, controlled)
     capitals = _capitals(hard, layout, policy, policy_sources, limits, controlled)
+    tally = form_tally(hard, layout, controlled)
 
     for c in hard:
         if c.id not in controlled and c.id not in assisted:
@@ -162,7 +165,7 @@ def compile_steering(
         specs=tuple(
             spec
             for spec in (policy, SoftPolicy(soft_policy), limits, forbidden, citations, keywords, capitals,
-                         statement)
+                         tally, statement)
             if spec is not None
         ),
         max_new_tokens=max_new_tokens,

@@ -254,10 +254,12 @@ def _generic(kind: Kind) -> _Restater:
 
 
 _GENERIC_SPECS: tuple[KindSpec, ...] = (
-    _spec(Kind.COUNT, "A count of a unit under a filter stands in a relation to a number.", _generic(Kind.COUNT)),
+    _spec(Kind.COUNT, "A count of a unit under a filter stands in a relation to a number.", _generic(Kind.COUNT),
+          controller="mask"),
     _spec(Kind.POSITION, "The k-th word, sentence, paragraph or line starts with, ends with or is a text.",
           _generic(Kind.POSITION)),
-    _spec(Kind.WRAP, "The answer, or each of its parts, is wrapped in delimiters.", _generic(Kind.WRAP)),
+    _spec(Kind.WRAP, "The answer, or each of its parts, is wrapped in delimiters.", _generic(Kind.WRAP),
+          controller="force"),
     _spec(Kind.STRUCTURE, "The answer has (or has not) a layout: list, nested list, table, responses.",
           _generic(Kind.STRUCTURE)),
     _spec(Kind.COPY, "The answer starts by repeating a text, verbatim or changed.", _generic(Kind.COPY)),

@@ -19,6 +19,7 @@ from inference.decoder.controllers.lexical import build_forbidden
 from inference.decoder.controllers.placeholders import build_placeholders
 from inference.decoder.controllers.protocol import Builder
 from inference.decoder.controllers.stating import build_stating
+from inference.decoder.controllers.tally import build_tally
 
 __all__ = ["CONTROLLERS"]
 
@@ -30,6 +31,7 @@ CONTROLLERS: tuple[Builder, ...] = (
     build_sentence_close,  # the closing demand, read by the pacers after it
     build_placeholders,  # a due placeholder is taken before a due keyword
     build_forbidden,  # a forced end waits for a clean place
+    build_tally,  # capped form counts masked or checked per candidate; no list line
     build_keywords,  # paced insertions; capped counts checked per candidate
     build_capitals,  # paced after the keywords, over the budget they leave
     build_word_pace,  # every token adds a word once the minimum falls behind

@@ -96,6 +96,7 @@ class Layout:
 
     body: Body = field(default_factory=Body)
     quotation: bool = False
+    wrap: tuple[str, str] | None = None  # the answer opens with the first text and closes with the second
     prefix: str | None = None
     title: bool = False
     highlights: int = 0
@@ -172,8 +173,9 @@ def build_layout(layout: Layout) -> tuple[Segment, ...]:
     # request and the postscript must not add paragraphs of their own.
     blank = "\n" if layout.body.kind == "blank_paragraphs" else "\n\n"
     parts: list[Segment] = []
-    if layout.quotation:
-        parts.append(Literal('"'))
+    wrap = ('"', '"') if layout.quotation else layout.wrap
+    if wrap is not None:
+        parts.append(Literal(wrap[0]))
     if layout.prefix:
         parts.append(Literal(layout.prefix))
         parts.append(Literal(blank if layout.prefix.rstrip().endswith((".", "?", "!")) else " "))
@@ -197,8 +199,8 @@ def build_layout(layout: Layout) -> tuple[Segment, ...]:
         parts += [Literal(f"{blank}{layout.postscript} "), Free("postscript", cap_tokens=48)]
     if layout.end_phrase:
         parts.append(Literal((" " if layout.body.kind != "formal" else "\n") + layout.end_phrase))
-    if layout.quotation:
-        parts.append(Literal('"'))
+    if wrap is not None:
+        parts.append(Literal(wrap[1]))
     merged: list[Segment] = []
     for part in parts:
         if isinstance(part, Literal) and merged and isinstance(merged[-1], Literal):

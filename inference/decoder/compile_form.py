@@ -1,0 +1,206 @@
+"""Compile the generic constraint form (``count``, ``position``, ``wrap``,
+``structure``, ``copy``) onto the token controllers.
+
+Two routes, so that each form constraint is kept by machinery that already
+guarantees it, and is reported ``controlled`` only then:
+
+- ``lower_forms`` rewrites a form constraint into a named kind whose
+  controller keeps exactly that meaning (same id, so the report names the
+  user's constraint): a count of one punctuation mark or character becomes a
+  keyword frequency (its count is the keyword's substring count; minima are
+  inserted and paced over the budget, maxima checked per candidate); a
+  minimum of digits or emoji becomes a keyword minimum of one digit or emoji
+  (each insertion adds one item; a maximum of the same unit stays a cap);
+  the first word / sentence / paragraph / line starting with (or the first
+  word being) a text becomes the start phrase, which the layout writes first
+  and ends on a word boundary; the last one ending with a text becomes the
+  end phrase.
+- ``form_tally`` gives the ``controllers.tally.Tally`` of the upper bounds
+  on characters, letters, punctuation, digits, emoji, numbers and filtered
+  words and of ``no_list``, with room reserved for what the layout's literals
+  add; ``form_layout`` puts an answer-level wrapper's delimiters into the
+  layout (forced first and last).
+
+Everything else (positions inside the answer, per-sentence bounds, ratios,
+unique words, minima of numbers or filtered words, lists and tables to
+write, a changed copy) is left to the prompt and the verifier, reported
+``uncontrolled``. Contradictions end in ``ConflictError`` (the pipeline asks
+for confirmation): a cap the layout's own literals break, no list with a
+bulleted body, a wrapper beside a quotation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+import msgspec
+
+from inference.decoder.controllers.tally import CAPPABLE_UNITS, Cap, Tally
+from inference.decoder.controllers.template import Layout, Literal, build_layout
+from reasoning.constraints.form import units
+from reasoning.constraints.form.kinds import GENERIC_KINDS
+from reasoning.constraints.form.model import Count, Filter, Form, Position, Structure, Unit, Wrap
+from reasoning.constraints.form.model import Layout as FormLayout
+from reasoning.constraints.model import Constraint, Kind, Relation
+from reasoning.errors import ConflictError
+
+__all__ = ["DIGIT_ITEM", "EMOJI_ITEM", "form_layout", "form_of_constraint", "form_tally", "lower_forms"]
+
+#: The item inserted to meet a minimum of digits or emoji (any one counts).
+DIGIT_ITEM = "7"
+EMOJI_ITEM = "\u2705"  # ✅, one code point, no variation selector
+_PLACES = (Unit.WORDS, Unit.SENTENCES, Unit.PARAGRAPHS, Unit.LINES)
+_PREFIXED = (Kind.START_PHRASE, Kind.REPEAT_PROMPT)
+
+
+def form_of_constraint(c: Constraint) -> Form | None:
+    """The form a generic constraint carries (None: not a generic kind, or malformed params)."""
+    shape = GENERIC_KINDS.get(c.kind)
+    if shape is None:
+        return None
+    try:
+        return msgspec.convert(dict(c.params), shape)
+    except msgspec.ValidationError:
+        return None
+
+
+def _bounds(relation: Relation, n: int) -> tuple[int, int | None]:
+    return {
+        Relation.LESS_THAN: (0, n - 1),
+        Relation.AT_MOST: (0, n),
+        Relation.AT_LEAST: (n, None),
+        Relation.MORE_THAN: (n + 1, None),
+        Relation.EXACTLY: (n, n),
+    }[relation]
+
+
+def _plain(f: Filter, **allowed: object) -> bool:
+    return msgspec.structs.replace(f, **dict.fromkeys(allowed)) == Filter()
+
+
+def _keyword(c: Constraint, text: str, relation: Relation, n: int) -> Constraint:
+    params = {"keyword": text, "relation": str(relation), "n": n}
+    return msgspec.structs.replace(c, kind=Kind.KEYWORD_FREQUENCY, params=params)
+
+
+def _lower_count(c: Constraint, form: Count) -> list[Constraint]:
+    """A count with a minimum that a keyword's insertions meet, as that keyword
+    (maxima alone are caps of the tally, see ``form_tally``)."""
+    lo, hi = _bounds(form.relation, form.n)
+    if form.per is not None or form.of is not None or not lo:
+        return [c]
+    f = form.filter
+    if form.unit in (Unit.CHARACTERS, Unit.PUNCTUATION) and f.chars and len(set(f.chars)) == 1 and _plain(f, chars=True):
+        mark = f.chars[0]
+        if form.unit is Unit.CHARACTERS or units.count(form.measure, mark) == 1:
+            return [_keyword(c, mark, form.relation, form.n)]
+    item = {Unit.DIGITS: DIGIT_ITEM, Unit.EMOJI: EMOJI_ITEM}.get(form.unit)
+    if item is not None and hi is None and _plain(f):
+        return [_keyword(c, item, Relation.AT_LEAST, lo)]
+    return [c]
+
+
+def _lower_position(c: Constraint, form: Position, taken: set[Kind], fold: str | None) -> list[Constraint]:
+    text = form.text.strip()
+    if fold == "lower":
+        text = text.lower()
+    elif fold == "upper":
+        text = text.upper()
+    one_word = len(text.split()) == 1
+    if not text or form.unit not in _PLACES:
+        return [c]
+    starts = form.k == 1 and (form.op == "starts_with" or (form.op == "is" and form.unit is Unit.WORDS and one_word))
+    if starts and not taken & set(_PREFIXED):
+        taken.add(Kind.START_PHRASE)
+        return [msgspec.structs.replace(c, kind=Kind.START_PHRASE, params={"phrase": text})]
+    ends = form.k == -1 and (form.op == "ends_with" or (form.op == "is" and form.unit is Unit.WORDS and one_word))
+    if ends and Kind.END_PHRASE not in taken and (one_word or Kind.QUOTATION not in taken):
+        taken.add(Kind.END_PHRASE)
+        return [msgspec.structs.replace(c, kind=Kind.END_PHRASE, params={"phrase": text})]
+    return [c]
+
+
+def lower_forms(constraints: Sequence[Constraint]) -> list[Constraint]:
+    """The hard response constraints with the form constraints a named kind's
+    controller keeps rewritten into that kind (see the module doc)."""
+    taken = {c.kind for c in constraints}
+    fold = "lower" if Kind.ALL_LOWERCASE in taken else "upper" if Kind.ALL_CAPITALS in taken else None
+    out: list[Constraint] = []
+    for c in constraints:
+        form = form_of_constraint(c)
+        if isinstance(form, Count):
+            out += _lower_count(c, form)
+        elif isinstance(form, Position):
+            out += _lower_position(c, form, taken, fold)
+        else:
+            out.append(c)
+    return out
+
+
+def _literal_text(layout: Layout) -> str:
+    return "\n".join(s.text for s in build_layout(layout) if isinstance(s, Literal))
+
+
+def form_layout(constraints: Sequence[Constraint], layout: Layout, controlled: set[str]) -> Layout:
+    """``layout`` with an answer-level wrapper's delimiters (first and last)."""
+    for c in constraints:
+        form = form_of_constraint(c)
+        if not isinstance(form, Wrap) or form.unit is not Unit.ANSWER or not form.left or not form.right:
+            continue
+        if layout.body.kind == "formal":
+            continue
+        quoted = next((q for q in constraints if q.kind == Kind.QUOTATION), None)
+        current = ('"', '"') if quoted is not None else layout.wrap
+        if current is not None:
+            if current != (form.left, form.right):
+                rivals = [q.id for q in constraints if q.kind == Kind.QUOTATION or form_of_constraint(q) is not None
+                          and q.id in controlled and q.kind == Kind.WRAP]
+                raise ConflictError("the answer cannot be wrapped in two ways", constraint_ids=[c.id, *rivals])
+            controlled.add(c.id)
+            continue
+        if layout.end_phrase and not layout.end_phrase.endswith(form.right):
+            continue
+        layout = replace(layout, wrap=(form.left, form.right))
+        controlled.add(c.id)
+    return layout
+
+
+def form_tally(
+    constraints: Sequence[Constraint], layout: Layout, controlled: set[str]
+) -> Tally | None:
+    """The capped form counts and the no-list rule of ``constraints`` (None: none)."""
+    literals = _literal_text(layout)
+    caps: list[Cap] = []
+    no_list: list[str] = []
+    for c in constraints:
+        form = form_of_constraint(c)
+        if isinstance(form, Structure) and form.layout is FormLayout.NO_LIST:
+            if layout.body.kind == "formal":
+                continue
+            if layout.body.kind == "bullets":
+                bullets = [b.id for b in constraints if b.kind == Kind.BULLET_COUNT]
+                raise ConflictError("an answer without a list cannot hold bullets", constraint_ids=[c.id, *bullets])
+            no_list.append(c.id)
+            controlled.add(c.id)
+            continue
+        if not isinstance(form, Count) or form.per is not None or form.of is not None:
+            continue
+        if form.unit not in CAPPABLE_UNITS or layout.body.kind == "formal":
+            continue
+        if form.filter.separator or form.filter.marker or form.filter.left or form.filter.text and form.unit is not Unit.LETTERS:
+            continue
+        lo, hi = _bounds(form.relation, form.n)
+        if hi is None or lo:
+            continue
+        reserved = units.count(form.measure, literals)
+        if reserved > hi:
+            raise ConflictError(
+                f"the answer's fixed text already holds {reserved} {form.unit.value}, more than {hi}",
+                constraint_ids=[c.id],
+            )
+        caps.append(Cap(form.measure, hi - reserved, (c.id,)))
+        controlled.add(c.id)
+    if not caps and not no_list:
+        return None
+    return Tally(tuple(caps), bool(no_list), tuple(no_list))

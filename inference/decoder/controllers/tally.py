@@ -1,0 +1,203 @@
+"""Maxima of the constraint form's counts, and the answer without a list.
+
+A generic ``count`` constraint with an upper bound (``at most``, ``less
+than``, an exact zero) on characters, letters, punctuation marks, digits,
+emoji, numbers or filtered words (starting with / ending with / containing
+a text, in a letter case or script, stop words or not) compiles to one
+``Cap``; ``structure: no_list`` compiles to ``Tally.no_list``. They are
+counted by the form's own counter (``reasoning.constraints.form.units``), so
+the controller and the verifier cannot disagree on what an item is.
+
+How each bound is kept:
+
+- items that lie inside one character (characters, letters, punctuation,
+  digits, emoji) add up over tokens: a ``[V]`` vector of what each complete
+  token adds gives one mask per step (``count + added > cap`` is banned);
+  a byte fragment is judged once it completes a character;
+- items that span characters (numbers, words) are checked per candidate on
+  the window after the last whitespace (no number or word crosses one), so
+  the check costs the length of the last word, not of the answer. The word
+  touching the end of the text is counted as if complete: a token that would
+  make it match is refused even if a later token might have changed it. So
+  the running count is an upper bound of every verdict the text can still
+  get, and a text the controller lets through passes the verifier;
+- a list line (a ``*`` or ``-`` bullet, or ``1.`` / ``1)`` then whitespace, at
+  the start of a line, the verifier's patterns) is refused as soon as its
+  marker is written.
+
+Guarantee: every token the controller admits keeps each capped count within
+its cap (less what the layout's literals will add, reserved at compile
+time) and leaves no list line, so the finished answer satisfies these
+constraints. Minima of the form are not kept here (``compile`` lowers the
+ones an insertion can meet to keywords).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from inference.decoder.controllers.layout import LayoutSegment
+from inference.decoder.controllers.protocol import Context, Controller, Plan, SteerState
+from inference.decoder.vocab import VocabTables
+from reasoning.constraints.form import units
+from reasoning.constraints.form.model import Measure, Unit
+
+__all__ = ["ADDITIVE_UNITS", "CAPPABLE_UNITS", "Cap", "Tally", "Tallying", "build_tally", "list_line"]
+
+#: Units whose items lie inside one character: a text's count is the sum of its characters'.
+ADDITIVE_UNITS = frozenset({Unit.CHARACTERS, Unit.LETTERS, Unit.PUNCTUATION, Unit.DIGITS, Unit.EMOJI})
+#: Units a ``Cap`` can bound (the others are not counted per token here).
+CAPPABLE_UNITS = ADDITIVE_UNITS | {Unit.NUMBERS, Unit.WORDS}
+
+_LAST_SPACE = re.compile(r"\s(?=\S*\Z)")
+_NUMBERED_START = re.compile(r"\d+[.)]")
+
+
+@dataclass(frozen=True)
+class Cap:
+    """At most ``at_most`` items of ``measure`` in the answer (``sources``: the constraint ids)."""
+
+    measure: Measure
+    at_most: int
+    sources: tuple[str, ...] = ()
+
+    @property
+    def additive(self) -> bool:
+        return self.measure.unit in ADDITIVE_UNITS
+
+
+@dataclass(frozen=True)
+class Tally:
+    """The capped counts and the no-list rule of one request."""
+
+    caps: tuple[Cap, ...] = ()
+    no_list: bool = False
+    no_list_sources: tuple[str, ...] = ()
+
+
+def _window_start(text: str) -> int:
+    """Index of the last whitespace character (items never cross it), or 0."""
+    match = _LAST_SPACE.search(text)
+    return match.start() if match else 0
+
+
+def added(measure: Measure, text: str, chunk: str) -> int:
+    """How much appending ``chunk`` to ``text`` changes ``measure``'s count
+    (the word touching the end counted as complete)."""
+    if measure.unit in ADDITIVE_UNITS:
+        return units.count(measure, chunk)
+    window = text[_window_start(text) :]
+    return units.count(measure, window + chunk) - units.count(measure, window)
+
+
+def list_line(line: str, ended: bool) -> bool:
+    """Whether ``line`` (``ended``: a newline follows it) is, or has begun as,
+    a list line by the verifier's patterns (``*`` then a character other than
+    ``*``, ``-``, or a number with ``.`` / ``)`` then whitespace)."""
+    stripped = line.lstrip()
+    if stripped.startswith("-"):
+        return True
+    if stripped.startswith("*"):
+        return (len(stripped) > 1 and stripped[1] != "*") or (stripped == "*" and ended)
+    match = _NUMBERED_START.match(stripped)
+    if match is None:
+        return False
+    rest = stripped[match.end() :]
+    return (rest[:1].isspace()) or (rest == "" and ended)
+
+
+def lists_in(text: str, chunk: str) -> bool:
+    """Whether appending ``chunk`` to ``text`` makes or begins a list line."""
+    head = text[text.rfind("\n") + 1 :] + chunk
+    lines = head.split("\n")
+    return any(list_line(line, index < len(lines) - 1) for index, line in enumerate(lines))
+
+
+def _vector(tables: VocabTables, measure: Measure) -> torch.Tensor:
+    """``[V]`` int32: the items of ``measure`` each complete token adds."""
+
+    def build() -> torch.Tensor:
+        values = [units.count(measure, t) for t in tables.texts]
+        return torch.tensor(values, dtype=torch.int32, device=tables.device)
+
+    return tables.cached(("tally-vector", measure), build)  # type: ignore[no-any-return]
+
+
+class Tallying(Controller):
+    """The capped counts and the no-list rule at decode time (see the module doc).
+    Its part of a row's state is the tuple of each cap's running count."""
+
+    def __init__(self, ctx: Context, tally: Tally) -> None:
+        self.ctx = ctx
+        self.spec = tally
+        self.caps = tally.caps
+        self._masked = tuple(i for i, c in enumerate(tally.caps) if c.additive)
+        self._checked = tuple(i for i, c in enumerate(tally.caps) if not c.additive)
+        self._vectors = {i: _vector(ctx.tables, tally.caps[i].measure) for i in self._masked}
+        self.lazy = bool(self._checked) or tally.no_list
+
+    def start(self) -> Any:
+        return (0,) * len(self.caps)
+
+    def mask(
+        self,
+        states: Sequence[SteerState],
+        plans: Sequence[Plan],
+        allowed: torch.Tensor,
+        fragments: torch.Tensor,
+        base: torch.Tensor,
+        lp: torch.Tensor,
+    ) -> None:
+        if not self._masked:
+            return
+        for r, state in enumerate(states):
+            counts = state.parts[self.slot]
+            for i in self._masked:
+                room = self.caps[i].at_most - counts[i]
+                allowed[r] &= self._vectors[i] <= room
+
+    def _passes(self, state: SteerState, text: str, indices: Sequence[int]) -> bool:
+        counts = state.parts[self.slot]
+        for i in indices:
+            cap = self.caps[i]
+            if counts[i] + added(cap.measure, state.text, text) > cap.at_most:
+                return False
+        return not (self.spec.no_list and lists_in(state.text, text))
+
+    def check(self, state: SteerState, memo: Any, text: str, tail: bytes, closing: bool) -> bool:
+        return self._passes(state, text, self._checked)
+
+    def check_pieced(self, state: SteerState, memo: Any, raw: bytes, text: str, tail: bytes) -> bool:
+        return self._passes(state, text, range(len(self.caps)))
+
+    def advance(
+        self,
+        before: SteerState,
+        new: SteerState,
+        token_id: int,
+        comp: LayoutSegment | None,
+        plan_of: Callable[[SteerState], Plan],
+    ) -> Any:
+        counts: tuple[int, ...] = before.parts[self.slot]
+        chunk = new.text[len(before.text) :]
+        if not chunk:
+            return counts
+        return tuple(n + added(cap.measure, before.text, chunk) for n, cap in zip(counts, self.caps))
+
+    def unmet(self, state: SteerState) -> tuple[str, ...]:
+        over = any(units.count(cap.measure, state.text) > cap.at_most for cap in self.caps)
+        listed = self.spec.no_list and lists_in("", state.text)
+        return ("tally",) if over or listed else ()
+
+
+def build_tally(ctx: Context, specs: Sequence[Any]) -> Controller | None:
+    """The tally controller, when a request caps a form count or bans lists."""
+    tally = next((s for s in specs if isinstance(s, Tally)), None)
+    if tally is None or not (tally.caps or tally.no_list):
+        return None
+    return Tallying(ctx, tally)

@@ -1,0 +1,185 @@
+"""Controllers of the constraint form: a random-logits model biased towards
+what each constraint forbids never violates it, judged by the form's own
+verifiers and by independent restatements; a few runs on the bundled model;
+impossible combinations are refused (the pipeline asks for confirmation)."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Any
+
+import emoji
+import pytest
+from test_controllers import drive_with_bias
+
+from inference.decoder.compile import compile_steering
+from reasoning.constraints.form.kinds import form_of
+from reasoning.constraints.form.verify import check
+from reasoning.constraints.model import Constraint, Kind
+from reasoning.constraints.verifiers import verify_all
+from reasoning.errors import ConflictError
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+BUDGET = 90
+SEEDS = (3, 17, 101)
+
+
+def gen(kind: Kind, cid: str = "f", **params: Any) -> Constraint:
+    return Constraint(id=cid, kind=kind, params=params)
+
+
+def bias_towards(tokenizer: Any, pattern: str, value: float = 6.0) -> dict[int, float]:
+    """A logit bonus on every token whose text matches ``pattern`` (the adversary)."""
+    vocab = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
+    found: dict[int, float] = {}
+    for index, piece in enumerate(vocab):
+        text = tokenizer.convert_tokens_to_string([piece])
+        if re.search(pattern, text):
+            found[index] = value
+    return found
+
+
+def judged(constraints: list[Constraint], text: str) -> list[str]:
+    """Ids of the constraints the verifiers find violated."""
+    failed = [v.constraint_id for v in verify_all(constraints, text) if not v.satisfied]
+    for c in constraints:
+        for form in form_of(c.kind, c.params) or ():
+            if not check(form, text).satisfied and c.id not in failed:
+                failed.append(c.id)
+    return failed
+
+
+CAPPED = [
+    ("digits", {"unit": "digits", "relation": "at most", "n": 0}, r"\d", lambda t: not re.search(r"\d", t)),
+    ("numbers", {"unit": "numbers", "relation": "at most", "n": 2}, r"\d",
+     lambda t: len(re.findall(r"(?<![\w.])\d+(?:[.,]\d+)*", t)) <= 2),
+    ("punctuation", {"unit": "punctuation", "relation": "at most", "n": 3}, r"[.,!?;:]",
+     lambda t: sum(unicodedata.category(ch).startswith("P") for ch in t) <= 3),
+    ("exclamations", {"unit": "punctuation", "filter": {"chars": "!"}, "relation": "less than", "n": 1}, r"!",
+     lambda t: "!" not in t),
+    ("emoji", {"unit": "emoji", "relation": "at most", "n": 0}, r"[\U0001F300-\U0001FAFF]",
+     lambda t: emoji.emoji_count(t) == 0),
+    ("t-words", {"unit": "words", "filter": {"starts_with": "t"}, "relation": "at most", "n": 1}, r"^\s?[Tt]",
+     lambda t: sum(w.lower().startswith("t") for w in re.findall(r"\w+", t)) <= 1),
+    ("ing-words", {"unit": "words", "filter": {"ends_with": "ing"}, "relation": "at most", "n": 0}, r"ing\b",
+     lambda t: not any(w.lower().endswith("ing") for w in re.findall(r"\w+", t))),
+    ("a-words", {"unit": "words", "filter": {"contains": "a"}, "relation": "at most", "n": 3}, r"a",
+     lambda t: sum("a" in w.lower() for w in re.findall(r"\w+", t)) <= 3),
+]
+
+
+@pytest.mark.parametrize(("name", "params", "pattern", "ok"), CAPPED, ids=[row[0] for row in CAPPED])
+def test_capped_counts_hold_on_random_logits(tokenizer: Any, name: str, params: dict[str, Any], pattern: str,
+                                             ok: Any) -> None:
+    constraints = [gen(Kind.COUNT, **params)]
+    steering = compile_steering(constraints, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
+    assert steering.controlled == {"f"}
+    bias = bias_towards(tokenizer, pattern)
+    for seed in SEEDS:
+        state = drive_with_bias(steering, BUDGET, seed, bias)
+        assert ok(state.text), state.text
+        assert judged(constraints, state.text) == [], state.text
+        assert "tally" not in steering.unmet(state)
+
+
+def test_no_list_holds_on_random_logits(tokenizer: Any) -> None:
+    constraints = [gen(Kind.STRUCTURE, layout="no_list")]
+    steering = compile_steering(constraints, tokenizer, prompt="List three rivers.", max_new_tokens=BUDGET)
+    assert steering.controlled == {"f"}
+    bias = bias_towards(tokenizer, r"^\s*(?:[-*]|\d+[.)])|\n", 8.0)
+    for seed in SEEDS:
+        state = drive_with_bias(steering, BUDGET, seed, bias)
+        listed = re.findall(r"^\s*\*[^\*].*$", state.text, flags=re.MULTILINE)
+        listed += re.findall(r"^\s*-.*$", state.text, flags=re.MULTILINE)
+        listed += re.findall(r"^\s*\d+[.)]\s+\S", state.text, flags=re.MULTILINE)
+        assert listed == [], state.text
+        assert judged(constraints, state.text) == [], state.text
+
+
+MINIMA = [
+    ("exclamations", {"unit": "punctuation", "filter": {"chars": "!"}, "relation": "at least", "n": 3},
+     lambda t: t.count("!") >= 3),
+    ("semicolons", {"unit": "characters", "filter": {"chars": ";"}, "relation": "exactly", "n": 2},
+     lambda t: t.count(";") == 2),
+    ("digits", {"unit": "digits", "relation": "at least", "n": 4}, lambda t: sum(ch.isdigit() for ch in t) >= 4),
+    ("emoji", {"unit": "emoji", "relation": "at least", "n": 2}, lambda t: emoji.emoji_count(t) >= 2),
+]
+
+
+@pytest.mark.parametrize(("name", "params", "ok"), MINIMA, ids=[row[0] for row in MINIMA])
+def test_paced_minima_hold_on_random_logits(tokenizer: Any, name: str, params: dict[str, Any], ok: Any) -> None:
+    constraints = [gen(Kind.COUNT, **params)]
+    steering = compile_steering(constraints, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
+    assert steering.controlled == {"f"}
+    for seed in SEEDS:
+        state = drive_with_bias(steering, BUDGET, seed, None)
+        assert ok(state.text), state.text
+        assert judged(constraints, state.text) == [], state.text
+
+
+FORCED = [
+    ("wrap", Kind.WRAP, {"left": "(", "right": ")"}, lambda t: t.strip().startswith("(") and t.strip().endswith(")")),
+    ("first word", Kind.POSITION, {"unit": "words", "k": 1, "op": "is", "text": "Rivers"},
+     lambda t: re.sub(r"\W", "", t.split()[0]).lower() == "rivers"),
+    ("first sentence", Kind.POSITION, {"unit": "sentences", "k": 1, "op": "starts_with", "text": "In short"},
+     lambda t: t.lower().startswith("in short")),
+    ("last word", Kind.POSITION, {"unit": "words", "k": -1, "op": "is", "text": "done"},
+     lambda t: re.sub(r"\W", "", t.split()[-1]).lower() == "done"),
+    ("last sentence", Kind.POSITION, {"unit": "sentences", "k": -1, "op": "ends_with", "text": "the end."},
+     lambda t: t.strip().lower().endswith("the end.")),
+]
+
+
+@pytest.mark.parametrize(("name", "kind", "params", "ok"), FORCED, ids=[row[0] for row in FORCED])
+def test_forced_texts_hold_on_random_logits(tokenizer: Any, name: str, kind: Kind, params: dict[str, Any],
+                                            ok: Any) -> None:
+    constraints = [gen(kind, **params)]
+    steering = compile_steering(constraints, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
+    assert steering.controlled == {"f"}
+    for seed in SEEDS:
+        state = drive_with_bias(steering, BUDGET, seed, None)
+        assert ok(state.text), state.text
+        assert judged(constraints, state.text) == [], state.text
+
+
+def test_form_caps_combine_with_named_kinds(tokenizer: Any) -> None:
+    constraints = [
+        gen(Kind.COUNT, "digits", unit="digits", relation="at most", n=0),
+        gen(Kind.STRUCTURE, "nolist", layout="no_list"),
+        gen(Kind.WRAP, "wrap", left="[", right="]"),
+        Constraint(id="lower", kind=Kind.ALL_LOWERCASE),
+        Constraint(id="words", kind=Kind.WORD_COUNT, params={"relation": "less than", "n": 40}),
+    ]
+    steering = compile_steering(constraints, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
+    assert steering.controlled == {"digits", "nolist", "wrap", "lower", "words"}
+    bias = bias_towards(tokenizer, r"\d|^\s*-", 6.0)
+    for seed in SEEDS:
+        state = drive_with_bias(steering, BUDGET, seed, bias)
+        assert judged(constraints, state.text) == [], state.text
+
+
+def test_uncontrollable_forms_are_reported_uncontrolled(tokenizer: Any) -> None:
+    constraints = [
+        gen(Kind.POSITION, "third", unit="words", k=3, op="is", text="river"),
+        gen(Kind.COUNT, "numbers", unit="numbers", relation="at least", n=2),
+        gen(Kind.COPY, "copy", text="Describe a river.", change=True),
+        gen(Kind.STRUCTURE, "table", layout="table"),
+    ]
+    steering = compile_steering(constraints, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
+    assert steering.controlled == frozenset()
+    assert steering.uncontrolled == {"third", "numbers", "copy", "table"}
+
+
+def test_impossible_form_combinations_are_conflicts(tokenizer: Any) -> None:
+    cases = [
+        [gen(Kind.STRUCTURE, "a", layout="no_list"), Constraint(id="b", kind=Kind.BULLET_COUNT, params={"n": 3})],
+        [gen(Kind.WRAP, "a", left="(", right=")"), Constraint(id="b", kind=Kind.QUOTATION)],
+        [gen(Kind.COUNT, "a", unit="punctuation", filter={"chars": "!"}, relation="at most", n=0),
+         Constraint(id="b", kind=Kind.END_PHRASE, params={"phrase": "Thanks!"})],
+    ]
+    for constraints in cases:
+        with pytest.raises(ConflictError) as refused:
+            compile_steering(constraints, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
+        assert "a" in refused.value.extra["constraint_ids"]
