@@ -93,3 +93,13 @@ def test_a_contradicting_claim_cannot_be_written(tokenizer: Any, engine: Decisio
 def test_no_statement_means_no_controller(tokenizer: Any) -> None:
     steering = compile_steering([], tokenizer, prompt="Describe Paris.", max_new_tokens=20)
     assert not any(isinstance(c, Stating) for c in steering.controllers)
+
+
+def test_a_chinese_statement_is_written_whole(tokenizer: Any, engine: DecisionEngine, decision: Decision) -> None:
+    # Han characters span several byte tokens: the insertion holds through unfinished characters.
+    text = "本案需要上报MLRO（AML-R-017）[E2]。"
+    steering = compile_steering(
+        [], tokenizer, prompt=PEP_CASE, max_new_tokens=60, evidence_ids=["E2"],
+        statement=_statement(engine, decision, text),
+    )
+    assert _drive(steering, "好的。", tokenizer, 60).startswith(text)

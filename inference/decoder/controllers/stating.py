@@ -93,7 +93,7 @@ class Stating(Controller):
 
     def route(self, state: SteerState) -> Plan | None:
         rest: tuple[int, ...] = state.parts[self.slot]
-        if rest and not state.pending and self._in_body(state.seg):
+        if rest and self._in_body(state.seg):
             return Plan("only", rest[0], seg=state.seg)
         return None
 
