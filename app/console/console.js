@@ -38,6 +38,7 @@ function resetRun() {
   state.steps = [];
   $("answer").textContent = "";
   $("run-id").textContent = "";
+  renderDecision(null);
   $("steps").replaceChildren();
   $("constraints").replaceChildren();
   $("confidence-chart").replaceChildren();
@@ -83,9 +84,39 @@ function renderEvidence(evidence) {
   }));
 }
 
+/** The decision of the domain's rules, first: status, statement, each conclusion with its
+ * rule, cited evidence ids and the request's words that fired it, and any missing input. */
+function renderDecision(decision) {
+  const box = $("decision");
+  box.hidden = !decision;
+  if (!decision) return;
+  const tag = $("decision-status");
+  tag.textContent = decision.status;
+  tag.className = `status-tag ${decision.status}`;
+  $("decision-statement").textContent = decision.statement;
+  const rows = decision.conclusions.map((c) => {
+    const li = item("", "conclusion");
+    const rule = document.createElement("strong");
+    rule.textContent = c.rule_id;
+    li.append(rule, ` ${c.statement}`);
+    if (c.evidence_ids.length) li.append(` [${c.evidence_ids.join(", ")}]`);
+    const words = [...new Set(c.case_facts.filter((f) => f.span).map((f) => f.span.text))];
+    if (words.length) {
+      const why = document.createElement("div");
+      why.className = "muted";
+      why.textContent = `fired by: ${words.map((w) => `«${w}»`).join("; ")}`;
+      li.appendChild(why);
+    }
+    return li;
+  });
+  decision.missing.forEach((m) => rows.push(item(`missing: ${m.label} (${m.rule_ids.join(", ")})`, "missing")));
+  $("conclusions").replaceChildren(...rows);
+}
+
 /** The full `POST /v1/reason` body (also a session turn's `response`). */
 async function renderResult(result) {
   $("run-id").textContent = result.run_id;
+  renderDecision(result.decision || null);
   $("answer").textContent = result.status === "ok" ? result.answer
     : `${result.status}${result.detail ? `: ${result.detail}` : ""}`;
   // The streamed steps were provisional (decided, not yet scored): show the scored ones.
