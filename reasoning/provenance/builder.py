@@ -318,6 +318,62 @@ class _RunGraph:
             for version in sorted({fact.ontology_version for fact in self.record.evidence}):
                 self.bundle.used(retrieval, versions[version])
 
+    def add_decision(self, prompt: QualifiedName | None) -> None:
+        """The rule evaluation: an activity that used the case facts (spans of the
+        prompt), the premises and the rules' evidence facts, and generated the conclusions.
+
+        Read from the stored ``result["decision"]`` (the public ``decision`` of
+        the run); nothing when the run had none.
+        """
+        decision = self.record.result.get("decision")
+        if not isinstance(decision, dict):
+            return
+        activity = self.stage("rules")
+        if activity == self.run["run"]:
+            activity = self.run["rules"]
+            at = _utc(self.record.started_at)
+            self.bundle.activity(activity, at, at, [(PROV_TYPE, TENET["RuleEvaluation"])])
+        self.bundle.wasAssociatedWith(activity, self.service)
+        facts: dict[tuple[str, str, str], QualifiedName] = {}
+        premise_ids = {p.id for p in self.record.premises}
+        fact_ids = {f.id for f in self.record.evidence}
+        for k, conclusion in enumerate(decision.get("conclusions") or [], start=1):
+            entity = self.run[f"conclusion/{k}"]
+            self.bundle.entity(entity, [
+                (PROV_TYPE, TENET["Conclusion"]),
+                (TENET["ruleId"], str(conclusion.get("rule_id", ""))),
+                (TENET["action"], str(conclusion.get("action", ""))),
+                (TENET["text"], str(conclusion.get("statement", ""))),
+                (TENET["decisionStatus"], str(decision.get("status", ""))),
+            ])
+            self.bundle.wasGeneratedBy(entity, activity)
+            for fact in conclusion.get("case_facts") or []:
+                key = (str(fact.get("subject")), str(fact.get("predicate")), str(fact.get("object")))
+                if key not in facts:
+                    facts[key] = self.run[f"case-fact/{len(facts) + 1}"]
+                    span = fact.get("span") or {}
+                    attributes: Attributes = [
+                        (PROV_TYPE, TENET["CaseFact"]),
+                        (TENET["subject"], key[0]), (TENET["predicate"], key[1]), (TENET["object"], key[2]),
+                    ]
+                    if span:
+                        attributes += [(TENET["text"], str(span.get("text", ""))),
+                                       (TENET["start"], int(span.get("start", 0))),
+                                       (TENET["end"], int(span.get("end", 0)))]
+                    self.bundle.entity(facts[key], attributes)
+                    self.bundle.used(activity, facts[key])
+                    if prompt is not None and span:
+                        self.bundle.wasDerivedFrom(facts[key], prompt)
+                self.bundle.wasDerivedFrom(entity, facts[key])
+            for pid in conclusion.get("premise_ids") or []:
+                if pid in premise_ids:
+                    self.bundle.used(activity, self.run[f"premise/{_local(pid)}"])
+                    self.bundle.wasDerivedFrom(entity, self.run[f"premise/{_local(pid)}"])
+            for fid in conclusion.get("evidence_ids") or []:
+                if fid in fact_ids:
+                    self.bundle.used(activity, self.run[f"fact/{_local(fid)}"])
+                    self.bundle.wasDerivedFrom(entity, self.run[f"fact/{_local(fid)}"])
+
     # -- the decode ---------------------------------------------------------------
     def add_steps(self, prompt: QualifiedName | None) -> None:
         previous = self.stage("decode", "prefill", "evidence", "extract")
@@ -477,6 +533,7 @@ def build_run_document(
     graph.add_premises(prompt)
     versions = graph.add_ontologies()
     graph.add_evidence(versions)
+    graph.add_decision(prompt)
     graph.add_steps(prompt)
     graph.add_pruning()
     graph.add_reinferences()

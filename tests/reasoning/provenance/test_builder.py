@@ -138,3 +138,32 @@ def test_identifiers_with_odd_characters_survive_every_format() -> None:
     for fmt in ProvFormat:
         expected = document.flattened() if fmt is ProvFormat.TURTLE else document
         assert parse(serialize(document, fmt), fmt) == expected, fmt
+
+
+def test_rule_evaluation_used_the_facts_and_generated_the_conclusions() -> None:
+    record = aml_record()
+    decision = {
+        "status": "decided", "statement": "This case requires escalation to the MLRO (AML-R-017).",
+        "conclusions": [{
+            "statement": "This case requires escalation to the MLRO (AML-R-017).", "rule_id": "AML-R-017",
+            "action": "https://tenet.dev/ontologies/aml#act-escalate", "evidence_ids": ["E1"],
+            "case_facts": [{"subject": "<urn:tenet:case:1>", "predicate": "<urn:p>", "object": "<urn:o>",
+                            "span": {"start": 43, "end": 55, "text": "our PEP list"}}],
+            "premise_ids": ["P1"],
+        }],
+        "missing": [],
+    }
+    record = msgspec.structs.replace(record, result={**record.result, "decision": decision})
+    bundle = _bundle(record)
+    records = _by_id(bundle)
+    conclusion = records["run:conclusion/1"]
+    assert _attr(conclusion, "tenet:ruleId") == {"AML-R-017"}
+    generated = _relations(bundle, "Generation")
+    [(_, activity)] = [pair for pair in generated if pair[0] == "run:conclusion/1"]
+    used = {entity for act, entity in _relations(bundle, "Usage") if act == activity}
+    assert {"run:case-fact/1", "run:premise/P1", "run:fact/E1"} <= used
+    derived = _relations(bundle, "Derivation")
+    assert ("run:case-fact/1", "run:prompt") in derived or any(a == "run:case-fact/1" for a, _ in derived)
+    assert ("run:conclusion/1", "run:case-fact/1") in derived
+    # Without a decision there is no rule evaluation.
+    assert not any(k.startswith("run:conclusion/") for k in _by_id(_bundle(aml_record())))
