@@ -1,6 +1,9 @@
 """Steering benchmark: IFEval accuracy with token controllers on and off.
 
-``python -m bench.steering [--quick] [--skip N] [--limit N] [--width K]``
+``python -m bench.steering [--quick] [--skip N] [--limit N] [--width K] [--set PATH]``
+
+``--set PATH`` runs our own labelled prompts instead (``bench.steering_set``:
+instructions of the constraint form, judged by our verifiers).
 
 Selection rule (no hand-picking): every prompt of
 ``bench/data/ifeval/input_data.jsonl`` whose instructions all map to a
@@ -39,6 +42,7 @@ import torch
 from bench.datasets import IFEVAL_PROMPTS
 from bench.extraction import label_params
 from bench.model_cache import add_cache_option, model_cache
+from bench.steering_set import SET_DATA, run_set
 from inference.decoder.compile import compile_steering
 from inference.decoder.packed_llama import packed_forward
 from reasoning.constraints.catalog import IFEVAL_TO_KIND
@@ -324,6 +328,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--width", type=int, default=4, help="beam width of our decode and of generate(num_beams)"
     )
     parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument(
+        "--set",
+        type=Path,
+        nargs="?",
+        const=SET_DATA,
+        default=None,
+        help="our labelled prompts (default bench/data/steering_set.jsonl), judged by our verifiers",
+    )
     parser.add_argument("--verbose", action="store_true", help="print each answer to stderr")
     parser.add_argument(
         "--no-prune",
@@ -349,6 +361,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     torch.manual_seed(0)
     lm = load_model("bundled", cache_root=model_cache(args.cache))
     model, tokenizer = lm.model, lm.tokenizer
+    if args.set is not None:
+        print(json.dumps(run_set(args, model, tokenizer)))
+        return 0
     rows = [json.loads(line) for line in args.data.read_text().splitlines() if line.strip()]
     cap = _QUICK_CAP if args.quick else _FULL_CAP
     chosen, excluded = select(rows, tokenizer, cap=cap)
