@@ -95,6 +95,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from app.factory import create_app
     from app.heap import freeze_heap_once_loaded
+    from app.http_protocol import header_deadline_protocol
 
     settings = _settings()
     _check_data_dir(settings)
@@ -105,7 +106,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if settings.load_model:
         freeze_heap_once_loaded(app.state.runtime)
     uvicorn.run(
-        app, host=args.host, port=args.port, log_level=settings.log_level.lower(), access_log=False
+        app, host=args.host, port=args.port, log_level=settings.log_level.lower(), access_log=False,
+        http=header_deadline_protocol(settings.header_timeout_s),
     )
     return 0
 

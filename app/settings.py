@@ -134,6 +134,11 @@ SETTINGS_DOC: tuple[tuple[str, str, str], ...] = (
         "On shutdown, seconds to let accepted (running and queued) decodes finish while new ones get 503.",
     ),
     (
+        "TENET_HEADER_TIMEOUT_S",
+        "10",
+        "Seconds a connection may take to send a request's line and headers (from opening, or from the previous response); a later one is closed unanswered, so half-open connections cannot pile up.",
+    ),
+    (
         "TENET_AUDIT_RETENTION_DAYS",
         "180",
         "Minimum age (days, at least 1) before audit events may be purged; nothing deletes younger ones.",
@@ -228,6 +233,7 @@ class Settings:
     batch_wait_ms: float = 150.0
     default_deadline_s: float = 60.0
     shutdown_grace_s: float = 30.0
+    header_timeout_s: float = 10.0
     webhook_url: str = ""
     webhook_format: str = "slack"
     otlp_endpoint: str = ""
@@ -318,6 +324,10 @@ class Settings:
         if self.shutdown_grace_s < 0:
             raise InvalidInput(
                 "TENET_SHUTDOWN_GRACE_S must not be negative", variable="TENET_SHUTDOWN_GRACE_S"
+            )
+        if not self.header_timeout_s > 0:
+            raise InvalidInput(
+                "TENET_HEADER_TIMEOUT_S must be positive", variable="TENET_HEADER_TIMEOUT_S"
             )
         if self.audit_retention_days < 1:
             raise InvalidInput(
