@@ -35,6 +35,7 @@ from reasoning.evidence.model import EvidenceFact
 __all__ = [
     "DAG",
     "BranchTrace",
+    "ConclusionTrace",
     "DagNode",
     "DagStep",
     "NodeKind",
@@ -74,6 +75,7 @@ class NodeKind(StrEnum):
     STEP = "step"
     BRANCH = "branch"
     ANSWER = "answer"
+    CONCLUSION = "conclusion"
 
 
 class DagNode(msgspec.Struct, frozen=True, kw_only=True):
@@ -93,6 +95,17 @@ class DagStep(msgspec.Struct, frozen=True, kw_only=True):
     confidence: float
     evidence_ids: tuple[str, ...] = ()
     premise_ids: tuple[str, ...] = ()
+
+
+class ConclusionTrace(msgspec.Struct, frozen=True, kw_only=True):
+    """A conclusion of the domain's decision rules: its rule, the premises it used
+    (session premise ids) and the rule's evidence facts."""
+
+    key: str
+    statement: str
+    rule_id: str
+    premise_ids: tuple[str, ...] = ()
+    evidence_ids: tuple[str, ...] = ()
 
 
 class BranchTrace(msgspec.Struct, frozen=True, kw_only=True):
@@ -316,8 +329,14 @@ def record_turn(
     answer: str,
     confidence: float | None = None,
     premise_status: Mapping[str, str] | None = None,
+    conclusions: Sequence[ConclusionTrace] = (),
 ) -> None:
     """Write one turn's run into ``dag``, replacing what that turn had before.
+
+    Each conclusion of the decision rules is a node over the premises it
+    used and its rule's evidence; the answer depends on it (the decode
+    states it), so retracting a premise a conclusion used reaches the answer
+    through the conclusion.
 
     Edges, as the decode happened: each branch's first step depends on the
     premises and evidence of its prompt suffix and on the constraints that
@@ -375,6 +394,16 @@ def record_turn(
     )
     for branch in branches:
         _record_branch(dag, turn, branch, constraint_ids, answer_id)
+    for conclusion in conclusions:
+        cid = node_id(NodeKind.CONCLUSION, conclusion.key, turn=turn)
+        dag.add(DagNode(id=cid, kind=NodeKind.CONCLUSION, label=conclusion.rule_id,
+                        attrs={"turn": turn, "text": conclusion.statement, "rule_id": conclusion.rule_id}))
+        inputs = [node_id(NodeKind.PREMISE, p) for p in conclusion.premise_ids]
+        inputs += [node_id(NodeKind.EVIDENCE, e, turn=turn) for e in conclusion.evidence_ids]
+        for dependency in inputs:
+            if dependency in dag:
+                dag.depend(cid, dependency)
+        dag.depend(answer_id, cid)
 
 
 def _record_branch(

@@ -69,7 +69,15 @@ from inference.pipeline import Plan, ReasonOptions, ReasonResult
 from inference.scheduler import JobHints
 from reasoning.analysis import Status
 from reasoning.constraints.model import Constraint, Hardness, Kind
-from reasoning.dag import BranchTrace, DagStep, NodeKind, ReasoningDag, node_id, record_turn
+from reasoning.dag import (
+    BranchTrace,
+    ConclusionTrace,
+    DagStep,
+    NodeKind,
+    ReasoningDag,
+    node_id,
+    record_turn,
+)
 from reasoning.errors import ConflictError, InvalidInput
 from reasoning.feedback import Feedback, FeedbackKind, RunView, SessionPolicy, apply_feedback
 from reasoning.premises import RetractionMatch, match_retraction
@@ -143,6 +151,20 @@ def _step_node(turn: int, view: str, step_id: str) -> str:
     view prefix so the DAGs of sessions stored earlier still resolve.
     """
     return node_id(NodeKind.STEP, f"{view}/{step_id}", turn=turn)
+
+
+def _conclusions(result: ReasonResult, mapping: Mapping[str, str]) -> list[ConclusionTrace]:
+    """DAG traces of the decision's conclusions, premise ids mapped to the stored premise ids."""
+    if result.decision is None:
+        return []
+    return [
+        ConclusionTrace(
+            key=f"{c.rule_id}/{c.action.rsplit('#', 1)[-1].rsplit('/', 1)[-1]}", statement=c.statement_en,
+            rule_id=c.rule_id, premise_ids=tuple(mapping[p] for p in c.premise_ids if p in mapping),
+            evidence_ids=c.evidence_ids,
+        )
+        for c in result.decision.conclusions
+    ]
 
 
 def _traces(result: ReasonResult, mapping: Mapping[str, str], recomputed: set[str] | None) -> list[BranchTrace]:
@@ -439,7 +461,7 @@ class SessionService:
                 dag, turn=number, premises=[repo.premise_from_row(r) for r in rows.values()],
                 constraints=plan.active_constraints, evidence=[f for s in plan.branches for f in s.facts],
                 branches=_traces(result, mapping, None) if result.decode is not None else [],
-                answer=result.answer, premise_status=statuses,
+                answer=result.answer, premise_status=statuses, conclusions=_conclusions(result, mapping),
             )
             _policy_marks(dag, number, row.state)
             state = {**session.state, "turns": [*turns, msgspec.to_builtins(turn)]}
@@ -544,6 +566,7 @@ class SessionService:
                     constraints=plan.active_constraints, evidence=[f for s in plan.branches for f in s.facts],
                     branches=_traces(result, t.premises, rec_views), answer=result.answer,
                     premise_status={r.id: r.status for r in mine},
+                    conclusions=_conclusions(result, t.premises),
                 )
                 gone = sorted(n for n in before - dag.turn_nodes(t.turn) if n.split(":")[1] in ("branch", "step"))
                 done, kept = _classify(t.turn, result, rec_views, answer_changed=bool(gone or rec_views))

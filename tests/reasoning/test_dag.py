@@ -12,6 +12,7 @@ from reasoning.constraints.model import Constraint, Kind, Premise, Relation
 from reasoning.dag import (
     DAG,
     BranchTrace,
+    ConclusionTrace,
     DagNode,
     DagStep,
     NodeKind,
@@ -173,3 +174,22 @@ def test_unknown_node_is_not_found() -> None:
     d.add(DagNode(id="premise:P9", kind=NodeKind.PREMISE, label="x"))
     with pytest.raises(NotFound):
         d.descendants("premise:P0")
+
+
+def test_a_conclusion_is_a_node_over_its_premises_and_rule_evidence() -> None:
+    d = ReasoningDag()
+    escalate = ConclusionTrace(key="AML-R-017/act-escalate", statement="This case requires escalation.",
+                               rule_id="AML-R-017", premise_ids=("P2",), evidence_ids=("E1",))
+    record_turn(d, turn=1, premises=PREMISES, constraints=CONSTRAINTS, evidence=EVIDENCE,
+                branches=_branches(), answer="Escalate it.", conclusions=(escalate,))
+    cid = node_id(NodeKind.CONCLUSION, "AML-R-017/act-escalate", turn=1)
+    assert d.node(cid).label == "AML-R-017"
+    assert d.dependencies(cid) == {node_id(NodeKind.PREMISE, "P2"), node_id(NodeKind.EVIDENCE, "E1", turn=1)}
+    assert cid in d.descendants(node_id(NodeKind.PREMISE, "P2"))
+    assert cid not in d.descendants(node_id(NodeKind.PREMISE, "P1"))
+    assert node_id(NodeKind.ANSWER, "answer", turn=1) in d.dependents(cid)
+    # Recorded again after the premise was retracted, the conclusion is gone with it.
+    record_turn(d, turn=1, premises=PREMISES, constraints=CONSTRAINTS, evidence=EVIDENCE,
+                branches=_branches(), answer="No action is required.", premise_status={"P2": "retracted"})
+    assert cid not in d
+    assert ReasoningDag.from_node_link(d.to_node_link()).to_node_link() == d.to_node_link()
