@@ -13,7 +13,9 @@ How each bound is kept:
 - items that lie inside one character (characters, letters, punctuation,
   digits, emoji) add up over tokens: a ``[V]`` vector of what each complete
   token adds gives one mask per step (``count + added > cap`` is banned);
-  a byte fragment is judged once it completes a character;
+  a byte fragment is judged on the character it completes, and a cap with
+  no room left refuses a fragment that can only become a counted character
+  (an emoji's lead bytes);
 - items that span characters (numbers, words) are checked per candidate on
   the window after the last whitespace (no number or word crosses one), so
   the check costs the length of the last word, not of the answer. The word
@@ -118,6 +120,26 @@ def lists_in(text: str, chunk: str) -> bool:
     return any(list_line(line, index < len(lines) - 1) for index, line in enumerate(lines))
 
 
+def _free_prefixes(tables: VocabTables, measure: Measure) -> frozenset[bytes]:
+    """Proper UTF-8 prefixes of characters ``measure`` does not count (a
+    fragment with such a tail can still complete without adding an item)."""
+
+    def build() -> frozenset[bytes]:
+        found: set[bytes] = set()
+        for code in range(0x80, 0x30000):
+            if 0xD800 <= code <= 0xDFFF:
+                continue
+            ch = chr(code)
+            encoded = ch.encode("utf-8")
+            if encoded[:-1] in found or units.count(measure, ch):
+                continue
+            for cut in range(1, len(encoded)):
+                found.add(encoded[:cut])
+        return frozenset(found)
+
+    return tables.cached(("tally-free-prefixes", measure), build)  # type: ignore[no-any-return]
+
+
 def _vector(tables: VocabTables, measure: Measure) -> torch.Tensor:
     """``[V]`` int32: the items of ``measure`` each complete token adds."""
 
@@ -139,7 +161,8 @@ class Tallying(Controller):
         self._masked = tuple(i for i, c in enumerate(tally.caps) if c.additive)
         self._checked = tuple(i for i, c in enumerate(tally.caps) if not c.additive)
         self._vectors = {i: _vector(ctx.tables, tally.caps[i].measure) for i in self._masked}
-        self.lazy = bool(self._checked) or tally.no_list
+        # Byte fragments of counted characters (emoji, CJK punctuation) are judged per candidate.
+        self.lazy = True
 
     def start(self) -> Any:
         return (0,) * len(self.caps)
@@ -173,7 +196,17 @@ class Tallying(Controller):
         return self._passes(state, text, self._checked)
 
     def check_pieced(self, state: SteerState, memo: Any, raw: bytes, text: str, tail: bytes) -> bool:
-        return self._passes(state, text, range(len(self.caps)))
+        if not self._passes(state, text, range(len(self.caps))):
+            return False
+        if not tail:
+            return True
+        counts = state.parts[self.slot]
+        for i in self._masked:
+            cap = self.caps[i]
+            full = counts[i] + added(cap.measure, state.text, text) >= cap.at_most
+            if full and tail not in _free_prefixes(self.ctx.tables, cap.measure):
+                return False
+        return True
 
     def advance(
         self,

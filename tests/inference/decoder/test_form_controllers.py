@@ -183,3 +183,29 @@ def test_impossible_form_combinations_are_conflicts(tokenizer: Any) -> None:
         with pytest.raises(ConflictError) as refused:
             compile_steering(constraints, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
         assert "a" in refused.value.extra["constraint_ids"]
+
+
+@pytest.mark.model
+def test_bundled_model_keeps_form_constraints(loaded_model: Any) -> None:
+    from inference.decoder.decode import decode
+    from inference.decoder.options import DecodeOptions
+    from inference.prompting import plan_prompt
+
+    tokenizer = loaded_model.tokenizer
+    budget = 56
+    prompt = "Give three reasons to visit a river, with dates if you know them."
+    constraints = [
+        gen(Kind.COUNT, "digits", unit="digits", relation="at most", n=0),
+        gen(Kind.STRUCTURE, "nolist", layout="no_list"),
+        gen(Kind.WRAP, "wrap", left="(", right=")"),
+        gen(Kind.COUNT, "bang", unit="punctuation", filter={"chars": "!"}, relation="at least", n=2),
+    ]
+    steering = compile_steering(constraints, tokenizer, prompt=prompt, max_new_tokens=budget)
+    assert steering.controlled == {"digits", "nolist", "wrap", "bang"}
+    plan = plan_prompt(tokenizer, prompt, constraints)
+    result = decode(
+        loaded_model.model, tokenizer, plan, steering=steering,
+        options=DecodeOptions(width=2, max_new_tokens=budget, prune=False), constraints=constraints,
+    )
+    assert judged(constraints, result.answer) == [], result.answer
+    assert len(re.findall(r"[A-Za-z]{3,}", result.answer)) >= 3, result.answer
