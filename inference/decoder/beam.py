@@ -24,6 +24,12 @@ step is re-decoded with the step's first token banned at that position
 ban meets a token the steering forces -- the step is kept and flagged as an
 unrepaired violation, never silently dropped.
 
+Endings (``endings.py``): a hypothesis the model stopped freely ends
+``model``; one a budget or the steering ended is ``landed`` when its text
+ends complete, and otherwise rolled back to its last complete sentence
+(``landed``, its steering state replayed) or, with none, kept as
+``budget_cut``, which ranks below every complete hypothesis.
+
 A rolled-back row is not copied: the columns it abandons are masked and its
 positions restart at the step, the same ragged-batch mechanism as branch
 prompts of different length.
@@ -41,6 +47,7 @@ import torch
 
 from inference.decoder.batch import BatchState
 from inference.decoder.boundaries import BoundaryTable
+from inference.decoder.endings import END_CUT, END_LANDED, END_MODEL, Lander
 from inference.decoder.options import DecodeOptions
 from inference.decoder.runner import ModelRunner
 from inference.decoder.steering_protocol import Steering, SteeringState
@@ -63,10 +70,13 @@ _NEG_INF = float("-inf")
 
 @dataclass(frozen=True)
 class BeamConfig:
-    """What one search reads: the decode's ``options`` and the ids that end an answer."""
+    """What one search reads: the decode's ``options``, the ids that end an
+    answer and the ``lander`` that finds complete prefixes (None: answers a
+    budget ends are never rolled back, and count as ``budget_cut``)."""
 
     options: DecodeOptions
     eos_ids: frozenset[int] = frozenset()
+    lander: Lander | None = None
 
 
 @dataclass(frozen=True)
@@ -119,6 +129,7 @@ class Hypothesis:
     score: float
     normalized: float
     state: SteeringState | None = None  # the steering state after the last token (its violations)
+    end: str = END_MODEL  # how it ended (``endings``); a budget's end is settled by ``_finish``
 
 
 @dataclass(frozen=True)
@@ -618,6 +629,7 @@ def _add_hypothesis(
             score=cand.score,
             normalized=cand.score / length**config.options.length_penalty,
             state=cand.state,
+            end=END_MODEL if is_eos and not cand.forced else END_CUT,
         )
     )
     branch_hyps.sort(key=lambda h: h.normalized, reverse=True)
@@ -689,6 +701,7 @@ def _flagged(pb: _Beam, best: _Candidate, attempts: int, config: BeamConfig) -> 
         score=best.score,
         normalized=best.score / length**config.options.length_penalty,
         state=best.state,
+        end=END_MODEL if best.token in config.eos_ids and not best.forced else END_CUT,
     )
 
 
@@ -772,6 +785,7 @@ def _file_dead_end(
             bm.score,
             bm.score / length**config.options.length_penalty,
             bm.state,
+            end=END_CUT,
         )
     )
 
@@ -820,10 +834,11 @@ def _finish(
 ) -> list[BranchOutcome]:
     """Close the pending step of beams alive at the token limit (judged, never pruned); rank branches.
 
-    Ranking: hypotheses whose steering reports nothing unmet (``unmet``,
-    when the steering offers it: an open structure, a missing minimum) come
-    first, best score first within each group; a cut answer never outranks
-    a complete one.
+    Every hypothesis a budget ended is settled by ``_land`` (landed, rolled
+    back to its last complete sentence, or ``budget_cut``). Ranking: complete
+    answers before ``budget_cut`` ones; then hypotheses whose steering
+    reports nothing unmet (``unmet``, when the steering offers it: an open
+    structure, a missing minimum); best score first within each group.
     """
     width = config.options.width
     outcomes = []
@@ -854,13 +869,52 @@ def _finish(
                         bm.score,
                         bm.score / length**config.options.length_penalty,
                         bm.state,
+                        end=END_CUT,
                     )
                 )
+        settled = [_land(h, steerings[b], config) for h in branch_hyps]
         ranked = sorted(
-            branch_hyps, key=lambda h: (bool(unmet(steerings[b], h.state)), -h.normalized)
+            settled,
+            key=lambda h: (h.end == END_CUT, bool(unmet(steerings[b], h.state)), -h.normalized),
         )
         outcomes.append(BranchOutcome(b, tuple(ranked[:width])))
     return outcomes
+
+
+def _land(h: Hypothesis, steering: Steering, config: BeamConfig) -> Hypothesis:
+    """Settle how a budget-ended hypothesis ends (see the module doc).
+
+    A rolled-back hypothesis keeps the steps up to its new end (the step
+    that crosses it ends there), its score loses the dropped tokens' model
+    log-probabilities, and its steering state is replayed over the kept
+    tokens and finished, so ``unmet`` judges the text it now has.
+    """
+    if h.end != END_CUT or config.lander is None:
+        return h
+    n = config.lander.complete_length(h.tokens)
+    if n is None:
+        return h
+    if n == len(h.tokens):
+        return replace(h, end=END_LANDED)
+    state = steering.initial_state()
+    for token in h.tokens[:n]:
+        state = steering.advance(state, token)
+    if config.eos_ids:
+        state = steering.advance(state, min(config.eos_ids))
+    steps = tuple(
+        step if step.end <= n else replace(step, end=n) for step in h.steps if step.start < n
+    )
+    score = h.score - sum(h.logprobs[n:])
+    return Hypothesis(
+        tokens=h.tokens[:n],
+        logprobs=h.logprobs[:n],
+        entropies=h.entropies[:n],
+        steps=steps,
+        score=score,
+        normalized=score / n**config.options.length_penalty,
+        state=state,
+        end=END_LANDED,
+    )
 
 
 def unmet(steering: Steering, state: SteeringState | None) -> tuple[str, ...]:

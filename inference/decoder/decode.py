@@ -35,6 +35,7 @@ from inference.decoder.beam import (
     unmet,
 )
 from inference.decoder.boundaries import boundary_table
+from inference.decoder.endings import END_MODEL, Lander
 from inference.decoder.microbatch import MicroBatcher
 from inference.decoder.options import DecodeOptions
 from inference.decoder.pruning import BranchEvidence, PruningJudge, StepFacts
@@ -74,6 +75,7 @@ class BranchResult(msgspec.Struct, frozen=True, kw_only=True):
     agrees: bool
     steps: tuple[Step, ...]
     violations: tuple[str, ...] = ()
+    end: str = END_MODEL  # how the text ended: model | landed | budget_cut (``endings``)
 
 
 def choose_answer(branches: Sequence[BranchResult]) -> int:
@@ -137,6 +139,7 @@ class DecodeResult(msgspec.Struct, frozen=True, kw_only=True):
     constraint_check_share: float
     prefix_cache_hit: bool
     violations: tuple[str, ...]
+    end: str = END_MODEL  # how the answer ended: model | landed | budget_cut (``endings``)
 
 
 def _eos_ids(model: Any, tokenizer: Any) -> frozenset[int]:
@@ -237,7 +240,11 @@ def decode(
                 language=plan.language,
                 pad_id=pad_id,
             )
-            config = BeamConfig(options, eos_ids=_eos_ids(model, tokenizer))
+            config = BeamConfig(
+                options,
+                eos_ids=_eos_ids(model, tokenizer),
+                lander=Lander(lambda ids: str(tokenizer.decode(list(ids), skip_special_tokens=True))),
+            )
             table = boundary_table(tokenizer, int(first.shape[-1]))
             stream = StepStream(plan.views, tokenizer, on_step) if on_step is not None else None
             outcomes = generate(
@@ -334,6 +341,7 @@ def _result(
         else 0.0,
         prefix_cache_hit=hit,
         violations=violations,
+        end=answer.end,
     )
 
 
@@ -391,6 +399,7 @@ def _branch(
         agrees=False,
         steps=steps,
         violations=violations,
+        end=best.end,
     )
 
 

@@ -329,7 +329,64 @@ class CompiledLayout:
         if accepting:
             stop_mass = torch.logsumexp(lp.masked_fill(~self.eos_mask, _NEG_INF), dim=0)
             row[plan.exit] = torch.logaddexp(row[plan.exit], stop_mass)
+        self._land_formal(state, plan, row, accepting)
         return row
+
+    def _land_formal(self, state: Any, plan: Any, row: torch.Tensor, accepting: bool) -> None:
+        """Near the token budget's end, move a formal row's mass toward the
+        shortest way the grammar accepts: the first token of the shortest
+        sequence of structural tokens (closers, ``:``, an empty value) after
+        which the matcher accepts, or the exit once it accepts; ``row: [V]``
+        in place. Only tokens the matcher allows gain, so the text stays valid;
+        within the path's length (plus slack) the gain makes it certain."""
+        if self.max_new_tokens is None:
+            return
+        left = self.max_new_tokens - state.n_tokens - self.segments[state.seg].reserve_tokens
+        if left > _FORMAL_LANDING:
+            return
+        share = (_FORMAL_LANDING - left + 1) / (_FORMAL_LANDING + 1)
+        if accepting:
+            row[plan.exit] += _FORMAL_BONUS * share
+            return
+        structural = self.tables.cached("structural", lambda: _structural(self.tables))
+        path = _closing_path(state.matcher, structural, _FORMAL_DEPTH)
+        if path is None or not bool(torch.isfinite(row[path[0]])):
+            return
+        urgent = left <= len(path) + 2
+        row[path[0]] += _FORMAL_BONUS * (4.0 if urgent else share)
+
+
+_FORMAL_LANDING = 16  # budget tokens within which a formal row moves toward acceptance
+_FORMAL_BONUS = 12.0  # nats the closing token gains at the budget's end
+_FORMAL_DEPTH = 4  # longest structural sequence searched for
+_STRUCTURAL = ('"', '"}', '"]', "}", "]", '"]}', '"}}', "}}", "]}", '":', ":", ' ""', '""', " 0", "0", ",")
+
+
+def _structural(tables: VocabTables) -> tuple[int, ...]:
+    """The single tokens spelling a closer, a separator or an empty value."""
+    found = (tables.encode(text) for text in _STRUCTURAL)
+    return tuple(dict.fromkeys(ids[0] for ids in found if len(ids) == 1))
+
+
+def _closing_path(matcher: Any, tokens: Sequence[int], depth: int) -> tuple[int, ...] | None:
+    """The shortest sequence of ``tokens`` (at most ``depth``) after which
+    ``matcher`` accepts (breadth first; the matcher itself is not changed)."""
+    frontier: list[tuple[int, ...]] = [()]
+    for _ in range(depth):
+        grown: list[tuple[int, ...]] = []
+        for path in frontier:
+            for token in tokens:
+                trial = matcher.deep_copy()
+                if trial.consume_tokens([*path, token]) is False or trial.is_error():
+                    continue
+                if trial.is_accepting():
+                    return (*path, token)
+                grown.append((*path, token))
+        frontier = grown[:_FORMAL_FRONTIER]
+    return None
+
+
+_FORMAL_FRONTIER = 24  # paths kept per level of the closing search
 
 
 _ENDS_SENTENCE = re.compile(r"[.!?][!?]*[\"'\u201d\u2019)\]]*(?:\s.*)?|[\u3002\uff01\uff1f].*", re.DOTALL)

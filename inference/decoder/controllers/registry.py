@@ -15,6 +15,7 @@ from inference.decoder.controllers.charset import build_charset
 from inference.decoder.controllers.citing import build_citing
 from inference.decoder.controllers.closing import build_sentence_close
 from inference.decoder.controllers.keywords import build_keywords
+from inference.decoder.controllers.landing import build_landing
 from inference.decoder.controllers.lexical import build_forbidden
 from inference.decoder.controllers.placeholders import build_placeholders
 from inference.decoder.controllers.protocol import Builder
@@ -29,6 +30,7 @@ CONTROLLERS: tuple[Builder, ...] = (
     build_charset,  # masses move to allowed variants before planning
     build_citing,  # citation mode routes first; its bracket opens at the exit
     build_sentence_close,  # the closing demand, read by the pacers after it
+    build_landing,  # every budget lands on a sentence end (after the minimum's own demand)
     build_placeholders,  # a due placeholder is taken before a due keyword
     build_forbidden,  # a forced end waits for a clean place
     build_tally,  # capped form counts masked or checked per candidate; no list line

@@ -1,0 +1,138 @@
+"""Landing: a random-logits model that never wants to stop ends on a complete sentence.
+
+The stand-in model draws random logits over the real tokenizer with the
+stop tokens pushed far down, so every end is the steering's. Completeness is
+judged here with its own restatement (a sentence terminal, closers after it,
+or a closed JSON value), independent of ``inference.decoder.endings``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+from test_controllers import drive_with_bias
+
+from inference.decoder.compile import compile_steering
+from inference.decoder.endings import Lander, ends_complete
+from reasoning.constraints.model import Constraint, Kind
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+_COMPLETE = re.compile(r"[.!?\u3002\uff01\uff1f][\"'\u201d\u2019)\]*]*\s*\Z")
+_SEEDS = (3, 17, 101)
+
+
+def _never_stops(steering: Any, tokenizer: Any) -> dict[int, float]:
+    """The stop tokens (EOS, and the newlines that end a one-line part) pushed far down."""
+    stops = [int(t) for t in steering.tables.eos_ids]
+    stops += [int(t) for t in steering.tables.has_newline.nonzero().flatten().tolist()]
+    return dict.fromkeys(stops, -40.0)
+
+
+def _chinese(steering: Any) -> dict[int, float]:
+    """A model that writes Chinese: Han characters and Chinese punctuation favoured."""
+    han = re.compile(r"[\u4e00-\u9fff\u3002\uff01\uff1f\uff0c]")
+    return {i: 16.0 for i, text in enumerate(steering.tables.texts) if han.search(text)}
+
+
+def _run(
+    constraints: list[Constraint],
+    tokenizer: Any,
+    budget: int,
+    seed: int,
+    prompt: str = "Describe a river.",
+    chinese: bool = False,
+) -> Any:
+    steering = compile_steering(constraints, tokenizer, prompt=prompt, max_new_tokens=budget)
+    bias = _chinese(steering) if chinese else {}
+    bias.update(_never_stops(steering, tokenizer))
+    state = drive_with_bias(steering, budget, seed, bias)
+    assert state.finished, f"the steering did not end the answer within {budget} tokens: {state.text!r}"
+    assert state.n_tokens <= budget
+    return state
+
+
+def _c(kind: Kind, **params: Any) -> Constraint:
+    return Constraint(id=kind.value, kind=kind, params=params)
+
+
+@pytest.mark.parametrize("seed", _SEEDS)
+@pytest.mark.parametrize(
+    ("constraints", "budget"),
+    [
+        pytest.param([_c(Kind.WORD_COUNT, relation="less than", n=30)], 200, id="word-maximum"),
+        pytest.param([_c(Kind.SENTENCE_COUNT, relation="less than", n=3)], 120, id="sentence-maximum"),
+        pytest.param([_c(Kind.NO_COMMA)], 48, id="token-budget"),
+    ],
+)
+def test_every_budget_ends_on_a_complete_sentence(
+    tokenizer: Any, constraints: list[Constraint], budget: int, seed: int
+) -> None:
+    state = _run(constraints, tokenizer, budget, seed)
+    assert _COMPLETE.search(state.text), state.text
+    words = len(re.findall(r"\w+", state.text))
+    for c in constraints:
+        if c.kind == Kind.WORD_COUNT:
+            assert words < c.params["n"], state.text
+
+
+@pytest.mark.parametrize("seed", _SEEDS)
+@pytest.mark.parametrize(
+    ("constraints", "budget"),
+    [
+        pytest.param([_c(Kind.RESPONSE_LANGUAGE, lang="zh")], 40, id="token-budget"),
+        pytest.param([_c(Kind.WORD_COUNT, relation="less than", n=25)], 120, id="word-maximum"),
+        pytest.param([_c(Kind.SENTENCE_COUNT, relation="less than", n=3)], 90, id="sentence-maximum"),
+    ],
+)
+def test_chinese_answers_end_on_a_chinese_sentence_end(
+    tokenizer: Any, constraints: list[Constraint], budget: int, seed: int
+) -> None:
+    state = _run(constraints, tokenizer, budget, seed, prompt="描述一条河流。", chinese=True)
+    assert re.search(r"[\u3002\uff01\uff1f][\u201d\u2019\u300d]*\s*\Z", state.text), state.text
+
+
+@pytest.mark.parametrize("seed", _SEEDS)
+def test_a_bullet_list_ends_on_a_complete_item(tokenizer: Any, seed: int) -> None:
+    state = _run([_c(Kind.BULLET_COUNT, n=3)], tokenizer, 60, seed)
+    items = re.findall(r"^\s*[*-] .*$", state.text, flags=re.MULTILINE)
+    assert len(items) == 3, state.text
+    assert _COMPLETE.search(items[-1]), state.text
+
+
+@pytest.mark.parametrize("seed", _SEEDS)
+@pytest.mark.parametrize("budget", [24, 60])
+def test_json_closes_inside_the_budget(tokenizer: Any, budget: int, seed: int) -> None:
+    state = _run([_c(Kind.JSON_FORMAT)], tokenizer, budget, seed)
+    body = state.text.strip().removeprefix("```json").removeprefix("```").removesuffix("```").strip()
+    json.loads(body)
+    assert "format" not in state.violations, state.text
+
+
+def test_the_lander_finds_the_last_complete_sentence(tokenizer: Any) -> None:
+    ids = tokenizer.encode("Rivers flow. They carry silt to the sea and a deep understanding of hum", add_special_tokens=False)
+    lander = Lander(lambda t: str(tokenizer.decode(list(t))))
+    n = lander.complete_length(ids)
+    assert n is not None and n < len(ids)
+    assert tokenizer.decode(ids[:n]).strip() == "Rivers flow."
+    assert lander.complete_length(tokenizer.encode("no end here", add_special_tokens=False)) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "complete"),
+    [
+        ("It is risky.", True),
+        ('He said "no."', True),
+        ("风险很高。", True),
+        ('{"a": 1}', True),
+        ("- a point.\n", True),
+        ("and a deep understanding of human-", False),
+        ("The answer is:", False),
+        ("", False),
+    ],
+)
+def test_ends_complete(text: str, complete: bool) -> None:
+    assert ends_complete(text) is complete
