@@ -11,6 +11,7 @@ is used for decode and counterfactual scoring so their ratio is fair).
 from __future__ import annotations
 
 import inspect
+import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -20,12 +21,14 @@ from inference.decoder.grouped_attention import GroupedCache
 from inference.decoder.kv_slab import SlabCache, supports_slab_cache
 from inference.decoder.packed_llama import packed_forward
 from inference.weights.kernels import parameter_count
-from reasoning.errors import InvalidInput
+from reasoning.errors import InvalidInput, TenetError, Unavailable
 
 if TYPE_CHECKING:
     from inference.decoder.microbatch import Lane
 
 __all__ = ["ForwardCounters", "ModelRunner"]
+
+log = logging.getLogger("tenet.inference")
 
 
 @dataclass
@@ -140,17 +143,34 @@ class ModelRunner:
         *,
         last_only: bool = True,
     ) -> torch.Tensor:
-        """The bare model call, no accounting: logits ``[B, S, V]`` in the model's dtype."""
-        if self.packed is not None and isinstance(cache, (SlabCache, GroupedCache)):
-            return self.packed(input_ids, position_ids, attention_mask, cache, last_only=last_only)
-        kwargs: dict[str, Any] = {
-            "input_ids": input_ids,
-            "position_ids": position_ids,
-            "attention_mask": attention_mask,
-            self.cache_kw: cache,
-            "use_cache": True,
-        }
-        if last_only and self.keeps_logits:
-            kwargs["logits_to_keep"] = 1
-        logits: torch.Tensor = self.model(**kwargs).logits
+        """The bare model call, no accounting: logits ``[B, S, V]`` in the model's dtype.
+
+        A failure inside the model's forward (out of memory, a device error, a fault of the
+        weights) is logged with its traceback and raised as :class:`Unavailable`: the decode
+        that needed it cannot finish, the service itself is not broken, and callers never see
+        a raw framework exception.
+        """
+        try:
+            if self.packed is not None and isinstance(cache, (SlabCache, GroupedCache)):
+                return self.packed(
+                    input_ids, position_ids, attention_mask, cache, last_only=last_only
+                )
+            kwargs: dict[str, Any] = {
+                "input_ids": input_ids,
+                "position_ids": position_ids,
+                "attention_mask": attention_mask,
+                self.cache_kw: cache,
+                "use_cache": True,
+            }
+            if last_only and self.keeps_logits:
+                kwargs["logits_to_keep"] = 1
+            logits: torch.Tensor = self.model(**kwargs).logits
+        except TenetError:
+            raise
+        except Exception as exc:
+            log.exception("the model's forward failed")
+            raise Unavailable(
+                "the model failed during this decode; retry the request",
+                model="forward failed",
+            ) from exc
         return logits[:, -1:, :] if last_only else logits
