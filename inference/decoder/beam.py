@@ -72,7 +72,8 @@ _NEG_INF = float("-inf")
 class BeamConfig:
     """What one search reads: the decode's ``options``, the ids that end an
     answer and the ``lander`` that finds complete prefixes (None: answers a
-    budget ends are never rolled back, and count as ``budget_cut``)."""
+    budget ends are neither rolled back nor ranked by how they end, and
+    report ``budget_cut``)."""
 
     options: DecodeOptions
     eos_ids: frozenset[int] = frozenset()
@@ -873,9 +874,14 @@ def _finish(
                     )
                 )
         settled = [_land(h, steerings[b], config) for h in branch_hyps]
+        judged = config.lander is not None  # without a lander no end is known to be cut
         ranked = sorted(
             settled,
-            key=lambda h: (h.end == END_CUT, bool(unmet(steerings[b], h.state)), -h.normalized),
+            key=lambda h: (
+                judged and h.end == END_CUT,
+                bool(unmet(steerings[b], h.state)),
+                -h.normalized,
+            ),
         )
         outcomes.append(BranchOutcome(b, tuple(ranked[:width])))
     return outcomes

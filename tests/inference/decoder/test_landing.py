@@ -136,3 +136,21 @@ def test_the_lander_finds_the_last_complete_sentence(tokenizer: Any) -> None:
 )
 def test_ends_complete(text: str, complete: bool) -> None:
     assert ends_complete(text) is complete
+
+
+@pytest.mark.model
+def test_a_plain_decode_cut_by_its_budget_rolls_back_to_its_last_sentence(loaded_model: Any) -> None:
+    from inference.decoder.decode import decode
+    from inference.decoder.options import DecodeOptions
+    from inference.prompting import plan_prompt
+
+    tok = loaded_model.tokenizer
+    plan = plan_prompt(tok, "Explain in detail how rivers shape the land around them.")
+    result = decode(loaded_model.model, tok, plan, options=DecodeOptions(width=2, max_new_tokens=40))
+    assert result.end in ("model", "landed", "budget_cut")
+    assert result.end == result.branches[result.answer_branch].end
+    if result.end == "landed":
+        assert _COMPLETE.search(result.answer), result.answer
+    if result.end == "budget_cut":
+        assert not re.search(r"[.!?]", result.answer), result.answer
+    assert result.end != "model" or result.generated_tokens < 40
