@@ -44,6 +44,7 @@ from bench.extraction import label_params
 from bench.model_cache import add_cache_option, model_cache
 from bench.steering_set import SET_DATA, run_set
 from inference.decoder.compile import compile_steering
+from inference.decoder.endings import ends_complete
 from inference.decoder.packed_llama import packed_forward
 from reasoning.constraints.catalog import IFEVAL_TO_KIND
 from reasoning.constraints.model import Constraint, Kind
@@ -285,6 +286,7 @@ def run_steered(
     seconds = time.perf_counter() - start
     return {
         "text": result.answer,
+        "end": result.end,
         # The prefill decides the first position, every decode forward one more.
         "timed": Timed(seconds, result.timings.prefill_s, result.decode_steps + 1),
         "tokens": result.generated_tokens,
@@ -381,6 +383,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     steered_ok: list[list[bool]] = []
     plain_ok: list[list[bool]] = []
+    complete: dict[str, list[bool]] = {"steered": [], "unsteered": []}
+    ends: Counter[str] = Counter()
     violations = 0
     violation_details: list[dict[str, Any]] = []
     check_s = decode_s = forward_s = 0.0
@@ -431,6 +435,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             "excluded": dict(excluded),
             "steered": summary(steered_ok),
             "unsteered": summary(plain_ok),
+            # Answers that end on a sentence end or a closed structure (endings.ends_complete).
+            "complete_share": {k: _ratio(sum(v), len(v)) for k, v in complete.items()},
+            "steered_ends": dict(ends),
             "hard_violations": violations,
             "pruning": {"pruned": dict(pruned), "repairs": repairs, "unrepaired": unrepaired},
             "violation_details": violation_details,
@@ -465,6 +472,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         p_ok = judge(evaluate, row, plain_text)
         steered_ok.append(s_ok)
         plain_ok.append(p_ok)
+        complete["steered"].append(ends_complete(steered["text"]))
+        complete["unsteered"].append(ends_complete(plain_text))
+        ends[steered["end"]] += 1
         for ifeval_id, ok in zip(row["instruction_id_list"], s_ok):
             tally = per_kind.setdefault(ifeval_id, [0, 0])
             tally[0] += int(ok)
