@@ -1,0 +1,33 @@
+"""bench.robustness --quick end to end: a served app without a model, its last line the JSON report.
+
+The benchmark's own verdicts are asserted (no 5xx, no contract mismatch, every injected fault
+survived), so a regression in hostile-input handling, the OpenAPI contract or the audit
+verifier fails this test as it fails the benchmark.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.slow
+
+
+def test_quick_run_reports_no_5xx_no_mismatch_and_every_fault_survived() -> None:
+    done = subprocess.run([sys.executable, "-m", "bench.robustness", "--quick"], cwd=REPO,
+                          capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert {"hostile_cases", "five_xx", "contract_mismatches", "faults_injected",
+            "faults_survived"} <= report.keys()
+    assert report["quick"] is True
+    assert report["hostile_cases"] > 0 and report["five_xx"] == 0, done.stdout[-3000:]
+    assert report["contract_mismatches"] == 0, done.stdout[-3000:]
+    assert report["faults_injected"] > 0
+    assert report["faults_survived"] == report["faults_injected"], done.stdout[-3000:]
