@@ -15,6 +15,7 @@ import msgspec
 
 from app.schemas.constraints import Profile
 from app.schemas.reason import ConflictSpan, ConstraintOut, DecisionOut, StepOut
+from inference.decoder.endings import End
 
 __all__ = [
     "ChatChoice",
@@ -108,6 +109,9 @@ class TenetExtension(msgspec.Struct, frozen=True, kw_only=True):
     detail: str | None = None
     #: What the domain's decision rules give (``POST /v1/reason``'s ``decision``).
     decision: DecisionOut | None = None
+    #: How the answer ended (``POST /v1/reason``'s ``end``: model | landed | budget_cut); the
+    #: choice's ``finish_reason`` is ``length`` only for ``budget_cut``.
+    end: End | None = None
 
 
 class ResponseMessage(msgspec.Struct, frozen=True, kw_only=True):

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 import msgspec
 
 from app.schemas.constraints import EntropyOut, Profile
+from inference.decoder.endings import End
 from inference.pipeline import ReasonOptions
 from reasoning.budget import Budget
 from reasoning.constraints.model import Constraint, Premise, Span, Verdict
@@ -80,6 +81,9 @@ class BranchOut(msgspec.Struct, frozen=True, kw_only=True):
     premise_ids: list[str]
     evidence_ids: list[str]
     step_ids: list[str]
+    #: How the branch's text ended: ``model`` (its own stop), ``landed`` (a budget ended it on a
+    #: complete sentence or closed structure) or ``budget_cut`` (no complete sentence fitted).
+    end: End = "model"
 
 
 class PruningOut(msgspec.Struct, frozen=True, kw_only=True):
@@ -229,6 +233,9 @@ class ReasonResponse(msgspec.Struct, frozen=True, kw_only=True):
     confirmation_id: str | None = None
     #: What the domain's decision rules give (None without a domain or when it declares no rules).
     decision: DecisionOut | None = None
+    #: How the answer ended (``model`` | ``landed`` | ``budget_cut``, as ``BranchOut.end``);
+    #: None when nothing was decoded.
+    end: End | None = None
 
 
 def constraint_out(constraint: Constraint, verdict: Verdict | None) -> ConstraintOut:

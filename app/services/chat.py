@@ -226,12 +226,15 @@ def _extension(response: ReasonResponse) -> TenetExtension:
         session_id=response.session_id,
         detail=response.detail,
         decision=response.decision,
+        end=response.end,
     )
 
 
 def _finish(response: ReasonResponse, cut: bool) -> str:
     if cut or response.status != "ok":
         return "stop"
+    if response.end is not None:
+        return "length" if response.end == "budget_cut" else "stop"
     limit = response.budget.max_new_tokens
     return "length" if response.usage.get("completion_tokens", 0) >= limit else "stop"
 

@@ -130,6 +130,7 @@ def build_response(
                 premise_ids=premise_ids.get(b.view, []),
                 evidence_ids=[f.id for spec in result.branch_specs if spec.view == b.view for f in spec.facts],
                 step_ids=[s.id for s in b.steps],
+                end=b.end,
             )
             for b in result.branches
         ],
@@ -178,6 +179,7 @@ def build_response(
         recomputed=list(result.recomputed),
         reused=list(result.reused),
         decision=decision_out(result.decision or plan.decision, analysis.language),
+        end=answer_branch.end if answer_branch is not None else None,
     )
 
 

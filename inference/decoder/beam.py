@@ -47,7 +47,7 @@ import torch
 
 from inference.decoder.batch import BatchState
 from inference.decoder.boundaries import BoundaryTable
-from inference.decoder.endings import END_CUT, END_LANDED, END_MODEL, Lander
+from inference.decoder.endings import END_CUT, END_LANDED, END_MODEL, End, Lander
 from inference.decoder.options import DecodeOptions
 from inference.decoder.runner import ModelRunner
 from inference.decoder.steering_protocol import Steering, SteeringState
@@ -130,7 +130,7 @@ class Hypothesis:
     score: float
     normalized: float
     state: SteeringState | None = None  # the steering state after the last token (its violations)
-    end: str = END_MODEL  # how it ended (``endings``); a budget's end is settled by ``_finish``
+    end: End = END_MODEL  # how it ended (``endings``); a budget's end is settled by ``_finish``
 
 
 @dataclass(frozen=True)

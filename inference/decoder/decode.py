@@ -35,7 +35,7 @@ from inference.decoder.beam import (
     unmet,
 )
 from inference.decoder.boundaries import boundary_table
-from inference.decoder.endings import END_MODEL, Lander
+from inference.decoder.endings import END_MODEL, End, Lander
 from inference.decoder.microbatch import MicroBatcher
 from inference.decoder.options import DecodeOptions
 from inference.decoder.pruning import BranchEvidence, PruningJudge, StepFacts
@@ -75,7 +75,7 @@ class BranchResult(msgspec.Struct, frozen=True, kw_only=True):
     agrees: bool
     steps: tuple[Step, ...]
     violations: tuple[str, ...] = ()
-    end: str = END_MODEL  # how the text ended: model | landed | budget_cut (``endings``)
+    end: End = END_MODEL  # how the text ended: model | landed | budget_cut (``endings``)
 
 
 def choose_answer(branches: Sequence[BranchResult]) -> int:
@@ -139,7 +139,7 @@ class DecodeResult(msgspec.Struct, frozen=True, kw_only=True):
     constraint_check_share: float
     prefix_cache_hit: bool
     violations: tuple[str, ...]
-    end: str = END_MODEL  # how the answer ended: model | landed | budget_cut (``endings``)
+    end: End = END_MODEL  # how the answer ended: model | landed | budget_cut (``endings``)
 
 
 def _eos_ids(model: Any, tokenizer: Any) -> frozenset[int]:

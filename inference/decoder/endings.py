@@ -17,13 +17,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Final, Literal
 
-__all__ = ["ENDS", "END_CUT", "END_LANDED", "END_MODEL", "Lander", "ends_complete"]
+__all__ = ["ENDS", "END_CUT", "END_LANDED", "END_MODEL", "End", "Lander", "ends_complete"]
 
-END_MODEL = "model"
-END_LANDED = "landed"
-END_CUT = "budget_cut"
-ENDS = (END_MODEL, END_LANDED, END_CUT)
+End = Literal["model", "landed", "budget_cut"]
+END_MODEL: Final = "model"
+END_LANDED: Final = "landed"
+END_CUT: Final = "budget_cut"
+ENDS: tuple[End, ...] = (END_MODEL, END_LANDED, END_CUT)
 
 _TERMINALS = frozenset(".!?\u3002\uff01\uff1f\u2026")  # .!?。！？…
 _CLOSERS = frozenset("\"'\u201d\u2019\u300d\u300f)*`")  # closers that may follow a sentence end
