@@ -103,3 +103,16 @@ def test_a_chinese_statement_is_written_whole(tokenizer: Any, engine: DecisionEn
         statement=_statement(engine, decision, text),
     )
     assert _drive(steering, "好的。", tokenizer, 60).startswith(text)
+
+
+def test_a_budget_too_small_for_the_statement_inserts_none_of_it(
+    tokenizer: Any, engine: DecisionEngine, decision: Decision
+) -> None:
+    text = "This case requires escalation to the MLRO and enhanced due diligence (AML-R-017)."
+    steering = compile_steering(
+        [], tokenizer, prompt=PEP_CASE, max_new_tokens=8, statement=_statement(engine, decision, text),
+    )
+    written = _drive(steering, " Escalate it now.", tokenizer, 8)
+    assert not written.startswith("This case")
+    state = steering.initial_state()
+    assert "decision" in steering.unmet(state)

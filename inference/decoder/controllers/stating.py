@@ -162,6 +162,7 @@ def statement_tokens(ctx: Context, text: str) -> tuple[int, ...]:
 def build_stating(ctx: Context, specs: Sequence[Any]) -> Controller | None:
     """The stating controller, when the request has a decision to state.
 
+    A token budget too small for the whole sentence inserts none of it.
     Under an active character policy (no commas, a letter case) the
     statement is spelled the way the policy allows (``CharPolicy.transform``).
     """
@@ -173,4 +174,9 @@ def build_stating(ctx: Context, specs: Sequence[Any]) -> Controller | None:
         statement = Statement(policy.transform(statement.text), statement.contradicts, statement.sources)
     if not any(isinstance(c.segment, Free) and c.segment.role == "body" for c in ctx.layout.segments):
         return None
-    return Stating(ctx, statement, statement_tokens(ctx, statement.text))
+    tokens = statement_tokens(ctx, statement.text)
+    if ctx.max_new_tokens is not None and len(tokens) + 2 > ctx.max_new_tokens:
+        # A budget the sentence does not fit: it is not started (a cut statement would
+        # say less than the decision); claims are still checked and ``unmet`` reports it.
+        tokens = ()
+    return Stating(ctx, statement, tokens)
