@@ -356,18 +356,23 @@ class PipelineAnswers:
 
 
 def _decode_sample(cases: list[GroundingCase], n: int) -> list[GroundingCase]:
-    """``n`` cases spread over domains, languages and gold statuses (deterministic)."""
+    """``n`` cases, languages alternating, spread over domains and gold statuses (deterministic)."""
     groups: dict[tuple[str, str, str], list[GroundingCase]] = {}
     for case in cases:
-        groups.setdefault((case.lang, case.domain, case.status), []).append(case)
-    picked: list[GroundingCase] = []
-    keys = sorted(groups)
+        groups.setdefault((case.status, case.domain, case.lang), []).append(case)
+    by_lang: dict[str, list[GroundingCase]] = {}
     depth = 0
-    while len(picked) < n and any(len(v) > depth for v in groups.values()):
-        for key in keys:
-            if depth < len(groups[key]) and len(picked) < n:
-                picked.append(groups[key][depth])
+    while any(len(v) > depth for v in groups.values()):
+        for key in sorted(groups):
+            if depth < len(groups[key]):
+                by_lang.setdefault(key[2], []).append(groups[key][depth])
         depth += 1
+    picked: list[GroundingCase] = []
+    queues = [list(v) for _, v in sorted(by_lang.items())]
+    while len(picked) < n and any(queues):
+        for queue in queues:
+            if queue and len(picked) < n:
+                picked.append(queue.pop(0))
     return picked
 
 
@@ -386,8 +391,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--decode-cases", type=int, default=None,
                         help="cases answered by the real pipeline, steered and not (default 8, 4 with --quick)")
     parser.add_argument("--max-new-tokens", type=int, default=48)
+    parser.add_argument("--decode-budget-s", type=float, default=None,
+                        help="no new decoded case once the run has taken this many seconds (default 420 with --quick)")
     add_cache_option(parser)
     args = parser.parse_args(argv)
+    run_started = time.perf_counter()
     indexes = {domain: ingest_ontology(path.read_bytes(), "text/turtle").index.with_version(f"{domain}-bench")
                for domain, path in bundled_domains()}
     engines = {domain: decision_engine(index) for domain, index in indexes.items()}
@@ -432,7 +440,13 @@ def main(argv: list[str] | None = None) -> int:
     sample = _decode_sample(cases, args.decode_cases or (4 if args.quick else 8))
     complete = 0
     decode_started = time.perf_counter()
+    budget_s = args.decode_budget_s or (420.0 if args.quick else None)
+    decoded: list[GroundingCase] = []
     for case in sample:
+        if budget_s is not None and decoded and time.perf_counter() - run_started > budget_s:
+            print(f"decode budget spent: {len(decoded)} of {len(sample)} cases decoded", file=sys.stderr)
+            break
+        decoded.append(case)
         for mode in ("steered", "unsteered"):
             answer = pipeline.answer(case, mode == "steered")
             judgement = judge_answer(answer, case)
@@ -449,8 +463,8 @@ def main(argv: list[str] | None = None) -> int:
                 complete += is_complete(answer)
     result = {
         "decision_accuracy": {k: round(v[0] / v[1], 4) if v[1] else None for k, v in judged.items()},
-        "contradiction_rate": round(contradictions / len(sample), 4) if sample else None,
-        "complete_share": round(complete / len(sample), 4) if sample else None,
+        "contradiction_rate": round(contradictions / len(decoded), 4) if decoded else None,
+        "complete_share": round(complete / len(decoded), 4) if decoded else None,
         "rule_citation_recall": round(cited / to_cite, 4) if to_cite else None,
         "engine_accuracy": {k: round(right[k] / totals[k], 4) if totals[k] else None for k in totals},
         "undetermined_rate": round(undetermined / len(cases), 4),
@@ -460,7 +474,7 @@ def main(argv: list[str] | None = None) -> int:
         "n_cases": len(cases),
         "n_errors": errors,
         "n_fresh_name_cases": sum(c.fresh for c in cases),
-        "n_decoded": len(sample),
+        "n_decoded": len(decoded),
         "decode_s": round(time.perf_counter() - decode_started, 1),
         "answers": "pipeline (bundled model, steered and steering: false)",
     }
