@@ -27,7 +27,7 @@ END_LANDED: Final = "landed"
 END_CUT: Final = "budget_cut"
 ENDS: tuple[End, ...] = (END_MODEL, END_LANDED, END_CUT)
 
-_TERMINALS = frozenset(".!?\u3002\uff01\uff1f\u2026")  # .!?。！？…
+_TERMINALS = frozenset(".!?\u3002\uff01\uff1f\u2026\u0964\u0965\u061f\u06d4")  # .!?。！？… ।॥ ؟۔
 _CLOSERS = frozenset("\"'\u201d\u2019\u300d\u300f)*`")  # closers that may follow a sentence end
 _STRUCTURE = frozenset("}]>")  # a closed JSON value, a list, a placeholder or a title
 
@@ -45,6 +45,8 @@ def ends_complete(text: str) -> bool:
     >>> ends_complete('He said "no."')
     True
     >>> ends_complete("风险很高。")
+    True
+    >>> ends_complete("यह जोखिम है।")
     True
     >>> ends_complete('{"a": 1}')
     True

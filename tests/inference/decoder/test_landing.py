@@ -127,6 +127,7 @@ def test_the_lander_finds_the_last_complete_sentence(tokenizer: Any) -> None:
         ("It is risky.", True),
         ('He said "no."', True),
         ("风险很高。", True),
+        ("यह जोखिम है।", True),
         ('{"a": 1}', True),
         ("- a point.\n", True),
         ("and a deep understanding of human-", False),
