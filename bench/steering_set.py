@@ -35,6 +35,7 @@ __all__ = ["SET_DATA", "load_set", "run_set"]
 SET_DATA = Path(__file__).resolve().parent / "data" / "steering_set.jsonl"
 _BUDGET = 128
 _QUICK_BUDGET = 72
+_QUICK_STEP = 2  # --quick decodes every second prompt of the set
 
 
 def load_set(path: Path) -> list[dict[str, Any]]:
@@ -75,6 +76,8 @@ def run_set(args: argparse.Namespace, model: Any, tokenizer: Any) -> dict[str, A
     budget = _QUICK_BUDGET if args.quick else _BUDGET
     if args.max_new_tokens is not None:
         budget = min(budget, args.max_new_tokens)
+    if args.quick:
+        rows = rows[::_QUICK_STEP]
     if args.limit is not None:
         rows = rows[: args.limit]
     steered_ok: list[list[bool]] = []
@@ -83,6 +86,30 @@ def run_set(args: argparse.Namespace, model: Any, tokenizer: Any) -> dict[str, A
     details: list[dict[str, Any]] = []
     controlled_n = controlled_bad = 0
     check_s = decode_s = 0.0
+
+    def build() -> dict[str, Any]:
+        """The report over the prompts decoded so far."""
+        return {
+            "benchmark": "steering",
+            "set": str(args.set),
+            "quick": args.quick,
+            "width": args.width,
+            "max_new_tokens": budget,
+            "pruning_enforced": args.prune,
+            "judge": "our verifiers (verify_all; generic kinds by the constraint form's verifiers): "
+            "IFEval's judge has no rule for these instruction types",
+            "selection_rule": ("every second prompt of the set" if args.quick else "every prompt of the set")
+            + " (the first --limit N of them); sets compile_steering refuses (needs_confirmation) excluded",
+            "n_rows": len(rows),
+            "excluded": excluded,
+            "steered": _summary(steered_ok),
+            "unsteered": _summary(plain_ok),
+            "controlled_instructions": controlled_n,
+            "violations_of_controlled": controlled_bad,
+            "violation_details": details,
+            "constraint_check_share": round(check_s / decode_s, 4) if decode_s else 0.0,
+        }
+
     for index, row in enumerate(rows):
         constraints = row["constraints"]
         try:
@@ -114,22 +141,7 @@ def run_set(args: argparse.Namespace, model: Any, tokenizer: Any) -> dict[str, A
         )
         if args.verbose:
             print(steered["text"][:600], file=sys.stderr)
-    return {
-        "benchmark": "steering",
-        "set": str(args.set),
-        "quick": args.quick,
-        "width": args.width,
-        "max_new_tokens": budget,
-        "pruning_enforced": args.prune,
-        "judge": "our verifiers (verify_all; generic kinds by the constraint form's verifiers): "
-        "IFEval's judge has no rule for these instruction types",
-        "selection_rule": "every prompt of the set; sets compile_steering refuses (needs_confirmation) excluded",
-        "n_rows": len(rows),
-        "excluded": excluded,
-        "steered": _summary(steered_ok),
-        "unsteered": _summary(plain_ok),
-        "controlled_instructions": controlled_n,
-        "violations_of_controlled": controlled_bad,
-        "violation_details": details,
-        "constraint_check_share": round(check_s / decode_s, 4) if decode_s else 0.0,
-    }
+        if args.progress is not None:
+            args.progress.write_text(json.dumps(build()) + "\n")
+    return build()
+
