@@ -9,8 +9,9 @@ guarantees it, and is reported ``controlled`` only then:
   user's constraint): a count of one punctuation mark or character becomes a
   keyword frequency (its count is the keyword's substring count; minima are
   inserted and paced over the budget, maxima checked per candidate); a
-  minimum of digits or emoji becomes a keyword minimum of one digit or emoji
-  (each insertion adds one item; a maximum of the same unit stays a cap);
+  minimum alone of digits or emoji becomes a keyword minimum of one digit or
+  emoji (each insertion adds one item; a count bounded on both sides is left
+  to the prompt, as the insertions would bypass the cap's mask);
   the first word / sentence / paragraph / line starting with (or the first
   word being) a text becomes the start phrase, which the layout writes first
   and ends on a word boundary; the last one ending with a text becomes the
