@@ -131,13 +131,16 @@ def with_rule_evidence(
 def statement_of(decision: Decision, index: OntologyIndex, lang: str, shown: Sequence[str]) -> Statement:
     """The sentence the answer states for ``decision``, citing the rules' ``shown`` evidence ids.
 
-    ``shown`` are the evidence ids every branch's prompt shows; a conclusion's
-    id not among them (cut by a citation time window) is not cited.
+    ``shown`` are the evidence ids every branch's prompt shows; each deciding
+    rule is cited by its first id among them (a rule whose facts a citation
+    time window cut is not cited).
     """
     engine = decision_engine(index)
     zh = lang == "zh"
     visible = set(shown)
-    ids = [i for i in dict.fromkeys(i for c in decision.conclusions for i in c.evidence_ids) if i in visible]
+    # One shown id per deciding rule: enough to cite it, short enough to fit a small budget.
+    per_rule = (next((i for i in c.evidence_ids if i in visible), None) for c in decision.conclusions)
+    ids = [i for i in dict.fromkeys(per_rule) if i is not None]
     sentence = decision_sentence(decision, lang)
     if ids:
         cites = "".join(f"[{i}]" for i in ids) if zh else " " + " ".join(f"[{i}]" for i in ids)
