@@ -337,7 +337,7 @@ class PipelineAnswers:
     """
 
     indexes: dict[str, OntologyIndex]
-    max_new_tokens: int = 64
+    max_new_tokens: int = 96
     num_beams: int = 1
     evidence_token_budget: int = 96
     cache: Path | None = None
@@ -390,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--show-misses", type=int, default=5, help="engine misses printed to stderr")
     parser.add_argument("--decode-cases", type=int, default=None,
                         help="cases answered by the real pipeline, steered and not (default 8, 4 with --quick)")
-    parser.add_argument("--max-new-tokens", type=int, default=64)
+    parser.add_argument("--max-new-tokens", type=int, default=96)
     parser.add_argument("--decode-budget-s", type=float, default=None,
                         help="no new decoded case once the run has taken this many seconds (default 420 with --quick)")
     add_cache_option(parser)
