@@ -109,6 +109,9 @@ def test_quick_run_prints_one_json_object(
     ):
         assert key in report
     assert 0.0 < report["forward_share"] < 1.0
+    assert set(report["complete_share"]) == {"steered", "unsteered"}
+    assert all(0.0 <= share <= 1.0 for share in report["complete_share"].values())
+    assert sum(report["steered_ends"].values()) == 1 and set(report["steered_ends"]) <= {"model", "landed", "budget_cut"}
     # On the packed forward the search alone is also timed, on the library forward as generate.
     if report["forward"] == "packed":
         assert report["tokens_per_s_ours_library_forward"] > 0
