@@ -893,7 +893,9 @@ def _land(h: Hypothesis, steering: Steering, config: BeamConfig) -> Hypothesis:
     A rolled-back hypothesis keeps the steps up to its new end (the step
     that crosses it ends there), its score loses the dropped tokens' model
     log-probabilities, and its steering state is replayed over the kept
-    tokens and finished, so ``unmet`` judges the text it now has.
+    tokens and finished, so ``unmet`` judges the text it now has. A rollback
+    that would leave unmet what the steering had met (a closing end phrase or
+    postscript) is not taken: the closed layout is the answer's landing.
     """
     if h.end != END_CUT or config.lander is None:
         return h
@@ -911,7 +913,7 @@ def _land(h: Hypothesis, steering: Steering, config: BeamConfig) -> Hypothesis:
         step if step.end <= n else replace(step, end=n) for step in h.steps if step.start < n
     )
     score = h.score - sum(h.logprobs[n:])
-    return Hypothesis(
+    rolled = Hypothesis(
         tokens=h.tokens[:n],
         logprobs=h.logprobs[:n],
         entropies=h.entropies[:n],
@@ -921,6 +923,11 @@ def _land(h: Hypothesis, steering: Steering, config: BeamConfig) -> Hypothesis:
         state=state,
         end=END_LANDED,
     )
+    if unmet(steering, rolled.state) and not unmet(steering, h.state):
+        # The steering closed the answer itself (an end phrase, a postscript): rolling
+        # back would undo that structure, so the closed layout is where it lands.
+        return replace(h, end=END_LANDED)
+    return rolled
 
 
 def unmet(steering: Steering, state: SteeringState | None) -> tuple[str, ...]:

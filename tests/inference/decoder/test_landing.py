@@ -155,3 +155,23 @@ def test_a_plain_decode_cut_by_its_budget_rolls_back_to_its_last_sentence(loaded
     if result.end == "budget_cut":
         assert not re.search(r"[.!?]", result.answer), result.answer
     assert result.end != "model" or result.generated_tokens < 40
+
+
+@pytest.mark.model
+def test_an_end_phrase_the_steering_closed_with_is_never_rolled_back(loaded_model: Any) -> None:
+    """The forced end after an end phrase is a closed structure, not a cut sentence."""
+    from inference.decoder.decode import decode
+    from inference.decoder.options import DecodeOptions
+    from inference.prompting import plan_prompt
+
+    tok = loaded_model.tokenizer
+    prompt = "Write a short note about a project. End your answer with the word finish."
+    constraints = [_c(Kind.END_PHRASE, phrase="finish")]
+    steering = compile_steering(constraints, tok, prompt=prompt, max_new_tokens=48)
+    plan = plan_prompt(tok, prompt)
+    result = decode(
+        loaded_model.model, tok, plan, options=DecodeOptions(width=2, max_new_tokens=48),
+        steering=steering, constraints=constraints,
+    )
+    assert result.answer.rstrip().endswith("finish"), result.answer
+    assert result.end in ("model", "landed"), result.end
