@@ -54,6 +54,7 @@ _RDF_CLASS = {
     "step": DAG.Step,
     "branch": DAG.Branch,
     "answer": DAG.Answer,
+    "conclusion": DAG.Conclusion,
 }
 # Attributes exported to RDF, with their datatype; the rest stay in node-link JSON.
 _RDF_ATTRS: dict[str, tuple[URIRef, URIRef]] = {

@@ -193,3 +193,21 @@ def test_a_conclusion_is_a_node_over_its_premises_and_rule_evidence() -> None:
                 branches=_branches(), answer="No action is required.", premise_status={"P2": "retracted"})
     assert cid not in d
     assert ReasoningDag.from_node_link(d.to_node_link()).to_node_link() == d.to_node_link()
+
+
+def test_every_node_kind_exports_to_rdf_as_a_class_of_the_dag_vocabulary() -> None:
+    """A node kind without an RDF class would make the session graph's Turtle export fail."""
+    from pathlib import Path
+
+    from reasoning.dag import DagNode, NodeKind
+
+    vocabulary = Graph().parse(Path(__file__).parents[2] / "ontologies" / "reasoning-dag.ttl")
+    dag = ReasoningDag()
+    for kind in NodeKind:
+        dag.add(DagNode(id=f"n-{kind.value}", kind=kind, label=kind.value))
+    turtle = Graph().parse(data=dag.to_turtle(BASE), format="turtle")
+    classes = {o for o in turtle.objects(None, RDF.type)}
+    for cls in classes:
+        if str(cls).startswith("https://w3id.org/tenet/dag#"):
+            assert (cls, RDF.type, None) in vocabulary, cls
+    assert len([c for c in classes if str(c).startswith("https://w3id.org/tenet/dag#")]) == len(NodeKind)
