@@ -4,6 +4,15 @@
 works wherever the service is installed. The runner functions take the
 database URL (or an open async connection) explicitly; nothing is read from an
 ``alembic.ini``.
+
+Several replicas may start at once against one PostgreSQL database: every
+upgrade and downgrade takes a transaction-scoped advisory lock
+(:data:`MIGRATION_LOCK_KEY`) before Alembic reads the current revision, so
+exactly one replica applies the revisions and the others wait, then find the
+database at head and apply nothing. The revisions run in that same
+transaction (PostgreSQL has transactional DDL), so the lock is released when
+they commit or roll back, and a replica killed mid-migration leaves nothing
+half-applied. SQLite needs no lock: it admits one writer at a time.
 """
 
 from __future__ import annotations
@@ -15,15 +24,32 @@ from typing import TypeVar
 
 from alembic import command
 from alembic.config import Config
+from sqlalchemy import text
 from sqlalchemy.engine import Connection
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from store.db import create_engine
 
-__all__ = ["alembic_config", "current_revision", "downgrade", "upgrade", "upgrade_engine"]
+__all__ = [
+    "MIGRATION_LOCK_KEY",
+    "alembic_config",
+    "current_revision",
+    "downgrade",
+    "upgrade",
+    "upgrade_engine",
+]
 
 _HERE = Path(__file__).resolve().parent
 T = TypeVar("T")
+
+#: The PostgreSQL advisory lock every migration run holds (a fixed 64-bit key, the bytes "tenetmig").
+MIGRATION_LOCK_KEY = int.from_bytes(b"tenetmig", "big") & 0x7FFF_FFFF_FFFF_FFFF
+
+
+async def _lock_migrations(conn: AsyncConnection) -> None:
+    """On PostgreSQL, wait for any other replica's migration run to end (lock held until commit)."""
+    if conn.dialect.name == "postgresql":
+        await conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
 
 
 def alembic_config(url: str, connection: Connection | None = None) -> Config:
@@ -40,12 +66,14 @@ async def upgrade_engine(engine: AsyncEngine, revision: str = "head") -> None:
     """Upgrade the database behind ``engine`` inside the running event loop."""
     url = engine.url.render_as_string(hide_password=False)
     async with engine.begin() as conn:
+        await _lock_migrations(conn)
         await conn.run_sync(lambda sync: command.upgrade(alembic_config(url, sync), revision))
 
 
 async def _downgrade_engine(engine: AsyncEngine, revision: str) -> None:
     url = engine.url.render_as_string(hide_password=False)
     async with engine.begin() as conn:
+        await _lock_migrations(conn)
         await conn.run_sync(lambda sync: command.downgrade(alembic_config(url, sync), revision))
 
 
