@@ -148,6 +148,32 @@ SETTINGS_DOC: tuple[tuple[str, str, str], ...] = (
         "(none)",
         "Incoming webhook announcing each new confirmation (POSTed in the background, retried with back-off); empty: none.",
     ),
+    (
+        "TENET_WORKERS",
+        "local",
+        "Where decodes run: local (in this process, on its scheduler) or ray (a Ray Serve deployment of model workers; needs the `ray` extra).",
+    ),
+    (
+        "TENET_RAY_ADDRESS",
+        "(none)",
+        "Ray cluster to join with TENET_WORKERS=ray (e.g. ray://head:10001 or auto); empty: start a local cluster of TENET_RAY_NUM_CPUS CPUs in this process.",
+    ),
+    ("TENET_RAY_NUM_CPUS", "2", "CPUs of the local Ray cluster started when TENET_RAY_ADDRESS is empty."),
+    ("TENET_RAY_REPLICAS", "2", "Model worker replicas (the autoscaling minimum when TENET_RAY_MAX_REPLICAS is larger)."),
+    ("TENET_RAY_MAX_REPLICAS", "0", "Autoscaling maximum of worker replicas; 0: a fixed TENET_RAY_REPLICAS."),
+    ("TENET_RAY_REPLICA_CPUS", "1", "CPUs each worker replica reserves."),
+    ("TENET_RAY_REPLICA_GPUS", "0", "GPUs each worker replica reserves (1 on a GPU node)."),
+    (
+        "TENET_RAY_MAX_ONGOING",
+        "8",
+        "Decodes one worker replica runs at once (merged by its micro-batcher); also the autoscaling target per replica.",
+    ),
+    (
+        "TENET_RAY_MAX_QUEUED",
+        "64",
+        "Decodes this process queues for the workers beyond those running; one more is refused with 429 and Retry-After.",
+    ),
+    ("TENET_RAY_TIMEOUT_S", "120", "Longest wait for one worker decode before the request fails with 503."),
     ("TENET_WEBHOOK_FORMAT", "slack", "Message format of TENET_WEBHOOK_URL: slack (Block Kit) or teams (Adaptive Card)."),
     (
         "TENET_OTLP_ENDPOINT",
@@ -234,6 +260,16 @@ class Settings:
     default_deadline_s: float = 60.0
     shutdown_grace_s: float = 30.0
     header_timeout_s: float = 10.0
+    workers: str = "local"
+    ray_address: str = ""
+    ray_num_cpus: int = 2
+    ray_replicas: int = 2
+    ray_max_replicas: int = 0
+    ray_replica_cpus: float = 1.0
+    ray_replica_gpus: float = 0.0
+    ray_max_ongoing: int = 8
+    ray_max_queued: int = 64
+    ray_timeout_s: float = 120.0
     webhook_url: str = ""
     webhook_format: str = "slack"
     otlp_endpoint: str = ""
@@ -334,6 +370,7 @@ class Settings:
                 "TENET_AUDIT_RETENTION_DAYS must be at least 1",
                 variable="TENET_AUDIT_RETENTION_DAYS",
             )
+        self._check_workers()
         if self.webhook_url and not self.webhook_url.startswith(("http://", "https://")):
             raise InvalidInput(
                 "TENET_WEBHOOK_URL must start with http:// or https://", variable="TENET_WEBHOOK_URL"
@@ -348,6 +385,27 @@ class Settings:
         if self.otlp_endpoint and not self.otlp_endpoint.startswith(("http://", "https://")):
             raise InvalidInput(
                 "TENET_OTLP_ENDPOINT must start with http:// or https://", variable="TENET_OTLP_ENDPOINT"
+            )
+
+    def _check_workers(self) -> None:
+        """TENET_WORKERS and the Ray worker settings (read only with TENET_WORKERS=ray)."""
+        workers = self.workers.strip().lower()
+        if workers not in ("local", "ray"):
+            raise InvalidInput(f"TENET_WORKERS={self.workers!r}: use local or ray", variable="TENET_WORKERS")
+        object.__setattr__(self, "workers", workers)
+        positive = ("ray_num_cpus", "ray_replicas", "ray_max_ongoing", "ray_replica_cpus", "ray_timeout_s")
+        for name in positive:
+            if not getattr(self, name) > 0:
+                variable = f"TENET_{name.upper()}"
+                raise InvalidInput(f"{variable} must be positive", variable=variable)
+        if self.ray_max_queued < 1:
+            raise InvalidInput("TENET_RAY_MAX_QUEUED must be at least 1", variable="TENET_RAY_MAX_QUEUED")
+        if self.ray_replica_gpus < 0:
+            raise InvalidInput("TENET_RAY_REPLICA_GPUS must not be negative", variable="TENET_RAY_REPLICA_GPUS")
+        if self.ray_max_replicas and self.ray_max_replicas < self.ray_replicas:
+            raise InvalidInput(
+                "TENET_RAY_MAX_REPLICAS must be 0 or at least TENET_RAY_REPLICAS",
+                variable="TENET_RAY_MAX_REPLICAS",
             )
 
     @property
