@@ -9,8 +9,13 @@ scope a route needs is 403. ``admin`` implies every scope.
 Verified keys are cached in memory for ``KEY_CACHE_TTL_S`` seconds, keyed by
 the SHA-256 of the whole token, so a busy key costs no database round trip
 per request; a revocation in this process (any ORM write of
-``ApiKey.revoked_at``) evicts the key at once, one in another process takes
-effect within the TTL. ``last_used_at`` is written when the cache refreshes,
+``ApiKey.revoked_at``) evicts the key at once. On PostgreSQL every replica
+listens for revocations (``store.key_events``: ``LISTEN/NOTIFY``) and evicts
+a key revoked through any other replica as soon as that revocation commits;
+while a replica's listening connection is down its cache is bypassed (every
+request verifies against the database) and it is emptied when the listener
+reconnects, since revocations may have been missed meanwhile. On SQLite (one
+process) a revocation in another process takes effect within the TTL. ``last_used_at`` is written when the cache refreshes,
 at most once a minute per key (``store.keys.touch_key``). The middleware also
 reads the request's scheduling hints (``X-Tenet-Priority``,
 ``X-Tenet-Deadline-S``) within the key's allowance (``app.hints``).
@@ -46,6 +51,7 @@ from sqlalchemy import event
 from app.errors import Unauthorized
 from app.hints import hints_from_headers, keep_hints
 from reasoning.errors import Forbidden, InvalidInput
+from store.key_events import RevocationListener, listen_dsn
 from store.keys import DEFAULT_TENANT, SCOPES, find_key, touch_key
 from store.models import ApiKey
 
@@ -58,6 +64,7 @@ __all__ = [
     "KeyCache",
     "Unauthorized",
     "requires_scope",
+    "revocation_listener",
 ]
 
 #: Route ``opt`` that exempts a handler from authentication.
@@ -87,12 +94,15 @@ class KeyCache:
     """Verified keys by token hash, each for ``ttl_s`` seconds; at most ``max_entries`` (oldest out).
 
     Only keys that verified and were not revoked are stored. Used from the
-    event loop only (no lock needed).
+    event loop only (no lock needed). While any revocation listener is deaf
+    (:meth:`deafen` called more often than :meth:`hear`), :meth:`get` answers
+    nothing, so every request verifies its key against the database.
     """
 
     def __init__(self, ttl_s: float = 10.0, max_entries: int = 10_000) -> None:
         self.ttl_s = ttl_s
         self.max_entries = max_entries
+        self._deaf = 0
         self._entries: OrderedDict[str, tuple[AuthContext, float]] = OrderedDict()
         # Keys revoked here, not re-cached for a TTL: a request verifying the key before the
         # revocation commits must not put it back.
@@ -102,7 +112,24 @@ class KeyCache:
     def token_hash(token: str) -> str:
         return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
+    @property
+    def trusted(self) -> bool:
+        """False while a revocation listener is deaf: cached keys are not used then."""
+        return self._deaf == 0
+
+    def deafen(self) -> None:
+        """A revocation listener cannot hear revocations now: stop trusting cached keys."""
+        self._deaf += 1
+
+    def hear(self) -> None:
+        """A revocation listener hears again: forget every key (revocations may have been
+        missed while it was deaf) and trust the cache again once no listener is deaf."""
+        self._deaf = max(0, self._deaf - 1)
+        self._entries.clear()
+
     def get(self, token: str) -> AuthContext | None:
+        if self._deaf:
+            return None
         digest = self.token_hash(token)
         entry = self._entries.get(digest)
         if entry is None:
@@ -224,6 +251,20 @@ class ApiKeyMiddleware(AbstractAuthenticationMiddleware):
             await session.commit()
         KEY_CACHE.put(token, context)
         return context
+
+
+def revocation_listener(database_url: str) -> RevocationListener | None:
+    """A listener evicting keys revoked through any replica from :data:`KEY_CACHE`; None on
+    SQLite (no notifications, one process). Start it on the app's event loop."""
+    dsn = listen_dsn(database_url)
+    if dsn is None:
+        return None
+    return RevocationListener(
+        dsn,
+        on_revoked=KEY_CACHE.invalidate_key,
+        on_deaf=KEY_CACHE.deafen,
+        on_listening=KEY_CACHE.hear,
+    )
 
 
 def requires_scope(scope: str) -> Guard:

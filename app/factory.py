@@ -12,7 +12,7 @@ from litestar.middleware import DefineMiddleware
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components, SecurityScheme
 
-from app.auth import ApiKeyMiddleware
+from app.auth import ApiKeyMiddleware, revocation_listener
 from app.controllers import CONTROLLERS
 from app.deps import DEPENDENCIES
 from app.errors import handle_exception
@@ -28,6 +28,8 @@ __all__ = ["OPENAPI_PATH", "create_app"]
 
 OPENAPI_PATH = "/schema"
 log = logging.getLogger("tenet.app")
+#: Longest start-up waits for the key revocation listener to connect (PostgreSQL only).
+_LISTEN_WAIT_S = 3.0
 
 
 def create_app(
@@ -38,7 +40,8 @@ def create_app(
     The database must already be migrated (``tenet db upgrade``; ``tenet
     serve`` does it). On start-up the model begins loading in a background
     thread unless ``settings.load_model`` is false; on shutdown the database
-    pool is released. Pass ``runtime`` to share one (and its loaded model)
+    pool is released. On PostgreSQL the app listens for key revocations made
+    through other replicas while it runs (``app.auth.revocation_listener``). Pass ``runtime`` to share one (and its loaded model)
     between apps, as the test suite does; ``tracing`` to export spans somewhere
     other than ``TENET_OTLP_ENDPOINT`` (tests: an in-memory exporter).
     """
@@ -53,9 +56,16 @@ def create_app(
         if settings.load_model:
             runtime.start_model_loading()
         runtime.scheduler.open()
+        revocations = revocation_listener(settings.database_url)
+        if revocations is not None:
+            revocations.start()
+            # Until it listens, cached keys are bypassed (correct, only slower): wait briefly.
+            await revocations.wait_listening(_LISTEN_WAIT_S)
         try:
             yield
         finally:
+            if revocations is not None:
+                await revocations.stop()
             # Graceful shutdown: new decodes get 503, accepted ones finish within the grace period.
             if not await runtime.scheduler.drain(settings.shutdown_grace_s):
                 log.warning("shutdown grace of %.0f s ran out with decodes pending", settings.shutdown_grace_s)

@@ -23,6 +23,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from reasoning.errors import InvalidInput, NotFound
+from store.key_events import announce_revoked
 from store.models import ApiKey, Tenant, UTCDateTime, new_id, utcnow
 
 __all__ = [
@@ -198,7 +199,9 @@ async def count_keys(session: AsyncSession) -> int:
 async def revoke_key(session: AsyncSession, key_id: str, tenant_id: str | None) -> ApiKey:
     """Revoke a key of ``tenant_id`` (any tenant when None); another tenant's key is NotFound.
 
-    Revoking twice keeps the first revocation time.
+    Revoking twice keeps the first revocation time. On PostgreSQL the
+    revocation is announced to every replica when the transaction commits
+    (``store.key_events``), so none keeps accepting the key from its cache.
     """
     key = await session.get(ApiKey, key_id)
     if key is None or (tenant_id is not None and key.tenant_id != tenant_id):
@@ -206,6 +209,7 @@ async def revoke_key(session: AsyncSession, key_id: str, tenant_id: str | None) 
     if key.revoked_at is None:
         key.revoked_at = utcnow()
         await session.flush()
+        await announce_revoked(session, key.id)
     return key
 
 
