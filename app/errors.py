@@ -120,7 +120,7 @@ def problem_response(
 
 def _from_tenet(request: Request[Any, Any, Any], exc: TenetError) -> Response[dict[str, Any]]:
     headers: dict[str, str] = {}
-    if isinstance(exc, Overloaded):
+    if isinstance(exc, Overloaded | Unavailable) and exc.retry_after_s is not None:
         headers["Retry-After"] = str(max(1, round(exc.retry_after_s)))
     if isinstance(exc, Unauthorized):
         headers["WWW-Authenticate"] = 'Bearer realm="tenet"'

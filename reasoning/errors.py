@@ -55,7 +55,15 @@ class UnsafeContent(TenetError):
 
 
 class Unavailable(TenetError):
-    """A resource the request needs is not available yet (the model loading, say)."""
+    """A resource the request needs is not available yet (the model loading, say).
+
+    ``retry_after_s``, when set, says when trying again is likely to succeed
+    (a lost model worker, an unreachable cluster); None leaves it unsaid.
+    """
+
+    def __init__(self, detail: str, retry_after_s: float | None = None, **extra: object) -> None:
+        super().__init__(detail, **extra)
+        self.retry_after_s = retry_after_s
 
 
 class Overloaded(TenetError):
