@@ -25,6 +25,7 @@ from typing import Final
 import msgspec
 
 from inference.decoder.controllers.stating import Statement
+from inference.decoder.pruning import ClaimGuard
 from reasoning.constraints.model import Premise
 from reasoning.evidence.index import OntologyIndex
 from reasoning.evidence.model import EvidenceFact, EvidenceSubgraph, LinkedEntity
@@ -32,7 +33,7 @@ from reasoning.evidence.subgraph import facts_about
 from reasoning.rules.decide import DecisionEngine, decision_sentence
 from reasoning.rules.model import Decision
 
-__all__ = ["RULES_VIEW", "decide", "decision_engine", "statement_of", "with_rule_evidence"]
+__all__ = ["RULES_VIEW", "claim_guard", "decide", "decision_engine", "statement_of", "with_rule_evidence"]
 
 #: The view that holds the deciding rules' facts when no other view has evidence.
 RULES_VIEW = "rules"
@@ -151,3 +152,20 @@ def statement_of(decision: Decision, index: OntologyIndex, lang: str, shown: Seq
         contradicts=lambda text: engine.check_claim(text, decision).contradicts,
         sources=decision.rule_ids(),
     )
+
+
+def claim_guard(decision: Decision, index: OntologyIndex) -> ClaimGuard:
+    """The claim check the pruning judge runs on every complete claim, steered or not.
+
+    It returns why a sentence contradicts ``decision`` (the
+    :class:`~reasoning.rules.claims.ClaimCheck`'s reason: the denied or
+    conflicting action and the rules that require the other), None when it
+    does not.
+    """
+    engine = decision_engine(index)
+
+    def guard(sentence: str) -> str | None:
+        check = engine.check_claim(sentence, decision)
+        return (check.reason or "contradicts the decision") if check.contradicts else None
+
+    return guard

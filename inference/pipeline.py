@@ -27,13 +27,14 @@ from typing import Any
 
 import msgspec
 
-from inference.decisions import decide, statement_of, with_rule_evidence
+from inference.decisions import claim_guard, decide, statement_of, with_rule_evidence
 from inference.decoder.compile import branch_steerings, compile_steering
 from inference.decoder.controllers import ConstraintSteering
 from inference.decoder.controllers.stating import Statement
 from inference.decoder.decode import BranchResult, DecodeResult, choose_answer, decode
 from inference.decoder.microbatch import MicroBatcher
 from inference.decoder.options import BEAMS, NEW_TOKENS, SEEDS, DecodeOptions, Limit
+from inference.decoder.pruning import ClaimGuard
 from inference.decoder.stream import StepEvent
 from inference.loader import LoadedModel
 from inference.prefix_cache import PrefixCache, PrefixScope
@@ -139,6 +140,8 @@ class Plan:
     conflict: str | None = None
     decision: Decision | None = None
     statement: Statement | None = None
+    #: The decision's claim check, run by the pruning judge on every claim (steered or not).
+    claims: ClaimGuard | None = None
 
     @property
     def language_code(self) -> str:
@@ -389,6 +392,9 @@ class Reasoner:
             timings=timings,
             decision=decision,
             statement=statement,
+            claims=claim_guard(decision, domain_index)
+            if decision is not None and domain_index is not None
+            else None,
         )
 
     def run(
@@ -462,6 +468,7 @@ class Reasoner:
                 prefix=self._prefix_scope(tenant),
                 on_step=on_step,
                 batcher=self.batcher,
+                claims=plan.claims,
             )
             decoded = {spec.key: branch for spec, branch in zip(todo, result.branches)}
             timings["prefill"] = round(result.timings.prefill_s * 1000, 3)

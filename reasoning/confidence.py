@@ -1,5 +1,9 @@
 """Per-step confidence: token probability, evidence support and counterfactual contrast.
 
+Two steps are judged by the domain's decision rules before any term: one
+that restates a conclusion has full support, one that contradicts a
+conclusion is capped at ``CONTRADICTION_CAP`` (see ``step_confidence``).
+
 The combination is a logistic model with coefficients stored in code::
 
     z = b0 + b_token * logit(p_window) + b_support * (support - 0.5)
@@ -45,6 +49,9 @@ __all__ = [
 ]
 
 STALE_FACTOR = 0.85
+#: The most a step that contradicts the decision rules' conclusion can be trusted: the
+#: rules decided otherwise, however fluent the model was.
+CONTRADICTION_CAP = 0.05
 _NEAR_EQUAL = 0.15
 _UNSURE_TOKENS = 0.5
 
@@ -88,6 +95,8 @@ class ConfidenceInputs(msgspec.Struct, frozen=True, kw_only=True):
     #: The step restates a conclusion of the domain's decision rules (its words were
     #: forced by the steering, so their token probabilities say nothing of the model).
     restates_conclusion: bool = False
+    #: Why the step contradicts a conclusion of the decision rules (the claim check's reason).
+    contradiction: str | None = None
 
 
 class Confidence(msgspec.Struct, frozen=True, kw_only=True):
@@ -144,12 +153,17 @@ def step_confidence(
     A step that restates a conclusion of the decision rules has full
     evidence support and no token term: the rules decided it, the model did
     not choose its words (only stale evidence lowers it, with its hint).
+    A step that contradicts a conclusion is capped at ``CONTRADICTION_CAP``,
+    its hint naming the conclusion it denies.
     """
     if inputs.restates_conclusion:
         stale = STALE_FACTOR ** len(inputs.stale_hints)
         return Confidence(value=round(stale, 4), hint="; ".join(inputs.stale_hints) or None)
     value = combine(inputs, coefficients) * STALE_FACTOR ** len(inputs.stale_hints)
     hints: list[str] = list(inputs.stale_hints)
+    if inputs.contradiction is not None:
+        value = min(value, CONTRADICTION_CAP)
+        hints.insert(0, f"contradicts the domain's rules: {inputs.contradiction}")
     if inputs.contrast is not None and abs(inputs.contrast) < _NEAR_EQUAL:
         what = (
             "its negation"

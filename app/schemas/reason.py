@@ -95,6 +95,10 @@ class PruningOut(msgspec.Struct, frozen=True, kw_only=True):
     counterfactual_flops_share: float
     constraint_check_share: float
     prefix_cache_hit: bool
+    #: Complete claims checked against the decision (every one, steering on or off), and
+    #: how many contradicted it (pruned when steering, else flagged as the step's violation).
+    claims_checked: int = 0
+    claims_contradicted: int = 0
 
 
 class ConflictSpan(msgspec.Struct, frozen=True, kw_only=True):

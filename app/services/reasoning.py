@@ -164,6 +164,8 @@ def build_response(
                 counterfactual_flops_share=round(decoded.counterfactual_flops_share, 4),
                 constraint_check_share=round(decoded.constraint_check_share, 4),
                 prefix_cache_hit=decoded.prefix_cache_hit,
+                claims_checked=decoded.pruning.claims_checked,
+                claims_contradicted=decoded.pruning.claims_contradicted,
             )
             if decoded is not None
             else None

@@ -38,7 +38,7 @@ from inference.decoder.boundaries import boundary_table
 from inference.decoder.endings import END_MODEL, End, Lander
 from inference.decoder.microbatch import MicroBatcher
 from inference.decoder.options import DecodeOptions
-from inference.decoder.pruning import BranchEvidence, PruningJudge, StepFacts
+from inference.decoder.pruning import BranchEvidence, ClaimGuard, PruningJudge, StepFacts
 from inference.decoder.runner import ModelRunner
 from inference.decoder.steering_protocol import Steering
 from inference.decoder.stream import StepEvent, StepStream, is_layout, step_text
@@ -99,6 +99,10 @@ class PruningStats(msgspec.Struct, frozen=True, kw_only=True):
     counterfactual_scored: int
     counterfactual_skipped: int
     counterfactual_reused: int = 0  # checks answered by a claim another beam already had scored
+    #: Complete claims checked against the decision (every one, pruning on or off),
+    #: and how many of them contradicted it.
+    claims_checked: int = 0
+    claims_contradicted: int = 0
 
 
 class DecodeTimings(msgspec.Struct, frozen=True, kw_only=True):
@@ -167,6 +171,7 @@ def decode(
     prefix: PrefixScope | None = None,
     on_step: Callable[[StepEvent], None] | None = None,
     batcher: MicroBatcher | None = None,
+    claims: ClaimGuard | None = None,
 ) -> DecodeResult:
     """Decode every branch of ``plan`` in one batched beam search; see the module docstring.
 
@@ -179,6 +184,9 @@ def decode(
     checked on partial answers (pruning), ``premises`` attributed to the
     steps that mention them; ``lexicon`` (label -> class) and
     ``request_text`` feed the evidence-chain and counterfactual rules.
+    ``claims`` is the decision's claim check: every complete claim that
+    contradicts the decision is pruned (with pruning off, flagged, so its
+    branch ranks below the others), steered or not.
     The shared prefix is read from and stored in ``prefix`` (one tenant's
     entries for this model) when given, else prefilled every time.
     ``on_step`` hears every branch's steps as ``StepEvent``s (for streaming):
@@ -239,6 +247,7 @@ def decode(
                 request_text=request_text,
                 language=plan.language,
                 pad_id=pad_id,
+                claims=claims,
             )
             config = BeamConfig(
                 options,
@@ -324,6 +333,8 @@ def _result(
             counterfactual_scored=judge.counterfactual_scored,
             counterfactual_skipped=judge.counterfactual_skipped,
             counterfactual_reused=judge.counterfactual_reused,
+            claims_checked=judge.claims_checked,
+            claims_contradicted=judge.claims_contradicted,
         ),
         timings=DecodeTimings(
             prefill_s=prefill_s,
@@ -433,6 +444,7 @@ def _step(
         contrast=facts.contrast if facts else None,
         contrast_kind=facts.contrast_kind if facts else None,
         stale_hints=stale,
+        contradiction=facts.contradiction if facts else None,
     )
     conf = step_confidence(inputs)
     words = {w for w in _WORD.findall(text.lower()) if len(w) > 2}

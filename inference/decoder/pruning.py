@@ -12,13 +12,26 @@ closes a step. Rules, cheapest first:
    Support is lexical (case-insensitive word match; numbers compared without
    thousands separators): simple, explainable, and strict in the direction
    that matters (a paraphrased fact may be flagged, an invented one is);
-1. semantic consistency: two or more hard constraints are already certainly
-   violated by the answer so far (partial verification), or -- when the
+1. semantic consistency: the step is a complete claim that contradicts the
+   decision the domain's rules gave (``claims``, the symbolic claim check of
+   ``reasoning.rules.claims``: it denies a concluded action, states one that
+   conflicts with it, or one no rule requires); or two or more hard
+   constraints are already certainly violated by the answer so far (partial
+   verification), or -- when the
    budget allows counterfactual checks and the step states a domain fact --
    the claim and its minimal variants (``reasoning.counterfactual``) are
    scored given the branch's evidence and a variant beats the claim by more
    than ``contrast_margin`` nats per token (the evidence supports a
    counterfactual and not the claim).
+
+The claim check against the decision is cheap (a few regular expressions on
+one sentence, no model), so it runs on every complete claim of every beam,
+with pruning on or off (``claims_checked`` / ``claims_contradicted`` count
+it); it is checked before the evidence chain, so a contradicting claim is
+reported as such even when it also names an unsupported fact. With pruning
+off (``steering: false``) a contradicting step is kept but carries its
+violation, so its branch ranks below every branch that kept the rules
+(``decode.choose_answer``).
 
 Counterfactual scoring is rationed: a check runs only while the counterfactual
 FLOPs stay within ``counterfactual_flops_share`` of the decode's own FLOPs
@@ -54,7 +67,10 @@ from reasoning.constraints.model import Constraint, Hardness, Kind, Scope, Verdi
 from reasoning.counterfactual import variants
 from reasoning.evidence.model import EvidenceFact
 
-__all__ = ["BranchEvidence", "PruningJudge", "StepFacts", "domain_mentions"]
+__all__ = ["BranchEvidence", "ClaimGuard", "PruningJudge", "StepFacts", "domain_mentions"]
+
+#: The symbolic claim check of a decision: why one sentence contradicts it, or None.
+ClaimGuard = Callable[[str], str | None]
 
 _NUMBER = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w.,])\d+(?:\.\d+)?")
 _ISO_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
@@ -63,6 +79,7 @@ _CITATION = re.compile(r"\[(E\d+)\]")
 _WORD = re.compile(r"\w+")
 _PREFIX_CACHE = 64  # answer prefixes kept (a few per live beam)
 _CLAIM_END = frozenset(".!?;:\n。！？；")
+_HAS_WORD = re.compile(r"[^\W\d_]", re.UNICODE)
 
 
 @dataclass(frozen=True)
@@ -99,6 +116,7 @@ class StepFacts:
     contrast: float | None = None
     contrast_kind: str | None = None
     contrast_variant: str | None = None
+    contradiction: str | None = None  # why the claim contradicts the decision (``ClaimGuard``)
 
 
 def _answer_language(constraints: Sequence[Constraint], request_language: str) -> str:
@@ -147,6 +165,9 @@ class PruningJudge:
     ``language`` is the request's; the answer's language, whose scripts the
     script-drift check expects, is a ``response_language`` constraint's when
     the request sets one, else the request's.
+
+    ``claims`` is the decision's claim check (None when the request has no
+    decision): every complete claim is checked, whatever the budget.
     """
 
     tokenizer: Any
@@ -160,6 +181,9 @@ class PruningJudge:
     request_text: str = ""
     language: str = "en"
     pad_id: int = 0
+    claims: ClaimGuard | None = None
+    claims_checked: int = 0
+    claims_contradicted: int = 0
     counterfactual_skipped: int = 0
     counterfactual_scored: int = 0
     counterfactual_reused: int = 0
@@ -299,6 +323,17 @@ class PruningJudge:
             )
         if facts.degenerate:
             return "entropy", f"degenerate step: {facts.degenerate}", facts
+        if (
+            self.claims is not None
+            and (final or _complete(facts.text))
+            and _HAS_WORD.search(facts.text)
+        ):
+            self.claims_checked += 1
+            reason = self.claims(facts.text.strip())
+            if reason is not None:
+                self.claims_contradicted += 1
+                facts = replace(facts, contradiction=reason)
+                return "semantic", f"contradicts the decision: {reason}", facts
         has_evidence = branch < len(self.branches) and bool(self.branches[branch].facts)
         if has_evidence and facts.unsupported:
             detail = "no evidence fact supports " + ", ".join(

@@ -8,6 +8,7 @@ import random
 import pytest
 
 from reasoning.confidence import (
+    CONTRADICTION_CAP,
     DEFAULT_COEFFICIENTS,
     ConfidenceInputs,
     combine,
@@ -123,3 +124,15 @@ def test_a_restated_conclusion_has_full_support_whatever_its_forced_tokens() -> 
     assert plain.value < 0.1 and plain.hint is not None and "AML-R-017" in plain.hint
     stale = restated_confidence(["evidence E3: PEP list last updated 2024-05-11"])
     assert stale.value < 1.0 and stale.hint is not None and "PEP list" in stale.hint
+
+
+def test_a_claim_that_contradicts_a_conclusion_is_capped_and_says_which() -> None:
+    reason = "denies escalation to the MLRO, which AML-R-017 requires"
+    fluent = ConfidenceInputs(window_prob=0.99, support=1.0)
+    contradicting = step_confidence(
+        ConfidenceInputs(window_prob=0.99, support=1.0, contradiction=reason)
+    )
+    assert step_confidence(fluent).value > 0.9
+    assert contradicting.value <= CONTRADICTION_CAP
+    assert contradicting.hint is not None and contradicting.hint.startswith("contradicts")
+    assert reason in contradicting.hint

@@ -1,0 +1,114 @@
+"""The claim check against the decision in the pruning judge, steered and plain.
+
+The real model is driven (``Push``, a test double of the steering protocol
+only) to write the opposite of what the bundled AML domain's rules conclude
+for a PEP case ("... should not be escalated"); the claim check is the real
+one (``inference.decisions.claim_guard`` over a real ``DecisionEngine``), the
+judge, the search and the repair are the real ones.
+
+- Pruning on: the contradicting step is pruned and repaired, never answered.
+- Pruning off (the ``steering: false`` mode): nothing is pruned, but the step
+  carries its violation, its confidence is capped with a hint naming the
+  denied conclusion, and its branch ranks below a branch that kept the rules.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from inference.decisions import claim_guard
+from inference.decoder.decode import DecodeResult, decode
+from inference.decoder.options import DecodeOptions
+from inference.decoder.pruning import ClaimGuard
+from inference.loader import LoadedModel
+from inference.prompting import plan_prompt
+from reasoning.confidence import CONTRADICTION_CAP
+from reasoning.evidence.bundled import bundled_domains
+from reasoning.evidence.ingest import ingest_ontology
+from reasoning.evidence.model import EvidenceFact, EvidenceSubgraph
+from reasoning.rules.decide import DecisionEngine
+from tests.inference.decoder.steering_doubles import Push
+
+pytestmark = [pytest.mark.model, pytest.mark.usefixtures("one_torch_thread")]
+
+CASE = "Acme Ltd (Cyprus) sent EUR 2,000,000 to Jon Doe, who is on our PEP list. Should this be escalated?"
+DENIAL = "This transfer should not be escalated."
+AFFIRMATION = "This transfer must be escalated to the MLRO."
+_DENIED = re.compile(r"\bnot\s+be\s+escalat", re.IGNORECASE)
+
+
+@pytest.fixture(scope="module")
+def guard() -> ClaimGuard:
+    data = dict(bundled_domains())["aml"].read_bytes()
+    index = ingest_ontology(data, "text/turtle").index.with_version("aml-claims-test")
+    decision = DecisionEngine(index).decide(CASE)
+    assert decision.status == "decided"
+    assert any("escalat" in c.action_label_en for c in decision.conclusions)
+    return claim_guard(decision, index)
+
+
+def _view(view: str, relevance: float) -> EvidenceSubgraph:
+    fact = EvidenceFact(
+        id="E1" if view == "fund_flow" else "E2",
+        subject="Acme Ltd",
+        predicate="sent",
+        object="Jon Doe",
+        text="Acme Ltd sent EUR 2,000,000 to Jon Doe.",
+        view=view,
+        score=1.0,
+        hops=1,
+        ontology_version="v1",
+    )
+    return EvidenceSubgraph(view=view, relevance=relevance, seeds=(), facts=(fact,))
+
+
+def _decode(lm: LoadedModel, targets: list[str], guard: ClaimGuard, *, prune: bool) -> DecodeResult:
+    tok = lm.tokenizer
+    views = [_view("fund_flow", 1.0), _view("parties", 0.5)][: len(targets)]
+    ids = [list(tok(t, add_special_tokens=False)["input_ids"]) for t in targets]
+    return decode(
+        lm.model,
+        tok,
+        plan_prompt(tok, CASE, [], views),
+        steering=[Push(t) for t in ids],  # type: ignore[misc]
+        options=DecodeOptions(width=1, max_new_tokens=max(len(t) for t in ids) + 6, prune=prune),
+        request_text=CASE,
+        claims=guard,
+    )
+
+
+def test_a_step_that_denies_the_conclusion_is_pruned_and_repaired(
+    loaded_model: LoadedModel, guard: ClaimGuard
+) -> None:
+    result = _decode(loaded_model, [DENIAL], guard, prune=True)
+    assert result.pruning.claims_contradicted >= 1
+    assert result.pruning.claims_checked >= result.pruning.claims_contradicted
+    assert result.pruning.pruned.get("semantic", 0) >= 1
+    assert result.pruning.repairs >= 1
+    assert not _DENIED.search(result.answer), result.answer
+    assert not any("contradicts the decision" in v for v in result.violations)
+
+
+def test_unpruned_a_denial_is_flagged_lowered_and_ranked_below(
+    loaded_model: LoadedModel, guard: ClaimGuard
+) -> None:
+    # The denying branch has the higher relevance; only the claim check can rank it below.
+    result = _decode(loaded_model, [DENIAL, AFFIRMATION], guard, prune=False)
+    assert result.pruning.pruned == {} and result.pruning.repairs == 0
+    assert result.pruning.claims_contradicted >= 1
+    denying, affirming = result.branches
+    assert _DENIED.search(denying.text), denying.text
+    flagged = [
+        s for s in denying.steps if s.violation and "contradicts the decision" in s.violation
+    ]
+    assert flagged, denying.steps
+    assert "escalation" in (flagged[0].violation or "")
+    assert flagged[0].confidence <= CONTRADICTION_CAP
+    assert "contradicts the domain's rules" in (flagged[0].calibration_hint or "")
+    assert any("contradicts the decision" in v for v in denying.violations)
+    assert affirming.text.startswith(AFFIRMATION), affirming.text
+    assert not any("contradicts the decision" in v for v in affirming.violations)
+    assert result.answer == affirming.text
+    assert result.branches[result.answer_branch].view == "parties"
