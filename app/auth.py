@@ -18,7 +18,8 @@ reconnects, since revocations may have been missed meanwhile. On SQLite (one
 process) a revocation in another process takes effect within the TTL. ``last_used_at`` is written when the cache refreshes,
 at most once a minute per key (``store.keys.touch_key``). The middleware also
 reads the request's scheduling hints (``X-Tenet-Priority``,
-``X-Tenet-Deadline-S``) within the key's allowance (``app.hints``).
+``X-Tenet-Deadline-S``) within the key's allowance (``app.hints``) and counts
+the request against the key's limits (``app.ratelimits``: 429 past one).
 
 Usage in a controller::
 
@@ -207,6 +208,9 @@ class ApiKeyMiddleware(AbstractAuthenticationMiddleware):
         if scheme.lower() != "bearer" or not token:
             raise Unauthorized("malformed Authorization header; expected 'Bearer <API key>'")
         context = KEY_CACHE.get(token) or await self._verify_once(connection, token)
+        limits = connection.app.state.runtime.key_limits
+        if limits.enabled:
+            await limits.admit(context.key_id)
         keep_hints(connection, hints_from_headers(connection.headers, context.scopes))
         return AuthenticationResult(user=context, auth=context.key_id)
 

@@ -22,6 +22,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.metrics import ADMISSION_REFUSED, BATCH_SIZE, QUEUE_DEPTH, QUEUE_WAIT_SECONDS
+from app.ratelimits import KeyLimits
 from app.settings import Settings
 from inference.decoder.microbatch import MicroBatcher
 from inference.decoder.runner import ModelRunner
@@ -79,6 +80,8 @@ class Runtime:
             materialise_timeout_s=settings.ontology_materialise_timeout_s,
         )
         self.model_loaded_at: int = 0
+        #: Per-key request limits (TENET_KEY_RATE_LIMITS), counted in Redis when TENET_REDIS_URL is set.
+        self.key_limits = KeyLimits.from_settings(settings)
         self._loading: threading.Thread | None = None
         self._loaded = threading.Event()
         self._reasoner: Reasoner | None = None
@@ -195,7 +198,8 @@ class Runtime:
             return self._reasoner
 
     async def readiness(self) -> dict[str, Any]:
-        """Model state and database reachability, as ``/readyz`` reports them."""
+        """Model state, database reachability and the rate-limit store, as ``/readyz`` reports
+        them (a configured Redis that does not answer makes the replica not ready)."""
         try:
             # A probe must answer promptly: a database that does not answer within
             # the bound is reported unreachable rather than stalling the probe.
@@ -208,7 +212,13 @@ class Runtime:
             model["error"] = self.load_error
         if self.model is not None:
             model["name"] = self.model.identity.name
-        return {"ready": self.ready and database == "ok", "model": model, "database": database}
+        rate_limits = await self.key_limits.state()
+        return {
+            "ready": self.ready and database == "ok" and rate_limits != "unreachable",
+            "model": model,
+            "database": database,
+            "rate_limits": rate_limits,
+        }
 
     async def close(self) -> None:
         """Stop the forward thread and release the database pool (the model is freed with the process)."""

@@ -144,6 +144,16 @@ SETTINGS_DOC: tuple[tuple[str, str, str], ...] = (
         "Minimum age (days, at least 1) before audit events may be purged; nothing deletes younger ones.",
     ),
     (
+        "TENET_KEY_RATE_LIMITS",
+        "(none)",
+        "Requests each API key may make, in the `limits` notation, several separated by `;` (e.g. `120/minute;20000/day`: a rate limit and a daily quota); past one: 429 with Retry-After. Counted per process, or across replicas through TENET_REDIS_URL. Empty: no limit.",
+    ),
+    (
+        "TENET_REDIS_URL",
+        "(none)",
+        "Redis holding the per-key request counts that every replica shares (redis:// or rediss://). While it is configured and unreachable, keyed requests get 503 and /readyz reports it. Empty: counts are kept in each process.",
+    ),
+    (
         "TENET_WEBHOOK_URL",
         "(none)",
         "Incoming webhook announcing each new confirmation (POSTed in the background, retried with back-off); empty: none.",
@@ -270,6 +280,8 @@ class Settings:
     ray_max_ongoing: int = 8
     ray_max_queued: int = 64
     ray_timeout_s: float = 120.0
+    key_rate_limits: str = ""
+    redis_url: str = ""
     webhook_url: str = ""
     webhook_format: str = "slack"
     otlp_endpoint: str = ""
@@ -371,6 +383,21 @@ class Settings:
                 variable="TENET_AUDIT_RETENTION_DAYS",
             )
         self._check_workers()
+        if self.key_rate_limits.strip():
+            from limits import parse_many
+
+            try:
+                parse_many(self.key_rate_limits)
+            except ValueError:
+                raise InvalidInput(
+                    f"TENET_KEY_RATE_LIMITS={self.key_rate_limits!r}: use rates such as "
+                    "'120/minute' or '120/minute;20000/day'",
+                    variable="TENET_KEY_RATE_LIMITS",
+                ) from None
+        if self.redis_url and not self.redis_url.startswith(("redis://", "rediss://")):
+            raise InvalidInput(
+                "TENET_REDIS_URL must start with redis:// or rediss://", variable="TENET_REDIS_URL"
+            )
         if self.webhook_url and not self.webhook_url.startswith(("http://", "https://")):
             raise InvalidInput(
                 "TENET_WEBHOOK_URL must start with http:// or https://", variable="TENET_WEBHOOK_URL"

@@ -34,7 +34,7 @@ class HealthController(Controller):
     async def head_readiness(self, runtime: Runtime) -> None:
         report = await runtime.readiness()
         if not report["ready"]:
-            missing = [part for part in ("model", "database") if not _part_ok(report, part)]
+            missing = [part for part in _PARTS if not _part_ok(report, part)]
             raise Unavailable(f"not ready: {', '.join(missing)} not available")
 
     @get(
@@ -45,12 +45,17 @@ class HealthController(Controller):
     async def get_readiness(self, runtime: Runtime) -> Readiness:
         report = await runtime.readiness()
         if not report["ready"]:
-            missing = [part for part in ("model", "database") if not _part_ok(report, part)]
+            missing = [part for part in _PARTS if not _part_ok(report, part)]
             raise Unavailable(f"not ready: {', '.join(missing)} not available", **report)
         return Readiness(**report)
 
 
+_PARTS = ("model", "database", "rate_limits")
+
+
 def _part_ok(report: dict[str, object], part: str) -> bool:
+    if part == "rate_limits":
+        return report.get("rate_limits") != "unreachable"
     if part == "database":
         return report["database"] == "ok"
     model = report["model"]

@@ -17,3 +17,5 @@ class Readiness(msgspec.Struct, frozen=True):
     ready: bool
     model: dict[str, Any]
     database: str
+    #: off, local (counted per process), ok (Redis answers) or unreachable (Redis configured, down).
+    rate_limits: str = "off"

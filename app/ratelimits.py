@@ -1,0 +1,113 @@
+"""Per-key request limits and quotas, shared by every replica through Redis when configured.
+
+``TENET_KEY_RATE_LIMITS`` names what each API key may spend, in the notation
+of the `limits <https://limits.readthedocs.io>`_ library (``120/minute``, or
+several: ``120/minute;20000/day``, a rate limit and a daily quota). Every
+authenticated request counts once against each of them, in order; the first
+one used up refuses the request with 429 and ``Retry-After`` (the seconds
+until its window lets a request through again), naming the limit.
+
+Where the counts live decides what "per key" means:
+
+- ``TENET_REDIS_URL`` set: in Redis, so N replicas together admit what one
+  would (sliding-window counters, updated atomically by the library's Lua
+  scripts: no read-modify-write race between replicas). While Redis does not
+  answer, a keyed request cannot be counted and is refused with 503 (never
+  admitted uncounted: a quota that fails open is no quota), and ``/readyz``
+  reports ``rate_limits: unreachable`` so a load balancer stops sending.
+- unset: in this process's memory; each replica then counts on its own (a
+  single-process deployment, the default, loses nothing).
+
+The counting is the library's, not ours: :class:`limits.aio.strategies.SlidingWindowCounterRateLimiter`
+weighs the previous window's count by its remaining overlap, which avoids a
+fixed window's double burst at the boundary in constant memory per key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Final
+
+from limits import RateLimitItem, parse_many
+from limits.aio.storage import MemoryStorage, RedisStorage, Storage
+from limits.aio.strategies import SlidingWindowCounterRateLimiter
+from limits.errors import StorageError
+
+from app.settings import Settings
+from reasoning.errors import Overloaded, Unavailable
+
+__all__ = ["KeyLimits"]
+
+#: Seconds a Redis connection attempt or command may take before the store counts as down.
+REDIS_TIMEOUT_S: Final = 0.5
+_NAMESPACE: Final = "tenet-key"
+
+
+class KeyLimits:
+    """The configured per-key limits over the configured store (Redis or this process)."""
+
+    def __init__(self, rates: str = "", redis_url: str = "") -> None:
+        self.limits: tuple[RateLimitItem, ...] = tuple(parse_many(rates)) if rates.strip() else ()
+        self.shared = bool(redis_url)
+        self._storage: Storage
+        if redis_url:
+            self._storage = RedisStorage(
+                "async+" + redis_url,
+                wrap_exceptions=True,
+                implementation="redispy",
+                key_prefix="TENET",
+                socket_connect_timeout=REDIS_TIMEOUT_S,
+                socket_timeout=REDIS_TIMEOUT_S,
+            )
+        else:
+            self._storage = MemoryStorage()
+        self._limiter = SlidingWindowCounterRateLimiter(self._storage)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> KeyLimits:
+        return cls(settings.key_rate_limits, settings.redis_url)
+
+    @property
+    def enabled(self) -> bool:
+        """True when at least one limit is configured."""
+        return bool(self.limits)
+
+    async def admit(self, key_id: str) -> None:
+        """Count one request of ``key_id`` against every limit.
+
+        Raises:
+            Overloaded: a limit is used up (429; ``retry_after_s`` until it admits again).
+            Unavailable: the shared store does not answer (503), so the request is not admitted.
+        """
+        for item in self.limits:
+            try:
+                if await self._limiter.hit(item, _NAMESPACE, key_id):
+                    continue
+                stats = await self._limiter.get_window_stats(item, _NAMESPACE, key_id)
+            except StorageError as exc:
+                raise Unavailable(
+                    "the shared rate-limit store (TENET_REDIS_URL) does not answer, so this "
+                    f"request cannot be counted against its key's limits ({type(exc.storage_error).__name__}); "
+                    "retry shortly",
+                    rate_limits="unreachable",
+                ) from None
+            wait_s = max(1.0, stats.reset_time - time.time())
+            raise Overloaded(
+                f"this API key's limit of {item} is used up; retry in {wait_s:.0f} s",
+                retry_after_s=wait_s,
+                limit=str(item),
+            )
+
+    async def state(self) -> str:
+        """``off`` (no limit configured), ``local`` (counted in this process), ``ok`` (Redis
+        answers) or ``unreachable`` (Redis configured and not answering)."""
+        if not self.enabled:
+            return "off"
+        if not self.shared:
+            return "local"
+        try:
+            healthy = await asyncio.wait_for(self._storage.check(), REDIS_TIMEOUT_S * 2)
+        except TimeoutError:
+            healthy = False
+        return "ok" if healthy else "unreachable"
