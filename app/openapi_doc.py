@@ -3,7 +3,7 @@
 Litestar documents each route's success response and a generic 400 of its
 own shape; the service answers every failure as an RFC 9457
 ``application/problem+json`` body (``app.errors``). :func:`complete_openapi`
-rewrites the document once, at start-up:
+rewrites the document once, when it is first served:
 
 - every documented failure status is a ``Problem`` (a shared component);
 - each operation lists the statuses it can answer: 400 (every route: path and
@@ -150,9 +150,25 @@ def _public_operations(app: Litestar) -> set[str]:
     return found
 
 
+class _CompletingOpenAPIPlugin(OpenAPIPlugin):
+    """Litestar's OpenAPI plugin serving the completed document, built on first use.
+
+    Building the document walks every route's signature and costs about as much as the rest
+    of ``create_app`` together; most apps (one per test, a CLI run) never serve it. Both
+    builds are deterministic, so two requests racing for the first build get equal documents.
+    """
+
+    __slots__ = ()
+
+    def provide_openapi_schema(self) -> dict[str, Any]:
+        if self._openapi_schema is None:
+            document = self.provide_openapi().to_schema()
+            self._openapi_schema = complete_openapi(document, _public_operations(self.app))
+        return self._openapi_schema
+
+
 def install_openapi_completion(app: Litestar) -> None:
-    """Build ``app``'s OpenAPI document now, completed; the schema routes serve that one."""
+    """Make ``app``'s schema routes serve the completed OpenAPI document (built on first use)."""
     plugin = app.plugins.get(OpenAPIPlugin)
-    document = plugin.provide_openapi().to_schema()
-    # The plugin serves its cached dictionary (``provide_openapi_schema``).
-    plugin._openapi_schema = complete_openapi(document, _public_operations(app))
+    # Same slots, only a method overridden: the plugin object stays registered as it is.
+    plugin.__class__ = _CompletingOpenAPIPlugin
