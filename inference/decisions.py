@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import date
 from typing import Final
 
@@ -26,6 +26,7 @@ import msgspec
 
 from inference.decoder.controllers.stating import Statement
 from inference.decoder.pruning import ClaimGuard
+from reasoning.case.amend import amend_request, restore_spans
 from reasoning.constraints.model import Premise
 from reasoning.evidence.index import OntologyIndex
 from reasoning.evidence.model import EvidenceFact, EvidenceSubgraph, LinkedEntity
@@ -65,18 +66,30 @@ def decide(
     retracted: Sequence[str],
     linked: Sequence[LinkedEntity],
     today: date,
+    amended: Mapping[str, str] | None = None,
 ) -> Decision | None:
     """The decision for ``prompt`` under ``index``'s rules; None when the ontology has none.
 
     Every premise's facts are read (``premises``: all the request states)
     and the ``retracted`` ones' removed again, so a retraction drops exactly
-    its facts. Raises :class:`~reasoning.errors.LimitExceeded` for rules
-    that run past the time limit or do not reach a fixpoint.
+    its facts. An ``amended`` premise (id -> its new text) is read with its
+    new text in place of its old one (``reasoning.case.amend``): its old
+    facts are gone, the new ones carry its id. Raises
+    :class:`~reasoning.errors.LimitExceeded` for rules that run past the
+    time limit or do not reach a fixpoint.
     """
     engine = decision_engine(index)
     if not engine.has_rules:
         return None
-    case = engine.build_case(prompt, premises=premises, linked=linked, evaluation_date=today)
+    request = amend_request(prompt, premises, amended or {})
+    # The links were found in the original text; an amended one is linked again.
+    case = engine.build_case(
+        request.text,
+        premises=request.premises,
+        linked=None if request.changed else linked,
+        evaluation_date=today,
+    )
+    case = restore_spans(case, request)
     if retracted:
         case = case.without_premises(retracted)
     return engine.evaluate(case, timeout_s=RULES_TIMEOUT_S)

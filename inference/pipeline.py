@@ -336,7 +336,7 @@ class Reasoner:
             t0 = time.perf_counter()
             decision = decide(
                 domain_index, prompt, premises=analysis.premises, retracted=excluded_premise_ids,
-                linked=linked, today=self.today(),
+                linked=linked, today=self.today(), amended=premise_overrides,
             )
             if decision is not None:
                 subgraphs, decision = with_rule_evidence(
