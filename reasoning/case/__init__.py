@@ -7,5 +7,6 @@ Modules (import them directly):
 - ``lexicon``: :class:`CaseLexicon`, what one ontology version offers the case
   builder (property labels, classes, case inputs, actions).
 - ``build``: :func:`build_case`, request text -> :class:`CaseGraph`.
+- ``amend``: :func:`amend_request` / :func:`restore_spans`, the request re-read with amended premises.
 - ``model``: :class:`CaseGraph`, :class:`CaseFact`, :class:`CaseEntity`.
 """
