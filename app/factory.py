@@ -55,6 +55,7 @@ def create_app(
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         if settings.load_model:
             runtime.start_model_loading()
+        runtime.start_workers()
         runtime.scheduler.open()
         revocations = revocation_listener(settings.database_url)
         if revocations is not None:

@@ -17,6 +17,7 @@ import threading
 import time
 from typing import Any
 
+import msgspec
 import torch
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
@@ -31,6 +32,8 @@ from inference.loader import LoadedModel, load_model
 from inference.pipeline import Reasoner
 from inference.prefix_cache import PrefixCache
 from inference.scheduler import Priority, Scheduler
+from inference.workers.ray_serve import RayOptions, RayWorkers
+from inference.workers.replica import WorkerConfig
 from reasoning.errors import TenetError, Unavailable
 from reasoning.evidence.cache import IndexCache
 from reasoning.evidence.ingest import IngestLimits
@@ -82,6 +85,9 @@ class Runtime:
         self.model_loaded_at: int = 0
         #: Per-key request limits (TENET_KEY_RATE_LIMITS), counted in Redis when TENET_REDIS_URL is set.
         self.key_limits = KeyLimits.from_settings(settings)
+        #: The Ray Serve model workers decodes go to (TENET_WORKERS=ray); None: decoded in process.
+        self.workers: RayWorkers | None = _ray_workers(settings) if settings.workers == "ray" else None
+        self._workers_starting: threading.Thread | None = None
         self._loading: threading.Thread | None = None
         self._loaded = threading.Event()
         self._reasoner: Reasoner | None = None
@@ -158,6 +164,31 @@ class Runtime:
         self._loading = threading.Thread(target=work, name="tenet-model-loader", daemon=True)
         self._loading.start()
 
+    def start_workers(self) -> None:
+        """With ``TENET_WORKERS=ray``, start the model workers in a daemon thread (idempotent).
+
+        The workers start once this process's model has loaded, and load it in
+        the weight format it resolved, so a worker decodes in the precision the
+        run records. Until they answer, ``/readyz`` reports ``workers`` not ok
+        and decodes are refused with 503 and Retry-After (never run locally).
+        """
+        workers = self.workers
+        if workers is None or (self._workers_starting is not None and self._workers_starting.is_alive()):
+            return
+
+        def work() -> None:
+            self._loaded.wait()
+            model = self.model
+            if model is None:
+                return
+            try:
+                workers.start(msgspec.structs.replace(workers.config, weights=model.identity.weights))
+            except Unavailable:
+                pass  # logged, and kept in workers.state for /readyz
+
+        self._workers_starting = threading.Thread(target=work, name="tenet-workers-start", daemon=True)
+        self._workers_starting.start()
+
     def wait_for_model(self, timeout: float | None = None) -> LoadedModel:
         """Block until loading ends; raise Unavailable when it failed or timed out."""
         self._loaded.wait(timeout)
@@ -213,11 +244,14 @@ class Runtime:
         if self.model is not None:
             model["name"] = self.model.identity.name
         rate_limits = await self.key_limits.state()
+        workers = "local" if self.workers is None else await self.workers.readiness(READINESS_PING_S)
         return {
-            "ready": self.ready and database == "ok" and rate_limits != "unreachable",
+            "ready": self.ready and database == "ok" and rate_limits != "unreachable"
+            and workers in ("local", "ok"),
             "model": model,
             "database": database,
             "rate_limits": rate_limits,
+            "workers": workers,
         }
 
     async def close(self) -> None:
@@ -226,7 +260,36 @@ class Runtime:
             batcher, self.batcher, self._reasoner = self.batcher, None, None
         if batcher is not None:
             await asyncio.to_thread(batcher.close)
+        if self.workers is not None:
+            await asyncio.to_thread(self.workers.close)
         await self.engine.dispose()
+
+
+def _ray_workers(settings: Settings) -> RayWorkers:
+    """The Ray Serve workers the settings describe (not started)."""
+    options = RayOptions(
+        address=settings.ray_address,
+        num_cpus=settings.ray_num_cpus,
+        replicas=settings.ray_replicas,
+        max_replicas=settings.ray_max_replicas,
+        replica_cpus=settings.ray_replica_cpus,
+        replica_gpus=settings.ray_replica_gpus,
+        max_ongoing=settings.ray_max_ongoing,
+        max_queued=settings.ray_max_queued,
+        timeout_s=settings.ray_timeout_s,
+    )
+    config = WorkerConfig(
+        model=settings.model,
+        device=settings.device,
+        weights=settings.weights,
+        cache_dir=str(settings.model_cache_dir) if settings.model_cache_dir else None,
+        packed=settings.packed_forward,
+        kv_cache_bytes=settings.kv_cache_bytes,
+        max_new_tokens_cap=settings.max_new_tokens,
+        batch_wait_ms=settings.batch_wait_ms,
+        torch_threads=max(1, int(settings.ray_replica_cpus)),
+    )
+    return RayWorkers(options, config)
 
 
 def _warm_up(loaded: LoadedModel) -> None:

@@ -50,10 +50,12 @@ class HealthController(Controller):
         return Readiness(**report)
 
 
-_PARTS = ("model", "database", "rate_limits")
+_PARTS = ("model", "database", "rate_limits", "workers")
 
 
 def _part_ok(report: dict[str, object], part: str) -> bool:
+    if part == "workers":
+        return report.get("workers", "local") in ("local", "ok")
     if part == "rate_limits":
         return report.get("rate_limits") != "unreachable"
     if part == "database":

@@ -19,3 +19,5 @@ class Readiness(msgspec.Struct, frozen=True):
     database: str
     #: off, local (counted per process), ok (Redis answers) or unreachable (Redis configured, down).
     rate_limits: str = "off"
+    #: local (decoded in this process), ok (a Ray model worker answers), starting, or why not.
+    workers: str = "local"

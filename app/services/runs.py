@@ -33,7 +33,7 @@ from anyio import to_thread
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth import AuthContext
-from app.metrics import observe_decode, observe_stages
+from app.metrics import observe_decode, observe_stages, observe_worker_hop
 from app.runtime import Runtime
 from app.schemas.constraints import Profile
 from app.schemas.reason import ReasonResponse
@@ -49,6 +49,7 @@ from app.tracing import trace_run
 from inference.decoder.stream import StepEvent
 from inference.pipeline import Plan, Reasoner, ReasonOptions, ReasonResult
 from inference.scheduler import JobHints
+from inference.workers.job import DecodeJob, execute
 from reasoning.evidence.index import OntologyIndex
 from reasoning.provenance import RunKind, RunRecord
 from reasoning.regraph import settle_conflict
@@ -127,6 +128,37 @@ class RunService:
 
         return await self.runtime.scheduler.submit(observed, hints)
 
+    async def run_job(
+        self, job: DecodeJob, hints: JobHints, on_step: Callable[[StepEvent], None] | None = None
+    ) -> ReasonResult:
+        """Decode ``job`` where the service's decodes run (``TENET_WORKERS``).
+
+        ``local``: on this process's scheduler and reasoner (:meth:`decode`).
+        ``ray``: on a model worker replica (``Runtime.workers``), whose
+        back-pressure replaces the local queue; ``on_step`` then hears the
+        steps as the replica streams them. Either way the job is decoded by
+        :func:`~inference.workers.job.execute`, so the result is the same,
+        and a job that fails returns nothing to record.
+
+        Raises:
+            Overloaded: the scheduler or the workers refuse the job now (429).
+            Unavailable: no model worker could decode it (503 with Retry-After).
+        """
+        workers = self.runtime.workers
+        if workers is None:
+            reasoner = self.runtime.reasoner()
+            return await self.decode(lambda: execute(reasoner, job, on_step), hints)
+        done = await workers.submit(job, on_step=on_step)
+        observe_decode(done.result.decode)
+        observe_worker_hop(done.hop_ms)
+        return done.result
+
+    def job(self, plan: Plan, tenant: str, **fields: Any) -> DecodeJob:
+        """The decode job of ``plan`` for ``tenant``, naming the loaded model (``fields``: the
+        other :class:`~inference.workers.job.DecodeJob` fields)."""
+        model = self.runtime.require_model()
+        return DecodeJob(plan=plan, tenant=tenant, model_sha256=model.identity.sha256, **fields)
+
     def response(
         self, run_id: str, plan: Plan, result: ReasonResult, *, session_id: str | None = None
     ) -> ReasonResponse:
@@ -187,7 +219,7 @@ class RunService:
         plan = await to_thread.run_sync(_plan, reasoner, request, index, auth.tenant_id)
         if on_plan is not None:
             on_plan(plan)
-        result = await self.decode(lambda: reasoner.run(plan, tenant=auth.tenant_id, on_step=on_step), hints)
+        result = await self.run_job(self.job(plan, auth.tenant_id), hints, on_step)
         run_id = run_id or new_run_id()
         response = self.response(run_id, plan, result)
         record = run_record(

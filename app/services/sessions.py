@@ -34,7 +34,6 @@ import time
 import weakref
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
-from functools import partial
 from typing import Any, Literal
 
 import msgspec
@@ -433,9 +432,8 @@ class SessionService:
         expected = row.last_active_at
         index = await lookup_domain_index(self.runtime, self.tenant_id, row.domain)
         self.runs.admit(self.hints)
-        reasoner = self.runtime.reasoner()
         plan = await to_thread.run_sync(self._plan, row, prompt, options, index)
-        result = await self.runs.decode(partial(reasoner.run, plan, tenant=self.tenant_id), self.hints)
+        result = await self.runs.run_job(self.runs.job(plan, self.tenant_id, session_id=row.id), self.hints)
         finished = utcnow()
         turns = list(row.state.get("turns", []))
         number = len(turns) + 1
@@ -530,8 +528,8 @@ class SessionService:
             t0 = time.perf_counter()
             # rerun reuses exactly the branches whose prompt is unchanged (premise texts included)
             # and decodes everything when the shared prefix (constraints after feedback) moved.
-            rerun = partial(self.runtime.reasoner().rerun, previous, plan, tenant=self.tenant_id)
-            result = await self.runs.decode(rerun, self.hints)
+            job = self.runs.job(plan, self.tenant_id, previous=previous, session_id=row.id)
+            result = await self.runs.run_job(job, self.hints)
             reruns.append((t, plan, result, (time.perf_counter() - t0) * 1000))
         finished = utcnow()
         return await self._commit_change(row, expected, premise_id, status, value, text, reason, turns, dag,
