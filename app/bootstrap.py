@@ -2,7 +2,9 @@
 
 The admin token is returned once (the CLI prints it) and written to
 ``<data_dir>/admin-key.txt`` with mode 0600; the database holds only its hash.
-Nothing happens when any key already exists.
+Nothing happens when any key already exists. Replicas starting at once on one
+PostgreSQL database bootstrap one after the other (``store.locks``), so the
+first creates the key and the domains and the others find them.
 """
 
 from __future__ import annotations
@@ -14,9 +16,12 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from store.db import transaction
 from store.keys import DEFAULT_TENANT, count_keys, create_key, get_or_create_tenant
+from store.locks import hold
 from store.ontologies import load_bundled_ontologies
 
 __all__ = ["bootstrap_admin_key", "bootstrap_domains", "write_secret_file"]
+
+_BOOTSTRAP_LOCK = "bootstrap"
 
 
 def write_secret_file(path: Path, content: str) -> None:
@@ -35,6 +40,7 @@ async def bootstrap_admin_key(
 ) -> str | None:
     """Create the default tenant's admin key when the database has no key; return its token."""
     async with transaction(sessionmaker) as session:
+        await hold(session, _BOOTSTRAP_LOCK)
         if await count_keys(session) > 0:
             return None
         tenant = await get_or_create_tenant(session, DEFAULT_TENANT)
@@ -48,5 +54,6 @@ async def bootstrap_domains(sessionmaker: async_sessionmaker[AsyncSession]) -> N
     """Load the bundled AML and clinical domains for the default tenant (idempotent:
     a domain the tenant already has in service, bundled or uploaded, is left alone)."""
     async with transaction(sessionmaker) as session:
+        await hold(session, _BOOTSTRAP_LOCK)
         tenant = await get_or_create_tenant(session, DEFAULT_TENANT)
         await load_bundled_ontologies(session, tenant.id)
