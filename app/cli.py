@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import faulthandler
 import itertools
 import json
 import sys
@@ -53,6 +54,19 @@ def _check_data_dir(settings: Settings) -> None:
             f"the data directory {directory} is not writable ({exc.strerror or exc}); "
             "give the service a writable TENET_DATA_DIR"
         ) from None
+
+
+def _check_database_files(settings: Settings) -> None:
+    """Refuse to start (Unavailable, one line) when a SQLite database, its ``-wal`` or its
+    ``-shm`` file cannot be written (``store.db.sqlite_unwritable``): found at start, not as
+    a failed write or a SIGBUS later."""
+    from store.db import sqlite_unwritable
+
+    problem = sqlite_unwritable(settings.database_url)
+    if problem is not None:
+        raise Unavailable(
+            f"{problem}; make it writable by this user or point TENET_DATABASE_URL elsewhere"
+        )
 
 
 def _migrate(settings: Settings) -> None:
@@ -97,8 +111,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from app.heap import freeze_heap_once_loaded
     from app.http_protocol import header_deadline_protocol
 
+    # A fatal signal (SIGSEGV, SIGBUS from a mapped file, SIGABRT) writes every thread's
+    # Python stack to stderr instead of ending the process without a line.
+    if not faulthandler.is_enabled():
+        faulthandler.enable()
     settings = _settings()
     _check_data_dir(settings)
+    _check_database_files(settings)
     _migrate(settings)
     _bootstrap(settings, sys.stdout)
     _quiet_model_loading()

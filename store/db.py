@@ -28,6 +28,7 @@ __all__ = [
     "create_sessionmaker",
     "ping",
     "sqlite_disk_state",
+    "sqlite_unwritable",
     "storage_failure",
     "transaction",
 ]
@@ -132,6 +133,42 @@ def sqlite_disk_state(url: str) -> str | None:
     except OSError:
         return None
     return "disk full" if free < MIN_FREE_BYTES else None
+
+
+def sqlite_unwritable(url: str) -> str | None:
+    """Why a SQLite database of ``url`` cannot be written, or None (also for other engines).
+
+    SQLite in WAL mode writes the database, its ``-wal`` log and its ``-shm`` index, and
+    maps the ``-shm`` file into memory: an ``-shm`` it cannot write refuses every write,
+    and one it maps but cannot extend has stopped the process with SIGBUS, no log line. So
+    before serving, each of the three that exists must open for writing, and the
+    directory must take new files (SQLite creates the missing ones there). Nothing is
+    changed: existing files are opened and closed, the directory probe is removed.
+    """
+    if not url.startswith("sqlite"):
+        return None
+    database = make_url(url).database
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return None
+    path = Path(database)
+    directory = path.parent
+    for candidate in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        if not candidate.exists():
+            continue
+        try:
+            os.close(os.open(candidate, os.O_RDWR))
+        except OSError as exc:
+            return f"the SQLite file {candidate} is not writable ({exc.strerror or exc})"
+    probe = directory / f".{path.name}-write-check-{os.getpid()}"
+    try:
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        probe.unlink()
+    except FileNotFoundError:
+        return f"the directory {directory} of the SQLite database does not exist"
+    except OSError as exc:
+        return (f"the directory {directory} of the SQLite database does not take new files "
+                f"({exc.strerror or exc}); SQLite creates its -wal and -shm files there")
+    return None
 
 
 async def ping(engine: AsyncEngine) -> None:

@@ -18,13 +18,15 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
+from app.cli import main as cli_main
 from app.settings import Settings
+from store.db import sqlite_unwritable
 from tests.conftest import MODEL_CACHE, POSTGRES_URL, postgres_available
 from tests.inloop import serve, settings_on
 
@@ -217,3 +219,67 @@ def test_sigkill_during_an_upload_leaves_nothing_half_written(tmp_path: Path) ->
     finally:
         second.terminate()
         second.wait(timeout=60)
+
+
+@pytest.fixture
+def unwritable(tmp_path: Path) -> Iterator[Callable[[Path], None]]:
+    """``unwritable(path)``: the existing file ``path`` can no longer be opened for writing,
+    even by root (a read-only bind mount of the file over itself; chmod 0444 for other users).
+    Undone afterwards."""
+    mounted: list[Path] = []
+
+    def make(path: Path) -> None:
+        if os.geteuid() != 0:
+            path.chmod(0o444)
+            return
+        result = subprocess.run(["mount", "--bind", "-o", "ro", str(path), str(path)],
+                                capture_output=True, text=True, check=False)
+        if result.returncode != 0:
+            pytest.skip(f"cannot bind-mount a file read-only here ({result.stderr.strip()})")
+        mounted.append(path)
+
+    yield make
+    for path in reversed(mounted):
+        subprocess.run(["umount", str(path)], check=False)
+
+
+@pytest.mark.parametrize("suffix", ["-shm", "-wal", ""])
+def test_an_unwritable_sqlite_file_is_a_clean_refusal_to_start(
+    suffix: str, tmp_path: Path, migrated_sqlite_template: Path,
+    unwritable: Callable[[Path], None], monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """An ``-shm`` SQLite maps but cannot write ended the process by SIGBUS with no log line:
+    ``tenet serve`` checks the database, ``-wal`` and ``-shm`` files first and refuses in one
+    line naming the file."""
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    database = data_dir / "tenet.db"
+    shutil.copy(migrated_sqlite_template, database)
+    with sqlite3.connect(database) as db:  # leaves -wal and -shm behind while it is open
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("CREATE TABLE fault_probe (x INTEGER)")
+        db.commit()
+        target = Path(f"{database}{suffix}")
+        target.touch()
+        unwritable(target)
+        for name, value in _env(data_dir).items():
+            monkeypatch.setenv(name, value)
+        status = cli_main(["serve", "--port", "0"])
+    captured = capsys.readouterr()
+    assert status == 1
+    assert "Traceback" not in captured.err and "Traceback" not in captured.out
+    assert f"{target} is not writable" in captured.err, captured.err
+    assert len(captured.err.strip().splitlines()) == 1
+
+
+def test_a_writable_database_passes_the_start_check(
+    tmp_path: Path, migrated_sqlite_template: Path
+) -> None:
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    shutil.copy(migrated_sqlite_template, data_dir / "tenet.db")
+    settings = Settings(data_dir=data_dir, load_model=False, model_cache_dir=MODEL_CACHE)
+    assert sqlite_unwritable(settings.database_url) is None
+    assert sorted(p.name for p in data_dir.iterdir()) == ["tenet.db"]  # the probe is gone
+    assert sqlite_unwritable(f"sqlite+aiosqlite:///{tmp_path / 'missing' / 'x.db'}") is not None
