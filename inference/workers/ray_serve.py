@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import threading
 import time
 from collections import deque
@@ -134,6 +135,7 @@ class RayWorkers:
         opts = self.options
         if not ray.is_initialized():
             if opts.address:
+                _probe_head(opts.address)
                 ray.init(address=opts.address, log_to_driver=False, configure_logging=False)
             else:
                 # A cluster of this process's own, never someone else's found on the machine.
@@ -307,3 +309,20 @@ class RayWorkers:
                 ray.shutdown()
             except Exception:
                 log.exception("stopping the local Ray cluster failed")
+
+
+def _probe_head(address: str, timeout_s: float = 3.0) -> None:
+    """Fail fast when a ``host:port`` (or ``ray://host:port``) head does not accept connections:
+    ``ray.init`` would retry an unreachable head for minutes.
+
+    Raises:
+        Unavailable: nothing listens at the address.
+    """
+    target = address.removeprefix("ray://")
+    host, sep, port = target.rpartition(":")
+    if not sep or not port.isdigit():
+        return  # "auto" or a name Ray resolves itself
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise Unavailable(f"the Ray head at {address} is unreachable ({exc.strerror or exc})") from exc
