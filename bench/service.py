@@ -72,6 +72,8 @@ CONSTRAINT_PROMPTS = (
     "Draft a reply to a customer asking about a delayed transfer. Write in German and keep it under 50 words.",
     "Describe the sanctions screening process in two paragraphs separated by ***. Do not use any commas.",
 )
+#: The load phases, in the order they run (``--phases`` picks some; the others report zeros).
+PHASES = ("constraints", "constraints_unique", "reason")
 #: Longest back-off a refused client takes before its next request.
 RETRY_CAP_S = 2.0
 _TASKS = (
@@ -255,9 +257,11 @@ async def drive(
     return result
 
 
-def start_server(data_dir: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
+def start_server(data_dir: Path, port: int, log: Path, *, load_model: bool = True) -> subprocess.Popen[bytes]:
+    """``tenet serve`` on ``port``; without ``load_model`` the model is not loaded (no reason phase)."""
     env = {
         **os.environ,
+        "TENET_LOAD_MODEL": "true" if load_model else "false",
         "TENET_DATA_DIR": str(data_dir),
         "TENET_DEVICE": "cpu",
         "TENET_LOG_LEVEL": "WARNING",
@@ -272,13 +276,15 @@ def start_server(data_dir: Path, port: int, log: Path) -> subprocess.Popen[bytes
         )
 
 
-def wait_ready(base: str, process: subprocess.Popen[bytes], timeout_s: float) -> None:
+def wait_ready(base: str, process: subprocess.Popen[bytes], timeout_s: float, *, model: bool = True) -> None:
+    """Wait for ``/readyz`` (without ``model``: for the database and the admin key only)."""
     end = time.monotonic() + timeout_s
     while time.monotonic() < end:
         if process.poll() is not None:
             raise RuntimeError(f"the server exited with status {process.returncode} before it was ready")
         try:
-            if httpx.get(f"{base}/readyz", timeout=2.0).json().get("ready"):
+            report = httpx.get(f"{base}/readyz", timeout=2.0).json()
+            if report.get("ready") or (not model and report.get("database") == "ok"):
                 return
         except (httpx.HTTPError, ValueError):
             pass
@@ -295,7 +301,7 @@ def stop_server(process: subprocess.Popen[bytes], grace_s: float = 60.0) -> int:
         return process.wait()
 
 
-def run(quick: bool, port: int | None, keep_data: bool) -> dict[str, Any]:
+def run(quick: bool, port: int | None, keep_data: bool, phases: Sequence[str] = PHASES) -> dict[str, Any]:
     budget = {
         "constraints": (600, 20.0) if quick else (3000, 60.0),
         "constraints_unique": (600, 20.0) if quick else (3000, 60.0),
@@ -306,9 +312,10 @@ def run(quick: bool, port: int | None, keep_data: bool) -> dict[str, Any]:
     port = port or free_port()
     base = f"http://127.0.0.1:{port}"
     log = data_dir / "server.log"
-    process = start_server(data_dir, port, log)
+    with_model = "reason" in phases
+    process = start_server(data_dir, port, log, load_model=with_model)
     try:
-        wait_ready(base, process, timeout_s=240.0)
+        wait_ready(base, process, timeout_s=240.0, model=with_model)
         key = (data_dir / "admin-key.txt").read_text(encoding="utf-8").strip()
         headers = {"Authorization": f"Bearer {key}"}
         constraints_body = [{"prompt": p} for p in CONSTRAINT_PROMPTS]
@@ -320,20 +327,26 @@ def run(quick: bool, port: int | None, keep_data: bool) -> dict[str, Any]:
         # inside the measured phase by every client that sent it before the first answer).
         asyncio.run(drive(base, "/v1/constraints", constraints_body, headers, clients=1,
                           max_requests=len(constraints_body), max_seconds=30))
-        asyncio.run(drive(base, "/v1/reason", reason_bodies, headers, clients=1, max_requests=1, max_seconds=60))
-        n, t = budget["constraints"]
-        cons = drive_in_process(port, "/v1/constraints", constraints_body, headers, clients=32,
-                                max_requests=n, max_seconds=t, server_pid=process.pid)
-        n, t = budget["constraints_unique"]
-        unique_body = [{"prompt": p} for p in unique_constraint_prompts(n)]
-        uniq = drive_in_process(port, "/v1/constraints", unique_body, headers, clients=32,
-                                max_requests=n, max_seconds=t, server_pid=process.pid)
-        n, t = budget["reason_1"]
-        r1 = asyncio.run(drive(base, "/v1/reason", reason_bodies, headers, clients=1, max_requests=n,
-                               max_seconds=t))
-        n, t = budget["reason_8"]
-        r8 = asyncio.run(drive(base, "/v1/reason", reason_bodies, headers, clients=8, max_requests=n,
-                               max_seconds=t))
+        cons = uniq = r1 = r8 = PhaseResult()
+        if "reason" in phases:
+            asyncio.run(drive(base, "/v1/reason", reason_bodies, headers, clients=1, max_requests=1,
+                              max_seconds=60))
+        if "constraints" in phases:
+            n, t = budget["constraints"]
+            cons = drive_in_process(port, "/v1/constraints", constraints_body, headers, clients=32,
+                                    max_requests=n, max_seconds=t, server_pid=process.pid)
+        if "constraints_unique" in phases:
+            n, t = budget["constraints_unique"]
+            unique_body = [{"prompt": p} for p in unique_constraint_prompts(n)]
+            uniq = drive_in_process(port, "/v1/constraints", unique_body, headers, clients=32,
+                                    max_requests=n, max_seconds=t, server_pid=process.pid)
+        if "reason" in phases:
+            n, t = budget["reason_1"]
+            r1 = asyncio.run(drive(base, "/v1/reason", reason_bodies, headers, clients=1, max_requests=n,
+                                   max_seconds=t))
+            n, t = budget["reason_8"]
+            r8 = asyncio.run(drive(base, "/v1/reason", reason_bodies, headers, clients=8, max_requests=n,
+                                   max_seconds=t))
     finally:
         exit_status = stop_server(process)
         server_log = log.read_text(encoding="utf-8", errors="replace")[-2000:] if log.exists() else ""
@@ -346,6 +359,7 @@ def run(quick: bool, port: int | None, keep_data: bool) -> dict[str, Any]:
         errors.update({s: c for s, c in phase.statuses.items() if not 200 <= s < 300})
     return {
         "quick": quick,
+        "phases": list(phases),
         "constraints_clients": 32,
         "constraints_requests": cons.ok,
         "constraints_rps": round(cons.rps, 2),
@@ -388,8 +402,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="smaller request counts (under 5 minutes)")
     parser.add_argument("--port", type=int, default=None, help="loopback port (default: a free one)")
     parser.add_argument("--keep-data", action="store_true", help="keep the temporary data directory")
+    parser.add_argument(
+        "--phases", default=",".join(PHASES),
+        help=f"comma-separated phases to run, of {', '.join(PHASES)} (default: all; skipped ones report zeros)",
+    )
     args = parser.parse_args(argv)
-    report = run(args.quick, args.port, args.keep_data)
+    phases = tuple(p for p in args.phases.split(",") if p)
+    unknown = sorted(set(phases) - set(PHASES))
+    if unknown:
+        parser.error(f"unknown phases: {', '.join(unknown)}")
+    report = run(args.quick, args.port, args.keep_data, phases)
     print(json.dumps(report))
     return 0
 

@@ -15,9 +15,10 @@ from collections.abc import Sequence
 from enum import StrEnum
 
 import msgspec
+from spacy.tokens import Doc
 
 from reasoning.budget import DEFAULT_LIMITS, Budget, BudgetLimits, budget_for
-from reasoning.constraints.extraction import ExtractionResult, extract
+from reasoning.constraints.extraction import ExtractionResult, extract, parse_english_many
 from reasoning.constraints.model import Constraint, Premise, Span
 from reasoning.entropy import Entropy, cognitive_entropy
 from reasoning.evidence.disjoint import disjointness_hook
@@ -68,16 +69,19 @@ class ExtractionCache:
         self._lock = threading.Lock()
 
     def get_or_extract(
-        self, prompt: str, defaults: Sequence[Constraint], scope: str = ""
+        self, prompt: str, defaults: Sequence[Constraint], scope: str = "", english_doc: Doc | None = None
     ) -> tuple[ExtractionResult, bool]:
-        """The extraction of ``prompt`` with ``defaults`` and whether it came from ``scope``'s entries."""
+        """The extraction of ``prompt`` with ``defaults`` and whether it came from ``scope``'s entries.
+
+        ``english_doc``: the prompt's parse, when the caller parsed it already (see ``extract``).
+        """
         key = (scope, prompt, msgspec.json.encode(tuple(defaults)))
         with self._lock:
             hit = self._items.get(key)
             if hit is not None:
                 self._items.move_to_end(key)
                 return hit, True
-        result = extract(prompt, defaults=defaults)
+        result = extract(prompt, defaults=defaults, english_doc=english_doc)
         with self._lock:
             self._items[key] = result
             while len(self._items) > self._capacity:
@@ -185,14 +189,30 @@ def count_unlinked_terms(
     return count
 
 
-def link_domain(index: OntologyIndex, prompt: str) -> tuple[tuple[LinkedEntity, ...], int]:
+def _with_entities(doc: Doc) -> Doc:
+    """``doc`` with named entities: the NER pass extraction skipped, run on the same parse."""
+    if not doc.has_annotation("ENT_IOB"):
+        nlp = english()
+        if "ner" in nlp.pipe_names:
+            doc = nlp.get_pipe("ner")(doc)
+    return doc
+
+
+def link_domain(
+    index: OntologyIndex, prompt: str, english_doc: Doc | None = None
+) -> tuple[tuple[LinkedEntity, ...], int]:
     """Link ``prompt`` to ``index``; return the links and the number of unlinked terms.
 
     English entities come from the shared spaCy pipeline (one parse, reused by
-    the linker). Chinese has no entity recogniser in our pipeline, so its
-    unlinked terms are not counted.
+    the linker). With ``english_doc`` (extraction's parse of this prompt) that
+    parse gains its entities and is reused, so the prompt is parsed once for
+    extraction and linking. Chinese has no entity recogniser in our pipeline,
+    so its unlinked terms are not counted.
     """
-    doc = english()(prompt) if _LATIN.search(prompt) else None
+    if english_doc is not None and english_doc.text == prompt:
+        doc: Doc | None = _with_entities(english_doc)
+    else:
+        doc = english()(prompt) if _LATIN.search(prompt) else None
     linked = link_mentions(index, prompt, doc=doc)
     entities = [(e.start_char, e.end_char, e.label_) for e in doc.ents] if doc is not None else []
     return linked, count_unlinked_terms(entities, linked)
@@ -220,6 +240,7 @@ def analyse(
     cache: ExtractionCache | None = _CACHE,
     domain_index: OntologyIndex | None = None,
     cache_scope: str = "",
+    english_doc: Doc | None = None,
 ) -> Analysis:
     """Extract, build the graph, score entropy and set the budget.
 
@@ -237,20 +258,30 @@ def analyse(
             count the named entities it cannot link.
         cache_scope: whose cache entries this call may hit and adds to (the
             tenant, in a service for several); see :class:`ExtractionCache`.
+        english_doc: the prompt's English parse when the caller made it already
+            (``reasoning.constraints.extraction.parse_english_many``, a batch of
+            prompts in one pass); extraction and domain linking then reuse it.
 
     Raises:
         InvalidInput / LimitExceeded: from extraction (empty or oversized prompt)
             or from a domain edge naming an unknown constraint.
     """
     t0 = time.perf_counter()
+    if (
+        english_doc is None
+        and domain_index is not None
+        and (cache is None or not cache.contains(prompt, defaults, cache_scope))
+    ):
+        # Extraction and linking both need this parse: make it once.
+        english_doc = parse_english_many([prompt])[0]
     if cache is None:
-        result, cached = extract(prompt, defaults=defaults), False
+        result, cached = extract(prompt, defaults=defaults, english_doc=english_doc), False
     else:
-        result, cached = cache.get_or_extract(prompt, defaults, cache_scope)
+        result, cached = cache.get_or_extract(prompt, defaults, cache_scope, english_doc)
     t1 = time.perf_counter()
     linked: tuple[LinkedEntity, ...] = ()
     if domain_index is not None:
-        linked, missing = link_domain(domain_index, prompt)
+        linked, missing = link_domain(domain_index, prompt, english_doc)
         unlinked_terms += missing
     t_link = time.perf_counter()
     if domain_hook is None and domain_index is not None:

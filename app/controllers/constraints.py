@@ -2,36 +2,37 @@
 
 A prompt the same tenant sent before (its extraction cached; cache entries
 are per tenant, so a hit tells nothing about other tenants' prompts) with
-the node-link graph is analysed on the event loop: about 0.1 ms of work. Everything else (parsing,
-domain linking, Turtle / JSON-LD export) runs on a bounded worker pool.
+the node-link graph is analysed on the event loop: about 0.1 ms of work.
+Everything else (parsing, domain linking, Turtle / JSON-LD export) goes to
+the app's :class:`~app.services.analyses.AnalysisBatcher`: the analyses that
+arrive together share one spaCy pass on a worker thread, and a check whose
+predicted wait exceeds the batcher's bound (or the request's
+``X-Tenet-Deadline-S``) is refused with 429 and ``Retry-After``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 
 import msgspec
-from anyio import CapacityLimiter, to_thread
 from litestar import Controller, post
 from litestar.status_codes import HTTP_200_OK
+from spacy.tokens import Doc
 
 from app.auth import AuthContext, requires_scope
 from app.runtime import Runtime
 from app.schemas.constraints import ConflictOut, ConstraintsRequest, ConstraintsResponse, EntropyOut
+from app.services.analyses import AnalysisBatcher
+from app.services.container import Services
 from app.services.reasoning import check_prompt, lookup_domain_index, profile_defaults
 from app.settings import Settings
+from inference.scheduler import JobHints
 from reasoning.analysis import Analysis, analyse, extraction_cached
 from reasoning.constraints.model import Constraint
 from reasoning.evidence.index import OntologyIndex
 from reasoning.graph import node_link, to_jsonld, to_turtle
 
 __all__ = ["ConstraintsController"]
-
-#: Analyses are CPU-bound and hold the GIL; more threads than cores only add
-#: switching and starve the event loop (and its database transactions).
-_ANALYSIS_THREADS = CapacityLimiter(max(1, min(4, os.cpu_count() or 1)))
-
 
 def _graph(analysis: Analysis, graph_format: str) -> dict[str, object] | str:
     if graph_format == "turtle":
@@ -65,9 +66,14 @@ def _response(analysis: Analysis, body: ConstraintsRequest) -> ConstraintsRespon
 
 
 def _run(
-    body: ConstraintsRequest, defaults: tuple[Constraint, ...], index: OntologyIndex | None, tenant: str
+    body: ConstraintsRequest,
+    defaults: tuple[Constraint, ...],
+    index: OntologyIndex | None,
+    tenant: str,
+    doc: Doc | None = None,
 ) -> ConstraintsResponse:
-    return _response(analyse(body.prompt, defaults=defaults, domain_index=index, cache_scope=tenant), body)
+    analysis = analyse(body.prompt, defaults=defaults, domain_index=index, cache_scope=tenant, english_doc=doc)
+    return _response(analysis, body)
 
 
 def _cheap(
@@ -93,9 +99,14 @@ _PARSING: dict[tuple[str, str, bytes], asyncio.Future[None]] = {}
 
 
 async def _analysed(
-    data: ConstraintsRequest, defaults: tuple[Constraint, ...], index: OntologyIndex | None, tenant: str
+    data: ConstraintsRequest,
+    defaults: tuple[Constraint, ...],
+    index: OntologyIndex | None,
+    tenant: str,
+    batcher: AnalysisBatcher[ConstraintsResponse],
+    deadline_s: float | None,
 ) -> ConstraintsResponse:
-    """The response, computed inline when cheap, else on a worker thread.
+    """The response, computed inline when cheap, else in a batch of the batcher.
 
     Concurrent requests for one prompt that is not cached yet parse it once:
     the first runs the analysis, the others wait for it (whatever its outcome)
@@ -109,16 +120,20 @@ async def _analysed(
         return _run(data, defaults, index, tenant)
     key = (tenant, data.prompt, msgspec.json.encode(defaults))
     loop = asyncio.get_running_loop()
+
+    def job(doc: Doc | None) -> ConstraintsResponse:
+        return _run(data, defaults, index, tenant, doc)
+
     first = _PARSING.get(key)
     if first is not None and first.get_loop() is loop:
         await asyncio.shield(first)  # shielded: a waiter going away must not cancel it
         if _cheap(data, defaults, index, tenant):
             return _run(data, defaults, index, tenant)
-        return await to_thread.run_sync(_run, data, defaults, index, tenant, limiter=_ANALYSIS_THREADS)
+        return await batcher.submit(data.prompt, job, deadline_s=deadline_s)
     done: asyncio.Future[None] = loop.create_future()
     _PARSING[key] = done
     try:
-        return await to_thread.run_sync(_run, data, defaults, index, tenant, limiter=_ANALYSIS_THREADS)
+        return await batcher.submit(data.prompt, job, deadline_s=deadline_s)
     finally:
         if _PARSING.get(key) is done:
             del _PARSING[key]
@@ -137,14 +152,24 @@ class ConstraintsController(Controller):
         status_code=HTTP_200_OK,
     )
     async def check_constraints(
-        self, data: ConstraintsRequest, settings: Settings, runtime: Runtime, auth: AuthContext
+        self,
+        data: ConstraintsRequest,
+        settings: Settings,
+        runtime: Runtime,
+        auth: AuthContext,
+        services: Services,
+        hints: JobHints,
     ) -> ConstraintsResponse:
         """Parse, extract, link (with a domain) and build the graph off the event loop.
 
         A conflict answers ``needs_confirmation`` with both source spans (still
-        200: the check itself succeeded). An unknown domain is 404. Like the
-        design's stages 1-3, a check records no run: nothing is generated.
+        200: the check itself succeeded). An unknown domain is 404. A check
+        that would wait longer than the batcher's bound (or the request's
+        ``X-Tenet-Deadline-S``) is 429 with ``Retry-After``. Like the design's
+        stages 1-3, a check records no run: nothing is generated.
         """
         check_prompt(data.prompt, settings.max_prompt_chars)
         index = await lookup_domain_index(runtime, auth.tenant_id, data.domain)
-        return await _analysed(data, profile_defaults(data.profile), index, auth.tenant_id)
+        return await _analysed(
+            data, profile_defaults(data.profile), index, auth.tenant_id, services.analyses, hints.deadline_s
+        )
