@@ -15,6 +15,16 @@ of the layout keeps) -- the room left in the current part of running text
   mechanism the sentence minimum uses), and a closed sentence ends the part
   now where it may stop, so no new sentence opens that the budget would cut.
 
+The model's own stop lands too: in the answer's last part of running text
+(no part and no worded literal after it, so a final sentence end adds no
+sentence for any judge), the stop waits while the text does not end
+complete (``endings.ends_complete``). Where a terminal may follow the last
+character (a word, a number, a closing quote), the mass the model put on
+stopping moves to the tokens that end the sentence, in the model's own
+proportions among them; after ``:``, ``,`` or a hyphen the text goes on.
+A list item the model would leave as a bare line thus ends with a period
+only where it ends the answer, so the count of sentences is unchanged.
+
 A sentence maximum needs nothing of its own: ``Bounds`` ends the part after
 its last allowed sentence end, and the token landing closes that sentence.
 Titles and headings (parts that hold no sentence) are left alone. Where the
@@ -31,8 +41,16 @@ from typing import Any
 import torch
 
 from inference.decoder.controllers.counts import good_last_word
-from inference.decoder.controllers.protocol import Context, Controller, Draft, Plan, SteerState
-from inference.decoder.controllers.template import Free
+from inference.decoder.controllers.protocol import (
+    NEG_INF,
+    Context,
+    Controller,
+    Draft,
+    Plan,
+    SteerState,
+)
+from inference.decoder.controllers.template import Free, Literal
+from inference.decoder.endings import ends_complete
 
 __all__ = ["Landing", "build_landing"]
 
@@ -41,6 +59,7 @@ _SOFT_WORDS = 6  # likewise for the words a maximum leaves
 _HARD_TOKENS = 4  # within this many, the sentence must close
 _HARD_WORDS = 2  # likewise for words: one word to end on, then the end
 _BONUS = 4.0  # nats added to closing tokens at the very end of the soft window
+_CLOSES_AFTER = frozenset("\"'\u201d\u2019)\u300d\u300f")  # a terminal may follow these closers
 
 
 class Landing(Controller):
@@ -51,6 +70,7 @@ class Landing(Controller):
         self.max_words = ctx.limits.max_words
         self.ends_sentence = ctx.layout.ends_sentence
         self.cjk_ends = ctx.tables.cached("cjk-ends", lambda: _cjk_ends(ctx.tables))
+        self.last_parts = _last_parts(ctx.layout.segments)
 
     def _room(self, d: Draft) -> float:
         """How close the part is to its end: 0 outside the soft window, up to 1
@@ -71,7 +91,9 @@ class Landing(Controller):
             used = max(used, (_SOFT_TOKENS - tokens + 1) / (_SOFT_TOKENS + 1))
         if words is not None and words <= _SOFT_WORDS:
             used = max(used, (_SOFT_WORDS - words + 1) / (_SOFT_WORDS + 1))
-        hard = (tokens is not None and tokens <= _HARD_TOKENS) or (words is not None and words <= _HARD_WORDS)
+        hard = (tokens is not None and tokens <= _HARD_TOKENS) or (
+            words is not None and words <= _HARD_WORDS
+        )
         return 1.0 + used if hard else used
 
     def pace(self, d: Draft) -> Plan | None:
@@ -81,8 +103,11 @@ class Landing(Controller):
         counts = state.counts
         if counts.bracket_open or state.pending or not state.seg_worded:
             return None
+        hold = self._holds_stop(d)
         room = self._room(d)
         if room <= 0.0:
+            if hold:
+                d.marks[self.slot] = (hold, 0.0)
             return None
         hard = room > 1.0
         closed = counts.firm_run == "armed" or (counts.sentences > 0 and not counts.open_text)
@@ -97,19 +122,45 @@ class Landing(Controller):
             if not d.close:
                 d.close = "end" if ends_ok or cjk else "word"
             if cjk:
-                d.marks[self.slot] = ("cjk", 1.0)
+                d.marks[self.slot] = ("cjk", 1.0, hold)
+            elif hold:
+                d.marks[self.slot] = (hold, 0.0)
             return None
         if ends_ok or cjk:
-            d.marks[self.slot] = ("cjk" if cjk else "end", room)
+            d.marks[self.slot] = ("cjk" if cjk else "end", room, hold)
+        elif hold:
+            d.marks[self.slot] = (hold, 0.0)
         return None
 
-    def reweigh(self, states: Sequence[SteerState], plans: Sequence[Plan], rows: torch.Tensor) -> None:
+    def _holds_stop(self, d: Draft) -> str:
+        """How the model's stop waits in the answer's last part (see the module doc):
+        "move" (its mass goes to the sentence ends), "wait" (the text goes on)
+        or "" (the stop is free: the text ends complete, or it is not the last part)."""
+        state = d.state
+        if (
+            not d.may_stop
+            or d.opens
+            or state.seg not in self.last_parts
+            or ends_complete(state.text)
+        ):
+            return ""
+        last = state.text.rstrip()[-1:]
+        return "move" if last.isalnum() or last in _CLOSES_AFTER else "wait"
+
+    def reweigh(
+        self, states: Sequence[SteerState], plans: Sequence[Plan], rows: torch.Tensor
+    ) -> None:
         for r, plan in enumerate(plans):
             mark: Any = plan.marks.get(self.slot)
             if mark is None:
                 continue
-            what, share = mark
+            what, share, *held = mark
+            hold = what if what in ("move", "wait") else (held[0] if held else "")
+            if hold:
+                self._hold_stop(rows[r], plan.exit, hold == "move")
             bonus = _BONUS * float(share)
+            if what in ("move", "wait") or bonus == 0.0:
+                continue
             if what == "exit":
                 if plan.may_stop:
                     rows[r, plan.exit] += bonus
@@ -120,10 +171,45 @@ class Landing(Controller):
                     gain = gain + torch.where(self.cjk_ends, 2.0 * _BONUS, 0.0)
                 rows[r] += gain  # -inf stays -inf
 
+    def _hold_stop(self, row: torch.Tensor, exit_token: int, move: bool) -> None:
+        """The stop waits: the exit's mass leaves it (``row: [V]`` in place) and,
+        with ``move``, joins the allowed sentence-ending tokens, scaled as the
+        model weighs them. A row left with no other finite entry keeps its exit."""
+        stop = row[exit_token].clone()
+        if not bool(torch.isfinite(stop)):
+            return
+        row[exit_token] = NEG_INF
+        if move:
+            ends = torch.isfinite(row) & self.ends_sentence  # [V]
+            if bool(ends.any()):
+                mass = torch.logsumexp(row[ends], dim=0)
+                row[ends] += torch.logaddexp(mass, stop) - mass
+                return
+        if not bool(torch.isfinite(row).any()):
+            row[exit_token] = stop
+
 
 def _is_cjk(ch: str) -> bool:
     """Whether ``ch`` is a Han character or CJK punctuation (a Chinese sentence is open)."""
-    return bool(ch) and ("\u4e00" <= ch <= "\u9fff" or "\u3000" <= ch <= "\u303f" or "\uff00" <= ch <= "\uffef")
+    return bool(ch) and (
+        "\u4e00" <= ch <= "\u9fff" or "\u3000" <= ch <= "\u303f" or "\uff00" <= ch <= "\uffef"
+    )
+
+
+def _last_parts(segments: Sequence[Any]) -> frozenset[int]:
+    """Indexes of free segments after which only literals without a letter or
+    a digit come (a closing quote, a fence): the answer's last running text,
+    where a sentence end changes no judge's count of sentences."""
+    out: set[int] = set()
+    for index, comp in enumerate(segments):
+        if not isinstance(comp.segment, Free):
+            continue
+        later = [c.segment for c in segments[index + 1 :]]
+        if all(
+            isinstance(seg, Literal) and not any(ch.isalnum() for ch in seg.text) for seg in later
+        ):
+            out.add(index)
+    return frozenset(out)
 
 
 def _cjk_ends(tables: Any) -> torch.Tensor:

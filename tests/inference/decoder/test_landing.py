@@ -18,6 +18,7 @@ from test_controllers import drive_with_bias
 from inference.decoder.compile import compile_steering
 from inference.decoder.endings import Lander, ends_complete
 from reasoning.constraints.model import Constraint, Kind
+from reasoning.constraints.textstats import count_sentences
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -110,6 +111,52 @@ def test_json_closes_inside_the_budget(tokenizer: Any, budget: int, seed: int) -
     body = state.text.strip().removeprefix("```json").removeprefix("```").removesuffix("```").strip()
     json.loads(body)
     assert "format" not in state.violations, state.text
+
+
+def _eager_to_stop(steering: Any, one_line: bool) -> dict[int, float]:
+    """A model that wants to stop as soon as it may: EOS favoured, and the newlines
+    that end a one-line part (a list item) where the parts are lines."""
+    stops = [int(t) for t in steering.tables.eos_ids]
+    if one_line:
+        stops += [int(t) for t in steering.tables.has_newline.nonzero().flatten().tolist()]
+    return dict.fromkeys(stops, 40.0)
+
+
+@pytest.mark.parametrize("seed", _SEEDS)
+@pytest.mark.parametrize(
+    ("constraints", "prompt", "chinese"),
+    [
+        pytest.param([_c(Kind.NO_COMMA)], "Describe a river.", False, id="free-answer"),
+        pytest.param([_c(Kind.BULLET_COUNT, n=3)], "List three rivers.", False, id="bullet-list"),
+        pytest.param(
+            [_c(Kind.SENTENCE_COUNT, relation="less than", n=2), _c(Kind.BULLET_COUNT, n=3)],
+            "List three rivers.",
+            False,
+            id="bullets-sharing-one-sentence",
+        ),
+        pytest.param([_c(Kind.NO_COMMA)], "描述一条河流。", True, id="chinese"),
+    ],
+)
+def test_the_models_own_stop_waits_for_a_complete_sentence(
+    tokenizer: Any, constraints: list[Constraint], prompt: str, chinese: bool, seed: int
+) -> None:
+    """A model eager to stop ends its last part on a sentence end, and nothing else changes:
+    the earlier bullets stay as the model left them, and a sentence maximum still holds."""
+    budget = 120
+    steering = compile_steering(constraints, tokenizer, prompt=prompt, max_new_tokens=budget)
+    bias = _chinese(steering) if chinese else {}
+    one_line = any(c.kind == Kind.BULLET_COUNT for c in constraints)
+    bias.update(_eager_to_stop(steering, one_line))
+    state = drive_with_bias(steering, budget, seed, bias)
+    assert state.finished and state.n_tokens < budget // 2, state.text  # the model's stop, not the budget's
+    assert _COMPLETE.search(state.text), state.text
+    assert not state.violations, (state.violations, state.text)
+    for c in constraints:
+        if c.kind == Kind.SENTENCE_COUNT:
+            assert count_sentences(state.text) < c.params["n"], state.text
+        if c.kind == Kind.BULLET_COUNT:
+            items = re.findall(r"^\s*[*-] .*$", state.text, flags=re.MULTILINE)
+            assert len(items) == c.params["n"], state.text
 
 
 def test_the_lander_finds_the_last_complete_sentence(tokenizer: Any) -> None:
