@@ -208,12 +208,23 @@ def load_model(
     default, float32, is the reference every other format is measured
     against. A Llama-family model decodes through the lean forward
     (``inference.decoder.packed_llama``) unless ``packed`` is False; other
-    models keep the library's.
+    models keep the library's. A format known before the load (named, or
+    ``auto`` with this machine's kept measurements) is loaded straight into
+    its kernels from the safetensors weights (``inference.weights.direct``):
+    no float copy of the model is ever resident.
     """
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
+    from inference.decoder.packed_llama import attach
+    from inference.weights.direct import DIRECT_FORMATS, direct_reason, load_direct
     from inference.weights.kernels import parameter_count
-    from inference.weights.select import apply_weights
+    from inference.weights.select import (
+        apply_weights,
+        gguf_blocks,
+        log_choice,
+        planned_weights,
+        return_freed_memory,
+    )
 
     requested = check_weights(weights)
     torch_device = resolve_device(device)
@@ -222,27 +233,46 @@ def load_model(
     dtype = torch.float32 if requested in ("float32", "auto") else torch.bfloat16
     source = resolve_model_source(reference)
     weights_file = _weights_file(source)
+    gguf = weights_file if source.gguf_file else None
+    choice: WeightsChoice | None = None
     with _load_lock:
         sha = file_sha256(weights_file)
+        probe_dir = None if cache_root is None else cache_root / f"probe-{sha[:16]}"
         load_dir, gguf_file = source.path, source.gguf_file
         if source.gguf_file and use_cache and cache_root is not None:
             cached = prepare_cache(reference, cache_root)
             assert cached is not None
             load_dir, gguf_file = cached, None
-        kwargs: dict[str, Any] = {"dtype": dtype}
-        if gguf_file:
-            kwargs["gguf_file"] = gguf_file
         tokenizer = AutoTokenizer.from_pretrained(load_dir, gguf_file=gguf_file)
-        model: Any = AutoModelForCausalLM.from_pretrained(load_dir, **kwargs)
-    model.to(torch_device)
-    model.eval()
+        plan = planned_weights(requested, probe_dir, torch_device)
+        if plan is not None and plan[0] in DIRECT_FORMATS and direct_reason(load_dir) is None:
+            # Straight into the format, one layer at a time: no float copy of the model.
+            target, why, probes = plan
+            config = AutoConfig.from_pretrained(load_dir)
+            table = load_dir / "q4_1-blocks.json" if load_dir != source.path else None
+            blocks = gguf_blocks(config, gguf, table) if target == "int4" else None
+            model, _ = load_direct(load_dir, target, blocks=blocks, device=torch_device)
+            del blocks
+            if not packed:
+                attach(model, None)
+                why = f"{why}; library forward (TENET_PACKED_FORWARD=false)"
+            forward = "packed" if packed else "library"
+            choice = WeightsChoice(requested, target, forward, why, probes)
+            log_choice(choice)
+        else:
+            kwargs: dict[str, Any] = {"dtype": dtype}
+            if gguf_file:
+                kwargs["gguf_file"] = gguf_file
+            model = AutoModelForCausalLM.from_pretrained(load_dir, **kwargs)
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
-    gguf = weights_file if source.gguf_file else None
-    probe_dir = None if cache_root is None else cache_root / f"probe-{sha[:16]}"
-    choice = apply_weights(
-        model, tokenizer, requested, gguf=gguf, packed=packed, probe_dir=probe_dir
-    )
+    if choice is None:
+        model.to(torch_device)
+        model.eval()
+        choice = apply_weights(
+            model, tokenizer, requested, gguf=gguf, packed=packed, probe_dir=probe_dir
+        )
+    return_freed_memory()
     act_dtype = next(model.parameters()).dtype
     identity = ModelIdentity(
         name=source.name,

@@ -96,7 +96,9 @@ class LeanLlama:
     """The lean forward of one model over given kernels (see the module docstring).
 
     ``dtype`` is the activations' dtype; the embedding table and norms are
-    taken from ``model`` in that dtype (no copy when the model already is).
+    taken from ``model`` in that dtype (no copy when the model already is);
+    an embedding that is not an ``nn.Embedding`` (a lookup over quantised
+    codes) is called as it is.
     ``weights`` names the format for reports (``float32``, ``int4``...).
     """
 
@@ -119,7 +121,12 @@ class LeanLlama:
         self.hidden = int(config.hidden_size)
         self.intermediate = int(config.intermediate_size)
         self.scaling = float(inner.layers[0].self_attn.scaling)
-        self.embed = inner.embed_tokens.weight.detach().to(dtype)  # [V, hidden]
+        embedding = inner.embed_tokens
+        if isinstance(embedding, torch.nn.Embedding):
+            table = embedding.weight.detach().to(dtype)  # [V, hidden]
+            self.embed: Callable[[torch.Tensor], torch.Tensor] = lambda ids: F.embedding(ids, table)
+        else:  # a lookup over quantised codes (``Int8Embedding``): the model's own module
+            self.embed = embedding
         self.rotary = inner.rotary_emb
         self.norm = inner.norm.weight.detach().to(dtype)
         self.norm_eps = float(inner.norm.variance_epsilon)
@@ -143,7 +150,7 @@ class LeanLlama:
         """
         rows, new = input_ids.shape
         groups = self._groups(attention_mask, cache, rows, new)
-        h = F.embedding(input_ids, self.embed)  # [B, S, hidden]
+        h = self.embed(input_ids)  # [B, S, hidden]
         cos, sin = self.rotary(h, position_ids)  # [B, S, D]
         q_size, kv_size = self.heads * self.head_dim, self.kv_heads * self.head_dim
         for index, layer in enumerate(self.layers):

@@ -15,10 +15,10 @@ as transformers' GGUF loader does). Tensors of other types are left out.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
@@ -70,18 +70,22 @@ def _unpermute(block: Q4Block, heads: int) -> Q4Block:
 
 
 class Q4Blocks(Mapping[str, Q4Block]):
-    """A GGUF's Q4_1 projections by module name, each decoded when it is read.
+    """A GGUF's Q4_1 projections by module name, each read from the file and decoded when asked for.
 
-    The file is memory-mapped; only the block being read is decoded, so a
-    model is converted one projection at a time.
+    Only the block being read is in memory (read, not mapped: no page of the
+    file stays in this process's resident set), so a model is converted one
+    projection at a time.
     """
 
-    def __init__(self, tensors: Mapping[str, tuple[Any, int, int, int]]) -> None:
-        self._tensors = dict(tensors)  # name -> (raw bytes, rows, cols, heads to un-permute)
+    def __init__(self, path: Path, tensors: Mapping[str, tuple[int, int, int, int, int]]) -> None:
+        self._path = path
+        # name -> (file offset, bytes, rows, cols, heads to un-permute)
+        self._tensors = dict(tensors)
 
     def __getitem__(self, name: str) -> Q4Block:
-        raw, rows, cols, heads = self._tensors[name]
-        block = _decode(np.asarray(raw), rows, cols)
+        offset, size, rows, cols, heads = self._tensors[name]
+        raw = np.fromfile(self._path, dtype=np.uint8, count=size, offset=offset)
+        block = _decode(raw, rows, cols)
         return _unpermute(block, heads) if heads else block
 
     def __iter__(self) -> Iterator[str]:
@@ -91,19 +95,44 @@ class Q4Blocks(Mapping[str, Q4Block]):
         return len(self._tensors)
 
 
-def q4_1_blocks(path: Path, *, heads: int, kv_heads: int) -> Q4Blocks:
+def q4_1_blocks(path: Path, *, heads: int, kv_heads: int, table: Path | None = None) -> Q4Blocks:
     """Every Q4_1 projection of a Llama-architecture GGUF by module name (``model.layers.0.mlp.up_proj``).
 
     Empty for other architectures: their row orders are not known here, and
     their weights are then quantised from the float values instead.
+
+    ``table``, when given, keeps where each block lies in the file: reading
+    the GGUF's header (its whole vocabulary among the metadata) briefly costs
+    about 130 MB of resident memory, so later loads of the same file read the
+    table instead. The caller names a file per GGUF content (the model
+    cache is keyed by the file's digest).
     """
+    if table is not None:
+        try:
+            kept = json.loads(table.read_text())
+            if kept["heads"] == [heads, kv_heads]:
+                return Q4Blocks(path, {name: tuple(row) for name, row in kept["blocks"].items()})
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+    blocks = _scan(path, heads=heads, kv_heads=kv_heads)
+    if table is not None:
+        try:
+            tmp = table.with_name(table.name + ".tmp")
+            tmp.write_text(json.dumps({"heads": [heads, kv_heads], "blocks": blocks._tensors}))
+            tmp.replace(table)
+        except OSError:
+            pass  # a read-only cache: the header is read again next time
+    return blocks
+
+
+def _scan(path: Path, *, heads: int, kv_heads: int) -> Q4Blocks:
     from gguf import GGMLQuantizationType, GGUFReader
 
     reader = GGUFReader(str(path))
     arch = reader.fields.get("general.architecture")
     if arch is None or bytes(arch.parts[arch.data[0]]).decode() != "llama":
-        return Q4Blocks({})
-    found: dict[str, tuple[Any, int, int, int]] = {}
+        return Q4Blocks(path, {})
+    found: dict[str, tuple[int, int, int, int, int]] = {}
     for tensor in reader.tensors:
         parts = tensor.name.split(".")
         if (
@@ -116,9 +145,10 @@ def q4_1_blocks(path: Path, *, heads: int, kv_heads: int) -> Q4Blocks:
         cols, rows = (int(n) for n in tensor.shape)
         permuted = {"attn_q": heads, "attn_k": kv_heads}.get(parts[2], 0)
         found[f"model.layers.{parts[1]}.{_LAYER_NAMES[parts[2]]}"] = (
-            tensor.data,
+            int(tensor.data_offset),
+            int(tensor.n_bytes),
             rows,
             cols,
             permuted,
         )
-    return Q4Blocks(found)
+    return Q4Blocks(path, found)

@@ -12,7 +12,13 @@ copy of the weights.
 - :class:`Int4Linear`: weight-only int4, asymmetric per group of input
   columns, ``_weight_int4pack_mm_for_cpu`` on the CPU and
   ``_weight_int4pack_mm`` on CUDA (the CUDA path is written to torch's
-  documented layout but has not run on a GPU here).
+  documented layout but has not run on a GPU here);
+- :class:`Int8Embedding`: a token lookup that reads an int8 LM head's codes
+  and scales, so a tied embedding table costs no second copy.
+
+``Int8Linear.rows`` and ``Int4Linear.rows`` give a kernel over a band of a
+fused kernel's output rows that shares its codes (the model's own q / k / v
+modules are such bands of the lean forward's fused q/k/v kernel).
 
 The quantised kernels take activations in bfloat16 (their float32 paths are
 an order of magnitude slower on the CPU); their scales are stored in the
@@ -21,7 +27,10 @@ activations' dtype, as the kernels require.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from reasoning.errors import InvalidInput
@@ -29,16 +38,21 @@ from reasoning.errors import InvalidInput
 __all__ = [
     "INT4_GROUP",
     "Int4Linear",
+    "Int8Embedding",
     "Int8Linear",
     "PackedLinear",
     "parameter_count",
     "quantize_int4",
     "quantize_int8",
+    "stored_bytes",
 ]
 
 #: Input columns per int4 group: GGUF's Q4_0 / Q4_1 block size and the group
 #: torch's int4 kernels handle best.
 INT4_GROUP = 32
+#: Output rows per block of the CPU int4 layout: a band of rows starting and
+#: ending on a multiple of it is a contiguous slice of the packed codes.
+_INT4_CPU_ROW_BLOCK = 64
 
 
 def quantize_int8(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -117,6 +131,39 @@ class Int8Linear(nn.Module):
         codes, scales = quantize_int8(weight)
         return cls(codes.to(weight.device), scales.to(weight.device), bias, dtype)
 
+    @classmethod
+    def from_rows(
+        cls,
+        read: Callable[[int, int], torch.Tensor],
+        shape: tuple[int, int],
+        *,
+        chunk: int = 4096,
+        dtype: torch.dtype = torch.bfloat16,
+    ) -> Int8Linear:
+        """Quantise a ``shape`` weight read ``chunk`` rows at a time (``read(lo, hi)``).
+
+        The same codes and scales as :meth:`from_weight` (the quantisation is
+        per row), without the whole weight in float at once: a 49152 x 576 LM
+        head is 113 MB in float32 and 27 MB as codes.
+        """
+        rows, cols = shape
+        codes = torch.empty((rows, cols), dtype=torch.int8)
+        scales = torch.empty(rows, dtype=torch.float32)
+        for lo in range(0, rows, chunk):
+            hi = min(rows, lo + chunk)
+            codes[lo:hi], scales[lo:hi] = quantize_int8(read(lo, hi))
+        return cls(codes, scales, None, dtype)
+
+    def rows(self, lo: int, hi: int) -> Int8Linear:
+        """The kernel of output rows ``lo:hi``, sharing this one's codes and scales."""
+        band = Int8Linear.__new__(Int8Linear)
+        nn.Module.__init__(band)
+        band.out_features, band.in_features = hi - lo, self.in_features
+        band.register_buffer("codes", self.codes[lo:hi])
+        band.register_buffer("scales", self.scales[lo:hi])
+        band.bias = None if self.bias is None else self.bias[lo:hi]
+        return band
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         flat = x.reshape(-1, self.in_features).to(self.scales.dtype)
         out: torch.Tensor = torch.ops.aten._weight_int8pack_mm(flat, self.codes, self.scales)
@@ -178,6 +225,24 @@ class Int4Linear(nn.Module):
             codes.to(device), scales.to(device), mins.to(device), bias, group=group, dtype=dtype
         )
 
+    def rows(self, lo: int, hi: int) -> Int4Linear | None:
+        """The kernel of output rows ``lo:hi`` sharing this one's packed codes, or None.
+
+        Only the CPU layout is sliced, and only on whole blocks of 64 rows
+        (where a band of rows is a contiguous slice of the packed codes); the
+        band's (scale, zero) pairs are a copy (the kernel takes them
+        contiguous), an eighth of its codes' bytes.
+        """
+        if self.packed.device.type != "cpu" or lo % _INT4_CPU_ROW_BLOCK or hi % _INT4_CPU_ROW_BLOCK:
+            return None
+        band = Int4Linear.__new__(Int4Linear)
+        nn.Module.__init__(band)
+        band.out_features, band.in_features, band.group = hi - lo, self.in_features, self.group
+        band.register_buffer("packed", self.packed[lo:hi])
+        band.register_buffer("scale_zero", self.scale_zero[:, lo:hi].contiguous())
+        band.bias = None if self.bias is None else self.bias[lo:hi]
+        return band
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         flat = x.reshape(-1, self.in_features).to(self.scale_zero.dtype)
         if self.packed.device.type == "cuda":
@@ -193,6 +258,29 @@ class Int4Linear(nn.Module):
         return out.view(*x.shape[:-1], self.out_features)
 
 
+class Int8Embedding(nn.Module):
+    """Token embeddings read from an int8 LM head's codes: row ``t`` is ``codes[t] * scales[t]``.
+
+    For a model whose input embedding is tied to its LM head: the lookup
+    shares the head's buffers, so the table is held once, as int8 (27 MB for
+    49152 x 576 rather than 54 MB in bfloat16 beside the head's codes).
+    """
+
+    def __init__(self, head: Int8Linear) -> None:
+        super().__init__()
+        self.head = head
+        self.num_embeddings, self.embedding_dim = head.out_features, head.in_features
+
+    @property
+    def weight(self) -> torch.Tensor:
+        """The dequantised table ``[V, hidden]`` (a new tensor: for inspection, not for decoding)."""
+        return self.head.codes.to(self.head.scales.dtype) * self.head.scales[:, None]
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        codes = F.embedding(input_ids, self.head.codes.view(torch.uint8)).view(torch.int8)
+        return codes.to(self.head.scales.dtype) * self.head.scales[input_ids].unsqueeze(-1)
+
+
 def parameter_count(model: nn.Module) -> int:
     """The model's weights, quantised ones included (entries, not bytes), as before conversion.
 
@@ -206,3 +294,20 @@ def parameter_count(model: nn.Module) -> int:
             count += module.in_features * module.out_features
             count += 0 if module.bias is None else module.bias.numel()
     return count
+
+
+def stored_bytes(model: nn.Module) -> int:
+    """Bytes of the model's weights as held: every distinct storage behind its parameters and buffers.
+
+    A storage shared by several modules (a tied head, a band of a fused
+    kernel) counts once; what the lean forward holds beside the model (a
+    fused kernel whose bands the model's modules are) is counted by passing
+    its modules too (``nn.ModuleList``).
+    """
+    seen: dict[tuple[str, int], int] = {}
+    for tensor in [*model.parameters(), *model.buffers()]:
+        if tensor.is_meta:
+            continue
+        storage = tensor.untyped_storage()
+        seen[(str(tensor.device), storage.data_ptr())] = storage.nbytes()
+    return sum(seen.values())

@@ -26,18 +26,27 @@ from inference.weights.gguf_q4 import Q4Block, q4_1_blocks
 from inference.weights.probe import choose, machine_fingerprint, probe_formats
 from reasoning.errors import InvalidInput
 
-__all__ = ["apply_weights"]
+__all__ = ["apply_weights", "gguf_blocks", "log_choice", "planned_weights", "return_freed_memory"]
 
 log = logging.getLogger("tenet.weights")
 
 
-def _blocks(model: Any, gguf: Path | None) -> Mapping[str, Q4Block] | None:
+def gguf_blocks(
+    config: Any, gguf: Path | None, table: Path | None = None
+) -> Mapping[str, Q4Block] | None:
+    """The Q4_1 blocks of ``gguf`` for a model of ``config`` (None without a GGUF).
+
+    ``table`` keeps where the blocks lie for later loads (``q4_1_blocks``).
+    """
     if gguf is None:
         return None
-    config = model.config.get_text_config(decoder=True)
+    config = config.get_text_config(decoder=True)
     heads = int(config.num_attention_heads)
     return q4_1_blocks(
-        gguf, heads=heads, kv_heads=int(getattr(config, "num_key_value_heads", heads))
+        gguf,
+        heads=heads,
+        kv_heads=int(getattr(config, "num_key_value_heads", heads)),
+        table=table,
     )
 
 
@@ -63,7 +72,7 @@ def apply_weights(
             raise InvalidInput(f"weights {requested} need a Llama-family model: {reason}")
         weights = "float32" if requested == "auto" else requested
         return WeightsChoice(requested, weights, "library", f"library forward (fallback): {reason}")
-    blocks = _blocks(model, gguf) if requested in ("auto", "int4") else None
+    blocks = gguf_blocks(model.config, gguf) if requested in ("auto", "int4") else None
     probes: tuple[FormatProbe, ...] = ()
     if requested == "auto":
         probes, when = _probes(model, tokenizer, blocks, probe_dir)
@@ -75,15 +84,62 @@ def apply_weights(
         forward, replacements = build_forward(model, weights, blocks)
         install(model, forward, replacements)
         del forward, replacements
-        _return_freed_memory()
+        return_freed_memory()
     if not packed:
         attach(model, None)
         why = f"{why}; library forward (TENET_PACKED_FORWARD=false)"
     choice = WeightsChoice(requested, weights, "packed" if packed else "library", why, probes)
-    log.info(
-        "weights %s (TENET_WEIGHTS=%s, %s forward): %s", weights, requested, choice.forward, why
-    )
+    log_choice(choice)
     return choice
+
+
+def log_choice(choice: WeightsChoice) -> None:
+    """Say in the log what a load runs in and why."""
+    log.info(
+        "weights %s (TENET_WEIGHTS=%s, %s forward): %s",
+        choice.weights,
+        choice.requested,
+        choice.forward,
+        choice.reason,
+    )
+
+
+def planned_weights(
+    requested: str, probe_dir: Path | None, device: Any
+) -> tuple[str, str, tuple[FormatProbe, ...]] | None:
+    """``(format, reason, probes)`` when the format is known before the model is loaded.
+
+    A named format is; ``auto`` is when this machine's measurements for the
+    model were kept by an earlier load (the choice is then made from them,
+    so the model can be loaded straight into the chosen format); None
+    otherwise (the auto probe needs the float32 model).
+    """
+    if requested != "auto":
+        return requested, f"{requested}: set by TENET_WEIGHTS", ()
+    found = _kept_probes(probe_dir, device)
+    if found is None:
+        return None
+    probes, when = found
+    weights, why = choose(probes)
+    return weights, f"{why} (measured {when})", probes
+
+
+def _probe_path(probe_dir: Path, device: Any) -> Path:
+    return probe_dir / f"weights-probe-{machine_fingerprint(device)}.json"
+
+
+def _kept_probes(probe_dir: Path | None, device: Any) -> tuple[tuple[FormatProbe, ...], str] | None:
+    """The measurements an earlier load on this machine kept, and when they were taken."""
+    if probe_dir is None:
+        return None
+    try:
+        saved = json.loads(_probe_path(probe_dir, device).read_text())
+        probes = tuple(FormatProbe(**row) for row in saved["probes"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if {p.weights for p in probes} != set(WEIGHT_FORMATS):
+        return None
+    return probes, f"{saved['measured']} on this machine, reused"
 
 
 def _probes(
@@ -95,16 +151,10 @@ def _probes(
     device) reuses them rather than spending the probe's seconds again.
     """
     device = next(model.parameters()).device
-    path = None
-    if probe_dir is not None:
-        path = probe_dir / f"weights-probe-{machine_fingerprint(device)}.json"
-        try:
-            saved = json.loads(path.read_text())
-            probes = tuple(FormatProbe(**row) for row in saved["probes"])
-            if {p.weights for p in probes} == set(WEIGHT_FORMATS):
-                return probes, f"{saved['measured']} on this machine, reused"
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
+    kept = _kept_probes(probe_dir, device)
+    if kept is not None:
+        return kept
+    path = None if probe_dir is None else _probe_path(probe_dir, device)
     probes = probe_formats(model, tokenizer, WEIGHT_FORMATS, _forward_only, blocks)
     measured = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     if path is not None:
@@ -120,7 +170,7 @@ def _probes(
     return probes, f"{measured} at this load"
 
 
-def _return_freed_memory() -> None:
+def return_freed_memory() -> None:
     """Hand the conversion's freed buffers back to the OS (glibc keeps them otherwise: ~300 MB here)."""
     gc.collect()
     try:

@@ -9,10 +9,12 @@ import torch.nn.functional as F
 from inference.weights.build import onednn_packs
 from inference.weights.kernels import (
     Int4Linear,
+    Int8Embedding,
     Int8Linear,
     PackedLinear,
     quantize_int4,
     quantize_int8,
+    stored_bytes,
 )
 from reasoning.errors import InvalidInput
 
@@ -79,3 +81,49 @@ def test_packed_linear_equals_f_linear() -> None:
     w, bias = _weight(), torch.randn(64)
     x = torch.randn(4, 2, 96)
     torch.testing.assert_close(PackedLinear(w, bias)(x), F.linear(x, w, bias), atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("kind", ["int8", "int4"])
+def test_a_band_of_a_fused_kernel_shares_its_codes_and_multiplies_as_its_own_kernel(
+    kind: str,
+) -> None:
+    parts = [_weight(rows, 96, seed) for seed, rows in enumerate((128, 64, 64))]
+    fused_weight = torch.cat(parts)
+    build = Int8Linear.from_weight if kind == "int8" else Int4Linear.from_weight
+    fused = build(fused_weight, None)
+    x = torch.randn(4, 96, generator=torch.Generator().manual_seed(7)).bfloat16()
+    lo = 0
+    for part in parts:
+        hi = lo + part.shape[0]
+        band = fused.rows(lo, hi)
+        assert band is not None and band.out_features == part.shape[0]
+        codes = band.codes if isinstance(band, Int8Linear) else band.packed
+        whole = fused.codes if isinstance(fused, Int8Linear) else fused.packed
+        assert codes.untyped_storage().data_ptr() == whole.untyped_storage().data_ptr()
+        # The band computes exactly the fused kernel's rows lo:hi.
+        assert torch.equal(band(x), fused(x)[:, lo:hi])
+        lo = hi
+
+
+def test_an_int4_band_off_the_64_row_blocks_is_refused() -> None:
+    fused = Int4Linear.from_weight(_weight(128, 64), None)
+    assert fused.rows(0, 32) is None and fused.rows(64, 128) is not None
+
+
+def test_quantising_a_weight_band_by_band_gives_the_same_int8_kernel() -> None:
+    w = _weight(300, 64)
+    whole = Int8Linear.from_weight(w, None)
+    banded = Int8Linear.from_rows(lambda lo, hi: w[lo:hi], (300, 64), chunk=128)
+    assert torch.equal(banded.codes, whole.codes) and torch.equal(banded.scales, whole.scales)
+
+
+def test_the_int8_embedding_looks_up_the_heads_dequantised_rows() -> None:
+    w = _weight(50, 32)
+    head = Int8Linear.from_weight(w, None)
+    embedding = Int8Embedding(head)
+    ids = torch.tensor([[3, 49, 0], [7, 7, 12]])
+    table = head.codes.float() * head.scales.float()[:, None]
+    torch.testing.assert_close(embedding(ids).float(), table[ids], atol=1e-2, rtol=1e-2)
+    assert embedding(ids).shape == (2, 3, 32) and embedding(ids).dtype == torch.bfloat16
+    # No table of its own: the lookup reads the head's buffers.
+    assert stored_bytes(embedding) == stored_bytes(head)
