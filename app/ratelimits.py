@@ -41,6 +41,8 @@ __all__ = ["KeyLimits"]
 
 #: Seconds a Redis connection attempt or command may take before the store counts as down.
 REDIS_TIMEOUT_S: Final = 0.5
+#: The Retry-After of a request refused because Redis does not answer.
+REDIS_RETRY_AFTER_S: Final = 5.0
 _NAMESPACE: Final = "tenet-key"
 
 
@@ -90,6 +92,7 @@ class KeyLimits:
                     "the shared rate-limit store (TENET_REDIS_URL) does not answer, so this "
                     f"request cannot be counted against its key's limits ({type(exc.storage_error).__name__}); "
                     "retry shortly",
+                    retry_after_s=REDIS_RETRY_AFTER_S,
                     rate_limits="unreachable",
                 ) from None
             wait_s = max(1.0, stats.reset_time - time.time())

@@ -299,6 +299,7 @@ def test_redis_down_refuses_keyed_requests_with_a_clear_problem_and_readiness_sa
         assert answer.headers["content-type"].startswith("application/problem+json")
         body = answer.json()
         assert body["rate_limits"] == "unreachable" and "TENET_REDIS_URL" in body["detail"]
+        assert int(answer.headers["Retry-After"]) >= 1
         ready = httpx.get(f"{url}/readyz", timeout=30)
         assert ready.status_code == 503 and ready.json()["rate_limits"] == "unreachable"
         assert "rate_limits" in ready.json()["detail"]
