@@ -226,28 +226,38 @@ def test_a_key_revoked_through_one_replica_is_refused_by_the_other_within_a_seco
 def test_concurrent_writes_through_both_replicas_keep_one_unbroken_chain(pair: Pair) -> None:
     tenant = "chain"
     reader = _create_key(pair, 1, tenant, ["audit:read"], "reader")["key"]
-    writes = 24
+    reasoner = _create_key(pair, 0, tenant, ["reason"], "reasoner")["key"]
+    rounds = 12
 
-    def create(i: int) -> int:
-        made = httpx.post(
-            f"{pair.urls[i % 2]}/v1/keys",
+    def write(i: int) -> list[int]:
+        """A key and a session created through one replica, the session deleted through the other."""
+        via, other = pair.urls[i % 2], pair.urls[(i + 1) % 2]
+        key = httpx.post(
+            f"{via}/v1/keys",
             headers=pair.client(pair.admin),
             timeout=60,
             json={"tenant": tenant, "name": f"concurrent-{i}", "scopes": ["reason"]},
         )
-        return made.status_code
+        session = httpx.post(
+            f"{via}/v1/sessions", headers=pair.client(reasoner), timeout=60, json={}
+        )
+        deleted = httpx.delete(
+            f"{other}/v1/sessions/{session.json()['id']}", headers=pair.client(reasoner), timeout=60
+        )
+        return [key.status_code, session.status_code, deleted.status_code]
 
     with ThreadPoolExecutor(max_workers=8) as pool:
-        statuses = list(pool.map(create, range(writes)))
-    assert statuses == [201] * writes
+        statuses = list(pool.map(write, range(rounds)))
+    assert statuses == [[201, 201, 200]] * rounds
+    writes = 2 + 3 * rounds  # the reader's and the reasoner's key.created, then every write
     reports = [
         httpx.get(f"{url}/v1/audit/verify", headers=pair.client(reader), timeout=60).json()
         for url in pair.urls
     ]
     for report in reports:
         assert report["intact"] is True, report
-        assert report["checked"] == writes + 1  # the reader's key.created, then every write
-        assert report["head_chain_seq"] == writes + 1
+        assert report["checked"] == writes
+        assert report["head_chain_seq"] == writes
     assert reports[0]["head_hash"] == reports[1]["head_hash"]
     # A head signed by one replica is checked by the other (they share the head key).
     held = httpx.get(
