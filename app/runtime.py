@@ -28,6 +28,7 @@ from app.settings import Settings
 from inference.decoder.microbatch import MicroBatcher
 from inference.decoder.runner import ModelRunner
 from inference.decoder.vocab import vocab_tables
+from inference.forward_health import health_of
 from inference.loader import LoadedModel, load_model
 from inference.pipeline import Reasoner
 from inference.prefix_cache import PrefixCache
@@ -46,6 +47,12 @@ __all__ = ["QueueMetrics", "Runtime"]
 log = logging.getLogger("tenet.runtime")
 
 READINESS_PING_S = 2.0  # longest a /readyz probe waits for the database
+#: After this many forward passes failed in a row the model is reported ``failing`` (not ready).
+UNREADY_AFTER_FORWARD_FAILURES = 3
+#: Longest a /readyz check waits for its probe forward of a failing model.
+PROBE_FORWARD_S = 10.0
+#: Seconds between attempts to reach the Ray model workers (TENET_WORKERS=ray).
+WORKERS_RETRY_S = 5.0
 #: Most rows (beams of all merged decodes) in one forward pass.
 MAX_BATCH_ROWS = 64
 
@@ -88,8 +95,10 @@ class Runtime:
         #: The Ray Serve model workers decodes go to (TENET_WORKERS=ray); None: decoded in process.
         self.workers: RayWorkers | None = _ray_workers(settings) if settings.workers == "ray" else None
         self._workers_starting: threading.Thread | None = None
+        self._workers_stop = threading.Event()
         self._loading: threading.Thread | None = None
         self._loaded = threading.Event()
+        self._probing = threading.Lock()  # one readiness probe forward at a time
         self._reasoner: Reasoner | None = None
         self._reasoner_lock = threading.Lock()
         #: The one forward thread of the loaded model: concurrent decodes' steps are merged here.
@@ -181,10 +190,15 @@ class Runtime:
             model = self.model
             if model is None:
                 return
-            try:
-                workers.start(msgspec.structs.replace(workers.config, weights=model.identity.weights))
-            except Unavailable:
-                pass  # logged, and kept in workers.state for /readyz
+            config = msgspec.structs.replace(workers.config, weights=model.identity.weights)
+            # An unreachable head (the cluster starting after the API, say) is tried again until
+            # the runtime closes; workers.state says why meanwhile, for /readyz.
+            while not self._workers_stop.is_set():
+                try:
+                    workers.start(config)
+                    return
+                except Unavailable:
+                    self._workers_stop.wait(WORKERS_RETRY_S)
 
         self._workers_starting = threading.Thread(target=work, name="tenet-workers-start", daemon=True)
         self._workers_starting.start()
@@ -243,16 +257,65 @@ class Runtime:
             model["error"] = self.load_error
         if self.model is not None:
             model["name"] = self.model.identity.name
+            failing = await self._forward_failure(self.model)
+            if failing is not None:
+                model["state"], model["error"] = "failing", failing
         rate_limits = await self.key_limits.state()
         workers = "local" if self.workers is None else await self.workers.readiness(READINESS_PING_S)
         return {
-            "ready": self.ready and database == "ok" and rate_limits != "unreachable"
+            "ready": self.ready and model["state"] == "loaded" and database == "ok"
+            and rate_limits != "unreachable"
             and workers in ("local", "ok"),
             "model": model,
             "database": database,
             "rate_limits": rate_limits,
             "workers": workers,
         }
+
+    async def _forward_failure(self, loaded: LoadedModel) -> str | None:
+        """Why the loaded model is not fit to serve (its last forwards all failed), or None.
+
+        Past :data:`UNREADY_AFTER_FORWARD_FAILURES` failures in a row, each check runs one
+        probe forward (on the forward thread, one at a time): a replica taken out of rotation
+        gets no traffic to prove itself with, so readiness must see the recovery itself.
+        """
+        health = health_of(loaded.model)
+        if health.state().consecutive_failures < UNREADY_AFTER_FORWARD_FAILURES:
+            return None
+        if self._probing.acquire(blocking=False):
+            try:
+                await asyncio.wait_for(asyncio.to_thread(self._probe_forward, loaded),
+                                       timeout=PROBE_FORWARD_S)
+            except (TimeoutError, TenetError):
+                pass  # still failing: the probe could not run or did not finish in time
+            finally:
+                self._probing.release()
+        state = health.state()
+        if state.consecutive_failures < UNREADY_AFTER_FORWARD_FAILURES:
+            return None
+        return (f"the last {state.consecutive_failures} forward passes failed "
+                f"({state.last_error}); each readiness check retries one")
+
+    def _probe_forward(self, loaded: LoadedModel) -> None:
+        """One short forward of ``loaded``, its outcome counted in the model's forward health."""
+        health = health_of(loaded.model)
+
+        def forward() -> None:
+            inputs = loaded.tokenizer("Hello", return_tensors="pt").to(loaded.device)
+            try:
+                with torch.inference_mode():
+                    loaded.model(**inputs)
+            except Exception as exc:  # noqa: BLE001 - any failure of the forward is the probe's answer
+                health.failed(exc)
+                log.warning("the readiness probe forward failed: %s", type(exc).__name__)
+            else:
+                health.succeeded()
+
+        batcher = self.batcher
+        if batcher is not None:
+            batcher.run(forward)  # exclusive use of the model, between merged decode steps
+        else:
+            forward()
 
     async def close(self) -> None:
         """Stop the forward thread and release the database pool (the model is freed with the process)."""
@@ -261,6 +324,7 @@ class Runtime:
         if batcher is not None:
             await asyncio.to_thread(batcher.close)
         if self.workers is not None:
+            self._workers_stop.set()
             await asyncio.to_thread(self.workers.close)
         await self.engine.dispose()
 

@@ -20,6 +20,7 @@ import torch
 from inference.decoder.grouped_attention import GroupedCache
 from inference.decoder.kv_slab import SlabCache, supports_slab_cache
 from inference.decoder.packed_llama import packed_forward
+from inference.forward_health import health_of
 from inference.weights.kernels import parameter_count
 from reasoning.errors import InvalidInput, TenetError, Unavailable
 
@@ -81,6 +82,8 @@ class ModelRunner:
         self.counters = counters or ForwardCounters()
         self.lane = lane
         self.packed = packed_forward(model) if packed else None
+        #: Every call's outcome is reported here (readiness reads it, ``inference.forward_health``).
+        self.health = health_of(model)
         self.num_layers = int(self.config.num_hidden_layers)
         self.kv_heads = int(
             getattr(self.config, "num_key_value_heads", self.config.num_attention_heads)
@@ -148,29 +151,43 @@ class ModelRunner:
         A failure inside the model's forward (out of memory, a device error, a fault of the
         weights) is logged with its traceback and raised as :class:`Unavailable`: the decode
         that needed it cannot finish, the service itself is not broken, and callers never see
-        a raw framework exception.
+        a raw framework exception. Every outcome is counted in :attr:`health`.
         """
         try:
-            if self.packed is not None and isinstance(cache, (SlabCache, GroupedCache)):
-                return self.packed(
-                    input_ids, position_ids, attention_mask, cache, last_only=last_only
-                )
-            kwargs: dict[str, Any] = {
-                "input_ids": input_ids,
-                "position_ids": position_ids,
-                "attention_mask": attention_mask,
-                self.cache_kw: cache,
-                "use_cache": True,
-            }
-            if last_only and self.keeps_logits:
-                kwargs["logits_to_keep"] = 1
-            logits: torch.Tensor = self.model(**kwargs).logits
+            logits = self._forward(input_ids, position_ids, attention_mask, cache, last_only)
         except TenetError:
             raise
         except Exception as exc:
+            self.health.failed(exc)
             log.exception("the model's forward failed")
             raise Unavailable(
                 "the model failed during this decode; retry the request",
                 model="forward failed",
             ) from exc
+        self.health.succeeded()
+        return logits
+
+    def _forward(
+        self,
+        input_ids: torch.Tensor,
+        position_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        cache: Any,
+        last_only: bool,
+    ) -> torch.Tensor:
+        if self.packed is not None and isinstance(cache, (SlabCache, GroupedCache)):
+            packed: torch.Tensor = self.packed(
+                input_ids, position_ids, attention_mask, cache, last_only=last_only
+            )
+            return packed
+        kwargs: dict[str, Any] = {
+            "input_ids": input_ids,
+            "position_ids": position_ids,
+            "attention_mask": attention_mask,
+            self.cache_kw: cache,
+            "use_cache": True,
+        }
+        if last_only and self.keeps_logits:
+            kwargs["logits_to_keep"] = 1
+        logits: torch.Tensor = self.model(**kwargs).logits
         return logits[:, -1:, :] if last_only else logits

@@ -2,7 +2,8 @@
 
 The fault is real: the bundled model, loaded from the shared cache, runs as a test-only
 subclass of its own class whose forward raises at its third single-token step (after the
-prefill and two generated tokens), once. Everything around it (runner, micro-batcher,
+prefill and two generated tokens), once; or, while ``broken``, on every forward (readiness
+must then turn false, and true again once a forward succeeds). Everything around it (runner, micro-batcher,
 scheduler, run service, store, HTTP) is the real service.
 """
 
@@ -18,7 +19,7 @@ from typing import Any
 import pytest
 
 from app.factory import create_app
-from app.runtime import Runtime
+from app.runtime import UNREADY_AFTER_FORWARD_FAILURES, Runtime
 from app.settings import Settings
 from inference.loader import LoadedModel, load_model
 from tests.conftest import MODEL_CACHE, TEST_DEVICE
@@ -47,11 +48,14 @@ def failing_model() -> Iterator[LoadedModel]:
     class FailingMidDecode(base):  # type: ignore[misc]
         armed = False
         steps = 0
+        broken = False  # every forward raises (a device lost for good) while set
 
         @functools.wraps(base.forward)  # the runner reads the forward's parameters
         def forward(self, *args: Any, **kwargs: Any) -> Any:
             ids = kwargs.get("input_ids")
             cls = type(self)
+            if cls.broken:
+                raise _ForwardFault("injected: the device is gone")
             if cls.armed and ids is not None and ids.shape[1] == 1:
                 cls.steps += 1
                 if cls.steps == FAIL_AT_STEP:
@@ -106,3 +110,44 @@ async def test_a_forward_failing_mid_decode_is_a_503_problem_and_nothing_is_half
     rows = _rows(data_dir / "tenet.db")
     assert rows["runs"] == {run_id}  # the failed decode left no row behind
     assert rows["bundles"] == rows["recorded"] == rows["stepped"] == {run_id}
+
+
+async def test_a_model_whose_every_forward_fails_is_not_ready_until_a_forward_succeeds(
+    failing_model: LoadedModel, tmp_path: Path, migrated_sqlite_template: Path
+) -> None:
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    shutil.copy(migrated_sqlite_template, data_dir / "tenet.db")
+    settings = Settings(data_dir=data_dir, load_model=False, model_cache_dir=MODEL_CACHE,
+                        device=TEST_DEVICE, packed_forward=False)
+    runtime = Runtime(settings)
+    runtime.set_model(failing_model)
+    model_class: Any = type(failing_model.model)
+    async with serve(settings, create_app(settings, runtime=runtime)) as served:
+        client, admin = served.client, served.admin
+        assert (await client.get("/readyz")).status_code == 200
+        model_class.broken = True
+        try:
+            for attempt in range(UNREADY_AFTER_FORWARD_FAILURES):
+                failed = await client.post("/v1/reason", headers=admin, json=PROMPT, timeout=300)
+                assert failed.status_code == 503, failed.text
+                assert failed.json()["model"] == "forward failed"
+                ready = await client.get("/readyz")
+                # Ready while failures may still be transient; not ready once they are a run.
+                assert (ready.status_code == 200) == (attempt + 1 < UNREADY_AFTER_FORWARD_FAILURES)
+            body = ready.json()
+            assert body["ready"] is False and body["database"] == "ok"
+            assert body["model"]["state"] == "failing", body
+            assert "forward passes failed" in body["model"]["error"]
+            assert "_ForwardFault" in body["model"]["error"] and "injected" not in ready.text
+            assert (await client.head("/readyz")).status_code == 503
+            still = await client.get("/readyz")  # its probe forward fails too: still not ready
+            assert still.status_code == 503 and still.json()["model"]["state"] == "failing"
+        finally:
+            model_class.broken = False
+        recovered = await client.get("/readyz")  # the probe forward succeeds: ready again
+        assert recovered.status_code == 200, recovered.text
+        assert recovered.json()["model"]["state"] == "loaded"
+        answered = await client.post("/v1/reason", headers=admin, json=PROMPT, timeout=300)
+        assert answered.status_code == 200, answered.text
+    assert _rows(data_dir / "tenet.db")["runs"] == {answered.json()["run_id"]}
