@@ -55,6 +55,7 @@ from pathlib import Path
 
 from bench.model_cache import add_cache_option, model_cache
 from inference.decisions import decision_engine
+from inference.decoder.endings import ends_complete
 from inference.loader import load_model
 from inference.pipeline import Reasoner, ReasonOptions
 from reasoning.errors import LimitExceeded
@@ -319,13 +320,10 @@ def judge_answer(answer: str, case: GroundingCase) -> Judgement:
                      to_cite=len(case.rules), notes=tuple(notes))
 
 
-#: Characters a complete answer ends on: a sentence end or a closed structure.
-_COMPLETE_END = frozenset(".!?。！？)]}\"'”’）】")
-
-
 def is_complete(answer: str) -> bool:
-    """Whether an answer ends on a sentence end or a closed structure (not cut mid-claim)."""
-    return answer.rstrip()[-1:] in _COMPLETE_END
+    """Whether an answer ends on a sentence end or a closed structure (not cut mid-claim):
+    ``endings.ends_complete``, the definition the decoder lands on and bench.steering reports."""
+    return ends_complete(answer)
 
 
 @dataclass

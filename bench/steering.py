@@ -44,7 +44,7 @@ from bench.extraction import label_params
 from bench.model_cache import add_cache_option, model_cache
 from bench.steering_set import SET_DATA, run_set
 from inference.decoder.compile import compile_steering
-from inference.decoder.endings import ends_complete
+from inference.decoder.endings import ends_complete, required_closing
 from inference.decoder.packed_llama import packed_forward
 from reasoning.constraints.catalog import IFEVAL_TO_KIND
 from reasoning.constraints.model import Constraint, Kind
@@ -472,8 +472,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         p_ok = judge(evaluate, row, plain_text)
         steered_ok.append(s_ok)
         plain_ok.append(p_ok)
-        complete["steered"].append(ends_complete(steered["text"]))
-        complete["unsteered"].append(ends_complete(plain_text))
+        closing = required_closing(row["constraints"])  # an end phrase closes the answer
+        complete["steered"].append(ends_complete(steered["text"], closing))
+        complete["unsteered"].append(ends_complete(plain_text, closing))
         ends[steered["end"]] += 1
         for ifeval_id, ok in zip(row["instruction_id_list"], s_ok):
             tally = per_kind.setdefault(ifeval_id, [0, 0])

@@ -35,7 +35,7 @@ from inference.decoder.beam import (
     unmet,
 )
 from inference.decoder.boundaries import boundary_table
-from inference.decoder.endings import END_MODEL, End, Lander
+from inference.decoder.endings import END_MODEL, End, Lander, required_closing
 from inference.decoder.microbatch import MicroBatcher
 from inference.decoder.options import DecodeOptions
 from inference.decoder.pruning import BranchEvidence, ClaimGuard, PruningJudge, StepFacts
@@ -252,7 +252,10 @@ def decode(
             config = BeamConfig(
                 options,
                 eos_ids=_eos_ids(model, tokenizer),
-                lander=Lander(lambda ids: str(tokenizer.decode(list(ids), skip_special_tokens=True))),
+                lander=Lander(
+                    lambda ids: str(tokenizer.decode(list(ids), skip_special_tokens=True)),
+                    closing=required_closing(constraints),
+                ),
             )
             table = boundary_table(tokenizer, int(first.shape[-1]))
             stream = StepStream(plan.views, tokenizer, on_step) if on_step is not None else None

@@ -16,7 +16,7 @@ import pytest
 from test_controllers import drive_with_bias
 
 from inference.decoder.compile import compile_steering
-from inference.decoder.endings import Lander, ends_complete
+from inference.decoder.endings import Lander, ends_complete, required_closing
 from reasoning.constraints.model import Constraint, Kind
 from reasoning.constraints.textstats import count_sentences
 
@@ -51,7 +51,9 @@ def _run(
     bias = _chinese(steering) if chinese else {}
     bias.update(_never_stops(steering, tokenizer))
     state = drive_with_bias(steering, budget, seed, bias)
-    assert state.finished, f"the steering did not end the answer within {budget} tokens: {state.text!r}"
+    assert state.finished, (
+        f"the steering did not end the answer within {budget} tokens: {state.text!r}"
+    )
     assert state.n_tokens <= budget
     return state
 
@@ -65,7 +67,9 @@ def _c(kind: Kind, **params: Any) -> Constraint:
     ("constraints", "budget"),
     [
         pytest.param([_c(Kind.WORD_COUNT, relation="less than", n=30)], 200, id="word-maximum"),
-        pytest.param([_c(Kind.SENTENCE_COUNT, relation="less than", n=3)], 120, id="sentence-maximum"),
+        pytest.param(
+            [_c(Kind.SENTENCE_COUNT, relation="less than", n=3)], 120, id="sentence-maximum"
+        ),
         pytest.param([_c(Kind.NO_COMMA)], 48, id="token-budget"),
     ],
 )
@@ -86,7 +90,9 @@ def test_every_budget_ends_on_a_complete_sentence(
     [
         pytest.param([_c(Kind.RESPONSE_LANGUAGE, lang="zh")], 40, id="token-budget"),
         pytest.param([_c(Kind.WORD_COUNT, relation="less than", n=25)], 120, id="word-maximum"),
-        pytest.param([_c(Kind.SENTENCE_COUNT, relation="less than", n=3)], 90, id="sentence-maximum"),
+        pytest.param(
+            [_c(Kind.SENTENCE_COUNT, relation="less than", n=3)], 90, id="sentence-maximum"
+        ),
     ],
 )
 def test_chinese_answers_end_on_a_chinese_sentence_end(
@@ -108,7 +114,9 @@ def test_a_bullet_list_ends_on_a_complete_item(tokenizer: Any, seed: int) -> Non
 @pytest.mark.parametrize("budget", [24, 60])
 def test_json_closes_inside_the_budget(tokenizer: Any, budget: int, seed: int) -> None:
     state = _run([_c(Kind.JSON_FORMAT)], tokenizer, budget, seed)
-    body = state.text.strip().removeprefix("```json").removeprefix("```").removesuffix("```").strip()
+    body = (
+        state.text.strip().removeprefix("```json").removeprefix("```").removesuffix("```").strip()
+    )
     json.loads(body)
     assert "format" not in state.violations, state.text
 
@@ -148,7 +156,8 @@ def test_the_models_own_stop_waits_for_a_complete_sentence(
     one_line = any(c.kind == Kind.BULLET_COUNT for c in constraints)
     bias.update(_eager_to_stop(steering, one_line))
     state = drive_with_bias(steering, budget, seed, bias)
-    assert state.finished and state.n_tokens < budget // 2, state.text  # the model's stop, not the budget's
+    # The model's own stop ended it, not the budget's landing.
+    assert state.finished and state.n_tokens < budget // 2, state.text
     assert _COMPLETE.search(state.text), state.text
     assert not state.violations, (state.violations, state.text)
     for c in constraints:
@@ -160,7 +169,10 @@ def test_the_models_own_stop_waits_for_a_complete_sentence(
 
 
 def test_the_lander_finds_the_last_complete_sentence(tokenizer: Any) -> None:
-    ids = tokenizer.encode("Rivers flow. They carry silt to the sea and a deep understanding of hum", add_special_tokens=False)
+    ids = tokenizer.encode(
+        "Rivers flow. They carry silt to the sea and a deep understanding of hum",
+        add_special_tokens=False,
+    )
     lander = Lander(lambda t: str(tokenizer.decode(list(t))))
     n = lander.complete_length(ids)
     assert n is not None and n < len(ids)
@@ -177,8 +189,12 @@ def test_the_lander_finds_the_last_complete_sentence(tokenizer: Any) -> None:
         ("यह जोखिम है।", True),
         ('{"a": 1}', True),
         ("- a point.\n", True),
+        ('```json\n{"a": 1}\n```', True),
+        ("| river | length |\n| Nile | 6650 km |", True),
         ("and a deep understanding of human-", False),
         ("The answer is:", False),
+        ("* Rivers carry silt\n* Seas rise", False),
+        ("*Rivers*", False),
         ("", False),
     ],
 )
@@ -186,15 +202,40 @@ def test_ends_complete(text: str, complete: bool) -> None:
     assert ends_complete(text) is complete
 
 
+def test_the_closing_the_request_requires_ends_the_answer(tokenizer: Any) -> None:
+    constraints = [
+        _c(Kind.END_PHRASE, phrase="Any other questions"),
+        _c(Kind.NO_COMMA),
+        Constraint(id="w", kind=Kind.WRAP, params={"left": "<", "right": "END", "unit": "answer"}),
+        Constraint(id="q", kind=Kind.WRAP, params={"left": '"', "right": '"', "unit": "answer"}),
+    ]
+    closing = required_closing(constraints)
+    assert closing == ("Any other questions", "END")
+    assert ends_complete("Rivers flow. any other questions", closing)
+    assert ends_complete("Rivers flow END\n", closing)
+    assert not ends_complete("Rivers flow", closing)
+    assert not ends_complete("Rivers flow. any other questions", ())
+    text = "Rivers flow to the sea. Any other questions and then some more words"
+    ids = tokenizer.encode(text, add_special_tokens=False)
+    lander = Lander(lambda t: str(tokenizer.decode(list(t))), closing=closing)
+    n = lander.complete_length(ids)
+    assert n is not None
+    assert tokenizer.decode(ids[:n]).endswith("Any other questions")
+
+
 @pytest.mark.model
-def test_a_plain_decode_cut_by_its_budget_rolls_back_to_its_last_sentence(loaded_model: Any) -> None:
+def test_a_plain_decode_cut_by_its_budget_rolls_back_to_its_last_sentence(
+    loaded_model: Any,
+) -> None:
     from inference.decoder.decode import decode
     from inference.decoder.options import DecodeOptions
     from inference.prompting import plan_prompt
 
     tok = loaded_model.tokenizer
     plan = plan_prompt(tok, "Explain in detail how rivers shape the land around them.")
-    result = decode(loaded_model.model, tok, plan, options=DecodeOptions(width=2, max_new_tokens=40))
+    result = decode(
+        loaded_model.model, tok, plan, options=DecodeOptions(width=2, max_new_tokens=40)
+    )
     assert result.end in ("model", "landed", "budget_cut")
     assert result.end == result.branches[result.answer_branch].end
     if result.end == "landed":
@@ -217,8 +258,12 @@ def test_an_end_phrase_the_steering_closed_with_is_never_rolled_back(loaded_mode
     steering = compile_steering(constraints, tok, prompt=prompt, max_new_tokens=48)
     plan = plan_prompt(tok, prompt)
     result = decode(
-        loaded_model.model, tok, plan, options=DecodeOptions(width=2, max_new_tokens=48),
-        steering=steering, constraints=constraints,
+        loaded_model.model,
+        tok,
+        plan,
+        options=DecodeOptions(width=2, max_new_tokens=48),
+        steering=steering,
+        constraints=constraints,
     )
     assert result.answer.rstrip().endswith("finish"), result.answer
     assert result.end in ("model", "landed"), result.end
