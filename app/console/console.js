@@ -1,7 +1,7 @@
 // The console's wiring: forms -> API calls -> panels. One run at a time.
 import { ApiError, call, postStream, storeKey, storedKey } from "/console/api.js";
 import {
-  drawConfidenceChart, drawConstraintGraph, drawDag, drawEvidence, nodeCount, nodesOf,
+  drawConfidenceChart, drawConstraintGraph, drawDag, drawEvidence, edgesOf, nodeCount, nodesOf,
 } from "/console/graphs.js";
 
 const $ = (id) => document.getElementById(id);
@@ -72,10 +72,10 @@ function renderConstraints(constraints) {
   if (state.constraintGraph) drawConstraintGraph(state.constraintGraph, verdictMap(constraints));
 }
 
-function renderEvidence(evidence) {
-  const legend = drawEvidence(evidence);
+function renderEvidence(evidence, decision = null) {
+  const legend = drawEvidence(evidence, decision);
   $("evidence-legend").replaceChildren(...legend.map((entry) => {
-    const li = item(`${entry.view} (${entry.facts} facts)`);
+    const li = item(entry.text);
     const swatch = document.createElement("span");
     swatch.className = "swatch";
     swatch.style.background = entry.colour;
@@ -124,7 +124,7 @@ async function renderResult(result) {
   $("steps").replaceChildren();
   result.steps.forEach(addStep);
   renderConstraints(result.constraints);
-  renderEvidence(result.evidence);
+  renderEvidence(result.evidence, result.decision || null);
   if (result.status === "needs_confirmation") await loadConfirmations();
   await loadProvenance(result.run_id);
 }
@@ -328,7 +328,7 @@ $("ask-form").addEventListener("submit", async (event) => {
 });
 
 // Read-only inspection of the drawn graphs (used by the browser tests).
-window.tenetConsole = Object.freeze({ nodesOf });
+window.tenetConsole = Object.freeze({ nodesOf, edgesOf });
 
 showKeyState();
 if (storedKey()) loadConfirmations();

@@ -111,33 +111,95 @@ export function drawConstraintGraph(graph, verdicts) {
   redraw(cy, elements, { name: "cose", randomize: false, nodeRepulsion: 9000 });
 }
 
+const DECISION_COLOUR = "#e36209";
+
+/** A conclusion's statement without its trailing rule citation: what the rule concludes. */
+function conclusionLabel(statement) {
+  return String(statement ?? "").replace(/\s*[(（][^()（）]*[)）]\s*[.。]?\s*$/u, "");
+}
+
 /**
  * The evidence subgraphs of a run: each fact is an edge subject -> object labelled with its
- * predicate, one colour per view. Returns the views with their colours for the legend.
+ * predicate, one colour per view. With a `decision` (the run's `decision` field), each
+ * conclusion is drawn as a path through the same graph: the request's words that fired
+ * the rule -> the rule (the subject of its evidence facts, so the path joins the drawn
+ * evidence) -> the action it concludes; the path's nodes and edges, and the rule's own
+ * evidence edges, carry the class `decision` (drawn thick, in the accent colour). Returns
+ * the legend entries: the views with their colours, then the decision path.
  */
-export function drawEvidence(subgraphs) {
+export function drawEvidence(subgraphs, decision = null) {
   const cy = view("evidence-graph", [
     ...BASE_STYLE,
     { selector: "node", style: { "background-color": "data(colour)" } },
     { selector: "edge", style: { "line-color": "data(colour)", "target-arrow-color": "data(colour)" } },
+    { selector: "node.decision", style: { "border-width": 3, "border-color": DECISION_COLOUR,
+      "font-weight": "bold" } },
+    { selector: "node.case", style: { shape: "round-rectangle", "background-color": "#fff8f0",
+      width: 34, height: 20 } },
+    { selector: "node.rule", style: { shape: "diamond", width: 32, height: 32 } },
+    { selector: "node.action", style: { shape: "star", "background-color": DECISION_COLOUR,
+      width: 34, height: 34 } },
+    { selector: "edge.decision", style: { width: 3.5, "line-color": DECISION_COLOUR,
+      "target-arrow-color": DECISION_COLOUR, "font-size": 10, "z-index": 10 } },
+    { selector: "node.decision", style: { "font-size": 11, "z-index": 10 } },
+    { selector: ".faded", style: { opacity: 0.3 } },
+    { selector: "edge.faded", style: { label: "" } },
   ]);
-  const elements = [];
-  const seen = new Set();
+  const nodes = new Map();
+  const edges = [];
   const legend = [];
+  const node = (id, label, colour, classes = []) => {
+    const known = nodes.get(id);
+    if (known) {
+      known.classes = [...new Set([...(known.classes || "").split(" ").filter(Boolean), ...classes])].join(" ");
+      return;
+    }
+    nodes.set(id, { data: { id, label, colour }, classes: classes.join(" ") });
+  };
+  const facts = new Map();
   subgraphs.forEach((subgraph, index) => {
     const colour = VIEW_PALETTE[index % VIEW_PALETTE.length];
-    legend.push({ view: subgraph.view, colour, facts: subgraph.facts.length });
+    legend.push({ text: `${subgraph.view} (${subgraph.facts.length} facts)`, colour });
     for (const fact of subgraph.facts) {
-      for (const term of [fact.subject, fact.object]) {
-        if (seen.has(term)) continue;
-        seen.add(term);
-        elements.push({ data: { id: term, label: shortLabel(term), colour } });
-      }
-      elements.push({ data: { id: `${subgraph.view}:${fact.id}`, source: fact.subject,
-        target: fact.object, label: shortLabel(fact.predicate, 20), colour } });
+      for (const term of [fact.subject, fact.object]) node(term, shortLabel(term), colour);
+      const id = `${subgraph.view}:${fact.id}`;
+      if (!facts.has(fact.id)) facts.set(fact.id, []);
+      facts.get(fact.id).push({ id, subject: fact.subject });
+      edges.push({ data: { id, source: fact.subject, target: fact.object,
+        label: shortLabel(fact.predicate, 20), colour }, classes: "" });
     }
   });
-  redraw(cy, elements, { name: "cose", randomize: false });
+  const conclusions = decision ? decision.conclusions : [];
+  const onPath = new Set();
+  conclusions.forEach((c, k) => {
+    const shown = c.evidence_ids.flatMap((id) => facts.get(id) || []);
+    const rule = shown.length ? shown[0].subject : `rule:${c.rule_id}`;
+    shown.forEach((edge) => onPath.add(edge.id));
+    node(rule, c.rule_id, DECISION_COLOUR, ["decision", "rule"]);
+    nodes.get(rule).data.label = c.rule_id;
+    node(c.action, shortLabel(conclusionLabel(c.statement), 48), DECISION_COLOUR, ["decision", "action"]);
+    edges.push({ data: { id: `decision:${k}:concludes`, source: rule, target: c.action,
+      label: "concludes", colour: DECISION_COLOUR }, classes: "decision" });
+    const words = [...new Set(c.case_facts.filter((f) => f.span).map((f) => f.span.text))];
+    words.forEach((text, w) => {
+      const id = `case:${text}`;
+      node(id, `«${shortLabel(text, 32)}»`, "#fff8f0", ["decision", "case"]);
+      edges.push({ data: { id: `decision:${k}:fires:${w}`, source: id, target: rule, label: "fires",
+        colour: DECISION_COLOUR }, classes: "decision" });
+    });
+  });
+  for (const edge of edges) if (onPath.has(edge.data.id)) edge.classes = "decision";
+  if (conclusions.length) {
+    // The path stands out: the rest of the evidence stays drawn, faded.
+    const ends = new Set(edges.filter((e) => e.classes === "decision").flatMap((e) => [e.data.source, e.data.target]));
+    for (const [id, n] of nodes) if (!n.classes.includes("decision") && !ends.has(id)) n.classes += " faded";
+    for (const edge of edges) if (edge.classes !== "decision") edge.classes = "faded";
+  }
+  if (conclusions.length) {
+    legend.push({ text: `decision path (${conclusions.length} conclusions): words → rule → action`,
+      colour: DECISION_COLOUR });
+  }
+  redraw(cy, [...nodes.values(), ...edges], { name: "cose", randomize: false });
   return legend;
 }
 
@@ -188,6 +250,12 @@ export function drawDag(graph, recomputed) {
 export function nodesOf(containerId, selector = "node") {
   const cy = views.get(containerId);
   return cy ? cy.nodes(selector).map((n) => ({ ...n.data(), classes: n.classes() })) : [];
+}
+
+/** The data and classes of the edges drawn in a graph panel matching a Cytoscape selector. */
+export function edgesOf(containerId, selector = "edge") {
+  const cy = views.get(containerId);
+  return cy ? cy.edges(selector).map((e) => ({ ...e.data(), classes: e.classes() })) : [];
 }
 
 /** A horizontal bar per step: width is the confidence in [0, 1], colour from red to green. */

@@ -42,6 +42,12 @@ AML_PROMPT = (
 )
 
 
+DECISION_PROMPT = (
+    "Acme Ltd (Cyprus) sent EUR 2,000,000 to Jon Doe, who is on our PEP list. Should this be escalated?"
+    " Answer in under 80 words, cite the rules you rely on, and do not cite rules in force before 2020."
+)
+
+
 class Served:
     """The running server: its base URL and the default tenant's admin key."""
 
@@ -202,6 +208,43 @@ def test_prompt_round_trips_and_the_graphs_render(page: Any) -> None:
     assert page.inner_text("#provenance").startswith("document")
 
     _publish(_screenshot(page, "console.png"))
+
+
+@pytest.mark.model
+@pytest.mark.browser
+def test_the_decision_comes_first_and_is_a_path_in_the_evidence_graph(page: Any) -> None:
+    """SCENARIOS.md's AML case: the rules' decision is shown first, stated and cited by the
+    answer, and drawn as words -> rule -> action through the evidence graph (the README's
+    screenshot)."""
+    page.fill("#domain", "aml")
+    page.fill("#prompt", DECISION_PROMPT)
+    page.fill("#max-new-tokens", "56")
+    page.click("#submit")
+    page.wait_for_function(
+        "() => document.getElementById('status').textContent.startsWith('Done')", timeout=300_000
+    )
+    assert page.locator("#decision").is_visible()
+    assert page.inner_text("#decision-status") == "decided"
+    conclusions = page.locator("#conclusions li.conclusion")
+    assert conclusions.count() >= 1 and "AML-R-017" in page.inner_text("#conclusions")
+    assert "fired by" in page.inner_text("#conclusions")
+    answer = page.inner_text("#answer")
+    assert answer.startswith(page.inner_text("#decision-statement").split(" (")[0]), answer
+    assert "escalat" in answer.lower() and "[E" in answer, answer
+    cite = page.locator("#constraints li", has_text="cite_sources")
+    assert cite.count() >= 1 and all("ok" in (cite.nth(i).get_attribute("class") or "")
+                                     for i in range(cite.count())), page.inner_text("#constraints")
+
+    rules = _cy_nodes(page, "evidence-graph", "node.decision.rule")
+    assert "AML-R-017" in {n["label"] for n in rules}, rules
+    assert _cy_nodes(page, "evidence-graph", "node.decision.action")
+    assert _cy_nodes(page, "evidence-graph", "node.decision.case")
+    path_edges: int = page.evaluate(
+        "() => window.tenetConsole.edgesOf('evidence-graph', 'edge.decision').length"
+    )
+    assert path_edges >= 2 * conclusions.count()
+    assert "decision path" in page.inner_text("#evidence-legend")
+    _publish(_screenshot(page, "console-decision.png"))
 
 
 @pytest.mark.model
