@@ -20,6 +20,7 @@ frequency, a repetition asked with a change) is replaced, never doubled.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -610,8 +611,55 @@ def _detect_copies(ctx: _Ctx) -> None:
         return
 
 
+def _token_at(ctx: _Ctx, char: int) -> int | None:
+    """Index of the token that covers character offset ``char`` (None: whitespace there)."""
+    for token in ctx.tokens:
+        if token.idx <= char < token.idx + len(token.text):
+            return token.i
+    return None
+
+
+def _detect_quoted_symbols(ctx: _Ctx) -> None:
+    """Counts of a quoted symbol with no unit word: "at least 3 '!'", "do not use '#' at all".
+
+    The symbol (one character, neither a letter nor a digit nor a space) is
+    itself the unit: its count is ``count(characters, chars=symbol)`` (or
+    punctuation marks, when it is one), with the quantity around the quotes
+    or, negated and without a quantity, none at all. A symbol that another
+    reading already covers (a letter frequency, a keyword, an end phrase) is
+    left to it.
+    """
+    for match in _QUOTED.finditer(ctx.text):
+        content = next(g for g in match.groups() if g is not None).strip()
+        if len(content) != 1 or content.isalnum() or content.isspace():
+            continue
+        if any(_overlaps(f, match.start(), match.end()) for f in ctx.found):
+            continue
+        first, last = _token_at(ctx, match.start()), _token_at(ctx, match.end() - 1)
+        inner = _token_at(ctx, match.start() + match.group(0).index(content))
+        if first is None or last is None or inner is None:
+            continue
+        quantity = _quantity_left(ctx, first) or _count_after(ctx, last + 1, limit=10)
+        if quantity is not None:
+            bounds = [(_flip_if_negated(ctx, first, rel), n) for rel, n in quantity.bounds()]
+            if not bounds and quantity.high is None:
+                bounds = [(Relation.EXACTLY, quantity.n)]
+        elif _negated_here(ctx, inner, inner) or _negated_here(ctx, first, last):
+            bounds = [(Relation.AT_MOST, 0)]
+        else:
+            continue
+        unit = Unit.PUNCTUATION if unicodedata.category(content).startswith("P") else Unit.CHARACTERS
+        start, end = match.start(), match.end()
+        if quantity is not None:
+            start = min(start, ctx.tokens[quantity.first].idx)
+            end = max(end, ctx.chars(quantity.last, quantity.last)[1])
+        for relation, n in bounds:
+            _add_form(ctx, Count(unit=unit, filter=Filter(chars=content), relation=relation, n=n), start, end)
+
+
 _DETECTORS: Sequence[Callable[[_Ctx], None]] = (
     _detect_counts,
+    _detect_quoted_symbols,
     _detect_case,
     _detect_wraps,
     _detect_layouts,

@@ -39,7 +39,17 @@ from typing import Any
 
 import msgspec
 
-from reasoning.constraints.form import Count, Form, Layout, Position, Structure, Unit, Wrap, form_of
+from reasoning.constraints.form import (
+    Count,
+    Form,
+    Layout,
+    Measure,
+    Position,
+    Structure,
+    Unit,
+    Wrap,
+    form_of,
+)
 from reasoning.constraints.model import Constraint, Kind, Relation
 
 __all__ = [
@@ -153,6 +163,9 @@ class Facets:
     prefix: Boundary | None = None
     suffix: Boundary | None = None
     complete: bool = False
+    #: The form measure each bounded quantity counts, where a count form gave it (so bounds
+    #: on different quantities can be compared: ``reasoning.constraints.form.order``).
+    measures: dict[Quantity, Measure] = field(default_factory=dict)
 
     @property
     def forbidden_words(self) -> frozenset[str]:
@@ -281,7 +294,8 @@ def _form_facets(form: Form) -> Facets:
         quantity = _quantity(form)
         if form.per is not None:
             quantity += ("per", form.per.value)
-        return Facets(bounds={quantity: interval_for(form.relation, form.n)}, complete=True)
+        measures = {quantity: form.measure} if form.per is None else {}
+        return Facets(bounds={quantity: interval_for(form.relation, form.n)}, complete=True, measures=measures)
     if isinstance(form, Position):
         text = _norm(form.text)
         if text is None:
@@ -317,6 +331,7 @@ def _with_forms(facets: Facets, forms: tuple[Form, ...], *, generic: bool) -> Fa
     if not forms:
         return facets
     bounds = dict(facets.bounds)
+    measures = dict(facets.measures)
     values = dict(facets.values)
     required = list(facets.required)
     prefix, suffix = facets.prefix, facets.suffix
@@ -327,6 +342,8 @@ def _with_forms(facets: Facets, forms: tuple[Form, ...], *, generic: bool) -> Fa
             continue
         for quantity, interval in part.bounds.items():
             bounds.setdefault(quantity, interval)
+        for quantity, measure in part.measures.items():
+            measures.setdefault(quantity, measure)
         if generic:
             values.update(part.values)
             required.extend(part.required)
@@ -334,7 +351,7 @@ def _with_forms(facets: Facets, forms: tuple[Form, ...], *, generic: bool) -> Fa
             suffix = suffix or part.suffix
             complete = complete and part.complete
     return Facets(bounds=bounds, values=values, required=tuple(required), forbidden_chars=facets.forbidden_chars,
-                  prefix=prefix, suffix=suffix, complete=complete)
+                  prefix=prefix, suffix=suffix, complete=complete, measures=measures)
 
 
 def _count_builder(quantity: str) -> Builder:

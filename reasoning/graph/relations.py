@@ -16,7 +16,11 @@ Rules, for two constraints A and B with facets FA and FB:
   5. their prefixes (or suffixes) cannot both hold: two literals neither of
      which starts (ends) the other, or a literal whose first (last)
      character is outside the other's allowed set (a JSON answer cannot
-     start with "My answer"; a quoted answer cannot end with "?").
+     start with "My answer"; a quoted answer cannot end with "?");
+  6. one bounds from below a quantity that can never exceed a quantity the
+     other bounds from above, and the lower bound is larger ("at least 3
+     '!'" vs "no exclamation marks"; "at least 40 unique words" vs "at most
+     30 words"; see :mod:`reasoning.constraints.form.order`).
 
 ``entails`` (directed, A ⇒ B): B's facets are its whole meaning
 (``complete``) and A's facets imply each of them: every interval of B
@@ -42,6 +46,8 @@ from functools import lru_cache
 
 import msgspec
 
+from reasoning.constraints.form.describe import name_measure
+from reasoning.constraints.form.order import within
 from reasoning.constraints.model import Constraint
 from reasoning.graph.facets import Boundary, Facets, facets_of
 
@@ -101,10 +107,32 @@ def exclusion_reason(fa: Facets, fb: Facets) -> str | None:
                     return (
                         f"forbidden character '{char}' is part of required text '{alternatives[0]}'"
                     )
+    for low, high in ((fa, fb), (fb, fa)):
+        reason = _sub_quantity_reason(low, high)
+        if reason is not None:
+            return reason
     if fa.prefix and fb.prefix and not fa.prefix.compatible(fb.prefix, at_end=False):
         return f"the answer cannot start {_describe(fa.prefix)} and {_describe(fb.prefix)}"
     if fa.suffix and fb.suffix and not fa.suffix.compatible(fb.suffix, at_end=True):
         return f"the answer cannot end {_describe(fa.suffix)} and {_describe(fb.suffix)}"
+    return None
+
+
+def _sub_quantity_reason(low: Facets, high: Facets) -> str | None:
+    """Rule 6: ``low`` needs more of a quantity than ``high`` allows of one that contains it."""
+    for qa, ia in low.bounds.items():
+        ma = low.measures.get(qa)
+        if ma is None or ia.lo <= 0:
+            continue
+        for qb, ib in high.bounds.items():
+            mb = high.measures.get(qb)
+            if mb is None or qb == qa or ib.hi is None or ia.lo <= ib.hi:
+                continue
+            if within(ma, mb):
+                return (
+                    f"{name_measure(ma)} must number at least {ia.lo}, but they are among the "
+                    f"{name_measure(mb)}, which may number at most {ib.hi}"
+                )
     return None
 
 

@@ -9,13 +9,14 @@ from reasoning.constraints.form.model import (
     Filter,
     Form,
     Layout,
+    Measure,
     Position,
     Structure,
     Unit,
     Wrap,
 )
 
-__all__ = ["describe"]
+__all__ = ["describe", "name_measure"]
 
 _EN_UNITS: Mapping[Unit, str] = {
     Unit.CHARACTERS: "characters", Unit.LETTERS: "letters", Unit.WORDS: "words",
@@ -91,6 +92,11 @@ def _filter_zh(f: Filter) -> str:
     if f.contains:
         parts.append(f"包含“{f.contains}”")
     return "".join(parts)
+
+
+def name_measure(measure: Measure) -> str:
+    """What ``measure`` counts, in English words ("punctuation marks among "!" "！"")."""
+    return _EN_UNITS[measure.unit] + _filter_en(measure.filter)
 
 
 def _count(form: Count, zh: bool) -> str:
