@@ -15,9 +15,9 @@ stop working on all of them at once, not when their cache entries expire.
   cache's eviction). While that connection is down the listener cannot hear
   revocations, so it tells its owner (``on_deaf`` / ``on_listening``): the
   key cache then trusts nothing it holds and every request verifies its key
-  against the database, which sees every committed revocation. It reconnects
-  with back-off, and checks a live connection every :data:`KEEPALIVE_S`
-  seconds so that a silently dropped one is noticed.
+  against the database, which sees every committed revocation. A closed
+  connection is noticed at once, a silently dropped one by a ping every
+  :data:`KEEPALIVE_S` seconds; it reconnects with back-off.
 
 SQLite has no notifications: :func:`announce_revoked` does nothing there, and a
 SQLite deployment is one process, whose own revocations evict at once.
@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Callable
 from typing import Any, Final
@@ -61,6 +62,10 @@ def listen_dsn(database_url: str) -> str | None:
     if not url.drivername.startswith("postgresql"):
         return None
     return url.set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def _set_on_close(event: asyncio.Event, _conn: Any) -> None:
+    event.set()
 
 
 class RevocationListener:
@@ -137,14 +142,19 @@ class RevocationListener:
             conn: Any = None
             try:
                 conn = await asyncpg.connect(self._dsn, timeout=_CONNECT_TIMEOUT_S)
+                lost = asyncio.Event()
+                conn.add_termination_listener(functools.partial(_set_on_close, lost))
                 await conn.add_listener(REVOKED_CHANNEL, self._notified)
                 self._listening, self._deaf = True, False
                 self._connected.set()
                 self._on_listening()
                 backoff = 0.5
                 while not conn.is_closed():
-                    await asyncio.sleep(KEEPALIVE_S)
-                    await asyncio.wait_for(conn.fetchval("SELECT 1"), _CONNECT_TIMEOUT_S)
+                    try:  # a closed connection wakes this at once; a silent one fails the ping
+                        await asyncio.wait_for(lost.wait(), KEEPALIVE_S)
+                    except TimeoutError:
+                        await asyncio.wait_for(conn.fetchval("SELECT 1"), _CONNECT_TIMEOUT_S)
+                log.warning("key revocation listener: the connection closed")
             except asyncio.CancelledError:
                 raise
             except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
