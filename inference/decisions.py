@@ -25,7 +25,7 @@ from typing import Final
 import msgspec
 
 from inference.decoder.controllers.stating import Statement
-from inference.decoder.pruning import ClaimGuard
+from inference.decoder.pruning import ClaimGuard, ClaimReading
 from reasoning.case.amend import amend_request, restore_spans
 from reasoning.constraints.model import Premise
 from reasoning.evidence.index import OntologyIndex
@@ -170,15 +170,28 @@ def statement_of(decision: Decision, index: OntologyIndex, lang: str, shown: Seq
 def claim_guard(decision: Decision, index: OntologyIndex) -> ClaimGuard:
     """The claim check the pruning judge runs on every complete claim, steered or not.
 
-    It returns why a sentence contradicts ``decision`` (the
-    :class:`~reasoning.rules.claims.ClaimCheck`'s reason: the denied or
-    conflicting action and the rules that require the other), None when it
-    does not.
+    Its :class:`~inference.decoder.pruning.ClaimReading` of a sentence:
+    ``contradiction`` is the :class:`~reasoning.rules.claims.ClaimCheck`'s
+    reason (the denied or conflicting action and the rules that require the
+    other); ``restates`` is True when the sentence states a concluded action
+    and contradicts nothing; ``undecided`` names what the rules lack when the
+    sentence states an action they could not decide (an ``undetermined``
+    decision's missing inputs).
     """
     engine = decision_engine(index)
+    concluded = set(decision.actions())
+    missing = ", ".join(m.label_en for m in decision.missing)
 
-    def guard(sentence: str) -> str | None:
+    def guard(sentence: str) -> ClaimReading:
         check = engine.check_claim(sentence, decision)
-        return (check.reason or "contradicts the decision") if check.contradicts else None
+        if check.contradicts:
+            return ClaimReading(contradiction=check.reason or "contradicts the decision")
+        affirmed = [a for a, negated in engine.claims.stated(sentence) if not negated]
+        undecided = [a for a in affirmed if a not in concluded]
+        reason = None
+        if undecided and decision.status == "undetermined":
+            label = engine.lexicon.label(f"<{undecided[0]}>", "en")
+            reason = f"the rules cannot decide {label} without the {missing or 'missing inputs'}"
+        return ClaimReading(restates=any(a in concluded for a in affirmed), undecided=reason)
 
     return guard

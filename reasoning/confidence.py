@@ -97,6 +97,8 @@ class ConfidenceInputs(msgspec.Struct, frozen=True, kw_only=True):
     restates_conclusion: bool = False
     #: Why the step contradicts a conclusion of the decision rules (the claim check's reason).
     contradiction: str | None = None
+    #: The step states an action the decision rules could not decide: what they lack.
+    undecided: str | None = None
 
 
 class Confidence(msgspec.Struct, frozen=True, kw_only=True):
@@ -154,8 +156,12 @@ def step_confidence(
     evidence support and no token term: the rules decided it, the model did
     not choose its words (only stale evidence lowers it, with its hint).
     A step that contradicts a conclusion is capped at ``CONTRADICTION_CAP``,
-    its hint naming the conclusion it denies.
+    its hint naming the conclusion it denies. A step that states an action
+    the rules could not decide has no evidence support (support 0) and a
+    hint naming the inputs the rules lack.
     """
+    if inputs.undecided is not None and not inputs.restates_conclusion:
+        inputs = msgspec.structs.replace(inputs, support=0.0)
     if inputs.restates_conclusion:
         stale = STALE_FACTOR ** len(inputs.stale_hints)
         return Confidence(value=round(stale, 4), hint="; ".join(inputs.stale_hints) or None)
@@ -175,6 +181,8 @@ def step_confidence(
         hints.append(
             f"the evidence makes a {inputs.contrast_kind or 'counterfactual'} variant more likely than the claim"
         )
+    if inputs.undecided is not None:
+        hints.append(inputs.undecided)
     if inputs.support is not None and inputs.support < 1.0 and inputs.unsupported:
         hints.append("no evidence supports " + ", ".join(repr(u) for u in inputs.unsupported[:3]))
     if inputs.window_prob < _UNSURE_TOKENS:

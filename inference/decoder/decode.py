@@ -440,14 +440,18 @@ def _step(
         for fid in dict.fromkeys((*cited, *used))
         if fid in facts_by_id and facts_by_id[fid].stale_hint
     )
+    restates = bool(facts and facts.restates)
+    support = (1 - len(unsupported) / len(mentions)) if (mentions and has_evidence) else None
     inputs = ConfidenceInputs(
         window_prob=window,
-        support=(1 - len(unsupported) / len(mentions)) if (mentions and has_evidence) else None,
-        unsupported=unsupported if has_evidence else (),
+        # A claim that states what the rules concluded has their full support.
+        support=1.0 if restates else support,
+        unsupported=unsupported if has_evidence and not restates else (),
         contrast=facts.contrast if facts else None,
         contrast_kind=facts.contrast_kind if facts else None,
         stale_hints=stale,
         contradiction=facts.contradiction if facts else None,
+        undecided=facts.undecided if facts else None,
     )
     conf = step_confidence(inputs)
     words = {w for w in _WORD.findall(text.lower()) if len(w) > 2}

@@ -67,10 +67,33 @@ from reasoning.constraints.model import Constraint, Hardness, Kind, Scope, Verdi
 from reasoning.counterfactual import variants
 from reasoning.evidence.model import EvidenceFact
 
-__all__ = ["BranchEvidence", "ClaimGuard", "PruningJudge", "StepFacts", "domain_mentions"]
+__all__ = [
+    "BranchEvidence",
+    "ClaimGuard",
+    "ClaimReading",
+    "PruningJudge",
+    "StepFacts",
+    "domain_mentions",
+]
 
-#: The symbolic claim check of a decision: why one sentence contradicts it, or None.
-ClaimGuard = Callable[[str], str | None]
+
+@dataclass(frozen=True)
+class ClaimReading:
+    """What the decision's claim check found in one complete claim.
+
+    ``contradiction``: why the claim contradicts the decision (None: it does
+    not); ``restates``: it states an action the rules concluded and
+    contradicts nothing (full evidence support); ``undecided``: it states an
+    action the rules could not decide, and what they lack to decide it.
+    """
+
+    contradiction: str | None = None
+    restates: bool = False
+    undecided: str | None = None
+
+
+#: The symbolic claim check of a decision, run on one complete claim.
+ClaimGuard = Callable[[str], ClaimReading]
 
 _NUMBER = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w.,])\d+(?:\.\d+)?")
 _ISO_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
@@ -117,6 +140,8 @@ class StepFacts:
     contrast_kind: str | None = None
     contrast_variant: str | None = None
     contradiction: str | None = None  # why the claim contradicts the decision (``ClaimGuard``)
+    restates: bool = False  # it states a concluded action (``ClaimReading.restates``)
+    undecided: str | None = None  # it states an action the rules could not decide, and why
 
 
 def _answer_language(constraints: Sequence[Constraint], request_language: str) -> str:
@@ -329,11 +354,16 @@ class PruningJudge:
             and _HAS_WORD.search(facts.text)
         ):
             self.claims_checked += 1
-            reason = self.claims(facts.text.strip())
-            if reason is not None:
+            reading = self.claims(facts.text.strip())
+            facts = replace(
+                facts,
+                contradiction=reading.contradiction,
+                restates=reading.restates,
+                undecided=reading.undecided,
+            )
+            if reading.contradiction is not None:
                 self.claims_contradicted += 1
-                facts = replace(facts, contradiction=reason)
-                return "semantic", f"contradicts the decision: {reason}", facts
+                return "semantic", f"contradicts the decision: {reading.contradiction}", facts
         has_evidence = branch < len(self.branches) and bool(self.branches[branch].facts)
         if has_evidence and facts.unsupported:
             detail = "no evidence fact supports " + ", ".join(

@@ -103,6 +103,20 @@ class ClaimChecker:
                     return verdict
         return ClaimCheck(contradicts=False)
 
+    def stated(self, sentence: str) -> tuple[tuple[str, bool], ...]:
+        """The actions ``sentence`` names (bare IRIs, first mention first), each with
+        whether its clause negates it: what a claim says, whatever the decision."""
+        found: dict[str, bool] = {}
+        for clause in _CLAUSE_RE.split(sentence):
+            if not clause or not clause.strip():
+                continue
+            words = [w.lower() for w in _WORD_RE.findall(clause)]
+            negated = any(w in _EN_NEG for w in words) or bool(_ZH_NEG.search(clause))
+            stems = [stem(w) for w in words if w not in _SKIP]
+            for action in self._actions_in(clause, stems):
+                found.setdefault(iri_value(action), negated)
+        return tuple(found.items())
+
     def _actions_in(self, clause: str, stems: list[str]) -> list[str]:
         found: dict[str, None] = {}
         for action, label in self._en:

@@ -109,6 +109,10 @@ def test_unpruned_a_denial_is_flagged_lowered_and_ranked_below(
     assert "contradicts the domain's rules" in (flagged[0].calibration_hint or "")
     assert any("contradicts the decision" in v for v in denying.violations)
     assert affirming.text.startswith(AFFIRMATION), affirming.text
+    restating = affirming.steps[0]
+    assert restating.confidence > CONTRADICTION_CAP
+    assert "contradicts" not in (restating.calibration_hint or "")
+    assert "no evidence supports" not in (restating.calibration_hint or "")
     assert not any("contradicts the decision" in v for v in affirming.violations)
     assert result.answer == affirming.text
     assert result.branches[result.answer_branch].view == "parties"
