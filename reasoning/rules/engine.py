@@ -20,10 +20,18 @@ Per request, :meth:`RuleBook.evaluate`:
    ontology holds): a value that would add a conclusion makes the decision
    ``undetermined`` and names the input.
 
-Everything runs under one deadline: every triple lookup of rdflib's
-evaluation checks it, so a rule that loops or joins without bound is
-stopped with :class:`RuleTimeout`; rules that keep adding triples stop
-after a fixed number of rounds with :class:`RuleLoop`.
+Everything runs under one limit on the rules' own work: the CPU time of
+the thread that evaluates them (``time.thread_time``), not the wall clock,
+so a loaded machine (other requests, other processes on the cores) or a
+wait for another evaluation does not make a sound rule time out, while a
+rule that loops or joins without bound still uses up its CPU budget and is
+stopped with :class:`RuleTimeout`. A wall-clock backstop of
+``_WALL_FACTOR`` times the limit stops an evaluation that makes no
+progress at all. Every triple lookup of rdflib's evaluation checks the
+limit (the cheap wall clock first, the thread's CPU time only once the wall
+clock has passed the limit, so the check costs next to nothing). Rules that
+keep adding triples stop after a fixed number of rounds with
+:class:`RuleLoop`.
 """
 
 from __future__ import annotations
@@ -68,8 +76,9 @@ _MAX_TRIPLES: Final = 20_000
 _MAX_ROUNDS: Final = 8
 _MAX_SOLUTIONS: Final = 8
 _CHECK_EVERY: Final = 256
-_SKIPPED: Final = frozenset(LABEL_PREDICATES) | {
-    "<http://www.w3.org/2000/01/rdf-schema#comment>"}
+#: The wall-clock backstop, as a multiple of the CPU-time limit.
+_WALL_FACTOR: Final = 20.0
+_SKIPPED: Final = frozenset(LABEL_PREDICATES) | {"<http://www.w3.org/2000/01/rdf-schema#comment>"}
 _PROBES: Final = {
     "MoneyAmount": ("0", "1000000000000000"),
     "Percentage": ("0", "100"),
@@ -77,8 +86,13 @@ _PROBES: Final = {
     "Length": ("0", "1000000"),
     "Date": ("0001-01-01", "9999-12-31"),
 }
-_PROBE_TYPES: Final = {"MoneyAmount": "decimal", "Percentage": "decimal", "Count": "integer",
-                       "Length": "decimal", "Date": "date"}
+_PROBE_TYPES: Final = {
+    "MoneyAmount": "decimal",
+    "Percentage": "decimal",
+    "Count": "integer",
+    "Length": "decimal",
+    "Date": "date",
+}
 
 
 class RuleTimeout(LimitExceeded):
@@ -93,17 +107,51 @@ class _Expired(Exception):
     """Raised inside rdflib's evaluation when the deadline has passed."""
 
 
-class _DeadlineStore(Memory):
-    """An in-memory store whose lookups stop the evaluation once ``deadline`` has passed."""
+class _Limit:
+    """A CPU-time limit for the calling thread, with a wall-clock backstop (see the module doc).
 
-    deadline: float = float("inf")
+    ``expired()`` reads the wall clock (cheap); only once the wall clock has
+    passed the CPU budget still left does it read the thread's CPU time
+    (a system call) and move its next wall-clock check to when the rest of
+    the budget could at the earliest be used up. CPU time never runs faster
+    than the wall clock, so no expiry is missed.
+    """
+
+    __slots__ = ("_cpu_end", "_wall_end", "_wall_next")
+
+    def __init__(self, cpu_s: float) -> None:
+        now = time.perf_counter()
+        self._cpu_end = time.thread_time() + cpu_s
+        self._wall_next = now + cpu_s
+        self._wall_end = now + cpu_s * _WALL_FACTOR
+
+    def expired(self) -> bool:
+        now = time.perf_counter()
+        if now < self._wall_next:
+            return False
+        if now > self._wall_end:
+            return True
+        left = self._cpu_end - time.thread_time()
+        if left <= 0:
+            return True
+        self._wall_next = now + left
+        return False
+
+
+_NO_LIMIT: Final = _Limit(float("inf"))
+
+
+class _DeadlineStore(Memory):
+    """An in-memory store whose lookups stop the evaluation once its ``limit`` has expired."""
+
+    limit: _Limit = _NO_LIMIT
 
     def triples(self, triple_pattern: Any, context: Any = None) -> Any:
-        deadline = self.deadline
-        if time.perf_counter() > deadline:
+        limit = self.limit
+        if limit.expired():
             raise _Expired
         for n, item in enumerate(super().triples(triple_pattern, context)):
-            if n % _CHECK_EVERY == 0 and n and time.perf_counter() > deadline:
+            if n % _CHECK_EVERY == 0 and n and limit.expired():
                 raise _Expired
             yield item
 
@@ -113,8 +161,9 @@ class _Explained:
 
     __slots__ = ("inputs", "loaded", "patterns", "query", "rule_id", "rule_iri", "template")
 
-    def __init__(self, loaded: LoadedRule, query: Query | None, rule_id: str,
-                 rule_iri: str | None) -> None:
+    def __init__(
+        self, loaded: LoadedRule, query: Query | None, rule_id: str, rule_iri: str | None
+    ) -> None:
         self.loaded, self.query = loaded, query
         self.patterns = list(_patterns(query.algebra.p)) if query is not None else []
         self.template = list(query.algebra.get("template") or ()) if query is not None else []
@@ -129,8 +178,10 @@ class RuleBook:
         self.index = index
         self.lexicon = lexicon or CaseLexicon(index)
         terms = index.terms
-        triples = [(terms[s], terms[p], terms[o]) for s, p, o in
-                   zip(index.s.tolist(), index.p.tolist(), index.o.tolist(), strict=True)]
+        triples = [
+            (terms[s], terms[p], terms[o])
+            for s, p, o in zip(index.s.tolist(), index.p.tolist(), index.o.tolist(), strict=True)
+        ]
         self.rules = load_rules(triples)
         self._explained: list[_Explained] = []
         constants: set[str] = set()
@@ -142,10 +193,14 @@ class RuleBook:
                 if problem is not None:
                     query = None
             implements = loaded.source.implements
-            rule_id = (index.label(index.term_id(implements), "en") if implements
-                       and index.term_id(implements) >= 0 else iri_value(loaded.node))
-            self._explained.append(_Explained(loaded, query, rule_id,
-                                              iri_value(implements) if implements else None))
+            rule_id = (
+                index.label(index.term_id(implements), "en")
+                if implements and index.term_id(implements) >= 0
+                else iri_value(loaded.node)
+            )
+            self._explained.append(
+                _Explained(loaded, query, rule_id, iri_value(implements) if implements else None)
+            )
             for pattern in self._explained[-1].patterns:
                 for term in pattern:
                     for each in _iris(term):
@@ -163,9 +218,10 @@ class RuleBook:
 
     # --- evaluation ------------------------------------------------------------------
 
-    def evaluate(self, case: CaseGraph, *, timeout_s: float = 1.0,
-                 evidence: Sequence[EvidenceFact] = ()) -> Decision:
-        """The decision for ``case`` within ``timeout_s`` seconds.
+    def evaluate(
+        self, case: CaseGraph, *, timeout_s: float = 1.0, evidence: Sequence[EvidenceFact] = ()
+    ) -> Decision:
+        """The decision for ``case`` within ``timeout_s`` seconds of the rules' CPU time.
 
         Raises :class:`RuleTimeout` when the rules run past the limit and
         :class:`RuleLoop` when they do not reach a fixpoint.
@@ -178,38 +234,61 @@ class RuleBook:
             graph.add(self._rdf(triple))
         for triple in case_triples:
             graph.add(self._rdf(triple))
-        store.deadline = started + timeout_s
         focus = self._term(case.case)
         running = ["the rules"]
         try:
             with self._lock:
+                # Set once the lock is held: waiting for another evaluation is not this one's work.
+                store.limit = _Limit(timeout_s)
                 final = self._run(graph, focus, running)
             solved = [(rule, final.get(i, [])) for i, rule in enumerate(self._explained)]
-            concluded = {(s, p, o) for rule, solutions in solved
-                         for s, p, o in self._decisions(rule, solutions, focus)}
+            concluded = {
+                (s, p, o)
+                for rule, solutions in solved
+                for s, p, o in self._decisions(rule, solutions, focus)
+            }
             by_triple_rules = self._triple_rule_decisions(graph, focus)
             concluded.update(t for _, t in by_triple_rules)
             missing = self._missing(graph, case, focus, solved, {o for _, _, o in concluded})
         except _Expired:
             raise RuleTimeout(
-                f"the decision rule {running[0]} ran past the {timeout_s:g} s limit and was "
-                "stopped; fix or remove the rule in the ontology", rule=running[0]) from None
+                f"the decision rule {running[0]} ran past the {timeout_s:g} s limit (CPU time "
+                "of the rule evaluation) and was stopped; fix or remove the rule in the ontology",
+                rule=running[0],
+            ) from None
         conclusions = self._conclusions(case, solved, focus, evidence)
-        conclusions.extend(self._triple_rule_conclusions(case, by_triple_rules, conclusions,
-                                                         evidence))
+        conclusions.extend(
+            self._triple_rule_conclusions(case, by_triple_rules, conclusions, evidence)
+        )
         actions = {c.action for c in conclusions}
-        pairs = {(min(a, iri_value(b)), max(a, iri_value(b))) for a in actions
-                 for b in self.lexicon.conflicts.get(f"<{a}>", ()) if iri_value(b) in actions}
+        pairs = {
+            (min(a, iri_value(b)), max(a, iri_value(b)))
+            for a in actions
+            for b in self.lexicon.conflicts.get(f"<{a}>", ())
+            if iri_value(b) in actions
+        }
         conflicts = tuple(sorted(pairs))
-        status = ("conflicting" if conflicts else "undetermined" if missing
-                  else "decided" if conclusions else "no_rule_applies")
-        return Decision(status=status, conclusions=tuple(conclusions), missing=tuple(missing),
-                        conflicts=conflicts, ontology_version=self.index.version,
-                        rules_evaluated=len(self.rules),
-                        seconds=round(time.perf_counter() - started, 4), case=case)
+        status = (
+            "conflicting"
+            if conflicts
+            else "undetermined"
+            if missing
+            else "decided"
+            if conclusions
+            else "no_rule_applies"
+        )
+        return Decision(
+            status=status,
+            conclusions=tuple(conclusions),
+            missing=tuple(missing),
+            conflicts=conflicts,
+            ontology_version=self.index.version,
+            rules_evaluated=len(self.rules),
+            seconds=round(time.perf_counter() - started, 4),
+            case=case,
+        )
 
-    def _run(self, graph: Graph, case: Node, running: list[str]
-             ) -> dict[int, list[FrozenBindings]]:
+    def _run(self, graph: Graph, case: Node, running: list[str]) -> dict[int, list[FrozenBindings]]:
         """Apply the rules until nothing new is added (``running[0]`` names the rule running).
 
         Returns, per SPARQL rule, its solutions on the case node in the final
@@ -236,25 +315,30 @@ class RuleBook:
                 if rule.query is None:
                     pyshacl_rule.apply(data)
                     continue
-                focus = pyshacl_rule.filter_conditions(list(pyshacl_rule.shape.focus_nodes(data)),
-                                                       data)
+                focus = pyshacl_rule.filter_conditions(
+                    list(pyshacl_rule.shape.focus_nodes(data)), data
+                )
                 added: list[tuple[Node, Node, Node]] = []
                 for node in focus:
                     solutions = self._solutions(graph, rule, node, limit=None)
                     if node == case:
                         on_case[i] = solutions[:_MAX_SOLUTIONS]
-                    added.extend(t for solution in solutions
-                                 for t in _fillTemplate(rule.template, solution))
+                    added.extend(
+                        t for solution in solutions for t in _fillTemplate(rule.template, solution)
+                    )
                 for triple in added:
                     graph.add(triple)
             if len(graph) == before:
                 return on_case
-        raise RuleLoop(f"the decision rules did not reach a fixpoint after {_MAX_ROUNDS} rounds "
-                       f"(last run: {current}); a rule keeps creating new triples",
-                       rule=current)
+        raise RuleLoop(
+            f"the decision rules did not reach a fixpoint after {_MAX_ROUNDS} rounds "
+            f"(last run: {current}); a rule keeps creating new triples",
+            rule=current,
+        )
 
-    def _solutions(self, graph: Graph, rule: _Explained, focus: Node,
-                   limit: int | None = _MAX_SOLUTIONS) -> list[FrozenBindings]:
+    def _solutions(
+        self, graph: Graph, rule: _Explained, focus: Node, limit: int | None = _MAX_SOLUTIONS
+    ) -> list[FrozenBindings]:
         if rule.query is None:
             return []
         bindings: dict[Any, Any] = {Variable("this"): focus}
@@ -267,8 +351,9 @@ class RuleBook:
                 break
         return solutions
 
-    def _decisions(self, rule: _Explained, solutions: Iterable[FrozenBindings], focus: Node
-                   ) -> Iterator[Triple]:
+    def _decisions(
+        self, rule: _Explained, solutions: Iterable[FrozenBindings], focus: Node
+    ) -> Iterator[Triple]:
         decision_properties = self.lexicon.decision_properties
         for solution in solutions:
             for s, p, o in rule.template:
@@ -281,8 +366,13 @@ class RuleBook:
 
     # --- conclusions -----------------------------------------------------------------
 
-    def _conclusions(self, case: CaseGraph, solved: list[tuple[_Explained, list[FrozenBindings]]],
-                     focus: Node, evidence: Sequence[EvidenceFact]) -> list[Conclusion]:
+    def _conclusions(
+        self,
+        case: CaseGraph,
+        solved: list[tuple[_Explained, list[FrozenBindings]]],
+        focus: Node,
+        evidence: Sequence[EvidenceFact],
+    ) -> list[Conclusion]:
         by_triple = {fact.triple: fact for fact in case.facts}
         out: dict[tuple[str, str], Conclusion] = {}
         for rule, solutions in solved:
@@ -292,44 +382,72 @@ class RuleBook:
                     key = (action, rule.rule_id)
                     if key in out:
                         continue
-                    out[key] = self._conclusion(rule, predicate, action, fired, by_triple,
-                                                evidence)
+                    out[key] = self._conclusion(rule, predicate, action, fired, by_triple, evidence)
         return list(out.values())
 
-    def _conclusion(self, rule: _Explained, predicate: str, action: str, fired: list[Triple],
-                    by_triple: dict[Triple, CaseFact], evidence: Sequence[EvidenceFact]
-                    ) -> Conclusion:
+    def _conclusion(
+        self,
+        rule: _Explained,
+        predicate: str,
+        action: str,
+        fired: list[Triple],
+        by_triple: dict[Triple, CaseFact],
+        evidence: Sequence[EvidenceFact],
+    ) -> Conclusion:
         lex = self.lexicon
         case_facts = tuple(dict.fromkeys(by_triple[t] for t in fired if t in by_triple))
-        ontology_facts = tuple(dict.fromkeys(
-            OntologyFact(subject=iri_value(s), predicate=iri_value(p), object=_show(o),
-                         ontology_version=self.index.version)
-            for s, p, o in fired if (s, p, o) not in by_triple))
+        ontology_facts = tuple(
+            dict.fromkeys(
+                OntologyFact(
+                    subject=iri_value(s),
+                    predicate=iri_value(p),
+                    object=_show(o),
+                    ontology_version=self.index.version,
+                )
+                for s, p, o in fired
+                if (s, p, o) not in by_triple
+            )
+        )
         en_action, zh_action = lex.label(action, "en"), lex.label(action, "zh")
         en_verb, zh_verb = lex.label(predicate, "en"), lex.label(predicate, "zh")
         cited = rule.rule_iri
-        evidence_ids = tuple(dict.fromkeys(
-            f.id for f in evidence if cited is not None and cited in (f.subject, f.object)))
+        evidence_ids = tuple(
+            dict.fromkeys(
+                f.id for f in evidence if cited is not None and cited in (f.subject, f.object)
+            )
+        )
         return Conclusion(
-            action=iri_value(action), predicate=iri_value(predicate),
-            predicate_label_en=en_verb, predicate_label_zh=zh_verb,
-            action_label_en=en_action, action_label_zh=zh_action,
+            action=iri_value(action),
+            predicate=iri_value(predicate),
+            predicate_label_en=en_verb,
+            predicate_label_zh=zh_verb,
+            action_label_en=en_action,
+            action_label_zh=zh_action,
             statement_en=f"This case {en_verb} {en_action} ({rule.rule_id}).",
             statement_zh=f"本案{zh_verb}{zh_action}（{rule.rule_id}）。",
-            rule_id=rule.rule_id, rule_iri=rule.rule_iri, shacl_rule=iri_value(rule.loaded.node),
-            evidence_ids=evidence_ids, case_facts=case_facts, ontology_facts=ontology_facts,
-            premise_ids=tuple(dict.fromkeys(f.premise_id for f in case_facts if f.premise_id)))
+            rule_id=rule.rule_id,
+            rule_iri=rule.rule_iri,
+            shacl_rule=iri_value(rule.loaded.node),
+            evidence_ids=evidence_ids,
+            case_facts=case_facts,
+            ontology_facts=ontology_facts,
+            premise_ids=tuple(dict.fromkeys(f.premise_id for f in case_facts if f.premise_id)),
+        )
 
-    def _triple_rule_decisions(self, graph: Graph, focus: Node
-                               ) -> list[tuple[_Explained, Triple]]:
+    def _triple_rule_decisions(self, graph: Graph, focus: Node) -> list[tuple[_Explained, Triple]]:
         """Decision triples on the case that a ``sh:TripleRule`` with constant parts states."""
         out: list[tuple[_Explained, Triple]] = []
         case_term = from_rdflib(focus)
         for rule in self._explained:
             parts = rule.loaded.source.triple_parts
             predicate, obj = parts.get(SH_PREDICATE), parts.get(SH_OBJECT)
-            if rule.query is not None or predicate not in self.lexicon.decision_properties \
-                    or obj is None or not is_iri(obj) or case_term is None:
+            if (
+                rule.query is not None
+                or predicate not in self.lexicon.decision_properties
+                or obj is None
+                or not is_iri(obj)
+                or case_term is None
+            ):
                 continue
             if (focus, self._term(predicate), self._term(obj)) not in graph:
                 continue
@@ -337,15 +455,19 @@ class RuleBook:
 
             pyshacl_rule = rule.loaded.rule
             data = DataGraph.from_rdflib(graph)
-            if focus in set(pyshacl_rule.shape.focus_nodes(data)) and \
-                    pyshacl_rule.filter_conditions([focus], data):
+            if focus in set(
+                pyshacl_rule.shape.focus_nodes(data)
+            ) and pyshacl_rule.filter_conditions([focus], data):
                 out.append((rule, (case_term, predicate, obj)))
         return out
 
-    def _triple_rule_conclusions(self, case: CaseGraph,
-                                 found: list[tuple[_Explained, Triple]],
-                                 known: list[Conclusion], evidence: Sequence[EvidenceFact]
-                                 ) -> list[Conclusion]:
+    def _triple_rule_conclusions(
+        self,
+        case: CaseGraph,
+        found: list[tuple[_Explained, Triple]],
+        known: list[Conclusion],
+        evidence: Sequence[EvidenceFact],
+    ) -> list[Conclusion]:
         """Conclusions of triple rules; their facts are the case's own statements (the
         condition is a shape, not a pattern to instantiate)."""
         by_triple = {fact.triple: fact for fact in case.facts}
@@ -358,9 +480,14 @@ class RuleBook:
             out.append(self._conclusion(rule, predicate, action, stated, by_triple, evidence))
         return out
 
-    def _missing(self, graph: Graph, case: CaseGraph, focus: Node,
-                 solved: list[tuple[_Explained, list[FrozenBindings]]],
-                 concluded: set[str]) -> list[MissingInput]:
+    def _missing(
+        self,
+        graph: Graph,
+        case: CaseGraph,
+        focus: Node,
+        solved: list[tuple[_Explained, list[FrozenBindings]]],
+        concluded: set[str],
+    ) -> list[MissingInput]:
         present = {p for s, p, _ in case.triples() if s == case.case}
         found: dict[str, list[str]] = {}
         for rule, solutions in solved:
@@ -374,20 +501,25 @@ class RuleBook:
         missing: list[MissingInput] = []
         for term, rule_ids in found.items():
             spec = specs.get(term)
-            missing.append(MissingInput(
-                input=iri_value(term),
-                label_en=spec.label_en if spec else self.lexicon.label(term, "en"),
-                label_zh=spec.label_zh if spec else self.lexicon.label(term, "zh"),
-                rule_ids=tuple(dict.fromkeys(rule_ids))))
+            missing.append(
+                MissingInput(
+                    input=iri_value(term),
+                    label_en=spec.label_en if spec else self.lexicon.label(term, "en"),
+                    label_zh=spec.label_zh if spec else self.lexicon.label(term, "zh"),
+                    rule_ids=tuple(dict.fromkeys(rule_ids)),
+                )
+            )
         return missing
 
-    def _probe_adds(self, graph: Graph, rule: _Explained, focus: Node, absent: list[str],
-                    concluded: set[str]) -> bool:
+    def _probe_adds(
+        self, graph: Graph, rule: _Explained, focus: Node, absent: list[str], concluded: set[str]
+    ) -> bool:
         """True when some value of the absent inputs makes ``rule`` conclude something new."""
         choices = [self._probe_values(term) for term in absent]
         for values in product(*choices):
-            added = [(focus, self._term(term), value) for term, value in zip(absent, values,
-                                                                             strict=True)]
+            added = [
+                (focus, self._term(term), value) for term, value in zip(absent, values, strict=True)
+            ]
             for triple in added:
                 graph.add(triple)
             try:
@@ -409,8 +541,9 @@ class RuleBook:
         values: list[Node] = []
         if pid >= 0:
             rows = np.nonzero(self.index.p == pid)[0][:16]
-            values = list(dict.fromkeys(self._term(self.index.terms[o])
-                                        for o in self.index.o[rows].tolist()))
+            values = list(
+                dict.fromkeys(self._term(self.index.terms[o]) for o in self.index.o[rows].tolist())
+            )
         return values or [Literal("")]
 
     # --- the neighbourhood -----------------------------------------------------------
@@ -430,15 +563,18 @@ class RuleBook:
         for _ in range(_HOPS):
             following: set[int] = set()
             for node in frontier:
-                for edge in index.out_edges[index.out_ptr[node]:index.out_ptr[node + 1]].tolist():
+                for edge in index.out_edges[index.out_ptr[node] : index.out_ptr[node + 1]].tolist():
                     predicate, obj = int(index.p[edge]), int(index.o[edge])
                     if predicate in skipped:
                         continue
                     rows.add(edge)
-                    if predicate != index.type_id and not index.literal_mask[obj] \
-                            and obj not in seen:
+                    if (
+                        predicate != index.type_id
+                        and not index.literal_mask[obj]
+                        and obj not in seen
+                    ):
                         following.add(obj)
-                for edge in index.in_edges[index.in_ptr[node]:index.in_ptr[node + 1]].tolist():
+                for edge in index.in_edges[index.in_ptr[node] : index.in_ptr[node + 1]].tolist():
                     if int(index.p[edge]) in self._rule_predicates:
                         rows.add(edge)
                         subject = int(index.s[edge])
@@ -449,8 +585,10 @@ class RuleBook:
             if len(rows) > _MAX_TRIPLES:
                 break
         terms = index.terms
-        return [(terms[int(index.s[r])], terms[int(index.p[r])], terms[int(index.o[r])])
-                for r in sorted(rows)[:_MAX_TRIPLES]]
+        return [
+            (terms[int(index.s[r])], terms[int(index.p[r])], terms[int(index.o[r])])
+            for r in sorted(rows)[:_MAX_TRIPLES]
+        ]
 
     # --- terms -----------------------------------------------------------------------
 
@@ -504,8 +642,13 @@ def _instantiate(pattern: tuple[Any, Any, Any], solution: FrozenBindings) -> Tri
     s, p, o = (_bound(pattern[0], solution), pattern[1], _bound(pattern[2], solution))
     if s is None or o is None:
         return None
-    predicates = [p] if isinstance(p, URIRef) else (
-        [a for a in p.args if isinstance(a, URIRef)] if isinstance(p, AlternativePath) else [])
+    predicates = (
+        [p]
+        if isinstance(p, URIRef)
+        else (
+            [a for a in p.args if isinstance(a, URIRef)] if isinstance(p, AlternativePath) else []
+        )
+    )
     graph = solution.ctx.graph if solution.ctx is not None else None
     for predicate in predicates:
         if graph is None or (s, predicate, o) in graph:
@@ -517,4 +660,3 @@ def _instantiate(pattern: tuple[Any, Any, Any], solution: FrozenBindings) -> Tri
 
 def _show(term: str) -> str:
     return iri_value(term) if is_iri(term) else literal_parts(term)[0]
-

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import date
 
 import pytest
 
+from reasoning.case.model import CaseGraph
 from reasoning.errors import InvalidInput, TenetError, UnsafeContent
 from reasoning.evidence.ingest import ingest_ontology
 from reasoning.rules.decide import DecisionEngine
-from reasoning.rules.engine import RuleLoop, RuleTimeout
+from reasoning.rules.engine import RuleLoop, RuleTimeout, _Limit
+from reasoning.rules.model import Decision
 
 _HEAD = """
 @prefix ex: <https://example.org/t#> .
@@ -35,16 +39,26 @@ def _sparql(query: str) -> bytes:
     return _ontology(f'ex:r a sh:SPARQLRule ; sh:prefixes ex:p ; sh:construct """{query}""" .\n')
 
 
-@pytest.mark.parametrize(("query", "words"), [
-    ("CONSTRUCT { $this ex:needs ?o } WHERE { SERVICE <http://127.0.0.1:9/> { ?s ?p ?o } }",
-     "SERVICE"),
-    (("CONSTRUCT { $this ex:needs ?o } WHERE { $this ?p ?o . FILTER EXISTS { "
-     "SERVICE <http://127.0.0.1:9/> { ?o ?q ?z } } }"), "SERVICE"),
-    ("CONSTRUCT { $this ex:needs ?o } FROM <http://127.0.0.1:9/g> WHERE { ?s ?p ?o }", "FROM"),
-    ("LOAD <http://127.0.0.1:9/data.ttl>", "updates"),
-    ("INSERT DATA { ex:a ex:b ex:c }", "updates"),
-    ("DELETE WHERE { ?s ?p ?o }", "updates"),
-])
+@pytest.mark.parametrize(
+    ("query", "words"),
+    [
+        (
+            "CONSTRUCT { $this ex:needs ?o } WHERE { SERVICE <http://127.0.0.1:9/> { ?s ?p ?o } }",
+            "SERVICE",
+        ),
+        (
+            (
+                "CONSTRUCT { $this ex:needs ?o } WHERE { $this ?p ?o . FILTER EXISTS { "
+                "SERVICE <http://127.0.0.1:9/> { ?o ?q ?z } } }"
+            ),
+            "SERVICE",
+        ),
+        ("CONSTRUCT { $this ex:needs ?o } FROM <http://127.0.0.1:9/g> WHERE { ?s ?p ?o }", "FROM"),
+        ("LOAD <http://127.0.0.1:9/data.ttl>", "updates"),
+        ("INSERT DATA { ex:a ex:b ex:c }", "updates"),
+        ("DELETE WHERE { ?s ?p ?o }", "updates"),
+    ],
+)
 def test_hostile_rules_are_refused(query: str, words: str) -> None:
     with pytest.raises(UnsafeContent) as caught:
         ingest_ontology(_sparql(query), "text/turtle")
@@ -53,17 +67,26 @@ def test_hostile_rules_are_refused(query: str, words: str) -> None:
     assert isinstance(rules, list) and rules[0]["ok"] is False and rules[0]["hostile"] is True
 
 
-@pytest.mark.parametrize(("rule", "words"), [
-    ('ex:r a sh:SPARQLRule ; sh:prefixes ex:p ; sh:construct "CONSTRUCT { $this ex:needs ?o WHERE" .',
-     "does not parse"),
-    ('ex:r a sh:SPARQLRule ; sh:construct "CONSTRUCT { $this nope:needs ?o } WHERE { ?s ?p ?o }" .',
-     "does not parse"),
-    ('ex:r a sh:SPARQLRule ; sh:prefixes ex:p ; sh:construct "SELECT * WHERE { ?s ?p ?o }" .',
-     "CONSTRUCT"),
-    ("ex:r a sh:SPARQLRule .", "no sh:construct"),
-    ("ex:r a sh:TripleRule ; sh:subject sh:this ; sh:predicate ex:needs .", "sh:object"),
-    ("ex:r rdfs:comment \"a rule of no kind\" .", "neither"),
-])
+@pytest.mark.parametrize(
+    ("rule", "words"),
+    [
+        (
+            'ex:r a sh:SPARQLRule ; sh:prefixes ex:p ; sh:construct "CONSTRUCT { $this ex:needs ?o WHERE" .',
+            "does not parse",
+        ),
+        (
+            'ex:r a sh:SPARQLRule ; sh:construct "CONSTRUCT { $this nope:needs ?o } WHERE { ?s ?p ?o }" .',
+            "does not parse",
+        ),
+        (
+            'ex:r a sh:SPARQLRule ; sh:prefixes ex:p ; sh:construct "SELECT * WHERE { ?s ?p ?o }" .',
+            "CONSTRUCT",
+        ),
+        ("ex:r a sh:SPARQLRule .", "no sh:construct"),
+        ("ex:r a sh:TripleRule ; sh:subject sh:this ; sh:predicate ex:needs .", "sh:object"),
+        ('ex:r rdfs:comment "a rule of no kind" .', "neither"),
+    ],
+)
 def test_broken_rules_are_refused_with_a_clear_report(rule: str, words: str) -> None:
     with pytest.raises(InvalidInput) as caught:
         ingest_ontology(_ontology(rule), "text/turtle")
@@ -74,8 +97,9 @@ def test_broken_rules_are_refused_with_a_clear_report(rule: str, words: str) -> 
 
 
 def test_accepted_rules_are_in_the_validation_report() -> None:
-    result = ingest_ontology(_sparql("CONSTRUCT { $this ex:needs ex:a1 } WHERE { $this a tv:Case }"),
-                             "text/turtle")
+    result = ingest_ontology(
+        _sparql("CONSTRUCT { $this ex:needs ex:a1 } WHERE { $this a tv:Case }"), "text/turtle"
+    )
     (rule,) = result.report.rules
     assert (rule.ok, rule.kind, rule.decides) == (True, "sparql", ("https://example.org/t#needs",))
     assert result.report.undeclared_properties == ("https://example.org/t#x",)
@@ -87,9 +111,11 @@ def _engine(query: str) -> DecisionEngine:
 
 
 def test_a_long_running_rule_is_stopped_by_the_time_limit() -> None:
-    engine = _engine("CONSTRUCT { $this ex:needs ?a } WHERE { $this a tv:Case . ?a ?b ?c . ?d ?e ?f . "
-                     "?g ?h ?i . ?j ?k ?l . ?m ?n ?o . ?p ?q ?r . ?s ?t ?u . "
-                     "FILTER (STR(?a) = STR(?u) && STR(?a) = 'never') }")
+    engine = _engine(
+        "CONSTRUCT { $this ex:needs ?a } WHERE { $this a tv:Case . ?a ?b ?c . ?d ?e ?f . "
+        "?g ?h ?i . ?j ?k ?l . ?m ?n ?o . ?p ?q ?r . ?s ?t ?u . "
+        "FILTER (STR(?a) = STR(?u) && STR(?a) = 'never') }"
+    )
     with pytest.raises(RuleTimeout) as caught:
         engine.decide("A gadget.", evaluation_date=date(2026, 12, 1), timeout_s=0.3)
     assert "0.3 s limit" in caught.value.detail
@@ -102,3 +128,31 @@ def test_a_rule_that_never_reaches_a_fixpoint_is_stopped() -> None:
     with pytest.raises((RuleLoop, RuleTimeout)) as caught:
         engine.decide("A gadget.", evaluation_date=date(2026, 12, 1), timeout_s=5.0)
     assert "https://example.org/t#r" in caught.value.detail or "limit" in caught.value.detail
+
+
+def test_the_limit_counts_the_rules_cpu_time_not_the_wall_clock() -> None:
+    # Time the evaluating thread does not run (a loaded machine, a wait for the engine's
+    # lock; sleeping stands for both) does not count; its own work does, and stops it.
+    limit = _Limit(0.2)
+    time.sleep(0.4)
+    assert not limit.expired()
+    started = time.thread_time()
+    while not limit.expired():
+        sum(range(1000))
+    assert 0.15 <= time.thread_time() - started <= 0.5
+
+
+def test_a_sound_rule_decides_within_a_small_limit_after_a_long_wait() -> None:
+    engine = _engine("CONSTRUCT { $this ex:needs ex:a1 } WHERE { $this a tv:Case }")
+    decision = engine.decide("A gadget.", evaluation_date=date(2026, 12, 1), timeout_s=0.5)
+    with engine.rules._lock:  # another evaluation holding the engine
+        waiting = _evaluate_later(engine, decision.case)
+        time.sleep(0.8)
+    assert waiting.result(timeout=30).status == decision.status == "decided"
+
+
+def _evaluate_later(engine: DecisionEngine, case: CaseGraph) -> Future[Decision]:
+    pool = ThreadPoolExecutor(1)
+    future = pool.submit(engine.evaluate, case, timeout_s=0.5)
+    pool.shutdown(wait=False)
+    return future
