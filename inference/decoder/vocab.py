@@ -20,9 +20,11 @@ Guarantees:
 
 from __future__ import annotations
 
+import hashlib
 import re
 import threading
 import unicodedata
+import weakref
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -75,6 +77,7 @@ def scan_sentences(text: str, run: str = "") -> tuple[int, str]:
     return ends, run
 
 
+@lru_cache(maxsize=65536)
 def letter_script(ch: str) -> str:
     """The script of a letter or mark, from its Unicode name ("LATIN", "CJK", ...).
 
@@ -233,23 +236,56 @@ def _text_lookup(texts: tuple[str, ...], fragment: torch.Tensor) -> dict[str, in
 
 
 _tables_lock = threading.Lock()
-_tables: dict[tuple[int, str], VocabTables] = {}
+#: Tables by (tokenizer content, device): a tokenizer loaded again from the same files (another
+#: model load in the process) finds the tables built for the first one.
+_tables: dict[tuple[str, str], VocabTables] = {}
+#: id(tokenizer) -> (a weak reference to it, its content key): the per-decode lookup stays a
+#: dict hit, and an id reused by a later object is recognised by the dead reference.
+_keys: dict[int, tuple[weakref.ref[Any], str]] = {}
 
 
 def vocab_tables(tokenizer: Any, device: torch.device | str = "cpu", vocab_size: int | None = None) -> VocabTables:
-    """The tables of ``tokenizer`` on ``device``, built once and cached.
+    """The tables of ``tokenizer`` on ``device``, built once per tokenizer content and cached.
 
     ``vocab_size`` is the model's logits width when it differs from
     ``len(tokenizer)`` (padded embeddings); extra ids are flagged special.
+    Two tokenizer objects with the same vocabulary, special tokens and
+    normalisation share one set of tables (they tokenise identically).
     """
     dev = torch.device(device)
-    key = (id(tokenizer), str(dev))
     with _tables_lock:
+        key = (_content_key(tokenizer), str(dev))
         found = _tables.get(key)
         if found is None:
             found = _build(tokenizer, dev, vocab_size)
             _tables[key] = found
         return found
+
+
+def _content_key(tokenizer: Any) -> str:
+    """What identifies ``tokenizer``'s tables: a digest of a fast tokenizer's full definition
+    (vocabulary, merges, added and special tokens, normaliser) plus its length and EOS, or the
+    object itself for a tokenizer without a serialisable backend. Called under the lock."""
+    known = _keys.get(id(tokenizer))
+    if known is not None and known[0]() is tokenizer:
+        return known[1]
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    try:
+        definition = backend.to_str() if backend is not None else None
+    except Exception:  # noqa: BLE001 - a backend that cannot serialise is keyed by identity
+        definition = None
+    if definition is None:
+        key = f"object:{id(tokenizer)}"
+    else:
+        digest = hashlib.sha256(definition.encode("utf-8"))
+        digest.update(repr((len(tokenizer), tokenizer.eos_token_id,
+                            sorted(tokenizer.all_special_ids))).encode("utf-8"))
+        key = f"sha256:{digest.hexdigest()}"
+    try:
+        _keys[id(tokenizer)] = (weakref.ref(tokenizer), key)
+    except TypeError:
+        pass  # not weakly referenceable: the digest is recomputed on each call
+    return key
 
 
 def _build(tokenizer: Any, device: torch.device, vocab_size: int | None) -> VocabTables:

@@ -70,6 +70,20 @@ def test_vocab_tables_describe_tokens(tokenizer: Any) -> None:
     assert vocab_tables(tokenizer) is tables
 
 
+def test_vocab_tables_are_built_once_per_tokenizer_content(tokenizer: Any) -> None:
+    """A tokenizer loaded again from the same files (another model load) shares the tables;
+    one whose vocabulary differs (an added token) gets tables of its own."""
+    from transformers import AutoTokenizer
+
+    tables = vocab_tables(tokenizer)
+    again = AutoTokenizer.from_pretrained(tokenizer.name_or_path)
+    assert again is not tokenizer and vocab_tables(again) is tables
+    grown = AutoTokenizer.from_pretrained(tokenizer.name_or_path)
+    grown.add_tokens(["<tenet-test-token>"])
+    other = vocab_tables(grown)
+    assert other is not tables and other.size == tables.size + 1
+
+
 def test_split_utf8_keeps_incomplete_tail() -> None:
     assert split_utf8("a好".encode()[:-1]) == ("a", "好".encode()[:-1])
     assert split_utf8(b"\xff\x00")[0] is None
