@@ -441,12 +441,16 @@ def _step(
         if fid in facts_by_id and facts_by_id[fid].stale_hint
     )
     restates = bool(facts and facts.restates)
-    support = (1 - len(unsupported) / len(mentions)) if (mentions and has_evidence) else None
+    # Names the evidence does not hold count as unsupported mentions (confidence only).
+    unnamed = facts.unnamed if facts and has_evidence else ()
+    measured = len(mentions) + len(unnamed)
+    missing = (*unsupported, *unnamed) if has_evidence else ()
+    support = (1 - len(missing) / measured) if (measured and has_evidence) else None
     inputs = ConfidenceInputs(
         window_prob=window,
         # A claim that states what the rules concluded has their full support.
         support=1.0 if restates else support,
-        unsupported=unsupported if has_evidence and not restates else (),
+        unsupported=missing if not restates else (),
         contrast=facts.contrast if facts else None,
         contrast_kind=facts.contrast_kind if facts else None,
         stale_hints=stale,

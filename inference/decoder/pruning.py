@@ -11,7 +11,12 @@ closes a step. Rules, cheapest first:
    evidence fact of the branch and nothing in the request mentions.
    Support is lexical (case-insensitive word match; numbers compared without
    thousands separators): simple, explainable, and strict in the direction
-   that matters (a paraphrased fact may be flagged, an invented one is);
+   that matters (a paraphrased fact may be flagged, an invented one is).
+   A name the ontology does not know ("a 2021 report by the International
+   Chamber of Commerce": two or more capitalised words, ``proper_names``)
+   that the branch's evidence and the request do not hold is measured too
+   (``StepFacts.unnamed``): it lowers the step's confidence with a hint
+   naming it, but does not prune (a name outside the ontology may be true);
 1. semantic consistency: the step is a complete claim that contradicts the
    decision the domain's rules gave (``claims``, the symbolic claim check of
    ``reasoning.rules.claims``: it denies a concluded action, states one that
@@ -74,6 +79,7 @@ __all__ = [
     "PruningJudge",
     "StepFacts",
     "domain_mentions",
+    "proper_names",
 ]
 
 
@@ -103,6 +109,11 @@ _WORD = re.compile(r"\w+")
 _PREFIX_CACHE = 64  # answer prefixes kept (a few per live beam)
 _CLAIM_END = frozenset(".!?;:\n。！？；")
 _HAS_WORD = re.compile(r"[^\W\d_]", re.UNICODE)
+# Two or more capitalised words, optionally joined by a lower-case particle ("Chamber of Commerce").
+_NAME = re.compile(
+    r"\b[A-Z][\w'&-]*(?:(?:\s+(?:of|for|and|the|de|du|la|van|von|der))*\s+[A-Z][\w'&-]*)+"
+)
+_NAME_LEAD = re.compile(r"^(?:The|A|An|This|That|These|Those|Our|Its|In|On|At|By|For)\s+")
 
 
 @dataclass(frozen=True)
@@ -136,6 +147,8 @@ class StepFacts:
     evidence_cited: tuple[str, ...] = ()
     entropy: float = 0.0
     degenerate: str | None = None
+    #: Names the step states that no shown fact, label or the request holds (confidence only).
+    unnamed: tuple[str, ...] = ()
     contrast: float | None = None
     contrast_kind: str | None = None
     contrast_variant: str | None = None
@@ -160,6 +173,21 @@ def _complete(text: str) -> bool:
 
 def _plain_number(text: str) -> str:
     return text.replace(",", "")
+
+
+def proper_names(text: str) -> tuple[str, ...]:
+    """Names of two or more capitalised words in ``text`` ("International Chamber of
+    Commerce"), a leading article or preposition dropped, in order, each once.
+
+    Latin-script names only (capitals are what mark them); a name the
+    ontology knows is a label and is found by :func:`domain_mentions` instead.
+    """
+    found: dict[str, None] = {}
+    for m in _NAME.finditer(text):
+        name = _NAME_LEAD.sub("", m.group(0))
+        if " " in name:
+            found[name] = None
+    return tuple(found)
 
 
 def domain_mentions(text: str, labels: Sequence[str]) -> tuple[str, ...]:
@@ -279,6 +307,12 @@ class PruningJudge:
         mentions = domain_mentions(text, self._labels)
         evidence = self._texts[branch] if branch < len(self._texts) else ""
         unsupported = tuple(m for m in mentions if not self._supported(m, evidence))
+        known = {m.lower() for m in mentions}
+        unnamed = tuple(
+            n
+            for n in proper_names(text)
+            if n.lower() not in known and not self._supported(n, evidence)
+        )
         used = self._evidence_used(branch, mentions, text)
         t0 = time.perf_counter()
         verdicts = tuple(self.verify(c, earlier + text, partial=True) for c in self._checked)
@@ -292,6 +326,7 @@ class PruningJudge:
             evidence_cited=tuple(dict.fromkeys(_CITATION.findall(text))),
             entropy=mean_entropy,
             degenerate=degenerate,
+            unnamed=unnamed,
         )
 
     def _earlier(self, tokens: Sequence[int], start: int) -> tuple[str, frozenset[str]]:

@@ -10,6 +10,8 @@ judge, the search and the repair are the real ones.
 - Pruning off (the ``steering: false`` mode): nothing is pruned, but the step
   carries its violation, its confidence is capped with a hint naming the
   denied conclusion, and its branch ranks below a branch that kept the rules.
+- A name neither the evidence nor the request holds lowers its step's
+  confidence with a hint naming it (it is not pruned).
 """
 
 from __future__ import annotations
@@ -116,3 +118,17 @@ def test_unpruned_a_denial_is_flagged_lowered_and_ranked_below(
     assert not any("contradicts the decision" in v for v in affirming.violations)
     assert result.answer == affirming.text
     assert result.branches[result.answer_branch].view == "parties"
+
+
+def test_a_name_no_evidence_holds_lowers_the_step_and_is_named(
+    loaded_model: LoadedModel, guard: ClaimGuard
+) -> None:
+    invented = "The International Chamber of Commerce agrees with this."
+    result = _decode(loaded_model, [invented], guard, prune=True)
+    assert result.answer.startswith(invented), result.answer  # not pruned: only measured
+    step = result.steps[0]
+    assert step.violation is None
+    assert "International Chamber of Commerce" in (step.calibration_hint or ""), step
+    # The same words with a name the evidence holds are not lowered for it.
+    shown = _decode(loaded_model, ["Acme Ltd agrees with this."], guard, prune=True)
+    assert "no evidence supports" not in (shown.steps[0].calibration_hint or "")
