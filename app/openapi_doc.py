@@ -57,8 +57,10 @@ _DESCRIPTIONS: Final = {
     "413": "The body or the work it asks for is over a limit",
     "415": "The body's media type is not one this route takes",
     "422": "The file was refused as unsafe to parse",
-    "429": "Too many requests: the decode queue is full (see Retry-After)",
-    "503": "Not available: no model loaded, the database does not answer, or shutting down",
+    "429": "Too many requests: the API key's rate limit or quota is used up, or the decode "
+    "queue is full (see Retry-After)",
+    "503": "Not available: no model loaded, the database or the shared rate-limit store does "
+    "not answer, or shutting down",
 }
 
 #: Operations that run the model (admission, queue and model state apply).
@@ -85,7 +87,9 @@ def _problem_response(status: str) -> dict[str, Any]:
 def _statuses(operation_id: str, public: bool, has_body: bool) -> list[str]:
     statuses = ["400"]
     if not public:
-        statuses += ["401", "403", "404"]
+        # Every keyed request counts against the key's limits (app.ratelimits): 429 past one,
+        # 503 while a configured Redis does not answer.
+        statuses += ["401", "403", "404", "429", "503"]
     if has_body or operation_id == "create_ontology":
         statuses += ["413", "415"]
     if operation_id == "create_ontology":
@@ -94,7 +98,7 @@ def _statuses(operation_id: str, public: bool, has_body: bool) -> list[str]:
         statuses += ["409", "429", "503"]
     if operation_id in _UNAVAILABLE_OPERATIONS:
         statuses.append("503")
-    return statuses
+    return sorted(set(statuses))
 
 
 def _ontology_body() -> dict[str, Any]:
