@@ -18,16 +18,18 @@ guarantees it, and is reported ``controlled`` only then:
   end phrase.
 - ``form_tally`` gives the ``controllers.tally.Tally`` of the upper bounds
   on characters, letters, punctuation, digits, emoji, numbers and filtered
-  words and of ``no_list``, with room reserved for what the layout's literals
-  add; ``form_layout`` puts an answer-level wrapper's delimiters into the
+  words, in the whole answer or in each sentence / paragraph / line, and of
+  ``no_list``, with room reserved for what the layout's literals add (per
+  piece: the most a literal's piece holds, as a literal may join any piece); ``form_layout`` puts an answer-level wrapper's delimiters into the
   layout (forced first and last).
 
-Everything else (positions inside the answer, per-sentence bounds, ratios,
+Everything else (positions inside the answer, per-piece minima, ratios,
 unique words, minima of numbers or filtered words, lists and tables to
 write, a changed copy) is left to the prompt and the verifier, reported
 ``uncontrolled``. Contradictions end in ``ConflictError`` (the pipeline asks
 for confirmation): a cap the layout's own literals break, no list with a
-bulleted body, a wrapper beside a quotation.
+bulleted body, a wrapper beside a quotation, a word minimum above what at
+most ``m`` words in each of at most ``s`` sentences allow.
 """
 
 from __future__ import annotations
@@ -37,7 +39,13 @@ from dataclasses import replace
 
 import msgspec
 
-from inference.decoder.controllers.tally import CAPPABLE_UNITS, Cap, Tally
+from inference.decoder.controllers.tally import (
+    CAPPABLE_UNITS,
+    PIECE_UNITS,
+    Cap,
+    Tally,
+    most_per_piece,
+)
 from inference.decoder.controllers.template import Layout, Literal, build_layout
 from reasoning.constraints.form import units
 from reasoning.constraints.form.kinds import GENERIC_KINDS
@@ -185,9 +193,15 @@ def form_tally(
             no_list.append(c.id)
             controlled.add(c.id)
             continue
-        if not isinstance(form, Count) or form.per is not None or form.of is not None:
+        if not isinstance(form, Count) or form.of is not None:
             continue
         if form.unit not in CAPPABLE_UNITS or layout.body.kind == "formal":
+            continue
+        if form.per is not None:
+            cap = _piece_cap(c, form, layout)
+            if cap is not None:
+                caps.append(cap)
+                controlled.add(c.id)
             continue
         if form.filter.separator or form.filter.marker or form.filter.left or form.filter.text and form.unit is not Unit.LETTERS:
             continue
@@ -202,6 +216,64 @@ def form_tally(
             )
         caps.append(Cap(form.measure, hi - reserved, (c.id,)))
         controlled.add(c.id)
+    _check_words_fit(constraints, caps)
     if not caps and not no_list:
         return None
     return Tally(tuple(caps), bool(no_list), tuple(no_list))
+
+
+def _piece_cap(c: Constraint, form: Count, layout: Layout) -> Cap | None:
+    """The per-piece cap of ``form`` (None: not a maximum per sentence / paragraph / line, or no room).
+
+    Raises:
+        ConflictError: a piece of the layout's own literals already holds more than the cap.
+    """
+    lo, hi = _bounds(form.relation, form.n)
+    if form.per not in PIECE_UNITS or hi is None or lo:
+        return None
+    f = form.filter
+    if f.separator or f.marker or f.left or (f.text and form.unit is not Unit.LETTERS):
+        return None
+    probe = Cap(form.measure, hi, (c.id,), per=form.per)
+    pieces = [s.text for s in build_layout(layout) if isinstance(s, Literal)]
+    reserved = max((most_per_piece(probe, text, 0) for text in pieces), default=0)
+    if reserved > hi:
+        raise ConflictError(
+            f"a {form.per.value[:-1]} of the answer's fixed text already holds {reserved} {form.unit.value}, "
+            f"more than {hi}",
+            constraint_ids=[c.id],
+        )
+    if hi - reserved < 1:
+        return None  # the free text could add nothing to a piece: left to the prompt
+    return Cap(form.measure, hi - reserved, (c.id,), per=form.per)
+
+
+def _check_words_fit(constraints: Sequence[Constraint], caps: Sequence[Cap]) -> None:
+    """A word minimum above (words per sentence) x (most sentences) cannot be met: ``ConflictError``."""
+    per_sentence = [cap for cap in caps if cap.per is Unit.SENTENCES and cap.measure.unit is Unit.WORDS
+                    and cap.measure.filter == Filter()]
+    if not per_sentence:
+        return
+    most_sentences: tuple[int, str] | None = None
+    least_words: tuple[int, str] | None = None
+    for c in constraints:
+        relation, n = c.params.get("relation"), c.params.get("n")
+        if not isinstance(n, int) or isinstance(n, bool):
+            continue
+        try:
+            lo, hi = _bounds(Relation(str(relation)), n)
+        except ValueError:
+            continue
+        if c.kind == Kind.SENTENCE_COUNT and hi is not None and (most_sentences is None or hi < most_sentences[0]):
+            most_sentences = (hi, c.id)
+        if c.kind == Kind.WORD_COUNT and lo and (least_words is None or lo > least_words[0]):
+            least_words = (lo, c.id)
+    if most_sentences is None or least_words is None:
+        return
+    cap = min(per_sentence, key=lambda k: k.at_most)
+    if least_words[0] > cap.at_most * most_sentences[0]:
+        raise ConflictError(
+            f"at least {least_words[0]} words do not fit in at most {most_sentences[0]} sentences "
+            f"of at most {cap.at_most} words",
+            constraint_ids=[least_words[1], most_sentences[1], *cap.sources],
+        )

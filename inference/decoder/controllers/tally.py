@@ -27,8 +27,21 @@ How each bound is kept:
   the start of a line, the verifier's patterns) is refused as soon as its
   marker is written.
 
+- a bound per sentence, paragraph or line (``per``) is checked per
+  candidate on the current piece: the pieces (as the verifier splits them)
+  of the text from the start of the piece the row is in, with the candidate
+  appended, each hold at most the cap. The start is where the last piece of
+  the row's text begins; the boundary before it is settled (a sentence end
+  followed by whitespace, a line break, a blank line: appending never
+  undoes it), so a piece that could still merge with the next one is
+  always inside the window. Tokens that add no item (a full stop, a comma)
+  stay allowed, so a sentence at its cap can still end; a sentence one word
+  short of a plain words-per-sentence cap asks to close (``Draft.close``
+  "end", where its last word may end a sentence), so the model ends it
+  rather than gluing word pieces onto the last word.
+
 Guarantee: every token the controller admits keeps each capped count within
-its cap (less what the layout's literals will add, reserved at compile
+its cap (per piece for a per-piece cap) (less what the layout's literals will add, reserved at compile
 time) and leaves no list line, so the finished answer satisfies these
 constraints. Minima of the form are not kept here (``compile`` lowers the
 ones an insertion can meet to keywords).
@@ -43,13 +56,25 @@ from typing import Any
 
 import torch
 
+from inference.decoder.controllers.counts import good_last_word
 from inference.decoder.controllers.layout import LayoutSegment
-from inference.decoder.controllers.protocol import Context, Controller, Plan, SteerState
+from inference.decoder.controllers.protocol import Context, Controller, Draft, Plan, SteerState
 from inference.decoder.vocab import VocabTables
 from reasoning.constraints.form import units
-from reasoning.constraints.form.model import Measure, Unit
+from reasoning.constraints.form.model import Filter, Measure, Unit
 
-__all__ = ["ADDITIVE_UNITS", "CAPPABLE_UNITS", "Cap", "Tally", "Tallying", "build_tally", "list_line"]
+__all__ = [
+    "ADDITIVE_UNITS",
+    "CAPPABLE_UNITS",
+    "PIECE_UNITS",
+    "Cap",
+    "Tally",
+    "Tallying",
+    "build_tally",
+    "list_line",
+    "most_per_piece",
+    "piece_start",
+]
 
 #: Units whose items lie inside one character: a text's count is the sum of its characters'.
 ADDITIVE_UNITS = frozenset({Unit.CHARACTERS, Unit.LETTERS, Unit.PUNCTUATION, Unit.DIGITS, Unit.EMOJI})
@@ -60,17 +85,40 @@ _LAST_SPACE = re.compile(r"\s(?=\S*\Z)")
 _NUMBERED_START = re.compile(r"\d+[.)]")
 
 
+#: Pieces a cap may hold for (``Cap.per``).
+PIECE_UNITS = frozenset({Unit.SENTENCES, Unit.PARAGRAPHS, Unit.LINES})
+
+
 @dataclass(frozen=True)
 class Cap:
-    """At most ``at_most`` items of ``measure`` in the answer (``sources``: the constraint ids)."""
+    """At most ``at_most`` items of ``measure`` in the answer, or in each of its
+    sentences / paragraphs / lines with ``per`` (``sources``: the constraint ids)."""
 
     measure: Measure
     at_most: int
     sources: tuple[str, ...] = ()
+    per: Unit | None = None
 
     @property
     def additive(self) -> bool:
-        return self.measure.unit in ADDITIVE_UNITS
+        return self.per is None and self.measure.unit in ADDITIVE_UNITS
+
+
+def piece_start(per: Unit, text: str, since: int = 0) -> int:
+    """Where the last piece (``per``: sentence, paragraph, line) of ``text`` begins, looking from ``since``.
+
+    ``since`` must itself be a settled piece start (0, or an earlier result).
+    """
+    pieces = units.pieces(per, text[since:])
+    if not pieces:
+        return since
+    return since + text[since:].rfind(pieces[-1])
+
+
+def most_per_piece(cap: Cap, text: str, start: int) -> int:
+    """The largest count of ``cap``'s measure in a piece of ``text[start:]`` (0: no piece)."""
+    assert cap.per is not None
+    return max((units.count(cap.measure, piece) for piece in units.pieces(cap.per, text[start:])), default=0)
 
 
 @dataclass(frozen=True)
@@ -159,13 +207,33 @@ class Tallying(Controller):
         self.spec = tally
         self.caps = tally.caps
         self._masked = tuple(i for i, c in enumerate(tally.caps) if c.additive)
-        self._checked = tuple(i for i, c in enumerate(tally.caps) if not c.additive)
+        self._checked = tuple(i for i, c in enumerate(tally.caps) if not c.additive and c.per is None)
+        self._pieced = tuple(i for i, c in enumerate(tally.caps) if c.per is not None)
+        self._closing = tuple(
+            i for i in self._pieced
+            if tally.caps[i].per is Unit.SENTENCES and tally.caps[i].measure == Measure(unit=Unit.WORDS, filter=Filter())
+        )
         self._vectors = {i: _vector(ctx.tables, tally.caps[i].measure) for i in self._masked}
         # Byte fragments of counted characters (emoji, CJK punctuation) are judged per candidate.
         self.lazy = True
 
     def start(self) -> Any:
         return (0,) * len(self.caps)
+
+    def pace(self, d: Draft) -> Plan | None:
+        """Ask the current sentence to end when it is one word short of a words-per-sentence cap."""
+        if not self._closing or d.close:
+            return None
+        state = d.state
+        counts = state.parts[self.slot]
+        for i in self._closing:
+            cap = self.caps[i]
+            if most_per_piece(cap, state.text, counts[i]) >= cap.at_most - 1 and good_last_word(
+                state.counts.word_tail
+            ):
+                d.close = "end"
+                break
+        return None
 
     def mask(
         self,
@@ -188,7 +256,14 @@ class Tallying(Controller):
         counts = state.parts[self.slot]
         for i in indices:
             cap = self.caps[i]
+            if cap.per is not None:
+                continue
             if counts[i] + added(cap.measure, state.text, text) > cap.at_most:
+                return False
+        for i in self._pieced:
+            # A per-piece cap's part of the state is where the row's current piece starts.
+            cap = self.caps[i]
+            if most_per_piece(cap, state.text + text, counts[i]) > cap.at_most:
                 return False
         return not (self.spec.no_list and lists_in(state.text, text))
 
@@ -220,10 +295,17 @@ class Tallying(Controller):
         chunk = new.text[len(before.text) :]
         if not chunk:
             return counts
-        return tuple(n + added(cap.measure, before.text, chunk) for n, cap in zip(counts, self.caps))
+        return tuple(
+            piece_start(cap.per, new.text, n) if cap.per is not None else n + added(cap.measure, before.text, chunk)
+            for n, cap in zip(counts, self.caps)
+        )
 
     def unmet(self, state: SteerState) -> tuple[str, ...]:
-        over = any(units.count(cap.measure, state.text) > cap.at_most for cap in self.caps)
+        over = any(
+            (most_per_piece(cap, state.text, 0) if cap.per is not None else units.count(cap.measure, state.text))
+            > cap.at_most
+            for cap in self.caps
+        )
         listed = self.spec.no_list and lists_in("", state.text)
         return ("tally",) if over or listed else ()
 

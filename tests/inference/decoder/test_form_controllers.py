@@ -84,6 +84,36 @@ def test_capped_counts_hold_on_random_logits(tokenizer: Any, name: str, params: 
         assert "tally" not in steering.unmet(state)
 
 
+def _sentences(text: str) -> list[str]:
+    """Sentences as an independent restatement splits them: after . ! ? and a space, after 。！？ at once."""
+    return [p for p in re.split(r"(?<=[.!?])[\"'”’)\]]*\s+|(?<=[。！？])[\"'”’)\]]*\s*", text.strip()) if p.strip()]
+
+
+PER_PIECE = [
+    ("words per sentence", {"unit": "words", "relation": "at most", "n": 6, "per": "sentences"},
+     r"^\s?[a-z]+$", lambda t: all(len(re.findall(r"\w+", s)) <= 6 for s in _sentences(t))),
+    ("commas per sentence", {"unit": "punctuation", "filter": {"chars": ","}, "relation": "at most", "n": 1,
+                             "per": "sentences"}, r",",
+     lambda t: all(s.count(",") <= 1 for s in _sentences(t))),
+    ("words per line", {"unit": "words", "relation": "less than", "n": 5, "per": "lines"}, r"^\s?[a-z]+$",
+     lambda t: all(len(re.findall(r"\w+", ln)) < 5 for ln in t.splitlines())),
+]
+
+
+@pytest.mark.parametrize(("name", "params", "pattern", "ok"), PER_PIECE, ids=[row[0] for row in PER_PIECE])
+def test_per_piece_caps_hold_on_random_logits(tokenizer: Any, name: str, params: dict[str, Any], pattern: str,
+                                              ok: Any) -> None:
+    constraints = [gen(Kind.COUNT, **params)]
+    steering = compile_steering(constraints, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
+    assert steering.controlled == {"f"}
+    bias = bias_towards(tokenizer, pattern, 4.0)  # long runs of words, commas
+    for seed in SEEDS:
+        state = drive_with_bias(steering, BUDGET, seed, bias)
+        assert ok(state.text), state.text
+        assert judged(constraints, state.text) == [], state.text
+        assert "tally" not in steering.unmet(state)
+
+
 def test_no_list_holds_on_random_logits(tokenizer: Any) -> None:
     constraints = [gen(Kind.STRUCTURE, layout="no_list")]
     steering = compile_steering(constraints, tokenizer, prompt="List three rivers.", max_new_tokens=BUDGET)
@@ -178,6 +208,11 @@ def test_impossible_form_combinations_are_conflicts(tokenizer: Any) -> None:
         [gen(Kind.WRAP, "a", left="(", right=")"), Constraint(id="b", kind=Kind.QUOTATION)],
         [gen(Kind.COUNT, "a", unit="punctuation", filter={"chars": "!"}, relation="at most", n=0),
          Constraint(id="b", kind=Kind.END_PHRASE, params={"phrase": "Thanks!"})],
+        [gen(Kind.COUNT, "a", unit="words", relation="at most", n=5, per="sentences"),
+         Constraint(id="b", kind=Kind.SENTENCE_COUNT, params={"relation": "at most", "n": 3}),
+         Constraint(id="c", kind=Kind.WORD_COUNT, params={"relation": "at least", "n": 40})],
+        [gen(Kind.COUNT, "a", unit="words", relation="at most", n=2, per="sentences"),
+         Constraint(id="b", kind=Kind.START_PHRASE, params={"phrase": "Rivers run to the sea."})],
     ]
     for constraints in cases:
         with pytest.raises(ConflictError) as refused:
