@@ -148,12 +148,17 @@ def test_ask_runs_one_request_in_process(env: Settings, capsys: pytest.CaptureFi
         route.path == "/v1/reason"
         for route in Litestar(route_handlers=CONTROLLERS, logging_config=None).routes
     )
-    status = main(["ask", "Say hello in five words.", "--max-new-tokens", "16"])
+    prompt = "Acme Ltd (Cyprus) sent EUR 2,000,000 to Jon Doe, who is on our PEP list. Should this be escalated?"
+    status = main(["ask", prompt, "--domain", "aml", "--max-new-tokens", "48"])
     out, err = capsys.readouterr()
     assert "loading model" in err
     if has_reason:
         assert status == 0, err
         assert "status:" in out and "run:" in out
+        # The rules' decision comes first, each conclusion with its rule and the words that fired it.
+        assert out.startswith("decision: decided"), out
+        assert "AML-R-017" in out and "because: «" in out
+        assert out.index("decision:") < out.index("status:")
     else:
         assert status == 1
         assert "POST /v1/reason is not available" in err
