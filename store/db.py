@@ -38,6 +38,9 @@ MIN_FREE_BYTES = 1024 * 1024
 
 _DISK_FULL = ("database or disk is full", "no space left on device", "disk full",
               "could not extend file")
+#: Another writer holds the database past SQLite's busy timeout, or a PostgreSQL lock wait ran out.
+_BUSY = ("database is locked", "database table is locked", "lock timeout",
+         "deadlock detected")
 _GONE = ("connection was closed", "connection is closed", "terminating connection",
          "connection refused", "connection reset", "server closed the connection")
 
@@ -104,8 +107,9 @@ async def transaction(factory: async_sessionmaker[AsyncSession]) -> AsyncIterato
 
 
 def storage_failure(exc: BaseException) -> str | None:
-    """``"disk full"`` or ``"database unreachable"`` when ``exc`` (or what caused it) is that
-    storage failure, else None: failures a client should meet as 503, not as a bug."""
+    """``"disk full"``, ``"database unreachable"`` or ``"database busy"`` (locked by another
+    writer past the wait) when ``exc`` (or what caused it) is that storage failure, else None:
+    failures a client should meet as 503, not as a bug."""
     seen: BaseException | None = exc
     while seen is not None:
         text_ = str(seen).lower()
@@ -116,6 +120,10 @@ def storage_failure(exc: BaseException) -> str | None:
             m in text_ for m in _GONE
         ):
             return "database unreachable"
+        if type(seen).__name__ in {"LockNotAvailableError", "DeadlockDetectedError"} or any(
+            m in text_ for m in _BUSY
+        ):
+            return "database busy"
         seen = seen.__cause__ or seen.__context__
     return None
 

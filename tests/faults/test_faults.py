@@ -283,3 +283,34 @@ def test_a_writable_database_passes_the_start_check(
     assert sqlite_unwritable(settings.database_url) is None
     assert sorted(p.name for p in data_dir.iterdir()) == ["tenet.db"]  # the probe is gone
     assert sqlite_unwritable(f"sqlite+aiosqlite:///{tmp_path / 'missing' / 'x.db'}") is not None
+
+
+async def test_a_database_locked_by_another_writer_is_a_503_and_writes_resume_after(
+    tmp_path: Path, migrated_sqlite_template: Path
+) -> None:
+    """Another process holding SQLite's write lock past the busy timeout was a 500 ("database
+    is locked"): it is a 503 problem (storage: database busy) and nothing is half-written."""
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    shutil.copy(migrated_sqlite_template, data_dir / "tenet.db")
+    settings = Settings(data_dir=data_dir, load_model=False, model_cache_dir=MODEL_CACHE)
+    async with serve(settings) as served:
+        client, admin = served.client, served.admin
+        assert (await client.get("/v1/keys", headers=admin)).status_code == 200
+        blocker = sqlite3.connect(data_dir / "tenet.db", isolation_level=None, timeout=0)
+        try:
+            blocker.execute("BEGIN EXCLUSIVE")
+            refused = await client.post("/v1/keys", headers=admin,
+                                        json={"tenant": "locked-out", "scopes": ["reason"]})
+        finally:
+            blocker.execute("ROLLBACK")
+            blocker.close()
+        assert refused.status_code == 503, refused.text
+        assert refused.headers["content-type"].startswith("application/problem+json")
+        assert refused.json()["storage"] == "database busy" and "Retry-After" in refused.headers
+        created = await client.post("/v1/keys", headers=admin,
+                                    json={"tenant": "after-lock", "scopes": ["reason"]})
+        assert created.status_code == 201, created.text
+        keys = (await client.get("/v1/keys", headers=admin, params={"limit": "1000"})).json()
+        assert "locked-out" not in {k["tenant"] for k in keys["data"]}
+        assert (await client.get("/v1/audit/verify", headers=admin)).json()["intact"] is True
