@@ -33,6 +33,7 @@ from limits import RateLimitItem, parse_many
 from limits.aio.storage import MemoryStorage, RedisStorage, Storage
 from limits.aio.strategies import SlidingWindowCounterRateLimiter
 from limits.errors import StorageError
+from redis.asyncio import ConnectionPool
 
 from app.settings import Settings
 from reasoning.errors import Overloaded, Unavailable
@@ -53,14 +54,19 @@ class KeyLimits:
         self.limits: tuple[RateLimitItem, ...] = tuple(parse_many(rates)) if rates.strip() else ()
         self.shared = bool(redis_url)
         self._storage: Storage
+        # Our own pool, so that closing the app closes its connections (the library keeps none
+        # of the client's lifecycle).
+        self._pool: ConnectionPool | None = None
         if redis_url:
+            self._pool = ConnectionPool.from_url(
+                redis_url, socket_connect_timeout=REDIS_TIMEOUT_S, socket_timeout=REDIS_TIMEOUT_S
+            )
             self._storage = RedisStorage(
                 "async+" + redis_url,
                 wrap_exceptions=True,
                 implementation="redispy",
                 key_prefix="TENET",
-                socket_connect_timeout=REDIS_TIMEOUT_S,
-                socket_timeout=REDIS_TIMEOUT_S,
+                connection_pool=self._pool,  # type: ignore[arg-type]
             )
         else:
             self._storage = MemoryStorage()
@@ -114,3 +120,8 @@ class KeyLimits:
         except TimeoutError:
             healthy = False
         return "ok" if healthy else "unreachable"
+
+    async def close(self) -> None:
+        """Close the connections to Redis (none to close without it)."""
+        if self._pool is not None:
+            await self._pool.disconnect()

@@ -196,9 +196,12 @@ class Runtime:
             while not self._workers_stop.is_set():
                 try:
                     workers.start(config)
-                    return
+                    break
                 except Unavailable:
                     self._workers_stop.wait(WORKERS_RETRY_S)
+            # A local cluster's processes die with the thread that started them (Linux parent-death
+            # signal): this thread lives until the runtime has closed the workers.
+            self._workers_stop.wait()
 
         self._workers_starting = threading.Thread(target=work, name="tenet-workers-start", daemon=True)
         self._workers_starting.start()
@@ -324,8 +327,9 @@ class Runtime:
         if batcher is not None:
             await asyncio.to_thread(batcher.close)
         if self.workers is not None:
-            self._workers_stop.set()
             await asyncio.to_thread(self.workers.close)
+            self._workers_stop.set()
+        await self.key_limits.close()
         await self.engine.dispose()
 
 
