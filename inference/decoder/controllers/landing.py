@@ -174,7 +174,8 @@ class Landing(Controller):
     def _hold_stop(self, row: torch.Tensor, exit_token: int, move: bool) -> None:
         """The stop waits: the exit's mass leaves it (``row: [V]`` in place) and,
         with ``move``, joins the allowed sentence-ending tokens, scaled as the
-        model weighs them. A row left with no other finite entry keeps its exit."""
+        model weighs them. Where no sentence end is allowed now (``move``), or
+        nothing else is (``wait``), the stop stays: it is never held forever."""
         stop = row[exit_token].clone()
         if not bool(torch.isfinite(stop)):
             return
@@ -185,7 +186,8 @@ class Landing(Controller):
                 mass = torch.logsumexp(row[ends], dim=0)
                 row[ends] += torch.logaddexp(mass, stop) - mass
                 return
-        if not bool(torch.isfinite(row).any()):
+            row[exit_token] = stop
+        elif not bool(torch.isfinite(row).any()):
             row[exit_token] = stop
 
 
