@@ -210,16 +210,18 @@ def test_a_key_revoked_through_one_replica_is_refused_by_the_other_within_a_seco
     assert revoked.status_code == 200 and revoked.json()["revoked_at"], revoked.text
     since = time.monotonic()
     while True:
+        # Timed by when each request is sent: a slow answer on a loaded machine is not a late
+        # eviction; any request sent 1 s after the revocation must be refused.
+        sent = time.monotonic() - since
         answer = httpx.get(
             f"{pair.urls[1]}/v1/audit/events?limit=1", headers=pair.client(token), timeout=30
         )
-        elapsed = time.monotonic() - since
         if answer.status_code == 401:
             break
         assert answer.status_code == 200, answer.text
-        assert elapsed < 1.0, "the other replica still accepts the revoked key after 1 s"
+        assert sent < 1.0, "the other replica still accepts the revoked key 1 s after revocation"
         time.sleep(0.02)
-    assert elapsed < 1.0
+    assert sent < 1.0
     assert "revoked" in answer.json()["detail"]
 
 
