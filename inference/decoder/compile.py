@@ -442,7 +442,8 @@ def _body(c: Constraint, literal: Any) -> Body:
             word = literal(c, str(p["first_word"]).strip().capitalize())
             return Body(kind="blank_paragraphs", n=n, nth=nth, first_word=word)
         if c.kind == Kind.BULLET_COUNT:
-            return Body(kind="bullets", n=int(p["n"]))
+            # numbered / nested: a list structure of the form lowered to bullets (compile_form.lower_forms)
+            return Body(kind="bullets", n=int(p["n"]), numbered=bool(p.get("numbered")), nested=bool(p.get("nested")))
         return Body(kind="two")
     except (KeyError, ValueError, TypeError, re.error) as exc:
         raise InvalidInput(f"{c.kind.value}: invalid parameters {p!r}: {exc}") from exc

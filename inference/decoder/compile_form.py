@@ -15,7 +15,9 @@ guarantees it, and is reported ``controlled`` only then:
   the first word / sentence / paragraph / line starting with (or the first
   word being) a text becomes the start phrase, which the layout writes first
   and ends on a word boundary; the last one ending with a text becomes the
-  end phrase.
+  end phrase; a list to write (bulleted, numbered, nested), when nothing
+  else shapes the body, becomes the bullet layout of three items (numbered
+  ``1.`` ... or with an indented sub-bullet).
 - ``form_tally`` gives the ``controllers.tally.Tally`` of the upper bounds
   on characters, letters, punctuation, digits, emoji, numbers and filtered
   words, in the whole answer or in each sentence / paragraph / line, and of
@@ -24,8 +26,8 @@ guarantees it, and is reported ``controlled`` only then:
   layout (forced first and last).
 
 Everything else (positions inside the answer, per-piece minima, ratios,
-unique words, minima of numbers or filtered words, lists and tables to
-write, a changed copy) is left to the prompt and the verifier, reported
+unique words, minima of numbers or filtered words, tables, a list beside
+another body, a changed copy) is left to the prompt and the verifier, reported
 ``uncontrolled``. Contradictions end in ``ConflictError`` (the pipeline asks
 for confirmation): a cap the layout's own literals break, no list with a
 bulleted body, a wrapper beside a quotation, a word minimum above what at
@@ -130,6 +132,30 @@ def _lower_position(c: Constraint, form: Position, taken: set[Kind], fold: str |
     return [c]
 
 
+#: Named kinds that give the answer its body (a list of its own would compete with them).
+_BODY_KINDS = frozenset({
+    Kind.BULLET_COUNT, Kind.SECTIONS, Kind.PARAGRAPH_COUNT, Kind.NTH_PARAGRAPH_FIRST_WORD, Kind.JSON_FORMAT,
+    Kind.REGEX_FORMAT, Kind.CONSTRAINED_RESPONSE, Kind.TWO_RESPONSES,
+})
+_LISTS = (FormLayout.LIST, FormLayout.NUMBERED_LIST, FormLayout.NESTED_LIST)
+#: Items of a list the request asks for without saying how many.
+LIST_ITEMS = 3
+
+
+def _lower_structure(c: Constraint, form: Structure, constraints: Sequence[Constraint], taken: set[Kind]) -> list[Constraint]:
+    """A list to write (bulleted, numbered, nested) as the bullet layout of ``LIST_ITEMS`` items,
+    when no other constraint gives the answer its body."""
+    if form.layout not in _LISTS or taken & _BODY_KINDS:
+        return [c]
+    rivals = [q for q in constraints if q.id != c.id and isinstance(form_of_constraint(q), Structure)]
+    if rivals:
+        return [c]
+    taken.add(Kind.BULLET_COUNT)
+    params = {"n": LIST_ITEMS, "numbered": form.layout is FormLayout.NUMBERED_LIST,
+              "nested": form.layout is FormLayout.NESTED_LIST}
+    return [msgspec.structs.replace(c, kind=Kind.BULLET_COUNT, params=params)]
+
+
 def lower_forms(constraints: Sequence[Constraint]) -> list[Constraint]:
     """The hard response constraints with the form constraints a named kind's
     controller keeps rewritten into that kind (see the module doc)."""
@@ -142,6 +168,8 @@ def lower_forms(constraints: Sequence[Constraint]) -> list[Constraint]:
             out += _lower_count(c, form)
         elif isinstance(form, Position):
             out += _lower_position(c, form, taken, fold)
+        elif isinstance(form, Structure):
+            out += _lower_structure(c, form, constraints, taken)
         else:
             out.append(c)
     return out

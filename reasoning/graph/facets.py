@@ -314,10 +314,13 @@ def _form_facets(form: Form) -> Facets:
             return Facets()
         return Facets(prefix=Boundary(chars=frozenset(form.left[0])), suffix=Boundary(chars=frozenset(form.right[-1])))
     if isinstance(form, Structure):
+        # ``list_lines``: bulleted and numbered lines together (what "no list" forbids, any list needs).
         if form.layout is Layout.NO_LIST:
-            return Facets(bounds={("bullets",): Interval(0, 0)})
+            return Facets(bounds={("bullets",): Interval(0, 0), ("list_lines",): Interval(0, 0)})
         if form.layout is Layout.NESTED_LIST:
-            return Facets(bounds={("bullets",): Interval(2, None)})
+            return Facets(bounds={("bullets",): Interval(2, None), ("list_lines",): Interval(2, None)})
+        if form.layout in (Layout.LIST, Layout.NUMBERED_LIST):
+            return Facets(bounds={("list_lines",): Interval(1, None)})
     return Facets()
 
 

@@ -79,7 +79,9 @@ class Body:
     ``kind``: ``"free"``, ``"bullets"``, ``"sections"``, ``"paragraphs"``
     (``***`` dividers), ``"blank_paragraphs"`` (blank-line separated, with an
     optional forced first word of paragraph ``nth``), ``"two"`` (two responses
-    separated by ``******``) or ``"formal"``.
+    separated by ``******``) or ``"formal"``. ``bullets`` may be ``numbered``
+    (``1.``, ``2.``, ... instead of ``*``) and ``nested`` (the first bullet
+    has one indented sub-bullet, ``  - ``).
     """
 
     kind: str = "free"
@@ -88,6 +90,8 @@ class Body:
     nth: int | None = None
     first_word: str | None = None
     grammar: str | None = None
+    numbered: bool = False
+    nested: bool = False
 
 
 @dataclass(frozen=True)
@@ -120,10 +124,13 @@ def _units(body: Body, highlights: int) -> list[list[Segment]]:
         marker = "- " if highlights else "* "
         units: list[list[Segment]] = []
         for index in range(body.n):
-            unit: list[Segment] = [Literal(("\n" if index else "") + marker)]
+            mark = f"{index + 1}. " if body.numbered else marker
+            unit: list[Segment] = [Literal(("\n" if index else "") + mark)]
             if index < highlights:
                 unit += _heading(" ")
             unit.append(Free("body", bare=True))
+            if body.nested and index == 0:
+                unit += [Literal("\n  - "), Free("body", bare=True)]
             units.append(unit)
         return units
     if body.kind == "sections":

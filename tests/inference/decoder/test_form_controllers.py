@@ -114,6 +114,32 @@ def test_per_piece_caps_hold_on_random_logits(tokenizer: Any, name: str, params:
         assert "tally" not in steering.unmet(state)
 
 
+LISTS = [
+    ("list", lambda t: len(re.findall(r"^\*[ ]+\S", t, flags=re.MULTILINE)) == 3),
+    ("numbered_list", lambda t: re.findall(r"^(\d)\.[ ]+\S", t, flags=re.MULTILINE) == ["1", "2", "3"]),
+    ("nested_list", lambda t: len(re.findall(r"^  -[ ]+\S", t, flags=re.MULTILINE)) == 1
+     and len(re.findall(r"^\*[ ]+\S", t, flags=re.MULTILINE)) == 3),
+]
+
+
+@pytest.mark.parametrize(("layout", "ok"), LISTS, ids=[row[0] for row in LISTS])
+def test_lists_to_write_hold_on_random_logits(tokenizer: Any, layout: str, ok: Any) -> None:
+    constraints = [gen(Kind.STRUCTURE, layout=layout)]
+    steering = compile_steering(constraints, tokenizer, prompt="List reasons to visit a river.", max_new_tokens=BUDGET)
+    assert steering.controlled == {"f"}
+    for seed in SEEDS:
+        state = drive_with_bias(steering, BUDGET, seed, None)
+        assert ok(state.text), state.text
+        assert judged(constraints, state.text) == [], state.text
+
+
+def test_a_list_beside_another_body_is_left_to_that_body(tokenizer: Any) -> None:
+    constraints = [gen(Kind.STRUCTURE, layout="numbered_list"),
+                   Constraint(id="b", kind=Kind.SECTIONS, params={"n": 2, "splitter": "Part"})]
+    steering = compile_steering(constraints, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
+    assert "f" in steering.uncontrolled and "b" in steering.controlled
+
+
 def test_no_list_holds_on_random_logits(tokenizer: Any) -> None:
     constraints = [gen(Kind.STRUCTURE, layout="no_list")]
     steering = compile_steering(constraints, tokenizer, prompt="List three rivers.", max_new_tokens=BUDGET)

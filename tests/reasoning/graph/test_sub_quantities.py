@@ -114,3 +114,10 @@ def test_a_quoted_symbol_is_its_own_unit() -> None:
     assert [(c.kind.value, c.params) for c in forbidden] == [
         ("count", {"unit": "punctuation", "relation": "at most", "n": 0, "filter": {"chars": "&"}})
     ]
+
+
+@pytest.mark.parametrize("layout", ["list", "numbered_list", "nested_list"])
+def test_a_list_to_write_and_no_list_exclude(layout: str) -> None:
+    wanted = Constraint(id="a", kind=Kind.STRUCTURE, params={"layout": layout})
+    banned = Constraint(id="b", kind=Kind.STRUCTURE, params={"layout": "no_list"})
+    assert _edges(wanted, banned) == {("a", EdgeKind.EXCLUDES.value, "b")}
