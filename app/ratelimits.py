@@ -42,6 +42,8 @@ __all__ = ["KeyLimits"]
 
 #: Seconds a Redis connection attempt or command may take before the store counts as down.
 REDIS_TIMEOUT_S: Final = 0.5
+#: Seconds keyed requests are refused without asking Redis again after it failed to answer.
+FAIL_FAST_S: Final = 1.0
 #: The Retry-After of a request refused because Redis does not answer.
 REDIS_RETRY_AFTER_S: Final = 5.0
 _NAMESPACE: Final = "tenet-key"
@@ -71,6 +73,8 @@ class KeyLimits:
         else:
             self._storage = MemoryStorage()
         self._limiter = SlidingWindowCounterRateLimiter(self._storage)
+        self._down_until = 0.0
+        self._down_reason = ""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> KeyLimits:
@@ -88,25 +92,34 @@ class KeyLimits:
             Overloaded: a limit is used up (429; ``retry_after_s`` until it admits again).
             Unavailable: the shared store does not answer (503), so the request is not admitted.
         """
+        if time.monotonic() < self._down_until:
+            raise self._unreachable(self._down_reason)
         for item in self.limits:
             try:
                 if await self._limiter.hit(item, _NAMESPACE, key_id):
                     continue
                 stats = await self._limiter.get_window_stats(item, _NAMESPACE, key_id)
             except StorageError as exc:
-                raise Unavailable(
-                    "the shared rate-limit store (TENET_REDIS_URL) does not answer, so this "
-                    f"request cannot be counted against its key's limits ({type(exc.storage_error).__name__}); "
-                    "retry shortly",
-                    retry_after_s=REDIS_RETRY_AFTER_S,
-                    rate_limits="unreachable",
-                ) from None
+                # Refuse at once for a moment: every request waiting out the connect timeout
+                # would only pile up while Redis is down.
+                self._down_until = time.monotonic() + FAIL_FAST_S
+                self._down_reason = type(exc.storage_error).__name__
+                raise self._unreachable(self._down_reason) from None
             wait_s = max(1.0, stats.reset_time - time.time())
             raise Overloaded(
                 f"this API key's limit of {item} is used up; retry in {wait_s:.0f} s",
                 retry_after_s=wait_s,
                 limit=str(item),
             )
+
+    @staticmethod
+    def _unreachable(reason: str) -> Unavailable:
+        return Unavailable(
+            "the shared rate-limit store (TENET_REDIS_URL) does not answer, so this request "
+            f"cannot be counted against its key's limits ({reason}); retry shortly",
+            retry_after_s=REDIS_RETRY_AFTER_S,
+            rate_limits="unreachable",
+        )
 
     async def state(self) -> str:
         """``off`` (no limit configured), ``local`` (counted in this process), ``ok`` (Redis

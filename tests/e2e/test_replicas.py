@@ -14,7 +14,7 @@ per-key request counts (``TENET_KEY_RATE_LIMITS``).
 - one key's requests, spread over both replicas, are counted once: the limit is reached
   at its number across the pair, not per replica;
 - Redis stopped: a keyed request is refused with a 503 problem naming the rate-limit
-  store, and ``/readyz`` reports ``rate_limits: unreachable``.
+  store, and ``/readyz`` reports ``rate_limits: unreachable``; Redis back: both count again.
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ class Pair:
     admin: str
     database_url: str
     redis: subprocess.Popen[bytes]
+    redis_port: int
     data_dir: Path
 
     def client(self, token: str) -> dict[str, str]:
@@ -140,7 +141,7 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
         for n, (process, url) in enumerate(zip(processes, urls, strict=True)):
             _wait_healthy(process, url, root / f"serve-{n}.log")
         admin = (data_dir / "admin-key.txt").read_text().strip()
-        yield Pair(urls, admin, database_url, redis, data_dir)
+        yield Pair(urls, admin, database_url, redis, redis_port, data_dir)
     finally:
         for process in processes:
             process.terminate()
@@ -317,3 +318,22 @@ def test_redis_down_refuses_keyed_requests_with_a_clear_problem_and_readiness_sa
         assert "rate_limits" in ready.json()["detail"]
         # Liveness is unaffected: the process answers, it only cannot count.
         assert httpx.get(f"{url}/healthz", timeout=30).status_code == 200
+    # Redis back (empty: its counts are gone with it): both replicas count again.
+    restarted = _start_redis(pair.redis_port, pair.data_dir.parent / "redis.log")
+    try:
+        for url in pair.urls:
+            deadline = time.monotonic() + 10
+            while (
+                status := httpx.get(
+                    f"{url}/v1/audit/events?limit=1", headers=pair.client(token), timeout=30
+                ).status_code
+            ) == 503:
+                assert time.monotonic() < deadline, (
+                    "the replica does not count again after Redis is back"
+                )
+                time.sleep(0.2)
+            assert status == 200
+            assert httpx.get(f"{url}/readyz", timeout=30).json()["rate_limits"] == "ok"
+    finally:
+        restarted.kill()
+        restarted.wait(timeout=10)
