@@ -113,8 +113,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     # A fatal signal (SIGSEGV, SIGBUS from a mapped file, SIGABRT) writes every thread's
     # Python stack to stderr instead of ending the process without a line.
-    if not faulthandler.is_enabled():
-        faulthandler.enable()
+    if not faulthandler.is_enabled() and sys.__stderr__ is not None:
+        faulthandler.enable(file=sys.__stderr__)  # the process's own stderr, even if redirected
     settings = _settings()
     _check_data_dir(settings)
     _check_database_files(settings)

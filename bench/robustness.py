@@ -8,23 +8,35 @@ answer their documented 503) on a loopback port and
   names with invisible characters) and counts 5xx answers;
 - runs schemathesis over the whole OpenAPI document (a few examples per operation with
   ``--quick``) and counts operations whose answers do not match it;
-- injects faults (a tampered audit payload and time, a deleted chain tail checked against a
-  signed head) and counts those the service answered cleanly.
+- injects faults and counts those the service answered cleanly: a tampered audit payload and
+  time, a deleted chain tail checked against a signed head, the database locked by another
+  writer past the busy timeout (503 ``database busy``, nothing half-written, writes resume),
+  half-open connections (closed within the header timeout), and ``tenet serve`` started on an
+  unwritable SQLite database, ``-wal`` or ``-shm`` file (a one-line refusal, never a
+  traceback or a SIGBUS). A fault this machine cannot inject (making a file unwritable needs
+  a non-root user or a bind mount) is listed under ``faults_skipped``.
 
 The last stdout line is one JSON object: ``hostile_cases``, ``five_xx`` (must be 0),
-``contract_mismatches`` (must be 0), ``faults_injected``, ``faults_survived``.
+``contract_mismatches`` (must be 0), ``faults_injected``, ``faults_survived``,
+``faults_skipped``; no model is needed.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import io
 import json
+import os
+import shutil
 import socket
 import sqlite3
+import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -34,11 +46,16 @@ import uvicorn
 
 import migrations
 from app.bootstrap import bootstrap_admin_key
+from app.cli import main as cli_main
 from app.factory import create_app
+from app.http_protocol import header_deadline_protocol
 from app.settings import Settings
 from store.db import create_engine, create_sessionmaker
 
 __all__ = ["main"]
+
+#: The header deadline the bench serves with (``tenet serve`` defaults to 10 s).
+HEADER_TIMEOUT_S = 1.0
 
 JSON_ROUTES = (
     ("POST", "/v1/keys"), ("POST", "/v1/constraints"), ("POST", "/v1/evidence/query"),
@@ -59,10 +76,12 @@ async def _admin_key(url: str) -> str:
 
 
 def _serve(settings: Settings) -> tuple[uvicorn.Server, threading.Thread, str]:
+    """The app served as ``tenet serve`` serves it (its HTTP protocol with the header deadline)."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(create_app(settings), log_level="critical",
-                                           lifespan="on"))
+    server = uvicorn.Server(uvicorn.Config(
+        create_app(settings), log_level="critical", lifespan="on",
+        http=header_deadline_protocol(settings.header_timeout_s)))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     while not server.started:
@@ -154,7 +173,117 @@ def _faults(base: str, headers: dict[str, str], db_path: Path) -> tuple[int, int
         check = http.get("/v1/audit/verify", headers=headers, params={"head": head})
         if check.status_code == 200 and check.json()["head_check"]["holds"] is False:
             survived += 1
+        injected += 1
+        if _locked_database(http, headers, db_path):
+            survived += 1
+    injected += 1
+    if _half_open(base, HEADER_TIMEOUT_S):
+        survived += 1
     return injected, survived
+
+
+def _locked_database(http: httpx.Client, headers: dict[str, str], db_path: Path) -> bool:
+    """Another connection holds the write lock past SQLite's busy timeout during a write."""
+    blocker = sqlite3.connect(db_path, isolation_level=None, timeout=0)
+    try:
+        blocker.execute("BEGIN EXCLUSIVE")
+        refused = http.post("/v1/keys", headers=headers,
+                            json={"tenant": "locked-out", "scopes": ["reason"]})
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    resumed = http.post("/v1/keys", headers=headers, json={"tenant": "after-lock", "scopes": ["reason"]})
+    listed = http.get("/v1/keys", headers=headers, params={"limit": "1000"})
+    tenants = {k["tenant"] for k in listed.json()["data"]} if listed.status_code == 200 else set()
+    ok = (refused.status_code == 503
+          and refused.headers.get("content-type", "").startswith("application/problem+json")
+          and refused.json().get("storage") == "database busy"
+          and resumed.status_code == 201 and "locked-out" not in tenants)
+    if not ok:
+        print(f"fault not survived: locked database: {refused.status_code} {refused.text[:200]} "
+              f"then {resumed.status_code}")
+    return ok
+
+
+def _half_open(base: str, timeout_s: float, connections: int = 50) -> bool:
+    """Connections that never send a request head are closed by the server within the deadline."""
+    host, port = base.removeprefix("http://").split(":")
+    sockets = [socket.create_connection((host, int(port)), timeout=10) for _ in range(connections)]
+    try:
+        sockets[0].sendall(b"GET /healthz HTTP/1.1\r\nHost: x")  # a head that never completes
+        time.sleep(timeout_s + 1.5)
+        closed = 0
+        for sock in sockets:
+            sock.settimeout(2)
+            try:
+                closed += sock.recv(1) == b""
+            except ConnectionResetError:
+                closed += 1
+            except TimeoutError:
+                pass  # still open
+    finally:
+        for sock in sockets:
+            sock.close()
+    if closed != connections:
+        print(f"fault not survived: half-open connections: {closed} of {connections} closed")
+    return closed == connections
+
+
+@contextlib.contextmanager
+def _read_only(path: Path) -> Iterator[bool]:
+    """``path`` cannot be opened for writing inside the block (a read-only bind mount for root,
+    chmod 0444 otherwise); yields False when this machine cannot do that."""
+    if os.geteuid() != 0:
+        path.chmod(0o444)
+        try:
+            yield True
+        finally:
+            path.chmod(0o600)
+        return
+    mounted = subprocess.run(["mount", "--bind", "-o", "ro", str(path), str(path)],
+                             capture_output=True, check=False).returncode == 0
+    try:
+        yield mounted
+    finally:
+        if mounted:
+            subprocess.run(["umount", str(path)], check=False)
+
+
+def _refusals_to_start(template: Path) -> tuple[int, int, list[str]]:
+    """``tenet serve`` on an unwritable database, -wal or -shm file must refuse in one line."""
+    injected = survived = 0
+    skipped: list[str] = []
+    for suffix in ("", "-wal", "-shm"):
+        data_dir = Path(tempfile.mkdtemp(prefix="tenet-robustness-start-"))
+        database = data_dir / "tenet.db"
+        shutil.copy(template, database)
+        target = Path(f"{database}{suffix}")
+        target.touch()
+        err = io.StringIO()
+        with _read_only(target) as injectable:
+            if not injectable:
+                skipped.append(f"unwritable tenet.db{suffix}: cannot make a file read-only here")
+                continue
+            injected += 1
+            saved = {k: os.environ.get(k) for k in ("TENET_DATA_DIR", "TENET_LOAD_MODEL",
+                                                   "TENET_DATABASE_URL")}
+            os.environ.update(TENET_DATA_DIR=str(data_dir), TENET_LOAD_MODEL="false")
+            os.environ.pop("TENET_DATABASE_URL", None)
+            try:
+                with contextlib.redirect_stderr(err):
+                    status = cli_main(["serve", "--port", "0"])
+            finally:
+                for key, value in saved.items():
+                    if value is None:
+                        os.environ.pop(key, None)
+                    else:
+                        os.environ[key] = value
+        lines = err.getvalue().strip().splitlines()
+        if status == 1 and len(lines) == 1 and f"{target} is not writable" in lines[0]:
+            survived += 1
+        else:
+            print(f"fault not survived: unwritable tenet.db{suffix}: status {status}: {lines[-3:]}")
+    return injected, survived, skipped
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -162,8 +291,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--quick", action="store_true", help="few contract examples per operation")
     args = parser.parse_args(argv)
     data_dir = Path(tempfile.mkdtemp(prefix="tenet-robustness-"))
-    settings = Settings(data_dir=data_dir, load_model=False)
+    settings = Settings(data_dir=data_dir, load_model=False, header_timeout_s=HEADER_TIMEOUT_S)
     migrations.upgrade(settings.database_url)
+    template = Path(tempfile.mkdtemp(prefix="tenet-robustness-template-")) / "tenet.db"
+    shutil.copy(data_dir / "tenet.db", template)
     token = asyncio.run(_admin_key(settings.database_url))
     headers = {"Authorization": f"Bearer {token}"}
     server, thread, base = _serve(settings)
@@ -175,12 +306,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     finally:
         server.should_exit = True
         thread.join(timeout=60)
+    start_injected, start_survived, skipped = _refusals_to_start(template)
+    injected += start_injected
+    survived += start_survived
     result = {
         "hostile_cases": len(statuses),
         "five_xx": sum(1 for s in statuses if s >= 500),
         "contract_mismatches": mismatches,
         "faults_injected": injected,
         "faults_survived": survived,
+        "faults_skipped": skipped,
         "seconds": round(time.perf_counter() - started, 1),
         "quick": args.quick,
         "model": "not loaded: model routes answer their documented 503",

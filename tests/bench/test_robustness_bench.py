@@ -25,9 +25,12 @@ def test_quick_run_reports_no_5xx_no_mismatch_and_every_fault_survived() -> None
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert {"hostile_cases", "five_xx", "contract_mismatches", "faults_injected",
-            "faults_survived"} <= report.keys()
+            "faults_survived", "faults_skipped"} <= report.keys()
     assert report["quick"] is True
     assert report["hostile_cases"] > 0 and report["five_xx"] == 0, done.stdout[-3000:]
     assert report["contract_mismatches"] == 0, done.stdout[-3000:]
-    assert report["faults_injected"] > 0
+    # Audit tampering (3), a locked database and half-open connections need no privileges;
+    # the unwritable-file refusals to start (3) are listed as skipped where they cannot be made.
+    assert report["faults_injected"] + len(report["faults_skipped"]) == 8, report
+    assert report["faults_injected"] >= 5
     assert report["faults_survived"] == report["faults_injected"], done.stdout[-3000:]
