@@ -47,6 +47,7 @@ EN_UNITS: Mapping[tuple[str, ...], UnitEntry] = {
     ("exclamation",): (Unit.PUNCTUATION, {"chars": "!！"}),
     ("question", "mark"): (Unit.PUNCTUATION, {"chars": "?？"}),
     ("semicolon",): (Unit.PUNCTUATION, {"chars": ";；"}),
+    ("comma",): (Unit.PUNCTUATION, {"chars": ",，"}),
     ("semi", "-", "colon"): (Unit.PUNCTUATION, {"chars": ";；"}),
     ("colon",): (Unit.PUNCTUATION, {"chars": ":："}),
     ("full", "stop"): (Unit.PUNCTUATION, {"chars": ".。"}),

@@ -93,3 +93,26 @@ def test_a_form_requirement_no_kind_reads_is_reported_with_its_span() -> None:
 def test_content_requests_are_not_reported_as_unrecognised() -> None:
     result = extract("Explain what the word entropy means. Why is the sky blue?")
     assert result.unrecognised == ()
+
+
+@pytest.mark.parametrize(
+    ("prompt", "expected"),
+    [
+        ("Use no more than one comma in each sentence.",
+         [("count", {"unit": "punctuation", "relation": "at most", "n": 1, "filter": {"chars": ",，"},
+                     "per": "sentences"})]),
+        ("Use at least 3 commas.",
+         [("count", {"unit": "punctuation", "relation": "at least", "n": 3, "filter": {"chars": ",，"}})]),
+        ("Do not use any commas.", [("no_comma", {})]),
+    ],
+)
+def test_commas_are_a_counted_unit_and_none_at_all_stays_no_comma(
+    prompt: str, expected: list[tuple[str, dict[str, Any]]]
+) -> None:
+    assert _read(prompt) == expected
+
+
+def test_a_comma_minimum_and_no_comma_need_confirmation() -> None:
+    prompt = "Use at least 3 commas. Do not use any commas."
+    result = extract(prompt)
+    assert len(build_graph(result.constraints, prompt=prompt).conflicts) == 1
