@@ -24,7 +24,13 @@ Guarantees:
   window, ``qwen2``) qualify: :func:`unsupported_reason` says why any other
   does not, and such models keep the library forward;
 - :func:`attach` registers one forward per model object; the runner finds it
-  with :func:`packed_forward`.
+  with :func:`packed_forward`;
+- attention runs in the dtype of the slab it writes to: new keys and values
+  are stored in it and the queries cast to it. ``kv_dtype`` is the dtype a
+  slab for this forward should have: float32 on the CPU whatever the weights
+  (torch's CPU attention over bfloat16 was measured 7-15x slower than over
+  float32 for a beam's few rows, and the rest of the step is the weights'
+  kernels), the activations' dtype elsewhere.
 """
 
 from __future__ import annotations
@@ -129,6 +135,10 @@ class LeanLlama:
             self.embed = embedding
         self.rotary = inner.rotary_emb
         self.norm = inner.norm.weight.detach().to(dtype)
+        device = self.norm.device
+        self.kv_dtype = torch.float32 if device.type == "cpu" else dtype
+        # The rotary module reads only the dtype and device of its first argument.
+        self._angles_like = torch.empty(0, dtype=self.kv_dtype, device=device)
         self.norm_eps = float(inner.norm.variance_epsilon)
         self.layers = tuple(layers)
         self.lm_head = lm_head
@@ -151,14 +161,15 @@ class LeanLlama:
         rows, new = input_ids.shape
         groups = self._groups(attention_mask, cache, rows, new)
         h = self.embed(input_ids)  # [B, S, hidden]
-        cos, sin = self.rotary(h, position_ids)  # [B, S, D]
+        cos, sin = self.rotary(self._angles_like, position_ids)  # [B, S, D] in kv_dtype
         q_size, kv_size = self.heads * self.head_dim, self.kv_heads * self.head_dim
         for index, layer in enumerate(self.layers):
             x = F.rms_norm(h, (self.hidden,), layer.input_norm, layer.eps)
             if len(layer.qkv) == 1:
-                q, k, v = torch.split(layer.qkv[0](x), [q_size, kv_size, kv_size], dim=-1)
+                qkv = layer.qkv[0](x).to(self.kv_dtype)
+                q, k, v = torch.split(qkv, [q_size, kv_size, kv_size], dim=-1)
             else:
-                q, k, v = (proj(x) for proj in layer.qkv)
+                q, k, v = (proj(x).to(self.kv_dtype) for proj in layer.qkv)
             q, k = apply_rotary_pos_emb(
                 q.view(rows, new, self.heads, self.head_dim).transpose(1, 2),
                 k.view(rows, new, self.kv_heads, self.head_dim).transpose(1, 2),
@@ -167,7 +178,7 @@ class LeanLlama:
             )
             v = v.view(rows, new, self.kv_heads, self.head_dim).transpose(1, 2)
             attended = self._attend(index, q, k, v, groups)  # [B, H, S, D]
-            h = h + layer.o(attended.transpose(1, 2).reshape(rows, new, q_size))
+            h = h + layer.o(attended.transpose(1, 2).reshape(rows, new, q_size).to(h.dtype))
             x = F.rms_norm(h, (self.hidden,), layer.post_norm, layer.eps)
             if len(layer.gate_up) == 1:
                 gate, up = torch.split(
@@ -192,10 +203,15 @@ class LeanLlama:
         outputs = []
         for slab, mask, lo, hi in groups:
             layer: Any = slab.layers[index]
-            keys, values = layer.update(k[lo:hi], v[lo:hi])
+            keys, values = layer.update(k[lo:hi], v[lo:hi])  # stored in the slab's dtype
             outputs.append(
                 F.scaled_dot_product_attention(
-                    q[lo:hi], keys, values, attn_mask=mask, scale=self.scaling, enable_gqa=True
+                    q[lo:hi].to(keys.dtype),
+                    keys,
+                    values,
+                    attn_mask=mask,
+                    scale=self.scaling,
+                    enable_gqa=True,
                 )
             )
         return outputs[0] if len(outputs) == 1 else torch.cat(outputs, dim=0)

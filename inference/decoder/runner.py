@@ -82,6 +82,9 @@ class ModelRunner:
         self.counters = counters or ForwardCounters()
         self.lane = lane
         self.packed = packed_forward(model) if packed else None
+        #: The KV slabs' dtype: the lean forward's choice (float32 on the CPU, where attention
+        #: over bfloat16 is several times slower), else the model's.
+        self.kv_dtype = self.packed.kv_dtype if self.packed is not None else self.dtype
         #: Every call's outcome is reported here (readiness reads it, ``inference.forward_health``).
         self.health = health_of(model)
         self.num_layers = int(self.config.num_hidden_layers)
@@ -96,7 +99,7 @@ class ModelRunner:
     def new_cache(self, rows: int, capacity: int) -> SlabCache:
         """A slab cache allocated for ``rows`` sequences of ``capacity`` columns."""
         cache = SlabCache(self.num_layers, capacity)
-        cache.allocate(rows, self.kv_heads, self.head_dim, self.dtype, self.device)
+        cache.allocate(rows, self.kv_heads, self.head_dim, self.kv_dtype, self.device)
         return cache
 
     def forward(
@@ -120,7 +123,9 @@ class ModelRunner:
             logits = self.lane.step(input_ids, position_ids, attention_mask, cache)
         else:
             logits = self.lane.call(
-                lambda: self.call(input_ids, position_ids, attention_mask, cache, last_only=last_only)
+                lambda: self.call(
+                    input_ids, position_ids, attention_mask, cache, last_only=last_only
+                )
             )
         tokens = int(input_ids.numel())
         c = self.counters

@@ -23,8 +23,9 @@ straight into its final kernel:
 
 Weights are read from the model directory's safetensors files (the GGUF
 cache is one), each file opened for one read and closed again, so no
-mapping of the float file stays resident; the head is quantised 4096 rows
-at a time.
+mapping of the float file stays resident; the head is quantised 1024 rows
+at a time, and each layer's conversion buffers are handed back to the
+operating system before the next layer is read.
 
 Guarantees: :func:`load_direct` returns the model and its attached lean
 forward; no parameter or buffer is left on the meta device (checked);
@@ -50,13 +51,14 @@ from inference.weights.kernels import (
     Int8Embedding,
     Int8Linear,
 )
+from inference.weights.select import return_freed_memory
 from reasoning.errors import InvalidInput
 
 __all__ = ["DIRECT_FORMATS", "SafetensorsSource", "direct_reason", "load_direct"]
 
 #: The formats :func:`load_direct` builds (float32 is the library's own load).
 DIRECT_FORMATS = ("bfloat16", "int8", "int4")
-_HEAD_CHUNK = 4096
+_HEAD_CHUNK = 1024
 
 
 class SafetensorsSource:
@@ -143,9 +145,15 @@ class _Reader:
     """Reads one model's projections in float32 (or as Q4_1 blocks) by module name."""
 
     def __init__(
-        self, source: SafetensorsSource, blocks: Mapping[str, Q4Block], weights: str
+        self,
+        source: SafetensorsSource,
+        blocks: Mapping[str, Q4Block],
+        weights: str,
+        device: torch.device,
     ) -> None:
         self.source, self.blocks, self.weights = source, blocks, weights
+        # Kernels are built where they run: the int4 layouts of the CPU and CUDA differ.
+        self.device = device
 
     def bias(self, name: str) -> torch.Tensor | None:
         key = f"{name}.bias"
@@ -165,15 +173,15 @@ class _Reader:
         present = [p for p in parts if p is not None]
         if len(present) == len(names):
             kernel: nn.Module = Int4Linear(
-                torch.cat([p.codes for p in present]),
-                torch.cat([p.scales for p in present]),
-                torch.cat([p.mins for p in present]),
-                bias,
+                torch.cat([p.codes for p in present]).to(self.device),
+                torch.cat([p.scales for p in present]).to(self.device),
+                torch.cat([p.mins for p in present]).to(self.device),
+                None if bias is None else bias.to(self.device),
                 group=INT4_GROUP,
             )
         else:
-            weight = torch.cat([self.source.read(f"{n}.weight") for n in names])
-            kernel = _kernel(self.weights, weight, bias)
+            weight = torch.cat([self.source.read(f"{n}.weight") for n in names]).to(self.device)
+            kernel = _kernel(self.weights, weight, None if bias is None else bias.to(self.device))
             del weight
         return kernel, sizes
 
@@ -231,9 +239,14 @@ def load_direct(
     if (directory / "generation_config.json").is_file():
         model.generation_config = GenerationConfig.from_pretrained(directory)
     source = SafetensorsSource(directory)
-    reader = _Reader(source, blocks or {}, weights)
+    reader = _Reader(source, blocks or {}, weights, device)
     with torch.no_grad():
-        layers = [_load_layer(model, index, reader) for index in range(len(model.model.layers))]
+        layers = []
+        for index in range(len(model.model.layers)):
+            layers.append(_load_layer(model, index, reader))
+            # Each layer's conversion buffers are freed; hand them back so they are not
+            # counted on top of the next layer's (glibc keeps them otherwise).
+            return_freed_memory()
         _load_rest(model, source, weights)
     inner = model.model
     inner.rotary_emb = type(inner.rotary_emb)(model.config.get_text_config(decoder=True))

@@ -144,20 +144,36 @@ def probe_formats(
     return tuple(probes)
 
 
-def choose(probes: Sequence[FormatProbe]) -> tuple[str, str]:
-    """``(format, reason)``: the fastest width-4 step among the formats within the gate."""
-    passing = [p for p in probes if p.passed]
+def choose(
+    probes: Sequence[FormatProbe],
+    excluded: Mapping[str, str] | None = None,
+    unmeasured: Sequence[str] = (),
+) -> tuple[str, str]:
+    """``(format, reason)``: the fastest width-4 step among the formats within the gate.
+
+    ``excluded`` maps formats the steered-accuracy gate rules out to why
+    (:mod:`inference.weights.gate`; float32 is never ruled out);
+    ``unmeasured`` names formats with no steered figure, judged by KL alone.
+    """
+    excluded = {k: v for k, v in (excluded or {}).items() if k != "float32"}
+    passing = [p for p in probes if p.passed and p.weights not in excluded]
     best = min(passing, key=lambda p: p.step_ms)
-    others = ", ".join(
-        f"{p.weights} {p.step_ms} ms" + ("" if p.passed else f" (KL {p.kl_vs_float32} > {KL_GATE})")
-        for p in probes
-        if p is not best
-    )
+
+    def why_not(p: FormatProbe) -> str:
+        if not p.passed:
+            return f" (KL {p.kl_vs_float32} > {KL_GATE})"
+        if p.weights in excluded:
+            return f" ({excluded[p.weights]})"
+        return ""
+
+    others = ", ".join(f"{p.weights} {p.step_ms} ms{why_not(p)}" for p in probes if p is not best)
     reason = (
         f"{best.weights}: fastest width-4 decode step here ({best.step_ms} ms, KL "
         f"{best.kl_vs_float32} nats from float32, top-1 agreement {best.top1_agreement}) among "
-        f"formats within the KL gate {KL_GATE}; {others}"
+        f"formats within the KL gate {KL_GATE} and the steered-accuracy gate; {others}"
     )
+    if unmeasured:
+        reason += f"; steered accuracy not measured for {', '.join(unmeasured)} (KL gate only)"
     return best.weights, reason
 
 
@@ -177,7 +193,7 @@ def machine_fingerprint(device: torch.device) -> str:
 
 def _cache(forward: LeanLlama, rows: int, columns: int, device: torch.device) -> SlabCache:
     cache = SlabCache(len(forward.layers), columns)
-    cache.allocate(rows, forward.kv_heads, forward.head_dim, forward.dtype, device)
+    cache.allocate(rows, forward.kv_heads, forward.head_dim, forward.kv_dtype, device)
     return cache
 
 

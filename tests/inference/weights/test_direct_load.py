@@ -48,7 +48,7 @@ def _saved(tmp_path: Path, *, tied: bool) -> Path:
 
 def _logits(forward: LeanLlama, ids: torch.Tensor) -> torch.Tensor:
     cache = SlabCache(len(forward.layers), ids.shape[1])
-    cache.allocate(1, forward.kv_heads, forward.head_dim, forward.dtype, ids.device)
+    cache.allocate(1, forward.kv_heads, forward.head_dim, forward.kv_dtype, ids.device)
     mask = torch.ones(ids.shape, dtype=torch.bool)
     with torch.inference_mode():
         positions = torch.arange(ids.shape[1])[None]
@@ -174,5 +174,6 @@ def test_the_bundled_model_loads_in_int4_without_a_float_copy_resident() -> None
     )
     figures = json.loads(done.stdout.strip().splitlines()[-1])
     assert figures["weights_mb"] < 110
-    # torch, transformers and the tokenizer take about 380 MB of it before any weight.
-    assert figures["peak_mb"] < 650
+    # torch, transformers and the tokenizer take about 380 MB of it before any weight
+    # (measured 473-479 MB in all).
+    assert figures["peak_mb"] < 560

@@ -32,7 +32,7 @@ PROMPT = "Explain in one sentence why the sky looks blue during the day."
 def _greedy(forward: LeanLlama, ids: list[int], new: int, device: torch.device) -> list[int]:
     """``new`` greedy tokens after ``ids`` through ``forward`` on a slab cache."""
     cache = SlabCache(len(forward.layers), len(ids) + new)
-    cache.allocate(1, forward.kv_heads, forward.head_dim, forward.dtype, device)
+    cache.allocate(1, forward.kv_heads, forward.head_dim, forward.kv_dtype, device)
     mask = torch.ones((1, len(ids) + new), dtype=torch.bool, device=device)
     out: list[int] = []
     with torch.inference_mode():
