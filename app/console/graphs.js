@@ -8,11 +8,11 @@ const VERDICT_COLOURS = { satisfied: "#1a7f37", violated: "#cf222e", unknown: "#
 const VIEW_PALETTE = ["#0969da", "#8250df", "#bf8700", "#1a7f37", "#cf222e", "#0a7b83", "#953800"];
 const DAG_SHAPES = {
   premise: "round-rectangle", constraint: "diamond", evidence: "hexagon",
-  branch: "tag", step: "ellipse", answer: "star",
+  branch: "tag", step: "ellipse", answer: "star", conclusion: "pentagon",
 };
 const DAG_COLOURS = {
   premise: "#bf8700", constraint: "#8250df", evidence: "#0969da",
-  branch: "#57606a", step: "#1a7f37", answer: "#cf222e",
+  branch: "#57606a", step: "#1a7f37", answer: "#cf222e", conclusion: "#e36209",
 };
 
 /** A stable colour per kind name, so kinds never seen before still get distinct colours. */
