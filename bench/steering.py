@@ -1,6 +1,13 @@
 """Steering benchmark: IFEval accuracy with token controllers on and off.
 
-``python -m bench.steering [--quick] [--skip N] [--limit N] [--width K] [--set PATH]``
+``python -m bench.steering [--quick] [--skip N] [--limit N] [--width K] [--set PATH]
+[--weights F] [--record-gate]``
+
+``--weights`` loads the model in a weight format (``TENET_WEIGHTS``; default
+float32, the reference); ``--record-gate`` keeps the steered
+instruction-strict accuracy for that format in the model cache, where
+``auto`` reads the steered-accuracy gate (``inference.weights.gate``: a
+format more than one point below float32 on the same sample is not chosen).
 
 ``--set PATH`` runs our own labelled prompts instead (``bench.steering_set``:
 instructions of the constraint form, judged by our verifiers).
@@ -355,13 +362,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--threads", type=int, default=1, help="torch CPU threads (1 on a shared 2-core box)"
     )
+    parser.add_argument(
+        "--weights",
+        default="float32",
+        help="the model's weight format (TENET_WEIGHTS: float32, bfloat16, int8, int4 or auto)",
+    )
+    parser.add_argument(
+        "--record-gate",
+        action="store_true",
+        help="keep the steered accuracy for this format in the model cache, where auto reads "
+        "the steered-accuracy gate (inference.weights.gate)",
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
 
     from inference.loader import load_model
 
     torch.manual_seed(0)
-    lm = load_model("bundled", cache_root=model_cache(args.cache))
+    lm = load_model("bundled", cache_root=model_cache(args.cache), weights=args.weights)
     model, tokenizer = lm.model, lm.tokenizer
     if args.set is not None:
         print(json.dumps(run_set(args, model, tokenizer)))
@@ -517,8 +535,36 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             print(steered["text"][:600], file=sys.stderr)
 
-    print(json.dumps(build()))
+    report = build()
+    report["weights"] = lm.weights.weights
+    if args.record_gate and args.set is None:
+        report["gate_recorded"] = str(_record_gate(args, lm, report))
+    print(json.dumps(report))
     return 0
+
+
+def _record_gate(args: argparse.Namespace, lm: Any, report: dict[str, Any]) -> Path:
+    """Keep this run's steered accuracy for its weight format where ``auto`` reads it."""
+    from inference.loader import probe_directory
+    from inference.weights.gate import SteeredAccuracy, measured_now, record
+
+    sample = "quick" if args.quick else "full"
+    if args.limit is not None or args.skip or args.max_new_tokens is not None:
+        sample += f" skip {args.skip} limit {args.limit} cap {args.max_new_tokens}"
+    steered = report["steered"]
+    probe_dir = probe_directory(model_cache(args.cache), lm.identity.sha256)
+    record(
+        probe_dir,
+        SteeredAccuracy(
+            lm.weights.weights,
+            sample,
+            float(steered["instruction_strict"]),
+            int(steered["n_prompts"]),
+            int(steered["n_instructions"]),
+            measured_now(),
+        ),
+    )
+    return probe_dir
 
 
 if __name__ == "__main__":

@@ -9,20 +9,26 @@
   distributions over prompts x steps (50 x 64 in full, 8 x 16 quick) and the
   top-1 agreement;
 - speed and memory, one subprocess per format (so that each peak resident
-  memory is that format's alone): tokens per second of our unsteered decode
-  at widths 1, 4 and 16, wall time including prefill, exactly ``new`` tokens;
-  the float32 process also times HF ``generate`` greedy and ``num_beams=4``;
-  one more process loads with ``auto`` to learn what it picks here;
-- llama.cpp's greedy tokens per second on the same GGUF and thread count
-  when ``llama-cpp-python`` is installed (the ``llamacpp`` extra), else null.
-  It builds from source (about 5 minutes); a native build crashed with
-  "Illegal instruction" on an AVX512/AMX machine, this one works:
+  memory is that format's alone): tokens per second of our steered decode
+  (IFEval prompts whose constraints ``compile_steering`` accepts, 2 quick /
+  4 in full) at widths 1, 4 and 16, wall time including prefill, exactly
+  ``new`` tokens; the float32 process also times HF ``generate`` greedy and
+  ``num_beams=4`` on the same prompt ids; one more process loads with
+  ``auto`` to learn what it picks here. Memory: peak resident (``rss_mb``,
+  load and decode; ``rss_peak_load_mb`` up to the end of the load), resident
+  after the load, and the bytes of the weights as held (``weights_mb``);
+- llama.cpp's greedy tokens per second on the same GGUF, prompt ids and
+  thread count when ``llama-cpp-python`` is installed (the ``llamacpp``
+  extra), else null. It builds from source (about 5 minutes); a native build
+  crashed with "Illegal instruction" on an AVX512/AMX machine, this one works:
   ``CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
   -DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF
-  -DGGML_AMX_BF16=OFF" pip install '.[llamacpp]'``.
-
-The steered-accuracy part of the issue's gate (``bench.steering --limit 40``
-per format) is not run here: it is reported as not measured.
+  -DGGML_AMX_BF16=OFF" pip install '.[llamacpp]'``;
+- the steered-accuracy gate per format, as ``bench.steering --weights F
+  --record-gate`` kept it (minutes per format: not run here); a format
+  without a kept figure says ``not measured``. The machine's load average
+  before and after is reported: timings on a shared machine are noisy, the
+  ratios within one run are what compares.
 
 The last stdout line is one JSON object.
 """
@@ -54,7 +60,7 @@ def _greedy(forward: Any, ids: list[int], new: int, device: torch.device) -> lis
     from inference.decoder.kv_slab import SlabCache
 
     cache = SlabCache(len(forward.layers), len(ids) + new)
-    cache.allocate(1, forward.kv_heads, forward.head_dim, forward.dtype, device)
+    cache.allocate(1, forward.kv_heads, forward.head_dim, forward.kv_dtype, device)
     mask = torch.ones((1, len(ids) + new), dtype=torch.bool, device=device)
     out: list[int] = []
     with torch.inference_mode():
@@ -132,6 +138,7 @@ def worker(argv: Sequence[str]) -> int:
     parser.add_argument("--new", type=int, required=True)
     parser.add_argument("--threads", type=int, required=True)
     parser.add_argument("--widths", default="1,4,16")
+    parser.add_argument("--prompts", type=int, default=2)
     parser.add_argument("--generate", action="store_true")
     parser.add_argument("--cache", type=Path, required=True)
     parser.add_argument("--device", default="cpu")
@@ -140,31 +147,59 @@ def worker(argv: Sequence[str]) -> int:
     torch.set_num_threads(args.threads)
     import psutil
 
-    from bench.throughput import _generate, _ours
+    from bench.throughput import _generate, _ours, _steering
+    from bench.throughput import _prompts as steered_prompts
     from inference.loader import load_model
     from inference.prompting import plan_prompt
+    from inference.weights.kernels import stored_bytes
 
     lm = load_model("bundled", device=args.device, cache_root=args.cache, weights=args.worker)
     out: dict[str, Any] = {
         "weights": lm.weights.weights,
         "reason": lm.weights.reason,
         "rss_loaded_mb": round(psutil.Process().memory_info().rss / 2**20, 1),
+        "rss_peak_load_mb": _peak_rss_mb(),
+        "weights_mb": round(stored_bytes(lm.model) / 2**20, 1),
     }
     if args.worker != "auto":
-        plan = plan_prompt(lm.tokenizer, _prompts(args.data, 1)[0])
-        _ours(lm.model, lm.tokenizer, plan, None, [], 4, 4, "", False, lm.device)  # warm up
+        tok = lm.tokenizer
+        items = steered_prompts(args.prompts, args.data)
+        plans = []
+        for item in items:
+            plan = plan_prompt(tok, item["prompt"], item["constraints"])
+            plans.append((item, plan))
+        warm = plans[0][1]
+        _ours(lm.model, tok, warm, None, [], 4, 4, "", False, lm.device)  # warm up
+        steered = 0
         for width in [int(w) for w in args.widths.split(",") if w]:
-            n, seconds, _ = _ours(
-                lm.model, lm.tokenizer, plan, None, [], width, args.new, "", False, lm.device
-            )
-            out[f"tokens_per_s_w{width}"] = round(n / seconds, 2)
+            tokens = seconds = 0.0
+            for item, plan in plans:
+                steering = _steering(item["constraints"], tok, item["prompt"], args.new, lm.device)
+                steered += steering is not None
+                n, t, _ = _ours(
+                    lm.model,
+                    tok,
+                    plan,
+                    steering,
+                    item["constraints"],
+                    width,
+                    args.new,
+                    item["prompt"],
+                    False,
+                    lm.device,
+                )
+                tokens, seconds = tokens + n, seconds + t
+            out[f"tokens_per_s_w{width}"] = round(tokens / seconds, 2)
+        out["steered_decodes"] = steered
         if args.generate:
-            pad = int(lm.tokenizer.pad_token_id)
-            ids = plan.branch_ids(0)
-            _generate(lm.model, ids, 1, 4, pad, lm.device)
+            pad = int(tok.pad_token_id)
+            _generate(lm.model, warm.branch_ids(0), 1, 4, pad, lm.device)
             for beams, key in ((1, "greedy"), (4, "beam4")):
-                n, seconds = _generate(lm.model, ids, beams, args.new, pad, lm.device)
-                out[f"tokens_per_s_generate_{key}"] = round(n / seconds, 2)
+                tokens = seconds = 0.0
+                for _, plan in plans:
+                    n, t = _generate(lm.model, plan.branch_ids(0), beams, args.new, pad, lm.device)
+                    tokens, seconds = tokens + n, seconds + t
+                out[f"tokens_per_s_generate_{key}"] = round(tokens / seconds, 2)
     out["rss_mb"] = _peak_rss_mb()
     out["rss_after_decode_mb"] = round(psutil.Process().memory_info().rss / 2**20, 1)
     print(json.dumps(out))
@@ -193,18 +228,36 @@ def _run_worker(weights: str, extra: Sequence[str]) -> dict[str, Any]:
     return result
 
 
-def _llamacpp(gguf: Path, prompt: str, new: int, threads: int) -> float | None:
-    """llama.cpp greedy tokens per second on the same GGUF, or None without llama-cpp-python."""
+def _llamacpp(gguf: Path, prompts: Sequence[Sequence[int]], new: int, threads: int) -> float | None:
+    """llama.cpp's greedy tokens per second on the same GGUF, prompt ids and thread count.
+
+    None without ``llama-cpp-python``. Each prompt is evaluated from an empty
+    context and exactly ``new`` tokens are taken (EOS does not stop it, as
+    it does not stop ours); wall time includes the prompt's evaluation.
+    """
     try:
         from llama_cpp import Llama
     except ImportError:
         return None
-    llm = Llama(model_path=str(gguf), n_threads=threads, n_ctx=1024, verbose=False)
-    llm(prompt, max_tokens=4, temperature=0.0)
-    start = time.perf_counter()
-    result: Any = llm(prompt, max_tokens=new, temperature=0.0, top_k=1)
-    seconds = time.perf_counter() - start
-    return round(int(result["usage"]["completion_tokens"]) / seconds, 2)
+    llm = Llama(
+        model_path=str(gguf), n_threads=threads, n_threads_batch=threads, n_ctx=2048, verbose=False
+    )
+
+    def greedy(ids: Sequence[int], count: int) -> int:
+        taken = 0
+        for _ in llm.generate(list(ids), top_k=1, top_p=1.0, min_p=0.0, temp=0.0, reset=True):
+            taken += 1
+            if taken >= count:
+                break
+        return taken
+
+    greedy(prompts[0], 4)  # warm up
+    tokens, seconds = 0, 0.0
+    for ids in prompts:
+        start = time.perf_counter()
+        tokens += greedy(ids, new)
+        seconds += time.perf_counter() - start
+    return round(tokens / seconds, 2)
 
 
 def compare_formats(
@@ -218,14 +271,22 @@ def compare_formats(
     widths: str = "1,4,16",
 ) -> dict[str, Any]:
     """Everything the module docstring lists, as one report."""
-    from inference.loader import bundled_gguf_path
+    from transformers import AutoTokenizer
+
+    from bench.throughput import _prompts as steered_prompts
+    from inference.loader import bundled_gguf_path, file_sha256, prepare_cache, probe_directory
+    from inference.prompting import plan_prompt
+    from inference.weights.gate import excluded, read_gate
 
     torch.set_num_threads(threads)
+    load_before = os.getloadavg()
     n_prompts, steps = (8, 16) if quick else (50, 64)
     new = 24 if quick else 64
+    speed_prompts = 2 if quick else 4
     quality = _quality(formats, _prompts(data, n_prompts), steps, cache, device)
     extra = ["--new", str(new), "--threads", str(threads), "--widths", widths]
     extra += ["--cache", str(cache), "--device", device, "--data", str(data)]
+    extra += ["--prompts", str(speed_prompts)]
     report_formats: dict[str, dict[str, Any]] = {}
     generate: dict[str, Any] = {}
     for weights in formats:
@@ -236,7 +297,22 @@ def compare_formats(
         report_formats[weights] = {**run, **quality.get(weights, {})}
     auto = _run_worker("auto", extra)
     chosen = auto.get("weights")
-    llamacpp = _llamacpp(bundled_gguf_path(), _prompts(data, 1)[0], new, threads)
+    # The same prompt ids as our decode and generate, through the bundled tokenizer.
+    tokenizer = AutoTokenizer.from_pretrained(prepare_cache("bundled", cache))
+    ids = [
+        list(plan_prompt(tokenizer, item["prompt"], item["constraints"]).branch_ids(0))
+        for item in steered_prompts(speed_prompts, data)
+    ]
+    llamacpp = _llamacpp(bundled_gguf_path(), ids, new, threads)
+    kept = read_gate(probe_directory(cache, file_sha256(bundled_gguf_path())))
+    gate_excluded = excluded(kept)
+    for name, figures in report_formats.items():
+        row = kept.get(name)
+        figures["steered_instruction_strict"] = None if row is None else row.instruction_strict
+        figures["steered_sample"] = None if row is None else row.sample
+        figures["steered_gate"] = (
+            "not measured" if row is None else ("fails" if name in gate_excluded else "passes")
+        )
     beam4 = generate.get("tokens_per_s_generate_beam4")
     chosen_figures = report_formats.get(chosen or "", {})
     w4, w1 = chosen_figures.get("tokens_per_s_w4"), chosen_figures.get("tokens_per_s_w1")
@@ -249,15 +325,23 @@ def compare_formats(
         "ratio_w4_vs_generate": round(w4 / beam4, 3) if w4 and beam4 else None,
         "tokens_per_s_llamacpp": llamacpp,
         "ratio_w1_vs_llamacpp": round(w1 / llamacpp, 3) if w1 and llamacpp else None,
-        "steered_accuracy": "not measured (run bench.steering --limit 40 per TENET_WEIGHTS)",
+        "steered_accuracy": "per format: steered_instruction_strict as kept by "
+        "bench.steering --weights F --record-gate (steered_sample says on which prompts); a "
+        "format more than 0.01 below float32 on the same sample fails the gate and is not chosen",
+        "load_average": [round(x, 2) for x in load_before],
+        "load_average_after": [round(x, 2) for x in os.getloadavg()],
+        "speed_prompts": speed_prompts,
         "threads": threads,
         "device": device,
         "new_tokens": new,
         "quality_prompts": n_prompts,
         "quality_steps": steps,
-        "note": "tokens/s: our unsteered decode, wall time incl. prefill, exactly new_tokens; "
-        "generate: HF float32 library forward; rss_mb: peak resident memory of the format's own "
-        "process (load + decode), rss_loaded_mb: resident after load; kl_vs_float32: mean "
+        "note": "tokens/s: our steered decode (IFEval constraints that compile_steering accepts) "
+        "over speed_prompts prompts, wall time incl. prefill, exactly new_tokens; generate: HF "
+        "float32 library forward on the same prompt ids; llamacpp: greedy on the same GGUF, ids "
+        "and threads; rss_mb: peak resident memory of the format's own process (load + decode "
+        "at every width), rss_peak_load_mb: peak up to the end of the load, rss_loaded_mb: "
+        "resident after load, weights_mb: bytes of the weights as held; kl_vs_float32: mean "
         "KL(p_float32 || p_format) over prompts x steps of float32's greedy continuation.",
     }
 

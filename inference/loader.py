@@ -36,6 +36,7 @@ __all__ = [
     "file_sha256",
     "load_model",
     "prepare_cache",
+    "probe_directory",
     "resolve_model_source",
 ]
 
@@ -173,6 +174,12 @@ def prepare_cache(reference: str, cache_root: Path) -> Path | None:
     return target
 
 
+def probe_directory(cache_root: Path, sha256: str) -> Path:
+    """Where a model's weight-format measurements are kept: the auto probe's per machine, and
+    the steered-accuracy gate's (``inference.weights.gate``), for the model file ``sha256``."""
+    return cache_root / f"probe-{sha256[:16]}"
+
+
 def _drop_gguf_quantization_entry(config_path: Path) -> None:
     """Remove the GGUF ``quantization_config`` that caches written before it was
     dropped still carry: with it, transformers routes the plain float32 cache
@@ -237,7 +244,7 @@ def load_model(
     choice: WeightsChoice | None = None
     with _load_lock:
         sha = file_sha256(weights_file)
-        probe_dir = None if cache_root is None else cache_root / f"probe-{sha[:16]}"
+        probe_dir = None if cache_root is None else probe_directory(cache_root, sha)
         load_dir, gguf_file = source.path, source.gguf_file
         if source.gguf_file and use_cache and cache_root is not None:
             cached = prepare_cache(reference, cache_root)

@@ -22,6 +22,7 @@ from typing import Any
 from inference.decoder.packed_llama import LeanLlama, attach, unsupported_reason
 from inference.weights.build import build_forward, install
 from inference.weights.formats import WEIGHT_FORMATS, FormatProbe, WeightsChoice
+from inference.weights.gate import excluded, read_gate, unmeasured
 from inference.weights.gguf_q4 import Q4Block, q4_1_blocks
 from inference.weights.probe import choose, machine_fingerprint, probe_formats
 from reasoning.errors import InvalidInput
@@ -76,7 +77,7 @@ def apply_weights(
     probes: tuple[FormatProbe, ...] = ()
     if requested == "auto":
         probes, when = _probes(model, tokenizer, blocks, probe_dir)
-        weights, why = choose(probes)
+        weights, why = _choose(probes, probe_dir)
         why = f"{why} (measured {when})"
     else:
         weights, why = requested, f"{requested}: set by TENET_WEIGHTS"
@@ -120,8 +121,14 @@ def planned_weights(
     if found is None:
         return None
     probes, when = found
-    weights, why = choose(probes)
+    weights, why = _choose(probes, probe_dir)
     return weights, f"{why} (measured {when})", probes
+
+
+def _choose(probes: tuple[FormatProbe, ...], probe_dir: Path | None) -> tuple[str, str]:
+    """The probe's choice under both gates: KL (measured at load) and steered accuracy (kept)."""
+    kept = read_gate(probe_dir)
+    return choose(probes, excluded(kept), unmeasured(kept, WEIGHT_FORMATS))
 
 
 def _probe_path(probe_dir: Path, device: Any) -> Path:

@@ -1,0 +1,95 @@
+"""The steered-accuracy gate: kept figures, which formats it rules out, and auto's choice under it."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+
+from inference.weights.formats import FormatProbe
+from inference.weights.gate import (
+    GATE_FILE,
+    STEERED_DROP,
+    SteeredAccuracy,
+    excluded,
+    read_gate,
+    record,
+    unmeasured,
+)
+from inference.weights.probe import choose, machine_fingerprint
+from inference.weights.select import planned_weights
+
+
+def _row(weights: str, accuracy: float, sample: str = "quick") -> SteeredAccuracy:
+    return SteeredAccuracy(weights, sample, accuracy, 10, 14, "2026-12-01T00:00:00Z")
+
+
+def test_a_format_more_than_a_point_below_float32_is_ruled_out_and_float32_never_is() -> None:
+    kept = {
+        "float32": _row("float32", 0.80),
+        "bfloat16": _row("bfloat16", 0.80 - STEERED_DROP),  # exactly one point: allowed
+        "int8": _row("int8", 0.85),
+        "int4": _row("int4", 0.75),
+    }
+    out = excluded(kept)
+    assert set(out) == {"int4"} and "0.05 below float32's 0.8" in out["int4"]
+    assert excluded({"float32": _row("float32", 0.1)}) == {}
+
+
+def test_figures_of_another_prompt_sample_are_not_compared() -> None:
+    kept = {"float32": _row("float32", 0.80, "full"), "int4": _row("int4", 0.20, "quick")}
+    assert excluded(kept) == {}
+    assert unmeasured(kept, ("float32", "bfloat16", "int4")) == ["bfloat16", "int4"]
+    assert unmeasured({}, ("float32", "int8")) == ["int8"]
+
+
+def test_recorded_figures_read_back_and_a_new_figure_replaces_its_formats_old_one(
+    tmp_path: Path,
+) -> None:
+    assert read_gate(tmp_path) == {} and read_gate(None) == {}
+    record(tmp_path, _row("float32", 0.8))
+    record(tmp_path, _row("int4", 0.5))
+    record(tmp_path, _row("int4", 0.79))
+    kept = read_gate(tmp_path)
+    assert kept == {"float32": _row("float32", 0.8), "int4": _row("int4", 0.79)}
+    (tmp_path / GATE_FILE).write_text("{not json")
+    assert read_gate(tmp_path) == {}
+
+
+def _probes() -> list[FormatProbe]:
+    return [
+        FormatProbe("float32", 0.0, 1.0, 9.0, True),
+        FormatProbe("bfloat16", 0.001, 0.99, 6.0, True),
+        FormatProbe("int8", 0.002, 0.98, 5.0, True),
+        FormatProbe("int4", 0.004, 0.97, 4.0, True),
+    ]
+
+
+def test_choose_skips_the_fastest_format_when_the_steered_gate_rules_it_out() -> None:
+    assert choose(_probes())[0] == "int4"
+    weights, reason = choose(_probes(), {"int4": "steered accuracy too low"}, ["bfloat16"])
+    assert weights == "int8"
+    assert "int4 4.0 ms (steered accuracy too low)" in reason
+    assert "not measured for bfloat16" in reason
+    # float32 is the reference: a gate entry for it is ignored.
+    assert choose(_probes(), {"float32": "x", "int4": "x", "int8": "x", "bfloat16": "x"})[0] == (
+        "float32"
+    )
+
+
+def test_auto_with_kept_measurements_applies_both_gates(tmp_path: Path) -> None:
+    device = torch.device("cpu")
+    kept = tmp_path / f"weights-probe-{machine_fingerprint(device)}.json"
+    kept.write_text(json.dumps({"measured": "then", "probes": [asdict(p) for p in _probes()]}))
+    for row in (_row("float32", 0.8), _row("int4", 0.7), _row("int8", 0.8)):
+        record(tmp_path, row)
+    plan = planned_weights("auto", tmp_path, device)
+    assert plan is not None
+    weights, reason, probes = plan
+    assert weights == "int8" and len(probes) == 4
+    assert "reused" in reason and "int4 4.0 ms (steered accuracy 0.7" in reason
+    assert "not measured for bfloat16" in reason
+    assert planned_weights("int4", tmp_path, device) == ("int4", "int4: set by TENET_WEIGHTS", ())
+    assert planned_weights("auto", tmp_path / "none", device) is None
