@@ -157,7 +157,7 @@ class RevocationListener:
                 log.warning("key revocation listener: the connection closed")
             except asyncio.CancelledError:
                 raise
-            except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            except Exception as exc:  # noqa: BLE001 - whatever ends the connection, deaf until a new one listens
                 log.warning("key revocation listener: %s: %s", type(exc).__name__, exc)
             finally:
                 if conn is not None:
