@@ -233,6 +233,35 @@ def _answer_out(turn: Mapping[str, Any], result: ReasonResult) -> AnswerOut:
     )
 
 
+def _stored_ids(response: ReasonResponse, mapping: Mapping[str, str]) -> ReasonResponse:
+    """``response`` with every premise id the session's stored one (``mapping``: run -> stored).
+
+    A turn's response then names premises as the session's ``premises``, its
+    branches and ``DELETE`` / ``PATCH /premises/{id}`` do: a client retracts
+    the premise a conclusion used by the id the conclusion gives. An id
+    without a stored premise is kept.
+    """
+    if not mapping:
+        return response
+
+    def ids(values: Sequence[str]) -> list[str]:
+        return [mapping.get(v, v) for v in values]
+
+    replace = msgspec.structs.replace
+    decision = response.decision
+    if decision is not None:
+        decision = replace(decision, conclusions=[
+            replace(c, premise_ids=ids(c.premise_ids)) for c in decision.conclusions
+        ])
+    return replace(
+        response,
+        premises=[replace(p, id=mapping.get(p.id, p.id)) for p in response.premises],
+        steps=[replace(s, premise_ids=ids(s.premise_ids)) for s in response.steps],
+        branches=[replace(b, premise_ids=ids(b.premise_ids)) for b in response.branches],
+        decision=decision,
+    )
+
+
 def _constraints_doc(constraints: Sequence[Constraint]) -> list[dict[str, Any]]:
     """Constraints as stored in the session state (plain JSON), so a later plan compares equal."""
     doc: list[dict[str, Any]] = msgspec.json.decode(msgspec.json.encode(constraints))
@@ -468,7 +497,8 @@ class SessionService:
         return TurnResult(
             session_id=row.id, kind="reason", status=str(result.status), run_id=run_id,
             answer=_answer_out(msgspec.to_builtins(turn), result), premises=premises,
-            message=result.conflict or "", response=self._response(run_id, plan, result, row.id, record_ms),
+            message=result.conflict or "",
+            response=self._response(run_id, plan, result, row.id, record_ms, mapping),
         )
 
     async def _ask_confirmation(
@@ -605,7 +635,7 @@ class SessionService:
             t = by_turn[changed_turn]
             answer = _answer_out(msgspec.to_builtins(t), msgspec.convert(t.result, ReasonResult))
             _, last_plan, last_result, _ = reruns[-1]
-            response = self._response(t.run_id, last_plan, last_result, row.id, record_ms)
+            response = self._response(t.run_id, last_plan, last_result, row.id, record_ms, t.premises)
         return TurnResult(
             session_id=row.id, kind=kind, status="ok", run_id=last_run, answer=answer, premises=premises,
             reinference=ReinferenceOut(
@@ -619,9 +649,11 @@ class SessionService:
         )
 
     def _response(self, run_id: str, plan: Plan, result: ReasonResult, session_id: str,
-                  record_ms: float) -> ReasonResponse:
-        """The run in ``/v1/reason``'s shape, ``timings["record"]`` the time storing it took."""
+                  record_ms: float, mapping: Mapping[str, str]) -> ReasonResponse:
+        """The run in ``/v1/reason``'s shape, ``timings["record"]`` the time storing it took,
+        its premise ids the session's (``mapping``: run id -> stored id; see ``_stored_ids``)."""
         response = self.runs.response(run_id, plan, result, session_id=session_id)
+        response = _stored_ids(response, mapping)
         return msgspec.structs.replace(response, timings={**response.timings, "record": record_ms})
 
     def _record(self, kind: RunKind, session: SessionRow, prompt: str, plan: Plan, result: ReasonResult,
