@@ -60,3 +60,27 @@ async def test_a_profile_default_of_a_generic_kind_applies(client: Client, make_
     assert response.status_code == 200, response.text
     [constraint] = response.json()["constraints"]
     assert (constraint["kind"], constraint["params"], constraint["origin"]) == ("structure", {"layout": "no_list"}, "profile")
+
+
+async def test_at_least_three_marks_and_none_at_all_needs_confirmation(client: Client, make_key: Any) -> None:
+    headers = await make_key("acme", ["reason"])
+    prompt = "Write a poem. Include at least 3 '!' in your answer. Do not use '!' at all."
+    response = await client.post(URL, json={"prompt": prompt}, headers=headers)
+    assert response.status_code == 200, response.text
+    payload = response.json()
+    assert payload["status"] == "needs_confirmation"
+    [conflict] = payload["conflicts"]
+    assert {conflict["a"], conflict["b"]} == {c["id"] for c in payload["constraints"]}
+    assert all(prompt[s["start"] : s["end"]] == s["text"] and "'!'" in s["text"] for s in conflict["spans"])
+
+
+async def test_concurrent_distinct_checks_are_answered_as_alone(client: Client, make_key: Any) -> None:
+    import asyncio
+
+    headers = await make_key("acme", ["reason"])
+    prompts = [f"Describe river {i}. Use fewer than {30 + i} words. Do not use any commas." for i in range(8)]
+    answers = await asyncio.gather(*(client.post(URL, json={"prompt": p}, headers=headers) for p in prompts))
+    for i, response in enumerate(answers):
+        assert response.status_code == 200, response.text
+        kinds = {(c["kind"], c["params"].get("n")) for c in response.json()["constraints"]}
+        assert kinds == {("word_count", 30 + i), ("no_comma", None)}
