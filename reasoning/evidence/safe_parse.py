@@ -42,6 +42,7 @@ The result is a list of triples in N-Triples term syntax
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import re
@@ -60,7 +61,7 @@ from rdflib.exceptions import ParserError as NTriplesParseError
 from rdflib.plugins.parsers.jsonld import to_rdf as _jsonld_to_rdf
 from rdflib.plugins.parsers.notation3 import BadSyntax
 
-from reasoning.errors import InvalidInput, LimitExceeded, UnsafeContent
+from reasoning.errors import InvalidInput, LimitExceeded, TenetError, UnsafeContent
 from reasoning.evidence.terms import (
     OWL_IMPORTS,
     Triple,
@@ -116,6 +117,8 @@ _GENERIC_TYPES: Final = {"", "application/octet-stream", "text/plain", "multipar
 _OWL_XML_TYPES: Final = {OWL_XML, "application/owl-xml"}
 _OWL_XML_ROOT: Final = "{http://www.w3.org/2002/07/owl#}Ontology"
 _DEADLINE_EVERY: Final = 256
+#: A parse of a file larger than this is followed by a full garbage collection (see parse_rdf).
+_COLLECT_AFTER_BYTES: Final = 1024 * 1024
 _MAX_WARNINGS: Final = 50
 
 
@@ -217,8 +220,50 @@ def parse_rdf(
         )
     if not data.strip():
         raise InvalidInput(f"the {name} file is empty")
+    # rdflib's graphs and parsers (the sink and its namespace manager among them) form
+    # reference cycles that keep the collected triples and the decoded text alive until the
+    # next full collection: a refused 3-million-triple file kept ~700 MB that long. So after
+    # a large file the parse's frames are let go (a refusal is raised without them) and
+    # collected at once.
+    try:
+        parsed = _parse(data, media_type, name, base, limits)
+    except TenetError as exc:
+        refusal: TenetError | None = exc
+        parsed = None
+        _forget_frames(exc)
+    else:
+        refusal = None
+    if len(data) > _COLLECT_AFTER_BYTES:
+        gc.collect()
+    if refusal is not None:
+        raise refusal
+    assert parsed is not None
+    return parsed
+
+
+def _forget_frames(exc: BaseException) -> None:
+    """Drop the tracebacks of ``exc`` and the exceptions chained to it (and so the frames,
+    with the parser state, they hold)."""
+    seen: BaseException | None = exc
+    visited: set[int] = set()
+    while seen is not None and id(seen) not in visited:
+        visited.add(id(seen))
+        seen.__traceback__ = None
+        seen = seen.__cause__ or seen.__context__
+
+
+def _parse(data: bytes, media_type: str, name: str, base: str, limits: ParseLimits) -> ParsedGraph:
     started = time.perf_counter()
     sink = _GuardedSink(limits, started + limits.timeout_s)
+    try:
+        return _parse_with(sink, data, media_type, name, base, started)
+    finally:
+        sink.reset()  # the collected triples go with this call, whatever holds the sink
+
+
+def _parse_with(
+    sink: _GuardedSink, data: bytes, media_type: str, name: str, base: str, started: float
+) -> ParsedGraph:
     with _rdflib_warnings() as warnings, _network_forbidden():
         try:
             if media_type == RDF_XML:

@@ -121,6 +121,33 @@ def test_triple_cap_stops_the_parser() -> None:
         parse_rdf(data, "application/n-triples", limits=ParseLimits(max_triples=10))
 
 
+@pytest.mark.parametrize("refused", [True, False])
+def test_nothing_a_large_parse_built_outlives_it(refused: bool) -> None:
+    """A refused 3-million-triple upload kept ~700 MB until the next full collection (rdflib's
+    graphs and parsers form reference cycles): after a large parse, refused or not, none of
+    the parser's graphs is alive and the collected triples are gone with it."""
+    import gc
+
+    from rdflib import Graph
+
+    data = ("@prefix ex: <https://example.org/big#> .\n"
+            + "".join(f"ex:s{i} ex:p ex:o{i} .\n" for i in range(60_000))).encode()
+    assert len(data) > 1024 * 1024
+    gc.collect()
+    graphs_before = sum(isinstance(o, Graph) for o in gc.get_objects())
+    gc.disable()  # only what parse_rdf itself frees may count
+    try:
+        if refused:
+            with pytest.raises(LimitExceeded, match="more than 50000 triples"):
+                parse_rdf(data, "text/turtle", limits=ParseLimits(max_triples=50_000))
+        else:
+            parsed = parse_rdf(data, "text/turtle")
+            assert len(parsed.triples) == 60_000
+        assert sum(isinstance(o, Graph) for o in gc.get_objects()) == graphs_before
+    finally:
+        gc.enable()
+
+
 def test_time_limit_aborts_a_long_parse() -> None:
     data = "".join(f"<{EX}s{i}> <{EX}p> <{EX}o{i}> .\n" for i in range(200_000)).encode()
     with pytest.raises(LimitExceeded, match="longer than 0.05 s"):
