@@ -57,7 +57,7 @@ def create_app(
             runtime.start_model_loading()
         runtime.start_workers()
         runtime.scheduler.open()
-        revocations = revocation_listener(settings.database_url)
+        revocations = runtime.revocations = revocation_listener(settings.database_url)
         if revocations is not None:
             revocations.start()
             # Until it listens, cached keys are bypassed (correct, only slower): wait briefly.
@@ -67,6 +67,7 @@ def create_app(
         finally:
             if revocations is not None:
                 await revocations.stop()
+                runtime.revocations = None
             # Graceful shutdown: new decodes get 503, accepted ones finish within the grace period.
             if not await runtime.scheduler.drain(settings.shutdown_grace_s):
                 log.warning("shutdown grace of %.0f s ran out with decodes pending", settings.shutdown_grace_s)

@@ -41,6 +41,7 @@ from reasoning.evidence.ingest import IngestLimits
 from reasoning.evidence.safe_parse import ParseLimits
 from reasoning.nlp import warm_up as warm_up_nlp
 from store.db import create_engine, create_sessionmaker, ping, sqlite_disk_state
+from store.key_events import RevocationListener
 
 __all__ = ["QueueMetrics", "Runtime"]
 
@@ -92,6 +93,9 @@ class Runtime:
         self.model_loaded_at: int = 0
         #: Per-key request limits (TENET_KEY_RATE_LIMITS), counted in Redis when TENET_REDIS_URL is set.
         self.key_limits = KeyLimits.from_settings(settings)
+        #: This app's listener for key revocations made through other replicas (PostgreSQL, while
+        #: the app runs; set by the factory's lifespan); None on SQLite or outside the lifespan.
+        self.revocations: RevocationListener | None = None
         #: The Ray Serve model workers decodes go to (TENET_WORKERS=ray); None: decoded in process.
         self.workers: RayWorkers | None = _ray_workers(settings) if settings.workers == "ray" else None
         self._workers_starting: threading.Thread | None = None
@@ -264,6 +268,10 @@ class Runtime:
             if failing is not None:
                 model["state"], model["error"] = "failing", failing
         rate_limits = await self.key_limits.state()
+        if self.revocations is None:
+            key_revocations = "local"
+        else:
+            key_revocations = "listening" if self.revocations.listening else "deaf"
         workers = "local" if self.workers is None else await self.workers.readiness(READINESS_PING_S)
         return {
             "ready": self.ready and model["state"] == "loaded" and database == "ok"
@@ -272,6 +280,7 @@ class Runtime:
             "model": model,
             "database": database,
             "rate_limits": rate_limits,
+            "key_revocations": key_revocations,
             "workers": workers,
         }
 

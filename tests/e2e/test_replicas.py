@@ -197,6 +197,8 @@ def test_started_together_they_migrated_and_bootstrapped_once(pair: Pair) -> Non
 def test_a_key_revoked_through_one_replica_is_refused_by_the_other_within_a_second(
     pair: Pair,
 ) -> None:
+    for url in pair.urls:  # each replica listens for revocations made through the others
+        assert httpx.get(f"{url}/readyz", timeout=30).json()["key_revocations"] == "listening"
     made = _create_key(pair, 0, "revocations", ["audit:read"])
     token, key_id = made["key"], made["id"]
     for url in pair.urls:  # both replicas verify the key and keep it in their caches
