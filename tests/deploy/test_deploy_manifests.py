@@ -19,6 +19,7 @@ binary; without either the module skips.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from functools import cache
@@ -139,6 +140,14 @@ def test_the_serve_config_is_one_ray_serve_accepts_and_tenet_builds(overlay: str
     assert app.name == APP_NAME  # the API attaches to the application of this name
     assert app.import_path == "inference.workers.ray_replica:build_app"
     build_app(app.args)  # unknown arguments or worker fields raise here
+
+
+def test_the_ray_cluster_runs_the_ray_version_tenet_pins() -> None:
+    pinned = re.search(r'"ray\[serve\]==([^"]+)"', (REPO / "pyproject.toml").read_text())
+    assert pinned is not None, "pyproject.toml pins no ray[serve]"
+    for overlay in ("base", "overlays/gpu"):
+        cluster = _of(overlay, "RayService")["spec"]["rayClusterConfig"]
+        assert cluster["rayVersion"] == pinned.group(1), overlay
 
 
 def test_the_gpu_overlay_reserves_one_gpu_per_decoder_replica() -> None:
