@@ -31,10 +31,13 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[int]:
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    """One ``tenet serve`` for the module: each test opens connections of its own, and a
+    server start costs more than every test here together."""
     port = _free_port()
-    env = {**os.environ, "TENET_DATA_DIR": str(tmp_path / "data"), "TENET_LOAD_MODEL": "false",
+    data_dir = tmp_path_factory.mktemp("half-open") / "data"
+    env = {**os.environ, "TENET_DATA_DIR": str(data_dir), "TENET_LOAD_MODEL": "false",
            "TENET_MODEL_CACHE_DIR": str(MODEL_CACHE),
            "TENET_HEADER_TIMEOUT_S": str(HEADER_TIMEOUT_S)}
     process = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
