@@ -15,8 +15,8 @@ a key revoked through any other replica as soon as that revocation commits;
 while a replica's listening connection is down its cache is bypassed (every
 request verifies against the database) and it is emptied when the listener
 reconnects, since revocations may have been missed meanwhile. On SQLite (one
-process) a revocation in another process takes effect within the TTL. ``last_used_at`` is written when the cache refreshes,
-at most once a minute per key (``store.keys.touch_key``). The middleware also
+process) a revocation in another process takes effect within the TTL.
+``last_used_at`` is written when the cache refreshes, at most once a minute per key (``store.keys.touch_key``). The middleware also
 reads the request's scheduling hints (``X-Tenet-Priority``,
 ``X-Tenet-Deadline-S``) within the key's allowance (``app.hints``) and counts
 the request against the key's limits (``app.ratelimits``: 429 past one).
@@ -104,6 +104,7 @@ class KeyCache:
         self.ttl_s = ttl_s
         self.max_entries = max_entries
         self._deaf = 0
+        self._generation = 0
         self._entries: OrderedDict[str, tuple[AuthContext, float]] = OrderedDict()
         # Keys revoked here, not re-cached for a TTL: a request verifying the key before the
         # revocation commits must not put it back.
@@ -122,10 +123,17 @@ class KeyCache:
         """A revocation listener cannot hear revocations now: stop trusting cached keys."""
         self._deaf += 1
 
+    @property
+    def generation(self) -> int:
+        """Changes each time the cache is emptied for possibly missed revocations; a
+        verification that started before that must not store its result (see :meth:`put`)."""
+        return self._generation
+
     def hear(self) -> None:
         """A revocation listener hears again: forget every key (revocations may have been
         missed while it was deaf) and trust the cache again once no listener is deaf."""
         self._deaf = max(0, self._deaf - 1)
+        self._generation += 1
         self._entries.clear()
 
     def get(self, token: str) -> AuthContext | None:
@@ -140,9 +148,13 @@ class KeyCache:
             return None
         return entry[0]
 
-    def put(self, token: str, context: AuthContext) -> None:
+    def put(self, token: str, context: AuthContext, generation: int | None = None) -> None:
+        """Store a verified key; not when it was revoked here lately, nor when ``generation``
+        (taken before the verification read the key) is no longer :attr:`generation`."""
         now = time.monotonic()
         if self._revoked.get(context.key_id, 0.0) > now:
+            return
+        if generation is not None and generation != self._generation:
             return
         digest = self.token_hash(token)
         self._entries[digest] = (context, now + self.ttl_s)
@@ -238,6 +250,7 @@ class ApiKeyMiddleware(AbstractAuthenticationMiddleware):
     async def _verify(connection: ASGIConnection[Any, Any, Any, Any], token: str) -> AuthContext:
         """Look the key up, record its use (at most once a minute) and cache it."""
         runtime = connection.app.state.runtime
+        generation = KEY_CACHE.generation
         async with runtime.sessionmaker() as session:
             key = await find_key(session, token)
             if key is None:
@@ -253,7 +266,7 @@ class ApiKeyMiddleware(AbstractAuthenticationMiddleware):
                 tenant_name=key.tenant.name,
             )
             await session.commit()
-        KEY_CACHE.put(token, context)
+        KEY_CACHE.put(token, context, generation)
         return context
 
 

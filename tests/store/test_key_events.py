@@ -149,3 +149,15 @@ async def test_stopping_a_deaf_listener_leaves_the_cache_trusted() -> None:
     assert not cache.trusted
     await listener.stop()
     assert cache.trusted and seen.events == ["deaf", "listening"]
+
+
+def test_a_verification_that_started_before_the_cache_was_emptied_is_not_stored() -> None:
+    cache = KeyCache(ttl_s=60)
+    context = AuthContext("tenant", "key", frozenset({"reason"}))
+    cache.deafen()
+    started = cache.generation  # a verification reads the key while the listener is deaf...
+    cache.hear()  # ...the listener reconnects (the key may have been revoked meanwhile)...
+    cache.put("tnt_token", context, started)  # ...so its result is not kept
+    assert cache.get("tnt_token") is None
+    cache.put("tnt_token", context, cache.generation)
+    assert cache.get("tnt_token") == context
