@@ -274,7 +274,7 @@ class PruningJudge:
         text = self.tokenizer.decode(list(tokens[start:end]), skip_special_tokens=True)
         free = [k for k in range(start, end) if not (k < len(forced) and forced[k])]
         facts = self._measure(branch, tokens, start, end, entropies, text, free)
-        rule, detail, facts = self._rule(branch, facts, final)
+        rule, detail, facts = self._rule(branch, facts, final, chosen=bool(free))
         if rule is not None and self.options.prune and not final:
             return StepCheck(keep=False, rule=rule, detail=detail, payload=facts)
         return StepCheck(keep=True, rule=rule, detail=detail, payload=facts)
@@ -372,9 +372,14 @@ class PruningJudge:
         return tuple(used)
 
     def _rule(
-        self, branch: int, facts: StepFacts, final: bool = False
+        self, branch: int, facts: StepFacts, final: bool = False, *, chosen: bool = True
     ) -> tuple[str | None, str, StepFacts]:
-        """The first rule the step breaks (entropy, evidence, semantic), its reason, the facts."""
+        """The first rule the step breaks (entropy, evidence, semantic), its reason, the facts.
+
+        ``chosen`` is False for a step made only of tokens the steering forced
+        (the inserted decision statement itself): the claim check has nothing
+        of the model's to judge there.
+        """
         if facts.entropy > self.options.entropy_bound:
             return (
                 "entropy",
@@ -385,6 +390,7 @@ class PruningJudge:
             return "entropy", f"degenerate step: {facts.degenerate}", facts
         if (
             self.claims is not None
+            and chosen
             and (final or _complete(facts.text))
             and _HAS_WORD.search(facts.text)
         ):
