@@ -59,35 +59,65 @@ _SENTENCE_END: Final = re.compile(r"[.!?。！？；;\n]+(?=\s|$|[^\d])")
 _EN_NEG: Final = re.compile(r"\b(?:not|no|never|neither|nor|none|without)\b|n't\b", re.IGNORECASE)
 _ZH_NEG: Final = re.compile(r"不|非|没有|未|无")
 _SKIP_WORDS: Final = frozenset(
-    ["the", "a", "an", "our", "their", "his", "her", "its", "this", "that", "these", "those", "who", "which", "whose"])
+    [
+        "the",
+        "a",
+        "an",
+        "our",
+        "their",
+        "his",
+        "her",
+        "its",
+        "this",
+        "that",
+        "these",
+        "those",
+        "who",
+        "which",
+        "whose",
+    ]
+)
 _EN_COPULA: Final = re.compile(
     r"^[\s,(]*(?:(?:who|which|that)\s+)?(?:(?:is|was|are|were|be|been|being|also|now|still|"
     r"not|never|no\s+longer)\s+)*(?:(?:a|an|the|one|our)\s+)?(?:(?:of|among)\s+(?:the|our)\s+)?[\s,]*$",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 _EN_BEFORE: Final = re.compile(r"^\s*(?:(?:the|a|an|our|their)\s+)?\s*$", re.IGNORECASE)
-_ZH_COPULA: Final = re.compile(r"^[\s，,（(]*(?:也|仍|现在)?(?:不是|并非|不属于|是|为|属于)?(?:一(?:家|名|位|个|间))?\s*$")
+_ZH_COPULA: Final = re.compile(
+    r"^[\s，,（(]*(?:也|仍|现在)?(?:不是|并非|不属于|是|为|属于)?(?:一(?:家|名|位|个|间))?\s*$"
+)
 _ZH_BEFORE: Final = re.compile(r"^[\s的]*$")
 _EN_SUBJECT: Final = re.compile(
     r"(?:^|[\s,;])(?P<np>(?:the|this|that|our|their)\s+(?:[A-Za-z][\w-]*\s+){0,2}[A-Za-z][\w-]*)"
     r"\s+(?:is|was|are|were)\s+(?:not\s+|never\s+)?(?:(?:a|an|the|one)\s+)?(?:of\s+(?:the|our)\s+)?$",
-    re.IGNORECASE)
-_ZH_SUBJECT: Final = re.compile(r"(?P<np>[\u4e00-\u9fff]{1,8})(?:不是|并非|是|为|属于)(?:一(?:家|名|位|个|间))?$")
+    re.IGNORECASE,
+)
+_ZH_SUBJECT: Final = re.compile(
+    r"(?P<np>[\u4e00-\u9fff]{1,8})(?:不是|并非|是|为|属于)(?:一(?:家|名|位|个|间))?$"
+)
 _RELATIVE: Final = re.compile(r"[^\W_]", re.UNICODE)
 _ZH_NAME: Final = re.compile(r"[\u4e00-\u9fff·]{2,12}")
 _EN_NAME: Final = re.compile(r"(?:[A-Z][\w'-]+)(?:\s+[A-Z][\w'-]+){0,3}")
 _NEW_LABELS: Final = frozenset({"PERSON", "ORG", "GPE", "NORP", "FAC", "LOC"})
 _ZH_NAME_FLAGS: Final = frozenset({"nr", "nrt", "nrfg", "nt", "ns"})
 _MAX_GAP_WORDS: Final = 8
+_EN_LOCATIVE: Final = re.compile(r"\s*,?\s*(?:in|from)\s+(?:the\s+)?", re.IGNORECASE)
+_ZH_LOCATIVE: Final = re.compile(r"\s*的\s*")
+#: Regular English inflection endings, longest first (``_same_word``).
+_INFLECTIONS: Final = ("ing", "ies", "ied", "es", "ed", "e", "s", "d")
 _MAX_GAP_CHARS: Final = 24
-_NER_HINTS: Final = {"PERSON": ("person", "individual", "people"),
-                     "ORG": ("organisation", "organization", "company", "institution")}
+_NER_HINTS: Final = {
+    "PERSON": ("person", "individual", "people"),
+    "ORG": ("organisation", "organization", "company", "institution"),
+}
 
 
 class _Mention:
     __slots__ = ("end", "is_class", "ner", "paren", "start", "term", "text")
 
-    def __init__(self, term: str, start: int, end: int, text: str, is_class: bool,
-                 ner: str | None = None) -> None:
+    def __init__(
+        self, term: str, start: int, end: int, text: str, is_class: bool, ner: str | None = None
+    ) -> None:
         self.term, self.start, self.end, self.text = term, start, end, text
         self.is_class, self.ner = is_class, ner
         self.paren = False
@@ -128,11 +158,13 @@ def build_case(
 
 
 class _Builder:
-    def __init__(self, lexicon: CaseLexicon, text: str, case: str,
-                 premises: Sequence[Premise]) -> None:
+    def __init__(
+        self, lexicon: CaseLexicon, text: str, case: str, premises: Sequence[Premise]
+    ) -> None:
         self.lex, self.text, self.case = lexicon, text, case
-        self.premises = [(p.source.start, p.source.end, p.id) for p in premises
-                         if p.source is not None]
+        self.premises = [
+            (p.source.start, p.source.end, p.id) for p in premises if p.source is not None
+        ]
         self.facts: dict[tuple[str, str, str], CaseFact] = {}
         self.entities: dict[str, CaseEntity] = {}
         self.case_types: dict[str, set[str]] = {}
@@ -159,11 +191,24 @@ class _Builder:
         if current is not None and (current.premise_id is None or premise is not None):
             return
         self.facts[key] = CaseFact(
-            subject=s, predicate=p, object=o, origin=origin, start=start, end=end,
+            subject=s,
+            predicate=p,
+            object=o,
+            origin=origin,
+            start=start,
+            end=end,
             text=self.text[start:end] if start is not None and end is not None else "",
-            premise_id=premise)
+            premise_id=premise,
+        )
         if p == RDF_TYPE and s in self.case_types:
             self.case_types[s].add(o)
+
+    def relate(self, s: str, p: str, o: str, origin: str, start: int, end: int) -> None:
+        """State a relation and, with the same span, each of its ``owl:inverseOf`` inverses
+        ("X received ... from Y" also states "Y sent ... to X" when the ontology says so)."""
+        self.add(s, p, o, origin, start, end)
+        for inverse in sorted(self.lex.inverses.get(p, ())):
+            self.add(o, inverse, s, "inverse", start, end)
 
     def types_of(self, term: str) -> set[str]:
         return self.lex.types.get(term, set()) | self.case_types.get(term, set())
@@ -176,14 +221,18 @@ class _Builder:
 
     # --- 1. entities -------------------------------------------------------------------
 
-    def mentions(self, linked: Sequence[LinkedEntity], quantities: Sequence[Quantity],
-                 doc: Doc | None) -> list[_Mention]:
+    def mentions(
+        self, linked: Sequence[LinkedEntity], quantities: Sequence[Quantity], doc: Doc | None
+    ) -> list[_Mention]:
         spans = [(q.start, q.end) for q in quantities]
         found: list[_Mention] = []
         for link in sorted(linked, key=lambda item: (-(item.end - item.start), item.start)):
             term = iri(link.iri)
-            if (term in self.lex.property_terms or term in self.lex.actions
-                    or term.startswith("<http://www.w3.org/")):
+            if (
+                term in self.lex.property_terms
+                or term in self.lex.actions
+                or term.startswith("<http://www.w3.org/")
+            ):
                 continue
             for start in _occurrences(self.text, link.mention):
                 end = start + len(link.mention)
@@ -197,8 +246,8 @@ class _Builder:
             taken.append((start, end))
         found.sort(key=lambda m: m.start)
         for i, mention in enumerate(found):
-            before = self.text[:mention.start].rstrip()
-            after = self.text[mention.end:].lstrip()
+            before = self.text[: mention.start].rstrip()
+            after = self.text[mention.end :].lstrip()
             if before.endswith(("(", "（")) and after.startswith((")", "）")):
                 mention.paren = True
             if not mention.is_class:
@@ -221,8 +270,10 @@ class _Builder:
         return _Mention(term, start, end, label, False, ner)
 
     def mention(self, mention: _Mention) -> None:
-        self.entities.setdefault(mention.term, CaseEntity(
-            term=mention.term, label=mention.text, start=mention.start, end=mention.end))
+        self.entities.setdefault(
+            mention.term,
+            CaseEntity(term=mention.term, label=mention.text, start=mention.start, end=mention.end),
+        )
         self.add(self.case, TV_MENTIONS, mention.term, "mention", mention.start, mention.end)
 
     # --- 2. typed literals -------------------------------------------------------------
@@ -239,8 +290,14 @@ class _Builder:
             return
         for spec in self.lex.inputs:
             if spec.kind == "Date" and spec.defaults_to_today:
-                self.add(self.case, spec.term, encode_literal(today, datatype=_XSD + "date"),
-                         "default", None, None)
+                self.add(
+                    self.case,
+                    spec.term,
+                    encode_literal(today, datatype=_XSD + "date"),
+                    "default",
+                    None,
+                    None,
+                )
 
     # --- 3. relations ------------------------------------------------------------------
 
@@ -249,8 +306,9 @@ class _Builder:
             return True
         types = self.types_of(term)
         if term in self.case_types:
-            return not any(self.lex.disjoint.get(t, set()) & classes for t in types) and \
-                not any(self.lex.disjoint.get(c, set()) & types for c in classes)
+            return not any(self.lex.disjoint.get(t, set()) & classes for t in types) and not any(
+                self.lex.disjoint.get(c, set()) & types for c in classes
+            )
         return classes <= types  # rdfs:domain and rdfs:range are intersections
 
     def relations(self, mentions: list[_Mention], lo: int, hi: int) -> None:
@@ -258,33 +316,61 @@ class _Builder:
         if len(entities) < 2:
             return
         matches = sorted(
-            ((start, end, gap, spec) for spec in self.lex.properties for label in spec.labels
-             for start, end, gap in _label_matches(self.text, lo, hi, label.parts, label.zh)),
-            key=lambda item: (item[0], -item[1]))
+            (
+                (start, end, gap, spec)
+                for spec in self.lex.properties
+                for label in spec.labels
+                for start, end, gap in _label_matches(self.text, lo, hi, label.parts, label.zh)
+            ),
+            key=lambda item: (item[0], -item[1]),
+        )
         objects: set[int] = set()
         for start, end, gap, spec in matches:
             obj = self.relation(spec, entities, start, end, gap, objects)
             if obj is not None:
                 objects.add(id(obj))
 
-    def relation(self, spec: PropertySpec, entities: list[_Mention], start: int, end: int,
-                 gap: tuple[int, int] | None, objects: set[int]) -> _Mention | None:
+    def relation(
+        self,
+        spec: PropertySpec,
+        entities: list[_Mention],
+        start: int,
+        end: int,
+        gap: tuple[int, int] | None,
+        objects: set[int],
+    ) -> _Mention | None:
         """Add the relation a label match states; returns its object (None when none)."""
-        before = [m for m in reversed(entities)
-                  if m.end <= start and not m.paren and self.compatible(m.term, spec.domains)]
+        before = [
+            m
+            for m in reversed(entities)
+            if m.end <= start and not m.paren and self.compatible(m.term, spec.domains)
+        ]
         # An entity that is already the object of an earlier relation and is followed by
         # nothing but punctuation ("a company registered in Panama, sent ...") closes an
         # apposition: the subject is an entity before it, when there is one.
-        subject = next((m for m in before if id(m) not in objects
-                        or _RELATIVE.search(self.text[m.end:start])), before[0] if before else None)
+        subject = next(
+            (
+                m
+                for m in before
+                if id(m) not in objects or _RELATIVE.search(self.text[m.end : start])
+            ),
+            before[0] if before else None,
+        )
         if subject is None:
             subject = self._clause_subject(start)
             if subject is None:
                 return None
             entities.append(subject)
             entities.sort(key=lambda m: m.start)
-        in_gap = [m for m in entities if gap is not None and gap[0] <= m.start and m.end <= gap[1]
-                  and m.term != subject.term]
+        in_gap = [
+            m
+            for m in entities
+            if gap is not None
+            and gap[0] <= m.start
+            and m.end <= gap[1]
+            and m.term != subject.term
+            and not m.paren
+        ]
         if gap is not None and not in_gap:
             named = self._gap_name(gap)
             if named is not None:
@@ -296,10 +382,10 @@ class _Builder:
         obj = candidates[0] if candidates else None
         if obj is None or not self.compatible(obj.term, spec.ranges):
             return None
-        if _negated(self.text[subject.end:obj.end if obj in in_gap else obj.start]):
+        if _negated(self.text[subject.end : obj.end if obj in in_gap else obj.start]):
             return None
         span_start, span_end = subject.start, max(obj.end, end)
-        self.add(subject.term, spec.term, obj.term, "relation", span_start, span_end)
+        self.relate(subject.term, spec.term, obj.term, "relation", span_start, span_end)
         for cls in spec.domains:
             self.add_type(subject.term, cls, "typing", span_start, span_end)
         for cls in spec.ranges:
@@ -328,8 +414,9 @@ class _Builder:
         self.mention(entity)
         paren = re.search(r"[（(]([^）)]*)[）)]\s*$", raw)
         if paren is not None:
-            self.pending_appositions.append((entity, clause_start + paren.start(1),
-                                             clause_start + paren.end(1)))
+            self.pending_appositions.append(
+                (entity, clause_start + paren.start(1), clause_start + paren.end(1))
+            )
         return entity
 
     def _gap_name(self, gap: tuple[int, int]) -> _Mention | None:
@@ -338,8 +425,9 @@ class _Builder:
         Only a short run of Chinese characters or of capitalised words, with
         nothing else in the gap, counts as a name.
         """
-        raw = self.text[gap[0]:gap[1]]
-        text = raw.strip()
+        raw = self.text[gap[0] : gap[1]]
+        paren = re.search(r"[（(]([^）)]*)[）)]\s*$", raw)
+        text = (raw[: paren.start()] if paren is not None else raw).strip()
         if not text or any(_overlaps(gap[0], gap[1], [(q.start, q.end)]) for q in self.quantities):
             return None
         if not (_ZH_NAME.fullmatch(text) or _EN_NAME.fullmatch(text)):
@@ -347,39 +435,68 @@ class _Builder:
         start = gap[0] + raw.index(text)
         entity = self.new_entity(text, start, start + len(text), None)
         self.mention(entity)
+        if paren is not None:  # "收到X（英国）的汇款": X's apposition, read once mentions are known
+            self.pending_appositions.append(
+                (entity, gap[0] + paren.start(1), gap[0] + paren.end(1))
+            )
         return entity
 
     def late_appositions(self, mentions: list[_Mention]) -> None:
         """Appositions of subjects created while reading relations ("X（英国）向…")."""
         for owner, start, end in self.pending_appositions:
-            inner = next((m for m in mentions if m.start == start and m.end == end
-                          and not m.is_class), None)
+            inner = next(
+                (m for m in mentions if m.start == start and m.end == end and not m.is_class), None
+            )
             if inner is not None:
                 self._apposition(owner, inner)
         self.pending_appositions.clear()
 
     def appositions(self, mentions: list[_Mention]) -> None:
+        """ "X (Y)", and the locative forms "X in Y", "X from Y" and "Y的X" ("Omega Ltd in the
+        United Kingdom", "德国的彼得"): each states the one property whose range holds Y."""
         for i, mention in enumerate(mentions):
-            if not mention.paren or i == 0:
+            if i == 0:
                 continue
             owner = mentions[i - 1]
-            if not owner.is_class and not owner.paren:
+            if owner.is_class or mention.is_class:
+                continue
+            between = self.text[owner.end : mention.start]
+            if mention.paren and not owner.paren:
                 self._apposition(owner, mention)
+            elif _EN_LOCATIVE.fullmatch(between):
+                self._apposition(owner, mention, locative=True)
+            elif _ZH_LOCATIVE.fullmatch(between):
+                self._apposition(mention, owner, locative=True)
 
-    def _apposition(self, owner: _Mention, mention: _Mention) -> None:
-        """State the one property whose range holds ``mention`` and whose domain fits ``owner``."""
-        candidates = [spec for spec in self.lex.properties
-                      if spec.ranges and spec.ranges <= self.types_of(mention.term)
-                      and self.compatible(owner.term, spec.domains)]
-        exact = [spec for spec in candidates
-                 if spec.domains and spec.domains <= self.types_of(owner.term)]
+    def _apposition(self, owner: _Mention, mention: _Mention, *, locative: bool = False) -> None:
+        """State the one property whose range holds ``mention`` and whose domain fits ``owner``.
+
+        A ``locative`` one ("X in Y") is stated only when ``owner`` has no such
+        relation yet (the text's own "X, registered in Y" wins)."""
+        candidates = [
+            spec
+            for spec in self.lex.properties
+            if spec.ranges
+            and spec.ranges <= self.types_of(mention.term)
+            and self.compatible(owner.term, spec.domains)
+        ]
+        if locative:
+            stated = {p for (s, p, _) in self.facts if s == owner.term}
+            if any(spec.term in stated for spec in candidates):
+                return
+        exact = [
+            spec
+            for spec in candidates
+            if spec.domains and spec.domains <= self.types_of(owner.term)
+        ]
         if len(exact) != 1:
             hinted = self._name_classes(owner)
             exact = [spec for spec in candidates if spec.domains and spec.domains <= hinted]
         chosen = exact if len(exact) == 1 else (candidates if len(candidates) == 1 else [])
         for spec in chosen:
-            self.add(owner.term, spec.term, mention.term, "apposition", owner.start,
-                     mention.end + 1)
+            self.relate(
+                owner.term, spec.term, mention.term, "apposition", owner.start, mention.end + 1
+            )
             for cls in spec.domains:
                 self.add_type(owner.term, cls, "typing", owner.start, mention.end + 1)
 
@@ -392,8 +509,9 @@ class _Builder:
         for cls in self.lex.classes:
             for text, _ in self.lex.all_labels(cls):
                 lowered = text.lower()
-                if any(h in lowered for h in hints) or (len(lowered) >= 2 and name.endswith(lowered)
-                                                        and name != lowered):
+                if any(h in lowered for h in hints) or (
+                    len(lowered) >= 2 and name.endswith(lowered) and name != lowered
+                ):
                     hinted.add(cls)
         return self.lex.closure(hinted)
 
@@ -403,6 +521,10 @@ class _Builder:
         for i, mention in enumerate(mentions):
             if not mention.is_class:
                 continue
+            named = self._named_within(mention)
+            if named is not None:  # a class label inside a new name ("猎户货运有限公司") types it
+                self.add_type(named.term, mention.term, "class", named.start, named.end)
+                continue
             entity = self._described(mentions, i, lo)
             if entity is None:
                 self.add(self.case, RDF_TYPE, mention.term, "class", mention.start, mention.end)
@@ -411,8 +533,27 @@ class _Builder:
                 continue
             if entity.term == "":
                 continue
-            self.add_type(entity.term, mention.term, "class", min(entity.start, mention.start),
-                          max(entity.end, mention.end))
+            self.add_type(
+                entity.term,
+                mention.term,
+                "class",
+                min(entity.start, mention.start),
+                max(entity.end, mention.end),
+            )
+
+    def _named_within(self, mention: _Mention) -> CaseEntity | None:
+        """The new individual whose name holds the class phrase ``mention``, if any."""
+        return next(
+            (
+                e
+                for e in self.entities.values()
+                if e.is_new
+                and e.start <= mention.start
+                and mention.end <= e.end
+                and (e.start, e.end) != (mention.start, mention.end)
+            ),
+            None,
+        )
 
     def _described(self, mentions: list[_Mention], i: int, lo: int) -> _Mention | None:
         """The entity a class phrase describes; a blank-term mention when it is negated."""
@@ -420,12 +561,12 @@ class _Builder:
         zh = bool(_CJK_RE.search(cls.text))
         copula, before = (_ZH_COPULA, _ZH_BEFORE) if zh else (_EN_COPULA, _EN_BEFORE)
         previous = next((m for m in reversed(mentions[:i]) if not m.is_class), None)
-        if previous is not None and copula.match(self.text[previous.end:cls.start]):
-            return self._checked(previous, self.text[previous.end:cls.start])
-        following = next((m for m in mentions[i + 1:] if not m.is_class), None)
-        if following is not None and before.match(self.text[cls.end:following.start]):
+        if previous is not None and copula.match(self.text[previous.end : cls.start]):
+            return self._checked(previous, self.text[previous.end : cls.start])
+        following = next((m for m in mentions[i + 1 :] if not m.is_class), None)
+        if following is not None and before.match(self.text[cls.end : following.start]):
             return following
-        prefix = self.text[lo:cls.start]
+        prefix = self.text[lo : cls.start]
         match = (_ZH_SUBJECT if zh else _EN_SUBJECT).search(prefix)
         if match is None:
             return None
@@ -437,7 +578,7 @@ class _Builder:
             end = start + len(phrase)
         entity = self.new_entity(phrase, start, end, None)
         self.mention(entity)
-        return self._checked(entity, self.text[end:cls.start])
+        return self._checked(entity, self.text[end : cls.start])
 
     def _checked(self, entity: _Mention, between: str) -> _Mention:
         if _negated(between):
@@ -447,9 +588,12 @@ class _Builder:
     # --- result ------------------------------------------------------------------------
 
     def graph(self, today: str) -> CaseGraph:
-        return CaseGraph(case=self.case,
-                         entities=tuple(sorted(self.entities.values(), key=lambda e: e.start)),
-                         facts=tuple(self.facts.values()), evaluation_date=today)
+        return CaseGraph(
+            case=self.case,
+            entities=tuple(sorted(self.entities.values(), key=lambda e: e.start)),
+            facts=tuple(self.facts.values()),
+            evaluation_date=today,
+        )
 
 
 def _input_value(kind: str, unit: str | None, quantity: Quantity) -> str | None:
@@ -500,18 +644,24 @@ def _names(text: str, doc: Doc | None) -> Iterable[tuple[int, int, str | None]]:
                 continue
             position = start + len(word)
             if flag in _ZH_NAME_FLAGS and len(word) >= 2:
-                yield start, position, ("PERSON" if flag.startswith("nr") else "ORG"
-                                        if flag == "nt" else None)
+                yield (
+                    start,
+                    position,
+                    ("PERSON" if flag.startswith("nr") else "ORG" if flag == "nt" else None),
+                )
 
 
-def _label_matches(text: str, lo: int, hi: int, parts: tuple[str, ...], zh: bool
-                   ) -> Iterable[tuple[int, int, tuple[int, int] | None]]:
+def _label_matches(
+    text: str, lo: int, hi: int, parts: tuple[str, ...], zh: bool
+) -> Iterable[tuple[int, int, tuple[int, int] | None]]:
     """``(start, end, gap)`` of each occurrence of a label in ``text[lo:hi]``."""
     if zh:
         yield from _zh_matches(text, lo, hi, parts)
         return
-    words = [(m.group(0).lower(), lo + m.start(), lo + m.end())
-             for m in re.finditer(r"[^\W_]+", text[lo:hi])]
+    words = [
+        (m.group(0).lower(), lo + m.start(), lo + m.end())
+        for m in re.finditer(r"[^\W_]+", text[lo:hi])
+    ]
     first = parts[0].split()
     second = parts[1].split() if len(parts) > 1 else []
     for i in range(len(words)):
@@ -519,6 +669,10 @@ def _label_matches(text: str, lo: int, hi: int, parts: tuple[str, ...], zh: bool
         if end_i is None:
             continue
         if not second:
+            # "X is supplied by Y" is not "X supplies Y": a passive "by" after a label
+            # that does not end with "by" itself turns the relation round.
+            if end_i < len(words) and words[end_i][0] == "by" and first[-1] != "by":
+                continue
             yield words[i][1], words[end_i - 1][2], None
             continue
         for j in range(end_i, min(len(words), end_i + _MAX_GAP_WORDS + 1)):
@@ -529,21 +683,51 @@ def _label_matches(text: str, lo: int, hi: int, parts: tuple[str, ...], zh: bool
 
 
 def _match_words(words: list[tuple[str, int, int]], i: int, wanted: list[str]) -> int | None:
-    """The index after ``wanted`` matched from ``words[i]``, skipping function words between."""
-    if not wanted or i >= len(words) or words[i][0] != wanted[0]:
+    """The index after ``wanted`` matched from ``words[i]``, skipping function words between.
+
+    Words match in any inflection (:func:`_same_word`: "living in" meets a
+    label "lives in", "incorporated" meets "incorporate").
+    """
+    if not wanted or i >= len(words) or not _same_word(words[i][0], wanted[0]):
         return None
     k = i + 1
     for word in wanted[1:]:
-        while k < len(words) and words[k][0] != word and words[k][0] in _SKIP_WORDS:
+        while k < len(words) and not _same_word(words[k][0], word) and words[k][0] in _SKIP_WORDS:
             k += 1
-        if k >= len(words) or words[k][0] != word:
+        if k >= len(words) or not _same_word(words[k][0], word):
             return None
         k += 1
     return k
 
 
-def _zh_matches(text: str, lo: int, hi: int, parts: tuple[str, ...]
-                ) -> Iterable[tuple[int, int, tuple[int, int] | None]]:
+def _same_word(a: str, b: str) -> bool:
+    """Whether two lower-case English words are one word in two inflections.
+
+    Words of up to three letters ("in", "on", "is") must be equal; longer
+    ones are compared without their regular inflection ending (-s, -es,
+    -ed, -d, -ing, and a final -e): "lives", "living", "lived" and "live"
+    are one word. Irregular forms ("sent" / "send") are not.
+    """
+    if a == b:
+        return True
+    if len(a) <= 3 or len(b) <= 3:
+        return False
+    return _inflection_stem(a) == _inflection_stem(b)
+
+
+def _inflection_stem(word: str) -> str:
+    for ending in _INFLECTIONS:
+        if word.endswith(ending) and len(word) - len(ending) >= 3:
+            word = word[: -len(ending)]
+            break
+    if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "aeiousl":
+        word = word[:-1]  # a doubled consonant before -ed / -ing: "transferred", "transferring"
+    return word
+
+
+def _zh_matches(
+    text: str, lo: int, hi: int, parts: tuple[str, ...]
+) -> Iterable[tuple[int, int, tuple[int, int] | None]]:
     first = parts[0]
     start = text.find(first, lo, hi)
     while start >= 0:

@@ -47,11 +47,22 @@ __all__ = ["CaseInputSpec", "CaseLexicon", "Label", "PropertySpec"]
 _CJK_RE: Final = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 _GAP_RE: Final = re.compile(r"\s*(?:\.\.\.|…)\s*")
 _OWL: Final = "http://www.w3.org/2002/07/owl#"
-_RELATION_TYPES: Final = frozenset({
-    OWL_OBJECT_PROPERTY,
-    *(iri(_OWL + n) for n in ("TransitiveProperty", "SymmetricProperty", "AsymmetricProperty",
-                              "FunctionalProperty", "InverseFunctionalProperty")),
-})
+OWL_INVERSE_OF: Final = iri(_OWL + "inverseOf")
+_RELATION_TYPES: Final = frozenset(
+    {
+        OWL_OBJECT_PROPERTY,
+        *(
+            iri(_OWL + n)
+            for n in (
+                "TransitiveProperty",
+                "SymmetricProperty",
+                "AsymmetricProperty",
+                "FunctionalProperty",
+                "InverseFunctionalProperty",
+            )
+        ),
+    }
+)
 _SCHEMA: Final = ("<http://www.w3.org/", f"<{TV}")
 
 
@@ -69,8 +80,9 @@ class PropertySpec:
 
     __slots__ = ("domains", "labels", "ranges", "term")
 
-    def __init__(self, term: str, labels: list[Label], domains: frozenset[str],
-                 ranges: frozenset[str]) -> None:
+    def __init__(
+        self, term: str, labels: list[Label], domains: frozenset[str], ranges: frozenset[str]
+    ) -> None:
         self.term, self.labels, self.domains, self.ranges = term, labels, domains, ranges
 
 
@@ -79,8 +91,15 @@ class CaseInputSpec:
 
     __slots__ = ("defaults_to_today", "kind", "label_en", "label_zh", "term", "unit")
 
-    def __init__(self, term: str, kind: str, unit: str | None, defaults_to_today: bool,
-                 label_en: str, label_zh: str) -> None:
+    def __init__(
+        self,
+        term: str,
+        kind: str,
+        unit: str | None,
+        defaults_to_today: bool,
+        label_en: str,
+        label_zh: str,
+    ) -> None:
         self.term, self.kind, self.unit = term, kind, unit
         self.defaults_to_today = defaults_to_today
         self.label_en, self.label_zh = label_en, label_zh
@@ -93,16 +112,28 @@ class CaseLexicon:
         self.index = index
         terms = index.terms
         by_predicate: dict[str, list[tuple[str, str]]] = defaultdict(list)
-        wanted = {RDF_TYPE, RDFS_DOMAIN, RDFS_RANGE, RDFS_SUBCLASSOF, OWL_DISJOINT_WITH,
-                  TV_INPUT_KIND, TV_UNIT, TV_DEFAULTS_TO_EVALUATION_DATE, TV_CONFLICTS_WITH,
-                  *LABEL_PREDICATES}
+        wanted = {
+            RDF_TYPE,
+            RDFS_DOMAIN,
+            RDFS_RANGE,
+            RDFS_SUBCLASSOF,
+            OWL_DISJOINT_WITH,
+            OWL_INVERSE_OF,
+            TV_INPUT_KIND,
+            TV_UNIT,
+            TV_DEFAULTS_TO_EVALUATION_DATE,
+            TV_CONFLICTS_WITH,
+            *LABEL_PREDICATES,
+        }
         for term in wanted:
             pid = index.term_id(term)
             if pid < 0:
                 continue
             rows = np.nonzero(index.p == pid)[0]
-            by_predicate[term] = [(terms[s], terms[o]) for s, o in
-                                  zip(index.s[rows].tolist(), index.o[rows].tolist(), strict=True)]
+            by_predicate[term] = [
+                (terms[s], terms[o])
+                for s, o in zip(index.s[rows].tolist(), index.o[rows].tolist(), strict=True)
+            ]
         self.types: dict[str, set[str]] = defaultdict(set)
         typed: dict[str, set[str]] = defaultdict(set)
         for s, o in by_predicate[RDF_TYPE]:
@@ -116,6 +147,12 @@ class CaseLexicon:
         for s, o in by_predicate[OWL_DISJOINT_WITH]:
             self.disjoint[s].add(o)
             self.disjoint[o].add(s)
+        #: ``owl:inverseOf`` both ways: a stated relation states its inverses too.
+        self.inverses: dict[str, set[str]] = defaultdict(set)
+        for s, o in by_predicate[OWL_INVERSE_OF]:
+            if is_iri(s) and is_iri(o) and s != o:
+                self.inverses[s].add(o)
+                self.inverses[o].add(s)
         self.labels: dict[str, list[tuple[str, str | None]]] = defaultdict(list)
         for predicate in LABEL_PREDICATES:
             for s, o in by_predicate[predicate]:
@@ -132,24 +169,43 @@ class CaseLexicon:
                 continue
             labels = [_label(text, lang) for text, lang in self.labels.get(term, ())]
             if labels:
-                self.properties.append(PropertySpec(term, labels, frozenset(domains.get(term, ())),
-                                                    frozenset(ranges.get(term, ()))))
+                self.properties.append(
+                    PropertySpec(
+                        term,
+                        labels,
+                        frozenset(domains.get(term, ())),
+                        frozenset(ranges.get(term, ())),
+                    )
+                )
         self.classes = frozenset(
-            c for c in set(typed.get(iri(_OWL + "Class"), ())) | set(self.superclasses)
-            if is_iri(c) and not c.startswith(_SCHEMA))
+            c
+            for c in set(typed.get(iri(_OWL + "Class"), ())) | set(self.superclasses)
+            if is_iri(c) and not c.startswith(_SCHEMA)
+        )
         self.property_terms = frozenset(typed[OWL_OBJECT_PROPERTY]) | frozenset(
-            s for s, o in by_predicate[RDF_TYPE] if o.endswith("Property>"))
+            s for s, o in by_predicate[RDF_TYPE] if o.endswith("Property>")
+        )
         kinds = dict(by_predicate[TV_INPUT_KIND])
         units = {s: literal_parts(o)[0] for s, o in by_predicate[TV_UNIT] if is_literal(o)}
-        defaults = {s for s, o in by_predicate[TV_DEFAULTS_TO_EVALUATION_DATE]
-                    if literal_parts(o)[0].strip().lower() in ("true", "1")}
+        defaults = {
+            s
+            for s, o in by_predicate[TV_DEFAULTS_TO_EVALUATION_DATE]
+            if literal_parts(o)[0].strip().lower() in ("true", "1")
+        }
         self.inputs: list[CaseInputSpec] = []
         for term in sorted(typed[TV_CASE_INPUT]):
             kind = INPUT_KINDS.get(kinds.get(term, ""))
             if kind is not None:
-                self.inputs.append(CaseInputSpec(term, kind, units.get(term), term in defaults,
-                                                 index.label(index.term_id(term), "en"),
-                                                 index.label(index.term_id(term), "zh")))
+                self.inputs.append(
+                    CaseInputSpec(
+                        term,
+                        kind,
+                        units.get(term),
+                        term in defaults,
+                        index.label(index.term_id(term), "en"),
+                        index.label(index.term_id(term), "zh"),
+                    )
+                )
         self.decision_properties = frozenset(typed[TV_DECISION_PROPERTY])
         self.actions: set[str] = set()
         for prop in self.decision_properties:
