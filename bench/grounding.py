@@ -25,19 +25,26 @@ rules of the engine equal the gold, overall / en / zh),
 
 The answer judge, :func:`judge_answer`, is pure text logic: every required
 action stated (and not denied), no action stated that is not required,
-the missing fact named when the gold is undetermined, and every deciding
-rule cited. ``decision_accuracy`` and ``contradiction_rate`` judge the
+the missing fact named when the gold is undetermined, that nothing is
+required stated when no rule applies (silence is not a decision), and
+every deciding rule cited. ``decision_accuracy`` and ``contradiction_rate`` judge the
 answers of the real pipeline (:class:`PipelineAnswers`: the bundled
 model, short budgets) on a sample of the cases spread over domains,
 languages and gold statuses (``--decode-cases``), steered and with
-``steering: false``; ``complete_share`` is the share of steered answers
+``steering: false``, many cases at once through one micro-batched model
+(:func:`decode_cases`, as the service batches concurrent requests);
+``complete_share`` is the share of steered answers
 that end on a sentence end or a closed structure.
 
 The last stdout line is one JSON object: ``decision_accuracy`` {``steered``,
 ``unsteered``, ``en``, ``zh``}, ``contradiction_rate``,
 ``rule_citation_recall``, ``engine_accuracy``, ``undetermined_rate``,
 ``rules_p50_ms``, ``rules_p95_ms``, ``case_p50_ms``, ``n_cases``, ``complete_share``,
-``n_decoded``, ``decode_s``, ``answers``.
+``n_decoded``, ``n_decoded_by_lang``, ``decode_s``, ``run_s``, ``answers``.
+With ``--quick`` no answer is decoded once the run has taken
+``--time-limit-s`` (540 s; a case whose answers are not both done is not
+judged), so the run fits in 10 minutes on a loaded CPU; ``n_decoded`` says
+how many cases were judged (on a CPU it follows the machine's load).
 """
 
 from __future__ import annotations
@@ -47,27 +54,36 @@ import json
 import re
 import statistics
 import sys
+import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
 from bench.model_cache import add_cache_option, model_cache
-from inference.decisions import decision_engine
+from inference.decisions import RULES_TIMEOUT_S, decision_engine
 from inference.decoder.endings import ends_complete
+from inference.decoder.microbatch import MicroBatcher
+from inference.decoder.runner import ModelRunner
+from inference.decoder.stream import StepEvent
 from inference.loader import load_model
 from inference.pipeline import Reasoner, ReasonOptions
-from reasoning.errors import LimitExceeded
+from inference.prefix_cache import PrefixCache
+from reasoning.errors import LimitExceeded, TenetError
 from reasoning.evidence.bundled import bundled_domains
 from reasoning.evidence.index import OntologyIndex
 from reasoning.evidence.ingest import ingest_ontology
 from reasoning.premises import extract_premises
 
 __all__ = [
+    "Abandoned",
+    "Answered",
     "GroundingCase",
     "Judgement",
     "PipelineAnswers",
+    "decode_cases",
     "generate_cases",
     "gold_aml",
     "gold_clinical",
@@ -77,11 +93,14 @@ __all__ = [
 ]
 
 TODAY = date(2026, 12, 1)
-R003_UNTIL = date(2023, 7, 1)     # AML-R-024 in force from here, superseding AML-R-003
+R003_UNTIL = date(2023, 7, 1)  # AML-R-024 in force from here, superseding AML-R-003
 R017_FROM, R021_FROM = date(2021, 3, 1), date(2022, 2, 28)
 F2017, F2005 = date(2017, 2, 23), date(2005, 11, 1)
-REC = {"pure": "Fleischner 2017: solitary pure ground-glass nodule",
-       "part": "Fleischner 2017: part-solid nodule", "solid": "Fleischner 2005: nodule follow-up"}
+REC = {
+    "pure": "Fleischner 2017: solitary pure ground-glass nodule",
+    "part": "Fleischner 2017: part-solid nodule",
+    "solid": "Fleischner 2005: nodule follow-up",
+}
 
 # The phrases an answer states an action with (written for the judge, not read from the ontology).
 ACTION_PHRASES: dict[str, tuple[str, ...]] = {
@@ -96,6 +115,19 @@ ACTION_PHRASES: dict[str, tuple[str, ...]] = {
     "fu-ct-by-size": ("nodule size and risk", "size and risk", "按结节大小"),
 }
 MISSING_PHRASES = {"amount": ("amount", "金额"), "size": ("size", "大小")}
+# How an answer says that nothing is required (a no_rule_applies case must say it, not stay silent).
+NONE_PHRASES = (
+    "no rule",
+    "no action",
+    "not require",
+    "no further action",
+    "nothing is required",
+    "未要求",
+    "无需",
+    "无须",
+    "不需要",
+    "没有规则",
+)
 _NEGATION = re.compile(r"\b(?:not|no|never|without|none)\b|n't|不|无需|无须|没有|未", re.IGNORECASE)
 _CLAUSE = re.compile(r"[,;:，；：。.!?！？]|\bbut\b|但")
 
@@ -129,8 +161,16 @@ class Judgement:
 # --- the truth tables -------------------------------------------------------------------
 
 
-def gold_aml(*, pep: bool, sanctioned: bool, cross_border: bool, high_risk: bool,
-             amount: int | None, when: date, cash: bool = False) -> tuple[str, set[str], set[str]]:
+def gold_aml(
+    *,
+    pep: bool,
+    sanctioned: bool,
+    cross_border: bool,
+    high_risk: bool,
+    amount: int | None,
+    when: date,
+    cash: bool = False,
+) -> tuple[str, set[str], set[str]]:
     """(status, actions, rules) the AML rule texts require for one transfer."""
     actions: set[str] = set()
     rules: set[str] = set()
@@ -160,7 +200,9 @@ def gold_aml(*, pep: bool, sanctioned: bool, cross_border: bool, high_risk: bool
     return status, actions, rules
 
 
-def gold_clinical(*, finding: str, size_mm: int | None, when: date) -> tuple[str, set[str], set[str]]:
+def gold_clinical(
+    *, finding: str, size_mm: int | None, when: date
+) -> tuple[str, set[str], set[str]]:
     """(status, actions, rules) of the Fleischner recommendations for one finding."""
     if finding in ("pure", "part") and when >= F2017:
         if size_mm is None:
@@ -174,25 +216,42 @@ def gold_clinical(*, finding: str, size_mm: int | None, when: date) -> tuple[str
 
 # --- case generation --------------------------------------------------------------------
 
-_JUR = {"CY": ("Cyprus", "塞浦路斯"), "MT": ("Malta", "马耳他"), "PA": ("Panama", "巴拿马"),
-        "DE": ("Germany", "德国"), "GB": ("United Kingdom", "英国")}
+_JUR = {
+    "CY": ("Cyprus", "塞浦路斯"),
+    "MT": ("Malta", "马耳他"),
+    "PA": ("Panama", "巴拿马"),
+    "DE": ("Germany", "德国"),
+    "GB": ("United Kingdom", "英国"),
+}
 # name en, name zh, jurisdiction, PEP, sanctioned, fresh
-_ORIGINATORS = [("Acme Ltd", "阿克米有限公司", "CY", False, False, False),
-                ("Harbour Trading Ltd", "港湾贸易有限公司", "PA", False, False, False),
-                ("Orion Freight Ltd", "猎户货运有限公司", "GB", False, False, True)]
-_BENEFICIARIES = [("Jon Doe", "乔恩·多伊", "MT", True, False, False),
-                  ("Maria Ioannou", "玛丽亚·约安努", "CY", False, False, False),
-                  ("Northwind GmbH", "北风有限责任公司", "DE", False, True, False),
-                  ("Lena Park", "林娜", "DE", True, False, True),
-                  ("Tomas Berg", "托马斯", "CY", False, False, True)]
-_AMOUNTS = [(500_000, "EUR 500,000", "50万欧元"), (2_000_000, "EUR 2,000,000", "200万欧元"),
-            (None, "funds", "一笔资金")]
+_ORIGINATORS = [
+    ("Acme Ltd", "阿克米有限公司", "CY", False, False, False),
+    ("Harbour Trading Ltd", "港湾贸易有限公司", "PA", False, False, False),
+    ("Orion Freight Ltd", "猎户货运有限公司", "GB", False, False, True),
+]
+_BENEFICIARIES = [
+    ("Jon Doe", "乔恩·多伊", "MT", True, False, False),
+    ("Maria Ioannou", "玛丽亚·约安努", "CY", False, False, False),
+    ("Northwind GmbH", "北风有限责任公司", "DE", False, True, False),
+    ("Lena Park", "林娜", "DE", True, False, True),
+    ("Tomas Berg", "托马斯", "CY", False, False, True),
+]
+_AMOUNTS = [
+    (500_000, "EUR 500,000", "50万欧元"),
+    (2_000_000, "EUR 2,000,000", "200万欧元"),
+    (None, "funds", "一笔资金"),
+]
 _DATES = [(None, TODAY), ("2022-05-03", date(2022, 5, 3))]
 
 
-def _aml_text(lang: str, wording: int, orig: tuple[str, str, str, bool, bool, bool],
-              benef: tuple[str, str, str, bool, bool, bool], amount: tuple[int | None, str, str],
-              on: str | None) -> str:
+def _aml_text(
+    lang: str,
+    wording: int,
+    orig: tuple[str, str, str, bool, bool, bool],
+    benef: tuple[str, str, str, bool, bool, bool],
+    amount: tuple[int | None, str, str],
+    on: str | None,
+) -> str:
     o_name = orig[1] if lang == "zh" else orig[0]
     b_name = benef[1] if lang == "zh" else benef[0]
     o_jur, b_jur = _JUR[orig[2]][lang == "zh"], _JUR[benef[2]][lang == "zh"]
@@ -200,54 +259,102 @@ def _aml_text(lang: str, wording: int, orig: tuple[str, str, str, bool, bool, bo
     fresh_b = benef[5]
     if lang == "zh":
         date_part = f"{on[:4]}年{int(on[5:7])}月{int(on[8:])}日，" if on else ""
-        about = (f"{b_name}是政治公众人物，居住于{b_jur}。" if benef[3] else f"{b_name}居住于{b_jur}。") \
-            if fresh_b else ("乔恩·多伊在我们的PEP名单上。" if benef[3] else "")
+        about = (
+            (f"{b_name}是政治公众人物，居住于{b_jur}。" if benef[3] else f"{b_name}居住于{b_jur}。")
+            if fresh_b
+            else ("乔恩·多伊在我们的PEP名单上。" if benef[3] else "")
+        )
         if wording == 0:
             return f"{date_part}{o_name}（{o_jur}）向{b_name}转账{money}。{about}是否需要上报？"
-        return f"{date_part}{o_name}注册于{o_jur}，向{b_name}汇款{money}。{about}应如何处理？"
+        if wording == 1:
+            return f"{date_part}{o_name}注册于{o_jur}，向{b_name}汇款{money}。{about}应如何处理？"
+        received = f"的汇款{money}" if amount[0] is not None else "的一笔汇款"
+        return f"{date_part}{b_name}收到{o_name}（{o_jur}）{received}。{about}需要采取哪些措施？"
     date_part = f"On {on}, " if on else ""
-    about = ((f", a politically exposed person resident in {b_jur}" if benef[3]
-              else f" ({b_jur})") if fresh_b else (", who is on our PEP list" if benef[3] else ""))
+    about = (
+        (f", a politically exposed person resident in {b_jur}" if benef[3] else f" ({b_jur})")
+        if fresh_b
+        else (", who is on our PEP list" if benef[3] else "")
+    )
     if wording == 0:
         return f"{date_part}{o_name} ({o_jur}) sent {money} to {b_name}{about}. Should this be escalated?"
     if wording == 1:
-        return (f"{date_part}{o_name}, a company registered in {o_jur}, transferred {money} to "
-                f"{b_name}{about}. What must we do?")
-    return f"{date_part}{o_name} ({o_jur}) paid {money} to {b_name}{about}. Which actions are required?"
+        return (
+            f"{date_part}{o_name}, a company registered in {o_jur}, transferred {money} to "
+            f"{b_name}{about}. What must we do?"
+        )
+    if wording == 2:
+        return f"{date_part}{o_name} ({o_jur}) paid {money} to {b_name}{about}. Which actions are required?"
+    return (
+        f"{date_part}{b_name}{about} received {money} from {o_name} in {o_jur}. "
+        "What are we required to do?"
+    )
 
 
 def _aml_cases(quick: bool) -> Iterator[GroundingCase]:
     n = 0
     for lang in ("en", "zh"):
-        wordings = (0, 1) if lang == "zh" else ((0, 2) if quick else (0, 1, 2))
+        wordings = (0, 1, 2) if lang == "zh" else ((0, 2, 3) if quick else (0, 1, 2, 3))
         for orig in _ORIGINATORS:
             for benef in _BENEFICIARIES:
-                for amount in (_AMOUNTS[1:] if quick else _AMOUNTS):
+                for amount in _AMOUNTS:
                     for on, when in _DATES:
                         for wording in wordings:
                             n += 1
                             cross = orig[2] != benef[2]
                             status, actions, rules = gold_aml(
-                                pep=benef[3], sanctioned=benef[4], cross_border=cross,
-                                high_risk="PA" in (orig[2], benef[2]), amount=amount[0], when=when)
+                                pep=benef[3],
+                                sanctioned=benef[4],
+                                cross_border=cross,
+                                high_risk="PA" in (orig[2], benef[2]),
+                                amount=amount[0],
+                                when=when,
+                            )
                             yield GroundingCase(
-                                id=f"aml-{n}", domain="aml", lang=lang,
+                                id=f"aml-{n}",
+                                domain="aml",
+                                lang=lang,
                                 text=_aml_text(lang, wording, orig, benef, amount, on),
-                                status=status, actions=frozenset(actions), rules=frozenset(rules),
+                                status=status,
+                                actions=frozenset(actions),
+                                rules=frozenset(rules),
                                 missing="amount" if status == "undetermined" else None,
-                                fresh=orig[5] or benef[5])
-    for lang, phrase in (("en", "A customer made a cash deposit of {}."), ("zh", "客户存入现金{}。")):
-        for value, en, zh in ((12_000, "EUR 12,000", "1.2万欧元"), (9_000, "EUR 9,000", "9000欧元")):
+                                fresh=orig[5] or benef[5],
+                            )
+    for lang, phrase in (
+        ("en", "A customer made a cash deposit of {}."),
+        ("zh", "客户存入现金{}。"),
+    ):
+        for value, en, zh in (
+            (12_000, "EUR 12,000", "1.2万欧元"),
+            (9_000, "EUR 9,000", "9000欧元"),
+        ):
             n += 1
-            status, actions, rules = gold_aml(pep=False, sanctioned=False, cross_border=False,
-                                              high_risk=False, amount=value, when=TODAY, cash=True)
-            yield GroundingCase(id=f"aml-{n}", domain="aml", lang=lang,
-                                text=phrase.format(zh if lang == "zh" else en), status=status,
-                                actions=frozenset(actions), rules=frozenset(rules))
+            status, actions, rules = gold_aml(
+                pep=False,
+                sanctioned=False,
+                cross_border=False,
+                high_risk=False,
+                amount=value,
+                when=TODAY,
+                cash=True,
+            )
+            yield GroundingCase(
+                id=f"aml-{n}",
+                domain="aml",
+                lang=lang,
+                text=phrase.format(zh if lang == "zh" else en),
+                status=status,
+                actions=frozenset(actions),
+                rules=frozenset(rules),
+            )
 
 
-_FINDINGS = {"pure": ("pure ground-glass nodule", "纯磨玻璃结节"),
-             "part": ("part-solid nodule", "部分实性结节"), "solid": ("solid nodule", "实性结节")}
+_FINDINGS = {
+    "pure": ("pure ground-glass nodule", "纯磨玻璃结节"),
+    "part": ("part-solid nodule", "部分实性结节"),
+    "solid": ("solid nodule", "实性结节"),
+}
 _LOBES = (("right lower lobe", "右肺下叶"), ("left upper lobe", "左肺上叶"))
 
 
@@ -257,7 +364,7 @@ def _clinical_cases(quick: bool) -> Iterator[GroundingCase]:
         for finding, (f_en, f_zh) in _FINDINGS.items():
             for size in (4, 7, None):
                 for on, when in ((None, TODAY), ("2010-06-01", date(2010, 6, 1))):
-                    for lobe_en, lobe_zh in (_LOBES[:1] if quick else _LOBES):
+                    for lobe_en, lobe_zh in _LOBES[:1] if quick else _LOBES:
                         n += 1
                         if lang == "zh":
                             size_text = f"{size}毫米" if size else ""
@@ -267,11 +374,19 @@ def _clinical_cases(quick: bool) -> Iterator[GroundingCase]:
                             size_text = f"{size} mm " if size else ""
                             when_text = f"CT on {on} shows" if on else "CT shows"
                             text = f"{when_text} a {size_text}{f_en} in the {lobe_en}. What follow-up is required?"
-                        status, actions, rules = gold_clinical(finding=finding, size_mm=size, when=when)
-                        yield GroundingCase(id=f"clin-{n}", domain="clinical", lang=lang, text=text,
-                                            status=status, actions=frozenset(actions),
-                                            rules=frozenset(rules),
-                                            missing="size" if status == "undetermined" else None)
+                        status, actions, rules = gold_clinical(
+                            finding=finding, size_mm=size, when=when
+                        )
+                        yield GroundingCase(
+                            id=f"clin-{n}",
+                            domain="clinical",
+                            lang=lang,
+                            text=text,
+                            status=status,
+                            actions=frozenset(actions),
+                            rules=frozenset(rules),
+                            missing="size" if status == "undetermined" else None,
+                        )
 
 
 def generate_cases(quick: bool = False) -> list[GroundingCase]:
@@ -290,8 +405,10 @@ def _stated(answer: str) -> tuple[set[str], set[str]]:
         lowered = clause.lower()
         negated = bool(_NEGATION.search(clause))
         for action, phrases in ACTION_PHRASES.items():
-            if any((re.search(rf"\b{re.escape(p)}", lowered) if p.isascii() else p in clause)
-                   for p in phrases):
+            if any(
+                (re.search(rf"\b{re.escape(p)}", lowered) if p.isascii() else p in clause)
+                for p in phrases
+            ):
                 (denied if negated else stated).add(action)
     return stated, denied
 
@@ -312,12 +429,22 @@ def judge_answer(answer: str, case: GroundingCase) -> Judgement:
         named = any(p in answer.lower() for p in MISSING_PHRASES[case.missing])
         if not named:
             notes.append(f"missing fact not named: {case.missing}")
+    if case.status == "no_rule_applies" and not any(p in answer.lower() for p in NONE_PHRASES):
+        named = False
+        notes.append("no-action decision not stated")
     cited = sum(1 for rule in case.rules if rule in answer)
     if cited < len(case.rules):
-        notes.append("rules not cited: " + ", ".join(sorted(r for r in case.rules if r not in answer)))
+        notes.append(
+            "rules not cited: " + ", ".join(sorted(r for r in case.rules if r not in answer))
+        )
     correct = not missing_required and not contradiction and named and cited == len(case.rules)
-    return Judgement(correct=correct, contradiction=contradiction, cited=cited,
-                     to_cite=len(case.rules), notes=tuple(notes))
+    return Judgement(
+        correct=correct,
+        contradiction=contradiction,
+        cited=cited,
+        to_cite=len(case.rules),
+        notes=tuple(notes),
+    )
 
 
 def is_complete(answer: str) -> bool:
@@ -330,8 +457,12 @@ def is_complete(answer: str) -> bool:
 class PipelineAnswers:
     """The real pipeline (bundled model, ``inference.pipeline.Reasoner``) answering bench cases.
 
-    Short budgets keep ``--quick`` within minutes on a CPU: ``max_new_tokens``
-    new tokens, ``num_beams`` beams, a small evidence budget, no likelihood contrast.
+    Set up as the service sets up its reasoner: one loaded model behind a
+    :class:`~inference.decoder.microbatch.MicroBatcher` (concurrent decodes
+    share one forward pass per step) and a prefix KV cache, so
+    :func:`decode_cases` can answer many cases at once. Short budgets keep
+    ``--quick`` within minutes on a CPU: ``max_new_tokens`` new tokens,
+    ``num_beams`` beams, a small evidence budget, no likelihood contrast.
     """
 
     indexes: dict[str, OntologyIndex]
@@ -339,31 +470,143 @@ class PipelineAnswers:
     num_beams: int = 1
     evidence_token_budget: int = 96
     cache: Path | None = None
+    max_rows: int = 128
     reasoner: Reasoner | None = None
+    batcher: MicroBatcher | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def answer(self, case: GroundingCase, steered: bool) -> str:
-        """The answer text of ``case`` with steering on, or ``steering: false``."""
-        if self.reasoner is None:
-            self.reasoner = Reasoner(load_model("bundled", cache_root=model_cache(self.cache)),
-                                     today=lambda: TODAY)
-        options = ReasonOptions(max_new_tokens=self.max_new_tokens, num_beams=self.num_beams,
-                                steering=steered, counterfactual=False,
-                                evidence_token_budget=self.evidence_token_budget)
-        plan = self.reasoner.plan(case.text, options=options, domain_index=self.indexes[case.domain])
-        return self.reasoner.run(plan).answer
+    def _reasoner(self) -> Reasoner:
+        with self._lock:
+            if self.reasoner is None:
+                model = load_model("bundled", cache_root=model_cache(self.cache))
+                self.batcher = MicroBatcher(
+                    model.model,
+                    ModelRunner(model.model).call,
+                    max_rows=self.max_rows,
+                    max_wait_s=0.05,
+                )
+                self.reasoner = Reasoner(
+                    model, prefix_cache=PrefixCache(), batcher=self.batcher, today=lambda: TODAY
+                )
+            return self.reasoner
+
+    def answer(self, case: GroundingCase, steered: bool, *, deadline: float | None = None) -> str:
+        """The answer text of ``case`` with steering on, or ``steering: false`` (thread-safe).
+
+        Raises :class:`Abandoned` at the first step of the decode that ends
+        after ``deadline`` (a ``time.perf_counter()`` value).
+        """
+        reasoner = self._reasoner()
+        options = ReasonOptions(
+            max_new_tokens=self.max_new_tokens,
+            num_beams=self.num_beams,
+            steering=steered,
+            counterfactual=False,
+            evidence_token_budget=self.evidence_token_budget,
+        )
+        plan = reasoner.plan(case.text, options=options, domain_index=self.indexes[case.domain])
+
+        def on_step(_: StepEvent) -> None:
+            if deadline is not None and time.perf_counter() > deadline:
+                raise Abandoned(case.id)
+
+        return reasoner.run(plan, on_step=on_step if deadline is not None else None).answer
+
+    def close(self) -> None:
+        """Stop the forward thread (the pipeline cannot answer afterwards)."""
+        if self.batcher is not None:
+            self.batcher.close()
+
+
+@dataclass(frozen=True)
+class Answered:
+    """One decoded case: its steered and its ``steering: false`` answer, and the seconds both took."""
+
+    case: GroundingCase
+    steered: str
+    unsteered: str
+    seconds: float
+
+
+class Abandoned(Exception):
+    """A decode stopped because the run's time limit passed (its case is not judged)."""
+
+
+def decode_cases(
+    pipeline: PipelineAnswers,
+    sample: list[GroundingCase],
+    *,
+    concurrency: int,
+    deadline: float | None = None,
+) -> list[Answered]:
+    """Answer ``sample`` steered and not, ``concurrency`` answers at a time, in sample order.
+
+    The two answers of a case are decoded side by side (their forward
+    passes merged with the others'). No answer is started after
+    ``deadline`` (a ``time.perf_counter()`` value) and an answer still
+    decoding then is abandoned at its next step, so the run ends near it;
+    only cases with both answers are returned, in sample order. A request
+    the pipeline refuses (a ``TenetError``, e.g. a rule past its time limit)
+    is answered with an empty text, which the judge counts wrong.
+    """
+    lock = threading.Lock()
+    done: dict[tuple[str, bool], str] = {}
+    started_at: dict[str, float] = {}
+    finished: list[Answered] = []
+    by_id = {case.id: case for case in sample}
+
+    def one(job: tuple[GroundingCase, bool]) -> None:
+        case, steered = job
+        now = time.perf_counter()
+        if deadline is not None and now > deadline:
+            return
+        with lock:
+            started_at.setdefault(case.id, now)
+        try:
+            answer = pipeline.answer(case, steered, deadline=deadline)
+        except Abandoned:
+            return
+        except TenetError as exc:  # the service answers such a request with an error
+            print(f"error {case.id} steered={steered}: {exc.detail}", file=sys.stderr)
+            answer = ""
+        with lock:
+            done[(case.id, steered)] = answer
+            if (case.id, not steered) in done:
+                seconds = time.perf_counter() - started_at[case.id]
+                finished.append(
+                    Answered(case, done[(case.id, True)], done[(case.id, False)], seconds)
+                )
+                print(
+                    f"decoded {case.id} [{case.lang}] in {seconds:.0f} s ({len(finished)} done)",
+                    file=sys.stderr,
+                    flush=True,
+                )
+
+    jobs = [(case, steered) for case in sample for steered in (True, False)]
+    with ThreadPoolExecutor(max(1, concurrency), thread_name_prefix="grounding") as pool:
+        list(pool.map(one, jobs))
+    order = {case_id: i for i, case_id in enumerate(by_id)}
+    return sorted(finished, key=lambda a: order[a.case.id])
+
+
+def _spread(items: list[GroundingCase]) -> list[GroundingCase]:
+    """``items`` reordered so that every prefix spreads over the whole list (golden-ratio order)."""
+    return [items[i] for i in sorted(range(len(items)), key=lambda i: (i * 0.6180339887) % 1.0)]
 
 
 def _decode_sample(cases: list[GroundingCase], n: int) -> list[GroundingCase]:
-    """``n`` cases, languages alternating, spread over domains and gold statuses (deterministic)."""
-    groups: dict[tuple[str, str, str], list[GroundingCase]] = {}
+    """``n`` cases, languages alternating, spread over domains, gold statuses, fresh and
+    bundled names, and (within each such group) over the generated values (deterministic)."""
+    groups: dict[tuple[str, str, str, bool], list[GroundingCase]] = {}
     for case in cases:
-        groups.setdefault((case.status, case.domain, case.lang), []).append(case)
+        groups.setdefault((case.lang, case.status, case.domain, case.fresh), []).append(case)
     by_lang: dict[str, list[GroundingCase]] = {}
+    spread = {key: _spread(group) for key, group in groups.items()}
     depth = 0
-    while any(len(v) > depth for v in groups.values()):
-        for key in sorted(groups):
-            if depth < len(groups[key]):
-                by_lang.setdefault(key[2], []).append(groups[key][depth])
+    while any(len(v) > depth for v in spread.values()):
+        for key in sorted(spread):
+            if depth < len(spread[key]):
+                by_lang.setdefault(key[0], []).append(spread[key][depth])
         depth += 1
     picked: list[GroundingCase] = []
     queues = [list(v) for _, v in sorted(by_lang.items())]
@@ -382,20 +625,45 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
 
 
+def _ratio(right: int, total: int) -> float | None:
+    return round(right / total, 4) if total else None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer wordings and values")
-    parser.add_argument("--show-misses", type=int, default=5, help="engine misses printed to stderr")
-    parser.add_argument("--decode-cases", type=int, default=None,
-                        help="cases answered by the real pipeline, steered and not (default 8, 4 with --quick)")
+    parser.add_argument(
+        "--show-misses", type=int, default=5, help="engine misses printed to stderr"
+    )
+    parser.add_argument(
+        "--decode-cases",
+        type=int,
+        default=None,
+        help="cases answered by the real pipeline, steered and not (default 96, 48 with --quick)",
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=12,
+        help="answers decoded at once (their forward passes are merged)",
+    )
     parser.add_argument("--max-new-tokens", type=int, default=96)
-    parser.add_argument("--decode-budget-s", type=float, default=None,
-                        help="no new decoded case once the run has taken this many seconds (default 420 with --quick)")
+    parser.add_argument(
+        "--time-limit-s",
+        type=float,
+        default=None,
+        help="no answer is decoded after the run has taken this many seconds "
+        "(default 540 with --quick)",
+    )
     add_cache_option(parser)
     args = parser.parse_args(argv)
     run_started = time.perf_counter()
-    indexes = {domain: ingest_ontology(path.read_bytes(), "text/turtle").index.with_version(f"{domain}-bench")
-               for domain, path in bundled_domains()}
+    indexes = {
+        domain: ingest_ontology(path.read_bytes(), "text/turtle").index.with_version(
+            f"{domain}-bench"
+        )
+        for domain, path in bundled_domains()
+    }
     engines = {domain: decision_engine(index) for domain, index in indexes.items()}
     cases = generate_cases(args.quick)
     for engine in engines.values():  # load spaCy, jieba and the query machinery untimed
@@ -405,17 +673,16 @@ def main(argv: list[str] | None = None) -> int:
     right = {"all": 0, "en": 0, "zh": 0}
     totals = {"all": 0, "en": 0, "zh": 0}
     undetermined = errors = 0
-    judged = {"steered": [0, 0], "unsteered": [0, 0], "en": [0, 0], "zh": [0, 0]}
-    contradictions = cited = to_cite = 0
     shown = 0
     for case in cases:
         engine = engines[case.domain]
         started = time.perf_counter()
-        built = engine.build_case(case.text, premises=extract_premises(case.text),
-                                  evaluation_date=TODAY)
+        built = engine.build_case(
+            case.text, premises=extract_premises(case.text), evaluation_date=TODAY
+        )
         middle = time.perf_counter()
         try:
-            decision = engine.evaluate(built)
+            decision = engine.evaluate(built, timeout_s=RULES_TIMEOUT_S)
         except LimitExceeded as exc:
             errors += 1
             print(f"error {case.id}: {case.text!r}: {exc.detail}", file=sys.stderr)
@@ -424,34 +691,51 @@ def main(argv: list[str] | None = None) -> int:
         case_ms.append((middle - started) * 1000)
         rules_ms.append((ended - middle) * 1000)
         actions = {a.rsplit("#", 1)[1] for a in decision.actions()}
-        ok = (decision.status == case.status and actions == set(case.actions)
-              and set(decision.rule_ids()) == set(case.rules))
+        ok = (
+            decision.status == case.status
+            and actions == set(case.actions)
+            and set(decision.rule_ids()) == set(case.rules)
+        )
         undetermined += decision.status == "undetermined"
         for key in ("all", case.lang):
             totals[key] += 1
             right[key] += ok
         if not ok and shown < args.show_misses:
             shown += 1
-            print(f"miss {case.id}: {case.text!r} gold {case.status} {sorted(case.actions)} "
-                  f"engine {decision.status} {sorted(actions)}", file=sys.stderr)
+            print(
+                f"miss {case.id}: {case.text!r} gold {case.status} {sorted(case.actions)} "
+                f"engine {decision.status} {sorted(actions)}",
+                file=sys.stderr,
+            )
     pipeline = PipelineAnswers(indexes, max_new_tokens=args.max_new_tokens, cache=args.cache)
-    sample = _decode_sample(cases, args.decode_cases or (4 if args.quick else 8))
-    complete = 0
+    wanted = args.decode_cases if args.decode_cases is not None else (48 if args.quick else 96)
+    sample = _decode_sample(cases, wanted)
+    limit_s = args.time_limit_s or (540.0 if args.quick else None)
     decode_started = time.perf_counter()
-    budget_s = args.decode_budget_s or (420.0 if args.quick else None)
-    decoded: list[GroundingCase] = []
-    for case in sample:
-        if budget_s is not None and decoded and time.perf_counter() - run_started > budget_s:
-            print(f"decode budget spent: {len(decoded)} of {len(sample)} cases decoded", file=sys.stderr)
-            break
-        decoded.append(case)
-        for mode in ("steered", "unsteered"):
-            answer = pipeline.answer(case, mode == "steered")
+    try:
+        answered = decode_cases(
+            pipeline,
+            sample,
+            concurrency=args.concurrency,
+            deadline=run_started + limit_s if limit_s else None,
+        )
+    finally:
+        pipeline.close()
+    if len(answered) < len(sample):
+        print(f"time limit: {len(answered)} of {len(sample)} cases decoded", file=sys.stderr)
+    judged: dict[str, list[int]] = {k: [0, 0] for k in ("steered", "unsteered", "en", "zh")}
+    contradictions = cited = to_cite = complete = 0
+    for item in answered:
+        case = item.case
+        for mode, answer in (("steered", item.steered), ("unsteered", item.unsteered)):
             judgement = judge_answer(answer, case)
             judged[mode][0] += judgement.correct
             judged[mode][1] += 1
-            print(f"{mode} {case.id} [{case.lang} {case.status}] {judgement.correct} {answer!r} "
-                  f"{'; '.join(judgement.notes)}", file=sys.stderr)
+            print(
+                f"{mode} {case.id} [{case.lang} {case.status}] {judgement.correct} {answer!r} "
+                f"{'; '.join(judgement.notes)}",
+                file=sys.stderr,
+            )
             if mode == "steered":
                 judged[case.lang][0] += judgement.correct
                 judged[case.lang][1] += 1
@@ -459,12 +743,13 @@ def main(argv: list[str] | None = None) -> int:
                 cited += judgement.cited
                 to_cite += judgement.to_cite
                 complete += is_complete(answer)
+    n = len(answered)
     result = {
-        "decision_accuracy": {k: round(v[0] / v[1], 4) if v[1] else None for k, v in judged.items()},
-        "contradiction_rate": round(contradictions / len(decoded), 4) if decoded else None,
-        "complete_share": round(complete / len(decoded), 4) if decoded else None,
-        "rule_citation_recall": round(cited / to_cite, 4) if to_cite else None,
-        "engine_accuracy": {k: round(right[k] / totals[k], 4) if totals[k] else None for k in totals},
+        "decision_accuracy": {k: _ratio(*v) for k, v in judged.items()},
+        "contradiction_rate": _ratio(contradictions, n),
+        "complete_share": _ratio(complete, n),
+        "rule_citation_recall": _ratio(cited, to_cite),
+        "engine_accuracy": {k: _ratio(right[k], totals[k]) for k in totals},
         "undetermined_rate": round(undetermined / len(cases), 4),
         "rules_p50_ms": round(statistics.median(rules_ms), 2),
         "rules_p95_ms": round(_percentile(rules_ms, 0.95), 2),
@@ -472,8 +757,12 @@ def main(argv: list[str] | None = None) -> int:
         "n_cases": len(cases),
         "n_errors": errors,
         "n_fresh_name_cases": sum(c.fresh for c in cases),
-        "n_decoded": len(decoded),
+        "n_decoded": n,
+        "n_decoded_by_lang": {
+            lang: sum(a.case.lang == lang for a in answered) for lang in ("en", "zh")
+        },
         "decode_s": round(time.perf_counter() - decode_started, 1),
+        "run_s": round(time.perf_counter() - run_started, 1),
         "answers": "pipeline (bundled model, steered and steering: false)",
     }
     print(json.dumps(result))

@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import time
 from datetime import date
 
-from bench.grounding import generate_cases, gold_aml, gold_clinical, judge_answer
+from bench.grounding import (
+    PipelineAnswers,
+    _decode_sample,
+    decode_cases,
+    generate_cases,
+    gold_aml,
+    gold_clinical,
+    judge_answer,
+)
 
 
 def test_truth_table_follows_the_rule_texts() -> None:
@@ -36,3 +45,36 @@ def test_judge() -> None:
     assert extra.contradiction
     uncited = judge_answer("It requires enhanced due diligence and escalation.", case)
     assert not uncited.correct and uncited.cited == 0
+
+
+def test_a_no_action_case_needs_the_no_action_decision_stated() -> None:
+    case = next(c for c in generate_cases(quick=True) if c.status == "no_rule_applies")
+    assert not judge_answer("CT shows a nodule. The next question is: what follow-up?", case).correct
+    assert judge_answer("No rule of this domain requires an action for this case.", case).correct
+    assert judge_answer("本领域的规则未要求对本案采取任何措施。", case).correct
+    stated = judge_answer("No rule applies. The payment is blocked.", case)
+    assert stated.contradiction and not stated.correct
+
+
+def test_the_decoded_sample_is_balanced() -> None:
+    cases = generate_cases(quick=True)
+    sample = _decode_sample(cases, 48)
+    assert len(sample) == 48 == len({c.id for c in sample})
+    assert sum(c.lang == "en" for c in sample) == sum(c.lang == "zh" for c in sample) == 24
+    for lang in ("en", "zh"):
+        own = [c for c in sample if c.lang == lang]
+        assert {c.status for c in own} == {"decided", "no_rule_applies", "undetermined"}
+        assert {c.domain for c in own} == {"aml", "clinical"}
+        assert any(c.fresh for c in own) and any(not c.fresh for c in own)
+        texts = [c.text for c in own if c.domain == "aml"]
+        above, below = ("200万", "50万") if lang == "zh" else ("2,000,000", "500,000")
+        assert any(above in t for t in texts) and any(below in t for t in texts)
+        assert any("2022" in t for t in texts) and any("2022" not in t for t in texts)
+
+
+def test_no_case_is_started_past_the_deadline() -> None:
+    # The deadline has passed: nothing is decoded (and the model is never loaded).
+    pipeline = PipelineAnswers(indexes={})
+    sample = generate_cases(quick=True)[:3]
+    assert decode_cases(pipeline, sample, concurrency=2, deadline=time.perf_counter() - 1) == []
+    assert pipeline.reasoner is None
