@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 import torch
@@ -9,7 +11,7 @@ from gguf import GGUFReader, dequantize
 from transformers.modeling_gguf_pytorch_utils import TENSOR_PROCESSORS
 
 from inference.loader import bundled_gguf_path
-from inference.weights.gguf_q4 import q4_1_blocks
+from inference.weights.gguf_q4 import Q4Blocks, q4_1_blocks
 from inference.weights.kernels import Int4Linear
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -17,10 +19,22 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 HEADS, KV_HEADS = 9, 3  # SmolLM2-135M
 
 
+@pytest.fixture(scope="module")
+def blocks() -> Q4Blocks:
+    """The bundled GGUF's Q4_1 blocks, read once for the module (reading them is most of
+    each test's time)."""
+    return q4_1_blocks(bundled_gguf_path(), heads=HEADS, kv_heads=KV_HEADS)
+
+
+@functools.cache
+def _reader() -> GGUFReader:
+    """The bundled GGUF's reader, opened once (opening it indexes every tensor)."""
+    return GGUFReader(str(bundled_gguf_path()))
+
+
 def _library_weight(name: str) -> torch.Tensor:
     """The float weight transformers' GGUF loader makes of a tensor (dequantised, rows un-permuted)."""
-    reader = GGUFReader(str(bundled_gguf_path()))
-    tensor = next(t for t in reader.tensors if t.name == name)
+    tensor = next(t for t in _reader().tensors if t.name == name)
     values = dequantize(tensor.data, tensor.tensor_type)
     processor = TENSOR_PROCESSORS["llama"](
         config={"num_attention_heads": HEADS, "num_key_value_heads": KV_HEADS}
@@ -36,8 +50,9 @@ def _library_weight(name: str) -> torch.Tensor:
         ("blk.29.ffn_down.weight", "model.layers.29.mlp.down_proj"),
     ],
 )
-def test_q4_1_blocks_dequantise_to_exactly_the_ggufs_values(gguf_name: str, module: str) -> None:
-    blocks = q4_1_blocks(bundled_gguf_path(), heads=HEADS, kv_heads=KV_HEADS)
+def test_q4_1_blocks_dequantise_to_exactly_the_ggufs_values(
+    gguf_name: str, module: str, blocks: Q4Blocks
+) -> None:
     assert len(blocks) == 30 * 7  # every projection of every layer is Q4_1
     block = blocks[module]
     assert block.codes.dtype == torch.uint8 and int(block.codes.max()) <= 15
@@ -47,8 +62,9 @@ def test_q4_1_blocks_dequantise_to_exactly_the_ggufs_values(gguf_name: str, modu
     assert torch.equal(ours, _library_weight(gguf_name))
 
 
-def test_the_int4_kernel_holds_the_ggufs_codes_and_dequantises_to_its_values() -> None:
-    blocks = q4_1_blocks(bundled_gguf_path(), heads=HEADS, kv_heads=KV_HEADS)
+def test_the_int4_kernel_holds_the_ggufs_codes_and_dequantises_to_its_values(
+    blocks: Q4Blocks,
+) -> None:
     block = blocks["model.layers.5.self_attn.o_proj"]
     cols = block.codes.shape[1]
     # The codes, no second rounding: unit scales and zero minimums read them back.
