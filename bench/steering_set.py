@@ -13,6 +13,7 @@ answers are judged by our verifiers (``verify_all``, which decides generic
 kinds with the form's verifiers; the JSON says so in ``judge``).
 ``violations_of_controlled`` counts steered failures of constraints that
 ``compile_steering`` reported controlled (the guarantee; the target is 0).
+``complete_share`` (both arms) and ``steered_ends`` are as in bench.steering.
 
 The last stdout line is one JSON object.
 """
@@ -22,10 +23,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from inference.decoder.compile import compile_steering
+from inference.decoder.endings import ends_complete, required_closing
 from reasoning.constraints.model import Constraint, Kind
 from reasoning.constraints.verifiers import verify_all
 from reasoning.errors import ConflictError, LimitExceeded
@@ -86,6 +89,8 @@ def run_set(args: argparse.Namespace, model: Any, tokenizer: Any) -> dict[str, A
     details: list[dict[str, Any]] = []
     controlled_n = controlled_bad = 0
     check_s = decode_s = 0.0
+    complete: dict[str, list[bool]] = {"steered": [], "unsteered": []}
+    ends: Counter[str] = Counter()
 
     def build() -> dict[str, Any]:
         """The report over the prompts decoded so far."""
@@ -107,6 +112,11 @@ def run_set(args: argparse.Namespace, model: Any, tokenizer: Any) -> dict[str, A
             "controlled_instructions": controlled_n,
             "violations_of_controlled": controlled_bad,
             "violation_details": details,
+            # Answers that end on a sentence end or a closed structure (endings.ends_complete).
+            "complete_share": {
+                k: round(sum(v) / len(v), 4) if v else 0.0 for k, v in complete.items()
+            },
+            "steered_ends": dict(ends),
             "constraint_check_share": round(check_s / decode_s, 4) if decode_s else 0.0,
         }
 
@@ -123,6 +133,10 @@ def run_set(args: argparse.Namespace, model: Any, tokenizer: Any) -> dict[str, A
         p_ok = _verdicts(constraints, plain_text)
         steered_ok.append(s_ok)
         plain_ok.append(p_ok)
+        closing = required_closing(constraints)
+        complete["steered"].append(ends_complete(steered["text"], closing))
+        complete["unsteered"].append(ends_complete(plain_text, closing))
+        ends[steered["end"]] += 1
         check_s += steered["check_s"]
         decode_s += steered["decode_s"]
         controlled = [c.id in steering.controlled for c in constraints]
