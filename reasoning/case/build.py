@@ -101,6 +101,18 @@ _EN_NAME: Final = re.compile(r"(?:[A-Z][\w'-]+)(?:\s+[A-Z][\w'-]+){0,3}")
 _NEW_LABELS: Final = frozenset({"PERSON", "ORG", "GPE", "NORP", "FAC", "LOC"})
 _ZH_NAME_FLAGS: Final = frozenset({"nr", "nrt", "nrfg", "nt", "ns"})
 _MAX_GAP_WORDS: Final = 8
+_PRONOUN: Final = re.compile(
+    r"\b(?:he|she|they|it|him|her|them)\b|他|她|它|该公司|该客户", re.IGNORECASE
+)
+_SUBJECT_PRONOUN: Final = re.compile(
+    r"\s*(?:(?:he|she|they|it)(?:\s+(?:also|then|later|has|had|have|was|were|is))*|"
+    r"他|她|它|他们|她们|该公司|该客户)\s*",
+    re.IGNORECASE,
+)
+_OBJECT_PRONOUN: Final = re.compile(r"\s*(?:him|her|them|it)\b", re.IGNORECASE)
+_OBJECT_PRONOUN_GAP: Final = re.compile(
+    r"\s*(?:him|her|them|it|他|她|它|他们|她们|该公司|该客户)\s*", re.IGNORECASE
+)
 _EN_LOCATIVE: Final = re.compile(r"\s*,?\s*(?:in|from)\s+(?:the\s+)?", re.IGNORECASE)
 _ZH_LOCATIVE: Final = re.compile(r"\s*的\s*")
 #: Regular English inflection endings, longest first (``_same_word``).
@@ -147,6 +159,7 @@ def build_case(
     if linked is None:
         linked = link_mentions(lexicon.index, text, doc=doc)
     mentions = builder.mentions(linked, quantities, doc)
+    builder.all_mentions = mentions
     builder.inputs(quantities, today)
     for sentence_start, sentence_end in _sentences(text):
         inside = [m for m in mentions if sentence_start <= m.start and m.end <= sentence_end]
@@ -172,6 +185,8 @@ class _Builder:
         self.new_by_label: dict[str, str] = {}
         self.quantities: tuple[Quantity, ...] = ()
         self.pending_appositions: list[tuple[_Mention, int, int]] = []
+        self.all_mentions: list[_Mention] = []
+        self.earlier: list[_Mention] = []
         self.add(case, RDF_TYPE, TV_CASE, "mention", None, None)
 
     # --- facts -----------------------------------------------------------------------
@@ -313,7 +328,16 @@ class _Builder:
 
     def relations(self, mentions: list[_Mention], lo: int, hi: int) -> None:
         entities = [m for m in mentions if not m.is_class]
-        if len(entities) < 2:
+        # Entities of earlier sentences, what a pronoun can refer to: the most recent
+        # sentence first, and in it the first entity (its subject) first.
+        self.earlier = [
+            m
+            for a, b in reversed([span for span in _sentences(self.text) if span[1] <= lo])
+            for m in self.all_mentions
+            if a <= m.start and m.end <= b and not m.is_class and not m.paren
+        ]
+        pronoun = bool(self.earlier) and bool(_PRONOUN.search(self.text[lo:hi]))
+        if len(entities) < (1 if pronoun else 2):
             return
         matches = sorted(
             (
@@ -357,6 +381,8 @@ class _Builder:
             before[0] if before else None,
         )
         if subject is None:
+            subject = self._pronoun_referent(start, spec.domains, subject_position=True)
+        if subject is None:
             subject = self._clause_subject(start)
             if subject is None:
                 return None
@@ -380,6 +406,14 @@ class _Builder:
         after = [m for m in entities if m.start >= end and m.term != subject.term]
         candidates = in_gap[:1] or after[:1]
         obj = candidates[0] if candidates else None
+        if obj is None:  # "sent EUR 5 to him", "向他转账": an entity of an earlier sentence
+            obj = self._pronoun_referent(
+                gap[0] if gap is not None else end,
+                spec.ranges,
+                subject_position=False,
+                gap=gap,
+                exclude=subject.term,
+            )
         if obj is None or not self.compatible(obj.term, spec.ranges):
             return None
         if _negated(self.text[subject.end : obj.end if obj in in_gap else obj.start]):
@@ -391,6 +425,38 @@ class _Builder:
         for cls in spec.ranges:
             self.add_type(obj.term, cls, "typing", span_start, span_end)
         return obj
+
+    def _pronoun_referent(
+        self,
+        at: int,
+        classes: frozenset[str],
+        *,
+        subject_position: bool,
+        gap: tuple[int, int] | None = None,
+        exclude: str = "",
+    ) -> _Mention | None:
+        """The entity a personal pronoun refers to, or None when there is no pronoun.
+
+        As subject, the pronoun is all the clause holds before the label
+        ("He received ... from X", "他收到…"); as object, it fills the
+        label's gap or follows the label ("... to him", "向他转账"). It
+        refers to the first entity of the most recent earlier sentence that
+        the property's domain (or range) admits (that sentence's subject
+        when it is admitted).
+        """
+        if subject_position:
+            clause_start = max(self.text.rfind(ch, 0, at) for ch in "，,。；;.!?！？\n") + 1
+            if not _SUBJECT_PRONOUN.fullmatch(self.text[clause_start:at]):
+                return None
+        elif gap is not None:
+            if not _OBJECT_PRONOUN_GAP.fullmatch(self.text[gap[0] : gap[1]]):
+                return None
+        elif not _OBJECT_PRONOUN.match(self.text[at:]):
+            return None
+        return next(
+            (m for m in self.earlier if m.term != exclude and self.compatible(m.term, classes)),
+            None,
+        )
 
     def _clause_subject(self, label_start: int) -> _Mention | None:
         """A new individual for a name opening the clause of a label, or None.

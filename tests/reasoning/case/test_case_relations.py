@@ -114,3 +114,26 @@ def test_a_passive_by_turns_a_relation_round(lexicon: CaseLexicon) -> None:
     assert ("NordicLines", "supplies", "BlueOcean") not in _case(
         lexicon, "Nordic Lines is supplied by Blue Ocean."
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "fact"),
+    [
+        (
+            "Blue Ocean is based at Piraeus. It sells to Nordic Lines.",
+            ("BlueOcean", "sellsTo", "NordicLines"),
+        ),
+        (
+            "Nordic Lines is based at Rotterdam. Blue Ocean sells to them.",
+            ("BlueOcean", "sellsTo", "NordicLines"),
+        ),
+        ("蓝洋总部位于比雷埃夫斯。它向北欧航运出售燃料。", ("BlueOcean", "sellsTo", "NordicLines")),
+        ("北欧航运总部位于鹿特丹。蓝洋向它出售燃料。", ("BlueOcean", "sellsTo", "NordicLines")),
+    ],
+)
+def test_a_pronoun_refers_to_an_earlier_sentences_entity(
+    lexicon: CaseLexicon, text: str, fact: tuple[str, str, str]
+) -> None:
+    facts = _case(lexicon, text)
+    assert fact in facts
+    assert not any(s == "Piraeus" or o == "Piraeus" for s, p, o in facts if p == "sellsTo")
