@@ -163,11 +163,14 @@ def worker(argv: Sequence[str]) -> int:
     }
     if args.worker != "auto":
         tok = lm.tokenizer
-        items = steered_prompts(args.prompts, args.data)
         plans = []
-        for item in items:
-            plan = plan_prompt(tok, item["prompt"], item["constraints"])
-            plans.append((item, plan))
+        # The first prompts of an evenly spaced sample whose constraints steer.
+        for item in steered_prompts(40, args.data):
+            if _steering(item["constraints"], tok, item["prompt"], args.new, lm.device) is None:
+                continue
+            plans.append((item, plan_prompt(tok, item["prompt"], item["constraints"])))
+            if len(plans) == args.prompts:
+                break
         warm = plans[0][1]
         _ours(lm.model, tok, warm, None, [], 4, 4, "", False, lm.device)  # warm up
         steered = 0
@@ -274,6 +277,7 @@ def compare_formats(
     from transformers import AutoTokenizer
 
     from bench.throughput import _prompts as steered_prompts
+    from bench.throughput import _steering
     from inference.loader import bundled_gguf_path, file_sha256, prepare_cache, probe_directory
     from inference.prompting import plan_prompt
     from inference.weights.gate import excluded, read_gate
@@ -299,10 +303,14 @@ def compare_formats(
     chosen = auto.get("weights")
     # The same prompt ids as our decode and generate, through the bundled tokenizer.
     tokenizer = AutoTokenizer.from_pretrained(prepare_cache("bundled", cache))
-    ids = [
-        list(plan_prompt(tokenizer, item["prompt"], item["constraints"]).branch_ids(0))
-        for item in steered_prompts(speed_prompts, data)
-    ]
+    ids = []
+    for item in steered_prompts(40, data):
+        if _steering(item["constraints"], tokenizer, item["prompt"], new, torch.device("cpu")):
+            ids.append(
+                list(plan_prompt(tokenizer, item["prompt"], item["constraints"]).branch_ids(0))
+            )
+        if len(ids) == speed_prompts:
+            break
     llamacpp = _llamacpp(bundled_gguf_path(), ids, new, threads)
     kept = read_gate(probe_directory(cache, file_sha256(bundled_gguf_path())))
     gate_excluded = excluded(kept)

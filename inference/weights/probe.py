@@ -34,6 +34,7 @@ from inference.weights.gguf_q4 import Q4Block
 __all__ = [
     "CALIBRATION",
     "KL_GATE",
+    "PROBE_VERSION",
     "choose",
     "distribution_gap",
     "machine_fingerprint",
@@ -44,6 +45,9 @@ __all__ = [
 
 #: A format whose mean KL divergence from float32 exceeds this (nats) is not chosen.
 KL_GATE = 0.02
+#: Part of the machine fingerprint: raised when the forward changes what a probe would
+#: measure (2: attention over float32 KV slabs on the CPU), so kept measurements are retaken.
+PROBE_VERSION = 2
 
 CALIBRATION = (
     (
@@ -178,7 +182,8 @@ def choose(
 
 
 def machine_fingerprint(device: torch.device) -> str:
-    """A short digest of what the probe's timings depend on: processor, torch build, threads, device."""
+    """A short digest of what the probe's timings depend on: processor, torch build, threads,
+    device, and the probe's own version."""
     cpu = platform.processor() or platform.machine()
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as info:
@@ -187,7 +192,8 @@ def machine_fingerprint(device: torch.device) -> str:
     except OSError:
         pass
     gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else ""
-    text = "|".join([cpu, gpu, torch.__version__, str(torch.get_num_threads()), str(device)])
+    parts = [cpu, gpu, torch.__version__, str(torch.get_num_threads()), str(device)]
+    text = "|".join([*parts, f"probe {PROBE_VERSION}"])
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
