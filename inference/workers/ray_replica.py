@@ -28,7 +28,13 @@ from ray.serve.deployment import Deployment
 from inference.decoder.stream import StepEvent
 from inference.workers.replica import DecodeWorker, WorkerConfig
 
-__all__ = ["CONSISTENT_HASH_ROUTER", "DEPLOYMENT_NAME", "DecoderDeployment", "build_app", "decoder_deployment"]
+__all__ = [
+    "CONSISTENT_HASH_ROUTER",
+    "DEPLOYMENT_NAME",
+    "DecoderDeployment",
+    "build_app",
+    "decoder_deployment",
+]
 
 DEPLOYMENT_NAME = "tenet-decoder"
 #: Ray Serve's consistent-hash request router (session stickiness on ``session_id``).
@@ -125,4 +131,6 @@ def build_app(args: dict[str, Any]) -> Application:
     as a mapping) and the keywords of :func:`decoder_deployment`."""
     args = dict(args)
     worker = args.pop("worker", {})
-    return decoder_deployment(**args).bind(msgspec.to_builtins(msgspec.convert(worker, WorkerConfig)))
+    return decoder_deployment(**args).bind(
+        msgspec.to_builtins(msgspec.convert(worker, WorkerConfig))
+    )

@@ -93,6 +93,13 @@ class RayWorkers:
         self._deployed = False
         self._lock = threading.Lock()
         self._hops: deque[float] = deque(maxlen=_HOPS_KEPT)
+        self._in_flight = 0
+        self._probing = threading.Lock()
+
+    @property
+    def in_flight(self) -> int:
+        """Jobs this process has sent to the workers and not yet had answered."""
+        return self._in_flight
 
     @property
     def state(self) -> str:
@@ -105,7 +112,10 @@ class RayWorkers:
         """Join or start the cluster and attach to (or deploy) the decoder; blocks until it is ready.
 
         ``config`` replaces the worker config given at construction (the API
-        passes the weight format its own model resolved).
+        passes the weight format its own model resolved). A local cluster's
+        processes are tied to the calling thread (Ray starts them with a
+        parent-death signal): call this from a thread that outlives the
+        workers, up to :meth:`close`.
 
         Raises:
             Unavailable: Ray is not installed, the cluster cannot be reached or the deployment failed.
@@ -129,19 +139,25 @@ class RayWorkers:
             from ray import serve
             from ray.serve.exceptions import RayServeException
         except ImportError as exc:
-            raise Unavailable("TENET_WORKERS=ray needs the ray extra (pip install 'tenet[ray]')") from exc
+            raise Unavailable(
+                "TENET_WORKERS=ray needs the ray extra (pip install 'tenet[ray]')"
+            ) from exc
         from inference.workers.ray_replica import decoder_deployment
 
         opts = self.options
+        if opts.address:
+            _probe_head(opts.address)
         if not ray.is_initialized():
             if opts.address:
-                _probe_head(opts.address)
                 ray.init(address=opts.address, log_to_driver=False, configure_logging=False)
             else:
                 # A cluster of this process's own, never someone else's found on the machine.
                 ray.init(
-                    address="local", num_cpus=opts.num_cpus, include_dashboard=False,
-                    log_to_driver=False, configure_logging=False,
+                    address="local",
+                    num_cpus=opts.num_cpus,
+                    include_dashboard=False,
+                    log_to_driver=False,
+                    configure_logging=False,
                 )
                 self._started_cluster = True
         serve.start(proxy_location="Disabled")
@@ -153,8 +169,12 @@ class RayWorkers:
             except RayServeException:  # no application of that name yet
                 log.info("no running model workers %r: deploying them", opts.app_name)
         deployment = decoder_deployment(
-            replicas=opts.replicas, max_replicas=opts.max_replicas, replica_cpus=opts.replica_cpus,
-            replica_gpus=opts.replica_gpus, max_ongoing=opts.max_ongoing, max_queued=opts.max_queued,
+            replicas=opts.replicas,
+            max_replicas=opts.max_replicas,
+            replica_cpus=opts.replica_cpus,
+            replica_gpus=opts.replica_gpus,
+            max_ongoing=opts.max_ongoing,
+            max_queued=opts.max_queued,
         )
         started = time.perf_counter()
         handle = serve.run(
@@ -185,6 +205,17 @@ class RayWorkers:
             Unavailable: no worker could decode the job (see the module).
             TenetError: the decode's own error.
         """
+        handle = self._ready_handle().options(session_id=job.affinity)
+        data = encode_job(job)
+        self._in_flight += 1
+        try:
+            return await self._submit(handle, job, data, on_step)
+        finally:
+            self._in_flight -= 1
+
+    async def _submit(
+        self, handle: Any, job: DecodeJob, data: bytes, on_step: Callable[[StepEvent], None] | None
+    ) -> WorkerRun:
         from ray.exceptions import RayActorError, RayError, RayTaskError
         from ray.serve.exceptions import (
             BackPressureError,
@@ -192,8 +223,6 @@ class RayWorkers:
             ReplicaUnavailableError,
         )
 
-        handle = self._ready_handle().options(session_id=job.affinity)
-        data = encode_job(job)
         last: BaseException | None = None
         for attempt in (1, 2):
             streamed = [False]
@@ -217,7 +246,9 @@ class RayWorkers:
                 raise
             except (RayActorError, ReplicaUnavailableError) as exc:
                 last = exc
-                log.warning("model worker lost mid-decode (attempt %d): %s", attempt, type(exc).__name__)
+                log.warning(
+                    "model worker lost mid-decode (attempt %d): %s", attempt, type(exc).__name__
+                )
                 if streamed[0]:
                     break
                 continue
@@ -228,7 +259,8 @@ class RayWorkers:
                 ) from exc
             except (DeploymentUnavailableError, RayError) as exc:
                 raise Unavailable(
-                    f"the model workers are unreachable: {type(exc).__name__}", retry_after_s=DOWN_RETRY_S
+                    f"the model workers are unreachable: {type(exc).__name__}",
+                    retry_after_s=DOWN_RETRY_S,
                 ) from exc
             reply = decode_reply(raw)
             return self._accepted(job, reply, started, attempt)
@@ -251,10 +283,14 @@ class RayWorkers:
             elif kind == REPLY:
                 raw = payload
         if raw is None:
-            raise Unavailable("the model worker's stream ended without a result", retry_after_s=DOWN_RETRY_S)
+            raise Unavailable(
+                "the model worker's stream ended without a result", retry_after_s=DOWN_RETRY_S
+            )
         return raw
 
-    def _accepted(self, job: DecodeJob, reply: WorkerReply, started: float, attempt: int) -> WorkerRun:
+    def _accepted(
+        self, job: DecodeJob, reply: WorkerReply, started: float, attempt: int
+    ) -> WorkerRun:
         wall_ms = (time.perf_counter() - started) * 1000
         if job.model_sha256 and reply.model_sha256 != job.model_sha256:
             raise Unavailable("a model worker answered with another model than the run records")
@@ -266,31 +302,64 @@ class RayWorkers:
         """The latest hops' costs in ms (round trip minus the replica's own time), oldest first."""
         return tuple(self._hops)
 
-    async def describe(self, timeout_s: float = 2.0) -> dict[str, Any]:
-        """One replica's description (the affinity routes ``probe`` to one of them).
+    async def describe(self, timeout_s: float = 2.0, affinity: str = "probe") -> dict[str, Any]:
+        """The description of the replica ``affinity`` routes to (a job's
+        :attr:`~inference.workers.job.DecodeJob.affinity` reaches the same one).
 
         Raises:
             Unavailable: no replica answered within ``timeout_s``.
         """
-        handle = self._ready_handle().options(session_id="probe")
+        handle = self._ready_handle().options(session_id=affinity)
         try:
             async with asyncio.timeout(timeout_s):
                 described: dict[str, Any] = await handle.describe.remote()
                 return described
         except Exception as exc:
             raise Unavailable(
-                f"the model workers are unreachable: {type(exc).__name__}", retry_after_s=DOWN_RETRY_S
+                f"the model workers are unreachable: {type(exc).__name__}",
+                retry_after_s=DOWN_RETRY_S,
             ) from exc
 
     async def readiness(self, timeout_s: float = 2.0) -> str:
-        """``ok`` when a replica answers within ``timeout_s``; else why not (for ``/readyz``)."""
+        """``ok`` while the cluster answers within ``timeout_s`` and at least one decoder replica
+        runs; else why not (for ``/readyz``).
+
+        The check asks Serve's controller for the application's status rather
+        than sending a request, so busy replicas (and a full queue) do not
+        make the API look unready. One check runs at a time: while an earlier
+        one has not returned (a cluster that stopped answering), the next
+        reports the cluster unreachable at once.
+        """
         if self._handle is None:
             return self.state
+        if not self._probing.acquire(blocking=False):
+            return "unreachable: the Ray cluster has not answered the previous check"
+        probe = asyncio.ensure_future(asyncio.to_thread(self._running_replicas))
+        probe.add_done_callback(lambda _: self._probing.release())
         try:
-            await self.describe(timeout_s)
-        except Unavailable as exc:
-            return f"unreachable: {exc.detail}"
-        return "ok"
+            running = await asyncio.wait_for(asyncio.shield(probe), timeout_s)
+        except TimeoutError:
+            return f"unreachable: the Ray cluster did not answer within {timeout_s:g} s"
+        except Exception as exc:  # noqa: BLE001 - any failure to reach the controller is the answer
+            return f"unreachable: {type(exc).__name__}"
+        return "ok" if running else "no running decoder replica"
+
+    def _running_replicas(self) -> int:
+        """Replicas of the decoder application in state RUNNING (Serve's controller's view)."""
+        import ray
+        from ray import serve
+
+        if not ray.is_initialized():  # serve.status() would start a cluster of its own
+            return 0
+        app = serve.status().applications.get(self.options.app_name)
+        if app is None:
+            return 0
+        return sum(
+            count
+            for deployment in app.deployments.values()
+            for state, count in deployment.replica_states.items()
+            if state == "RUNNING"
+        )
 
     def close(self) -> None:
         """Delete the deployment this process deployed on a cluster it started, and stop that cluster.
@@ -325,4 +394,6 @@ def _probe_head(address: str, timeout_s: float = 3.0) -> None:
     try:
         socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
     except OSError as exc:
-        raise Unavailable(f"the Ray head at {address} is unreachable ({exc.strerror or exc})") from exc
+        raise Unavailable(
+            f"the Ray head at {address} is unreachable ({exc.strerror or exc})"
+        ) from exc

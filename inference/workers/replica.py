@@ -131,4 +131,6 @@ def _warm_up(loaded: LoadedModel) -> None:
     inputs = loaded.tokenizer("Hello", return_tensors="pt").to(loaded.device)
     with torch.inference_mode():
         loaded.model(**inputs)
-    vocab_tables(loaded.tokenizer, loaded.device, int(loaded.model.get_output_embeddings().out_features))
+    vocab_tables(
+        loaded.tokenizer, loaded.device, int(loaded.model.get_output_embeddings().out_features)
+    )
