@@ -113,6 +113,8 @@ _OBJECT_PRONOUN: Final = re.compile(r"\s*(?:him|her|them|it)\b", re.IGNORECASE)
 _OBJECT_PRONOUN_GAP: Final = re.compile(
     r"\s*(?:him|her|them|it|他|她|它|他们|她们|该公司|该客户)\s*", re.IGNORECASE
 )
+#: A Chinese numeral with its measure word ("一笔", "两份", "几项"), optional.
+_ZH_MEASURE: Final = "(?:[一二两三四五六七八九十几数多]+[笔份项个次宗批])?"
 _EN_LOCATIVE: Final = re.compile(r"\s*,?\s*(?:in|from)\s+(?:the\s+)?", re.IGNORECASE)
 _ZH_LOCATIVE: Final = re.compile(r"\s*的\s*")
 #: Regular English inflection endings, longest first (``_same_word``).
@@ -795,16 +797,25 @@ def _zh_matches(
     text: str, lo: int, hi: int, parts: tuple[str, ...]
 ) -> Iterable[tuple[int, int, tuple[int, int] | None]]:
     first = parts[0]
+    pattern = _zh_part(parts[1]) if len(parts) > 1 else None
     start = text.find(first, lo, hi)
     while start >= 0:
         end = start + len(first)
-        if len(parts) == 1:
+        if pattern is None:
             yield start, end, None
         else:
-            second = text.find(parts[1], end, min(hi, end + _MAX_GAP_CHARS))
-            if second >= 0:
-                yield start, second + len(parts[1]), (end, second)
+            second = pattern.search(text, end, min(hi, end + _MAX_GAP_CHARS + 8))
+            if second is not None and second.start() <= end + _MAX_GAP_CHARS:
+                yield start, second.end(), (end, second.start())
         start = text.find(first, end, hi)
+
+
+def _zh_part(part: str) -> re.Pattern[str]:
+    """A Chinese label part as a pattern: after a leading 的, a numeral and measure word may
+    stand ("收到…的汇款" also reads "收到X的一笔汇款")."""
+    if part.startswith("的") and len(part) > 1:
+        return re.compile("的" + _ZH_MEASURE + re.escape(part[1:]))
+    return re.compile(re.escape(part))
 
 
 def _negated(between: str) -> bool:

@@ -30,6 +30,7 @@ sp:registeredAt a owl:ObjectProperty ; rdfs:label "registers at"@en , "登记于
 sp:basedAt a owl:ObjectProperty ; rdfs:label "based at"@en , "总部位于"@zh ;
     rdfs:domain sp:Operator ; rdfs:range sp:Port .
 sp:purchasesFrom a owl:ObjectProperty ; rdfs:label "purchases ... from"@en , "从…购买"@zh ;
+    skos:altLabel "收到…的货物"@zh ;
     rdfs:domain sp:Operator ; rdfs:range sp:Operator .
 sp:sellsTo a owl:ObjectProperty ; owl:inverseOf sp:purchasesFrom ;
     rdfs:label "sells to"@en , "向…出售"@zh .
@@ -137,3 +138,10 @@ def test_a_pronoun_refers_to_an_earlier_sentences_entity(
     facts = _case(lexicon, text)
     assert fact in facts
     assert not any(s == "Piraeus" or o == "Piraeus" for s, p, o in facts if p == "sellsTo")
+
+
+@pytest.mark.parametrize("text", ["北欧航运收到蓝洋的货物。", "北欧航运收到蓝洋的一批货物。"])
+def test_a_chinese_label_reads_through_a_numeral_and_measure_word(
+    lexicon: CaseLexicon, text: str
+) -> None:
+    assert ("NordicLines", "purchasesFrom", "BlueOcean") in _case(lexicon, text)
