@@ -219,7 +219,7 @@ class RunService:
         plan = await to_thread.run_sync(_plan, reasoner, request, index, auth.tenant_id)
         if on_plan is not None:
             on_plan(plan)
-        result = await self.run_job(self.job(plan, auth.tenant_id), hints, on_step)
+        result = await self.run_job(self.job(plan, auth.tenant_id, index=index), hints, on_step)
         run_id = run_id or new_run_id()
         response = self.response(run_id, plan, result)
         record = run_record(

@@ -462,7 +462,8 @@ class SessionService:
         index = await lookup_domain_index(self.runtime, self.tenant_id, row.domain)
         self.runs.admit(self.hints)
         plan = await to_thread.run_sync(self._plan, row, prompt, options, index)
-        result = await self.runs.run_job(self.runs.job(plan, self.tenant_id, session_id=row.id), self.hints)
+        job = self.runs.job(plan, self.tenant_id, session_id=row.id, index=index)
+        result = await self.runs.run_job(job, self.hints)
         finished = utcnow()
         turns = list(row.state.get("turns", []))
         number = len(turns) + 1
@@ -558,7 +559,7 @@ class SessionService:
             t0 = time.perf_counter()
             # rerun reuses exactly the branches whose prompt is unchanged (premise texts included)
             # and decodes everything when the shared prefix (constraints after feedback) moved.
-            job = self.runs.job(plan, self.tenant_id, previous=previous, session_id=row.id)
+            job = self.runs.job(plan, self.tenant_id, previous=previous, session_id=row.id, index=index)
             result = await self.runs.run_job(job, self.hints)
             reruns.append((t, plan, result, (time.perf_counter() - t0) * 1000))
         finished = utcnow()

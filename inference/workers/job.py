@@ -13,18 +13,32 @@ in-process decode does, so a job carries no tensors, closures or locks.
 Jobs and results cross process boundaries as msgpack (:func:`encode_job`,
 :func:`decode_job`, :func:`encode_reply`, :func:`decode_reply`); a decoded
 job equals the job that was encoded, so a worker decodes exactly the plan
-the API recorded.
+the API recorded. Two parts of a plan on a domain with decision rules are
+checks, not data: the claim guard of the pruning judge and the statement's
+contradiction check read the domain's decision engine. They travel as the
+domain's index (the ontology version the API planned on, pickled: the
+workers are inside the service's trust boundary) and are bound again on
+the worker by the same functions that built them (:func:`claim_guard`; the
+engine's ``check_claim``), the index unpickled once per version per worker.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import pickle
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 
 import msgspec
 
+from inference.decisions import claim_guard, decision_engine
+from inference.decoder.controllers.stating import Statement
 from inference.decoder.stream import StepEvent
 from inference.pipeline import Plan, Reasoner, ReasonResult
+from reasoning.evidence.index import OntologyIndex
+from reasoning.rules.model import Decision
 
 __all__ = [
     "DecodeJob",
@@ -51,6 +65,8 @@ class DecodeJob(msgspec.Struct, frozen=True, kw_only=True):
     previous: ReasonResult | None = None
     session_id: str = ""
     model_sha256: str = ""
+    #: The domain index the plan's checks read (its decision engine); None without a decision.
+    index: OntologyIndex | None = None
 
     @property
     def affinity(self) -> str:
@@ -84,19 +100,101 @@ class WorkerReply(msgspec.Struct, frozen=True, kw_only=True):
     prefix_misses: int = 0
 
 
-_JOB_DECODER = msgspec.msgpack.Decoder(DecodeJob)
+class _WireJob(msgspec.Struct, frozen=True, kw_only=True):
+    """A job as it crosses: the plan without its checks, the statement's data, the index pickled."""
+
+    plan: Plan
+    tenant: str
+    previous: ReasonResult | None = None
+    session_id: str = ""
+    model_sha256: str = ""
+    statement_text: str | None = None
+    statement_sources: tuple[str, ...] = ()
+    index: bytes | None = None
+
+
+_JOB_DECODER = msgspec.msgpack.Decoder(_WireJob)
 _REPLY_DECODER = msgspec.msgpack.Decoder(WorkerReply)
 _ENCODER = msgspec.msgpack.Encoder()
+#: Unpickled domain indexes by the digest of their bytes (one per ontology version in use), so
+#: the decision engine built on one is reused across jobs (it is cached per index object).
+_INDEXES: OrderedDict[str, OntologyIndex] = OrderedDict()
+_INDEXES_KEPT = 16
+_INDEXES_LOCK = threading.Lock()
 
 
 def encode_job(job: DecodeJob) -> bytes:
-    """``job`` as msgpack bytes (what crosses to the worker)."""
-    return _ENCODER.encode(job)
+    """``job`` as msgpack bytes (what crosses to the worker).
+
+    Raises:
+        ValueError: the plan carries a decision but the job no index to check it on.
+    """
+    plan, statement = job.plan, job.plan.statement
+    if job.index is None and (plan.claims is not None or statement is not None):
+        raise ValueError("a plan with a decision's checks needs its domain index in the job")
+    wire = _WireJob(
+        plan=dataclasses.replace(plan, claims=None, statement=None),
+        tenant=job.tenant,
+        previous=job.previous,
+        session_id=job.session_id,
+        model_sha256=job.model_sha256,
+        statement_text=statement.text if statement is not None else None,
+        statement_sources=statement.sources if statement is not None else (),
+        index=pickle.dumps(job.index)
+        if job.index is not None and plan.decision is not None
+        else None,
+    )
+    return _ENCODER.encode(wire)
 
 
 def decode_job(data: bytes) -> DecodeJob:
-    """The job :func:`encode_job` encoded (``msgspec.ValidationError`` on anything else)."""
-    return _JOB_DECODER.decode(data)
+    """The job :func:`encode_job` encoded, its checks bound again on the shipped index
+    (``msgspec.ValidationError`` on anything else)."""
+    wire = _JOB_DECODER.decode(data)
+    plan = wire.plan
+    index = _index(wire.index) if wire.index is not None else None
+    if index is not None and plan.decision is not None:
+        statement = None
+        if wire.statement_text is not None:
+            statement = Statement(
+                text=wire.statement_text,
+                contradicts=_contradicts(plan.decision, index),
+                sources=wire.statement_sources,
+            )
+        plan = dataclasses.replace(
+            plan, claims=claim_guard(plan.decision, index), statement=statement
+        )
+    return DecodeJob(
+        plan=plan,
+        tenant=wire.tenant,
+        previous=wire.previous,
+        session_id=wire.session_id,
+        model_sha256=wire.model_sha256,
+        index=index,
+    )
+
+
+def _contradicts(decision: Decision, index: OntologyIndex) -> Callable[[str], bool]:
+    """The statement's check of one sentence against ``decision`` (as ``statement_of`` binds it)."""
+    engine = decision_engine(index)
+    return lambda text: engine.check_claim(text, decision).contradicts
+
+
+def _index(data: bytes) -> OntologyIndex:
+    key = hashlib.sha256(data).hexdigest()
+    with _INDEXES_LOCK:
+        index = _INDEXES.get(key)
+        if index is not None:
+            _INDEXES.move_to_end(key)
+            return index
+    loaded = pickle.loads(data)  # from the API, inside the service's trust boundary
+    if not isinstance(loaded, OntologyIndex):
+        raise msgspec.ValidationError("the job's index is not an ontology index")
+    with _INDEXES_LOCK:
+        index = _INDEXES.setdefault(key, loaded)
+        while len(_INDEXES) > _INDEXES_KEPT:
+            _INDEXES.popitem(last=False)
+    return index
 
 
 def encode_reply(reply: WorkerReply) -> bytes:
