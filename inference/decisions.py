@@ -38,7 +38,8 @@ __all__ = ["RULES_VIEW", "claim_guard", "decide", "decision_engine", "statement_
 
 #: The view that holds the deciding rules' facts when no other view has evidence.
 RULES_VIEW = "rules"
-#: Wall-time limit of one rule evaluation (the engine raises ``LimitExceeded`` past it).
+#: Limit of one rule evaluation, in CPU seconds of the evaluating thread (the engine raises
+#: ``LimitExceeded`` past it; see ``reasoning.rules.engine``).
 RULES_TIMEOUT_S: Final = 1.0
 _ID_NUMBER: Final = re.compile(r"E(\d+)")
 _END: Final = re.compile(r"[.。]\s*$")
