@@ -18,9 +18,12 @@ is the property the decoder plans for. Complete means the text ends on
   placeholder or a ``<<title>>`` (``}`` ``]`` ``>``), a table row (``|``),
   also inside a closing code fence;
 - the closing the request itself requires (``required_closing``: an end
-  phrase, the right side of a wrap, the text the answer must end with). The
-  user fixed those words as the answer's last, so they end it even without
-  a terminal (IFEval's end check fails a period after them).
+  phrase, the right side of a wrap, the word or text the answer must end
+  with). The user fixed those words as the answer's last, so they end it
+  even without a terminal (IFEval's end check fails a period after them).
+
+A last line that is only a list marker (``3.``, ``-``) is an empty list
+item: an open structure, though it ends in a period.
 
 A list item, a heading or a line of a list is none of these on its own: the
 text cannot tell a finished bare line from a cut one, so the steering ends
@@ -31,6 +34,7 @@ one sentence for every judge.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal
@@ -56,6 +60,7 @@ ENDS: tuple[End, ...] = (END_MODEL, END_LANDED, END_CUT)
 
 _TERMINALS = frozenset(".!?\u3002\uff01\uff1f\u2026\u0964\u0965\u061f\u06d4")  # .!?。！？… ।॥ ؟۔
 _CLOSERS = frozenset("\"'\u201d\u2019\u300d\u300f)*`")  # closers that may follow a sentence end
+_LIST_MARKER = re.compile(r"\d+[.)]|[-*+\u2022]")  # a list item's marker alone
 _STRUCTURE = frozenset("}]>|")  # a closed JSON value, a list, a placeholder, a title, a table row
 
 
@@ -88,6 +93,8 @@ def ends_complete(text: str, closing: Iterable[str] = ()) -> bool:
     False
     >>> ends_complete("* Rivers carry silt")
     False
+    >>> ends_complete("1. Plan meals.\\n2. ")
+    False
     """
     stripped = text.rstrip()
     if not stripped:
@@ -95,6 +102,8 @@ def ends_complete(text: str, closing: Iterable[str] = ()) -> bool:
     lowered = stripped.lower()
     if any(c.strip() and lowered.endswith(c.strip().lower()) for c in closing):
         return True
+    if _LIST_MARKER.fullmatch(stripped.rsplit("\n", 1)[-1].strip()):
+        return False  # an empty list item ("3.", "-") opens a structure
     if stripped[-1] in _STRUCTURE:
         return True
     body = stripped
@@ -106,25 +115,22 @@ def ends_complete(text: str, closing: Iterable[str] = ()) -> bool:
 def required_closing(constraints: Iterable[Constraint]) -> tuple[str, ...]:
     """The texts the request requires the answer to end with: an end phrase,
     a wrap's right side holding a letter or digit (a closing quote alone is
-    no closing: the sentence inside it must end), the text a whole answer
-    must end with (``position`` of the ``answer``, ``ends_with``)."""
+    no closing: the sentence inside it must end), the text the last unit of
+    the answer must be or end with (``position``, ``k = -1``: its last word,
+    sentence, line, or the whole answer)."""
     out: list[str] = []
     for c in constraints:
         params = c.params
         if c.kind == Kind.END_PHRASE:
             out.append(str(params.get("phrase", "")))
-        elif c.kind == Kind.WRAP and params.get("unit", "answer") == "answer":
+        elif c.kind == Kind.WRAP:
             right = str(params.get("right", ""))
             if any(ch.isalnum() for ch in right):
                 out.append(right)
         elif (
             c.kind == Kind.POSITION
-            and params.get("unit") == "answer"
-            and params.get("op")
-            in (
-                "ends_with",
-                "is",
-            )
+            and params.get("op") in ("is", "ends_with")
+            and (params.get("unit") == "answer" or params.get("k") == -1)
         ):
             out.append(str(params.get("text", "")))
     return tuple(t for t in out if t.strip())

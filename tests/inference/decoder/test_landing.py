@@ -195,6 +195,8 @@ def test_the_lander_finds_the_last_complete_sentence(tokenizer: Any) -> None:
         ("The answer is:", False),
         ("* Rivers carry silt\n* Seas rise", False),
         ("*Rivers*", False),
+        ("1. Plan meals.\n2. Buy in bulk.\n3. ", False),
+        ("Rivers:\n-", False),
         ("", False),
     ],
 )
@@ -209,6 +211,14 @@ def test_the_closing_the_request_requires_ends_the_answer(tokenizer: Any) -> Non
         Constraint(id="w", kind=Kind.WRAP, params={"left": "<", "right": "END", "unit": "answer"}),
         Constraint(id="q", kind=Kind.WRAP, params={"left": '"', "right": '"', "unit": "answer"}),
     ]
+    last_word = Constraint(
+        id="p", kind=Kind.POSITION, params={"unit": "words", "k": -1, "op": "is", "text": "light"}
+    )
+    first_word = Constraint(
+        id="f", kind=Kind.POSITION, params={"unit": "words", "k": 1, "op": "is", "text": "Dawn"}
+    )
+    assert required_closing([last_word, first_word]) == ("light",)
+    assert ends_complete("The sea turns gold. light", required_closing([last_word]))
     closing = required_closing(constraints)
     assert closing == ("Any other questions", "END")
     assert ends_complete("Rivers flow. any other questions", closing)
