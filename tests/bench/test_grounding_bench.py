@@ -17,13 +17,33 @@ from bench.grounding import (
 
 
 def test_truth_table_follows_the_rule_texts() -> None:
-    assert gold_aml(pep=True, sanctioned=False, cross_border=True, high_risk=False,
-                    amount=2_000_000, when=date(2026, 12, 1)) == (
-        "decided", {"act-edd", "act-escalate"}, {"AML-R-017", "AML-R-024"})
-    assert gold_aml(pep=False, sanctioned=False, cross_border=True, high_risk=False,
-                    amount=2_000_000, when=date(2022, 5, 3)) == ("decided", {"act-sar"}, {"AML-R-003"})
-    assert gold_aml(pep=False, sanctioned=False, cross_border=True, high_risk=True, amount=None,
-                    when=date(2026, 12, 1))[0] == "undetermined"
+    assert gold_aml(
+        pep=True,
+        sanctioned=False,
+        cross_border=True,
+        high_risk=False,
+        amount=2_000_000,
+        when=date(2026, 12, 1),
+    ) == ("decided", {"act-edd", "act-escalate"}, {"AML-R-017", "AML-R-024"})
+    assert gold_aml(
+        pep=False,
+        sanctioned=False,
+        cross_border=True,
+        high_risk=False,
+        amount=2_000_000,
+        when=date(2022, 5, 3),
+    ) == ("decided", {"act-sar"}, {"AML-R-003"})
+    assert (
+        gold_aml(
+            pep=False,
+            sanctioned=False,
+            cross_border=True,
+            high_risk=True,
+            amount=None,
+            when=date(2026, 12, 1),
+        )[0]
+        == "undetermined"
+    )
     assert gold_clinical(finding="pure", size_mm=4, when=date(2026, 12, 1))[0] == "no_rule_applies"
 
 
@@ -34,9 +54,11 @@ def test_cases_cover_both_languages_and_fresh_names() -> None:
 
 
 def test_judge() -> None:
-    case = next(c for c in generate_cases(quick=True)
-                if c.actions == {"act-edd", "act-escalate"} and c.lang == "en"
-                and len(c.rules) == 2)
+    case = next(
+        c
+        for c in generate_cases(quick=True)
+        if c.actions == {"act-edd", "act-escalate"} and c.lang == "en" and len(c.rules) == 2
+    )
     good = "This case requires enhanced due diligence and escalation to the MLRO (AML-R-017, AML-R-024)."
     assert judge_answer(good, case).correct
     denied = judge_answer("The transfer should not be escalated (AML-R-017).", case)
@@ -49,7 +71,9 @@ def test_judge() -> None:
 
 def test_a_no_action_case_needs_the_no_action_decision_stated() -> None:
     case = next(c for c in generate_cases(quick=True) if c.status == "no_rule_applies")
-    assert not judge_answer("CT shows a nodule. The next question is: what follow-up?", case).correct
+    assert not judge_answer(
+        "CT shows a nodule. The next question is: what follow-up?", case
+    ).correct
     assert judge_answer("No rule of this domain requires an action for this case.", case).correct
     assert judge_answer("本领域的规则未要求对本案采取任何措施。", case).correct
     stated = judge_answer("No rule applies. The payment is blocked.", case)
