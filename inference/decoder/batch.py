@@ -111,9 +111,15 @@ def prefill_branches(
         ids[b, : len(suffix)] = torch.tensor(list(suffix), dtype=torch.long)
         mask[b, prefix_len : prefix_len + len(suffix)] = True
     pos = (prefix_len + torch.arange(s_max, device=dev)).unsqueeze(0).expand(n_branch, -1)  # [B, S]
-    logits = runner.forward(ids, pos, mask[:, :used], work, purpose="prefill", last_only=False)
-    last = torch.tensor([len(s) - 1 for s in suffixes], device=dev)
-    next_logits = logits[torch.arange(n_branch, device=dev), last]  # [B, V]
+    # Suffixes of one length end on the last column: only its logits are computed (the LM
+    # head over every suffix position is most of a short prefill's cost in low precision).
+    uniform = len({len(s) for s in suffixes}) == 1
+    logits = runner.forward(ids, pos, mask[:, :used], work, purpose="prefill", last_only=uniform)
+    if uniform:
+        next_logits = logits[:, -1]  # [B, V]
+    else:
+        last = torch.tensor([len(s) - 1 for s in suffixes], device=dev)
+        next_logits = logits[torch.arange(n_branch, device=dev), last]  # [B, V]
     cache = runner.new_cache(n_branch * width, capacity)
     for big, small in zip(cache.slab_layers, work.slab_layers):
         assert (
