@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-from inference.decoder.compile_form import form_layout, form_tally, lower_forms
+from inference.decoder.compile_form import form_layout, form_placement, form_tally, lower_forms
 from inference.decoder.controllers.capitals import Capitals
 from inference.decoder.controllers.charset import CharPolicy, SoftPolicy
 from inference.decoder.controllers.citing import Citations
@@ -145,6 +145,13 @@ def compile_steering(
     keywords = _keywords(hard, layout, policy, policy_sources, forbidden, controlled)
     capitals = _capitals(hard, layout, policy, policy_sources, limits, controlled)
     tally = form_tally(hard, layout, controlled)
+    placement = form_placement(hard, layout, controlled, inserts=citations is not None or statement is not None)
+    if placement is not None and policy.active:
+        # Its tokens are forced: the character policy must allow every one of them.
+        allowed = policy.allowed_mask(tables)
+        if not all(bool(allowed[t]) for t in tables.encode(" " + placement.text) + tables.encode(placement.text)):
+            controlled.difference_update(placement.sources)
+            placement = None
 
     for c in hard:
         if c.id not in controlled and c.id not in assisted:
@@ -165,7 +172,7 @@ def compile_steering(
         specs=tuple(
             spec
             for spec in (policy, SoftPolicy(soft_policy), limits, forbidden, citations, keywords, capitals,
-                         tally, statement)
+                         tally, placement, statement)
             if spec is not None
         ),
         max_new_tokens=max_new_tokens,

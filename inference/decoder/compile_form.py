@@ -41,6 +41,7 @@ from dataclasses import replace
 
 import msgspec
 
+from inference.decoder.controllers.placing import STRIPPED, Placement
 from inference.decoder.controllers.tally import (
     CAPPABLE_UNITS,
     PIECE_UNITS,
@@ -50,13 +51,21 @@ from inference.decoder.controllers.tally import (
 )
 from inference.decoder.controllers.template import Layout, Literal, build_layout
 from reasoning.constraints.form import units
-from reasoning.constraints.form.kinds import GENERIC_KINDS
+from reasoning.constraints.form.kinds import GENERIC_KINDS, form_of
 from reasoning.constraints.form.model import Count, Filter, Form, Position, Structure, Unit, Wrap
 from reasoning.constraints.form.model import Layout as FormLayout
 from reasoning.constraints.model import Constraint, Kind, Relation
 from reasoning.errors import ConflictError
 
-__all__ = ["DIGIT_ITEM", "EMOJI_ITEM", "form_layout", "form_of_constraint", "form_tally", "lower_forms"]
+__all__ = [
+    "DIGIT_ITEM",
+    "EMOJI_ITEM",
+    "form_layout",
+    "form_of_constraint",
+    "form_placement",
+    "form_tally",
+    "lower_forms",
+]
 
 #: The item inserted to meet a minimum of digits or emoji (any one counts).
 DIGIT_ITEM = "7"
@@ -305,3 +314,52 @@ def _check_words_fit(constraints: Sequence[Constraint], caps: Sequence[Cap]) -> 
             f"of at most {cap.at_most} words",
             constraint_ids=[least_words[1], most_sentences[1], *cap.sources],
         )
+
+
+#: Kinds whose controllers write or pace words of their own (a placement would refuse them).
+_INSERTING = frozenset({
+    Kind.KEYWORDS_PRESENT, Kind.KEYWORD_FREQUENCY, Kind.CAPITAL_WORD_FREQUENCY, Kind.PLACEHOLDERS,
+    Kind.CITE_SOURCES, Kind.POSTSCRIPT, Kind.END_PHRASE, Kind.WORD_COUNT, Kind.SENTENCE_COUNT,
+})
+
+
+def form_placement(
+    constraints: Sequence[Constraint], layout: Layout, controlled: set[str], *, inserts: bool
+) -> Placement | None:
+    """The ``controllers.placing.Placement`` of a word at a middle position (None: none, or not
+    controllable here).
+
+    Controlled: the k-th word (``k >= 2``) is / starts with one word, in a free body whose fixed
+    text before it holds fewer than ``k - 1`` words, with no controller that inserts or paces
+    words (``inserts``: citations or a stated decision; the kinds of ``_INSERTING``) and
+    no other placement.
+    """
+    found: list[tuple[Constraint, Position]] = []
+    for c in constraints:
+        form = form_of_constraint(c)
+        if isinstance(form, Position) and form.unit is Unit.WORDS and form.k >= 2 and form.op in ("is", "starts_with"):
+            found.append((c, form))
+    if len(found) != 1 or inserts or any(c.kind in _INSERTING for c in constraints):
+        return None
+    c, form = found[0]
+    word = form.text.strip().strip(STRIPPED)
+    kinds = {q.kind for q in constraints}
+    word = word.lower() if Kind.ALL_LOWERCASE in kinds else word.upper() if Kind.ALL_CAPITALS in kinds else word
+    if not word or any(ch.isspace() for ch in word) or layout.body.kind != "free" or layout.end_phrase \
+            or layout.postscript or layout.title or layout.highlights:
+        return None
+    if layout.prefix is not None and len(layout.prefix.split()) >= form.k - 1:
+        return None
+    for q in constraints:
+        # The word's tokens are forced past the masks: an item in it that any maximum counts
+        # (a capped letter, a forbidden word, a letter of the wrong case) leaves it to the prompt.
+        try:
+            forms = form_of(q.kind, q.params) or ()
+        except (TypeError, ValueError, KeyError):
+            return None
+        for cap in forms:
+            if isinstance(cap, Count) and cap.per is None and cap.of is None \
+                    and _bounds(cap.relation, cap.n)[1] is not None and units.count(cap.measure, " " + word + " ") > 0:
+                return None
+    controlled.add(c.id)
+    return Placement(k=form.k, text=word, op=form.op, sources=(c.id,))

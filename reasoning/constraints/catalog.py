@@ -257,7 +257,7 @@ _GENERIC_SPECS: tuple[KindSpec, ...] = (
     _spec(Kind.COUNT, "A count of a unit under a filter stands in a relation to a number.", _generic(Kind.COUNT),
           controller="mask"),
     _spec(Kind.POSITION, "The k-th word, sentence, paragraph or line starts with, ends with or is a text.",
-          _generic(Kind.POSITION)),
+          _generic(Kind.POSITION), controller="force"),
     _spec(Kind.WRAP, "The answer, or each of its parts, is wrapped in delimiters.", _generic(Kind.WRAP),
           controller="force"),
     _spec(Kind.STRUCTURE, "The answer has (or has not) a layout: list, nested list, table, responses.",

@@ -18,6 +18,7 @@ from inference.decoder.controllers.keywords import build_keywords
 from inference.decoder.controllers.landing import build_landing
 from inference.decoder.controllers.lexical import build_forbidden
 from inference.decoder.controllers.placeholders import build_placeholders
+from inference.decoder.controllers.placing import build_placing
 from inference.decoder.controllers.protocol import Builder
 from inference.decoder.controllers.stating import build_stating
 from inference.decoder.controllers.tally import build_tally
@@ -33,6 +34,7 @@ CONTROLLERS: tuple[Builder, ...] = (
     build_landing,  # every budget lands on a sentence end (after the minimum's own demand)
     build_placeholders,  # a due placeholder is taken before a due keyword
     build_forbidden,  # a forced end waits for a clean place
+    build_placing,  # the k-th word: its text forced where the model starts that word
     build_tally,  # capped form counts masked or checked per candidate; no list line
     build_keywords,  # paced insertions; capped counts checked per candidate
     build_capitals,  # paced after the keywords, over the budget they leave

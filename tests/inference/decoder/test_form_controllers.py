@@ -140,6 +140,55 @@ def test_a_list_beside_another_body_is_left_to_that_body(tokenizer: Any) -> None
     assert "f" in steering.uncontrolled and "b" in steering.controlled
 
 
+PLACED = [
+    ("third word is", {"unit": "words", "k": 3, "op": "is", "text": "river"}, "river", False),
+    ("fifth word starts with", {"unit": "words", "k": 5, "op": "starts_with", "text": "blue"}, "blue", True),
+    ("second word is, capitalised", {"unit": "words", "k": 2, "op": "is", "text": "Water"}, "water", False),
+]
+
+
+@pytest.mark.parametrize(("name", "params", "word", "prefix"), PLACED, ids=[row[0] for row in PLACED])
+def test_a_word_at_a_middle_position_holds_on_random_logits(tokenizer: Any, name: str, params: dict[str, Any],
+                                                             word: str, prefix: bool) -> None:
+    constraints = [gen(Kind.POSITION, **params), gen(Kind.COUNT, "digits", unit="digits", relation="at most", n=0)]
+    steering = compile_steering(constraints, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
+    assert steering.controlled == {"f", "digits"}
+    bias = bias_towards(tokenizer, r"^\s", 3.0)  # new pieces everywhere
+    for seed in SEEDS:
+        state = drive_with_bias(steering, BUDGET, seed, bias)
+        pieces = state.text.split()
+        assert len(pieces) >= params["k"], state.text
+        bare = pieces[params["k"] - 1].strip(".,;:!?\"'()[]{}*`“”‘’").lower()
+        assert (bare.startswith(word) if prefix else bare == word), state.text
+        assert judged(constraints, state.text) == [], state.text
+        assert "placing" not in steering.unmet(state)
+
+
+def test_a_middle_word_follows_the_letter_case_and_yields_to_a_cap_it_would_break(tokenizer: Any) -> None:
+    lower = [gen(Kind.POSITION, unit="words", k=2, op="is", text="Water"), Constraint(id="low", kind=Kind.ALL_LOWERCASE)]
+    steering = compile_steering(lower, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
+    assert steering.controlled == {"f", "low"}
+    for seed in SEEDS:
+        state = drive_with_bias(steering, BUDGET, seed, None)
+        assert state.text.split()[1].strip(".,;:!?") == "water", state.text
+        assert judged(lower, state.text) == [], state.text
+    capped = [gen(Kind.POSITION, unit="words", k=2, op="is", text="water"),
+              gen(Kind.COUNT, "no-e", unit="letters", filter={"text": "e"}, relation="at most", n=0)]
+    steering = compile_steering(capped, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
+    assert "f" in steering.uncontrolled
+    named = [gen(Kind.POSITION, unit="words", k=2, op="is", text="water"),
+             Constraint(id="no-a", kind=Kind.LETTER_FREQUENCY, params={"letter": "a", "relation": "less than", "n": 1})]
+    steering = compile_steering(named, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
+    assert "f" in steering.uncontrolled
+
+
+def test_a_middle_word_beside_an_inserting_controller_is_left_to_the_prompt(tokenizer: Any) -> None:
+    constraints = [gen(Kind.POSITION, unit="words", k=3, op="is", text="river"),
+                   Constraint(id="kw", kind=Kind.KEYWORDS_PRESENT, params={"keywords": ["delta"]})]
+    steering = compile_steering(constraints, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
+    assert "f" in steering.uncontrolled and "kw" in steering.controlled
+
+
 def test_no_list_holds_on_random_logits(tokenizer: Any) -> None:
     constraints = [gen(Kind.STRUCTURE, layout="no_list")]
     steering = compile_steering(constraints, tokenizer, prompt="List three rivers.", max_new_tokens=BUDGET)
@@ -218,7 +267,7 @@ def test_form_caps_combine_with_named_kinds(tokenizer: Any) -> None:
 
 def test_uncontrollable_forms_are_reported_uncontrolled(tokenizer: Any) -> None:
     constraints = [
-        gen(Kind.POSITION, "third", unit="words", k=3, op="is", text="river"),
+        gen(Kind.POSITION, "third", unit="sentences", k=3, op="starts_with", text="river"),
         gen(Kind.COUNT, "numbers", unit="numbers", relation="at least", n=2),
         gen(Kind.COPY, "copy", text="Describe a river.", change=True),
         gen(Kind.STRUCTURE, "table", layout="table"),

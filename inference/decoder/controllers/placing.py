@@ -1,0 +1,229 @@
+"""A word at a middle position: the k-th word of the answer is (or starts with) a text.
+
+Words are the verifier's: the answer's whitespace-separated pieces, each
+compared without its surrounding punctuation, ignoring case
+(``reasoning.constraints.form.verify``). The controller keeps one
+``Placement`` (``k >= 2``; the first and last words are the start and end
+phrases' job) in three phases per row:
+
+- *before*: fewer than ``k - 1`` pieces, or ``k - 1`` and the last one may
+  still grow. Once the row holds ``k - 1`` pieces, every token that holds
+  whitespace is refused except the first token of `` text`` (so no other
+  piece can start as the k-th); when the model's own best token would start
+  a new piece (it does not continue the word), `` text`` is written there:
+  its first token is the only one allowed, its other tokens are forced;
+- *closing*: the text is written; until whitespace follows it, only tokens
+  that start with whitespace or consist of punctuation the verifier strips
+  are allowed (so the piece stays the text), or the end;
+- *done*: no restriction.
+
+Every candidate is also checked on the k-th piece of the text it would
+make (a token outside the masks, such as a byte fragment, is judged the
+same way), and the answer may not end before the text is written
+(``ends_ok``). So a text this controller lets through has the text as its
+k-th word, provided nothing else forces tokens into the answer: the
+compiler controls a placement only without inserting controllers
+(keywords, capital words, placeholders, citations, a stated decision) and
+without a word minimum, whose pacing would need new words where this
+controller refuses them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from inference.decoder.controllers.layout import LayoutSegment
+from inference.decoder.controllers.protocol import Context, Controller, Plan, SteerState
+from inference.decoder.vocab import VocabTables
+
+__all__ = ["STRIPPED", "Placement", "Placing", "build_placing", "placement_holds"]
+
+#: What the verifier strips from both ends of a word before comparing it.
+STRIPPED = ".,;:!?\"'“”‘’()[]{}*`"
+
+
+@dataclass(frozen=True)
+class Placement:
+    """The ``k``-th word (1-based, ``k >= 2``) ``is`` / ``starts_with`` ``text`` (``sources``: ids)."""
+
+    k: int
+    text: str
+    op: str = "is"
+    sources: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PlacingState:
+    """A row's part: the tokens of the text still to force, whether it is written, whether
+    whitespace follows it (``done``: nothing is restricted any more), and the text's pieces."""
+
+    pending: tuple[int, ...] = ()
+    written: bool = False
+    done: bool = False
+    pieces: int = 0
+
+
+def _consistent(piece: str, target: str, op: str, complete: bool) -> bool:
+    """Whether ``piece`` (complete, or still growing) is, or can still become, a word that passes."""
+    low = piece.lower()
+    if complete:
+        word = low.strip(STRIPPED)
+        return word == target if op == "is" else word.startswith(target)
+    core = low.lstrip(STRIPPED)
+    if not core:
+        return True
+    if op == "starts_with":
+        return core.startswith(target) or target.startswith(core)
+    trimmed = core.rstrip(STRIPPED)
+    if len(trimmed) < len(core):
+        return trimmed == target
+    return target.startswith(core)
+
+
+def placement_holds(p: Placement, text: str, *, partial: bool) -> bool:
+    """Whether ``text`` keeps ``p`` (``partial``: a text that may still grow; its k-th word may be unwritten)."""
+    pieces = text.split()
+    if len(pieces) < p.k:
+        return partial
+    complete = len(pieces) > p.k or not partial or text[-1:].isspace()
+    return _consistent(pieces[p.k - 1], p.text.lower(), p.op, complete)
+
+
+def _no_whitespace(tables: VocabTables) -> torch.Tensor:
+    def build() -> torch.Tensor:
+        values = [not any(ch.isspace() for ch in t) for t in tables.texts]
+        return torch.tensor(values, dtype=torch.bool, device=tables.device)
+
+    return tables.cached(("placing-no-whitespace", 0), build)  # type: ignore[no-any-return]
+
+
+def _closers(tables: VocabTables) -> torch.Tensor:
+    """Tokens that may follow the written word: whitespace first, or only stripped punctuation."""
+
+    def build() -> torch.Tensor:
+        values = [bool(t) and (t[0].isspace() or all(ch in STRIPPED for ch in t)) for t in tables.texts]
+        return torch.tensor(values, dtype=torch.bool, device=tables.device)
+
+    return tables.cached(("placing-closers", 0), build)  # type: ignore[no-any-return]
+
+
+class Placing(Controller):
+    """The k-th word at decode time (see the module doc)."""
+
+    lazy = True
+
+    def __init__(self, ctx: Context, placement: Placement) -> None:
+        self.ctx = ctx
+        self.spec = placement
+        self.placement = placement
+        tables = ctx.tables
+        self._spaced = tuple(tables.encode(" " + placement.text))
+        self._bare = tuple(tables.encode(placement.text))
+        self._no_ws = _no_whitespace(tables)
+        self._closers = _closers(tables)
+        self._eos = list(tables.eos_ids)
+
+    def start(self) -> PlacingState:
+        return PlacingState()
+
+    def _due(self, state: SteerState) -> bool:
+        part: PlacingState = state.parts[self.slot]
+        return not part.written and not part.pending and part.pieces == self.placement.k - 1
+
+    def route(self, state: SteerState) -> Plan | None:
+        part: PlacingState = state.parts[self.slot]
+        if part.pending:
+            return Plan("only", part.pending[0], seg=state.seg)
+        if self._due(state) and (state.text == "" or state.text[-1].isspace()) and self._bare:
+            return Plan("only", self._bare[0], seg=state.seg)
+        return None
+
+    def holding(self, state: SteerState) -> bool:
+        return bool(state.parts[self.slot].pending)
+
+    def mask(
+        self,
+        states: Sequence[SteerState],
+        plans: Sequence[Plan],
+        allowed: torch.Tensor,
+        fragments: torch.Tensor,
+        base: torch.Tensor,
+        lp: torch.Tensor,
+    ) -> None:
+        first = self._spaced[0] if self._spaced else -1
+        for r, state in enumerate(states):
+            part: PlacingState = state.parts[self.slot]
+            if part.done:
+                continue
+            if part.written and not state.text[-1:].isspace() and part.pieces == self.placement.k:
+                keep = self._closers.clone()
+                keep[self._eos] = True
+                allowed[r] &= keep
+                fragments[r] = False
+                continue
+            if not self._due(state) or first < 0:
+                continue
+            if bool(allowed[r, first]) and not bool(self.ctx.tables.starts_wordchar[int(lp[r].argmax())]):
+                only = torch.zeros_like(allowed[r])
+                only[first] = True
+                allowed[r] = only
+            else:
+                keep = self._no_ws.clone()
+                keep[first] = True
+                allowed[r] &= keep
+            fragments[r] = False
+
+    def _may(self, state: SteerState, text: str) -> bool:
+        part: PlacingState = state.parts[self.slot]
+        if part.done:
+            return True
+        # Pieces the candidate can start: one per whitespace-to-text step (cheap bound first).
+        started = sum(1 for a, b in zip((state.text[-1:] or " ") + text, text) if a.isspace() and not b.isspace())
+        if part.pieces + started < self.placement.k:
+            return True
+        return placement_holds(self.placement, state.text + text, partial=True)
+
+    def check(self, state: SteerState, memo: Any, text: str, tail: bytes, closing: bool) -> bool:
+        return self._may(state, text)
+
+    def check_pieced(self, state: SteerState, memo: Any, raw: bytes, text: str, tail: bytes) -> bool:
+        return self._may(state, text)
+
+    def ends_ok(self, state: SteerState) -> bool:
+        return placement_holds(self.placement, state.text, partial=False)
+
+    def advance(
+        self,
+        before: SteerState,
+        new: SteerState,
+        token_id: int,
+        comp: LayoutSegment | None,
+        plan_of: Callable[[SteerState], Plan],
+    ) -> Any:
+        part: PlacingState = before.parts[self.slot]
+        if part.done:
+            return part
+        pieces = len(new.text.split())
+        k = self.placement.k
+        if part.pending:
+            return PlacingState(part.pending[1:], written=len(part.pending) == 1, pieces=pieces)
+        if self._due(before):
+            for spelling in (self._spaced, self._bare):
+                if spelling and token_id == spelling[0]:
+                    return PlacingState(spelling[1:], written=len(spelling) == 1, pieces=pieces)
+        written = part.written or pieces >= k
+        done = written and (pieces > k or new.text[-1:].isspace())
+        return PlacingState(written=written, done=done, pieces=pieces)
+
+    def unmet(self, state: SteerState) -> tuple[str, ...]:
+        return () if placement_holds(self.placement, state.text, partial=False) else ("placing",)
+
+
+def build_placing(ctx: Context, specs: Sequence[Any]) -> Controller | None:
+    """The placing controller, when a request places a word at a middle position."""
+    placement = next((s for s in specs if isinstance(s, Placement)), None)
+    return Placing(ctx, placement) if placement is not None else None
