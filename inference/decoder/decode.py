@@ -379,7 +379,7 @@ def _branch(
             agrees=False,
             steps=(),
         )
-    best = outcome.best
+    best = _answering(outcome)
     facts_by_id = {f.id: f for f in plan.facts[b]}
     visible = [  # a blank line between two steps is layout, not a step
         closed
@@ -415,6 +415,22 @@ def _branch(
         violations=violations,
         end=best.end,
     )
+
+
+def _answering(outcome: BranchOutcome) -> Hypothesis:
+    """The branch's best hypothesis that contradicts no conclusion of the decision, else its best.
+
+    With pruning off (``steering: false``) a claim that contradicts the
+    rules' decision is kept, flagged; it does not answer for its branch
+    while another hypothesis of the branch keeps the decision.
+    """
+    for hyp in outcome.hypotheses:
+        if not any(
+            isinstance(s.check.payload, StepFacts) and s.check.payload.contradiction
+            for s in hyp.steps
+        ):
+            return hyp
+    return outcome.best
 
 
 def _step(

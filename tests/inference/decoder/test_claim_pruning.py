@@ -10,6 +10,8 @@ judge, the search and the repair are the real ones.
 - Pruning off (the ``steering: false`` mode): nothing is pruned, but the step
   carries its violation, its confidence is capped with a hint naming the
   denied conclusion, and its branch ranks below a branch that kept the rules.
+- Pruning off, within one branch: its best hypothesis that keeps the
+  decision answers for it, ahead of a higher-scored one that contradicts it.
 - A name neither the evidence nor the request holds lowers its step's
   confidence with a hint naming it (it is not pruned).
 """
@@ -17,8 +19,10 @@ judge, the search and the repair are the real ones.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import pytest
+import torch
 
 from inference.decisions import claim_guard
 from inference.decoder.decode import DecodeResult, decode
@@ -132,3 +136,82 @@ def test_a_name_no_evidence_holds_lowers_the_step_and_is_named(
     # The same words with a name the evidence holds are not lowered for it.
     shown = _decode(loaded_model, ["Acme Ltd agrees with this."], guard, prune=True)
     assert "no evidence supports" not in (shown.steps[0].calibration_hint or "")
+
+
+@dataclass(frozen=True)
+class _On:
+    """Which of the fork's texts a beam follows (-1: none yet, -2: it left them) and how far."""
+
+    path: int
+    index: int
+
+    @property
+    def finished(self) -> bool:
+        return False
+
+
+class _Fork:
+    """A steering double: the first token of each target gets its own bonus (the model
+    chooses it), then a beam is held to the target it started, and to the end after it
+    (so the beams of one branch write exactly these texts, ranked by their first bonus)."""
+
+    def __init__(self, targets: list[list[int]], first: list[float], eos: int) -> None:
+        self.targets, self.first, self.eos = targets, first, eos
+
+    def initial_state(self) -> _On:
+        return _On(-1, 0)
+
+    def apply(self, states: list[_On], logprobs: torch.Tensor) -> torch.Tensor:
+        out = logprobs.clone()
+        for row, state in enumerate(states):
+            if state.path == -1:
+                for target, bonus in zip(self.targets, self.first):
+                    out[row, target[0]] = logprobs[row, target[0]] + bonus
+            elif state.path >= 0:  # only the target's next token, then the end
+                target = self.targets[state.path]
+                token = target[state.index] if state.index < len(target) else self.eos
+                out[row] = float("-inf")
+                out[row, token] = logprobs[row, token]
+        return out
+
+    def advance(self, state: _On, token_id: int) -> _On:
+        if state.path == -1:
+            return next(
+                (_On(k, 1) for k, t in enumerate(self.targets) if t[0] == token_id), _On(-2, 0)
+            )
+        target = self.targets[state.path] if state.path >= 0 else []
+        if state.index < len(target) and target[state.index] == token_id:
+            return _On(state.path, state.index + 1)
+        return _On(-2, 0)
+
+
+def test_unpruned_a_branch_answers_with_its_best_hypothesis_that_keeps_the_decision(
+    loaded_model: LoadedModel, guard: ClaimGuard
+) -> None:
+    tok = loaded_model.tokenizer
+    # The denial's first token has the larger bonus: it is the search's first choice.
+    denial = "This transfer should not be escalated to the MLRO, whatever the rules say."
+    affirmation = "That transfer must be escalated."
+    targets = [list(tok(t, add_special_tokens=False)["input_ids"]) for t in (denial, affirmation)]
+    assert targets[0][0] != targets[1][0]
+    options = DecodeOptions(width=2, max_new_tokens=max(len(t) for t in targets) + 4, prune=False)
+    plan = plan_prompt(tok, CASE, [], [_view("fund_flow", 1.0)])
+
+    def run(claims: ClaimGuard | None) -> DecodeResult:
+        return decode(
+            loaded_model.model,
+            tok,
+            plan,
+            steering=_Fork(targets, [200.0, 10.0], int(tok.eos_token_id)),  # type: ignore[arg-type]
+            options=options,
+            request_text=CASE,
+            claims=claims,
+        )
+
+    # Without the claim check the search's own order answers: the denial, pushed harder.
+    unchecked = run(None)
+    assert _DENIED.search(unchecked.answer), unchecked.answer
+    checked = run(guard)
+    assert checked.pruning.claims_contradicted >= 1 and checked.pruning.pruned == {}
+    assert checked.answer.startswith(affirmation), checked.answer
+    assert not checked.violations
