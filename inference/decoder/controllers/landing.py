@@ -110,7 +110,11 @@ class Landing(Controller):
                 d.marks[self.slot] = (hold, 0.0)
             return None
         hard = room > 1.0
-        closed = counts.firm_run == "armed" or (counts.sentences > 0 and not counts.open_text)
+        # Closed as the tallies count it and as ends_complete judges the text
+        # (a "3. " is a counted end, but an empty list item).
+        closed = (
+            counts.firm_run == "armed" or (counts.sentences > 0 and not counts.open_text)
+        ) and ends_complete(state.text)
         if closed:
             if hard and d.may_stop:
                 return Plan("only", d.exit)
