@@ -23,7 +23,13 @@ PROMPTS = [
 
 def _essentials(analysis: Analysis) -> object:
     return msgspec.to_builtins(
-        (analysis.status, analysis.language, analysis.constraints, analysis.sentences, analysis.unrecognised)
+        (
+            analysis.status,
+            analysis.language,
+            analysis.constraints,
+            analysis.sentences,
+            analysis.unrecognised,
+        )
     )
 
 
@@ -75,10 +81,7 @@ def test_a_check_that_would_wait_beyond_its_deadline_is_refused() -> None:
         return lambda doc: analyse(prompt, cache=None, english_doc=doc)
 
     async def main() -> tuple[list[Analysis], BaseException | None]:
-        first = [
-            asyncio.ensure_future(batcher.submit(p, job(p)))
-            for p in PROMPTS[:6]
-        ]
+        first = [asyncio.ensure_future(batcher.submit(p, job(p))) for p in PROMPTS[:6]]
         await asyncio.sleep(0)
         refused: BaseException | None = None
         try:

@@ -105,7 +105,9 @@ def _closers(tables: VocabTables) -> torch.Tensor:
     """Tokens that may follow the written word: whitespace first, or only stripped punctuation."""
 
     def build() -> torch.Tensor:
-        values = [bool(t) and (t[0].isspace() or all(ch in STRIPPED for ch in t)) for t in tables.texts]
+        values = [
+            bool(t) and (t[0].isspace() or all(ch in STRIPPED for ch in t)) for t in tables.texts
+        ]
         return torch.tensor(values, dtype=torch.bool, device=tables.device)
 
     return tables.cached(("placing-closers", 0), build)  # type: ignore[no-any-return]
@@ -167,7 +169,9 @@ class Placing(Controller):
                 continue
             if not self._due(state) or first < 0:
                 continue
-            if bool(allowed[r, first]) and not bool(self.ctx.tables.starts_wordchar[int(lp[r].argmax())]):
+            if bool(allowed[r, first]) and not bool(
+                self.ctx.tables.starts_wordchar[int(lp[r].argmax())]
+            ):
                 only = torch.zeros_like(allowed[r])
                 only[first] = True
                 allowed[r] = only
@@ -182,7 +186,11 @@ class Placing(Controller):
         if part.done:
             return True
         # Pieces the candidate can start: one per whitespace-to-text step (cheap bound first).
-        started = sum(1 for a, b in zip((state.text[-1:] or " ") + text, text) if a.isspace() and not b.isspace())
+        started = sum(
+            1
+            for a, b in zip((state.text[-1:] or " ") + text, text)
+            if a.isspace() and not b.isspace()
+        )
         if part.pieces + started < self.placement.k:
             return True
         return placement_holds(self.placement, state.text + text, partial=True)
@@ -190,7 +198,9 @@ class Placing(Controller):
     def check(self, state: SteerState, memo: Any, text: str, tail: bytes, closing: bool) -> bool:
         return self._may(state, text)
 
-    def check_pieced(self, state: SteerState, memo: Any, raw: bytes, text: str, tail: bytes) -> bool:
+    def check_pieced(
+        self, state: SteerState, memo: Any, raw: bytes, text: str, tail: bytes
+    ) -> bool:
         return self._may(state, text)
 
     def ends_ok(self, state: SteerState) -> bool:

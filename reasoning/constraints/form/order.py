@@ -32,7 +32,9 @@ from reasoning.constraints.form.model import Filter, Measure, Unit
 __all__ = ["CHARACTER_UNITS", "within"]
 
 #: Units whose items are single characters.
-CHARACTER_UNITS = frozenset({Unit.CHARACTERS, Unit.LETTERS, Unit.PUNCTUATION, Unit.DIGITS, Unit.EMOJI})
+CHARACTER_UNITS = frozenset(
+    {Unit.CHARACTERS, Unit.LETTERS, Unit.PUNCTUATION, Unit.DIGITS, Unit.EMOJI}
+)
 
 #: Filter fields that only drop items (a conjunction of tests on each item).
 _RESTRICTING = ("starts_with", "ends_with", "contains", "case", "script", "stop_words", "nonempty")
@@ -40,7 +42,15 @@ _RESTRICTING = ("starts_with", "ends_with", "contains", "case", "script", "stop_
 _DEFINING = ("text", "chars", "separator", "marker", "left", "right")
 #: Units whose filter applies the restricting fields to each item.
 _FILTERED_UNITS = frozenset(
-    {Unit.WORDS, Unit.UNIQUE_WORDS, Unit.SENTENCES, Unit.LINES, Unit.PARAGRAPHS, Unit.CHARACTERS, Unit.LETTERS}
+    {
+        Unit.WORDS,
+        Unit.UNIQUE_WORDS,
+        Unit.SENTENCES,
+        Unit.LINES,
+        Unit.PARAGRAPHS,
+        Unit.CHARACTERS,
+        Unit.LETTERS,
+    }
 )
 
 
@@ -52,7 +62,11 @@ def _finite_chars(m: Measure) -> frozenset[str] | None:
         if f != rest:
             return None
         chars = frozenset(f.chars)
-        return chars if m.unit is Unit.CHARACTERS else frozenset(c for c in chars if units.count(m, c) == 1)
+        return (
+            chars
+            if m.unit is Unit.CHARACTERS
+            else frozenset(c for c in chars if units.count(m, c) == 1)
+        )
     if m.unit is Unit.LETTERS and f.text and len(f.text) == 1 and f == Filter(text=f.text):
         return frozenset({f.text, f.text.lower(), f.text.upper()})
     return None

@@ -70,7 +70,9 @@ def _edges(a: Constraint, b: Constraint) -> set[tuple[str, str, str]]:
 
 
 def test_a_minimum_of_a_part_above_a_maximum_of_its_whole_excludes() -> None:
-    at_least = Constraint(id="a", kind=Kind.LETTER_FREQUENCY, params={"letter": "!", "relation": "at least", "n": 3})
+    at_least = Constraint(
+        id="a", kind=Kind.LETTER_FREQUENCY, params={"letter": "!", "relation": "at least", "n": 3}
+    )
     none = _count("b", "punctuation", "at most", 0, chars="!！")
     assert _edges(at_least, none) == {("a", EdgeKind.EXCLUDES.value, "b")}
     assert _edges(none, at_least) == {("b", EdgeKind.EXCLUDES.value, "a")}
@@ -86,7 +88,13 @@ def test_a_minimum_within_the_maximum_of_its_whole_is_no_edge() -> None:
 
 def test_a_maximum_of_a_part_and_a_minimum_of_its_whole_do_not_exclude() -> None:
     # At most 0 '!' and at least 3 punctuation marks: the marks can be others.
-    assert _edges(_count("a", "punctuation", "at least", 3), _count("b", "punctuation", "at most", 0, chars="!")) == set()
+    assert (
+        _edges(
+            _count("a", "punctuation", "at least", 3),
+            _count("b", "punctuation", "at most", 0, chars="!"),
+        )
+        == set()
+    )
 
 
 @pytest.mark.parametrize(
@@ -107,9 +115,17 @@ def test_a_prompt_asking_for_a_part_its_whole_forbids_needs_confirmation(prompt:
 
 
 def test_a_quoted_symbol_is_its_own_unit() -> None:
-    got = [(c.kind.value, c.params, c.source and c.source.text) for c in extract("Use the symbol '#' exactly twice.").constraints]
-    assert got == [("count", {"unit": "punctuation", "relation": "exactly", "n": 2, "filter": {"chars": "#"}},
-                    "'#' exactly twice")]
+    got = [
+        (c.kind.value, c.params, c.source and c.source.text)
+        for c in extract("Use the symbol '#' exactly twice.").constraints
+    ]
+    assert got == [
+        (
+            "count",
+            {"unit": "punctuation", "relation": "exactly", "n": 2, "filter": {"chars": "#"}},
+            "'#' exactly twice",
+        )
+    ]
     forbidden = extract('Never use "&" in the reply.').constraints
     assert [(c.kind.value, c.params) for c in forbidden] == [
         ("count", {"unit": "punctuation", "relation": "at most", "n": 0, "filter": {"chars": "&"}})
