@@ -50,7 +50,7 @@ from app.cli import main as cli_main
 from app.factory import create_app
 from app.http_protocol import header_deadline_protocol
 from app.settings import Settings
-from store.db import create_engine, create_sessionmaker
+from store.db import create_engine, create_sessionmaker, sqlite_unwritable
 
 __all__ = ["main"]
 
@@ -261,7 +261,8 @@ def _refusals_to_start(template: Path) -> tuple[int, int, list[str]]:
         target.touch()
         err = io.StringIO()
         with _read_only(target) as injectable:
-            if not injectable:
+            # Never start a real server: the fault must be in place before tenet serve runs.
+            if not injectable or sqlite_unwritable(f"sqlite+aiosqlite:///{database}") is None:
                 skipped.append(f"unwritable tenet.db{suffix}: cannot make a file read-only here")
                 continue
             injected += 1
