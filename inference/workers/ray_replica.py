@@ -17,6 +17,7 @@ KubeRay ``RayService``; :func:`decoder_deployment` is what
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -52,7 +53,8 @@ class DecoderDeployment:
 
     async def decode(self, data: bytes) -> bytes:
         """Run one encoded job; the encoded reply."""
-        return await asyncio.to_thread(self.worker.run, data)
+        received = time.perf_counter()
+        return await asyncio.to_thread(self.worker.run, data, received=received)
 
     async def decode_stream(self, data: bytes) -> AsyncIterator[tuple[str, Any]]:
         """Run one encoded job, yielding ``("step", [id, branch, text])`` as steps settle and
@@ -63,7 +65,10 @@ class DecoderDeployment:
         def on_step(event: StepEvent) -> None:
             loop.call_soon_threadsafe(steps.put_nowait, event)
 
-        work = asyncio.ensure_future(asyncio.to_thread(self.worker.run, data, on_step))
+        received = time.perf_counter()
+        work = asyncio.ensure_future(
+            asyncio.to_thread(self.worker.run, data, on_step, received=received)
+        )
         while not work.done() or not steps.empty():
             getter = asyncio.ensure_future(steps.get())
             done, _ = await asyncio.wait({getter, work}, return_when=asyncio.FIRST_COMPLETED)

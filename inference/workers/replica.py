@@ -91,8 +91,18 @@ class DecodeWorker:
         )
         self._closed = threading.Event()
 
-    def run(self, data: bytes, on_step: Callable[[StepEvent], None] | None = None) -> bytes:
+    def run(
+        self,
+        data: bytes,
+        on_step: Callable[[StepEvent], None] | None = None,
+        *,
+        received: float | None = None,
+    ) -> bytes:
         """Decode one encoded job and return the encoded :class:`WorkerReply`.
+
+        ``received`` (``time.perf_counter()``) is when the job reached this
+        worker's process, if earlier than this call (the hand-over to the
+        decoding thread is the worker's time, as it is in the API process).
 
         Raises:
             Unavailable: the job names another model than this worker's, or the worker is closed.
@@ -100,7 +110,7 @@ class DecodeWorker:
         """
         if self._closed.is_set():
             raise Unavailable("this model worker is shutting down")
-        received = time.perf_counter()
+        received = time.perf_counter() if received is None else received
         job = decode_job(data)
         sha = self.model.identity.sha256
         if job.model_sha256 and job.model_sha256 != sha:

@@ -14,6 +14,7 @@ with Retry-After.
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import socket
 import time
@@ -152,6 +153,40 @@ async def test_ray_workers_answer_as_the_local_decode_and_reuse_their_prefix_cac
     assert run.json()["result"]["answer"] == first["answer"]
     metrics = (await client.get("/metrics", headers=headers)).text
     assert "tenet_worker_hop_seconds_count 3.0" in metrics
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+async def test_a_stream_relays_the_replicas_steps_as_they_settle(
+    ray_app: tuple[Litestar, Client, dict[str, str]],
+) -> None:
+    _, client, headers = ray_app
+    body = {
+        "prompt": "List three colours, one per line.",
+        "options": {"max_new_tokens": 20, "num_beams": 1, "stream": True},
+    }
+    response = await client.post("/v1/reason", json=body, headers=headers)
+    assert response.status_code == 200, response.text
+    events = _events(response.text)
+    kinds = [event for event, _ in events]
+    assert kinds[0] == "plan" and kinds[-1] == "result" and "step" in kinds, kinds
+    result = events[-1][1]
+    streamed = [(d["id"], d["branch"], d["text"]) for event, d in events if event == "step"]
+    assert streamed == [(s["id"], s["branch"], s["text"]) for s in result["steps"]]
+
+
+def _events(text: str) -> list[tuple[str, Any]]:
+    """(event, data) pairs of a server-sent event body."""
+    out: list[tuple[str, Any]] = []
+    for block in text.replace("\r\n", "\n").split("\n\n"):
+        lines = block.splitlines()
+        event = next(
+            (ln.removeprefix("event:").strip() for ln in lines if ln.startswith("event:")), None
+        )
+        data = "\n".join(ln.removeprefix("data:").strip() for ln in lines if ln.startswith("data:"))
+        if event is not None:
+            out.append((event, json.loads(data)))
+    return out
 
 
 @pytest.mark.ray
