@@ -143,8 +143,11 @@ def worker(argv: Sequence[str]) -> int:
     parser.add_argument("--cache", type=Path, required=True)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--data", type=Path, required=True)
+    parser.add_argument("--paired", action="store_true")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
+    if args.paired:
+        return _paired(args)
     import psutil
 
     from bench.throughput import _generate, _ours, _steering
@@ -206,6 +209,64 @@ def worker(argv: Sequence[str]) -> int:
     out["rss_mb"] = _peak_rss_mb()
     out["rss_after_decode_mb"] = round(psutil.Process().memory_info().rss / 2**20, 1)
     print(json.dumps(out))
+    return 0
+
+
+def _paired(args: Any) -> int:
+    """Width-4 steered decode in ``args.worker`` and float32 ``generate(num_beams=4)``, alternated.
+
+    Both models in one process, prompt by prompt in turn, so that the
+    ratio sees the same load on a shared machine (separate processes run
+    minutes apart). Prints one JSON line.
+    """
+    from bench.throughput import _generate, _ours, _steering
+    from bench.throughput import _prompts as steered_prompts
+    from inference.loader import load_model
+    from inference.prompting import plan_prompt
+
+    reference = load_model("bundled", device=args.device, cache_root=args.cache)
+    lm = load_model("bundled", device=args.device, cache_root=args.cache, weights=args.worker)
+    tok = lm.tokenizer
+    pad = int(tok.pad_token_id)
+    items = [
+        item
+        for item in steered_prompts(40, args.data)
+        if _steering(item["constraints"], tok, item["prompt"], args.new, lm.device) is not None
+    ][: args.prompts]
+    warm = plan_prompt(tok, items[0]["prompt"])
+    _ours(lm.model, tok, warm, None, [], 4, 4, "", False, lm.device)
+    _generate(reference.model, warm.branch_ids(0), 4, 4, pad, reference.device)
+    ours_n = ours_s = gen_n = gen_s = 0.0
+    for item in items:
+        plan = plan_prompt(tok, item["prompt"], item["constraints"])
+        steering = _steering(item["constraints"], tok, item["prompt"], args.new, lm.device)
+        n, t, _ = _ours(
+            lm.model,
+            tok,
+            plan,
+            steering,
+            item["constraints"],
+            4,
+            args.new,
+            item["prompt"],
+            False,
+            lm.device,
+        )
+        ours_n, ours_s = ours_n + n, ours_s + t
+        n, t = _generate(reference.model, plan.branch_ids(0), 4, args.new, pad, reference.device)
+        gen_n, gen_s = gen_n + n, gen_s + t
+    ours, gen = ours_n / ours_s, gen_n / gen_s
+    print(
+        json.dumps(
+            {
+                "weights": lm.weights.weights,
+                "tokens_per_s_w4": round(ours, 2),
+                "tokens_per_s_generate_beam4": round(gen, 2),
+                "ratio_w4_vs_generate": round(ours / gen, 3),
+                "prompts": len(items),
+            }
+        )
+    )
     return 0
 
 
@@ -301,6 +362,7 @@ def compare_formats(
         report_formats[weights] = {**run, **quality.get(weights, {})}
     auto = _run_worker("auto", extra)
     chosen = auto.get("weights")
+    paired = _run_worker(chosen, [*extra, "--paired"]) if chosen else {}
     # The same prompt ids as our decode and generate, through the bundled tokenizer.
     tokenizer = AutoTokenizer.from_pretrained(prepare_cache("bundled", cache))
     ids = []
@@ -331,6 +393,8 @@ def compare_formats(
         "tokens_per_s_generate_greedy": generate.get("tokens_per_s_generate_greedy"),
         "tokens_per_s_generate_beam4": beam4,
         "ratio_w4_vs_generate": round(w4 / beam4, 3) if w4 and beam4 else None,
+        # The chosen format's width 4 and float32 generate alternated in one process.
+        "paired": paired,
         "tokens_per_s_llamacpp": llamacpp,
         "ratio_w1_vs_llamacpp": round(w1 / llamacpp, 3) if w1 and llamacpp else None,
         "steered_accuracy": "per format: steered_instruction_strict as kept by "
