@@ -189,6 +189,7 @@ class _Builder:
         self.pending_appositions: list[tuple[_Mention, int, int]] = []
         self.all_mentions: list[_Mention] = []
         self.earlier: list[_Mention] = []
+        self.sentence_classes: list[_Mention] = []
         self.add(case, RDF_TYPE, TV_CASE, "mention", None, None)
 
     # --- facts -----------------------------------------------------------------------
@@ -330,6 +331,7 @@ class _Builder:
 
     def relations(self, mentions: list[_Mention], lo: int, hi: int) -> None:
         entities = [m for m in mentions if not m.is_class]
+        self.sentence_classes = [m for m in mentions if m.is_class]
         # Entities of earlier sentences, what a pronoun can refer to: the most recent
         # sentence first, and in it the first entity (its subject) first.
         self.earlier = [
@@ -386,10 +388,14 @@ class _Builder:
             subject = self._pronoun_referent(start, spec.domains, subject_position=True)
         if subject is None:
             subject = self._clause_subject(start)
-            if subject is None:
-                return None
-            entities.append(subject)
-            entities.sort(key=lambda m: m.start)
+            if subject is not None:
+                entities.append(subject)
+                entities.sort(key=lambda m: m.start)
+        if subject is None and self._case_fits_before(start, spec.domains):
+            # "a wire transfer from X to Y": the thing the request is about is the subject.
+            subject = _Mention(self.case, start, start, "", False)
+        if subject is None:
+            return None
         in_gap = [
             m
             for m in entities
@@ -427,6 +433,13 @@ class _Builder:
         for cls in spec.ranges:
             self.add_type(obj.term, cls, "typing", span_start, span_end)
         return obj
+
+    def _case_fits_before(self, at: int, domains: frozenset[str]) -> bool:
+        """Whether a class phrase of the sentence before ``at`` names a class the property's
+        domain holds ("a wire transfer ... from X"): the request's case is then its subject."""
+        return bool(domains) and any(
+            m.end <= at and domains <= self.lex.closure({m.term}) for m in self.sentence_classes
+        )
 
     def _pronoun_referent(
         self,

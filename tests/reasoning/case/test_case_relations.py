@@ -25,6 +25,11 @@ _TTL = """
 sp:Vessel a owl:Class ; rdfs:label "vessel"@en , "船舶"@zh ; owl:disjointWith sp:Operator .
 sp:Operator a owl:Class ; rdfs:label "operator"@en , "运营商"@zh ; skos:altLabel "公司"@zh .
 sp:Port a owl:Class ; rdfs:label "port"@en , "港口"@zh .
+sp:Shipment a owl:Class ; rdfs:label "shipment"@en ; owl:disjointWith sp:Operator .
+sp:shipper a owl:ObjectProperty ; rdfs:label "shipper"@en ; skos:altLabel "from"@en ;
+    rdfs:domain sp:Shipment ; rdfs:range sp:Operator .
+sp:consignee a owl:ObjectProperty ; rdfs:label "consignee"@en ; skos:altLabel "to"@en ;
+    rdfs:domain sp:Shipment ; rdfs:range sp:Operator .
 sp:registeredAt a owl:ObjectProperty ; rdfs:label "registers at"@en , "登记于"@zh ;
     rdfs:domain sp:Vessel ; rdfs:range sp:Port .
 sp:basedAt a owl:ObjectProperty ; rdfs:label "based at"@en , "总部位于"@zh ;
@@ -145,3 +150,25 @@ def test_a_chinese_label_reads_through_a_numeral_and_measure_word(
     lexicon: CaseLexicon, text: str
 ) -> None:
     assert ("NordicLines", "purchasesFrom", "BlueOcean") in _case(lexicon, text)
+
+
+def test_the_case_is_the_subject_of_a_relation_its_class_phrase_admits(
+    lexicon: CaseLexicon,
+) -> None:
+    case = build_case(
+        lexicon,
+        "A shipment of fuel from Blue Ocean to Nordic Lines arrived.",
+        evaluation_date=date(2026, 12, 1),
+    )
+    on_case = {(f.predicate, f.object) for f in case.facts if f.subject == case.case}
+    assert {
+        (f"<{_SP}shipper>", f"<{_SP}BlueOcean>"),
+        (f"<{_SP}consignee>", f"<{_SP}NordicLines>"),
+    } <= on_case
+    # Without such a class phrase nothing is said of the case ("from" alone is no shipment).
+    plain = build_case(
+        lexicon, "Nordic Lines purchased fuel from Blue Ocean.", evaluation_date=date(2026, 12, 1)
+    )
+    assert not any(
+        f.subject == plain.case and f.predicate == f"<{_SP}shipper>" for f in plain.facts
+    )
