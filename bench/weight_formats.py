@@ -256,17 +256,48 @@ def _paired(args: Any) -> int:
         n, t = _generate(reference.model, plan.branch_ids(0), 4, args.new, pad, reference.device)
         gen_n, gen_s = gen_n + n, gen_s + t
     ours, gen = ours_n / ours_s, gen_n / gen_s
-    print(
-        json.dumps(
-            {
-                "weights": lm.weights.weights,
-                "tokens_per_s_w4": round(ours, 2),
-                "tokens_per_s_generate_beam4": round(gen, 2),
-                "ratio_w4_vs_generate": round(ours / gen, 3),
-                "prompts": len(items),
-            }
+    out: dict[str, Any] = {
+        "weights": lm.weights.weights,
+        "tokens_per_s_w4": round(ours, 2),
+        "tokens_per_s_generate_beam4": round(gen, 2),
+        "ratio_w4_vs_generate": round(ours / gen, 3),
+        "prompts": len(items),
+    }
+    del reference
+    # Width 1 against llama.cpp's greedy decode, alternated the same way (when installed).
+    from inference.loader import bundled_gguf_path
+
+    w1_n = w1_s = 0.0
+    peer: list[float] = []
+    for item in items:
+        plan = plan_prompt(tok, item["prompt"], item["constraints"])
+        ids = list(plan.branch_ids(0))
+        speed = _llamacpp(bundled_gguf_path(), [ids], args.new, args.threads)
+        if speed is None:
+            break
+        peer.append(speed)
+        steering = _steering(item["constraints"], tok, item["prompt"], args.new, lm.device)
+        n, t, _ = _ours(
+            lm.model,
+            tok,
+            plan,
+            steering,
+            item["constraints"],
+            1,
+            args.new,
+            item["prompt"],
+            False,
+            lm.device,
         )
-    )
+        w1_n, w1_s = w1_n + n, w1_s + t
+    if peer and w1_s:
+        w1, llama = w1_n / w1_s, sum(peer) / len(peer)
+        out.update(
+            tokens_per_s_w1=round(w1, 2),
+            tokens_per_s_llamacpp=round(llama, 2),
+            ratio_w1_vs_llamacpp=round(w1 / llama, 3),
+        )
+    print(json.dumps(out))
     return 0
 
 
@@ -397,6 +428,7 @@ def compare_formats(
         "paired": paired,
         "tokens_per_s_llamacpp": llamacpp,
         "ratio_w1_vs_llamacpp": round(w1 / llamacpp, 3) if w1 and llamacpp else None,
+        "llamacpp_lib": os.environ.get("LLAMA_CPP_LIB_PATH") or "installed package",
         "steered_accuracy": "per format: steered_instruction_strict as kept by "
         "bench.steering --weights F --record-gate (steered_sample says on which prompts); a "
         "format more than 0.01 below float32 on the same sample fails the gate and is not chosen",
