@@ -304,10 +304,12 @@ def _form_facets(form: Form) -> Facets:
             edge = Boundary(literal=text)
             return Facets(prefix=edge if form.op == "starts_with" else None,
                           suffix=edge if form.op == "ends_with" else None, required=((text,),), complete=True)
+        # The text at a position is also text the answer contains (so a forbidden word excludes it).
         if form.unit is Unit.PARAGRAPHS and form.op == "starts_with" and " " not in text and form.k > 0:
-            return Facets(values={("paragraph_first_word", str(form.k)): text}, complete=True)
+            return Facets(values={("paragraph_first_word", str(form.k)): text}, required=((text,),), complete=True)
         if form.op == "is" or (form.op == "starts_with" and form.unit is not Unit.WORDS and " " not in text):
-            return Facets(values={("position", form.unit.value, str(form.k), "first_word"): text}, complete=True)
+            return Facets(values={("position", form.unit.value, str(form.k), "first_word"): text},
+                          required=((text,),), complete=True)
         return Facets(required=((text,),))
     if isinstance(form, Wrap):
         if form.unit is not Unit.ANSWER or not form.left or not form.right:

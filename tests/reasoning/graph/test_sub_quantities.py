@@ -137,3 +137,11 @@ def test_a_list_to_write_and_no_list_exclude(layout: str) -> None:
     wanted = Constraint(id="a", kind=Kind.STRUCTURE, params={"layout": layout})
     banned = Constraint(id="b", kind=Kind.STRUCTURE, params={"layout": "no_list"})
     assert _edges(wanted, banned) == {("a", EdgeKind.EXCLUDES.value, "b")}
+
+
+def test_a_word_at_a_position_and_the_same_word_forbidden_exclude() -> None:
+    placed = Constraint(id="a", kind=Kind.POSITION, params={"unit": "words", "k": 3, "op": "is", "text": "light"})
+    banned = Constraint(id="b", kind=Kind.FORBIDDEN_WORDS, params={"words": ["light"]})
+    wanted = Constraint(id="c", kind=Kind.KEYWORDS_PRESENT, params={"keywords": ["light"]})
+    assert _edges(placed, banned) == {("a", EdgeKind.EXCLUDES.value, "b")}
+    assert _edges(placed, wanted) == set()
