@@ -19,7 +19,13 @@ import torch
 if TYPE_CHECKING:
     from inference.loader import LoadedModel
 
-__all__ = ["LayerProfiler", "LayerTiming", "gpu_utilisation", "profile_forward", "transformer_layers"]
+__all__ = [
+    "LayerProfiler",
+    "LayerTiming",
+    "gpu_utilisation",
+    "profile_forward",
+    "transformer_layers",
+]
 
 
 @dataclass(frozen=True)
@@ -89,7 +95,9 @@ class LayerProfiler:
         return hook
 
     def _post(self, i: int) -> Any:
-        def hook(_: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], __: Any) -> None:
+        def hook(
+            _: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], __: Any
+        ) -> None:
             if self._cuda:
                 torch.cuda.synchronize()
             self._seconds[i] += time.perf_counter() - self._started.pop(i, time.perf_counter())
@@ -97,15 +105,21 @@ class LayerProfiler:
             hidden = args[0] if args else kwargs.get("hidden_states")
             if isinstance(hidden, torch.Tensor) and hidden.dim() == 3:
                 batch, tokens, width = hidden.shape  # hidden: [B, T, H]
-                self._flops[i] += batch * (2.0 * self._params[i] * tokens + 2.0 * tokens * tokens * width)
+                self._flops[i] += batch * (
+                    2.0 * self._params[i] * tokens + 2.0 * tokens * tokens * width
+                )
 
         return hook
 
     def timings(self) -> list[LayerTiming]:
         return [
             LayerTiming(
-                index=i, name=name, calls=self._calls[i], seconds=round(self._seconds[i], 6),
-                flops=self._flops[i], parameters=self._params[i],
+                index=i,
+                name=name,
+                calls=self._calls[i],
+                seconds=round(self._seconds[i], 6),
+                flops=self._flops[i],
+                parameters=self._params[i],
             )
             for i, (name, _) in enumerate(self.layers)
         ]
@@ -118,7 +132,7 @@ def profile_forward(loaded: LoadedModel, tokens: int) -> list[LayerTiming]:
     model's forward thread), so the hooks time this pass alone.
     """
     profiler = LayerProfiler(loaded.model)
-    vocab = int(loaded.model.get_input_embeddings().weight.shape[0])
+    vocab = int(loaded.model.get_input_embeddings().num_embeddings)  # no table read (int8 codes)
     ids = torch.arange(tokens, device=loaded.device).remainder(vocab).unsqueeze(0)  # ids: [1, T]
     profiler.enable()
     try:
@@ -136,7 +150,10 @@ def gpu_utilisation(device: str) -> dict[str, Any]:
     try:
         import pynvml
     except ImportError:
-        return {"available": False, "reason": "not available: pynvml (nvidia-ml-py) is not installed"}
+        return {
+            "available": False,
+            "reason": "not available: pynvml (nvidia-ml-py) is not installed",
+        }
     try:
         pynvml.nvmlInit()
         index = torch.device(device).index or 0
