@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -37,7 +38,6 @@ import pytest
 
 import migrations
 from tests.conftest import POSTGRES_URL, _postgres_admin, postgres_available
-from tests.faults.test_kill_restart import _free_port
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
@@ -57,6 +57,12 @@ class Pair:
 
     def client(self, token: str) -> dict[str, str]:
         return {"Authorization": f"Bearer {token}"}
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def _wait_healthy(process: subprocess.Popen[bytes], url: str, log: Path) -> None:
@@ -92,8 +98,6 @@ def _start_redis(port: int, log: Path) -> subprocess.Popen[bytes]:
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         try:
-            import socket
-
             with socket.create_connection(("127.0.0.1", port), timeout=0.2):
                 return redis
         except OSError:
