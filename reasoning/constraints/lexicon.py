@@ -172,6 +172,7 @@ ZH_UNITS: Mapping[str, UnitEntry] = {
     "惊叹号": (Unit.PUNCTUATION, {"chars": "!！"}),
     "问号": (Unit.PUNCTUATION, {"chars": "?？"}),
     "分号": (Unit.PUNCTUATION, {"chars": ";；"}),
+    "逗号": (Unit.PUNCTUATION, {"chars": ",，"}),
     "冒号": (Unit.PUNCTUATION, {"chars": ":："}),
     "句号": (Unit.PUNCTUATION, {"chars": ".。"}),
     "破折号": (Unit.PUNCTUATION, {"chars": "-–—"}),
