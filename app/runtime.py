@@ -336,7 +336,8 @@ class Runtime:
         if batcher is not None:
             await asyncio.to_thread(batcher.close)
         if self.workers is not None:
-            await asyncio.to_thread(self.workers.close)
+            # The scheduler has stopped admitting; jobs already with the workers get the grace.
+            await asyncio.to_thread(self.workers.close, self.settings.shutdown_grace_s)
             self._workers_stop.set()
         await self.key_limits.close()
         await self.engine.dispose()

@@ -361,11 +361,14 @@ class RayWorkers:
             if state == "RUNNING"
         )
 
-    def close(self) -> None:
-        """Delete the deployment this process deployed on a cluster it started, and stop that cluster.
-
-        Workers on a cluster this process joined are left running for the other API replicas.
+    def close(self, drain_s: float = 0.0) -> None:
+        """Stop the local cluster this process started, once its jobs in flight have been
+        answered (waiting at most ``drain_s``); workers on a cluster this process joined are
+        left running for the other API replicas.
         """
+        deadline = time.monotonic() + drain_s
+        while self._in_flight and time.monotonic() < deadline:
+            time.sleep(0.05)
         with self._lock:
             handle, self._handle = self._handle, None
             if handle is None or not self._started_cluster:
