@@ -229,6 +229,7 @@ def load_model(
         apply_weights,
         gguf_blocks,
         log_choice,
+        measure_weights,
         planned_weights,
         return_freed_memory,
     )
@@ -252,11 +253,27 @@ def load_model(
             load_dir, gguf_file = cached, None
         tokenizer = AutoTokenizer.from_pretrained(load_dir, gguf_file=gguf_file)
         plan = planned_weights(requested, probe_dir, torch_device)
-        if plan is not None and plan[0] in DIRECT_FORMATS and direct_reason(load_dir) is None:
+        direct = direct_reason(load_dir) is None
+        table = load_dir / "q4_1-blocks.json" if load_dir != source.path else None
+        float_model: Any = None
+        if plan is None and requested == "auto" and direct:
+            # The first auto load on this machine: measure on the float32 model and keep
+            # the measurement; a chosen low-precision format is then loaded directly, as
+            # later loads will (float32 chosen: it is the model).
+            float_model = AutoModelForCausalLM.from_pretrained(load_dir, dtype=torch.float32)
+            float_model.to(torch_device)
+            float_model.eval()
+            plan = measure_weights(float_model, tokenizer, gguf, probe_dir, table)
+            if plan is not None and plan[0] in DIRECT_FORMATS:
+                del float_model
+                float_model = None
+                return_freed_memory()
+        if float_model is not None:
+            model = float_model
+        elif plan is not None and plan[0] in DIRECT_FORMATS and direct:
             # Straight into the format, one layer at a time: no float copy of the model.
             target, why, probes = plan
             config = AutoConfig.from_pretrained(load_dir)
-            table = load_dir / "q4_1-blocks.json" if load_dir != source.path else None
             blocks = gguf_blocks(config, gguf, table) if target == "int4" else None
             model, _ = load_direct(load_dir, target, blocks=blocks, device=torch_device)
             del blocks

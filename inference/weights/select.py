@@ -27,7 +27,14 @@ from inference.weights.gguf_q4 import Q4Block, q4_1_blocks
 from inference.weights.probe import choose, machine_fingerprint, probe_formats
 from reasoning.errors import InvalidInput
 
-__all__ = ["apply_weights", "gguf_blocks", "log_choice", "planned_weights", "return_freed_memory"]
+__all__ = [
+    "apply_weights",
+    "gguf_blocks",
+    "log_choice",
+    "measure_weights",
+    "planned_weights",
+    "return_freed_memory",
+]
 
 log = logging.getLogger("tenet.weights")
 
@@ -129,6 +136,27 @@ def _choose(probes: tuple[FormatProbe, ...], probe_dir: Path | None) -> tuple[st
     """The probe's choice under both gates: KL (measured at load) and steered accuracy (kept)."""
     kept = read_gate(probe_dir)
     return choose(probes, excluded(kept), unmeasured(kept, WEIGHT_FORMATS))
+
+
+def measure_weights(
+    model: Any,
+    tokenizer: Any,
+    gguf: Path | None,
+    probe_dir: Path | None,
+    table: Path | None = None,
+) -> tuple[str, str, tuple[FormatProbe, ...]] | None:
+    """``auto``'s measurement on the float32 ``model`` (kept in ``probe_dir``) and its choice.
+
+    For the first ``auto`` load on a machine: the caller then loads the chosen
+    format directly, as later loads do. None for a model outside the Llama
+    family (:func:`apply_weights` then keeps the library forward).
+    """
+    if unsupported_reason(model) is not None:
+        return None
+    blocks = gguf_blocks(model.config, gguf, table)
+    probes, when = _probes(model, tokenizer, blocks, probe_dir)
+    weights, why = _choose(probes, probe_dir)
+    return weights, f"{why} (measured {when})", probes
 
 
 def _probe_path(probe_dir: Path, device: Any) -> Path:

@@ -40,8 +40,9 @@ _CONFIG = {
 }
 
 
-def _saved(tmp_path: Path, *, tied: bool) -> Path:
-    model = _tiny(LlamaConfig(**_CONFIG, tie_word_embeddings=tied))
+def _saved(tmp_path: Path, *, tied: bool, vocab: int = _CONFIG["vocab_size"]) -> Path:
+    config = {**_CONFIG, "vocab_size": vocab}
+    model = _tiny(LlamaConfig(**config, tie_word_embeddings=tied))
     model.save_pretrained(tmp_path)
     return tmp_path
 
@@ -177,3 +178,24 @@ def test_the_bundled_model_loads_in_int4_without_a_float_copy_resident() -> None
     # torch, transformers and the tokenizer take about 380 MB of it before any weight
     # (measured 473-479 MB in all).
     assert figures["peak_mb"] < 560
+
+
+def test_the_first_auto_load_measures_then_loads_the_chosen_format_as_later_loads_do(
+    tmp_path: Path,
+) -> None:
+    tokenizer = _bundled_tokenizer()  # the probe's calibration texts need its whole vocabulary
+    directory = _saved(tmp_path / "model", tied=True, vocab=len(tokenizer))
+    tokenizer.save_pretrained(directory)
+    cache = tmp_path / "cache"
+    first = load_model(str(directory), device="cpu", weights="auto", cache_root=cache)
+    assert "at this load" in first.weights.reason
+    assert {p.weights for p in first.weights.probes} == set(WEIGHT_FORMATS)
+    assert list(cache.glob("probe-*/weights-probe-*.json"))
+    second = load_model(str(directory), device="cpu", weights="auto", cache_root=cache)
+    assert "reused" in second.weights.reason and second.weights.weights == first.weights.weights
+    for lm in (first, second):
+        forward = packed_forward(lm.model)
+        assert forward is not None and forward.weights == first.weights.weights
+        embedding = lm.model.model.embed_tokens
+        # A chosen int format is loaded directly both times: the embedding reads the head's codes.
+        assert isinstance(embedding, Int8Embedding) == (first.weights.weights in ("int8", "int4"))
