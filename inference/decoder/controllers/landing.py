@@ -178,8 +178,10 @@ class Landing(Controller):
     def _hold_stop(self, row: torch.Tensor, exit_token: int, move: bool) -> None:
         """The stop waits: the exit's mass leaves it (``row: [V]`` in place) and,
         with ``move``, joins the allowed sentence-ending tokens, scaled as the
-        model weighs them. Where no sentence end is allowed now (``move``), or
-        nothing else is (``wait``), the stop stays: it is never held forever."""
+        model weighs them. Where no sentence end is allowed now (a word to end
+        on must come first), the text goes on; a row left with nothing else
+        keeps its exit. The budget's forced end still ends the answer (and
+        the rollback judges it), so a stop is never held past the budget."""
         stop = row[exit_token].clone()
         if not bool(torch.isfinite(stop)):
             return
@@ -190,8 +192,7 @@ class Landing(Controller):
                 mass = torch.logsumexp(row[ends], dim=0)
                 row[ends] += torch.logaddexp(mass, stop) - mass
                 return
-            row[exit_token] = stop
-        elif not bool(torch.isfinite(row).any()):
+        if not bool(torch.isfinite(row).any()):
             row[exit_token] = stop
 
 
