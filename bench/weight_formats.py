@@ -334,12 +334,13 @@ def _llamacpp(gguf: Path, prompts: Sequence[Sequence[int]], new: int, threads: i
         from llama_cpp import Llama
     except ImportError:
         return None
-    llm = Llama(
+    llm: Any = Llama(
         model_path=str(gguf), n_threads=threads, n_threads_batch=threads, n_ctx=2048, verbose=False
     )
 
     def greedy(ids: Sequence[int], count: int) -> int:
         taken = 0
+        llm.reset()  # an empty context: generate() would otherwise reuse a matching prefix
         for _ in llm.generate(list(ids), top_k=1, top_p=1.0, min_p=0.0, temp=0.0, reset=True):
             taken += 1
             if taken >= count:
