@@ -438,6 +438,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         report = {
             "benchmark": "steering",
             "quick": args.quick,
+            "weights": lm.weights.weights,
             "width": args.width,
             "max_new_tokens": args.max_new_tokens,
             "pruning_enforced": args.prune,
@@ -536,7 +537,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(steered["text"][:600], file=sys.stderr)
 
     report = build()
-    report["weights"] = lm.weights.weights
     if args.record_gate and args.set is None:
         report["gate_recorded"] = str(_record_gate(args, lm, report))
     print(json.dumps(report))
