@@ -24,13 +24,11 @@ import statistics
 import time
 import uuid
 from typing import Any
-from urllib.parse import urlsplit
-
-import asyncpg
 
 import migrations
 from app.ratelimits import KeyLimits
 from store import keys as key_store
+from store.admin import execute_on_server
 from store.audit import append_event, verify_chain
 from store.db import create_engine, create_sessionmaker, transaction
 from store.key_events import RevocationListener, listen_dsn
@@ -41,21 +39,6 @@ DEFAULT_REDIS = "redis://127.0.0.1:6379/0"
 
 def _ms(values: list[float]) -> dict[str, float]:
     return {"p50": round(statistics.median(values) * 1000, 3), "max": round(max(values) * 1000, 3)}
-
-
-async def _admin(url: str, statement: str) -> None:
-    parts = urlsplit(url.replace("+asyncpg", ""))
-    conn = await asyncpg.connect(
-        host=parts.hostname,
-        port=parts.port or 5432,
-        user=parts.username or "postgres",
-        password=parts.password,
-        database=parts.path.lstrip("/") or "postgres",
-    )
-    try:
-        await conn.execute(statement)
-    finally:
-        await conn.close()
 
 
 async def revocations(url: str, count: int) -> dict[str, float]:
@@ -153,7 +136,7 @@ async def chain_appends(url: str, per_writer: int) -> dict[str, Any]:
 
 async def main_async(postgres: str, redis_url: str, quick: bool) -> dict[str, Any]:
     name = f"tenet_bench_replicas_{uuid.uuid4().hex[:8]}"
-    await _admin(postgres, f'CREATE DATABASE "{name}"')
+    await execute_on_server(postgres, f'CREATE DATABASE "{name}"')
     url = f"{postgres.rsplit('/', 1)[0]}/{name}"
     try:
         engine = create_engine(url)
@@ -166,7 +149,7 @@ async def main_async(postgres: str, redis_url: str, quick: bool) -> dict[str, An
             "audit_append": await chain_appends(url, count // 4 if quick else count // 8),
         }
     finally:
-        await _admin(postgres, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await execute_on_server(postgres, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def main() -> None:

@@ -61,6 +61,8 @@ from urllib.parse import urlsplit
 import httpx
 import torch
 
+from store.admin import execute_on_server
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 MODEL_CACHE = REPO_ROOT / "var" / "models"
 POSTGRES_URL = os.environ.get(
@@ -238,23 +240,6 @@ def postgres_up(url: str) -> bool:
         return False
 
 
-async def postgres_admin(url: str, statement: str) -> None:
-    import asyncpg
-
-    parts = urlsplit(url.replace("+asyncpg", ""))
-    conn = await asyncpg.connect(
-        host=parts.hostname,
-        port=parts.port or 5432,
-        user=parts.username or "postgres",
-        password=parts.password,
-        database=parts.path.lstrip("/") or "postgres",
-    )
-    try:
-        await conn.execute(statement)
-    finally:
-        await conn.close()
-
-
 async def run_two_apis(
     tmp: Path, model: Any, requests: int, concurrency: int
 ) -> tuple[dict[str, Any], bool]:
@@ -265,7 +250,7 @@ async def run_two_apis(
     from app.settings import Settings
 
     name = f"tenet_scaleout_{uuid.uuid4().hex[:10]}"
-    await postgres_admin(POSTGRES_URL, f'CREATE DATABASE "{name}"')
+    await execute_on_server(POSTGRES_URL, f'CREATE DATABASE "{name}"')
     url = f"{POSTGRES_URL.rsplit('/', 1)[0]}/{name}"
     try:
         await asyncio.to_thread(migrations.upgrade, url)
@@ -299,7 +284,7 @@ async def run_two_apis(
         print(f"api2_ray2: {load.report()} intact={intact}", file=sys.stderr, flush=True)
         return load.report(), intact
     finally:
-        await postgres_admin(POSTGRES_URL, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await execute_on_server(POSTGRES_URL, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from app.runtime import Runtime
 from app.settings import Settings
 from inference.loader import LoadedModel, load_model
 from store import keys as key_store
+from store.admin import execute_on_server
 from store.db import transaction
 from store.ontologies import load_bundled_ontologies
 
@@ -105,24 +106,8 @@ def migrated_sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _postgres_admin(statement: str) -> None:
-    import asyncpg
-
-    parts = urlsplit(POSTGRES_URL.replace("+asyncpg", ""))
-
-    async def run() -> None:
-        conn = await asyncpg.connect(
-            host=parts.hostname,
-            port=parts.port or 5432,
-            user=parts.username or "postgres",
-            password=parts.password,
-            database=parts.path.lstrip("/") or "postgres",
-        )
-        try:
-            await conn.execute(statement)
-        finally:
-            await conn.close()
-
-    asyncio.run(run())
+    """Run one server-level statement (CREATE/DROP DATABASE) on the test PostgreSQL."""
+    asyncio.run(execute_on_server(POSTGRES_URL, statement))
 
 
 @pytest.fixture
