@@ -139,26 +139,12 @@ async def drive(
 @asynccontextmanager
 async def served(app: Any) -> AsyncIterator[httpx.AsyncClient]:
     """``app`` started (its lifespan in a task of its own) with an in-loop HTTP client."""
-    started, stop = asyncio.Event(), asyncio.Event()
+    from app.embedded import running
 
-    async def hold() -> None:
-        async with app.lifespan():
-            started.set()
-            await stop.wait()
-
-    task = asyncio.create_task(hold())
-    waiter = asyncio.create_task(started.wait())
-    await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
-    if task.done():
-        waiter.cancel()
-        task.result()
-    try:
+    async with running(app):
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://bench") as client:
             yield client
-    finally:
-        stop.set()
-        await task
 
 
 async def wait_ready(client: httpx.AsyncClient) -> float:

@@ -9,7 +9,6 @@ in the test's loop (``httpx.ASGITransport`` plus ``Litestar.lifespan``).
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -20,6 +19,7 @@ from litestar import Litestar
 
 import migrations
 from app.bootstrap import bootstrap_admin_key
+from app.embedded import running
 from app.factory import create_app
 from app.settings import Settings
 from tests.conftest import MODEL_CACHE, bearer
@@ -53,37 +53,10 @@ def settings_on(
 
 
 @asynccontextmanager
-async def _lifespan(app: Litestar) -> AsyncIterator[None]:
-    """``app.lifespan()`` entered and left in one task of its own.
-
-    Its task group must be left by the task that entered it; a pytest-asyncio
-    fixture sets up and tears down in different tasks.
-    """
-    started, stop = asyncio.Event(), asyncio.Event()
-
-    async def hold() -> None:
-        async with app.lifespan():
-            started.set()
-            await stop.wait()
-
-    task = asyncio.create_task(hold())
-    waiter = asyncio.create_task(started.wait())
-    await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
-    if task.done():
-        waiter.cancel()
-        task.result()  # start-up failed: raise its error
-    try:
-        yield
-    finally:
-        stop.set()
-        await task
-
-
-@asynccontextmanager
 async def serve(settings: Settings, app: Litestar | None = None) -> AsyncIterator[Served]:
     """Start ``app`` (default: ``create_app(settings)``) in this loop; shut it down after."""
     application = app or create_app(settings)
-    async with _lifespan(application):
+    async with running(application):
         token = await bootstrap_admin_key(application.state.runtime.sessionmaker, None)
         assert token is not None, "the database already had keys"
         transport = httpx.ASGITransport(app=application)
