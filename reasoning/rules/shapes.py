@@ -20,7 +20,7 @@ from pyshacl.shapes_graph import ShapesGraph
 
 from reasoning.case.vocabulary import SH, SH_RULE
 from reasoning.evidence.terms import Triple, from_rdflib, is_bnode, to_rdflib_graph
-from reasoning.rules.check import RuleSource, read_rule_sources
+from reasoning.rules.sources import RuleSource, read_rule_sources
 
 __all__ = ["LoadedRule", "load_rules", "shacl_triples"]
 
