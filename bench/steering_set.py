@@ -27,6 +27,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from bench.decoding import run_generate, run_steered
 from inference.decoder.compile import compile_steering
 from inference.decoder.endings import ends_complete, required_closing
 from reasoning.constraints.model import Constraint, Kind
@@ -73,8 +74,6 @@ def _summary(verdicts: list[list[bool]]) -> dict[str, Any]:
 
 def run_set(args: argparse.Namespace, model: Any, tokenizer: Any) -> dict[str, Any]:
     """Decode the set steered and unsteered; the report (see the module doc)."""
-    from bench.steering import run_generate, run_steered
-
     rows = load_set(args.set)
     budget = _QUICK_BUDGET if args.quick else _BUDGET
     if args.max_new_tokens is not None:
