@@ -236,9 +236,9 @@ def _paired(args: Any) -> int:
     warm = plan_prompt(tok, items[0]["prompt"])
     _ours(lm.model, tok, warm, None, [], 4, 4, "", False, lm.device)
     _generate(reference.model, warm.branch_ids(0), 4, 4, pad, reference.device)
-    ours_n = ours_s = gen_n = gen_s = 0.0
-    for item in items:
-        plan = plan_prompt(tok, item["prompt"], item["constraints"])
+
+    def steered(item: dict[str, Any], plan: Any, width: int) -> tuple[float, float]:
+        """Our steered decode of ``item`` at ``width``: tokens and seconds (steering compiled anew)."""
         steering = _steering(item["constraints"], tok, item["prompt"], args.new, lm.device)
         n, t, _ = _ours(
             lm.model,
@@ -246,12 +246,18 @@ def _paired(args: Any) -> int:
             plan,
             steering,
             item["constraints"],
-            4,
+            width,
             args.new,
             item["prompt"],
             False,
             lm.device,
         )
+        return n, t
+
+    ours_n = ours_s = gen_n = gen_s = 0.0
+    for item in items:
+        plan = plan_prompt(tok, item["prompt"], item["constraints"])
+        n, t = steered(item, plan, 4)
         ours_n, ours_s = ours_n + n, ours_s + t
         n, t = _generate(reference.model, plan.branch_ids(0), 4, args.new, pad, reference.device)
         gen_n, gen_s = gen_n + n, gen_s + t
@@ -276,19 +282,7 @@ def _paired(args: Any) -> int:
         if speed is None:
             break
         peer.append(speed)
-        steering = _steering(item["constraints"], tok, item["prompt"], args.new, lm.device)
-        n, t, _ = _ours(
-            lm.model,
-            tok,
-            plan,
-            steering,
-            item["constraints"],
-            1,
-            args.new,
-            item["prompt"],
-            False,
-            lm.device,
-        )
+        n, t = steered(item, plan, 1)
         w1_n, w1_s = w1_n + n, w1_s + t
     if peer and w1_s:
         w1, llama = w1_n / w1_s, sum(peer) / len(peer)
