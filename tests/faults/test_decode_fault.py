@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from litestar import Litestar
 
 from app.factory import create_app
 from app.runtime import UNREADY_AFTER_FORWARD_FAILURES, Runtime
@@ -67,6 +68,20 @@ def failing_model() -> Iterator[LoadedModel]:
     yield loaded
 
 
+def _app_on(
+    model: LoadedModel, tmp_path: Path, template: Path
+) -> tuple[Path, Settings, Litestar]:
+    """The app on a copy of the migrated SQLite database, decoding with ``model``."""
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    shutil.copy(template, data_dir / "tenet.db")
+    settings = Settings(data_dir=data_dir, load_model=False, model_cache_dir=MODEL_CACHE,
+                        device=TEST_DEVICE, packed_forward=False)
+    runtime = Runtime(settings)
+    runtime.set_model(model)
+    return data_dir, settings, create_app(settings, runtime=runtime)
+
+
 def _rows(db_path: Path) -> dict[str, Any]:
     with sqlite3.connect(db_path) as db:
         runs = {row[0] for row in db.execute("SELECT id FROM runs")}
@@ -80,15 +95,9 @@ def _rows(db_path: Path) -> dict[str, Any]:
 async def test_a_forward_failing_mid_decode_is_a_503_problem_and_nothing_is_half_written(
     failing_model: LoadedModel, tmp_path: Path, migrated_sqlite_template: Path
 ) -> None:
-    data_dir = tmp_path / "data"
-    data_dir.mkdir()
-    shutil.copy(migrated_sqlite_template, data_dir / "tenet.db")
-    settings = Settings(data_dir=data_dir, load_model=False, model_cache_dir=MODEL_CACHE,
-                        device=TEST_DEVICE, packed_forward=False)
-    runtime = Runtime(settings)
-    runtime.set_model(failing_model)
+    data_dir, settings, app = _app_on(failing_model, tmp_path, migrated_sqlite_template)
     model_class: Any = type(failing_model.model)
-    async with serve(settings, create_app(settings, runtime=runtime)) as served:
+    async with serve(settings, app) as served:
         client, admin = served.client, served.admin
         model_class.armed, model_class.steps = True, 0
         failed = await client.post("/v1/reason", headers=admin, json=PROMPT, timeout=300)
@@ -115,15 +124,9 @@ async def test_a_forward_failing_mid_decode_is_a_503_problem_and_nothing_is_half
 async def test_a_model_whose_every_forward_fails_is_not_ready_until_a_forward_succeeds(
     failing_model: LoadedModel, tmp_path: Path, migrated_sqlite_template: Path
 ) -> None:
-    data_dir = tmp_path / "data"
-    data_dir.mkdir()
-    shutil.copy(migrated_sqlite_template, data_dir / "tenet.db")
-    settings = Settings(data_dir=data_dir, load_model=False, model_cache_dir=MODEL_CACHE,
-                        device=TEST_DEVICE, packed_forward=False)
-    runtime = Runtime(settings)
-    runtime.set_model(failing_model)
+    data_dir, settings, app = _app_on(failing_model, tmp_path, migrated_sqlite_template)
     model_class: Any = type(failing_model.model)
-    async with serve(settings, create_app(settings, runtime=runtime)) as served:
+    async with serve(settings, app) as served:
         client, admin = served.client, served.admin
         assert (await client.get("/readyz")).status_code == 200
         model_class.broken = True
