@@ -45,7 +45,6 @@ import asyncio
 import json
 import os
 import shutil
-import socket
 import statistics
 import sys
 import tempfile
@@ -56,12 +55,11 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 import torch
 
-from store.admin import execute_on_server
+from store.admin import accepts_connections, execute_on_server
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 MODEL_CACHE = REPO_ROOT / "var" / "models"
@@ -215,15 +213,6 @@ def _median(values: Sequence[float]) -> float | None:
     return round(statistics.median(values), 3) if values else None
 
 
-def postgres_up(url: str) -> bool:
-    parts = urlsplit(url.replace("+asyncpg", ""))
-    try:
-        with socket.create_connection(
-            (parts.hostname or "127.0.0.1", parts.port or 5432), timeout=0.5
-        ):
-            return True
-    except OSError:
-        return False
 
 
 async def run_two_apis(
@@ -304,7 +293,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             if name == "ray_1":
                 hops = samples
         api2: dict[str, Any] | None = None
-        if not args.no_postgres and postgres_up(POSTGRES_URL):
+        if not args.no_postgres and accepts_connections(POSTGRES_URL):
             api2, intact = await run_two_apis(tmp, model, args.api2_requests, args.api2_concurrency)
             intact_all = intact_all and intact
     return {

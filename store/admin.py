@@ -7,7 +7,10 @@ the benchmarks and tests that give each run a database of its own.
 
 from __future__ import annotations
 
+import socket
+
 import asyncpg
+from sqlalchemy.engine import make_url
 
 from store.key_events import listen_dsn
 
@@ -26,3 +29,19 @@ async def execute_on_server(database_url: str, statement: str) -> None:
         await conn.execute(statement)
     finally:
         await conn.close()
+
+
+def accepts_connections(database_url: str, timeout_s: float = 0.5) -> bool:
+    """True when something accepts TCP connections at the URL's host and port.
+
+    A cheap probe for benchmarks and tests that skip without PostgreSQL; it proves
+    nothing about credentials or the database itself.
+    """
+    url = make_url(database_url)
+    try:
+        with socket.create_connection(
+            (url.host or "127.0.0.1", url.port or 5432), timeout=timeout_s
+        ):
+            return True
+    except OSError:
+        return False

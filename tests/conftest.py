@@ -11,12 +11,10 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import socket
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
 import torch
@@ -30,7 +28,7 @@ from app.runtime import Runtime
 from app.settings import Settings
 from inference.loader import LoadedModel, load_model
 from store import keys as key_store
-from store.admin import execute_on_server
+from store.admin import accepts_connections, execute_on_server
 from store.db import transaction
 from store.ontologies import load_bundled_ontologies
 
@@ -84,14 +82,7 @@ def assert_problem() -> Callable[[Any, int], dict[str, Any]]:
 
 def postgres_available(url: str = POSTGRES_URL) -> bool:
     """True when something accepts TCP connections at the PostgreSQL URL's host and port."""
-    parts = urlsplit(url.replace("+asyncpg", ""))
-    try:
-        with socket.create_connection(
-            (parts.hostname or "127.0.0.1", parts.port or 5432), timeout=0.5
-        ):
-            return True
-    except OSError:
-        return False
+    return accepts_connections(url)
 
 
 # --- databases -----------------------------------------------------------------------
