@@ -21,6 +21,7 @@ An ``undetermined`` decision only rules out denials of what it concluded.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Final
 
 import msgspec
@@ -91,22 +92,22 @@ class ClaimChecker:
         """Whether ``sentence`` contradicts ``decision`` (see the module doc)."""
         concluded = {f"<{a}>" for a in decision.actions()}
         complete = decision.status in ("decided", "no_rule_applies")
-        for clause in _CLAUSE_RE.split(sentence):
-            if not clause or not clause.strip():
-                continue
-            words = [w.lower() for w in _WORD_RE.findall(clause)]
-            negated = any(w in _EN_NEG for w in words) or bool(_ZH_NEG.search(clause))
-            stems = [stem(w) for w in words if w not in _SKIP]
-            for action in self._actions_in(clause, stems):
-                verdict = self._judge(action, negated, concluded, complete, decision)
-                if verdict is not None:
-                    return verdict
+        for action, negated in self._mentions(sentence):
+            verdict = self._judge(action, negated, concluded, complete, decision)
+            if verdict is not None:
+                return verdict
         return ClaimCheck(contradicts=False)
 
     def stated(self, sentence: str) -> tuple[tuple[str, bool], ...]:
         """The actions ``sentence`` names (bare IRIs, first mention first), each with
         whether its clause negates it: what a claim says, whatever the decision."""
         found: dict[str, bool] = {}
+        for action, negated in self._mentions(sentence):
+            found.setdefault(iri_value(action), negated)
+        return tuple(found.items())
+
+    def _mentions(self, sentence: str) -> Iterator[tuple[str, bool]]:
+        """Each action a clause of ``sentence`` names, in order, with whether that clause negates."""
         for clause in _CLAUSE_RE.split(sentence):
             if not clause or not clause.strip():
                 continue
@@ -114,8 +115,7 @@ class ClaimChecker:
             negated = any(w in _EN_NEG for w in words) or bool(_ZH_NEG.search(clause))
             stems = [stem(w) for w in words if w not in _SKIP]
             for action in self._actions_in(clause, stems):
-                found.setdefault(iri_value(action), negated)
-        return tuple(found.items())
+                yield action, negated
 
     def _actions_in(self, clause: str, stems: list[str]) -> list[str]:
         found: dict[str, None] = {}
