@@ -28,8 +28,10 @@ import msgspec
 from reasoning.constraints.model import Relation
 
 __all__ = [
+    "Beside",
     "Copy",
     "Count",
+    "Drop",
     "Filter",
     "Form",
     "Layout",
@@ -160,22 +162,47 @@ class Layout(StrEnum):
     RESPONSES = "responses"
 
 
+Beside = Literal["paragraph", "sentence"]
+Drop = Literal["first_sentence", "last_sentence"]
+
+
 class Structure(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
     """The answer has ``layout`` (``no_list``: has none of the list layouts).
 
-    ``responses``: ``n`` different responses separated by ``marker``.
+    - ``responses``: ``n`` different responses separated by ``marker``;
+    - lists: ``n`` top-level items when set;
+    - ``table``: a Markdown table (a header row, a ``---`` rule, body rows)
+      of ``n`` body rows and ``columns`` columns when set, its header cells
+      ``headers`` when given (compared without case);
+    - ``before`` / ``after`` (lists and tables): prose stands before / after
+      the list or table, a ``paragraph`` (one or more sentences) or exactly
+      one ``sentence``.
     """
 
     layout: Layout
     marker: str | None = None
     n: int | None = None
+    columns: int | None = None
+    headers: tuple[str, ...] = ()
+    before: Beside | None = None
+    after: Beside | None = None
 
 
-class Copy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """The answer starts by repeating ``text``: verbatim, or (``change``) with some words changed."""
+class Copy(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
+    """The answer starts by repeating ``text``: verbatim, or (``change``) changed.
+
+    A change may be stated (``reasoning.constraints.form.copying.changed``
+    computes the changed text): ``replace`` swaps each ``(old, new)`` pair
+    (whole words, without case), ``case`` writes the copy in ``upper`` or
+    ``lower`` case, ``drop`` leaves out its first or last sentence; with none
+    of them the change is unstated (some words changed).
+    """
 
     text: str
     change: bool = False
+    replace: tuple[tuple[str, str], ...] = ()
+    case: Literal["upper", "lower"] | None = None
+    drop: Drop | None = None
 
 
 Form = Count | Position | Wrap | Structure | Copy

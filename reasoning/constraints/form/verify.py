@@ -17,6 +17,8 @@ import msgspec
 
 from reasoning.constraints import textstats
 from reasoning.constraints.form import units
+from reasoning.constraints.form.blocks import Block, list_block, table_block
+from reasoning.constraints.form.copying import changed
 from reasoning.constraints.form.model import (
     Copy,
     Count,
@@ -262,8 +264,6 @@ def _check_wrap(form: Wrap, text: str, partial: bool) -> Check:
 
 
 _NUMBERED = re.compile(r"^\s*\d+[.)]\s+\S", re.MULTILINE)
-_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)+\|?\s*$", re.MULTILINE)
-_TABLE_ROW = re.compile(r"^\s*\|?[^|\n]+(?:\|[^|\n]*)+\|?\s*$", re.MULTILINE)
 
 
 def _list_lines(text: str) -> int:
@@ -283,6 +283,62 @@ def _two_responses(text: str, marker: str, n: int) -> tuple[bool, str]:
     return ok, f"{len(valid)} responses separated by {marker}"
 
 
+def _beside(form: Structure, block: Block) -> str | None:
+    """What the prose around a list or table lacks (None: what ``before`` / ``after`` ask is there)."""
+    for where, wanted, prose in (("before", form.before, block.before), ("after", form.after, block.after)):
+        if wanted is None:
+            continue
+        if not re.search(r"[^\W\d_]", prose):
+            return f"no prose {where} it"
+        if wanted == "sentence" and textstats.count_sentences(prose) != 1:
+            return f"{textstats.count_sentences(prose)} sentences {where} it (one required)"
+    return None
+
+
+def _check_table(form: Structure, text: str) -> tuple[bool, str]:
+    table = table_block(text)
+    if table is None or not table.rows:
+        return False, "has no table"
+    if form.columns is not None and {len(table.header), *(len(row) for row in table.rows)} != {form.columns}:
+        return False, f"a table of {len(table.header)} columns ({form.columns} required)"
+    if form.n is not None and len(table.rows) != form.n:
+        return False, f"a table of {len(table.rows)} rows ({form.n} required)"
+    if form.headers:
+        wanted = [h.strip().lower() for h in form.headers]
+        written = [h.strip("*_` ").lower() for h in table.header]
+        if written != wanted:
+            return False, f"table headers {list(table.header)} ({list(form.headers)} required)"
+    lacking = _beside(form, table.block)
+    if lacking is not None:
+        return False, f"a table with {lacking}"
+    return True, "has table"
+
+
+def _check_list(form: Structure, text: str) -> tuple[bool, str]:
+    layout = form.layout
+    if layout is Layout.LIST:
+        ok = _list_lines(text) > 0
+    elif layout is Layout.NUMBERED_LIST:
+        ok = _NUMBERED.search(text) is not None
+    else:
+        nested = units.count(Measure(unit=Unit.NESTED_BULLETS), text)
+        ok = nested > 0 and _list_lines(text) > nested
+    name = layout.value.replace("_", " ")
+    if not ok:
+        return False, f"has no {name}"
+    block = list_block(text)
+    if form.n is None and form.before is None and form.after is None:
+        return True, f"has {name}"
+    if block is None:
+        return False, f"has no {name}"
+    if form.n is not None and block.items != form.n:
+        return False, f"a {name} of {block.items} items ({form.n} required)"
+    lacking = _beside(form, block)
+    if lacking is not None:
+        return False, f"a {name} with {lacking}"
+    return True, f"has {name}"
+
+
 def _check_structure(form: Structure, text: str, partial: bool) -> Check:
     layout = form.layout
     if layout is Layout.NO_LIST:
@@ -294,29 +350,31 @@ def _check_structure(form: Structure, text: str, partial: bool) -> Check:
     if layout is Layout.RESPONSES:
         ok, detail = _two_responses(text, form.marker or "******", form.n or 2)
         return Check(satisfied=ok, detail=detail, certain=not partial)
-    if layout is Layout.LIST:
-        ok = _list_lines(text) > 0
-    elif layout is Layout.NUMBERED_LIST:
-        ok = _NUMBERED.search(text) is not None
-    elif layout is Layout.NESTED_LIST:
-        nested = units.count(Measure(unit=Unit.NESTED_BULLETS), text)
-        ok = nested > 0 and _list_lines(text) > nested
-    else:
-        ok = _TABLE_RULE.search(text) is not None and len(_TABLE_ROW.findall(text)) >= 2
-    detail = f"{'has' if ok else 'has no'} {layout.value.replace('_', ' ')}"
-    return Check(satisfied=ok, detail=detail, certain=ok or not partial)
+    ok, detail = _check_table(form, text) if layout is Layout.TABLE else _check_list(form, text)
+    plain = form.n is None and form.columns is None and not form.headers and form.before is None \
+        and form.after is None
+    return Check(satisfied=ok, detail=detail, certain=(ok and plain) or not partial)
 
 
 def _check_copy(form: Copy, text: str, partial: bool) -> Check:
-    wanted = form.text.strip()
-    if not form.change:
+    wanted = changed(form)
+    if wanted is not None and form.case is None:
         return _check_answer_position(Position(unit=Unit.ANSWER, op="starts_with", text=wanted), text.strip(), partial)
-    source = [w.lower() for w in units.words(wanted)]
-    written = [w.lower() for w in units.words(text)][: len(source) + 3]
-    if partial and len(written) < len(source):
+    if wanted is not None:
+        # A copy in a given case: the letters' case is part of the copy.
+        written = " ".join(text.split())
+        target = " ".join(wanted.split())
+        if written.startswith(target):
+            return Check(satisfied=True, detail=f"starts with the request in {form.case} case")
+        if partial and target.startswith(written):
+            return Check(satisfied=False, detail="repetition in progress", certain=False)
+        return Check(satisfied=False, detail=f"does not start with the request in {form.case} case")
+    source = [w.lower() for w in units.words(form.text.strip())]
+    written_words = [w.lower() for w in units.words(text)][: len(source) + 3]
+    if partial and len(written_words) < len(source):
         return Check(satisfied=False, detail="repetition in progress", certain=False)
-    shared = sum(1 for w in set(source) if w in written) / max(1, len(set(source)))
-    verbatim = text.strip().lower().startswith(wanted.lower())
+    shared = sum(1 for w in set(source) if w in written_words) / max(1, len(set(source)))
+    verbatim = text.strip().lower().startswith(form.text.strip().lower())
     ok = shared >= 0.6 and not verbatim
     detail = "verbatim copy, a change was asked" if verbatim else f"{shared:.0%} of the request's words repeated"
     return Check(satisfied=ok, detail=detail, certain=not partial)
