@@ -1,0 +1,297 @@
+"""Held-out end-to-end benchmark: unseen instruction types and wordings, through the public API.
+
+``python -m bench.heldout [--quick] [--limit N] [--max-new-tokens N] [--port N] [--progress PATH]``
+
+Each line of ``bench/data/heldout.jsonl`` is ``{"key", "language", "prompt",
+"instructions": [{"judge", "args", "span"}]}``: a user task with one or two
+form instructions of types IFEval has no family for (counts of marks,
+numbers, emoji, unique words, hashtags; a word at a position; words by their
+initial letter; nested or no lists; wrappers and quoted spans; lengths per
+sentence; a request restated with a change ...), in wordings written for
+this set. ``span`` is where the prompt states the instruction. The answers
+are judged by ``bench.heldout_judge``, which is written apart from the
+product (no self-grading).
+
+The bench starts ``tenet serve`` in a subprocess (``bench.service``) and, per
+prompt, sends:
+
+1. ``POST /v1/constraints``: an instruction is *recognised* when an extracted
+   constraint's source span overlaps its ``span``, *unrecognised* when only an
+   ``unrecognised`` span does, else *missed*;
+2. ``POST /v1/reason`` with ``options.steering`` true, then false, the same
+   ``max_new_tokens`` (160; ``--quick``: 96 on every third prompt, 16 or
+   fewer). A refused request (not 200) or a ``needs_confirmation`` answer
+   (empty) is judged like any answer: it fails.
+
+The report: instruction-level and prompt-level strict accuracy per arm,
+``gain_points`` (instruction-level, steered minus plain, in points),
+per-judge accuracy, the extraction counts, ``needs_confirmation`` and refusal
+counts, and per instruction its extraction and both verdicts (``rows``). The
+last stdout line is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench.heldout_judge import JUDGES, judge
+from bench.service import free_port, start_server, stop_server, wait_ready
+
+__all__ = ["DATA", "extraction_status", "load", "run"]
+
+DATA = Path(__file__).resolve().parent / "data" / "heldout.jsonl"
+_BUDGET = 160
+_QUICK_BUDGET = 96
+_QUICK_STEP = 3
+_QUICK_MAX = 16
+_ARMS = ("steered", "plain")
+
+
+def load(path: Path = DATA) -> list[dict[str, Any]]:
+    """The set's rows; each instruction's judge must exist and its span must be in the prompt."""
+    rows: list[dict[str, Any]] = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        for item in row["instructions"]:
+            if item["judge"] not in JUDGES:
+                raise ValueError(f"{path}:{number}: unknown judge {item['judge']!r}")
+            if item["span"] not in row["prompt"]:
+                raise ValueError(f"{path}:{number}: span {item['span']!r} is not in the prompt")
+        rows.append(row)
+    return rows
+
+
+def _overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    return a[0] < b[1] and b[0] < a[1]
+
+
+def extraction_status(
+    prompt: str, span: str, report: Mapping[str, Any]
+) -> tuple[str, list[dict[str, Any]]]:
+    """``recognised`` / ``unrecognised`` / ``missed`` for the instruction at ``span``, with its constraints.
+
+    ``report`` is a ``POST /v1/constraints`` answer; the constraints listed are
+    those whose source overlaps the span (their kind and params, to tell a
+    wrong parameter from a right one by reading).
+    """
+    start = prompt.index(span)
+    where = (start, start + len(span))
+    found = [
+        {"kind": c["kind"], "params": c["params"]}
+        for c in report.get("constraints", [])
+        if c.get("source") and _overlaps(where, (c["source"]["start"], c["source"]["end"]))
+    ]
+    if found:
+        return "recognised", found
+    if any(_overlaps(where, (s["start"], s["end"])) for s in report.get("unrecognised", [])):
+        return "unrecognised", []
+    return "missed", []
+
+
+async def _reason(
+    client: httpx.AsyncClient, headers: Mapping[str, str], prompt: str, budget: int, steering: bool
+) -> dict[str, Any]:
+    """One run: its status (``refused:<code>`` when not 200), answer and seconds."""
+    body = {"prompt": prompt, "options": {"max_new_tokens": budget, "steering": steering}}
+    started = time.perf_counter()
+    try:
+        response = await client.post("/v1/reason", json=body, headers=dict(headers))
+    except httpx.HTTPError as error:
+        return {
+            "status": f"refused:{type(error).__name__}",
+            "answer": "",
+            "s": time.perf_counter() - started,
+        }
+    seconds = time.perf_counter() - started
+    if response.status_code != 200:
+        return {"status": f"refused:{response.status_code}", "answer": "", "s": seconds}
+    out = response.json()
+    return {"status": out["status"], "answer": out["answer"], "s": seconds, "end": out.get("end")}
+
+
+def _accuracy(values: Sequence[bool]) -> float:
+    return round(sum(values) / len(values), 4) if values else 0.0
+
+
+def _summary(
+    results: Sequence[dict[str, Any]], budget: int, quick: bool, elapsed: float
+) -> dict[str, Any]:
+    arms: dict[str, Any] = {}
+    for arm in _ARMS:
+        flat = [ok for r in results for ok in r[arm]["verdicts"]]
+        arms[arm] = {
+            "instruction_strict": _accuracy(flat),
+            "prompt_strict": _accuracy([all(r[arm]["verdicts"]) for r in results]),
+            "needs_confirmation": sum(r[arm]["status"] == "needs_confirmation" for r in results),
+            "refused": sum(r[arm]["status"].startswith("refused") for r in results),
+            "mean_s": round(sum(r[arm]["s"] for r in results) / len(results), 2)
+            if results
+            else 0.0,
+        }
+    per_judge: dict[str, dict[str, list[bool]]] = defaultdict(lambda: {arm: [] for arm in _ARMS})
+    extraction: Counter[str] = Counter()
+    extraction_by_judge: dict[str, Counter[str]] = defaultdict(Counter)
+    for r in results:
+        for index, item in enumerate(r["instructions"]):
+            for arm in _ARMS:
+                per_judge[item["judge"]][arm].append(r[arm]["verdicts"][index])
+            extraction[item["extraction"]] += 1
+            extraction_by_judge[item["judge"]][item["extraction"]] += 1
+    return {
+        "benchmark": "heldout",
+        "data": DATA.name,
+        "quick": quick,
+        "max_new_tokens": budget,
+        "judge": "bench.heldout_judge (written apart from the product's verifiers)",
+        "n_prompts": len(results),
+        "n_instructions": sum(len(r["instructions"]) for r in results),
+        "steered": arms["steered"],
+        "plain": arms["plain"],
+        "gain_points": round(
+            100 * (arms["steered"]["instruction_strict"] - arms["plain"]["instruction_strict"]), 1
+        ),
+        "extraction": {k: extraction.get(k, 0) for k in ("recognised", "unrecognised", "missed")},
+        "per_judge": {
+            name: {
+                "n": len(v["steered"]),
+                "steered": _accuracy(v["steered"]),
+                "plain": _accuracy(v["plain"]),
+                "extraction": dict(extraction_by_judge[name]),
+            }
+            for name, v in sorted(per_judge.items())
+        },
+        "elapsed_s": round(elapsed, 1),
+        "load_average_1m": round(os.getloadavg()[0], 2),
+        "rows": list(results),
+    }
+
+
+def select(rows: Sequence[dict[str, Any]], quick: bool, limit: int | None) -> list[dict[str, Any]]:
+    """The prompts a run decodes: all, or with ``quick`` every third (at most 16); then the first ``limit``."""
+    chosen = list(rows[::_QUICK_STEP][:_QUICK_MAX]) if quick else list(rows)
+    return chosen[:limit] if limit is not None else chosen
+
+
+async def run(
+    rows: Sequence[dict[str, Any]],
+    client: httpx.AsyncClient,
+    headers: Mapping[str, str],
+    budget: int,
+    *,
+    quick: bool = False,
+    progress: Path | None = None,
+) -> dict[str, Any]:
+    """Every row through the API ``client`` reaches, with ``headers`` (the key); the report (module doc)."""
+    results: list[dict[str, Any]] = []
+    started = time.perf_counter()
+    for index, row in enumerate(rows):
+        extracted = await client.post(
+            "/v1/constraints", json={"prompt": row["prompt"]}, headers=dict(headers)
+        )
+        report = extracted.json() if extracted.status_code == 200 else {}
+        instructions = []
+        for item in row["instructions"]:
+            status, found = extraction_status(row["prompt"], item["span"], report)
+            instructions.append(
+                {
+                    "judge": item["judge"],
+                    "args": item["args"],
+                    "extraction": status,
+                    "extracted": found,
+                }
+            )
+        result: dict[str, Any] = {
+            "key": row["key"],
+            "instructions": instructions,
+            "unrecognised": [s["text"] for s in report.get("unrecognised", [])],
+        }
+        for arm in _ARMS:
+            answer = await _reason(
+                client, headers, row["prompt"], budget, steering=arm == "steered"
+            )
+            answer["verdicts"] = [
+                judge(i["judge"], i["args"], answer["answer"]) for i in row["instructions"]
+            ]
+            answer["s"] = round(answer["s"], 2)
+            result[arm] = answer
+        results.append(result)
+        print(
+            f"[{index + 1}/{len(rows)}] {row['key']} extraction="
+            f"{','.join(i['extraction'] for i in instructions)} steered={result['steered']['verdicts']} "
+            f"({result['steered']['status']}, {result['steered']['s']} s) plain={result['plain']['verdicts']}",
+            file=sys.stderr,
+            flush=True,
+        )
+        if progress is not None:
+            progress.write_text(
+                json.dumps(_summary(results, budget, quick, time.perf_counter() - started)) + "\n"
+            )
+    return _summary(results, budget, quick, time.perf_counter() - started)
+
+
+async def _serve_and_run(
+    rows: Sequence[dict[str, Any]], base: str, key: str, budget: int, args: argparse.Namespace
+) -> dict[str, Any]:
+    async with httpx.AsyncClient(base_url=base, timeout=900.0) as client:
+        return await run(
+            rows,
+            client,
+            {"Authorization": f"Bearer {key}"},
+            budget,
+            quick=args.quick,
+            progress=args.progress,
+        )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--quick", action="store_true", help="every third prompt (16 at most), 96 tokens"
+    )
+    parser.add_argument("--limit", type=int, default=None, help="only the first N selected prompts")
+    parser.add_argument(
+        "--max-new-tokens", type=int, default=None, help="override the token budget"
+    )
+    parser.add_argument(
+        "--data", type=Path, default=DATA, help="the set (default: bench/data/heldout.jsonl)"
+    )
+    parser.add_argument(
+        "--port", type=int, default=None, help="loopback port (default: a free one)"
+    )
+    parser.add_argument(
+        "--progress", type=Path, default=None, help="write the report so far after each prompt"
+    )
+    args = parser.parse_args(argv)
+    rows = select(load(args.data), args.quick, args.limit)
+    budget = args.max_new_tokens or (_QUICK_BUDGET if args.quick else _BUDGET)
+    with tempfile.TemporaryDirectory(prefix="tenet-bench-heldout-") as data_dir:
+        port = args.port or free_port()
+        base = f"http://127.0.0.1:{port}"
+        process = start_server(Path(data_dir), port, Path(data_dir) / "server.log")
+        try:
+            wait_ready(base, process, timeout_s=300.0)
+            key = (Path(data_dir) / "admin-key.txt").read_text(encoding="utf-8").strip()
+            report = asyncio.run(_serve_and_run(rows, base, key, budget, args))
+        finally:
+            report_exit = stop_server(process)
+    report["server_exit_status"] = report_exit
+    print(json.dumps(report, ensure_ascii=False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
