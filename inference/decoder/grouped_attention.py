@@ -19,15 +19,13 @@ floating-point summation order.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
-from transformers import AttentionInterface
 from transformers.cache_utils import Cache, DynamicLayer
-from transformers.integrations.sdpa_attention import sdpa_attention_forward
-from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
 from inference.decoder.kv_slab import SlabCache
 
@@ -90,6 +88,8 @@ def _attention(
     attention_mask: torch.Tensor | None,
     **kwargs: Any,
 ) -> tuple[torch.Tensor, None]:
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
     if not isinstance(key, GroupedKV):
         return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
     outputs = [
@@ -99,8 +99,15 @@ def _attention(
     return torch.cat(outputs, dim=0), None
 
 
-AttentionInterface.register(GROUPED_ATTENTION, _attention)
-AttentionMaskInterface.register(GROUPED_ATTENTION, sdpa_mask)
+@functools.cache
+def _register() -> None:
+    """Register the attention with the library, once, when a library forward first needs it
+    (its modules cost about 75 MB resident; a model on the lean forward never imports them)."""
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+
+    AttentionInterface.register(GROUPED_ATTENTION, _attention)
+    AttentionMaskInterface.register(GROUPED_ATTENTION, sdpa_mask)
 
 
 def use_grouped_attention(model: Any) -> bool:
@@ -115,5 +122,6 @@ def use_grouped_attention(model: Any) -> bool:
         return True
     if current != "sdpa":
         return False
+    _register()
     model.set_attn_implementation(GROUPED_ATTENTION)
     return True
