@@ -1,4 +1,4 @@
-"""A lean closed-loop HTTP/1.1 load generator, run in a process of its own.
+"""A lean HTTP/1.1 load generator (closed or open loop), run in a process of its own.
 
 ``python -m bench.loadgen`` reads one JSON spec on stdin and prints one JSON
 result on stdout (see :class:`Spec` and :class:`Outcome`).
@@ -13,18 +13,37 @@ line and the headers it needs (``Content-Length``, chunked transfer,
 ``Retry-After``, ``Connection``), so the figures are the server's, and it
 reports its own CPU time so a reader can check.
 
-Semantics match ``bench.service.drive``: ``clients`` loops each send their
+Closed loop (the default): semantics match ``bench.service.drive``: ``clients`` loops each send their
 next request as soon as the last answered, bodies round robin, until
 ``max_requests`` were sent or ``max_seconds`` passed (a request already sent
 is awaited). Latency is from writing the request to reading the whole body.
 A 429/503 with ``Retry-After`` is a refusal: the client backs off for it
 (at most ``retry_cap_s``) and the request is not counted as a success.
+
+Open loop (``rate`` > 0): a closed loop of ``C`` clients measures capacity,
+not latency at a given load: by Little's law its latency is about ``C`` /
+throughput whatever the service does. The open loop instead sends requests
+at a fixed offered rate, whether or not earlier ones were answered, as
+independent users do: the i-th request is scheduled at ``i / rate`` seconds
+(``arrivals="even"``) or at the i-th arrival of a Poisson process of that
+rate (``arrivals="poisson"``, exponential gaps drawn from ``seed``). At its
+time it takes an idle keep-alive connection, or opens one (at most
+``clients`` connections; beyond that it waits for one to come free).
+Latency is measured from the *scheduled* send time to the whole answer, so
+the time a request waited for a connection, or for this process to get
+the CPU, counts as the service's (the conservative side); ``send_lag_ms``
+lists how late each request left against its schedule so a reader can
+tell the two apart. A refusal is not retried and does not slow the
+schedule: refused requests are counted and left out of the latencies.
+Scheduling stops after ``max_requests`` or ``max_seconds``; ``elapsed_s``
+runs from the first scheduled send to the last answer.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import random
 import sys
 import time
 from collections import Counter
@@ -33,7 +52,7 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["Outcome", "Spec", "run_spec"]
+__all__ = ["Outcome", "Spec", "run_spec", "schedule"]
 
 
 class Spec(msgspec.Struct, frozen=True, kw_only=True):
@@ -49,6 +68,12 @@ class Spec(msgspec.Struct, frozen=True, kw_only=True):
     max_seconds: float = 10.0
     retry_cap_s: float = 2.0
     timeout_s: float = 300.0
+    #: Offered requests per second for the open loop; 0 runs the closed loop.
+    rate: float = 0.0
+    #: Open-loop arrival process: "poisson" (exponential gaps) or "even" (fixed gaps).
+    arrivals: str = "poisson"
+    #: Seed of the Poisson gaps (the same seed gives the same schedule).
+    seed: int = 0
 
 
 class Outcome(msgspec.Struct, kw_only=True):
@@ -59,6 +84,10 @@ class Outcome(msgspec.Struct, kw_only=True):
     refused: int = 0
     elapsed_s: float = 0.0
     cpu_s: float = 0.0
+    #: Open loop only: how late each request was written against its schedule (ms).
+    send_lag_ms: list[float] = msgspec.field(default_factory=list)
+    #: Open loop only: the most connections open at once.
+    connections: int = 0
 
 
 class _Connection:
@@ -169,6 +198,84 @@ async def drive(spec: Spec, payloads: Sequence[bytes]) -> Outcome:
     return outcome
 
 
+def schedule(spec: Spec) -> list[float]:
+    """The open loop's send times in seconds from its start, at most ``max_requests`` of them
+    and none at or after ``max_seconds`` (see the module docstring)."""
+    if spec.rate <= 0:
+        raise ValueError("an open loop needs rate > 0")
+    if spec.arrivals not in ("poisson", "even"):
+        raise ValueError(f"unknown arrival process {spec.arrivals!r}")
+    gaps = random.Random(spec.seed)
+    times: list[float] = []
+    at = 0.0
+    while len(times) < spec.max_requests:
+        at = len(times) / spec.rate if spec.arrivals == "even" else at + gaps.expovariate(spec.rate)
+        if at >= spec.max_seconds:
+            break
+        times.append(at)
+    return times
+
+
+async def drive_open(spec: Spec, payloads: Sequence[bytes]) -> Outcome:
+    """The open loop of ``spec`` over ``payloads`` (see the module docstring)."""
+    outcome = Outcome()
+    statuses: Counter[int] = Counter()
+    times = schedule(spec)
+    idle: list[_Connection] = [_Connection(spec.host, spec.port) for _ in range(min(spec.clients, 32))]
+    # Connected before the clock starts (as in the closed loop): TCP set-up is not the service's latency.
+    await asyncio.gather(*(c.connect() for c in idle), return_exceptions=True)
+    opened = len(idle)
+    freed = asyncio.Condition()
+    loop = asyncio.get_running_loop()
+    started = time.perf_counter()
+
+    async def take() -> _Connection:
+        nonlocal opened
+        async with freed:
+            while not idle and opened >= spec.clients:
+                await freed.wait()
+            if idle:
+                return idle.pop()
+            opened += 1
+            return _Connection(spec.host, spec.port)
+
+    async def give(connection: _Connection) -> None:
+        async with freed:
+            idle.append(connection)
+            freed.notify()
+
+    async def one(index: int, due: float) -> None:
+        connection = await take()
+        payload = payloads[index % len(payloads)]
+        outcome.send_lag_ms.append((time.perf_counter() - due) * 1000)
+        try:
+            status, retry_after = await asyncio.wait_for(connection.request(payload), spec.timeout_s)
+        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError, ValueError):
+            connection.close()
+            status, retry_after = 0, None
+        statuses[status] += 1
+        if 200 <= status < 300:
+            outcome.latencies_ms.append((time.perf_counter() - due) * 1000)
+        elif status in (429, 503) and retry_after:
+            outcome.refused += 1
+        await give(connection)
+
+    tasks = []
+    for index, offset in enumerate(times):
+        due = started + offset
+        delay = due - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        tasks.append(loop.create_task(one(index, due)))
+    await asyncio.gather(*tasks)
+    outcome.elapsed_s = time.perf_counter() - started
+    outcome.statuses = dict(statuses)
+    outcome.connections = opened
+    for connection in idle:
+        connection.close()
+    return outcome
+
+
 def run_spec(spec: Spec) -> Outcome:
     """Run one phase on a fresh event loop (uvloop when installed) and time this process's CPU."""
     payloads = encode_requests(spec)
@@ -180,7 +287,7 @@ def run_spec(spec: Spec) -> Outcome:
     except ImportError:
         pass
     cpu0 = time.process_time()
-    outcome = runner(drive(spec, payloads))
+    outcome = runner(drive_open(spec, payloads) if spec.rate > 0 else drive(spec, payloads))
     outcome.cpu_s = time.process_time() - cpu0
     return outcome
 

@@ -1,6 +1,6 @@
 """Service benchmark: the real server on loopback under a bounded concurrent load.
 
-``python -m bench.service [--quick] [--port N] [--keep-data]``
+``python -m bench.service [--quick] [--port N] [--keep-data] [--phases ...] [--open-rate R]``
 
 Starts ``tenet serve`` (uvicorn, the model loaded) in a subprocess on a free
 loopback port with its own temporary data directory (the model's
@@ -14,8 +14,25 @@ comes first; a request already sent is always awaited). Phases:
    after the first four the extraction comes from the analysis cache);
 2. ``POST /v1/constraints`` at 32 clients with a distinct prompt per request
    (``constraints_unique_*``: every request parses and extracts, nothing cached);
-3. ``POST /v1/reason`` at 1 client, then at 8 clients
+3. ``POST /v1/constraints`` in an open loop with a distinct prompt per request
+   (``constraints_unique_open_*``): requests are sent at a fixed offered rate
+   (``--open-rate``, default 150/s, Poisson arrivals with a fixed seed) whether
+   or not the earlier ones were answered, and latency runs from each
+   request's *scheduled* send time, so queueing anywhere counts;
+4. ``POST /v1/reason`` at 1 client, then at 8 clients
    (``options.max_new_tokens`` 16, beams as the budget decides), same prompts.
+
+Why both ``/v1/constraints`` loops: a closed loop of 32 clients measures
+capacity (``constraints_unique_rps``); its latency is not a latency target's
+figure, since by Little's law it is about 32 / throughput whatever the
+service does (p99 <= 100 ms would need 320 requests/s). "Serves R
+requests/s with p99 <= X ms" is measured by the open loop at R:
+``constraints_unique_open_offered_rps`` (R), ``constraints_unique_open_rps``
+(answered per second, refusals excluded), ``constraints_unique_open_p50_ms`` /
+``_p99_ms``, ``_refused`` and ``_send_lag_p99_ms`` (how late the load
+generator itself sent against its schedule: on a busy machine it shares the
+CPU, and its lateness is counted in the latency). The open loop's prompts
+are distinct from the closed loop's, so neither is served from the other's cache.
 
 The ``/v1/constraints`` phases are driven by ``bench.loadgen`` in a process of
 its own: an httpx client in this process spent more CPU per request (about
@@ -73,7 +90,13 @@ CONSTRAINT_PROMPTS = (
     "Describe the sanctions screening process in two paragraphs separated by ***. Do not use any commas.",
 )
 #: The load phases, in the order they run (``--phases`` picks some; the others report zeros).
-PHASES = ("constraints", "constraints_unique", "reason")
+PHASES = ("constraints", "constraints_unique", "constraints_unique_open", "reason")
+#: Offered rate of the open-loop phase (requests/s) unless ``--open-rate`` says otherwise.
+OPEN_RATE = 150.0
+#: The most connections the open loop opens (a request waits for one beyond that).
+OPEN_MAX_CONNECTIONS = 256
+#: First index of the open loop's prompts: after every closed-loop prompt, so none is cached.
+OPEN_PROMPTS_START = 100_000
 #: Longest back-off a refused client takes before its next request.
 RETRY_CAP_S = 2.0
 _TASKS = (
@@ -124,6 +147,8 @@ class PhaseResult:
     elapsed_s: float = 0.0
     client_cpu_s: float | None = None
     server_cpu_s: float | None = None
+    send_lag_ms: list[float] = field(default_factory=list)
+    connections: int = 0
 
     @property
     def ok(self) -> int:
@@ -138,21 +163,26 @@ class PhaseResult:
         return self.ok / self.elapsed_s if self.elapsed_s else 0.0
 
     def percentile(self, q: float) -> float:
-        if not self.latencies_ms:
-            return 0.0
-        ordered = sorted(self.latencies_ms)
-        return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+        return _percentile(self.latencies_ms, q)
 
 
-def unique_constraint_prompts(count: int) -> list[str]:
+def _percentile(values: Sequence[float], q: float) -> float:
+    """The ``q`` quantile of ``values`` (nearest rank; 0.0 when empty)."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+def unique_constraint_prompts(count: int, start: int = 0) -> list[str]:
     """``count`` distinct prompts with constraints: a task, a word limit and one more rule.
 
-    The i-th prompt's word limit is ``40 + i``, so no two are equal and none
-    can be served from the analysis cache; tasks, topics and rules rotate at
-    co-prime periods so the extracted constraint sets vary too.
+    The i-th prompt (``start <= i < start + count``) has the word limit ``40 + i``,
+    so no two are equal and none can be served from the analysis cache; tasks,
+    topics and rules rotate at co-prime periods so the extracted constraint sets vary too.
     """
     prompts = []
-    for i in range(count):
+    for i in range(start, start + count):
         task = _TASKS[i % len(_TASKS)].format(topic=_TOPICS[i % len(_TOPICS)])
         prompts.append(f"{task} Use fewer than {40 + i} words. {_RULES[i % len(_RULES)]}")
     return prompts
@@ -178,15 +208,18 @@ def drive_in_process(
     max_requests: int,
     max_seconds: float,
     server_pid: int | None = None,
+    rate: float = 0.0,
 ) -> PhaseResult:
-    """``drive``'s closed loop, run by ``bench.loadgen`` in a separate process.
+    """``drive``'s closed loop, run by ``bench.loadgen`` in a separate process; with
+    ``rate`` > 0 its open loop at that offered rate (``clients`` is then the most
+    connections it opens; see ``bench.loadgen``).
 
     With ``server_pid`` the server's CPU time over the phase is measured too.
     """
     spec = {
         "host": "127.0.0.1", "port": port, "path": path, "bodies": list(bodies), "headers": headers,
         "clients": clients, "max_requests": max_requests, "max_seconds": max_seconds,
-        "retry_cap_s": RETRY_CAP_S,
+        "retry_cap_s": RETRY_CAP_S, "rate": rate, "arrivals": "poisson", "seed": 19,
     }
     server_cpu0 = process_cpu_seconds(server_pid) if server_pid else None
     done = subprocess.run(
@@ -202,6 +235,8 @@ def drive_in_process(
         refused=outcome["refused"],
         elapsed_s=outcome["elapsed_s"],
         client_cpu_s=outcome["cpu_s"],
+        send_lag_ms=outcome["send_lag_ms"],
+        connections=outcome["connections"],
     )
     server_cpu1 = process_cpu_seconds(server_pid) if server_pid else None
     if server_cpu0 is not None and server_cpu1 is not None:
@@ -301,10 +336,14 @@ def stop_server(process: subprocess.Popen[bytes], grace_s: float = 60.0) -> int:
         return process.wait()
 
 
-def run(quick: bool, port: int | None, keep_data: bool, phases: Sequence[str] = PHASES) -> dict[str, Any]:
+def run(
+    quick: bool, port: int | None, keep_data: bool, phases: Sequence[str] = PHASES, open_rate: float = OPEN_RATE
+) -> dict[str, Any]:
+    open_seconds = 10.0 if quick else 30.0
     budget = {
         "constraints": (600, 20.0) if quick else (3000, 60.0),
         "constraints_unique": (600, 20.0) if quick else (3000, 60.0),
+        "constraints_unique_open": (round(open_rate * open_seconds), open_seconds),
         "reason_1": (6, 40.0) if quick else (20, 120.0),
         "reason_8": (24, 60.0) if quick else (80, 240.0),
     }
@@ -327,7 +366,7 @@ def run(quick: bool, port: int | None, keep_data: bool, phases: Sequence[str] = 
         # inside the measured phase by every client that sent it before the first answer).
         asyncio.run(drive(base, "/v1/constraints", constraints_body, headers, clients=1,
                           max_requests=len(constraints_body), max_seconds=30))
-        cons = uniq = r1 = r8 = PhaseResult()
+        cons = uniq = uopen = r1 = r8 = PhaseResult()
         if "reason" in phases:
             asyncio.run(drive(base, "/v1/reason", reason_bodies, headers, clients=1, max_requests=1,
                               max_seconds=60))
@@ -340,6 +379,12 @@ def run(quick: bool, port: int | None, keep_data: bool, phases: Sequence[str] = 
             unique_body = [{"prompt": p} for p in unique_constraint_prompts(n)]
             uniq = drive_in_process(port, "/v1/constraints", unique_body, headers, clients=32,
                                     max_requests=n, max_seconds=t, server_pid=process.pid)
+        if "constraints_unique_open" in phases:
+            n, t = budget["constraints_unique_open"]
+            open_body = [{"prompt": p} for p in unique_constraint_prompts(n, start=OPEN_PROMPTS_START)]
+            uopen = drive_in_process(port, "/v1/constraints", open_body, headers,
+                                     clients=OPEN_MAX_CONNECTIONS, max_requests=n, max_seconds=t,
+                                     server_pid=process.pid, rate=open_rate)
         if "reason" in phases:
             n, t = budget["reason_1"]
             r1 = asyncio.run(drive(base, "/v1/reason", reason_bodies, headers, clients=1, max_requests=n,
@@ -355,7 +400,7 @@ def run(quick: bool, port: int | None, keep_data: bool, phases: Sequence[str] = 
                 path.unlink() if path.is_file() or path.is_symlink() else path.rmdir()
             data_dir.rmdir()
     errors: Counter[int] = Counter()
-    for phase in (cons, uniq, r1, r8):
+    for phase in (cons, uniq, uopen, r1, r8):
         errors.update({s: c for s, c in phase.statuses.items() if not 200 <= s < 300})
     return {
         "quick": quick,
@@ -372,6 +417,15 @@ def run(quick: bool, port: int | None, keep_data: bool, phases: Sequence[str] = 
         "constraints_unique_p50_ms": round(uniq.percentile(0.5), 2),
         "constraints_unique_p99_ms": round(uniq.percentile(0.99), 2),
         "constraints_unique_server_cpu_ms": uniq.cpu_ms_per_request(uniq.server_cpu_s),
+        "constraints_unique_open_offered_rps": open_rate if "constraints_unique_open" in phases else 0.0,
+        "constraints_unique_open_requests": uopen.ok,
+        "constraints_unique_open_rps": round(uopen.rps, 2),
+        "constraints_unique_open_p50_ms": round(uopen.percentile(0.5), 2),
+        "constraints_unique_open_p99_ms": round(uopen.percentile(0.99), 2),
+        "constraints_unique_open_refused": uopen.refused,
+        "constraints_unique_open_send_lag_p99_ms": round(_percentile(uopen.send_lag_ms, 0.99), 2),
+        "constraints_unique_open_connections": uopen.connections,
+        "constraints_unique_open_server_cpu_ms": uopen.cpu_ms_per_request(uopen.server_cpu_s),
         "reason_requests_1": r1.ok,
         "reason_rps_1": round(r1.rps, 3),
         "reason_p50_ms_1": round(r1.percentile(0.5), 1),
@@ -381,7 +435,7 @@ def run(quick: bool, port: int | None, keep_data: bool, phases: Sequence[str] = 
         "reason_p99_ms_8": round(r8.percentile(0.99), 1),
         "reason_mean_ms_8": round(statistics.fmean(r8.latencies_ms), 1) if r8.latencies_ms else 0.0,
         "errors": {str(k): v for k, v in sorted(errors.items())},
-        "refused": cons.refused + uniq.refused + r1.refused + r8.refused,
+        "refused": cons.refused + uniq.refused + uopen.refused + r1.refused + r8.refused,
         "batching_gain": round(r8.rps / r1.rps, 3) if r1.rps else 0.0,
         "server_graceful_exit": exit_status in (0, -signal.SIGTERM),
         "server_exit_status": exit_status,
@@ -392,7 +446,9 @@ def run(quick: bool, port: int | None, keep_data: bool, phases: Sequence[str] = 
             "up to TENET_MAX_BATCH decodes run at once and their one-token steps share forward passes "
             "(cross-request micro-batching); prefills run alone between merged steps. max_new_tokens 16. "
             "constraints_* cycle four prompts (cached analysis); constraints_unique_* send a distinct "
-            "prompt per request (every request parsed)."
+            "prompt per request (every request parsed), closed loop at 32 clients (capacity); "
+            "constraints_unique_open_* the same at a fixed offered rate, Poisson arrivals, latency from "
+            "the scheduled send time (latency at that load)."
         ),
     }
 
@@ -406,12 +462,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--phases", default=",".join(PHASES),
         help=f"comma-separated phases to run, of {', '.join(PHASES)} (default: all; skipped ones report zeros)",
     )
+    parser.add_argument(
+        "--open-rate", type=float, default=OPEN_RATE,
+        help=f"offered requests/s of the open-loop phase (default {OPEN_RATE:g})",
+    )
     args = parser.parse_args(argv)
+    if not args.open_rate > 0:
+        parser.error("--open-rate must be > 0")
     phases = tuple(p for p in args.phases.split(",") if p)
     unknown = sorted(set(phases) - set(PHASES))
     if unknown:
         parser.error(f"unknown phases: {', '.join(unknown)}")
-    report = run(args.quick, args.port, args.keep_data, phases)
+    report = run(args.quick, args.port, args.keep_data, phases, args.open_rate)
     print(json.dumps(report))
     return 0
 

@@ -1,11 +1,15 @@
-"""bench.loadgen against a real HTTP server: framing, keep-alive, refusals, bounds; the distinct prompts."""
+"""bench.loadgen against a real HTTP server: framing, keep-alive, refusals, bounds, the open loop's
+schedule and latency from it; the distinct prompts."""
 
 from __future__ import annotations
 
+import itertools
 import json
+import statistics
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -13,8 +17,8 @@ from typing import Any, ClassVar
 
 import pytest
 
-from bench.loadgen import Spec, run_spec
-from bench.service import unique_constraint_prompts
+from bench.loadgen import Spec, run_spec, schedule
+from bench.service import OPEN_PROMPTS_START, unique_constraint_prompts
 from reasoning.analysis import analyse
 
 REPO = Path(__file__).resolve().parents[2]
@@ -33,6 +37,8 @@ class _Handler(BaseHTTPRequestHandler):
         _Handler.connections.add(id(self.connection))
         payload = json.dumps({"echo": body}).encode()
         mode = body.get("mode", "sized")
+        if mode == "slow":
+            time.sleep(0.05)
         if mode == "refused":
             self.send_response(429)
             self.send_header("Retry-After", "0")
@@ -120,6 +126,45 @@ def test_the_command_reads_a_spec_and_prints_the_outcome(server: int) -> None:
 def test_unique_prompts_are_distinct_and_carry_constraints() -> None:
     prompts = unique_constraint_prompts(300)
     assert len(set(prompts)) == 300
+    assert not set(prompts) & set(unique_constraint_prompts(300, start=OPEN_PROMPTS_START))
+    assert unique_constraint_prompts(3, start=5) == prompts[5:8]
     for prompt in prompts[:5]:
         kinds = {c.kind.value for c in analyse(prompt, cache=None).constraints}
         assert "word_count" in kinds, (prompt, kinds)
+
+
+def test_the_open_schedule_is_its_rate_and_bounded() -> None:
+    even = schedule(Spec(host="h", port=1, path="/", bodies=[], rate=50.0, arrivals="even",
+                         max_requests=1000, max_seconds=2.0))
+    assert even == [i / 50.0 for i in range(100)]  # the time bound ends it first
+    poisson = Spec(host="h", port=1, path="/", bodies=[], rate=200.0, max_requests=3000, max_seconds=1e9, seed=7)
+    times = schedule(poisson)
+    assert len(times) == 3000 and times == sorted(times) and times == schedule(poisson)
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    assert abs(statistics.fmean(gaps) - 1 / 200) < 0.1 / 200  # mean gap 1/rate
+    assert statistics.pstdev(gaps) > 0.8 / 200  # exponential gaps vary (sd = mean), even ones do not
+    with pytest.raises(ValueError):
+        schedule(Spec(host="h", port=1, path="/", bodies=[], rate=10.0, arrivals="bursty"))
+
+
+def test_the_open_loop_sends_on_schedule_and_counts_queueing(server: int) -> None:
+    fast = run_spec(spec(server, [{"mode": "sized"}, {"mode": "chunked"}], rate=100.0, arrivals="even",
+                         clients=8, max_requests=20, max_seconds=30))
+    assert fast.statuses == {200: 20} and len(fast.latencies_ms) == 20 and len(fast.send_lag_ms) == 20
+    assert fast.elapsed_s >= 19 / 100  # the last request left at its scheduled 190 ms, not sooner
+    modes = [s["body"]["mode"] for s in _Handler.seen]
+    assert modes.count("sized") == modes.count("chunked") == 10  # round robin
+    # One connection, 50 ms answers, a request every 10 ms: each waits for the ones before it,
+    # and that wait is latency (a closed loop would report about 50 ms for each).
+    slow = run_spec(spec(server, [{"mode": "slow"}], rate=100.0, arrivals="even", clients=1,
+                         max_requests=5, max_seconds=30))
+    assert slow.statuses == {200: 5} and slow.connections == 1
+    assert max(slow.latencies_ms) >= 150 and min(slow.latencies_ms) >= 45
+    assert max(slow.send_lag_ms) >= 100  # the last left late: it waited for the one connection
+
+
+def test_open_loop_refusals_are_counted_not_retried(server: int) -> None:
+    outcome = run_spec(spec(server, [{"mode": "refused"}, {"mode": "sized"}], rate=200.0, clients=4,
+                            max_requests=6, max_seconds=30))
+    assert outcome.statuses == {429: 3, 200: 3} and outcome.refused == 3 and len(outcome.latencies_ms) == 3
+    assert len(_Handler.seen) == 6
