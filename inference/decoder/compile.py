@@ -27,7 +27,13 @@ from typing import Any
 
 import torch
 
-from inference.decoder.compile_form import form_layout, form_placement, form_tally, lower_forms
+from inference.decoder.compile_form import (
+    form_floors,
+    form_layout,
+    form_placement,
+    form_tally,
+    lower_forms,
+)
 from inference.decoder.controllers.capitals import Capitals
 from inference.decoder.controllers.charset import CharPolicy, SoftPolicy
 from inference.decoder.controllers.citing import Citations
@@ -146,6 +152,8 @@ def compile_steering(
     capitals = _capitals(hard, layout, policy, policy_sources, limits, controlled)
     tally = form_tally(hard, layout, controlled)
     placement = form_placement(hard, layout, controlled, inserts=citations is not None or statement is not None)
+    floors = form_floors(hard, layout, tally, controlled, max_new_tokens=max_new_tokens,
+                         inserts=citations is not None or statement is not None)
     if placement is not None and policy.active:
         # Its tokens are forced: the character policy must allow every one of them.
         allowed = policy.allowed_mask(tables)
@@ -172,7 +180,7 @@ def compile_steering(
         specs=tuple(
             spec
             for spec in (policy, SoftPolicy(soft_policy), limits, forbidden, citations, keywords, capitals,
-                         tally, placement, statement)
+                         tally, placement, floors, statement)
             if spec is not None
         ),
         max_new_tokens=max_new_tokens,

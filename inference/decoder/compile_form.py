@@ -41,6 +41,7 @@ from dataclasses import replace
 
 import msgspec
 
+from inference.decoder.controllers.floors import FLOOR_UNITS, Floor, Floors
 from inference.decoder.controllers.placing import STRIPPED, Placement
 from inference.decoder.controllers.tally import (
     CAPPABLE_UNITS,
@@ -55,11 +56,12 @@ from reasoning.constraints.form.kinds import GENERIC_KINDS, form_of
 from reasoning.constraints.form.model import Count, Filter, Form, Position, Structure, Unit, Wrap
 from reasoning.constraints.form.model import Layout as FormLayout
 from reasoning.constraints.model import Constraint, Kind, Relation
-from reasoning.errors import ConflictError
+from reasoning.errors import ConflictError, LimitExceeded
 
 __all__ = [
     "DIGIT_ITEM",
     "EMOJI_ITEM",
+    "form_floors",
     "form_layout",
     "form_of_constraint",
     "form_placement",
@@ -121,7 +123,9 @@ def _lower_count(c: Constraint, form: Count) -> list[Constraint]:
     return [c]
 
 
-def _lower_position(c: Constraint, form: Position, taken: set[Kind], fold: str | None) -> list[Constraint]:
+def _lower_position(
+    c: Constraint, form: Position, constraints: Sequence[Constraint], taken: set[Kind], fold: str | None
+) -> list[Constraint]:
     text = form.text.strip()
     if fold == "lower":
         text = text.lower()
@@ -138,7 +142,28 @@ def _lower_position(c: Constraint, form: Position, taken: set[Kind], fold: str |
     if ends and Kind.END_PHRASE not in taken and (one_word or Kind.QUOTATION not in taken):
         taken.add(Kind.END_PHRASE)
         return [msgspec.structs.replace(c, kind=Kind.END_PHRASE, params={"phrase": text})]
+    opens_paragraph = form.unit is Unit.PARAGRAPHS and form.k >= 2 and form.op == "starts_with" and one_word
+    if opens_paragraph and not taken & _BODY_KINDS and not _counts_unit(constraints, Unit.PARAGRAPHS, c.id):
+        # The blank-line paragraph body of k paragraphs, the k-th opened by the word (a literal).
+        taken.add(Kind.NTH_PARAGRAPH_FIRST_WORD)
+        params = {"n": form.k, "nth": form.k, "first_word": text.strip(STRIPPED)}
+        return [msgspec.structs.replace(c, kind=Kind.NTH_PARAGRAPH_FIRST_WORD, params=params)]
     return [c]
+
+
+def _counts_unit(constraints: Sequence[Constraint], unit: Unit, own: str) -> bool:
+    """Whether a constraint other than ``own`` counts or places ``unit`` (a layout made for one
+    placement would have to agree with it)."""
+    for q in constraints:
+        if q.id == own:
+            continue
+        try:
+            forms = form_of(q.kind, q.params) or ()
+        except (TypeError, ValueError, KeyError):
+            return True
+        if any(isinstance(f, (Count, Position)) and f.unit is unit for f in forms):
+            return True
+    return False
 
 
 #: Named kinds that give the answer its body (a list of its own would compete with them).
@@ -168,6 +193,7 @@ def _lower_structure(c: Constraint, form: Structure, constraints: Sequence[Const
 def lower_forms(constraints: Sequence[Constraint]) -> list[Constraint]:
     """The hard response constraints with the form constraints a named kind's
     controller keeps rewritten into that kind (see the module doc)."""
+    _check_positions_fit(constraints)
     taken = {c.kind for c in constraints}
     fold = "lower" if Kind.ALL_LOWERCASE in taken else "upper" if Kind.ALL_CAPITALS in taken else None
     out: list[Constraint] = []
@@ -176,12 +202,36 @@ def lower_forms(constraints: Sequence[Constraint]) -> list[Constraint]:
         if isinstance(form, Count):
             out += _lower_count(c, form)
         elif isinstance(form, Position):
-            out += _lower_position(c, form, taken, fold)
+            out += _lower_position(c, form, constraints, taken, fold)
         elif isinstance(form, Structure):
             out += _lower_structure(c, form, constraints, taken)
         else:
             out.append(c)
     return out
+
+
+def _check_positions_fit(constraints: Sequence[Constraint]) -> None:
+    """A text placed at the k-th word / sentence / paragraph / line of an answer that may hold
+    fewer than k of them cannot be written: ``ConflictError``."""
+    most: dict[Unit, tuple[int, str]] = {}
+    for q in constraints:
+        try:
+            forms = form_of(q.kind, q.params) or ()
+        except (TypeError, ValueError, KeyError):
+            continue
+        for f in forms:
+            if isinstance(f, Count) and f.unit in _PLACES and f.per is None and f.of is None and f.filter == Filter():
+                hi = _bounds(f.relation, f.n)[1]
+                if hi is not None and (f.unit not in most or hi < most[f.unit][0]):
+                    most[f.unit] = (hi, q.id)
+    for c in constraints:
+        form = form_of_constraint(c)
+        if isinstance(form, Position) and form.unit in most and form.k > most[form.unit][0]:
+            hi, source = most[form.unit]
+            raise ConflictError(
+                f"the {form.unit.value[:-1]} {form.k} cannot be placed in an answer of at most {hi} {form.unit.value}",
+                constraint_ids=[c.id, source],
+            )
 
 
 def _literal_text(layout: Layout) -> str:
@@ -238,25 +288,46 @@ def form_tally(
             cap = _piece_cap(c, form, layout)
             if cap is not None:
                 caps.append(cap)
-                controlled.add(c.id)
+                if not _bounds(form.relation, form.n)[0]:
+                    controlled.add(c.id)  # an exact count also needs its floor (``form_floors``)
             continue
         if form.filter.separator or form.filter.marker or form.filter.left or form.filter.text and form.unit is not Unit.LETTERS:
             continue
         lo, hi = _bounds(form.relation, form.n)
         if hi is None or lo:
             continue
-        reserved = units.count(form.measure, literals)
+        fixed = literals
+        if form.unit is Unit.UNIQUE_WORDS:
+            if any(q.kind in _WORD_INSERTING for q in constraints):
+                continue  # words chosen at decode time would be forced past the check
+            fixed = "\n".join([literals, *_required_keywords(constraints)])
+        reserved = units.count(form.measure, fixed)
         if reserved > hi:
             raise ConflictError(
                 f"the answer's fixed text already holds {reserved} {form.unit.value}, more than {hi}",
                 constraint_ids=[c.id],
             )
-        caps.append(Cap(form.measure, hi - reserved, (c.id,)))
+        caps.append(Cap(form.measure, hi - reserved, (c.id,), reserved=reserved))
         controlled.add(c.id)
     _check_words_fit(constraints, caps)
     if not caps and not no_list:
         return None
     return Tally(tuple(caps), bool(no_list), tuple(no_list))
+
+
+#: Kinds whose controllers force words not known at compile time (a distinct-words cap cannot reserve them).
+_WORD_INSERTING = frozenset({Kind.CAPITAL_WORD_FREQUENCY, Kind.PLACEHOLDERS, Kind.CITE_SOURCES})
+
+
+def _required_keywords(constraints: Sequence[Constraint]) -> list[str]:
+    """The keyword texts the keyword controller may insert (each required at least once)."""
+    found: list[str] = []
+    for q in constraints:
+        if q.kind == Kind.KEYWORDS_PRESENT:
+            found += [str(w) for w in q.params.get("keywords", [])]
+        elif q.kind == Kind.KEYWORD_FREQUENCY:
+            found.append(str(q.params.get("keyword", "")))
+    return found
 
 
 def _piece_cap(c: Constraint, form: Count, layout: Layout) -> Cap | None:
@@ -265,8 +336,8 @@ def _piece_cap(c: Constraint, form: Count, layout: Layout) -> Cap | None:
     Raises:
         ConflictError: a piece of the layout's own literals already holds more than the cap.
     """
-    lo, hi = _bounds(form.relation, form.n)
-    if form.per not in PIECE_UNITS or hi is None or lo:
+    hi = _bounds(form.relation, form.n)[1]
+    if form.per not in PIECE_UNITS or hi is None:
         return None
     f = form.filter
     if f.separator or f.marker or f.left or (f.text and form.unit is not Unit.LETTERS):
@@ -282,7 +353,7 @@ def _piece_cap(c: Constraint, form: Count, layout: Layout) -> Cap | None:
         )
     if hi - reserved < 1:
         return None  # the free text could add nothing to a piece: left to the prompt
-    return Cap(form.measure, hi - reserved, (c.id,), per=form.per)
+    return Cap(form.measure, hi - reserved, (c.id,), per=form.per, reserved=reserved)
 
 
 def _check_words_fit(constraints: Sequence[Constraint], caps: Sequence[Cap]) -> None:
@@ -363,3 +434,90 @@ def form_placement(
                 return None
     controlled.add(c.id)
     return Placement(k=form.k, text=word, op=form.op, sources=(c.id,))
+
+
+#: What would end a sentence, a line or a paragraph inside an inserted text.
+_PIECE_ENDS = frozenset(".!?\u3002\uff01\uff1f\n")
+
+
+def form_floors(
+    constraints: Sequence[Constraint],
+    layout: Layout,
+    tally: Tally | None,
+    controlled: set[str],
+    *,
+    max_new_tokens: int | None,
+    inserts: bool,
+) -> Floors | None:
+    """The ``controllers.floors.Floors`` of the per-piece minima (None: none controllable).
+
+    Controlled: at least ``n`` words / characters / letters (no filter) in each sentence,
+    paragraph or line, in a free body without fixed text (literals are forced past the
+    checks), with nothing that inserts a sentence or a piece end (``inserts``: citations
+    or a stated decision; a keyword holding one). An exact count per piece is controlled
+    when its cap is in ``tally`` too.
+
+    Raises:
+        ConflictError: a minimum per piece above a maximum per piece, or above a maximum of
+            the whole answer (it has a piece), or a sentence minimum times a per-sentence
+            word minimum above a word maximum.
+        LimitExceeded: more words per piece than the token budget holds.
+    """
+    floors: list[Floor] = []
+    found = [(c, f) for c in constraints if isinstance(f := form_of_constraint(c), Count)
+             and f.per is not None and f.of is None and _bounds(f.relation, f.n)[0]]
+    for c, form in found:
+        lo = _bounds(form.relation, form.n)[0]
+        _check_floor_fits(c, form, lo, constraints)
+        if form.per not in PIECE_UNITS or form.unit not in FLOOR_UNITS or form.filter != Filter():
+            continue
+        if layout.body.kind != "free" or any(isinstance(s, Literal) for s in build_layout(layout)) or inserts:
+            continue
+        if any(set(text) & _PIECE_ENDS for text in _required_keywords(constraints)):
+            continue
+        if max_new_tokens is not None and form.unit is Unit.WORDS and lo > max_new_tokens:
+            raise LimitExceeded(f"{lo} words per {form.per.value[:-1]} cannot fit in {max_new_tokens} new tokens",
+                                constraint_ids=[c.id])
+        hi = _bounds(form.relation, form.n)[1]
+        if hi is not None and not (tally is not None and any(c.id in cap.sources for cap in tally.caps)):
+            continue
+        floors.append(Floor(form.measure, lo, form.per, (c.id,)))
+        controlled.add(c.id)
+    return Floors(tuple(floors)) if floors else None
+
+
+def _check_floor_fits(c: Constraint, floor: Count, lo: int, constraints: Sequence[Constraint]) -> None:
+    """Refuse a per-piece minimum that a maximum makes impossible (see ``form_floors``)."""
+    per = floor.per
+    assert per is not None
+    least_pieces, pieces_ids = 1, []
+    for q in constraints:
+        try:
+            forms = form_of(q.kind, q.params) or ()
+        except (TypeError, ValueError, KeyError):
+            continue
+        for f in forms:
+            if isinstance(f, Count) and f.unit is per and f.per is None and f.of is None \
+                    and f.filter == Filter() and _bounds(f.relation, f.n)[0] > least_pieces:
+                least_pieces, pieces_ids = _bounds(f.relation, f.n)[0], [q.id]
+    for q in constraints:
+        if q.id == c.id:
+            continue
+        try:
+            forms = form_of(q.kind, q.params) or ()
+        except (TypeError, ValueError, KeyError):
+            continue
+        for f in forms:
+            if not isinstance(f, Count) or f.of is not None or f.measure != floor.measure:
+                continue
+            hi = _bounds(f.relation, f.n)[1]
+            if hi is None:
+                continue
+            if f.per is per and hi < lo:
+                raise ConflictError(f"at least {lo} {floor.unit.value} per {per.value[:-1]} but at most {hi}",
+                                    constraint_ids=[c.id, q.id])
+            if f.per is None and hi < lo * least_pieces:
+                raise ConflictError(
+                    f"{least_pieces} {per.value} of at least {lo} {floor.unit.value} do not fit in at most {hi}",
+                    constraint_ids=[c.id, q.id, *pieces_ids],
+                )

@@ -14,6 +14,7 @@ from inference.decoder.controllers.capitals import build_capitals
 from inference.decoder.controllers.charset import build_charset
 from inference.decoder.controllers.citing import build_citing
 from inference.decoder.controllers.closing import build_sentence_close
+from inference.decoder.controllers.floors import build_floors
 from inference.decoder.controllers.keywords import build_keywords
 from inference.decoder.controllers.landing import build_landing
 from inference.decoder.controllers.lexical import build_forbidden
@@ -36,6 +37,7 @@ CONTROLLERS: tuple[Builder, ...] = (
     build_forbidden,  # a forced end waits for a clean place
     build_placing,  # the k-th word: its text forced where the model starts that word
     build_tally,  # capped form counts masked or checked per candidate; no list line
+    build_floors,  # per-piece minima: no short piece closes; withdraws a close demand from those before it
     build_keywords,  # paced insertions; capped counts checked per candidate
     build_capitals,  # paced after the keywords, over the budget they leave
     build_word_pace,  # every token adds a word once the minimum falls behind

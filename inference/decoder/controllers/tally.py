@@ -18,7 +18,10 @@ How each bound is kept:
   (an emoji's lead bytes);
 - items that span characters (numbers, words) are checked per candidate on
   the window after the last whitespace (no number or word crosses one), so
-  the check costs the length of the last word, not of the answer. The word
+  the check costs the length of the last word, not of the answer. Distinct
+  words (``unique_words``) are not additive: the row keeps the set of the
+  words before the window, and a candidate's count is the size of that set
+  joined with the words of the window and the candidate. The word
   touching the end of the text is counted as if complete: a token that would
   make it match is refused even if a later token might have changed it. So
   the running count is an upper bound of every verdict the text can still
@@ -79,7 +82,7 @@ __all__ = [
 #: Units whose items lie inside one character: a text's count is the sum of its characters'.
 ADDITIVE_UNITS = frozenset({Unit.CHARACTERS, Unit.LETTERS, Unit.PUNCTUATION, Unit.DIGITS, Unit.EMOJI})
 #: Units a ``Cap`` can bound (the others are not counted per token here).
-CAPPABLE_UNITS = ADDITIVE_UNITS | {Unit.NUMBERS, Unit.WORDS}
+CAPPABLE_UNITS = ADDITIVE_UNITS | {Unit.NUMBERS, Unit.WORDS, Unit.UNIQUE_WORDS}
 
 _LAST_SPACE = re.compile(r"\s(?=\S*\Z)")
 _NUMBERED_START = re.compile(r"\d+[.)]")
@@ -92,12 +95,15 @@ PIECE_UNITS = frozenset({Unit.SENTENCES, Unit.PARAGRAPHS, Unit.LINES})
 @dataclass(frozen=True)
 class Cap:
     """At most ``at_most`` items of ``measure`` in the answer, or in each of its
-    sentences / paragraphs / lines with ``per`` (``sources``: the constraint ids)."""
+    sentences / paragraphs / lines with ``per`` (``sources``: the constraint ids).
+    ``reserved``: the items kept for fixed or inserted text (the constraint's bound
+    is ``at_most + reserved``; ``unmet`` judges that)."""
 
     measure: Measure
     at_most: int
     sources: tuple[str, ...] = ()
     per: Unit | None = None
+    reserved: int = 0
 
     @property
     def additive(self) -> bool:
@@ -214,11 +220,15 @@ class Tallying(Controller):
             if tally.caps[i].per is Unit.SENTENCES and tally.caps[i].measure == Measure(unit=Unit.WORDS, filter=Filter())
         )
         self._vectors = {i: _vector(ctx.tables, tally.caps[i].measure) for i in self._masked}
+        # A distinct-words cap's part of the state is the set of words before the window.
+        self._unique = frozenset(
+            i for i, c in enumerate(tally.caps) if c.per is None and c.measure.unit is Unit.UNIQUE_WORDS
+        )
         # Byte fragments of counted characters (emoji, CJK punctuation) are judged per candidate.
         self.lazy = True
 
     def start(self) -> Any:
-        return (0,) * len(self.caps)
+        return tuple(frozenset() if i in self._unique else 0 for i in range(len(self.caps)))
 
     def pace(self, d: Draft) -> Plan | None:
         """Ask the current sentence to end when it is one word short of a words-per-sentence cap."""
@@ -258,6 +268,11 @@ class Tallying(Controller):
             cap = self.caps[i]
             if cap.per is not None:
                 continue
+            if i in self._unique:
+                window = state.text[_window_start(state.text) :] + text
+                if len(counts[i] | units.distinct_words(window, cap.measure.filter)) > cap.at_most:
+                    return False
+                continue
             if counts[i] + added(cap.measure, state.text, text) > cap.at_most:
                 return False
         for i in self._pieced:
@@ -291,19 +306,25 @@ class Tallying(Controller):
         comp: LayoutSegment | None,
         plan_of: Callable[[SteerState], Plan],
     ) -> Any:
-        counts: tuple[int, ...] = before.parts[self.slot]
+        counts: tuple[Any, ...] = before.parts[self.slot]
         chunk = new.text[len(before.text) :]
         if not chunk:
             return counts
-        return tuple(
-            piece_start(cap.per, new.text, n) if cap.per is not None else n + added(cap.measure, before.text, chunk)
-            for n, cap in zip(counts, self.caps)
-        )
+        out: list[Any] = []
+        for i, (n, cap) in enumerate(zip(counts, self.caps)):
+            if i in self._unique:
+                settled = new.text[_window_start(before.text) : _window_start(new.text)]
+                out.append(n | units.distinct_words(settled, cap.measure.filter) if settled else n)
+            elif cap.per is not None:
+                out.append(piece_start(cap.per, new.text, n))
+            else:
+                out.append(n + added(cap.measure, before.text, chunk))
+        return tuple(out)
 
     def unmet(self, state: SteerState) -> tuple[str, ...]:
         over = any(
             (most_per_piece(cap, state.text, 0) if cap.per is not None else units.count(cap.measure, state.text))
-            > cap.at_most
+            > cap.at_most + cap.reserved
             for cap in self.caps
         )
         listed = self.spec.no_list and lists_in("", state.text)

@@ -25,7 +25,7 @@ from reasoning.constraints import textstats
 from reasoning.constraints.form.model import Filter, Measure, Unit
 from reasoning.language import script_counts
 
-__all__ = ["MONOTONE_UNITS", "count", "pieces", "settled", "words"]
+__all__ = ["MONOTONE_UNITS", "count", "distinct_words", "pieces", "settled", "words"]
 
 _WORD = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]|[^\W\u3400-\u4dbf\u4e00-\u9fff]+")
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*")
@@ -87,6 +87,11 @@ def _keep(item: str, f: Filter) -> bool:
     return not (f.stop_words is not None and _is_stop(item) is not f.stop_words)
 
 
+def distinct_words(text: str, f: Filter) -> frozenset[str]:
+    """The words of ``text`` that pass ``f``, lowercased, each once (what ``unique_words`` counts)."""
+    return frozenset(w.lower() for w in words(text) if _keep(w, f))
+
+
 def _filtered(items: list[str], f: Filter) -> int:
     return sum(1 for item in items if _keep(item, f))
 
@@ -146,7 +151,7 @@ _COUNTERS: Mapping[Unit, Callable[[str, Filter], int]] = {
     Unit.CHARACTERS: _characters,
     Unit.LETTERS: _letters,
     Unit.WORDS: lambda text, f: _filtered(words(text), f),
-    Unit.UNIQUE_WORDS: lambda text, f: len({w.lower() for w in words(text) if _keep(w, f)}),
+    Unit.UNIQUE_WORDS: lambda text, f: len(distinct_words(text, f)),
     Unit.SENTENCES: lambda text, f: _filtered(textstats.split_sentences(text), f),
     Unit.PARAGRAPHS: _paragraphs,
     Unit.LINES: lambda text, f: _filtered([ln.strip() for ln in text.splitlines() if ln.strip()], f),

@@ -1,0 +1,167 @@
+"""Minima per piece: each sentence / paragraph / line holds at least ``n`` words,
+characters or letters.
+
+A generic ``count`` constraint with a lower bound and ``per`` compiles to one
+``Floor``. Pieces and counts are the form's own (``units.pieces``,
+``units.count``), so the controller and the verifier cannot disagree on
+where a piece ends or what it holds. A row's part of the state is, per
+floor, where its current piece starts (``tally.piece_start``: the boundary
+before it is settled, appending never moves it).
+
+How each minimum is kept:
+
+- a piece may not end short: every candidate is judged on the text from
+  the current piece's start with the candidate and a probe `` X`` (a new
+  word) appended; every piece of that text but the probe's own must hold
+  the minimum. So a full stop, a line break or a blank line that would
+  close a short piece is refused (the model writes on), whichever token
+  spells it;
+- the answer may not end short (``ends_ok``): all its pieces hold the
+  minimum, and it has one;
+- a sentence-closing demand (``Draft.close``, from the landing or a
+  per-sentence cap) is withdrawn while the current piece is short: the
+  piece goes on;
+- the answer ends where a new piece would not fit (``forces``): once the
+  current piece is closed and holds its minimum, the end is forced when
+  the token budget left is below what a new piece needs (two tokens per
+  word, a token per four characters, and room to close).
+
+Guarantee: every text this controller lets through has no short piece
+other than its last, and an answer it lets end has none. A budget that runs
+out inside a short piece (its words took more tokens than planned) is cut;
+the beam search rolls the answer back to its last complete sentence
+(``beam._land``), whose pieces all hold the minimum, and reports the
+floor unmet otherwise. The compiler controls a floor only in a free body
+without fixed text (literals are forced past the checks) and where
+nothing inserts sentence ends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from inference.decoder.controllers.layout import LayoutSegment
+from inference.decoder.controllers.protocol import Context, Controller, Draft, Plan, SteerState
+from inference.decoder.controllers.tally import piece_start
+from reasoning.constraints.form import units
+from reasoning.constraints.form.model import Measure, Unit
+
+__all__ = ["FLOOR_UNITS", "Floor", "Flooring", "Floors", "build_floors", "tokens_for"]
+
+#: Units a floor can hold per piece: the model writes them in every piece anyway.
+FLOOR_UNITS = frozenset({Unit.WORDS, Unit.CHARACTERS, Unit.LETTERS})
+_PROBE = " X"  # a new word: what would start the next piece
+_CLOSE_TOKENS = 3  # a terminal, a closer, a margin
+
+
+@dataclass(frozen=True)
+class Floor:
+    """At least ``at_least`` items of ``measure`` in each ``per`` piece (``sources``: the constraint ids)."""
+
+    measure: Measure
+    at_least: int
+    per: Unit
+    sources: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Floors:
+    """The per-piece minima of one request."""
+
+    items: tuple[Floor, ...]
+
+
+def tokens_for(floor: Floor) -> int:
+    """Tokens a new piece is planned to need: two per word, one per four characters, and its close."""
+    if floor.measure.unit is Unit.WORDS:
+        return 2 * floor.at_least + _CLOSE_TOKENS
+    return -(-floor.at_least // 4) + _CLOSE_TOKENS
+
+
+def _pieces_hold(floor: Floor, text: str, *, probe: bool) -> bool:
+    """Whether every piece of ``text`` holds the floor (``probe``: all but the one a new word would open)."""
+    found = units.pieces(floor.per, text + _PROBE if probe else text)
+    judged = found[:-1] if probe else found
+    return all(units.count(floor.measure, piece) >= floor.at_least for piece in judged)
+
+
+def _closed(floor: Floor, text: str) -> bool:
+    """Whether a new word appended to ``text`` would open a new piece."""
+    return len(units.pieces(floor.per, text + _PROBE)) > len(units.pieces(floor.per, text))
+
+
+class Flooring(Controller):
+    """The per-piece minima at decode time (see the module doc)."""
+
+    lazy = True
+
+    def __init__(self, ctx: Context, floors: Floors) -> None:
+        self.spec = floors
+        self.floors = floors.items
+        self.budget = ctx.max_new_tokens
+        self._need = max(tokens_for(f) for f in floors.items)
+
+    def start(self) -> Any:
+        return (0,) * len(self.floors)
+
+    def _may(self, state: SteerState, text: str) -> bool:
+        starts = state.parts[self.slot]
+        full = state.text + text
+        return all(_pieces_hold(f, full[s:], probe=True) for f, s in zip(self.floors, starts))
+
+    def check(self, state: SteerState, memo: Any, text: str, tail: bytes, closing: bool) -> bool:
+        return self._may(state, text)
+
+    def check_pieced(self, state: SteerState, memo: Any, raw: bytes, text: str, tail: bytes) -> bool:
+        return self._may(state, text)
+
+    def ends_ok(self, state: SteerState) -> bool:
+        starts = state.parts[self.slot]
+        return all(
+            units.pieces(f.per, state.text) and _pieces_hold(f, state.text[s:], probe=False)
+            for f, s in zip(self.floors, starts)
+        )
+
+    def forces(self, d: Draft) -> bool:
+        """End the answer at a closed piece when a new one would not fit in the budget left."""
+        if self.budget is None:
+            return False
+        state = d.state
+        left = self.budget - state.n_tokens - d.comp.reserve_tokens - 2 - d.owed_tokens
+        if left >= self._need:
+            return False
+        starts = state.parts[self.slot]
+        return all(_closed(f, state.text[s:]) for f, s in zip(self.floors, starts)) and self.ends_ok(state)
+
+    def pace(self, d: Draft) -> Plan | None:
+        """Withdraw a demand to close the sentence while the current piece is short."""
+        if d.close and not self.ends_ok(d.state):
+            d.close = ""
+        return None
+
+    def advance(
+        self,
+        before: SteerState,
+        new: SteerState,
+        token_id: int,
+        comp: LayoutSegment | None,
+        plan_of: Callable[[SteerState], Plan],
+    ) -> Any:
+        starts: tuple[int, ...] = before.parts[self.slot]
+        if len(new.text) == len(before.text):
+            return starts
+        return tuple(piece_start(f.per, new.text, s) for f, s in zip(self.floors, starts))
+
+    def unmet(self, state: SteerState) -> tuple[str, ...]:
+        whole = all(
+            units.pieces(f.per, state.text) and _pieces_hold(f, state.text, probe=False) for f in self.floors
+        )
+        return () if whole else ("floor",)
+
+
+def build_floors(ctx: Context, specs: Sequence[Any]) -> Controller | None:
+    """The floor controller, when a request sets a minimum per sentence, paragraph or line."""
+    floors = next((s for s in specs if isinstance(s, Floors)), None)
+    return Flooring(ctx, floors) if floors is not None and floors.items else None

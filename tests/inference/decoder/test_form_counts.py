@@ -1,0 +1,129 @@
+"""Counts of the constraint form beyond plain caps: distinct words, minima per piece,
+a paragraph opened by a word at a middle position. A random-logits model biased towards
+what each constraint forbids never violates a controlled one (judged by the form's
+verifiers and by independent restatements); impossible combinations are refused."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from test_controllers import drive_with_bias
+from test_form_controllers import bias_towards, gen, judged
+
+from inference.decoder.compile import compile_steering
+from reasoning.constraints.model import Constraint, Kind
+from reasoning.errors import ConflictError
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+BUDGET = 90
+SEEDS = (3, 17, 101)
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"\w+", text)
+
+
+def _sentences(text: str) -> list[str]:
+    """Sentences as an independent restatement splits them: after . ! ? and whitespace."""
+    return [p for p in re.split(r"(?<=[.!?])[\"'”’)\]]*\s+", text.strip()) if p.strip()]
+
+
+def test_distinct_words_cap_holds_on_random_logits(tokenizer: Any) -> None:
+    constraints = [gen(Kind.COUNT, unit="unique_words", relation="at most", n=9),
+                   Constraint(id="kw", kind=Kind.KEYWORDS_PRESENT, params={"keywords": ["delta"]})]
+    steering = compile_steering(constraints, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
+    assert steering.controlled == {"f", "kw"}
+    bias = bias_towards(tokenizer, r"^ [a-z]+$", 3.0)  # a new word at every step
+    for seed in SEEDS:
+        state = drive_with_bias(steering, BUDGET, seed, bias)
+        assert len({w.lower() for w in _words(state.text)}) <= 9, state.text
+        assert "delta" in state.text.lower(), state.text
+        assert judged(constraints, state.text) == [], state.text
+        assert "tally" not in steering.unmet(state)
+
+
+def test_distinct_words_cap_beside_words_chosen_at_decode_time_is_left_to_the_prompt(tokenizer: Any) -> None:
+    constraints = [gen(Kind.COUNT, unit="unique_words", relation="at most", n=20),
+                   Constraint(id="caps", kind=Kind.CAPITAL_WORD_FREQUENCY, params={"relation": "at least", "n": 2})]
+    steering = compile_steering(constraints, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
+    assert "f" in steering.uncontrolled and "caps" in steering.controlled
+
+
+FLOORS = [
+    ("words per sentence", {"unit": "words", "relation": "at least", "n": 6, "per": "sentences"},
+     lambda t: all(len(_words(s)) >= 6 for s in _sentences(t))),
+    ("characters per sentence", {"unit": "characters", "relation": "more than", "n": 30, "per": "sentences"},
+     lambda t: all(len(re.sub(r"\s", "", s)) > 30 for s in _sentences(t))),
+    ("words per line", {"unit": "words", "relation": "at least", "n": 4, "per": "lines"},
+     lambda t: all(len(_words(ln)) >= 4 for ln in t.splitlines() if ln.strip())),
+]
+
+
+@pytest.mark.parametrize(("name", "params", "ok"), FLOORS, ids=[row[0] for row in FLOORS])
+def test_minima_per_piece_hold_on_random_logits(tokenizer: Any, name: str, params: dict[str, Any], ok: Any) -> None:
+    constraints = [gen(Kind.COUNT, **params)]
+    steering = compile_steering(constraints, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
+    assert steering.controlled == {"f"}
+    bias = bias_towards(tokenizer, r"^[.!?]$|^\n$", 12.0)  # ends everywhere
+    bias.update(bias_towards(tokenizer, r"^ [a-z]+$", 3.0))
+    for seed in SEEDS:
+        state = drive_with_bias(steering, BUDGET, seed, bias)
+        assert len(_sentences(state.text)) >= 2 or "\n" in state.text, state.text  # pieces did end
+        assert ok(state.text), state.text
+        assert judged(constraints, state.text) == [], state.text
+        assert "floor" not in steering.unmet(state)
+
+
+def test_an_exact_count_per_sentence_is_a_floor_and_a_cap(tokenizer: Any) -> None:
+    constraints = [gen(Kind.COUNT, unit="words", relation="exactly", n=5, per="sentences")]
+    steering = compile_steering(constraints, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
+    assert steering.controlled == {"f"}
+    bias = bias_towards(tokenizer, r"^ [a-z]+$", 3.0)
+    for seed in SEEDS:
+        state = drive_with_bias(steering, BUDGET, seed, bias)
+        assert all(len(_words(s)) == 5 for s in _sentences(state.text)), state.text
+        assert judged(constraints, state.text) == [], state.text
+
+
+def test_minima_per_piece_beside_fixed_text_or_a_filter_are_left_to_the_prompt(tokenizer: Any) -> None:
+    cases = [
+        [gen(Kind.COUNT, unit="words", relation="at least", n=5, per="sentences"),
+         Constraint(id="end", kind=Kind.END_PHRASE, params={"phrase": "Is there anything else?"})],
+        [gen(Kind.COUNT, unit="keywords", filter={"text": "river"}, relation="at least", n=1, per="sentences")],
+    ]
+    for constraints in cases:
+        steering = compile_steering(constraints, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
+        assert "f" in steering.uncontrolled
+
+
+def test_a_word_opening_a_middle_paragraph_holds_on_random_logits(tokenizer: Any) -> None:
+    constraints = [gen(Kind.POSITION, unit="paragraphs", k=2, op="starts_with", text="Meanwhile"),
+                   gen(Kind.COUNT, "digits", unit="digits", relation="at most", n=0)]
+    steering = compile_steering(constraints, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
+    assert steering.controlled == {"f", "digits"}
+    for seed in SEEDS:
+        state = drive_with_bias(steering, BUDGET, seed, None)
+        paragraphs = state.text.split("\n\n")
+        assert len(paragraphs) >= 2 and paragraphs[1].split()[0].strip(".,!?").lower() == "meanwhile", state.text
+        assert judged(constraints, state.text) == [], state.text
+
+
+def test_impossible_minima_and_positions_are_conflicts(tokenizer: Any) -> None:
+    cases = [
+        [gen(Kind.COUNT, "a", unit="words", relation="at least", n=10, per="sentences"),
+         gen(Kind.COUNT, "b", unit="words", relation="at most", n=8, per="sentences")],
+        [gen(Kind.COUNT, "a", unit="words", relation="at least", n=30, per="sentences"),
+         Constraint(id="b", kind=Kind.WORD_COUNT, params={"relation": "less than", "n": 20})],
+        [gen(Kind.COUNT, "a", unit="words", relation="at least", n=10, per="sentences"),
+         Constraint(id="b", kind=Kind.SENTENCE_COUNT, params={"relation": "at least", "n": 4}),
+         Constraint(id="c", kind=Kind.WORD_COUNT, params={"relation": "at most", "n": 30})],
+        [gen(Kind.POSITION, "a", unit="sentences", k=4, op="starts_with", text="However"),
+         Constraint(id="b", kind=Kind.SENTENCE_COUNT, params={"relation": "at most", "n": 3})],
+    ]
+    for constraints in cases:
+        with pytest.raises(ConflictError) as refused:
+            compile_steering(constraints, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
+        assert "a" in refused.value.extra["constraint_ids"]
