@@ -34,6 +34,7 @@ from inference.decoder.compile_form import (
     form_tally,
     lower_forms,
 )
+from inference.decoder.compile_structure import lower_structures, table_layout
 from inference.decoder.controllers.capitals import Capitals
 from inference.decoder.controllers.charset import CharPolicy, SoftPolicy
 from inference.decoder.controllers.citing import Citations
@@ -131,7 +132,7 @@ def compile_steering(
     """
     tables = vocab_tables(tokenizer, device, vocab_size)
     active = [c for c in constraints if c.scope == Scope.RESPONSE]
-    hard = lower_forms([c for c in active if c.hardness == Hardness.HARD])
+    hard = lower_forms(lower_structures([c for c in active if c.hardness == Hardness.HARD]))
     soft = [c for c in active if c.hardness == Hardness.SOFT]
     controlled: set[str] = set()
     assisted: set[str] = set()
@@ -145,6 +146,8 @@ def compile_steering(
 
     limits, forbidden = _counts(hard, controlled, assisted)
     layout, literal_sources = _layout(hard, prompt, policy, controlled, uncontrolled)
+    layout = table_layout(hard, layout, policy=policy, limits=limits, tables=tables, max_new_tokens=max_new_tokens,
+                          controlled=controlled, sources=literal_sources)
     layout = form_layout(hard, layout, controlled)
     limits = _identifiable(limits, policy, layout, max_new_tokens)
     citations = _citations(constraints, evidence_ids, layout, policy, policy_sources, controlled, uncontrolled)
@@ -457,8 +460,10 @@ def _body(c: Constraint, literal: Any) -> Body:
             word = literal(c, str(p["first_word"]).strip().capitalize())
             return Body(kind="blank_paragraphs", n=n, nth=nth, first_word=word)
         if c.kind == Kind.BULLET_COUNT:
-            # numbered / nested: a list structure of the form lowered to bullets (compile_form.lower_forms)
-            return Body(kind="bullets", n=int(p["n"]), numbered=bool(p.get("numbered")), nested=bool(p.get("nested")))
+            # numbered / nested / intro / outro: a list structure of the form lowered to bullets
+            # (compile_form.lower_forms, compile_structure.lower_structures)
+            return Body(kind="bullets", n=int(p["n"]), numbered=bool(p.get("numbered")), nested=bool(p.get("nested")),
+                        intro=p.get("intro"), outro=p.get("outro"))
         return Body(kind="two")
     except (KeyError, ValueError, TypeError, re.error) as exc:
         raise InvalidInput(f"{c.kind.value}: invalid parameters {p!r}: {exc}") from exc

@@ -261,8 +261,9 @@ _GENERIC_SPECS: tuple[KindSpec, ...] = (
     _spec(Kind.WRAP, "The answer, or each of its parts, is wrapped in delimiters.", _generic(Kind.WRAP),
           controller="force"),
     _spec(Kind.STRUCTURE, "The answer has (or has not) a layout: list, nested list, table, responses.",
-          _generic(Kind.STRUCTURE)),
-    _spec(Kind.COPY, "The answer starts by repeating a text, verbatim or changed.", _generic(Kind.COPY)),
+          _generic(Kind.STRUCTURE), controller="force"),
+    _spec(Kind.COPY, "The answer starts by repeating a text, verbatim or changed.", _generic(Kind.COPY),
+          controller="force"),
 )
 
 CATALOG: Mapping[Kind, KindSpec] = {spec.kind: spec for spec in _SPECS + _GENERIC_SPECS}

@@ -84,6 +84,7 @@ class CompiledLayout:
         self.terminal: torch.Tensor = tables.cached("terminal", lambda: _terminal(tables))
         self.ends_sentence: torch.Tensor = tables.cached("ends-sentence", lambda: _ends_sentence(tables))
         self.fresh_word: torch.Tensor = tables.cached("fresh-word", lambda: _fresh_word(tables))
+        self.reopens: torch.Tensor = tables.cached("reopens", lambda: _reopens(tables))
         self.segments = self._compile(segments)
         self.gate = max(
             (i for i, c in enumerate(self.segments) if isinstance(c.segment, Free) and c.segment.gate),
@@ -130,6 +131,12 @@ class CompiledLayout:
         fragments = t.fragment & ~t.special & ~t.has_star & ~t.has_angle & ~t.has_bracket
         if not seg.multiline:
             fragments &= ~t.has_newline
+        if seg.cell:
+            # A "|" inside a cell would split it: the model's "|" ends the cell instead.
+            pipe: torch.Tensor = t.cached("has-pipe", lambda: _has_pipe(t))
+            allowed &= ~pipe
+            stop |= pipe
+            fragments &= ~pipe
         return allowed, stop, fragments
 
     def _compile(self, segments: tuple[Segment, ...]) -> tuple[LayoutSegment, ...]:
@@ -263,10 +270,14 @@ class CompiledLayout:
         if word_ends:
             allowed[word_ends] &= self.word_end
             fragments[word_ends] &= self.word_end
-        for r, s in enumerate(states):
+        for r, (s, p) in enumerate(zip(states, plans)):
             if not self.holds_text(s):
                 # A part's sentence holds a word before it ends (no "1." paragraph).
                 allowed[r] &= ~self.terminal
+            elif p.seg < len(self.segments) and self.free(p.seg).single:
+                # A one-sentence part: a sentence end is the token's last text, so the part leaves there.
+                allowed[r] &= ~self.reopens
+                fragments[r] &= ~self.reopens
 
     def mask_close(
         self, states: Sequence[Any], plans: Sequence[Any], allowed: torch.Tensor, fragments: torch.Tensor
@@ -412,6 +423,20 @@ def _terminal(tables: VocabTables) -> torch.Tensor:
     """``[V]`` bool: tokens holding a sentence terminal (``.!?。！？``)."""
     values = [any(ch in ".!?\u3002\uff01\uff1f" for ch in t) for t in tables.texts]
     return torch.tensor(values, dtype=torch.bool, device=tables.device)
+
+
+_REOPENS = re.compile("[.!?\u3002\uff01\uff1f][.!?\"'\u201d\u2019)\\]]*\\s*[^\\s.!?\"'\u201d\u2019)\\]]")
+
+
+def _reopens(tables: VocabTables) -> torch.Tensor:
+    """``[V]`` bool: tokens with text after a sentence terminal (``". The"``, ``".5"``)."""
+    values = [_REOPENS.search(t) is not None for t in tables.texts]
+    return torch.tensor(values, dtype=torch.bool, device=tables.device)
+
+
+def _has_pipe(tables: VocabTables) -> torch.Tensor:
+    """``[V]`` bool: tokens holding a ``|`` (a table's cell separator)."""
+    return torch.tensor(["|" in t for t in tables.texts], dtype=torch.bool, device=tables.device)
 
 
 def _word_end(tables: VocabTables) -> torch.Tensor:

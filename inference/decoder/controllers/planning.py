@@ -3,7 +3,8 @@
 ``Planner.plan`` is the composer's per-row decision (``steering`` lists its
 order): a literal or a finished layout forces its token; a ``route`` hook
 may claim the row; a formal segment gets its matcher; a free row's exit,
-stop, forced end and pacing are decided by the hooks in registry order.
+stop, forced end and pacing are decided by the hooks in registry order;
+a one-sentence part (``Free.single``) leaves once its sentence has ended.
 ``later_of`` is what the upper bounds keep room for: the later literals'
 counts plus every controller's owed words.
 """
@@ -11,6 +12,7 @@ counts plus every controller's owed words.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
 
 from inference.decoder.controllers.counts import Later
@@ -30,6 +32,8 @@ from inference.decoder.controllers.template import Formal, Free, Literal
 __all__ = ["BRACKET_CAP", "Planner", "later_of"]
 
 BRACKET_CAP = 8  # tokens an open bracket may hold before it must close
+_ENDED = re.compile("[.!?\u3002\uff01\uff1f][.!?\"'\u201d\u2019)\\]]*\\s*$")
+_ENDED_TAIL = 16  # characters of the text's end the sentence-end check reads
 
 
 def later_of(layout: CompiledLayout, state: SteerState, owed: Sequence[Owed]) -> Later:
@@ -95,6 +99,10 @@ class Planner:
             hold = max((c.holds(d) for c in self.hooked["holds"]), default=0)
             may_stop = hold < HOLD_ALL and (hold < HOLD_TARGET or d.opens)
         d.may_stop = may_stop
+        if segment.single and may_stop and _ENDED.search(state.text[-_ENDED_TAIL:]):
+            # A one-sentence part ends with its first sentence end (a token that
+            # would open another sentence after it is masked: ``mask_structure``).
+            return Plan("only", d.exit)
         d.forced = (
             budget_out
             or (state.seg_deadline is not None and state.n_tokens >= state.seg_deadline)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-__all__ = ["Body", "Formal", "Free", "Layout", "Literal", "Segment", "build_layout"]
+__all__ = ["CELL_TOKENS", "Body", "Formal", "Free", "Layout", "Literal", "Segment", "build_layout"]
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,10 @@ class Free:
     a sentence when a sentence maximum leaves it none (a list item). Every
     part needs some text: an empty part breaks its structure (see
     ``sentences.sentence_plan`` for how a sentence maximum shares out).
+    ``cell``: a table cell, kept free of ``|`` (a ``|`` the model wants
+    moves to the next literal, the cell's end). ``single``: the part holds
+    exactly one sentence (a one-sentence summary): it ends where its first
+    sentence ends, and it never carries the gates.
     """
 
     role: str
@@ -60,6 +64,8 @@ class Free:
     after_word: bool = False
     sentences: int = 1
     bare: bool = False
+    cell: bool = False
+    single: bool = False
 
 
 @dataclass(frozen=True)
@@ -81,7 +87,11 @@ class Body:
     optional forced first word of paragraph ``nth``), ``"two"`` (two responses
     separated by ``******``) or ``"formal"``. ``bullets`` may be ``numbered``
     (``1.``, ``2.``, ... instead of ``*``) and ``nested`` (the first bullet
-    has one indented sub-bullet, ``  - ``).
+    has one indented sub-bullet, ``  - ``). ``"table"``: a Markdown table of
+    ``n`` body rows and ``columns`` columns, its header cells ``headers``
+    (literals) or written by the model when empty. Bullets and tables may
+    have prose ``intro`` (before) and ``outro`` (after): ``"paragraph"`` or
+    ``"sentence"`` (a part of exactly one sentence).
     """
 
     kind: str = "free"
@@ -92,6 +102,10 @@ class Body:
     grammar: str | None = None
     numbered: bool = False
     nested: bool = False
+    columns: int = 2
+    headers: tuple[str, ...] = ()
+    intro: str | None = None
+    outro: str | None = None
 
 
 @dataclass(frozen=True)
@@ -115,11 +129,52 @@ def _heading(sep: str) -> list[Segment]:
     return [Literal("*"), Free("heading", cap_tokens=12, sentences=0), Literal("*" + sep)]
 
 
+#: The most tokens a table cell holds (cells stay short, like headings).
+CELL_TOKENS = 16
+
+
+def _cell() -> Free:
+    return Free("body", cap_tokens=CELL_TOKENS, sentences=0, cell=True)
+
+
+def _table(body: Body) -> list[list[Segment]]:
+    """A Markdown table: header row, ``---`` rule, ``n`` body rows; each cell a unit."""
+    rule = "| " + " | ".join(["---"] * body.columns) + " |"
+    units: list[list[Segment]] = []
+    if body.headers:
+        lead = "| " + " | ".join(body.headers) + " |\n" + rule + "\n"
+        starts = ["| "] + [" | "] * (body.columns - 1)
+    else:
+        lead = ""
+        starts = ["| "] + [" | "] * (body.columns - 1)
+        for col, start in enumerate(starts):
+            units.append([Literal(start), _cell(), *([Literal(" |\n" + rule + "\n")] if col == body.columns - 1 else [])])
+    for row in range(body.n):
+        for col, start in enumerate(starts):
+            head = (lead if row == 0 and col == 0 else "") + ("\n" if row and col == 0 else "") + start
+            units.append([Literal(head), _cell(), *([Literal(" |")] if col == body.columns - 1 else [])])
+    return units
+
+
+def _beside(body: Body, units: list[list[Segment]]) -> list[list[Segment]]:
+    """``units`` (a list or a table) with the prose parts before and after it."""
+    if body.intro is not None:
+        head = units[0][0]
+        assert isinstance(head, Literal)
+        units = [[Free("body", single=body.intro == "sentence")],
+                 [Literal("\n\n" + head.text.lstrip("\n")), *units[0][1:]], *units[1:]]
+    if body.outro is not None:
+        units = [*units, [Literal("\n\n"), Free("body", single=body.outro == "sentence")]]
+    return units
+
+
 def _units(body: Body, highlights: int) -> list[list[Segment]]:
     """The body as units (each a list of segments) and the separators between them."""
     if body.kind == "formal":
         assert body.grammar is not None
         return [[Formal(body.grammar)]]
+    if body.kind == "table":
+        return _beside(body, _table(body))
     if body.kind == "bullets":
         marker = "- " if highlights else "* "
         units: list[list[Segment]] = []
@@ -132,7 +187,7 @@ def _units(body: Body, highlights: int) -> list[list[Segment]]:
             if body.nested and index == 0:
                 unit += [Literal("\n  - "), Free("body", bare=True)]
             units.append(unit)
-        return units
+        return _beside(body, units)
     if body.kind == "sections":
         units = []
         for index in range(body.n):
@@ -193,21 +248,26 @@ def build_layout(layout: Layout) -> tuple[Segment, ...]:
         parts += [Literal("<<"), Free("title", cap_tokens=16, sentences=0), Literal(">>" + blank)]
     for index, unit in enumerate(_units(layout.body, layout.highlights)):
         head = unit[0]
-        if index == 0 and layout.body.kind == "bullets" and parts and isinstance(head, Literal):
-            # A bullet marker counts only at the start of a line: after an
-            # opening quote or a start phrase, the list begins on a new line.
+        if index == 0 and layout.body.kind in ("bullets", "table") and parts and isinstance(head, Literal):
+            # A bullet marker counts only at the start of a line, and a table
+            # stands in a block of its own: after an opening quote or a start
+            # phrase, the list begins on a new line, the table after a blank one.
             last = parts[-1]
-            if not (isinstance(last, Literal) and last.text.endswith("\n")):
-                unit = [Literal("\n" + head.text), *unit[1:]]
+            fresh = "\n\n" if layout.body.kind == "table" else "\n"
+            if not (isinstance(last, Literal) and last.text.endswith(fresh)):
+                unit = [Literal(fresh + head.text.lstrip("\n")), *unit[1:]]
         parts += unit
     if layout.title and title_last:
         parts += [Literal(" <<"), Free("title", cap_tokens=16, sentences=0), Literal(">>")]
     if layout.postscript:
         parts += [Literal(f"{blank}{layout.postscript} "), Free("postscript", cap_tokens=48)]
+    # After a table's last row, text on the same line would be another cell.
+    table_last = layout.body.kind == "table" and layout.body.outro is None
     if layout.end_phrase:
-        parts.append(Literal((" " if layout.body.kind != "formal" else "\n") + layout.end_phrase))
+        lead = "\n" if layout.body.kind == "formal" else "\n\n" if table_last else " "
+        parts.append(Literal(lead + layout.end_phrase))
     if wrap is not None:
-        parts.append(Literal(wrap[1]))
+        parts.append(Literal(("\n" if table_last and not layout.end_phrase else "") + wrap[1]))
     merged: list[Segment] = []
     for part in parts:
         if isinstance(part, Literal) and merged and isinstance(merged[-1], Literal):
@@ -215,7 +275,7 @@ def build_layout(layout: Layout) -> tuple[Segment, ...]:
         else:
             merged.append(part)
     last_body = max(
-        (i for i, s in enumerate(merged) if isinstance(s, Free) and s.role == "body"), default=None
+        (i for i, s in enumerate(merged) if isinstance(s, Free) and s.role == "body" and not s.single), default=None
     )
     if last_body is not None:
         seg = merged[last_body]

@@ -205,7 +205,7 @@ EXAMPLE_PARAMS: dict[Kind, dict[str, Any]] = {
     Kind.POSITION: {"unit": "words", "k": 3, "op": "is", "text": "river"},
     Kind.WRAP: {"left": "(", "right": ")"},
     Kind.STRUCTURE: {"layout": "table"},
-    Kind.COPY: {"text": "Describe a river.", "change": True},
+    Kind.COPY: {"text": "Describe a river.", "change": True, "replace": [["river", "lake"]]},
 }
 
 

@@ -270,11 +270,11 @@ def test_uncontrollable_forms_are_reported_uncontrolled(tokenizer: Any) -> None:
         gen(Kind.POSITION, "third", unit="sentences", k=3, op="starts_with", text="river"),
         gen(Kind.COUNT, "numbers", unit="numbers", relation="at least", n=2),
         gen(Kind.COPY, "copy", text="Describe a river.", change=True),
-        gen(Kind.STRUCTURE, "table", layout="table"),
+        gen(Kind.STRUCTURE, "responses", layout="responses", n=3, marker="###"),
     ]
     steering = compile_steering(constraints, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
     assert steering.controlled == frozenset()
-    assert steering.uncontrolled == {"third", "numbers", "copy", "table"}
+    assert steering.uncontrolled == {"third", "numbers", "copy", "responses"}
 
 
 def test_impossible_form_combinations_are_conflicts(tokenizer: Any) -> None:

@@ -1,0 +1,166 @@
+"""Compile the form's whole-answer structures: tables, a list beside prose, changed copies.
+
+Each is written by the layout, so it is reported ``controlled`` only where
+the layout's literals make it hold whatever the model writes:
+
+- ``lower_structures`` rewrites, before the named kinds are compiled, a copy
+  whose text is known (verbatim, or with a stated change:
+  ``form.copying.changed``) into the repeated request the layout writes
+  first (``repeat_prompt`` with the changed text; a copy in a given case as
+  the start phrase, whose literal keeps its case, so that a contrary case
+  policy is a conflict instead of a silent fold), and a list with an item
+  count or prose before / after it into the bullet layout
+  (``bullet_count`` with ``intro`` / ``outro``), when no other constraint
+  gives the answer its body. A changed copy whose change is unstated is
+  left to the prompt.
+- ``table_layout`` gives a free body the table layout: the header row (the
+  given headers as literals, else cells the model writes), the ``---``
+  rule, ``n`` rows (default ``TABLE_ROWS``) of ``columns`` cells (default
+  the headers' count, else ``TABLE_COLUMNS``), ``|`` between cells and at
+  row ends, and prose before / after it when asked. The cells are single
+  lines kept free of ``|`` (``Free.cell``).
+
+Refused (``ConflictError``, the pipeline asks for confirmation): a table in
+a formal answer (JSON, a regex, fixed options); headers whose count is not
+the columns asked for; header literals with more words than a word maximum
+allows; a sentence maximum below what the table's prose parts need. A
+table's least tokens above the token budget raise ``LimitExceeded``. A
+table beside another body (bullets, sections, paragraphs, highlighted
+sections) is left to the prompt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+import msgspec
+
+from inference.decoder.compile_form import LIST_ITEMS, form_of_constraint
+from inference.decoder.controllers.charset import CharPolicy
+from inference.decoder.controllers.counts import Limits, count_text
+from inference.decoder.controllers.layout import MIN_SEGMENT_TOKENS
+from inference.decoder.controllers.sentences import sentence_floor
+from inference.decoder.controllers.template import Body, Free, Layout, Literal, build_layout
+from inference.decoder.vocab import VocabTables
+from reasoning.constraints.form.copying import changed
+from reasoning.constraints.form.model import Copy, Structure
+from reasoning.constraints.form.model import Layout as FormLayout
+from reasoning.constraints.model import Constraint, Kind
+from reasoning.errors import ConflictError, InvalidInput, LimitExceeded
+
+__all__ = ["TABLE_COLUMNS", "TABLE_ROWS", "lower_structures", "table_layout"]
+
+#: Body rows and columns of a table the request asks for without saying how many.
+TABLE_ROWS = 3
+TABLE_COLUMNS = 2
+_LISTS = (FormLayout.LIST, FormLayout.NUMBERED_LIST, FormLayout.NESTED_LIST)
+#: Named kinds that give the answer its body (a list of its own would compete with them).
+_BODY_KINDS = frozenset({
+    Kind.BULLET_COUNT, Kind.SECTIONS, Kind.PARAGRAPH_COUNT, Kind.NTH_PARAGRAPH_FIRST_WORD, Kind.JSON_FORMAT,
+    Kind.REGEX_FORMAT, Kind.CONSTRAINED_RESPONSE, Kind.TWO_RESPONSES,
+})
+
+
+def _lower_copy(c: Constraint, form: Copy) -> Constraint:
+    text = changed(form)
+    if not text:
+        return c  # an unstated change (or nothing left to repeat): left to the prompt
+    if form.case is not None:
+        return msgspec.structs.replace(c, kind=Kind.START_PHRASE, params={"phrase": text})
+    return msgspec.structs.replace(c, kind=Kind.REPEAT_PROMPT, params={"prompt_to_repeat": text})
+
+
+def _shaped(form: Structure) -> bool:
+    return form.n is not None or form.before is not None or form.after is not None
+
+
+def lower_structures(constraints: Sequence[Constraint]) -> list[Constraint]:
+    """``constraints`` with the copies and lists the layout writes rewritten (see the module doc)."""
+    taken = {c.kind for c in constraints}
+    # "No list" beside a list is no rival structure: the lowered list meets it and is refused (form_tally).
+    structures = [c for c in constraints if isinstance(f := form_of_constraint(c), Structure)
+                  and f.layout is not FormLayout.NO_LIST]
+    out: list[Constraint] = []
+    for c in constraints:
+        form = form_of_constraint(c)
+        if isinstance(form, Copy):
+            out.append(_lower_copy(c, form))
+            continue
+        if isinstance(form, Structure) and form.layout in _LISTS and _shaped(form) \
+                and not taken & _BODY_KINDS and len(structures) == 1:
+            if form.n is not None and form.n < 1:
+                raise InvalidInput(f"a list needs at least one item, not {form.n}")
+            taken.add(Kind.BULLET_COUNT)
+            params = {"n": form.n if form.n is not None else LIST_ITEMS,
+                      "numbered": form.layout is FormLayout.NUMBERED_LIST,
+                      "nested": form.layout is FormLayout.NESTED_LIST,
+                      "intro": form.before, "outro": form.after}
+            out.append(msgspec.structs.replace(c, kind=Kind.BULLET_COUNT, params=params))
+            continue
+        out.append(c)
+    return out
+
+
+def _conflict(detail: str, *constraints: Constraint) -> ConflictError:
+    return ConflictError(detail, constraint_ids=list(dict.fromkeys(c.id for c in constraints)))
+
+
+def table_layout(
+    constraints: Sequence[Constraint],
+    layout: Layout,
+    *,
+    policy: CharPolicy,
+    limits: Limits,
+    tables: VocabTables,
+    max_new_tokens: int | None,
+    controlled: set[str],
+    sources: dict[str, Constraint],
+) -> Layout:
+    """``layout`` with the table of the first hard ``structure(table)`` as its body
+    (unchanged: no table, or another body shapes the answer); ``sources`` gains
+    the header literals (see the module doc for what is refused)."""
+    found = [(c, f) for c in constraints if isinstance(f := form_of_constraint(c), Structure)
+             and f.layout is FormLayout.TABLE]
+    if not found:
+        return layout
+    c, form = found[0]
+    if layout.body.kind == "formal":
+        formal = [q for q in constraints if q.kind in (Kind.JSON_FORMAT, Kind.REGEX_FORMAT, Kind.CONSTRAINED_RESPONSE)]
+        raise _conflict("a formal answer (JSON, regex, options) cannot be a table", c, *formal)
+    if layout.body.kind != "free" or layout.highlights:
+        return layout
+    headers = tuple(CharPolicy(case=policy.case).transform(" ".join(h.split())) for h in form.headers)
+    if any(not h or "|" in h for h in headers):
+        raise InvalidInput(f"structure: a table header must be text without '|', got {list(form.headers)!r}")
+    columns = form.columns if form.columns is not None else len(headers) or TABLE_COLUMNS
+    if headers and columns != len(headers):
+        raise _conflict(f"a table of {columns} columns cannot have the {len(headers)} headers {list(headers)}", c)
+    rows = form.n if form.n is not None else TABLE_ROWS
+    if rows < 1 or columns < 1:
+        raise InvalidInput(f"structure: a table needs a row and a column, not {rows} x {columns}")
+    body = Body(kind="table", n=rows, columns=columns, headers=headers, intro=form.before, outro=form.after)
+    shaped = replace(layout, body=body)
+    segments = build_layout(shaped)
+    literals = [s.text for s in segments if isinstance(s, Literal)]
+    words = sum(count_text(text).units for text in literals)
+    if limits.max_words is not None and words > limits.max_words:
+        capped = [q for q in constraints if q.kind == Kind.WORD_COUNT]
+        raise _conflict(f"the table's fixed text holds {words} words, more than the {limits.max_words} allowed",
+                        c, *capped)
+    if limits.max_sentences is not None and sentence_floor(segments) > limits.max_sentences:
+        capped = [q for q in constraints if q.kind == Kind.SENTENCE_COUNT]
+        raise _conflict(f"the table's prose needs {sentence_floor(segments)} sentences, more than the "
+                        f"{limits.max_sentences} allowed", c, *capped)
+    least = sum(len(tables.encode(text)) for text in literals)
+    least += MIN_SEGMENT_TOKENS * sum(1 for s in segments if isinstance(s, Free))
+    if max_new_tokens is not None and least > max_new_tokens:
+        raise LimitExceeded(
+            f"a table of {rows} rows and {columns} columns needs at least {least} tokens, more than the "
+            f"{max_new_tokens} new tokens allowed",
+            constraint_ids=[c.id],
+        )
+    for header in headers:
+        sources[header] = c
+    controlled.add(c.id)
+    return shaped
