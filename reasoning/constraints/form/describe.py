@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from reasoning.constraints.form.copying import changed
 from reasoning.constraints.form.model import (
     Count,
     Filter,
@@ -143,8 +144,38 @@ def describe(form: Form, language: str = "en") -> str:
         return f"Wrap {where} in {form.left} and {form.right}."
     if isinstance(form, Structure):
         template = (_ZH_LAYOUTS if zh else _EN_LAYOUTS)[form.layout]
-        return template.format(n=form.n or 2, marker=form.marker or "******")
+        text = template.format(n=form.n or 2, marker=form.marker or "******")
+        return text + _shape(form, zh)
+    wanted = changed(form)
+    if form.change and wanted is not None:
+        if zh:
+            return f"先原样写出以下文字，然后作答：{wanted}"
+        return f"First write exactly this, then give your answer: {wanted}"
     if zh:
         return f"先{'改写后' if form.change else '逐字'}重复以下请求，然后作答：{form.text}"
     how = "with the requested change" if form.change else "word for word"
     return f"First repeat the request {how}, then give your answer: {form.text}"
+
+
+def _shape(form: Structure, zh: bool) -> str:
+    """The item, row, column and header counts and the prose around a list or table, as a sentence."""
+    if form.layout in (Layout.NO_LIST, Layout.RESPONSES):
+        return ""
+    parts: list[str] = []
+    if form.layout is Layout.TABLE:
+        if form.n is not None:
+            parts.append(f"{form.n}行" if zh else f"{form.n} rows")
+        if form.columns is not None:
+            parts.append(f"{form.columns}列" if zh else f"{form.columns} columns")
+        if form.headers:
+            parts.append(("表头：" if zh else "the headers ") + ", ".join(form.headers))
+    elif form.n is not None:
+        parts.append(f"{form.n}项" if zh else f"{form.n} items")
+    beside = {"paragraph": ("一段文字", "a paragraph"), "sentence": ("一句话", "one sentence")}
+    if form.before is not None:
+        parts.append(f"之前写{beside[form.before][0]}" if zh else f"{beside[form.before][1]} before it")
+    if form.after is not None:
+        parts.append(f"之后写{beside[form.after][0]}" if zh else f"{beside[form.after][1]} after it")
+    if not parts:
+        return ""
+    return ("（" + "，".join(parts) + "）") if zh else " (" + "; ".join(parts) + ".)"
