@@ -30,7 +30,12 @@ Guarantees:
   slab for this forward should have: float32 on the CPU whatever the weights
   (torch's CPU attention over bfloat16 was measured 7-15x slower than over
   float32 for a beam's few rows, and the rest of the step is the weights'
-  kernels), the activations' dtype elsewhere.
+  kernels), the activations' dtype elsewhere;
+- a one-token step attends by two products and a softmax over an additive
+  mask built once per call (not per layer); where the slab says that spans
+  of rows hold their first columns alike (:meth:`SlabCache.share`: a
+  branch's beams and its prompt), those keys and values are read once per
+  span, not once per row. Prefills take torch's fused attention.
 """
 
 from __future__ import annotations
@@ -43,7 +48,6 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 
 from inference.decoder.grouped_attention import GroupedCache
 from inference.decoder.kv_slab import SlabCache, supports_slab_cache
@@ -56,6 +60,26 @@ Linear = Callable[[torch.Tensor], torch.Tensor]
 _FAMILY = frozenset({"llama", "mistral", "qwen2"})
 _FORWARDS: weakref.WeakKeyDictionary[Any, LeanLlama] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class _Group:
+    """The rows of one call that attend over one slab, and how they see its columns.
+
+    ``mask`` is the boolean mask ``[n, 1, S, C]`` (True: attend) a prefill's
+    fused attention takes; a one-token step reads ``bias`` instead, the same
+    mask as ``0`` / ``-inf`` ``[n, 1, 1, C]`` in the slab's dtype. ``shared``
+    and ``span``: the slab's claim (:attr:`SlabCache.shared`) where its rows
+    are exactly these, else ``(0, 1)``.
+    """
+
+    slab: SlabCache
+    lo: int
+    hi: int
+    mask: torch.Tensor
+    bias: torch.Tensor | None
+    shared: int
+    span: int
 
 
 @dataclass(frozen=True)
@@ -162,23 +186,22 @@ class LeanLlama:
         groups = self._groups(attention_mask, cache, rows, new)
         h = self.embed(input_ids)  # [B, S, hidden]
         cos, sin = self.rotary(self._angles_like, position_ids)  # [B, S, D] in kv_dtype
-        q_size, kv_size = self.heads * self.head_dim, self.kv_heads * self.head_dim
+        cos, sin = cos.unsqueeze(2), sin.unsqueeze(2)  # [B, S, 1, D]: the same for every head
+        heads, kv_heads, dim = self.heads, self.kv_heads, self.head_dim
+        half = dim // 2
         for index, layer in enumerate(self.layers):
             x = F.rms_norm(h, (self.hidden,), layer.input_norm, layer.eps)
             if len(layer.qkv) == 1:
                 qkv = layer.qkv[0](x).to(self.kv_dtype)
-                q, k, v = torch.split(qkv, [q_size, kv_size, kv_size], dim=-1)
             else:
-                q, k, v = (proj(x).to(self.kv_dtype) for proj in layer.qkv)
-            q, k = apply_rotary_pos_emb(
-                q.view(rows, new, self.heads, self.head_dim).transpose(1, 2),
-                k.view(rows, new, self.kv_heads, self.head_dim).transpose(1, 2),
-                cos,
-                sin,
-            )
-            v = v.view(rows, new, self.kv_heads, self.head_dim).transpose(1, 2)
-            attended = self._attend(index, q, k, v, groups)  # [B, H, S, D]
-            h = h + layer.o(attended.transpose(1, 2).reshape(rows, new, q_size).to(h.dtype))
+                qkv = torch.cat([proj(x).to(self.kv_dtype) for proj in layer.qkv], dim=-1)
+            qkv = qkv.view(rows, new, heads + 2 * kv_heads, dim)
+            qk = qkv[:, :, : heads + kv_heads]  # queries and keys rotate alike: one product
+            qk = qk * cos + torch.cat((-qk[..., half:], qk[..., :half]), dim=-1) * sin
+            attended = self._attend(
+                index, qk[:, :, :heads], qk[:, :, heads:], qkv[:, :, heads + kv_heads :], groups
+            )  # [B, S, H * D]
+            h = h + layer.o(attended.to(h.dtype))
             x = F.rms_norm(h, (self.hidden,), layer.post_norm, layer.eps)
             if len(layer.gate_up) == 1:
                 gate, up = torch.split(
@@ -186,7 +209,7 @@ class LeanLlama:
                 )
             else:
                 gate, up = (proj(x) for proj in layer.gate_up)
-            h = h + layer.down(F.silu(gate) * up)
+            h = h + layer.down(F.silu(gate).mul_(up))
         if last_only:
             h = h[:, -1:, :]
         return self.lm_head(F.rms_norm(h, (self.hidden,), self.norm, self.norm_eps))
@@ -197,46 +220,105 @@ class LeanLlama:
         q: torch.Tensor,
         k: torch.Tensor,
         v: torch.Tensor,
-        groups: Sequence[tuple[SlabCache, torch.Tensor, int, int]],
+        groups: Sequence[_Group],
     ) -> torch.Tensor:
-        """Write each group's new keys and values into its slab and attend over its used columns."""
+        """Write each group's new keys and values into its slab and attend over its used columns.
+
+        ``q: [B, S, H, D]``, ``k, v: [B, S, KV, D]``; returns ``[B, S, H * D]``.
+        """
+        new = q.shape[1]
         outputs = []
-        for slab, mask, lo, hi in groups:
-            layer: Any = slab.layers[index]
-            keys, values = layer.update(k[lo:hi], v[lo:hi])  # stored in the slab's dtype
-            outputs.append(
-                F.scaled_dot_product_attention(
-                    q[lo:hi].to(keys.dtype),
+        for g in groups:
+            layer: Any = g.slab.layers[index]
+            keys, values = layer.update(  # stored in the slab's dtype: [n, KV, C, D]
+                k[g.lo : g.hi].transpose(1, 2), v[g.lo : g.hi].transpose(1, 2)
+            )
+            if g.bias is None:
+                out = F.scaled_dot_product_attention(
+                    q[g.lo : g.hi].transpose(1, 2).to(keys.dtype),
                     keys,
                     values,
-                    attn_mask=mask,
+                    attn_mask=g.mask,
                     scale=self.scaling,
                     enable_gqa=True,
-                )
-            )
+                ).transpose(1, 2)  # [n, S, H, D]
+            else:
+                out = self._attend_one(q[g.lo : g.hi].to(keys.dtype), keys, values, g)
+            outputs.append(out.reshape(g.hi - g.lo, new, self.heads * self.head_dim))
         return outputs[0] if len(outputs) == 1 else torch.cat(outputs, dim=0)
 
-    @staticmethod
+    def _attend_one(
+        self, q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, g: _Group
+    ) -> torch.Tensor:
+        """One new token per row: ``q [n, 1, H, D]`` over ``keys, values [n, KV, C, D]`` -> ``[n, KV, G, D]``.
+
+        Each key head serves ``G = H / KV`` query heads (torch's ``enable_gqa``
+        grouping: query head ``h`` reads key head ``h // G``), so the queries are
+        viewed as ``[n, KV, G, D]`` and multiplied against the keys unrepeated.
+        Over a span's shared columns the queries of all its rows are stacked
+        (``[KV, span * G, D]`` per span) against the span's first row's keys.
+        """
+        n, kv_heads, dim = g.hi - g.lo, self.kv_heads, self.head_dim
+        rep = self.heads // kv_heads
+        qg = q.view(n, kv_heads, rep, dim)
+        shared, span, bias = g.shared, g.span, g.bias
+        assert bias is not None
+        if shared == 0:
+            scores = torch.matmul(qg, keys.transpose(-1, -2))  # [n, KV, G, C]
+            weights = torch.softmax(torch.add(bias, scores, alpha=self.scaling), dim=-1)
+            return torch.matmul(weights, values)
+        spans, columns = n // span, keys.shape[2]
+
+        def by_span(t: torch.Tensor) -> torch.Tensor:  # [n, KV, G, X] -> [spans, KV, span * G, X]
+            t = t.reshape(spans, span, kv_heads, rep, t.shape[-1]).transpose(1, 2)
+            return t.reshape(spans, kv_heads, span * rep, -1)
+
+        def by_row(t: torch.Tensor) -> torch.Tensor:  # the inverse of ``by_span``
+            t = t.reshape(spans, kv_heads, span, rep, t.shape[-1]).transpose(1, 2)
+            return t.reshape(n, kv_heads, rep, -1)
+
+        first_k = keys.view(spans, span, kv_heads, columns, dim)[:, 0, :, :shared]
+        first_v = values.view(spans, span, kv_heads, columns, dim)[:, 0, :, :shared]
+        common = by_row(torch.matmul(by_span(qg), first_k.transpose(-1, -2)))  # [n, KV, G, shared]
+        own = torch.matmul(qg, keys[:, :, shared:].transpose(-1, -2))  # [n, KV, G, C - shared]
+        scores = torch.add(bias, torch.cat((common, own), dim=-1), alpha=self.scaling)
+        weights = torch.softmax(scores, dim=-1)
+        out = torch.matmul(weights[..., shared:], values[:, :, shared:])
+        return out.add_(by_row(torch.matmul(by_span(weights[..., :shared]), first_v)))
+
     def _groups(
-        attention_mask: torch.Tensor, cache: SlabCache | GroupedCache, rows: int, new: int
-    ) -> list[tuple[SlabCache, torch.Tensor, int, int]]:
-        """Every slab the call writes to, with its 4D attention mask and its rows."""
+        self, attention_mask: torch.Tensor, cache: SlabCache | GroupedCache, rows: int, new: int
+    ) -> list[_Group]:
+        """Every slab the call writes to, with its rows and how they see its columns."""
         if isinstance(cache, GroupedCache):
             return [
-                (slab, mask, lo, hi)
+                self._group(slab, mask, lo, hi, one_token=True)
                 for (slab, _), mask, (lo, hi) in zip(cache.groups, cache.masks, cache.bounds)
             ]
         past = cache.get_seq_length()
         columns = past + new
         padding = attention_mask[:, None, None, :columns]  # [B, 1, 1, C]
         if new == 1:
-            return [(cache, padding, 0, rows)]
+            return [self._group(cache, padding, 0, rows, one_token=True)]
         col = torch.arange(columns, device=attention_mask.device)
         query = past + torch.arange(new, device=attention_mask.device)[:, None]  # [S, 1]
         # Causal over the new tokens; a query always sees itself, so a padding
         # query (whose own column is masked) attends to something and stays finite.
         mask = (padding & (col <= query)) | (col == query)  # [B, 1, S, C]
-        return [(cache, mask, 0, rows)]
+        return [self._group(cache, mask, 0, rows, one_token=False)]
+
+    def _group(
+        self, slab: SlabCache, mask: torch.Tensor, lo: int, hi: int, *, one_token: bool
+    ) -> _Group:
+        """One group's view of its slab: the mask, and for one-token steps its bias and shared span."""
+        if not one_token:
+            return _Group(slab, lo, hi, mask, None, 0, 1)
+        bias = torch.zeros(mask.shape, dtype=self.kv_dtype, device=mask.device)
+        bias.masked_fill_(~mask, float("-inf"))
+        shared, span = slab.shared
+        if shared == 0 or (hi - lo) % span or (hi - lo) == span == 1:
+            shared, span = 0, 1
+        return _Group(slab, lo, hi, mask, bias, shared, span)
 
 
 def attach(model: Any, forward: LeanLlama | None) -> None:
