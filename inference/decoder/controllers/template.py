@@ -280,5 +280,6 @@ def build_layout(layout: Layout) -> tuple[Segment, ...]:
     if last_body is not None:
         seg = merged[last_body]
         assert isinstance(seg, Free)
-        merged[last_body] = replace(seg, gate=True)
+        # A minimum holds the gate open as long as the budget allows: a table's last cell loses its cap.
+        merged[last_body] = replace(seg, gate=True, cap_tokens=None if seg.cell else seg.cap_tokens)
     return tuple(merged)

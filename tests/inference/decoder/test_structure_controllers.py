@@ -111,6 +111,16 @@ def test_table_fits_beside_other_constraints(tokenizer: Any) -> None:
     assert judged(constraints, state.text) == [], state.text
 
 
+def test_table_meets_a_word_minimum(tokenizer: Any) -> None:
+    constraints = [gen(Kind.STRUCTURE, "table", layout="table", n=1, columns=2),
+                   Constraint(id="words", kind=Kind.WORD_COUNT, params={"relation": "at least", "n": 25})]
+    steering = compile_steering(constraints, tokenizer, prompt="Compare two rivers.", max_new_tokens=BUDGET)
+    assert steering.controlled == {"table", "words"}
+    for seed in SEEDS:
+        state = drive_with_bias(steering, BUDGET, seed, bias_towards(tokenizer, r"\||\n", 5.0))
+        assert judged(constraints, state.text) == [], state.text
+
+
 def test_impossible_structures_are_refused(tokenizer: Any) -> None:
     table = gen(Kind.STRUCTURE, "a", layout="table", columns=3, headers=["One", "Two"])
     with pytest.raises(ConflictError) as refused:
@@ -134,3 +144,33 @@ def test_impossible_structures_are_refused(tokenizer: Any) -> None:
     with pytest.raises(LimitExceeded):
         compile_steering([gen(Kind.STRUCTURE, layout="table", n=8, columns=4)], tokenizer, prompt="x",
                          max_new_tokens=40)
+
+
+@pytest.mark.model
+def test_bundled_model_writes_structures(loaded_model: Any) -> None:
+    """One short decode per structure: a table with headers, a list before a
+    one-sentence summary, a copy with a word replaced; each judged by the verifiers."""
+    from inference.decoder.decode import decode
+    from inference.decoder.options import DecodeOptions
+    from inference.prompting import plan_prompt
+
+    tokenizer = loaded_model.tokenizer
+    budget = 48
+    cases = [
+        ("Name two rivers and their countries in a table with the columns River and Country.",
+         gen(Kind.STRUCTURE, "s", layout="table", n=2, headers=["River", "Country"])),
+        ("Give tips for sleep as a bulleted list of two items, then a one-sentence summary.",
+         gen(Kind.STRUCTURE, "s", layout="list", n=2, after="sentence")),
+        ("First repeat the request but replace 'cat' with 'dog', then answer. Why is a cat a good pet?",
+         gen(Kind.COPY, "s", text="Why is a cat a good pet?", change=True, replace=[["cat", "dog"]])),
+    ]
+    for prompt, constraint in cases:
+        steering = compile_steering([constraint], tokenizer, prompt=prompt, max_new_tokens=budget)
+        assert steering.controlled == {"s"}
+        plan = plan_prompt(tokenizer, prompt, [constraint])
+        result = decode(
+            loaded_model.model, tokenizer, plan, steering=steering,
+            options=DecodeOptions(width=2, max_new_tokens=budget, prune=False), constraints=[constraint],
+        )
+        assert judged([constraint], result.answer) == [], result.answer
+        assert len(re.findall(r"[A-Za-z]{3,}", result.answer)) >= 4, result.answer
