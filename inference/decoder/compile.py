@@ -30,6 +30,7 @@ import torch
 from inference.decoder.compile_form import (
     form_floors,
     form_layout,
+    form_opening,
     form_placement,
     form_tally,
     lower_forms,
@@ -157,12 +158,19 @@ def compile_steering(
     placement = form_placement(hard, layout, controlled, inserts=citations is not None or statement is not None)
     floors = form_floors(hard, layout, tally, controlled, max_new_tokens=max_new_tokens,
                          inserts=citations is not None or statement is not None)
+    opening = form_opening(hard, layout, controlled, inserts=citations is not None or statement is not None,
+                           placed=placement is not None)
     if placement is not None and policy.active:
         # Its tokens are forced: the character policy must allow every one of them.
         allowed = policy.allowed_mask(tables)
         if not all(bool(allowed[t]) for t in tables.encode(" " + placement.text) + tables.encode(placement.text)):
             controlled.difference_update(placement.sources)
             placement = None
+    if opening is not None and policy.active:
+        allowed = policy.allowed_mask(tables)
+        if not all(bool(allowed[t]) for t in tables.encode(" " + opening.text) + tables.encode(opening.text)):
+            controlled.difference_update(opening.sources)
+            opening = None
 
     for c in hard:
         if c.id not in controlled and c.id not in assisted:
@@ -183,7 +191,7 @@ def compile_steering(
         specs=tuple(
             spec
             for spec in (policy, SoftPolicy(soft_policy), limits, forbidden, citations, keywords, capitals,
-                         tally, placement, floors, statement)
+                         tally, placement, floors, opening, statement)
             if spec is not None
         ),
         max_new_tokens=max_new_tokens,

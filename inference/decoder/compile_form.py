@@ -42,6 +42,7 @@ from dataclasses import replace
 import msgspec
 
 from inference.decoder.controllers.floors import FLOOR_UNITS, Floor, Floors
+from inference.decoder.controllers.openings import OPENED_UNITS, Opening
 from inference.decoder.controllers.placing import STRIPPED, Placement
 from inference.decoder.controllers.tally import (
     CAPPABLE_UNITS,
@@ -64,6 +65,7 @@ __all__ = [
     "form_floors",
     "form_layout",
     "form_of_constraint",
+    "form_opening",
     "form_placement",
     "form_tally",
     "lower_forms",
@@ -521,3 +523,42 @@ def _check_floor_fits(c: Constraint, floor: Count, lo: int, constraints: Sequenc
                     f"{least_pieces} {per.value} of at least {lo} {floor.unit.value} do not fit in at most {hi}",
                     constraint_ids=[c.id, q.id, *pieces_ids],
                 )
+
+
+def form_opening(
+    constraints: Sequence[Constraint], layout: Layout, controlled: set[str], *, inserts: bool, placed: bool
+) -> Opening | None:
+    """The ``controllers.openings.Opening`` of a sentence or line at a middle position that starts
+    with a text (None: none, or not controllable here).
+
+    Controlled: one such position (``k >= 2``), in a free body without fixed text, with no
+    controller that forces words of its own (``inserts``: citations or a stated decision;
+    ``placed``: a word placement; the kinds of ``_INSERTING``), and no maximum that counts an
+    item of the text (its tokens are forced past the masks).
+    """
+    found: list[tuple[Constraint, Position]] = []
+    for c in constraints:
+        form = form_of_constraint(c)
+        if isinstance(form, Position) and form.unit in OPENED_UNITS and form.k >= 2 and form.op == "starts_with":
+            found.append((c, form))
+    if len(found) != 1 or inserts or placed or any(c.kind in _INSERTING for c in constraints):
+        return None
+    c, form = found[0]
+    kinds = {q.kind for q in constraints}
+    text = " ".join(form.text.split())
+    text = text.lower() if Kind.ALL_LOWERCASE in kinds else text.upper() if Kind.ALL_CAPITALS in kinds else text
+    if not text or layout.body.kind != "free" or any(isinstance(s, Literal) for s in build_layout(layout)):
+        return None
+    if units.pieces(form.unit, text + " X")[:-1] or "\n" in text:
+        return None  # the text would itself end a piece
+    for q in constraints:
+        try:
+            forms = form_of(q.kind, q.params) or ()
+        except (TypeError, ValueError, KeyError):
+            return None
+        for cap in forms:
+            if isinstance(cap, Count) and cap.of is None \
+                    and _bounds(cap.relation, cap.n)[1] is not None and units.count(cap.measure, " " + text + " ") > 0:
+                return None
+    controlled.add(c.id)
+    return Opening(per=form.unit, k=form.k, text=text, sources=(c.id,))

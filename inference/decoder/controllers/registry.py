@@ -18,6 +18,7 @@ from inference.decoder.controllers.floors import build_floors
 from inference.decoder.controllers.keywords import build_keywords
 from inference.decoder.controllers.landing import build_landing
 from inference.decoder.controllers.lexical import build_forbidden
+from inference.decoder.controllers.openings import build_openings
 from inference.decoder.controllers.placeholders import build_placeholders
 from inference.decoder.controllers.placing import build_placing
 from inference.decoder.controllers.protocol import Builder
@@ -36,6 +37,7 @@ CONTROLLERS: tuple[Builder, ...] = (
     build_placeholders,  # a due placeholder is taken before a due keyword
     build_forbidden,  # a forced end waits for a clean place
     build_placing,  # the k-th word: its text forced where the model starts that word
+    build_openings,  # the k-th sentence / line: its opening text forced where the piece begins
     build_tally,  # capped form counts masked or checked per candidate; no list line
     build_floors,  # per-piece minima: no short piece closes; withdraws a close demand from those before it
     build_keywords,  # paced insertions; capped counts checked per candidate

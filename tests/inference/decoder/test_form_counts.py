@@ -127,3 +127,65 @@ def test_impossible_minima_and_positions_are_conflicts(tokenizer: Any) -> None:
         with pytest.raises(ConflictError) as refused:
             compile_steering(constraints, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
         assert "a" in refused.value.extra["constraint_ids"]
+
+
+OPENINGS = [
+    ("third sentence, one word", {"unit": "sentences", "k": 3, "op": "starts_with", "text": "However"},
+     lambda t: re.match(r"however(?:[\s.,?!'\"]|$)", _sentences(t)[2].lower()) is not None),
+    ("second sentence, a phrase", {"unit": "sentences", "k": 2, "op": "starts_with", "text": "In short"},
+     lambda t: _sentences(t)[1].lower().startswith("in short")),
+    ("second line", {"unit": "lines", "k": 2, "op": "starts_with", "text": "Next"},
+     lambda t: [ln for ln in t.splitlines() if ln.strip()][1].split()[0].strip(".,?!'\"").lower() == "next"),
+]
+
+
+@pytest.mark.parametrize(("name", "params", "ok"), OPENINGS, ids=[row[0] for row in OPENINGS])
+def test_a_middle_piece_opening_holds_on_random_logits(tokenizer: Any, name: str, params: dict[str, Any],
+                                                       ok: Any) -> None:
+    constraints = [gen(Kind.POSITION, **params), gen(Kind.COUNT, "digits", unit="digits", relation="at most", n=0)]
+    steering = compile_steering(constraints, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
+    assert steering.controlled == {"f", "digits"}
+    bias = bias_towards(tokenizer, r"^[.!?]$|^\n$", 12.0)  # pieces end everywhere, with any next word
+    bias.update(bias_towards(tokenizer, r"^ ?[A-Za-z]+$", 3.0))
+    for seed in SEEDS:
+        state = drive_with_bias(steering, BUDGET, seed, bias)
+        assert ok(state.text), state.text
+        assert judged(constraints, state.text) == [], state.text
+        assert "opening" not in steering.unmet(state)
+
+
+def test_a_middle_opening_beside_inserted_words_or_a_cap_on_its_letters_is_left_to_the_prompt(tokenizer: Any) -> None:
+    cases = [
+        [gen(Kind.POSITION, unit="sentences", k=2, op="starts_with", text="However"),
+         Constraint(id="kw", kind=Kind.KEYWORDS_PRESENT, params={"keywords": ["delta"]})],
+        [gen(Kind.POSITION, unit="sentences", k=2, op="starts_with", text="However"),
+         gen(Kind.COUNT, "no-w", unit="letters", filter={"text": "w"}, relation="at most", n=0)],
+    ]
+    for constraints in cases:
+        steering = compile_steering(constraints, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
+        assert "f" in steering.uncontrolled
+
+
+@pytest.mark.model
+def test_bundled_model_keeps_a_floor_and_an_opening(loaded_model: Any) -> None:
+    from inference.decoder.decode import decode
+    from inference.decoder.options import DecodeOptions
+    from inference.prompting import plan_prompt
+
+    tokenizer = loaded_model.tokenizer
+    budget = 64
+    prompt = "Describe a river in spring."
+    constraints = [
+        gen(Kind.COUNT, "floor", unit="words", relation="at least", n=6, per="sentences"),
+        gen(Kind.POSITION, "second", unit="sentences", k=2, op="starts_with", text="Meanwhile"),
+        gen(Kind.COUNT, "digits", unit="digits", relation="at most", n=0),
+    ]
+    steering = compile_steering(constraints, tokenizer, prompt=prompt, max_new_tokens=budget)
+    assert steering.controlled == {"floor", "second", "digits"}
+    plan = plan_prompt(tokenizer, prompt, constraints)
+    result = decode(
+        loaded_model.model, tokenizer, plan, steering=steering,
+        options=DecodeOptions(width=2, max_new_tokens=budget, prune=False), constraints=constraints,
+    )
+    assert judged(constraints, result.answer) == [], result.answer
+    assert len(_sentences(result.answer)) >= 2, result.answer

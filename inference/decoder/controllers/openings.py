@@ -1,0 +1,245 @@
+"""A piece at a middle position opens with a text: the k-th sentence or line starts with it.
+
+Pieces and the comparison are the verifier's (``units.pieces``; a one-word
+text is compared with the piece's first word cut at ``.,?!'"``, a longer one
+as a prefix, ignoring case: ``reasoning.constraints.form.verify``). A row's
+part of the state is where its current piece starts (``tally.piece_start``,
+a settled boundary), how many pieces come before it, the tokens of the text
+still to force and whether the text is written.
+
+- *before*: once the row holds ``k - 1`` pieces and the last one is closed
+  (a new word appended would open a new piece: a sentence end, a line
+  break), the text is forced there (`` text`` after a non-space, ``text``
+  after whitespace), token by token;
+- *closing* (a one-word text): until the word is delimited, only tokens
+  that begin with whitespace or one of ``.,?!'"`` are allowed, or the end;
+- *done*: no restriction.
+
+Every candidate is also checked on the k-th piece of the text it would
+make (whatever token spells it: a piece that cannot become one starting
+with the text is refused), the end waits while the check of the complete
+answer fails (``ends_ok``) and the model's stop is held back until then.
+So a text this controller lets end opens its k-th piece with the text,
+provided nothing else forces tokens into the answer: the compiler controls
+an opening only in a free body without fixed text and without controllers
+that insert words (keywords, capital words, placeholders, citations, a
+stated decision, a placed word). A budget that runs out first is cut and
+reported (``unmet``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from inference.decoder.controllers.layout import LayoutSegment
+from inference.decoder.controllers.protocol import (
+    HOLD_ALL,
+    HOLD_NONE,
+    Context,
+    Controller,
+    Draft,
+    Plan,
+    SteerState,
+)
+from inference.decoder.controllers.tally import piece_start
+from inference.decoder.vocab import VocabTables
+from reasoning.constraints.form import units
+from reasoning.constraints.form.model import Position, Unit
+from reasoning.constraints.form.verify import check
+
+__all__ = ["OPENED_UNITS", "Opening", "OpeningState", "Openings", "build_openings", "opens_piece"]
+
+#: Pieces an opening can be placed in (paragraphs are the layout's: ``compile_form.lower_forms``).
+OPENED_UNITS = frozenset({Unit.SENTENCES, Unit.LINES})
+#: What ends the first word of a piece for the verifier (IFEval's first-word rule).
+WORD_CUTS = ".,?!'\""
+_PROBE = " X"
+
+
+def opens_piece(per: Unit, text: str) -> bool:
+    """Whether a new word appended to ``text`` would open a new piece (sentence, line, paragraph)."""
+    return len(units.pieces(per, text + _PROBE)) > len(units.pieces(per, text))
+
+
+@dataclass(frozen=True)
+class Opening:
+    """The ``k``-th (``k >= 2``) ``per`` piece starts with ``text`` (``sources``: the constraint ids)."""
+
+    per: Unit
+    k: int
+    text: str
+    sources: tuple[str, ...] = ()
+
+    @property
+    def one_word(self) -> bool:
+        return len(self.text.split()) == 1 and re.search(r"\w", self.text) is not None
+
+    @property
+    def form(self) -> Position:
+        return Position(unit=self.per, op="starts_with", text=self.text, k=self.k)
+
+
+@dataclass(frozen=True)
+class OpeningState:
+    """A row's part (see the module doc)."""
+
+    start: int = 0
+    before: int = 0
+    pending: tuple[int, ...] = ()
+    written: bool = False
+    done: bool = False
+
+
+def _consistent(opening: Opening, piece: str, complete: bool) -> bool:
+    """Whether the k-th ``piece`` (complete, or still growing) starts, or can still start, with the text."""
+    target = opening.text.strip().lower()
+    low = piece.strip().lower()
+    if not opening.one_word:
+        return low.startswith(target) or (not complete and target.startswith(low))
+    parts = low.split()
+    if not parts:
+        return not complete
+    word = parts[0].lstrip("'").lstrip('"')
+    cut = next((i for i, ch in enumerate(word) if ch in WORD_CUTS), None)
+    if cut is not None:
+        return word[:cut] == target
+    if complete or len(parts) > 1:
+        return word == target
+    return target.startswith(word)
+
+
+def _delimiters(tables: VocabTables) -> torch.Tensor:
+    """``[V]`` bool: tokens that may follow a written one-word text (whitespace or a cut first)."""
+
+    def build() -> torch.Tensor:
+        values = [bool(t) and (t[0].isspace() or t[0] in WORD_CUTS) for t in tables.texts]
+        return torch.tensor(values, dtype=torch.bool, device=tables.device)
+
+    return tables.cached(("opening-delimiters", 0), build)  # type: ignore[no-any-return]
+
+
+class Openings(Controller):
+    """The k-th sentence / line opening with a text, at decode time (see the module doc)."""
+
+    lazy = True
+
+    def __init__(self, ctx: Context, opening: Opening) -> None:
+        self.ctx = ctx
+        self.spec = opening
+        self.opening = opening
+        tables = ctx.tables
+        self._spaced = tuple(tables.encode(" " + opening.text))
+        self._bare = tuple(tables.encode(opening.text))
+        self._delimiters = _delimiters(tables)
+        self._eos = list(tables.eos_ids)
+
+    def start(self) -> OpeningState:
+        return OpeningState()
+
+    def _due(self, state: SteerState) -> bool:
+        part: OpeningState = state.parts[self.slot]
+        if part.written or part.pending or part.done:
+            return False
+        window = state.text[part.start :]
+        pieces = units.pieces(self.opening.per, window)
+        return part.before + len(pieces) == self.opening.k - 1 and opens_piece(self.opening.per, window)
+
+    def route(self, state: SteerState) -> Plan | None:
+        part: OpeningState = state.parts[self.slot]
+        if part.pending:
+            return Plan("only", part.pending[0], seg=state.seg)
+        if state.pending or not self._due(state):
+            return None
+        spelling = self._bare if state.text == "" or state.text[-1].isspace() else self._spaced
+        return Plan("only", spelling[0], seg=state.seg) if spelling else None
+
+    def holding(self, state: SteerState) -> bool:
+        return bool(state.parts[self.slot].pending)
+
+    def holds(self, d: Draft) -> int:
+        return HOLD_NONE if d.state.parts[self.slot].done else HOLD_ALL
+
+    def mask(
+        self,
+        states: Sequence[SteerState],
+        plans: Sequence[Plan],
+        allowed: torch.Tensor,
+        fragments: torch.Tensor,
+        base: torch.Tensor,
+        lp: torch.Tensor,
+    ) -> None:
+        if not self.opening.one_word:
+            return
+        for r, state in enumerate(states):
+            part: OpeningState = state.parts[self.slot]
+            if part.written and not part.done:
+                keep = self._delimiters.clone()
+                keep[self._eos] = True
+                allowed[r] &= keep
+                fragments[r] = False
+
+    def _may(self, state: SteerState, text: str) -> bool:
+        part: OpeningState = state.parts[self.slot]
+        if part.done:
+            return True
+        index = self.opening.k - 1 - part.before
+        pieces = units.pieces(self.opening.per, state.text[part.start :] + text)
+        if index < 0 or index >= len(pieces):
+            return True
+        return _consistent(self.opening, pieces[index], complete=index < len(pieces) - 1)
+
+    def check(self, state: SteerState, memo: Any, text: str, tail: bytes, closing: bool) -> bool:
+        return self._may(state, text)
+
+    def check_pieced(self, state: SteerState, memo: Any, raw: bytes, text: str, tail: bytes) -> bool:
+        return self._may(state, text)
+
+    def ends_ok(self, state: SteerState) -> bool:
+        return check(self.opening.form, state.text).satisfied
+
+    def advance(
+        self,
+        before: SteerState,
+        new: SteerState,
+        token_id: int,
+        comp: LayoutSegment | None,
+        plan_of: Callable[[SteerState], Plan],
+    ) -> Any:
+        part: OpeningState = before.parts[self.slot]
+        if part.done or len(new.text) == len(before.text) and not part.pending:
+            return part
+        start = piece_start(self.opening.per, new.text, part.start)
+        passed = len(units.pieces(self.opening.per, new.text[part.start : start])) if start > part.start else 0
+        moved = OpeningState(start=start, before=part.before + passed, pending=part.pending, written=part.written)
+        if part.pending:
+            rest = part.pending[1:]
+            return OpeningState(start, moved.before, rest, written=not rest, done=not rest and self._settled(new))
+        if self._due(before):
+            for spelling in (self._spaced, self._bare):
+                if spelling and token_id == spelling[0]:
+                    rest = spelling[1:]
+                    return OpeningState(start, moved.before, rest, written=not rest,
+                                        done=not rest and self._settled(new))
+        if part.written:
+            return OpeningState(start, moved.before, written=True, done=self._settled(new))
+        return moved
+
+    def _settled(self, new: SteerState) -> bool:
+        """Whether the written text can no longer change (a longer text is a prefix; a word is delimited)."""
+        if not self.opening.one_word:
+            return True
+        return bool(new.text) and (new.text[-1].isspace() or new.text[-1] in WORD_CUTS)
+
+    def unmet(self, state: SteerState) -> tuple[str, ...]:
+        return () if self.ends_ok(state) else ("opening",)
+
+
+def build_openings(ctx: Context, specs: Sequence[Any]) -> Controller | None:
+    """The opening controller, when a request opens a middle sentence or line with a text."""
+    opening = next((s for s in specs if isinstance(s, Opening)), None)
+    return Openings(ctx, opening) if opening is not None else None
