@@ -205,6 +205,19 @@ def _quantity_right(ctx: _Ctx, head: int, limit: int = 16) -> _Quantity | None:
     return None
 
 
+def relation_after_unit(ctx: _Ctx, quantity: _Quantity, head: int) -> _Quantity:
+    """``quantity`` with the relation written after its unit ("twelve words or fewer", "two emoji at minimum").
+
+    Only a bare number before the unit takes it; a range or a stated relation stays.
+    """
+    if quantity.relation is not None or quantity.high is not None or quantity.last >= head:
+        return quantity
+    after = relation_after(ctx.lowers[head + 1 : head + 5])
+    if after is None:
+        return quantity
+    return _Quantity(after[0], quantity.n, quantity.first, head + after[1])
+
+
 def _flip_if_negated(ctx: _Ctx, at: int, relation: Relation) -> Relation:
     """"should not exceed 50 words" / "nothing longer than 30 words" -> at most."""
     if relation not in (Relation.MORE_THAN, Relation.LESS_THAN):
@@ -310,6 +323,8 @@ def _bare_list(ctx: _Ctx, first: int, stop: int) -> tuple[list[str], int]:
             continue
         if t.is_punct or t.lower_ in _LIST_STOP or t.like_num or not re.fullmatch(r"[\w'-]+", t.text):
             break
+        if t.tag_ in ("JJR", "RBR") and i + 1 < stop and ctx.lowers[i + 1] == "than":
+            break  # "any word longer than seven letters": a comparison, not a word named
         words.append(t.text)
         end_char = t.idx + len(t.text)
         i += 1
@@ -706,7 +721,8 @@ def _detect_letters(ctx: _Ctx) -> None:
         quantity = _quantity_left(ctx, i)
         if quantity is None:
             continue
-        start, end = ctx.chars(quantity.first, unit)
+        quantity = relation_after_unit(ctx, quantity, unit)
+        start, end = ctx.chars(quantity.first, max(unit, quantity.last))
         for relation, n in quantity.bounds() or [(Relation.AT_LEAST, quantity.n)]:
             ctx.add(Kind.LETTER_FREQUENCY, {"letter": symbol, "relation": str(relation), "n": n},
                     start, end, confidence=0.7)
@@ -875,8 +891,40 @@ _START = re.compile(
 )
 
 
+_END_MARK = re.compile(
+    r"\b(?:end|finish|conclude|close)(?:s|ed|ing)?\s+(?:[\w-]+\s+){0,4}?with\s+(?:a|an|the|one)\s+"
+    r"(?P<mark>question|exclamation|period|full\s+stop)(?:\s+(?:mark|point))?\b(?P<rest>[^\n.!?。！？]*)",
+    re.IGNORECASE,
+)
+_MARKS = {"question": "?", "exclamation": "!", "period": ".", "full stop": "."}
+
+
+def _end_mark(ctx: _Ctx) -> tuple[int, int] | None:
+    """"Finish with a question", "end your reply with an exclamation mark": the answer's last character.
+
+    Read as the end phrase ``?`` / ``!`` / ``.`` for the whole answer; said of
+    each sentence ("every sentence must end with ...") it is not an end phrase,
+    so the span is returned to keep the phrase readers off it. A quoted text
+    after it ("end with the question 'What next?'") is a phrase, left to them.
+    """
+    for match in _END_MARK.finditer(ctx.text):
+        if any(q in match.group("rest") for q in "\"'“‘"):
+            continue
+        sentence_start = max(ctx.text.rfind(stop, 0, match.start()) for stop in (".", "!", "?", "\n")) + 1
+        before = ctx.text[sentence_start : match.start()].lower()
+        span = (match.start(), match.start("rest"))
+        if not re.search(r"\b(?:each|every|all)\s+(?:of\s+(?:the|your)\s+)?(?:sentence|line|paragraph)", before):
+            mark = _MARKS[" ".join(match.group("mark").lower().split())]
+            ctx.add(Kind.END_PHRASE, {"phrase": mark}, *span)
+        return span
+    return None
+
+
 def _detect_start_end(ctx: _Ctx) -> None:
+    marked = _end_mark(ctx)
     for match in _END.finditer(ctx.text):
+        if marked is not None and match.start() < marked[1] and marked[0] < match.end():
+            continue
         phrase = next((match.group(f"{g}{t}") for t in "123" for g in "qs" if match.group(f"{g}{t}")), None)
 
         if phrase is None:

@@ -35,6 +35,7 @@ from reasoning.constraints.extract_en import (
     _Quantity,
     _quantity_left,
     _quantity_right,
+    relation_after_unit,
     repeat_text,
 )
 from reasoning.constraints.form import (
@@ -61,7 +62,7 @@ from reasoning.constraints.lexicon import (
     EN_UPPER,
 )
 from reasoning.constraints.model import Kind, Relation
-from reasoning.constraints.quantities import ordinal
+from reasoning.constraints.quantities import ordinal, parse_number, relation_before
 
 __all__ = ["refine_english"]
 
@@ -128,7 +129,7 @@ def _quantity(ctx: _Ctx, first: int, head: int) -> _Quantity | None:
         quantity = _count_after(ctx, head + 1, limit=10)
     if quantity is None:
         quantity = _quantity_right(ctx, head, limit=12)
-    return quantity
+    return relation_after_unit(ctx, quantity, head) if quantity is not None else None
 
 
 def _negated_here(ctx: _Ctx, first: int, head: int) -> bool:
@@ -284,6 +285,9 @@ def _plausible_unit(ctx: _Ctx, first: int, head: int, unit: Unit) -> bool:
     if unit is Unit.PUNCTUATION and ctx.chars(first, head)[0] > 0 and nxt in ("of",) and ctx.lemmas[head] == "period":
         return False
     if unit is Unit.LETTERS:
+        if prev in ("same", "different", "initial", "next", "first", "last") or any(
+                w in ("longer", "shorter", "long") for w in ctx.lowers[max(0, first - 4) : first]):
+            return False  # a property of words ("start with the same letter", "longer than 7 letters")
         window = ctx.lowers[max(0, first - 2) : head + 3]
         if any(w in EN_UPPER or w in EN_LOWER or w in ("case", "cover", "recommendation") for w in window):
             return False
@@ -520,6 +524,32 @@ def _predicate_value(ctx: _Ctx, j: int, stop: int) -> tuple[str, int] | None:
     return _quoted_or_word(ctx, j, stop)
 
 
+def _value_after_unit(ctx: _Ctx, unit_i: int, stop: int) -> tuple[str, int] | None:
+    """The quoted text after "the fourth word [of your summary]" ("make the fourth word of it 'glass'")."""
+    x = unit_i + 1
+    if x < stop and ctx.lowers[x] == "of":
+        noun = next((y for y in range(x + 1, min(stop, x + 5)) if ctx.lemmas[y] in EN_ANSWER_NOUNS
+                     or ctx.lowers[y] == "it"), None)
+        if noun is None:
+            return None
+        x = noun + 1
+    if x >= stop or _QUOTED.match(ctx.text, ctx.tokens[x].idx) is None:
+        return None
+    return _quoted_or_word(ctx, x, stop)
+
+
+def _subject_of_copula(ctx: _Ctx, start: int, j: int) -> tuple[str, int] | None:
+    """"The word 'because' must be the tenth word": the quoted subject of "be the <ordinal>"."""
+    if j - 2 < start or ctx.lowers[j - 1] != "the" or ctx.lemmas[j - 2] != "be":
+        return None
+    before = ctx.text[ctx.tokens[start].idx : ctx.tokens[j - 2].idx]
+    quoted = list(_QUOTED.finditer(before))
+    if not quoted:
+        return None
+    text = next(g for g in quoted[-1].groups() if g is not None)
+    return text, ctx.tokens[j - 2].idx
+
+
 def _detect_positions(ctx: _Ctx) -> None:
     """"The third word must be 'river'", "start the last paragraph with 'Finally'"."""
     for j in range(len(ctx.tokens) - 1):
@@ -551,8 +581,16 @@ def _detect_positions(ctx: _Ctx) -> None:
         if op is None:
             make = next((x for x in range(start, j) if ctx.lemmas[x] in ("make", "use", "put", "place")), None)
             if make is not None:
-                value = _predicate_value(ctx, make + 1, j)
+                value = _predicate_value(ctx, make + 1, j) or _value_after_unit(ctx, unit_i, stop)
                 op = "is" if value is not None else None
+        if op is None:
+            value = _subject_of_copula(ctx, start, j)
+            op = "is" if value is not None else None
+            if value is not None:  # the word at its position is present: no separate keyword reading
+                subject = value[0].lower()
+                ctx.found = [f for f in ctx.found if not (
+                    f.kind is Kind.KEYWORDS_PRESENT and [str(w).lower() for w in f.params.get("keywords", [])] == [subject]
+                    and ctx.tokens[start].idx <= f.start < value[1])]
         if op is None or value is None or not value[0].strip():
             continue
         if op == "is" and unit is not Unit.WORDS:
@@ -657,6 +695,62 @@ def _detect_quoted_symbols(ctx: _Ctx) -> None:
             _add_form(ctx, Count(unit=unit, filter=Filter(chars=content), relation=relation, n=n), start, end)
 
 
+_LOWER = frozenset({Relation.AT_LEAST, Relation.MORE_THAN})
+_UPPER = frozenset({Relation.AT_MOST, Relation.LESS_THAN})
+_CONJUNCTIONS = frozenset({"but", "and", "yet", ",", "while"})
+
+
+def _elliptical_bound(ctx: _Ctx, f: Found) -> tuple[Relation, int, int] | None:
+    """The other end of a range whose unit is left out: "at least 400 characters but no more than 700".
+
+    After the count's span: a conjunction, a comparison phrase, a number and
+    then nothing that names another unit (the sentence ends, or the same unit
+    word comes again). Only a bound of the other direction is taken.
+    """
+    last = _token_at(ctx, f.end - 1)
+    if last is None:
+        return None
+    stop = ctx.tokens[last].sent.end
+    j = last + 1
+    if j >= stop or ctx.lowers[j] not in _CONJUNCTIONS:
+        return None
+    j += 1
+    while j < stop and ctx.lowers[j] in _CONJUNCTIONS:
+        j += 1
+    for k in range(j + 1, min(stop, j + 5)):
+        relation = relation_before(ctx.lowers[j:k])
+        if relation is None or relation[1] != k - j:
+            continue
+        number = parse_number([ctx.tokens[k].text]) if ctx.tokens[k].like_num else None
+        if number is None:
+            return None
+        after = ctx.tokens[k + 1] if k + 1 < stop else None
+        if after is not None and not after.is_punct and ctx.lemmas[k + 1] != ctx.lemmas[last]:
+            return None
+        return relation[0], number, ctx.chars(k, k)[1]
+    return None
+
+
+def _detect_elliptical_ranges(ctx: _Ctx) -> None:
+    """A second bound, its unit left out, on a count already read (any kind with ``relation`` and ``n``)."""
+    added: list[Found] = []
+    for f in ctx.found:
+        relation = f.params.get("relation")
+        if relation is None or "n" not in f.params:
+            continue
+        other = _elliptical_bound(ctx, f)
+        if other is None:
+            continue
+        first = Relation(str(relation))
+        if not ((first in _LOWER and other[0] in _UPPER) or (first in _UPPER and other[0] in _LOWER)):
+            continue
+        if any(g is not f and _overlaps(g, f.end, other[2]) for g in ctx.found):
+            continue
+        params = {**f.params, "relation": str(other[0]), "n": other[1]}
+        added.append(Found(kind=f.kind, params=params, start=f.start, end=other[2], confidence=f.confidence))
+    ctx.found.extend(added)
+
+
 _DETECTORS: Sequence[Callable[[_Ctx], None]] = (
     _detect_counts,
     _detect_quoted_symbols,
@@ -665,6 +759,7 @@ _DETECTORS: Sequence[Callable[[_Ctx], None]] = (
     _detect_layouts,
     _detect_positions,
     _detect_copies,
+    _detect_elliptical_ranges,
 )
 
 

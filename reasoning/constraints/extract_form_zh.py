@@ -58,10 +58,12 @@ _REL_BEFORE = _alternation(list(ZH_RELATIONS_BEFORE))
 _REL_AFTER = _alternation(list(ZH_RELATIONS_AFTER))
 _UNIT = _alternation(list(ZH_UNITS))
 _PER = _alternation(list(ZH_PER))
-_VERB = r"(?:使用|用|出现|包含|含有|有|带|加入|添加|写|用到)?"
+_VERB = r"(?:使用|用上|用|出现|包含|含有|有|带上|带|加上|放上|加入|添加|写上|写|用到)?"
 _QUOTE = r"[“\"「『‘'](?P<q>[^”\"」』’'\n]{1,40})[”\"」』’']"
 
 _NEGATED_UNIT = re.compile(_NEG + _VERB + r"(?:任何|一个|半个)?(?P<unit>" + _UNIT + r")")
+_NOT_EVEN_ONE = re.compile(r"(?:一|半)(?:个|处|次|条)?(?P<unit>" + _UNIT + r")(?:都|也)" + _NEG)
+"""'一个阿拉伯数字都别写': not even one, so none at all (the number is no count)."""
 _COUNT_BEFORE = re.compile(
     r"(?:(?P<per>" + _PER + r")[^，。；,;]{0,6}?)?(?P<rel>" + _REL_BEFORE + r")?\s*" + _VERB
     + r"(?P<num>" + ZH_NUMBER + r")\s*(?:个|处|次|条)?(?P<unit>" + _UNIT + r")(?P<after>" + _REL_AFTER + r")?"
@@ -78,10 +80,12 @@ _PER_WORDS = re.compile(
 _UPPER = re.compile(r"(?:全部|全都|一律|只|仅|都|完全)?(?:使用|用|以|采用|写成|为)?大写(?:字母)?(?:书写|来写|回答|作答|形式)?")
 _CASE_NEG = re.compile(_NEG + r"(?:使用|用|出现|包含)?(?:任何)?(?P<case>大写|小写)(?:字母)?")
 _DELIM = _alternation(list(ZH_DELIMITERS))
+_WRAP_TARGET = r"整个回答|全部回答|整段回答|整篇回答|整个答案|回答|答案|回复|全文|每句话|每一句|每句|每行|每段"
 _WRAP = re.compile(
-    r"(?:用|以|使用)(?P<d1>" + _DELIM + r")(?:把|将)?(?P<t1>整个回答|全部回答|回答|答案|回复|全文|每句话|每一句|每句|每行|每段)(?:都)?(?:括起来|包起来|括住|包裹)"
-    r"|(?:把|将)?(?P<t2>整个回答|全部回答|回答|答案|回复|全文|每句话|每一句|每句|每行|每段)(?:都)?(?:用|放在|放进|写在)(?P<d2>" + _DELIM
-    + r")(?:里|中|内|括起来|包起来)?"
+    r"(?:用|以|使用)(?:一对|一组)?(?P<d1>" + _DELIM + r")(?:把|将)?(?P<t1>" + _WRAP_TARGET
+    + r")(?:都)?(?:括起来|包起来|括住|包裹)"
+    r"|(?:把|将)?(?P<t2>" + _WRAP_TARGET + r")(?:都)?(?:要|需要|必须|应该|应)?(?:用|放在|放进|写在)(?:一对|一组)?(?P<d2>"
+    + _DELIM + r")(?:里|中|内|括起来|包起来)?"
 )
 _TARGETS = {"每句话": Unit.SENTENCES, "每一句": Unit.SENTENCES, "每句": Unit.SENTENCES, "每行": Unit.LINES,
             "每段": Unit.PARAGRAPHS}
@@ -90,10 +94,14 @@ _NO_LIST = re.compile(_NEG + r"(?:使用|用|出现|列出|写成|采用)?(?:任
 _ORDINAL = r"(?P<ord>第[一二三四五六七八九十\d]+|最后一|最后)"
 _POSITION = re.compile(
     _ORDINAL + r"(?P<unit>" + _alternation(list(ZH_POSITION_UNITS)) + r")(?:话)?(?:必须|应该|应|要|须|需|只能)?"
-    r"(?:(?P<is>是)\s*" + _QUOTE + r"|以\s*" + _QUOTE.replace("?P<q>", "?P<q2>") + r"\s*(?P<op>开头|开始|结尾|结束)"
+    r"(?:(?P<is>是)\s*(?:" + _QUOTE + r"|(?P<w>[A-Za-z][\w'-]*))|以\s*" + _QUOTE.replace("?P<q>", "?P<q2>")
+    + r"\s*(?P<op>开头|开始|结尾|结束)|以(?P<mark>问号|感叹号|句号)(?P<op3>结尾|结束)"
     r"|(?P<op2>开头|结尾)(?:必须|要|应)?(?:是|用)\s*" + _QUOTE.replace("?P<q>", "?P<q3>") + ")"
 )
 _COPY = re.compile(r"(?:先|首先)(?P<how>用自己的话|换一种说法|改写|改述|转述)?(?:重复|复述|改写|转述|改述)(?:一遍|一下)?(?:问题|请求|题目|指令)")
+
+
+_MARK_TEXT = {"问号": "?", "感叹号": "!", "句号": "。"}
 
 
 def _relation(before: str | None, after: str | None) -> Relation:
@@ -147,11 +155,13 @@ def _counts(r: _Reader) -> None:
         for match in pattern.finditer(r.text):
             unit_word = match.group("unit")
             at = match.start("unit")
-            on_boundary = at in r.starts or (at - 1 in r.starts and r.text[at - 1] == "个")
+            # A unit right after its number ("三行") is one even where the segmentation joins them.
+            on_boundary = at in r.starts or (at - 1 in r.starts and r.text[at - 1] == "个") or (
+                pattern is _COUNT_BEFORE and at == match.end("num"))
             if not on_boundary or r.taken(match.start(), match.end(), frozenset({Kind.COUNT})):
                 continue
             n = parse_zh_number(match.group("num"))
-            if n is None:
+            if n is None or _NOT_EVEN_ONE.match(r.text, match.start("num")):
                 continue
             unit, fields = ZH_UNITS[unit_word]
             groups = match.groupdict()
@@ -161,6 +171,10 @@ def _counts(r: _Reader) -> None:
             r.drop(match.start(), match.end(), _COUNTED_KINDS)
             r.add(Count(unit=unit, filter=Filter(**fields), relation=relation, n=n, per=per_unit), match.start(),
                   match.end())
+    for match in _NOT_EVEN_ONE.finditer(r.text):
+        unit, fields = ZH_UNITS[match.group("unit")]
+        if not r.taken(match.start(), match.end(), frozenset({Kind.COUNT, Kind.NO_COMMA})):
+            r.add(Count(unit=unit, filter=Filter(**fields), relation=Relation.AT_MOST, n=0), match.start(), match.end())
     for match in _NEGATED_UNIT.finditer(r.text):
         if r.taken(match.start(), match.end(), frozenset({Kind.COUNT, Kind.NO_COMMA})):
             continue
@@ -228,7 +242,9 @@ def _positions(r: _Reader) -> None:
             continue
         unit = ZH_POSITION_UNITS[match.group("unit")]
         if match.group("is"):
-            op, value = ("is" if unit is Unit.WORDS else "starts_with"), match.group("q")
+            op, value = ("is" if unit is Unit.WORDS else "starts_with"), match.group("q") or match.group("w")
+        elif match.group("mark"):
+            op, value = "ends_with", _MARK_TEXT[match.group("mark")]
         elif match.group("op"):
             op, value = ("starts_with" if match.group("op") in ("开头", "开始") else "ends_with"), match.group("q2")
         else:

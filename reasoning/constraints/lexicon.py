@@ -125,7 +125,8 @@ EN_DELIMITERS: Mapping[tuple[str, ...], tuple[str, str]] = {
 
 #: Nouns that name the answer as a whole.
 EN_ANSWER_NOUNS = frozenset({"response", "answer", "reply", "output", "text", "message", "everything", "it",
-                             "submission", "essay", "story", "poem", "letter", "email", "post"})
+                             "submission", "essay", "story", "poem", "letter", "email", "post", "summary",
+                             "description", "explanation", "note", "review", "article", "tweet"})
 
 #: Layout terms (lemma sequences) -> layout.
 EN_LAYOUTS: Mapping[tuple[str, ...], Layout] = {

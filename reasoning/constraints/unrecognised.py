@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from spacy.tokens import Doc
+from spacy.tokens import Doc, Token
 from spacy.tokens import Span as DocSpan
 
 from reasoning.constraints.found import Found
@@ -42,9 +42,29 @@ def _is_requirement(sent: DocSpan) -> bool:
     imperative = root.tag_ == "VB" and not any(c.dep_ in ("nsubj", "nsubjpass") for c in root.children)
     if not (modal or imperative):
         return False
+    form = [t for t in sent if t.lemma_.lower() in _FORM or t.lower_ in _FORM]
     if root.lemma_.lower() in _CONTENT_VERBS and not modal:
-        return False
-    return any(t.lemma_.lower() in _FORM or t.lower_ in _FORM for t in sent)
+        return any(_in_form_clause(t, root) for t in form)
+    return bool(form)
+
+
+_FORM_CLAUSES = frozenset({"relcl", "advcl", "acl", "pcomp"})
+
+
+def _in_form_clause(token: Token, root: Token) -> bool:
+    """A form word in a clause that restricts how the content is written.
+
+    "Describe tea without using any word longer than seven letters", "a
+    paragraph in which no two words start with the same letter": the request
+    is about content, but a clause under it ("without ...", a relative
+    clause) sets the form. "Explain what the word X means" has none.
+    """
+    node = token
+    while node.i != root.i and node.head.i != node.i:
+        if node.lower_ == "without" or node.dep_ in _FORM_CLAUSES:
+            return True
+        node = node.head
+    return False
 
 
 def _free(start: int, end: int, found: Sequence[Found]) -> bool:
