@@ -85,6 +85,7 @@ class CompiledLayout:
         self.ends_sentence: torch.Tensor = tables.cached("ends-sentence", lambda: _ends_sentence(tables))
         self.fresh_word: torch.Tensor = tables.cached("fresh-word", lambda: _fresh_word(tables))
         self.reopens: torch.Tensor = tables.cached("reopens", lambda: _reopens(tables))
+        self.item_start: torch.Tensor = tables.cached("item-start", lambda: _item_start(tables))
         self.segments = self._compile(segments)
         self.gate = max(
             (i for i, c in enumerate(self.segments) if isinstance(c.segment, Free) and c.segment.gate),
@@ -274,6 +275,10 @@ class CompiledLayout:
             if not self.holds_text(s):
                 # A part's sentence holds a word before it ends (no "1." paragraph).
                 allowed[r] &= ~self.terminal
+                if p.seg < len(self.segments) and self.free(p.seg).plain_start:
+                    # Prose beside a list opens with no item marker ("1) ..." would join the list).
+                    allowed[r] &= ~self.item_start
+                    fragments[r] &= ~self.item_start
             elif p.seg < len(self.segments) and self.free(p.seg).single:
                 # A one-sentence part: a sentence end is the token's last text, so the part leaves there.
                 allowed[r] &= ~self.reopens
@@ -431,6 +436,12 @@ _REOPENS = re.compile("[.!?\u3002\uff01\uff1f][.!?\"'\u201d\u2019)\\]]*\\s*[^\\s
 def _reopens(tables: VocabTables) -> torch.Tensor:
     """``[V]`` bool: tokens with text after a sentence terminal (``". The"``, ``".5"``)."""
     values = [_REOPENS.search(t) is not None for t in tables.texts]
+    return torch.tensor(values, dtype=torch.bool, device=tables.device)
+
+
+def _item_start(tables: VocabTables) -> torch.Tensor:
+    """``[V]`` bool: tokens whose text opens with a list item's marker (a digit, ``-``, ``+``, ``*``)."""
+    values = [t.lstrip()[:1] in ("-", "+", "*") or t.lstrip()[:1].isdigit() for t in tables.texts]
     return torch.tensor(values, dtype=torch.bool, device=tables.device)
 
 

@@ -54,7 +54,9 @@ class Free:
     ``cell``: a table cell, kept free of ``|`` (a ``|`` the model wants
     moves to the next literal, the cell's end). ``single``: the part holds
     exactly one sentence (a one-sentence summary): it ends where its first
-    sentence ends, and it never carries the gates.
+    sentence ends, and it never carries the gates. ``plain_start``: prose
+    beside a list or table, whose text may not open with what would make it
+    a list item (a digit, ``-``, ``+``).
     """
 
     role: str
@@ -66,6 +68,7 @@ class Free:
     bare: bool = False
     cell: bool = False
     single: bool = False
+    plain_start: bool = False
 
 
 @dataclass(frozen=True)
@@ -161,10 +164,10 @@ def _beside(body: Body, units: list[list[Segment]]) -> list[list[Segment]]:
     if body.intro is not None:
         head = units[0][0]
         assert isinstance(head, Literal)
-        units = [[Free("body", single=body.intro == "sentence")],
+        units = [[Free("body", single=body.intro == "sentence", plain_start=True)],
                  [Literal("\n\n" + head.text.lstrip("\n")), *units[0][1:]], *units[1:]]
     if body.outro is not None:
-        units = [*units, [Literal("\n\n"), Free("body", single=body.outro == "sentence")]]
+        units = [*units, [Literal("\n\n"), Free("body", single=body.outro == "sentence", plain_start=True)]]
     return units
 
 

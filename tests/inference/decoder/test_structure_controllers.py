@@ -62,7 +62,7 @@ def test_list_beside_prose_holds_on_random_logits(tokenizer: Any) -> None:
     constraints = [gen(Kind.STRUCTURE, layout="list", n=3, before="paragraph", after="sentence")]
     steering = compile_steering(constraints, tokenizer, prompt="Give tips for sleep.", max_new_tokens=BUDGET)
     assert steering.controlled == {"f"}
-    bias = bias_towards(tokenizer, r"[.!?]", 5.0)  # the adversary ends sentences early and often
+    bias = bias_towards(tokenizer, r"[.!?]|^\s?[\d+-]", 5.0)  # sentence ends early and often, item markers
     for seed in SEEDS:
         state = drive_with_bias(steering, BUDGET, seed, bias)
         assert judged(constraints, state.text) == [], state.text
