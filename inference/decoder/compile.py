@@ -30,6 +30,7 @@ import torch
 from inference.decoder.compile_form import (
     form_floors,
     form_layout,
+    form_minima,
     form_opening,
     form_placement,
     form_tally,
@@ -158,6 +159,7 @@ def compile_steering(
     placement = form_placement(hard, layout, controlled, inserts=citations is not None or statement is not None)
     floors = form_floors(hard, layout, tally, controlled, max_new_tokens=max_new_tokens,
                          inserts=citations is not None or statement is not None)
+    minima = form_minima(hard, layout, tally, controlled, assisted, max_new_tokens=max_new_tokens)
     opening = form_opening(hard, layout, controlled, inserts=citations is not None or statement is not None,
                            placed=placement is not None)
     if placement is not None and policy.active:
@@ -191,7 +193,7 @@ def compile_steering(
         specs=tuple(
             spec
             for spec in (policy, SoftPolicy(soft_policy), limits, forbidden, citations, keywords, capitals,
-                         tally, placement, floors, opening, statement)
+                         tally, placement, floors, opening, minima, statement)
             if spec is not None
         ),
         max_new_tokens=max_new_tokens,

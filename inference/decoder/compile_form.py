@@ -42,6 +42,7 @@ from dataclasses import replace
 import msgspec
 
 from inference.decoder.controllers.floors import FLOOR_UNITS, Floor, Floors
+from inference.decoder.controllers.minima import KEPT_UNITS, MOST_PER_TOKEN, Minimum, Minimums
 from inference.decoder.controllers.openings import OPENED_UNITS, Opening
 from inference.decoder.controllers.placing import STRIPPED, Placement
 from inference.decoder.controllers.tally import (
@@ -64,6 +65,7 @@ __all__ = [
     "EMOJI_ITEM",
     "form_floors",
     "form_layout",
+    "form_minima",
     "form_of_constraint",
     "form_opening",
     "form_placement",
@@ -296,8 +298,8 @@ def form_tally(
         if form.filter.separator or form.filter.marker or form.filter.left or form.filter.text and form.unit is not Unit.LETTERS:
             continue
         lo, hi = _bounds(form.relation, form.n)
-        if hi is None or lo:
-            continue
+        if hi is None or lo and not (form.unit in KEPT_UNITS and form.filter == Filter()):
+            continue  # a range of characters or letters: capped here, its minimum kept by ``form_minima``
         fixed = literals
         if form.unit is Unit.UNIQUE_WORDS:
             if any(q.kind in _WORD_INSERTING for q in constraints):
@@ -310,7 +312,8 @@ def form_tally(
                 constraint_ids=[c.id],
             )
         caps.append(Cap(form.measure, hi - reserved, (c.id,), reserved=reserved))
-        controlled.add(c.id)
+        if not lo:
+            controlled.add(c.id)
     _check_words_fit(constraints, caps)
     if not caps and not no_list:
         return None
@@ -562,3 +565,49 @@ def form_opening(
                 return None
     controlled.add(c.id)
     return Opening(per=form.unit, k=form.k, text=text, sources=(c.id,))
+
+
+def form_minima(
+    constraints: Sequence[Constraint],
+    layout: Layout,
+    tally: Tally | None,
+    controlled: set[str],
+    assisted: set[str],
+    *,
+    max_new_tokens: int | None,
+) -> Minimums | None:
+    """The ``controllers.minima.Minimums`` of the whole-answer minima of characters, letters
+    (no filter: controlled) and distinct words (assisted), in a body that is not formal. A range
+    (an exact count) is controlled when its cap is in ``tally`` too.
+
+    Raises:
+        ConflictError: a minimum above a maximum of the same count.
+        LimitExceeded: more characters or letters than the token budget can add
+            (``MOST_PER_TOKEN`` per token, besides what the fixed text holds).
+    """
+    literals = _literal_text(layout)
+    found: list[Minimum] = []
+    for c in constraints:
+        form = form_of_constraint(c)
+        if not isinstance(form, Count) or form.per is not None or form.of is not None:
+            continue
+        lo = _bounds(form.relation, form.n)[0]
+        kept = form.unit in KEPT_UNITS and form.filter == Filter()
+        if not lo or not (kept or form.unit is Unit.UNIQUE_WORDS) or layout.body.kind == "formal":
+            continue
+        for q in constraints:
+            other = form_of_constraint(q) if q.id != c.id else None
+            if isinstance(other, Count) and other.per is None and other.of is None and other.measure == form.measure:
+                hi = _bounds(other.relation, other.n)[1]
+                if hi is not None and hi < lo:
+                    raise ConflictError(f"at least {lo} {form.unit.value.replace('_', ' ')} but at most {hi}",
+                                        constraint_ids=[c.id, q.id])
+        if kept and max_new_tokens is not None and lo - units.count(form.measure, literals) > MOST_PER_TOKEN * max_new_tokens:
+            raise LimitExceeded(f"at least {lo} {form.unit.value} cannot fit in {max_new_tokens} new tokens",
+                                constraint_ids=[c.id])
+        capped = tally is not None and any(c.id in cap.sources for cap in tally.caps)
+        if _bounds(form.relation, form.n)[1] is not None and not capped:
+            continue  # a range whose cap is not kept: left to the prompt
+        found.append(Minimum(form.measure, lo, (c.id,)))
+        (controlled if kept else assisted).add(c.id)
+    return Minimums(tuple(found)) if found else None

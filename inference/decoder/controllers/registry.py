@@ -18,6 +18,7 @@ from inference.decoder.controllers.floors import build_floors
 from inference.decoder.controllers.keywords import build_keywords
 from inference.decoder.controllers.landing import build_landing
 from inference.decoder.controllers.lexical import build_forbidden
+from inference.decoder.controllers.minima import build_minima
 from inference.decoder.controllers.openings import build_openings
 from inference.decoder.controllers.placeholders import build_placeholders
 from inference.decoder.controllers.placing import build_placing
@@ -40,6 +41,7 @@ CONTROLLERS: tuple[Builder, ...] = (
     build_openings,  # the k-th sentence / line: its opening text forced where the piece begins
     build_tally,  # capped form counts masked or checked per candidate; no list line
     build_floors,  # per-piece minima: no short piece closes; withdraws a close demand from those before it
+    build_minima,  # whole-answer minima of characters / letters (paced) and distinct words (stop held)
     build_keywords,  # paced insertions; capped counts checked per candidate
     build_capitals,  # paced after the keywords, over the budget they leave
     build_word_pace,  # every token adds a word once the minimum falls behind

@@ -73,7 +73,9 @@ __all__ = [
     "Cap",
     "Tally",
     "Tallying",
+    "added",
     "build_tally",
+    "item_vector",
     "list_line",
     "most_per_piece",
     "piece_start",
@@ -194,7 +196,7 @@ def _free_prefixes(tables: VocabTables, measure: Measure) -> frozenset[bytes]:
     return tables.cached(("tally-free-prefixes", measure), build)  # type: ignore[no-any-return]
 
 
-def _vector(tables: VocabTables, measure: Measure) -> torch.Tensor:
+def item_vector(tables: VocabTables, measure: Measure) -> torch.Tensor:
     """``[V]`` int32: the items of ``measure`` each complete token adds."""
 
     def build() -> torch.Tensor:
@@ -219,7 +221,7 @@ class Tallying(Controller):
             i for i in self._pieced
             if tally.caps[i].per is Unit.SENTENCES and tally.caps[i].measure == Measure(unit=Unit.WORDS, filter=Filter())
         )
-        self._vectors = {i: _vector(ctx.tables, tally.caps[i].measure) for i in self._masked}
+        self._vectors = {i: item_vector(ctx.tables, tally.caps[i].measure) for i in self._masked}
         # A distinct-words cap's part of the state is the set of words before the window.
         self._unique = frozenset(
             i for i, c in enumerate(tally.caps) if c.per is None and c.measure.unit is Unit.UNIQUE_WORDS

@@ -14,7 +14,7 @@ from test_form_controllers import bias_towards, gen, judged
 
 from inference.decoder.compile import compile_steering
 from reasoning.constraints.model import Constraint, Kind
-from reasoning.errors import ConflictError
+from reasoning.errors import ConflictError, LimitExceeded
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -189,3 +189,43 @@ def test_bundled_model_keeps_a_floor_and_an_opening(loaded_model: Any) -> None:
     )
     assert judged(constraints, result.answer) == [], result.answer
     assert len(_sentences(result.answer)) >= 2, result.answer
+
+
+def _eos_and_short_tokens(steering: Any, tokenizer: Any) -> dict[int, float]:
+    """A model that wants to stop at once, and otherwise writes one character at a time."""
+    bias = bias_towards(tokenizer, r"^\S$|^\s+$", 4.0)
+    bias.update(dict.fromkeys((int(t) for t in steering.tables.eos_ids), 12.0))
+    return bias
+
+
+def test_a_character_minimum_holds_against_a_model_that_wants_to_stop(tokenizer: Any) -> None:
+    ranges = [
+        ([gen(Kind.COUNT, unit="characters", relation="at least", n=300)], lambda n: n >= 300),
+        ([gen(Kind.COUNT, unit="characters", relation="at least", n=150),
+          gen(Kind.COUNT, "cap", unit="characters", relation="at most", n=190)], lambda n: 150 <= n <= 190),
+        ([gen(Kind.COUNT, unit="letters", relation="exactly", n=120)], lambda n: n == 120),
+    ]
+    for constraints, ok in ranges:
+        steering = compile_steering(constraints, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
+        assert steering.controlled == {c.id for c in constraints}
+        bias = _eos_and_short_tokens(steering, tokenizer)
+        for seed in SEEDS:
+            state = drive_with_bias(steering, BUDGET, seed, bias)
+            unit = constraints[0].params["unit"]
+            count = sum(1 for ch in state.text if (ch.isalpha() if unit == "letters" else not ch.isspace()))
+            assert ok(count), (count, state.text)
+            assert judged(constraints, state.text) == [], state.text
+            assert "form-minimum" not in steering.unmet(state)
+
+
+def test_a_distinct_words_minimum_is_assisted_and_impossible_minima_are_refused(tokenizer: Any) -> None:
+    steering = compile_steering([gen(Kind.COUNT, unit="unique_words", relation="at least", n=30)], tokenizer,
+                                prompt="Describe a river.", max_new_tokens=BUDGET)
+    assert steering.assisted == {"f"} and not steering.controlled
+    with pytest.raises(ConflictError):
+        compile_steering([gen(Kind.COUNT, "a", unit="characters", relation="at least", n=300),
+                          gen(Kind.COUNT, "b", unit="characters", relation="less than", n=200)],
+                         tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
+    with pytest.raises(LimitExceeded):
+        compile_steering([gen(Kind.COUNT, "a", unit="characters", relation="at least", n=6 * BUDGET + 1)],
+                         tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
