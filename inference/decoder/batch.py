@@ -131,6 +131,7 @@ def prefill_branches(
         big._k[:, :, :used] = small._k.repeat_interleave(width, dim=0)
         big._v[:, :, :used] = small._v.repeat_interleave(width, dim=0)
     cache.set_length(used)
+    cache.share(used, width)  # a branch's beams hold its prompt alike until they fork after it
     lengths = tuple(prefix_len + len(s) for s in suffixes)
     rows = n_branch * width
     state = BatchState(

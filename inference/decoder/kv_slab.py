@@ -12,6 +12,12 @@ simply carry attention-mask zeros on the columns they do not use.
 The model sees an ordinary ``transformers.Cache`` (5.x API): ``update``
 returns views of the used columns, ``get_seq_length`` reports the column
 count, so the library builds the causal mask from our 2D padding mask.
+
+A slab may also say which columns several rows hold alike
+(:meth:`SlabCache.share`: the beams of one branch hold the same prompt), so
+that an attention may read those keys and values once per span of rows
+instead of once per row. The claim is kept true or withdrawn: a copy between
+spans over shared columns, a reorder or a shortening narrows it.
 """
 
 from __future__ import annotations
@@ -128,6 +134,33 @@ class SlabCache(Cache):
     def __init__(self, num_layers: int, capacity: int) -> None:
         super().__init__(layers=[SlabLayer(capacity) for _ in range(num_layers)])
         self.capacity = capacity
+        self._shared = (0, 1)
+
+    @property
+    def shared(self) -> tuple[int, int]:
+        """``(columns, span)``: rows ``r`` and ``r'`` with ``r // span == r' // span`` hold equal
+        keys and values on columns ``[0, columns)`` of every layer (``(0, 1)``: no claim)."""
+        return self._shared
+
+    def share(self, columns: int, span: int) -> None:
+        """Declare that every ``span`` consecutive rows hold the same first ``columns`` columns.
+
+        The caller guarantees it when declaring (rows loaded from one prefill);
+        the slab keeps it true afterwards: new columns are written after
+        ``columns`` (never before the current length), and whatever could break
+        it narrows or withdraws it (:meth:`copy_rows` across spans,
+        ``reorder_cache``, a length set below ``columns``).
+        """
+        length = self.slab_layers[0].length if self.slab_layers else 0
+        self._shared = (min(columns, length), span) if columns > 0 and span > 1 else (0, 1)
+
+    def _narrow(self, columns: int) -> None:
+        if columns < self._shared[0]:
+            self._shared = (columns, self._shared[1]) if columns > 0 else (0, 1)
+
+    def reorder_cache(self, beam_idx: torch.LongTensor) -> None:
+        self._shared = (0, 1)  # any row may now hold any other's history
+        super().reorder_cache(beam_idx)
 
     @property
     def slab_layers(self) -> list[SlabLayer]:
@@ -143,9 +176,14 @@ class SlabCache(Cache):
             layer.length = 0
 
     def set_length(self, columns: int) -> None:
+        self._narrow(columns)
         for layer in self.slab_layers:
             layer.length = columns
             layer._refresh_views()
+
+    def crop(self, tokens_to_remove: int) -> None:
+        super().crop(tokens_to_remove)
+        self._narrow(self.slab_layers[0].length if self.slab_layers else 0)
 
     def copy_rows(self, dst: Sequence[int], src: Sequence[int], start: int = 0) -> None:
         """Make rows ``dst[i]`` copies of rows ``src[i]``: the beam fork, no-op when empty.
@@ -156,6 +194,9 @@ class SlabCache(Cache):
         """
         if not dst:
             return
+        columns, span = self._shared
+        if start < columns and any(d // span != s // span for d, s in zip(dst, src)):
+            self._narrow(start)  # another span's columns now sit in these rows
         device = self.slab_layers[0].device
         d = torch.tensor(list(dst), dtype=torch.long, device=device)
         s = torch.tensor(list(src), dtype=torch.long, device=device)

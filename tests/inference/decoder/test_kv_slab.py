@@ -1,4 +1,5 @@
-"""The KV slab's beam fork: chained forks read every source before writing, shared columns stay."""
+"""The KV slab's beam fork: chained forks read every source before writing, shared columns stay;
+the claim that spans of rows hold their first columns alike narrows when it could break."""
 
 from __future__ import annotations
 
@@ -38,3 +39,21 @@ def test_fork_leaves_shared_columns_and_unused_capacity_alone() -> None:
         assert layer._k[1, :, :3].unique().tolist() == [1.0]
         assert layer._k[1, :, 3:5].unique().tolist() == [0.0]
         assert layer._k[1, :, 5:].unique().tolist() == [1.0]
+
+
+def test_a_shared_prefix_claim_narrows_with_whatever_could_break_it() -> None:
+    cache = _slab(rows=4, columns=6)
+    cache.share(8, span=2)  # never beyond the columns written
+    assert cache.shared == (6, 2)
+    cache.copy_rows([1], [0], start=2)  # within a span: the claim holds
+    assert cache.shared == (6, 2)
+    cache.copy_rows([2], [1], start=4)  # another span's columns 4.. now sit in row 2
+    assert cache.shared == (4, 2)
+    cache.set_length(3)
+    assert cache.shared == (3, 2)
+    cache.crop(-3)
+    assert cache.shared == (0, 1)
+    cache.set_length(6)
+    cache.share(6, span=2)
+    cache.reorder_cache(torch.tensor([1, 0, 3, 2]))
+    assert cache.shared == (0, 1)

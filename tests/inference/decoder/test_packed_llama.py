@@ -1,6 +1,7 @@
 """The packed Llama forward against the library's own forward: same logits and the same KV for
-prefills, ragged decode steps, forks, rolled-back rows and merged steps, on the bundled model
-and on small random models of every family it accepts; everything else is refused."""
+prefills, ragged decode steps (a branch's beams reading their shared prompt once), forks,
+rolled-back rows and merged steps, on the bundled model and on small random models of every
+family it accepts; everything else is refused."""
 
 from __future__ import annotations
 
@@ -59,12 +60,16 @@ def _trace(
             ids[prefix + 14 : prefix + 16],
         ]
         state, first = prefill_branches(runner, prefix, kv, suffixes, width=2, max_new_tokens=10)
+        # Each branch's two beams hold its prompt alike: one-token steps read it once per branch.
+        assert state.cache.shared == (state.columns, 2)
         out = [first]
         for step in range(8):
             if step == 3:
                 state.fork([1, 3], [0, 2])  # beams of branches 0 and 1 take their sibling's history
             if step == 5:
                 state.mask[4, state.columns - 1] = False  # row 4 abandons its last token
+            if step == 6:
+                state.mask[5, prefix + 1] = False  # row 5 stops seeing a column of the shared prompt
             feed = torch.randint(1, vocab, (state.rows,), generator=gen)
             out.append(decode_step(runner, state, feed))
     return out, state
