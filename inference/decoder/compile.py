@@ -36,7 +36,7 @@ from inference.decoder.compile_form import (
     form_tally,
     lower_forms,
 )
-from inference.decoder.compile_structure import lower_structures, table_layout
+from inference.decoder.compile_structure import lower_structures, structure_layout
 from inference.decoder.controllers.capitals import Capitals
 from inference.decoder.controllers.charset import CharPolicy, SoftPolicy
 from inference.decoder.controllers.citing import Citations
@@ -148,8 +148,8 @@ def compile_steering(
 
     limits, forbidden = _counts(hard, controlled, assisted)
     layout, literal_sources = _layout(hard, prompt, policy, controlled, uncontrolled)
-    layout = table_layout(hard, layout, policy=policy, limits=limits, tables=tables, max_new_tokens=max_new_tokens,
-                          controlled=controlled, sources=literal_sources)
+    layout = structure_layout(hard, layout, policy=policy, limits=limits, tables=tables,
+                              max_new_tokens=max_new_tokens, controlled=controlled, sources=literal_sources)
     layout = form_layout(hard, layout, controlled)
     limits = _identifiable(limits, policy, layout, max_new_tokens)
     citations = _citations(constraints, evidence_ids, layout, policy, policy_sources, controlled, uncontrolled)

@@ -13,15 +13,18 @@ the layout's literals make it hold whatever the model writes:
   (``bullet_count`` with ``intro`` / ``outro``), when no other constraint
   gives the answer its body. A changed copy whose change is unstated is
   left to the prompt.
-- ``table_layout`` gives a free body the table layout: the header row (the
+- ``structure_layout`` gives a free body the table layout: the header row (the
   given headers as literals, else cells the model writes), the ``---``
   rule, ``n`` rows (default ``TABLE_ROWS``) of ``columns`` cells (default
   the headers' count, else ``TABLE_COLUMNS``), ``|`` between cells and at
   row ends, and prose before / after it when asked. The cells are single
-  lines kept free of ``|`` (``Free.cell``).
+  lines kept free of ``|`` (``Free.cell``). Or ``n`` responses (default
+  two) between lines of their marker, a marker of marks only (``###``),
+  which no token of a response may hold, so the answer splits into exactly
+  ``n`` parts (as for ``two_responses``, that they differ is the model's).
 
-Refused (``ConflictError``, the pipeline asks for confirmation): a table in
-a formal answer (JSON, a regex, fixed options); headers whose count is not
+Refused (``ConflictError``, the pipeline asks for confirmation): a table
+or responses in a formal answer (JSON, a regex, fixed options); headers whose count is not
 the columns asked for; header literals with more words than a word maximum
 allows; a sentence maximum below what the table's prose parts need. A
 table's least tokens above the token budget raise ``LimitExceeded``. A
@@ -41,7 +44,14 @@ from inference.decoder.controllers.charset import CharPolicy
 from inference.decoder.controllers.counts import Limits, count_text
 from inference.decoder.controllers.layout import MIN_SEGMENT_TOKENS
 from inference.decoder.controllers.sentences import sentence_floor
-from inference.decoder.controllers.template import Body, Free, Layout, Literal, build_layout
+from inference.decoder.controllers.template import (
+    Body,
+    Free,
+    Layout,
+    Literal,
+    Segment,
+    build_layout,
+)
 from inference.decoder.vocab import VocabTables
 from reasoning.constraints.form.copying import changed
 from reasoning.constraints.form.model import Copy, Structure
@@ -49,7 +59,7 @@ from reasoning.constraints.form.model import Layout as FormLayout
 from reasoning.constraints.model import Constraint, Kind
 from reasoning.errors import ConflictError, InvalidInput, LimitExceeded
 
-__all__ = ["TABLE_COLUMNS", "TABLE_ROWS", "lower_structures", "table_layout"]
+__all__ = ["TABLE_COLUMNS", "TABLE_ROWS", "lower_structures", "structure_layout"]
 
 #: Body rows and columns of a table the request asks for without saying how many.
 TABLE_ROWS = 3
@@ -106,7 +116,7 @@ def _conflict(detail: str, *constraints: Constraint) -> ConflictError:
     return ConflictError(detail, constraint_ids=list(dict.fromkeys(c.id for c in constraints)))
 
 
-def table_layout(
+def structure_layout(
     constraints: Sequence[Constraint],
     layout: Layout,
     *,
@@ -117,19 +127,48 @@ def table_layout(
     controlled: set[str],
     sources: dict[str, Constraint],
 ) -> Layout:
-    """``layout`` with the table of the first hard ``structure(table)`` as its body
-    (unchanged: no table, or another body shapes the answer); ``sources`` gains
-    the header literals (see the module doc for what is refused)."""
+    """``layout`` with the body of the first hard ``structure(table)`` or
+    ``structure(responses)`` (unchanged: none, or another body shapes the answer);
+    ``sources`` gains a table's header literals (see the module doc for what is refused)."""
     found = [(c, f) for c in constraints if isinstance(f := form_of_constraint(c), Structure)
-             and f.layout is FormLayout.TABLE]
+             and f.layout in (FormLayout.TABLE, FormLayout.RESPONSES)]
     if not found:
         return layout
     c, form = found[0]
     if layout.body.kind == "formal":
         formal = [q for q in constraints if q.kind in (Kind.JSON_FORMAT, Kind.REGEX_FORMAT, Kind.CONSTRAINED_RESPONSE)]
-        raise _conflict("a formal answer (JSON, regex, options) cannot be a table", c, *formal)
+        raise _conflict(f"a formal answer (JSON, regex, options) cannot be {form.layout.value}", c, *formal)
     if layout.body.kind != "free" or layout.highlights:
         return layout
+    if form.layout is FormLayout.RESPONSES:
+        body = _responses(form)
+        if body is None:
+            return layout
+        headers: tuple[str, ...] = ()
+    else:
+        body = _table(c, form, policy)
+        headers = body.headers
+    shaped = replace(layout, body=body)
+    _fits(c, constraints, build_layout(shaped), limits, tables, max_new_tokens)
+    for header in headers:
+        sources[header] = c
+    controlled.add(c.id)
+    return shaped
+
+
+def _responses(form: Structure) -> Body | None:
+    """The body of ``n`` responses between markers (None: a marker with letters, digits or
+    spaces, which the responses' own text could write)."""
+    marker = (form.marker or "******").strip()
+    n = form.n if form.n is not None else 2
+    if n < 1:
+        raise InvalidInput(f"structure: responses need at least one, not {n}")
+    if not marker or any(ch.isalnum() or ch.isspace() for ch in marker):
+        return None
+    return Body(kind="responses", n=n, splitter=marker)
+
+
+def _table(c: Constraint, form: Structure, policy: CharPolicy) -> Body:
     headers = tuple(CharPolicy(case=policy.case).transform(" ".join(h.split())) for h in form.headers)
     if any(not h or "|" in h for h in headers):
         raise InvalidInput(f"structure: a table header must be text without '|', got {list(form.headers)!r}")
@@ -139,28 +178,34 @@ def table_layout(
     rows = form.n if form.n is not None else TABLE_ROWS
     if rows < 1 or columns < 1:
         raise InvalidInput(f"structure: a table needs a row and a column, not {rows} x {columns}")
-    body = Body(kind="table", n=rows, columns=columns, headers=headers, intro=form.before, outro=form.after)
-    shaped = replace(layout, body=body)
-    segments = build_layout(shaped)
+    return Body(kind="table", n=rows, columns=columns, headers=headers, intro=form.before, outro=form.after)
+
+
+def _fits(
+    c: Constraint,
+    constraints: Sequence[Constraint],
+    segments: Sequence[Segment],
+    limits: Limits,
+    tables: VocabTables,
+    max_new_tokens: int | None,
+) -> None:
+    """Refuse a structure whose fixed text holds more words than a maximum, whose parts
+    need more sentences than a maximum, or that needs more tokens than the budget."""
     literals = [s.text for s in segments if isinstance(s, Literal)]
     words = sum(count_text(text).units for text in literals)
     if limits.max_words is not None and words > limits.max_words:
         capped = [q for q in constraints if q.kind == Kind.WORD_COUNT]
-        raise _conflict(f"the table's fixed text holds {words} words, more than the {limits.max_words} allowed",
+        raise _conflict(f"the structure's fixed text holds {words} words, more than the {limits.max_words} allowed",
                         c, *capped)
-    if limits.max_sentences is not None and sentence_floor(segments) > limits.max_sentences:
+    floor = sentence_floor(segments)
+    if limits.max_sentences is not None and floor > limits.max_sentences:
         capped = [q for q in constraints if q.kind == Kind.SENTENCE_COUNT]
-        raise _conflict(f"the table's prose needs {sentence_floor(segments)} sentences, more than the "
+        raise _conflict(f"the structure's parts need {floor} sentences, more than the "
                         f"{limits.max_sentences} allowed", c, *capped)
     least = sum(len(tables.encode(text)) for text in literals)
     least += MIN_SEGMENT_TOKENS * sum(1 for s in segments if isinstance(s, Free))
     if max_new_tokens is not None and least > max_new_tokens:
         raise LimitExceeded(
-            f"a table of {rows} rows and {columns} columns needs at least {least} tokens, more than the "
-            f"{max_new_tokens} new tokens allowed",
+            f"the structure needs at least {least} tokens, more than the {max_new_tokens} new tokens allowed",
             constraint_ids=[c.id],
         )
-    for header in headers:
-        sources[header] = c
-    controlled.add(c.id)
-    return shaped

@@ -132,6 +132,10 @@ class CompiledLayout:
         fragments = t.fragment & ~t.special & ~t.has_star & ~t.has_angle & ~t.has_bracket
         if not seg.multiline:
             fragments &= ~t.has_newline
+        if seg.banned:
+            banned: torch.Tensor = t.cached(f"holds-{seg.banned}", lambda: _holds(t, seg.banned))
+            allowed &= ~banned
+            fragments &= ~banned
         if seg.cell:
             # A "|" inside a cell would split it: the model's "|" ends the cell instead.
             pipe: torch.Tensor = t.cached("has-pipe", lambda: _has_pipe(t))
@@ -443,6 +447,11 @@ def _item_start(tables: VocabTables) -> torch.Tensor:
     """``[V]`` bool: tokens whose text opens with a list item's marker (a digit, ``-``, ``+``, ``*``)."""
     values = [t.lstrip()[:1] in ("-", "+", "*") or t.lstrip()[:1].isdigit() for t in tables.texts]
     return torch.tensor(values, dtype=torch.bool, device=tables.device)
+
+
+def _holds(tables: VocabTables, chars: str) -> torch.Tensor:
+    """``[V]`` bool: tokens holding any of ``chars``."""
+    return torch.tensor([any(ch in t for ch in chars) for t in tables.texts], dtype=torch.bool, device=tables.device)
 
 
 def _has_pipe(tables: VocabTables) -> torch.Tensor:

@@ -56,7 +56,8 @@ class Free:
     exactly one sentence (a one-sentence summary): it ends where its first
     sentence ends, and it never carries the gates. ``plain_start``: prose
     beside a list or table, whose text may not open with what would make it
-    a list item (a digit, ``-``, ``+``).
+    a list item (a digit, ``-``, ``+``). ``banned``: characters no token of
+    the part may hold (a response cannot write its separator's marks).
     """
 
     role: str
@@ -69,6 +70,7 @@ class Free:
     cell: bool = False
     single: bool = False
     plain_start: bool = False
+    banned: str = ""
 
 
 @dataclass(frozen=True)
@@ -94,7 +96,8 @@ class Body:
     ``n`` body rows and ``columns`` columns, its header cells ``headers``
     (literals) or written by the model when empty. Bullets and tables may
     have prose ``intro`` (before) and ``outro`` (after): ``"paragraph"`` or
-    ``"sentence"`` (a part of exactly one sentence).
+    ``"sentence"`` (a part of exactly one sentence). ``"responses"``: ``n``
+    responses separated by the marker ``splitter`` on a line of its own.
     """
 
     kind: str = "free"
@@ -200,6 +203,10 @@ def _units(body: Body, highlights: int) -> list[list[Segment]]:
             unit.append(Free("body"))
             units.append(unit)
         return units
+    if body.kind == "responses":
+        banned = "".join(sorted(set(body.splitter)))
+        return [[*([Literal(f"\n\n{body.splitter}\n\n")] if index else []), Free("body", multiline=True, banned=banned)]
+                for index in range(body.n)]
     if body.kind in ("paragraphs", "blank_paragraphs", "two"):
         sep = {"paragraphs": "\n\n***\n\n", "blank_paragraphs": "\n\n", "two": "\n\n******\n\n"}[
             body.kind

@@ -270,7 +270,7 @@ def test_uncontrollable_forms_are_reported_uncontrolled(tokenizer: Any) -> None:
         gen(Kind.POSITION, "third", unit="sentences", k=3, op="ends_with", text="river"),
         gen(Kind.COUNT, "numbers", unit="numbers", relation="at least", n=2),
         gen(Kind.COPY, "copy", text="Describe a river.", change=True),
-        gen(Kind.STRUCTURE, "responses", layout="responses", n=3, marker="###"),
+        gen(Kind.STRUCTURE, "responses", layout="responses", n=3, marker="Answer"),
     ]
     steering = compile_steering(constraints, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
     assert steering.controlled == frozenset()

@@ -111,6 +111,19 @@ def test_table_fits_beside_other_constraints(tokenizer: Any) -> None:
     assert judged(constraints, state.text) == [], state.text
 
 
+def test_responses_between_markers_hold_on_random_logits(tokenizer: Any) -> None:
+    constraints = [gen(Kind.STRUCTURE, layout="responses", n=3, marker="###")]
+    steering = compile_steering(constraints, tokenizer, prompt="Name a river.", max_new_tokens=BUDGET)
+    assert steering.controlled == {"f"}
+    for seed in SEEDS:
+        state = drive_with_bias(steering, BUDGET, seed, bias_towards(tokenizer, r"#", 6.0))
+        assert judged(constraints, state.text) == [], state.text
+        assert len([p for p in state.text.split("###") if p.strip()]) == 3, state.text
+    worded = gen(Kind.STRUCTURE, layout="responses", n=2, marker="Response")
+    steering = compile_steering([worded], tokenizer, prompt="Name a river.", max_new_tokens=BUDGET)
+    assert steering.uncontrolled == {"f"}  # its own words could split a response
+
+
 def test_table_meets_a_word_minimum(tokenizer: Any) -> None:
     constraints = [gen(Kind.STRUCTURE, "table", layout="table", n=1, columns=2),
                    Constraint(id="words", kind=Kind.WORD_COUNT, params={"relation": "at least", "n": 25})]
