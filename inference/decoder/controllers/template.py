@@ -147,12 +147,12 @@ def _table(body: Body) -> list[list[Segment]]:
     """A Markdown table: header row, ``---`` rule, ``n`` body rows; each cell a unit."""
     rule = "| " + " | ".join(["---"] * body.columns) + " |"
     units: list[list[Segment]] = []
+    # A cell opens right after its "|": the model's first token brings the space (" Tea").
+    starts = ["|"] + [" |"] * (body.columns - 1)
     if body.headers:
         lead = "| " + " | ".join(body.headers) + " |\n" + rule + "\n"
-        starts = ["| "] + [" | "] * (body.columns - 1)
     else:
         lead = ""
-        starts = ["| "] + [" | "] * (body.columns - 1)
         for col, start in enumerate(starts):
             units.append([Literal(start), _cell(), *([Literal(" |\n" + rule + "\n")] if col == body.columns - 1 else [])])
     for row in range(body.n):
