@@ -193,6 +193,27 @@ def _drop_gguf_quantization_entry(config_path: Path) -> None:
     tmp.replace(config_path)
 
 
+def _tokenizer(directory: Path, gguf_file: str | None) -> Any:
+    """The model's tokenizer: from its files without the model's configuration, or from a GGUF."""
+    if gguf_file is None:
+        from inference.lean.tokenizer import load_tokenizer
+
+        return load_tokenizer(directory)
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(directory, gguf_file=gguf_file)
+
+
+def _library_model(directory: Path, gguf_file: str | None, dtype: torch.dtype) -> Any:
+    """transformers' model of ``directory`` (or of its GGUF file) in ``dtype``."""
+    from transformers import AutoModelForCausalLM
+
+    kwargs: dict[str, Any] = {"dtype": dtype}
+    if gguf_file:
+        kwargs["gguf_file"] = gguf_file
+    return AutoModelForCausalLM.from_pretrained(directory, **kwargs)
+
+
 _load_lock = threading.Lock()
 
 
@@ -220,9 +241,8 @@ def load_model(
     its kernels from the safetensors weights (``inference.weights.direct``):
     no float copy of the model is ever resident.
     """
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
-
-    from inference.decoder.packed_llama import attach
+    from inference.lean.config import read_config
+    from inference.lean.library import library_view
     from inference.weights.direct import DIRECT_FORMATS, direct_reason, load_direct
     from inference.weights.kernels import parameter_count
     from inference.weights.select import (
@@ -251,7 +271,7 @@ def load_model(
             cached = prepare_cache(reference, cache_root)
             assert cached is not None
             load_dir, gguf_file = cached, None
-        tokenizer = AutoTokenizer.from_pretrained(load_dir, gguf_file=gguf_file)
+        tokenizer = _tokenizer(load_dir, gguf_file)
         plan = planned_weights(requested, probe_dir, torch_device)
         direct = direct_reason(load_dir) is None
         table = load_dir / "q4_1-blocks.json" if load_dir != source.path else None
@@ -260,7 +280,7 @@ def load_model(
             # The first auto load on this machine: measure on the float32 model and keep
             # the measurement; a chosen low-precision format is then loaded directly, as
             # later loads will (float32 chosen: it is the model).
-            float_model = AutoModelForCausalLM.from_pretrained(load_dir, dtype=torch.float32)
+            float_model = _library_model(load_dir, None, torch.float32)
             float_model.to(torch_device)
             float_model.eval()
             plan = measure_weights(float_model, tokenizer, gguf, probe_dir, table)
@@ -273,21 +293,19 @@ def load_model(
         elif plan is not None and plan[0] in DIRECT_FORMATS and direct:
             # Straight into the format, one layer at a time: no float copy of the model.
             target, why, probes = plan
-            config = AutoConfig.from_pretrained(load_dir)
+            config = read_config(load_dir)
             blocks = gguf_blocks(config, gguf, table) if target == "int4" else None
             model, _ = load_direct(load_dir, target, blocks=blocks, device=torch_device)
             del blocks
             if not packed:
-                attach(model, None)
+                # The library's model over the same kernels, without the lean forward.
+                model = library_view(model)
                 why = f"{why}; library forward (TENET_PACKED_FORWARD=false)"
             forward = "packed" if packed else "library"
             choice = WeightsChoice(requested, target, forward, why, probes)
             log_choice(choice)
         else:
-            kwargs: dict[str, Any] = {"dtype": dtype}
-            if gguf_file:
-                kwargs["gguf_file"] = gguf_file
-            model = AutoModelForCausalLM.from_pretrained(load_dir, **kwargs)
+            model = _library_model(load_dir, gguf_file, dtype)
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     if choice is None:

@@ -4,14 +4,17 @@ Why: ``from_pretrained`` materialises every weight in float before the
 conversion (:mod:`inference.weights.build`) keeps a fraction of it: the
 bundled model's float32 cache is 538 MB, mapped and read whole, and a load
 in int4 peaked at 1.3 GB resident for a model that decodes in about 100 MB.
-Here the model is built on the meta device and each weight is read once,
-straight into its final kernel:
+Here the model is our own module tree (:mod:`inference.lean.model`, its
+shape read from ``config.json``: transformers' modelling code is never
+imported, about 125 MB resident saved), built on the meta device, and each
+weight is read once, straight into its final kernel:
 
 - projections: a layer's q/k/v and gate/up are each one fused kernel (what
   the lean forward multiplies by); the model's own ``q_proj``, ``k_proj``,
   ``v_proj``, ``gate_proj`` and ``up_proj`` are bands of those kernels that
   share their codes (``Int8Linear.rows`` / ``Int4Linear.rows``), so the
-  library forward and the lean forward read one copy of the weights. ``int4``
+  tree's own forward, the library view over it (:mod:`inference.lean.library`)
+  and the lean forward read one copy of the weights. ``int4``
   takes a Q4_1 GGUF's codes as they are (``gguf_q4``) and quantises other
   projections from their float values, as ``build`` does;
 - the LM head: int8 per output row for ``int8`` and ``int4`` (as ``build``
@@ -44,6 +47,8 @@ import torch
 from torch import nn
 
 from inference.decoder.packed_llama import LeanLayer, LeanLlama, attach, unsupported_reason
+from inference.lean.config import lean_reason, read_config
+from inference.lean.model import LeanCausalLM
 from inference.weights.gguf_q4 import Q4Block
 from inference.weights.kernels import (
     INT4_GROUP,
@@ -110,10 +115,7 @@ def direct_reason(directory: Path) -> str | None:
     ).is_file()
     if not has_weights:
         return "its weights are not in safetensors files"
-    config = json.loads((directory / "config.json").read_text())
-    if config.get("model_type") not in ("llama", "mistral", "qwen2"):
-        return f"model type {config.get('model_type')!r} is not of the Llama family"
-    return None
+    return lean_reason(json.loads((directory / "config.json").read_text()))
 
 
 def _kernel(weights: str, weight: torch.Tensor, bias: torch.Tensor | None) -> nn.Module:
@@ -221,23 +223,18 @@ def load_direct(
     *,
     blocks: Mapping[str, Q4Block] | None,
     device: torch.device,
-) -> tuple[Any, LeanLlama]:
-    """The model in ``directory`` built in ``weights``, on ``device``, with its lean forward attached."""
-    from transformers import AutoConfig, AutoModelForCausalLM, GenerationConfig
+) -> tuple[LeanCausalLM, LeanLlama]:
+    """The model in ``directory`` built in ``weights``, on ``device``, with its lean forward attached.
 
+    The model is our own module tree (:class:`~inference.lean.model.LeanCausalLM`,
+    configured from ``config.json``): no transformers modelling code is imported.
+    """
     if weights not in DIRECT_FORMATS:
         raise InvalidInput(f"weights {weights!r} are not loaded directly")
-    config = AutoConfig.from_pretrained(directory)
-    config.dtype = torch.bfloat16
-    with torch.device("meta"):
-        model: Any = AutoModelForCausalLM.from_config(  # type: ignore[no-untyped-call]
-            config, dtype=torch.bfloat16
-        )
+    model = LeanCausalLM(read_config(directory), directory)
     reason = unsupported_reason(model)
     if reason is not None:
         raise InvalidInput(f"weights {weights} need a Llama-family model: {reason}")
-    if (directory / "generation_config.json").is_file():
-        model.generation_config = GenerationConfig.from_pretrained(directory)
     source = SafetensorsSource(directory)
     reader = _Reader(source, blocks or {}, weights, device)
     with torch.no_grad():
@@ -248,8 +245,6 @@ def load_direct(
             # counted on top of the next layer's (glibc keeps them otherwise).
             return_freed_memory()
         _load_rest(model, source, weights)
-    inner = model.model
-    inner.rotary_emb = type(inner.rotary_emb)(model.config.get_text_config(decoder=True))
     model.to(device)
     model.eval()
     left = [n for n, t in [*model.named_parameters(), *model.named_buffers()] if t.is_meta]
@@ -291,11 +286,19 @@ def _load_layer(model: Any, index: int, reader: _Reader) -> LeanLayer:
     )
 
 
+def _embedding(weight: torch.Tensor) -> nn.Embedding:
+    """An embedding whose table is ``weight`` itself (a tied head's parameter stays one object)."""
+    rows, cols = (int(n) for n in weight.shape)
+    embedding = nn.Embedding(rows, cols, _weight=weight.detach(), _freeze=True)
+    embedding.weight = weight
+    return embedding
+
+
 def _load_rest(model: Any, source: SafetensorsSource, weights: str) -> None:
     """The embedding, the LM head and every parameter outside the layers' kernels."""
     inner = model.model
     embed_name = "model.embed_tokens.weight"
-    tied = bool(model.config.get_text_config(decoder=True).tie_word_embeddings)
+    tied = model.config.tie_word_embeddings
     head_name = embed_name if tied or "lm_head.weight" not in source else "lm_head.weight"
     head = _head(weights, source, head_name, source.shape(head_name))
     model.lm_head = head
@@ -303,11 +306,10 @@ def _load_rest(model: Any, source: SafetensorsSource, weights: str) -> None:
         inner.embed_tokens = Int8Embedding(head)
     elif tied:
         assert isinstance(head, nn.Linear)
-        inner.embed_tokens.weight = head.weight
+        inner.embed_tokens = _embedding(head.weight)
     else:
-        inner.embed_tokens.weight = nn.Parameter(
-            source.read(embed_name).to(torch.bfloat16), requires_grad=False
-        )
+        table = source.read(embed_name).to(torch.bfloat16)
+        inner.embed_tokens = _embedding(nn.Parameter(table, requires_grad=False))
     for name, param in list(model.named_parameters()):
         if param.is_meta and name in source:
             parent_name, _, child = name.rpartition(".")

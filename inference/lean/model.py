@@ -1,0 +1,229 @@
+"""Our own module tree of a Llama-family causal LM: the holder of the lean forward's weights.
+
+The tree has transformers' layout and names (``model.embed_tokens``,
+``model.layers[i].self_attn.q_proj`` ... ``mlp.down_proj``,
+``input_layernorm``, ``model.norm``, ``model.rotary_emb``, ``lm_head``), so
+the direct load (:mod:`inference.weights.direct`), the lean forward
+(:mod:`inference.decoder.packed_llama`), the layer profile and the weight
+accounting read it as they read the library's model. It is built without
+weights (:meth:`LeanCausalLM.skeleton`: every projection a meta placeholder
+the load replaces by its kernel).
+
+Guarantees:
+
+- ``model(input_ids, attention_mask=None, position_ids=None)`` without a
+  cache computes the whole sequence through the tree's own modules (each
+  layer module is called, so forward hooks see every layer), causal over
+  the tokens with the 2D padding mask, in the lean forward's arithmetic:
+  RMSNorm by ``F.rms_norm`` in the activations' dtype, attention in float32
+  on the CPU; its logits equal the lean forward's prefill to that precision;
+- a call with a cache (``past_key_values``), and :meth:`LeanCausalLM.generate`,
+  run the library's forward over the same modules
+  (:func:`inference.lean.library.library_view`, built on first use): the
+  benchmarks' library-forward comparisons and ``generate`` baselines keep
+  working, at the cost of importing transformers' modelling code then.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from inference.lean.config import LeanConfig
+from inference.lean.rotary import RotaryTable, apply_rotary_pos_emb
+from reasoning.errors import InvalidInput
+
+__all__ = ["CausalOutput", "LeanCausalLM", "Placeholder"]
+
+
+@dataclass(frozen=True)
+class CausalOutput:
+    """What a forward returns: ``logits [B, S, V]`` (the library's outputs' one field we use)."""
+
+    logits: torch.Tensor
+
+
+class Placeholder(nn.Module):
+    """A weight not read yet: its shape on the meta device (no initialisation is run).
+
+    The load replaces every placeholder by a kernel or a table; calling one is an error.
+    """
+
+    def __init__(self, *shape: int) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(shape, device="meta"), requires_grad=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        raise InvalidInput(f"a weight of shape {tuple(self.weight.shape)} was never loaded")
+
+
+def _placeholder(out_features: int, in_features: int) -> nn.Module:
+    return Placeholder(out_features, in_features)
+
+
+class RMSNorm(nn.Module):
+    """RMSNorm over the last dimension with a learnt scale (``weight``, ``variance_epsilon``)."""
+
+    def __init__(self, size: int, eps: float) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(size, device="meta"), requires_grad=False)
+        self.variance_epsilon = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.rms_norm(x, (x.shape[-1],), self.weight, self.variance_epsilon)
+
+
+class Attention(nn.Module):
+    """Grouped-query self-attention with rotary positions (q/k/v/o projections)."""
+
+    def __init__(self, config: LeanConfig) -> None:
+        super().__init__()
+        self.heads, self.kv_heads = config.num_attention_heads, config.num_key_value_heads
+        self.head_dim = config.head_dim
+        self.scaling = self.head_dim**-0.5
+        hidden, q_size = config.hidden_size, self.heads * self.head_dim
+        kv_size = self.kv_heads * self.head_dim
+        self.q_proj = _placeholder(q_size, hidden)
+        self.k_proj = _placeholder(kv_size, hidden)
+        self.v_proj = _placeholder(kv_size, hidden)
+        self.o_proj = _placeholder(hidden, q_size)
+
+    def forward(
+        self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask: torch.Tensor
+    ) -> torch.Tensor:
+        rows, new, _ = x.shape
+
+        def split(t: torch.Tensor, heads: int) -> torch.Tensor:
+            return t.view(rows, new, heads, self.head_dim).transpose(1, 2).to(cos.dtype)
+
+        q = split(self.q_proj(x), self.heads)
+        k = split(self.k_proj(x), self.kv_heads)
+        v = split(self.v_proj(x), self.kv_heads)
+        q, k = apply_rotary_pos_emb(q, k, cos, sin)
+        out = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, scale=self.scaling, enable_gqa=True
+        )
+        attended: torch.Tensor = self.o_proj(out.transpose(1, 2).reshape(rows, new, -1).to(x.dtype))
+        return attended
+
+
+class MLP(nn.Module):
+    """The SiLU-gated feed-forward block."""
+
+    def __init__(self, config: LeanConfig) -> None:
+        super().__init__()
+        hidden, inner = config.hidden_size, config.intermediate_size
+        self.gate_proj = _placeholder(inner, hidden)
+        self.up_proj = _placeholder(inner, hidden)
+        self.down_proj = _placeholder(hidden, inner)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out: torch.Tensor = self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+        return out
+
+
+class DecoderLayer(nn.Module):
+    """Pre-norm attention then pre-norm MLP, each added to the residual stream."""
+
+    def __init__(self, config: LeanConfig) -> None:
+        super().__init__()
+        self.self_attn = Attention(config)
+        self.mlp = MLP(config)
+        self.input_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.post_attention_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+
+    def forward(
+        self, h: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask: torch.Tensor
+    ) -> torch.Tensor:
+        h = h + self.self_attn(self.input_layernorm(h), cos, sin, mask)
+        out: torch.Tensor = h + self.mlp(self.post_attention_layernorm(h))
+        return out
+
+
+class LlamaBody(nn.Module):
+    """Embedding, decoder layers, final norm and rotary table (the library's ``model.model``)."""
+
+    def __init__(self, config: LeanConfig) -> None:
+        super().__init__()
+        self.embed_tokens: nn.Module = Placeholder(config.vocab_size, config.hidden_size)
+        self.layers = nn.ModuleList(DecoderLayer(config) for _ in range(config.num_hidden_layers))
+        self.norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.rotary_emb = RotaryTable(config.head_dim, config.rope_theta)
+
+
+class LeanCausalLM(nn.Module):
+    """A Llama-family causal LM of our own modules (see the module docstring).
+
+    ``directory`` is the model directory it was read from: the library view
+    reads its ``config.json`` and ``generation_config.json`` from there.
+    """
+
+    def __init__(self, config: LeanConfig, directory: Path) -> None:
+        super().__init__()
+        self.config = config
+        self.directory = directory
+        self.model = LlamaBody(config)
+        self.lm_head: nn.Module = _placeholder(config.vocab_size, config.hidden_size)
+
+    def get_input_embeddings(self) -> nn.Module:
+        return self.model.embed_tokens
+
+    def get_output_embeddings(self) -> nn.Module:
+        return self.lm_head
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        past_key_values: Any = None,
+        use_cache: bool = False,
+        logits_to_keep: int = 0,
+        **kwargs: Any,
+    ) -> Any:
+        """Logits of every position (the last ``logits_to_keep`` when given); see the module docstring."""
+        if past_key_values is not None or use_cache or kwargs:
+            from inference.lean.library import library_view
+
+            return library_view(self)(
+                input_ids=input_ids,
+                attention_mask=attention_mask,
+                position_ids=position_ids,
+                past_key_values=past_key_values,
+                use_cache=use_cache,
+                logits_to_keep=logits_to_keep,
+                **kwargs,
+            )
+        rows, new = input_ids.shape
+        device = input_ids.device
+        padding = (
+            torch.ones((rows, new), dtype=torch.bool, device=device)
+            if attention_mask is None
+            else attention_mask.bool()
+        )
+        if position_ids is None:
+            position_ids = torch.arange(new, device=device).expand(rows, -1)
+        steps = torch.arange(new, device=device)
+        causal = steps[None, :] <= steps[:, None]  # [S, S]: key column <= query row
+        # A query always sees itself, so a padding query stays finite (as the lean forward).
+        mask = (padding[:, None, None, :] & causal) | torch.eye(new, dtype=torch.bool, device=device)
+        h = self.model.embed_tokens(input_ids)
+        # Attention in float32 on the CPU, the activations' dtype elsewhere (the lean forward's).
+        attn_dtype = torch.float32 if device.type == "cpu" else h.dtype
+        cos, sin = self.model.rotary_emb(torch.empty(0, dtype=attn_dtype, device=device), position_ids)
+        for layer in self.model.layers:
+            h = layer(h, cos, sin, mask)
+        if logits_to_keep:
+            h = h[:, -logits_to_keep:, :]
+        return CausalOutput(self.lm_head(self.model.norm(h)))
+
+    def generate(self, *args: Any, **kwargs: Any) -> Any:
+        """The library's ``generate`` over these modules (:func:`~inference.lean.library.library_view`)."""
+        from inference.lean.library import library_view
+
+        return library_view(self).generate(*args, **kwargs)
