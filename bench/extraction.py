@@ -306,7 +306,7 @@ def run(rows: Sequence[Mapping[str, Any]], *, verbose: bool = False) -> dict[str
 def _normal(value: Any) -> Any:
     if isinstance(value, str):
         return value.strip().lower()
-    if isinstance(value, list):
+    if isinstance(value, (list, tuple)):  # a form's pairs are tuples in-process, lists over JSON
         return [_normal(v) for v in value]
     if isinstance(value, dict):
         return {k: _normal(v) for k, v in value.items()}

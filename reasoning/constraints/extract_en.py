@@ -825,11 +825,26 @@ def _sentence_chars(ctx: _Ctx, char: int) -> tuple[int, int]:
     return sent.start_char, sent.end_char
 
 
+_EACH_ITEM = re.compile(r"\b(?:each|every|all)\s+(?!(?:of\s+)?(?:the\s+|your\s+)?(?:sentence|line|paragraph|response|answer|reply)s?\b)\w+",
+                        re.IGNORECASE)
+_WHOLE = re.compile(r"\b(?:entire|whole|full)\b|\b(?:your|the)\s+(?:response|answer|reply|output)\b", re.IGNORECASE)
+
+
+def _quotes_each_item(text: str, start: int, end: int) -> bool:
+    """"With double quotes around each quotation": quoted items in the answer, not the answer quoted."""
+    sentence_start = max(text.rfind(stop, 0, start) for stop in (".", "!", "?", "\n")) + 1
+    stops = [i for i in (text.find(stop, end) for stop in (".", "!", "?", "\n")) if i >= 0]
+    sentence = text[sentence_start : min(stops) if stops else len(text)]
+    return _EACH_ITEM.search(sentence) is not None and _WHOLE.search(sentence) is None
+
+
 def _detect_flags(ctx: _Ctx) -> None:
     """Kinds without parameters, read from trigger lemmas with their negation."""
     text = ctx.text
     for i, lemma in enumerate(ctx.lemmas):
         if (lemma == "comma" or ctx.lowers[i] in ("comma", "commas")) and _negated(ctx, i):
+            if _quantity_left(ctx, i) is not None:
+                continue  # "not more than two commas": a count of commas, not none
             left = i
             while left > ctx.tokens[i].sent.start and ctx.lowers[left - 1] not in (",", ";", ".") and i - left < 10:
                 left -= 1
@@ -840,7 +855,7 @@ def _detect_flags(ctx: _Ctx) -> None:
         r"|(?:double\s+quot\w*(?:\s+marks?)?|quotation\s+marks)[^.]{0,40}?\b(?:around|wrapping)\b",
         text, re.IGNORECASE,
     )
-    if quote:
+    if quote and not _quotes_each_item(text, quote.start(), quote.end()):
         ctx.add(Kind.QUOTATION, {}, quote.start(), quote.end())
     title = re.search(r"double\s+angular\s+brackets|<<[^<>\n]{1,60}>>", text, re.IGNORECASE)
     if title:

@@ -20,6 +20,7 @@ frequency, a repetition asked with a change) is replaced, never doubled.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -32,6 +33,7 @@ from reasoning.constraints.extract_en import (
     _Ctx,
     _flip_if_negated,
     _negated,
+    _number_at,
     _Quantity,
     _quantity_left,
     _quantity_right,
@@ -123,8 +125,20 @@ def _add_form(ctx: _Ctx, form: Form, start: int, end: int, confidence: float = 0
     ctx.add(kind, params, start, end, confidence=confidence)
 
 
+def _partitive(ctx: _Ctx, first: int) -> _Quantity | None:
+    """"At least five of the words ...": the count written before "of (the / your)" and the unit."""
+    j = first - 1
+    while j > ctx.tokens[first].sent.start and ctx.lowers[j] in ("the", "your", "these", "those"):
+        j -= 1
+    if j <= ctx.tokens[first].sent.start or ctx.lowers[j] != "of":
+        return None
+    if ctx.lowers[j - 1] == "none":
+        return _Quantity(Relation.AT_MOST, 0, j - 1, j - 1)
+    return _quantity_left(ctx, j)
+
+
 def _quantity(ctx: _Ctx, first: int, head: int) -> _Quantity | None:
-    quantity = _quantity_left(ctx, first)
+    quantity = _quantity_left(ctx, first) or _partitive(ctx, first)
     if quantity is None:
         quantity = _count_after(ctx, head + 1, limit=10)
     if quantity is None:
@@ -191,7 +205,16 @@ def _word_filter(ctx: _Ctx, head: int, stop: int) -> tuple[dict[str, Any], int] 
     quoted text or a named letter.
     """
     j = head + 1
-    if j < stop and ctx.lowers[j] in ("that", "which"):
+    clause = next((c for c in ctx.tokens[head].children if c.dep_ == "relcl" and c.i > head), None)
+    if j < stop and ctx.lowers[j] not in ("that", "which") and clause is not None and clause.lemma_ not in _FILTER_VERBS:
+        # "the words you use must begin with 'w'": past the relative clause, the predicate is the filter
+        j = max(t.i for t in clause.subtree) + 1
+        while j < stop and ctx.lemmas[j] in ("all", "must", "should", "will", "each", "do", "have", "to", "need",
+                                             "may", "can", "shall"):
+            j += 1
+        if not (j < stop and ctx.lemmas[j] in _FILTER_VERBS):
+            return None
+    elif j < stop and ctx.lowers[j] in ("that", "which"):
         j += 1
         while j < stop and ctx.lemmas[j] in ("all", "must", "should", "will", "each", "do"):
             j += 1
@@ -440,18 +463,45 @@ def _detect_wraps(ctx: _Ctx) -> None:
         if any(w in ("placeholder", "title", "keyword", "word", "phrase", "name", "term", "letter") for w in lemmas) \
                 and not any(w in ("entire", "whole") for w in lemmas):
             continue
-        if not any(lemma in _WRAP_VERBS for lemma in lemmas) and not any(
+        around = head + 1 < end and ctx.lowers[head + 1] in ("around", "round")
+        if not around and not any(lemma in _WRAP_VERBS for lemma in lemmas) and not any(
                 ctx.lowers[j] in ("in", "inside", "within", "between") for j in range(max(start, first - 3), first)):
             continue
         if _negated(ctx, head):
             continue
         target = _wrap_target(ctx, start, end)
         if target is None:
+            _spans_count(ctx, left, right, start, end)
             continue
         if left == '"' and target is Unit.ANSWER and any(f.kind is Kind.QUOTATION for f in ctx.found):
             continue
         sentence = ctx.doc[start:end]
         _add_form(ctx, Wrap(left=left, right=right, unit=target), sentence.start_char, sentence.end_char)
+
+
+def _spans_count(ctx: _Ctx, left: str, right: str, start: int, end: int) -> None:
+    """"Put at least two side comments in parentheses": a count of delimited spans, not the answer wrapped.
+
+    Read only with a stated quantity in the sentence (a number with a
+    comparison, or a bare number, which is exact).
+    """
+    for j in range(start, end):
+        number = _number_at(ctx.doc, j)
+        if number is None or (j + 1 < end and _number_at(ctx.doc, j + 1) is not None):
+            continue
+        value, first, _last = number
+        before = relation_before(ctx.lowers[max(start, first - 4) : first])
+        relation = before[0] if before is not None else Relation.EXACTLY
+        lo = first - before[1] if before is not None else first
+        sentence = ctx.doc[start:end]
+        form = Count(unit=Unit.SPANS, filter=Filter(left=left, right=right, nonempty=True),
+                     relation=_flip_if_negated(ctx, lo, relation), n=value)
+        if any(f.kind is Kind.COUNT and f.params.get("unit") == "spans" and _overlaps(f, sentence.start_char,
+                                                                                         sentence.end_char)
+               for f in ctx.found):
+            return
+        _add_form(ctx, form, sentence.start_char, sentence.end_char)
+        return
 
 
 _LAYOUT_VERBS = frozenset({"use", "format", "present", "organize", "organise", "structure", "write", "give",
@@ -494,7 +544,69 @@ def _detect_layouts(ctx: _Ctx) -> None:
         if not any(ctx.lemmas[j] in _LAYOUT_VERBS or ctx.lowers[j] in ("as", "in") for j in range(start, first)):
             continue
         done.add(start)
-        _add_form(ctx, Structure(layout=layout), *chars)
+        n, columns = _layout_size(ctx, layout, head, end)
+        if layout is Layout.NESTED_LIST and n is not None:
+            _scale_per_item(ctx, n, chars)
+        _add_form(ctx, Structure(layout=layout, n=n, columns=columns), *chars)
+
+
+_ROW_WORDS = frozenset({"row"})
+_COLUMN_WORDS = frozenset({"column"})
+_NOT_ITEMS = frozenset({"word", "sentence", "paragraph", "character", "letter", "line", "time"})
+
+
+def _exact_number(ctx: _Ctx, j: int, floor: int) -> int | None:
+    """The number ending at token ``j`` when it is exact (bare, "exactly", "only"), else None."""
+    number = _number_at(ctx.doc, j)
+    if number is None:
+        return None
+    value, first, _last = number
+    before = relation_before(ctx.lowers[max(floor, first - 4) : first])
+    return value if before is None or before[0] is Relation.EXACTLY else None
+
+
+def _scale_per_item(ctx: _Ctx, items: int, chars: tuple[int, int]) -> None:
+    """"Three categories, each with at least two sub-items": the nested count holds per top item, so in all ``items`` times it."""
+    scaled: list[Found] = []
+    for f in ctx.found:
+        if f.kind is Kind.COUNT and f.params.get("unit") == "nested_bullets" and _overlaps(f, *chars) \
+                and re.search(r"\beach\b[^,.;]{0,12}$", ctx.text[chars[0] : f.start], re.IGNORECASE):
+            f = Found(kind=f.kind, params={**f.params, "n": int(f.params["n"]) * items}, start=f.start, end=f.end,
+                      confidence=f.confidence, hardness=f.hardness)
+        scaled.append(f)
+    ctx.found = scaled
+
+
+def _layout_size(ctx: _Ctx, layout: Layout, head: int, end: int) -> tuple[int | None, int | None]:
+    """(items or body rows, columns) a layout's sentence states exactly after its term.
+
+    A table's "N (data / body) rows" and "N columns"; a list's "of / with N
+    <items>" (any noun but a unit of text: "a numbered list of five tips",
+    "with exactly eight entries"). A bound that is not exact gives none.
+    """
+    n: int | None = None
+    columns: int | None = None
+    for j in range(head + 1, end):
+        if _number_at(ctx.doc, j) is None or (j + 1 < end and _number_at(ctx.doc, j + 1) is not None):
+            continue
+        if layout is Layout.TABLE:
+            # "three data rows" (a compound; the tagger may read "rows" as a verb there)
+            following = ctx.lemmas[j + 1 : min(end, j + 4)]
+            if n is None and any(w in _ROW_WORDS for w in following[:2]):
+                n = _exact_number(ctx, j, head + 1)
+            elif columns is None and any(w in _COLUMN_WORDS for w in following[:2]):
+                columns = _exact_number(ctx, j, head + 1)
+            continue
+        nxt = next((x for x in range(j + 1, min(end, j + 4)) if ctx.tokens[x].pos_ == "NOUN"), None)
+        if nxt is None:
+            continue
+        while nxt + 1 < end and ctx.tokens[nxt + 1].pos_ == "NOUN":
+            nxt += 1  # the head of a compound
+        noun = ctx.lemmas[nxt]
+        if layout is not Layout.NO_LIST and n is None and noun not in _NOT_ITEMS and any(
+                ctx.lowers[x] in ("of", "with", "containing", "having", ":") for x in range(max(head + 1, j - 3), j)):
+            n = _exact_number(ctx, j, head + 1)
+    return n, columns
 
 
 _POSITION_UNITS: Mapping[str, Unit] = {"word": Unit.WORDS, "sentence": Unit.SENTENCES,
@@ -621,15 +733,54 @@ def _changed(ctx: _Ctx, start: int, end: int) -> bool:
     return any(ctx.lemmas[t] in EN_CHANGE or ctx.lowers[t] in EN_CHANGE for t in sentence_tokens)
 
 
+_Q = r"[\"“'‘](?P<{0}>[^\"”'’\n]{{1,60}})[\"”'’]"
+_SWAPS = (
+    (re.compile(r"\b(?:replace|replacing|swap|swapping|change|changing|switch|switching)\s+(?:the\s+(?:word|phrase|term)\s+)?"
+                + _Q.format("old") + r"\s+(?:with|by|for|to|into)\s+(?:the\s+(?:word|phrase|term)\s+)?" + _Q.format("new"),
+                re.IGNORECASE)),
+    (re.compile(r"\b(?:substitute|substituting|use|using|write|writing|put|putting)\s+(?:the\s+(?:word|phrase|term)\s+)?"
+                + _Q.format("new") + r"\s+(?:for|instead\s+of|in\s+place\s+of)\s+(?:the\s+(?:word|phrase|term)\s+)?"
+                + _Q.format("old"), re.IGNORECASE)),
+)
+_LABEL = re.compile(r"^(?:question|request|prompt|task|query|instruction)\s*[:：]\s*", re.IGNORECASE)
+
+
+def _stated_swaps(ctx: _Ctx) -> tuple[tuple[tuple[str, str], ...], list[tuple[int, int]]]:
+    """The (old, new) word swaps the prompt states for a changed copy, and where it states them."""
+    pairs: list[tuple[str, str]] = []
+    spans: list[tuple[int, int]] = []
+    for pattern in _SWAPS:
+        for match in pattern.finditer(ctx.text):
+            pairs.append((match.group("old").strip(), match.group("new").strip()))
+            spans.append((match.start(), match.end()))
+    return tuple(pairs), spans
+
+
+def _copy_form(ctx: _Ctx, text: str, change: bool) -> Copy:
+    """The copy of ``text`` (its "Question:" label left out), with the swaps the prompt states."""
+    text = _LABEL.sub("", text.strip().lstrip(" .!?;:"))
+    if not change:
+        return Copy(text=text)
+    pairs, spans = _stated_swaps(ctx)
+    if pairs:
+        # The quoted words of a swap name the change, not keywords the answer must hold or avoid.
+        ctx.found = [f for f in ctx.found if not (
+            f.kind in (Kind.KEYWORDS_PRESENT, Kind.FORBIDDEN_WORDS) and any(_overlaps(f, a, b) for a, b in spans))]
+    return Copy(text=text, change=True, replace=pairs)
+
+
 def _detect_copies(ctx: _Ctx) -> None:
     """A repetition asked with a change ("repeat the question but replace X", "paraphrase the request")."""
     kept: list[Found] = []
-    for f in ctx.found:
+    for f in list(ctx.found):
         if f.kind is Kind.REPEAT_PROMPT and _changed(ctx, f.start, f.end):
-            kind, params = canonical(Copy(text=str(f.params["prompt_to_repeat"]).lstrip(" .!?;:"), change=True))
+            kind, params = canonical(_copy_form(ctx, str(f.params["prompt_to_repeat"]), True))
             kept.append(Found(kind=kind, params=params, start=f.start, end=f.end, confidence=f.confidence))
         else:
             kept.append(f)
+    if any(f.kind is Kind.COPY for f in kept):
+        dropped = {id(f) for f in kept} - {id(f) for f in ctx.found}
+        kept = [f for f in kept if id(f) not in dropped or f.kind is Kind.COPY]
     ctx.found = kept
     if any(f.kind in (Kind.REPEAT_PROMPT, Kind.COPY) for f in ctx.found):
         return
@@ -645,7 +796,7 @@ def _detect_copies(ctx: _Ctx) -> None:
         text = repeat_text(ctx.text, begin, end)
         if text is None:
             continue
-        _add_form(ctx, Copy(text=text.lstrip(" .!?;:"), change=True), begin, end)
+        _add_form(ctx, _copy_form(ctx, text, True), begin, end)
         return
 
 

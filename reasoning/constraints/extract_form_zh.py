@@ -89,7 +89,15 @@ _WRAP = re.compile(
 )
 _TARGETS = {"每句话": Unit.SENTENCES, "每一句": Unit.SENTENCES, "每句": Unit.SENTENCES, "每行": Unit.LINES,
             "每段": Unit.PARAGRAPHS}
-_LAYOUT = re.compile(r"(?:用|以|使用|采用|做成|整理成|列成|呈现为|写成)(?:一个|一张)?(?P<layout>" + _alternation(list(ZH_LAYOUTS)) + r")")
+_LAYOUT = re.compile(r"(?:用|以|使用|采用|做成|整理成|列成|呈现为|写成)(?:一个|一张)?(?:[^，。；,;]{1,6}的)?(?P<layout>"
+                     + _alternation(list(ZH_LAYOUTS)) + r")")
+_TABLE_ROWS = re.compile(r"(?:正好|恰好|刚好)?(?:有|包含|列出|写)?(?P<num>" + ZH_NUMBER + r")\s*行(?:数据|内容)?")
+_QUOTED_SPANS = re.compile(
+    r"(?:用|以|使用)(?P<d>" + _alternation(list(ZH_DELIMITERS)) + r")(?:引用|标出|括出|括起|标注|引出)(?P<rel>" + _REL_BEFORE
+    + r")?\s*(?P<num>" + ZH_NUMBER + r")\s*(?:句|处|个|段|条)")
+_NESTED = re.compile(
+    r"(?P<n1>" + ZH_NUMBER + r")\s*(?:个|条)(?:要点|条目|点|项)[，,、]?\s*每(?:个|一个|一|条)?(?:要点|条目|点|项)(?:下面|下方|下)?(?:再|都)?"
+    r"(?:分出|列出|包含|有|写|分成|分为)(?P<n2>" + ZH_NUMBER + r")\s*(?:个|条)(?:小点|子要点|子项|子条目|小项)")
 _NO_LIST = re.compile(_NEG + r"(?:使用|用|出现|列出|写成|采用)?(?:任何)?(?:" + _alternation(list(ZH_NO_LIST)) + r")")
 _ORDINAL = r"(?P<ord>第[一二三四五六七八九十\d]+|最后一|最后)"
 _POSITION = re.compile(
@@ -228,11 +236,42 @@ def _layouts(r: _Reader) -> None:
     for match in _NO_LIST.finditer(r.text):
         r.add(Structure(layout=Layout.NO_LIST), match.start(), match.end())
         return
+    for match in _NESTED.finditer(r.text):
+        top, sub = parse_zh_number(match.group("n1")), parse_zh_number(match.group("n2"))
+        if top is None or sub is None:
+            continue
+        # "三个要点，每个要点下面再分出两个小点": three top items, two nested under each
+        r.drop(match.start(), match.end(), frozenset({Kind.BULLET_COUNT, Kind.COUNT}))
+        r.add(Structure(layout=Layout.NESTED_LIST, n=top), match.start(), match.end())
+        r.add(Count(unit=Unit.NESTED_BULLETS, relation=Relation.EXACTLY, n=top * sub), match.start(), match.end())
+        return
     for match in _LAYOUT.finditer(r.text):
         if r.taken(match.start(), match.end(), frozenset({Kind.BULLET_COUNT})):
             continue
-        r.add(Structure(layout=ZH_LAYOUTS[match.group("layout")]), match.start(), match.end())
+        layout = ZH_LAYOUTS[match.group("layout")]
+        n: int | None = None
+        end = match.end()
+        if layout is Layout.TABLE:
+            stop = min((i for i in (r.text.find(c, match.end()) for c in "。；;\n") if i >= 0), default=len(r.text))
+            rows = _TABLE_ROWS.search(r.text, match.end(), stop)
+            if rows is not None:
+                n = parse_zh_number(rows.group("num"))
+                r.drop(rows.start(), rows.end(), frozenset({Kind.COUNT}))
+                end = rows.end()
+        r.add(Structure(layout=layout, n=n), match.start(), end)
         return
+
+
+def _quoted_spans(r: _Reader) -> None:
+    """"用引号引用至少两句别人说过的话": a count of delimited spans in the answer."""
+    for match in _QUOTED_SPANS.finditer(r.text):
+        n = parse_zh_number(match.group("num"))
+        if n is None:
+            continue
+        left, right = ZH_DELIMITERS[match.group("d")]
+        r.drop(match.start(), match.end(), _COUNTED_KINDS)
+        r.add(Count(unit=Unit.SPANS, filter=Filter(left=left, right=right, nonempty=True),
+                    relation=_relation(match.group("rel"), None), n=n), match.start(), match.end())
 
 
 def _positions(r: _Reader) -> None:
@@ -267,6 +306,6 @@ def _copies(r: _Reader) -> None:
 def refine_chinese(doc: Doc, text: str, found: Sequence[Found]) -> list[Found]:
     """``found`` (the named-kind readings of ``text``) with the form's readings added or substituted."""
     reader = _Reader(doc, text, found)
-    for step in (_counts, _named_counts, _case, _wraps, _layouts, _positions, _copies):
+    for step in (_counts, _named_counts, _case, _wraps, _layouts, _quoted_spans, _positions, _copies):
         step(reader)
     return reader.found

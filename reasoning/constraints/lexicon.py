@@ -152,7 +152,7 @@ EN_LAYOUTS: Mapping[tuple[str, ...], Layout] = {
 
 #: Words that turn a repetition into a repetition with a change.
 EN_CHANGE = frozenset({"change", "replace", "modify", "alter", "swap", "substitute", "rephrase", "paraphrase",
-                       "reword", "own", "different", "tweak", "edit"})
+                       "reword", "own", "different", "tweak", "edit", "instead"})
 
 #: Words that make a sentence look like a requirement on the answer's form.
 EN_FORM_WORDS = frozenset(

@@ -76,10 +76,12 @@ def test_requirements_beyond_the_named_kinds_read_onto_the_form(prompt: str, kin
     assert _read(prompt) == [(kind, params)]
 
 
-def test_a_changed_repetition_is_a_copy_with_change() -> None:
+def test_a_changed_repetition_is_a_copy_with_its_stated_change() -> None:
     prompt = "Describe the water cycle.\n\nFirst repeat the request above, but replace 'water' with 'carbon'."
     (read,) = _read(prompt)
-    assert read == ("copy", {"text": "Describe the water cycle.", "change": True})
+    assert read == ("copy", {"text": "Describe the water cycle.", "change": True, "replace": (("water", "carbon"),)})
+    labelled = "Restate my question, but use 'dog' instead of 'cat', then answer it. Question: why do cats purr?"
+    assert _read(labelled) == [("copy", {"text": "why do cats purr?", "change": True, "replace": (("cat", "dog"),)})]
 
 
 def test_a_form_requirement_no_kind_reads_is_reported_with_its_span() -> None:
