@@ -15,23 +15,42 @@ guarantees it, and is reported ``controlled`` only then:
   the first word / sentence / paragraph / line starting with (or the first
   word being) a text becomes the start phrase, which the layout writes first
   and ends on a word boundary; the last one ending with a text becomes the
-  end phrase; a list to write (bulleted, numbered, nested), when nothing
-  else shapes the body, becomes the bullet layout of three items (numbered
-  ``1.`` ... or with an indented sub-bullet).
-- ``form_tally`` gives the ``controllers.tally.Tally`` of the upper bounds
-  on characters, letters, punctuation, digits, emoji, numbers and filtered
-  words, in the whole answer or in each sentence / paragraph / line, and of
-  ``no_list``, with room reserved for what the layout's literals add (per
-  piece: the most a literal's piece holds, as a literal may join any piece); ``form_layout`` puts an answer-level wrapper's delimiters into the
-  layout (forced first and last).
+  end phrase; the k-th paragraph (``k >= 2``) opened by a word, when nothing
+  else shapes the body or counts paragraphs, becomes the blank-line body of
+  ``k`` paragraphs whose k-th starts with that word; a list to write
+  (bulleted, numbered, nested), when nothing else shapes the body, becomes
+  the bullet layout of three items (numbered ``1.`` ... or with an indented
+  sub-bullet).
+- ``form_*`` give the specs of the form's own controllers:
+  ``form_tally`` the ``controllers.tally.Tally`` of the upper bounds on
+  characters, letters, punctuation, digits, emoji, numbers, filtered and
+  distinct words, in the whole answer or in each sentence / paragraph /
+  line, of ratio maxima (at most a fraction of one such count's items are
+  another's, in a free body without fixed or inserted text) and of
+  ``no_list``, with room reserved for what the layout's
+  literals add (per piece: the most a literal's piece holds, as a literal
+  may join any piece; distinct words: also the required keywords);
+  ``form_floors`` the per-piece minima of words / characters / letters
+  (``controllers.floors``); ``form_minima`` the whole-answer minima of
+  characters and letters (kept) and of distinct words (assisted: the stop
+  is held) (``controllers.minima``); ``form_placement`` the k-th word
+  (``controllers.placing``); ``form_opening`` the k-th sentence or line
+  opening with a text (``controllers.openings``); ``form_layout`` puts an
+  answer-level wrapper's delimiters into the layout (forced first and last).
 
-Everything else (positions inside the answer, per-piece minima, ratios,
-unique words, minima of numbers or filtered words, tables, a list beside
-another body, a changed copy) is left to the prompt and the verifier, reported
-``uncontrolled``. Contradictions end in ``ConflictError`` (the pipeline asks
-for confirmation): a cap the layout's own literals break, no list with a
+Tables, lists beside another body and copies are ``compile_structure``'s.
+Everything else (other middle positions: a piece ending with or being a
+text; ratio minima; minima of numbers or filtered words) is left to the
+prompt and the verifier, reported ``uncontrolled``, as is a form controller's
+constraint where its guarantee would not hold (fixed text or inserted
+words beside a per-piece minimum or an opening, a cap on the opening's own
+items). Contradictions end in ``ConflictError`` (the pipeline asks for
+confirmation): a cap the layout's own literals break, no list with a
 bulleted body, a wrapper beside a quotation, a word minimum above what at
-most ``m`` words in each of at most ``s`` sentences allow.
+most ``m`` words in each of at most ``s`` sentences allow, a minimum (per
+piece or whole) above its maximum, a per-piece minimum times the fewest
+pieces above the whole answer's maximum, a position beyond the most pieces
+allowed.
 """
 
 from __future__ import annotations
@@ -49,13 +68,23 @@ from inference.decoder.controllers.tally import (
     CAPPABLE_UNITS,
     PIECE_UNITS,
     Cap,
+    Share,
     Tally,
     most_per_piece,
 )
 from inference.decoder.controllers.template import Layout, Literal, build_layout
 from reasoning.constraints.form import units
 from reasoning.constraints.form.kinds import GENERIC_KINDS, form_of
-from reasoning.constraints.form.model import Count, Filter, Form, Position, Structure, Unit, Wrap
+from reasoning.constraints.form.model import (
+    Count,
+    Filter,
+    Form,
+    Measure,
+    Position,
+    Structure,
+    Unit,
+    Wrap,
+)
 from reasoning.constraints.form.model import Layout as FormLayout
 from reasoning.constraints.model import Constraint, Kind, Relation
 from reasoning.errors import ConflictError, LimitExceeded
@@ -272,6 +301,7 @@ def form_tally(
     """The capped form counts and the no-list rule of ``constraints`` (None: none)."""
     literals = _literal_text(layout)
     caps: list[Cap] = []
+    shares: list[Share] = []
     no_list: list[str] = []
     for c in constraints:
         form = form_of_constraint(c)
@@ -284,7 +314,13 @@ def form_tally(
             no_list.append(c.id)
             controlled.add(c.id)
             continue
-        if not isinstance(form, Count) or form.of is not None:
+        if isinstance(form, Count) and form.of is not None:
+            share = _share(c, form, constraints, layout)
+            if share is not None:
+                shares.append(share)
+                controlled.add(c.id)
+            continue
+        if not isinstance(form, Count):
             continue
         if form.unit not in CAPPABLE_UNITS or layout.body.kind == "formal":
             continue
@@ -315,9 +351,35 @@ def form_tally(
         if not lo:
             controlled.add(c.id)
     _check_words_fit(constraints, caps)
-    if not caps and not no_list:
+    if not caps and not no_list and not shares:
         return None
-    return Tally(tuple(caps), bool(no_list), tuple(no_list))
+    return Tally(tuple(caps), bool(no_list), tuple(no_list), tuple(shares))
+
+
+#: Units a capped ratio can count on both sides (each item is judged within one word or character).
+_SHARED_UNITS = CAPPABLE_UNITS - {Unit.UNIQUE_WORDS}
+
+
+def _countable(measure: Measure) -> bool:
+    f = measure.filter
+    return measure.unit in _SHARED_UNITS and not (f.separator or f.marker or f.left) \
+        and not (f.text and measure.unit is not Unit.LETTERS)
+
+
+def _share(c: Constraint, form: Count, constraints: Sequence[Constraint], layout: Layout) -> Share | None:
+    """The capped ratio of ``form`` (None: not an upper bound of a share of two countable
+    measures in a free body without fixed text or words forced by another controller)."""
+    if form.of is None or form.fraction is None or form.per is not None:
+        return None
+    if form.relation not in (Relation.AT_MOST, Relation.LESS_THAN):
+        return None
+    if not (_countable(form.measure) and _countable(form.of)):
+        return None
+    if layout.body.kind != "free" or any(isinstance(s, Literal) for s in build_layout(layout)):
+        return None
+    if any(q.kind in _INSERTING | _WORD_INSERTING for q in constraints):
+        return None
+    return Share(form.measure, form.of, float(form.fraction), form.relation is Relation.LESS_THAN, (c.id,))
 
 
 #: Kinds whose controllers force words not known at compile time (a distinct-words cap cannot reserve them).

@@ -43,8 +43,13 @@ How each bound is kept:
   "end", where its last word may end a sentence), so the model ends it
   rather than gluing word pieces onto the last word.
 
+- a capped ratio (``Share``: at most a fraction of one count's items are
+  another's, e.g. of words those in capitals) is checked per candidate on
+  both running counts (each counted as ``added`` counts it), and the answer
+  may not end before the whole has an item.
+
 Guarantee: every token the controller admits keeps each capped count within
-its cap (per piece for a per-piece cap) (less what the layout's literals will add, reserved at compile
+its cap, each capped ratio within its fraction (per piece for a per-piece cap) (less what the layout's literals will add, reserved at compile
 time) and leaves no list line, so the finished answer satisfies these
 constraints. Minima of the form are not kept here (``compile`` lowers the
 ones an insertion can meet to keywords).
@@ -71,6 +76,7 @@ __all__ = [
     "CAPPABLE_UNITS",
     "PIECE_UNITS",
     "Cap",
+    "Share",
     "Tally",
     "Tallying",
     "added",
@@ -130,12 +136,32 @@ def most_per_piece(cap: Cap, text: str, start: int) -> int:
 
 
 @dataclass(frozen=True)
+class Share:
+    """At most (``strict``: less than) ``fraction`` of the items of ``whole`` are items of ``part``:
+    a ratio of two counts of the answer (``sources``: the constraint ids)."""
+
+    part: Measure
+    whole: Measure
+    fraction: float
+    strict: bool = False
+    sources: tuple[str, ...] = ()
+
+    def holds(self, part: int, whole: int) -> bool:
+        """Whether counts ``part`` of ``whole`` keep the ratio (no whole yet: only with no part)."""
+        if whole <= 0:
+            return part <= 0
+        share = part / whole
+        return share < self.fraction if self.strict else share <= self.fraction
+
+
+@dataclass(frozen=True)
 class Tally:
-    """The capped counts and the no-list rule of one request."""
+    """The capped counts, the capped ratios and the no-list rule of one request."""
 
     caps: tuple[Cap, ...] = ()
     no_list: bool = False
     no_list_sources: tuple[str, ...] = ()
+    shares: tuple[Share, ...] = ()
 
 
 def _window_start(text: str) -> int:
@@ -214,6 +240,7 @@ class Tallying(Controller):
         self.ctx = ctx
         self.spec = tally
         self.caps = tally.caps
+        self.shares = tally.shares
         self._masked = tuple(i for i, c in enumerate(tally.caps) if c.additive)
         self._checked = tuple(i for i, c in enumerate(tally.caps) if not c.additive and c.per is None)
         self._pieced = tuple(i for i, c in enumerate(tally.caps) if c.per is not None)
@@ -230,7 +257,8 @@ class Tallying(Controller):
         self.lazy = True
 
     def start(self) -> Any:
-        return tuple(frozenset() if i in self._unique else 0 for i in range(len(self.caps)))
+        caps: tuple[Any, ...] = tuple(frozenset() if i in self._unique else 0 for i in range(len(self.caps)))
+        return caps + ((0, 0),) * len(self.shares)
 
     def pace(self, d: Draft) -> Plan | None:
         """Ask the current sentence to end when it is one word short of a words-per-sentence cap."""
@@ -282,7 +310,18 @@ class Tallying(Controller):
             cap = self.caps[i]
             if most_per_piece(cap, state.text + text, counts[i]) > cap.at_most:
                 return False
+        for j, share in enumerate(self.shares, start=len(self.caps)):
+            part, whole = counts[j]
+            part += added(share.part, state.text, text)
+            whole += added(share.whole, state.text, text)
+            if not share.holds(part, whole):
+                return False
         return not (self.spec.no_list and lists_in(state.text, text))
+
+    def ends_ok(self, state: SteerState) -> bool:
+        """A capped ratio needs a whole to take a share of (the verifier fails an empty one)."""
+        counts = state.parts[self.slot]
+        return all(counts[j][1] > 0 for j in range(len(self.caps), len(counts)))
 
     def check(self, state: SteerState, memo: Any, text: str, tail: bytes, closing: bool) -> bool:
         return self._passes(state, text, self._checked)
@@ -321,6 +360,9 @@ class Tallying(Controller):
                 out.append(piece_start(cap.per, new.text, n))
             else:
                 out.append(n + added(cap.measure, before.text, chunk))
+        for j, share in enumerate(self.shares, start=len(self.caps)):
+            part, whole = counts[j]
+            out.append((part + added(share.part, before.text, chunk), whole + added(share.whole, before.text, chunk)))
         return tuple(out)
 
     def unmet(self, state: SteerState) -> tuple[str, ...]:
@@ -329,6 +371,11 @@ class Tallying(Controller):
             > cap.at_most + cap.reserved
             for cap in self.caps
         )
+        over = over or not all(
+            share.holds(units.count(share.part, state.text), units.count(share.whole, state.text))
+            and units.count(share.whole, state.text) > 0
+            for share in self.shares
+        )
         listed = self.spec.no_list and lists_in("", state.text)
         return ("tally",) if over or listed else ()
 
@@ -336,6 +383,6 @@ class Tallying(Controller):
 def build_tally(ctx: Context, specs: Sequence[Any]) -> Controller | None:
     """The tally controller, when a request caps a form count or bans lists."""
     tally = next((s for s in specs if isinstance(s, Tally)), None)
-    if tally is None or not (tally.caps or tally.no_list):
+    if tally is None or not (tally.caps or tally.no_list or tally.shares):
         return None
     return Tallying(ctx, tally)

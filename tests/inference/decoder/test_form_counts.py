@@ -23,7 +23,8 @@ SEEDS = (3, 17, 101)
 
 
 def _words(text: str) -> list[str]:
-    return re.findall(r"\w+", text)
+    """Words: runs of word characters, each Han character one word."""
+    return re.findall(r"[\u4e00-\u9fff]|[^\W\u4e00-\u9fff]+", text)
 
 
 def _sentences(text: str) -> list[str]:
@@ -229,3 +230,33 @@ def test_a_distinct_words_minimum_is_assisted_and_impossible_minima_are_refused(
     with pytest.raises(LimitExceeded):
         compile_steering([gen(Kind.COUNT, "a", unit="characters", relation="at least", n=6 * BUDGET + 1)],
                          tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
+
+
+def test_a_capped_ratio_holds_on_random_logits(tokenizer: Any) -> None:
+    share = {"unit": "words", "filter": {"case": "upper"}, "relation": "at most", "n": 0,
+             "of": {"unit": "words"}, "fraction": 0.1}
+    constraints = [gen(Kind.COUNT, **share)]
+    steering = compile_steering(constraints, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
+    assert steering.controlled == {"f"}
+    bias = bias_towards(tokenizer, r"^ [A-Z]+$", 6.0)  # words in capitals first
+    for seed in SEEDS:
+        state = drive_with_bias(steering, BUDGET, seed, bias)
+        words = _words(state.text)
+        assert words and sum(w.isupper() for w in words) <= 0.1 * len(words), state.text
+        assert sum(w.isupper() for w in words) >= 1, state.text  # the adversary did get some in
+        assert judged(constraints, state.text) == [], state.text
+        assert "tally" not in steering.unmet(state)
+
+
+def test_ratio_minima_and_ratios_beside_fixed_text_are_left_to_the_prompt(tokenizer: Any) -> None:
+    share = {"unit": "sentences", "filter": {"ends_with": "?"}, "relation": "at least", "n": 0,
+             "of": {"unit": "sentences"}, "fraction": 0.3}
+    capped = {"unit": "words", "filter": {"case": "upper"}, "relation": "at most", "n": 0,
+              "of": {"unit": "words"}, "fraction": 0.1}
+    cases = [
+        [gen(Kind.COUNT, **share)],
+        [gen(Kind.COUNT, **capped), Constraint(id="end", kind=Kind.END_PHRASE, params={"phrase": "ALL DONE."})],
+    ]
+    for constraints in cases:
+        steering = compile_steering(constraints, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
+        assert "f" in steering.uncontrolled
