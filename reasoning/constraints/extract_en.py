@@ -918,9 +918,10 @@ def _end_mark(ctx: _Ctx) -> tuple[int, int] | None:
     """"Finish with a question", "end your reply with an exclamation mark": the answer's last character.
 
     Read as the end phrase ``?`` / ``!`` / ``.`` for the whole answer; said of
-    each sentence ("every sentence must end with ...") it is not an end phrase,
-    so the span is returned to keep the phrase readers off it. A quoted text
-    after it ("end with the question 'What next?'") is a phrase, left to them.
+    each sentence, line or paragraph ("every sentence must end with ...") it is
+    a wrapper of each with nothing on the left. The span is returned to keep
+    the phrase readers off it. A quoted text after it ("end with the question
+    'What next?'") is a phrase, left to them.
     """
     for match in _END_MARK.finditer(ctx.text):
         if any(q in match.group("rest") for q in "\"'“‘"):
@@ -928,9 +929,14 @@ def _end_mark(ctx: _Ctx) -> tuple[int, int] | None:
         sentence_start = max(ctx.text.rfind(stop, 0, match.start()) for stop in (".", "!", "?", "\n")) + 1
         before = ctx.text[sentence_start : match.start()].lower()
         span = (match.start(), match.start("rest"))
-        if not re.search(r"\b(?:each|every|all)\s+(?:of\s+(?:the|your)\s+)?(?:sentence|line|paragraph)", before):
-            mark = _MARKS[" ".join(match.group("mark").lower().split())]
+        mark = _MARKS[" ".join(match.group("mark").lower().split())]
+        each = re.search(r"\b(?:each|every|all)\s+(?:of\s+(?:the|your)\s+)?(?P<unit>sentence|line|paragraph)", before)
+        if each is None:
             ctx.add(Kind.END_PHRASE, {"phrase": mark}, *span)
+        else:
+            # each piece closes with the mark: a wrapper of every sentence / line / paragraph with nothing on its left
+            ctx.add(Kind.WRAP, {"left": "", "right": mark, "unit": each.group("unit") + "s"},
+                    sentence_start + each.start(), span[1])
         return span
     return None
 

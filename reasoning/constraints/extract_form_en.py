@@ -458,6 +458,8 @@ def _detect_wraps(ctx: _Ctx) -> None:
         span, (left, right) = term
         first, head = i, i + span - 1
         i = head + 1
+        if span == 1 and ctx.lemmas[head] == "quote" and ctx.tokens[head].tag_ == "NN":
+            continue  # "write a motivational quote": a quotation to write, not quotation marks
         start, end = _sentence(ctx, first)
         lemmas = ctx.lemmas[start:end]
         if any(w in ("placeholder", "title", "keyword", "word", "phrase", "name", "term", "letter") for w in lemmas) \
