@@ -29,6 +29,7 @@ import torch
 
 from inference.decoder.compile_form import (
     form_floors,
+    form_initials,
     form_layout,
     form_minima,
     form_opening,
@@ -160,6 +161,7 @@ def compile_steering(
     floors = form_floors(hard, layout, tally, controlled, max_new_tokens=max_new_tokens,
                          inserts=citations is not None or statement is not None)
     minima = form_minima(hard, layout, tally, controlled, assisted, max_new_tokens=max_new_tokens)
+    initials = form_initials(hard, layout, controlled, max_new_tokens=max_new_tokens)
     opening = form_opening(hard, layout, controlled, inserts=citations is not None or statement is not None,
                            placed=placement is not None)
     if placement is not None and policy.active:
@@ -193,7 +195,7 @@ def compile_steering(
         specs=tuple(
             spec
             for spec in (policy, SoftPolicy(soft_policy), limits, forbidden, citations, keywords, capitals,
-                         tally, placement, floors, opening, minima, statement)
+                         tally, placement, floors, opening, minima, initials, statement)
             if spec is not None
         ),
         max_new_tokens=max_new_tokens,

@@ -61,6 +61,7 @@ from dataclasses import replace
 import msgspec
 
 from inference.decoder.controllers.floors import FLOOR_UNITS, Floor, Floors
+from inference.decoder.controllers.initials import Initial, Initials
 from inference.decoder.controllers.minima import KEPT_UNITS, MOST_PER_TOKEN, Minimum, Minimums
 from inference.decoder.controllers.openings import OPENED_UNITS, Opening
 from inference.decoder.controllers.placing import STRIPPED, Placement
@@ -93,6 +94,7 @@ __all__ = [
     "DIGIT_ITEM",
     "EMOJI_ITEM",
     "form_floors",
+    "form_initials",
     "form_layout",
     "form_minima",
     "form_of_constraint",
@@ -673,3 +675,47 @@ def form_minima(
         found.append(Minimum(form.measure, lo, (c.id,)))
         (controlled if kept else assisted).add(c.id)
     return Minimums(tuple(found)) if found else None
+
+
+def form_initials(
+    constraints: Sequence[Constraint], layout: Layout, controlled: set[str], *, max_new_tokens: int | None
+) -> Initials | None:
+    """The ``controllers.initials.Initials`` of a minimum of words starting with given letters
+    (no other filter, no maximum of its own), in a body that is not formal, beside no
+    capital-word minimum (both would pace their words over the same budget).
+
+    Raises:
+        ConflictError: the minimum above a maximum of the same words or of all words.
+        LimitExceeded: more such words than the token budget holds.
+    """
+    if layout.body.kind == "formal" or any(q.kind == Kind.CAPITAL_WORD_FREQUENCY for q in constraints):
+        return None
+    for c in constraints:
+        form = form_of_constraint(c)
+        if not isinstance(form, Count) or form.unit is not Unit.WORDS or form.per is not None or form.of is not None:
+            continue
+        prefix = form.filter.starts_with or ""
+        lo, hi = _bounds(form.relation, form.n)
+        if not lo or hi is not None or not prefix.isalpha() or form.filter != Filter(starts_with=prefix):
+            continue
+        for q in constraints:
+            for f in _forms(q) if q.id != c.id else ():
+                if isinstance(f, Count) and f.per is None and f.of is None and f.unit is Unit.WORDS \
+                        and f.filter in (Filter(), form.filter):
+                    most = _bounds(f.relation, f.n)[1]
+                    if most is not None and most < lo:
+                        raise ConflictError(f"at least {lo} words starting with {prefix!r} but at most {most} words",
+                                            constraint_ids=[c.id, q.id])
+        if max_new_tokens is not None and lo > max_new_tokens:
+            raise LimitExceeded(f"{lo} words cannot fit in {max_new_tokens} new tokens", constraint_ids=[c.id])
+        controlled.add(c.id)
+        return Initials(Initial(need=lo, sources=(c.id,), measure=form.measure))
+    return None
+
+
+def _forms(c: Constraint) -> tuple[Form, ...]:
+    """The forms of any constraint (none where its parameters do not fit its kind)."""
+    try:
+        return form_of(c.kind, c.params) or ()
+    except (TypeError, ValueError, KeyError):
+        return ()

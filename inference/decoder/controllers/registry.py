@@ -15,6 +15,7 @@ from inference.decoder.controllers.charset import build_charset
 from inference.decoder.controllers.citing import build_citing
 from inference.decoder.controllers.closing import build_sentence_close
 from inference.decoder.controllers.floors import build_floors
+from inference.decoder.controllers.initials import build_initials
 from inference.decoder.controllers.keywords import build_keywords
 from inference.decoder.controllers.landing import build_landing
 from inference.decoder.controllers.lexical import build_forbidden
@@ -44,5 +45,6 @@ CONTROLLERS: tuple[Builder, ...] = (
     build_minima,  # whole-answer minima of characters / letters (paced) and distinct words (stop held)
     build_keywords,  # paced insertions; capped counts checked per candidate
     build_capitals,  # paced after the keywords, over the budget they leave
+    build_initials,  # words starting with given letters, paced as the capital words are
     build_word_pace,  # every token adds a word once the minimum falls behind
 )

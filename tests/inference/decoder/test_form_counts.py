@@ -260,3 +260,22 @@ def test_ratio_minima_and_ratios_beside_fixed_text_are_left_to_the_prompt(tokeni
     for constraints in cases:
         steering = compile_steering(constraints, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
         assert "f" in steering.uncontrolled
+
+
+def test_words_starting_with_letters_are_paced_in_against_a_model_that_wants_to_stop(tokenizer: Any) -> None:
+    constraints = [gen(Kind.COUNT, unit="words", filter={"starts_with": "wh"}, relation="at least", n=4)]
+    steering = compile_steering(constraints, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
+    assert steering.controlled == {"f"}
+    bias = bias_towards(tokenizer, r"^ [a-v]+$", 3.0)  # words without the letters
+    bias.update(dict.fromkeys((int(t) for t in steering.tables.eos_ids), 8.0))
+    for seed in SEEDS:
+        state = drive_with_bias(steering, BUDGET, seed, bias)
+        assert sum(w.lower().startswith("wh") for w in _words(state.text)) >= 4, state.text
+        assert judged(constraints, state.text) == [], state.text
+        assert "initials" not in steering.unmet(state)
+    with pytest.raises(ConflictError):
+        compile_steering(constraints + [Constraint(id="w", kind=Kind.WORD_COUNT, params={"relation": "less than", "n": 4})],
+                         tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
+    beside = constraints + [Constraint(id="caps", kind=Kind.CAPITAL_WORD_FREQUENCY, params={"relation": "at least", "n": 2})]
+    steering = compile_steering(beside, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
+    assert "f" in steering.uncontrolled and "caps" in steering.controlled

@@ -1,0 +1,102 @@
+"""A minimum of words that start with given letters, chosen by the model.
+
+A generic ``count`` of words filtered by ``starts_with`` (letters only) with
+a lower bound is met the way a capital-word minimum is
+(``controllers.capitals``, whose pacing this reuses): owed words are paced
+over the token budget (the k-th of N once k / (N + 1) of it is spent); a due
+one begins at the next word boundary, where the row keeps only tokens that
+begin a word with the letters (" well", " wander"), so the model picks the
+word; the end is held back while one is owed, and the budget keeps room for
+each. A word is judged by its start, so once begun it counts however it
+continues (no rule on the tokens after it).
+
+Counts are the form's (``units.count``: the verifier's words and filter).
+Guarantee: within the token budget, the answer ends only once it holds the
+minimum.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from inference.decoder.controllers.capitals import Capitals, CapitalState, CapitalWords
+from inference.decoder.controllers.layout import LayoutSegment
+from inference.decoder.controllers.protocol import Context, Controller, Plan, SteerState
+from inference.decoder.vocab import VocabTables
+from reasoning.constraints.form import units
+from reasoning.constraints.form.model import Measure, Unit
+
+__all__ = ["Initial", "InitialWords", "Initials", "build_initials", "initial_starts"]
+
+
+@dataclass(frozen=True)
+class Initial(Capitals):
+    """At least ``need`` words of ``measure`` (words starting with letters) in the answer."""
+
+    measure: Measure = field(default_factory=lambda: Measure(unit=Unit.WORDS))
+
+    @property
+    def prefix(self) -> str:
+        return (self.measure.filter.starts_with or "").lower()
+
+    def count(self, text: str) -> int:
+        """Words of ``text`` that start with the letters, as the verifier counts them."""
+        return units.count(self.measure, text)
+
+
+@dataclass(frozen=True)
+class Initials:
+    """The compiled spec: one words-starting-with minimum (kept apart from ``Capitals``)."""
+
+    item: Initial
+
+
+def initial_starts(tables: VocabTables, prefix: str, *, spaced: bool) -> torch.Tensor:
+    """``[V]`` bool: tokens that begin a word starting with ``prefix`` (letters only, any case):
+    leading spaces (required when ``spaced``: the text before ends in a word or a sign)."""
+
+    def build() -> torch.Tensor:
+        values = []
+        for text in tables.texts:
+            word = text.lstrip(" ")
+            lead = len(text) > len(word)
+            values.append(
+                len(word) >= len(prefix) and word.isalpha() and word.lower().startswith(prefix) and (lead or not spaced)
+            )
+        return torch.tensor(values, dtype=torch.bool, device=tables.device)
+
+    return tables.cached(("initial-starts", prefix, spaced), build)  # type: ignore[no-any-return]
+
+
+class InitialWords(CapitalWords):
+    """Owed words with the initial letters, paced and chosen by the model (see the module doc)."""
+
+    def __init__(self, ctx: Context, initial: Initial) -> None:
+        super().__init__(ctx, initial)
+        self.spec = initial
+        self._starts = initial_starts(ctx.tables, initial.prefix, spaced=False)
+        self._starts_spaced = initial_starts(ctx.tables, initial.prefix, spaced=True)
+
+    def advance(
+        self,
+        before: SteerState,
+        new: SteerState,
+        token_id: int,
+        comp: LayoutSegment | None,
+        plan_of: Callable[[SteerState], Plan],
+    ) -> Any:
+        part: CapitalState = super().advance(before, new, token_id, comp, plan_of)
+        return CapitalState(part.count, False)  # a begun word counts however it goes on
+
+    def unmet(self, state: SteerState) -> tuple[str, ...]:
+        return ("initials",) if self.capitals.owed(self.capitals.count(state.text), 0) else ()
+
+
+def build_initials(ctx: Context, specs: Sequence[Any]) -> Controller | None:
+    """The initial-letters controller, for a hard minimum of words starting with given letters."""
+    found = next((s for s in specs if isinstance(s, Initials)), None)
+    return InitialWords(ctx, found.item) if found is not None else None
