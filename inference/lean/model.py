@@ -170,6 +170,16 @@ class LeanCausalLM(nn.Module):
         self.model = LlamaBody(config)
         self.lm_head: nn.Module = _placeholder(config.vocab_size, config.hidden_size)
 
+    @property
+    def device(self) -> torch.device:
+        """Where the weights are (the library model's attribute of that name)."""
+        return next(self.parameters()).device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        """The activations' dtype: that of the norms (the library model's attribute of that name)."""
+        return self.model.norm.weight.dtype
+
     def get_input_embeddings(self) -> nn.Module:
         return self.model.embed_tokens
 
