@@ -137,8 +137,21 @@ def _partitive(ctx: _Ctx, first: int) -> _Quantity | None:
     return _quantity_left(ctx, j)
 
 
-def _quantity(ctx: _Ctx, first: int, head: int) -> _Quantity | None:
+def _written_as(ctx: _Ctx, first: int) -> _Quantity | None:
+    """"Give at least four quantities as numbers": the count of the things written as the unit.
+
+    Only for numbers, where "as numbers" / "in numerals" says how those
+    things are written, so each is one number.
+    """
+    if first < 2 or ctx.lowers[first - 1] not in ("as", "in") or ctx.tokens[first - 2].pos_ != "NOUN":
+        return None
+    return _quantity_left(ctx, first - 2)
+
+
+def _quantity(ctx: _Ctx, first: int, head: int, unit: Unit | None = None) -> _Quantity | None:
     quantity = _quantity_left(ctx, first) or _partitive(ctx, first)
+    if quantity is None and unit is Unit.NUMBERS:
+        quantity = _written_as(ctx, first)
     if quantity is None:
         quantity = _count_after(ctx, head + 1, limit=10)
     if quantity is None:
@@ -265,7 +278,7 @@ def _detect_counts(ctx: _Ctx) -> None:
         if any(f.start <= at < f.end and f.kind in _SKIP_INSIDE and not _symbol_count(f) for f in ctx.found):
             continue
         _start_sent, stop = _sentence(ctx, head)
-        quantity = _quantity(ctx, first, head)
+        quantity = _quantity(ctx, first, head, unit)
         filter_fields = dict(fields)
         end_char = ctx.chars(head, head)[1]
         if unit is Unit.WORDS:
