@@ -8,6 +8,11 @@ layer calls :func:`warm_up` at start-up so no request pays for it.
 
 Both pipelines are shared between threads: spaCy's ``Language.__call__`` is
 safe for concurrent use on CPython for inference.
+
+The English attribute ruler runs as :class:`~reasoning.memo_ruler.MemoisedAttributeRuler`
+(the same annotations; its one-token rules answered from a memo of token
+signatures instead of a ``Matcher`` pass per prompt): the plain ruler stays
+in the pipeline, disabled, and is used as is when it cannot be memoised.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from spacy.language import Language
 from spacy.tokens import Doc
 
 from reasoning import language
+from reasoning.memo_ruler import memoise
 
 __all__ = ["ENGLISH_MODEL", "chinese", "english", "parse", "warm_up"]
 
@@ -40,11 +46,23 @@ def line_breaks(doc: Doc) -> Doc:
     return doc
 
 
+@Language.factory("tenet_memoised_attribute_ruler")
+def memoised_attribute_ruler(nlp: Language, name: str) -> object:
+    """The pipeline's own ``attribute_ruler`` memoised (see :mod:`reasoning.memo_ruler`)."""
+    ruler = memoise(nlp.get_pipe("attribute_ruler"))
+    if ruler is None:
+        raise ValueError("this attribute ruler cannot be memoised")
+    return ruler
+
+
 @lru_cache(maxsize=1)
 def english() -> Language:
     """The English pipeline (tagger, parser, lemmatizer, NER), with line breaks as sentence starts."""
     nlp = spacy.load(ENGLISH_MODEL)
     nlp.add_pipe("tenet_line_breaks", before="parser")
+    if memoise(nlp.get_pipe("attribute_ruler")) is not None:
+        nlp.add_pipe("tenet_memoised_attribute_ruler", after="attribute_ruler")
+        nlp.disable_pipe("attribute_ruler")
     return nlp
 
 
