@@ -29,7 +29,8 @@ guarantees it, and is reported ``controlled`` only then:
   another's, in a free body without fixed or inserted text) and of
   ``no_list``, with room reserved for what the layout's
   literals add (per piece: the most a literal's piece holds, as a literal
-  may join any piece; distinct words: also the required keywords);
+  may join any piece; distinct words: also the required keywords and the
+  placed texts);
   ``form_floors`` the per-piece minima of words / characters / letters
   (``controllers.floors``); ``form_minima`` the whole-answer minima of
   characters and letters (kept) and of distinct words (assisted: the stop
@@ -342,7 +343,8 @@ def form_tally(
         if form.unit is Unit.UNIQUE_WORDS:
             if any(q.kind in _WORD_INSERTING for q in constraints):
                 continue  # words chosen at decode time would be forced past the check
-            fixed = "\n".join([literals, *_required_keywords(constraints)])
+            placed = [f.text for q in constraints if isinstance(f := form_of_constraint(q), Position)]
+            fixed = "\n".join([literals, *_required_keywords(constraints), *placed])
         reserved = units.count(form.measure, fixed)
         if reserved > hi:
             raise ConflictError(
@@ -498,9 +500,9 @@ def form_placement(
         except (TypeError, ValueError, KeyError):
             return None
         for cap in forms:
-            if isinstance(cap, Count) and cap.per is None and cap.of is None \
+            if isinstance(cap, Count) and cap.per is None and cap.of is None and cap.unit is not Unit.UNIQUE_WORDS \
                     and _bounds(cap.relation, cap.n)[1] is not None and units.count(cap.measure, " " + word + " ") > 0:
-                return None
+                return None  # (a distinct-words cap reserves the placed words: ``form_tally``)
     controlled.add(c.id)
     return Placement(k=form.k, text=word, op=form.op, sources=(c.id,))
 
@@ -624,9 +626,9 @@ def form_opening(
         except (TypeError, ValueError, KeyError):
             return None
         for cap in forms:
-            if isinstance(cap, Count) and cap.of is None \
+            if isinstance(cap, Count) and cap.of is None and cap.unit is not Unit.UNIQUE_WORDS \
                     and _bounds(cap.relation, cap.n)[1] is not None and units.count(cap.measure, " " + text + " ") > 0:
-                return None
+                return None  # (a distinct-words cap reserves the placed words: ``form_tally``)
     controlled.add(c.id)
     return Opening(per=form.unit, k=form.k, text=text, sources=(c.id,))
 

@@ -168,7 +168,7 @@ def test_a_middle_opening_beside_inserted_words_or_a_cap_on_its_letters_is_left_
 
 
 @pytest.mark.model
-def test_bundled_model_keeps_a_floor_and_an_opening(loaded_model: Any) -> None:
+def test_bundled_model_keeps_a_floor_an_opening_and_a_distinct_words_cap(loaded_model: Any) -> None:
     from inference.decoder.decode import decode
     from inference.decoder.options import DecodeOptions
     from inference.prompting import plan_prompt
@@ -180,9 +180,10 @@ def test_bundled_model_keeps_a_floor_and_an_opening(loaded_model: Any) -> None:
         gen(Kind.COUNT, "floor", unit="words", relation="at least", n=6, per="sentences"),
         gen(Kind.POSITION, "second", unit="sentences", k=2, op="starts_with", text="Meanwhile"),
         gen(Kind.COUNT, "digits", unit="digits", relation="at most", n=0),
+        gen(Kind.COUNT, "distinct", unit="unique_words", relation="at most", n=40),
     ]
     steering = compile_steering(constraints, tokenizer, prompt=prompt, max_new_tokens=budget)
-    assert steering.controlled == {"floor", "second", "digits"}
+    assert steering.controlled == {"floor", "second", "digits", "distinct"}
     plan = plan_prompt(tokenizer, prompt, constraints)
     result = decode(
         loaded_model.model, tokenizer, plan, steering=steering,
