@@ -152,14 +152,37 @@ def _quantity_left(ctx: _Ctx, unit: int) -> _Quantity | None:
                 return _Quantity(before[0], value, first - before[1], last)
             if first > floor and ctx.lemmas[first - 1] in ("exceed", "surpass", "top"):
                 return _Quantity(Relation.MORE_THAN, value, first - 1, last)
+            if _limited(ctx, first, floor):
+                return _Quantity(Relation.AT_MOST, value, first - 1, last)
             return _Quantity(None, value, first, last)
         if t.lower_ == "example":
             return None
+        if t.lower_ == "of" and j > floor and ctx.lowers[j - 1] in ("couple", "dozen", "pair"):
+            # "a couple of hashtags", "at least a dozen of them": the number word is before "of"
+            amount = parse_number([ctx.lowers[j - 1]])
+            start = j - 2 if j - 2 >= floor and ctx.lowers[j - 2] == "a" else j - 1
+            before = relation_before([x.lower_ for x in doc[max(floor, start - 6) : start]])
+            if amount is None:
+                return None
+            if before is not None:
+                return _Quantity(before[0], amount, start - before[1], j - 1)
+            return _Quantity(None, amount, start, j - 1)
         if not (t.text in ("-", "+") or t.lower_ in _SKIPPABLE or t.lower_ in ("or", "more", "fewer", "less")
                 or t.pos_ in ("ADJ", "ADV") or t.dep_ == "compound"):
             return None
         j -= 1
     return None
+
+
+_LIMIT_VERBS = frozenset({"limit", "cap", "restrict", "confine", "keep", "hold"})
+
+
+def _limited(ctx: _Ctx, first: int, floor: int) -> bool:
+    """"Limit yourself to 3 sentences", "cap the answer at 50 words": a number a limiting verb bounds from above."""
+    if first <= floor or ctx.lowers[first - 1] not in ("to", "at"):
+        return False
+    head = ctx.tokens[first - 1].head
+    return head.lemma_.lower() in _LIMIT_VERBS and head.i < first and head.i >= floor
 
 
 _UNIT_LEMMAS = frozenset(
@@ -416,7 +439,12 @@ def _detect_counts(ctx: _Ctx) -> None:
                 ctx.add(kind, {"relation": str(_flip_if_negated(ctx, i, relation)), "n": n}, start, end)
             continue
         n = quantity.high if quantity.high is not None else quantity.n
-        if lemma in ("bullet", "point"):
+        if lemma in ("bullet", "point") and quantity.high is None and quantity.relation in (
+                Relation.AT_MOST, Relation.LESS_THAN):
+            # "5 bullet points or fewer": a bound on the bullets, which bullet_count (exactly n) does not say
+            relation = _flip_if_negated(ctx, i, quantity.relation)
+            ctx.add(Kind.COUNT, {"unit": "bullets", "relation": str(relation), "n": quantity.n}, start, end)
+        elif lemma in ("bullet", "point"):
             ctx.add(Kind.BULLET_COUNT, {"n": n}, start, end)
         elif lemma == "placeholder":
             ctx.add(Kind.PLACEHOLDERS, {"n": n}, start, end)
