@@ -16,6 +16,8 @@ from transformers import AutoModelForCausalLM, LlamaConfig
 
 from inference.decoder.kv_slab import SlabCache
 from inference.decoder.packed_llama import LeanLlama, packed_forward
+from inference.lean.library import library_view
+from inference.lean.model import LeanCausalLM
 from inference.loader import load_model
 from inference.weights.build import convert
 from inference.weights.direct import direct_reason, load_direct
@@ -72,10 +74,45 @@ def test_a_direct_load_computes_what_a_float_load_converted_computes(
     kl, top1 = distribution_gap(_logits(reference, ids), _logits(forward, ids))
     # The same kernels; only a tied int8 head's embedding rows (int8, not bfloat16) differ.
     assert kl < (0.02 if tied and weights != "bfloat16" else 1e-3) and top1 >= 0.9
-    # The library forward runs on the same modules.
     with torch.inference_mode():
-        library = model(ids).logits[0].float()
+        # Our tree's own forward computes what the lean forward computes, through its modules;
+        own = model(ids).logits[0].float()
+        # the library's forward (a view over the same modules) to the activations' precision.
+        library = library_view(model)(ids, use_cache=False).logits[0].float()
+    assert distribution_gap(own, _logits(forward, ids))[0] < 1e-4
     assert distribution_gap(library, _logits(forward, ids))[0] < 0.02
+
+
+def test_the_library_view_shares_the_trees_weights_and_generates(tmp_path: Path) -> None:
+    directory = _saved(tmp_path / "model", tied=True)
+    model, _ = load_direct(directory, "int8", blocks=None, device=torch.device("cpu"))
+    view = library_view(model)
+    assert library_view(model) is view
+    ours = {id(t) for t in [*model.parameters(), *model.buffers()]}
+    theirs = [(n, t) for n, t in [*view.named_parameters(), *view.named_buffers()]]
+    # Every weight of the view is one of the tree's; only the rotary table is the view's own.
+    assert {n for n, t in theirs if id(t) not in ours} <= {
+        "model.rotary_emb.inv_freq",
+        "model.rotary_emb.original_inv_freq",
+    }
+    gen = torch.Generator().manual_seed(5)
+    ids = torch.randint(0, _CONFIG["vocab_size"], (1, 6), generator=gen)
+    with torch.inference_mode():
+        out = model.generate(
+            ids,
+            attention_mask=torch.ones_like(ids),
+            max_new_tokens=4,
+            min_new_tokens=4,
+            do_sample=False,
+            pad_token_id=0,
+        )
+    assert out.shape == (1, 10) and torch.equal(out[:, :6], ids)
+    # Without the lean forward the load hands over the library's model over the same kernels.
+    _bundled_tokenizer().save_pretrained(directory)
+    library = load_model(str(directory), device="cpu", weights="int8", packed=False)
+    assert not isinstance(library.model, LeanCausalLM) and packed_forward(library.model) is None
+    assert library.weights.forward == "library"
+    assert isinstance(library.model.model.layers[0].self_attn.o_proj, Int8Linear)
 
 
 @pytest.mark.parametrize("weights", ["bfloat16", "int8", "int4"])
