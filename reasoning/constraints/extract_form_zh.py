@@ -28,7 +28,7 @@ from reasoning.constraints.form import (
     Wrap,
     canonical,
 )
-from reasoning.constraints.form.model import Form
+from reasoning.constraints.form.model import Form, Predicate
 from reasoning.constraints.found import Found
 from reasoning.constraints.lexicon import (
     ZH_DELIMITERS,
@@ -91,6 +91,9 @@ _TARGETS = {"每句话": Unit.SENTENCES, "每一句": Unit.SENTENCES, "每句": 
             "每段": Unit.PARAGRAPHS}
 _LAYOUT = re.compile(r"(?:用|以|使用|采用|做成|整理成|列成|呈现为|写成)(?:一个|一张)?(?:[^，。；,;]{1,6}的)?(?P<layout>"
                      + _alternation(list(ZH_LAYOUTS)) + r")")
+_LIST_ITEMS = re.compile(r"(?:正好|恰好|刚好)?(?:列出|写出|写|包含|有|分)?(?P<num>" + ZH_NUMBER + r")\s*(?:个|条|项|点)")
+_ANSWER_END = re.compile(
+    r"(?:整个回答|回答|答案|回复|全文)的?(?P<where>开头|结尾|最后)(?:必须|应该|应|要|须|需)?(?:是|为|写)\s*" + _QUOTE)
 _TABLE_ROWS = re.compile(r"(?:正好|恰好|刚好)?(?:有|包含|列出|写)?(?P<num>" + ZH_NUMBER + r")\s*行(?:数据|内容)?")
 _QUOTED_SPANS = re.compile(
     r"(?:用|以|使用)(?P<d>" + _alternation(list(ZH_DELIMITERS)) + r")(?:引用|标出|括出|括起|标注|引出)(?P<rel>" + _REL_BEFORE
@@ -251,6 +254,12 @@ def _layouts(r: _Reader) -> None:
         layout = ZH_LAYOUTS[match.group("layout")]
         n: int | None = None
         end = match.end()
+        if layout in (Layout.LIST, Layout.NUMBERED_LIST, Layout.NESTED_LIST):
+            stop = min((i for i in (r.text.find(c, match.end()) for c in "。；;\n") if i >= 0), default=len(r.text))
+            items = _LIST_ITEMS.search(r.text, match.end(), stop)
+            if items is not None:  # "用编号列表列出五个步骤": the list's items
+                n = parse_zh_number(items.group("num"))
+                end = items.end()
         if layout is Layout.TABLE:
             stop = min((i for i in (r.text.find(c, match.end()) for c in "。；;\n") if i >= 0), default=len(r.text))
             rows = _TABLE_ROWS.search(r.text, match.end(), stop)
@@ -272,6 +281,15 @@ def _quoted_spans(r: _Reader) -> None:
         r.drop(match.start(), match.end(), _COUNTED_KINDS)
         r.add(Count(unit=Unit.SPANS, filter=Filter(left=left, right=right, nonempty=True),
                     relation=_relation(match.group("rel"), None), n=n), match.start(), match.end())
+
+
+def _answer_ends(r: _Reader) -> None:
+    """"答案的开头必须是“是的”": the answer's first (or last) text."""
+    for match in _ANSWER_END.finditer(r.text):
+        if r.taken(match.start(), match.end(), frozenset({Kind.START_PHRASE, Kind.END_PHRASE, Kind.POSITION})):
+            continue
+        op: Predicate = "starts_with" if match.group("where") == "开头" else "ends_with"
+        r.add(Position(unit=Unit.ANSWER, op=op, text=match.group("q")), match.start(), match.end())
 
 
 def _positions(r: _Reader) -> None:
@@ -306,6 +324,6 @@ def _copies(r: _Reader) -> None:
 def refine_chinese(doc: Doc, text: str, found: Sequence[Found]) -> list[Found]:
     """``found`` (the named-kind readings of ``text``) with the form's readings added or substituted."""
     reader = _Reader(doc, text, found)
-    for step in (_counts, _named_counts, _case, _wraps, _layouts, _quoted_spans, _positions, _copies):
+    for step in (_counts, _named_counts, _case, _wraps, _layouts, _quoted_spans, _positions, _answer_ends, _copies):
         step(reader)
     return reader.found
