@@ -100,8 +100,11 @@ class _Connection:
         self.writer: asyncio.StreamWriter | None = None
 
     async def connect(self) -> None:
-        """Open the connection unless it is open."""
-        if self.writer is None or self.writer.is_closing():
+        """Open the connection unless it is open (a connection the server closed while it
+        was idle, as ``tenet serve``'s header deadline does, is opened again)."""
+        if self.writer is None or self.writer.is_closing() or self.reader is None or self.reader.at_eof():
+            if self.writer is not None:
+                self.writer.close()
             self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
 
     async def request(self, payload: bytes) -> tuple[int, str | None]:

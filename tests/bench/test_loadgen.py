@@ -58,6 +58,8 @@ class _Handler(BaseHTTPRequestHandler):
         if mode == "close":
             self.send_header("Connection", "close")
             self.close_connection = True
+        elif mode == "drop":  # kept alive by its headers, then closed while idle (a header deadline)
+            self.close_connection = True
         self.end_headers()
         self.wfile.write(payload)
 
@@ -168,3 +170,9 @@ def test_open_loop_refusals_are_counted_not_retried(server: int) -> None:
                             max_requests=6, max_seconds=30))
     assert outcome.statuses == {429: 3, 200: 3} and outcome.refused == 3 and len(outcome.latencies_ms) == 3
     assert len(_Handler.seen) == 6
+
+
+def test_a_connection_the_server_closed_while_idle_is_opened_again(server: int) -> None:
+    outcome = run_spec(spec(server, [{"mode": "drop"}], rate=20.0, arrivals="even", clients=1,
+                            max_requests=4, max_seconds=30))
+    assert outcome.statuses == {200: 4}
