@@ -917,6 +917,32 @@ def _detect_elliptical_ranges(ctx: _Ctx) -> None:
     ctx.found.extend(added)
 
 
+def _detect_keywords_per_item(ctx: _Ctx) -> None:
+    """"Each sentence should contain the keyword 'river'": a keyword count that holds per sentence / paragraph / line.
+
+    The named readings (``keywords_present``, ``keyword_frequency``) count in
+    the whole answer; with a per-item phrase in the same sentence the bound
+    holds for each item, which is the form's count of keywords ``per`` item.
+    """
+    kept: list[Found] = []
+    for f in ctx.found:
+        words = f.params.get("keywords", [])
+        keyword = f.params.get("keyword") if f.kind is Kind.KEYWORD_FREQUENCY else (
+            words[0] if f.kind is Kind.KEYWORDS_PRESENT and len(words) == 1 else None)
+        first, last = _token_at(ctx, f.start), _token_at(ctx, f.end - 1)
+        per = _per(ctx, Unit.KEYWORDS, first, last) if keyword and first is not None and last is not None else None
+        if per is None:
+            kept.append(f)
+            continue
+        relation = Relation(str(f.params.get("relation", Relation.AT_LEAST)))
+        n = int(f.params.get("n", 1))
+        kind, params = canonical(Count(unit=Unit.KEYWORDS, filter=Filter(text=str(keyword)), relation=relation, n=n,
+                                       per=per))
+        kept.append(Found(kind=kind, params=params, start=f.start, end=f.end, confidence=f.confidence,
+                          hardness=f.hardness))
+    ctx.found = kept
+
+
 _DETECTORS: Sequence[Callable[[_Ctx], None]] = (
     _detect_counts,
     _detect_quoted_symbols,
@@ -926,6 +952,7 @@ _DETECTORS: Sequence[Callable[[_Ctx], None]] = (
     _detect_positions,
     _detect_copies,
     _detect_elliptical_ranges,
+    _detect_keywords_per_item,
 )
 
 
