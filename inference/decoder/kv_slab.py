@@ -146,10 +146,13 @@ class SlabCache(Cache):
         """Declare that every ``span`` consecutive rows hold the same first ``columns`` columns.
 
         The caller guarantees it when declaring (rows loaded from one prefill);
-        the slab keeps it true afterwards: new columns are written after
-        ``columns`` (never before the current length), and whatever could break
-        it narrows or withdraws it (:meth:`copy_rows` across spans,
-        ``reorder_cache``, a length set below ``columns``).
+        the cache keeps it true afterwards through its own operations: new
+        columns are written after ``columns`` (never before the current
+        length), and whatever could break it narrows or withdraws it
+        (:meth:`copy_rows` across spans, ``reorder_cache``, a length set or
+        cropped below ``columns``). Writing a layer's slab directly
+        (``SlabLayer.load_row``, its tensors) is the caller's affair: declare
+        after such writes, not before.
         """
         length = self.slab_layers[0].length if self.slab_layers else 0
         self._shared = (min(columns, length), span) if columns > 0 and span > 1 else (0, 1)
