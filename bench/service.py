@@ -41,11 +41,14 @@ measured itself. ``constraints_client_cpu_ms`` and ``constraints_server_cpu_ms``
 (CPU per answered request, Linux) show who used the machine. The reason
 phases keep the in-process httpx client: their requests take seconds.
 
-Latency is measured per request from send to full response. ``errors``
+In the closed loops latency is measured per request from send to full
+response (in the open loop from the scheduled send, see above). ``errors``
 counts every non-2xx answer by status (429 and 503 included), ``refused``
 only the admission refusals (429/503 with ``Retry-After``); refused requests
 are not counted in the throughput, and a refused client backs off for
-``Retry-After`` (at most 2 s) like a well-behaved client. The machine's load
+``Retry-After`` (at most 2 s) like a well-behaved client (in the open loop
+refusals are counted and the schedule goes on: users do not slow down
+together). The machine's load
 average is reported: on a shared machine the figures say more about the
 neighbours than about the service. ``batching_gain`` = reason_rps_8 /
 reason_rps_1: concurrent decodes (up to ``TENET_MAX_BATCH``) run side by side
