@@ -58,19 +58,37 @@ def test_tables_hold_on_random_logits(tokenizer: Any, name: str, params: dict[st
             assert len(re.findall(r"[.!?](?:\s|$)", before)) <= 1 and before, state.text
 
 
-def test_list_beside_prose_holds_on_random_logits(tokenizer: Any) -> None:
-    constraints = [gen(Kind.STRUCTURE, layout="list", n=3, before="paragraph", after="sentence")]
+LISTS = [
+    ("intro and summary", {"layout": "list", "n": 3, "before": "paragraph", "after": "sentence"}, r"^\* +\S", 3),
+    ("numbered after a sentence", {"layout": "numbered_list", "n": 4, "before": "sentence"}, r"^\d\. +\S", 4),
+    ("nested of two", {"layout": "nested_list", "n": 2}, r"^\* +\S", 2),
+]
+
+
+@pytest.mark.parametrize(("name", "params", "item", "n"), LISTS, ids=[row[0] for row in LISTS])
+def test_lists_beside_prose_hold_on_random_logits(tokenizer: Any, name: str, params: dict[str, Any], item: str,
+                                                  n: int) -> None:
+    constraints = [gen(Kind.STRUCTURE, **params)]
     steering = compile_steering(constraints, tokenizer, prompt="Give tips for sleep.", max_new_tokens=BUDGET)
     assert steering.controlled == {"f"}
     bias = bias_towards(tokenizer, r"[.!?]|^\s?[\d+-]", 5.0)  # sentence ends early and often, item markers
     for seed in SEEDS:
         state = drive_with_bias(steering, BUDGET, seed, bias)
         assert judged(constraints, state.text) == [], state.text
-        intro, _, rest = state.text.partition("\n\n")
-        items = re.findall(r"^\* +\S.*$", rest, flags=re.MULTILINE)
-        outro = rest.split("\n\n")[-1]
-        assert intro.strip() and len(items) == 3 and not outro.startswith("*"), state.text
-        assert len([p for p in re.split(r"(?<=[.!?])\s+", outro.strip()) if p]) == 1, state.text
+        lines = state.text.split("\n")
+        items = [line for line in lines if re.match(item, line)]
+        assert len(items) == n, state.text
+        if "before" in params:
+            intro = state.text.split("\n\n")[0]
+            assert intro.strip() and not re.match(item, intro), state.text
+            if params["before"] == "sentence":
+                assert len([p for p in re.split(r"(?<=[.!?])\s+", intro.strip()) if p]) == 1, state.text
+        if "after" in params:
+            outro = state.text.split("\n\n")[-1]
+            assert outro.strip() and not re.match(r"\s*(?:[*+-]|\d)", outro), state.text
+            assert len([p for p in re.split(r"(?<=[.!?])\s+", outro.strip()) if p]) == 1, state.text
+        if params["layout"] == "nested_list":
+            assert len([line for line in lines if re.match(r"^  - +\S", line)]) == 1, state.text
 
 
 COPIES = [
