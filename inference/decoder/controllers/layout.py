@@ -137,10 +137,12 @@ class CompiledLayout:
             allowed &= ~banned
             fragments &= ~banned
         if seg.cell:
-            # A "|" inside a cell would split it: the model's "|" ends the cell instead.
+            # A "|" inside a cell would split it: the model's "|" ends the cell instead; so
+            # does a run of bare spaces (padding before the next "|", which the literal writes).
             pipe: torch.Tensor = t.cached("has-pipe", lambda: _has_pipe(t))
-            allowed &= ~pipe
-            stop |= pipe
+            blank: torch.Tensor = t.cached("blank", lambda: _blank(t))
+            allowed &= ~pipe & ~blank
+            stop |= pipe | blank
             fragments &= ~pipe
         return allowed, stop, fragments
 
@@ -461,6 +463,11 @@ def _item_start(tables: VocabTables) -> torch.Tensor:
 def _holds(tables: VocabTables, chars: str) -> torch.Tensor:
     """``[V]`` bool: tokens holding any of ``chars``."""
     return torch.tensor([any(ch in t for ch in chars) for t in tables.texts], dtype=torch.bool, device=tables.device)
+
+
+def _blank(tables: VocabTables) -> torch.Tensor:
+    """``[V]`` bool: tokens of whitespace only."""
+    return torch.tensor([bool(t) and t.isspace() for t in tables.texts], dtype=torch.bool, device=tables.device)
 
 
 def _has_pipe(tables: VocabTables) -> torch.Tensor:
