@@ -181,8 +181,12 @@ def _limited(ctx: _Ctx, first: int, floor: int) -> bool:
     """"Limit yourself to 3 sentences", "cap the answer at 50 words": a number a limiting verb bounds from above."""
     if first <= floor or ctx.lowers[first - 1] not in ("to", "at"):
         return False
-    head = ctx.tokens[first - 1].head
-    return head.lemma_.lower() in _LIMIT_VERBS and head.i < first and head.i >= floor
+    node = ctx.tokens[first - 1].head
+    for _ in range(2):  # the preposition hangs on the verb, or on its object ("cap [the answer] at 50")
+        if floor <= node.i < first and (node.lemma_.lower() in _LIMIT_VERBS or node.lower_ in _LIMIT_VERBS):
+            return True
+        node = node.head
+    return False
 
 
 _UNIT_LEMMAS = frozenset(
