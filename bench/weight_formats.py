@@ -5,7 +5,8 @@
 
 - quality, in this process: the float32 model's greedy continuation of each
   prompt (``steps`` tokens), teacher-forced through every format's lean
-  forward; mean KL divergence ``KL(p_float32 || p_format)`` of the next-token
+  forward as a load in that format serves it (the direct load for the
+  low-precision formats, not a conversion of the float32 model); mean KL divergence ``KL(p_float32 || p_format)`` of the next-token
   distributions over prompts x steps (50 x 64 in full, 8 x 16 quick) and the
   top-1 agreement;
 - speed and memory, one subprocess per format (so that each peak resident
@@ -82,23 +83,30 @@ def _greedy(forward: Any, ids: list[int], new: int, device: torch.device) -> lis
 def _quality(
     formats: Sequence[str], prompts: Sequence[str], steps: int, cache: Path, device: str
 ) -> dict[str, dict[str, float]]:
-    """Per format: mean KL from float32 and top-1 agreement over the continuation positions."""
+    """Per format: mean KL from float32 and top-1 agreement over the continuation positions.
+
+    Each format is the model a load in it serves (``load_model(weights=F)``: for the
+    low-precision formats the direct load, whose tied input embedding reads the int8 head's
+    codes), not a conversion of the float32 model.
+    """
     from inference.decoder.packed_llama import packed_forward
-    from inference.loader import bundled_gguf_path, load_model
+    from inference.loader import load_model
     from inference.prompting import plan_prompt
-    from inference.weights.build import build_forward
-    from inference.weights.gguf_q4 import q4_1_blocks
     from inference.weights.probe import teacher_forced_logits
 
     lm = load_model("bundled", device=device, cache_root=cache, weights="float32")
     reference = packed_forward(lm.model)
     assert reference is not None
-    config = lm.model.config
-    blocks = q4_1_blocks(
-        bundled_gguf_path(),
-        heads=int(config.num_attention_heads),
-        kv_heads=int(config.num_key_value_heads),
-    )
+
+    def served(weights: str) -> Any:
+        if weights == "float32":
+            return reference
+        forward = packed_forward(
+            load_model("bundled", device=device, cache_root=cache, weights=weights).model
+        )
+        assert forward is not None
+        return forward
+
     sequences, starts = [], []
     for prompt in prompts:
         ids = list(plan_prompt(lm.tokenizer, prompt).branch_ids(0))
@@ -115,7 +123,7 @@ def _quality(
     ref = continuation(reference)
     report: dict[str, dict[str, float]] = {}
     for weights in formats:
-        forward = reference if weights == "float32" else build_forward(lm.model, weights, blocks)[0]
+        forward = served(weights)
         kl_sum = agree = count = 0.0
         for r, c in zip(ref, continuation(forward)):
             kl_sum += float((r.exp() * (r - c)).sum(-1).clamp(min=0).sum())
