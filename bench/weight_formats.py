@@ -6,9 +6,10 @@
 - quality, in this process: the float32 model's greedy continuation of each
   prompt (``steps`` tokens), teacher-forced through every format's lean
   forward as a load in that format serves it (the direct load for the
-  low-precision formats, not a conversion of the float32 model); mean KL divergence ``KL(p_float32 || p_format)`` of the next-token
-  distributions over prompts x steps (50 x 64 in full, 8 x 16 quick) and the
-  top-1 agreement;
+  low-precision formats, not a conversion of the float32 model); mean KL
+  divergence ``KL(p_float32 || p_format)`` of the next-token distributions
+  over prompts x steps (50 x 64 in full, 8 x 16 quick) and the top-1
+  agreement;
 - speed and memory, one subprocess per format (so that each peak resident
   memory is that format's alone): tokens per second of our steered decode
   (IFEval prompts whose constraints ``compile_steering`` accepts, 2 quick /
