@@ -3,8 +3,10 @@
 Each line of the set (``bench/data/steering_set.jsonl`` by default) is
 ``{"key", "prompt", "constraints": [{"kind", "params"}, ...]}``: a request
 whose instructions are of the constraint form (counts of punctuation,
-digits, emoji, numbers, filtered words; no list; wrappers; first and last
-positions), not IFEval's families, labelled with the constraints it states.
+digits, emoji, numbers, filtered and distinct words, characters; counts per
+sentence or line; no list; wrappers; first, last and middle positions;
+tables, lists and copies), not IFEval's families, labelled with the
+constraints it states.
 The labels are the constraints decoded with (this measures steering, not
 extraction). Every prompt is decoded twice with the same budget: plain
 greedy ``model.generate`` on the raw prompt (steering off) and our decode
