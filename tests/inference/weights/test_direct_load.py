@@ -16,6 +16,7 @@ from transformers import AutoModelForCausalLM, LlamaConfig
 
 from inference.decoder.kv_slab import SlabCache
 from inference.decoder.packed_llama import LeanLlama, packed_forward
+from inference.diagnostics import LayerProfiler
 from inference.lean.library import library_view
 from inference.lean.model import LeanCausalLM
 from inference.loader import load_model
@@ -107,6 +108,13 @@ def test_the_library_view_shares_the_trees_weights_and_generates(tmp_path: Path)
             pad_token_id=0,
         )
     assert out.shape == (1, 10) and torch.equal(out[:, :6], ids)
+    # The tree's own forward calls its layer modules: the layer profile times every layer.
+    profiler = LayerProfiler(model)
+    profiler.enable()
+    with torch.inference_mode():
+        model(input_ids=ids, use_cache=False)
+    profiler.disable()
+    assert [r.calls for r in profiler.timings()] == [1] * _CONFIG["num_hidden_layers"]
     # Without the lean forward the load hands over the library's model over the same kernels.
     _bundled_tokenizer().save_pretrained(directory)
     library = load_model(str(directory), device="cpu", weights="int8", packed=False)
