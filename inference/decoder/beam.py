@@ -362,7 +362,9 @@ def _select(
     """
     width, vocab, n_branch = config.options.width, logits.shape[-1], len(steerings)
     raw = torch.log_softmax(logits, dim=-1)  # [N, V]
-    entropy = (-(raw.exp() * raw).nan_to_num().sum(-1) / math.log(vocab)).tolist()  # [N]
+    # [N]; a -inf entry's 0 * -inf is NaN and counts as 0
+    probs = torch.softmax(logits, dim=-1)  # [N, V]: one pass, not exp(raw)
+    entropy = (-torch.nansum(probs * raw, dim=-1) / math.log(vocab)).tolist()
     adjusted = _steer(raw, beams, steerings, width, stats)  # [N, V]
     # [N]: the steering left one token (counted over -inf entries: a fast path on the CPU)
     banned = adjusted.isneginf().view(torch.uint8).sum(-1, dtype=torch.int32)
@@ -441,6 +443,7 @@ def _mask_rows(adjusted: torch.Tensor, beams: list[_Beam], config: BeamConfig) -
     again instead of ending the branch mid-structure.
     """
     eos = sorted(config.eos_ids)
+    short: list[int] = []  # rows still below the minimum length: EOS masked, in one write
     for r, bm in enumerate(beams):
         if not bm.alive:
             continue
@@ -451,7 +454,10 @@ def _mask_rows(adjusted: torch.Tensor, beams: list[_Beam], config: BeamConfig) -
             if bool(torch.isfinite(row).any()):
                 adjusted[r] = row
         if eos and len(bm.tokens) < config.options.min_new_tokens:
-            adjusted[r, eos] = _NEG_INF
+            short.append(r)
+    if short:
+        rows = torch.tensor(short, device=adjusted.device)[:, None]  # [R, 1]
+        adjusted[rows, torch.tensor(eos, device=adjusted.device)] = _NEG_INF
 
 
 @dataclass

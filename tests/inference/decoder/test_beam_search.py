@@ -48,7 +48,7 @@ def _ids(lm: LoadedModel, text: str) -> list[int]:
 
 
 def _ours(
-    lm: LoadedModel, ids: list[int], width: int, new: int, split: int = 4
+    lm: LoadedModel, ids: list[int], width: int, new: int, split: int = 4, least: int = 0
 ) -> list[tuple[int, ...]]:
     runner = ModelRunner(lm.model)
     with torch.inference_mode():
@@ -57,7 +57,7 @@ def _ours(
             runner, len(ids) - split, kv, [ids[-split:]], width=width, max_new_tokens=new
         )
         config = BeamConfig(
-            DecodeOptions(width=width, max_new_tokens=new),
+            DecodeOptions(width=width, max_new_tokens=new, min_new_tokens=least),
             eos_ids=frozenset({lm.tokenizer.eos_token_id}),
         )
         table = boundary_table(lm.tokenizer, int(first.shape[-1]))
@@ -97,6 +97,14 @@ def test_width_four_matches_hf_beam_search_and_is_ordered(exact_model: LoadedMod
     assert scores == sorted(scores, reverse=True)
     again, again_scores = _ours(exact_model, ids, width=4, new=12)
     assert again == hyps and again_scores == scores
+
+
+def test_a_minimum_length_keeps_eos_off_every_beam_until_it(exact_model: LoadedModel) -> None:
+    ids = _ids(exact_model, "What is 2 + 2? Answer with the number only.")
+    free, _ = _ours(exact_model, ids, width=4, new=10)
+    assert min(len(h) for h in free) < 10  # left alone, the model ends answers itself
+    held, _ = _ours(exact_model, ids, width=4, new=10, least=10)
+    assert len(held) == 4 and all(len(h) == 10 for h in held)
 
 
 def test_batched_branches_equal_each_branch_alone(loaded_model: LoadedModel) -> None:
