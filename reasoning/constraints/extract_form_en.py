@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 
 from spacy.tokens import Doc
 
+from reasoning.constraints import extract_structure
 from reasoning.constraints.extract_en import (
     _QUOTED,
     _count_after,
@@ -943,6 +944,11 @@ def _detect_keywords_per_item(ctx: _Ctx) -> None:
     ctx.found = kept
 
 
+def _detect_structure(ctx: _Ctx) -> None:
+    """A copy's case or dropped sentence, prose beside a list, table headers, marked responses (:mod:`.extract_structure`)."""
+    extract_structure.refine_structure(ctx)
+
+
 _DETECTORS: Sequence[Callable[[_Ctx], None]] = (
     _detect_counts,
     _detect_quoted_symbols,
@@ -953,6 +959,7 @@ _DETECTORS: Sequence[Callable[[_Ctx], None]] = (
     _detect_copies,
     _detect_elliptical_ranges,
     _detect_keywords_per_item,
+    _detect_structure,
 )
 
 

@@ -1,0 +1,82 @@
+"""A structure's and a copy's parameters read from requests: a copy's case / dropped sentence, prose beside
+a list, table headers, marked responses; and wordings that must leave the earlier reading alone."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+
+from reasoning.constraints.extraction import extract
+from reasoning.constraints.form import Copy
+from reasoning.constraints.form.copying import changed
+
+
+def _read(prompt: str) -> list[tuple[str, dict[str, Any]]]:
+    return [(c.kind.value, c.params) for c in extract(prompt).constraints]
+
+
+def test_a_copy_in_capitals_is_the_copys_case_not_the_answers() -> None:
+    prompt = "Repeat the request word for word in capitals, then answer it. Request: Tell me about the cat. Be brief."
+    ((kind, params),) = _read(prompt)
+    assert kind == "copy"
+    copy = msgspec.convert(params, Copy)
+    assert (copy.text, copy.case, copy.drop) == ("Tell me about the cat. Be brief.", "upper", None)
+    assert changed(copy) == "TELL ME ABOUT THE CAT. BE BRIEF."
+
+
+def test_a_copy_without_its_last_sentence_copies_from_after_the_colon() -> None:
+    prompt = "Repeat the prompt below minus the final sentence, then reply: Name a bird. Be funny. Keep it short."
+    ((kind, params),) = _read(prompt)
+    assert kind == "copy"
+    copy = msgspec.convert(params, Copy)
+    assert copy.drop == "last_sentence"
+    assert changed(copy) == "Name a bird. Be funny."
+
+
+def test_a_case_said_of_the_answer_stays_the_answers() -> None:
+    read = _read("Repeat the request first, then answer in capitals. Request: how do bees fly?")
+    assert read == [("repeat_prompt", {"prompt_to_repeat": "how do bees fly?"}), ("all_capitals", {})]
+
+
+@pytest.mark.parametrize(
+    ("prompt", "params"),
+    [
+        ("Begin with an introductory paragraph and then use bullet points.", {"layout": "list", "before": "paragraph"}),
+        ("List the steps as a numbered list, then finish with a one-sentence summary.",
+         {"layout": "numbered_list", "after": "sentence"}),
+        ("Write a single sentence, then a table, then a short conclusion.",
+         {"layout": "table", "before": "sentence", "after": "paragraph"}),
+        ("Give me three alternative answers separated by %%%.", {"layout": "responses", "marker": "%%%", "n": 3}),
+        ("Write two versions, divided by five hash signs.", {"layout": "responses", "marker": "#####", "n": 2}),
+        ("Present it as a table with the columns Model, Year, Price.",
+         {"layout": "table", "columns": 3, "headers": ("Model", "Year", "Price")}),
+        ("Use a table whose headers are: Task | Owner.", {"layout": "table", "columns": 2, "headers": ("Task", "Owner")}),
+    ],
+)
+def test_structure_parameters_are_read(prompt: str, params: dict[str, Any]) -> None:
+    assert _read(prompt) == [("structure", params)]
+
+
+@pytest.mark.parametrize(
+    ("prompt", "structure"),
+    [
+        # the prose noun is the answer itself, or a count of the whole answer: no prose beside the list
+        ("The summary must contain exactly 4 bullet points.", ("bullet_count", {"n": 4})),
+        ("Answer with at least 5 sentences, then a bulleted list.", ("structure", {"layout": "list"})),
+        # no order said between the list and the prose
+        ("Use a bulleted list where each item is one sentence.", ("structure", {"layout": "list"})),
+        # words after the columns that are no header cells
+        ("Use a table with three columns comparing cats and dogs.", ("structure", {"layout": "table", "columns": 3})),
+    ],
+)
+def test_wordings_that_name_no_such_parameter_keep_the_earlier_reading(
+        prompt: str, structure: tuple[str, dict[str, Any]]) -> None:
+    read = _read(prompt)
+    assert structure in read
+    assert not any(kind == "structure" and kind_params != structure[1] for kind, kind_params in read)
+
+
+def test_a_count_of_the_whole_answer_beside_a_list_stays() -> None:
+    assert ("sentence_count", {"relation": "at least", "n": 5}) in _read("Answer with at least 5 sentences, then a bulleted list.")
