@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from spacy.tokens import Doc
 
+from reasoning.constraints.extract_structure_zh import refine_structure_chinese
 from reasoning.constraints.form import (
     Copy,
     Count,
@@ -326,4 +327,4 @@ def refine_chinese(doc: Doc, text: str, found: Sequence[Found]) -> list[Found]:
     reader = _Reader(doc, text, found)
     for step in (_counts, _named_counts, _case, _wraps, _layouts, _quoted_spans, _positions, _answer_ends, _copies):
         step(reader)
-    return reader.found
+    return refine_structure_chinese(text, reader.found)

@@ -33,6 +33,7 @@ from spacy.tokens import Token
 
 from reasoning.constraints.extract_en import _Ctx
 from reasoning.constraints.form import Copy, Layout, Structure, canonical
+from reasoning.constraints.form.model import Beside
 from reasoning.constraints.found import Found
 from reasoning.constraints.lexicon import EN_LOWER, EN_UPPER
 from reasoning.constraints.model import Kind
@@ -155,7 +156,7 @@ _PROSE_KINDS = frozenset({Kind.PARAGRAPH_COUNT, Kind.SENTENCE_COUNT, Kind.COUNT}
 _ONE = frozenset({"one", "single", "a", "1"})
 
 
-def _prose_size(ctx: _Ctx, i: int, floor: int) -> str:
+def _prose_size(ctx: _Ctx, i: int, floor: int) -> Beside:
     """``sentence`` for "one sentence" / "a one-sentence summary" / "a single sentence", else ``paragraph``."""
     window = ctx.lowers[max(floor, i - 4) : i + 1]
     if "sentence" in ctx.lemmas[max(floor, i - 2) : i + 1]:
@@ -188,7 +189,7 @@ def _placed(ctx: _Ctx, t: Token) -> bool:
     return verb is not None and verb.lemma_.lower() in _PLACING
 
 
-def _beside(ctx: _Ctx, f: Found) -> tuple[str | None, str | None, list[tuple[int, int]]]:
+def _beside(ctx: _Ctx, f: Found) -> tuple[Beside | None, Beside | None, list[tuple[int, int]]]:
     """(before, after, where the prose is said) for the list or table ``f`` reads.
 
     The span said runs from a few words before the prose noun to its end, so
@@ -201,8 +202,8 @@ def _beside(ctx: _Ctx, f: Found) -> tuple[str | None, str | None, list[tuple[int
     layout = next((t.i for t in sentence if ctx.lemmas[t.i] in _LAYOUT_NOUNS), None)
     if layout is None:
         return None, None, []
-    before: str | None = None
-    after: str | None = None
+    before: Beside | None = None
+    after: Beside | None = None
     said: list[tuple[int, int]] = []
     for t in sentence:
         i = t.i

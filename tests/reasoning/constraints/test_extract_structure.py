@@ -53,6 +53,11 @@ def test_a_case_said_of_the_answer_stays_the_answers() -> None:
         ("Present it as a table with the columns Model, Year, Price.",
          {"layout": "table", "columns": 3, "headers": ("Model", "Year", "Price")}),
         ("Use a table whose headers are: Task | Owner.", {"layout": "table", "columns": 2, "headers": ("Task", "Owner")}),
+        ("首先写一段简短的介绍，再用无序列表列出要点。", {"layout": "list", "before": "paragraph"}),
+        ("用表格比较，之后写一段结语。", {"layout": "table", "after": "paragraph"}),
+        ("请给出两个不一样的回复，用六个波浪号隔开。", {"layout": "responses", "marker": "~~~~~~", "n": 2}),
+        ("用表格整理，列标题为“日期”、“地点”和“人数”。",
+         {"layout": "table", "columns": 3, "headers": ("日期", "地点", "人数")}),
     ],
 )
 def test_structure_parameters_are_read(prompt: str, params: dict[str, Any]) -> None:
@@ -69,6 +74,7 @@ def test_structure_parameters_are_read(prompt: str, params: dict[str, Any]) -> N
         ("Use a bulleted list where each item is one sentence.", ("structure", {"layout": "list"})),
         # words after the columns that are no header cells
         ("Use a table with three columns comparing cats and dogs.", ("structure", {"layout": "table", "columns": 3})),
+        ("回答分为三段，然后用列表列出要点。", ("structure", {"layout": "list"})),
     ],
 )
 def test_wordings_that_name_no_such_parameter_keep_the_earlier_reading(
