@@ -3,6 +3,8 @@
 Runs as the last English form detector (:mod:`.extract_form_en`), on the
 readings the earlier detectors made, and adds what they leave out:
 
+- a copy asked with a copying verb and a request object ("copy the
+  question", "echo my request back") that the named repeat reading missed;
 - a copy's stated change: a letter case ("repeat the request in capitals")
   or a dropped first / last sentence ("without the last sentence") attached
   by the dependency parse to the copying verb becomes ``Copy.case`` /
@@ -31,7 +33,7 @@ import re
 import msgspec
 from spacy.tokens import Token
 
-from reasoning.constraints.extract_en import _Ctx
+from reasoning.constraints.extract_en import _Ctx, repeat_text
 from reasoning.constraints.form import Copy, Layout, Structure, canonical
 from reasoning.constraints.form.model import Beside
 from reasoning.constraints.found import Found
@@ -115,6 +117,30 @@ def _after_colon(ctx: _Ctx, f: Found, text: str) -> str:
     block_end = ctx.text.find("\n\n", colon)
     block = ctx.text[colon + 1 : block_end if block_end != -1 else len(ctx.text)].strip()
     return block if block != text and block.endswith(text) else text
+
+
+_ECHO_VERBS = frozenset({"copy", "echo", "reproduce", "recite", "repeat"})
+_REQUEST_NOUNS = frozenset({"question", "request", "prompt", "instruction", "query", "task"})
+
+
+def _detect_copy_verbs(ctx: _Ctx) -> None:
+    """A copy asked with a copying verb the named repeat reading has no pattern for
+    ("copy the question in lower case", "echo my request back first"): the verb and its request object."""
+    if any(f.kind in (Kind.REPEAT_PROMPT, Kind.COPY) for f in ctx.found):
+        return
+    for t in ctx.tokens:
+        if t.pos_ != "VERB" or ctx.lemmas[t.i] not in _ECHO_VERBS:
+            continue
+        target = next((c for c in t.children if c.dep_ == "dobj" and ctx.lemmas[c.i] in _REQUEST_NOUNS), None)
+        if target is None:
+            continue
+        begin, end = ctx.chars(t.i, target.i)
+        text = repeat_text(ctx.text, begin, end)
+        if text is None:
+            continue
+        kind, params = canonical(Copy(text=_LABEL.sub("", text.strip().lstrip(" .!?;:"))))
+        ctx.add(kind, params, begin, end, confidence=0.85)
+        return
 
 
 def _detect_copy_changes(ctx: _Ctx) -> None:
@@ -378,6 +404,7 @@ def _detect_responses(ctx: _Ctx) -> None:
 
 def refine_structure(ctx: _Ctx) -> None:
     """Add a copy's case / dropped sentence, prose beside a list, table headers and marked responses."""
+    _detect_copy_verbs(ctx)
     _detect_copy_changes(ctx)
     _detect_prose_beside(ctx)
     _detect_headers(ctx)

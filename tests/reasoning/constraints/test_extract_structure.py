@@ -35,6 +35,15 @@ def test_a_copy_without_its_last_sentence_copies_from_after_the_colon() -> None:
     assert changed(copy) == "Name a bird. Be funny."
 
 
+def test_a_copying_verb_without_a_repeat_pattern_still_reads_a_copy() -> None:
+    prompt = "Copy the question in lower case and then respond. Question: Name Three Rivers."
+    ((kind, params),) = _read(prompt)
+    assert kind == "copy"
+    assert changed(msgspec.convert(params, Copy)) == "name three rivers."
+    assert _read("Echo my request back to me first, then answer it. Request: what is rain?") == [
+        ("repeat_prompt", {"prompt_to_repeat": "what is rain?"})]
+
+
 def test_a_case_said_of_the_answer_stays_the_answers() -> None:
     read = _read("Repeat the request first, then answer in capitals. Request: how do bees fly?")
     assert read == [("repeat_prompt", {"prompt_to_repeat": "how do bees fly?"}), ("all_capitals", {})]
