@@ -3,6 +3,8 @@
 Runs as the last English form detector (:mod:`.extract_form_en`), on the
 readings the earlier detectors made, and adds what they leave out:
 
+- a bulleted or numbered list of an exact number of items ("a bulleted list
+  of three tips") where no list was read in the sentence;
 - a copy asked with a copying verb and a request object ("copy the
   question", "echo my request back") that the named repeat reading missed;
 - a copy's stated change: a letter case ("repeat the request in capitals")
@@ -37,7 +39,7 @@ from reasoning.constraints.extract_en import _Ctx, repeat_text
 from reasoning.constraints.form import Copy, Layout, Structure, canonical
 from reasoning.constraints.form.model import Beside
 from reasoning.constraints.found import Found
-from reasoning.constraints.lexicon import EN_LOWER, EN_UPPER
+from reasoning.constraints.lexicon import EN_LAYOUTS, EN_LOWER, EN_UPPER
 from reasoning.constraints.model import Kind
 from reasoning.constraints.quantities import parse_number
 
@@ -402,10 +404,41 @@ def _detect_responses(ctx: _Ctx) -> None:
         ctx.add(kind, params, *ctx.chars(max(sentence.start, noun - 2), sentence.end - 1), confidence=0.85)
 
 
+_LIST_TERMS = tuple(sorted((key for key, layout in EN_LAYOUTS.items() if layout in (Layout.LIST, Layout.NUMBERED_LIST)),
+                           key=len, reverse=True))
+_TEXT_UNITS = frozenset({"word", "sentence", "paragraph", "character", "letter", "line", "time", "section"})
+_NEGATING = frozenset({"not", "n't", "no", "never", "without", "avoid", "nor"})
+
+
+def _detect_counted_lists(ctx: _Ctx) -> None:
+    """"A bulleted list of three tips": a list and its exact item count, where no list was read in the sentence."""
+    for sentence in ctx.doc.sents:
+        chars = (sentence.start_char, sentence.end_char)
+        if any(f.kind in (Kind.STRUCTURE, Kind.BULLET_COUNT, Kind.CONSTRAINED_RESPONSE) and _overlaps(f, *chars)
+               for f in ctx.found):
+            continue
+        for i in range(sentence.start, sentence.end):
+            key = next((k for k in _LIST_TERMS if tuple(ctx.lemmas[i : i + len(k)]) == k), None)
+            if key is None:
+                continue
+            head = i + len(key) - 1
+            if ctx.lowers[head + 1 : head + 2] != ["of"] or head + 3 >= sentence.end:
+                break
+            n = parse_number([ctx.lowers[head + 2]])
+            noun = ctx.tokens[head + 3]
+            if n is None or noun.pos_ not in ("NOUN", "PROPN") or ctx.lemmas[noun.i] in _TEXT_UNITS \
+                    or any(w in _NEGATING for w in ctx.lowers[sentence.start : i]):
+                break
+            kind, params = canonical(Structure(layout=EN_LAYOUTS[key], n=n))
+            ctx.add(kind, params, *ctx.chars(i, noun.i), confidence=0.85)
+            break
+
+
 def refine_structure(ctx: _Ctx) -> None:
     """Add a copy's case / dropped sentence, prose beside a list, table headers and marked responses."""
     _detect_copy_verbs(ctx)
     _detect_copy_changes(ctx)
+    _detect_counted_lists(ctx)
     _detect_prose_beside(ctx)
     _detect_headers(ctx)
     _detect_responses(ctx)

@@ -53,6 +53,8 @@ def test_a_case_said_of_the_answer_stays_the_answers() -> None:
     ("prompt", "params"),
     [
         ("Begin with an introductory paragraph and then use bullet points.", {"layout": "list", "before": "paragraph"}),
+        ("Start with an introductory paragraph, then a bulleted list of three tips.",
+         {"layout": "list", "n": 3, "before": "paragraph"}),
         ("List the steps as a numbered list, then finish with a one-sentence summary.",
          {"layout": "numbered_list", "after": "sentence"}),
         ("Write a single sentence, then a table, then a short conclusion.",
