@@ -406,18 +406,23 @@ def _detect_responses(ctx: _Ctx) -> None:
 
 _LIST_TERMS = tuple(sorted((key for key, layout in EN_LAYOUTS.items() if layout in (Layout.LIST, Layout.NUMBERED_LIST)),
                            key=len, reverse=True))
+_LIST_FIRST = frozenset(key[0] for key in _LIST_TERMS)
 _TEXT_UNITS = frozenset({"word", "sentence", "paragraph", "character", "letter", "line", "time", "section"})
 _NEGATING = frozenset({"not", "n't", "no", "never", "without", "avoid", "nor"})
 
 
 def _detect_counted_lists(ctx: _Ctx) -> None:
     """"A bulleted list of three tips": a list and its exact item count, where no list was read in the sentence."""
+    if "of" not in ctx.lowers or not any(lemma in _LIST_FIRST for lemma in ctx.lemmas):
+        return
     for sentence in ctx.doc.sents:
         chars = (sentence.start_char, sentence.end_char)
         if any(f.kind in (Kind.STRUCTURE, Kind.BULLET_COUNT, Kind.CONSTRAINED_RESPONSE) and _overlaps(f, *chars)
                for f in ctx.found):
             continue
         for i in range(sentence.start, sentence.end):
+            if ctx.lemmas[i] not in _LIST_FIRST:
+                continue
             key = next((k for k in _LIST_TERMS if tuple(ctx.lemmas[i : i + len(k)]) == k), None)
             if key is None:
                 continue
