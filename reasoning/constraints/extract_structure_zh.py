@@ -3,6 +3,9 @@
 The Chinese counterpart of :mod:`.extract_structure`, read from the
 lexicon's words and their order in the clause:
 
+- a copy's case or dropped sentence said in the copying phrase
+  (用大写字母重复下面的问题; 重复问题，但去掉最后一句): ``Copy.case`` / ``drop``,
+  the whole-answer case reading of the same words dropped;
 - prose beside a list or table in a stated order (先写一段引言，然后用项目符号列出三个要点;
   用表格列出，最后用一句话总结): the prose stands on the side of the list its
   sequence word says; 一句 / 一句话 is a ``sentence``, anything else a
@@ -19,11 +22,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Literal
 
 import msgspec
 
-from reasoning.constraints.form import Layout, Structure, canonical
-from reasoning.constraints.form.model import Beside
+from reasoning.constraints.form import Copy, Layout, Structure, canonical
+from reasoning.constraints.form.model import Beside, Drop
 from reasoning.constraints.found import Found
 from reasoning.constraints.model import Kind
 from reasoning.constraints.quantities import ZH_NUMBER, parse_zh_number
@@ -116,7 +120,7 @@ def _headers(text: str, found: list[Found]) -> list[Found]:
     return found
 
 
-_RESPONSES = re.compile(rf"(?P<num>{ZH_NUMBER})\s*(?:个|种|份|条|段)?(?:不同的?|不一样的)?(?:回答|答案|回复|回应|版本)")
+_RESPONSES = re.compile(rf"(?P<num>{ZH_NUMBER})\s*(?:个|种|份|条)?(?:不同的?|不一样的)?(?:回答|答案|回复|回应|版本)")
 _MARKER = re.compile(r"(?:用|以)\s*(?:(?P<symbols>[^\w\s，。、“”\"'：:]{2,})|(?P<count>[一二两三四五六七八九十\d]+)\s*个\s*"
                      r"(?P<name>星号|井号|短横线|减号|波浪号|等号|下划线|加号))\s*(?:来|进行)?(?:分隔|分开|隔开|分割)")
 _SYMBOL_NAMES = {"星号": "*", "井号": "#", "短横线": "-", "减号": "-", "波浪号": "~", "等号": "=", "下划线": "_", "加号": "+"}
@@ -145,9 +149,55 @@ def _responses(text: str, found: list[Found]) -> list[Found]:
     return found
 
 
+_COPY_VERB = re.compile(r"(?:重复|复述|抄写|照抄)(?:一遍|一下)?(?:下面的?|上面的?|以下的?|我的|这个)?(?:问题|请求|题目|指令|提示)")
+_ZH_CASE = re.compile(r"(?P<case>大写|小写)")
+_ZH_DROP = re.compile(r"(?:去掉|删去|删掉|省略|不包括|除去|不要|不含)(?:其|它的|原文的)?(?P<which>最后|末|第一|首|开头的?)(?:一)?句")
+_PIECE_END = "，,。；;！!？?\n"
+
+
+def _piece(text: str, start: int, end: int) -> tuple[int, int]:
+    """The comma-bounded piece of ``text`` around ``text[start:end]``."""
+    left = max((text.rfind(c, 0, start) for c in _PIECE_END), default=-1) + 1
+    rights = [i for i in (text.find(c, end) for c in _PIECE_END) if i >= 0]
+    return left, min(rights, default=len(text))
+
+
+def _copy_changes(text: str, found: list[Found]) -> list[Found]:
+    """用大写字母重复下面的问题 / 重复问题，但去掉最后一句: the copy's case or dropped sentence."""
+    match = _COPY_VERB.search(text)
+    if match is None:
+        return found
+    left, right = _piece(text, match.start(), match.end())
+    case_match = _ZH_CASE.search(text, left, right)
+    drop_match = _ZH_DROP.search(text, left, min(len(text), right + 16))
+    if case_match is None and drop_match is None:
+        return found
+    colon = min((i for i in (text.find(c, match.end()) for c in "：:") if i >= 0), default=-1)
+    copied = text[colon + 1 :].strip() if colon >= 0 else text[:left].strip(" ，,。")
+    if not copied:
+        return found
+    case: Literal["upper", "lower"] | None = None
+    if case_match is not None:
+        case = "upper" if case_match.group("case") == "大写" else "lower"
+    drop: Drop | None = None
+    if drop_match is not None:
+        drop = "last_sentence" if drop_match.group("which") in ("最后", "末") else "first_sentence"
+    said = case_match.span() if case_match is not None else (match.start(), match.end())
+    dropped = drop_match.span() if drop_match is not None else (0, 0)
+    found = [g for g in found if not (
+        g.kind in (Kind.REPEAT_PROMPT, Kind.COPY)
+        or (g.kind in _PROSE_KINDS and g.start < dropped[1] and dropped[0] < g.end) or (
+            g.kind in (Kind.ALL_CAPITALS, Kind.ALL_LOWERCASE) and case is not None and g.start < said[1] + 4
+            and said[0] - 4 < g.end))]
+    kind, params = canonical(Copy(text=copied, change=True, case=case, drop=drop))
+    found.append(Found(kind=kind, params=params, start=match.start(), end=match.end(), confidence=0.85))
+    return found
+
+
 def refine_structure_chinese(text: str, found: Sequence[Found]) -> list[Found]:
-    """``found`` with prose beside a list, table headers and marked responses read from ``text``."""
-    readings = list(found)
+    """``found`` with a copy's case / dropped sentence, prose beside a list, table headers and marked
+    responses read from ``text``."""
+    readings = _copy_changes(text, list(found))
     readings = _prose_beside(text, readings)
     readings = _headers(text, readings)
     return _responses(text, readings)
