@@ -44,6 +44,15 @@ def test_a_copying_verb_without_a_repeat_pattern_still_reads_a_copy() -> None:
         ("repeat_prompt", {"prompt_to_repeat": "what is rain?"})]
 
 
+def test_a_chinese_copy_in_capitals_or_without_its_last_sentence() -> None:
+    ((kind, params),) = _read("用大写字母复述下面的问题，然后回答：how do tides work?")
+    assert kind == "copy"
+    assert changed(msgspec.convert(params, Copy)) == "HOW DO TIDES WORK?"
+    ((kind, params),) = _read("先重复问题，但删掉最后一句，然后回答：月亮为什么会变？回答要短。")
+    assert kind == "copy"
+    assert changed(msgspec.convert(params, Copy)) == "月亮为什么会变？"
+
+
 def test_a_case_said_of_the_answer_stays_the_answers() -> None:
     read = _read("Repeat the request first, then answer in capitals. Request: how do bees fly?")
     assert read == [("repeat_prompt", {"prompt_to_repeat": "how do bees fly?"}), ("all_capitals", {})]
