@@ -11,6 +11,7 @@ import pytest
 from reasoning.constraints.extraction import extract
 from reasoning.constraints.form import Copy
 from reasoning.constraints.form.copying import changed
+from reasoning.constraints.verifiers import verify
 
 
 def _read(prompt: str) -> list[tuple[str, dict[str, Any]]]:
@@ -106,3 +107,19 @@ def test_wordings_that_name_no_such_parameter_keep_the_earlier_reading(
 
 def test_a_count_of_the_whole_answer_beside_a_list_stays() -> None:
     assert ("sentence_count", {"relation": "at least", "n": 5}) in _read("Answer with at least 5 sentences, then a bulleted list.")
+
+
+@pytest.mark.parametrize(
+    ("prompt", "kept", "broken"),
+    [
+        ("Write an introduction, then a bulleted list of two tips.",
+         "Tips help.\n\n* Sleep well.\n* Drink water.", "* Sleep well.\n* Drink water."),
+        ("Make a table with the columns Name and Price.",
+         "| Name | Price |\n| --- | --- |\n| Tea | 3 |", "| Item | Cost |\n| --- | --- |\n| Tea | 3 |"),
+        ("Give two different responses separated by ###.", "Yes, it is.\n###\nNo, it is not.", "Yes, it is."),
+    ],
+)
+def test_the_read_parameters_are_the_ones_the_verifier_checks(prompt: str, kept: str, broken: str) -> None:
+    (constraint,) = extract(prompt).constraints
+    assert verify(constraint, kept).satisfied
+    assert not verify(constraint, broken).satisfied
