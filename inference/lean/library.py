@@ -8,7 +8,8 @@ the lean forward: the benchmarks' library-forward comparisons
 ``config.json`` and installs our modules in it (the same kernel objects,
 norm parameters and embedding), with the library's own rotary embedding.
 
-Guarantees: no weight is copied (every parameter and buffer of the view is
+Guarantees: forward hooks registered on ``model`` hear every forward of the
+view (``generate``'s steps), once each; no weight is copied (every parameter and buffer of the view is
 one of ``model``'s, the rotary table excepted); one view per model object,
 built on first use and kept with it; the view runs the grouped attention
 when it runs SDPA, so a merged micro-batch step routes each decode's rows
@@ -76,4 +77,14 @@ def _build(model: LeanCausalLM) -> Any:
     if left:
         raise InvalidInput(f"the library model over {model.directory} lacks {', '.join(left[:5])}")
     use_grouped_attention(view)
+
+    def relay(_: Any, args: Any, kwargs: Any, output: Any) -> None:
+        # Forward hooks registered on the tree hear the view's forwards (generate's steps).
+        for key, hook in list(model._forward_hooks.items()):
+            if model._forward_hooks_with_kwargs.get(key, False):
+                hook(model, args, kwargs, output)
+            else:
+                hook(model, args, output)
+
+    view.register_forward_hook(relay, with_kwargs=True)
     return view

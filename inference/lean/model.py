@@ -26,6 +26,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -200,13 +201,19 @@ class LeanCausalLM(nn.Module):
         if past_key_values is not None or use_cache or kwargs:
             from inference.lean.library import library_view
 
-            return library_view(self)(
+            view = library_view(self)
+            # transformers 5.x names the cache ``cache`` (``past_key_values`` is deprecated).
+            cache_kw = "cache" if "cache" in inspect.signature(view.forward).parameters else (
+                "past_key_values"
+            )
+            # The view's forward itself: this module's own call already runs its hooks.
+            return view.forward(
                 input_ids=input_ids,
                 attention_mask=attention_mask,
                 position_ids=position_ids,
-                past_key_values=past_key_values,
                 use_cache=use_cache,
                 logits_to_keep=logits_to_keep,
+                **{cache_kw: past_key_values},
                 **kwargs,
             )
         rows, new = input_ids.shape

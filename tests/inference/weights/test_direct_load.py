@@ -98,6 +98,8 @@ def test_the_library_view_shares_the_trees_weights_and_generates(tmp_path: Path)
     }
     gen = torch.Generator().manual_seed(5)
     ids = torch.randint(0, _CONFIG["vocab_size"], (1, 6), generator=gen)
+    calls: list[int] = []
+    hook = model.register_forward_hook(lambda *_: calls.append(1))
     with torch.inference_mode():
         out = model.generate(
             ids,
@@ -107,7 +109,9 @@ def test_the_library_view_shares_the_trees_weights_and_generates(tmp_path: Path)
             do_sample=False,
             pad_token_id=0,
         )
+    hook.remove()
     assert out.shape == (1, 10) and torch.equal(out[:, :6], ids)
+    assert len(calls) == 4  # the hooks on the tree hear each of generate's forwards once
     # The tree's own forward calls its layer modules: the layer profile times every layer.
     profiler = LayerProfiler(model)
     profiler.enable()
