@@ -46,6 +46,7 @@ from inference.decoder.controllers.protocol import (
     Plan,
     SteerState,
 )
+from inference.decoder.controllers.spelling import Spelling
 from inference.decoder.controllers.tally import piece_start
 from inference.decoder.vocab import VocabTables
 from reasoning.constraints.form import units
@@ -133,8 +134,7 @@ class Openings(Controller):
         self.spec = opening
         self.opening = opening
         tables = ctx.tables
-        self._spaced = tuple(tables.encode(" " + opening.text))
-        self._bare = tuple(tables.encode(opening.text))
+        self._spelling = Spelling.of(tables, opening.text)
         self._delimiters = _delimiters(tables)
         self._eos = list(tables.eos_ids)
 
@@ -155,7 +155,7 @@ class Openings(Controller):
             return Plan("only", part.pending[0], seg=state.seg)
         if state.pending or not self._due(state):
             return None
-        spelling = self._bare if state.text == "" or state.text[-1].isspace() else self._spaced
+        spelling = self._spelling.fitting(state.text)
         return Plan("only", spelling[0], seg=state.seg) if spelling else None
 
     def holding(self, state: SteerState) -> bool:
@@ -217,14 +217,11 @@ class Openings(Controller):
         passed = len(units.pieces(self.opening.per, new.text[part.start : start])) if start > part.start else 0
         moved = OpeningState(start=start, before=part.before + passed, pending=part.pending, written=part.written)
         if part.pending:
-            rest = part.pending[1:]
+            rest: tuple[int, ...] | None = part.pending[1:]
+        else:
+            rest = self._spelling.rest_after(token_id) if self._due(before) else None
+        if rest is not None:
             return OpeningState(start, moved.before, rest, written=not rest, done=not rest and self._settled(new))
-        if self._due(before):
-            for spelling in (self._spaced, self._bare):
-                if spelling and token_id == spelling[0]:
-                    rest = spelling[1:]
-                    return OpeningState(start, moved.before, rest, written=not rest,
-                                        done=not rest and self._settled(new))
         if part.written:
             return OpeningState(start, moved.before, written=True, done=self._settled(new))
         return moved

@@ -38,6 +38,7 @@ import torch
 
 from inference.decoder.controllers.layout import LayoutSegment
 from inference.decoder.controllers.protocol import Context, Controller, Plan, SteerState
+from inference.decoder.controllers.spelling import Spelling
 from inference.decoder.vocab import VocabTables
 
 __all__ = ["STRIPPED", "Placement", "Placing", "build_placing", "placement_holds"]
@@ -123,8 +124,7 @@ class Placing(Controller):
         self.spec = placement
         self.placement = placement
         tables = ctx.tables
-        self._spaced = tuple(tables.encode(" " + placement.text))
-        self._bare = tuple(tables.encode(placement.text))
+        self._spelling = Spelling.of(tables, placement.text)
         self._no_ws = _no_whitespace(tables)
         self._closers = _closers(tables)
         self._eos = list(tables.eos_ids)
@@ -140,8 +140,9 @@ class Placing(Controller):
         part: PlacingState = state.parts[self.slot]
         if part.pending:
             return Plan("only", part.pending[0], seg=state.seg)
-        if self._due(state) and (state.text == "" or state.text[-1].isspace()) and self._bare:
-            return Plan("only", self._bare[0], seg=state.seg)
+        bare = self._spelling.bare
+        if self._due(state) and Spelling.bare_after(state.text) and bare:
+            return Plan("only", bare[0], seg=state.seg)
         return None
 
     def holding(self, state: SteerState) -> bool:
@@ -156,7 +157,7 @@ class Placing(Controller):
         base: torch.Tensor,
         lp: torch.Tensor,
     ) -> None:
-        first = self._spaced[0] if self._spaced else -1
+        first = self._spelling.spaced[0] if self._spelling.spaced else -1
         for r, state in enumerate(states):
             part: PlacingState = state.parts[self.slot]
             if part.done:
@@ -221,10 +222,9 @@ class Placing(Controller):
         k = self.placement.k
         if part.pending:
             return PlacingState(part.pending[1:], written=len(part.pending) == 1, pieces=pieces)
-        if self._due(before):
-            for spelling in (self._spaced, self._bare):
-                if spelling and token_id == spelling[0]:
-                    return PlacingState(spelling[1:], written=len(spelling) == 1, pieces=pieces)
+        rest = self._spelling.rest_after(token_id) if self._due(before) else None
+        if rest is not None:
+            return PlacingState(rest, written=not rest, pieces=pieces)
         written = part.written or pieces >= k
         done = written and (pieces > k or new.text[-1:].isspace())
         return PlacingState(written=written, done=done, pieces=pieces)
