@@ -251,11 +251,7 @@ def _check_positions_fit(constraints: Sequence[Constraint]) -> None:
     fewer than k of them cannot be written: ``ConflictError``."""
     most: dict[Unit, tuple[int, str]] = {}
     for q in constraints:
-        try:
-            forms = form_of(q.kind, q.params) or ()
-        except (TypeError, ValueError, KeyError):
-            continue
-        for f in forms:
+        for f in _forms(q):
             if isinstance(f, Count) and f.unit in _PLACES and f.per is None and f.of is None and f.filter == Filter():
                 hi = _bounds(f.relation, f.n)[1]
                 if hi is not None and (f.unit not in most or hi < most[f.unit][0]):
@@ -563,22 +559,14 @@ def _check_floor_fits(c: Constraint, floor: Count, lo: int, constraints: Sequenc
     assert per is not None
     least_pieces, pieces_ids = 1, []
     for q in constraints:
-        try:
-            forms = form_of(q.kind, q.params) or ()
-        except (TypeError, ValueError, KeyError):
-            continue
-        for f in forms:
+        for f in _forms(q):
             if isinstance(f, Count) and f.unit is per and f.per is None and f.of is None \
                     and f.filter == Filter() and _bounds(f.relation, f.n)[0] > least_pieces:
                 least_pieces, pieces_ids = _bounds(f.relation, f.n)[0], [q.id]
     for q in constraints:
         if q.id == c.id:
             continue
-        try:
-            forms = form_of(q.kind, q.params) or ()
-        except (TypeError, ValueError, KeyError):
-            continue
-        for f in forms:
+        for f in _forms(q):
             if not isinstance(f, Count) or f.of is not None or f.measure != floor.measure:
                 continue
             hi = _bounds(f.relation, f.n)[1]
