@@ -148,6 +148,16 @@ class _Connection:
         self.reader = self.writer = None
 
 
+async def _send(connection: _Connection, payload: bytes, timeout_s: float) -> tuple[int, str | None]:
+    """One request's status and Retry-After; a failed or timed-out exchange is status 0 and
+    closes the connection (`request` opens it again next time)."""
+    try:
+        return await asyncio.wait_for(connection.request(payload), timeout_s)
+    except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError, ValueError):
+        connection.close()
+        return 0, None
+
+
 def encode_requests(spec: Spec) -> list[bytes]:
     """Each body as a complete HTTP/1.1 POST with keep-alive."""
     extra = "".join(f"{k}: {v}\r\n" for k, v in spec.headers.items())
@@ -181,11 +191,7 @@ async def drive(spec: Spec, payloads: Sequence[bytes]) -> Outcome:
                 payload = payloads[sent % len(payloads)]
                 sent += 1
                 t0 = time.perf_counter()
-                try:
-                    status, retry_after = await asyncio.wait_for(connection.request(payload), spec.timeout_s)
-                except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError, ValueError):
-                    connection.close()
-                    status, retry_after = 0, None
+                status, retry_after = await _send(connection, payload, spec.timeout_s)
                 statuses[status] += 1
                 if 200 <= status < 300:
                     outcome.latencies_ms.append((time.perf_counter() - t0) * 1000)
@@ -251,11 +257,7 @@ async def drive_open(spec: Spec, payloads: Sequence[bytes]) -> Outcome:
         connection = await take()
         payload = payloads[index % len(payloads)]
         outcome.send_lag_ms.append((time.perf_counter() - due) * 1000)
-        try:
-            status, retry_after = await asyncio.wait_for(connection.request(payload), spec.timeout_s)
-        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError, ValueError):
-            connection.close()
-            status, retry_after = 0, None
+        status, retry_after = await _send(connection, payload, spec.timeout_s)
         statuses[status] += 1
         if 200 <= status < 300:
             outcome.latencies_ms.append((time.perf_counter() - due) * 1000)
