@@ -28,6 +28,9 @@ The report: instruction-level and prompt-level strict accuracy per arm,
 per-judge accuracy, the extraction counts, ``needs_confirmation`` and refusal
 counts, and per instruction its extraction and both verdicts (``rows``). The
 last stdout line is one JSON object.
+
+Another held-out set reuses this harness through a ``Suite`` (its name, data
+file and judges): ``load``, ``run`` and ``main`` take one, ``HELDOUT`` by default.
 """
 
 from __future__ import annotations
@@ -41,15 +44,16 @@ import tempfile
 import time
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from bench.heldout_judge import JUDGES, judge
+from bench.heldout_judge import JUDGES, Judge
 from bench.service import free_port, start_server, stop_server, wait_ready
 
-__all__ = ["DATA", "extraction_status", "load", "run"]
+__all__ = ["DATA", "HELDOUT", "Suite", "extraction_status", "load", "main", "run", "select"]
 
 DATA = Path(__file__).resolve().parent / "data" / "heldout.jsonl"
 _BUDGET = 160
@@ -59,15 +63,41 @@ _QUICK_MAX = 16
 _ARMS = ("steered", "plain")
 
 
-def load(path: Path = DATA) -> list[dict[str, Any]]:
-    """The set's rows; each instruction's judge must exist and its span must be in the prompt."""
+@dataclass(frozen=True)
+class Suite:
+    """A held-out set the harness runs: its report name, data file and judge table.
+
+    ``judges`` maps a judge id to its function and its one-line reading;
+    ``judged_by`` names the judging module in the report.
+    """
+
+    name: str
+    data: Path
+    judges: Mapping[str, tuple[Judge, str]]
+    judged_by: str
+
+    def grade(self, judge_id: str, args: Mapping[str, Any], text: str) -> bool:
+        """Whether ``text`` meets instruction ``judge_id``; an unknown id is a ``KeyError``."""
+        function, _ = self.judges[judge_id]
+        return function(args, text)
+
+
+HELDOUT = Suite(
+    "heldout", DATA, JUDGES, "bench.heldout_judge (written apart from the product's verifiers)"
+)
+
+
+def load(
+    path: Path = DATA, judges: Mapping[str, tuple[Judge, str]] = JUDGES
+) -> list[dict[str, Any]]:
+    """The set's rows; each instruction's judge must be in ``judges`` and its span in the prompt."""
     rows: list[dict[str, Any]] = []
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
             continue
         row = json.loads(line)
         for item in row["instructions"]:
-            if item["judge"] not in JUDGES:
+            if item["judge"] not in judges:
                 raise ValueError(f"{path}:{number}: unknown judge {item['judge']!r}")
             if item["span"] not in row["prompt"]:
                 raise ValueError(f"{path}:{number}: span {item['span']!r} is not in the prompt")
@@ -128,7 +158,7 @@ def _accuracy(values: Sequence[bool]) -> float:
 
 
 def _summary(
-    results: Sequence[dict[str, Any]], budget: int, quick: bool, elapsed: float
+    results: Sequence[dict[str, Any]], budget: int, quick: bool, elapsed: float, suite: Suite
 ) -> dict[str, Any]:
     arms: dict[str, Any] = {}
     for arm in _ARMS:
@@ -145,18 +175,21 @@ def _summary(
     per_judge: dict[str, dict[str, list[bool]]] = defaultdict(lambda: {arm: [] for arm in _ARMS})
     extraction: Counter[str] = Counter()
     extraction_by_judge: dict[str, Counter[str]] = defaultdict(Counter)
+    steered_failed_by_judge: dict[str, Counter[str]] = defaultdict(Counter)
     for r in results:
         for index, item in enumerate(r["instructions"]):
             for arm in _ARMS:
                 per_judge[item["judge"]][arm].append(r[arm]["verdicts"][index])
             extraction[item["extraction"]] += 1
             extraction_by_judge[item["judge"]][item["extraction"]] += 1
+            if not r["steered"]["verdicts"][index]:
+                steered_failed_by_judge[item["judge"]][item["extraction"]] += 1
     return {
-        "benchmark": "heldout",
-        "data": DATA.name,
+        "benchmark": suite.name,
+        "data": suite.data.name,
         "quick": quick,
         "max_new_tokens": budget,
-        "judge": "bench.heldout_judge (written apart from the product's verifiers)",
+        "judge": suite.judged_by,
         "n_prompts": len(results),
         "n_instructions": sum(len(r["instructions"]) for r in results),
         "steered": arms["steered"],
@@ -171,6 +204,7 @@ def _summary(
                 "steered": _accuracy(v["steered"]),
                 "plain": _accuracy(v["plain"]),
                 "extraction": dict(extraction_by_judge[name]),
+                "steered_failed": dict(steered_failed_by_judge[name]),
             }
             for name, v in sorted(per_judge.items())
         },
@@ -194,8 +228,13 @@ async def run(
     *,
     quick: bool = False,
     progress: Path | None = None,
+    suite: Suite = HELDOUT,
 ) -> dict[str, Any]:
-    """Every row through the API ``client`` reaches, with ``headers`` (the key); the report (module doc)."""
+    """Every row through the API ``client`` reaches, with ``headers`` (the key), judged by ``suite``; the report (module doc).
+
+    ``per_judge[id].steered_failed`` counts the steered misses by their extraction
+    status (recognised but failed, unrecognised, missed).
+    """
     results: list[dict[str, Any]] = []
     started = time.perf_counter()
     for index, row in enumerate(rows):
@@ -224,7 +263,7 @@ async def run(
                 client, headers, row["prompt"], budget, steering=arm == "steered"
             )
             answer["verdicts"] = [
-                judge(i["judge"], i["args"], answer["answer"]) for i in row["instructions"]
+                suite.grade(i["judge"], i["args"], answer["answer"]) for i in row["instructions"]
             ]
             answer["s"] = round(answer["s"], 2)
             result[arm] = answer
@@ -238,13 +277,19 @@ async def run(
         )
         if progress is not None:
             progress.write_text(
-                json.dumps(_summary(results, budget, quick, time.perf_counter() - started)) + "\n"
+                json.dumps(_summary(results, budget, quick, time.perf_counter() - started, suite))
+                + "\n"
             )
-    return _summary(results, budget, quick, time.perf_counter() - started)
+    return _summary(results, budget, quick, time.perf_counter() - started, suite)
 
 
 async def _serve_and_run(
-    rows: Sequence[dict[str, Any]], base: str, key: str, budget: int, args: argparse.Namespace
+    rows: Sequence[dict[str, Any]],
+    base: str,
+    key: str,
+    budget: int,
+    args: argparse.Namespace,
+    suite: Suite,
 ) -> dict[str, Any]:
     async with httpx.AsyncClient(base_url=base, timeout=900.0) as client:
         return await run(
@@ -254,11 +299,13 @@ async def _serve_and_run(
             budget,
             quick=args.quick,
             progress=args.progress,
+            suite=suite,
         )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv: Sequence[str] | None = None, suite: Suite = HELDOUT) -> int:
+    """Serve, run ``suite`` (or its ``--data``) through both arms, print the report."""
+    parser = argparse.ArgumentParser(description=f"Held-out end-to-end benchmark: {suite.name}")
     parser.add_argument(
         "--quick", action="store_true", help="every third prompt (16 at most), 96 tokens"
     )
@@ -267,7 +314,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--max-new-tokens", type=int, default=None, help="override the token budget"
     )
     parser.add_argument(
-        "--data", type=Path, default=DATA, help="the set (default: bench/data/heldout.jsonl)"
+        "--data", type=Path, default=suite.data, help=f"the set (default: {suite.data.name})"
     )
     parser.add_argument(
         "--port", type=int, default=None, help="loopback port (default: a free one)"
@@ -276,16 +323,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--progress", type=Path, default=None, help="write the report so far after each prompt"
     )
     args = parser.parse_args(argv)
-    rows = select(load(args.data), args.quick, args.limit)
+    rows = select(load(args.data, suite.judges), args.quick, args.limit)
     budget = args.max_new_tokens or (_QUICK_BUDGET if args.quick else _BUDGET)
-    with tempfile.TemporaryDirectory(prefix="tenet-bench-heldout-") as data_dir:
+    with tempfile.TemporaryDirectory(prefix=f"tenet-bench-{suite.name}-") as data_dir:
         port = args.port or free_port()
         base = f"http://127.0.0.1:{port}"
         process = start_server(Path(data_dir), port, Path(data_dir) / "server.log")
         try:
             wait_ready(base, process, timeout_s=300.0)
             key = (Path(data_dir) / "admin-key.txt").read_text(encoding="utf-8").strip()
-            report = asyncio.run(_serve_and_run(rows, base, key, budget, args))
+            report = asyncio.run(_serve_and_run(rows, base, key, budget, args, suite))
         finally:
             report_exit = stop_server(process)
     report["server_exit_status"] = report_exit

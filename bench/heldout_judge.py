@@ -29,7 +29,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["JUDGES", "emoji_count", "judge", "sentences", "words"]
+__all__ = ["JUDGES", "Judge", "bounded", "emoji_count", "judge", "sentences", "words"]
 
 _WORD = re.compile(r"[^\W_]+(?:['’\-][^\W_]+)*")
 _LETTERS = re.compile(r"[^\W\d_]")
@@ -105,7 +105,7 @@ def emoji_count(text: str) -> int:
     return count
 
 
-def _bounded(value: int, args: Mapping[str, Any]) -> bool:
+def bounded(value: int, args: Mapping[str, Any]) -> bool:
     """``value`` within the bound of ``args`` (``relation`` + ``n``, or ``lo`` + ``hi``)."""
     if "lo" in args:
         return int(args["lo"]) <= value <= int(args["hi"])
@@ -129,28 +129,28 @@ def _strip_closers(text: str) -> str:
 
 
 def _word_count(args: Mapping[str, Any], text: str) -> bool:
-    return _bounded(len(words(text)), args)
+    return bounded(len(words(text)), args)
 
 
 def _unique_words(args: Mapping[str, Any], text: str) -> bool:
-    return _bounded(len({w.casefold() for w in words(text)}), args)
+    return bounded(len({w.casefold() for w in words(text)}), args)
 
 
 def _char_count(args: Mapping[str, Any], text: str) -> bool:
     chars = str(args["chars"])
-    return _bounded(sum(text.count(c) for c in chars), args)
+    return bounded(sum(text.count(c) for c in chars), args)
 
 
 def _numbers(args: Mapping[str, Any], text: str) -> bool:
-    return _bounded(len(_NUMBER.findall(text)), args)
+    return bounded(len(_NUMBER.findall(text)), args)
 
 
 def _emoji(args: Mapping[str, Any], text: str) -> bool:
-    return _bounded(emoji_count(text), args)
+    return bounded(emoji_count(text), args)
 
 
 def _hashtags(args: Mapping[str, Any], text: str) -> bool:
-    return _bounded(len(_HASHTAG.findall(text)), args)
+    return bounded(len(_HASHTAG.findall(text)), args)
 
 
 def _word_at(args: Mapping[str, Any], text: str) -> bool:
@@ -162,7 +162,7 @@ def _word_at(args: Mapping[str, Any], text: str) -> bool:
 
 def _initial_count(args: Mapping[str, Any], text: str) -> bool:
     letter = str(args["letter"]).casefold()
-    return _bounded(sum(w.casefold().startswith(letter) for w in words(text)), args)
+    return bounded(sum(w.casefold().startswith(letter) for w in words(text)), args)
 
 
 def _no_adjacent_same_initial(args: Mapping[str, Any], text: str) -> bool:
@@ -195,15 +195,15 @@ def _sentence_end(args: Mapping[str, Any], text: str) -> bool:
 
 
 def _chars(args: Mapping[str, Any], text: str) -> bool:
-    return _bounded(len(text.strip()), args)
+    return bounded(len(text.strip()), args)
 
 
 def _nonspace_chars(args: Mapping[str, Any], text: str) -> bool:
-    return _bounded(sum(not c.isspace() for c in text), args)
+    return bounded(sum(not c.isspace() for c in text), args)
 
 
 def _lines(args: Mapping[str, Any], text: str) -> bool:
-    return _bounded(sum(bool(line.strip()) for line in text.splitlines()), args)
+    return bounded(sum(bool(line.strip()) for line in text.splitlines()), args)
 
 
 def _no_list(args: Mapping[str, Any], text: str) -> bool:
@@ -211,7 +211,7 @@ def _no_list(args: Mapping[str, Any], text: str) -> bool:
 
 
 def _numbered_items(args: Mapping[str, Any], text: str) -> bool:
-    return _bounded(sum(bool(_NUMBERED.match(line)) for line in text.splitlines()), args)
+    return bounded(sum(bool(_NUMBERED.match(line)) for line in text.splitlines()), args)
 
 
 def _indent(spaces: str) -> int:
@@ -244,7 +244,7 @@ def _table_rows(args: Mapping[str, Any], text: str) -> bool:
                 if not after.startswith("|") or after.count("|") < 2:
                     break
                 data += 1
-            return _bounded(data, args)
+            return bounded(data, args)
     return False
 
 
@@ -266,7 +266,7 @@ def _spans(args: Mapping[str, Any], text: str) -> bool:
     for left, right in _pairs(args):
         inner = f"[^{re.escape(left)}{re.escape(right)}\\n]*[^\\W_][^{re.escape(left)}{re.escape(right)}\\n]*"
         count += len(re.findall(re.escape(left) + inner + re.escape(right), text))
-    return _bounded(count, args)
+    return bounded(count, args)
 
 
 def _starts_with(args: Mapping[str, Any], text: str) -> bool:
