@@ -49,10 +49,11 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from inference.decoder.controllers.counts import Counts, Later, Limits
+from inference.decoder.controllers.counts import Later, Limits
+from inference.decoder.controllers.layout import CompiledLayout, LayoutSegment
+from inference.decoder.controllers.state import SteerState
 
 if TYPE_CHECKING:
-    from inference.decoder.controllers.layout import CompiledLayout, LayoutSegment
     from inference.decoder.vocab import VocabTables
 
 __all__ = [
@@ -74,28 +75,6 @@ NEG_INF = float("-inf")
 HOLD_NONE = 0  # the model may stop
 HOLD_TARGET = 1  # the model may stop only where the exit opens something owed (a bracket)
 HOLD_ALL = 2  # the model may not stop at all
-
-
-@dataclass(frozen=True, slots=True)
-class SteerState:
-    """One beam's state: the text and layout position every controller reads,
-    and ``parts``, each controller's own state by slot. Immutable: the
-    composer's ``advance`` returns a new one."""
-
-    text: str = ""
-    pending: bytes = b""  # bytes of an unfinished UTF-8 character
-    n_tokens: int = 0
-    seg: int = 0
-    lit_pos: int = 0
-    seg_tokens: int = 0
-    seg_deadline: int | None = None
-    seg_worded: bool = False  # the current part has written a letter (a part must hold a word)
-    bracket_tokens: int = 0  # tokens inside an open bracket
-    counts: Counts = field(default_factory=Counts)
-    matcher: Any = None
-    finished: bool = False
-    violations: tuple[str, ...] = ()
-    parts: tuple[Any, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
