@@ -133,6 +133,12 @@ def _bounds(relation: Relation, n: int) -> tuple[int, int | None]:
     }[relation]
 
 
+def _whole_length(form: Count) -> bool:
+    """An unfiltered count, or a count of the characters that are not white space (every token
+    can add such items: the minima and floors keep them)."""
+    return form.filter == Filter() or (form.unit is Unit.CHARACTERS and form.filter == Filter(nonspace=True))
+
+
 def _plain(f: Filter, **allowed: object) -> bool:
     return msgspec.structs.replace(f, **dict.fromkeys(allowed)) == Filter()
 
@@ -536,7 +542,7 @@ def form_floors(
     for c, form in found:
         lo = _bounds(form.relation, form.n)[0]
         _check_floor_fits(c, form, lo, constraints)
-        if form.per not in PIECE_UNITS or form.unit not in FLOOR_UNITS or form.filter != Filter():
+        if form.per not in PIECE_UNITS or form.unit not in FLOOR_UNITS or not _whole_length(form):
             continue
         if layout.body.kind != "free" or any(isinstance(s, Literal) for s in build_layout(layout)) or inserts:
             continue
@@ -646,7 +652,7 @@ def form_minima(
         if not isinstance(form, Count) or form.per is not None or form.of is not None:
             continue
         lo = _bounds(form.relation, form.n)[0]
-        kept = form.unit in KEPT_UNITS and form.filter == Filter()
+        kept = form.unit in KEPT_UNITS and _whole_length(form)
         if not lo or not (kept or form.unit is Unit.UNIQUE_WORDS) or layout.body.kind == "formal":
             continue
         for q in constraints:

@@ -290,6 +290,8 @@ def _detect_counts(ctx: _Ctx) -> None:
                 ctx.found = [f for f in ctx.found if not (
                     f.kind in (Kind.END_PHRASE, Kind.START_PHRASE, Kind.LETTER_FREQUENCY)
                     and _overlaps(f, ctx.tokens[head].idx, end_char))]
+        if unit is Unit.CHARACTERS and not fields and _spaces_left_out(ctx, _start_sent, stop):
+            filter_fields["nonspace"] = True
         per = _per(ctx, unit, first, head) if unit in (Unit.WORDS, Unit.SENTENCES, Unit.PUNCTUATION, Unit.EMOJI) else None
         if unit in _NAMED_UNITS and per is None and filter_fields == dict(fields) and not fields:
             continue
@@ -305,6 +307,21 @@ def _detect_counts(ctx: _Ctx) -> None:
         for relation, n in bounds:
             form = Count(unit=unit, filter=Filter(**filter_fields), relation=relation, n=n, per=per)
             _add_form(ctx, form, start, hi_char)
+
+
+_LEAVING_OUT = frozenset({"exclude", "excluding", "without", "except", "ignore", "ignoring", "omit", "omitting",
+                          "minus", "not", "non", "nonspace", "non-space", "non-whitespace"})
+
+
+def _spaces_left_out(ctx: _Ctx, start: int, stop: int) -> bool:
+    """"Excluding spaces", "not counting spaces", "non-space characters": a character count without white space."""
+    for j in range(start, stop):
+        if ctx.lowers[j] in ("nonspace", "non-space", "non-whitespace"):
+            return True
+        if ctx.lemmas[j] in ("space", "whitespace") and any(
+                ctx.lowers[k] in _LEAVING_OUT or ctx.lemmas[k] in _LEAVING_OUT for k in range(max(start, j - 3), j)):
+            return True
+    return False
 
 
 def _plausible_unit(ctx: _Ctx, first: int, head: int, unit: Unit) -> bool:

@@ -153,6 +153,10 @@ class _Reader:
 _COUNTED_KINDS = frozenset({Kind.WORD_COUNT, Kind.SENTENCE_COUNT, Kind.PARAGRAPH_COUNT})
 
 
+#: "不含空格", "不计空格", "空格不计": a character count without white space.
+_SPACES_LEFT_OUT = re.compile(r"(?:不含|不计|不算|不包括|不包含|除去|去掉|除)空格|空格(?:不计|不算|除外)|非空白")
+
+
 def _counts(r: _Reader) -> None:
     for match in _PER_WORDS.finditer(r.text):
         n = parse_zh_number(match.group("num"))
@@ -176,6 +180,8 @@ def _counts(r: _Reader) -> None:
             if n is None or _NOT_EVEN_ONE.match(r.text, match.start("num")):
                 continue
             unit, fields = ZH_UNITS[unit_word]
+            if unit is Unit.CHARACTERS and not fields and _SPACES_LEFT_OUT.search(r.text):
+                fields = {"nonspace": True}
             groups = match.groupdict()
             per_word = groups.get("per")
             per_unit = ZH_PER[per_word] if per_word else None

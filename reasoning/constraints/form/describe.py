@@ -57,6 +57,15 @@ _ZH_LAYOUTS: Mapping[Layout, str] = {
 }
 
 
+def _spaces(unit: Unit, f: Filter, zh: bool) -> str:
+    """Which length a character count means: every character, or those that are not white space."""
+    if unit is not Unit.CHARACTERS or f.chars:
+        return ""
+    if f.nonspace:
+        return "（不计空格）" if zh else " (not counting spaces)"
+    return "（含空格）" if zh else " (counting spaces and line breaks)"
+
+
 def _filter_en(f: Filter) -> str:
     parts = []
     if f.text:
@@ -97,7 +106,7 @@ def _filter_zh(f: Filter) -> str:
 
 def name_measure(measure: Measure) -> str:
     """What ``measure`` counts, in English words ("punctuation marks among "!" "！"")."""
-    return _EN_UNITS[measure.unit] + _filter_en(measure.filter)
+    return _EN_UNITS[measure.unit] + _filter_en(measure.filter) + _spaces(measure.unit, measure.filter, False)
 
 
 def _count(form: Count, zh: bool) -> str:
@@ -106,9 +115,10 @@ def _count(form: Count, zh: bool) -> str:
         per = {Unit.SENTENCES: "每句", Unit.PARAGRAPHS: "每段", Unit.LINES: "每行"}.get(form.per or Unit.ANSWER, "")
         if form.of is not None:
             return f"{per}{_filter_zh(form.filter)}{_ZH_UNITS[form.unit]}占比{_ZH_RELATIONS.get(rel, rel)}{form.fraction:g}。"
-        return f"{per}{_filter_zh(form.filter)}{_ZH_RELATIONS.get(rel, rel)}{form.n}{_ZH_UNITS[form.unit]}。"
+        spaces = _spaces(form.unit, form.filter, True)
+        return f"{per}{_filter_zh(form.filter)}{_ZH_RELATIONS.get(rel, rel)}{form.n}{_ZH_UNITS[form.unit]}{spaces}。"
     per = f" in each {form.per.value[:-1]}" if form.per is not None else ""
-    what = _EN_UNITS[form.unit] + _filter_en(form.filter)
+    what = name_measure(form.measure)
     if form.of is not None:
         return f"The share of {what} among {_EN_UNITS[form.of.unit]}{per} should be {rel} {form.fraction:g}."
     return f"Use {rel} {form.n} {what}{per}."

@@ -85,7 +85,10 @@ class Filter(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forb
     - ``stop_words``: True counts only stop words, False only the others;
     - ``separator``: paragraphs split by this divider (``***``) instead of blank lines;
     - ``marker``: sections introduced by this word and a number ("Section 1");
-    - ``left`` / ``right``: spans between these delimiters.
+    - ``left`` / ``right``: spans between these delimiters;
+    - ``nonspace``: for ``characters``, only those that are not white space
+      ("excluding spaces"); without it every character counts, spaces and
+      line breaks included, as a reader counts the length of a text.
     """
 
     text: str | None = None
@@ -102,6 +105,7 @@ class Filter(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forb
     left: str | None = None
     right: str | None = None
     nonempty: bool = False
+    nonspace: bool = False
 
 
 class Measure(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):

@@ -2,7 +2,9 @@
 
 Counting rules of the named IFEval units are those of
 :mod:`reasoning.constraints.textstats` (so verdicts agree with IFEval's
-judge); the other units follow Unicode: punctuation is category ``P*``,
+judge); ``characters`` are every character of the text as a reader counts its
+length (spaces and line breaks included; ``Filter.nonspace`` leaves white
+space out); the other units follow Unicode: punctuation is category ``P*``,
 digits are ``str.isdigit``, emoji are what the ``emoji`` package lists.
 
 ``count(measure, text, settled=...)`` is monotone in the text for every unit
@@ -99,7 +101,9 @@ def _filtered(items: list[str], f: Filter) -> int:
 def _characters(text: str, f: Filter) -> int:
     if f.chars is not None:
         return sum(1 for ch in text if ch in f.chars)
-    return sum(1 for ch in text if not ch.isspace() and _keep(ch, f))
+    if f == Filter():
+        return len(text)
+    return sum(1 for ch in text if not (f.nonspace and ch.isspace()) and _keep(ch, f))
 
 
 def _letters(text: str, f: Filter) -> int:

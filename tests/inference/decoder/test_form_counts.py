@@ -57,7 +57,10 @@ FLOORS = [
     ("words per sentence", {"unit": "words", "relation": "at least", "n": 6, "per": "sentences"},
      lambda t: all(len(_words(s)) >= 6 for s in _sentences(t))),
     ("characters per sentence", {"unit": "characters", "relation": "more than", "n": 30, "per": "sentences"},
-     lambda t: all(len(re.sub(r"\s", "", s)) > 30 for s in _sentences(t))),
+     lambda t: all(len(s) > 30 for s in _sentences(t))),
+    ("non-space characters per line", {"unit": "characters", "filter": {"nonspace": True}, "relation": "at least",
+                                       "n": 25, "per": "lines"},
+     lambda t: all(len(re.sub(r"\s", "", ln)) >= 25 for ln in t.splitlines() if ln.strip())),
     ("words per line", {"unit": "words", "relation": "at least", "n": 4, "per": "lines"},
      lambda t: all(len(_words(ln)) >= 4 for ln in t.splitlines() if ln.strip())),
 ]
@@ -206,6 +209,8 @@ def test_a_character_minimum_holds_against_a_model_that_wants_to_stop(tokenizer:
         ([gen(Kind.COUNT, unit="characters", relation="at least", n=150),
           gen(Kind.COUNT, "cap", unit="characters", relation="at most", n=190)], lambda n: 150 <= n <= 190),
         ([gen(Kind.COUNT, unit="letters", relation="exactly", n=120)], lambda n: n == 120),
+        ([gen(Kind.COUNT, unit="characters", filter={"nonspace": True}, relation="at least", n=200)],
+         lambda n: n >= 200),
     ]
     for constraints, ok in ranges:
         steering = compile_steering(constraints, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
@@ -213,8 +218,10 @@ def test_a_character_minimum_holds_against_a_model_that_wants_to_stop(tokenizer:
         bias = _eos_and_short_tokens(steering, tokenizer)
         for seed in SEEDS:
             state = drive_with_bias(steering, BUDGET, seed, bias)
-            unit = constraints[0].params["unit"]
-            count = sum(1 for ch in state.text if (ch.isalpha() if unit == "letters" else not ch.isspace()))
+            unit, spaced = constraints[0].params["unit"], "filter" not in constraints[0].params
+            # A reader's length counts every character; "excluding spaces" leaves white space out.
+            count = len(state.text) if unit == "characters" and spaced else sum(
+                1 for ch in state.text if (ch.isalpha() if unit == "letters" else not ch.isspace()))
             assert ok(count), (count, state.text)
             assert judged(constraints, state.text) == [], state.text
             assert "form-minimum" not in steering.unmet(state)

@@ -45,6 +45,11 @@ COMPLETE: list[tuple[Any, str, bool]] = [
     (Count(unit=Unit.WORDS, relation=AT_MOST, n=4, per=Unit.SENTENCES), "One two three. Four five.", True),
     (Count(unit=Unit.WORDS, relation=AT_MOST, n=2, per=Unit.SENTENCES), "One two three. Four five.", False),
     (Count(unit=Unit.LINES, relation=EXACTLY, n=3), "a\nb\n\nc", True),
+    # A reader's length: every character counts, spaces and line breaks included ...
+    (Count(unit=Unit.CHARACTERS, relation=EXACTLY, n=11), "Hi there.\nO", True),
+    (Count(unit=Unit.CHARACTERS, relation=AT_MOST, n=10), "Hi there.\nO", False),
+    # ... and "excluding spaces" leaves white space out.
+    (Count(unit=Unit.CHARACTERS, filter=Filter(nonspace=True), relation=EXACTLY, n=9), "Hi there.\nO", True),
     (Count(unit=Unit.NESTED_BULLETS, relation=AT_LEAST, n=1), "* top\n  * inner", True),
     (Count(unit=Unit.SPANS, filter=Filter(left="(", right=")"), relation=AT_LEAST, n=2), "a (b) c (d)", True),
     (Count(unit=Unit.LETTERS, filter=Filter(case="upper"), relation=AT_MOST, n=0,

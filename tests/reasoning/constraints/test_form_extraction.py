@@ -70,6 +70,12 @@ def test_lowercase_then_capitals_is_a_conflict() -> None:
         ("用括号把整个回答括起来。", "wrap", {"left": "(", "right": ")", "unit": "answer"}),
         ("第三个词必须是“河流”。", "position", {"unit": "words", "op": "is", "text": "河流", "k": 3}),
         ("请用表格呈现结果。", "structure", {"layout": "table"}),
+        # A length in characters counts spaces unless the request leaves them out.
+        ("Keep the reply under 90 characters.", "count", {"unit": "characters", "relation": "less than", "n": 90}),
+        ("Use at most 60 characters, not counting spaces.", "count",
+         {"unit": "characters", "relation": "at most", "n": 60, "filter": {"nonspace": True}}),
+        ("回答最多80个字符，不含空格。", "count",
+         {"unit": "characters", "relation": "at most", "n": 80, "filter": {"nonspace": True}}),
     ],
 )
 def test_requirements_beyond_the_named_kinds_read_onto_the_form(prompt: str, kind: str, params: dict[str, Any]) -> None:
