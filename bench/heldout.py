@@ -61,6 +61,8 @@ _QUICK_BUDGET = 96
 _QUICK_STEP = 3
 _QUICK_MAX = 16
 _ARMS = ("steered", "plain")
+#: A first load on a busy 2-core machine measures the weight formats before it is ready (minutes).
+_READY_TIMEOUT_S = 900.0
 
 
 @dataclass(frozen=True)
@@ -330,7 +332,7 @@ def main(argv: Sequence[str] | None = None, suite: Suite = HELDOUT) -> int:
         base = f"http://127.0.0.1:{port}"
         process = start_server(Path(data_dir), port, Path(data_dir) / "server.log")
         try:
-            wait_ready(base, process, timeout_s=300.0)
+            wait_ready(base, process, timeout_s=_READY_TIMEOUT_S)
             key = (Path(data_dir) / "admin-key.txt").read_text(encoding="utf-8").strip()
             report = asyncio.run(_serve_and_run(rows, base, key, budget, args, suite))
         finally:
