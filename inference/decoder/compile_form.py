@@ -36,7 +36,9 @@ guarantees it, and is reported ``controlled`` only then:
   characters and letters (kept) and of distinct words (assisted: the stop
   is held) (``controllers.minima``); ``form_placement`` the k-th word
   (``controllers.placing``); ``form_opening`` the k-th sentence or line
-  opening with a text (``controllers.openings``); ``form_layout`` puts an
+  opening with a text (``controllers.openings``); ``form_spans`` the counts
+  of spans between one-character delimiters, opened and closed in the
+  model's prose (``controllers.spans``); ``form_layout`` puts an
   answer-level wrapper's delimiters into the layout (forced first and last).
 
 Tables, lists beside another body and copies are ``compile_structure``'s.
@@ -66,6 +68,7 @@ from inference.decoder.controllers.initials import Initial, Initials
 from inference.decoder.controllers.minima import KEPT_UNITS, MOST_PER_TOKEN, Minimum, Minimums
 from inference.decoder.controllers.openings import OPENED_UNITS, Opening
 from inference.decoder.controllers.placing import STRIPPED, Placement
+from inference.decoder.controllers.spans import SPAN_TOKENS, SpanCount
 from inference.decoder.controllers.tally import (
     CAPPABLE_UNITS,
     PIECE_UNITS,
@@ -101,6 +104,7 @@ __all__ = [
     "form_of_constraint",
     "form_opening",
     "form_placement",
+    "form_spans",
     "form_tally",
     "lower_forms",
 ]
@@ -707,6 +711,53 @@ def form_initials(
         controlled.add(c.id)
         return Initials(Initial(need=lo, sources=(c.id,), measure=form.measure))
     return None
+
+
+def form_spans(
+    constraints: Sequence[Constraint], layout: Layout, controlled: set[str], *, max_new_tokens: int | None,
+    inserts: bool,
+) -> SpanCount | None:
+    """The ``controllers.spans.SpanCount`` of the counts of spans between one pair of
+    one-character delimiters (None: none, or not controllable here).
+
+    Controlled: every whole-answer count of those spans (a range is two constraints), in a free
+    body whose fixed text (literals, required keywords) holds neither delimiter, with
+    no citations or stated decision (``inserts``: their brackets and sentences are forced) and
+    no wrapper of the answer.
+
+    Raises:
+        ConflictError: a minimum above a maximum of the same spans.
+        LimitExceeded: more spans than the token budget holds.
+    """
+    found: list[tuple[Constraint, Count]] = []
+    for c in constraints:
+        form = form_of_constraint(c)
+        if isinstance(form, Count) and form.unit is Unit.SPANS and form.per is None and form.of is None:
+            found.append((c, form))
+    if not found:
+        return None
+    f = found[0][1].filter
+    left, right = f.left or "", f.right or ""
+    same = [(c, form) for c, form in found if form.filter == f]
+    lo = max(_bounds(form.relation, form.n)[0] for _, form in same)
+    his = [hi for _, form in same if (hi := _bounds(form.relation, form.n)[1]) is not None]
+    hi = min(his) if his else None
+    ids = tuple(c.id for c, _ in same)
+    if hi is not None and lo > hi:
+        raise ConflictError(f"at least {lo} spans in {left}...{right} but at most {hi}", constraint_ids=list(ids))
+    if max_new_tokens is not None and lo * SPAN_TOKENS > max_new_tokens:
+        raise LimitExceeded(f"{lo} spans in {left}...{right} cannot fit in {max_new_tokens} new tokens",
+                            constraint_ids=list(ids))
+    if len(left) != 1 or len(right) != 1 or left.isalnum() or right.isalnum():
+        return None
+    fixed = [s.text for s in build_layout(layout) if isinstance(s, Literal)] + _required_keywords(constraints)
+    if inserts or layout.wrap is not None or layout.body.kind != "free" \
+            or any(ch in text for text in fixed for ch in (left, right, "\n")):
+        return None
+    if any(c.kind == Kind.QUOTATION for c in constraints) and '"' in (left, right):
+        return None
+    controlled.update(ids)
+    return SpanCount(left=left, right=right, at_least=lo, at_most=hi, nonempty=f.nonempty, sources=ids)
 
 
 def _forms(c: Constraint) -> tuple[Form, ...]:

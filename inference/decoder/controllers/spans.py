@@ -1,0 +1,286 @@
+"""Counts of delimited spans: "two side comments in parentheses", "quote exactly three phrases".
+
+A generic ``count(spans, left, right)`` constraint whose delimiters are one
+character each compiles to one ``SpanCount``. Spans are the verifier's
+(``reasoning.constraints.form.units``: ``left``, then text without a line
+break, then ``right``, found left to right without overlap; with
+``nonempty`` a span of only delimiters and spaces is no span). A row's
+state is the number of spans before a settled point and that point (the
+end of the last span found, or the start of the last line), so each step
+re-reads only the text since it: a span never crosses a line break, and a
+found span stays found however the text grows. The count is the verifier's
+count on that tail, so controller and verifier cannot disagree.
+
+How each bound is kept:
+
+- a maximum: a token may open spans only while room is left. Every
+  ``left`` character of a token may open at most one span (an open span
+  may still close too), so a token whose ``left`` characters could take the
+  count past the maximum is masked;
+- a minimum: owed spans are paced over the token budget, the k-th of N once
+  k / (N + 1) of it is spent (or at once when the budget left holds little
+  more than the owed spans). A due span opens where the model ends a word
+  (its likeliest token does not continue it): ``left`` is written, after a
+  space where the text does not end in one. Inside an open span a line
+  break and ``left`` are refused, and ``right`` is refused until the span
+  holds a letter or digit; once it holds ``_CLOSE_AFTER`` tokens (or the
+  budget left is short) ``right`` is written where the model ends a word,
+  and forced when the budget left holds only what is owed. The stop waits
+  while spans are owed or one is open (``ends_ok``), and the owed spans
+  keep their tokens in the budget (``owed``).
+
+Guarantee: a text this controller lets through never holds more spans than
+the maximum, and an answer it lets end holds at least the minimum. The
+compiler controls a span count only where no fixed text of the layout holds
+a delimiter and nothing else forces text into the answer's running prose.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from inference.decoder.controllers.layout import LayoutSegment
+from inference.decoder.controllers.protocol import (
+    HOLD_NONE,
+    HOLD_TARGET,
+    NEG_INF,
+    Context,
+    Controller,
+    Draft,
+    Owed,
+    Plan,
+    SteerState,
+)
+from reasoning.constraints.form import units
+from reasoning.constraints.form.model import Filter, Measure, Unit
+
+__all__ = ["SPAN_TOKENS", "SpanCount", "SpanState", "Spanning", "build_spans"]
+
+#: Budget tokens one owed span is planned to take: its opening, a few words, its close.
+SPAN_TOKENS = 7
+_CLOSE_AFTER = 4  # tokens inside a span after which it closes where the model ends a word
+_SLACK = 2
+
+
+@dataclass(frozen=True)
+class SpanCount:
+    """Between ``at_least`` and ``at_most`` (None: no maximum) spans ``left ... right``
+    (one character each) in the answer (``sources``: the constraint ids)."""
+
+    left: str
+    right: str
+    at_least: int = 0
+    at_most: int | None = None
+    nonempty: bool = True
+    sources: tuple[str, ...] = ()
+
+    @property
+    def measure(self) -> Measure:
+        return Measure(unit=Unit.SPANS, filter=Filter(left=self.left, right=self.right, nonempty=self.nonempty))
+
+
+@dataclass(frozen=True)
+class SpanState:
+    """A row's part: spans found before ``since``, where the unsettled tail starts,
+    tokens written inside the open span, and the tokens still to force."""
+
+    closed: int = 0
+    since: int = 0
+    inside: int = 0
+    pending: tuple[int, ...] = ()
+
+
+class Spanning(Controller):
+    """The span count at decode time (see the module doc)."""
+
+    def __init__(self, ctx: Context, spec: SpanCount) -> None:
+        self.ctx = ctx
+        self.spec = spec
+        tables = ctx.tables
+        self._measure = spec.measure
+        self._pattern = re.compile(re.escape(spec.left) + r"[^\n]+?" + re.escape(spec.right))
+        self._opens = self._vector(lambda t: t.count(spec.left))
+        self._has_right = self._vector(lambda t: int(spec.right in t)) > 0
+        self._newline = tables.has_newline
+        self._open_spaced = tuple(tables.encode(" " + spec.left))
+        self._open_bare = tuple(tables.encode(spec.left))
+        self._close = tuple(tables.encode(spec.right))
+        self.lazy = spec.at_most is not None
+
+    def _vector(self, value: Callable[[str], int]) -> torch.Tensor:
+        tables = self.ctx.tables
+
+        def build() -> torch.Tensor:
+            return torch.tensor([value(t) for t in tables.texts], dtype=torch.int32, device=tables.device)
+
+        return tables.cached(("spans", self.spec.left, self.spec.right, value.__code__), build)  # type: ignore[no-any-return]
+
+    def start(self) -> SpanState:
+        return SpanState()
+
+    def _tail(self, state: SteerState) -> str:
+        return state.text[state.parts[self.slot].since :]
+
+    def _open(self, state: SteerState) -> bool:
+        return self.spec.left in self._tail(state)
+
+    def _owed_spans(self, state: SteerState) -> int:
+        part: SpanState = state.parts[self.slot]
+        return max(0, self.spec.at_least - part.closed - (1 if self._open(state) else 0))
+
+    def owed(self, state: SteerState) -> Owed:
+        need = self._owed_spans(state)
+        tokens = need * SPAN_TOKENS + (len(self._close) + 1 if self._open(state) else 0)
+        return Owed(tokens=tokens, insert=True, writes=True) if tokens else Owed()
+
+    def route(self, state: SteerState) -> Plan | None:
+        pending = state.parts[self.slot].pending
+        return Plan("only", pending[0], seg=state.seg) if pending else None
+
+    def holding(self, state: SteerState) -> bool:
+        return bool(state.parts[self.slot].pending)
+
+    def holds(self, d: Draft) -> int:
+        return HOLD_NONE if self.ends_ok(d.state) else HOLD_TARGET
+
+    def ends_ok(self, state: SteerState) -> bool:
+        part: SpanState = state.parts[self.slot]
+        return part.closed >= self.spec.at_least and not (self.spec.at_least and self._open(state))
+
+    def _left_tokens(self, d: Draft) -> int:
+        budget = self.ctx.max_new_tokens
+        if budget is None:
+            return 1 << 30
+        return budget - d.state.n_tokens - d.comp.reserve_tokens - _SLACK
+
+    def pace(self, d: Draft) -> Plan | None:
+        """Open a due span, or close one that is long enough, where the model ends a word;
+        at once when the budget left holds only what is owed."""
+        state = d.state
+        part: SpanState = state.parts[self.slot]
+        if part.pending or not self.spec.at_least:
+            return None
+        left = self._left_tokens(d)
+        tail = self._tail(state)
+        if self.spec.left in tail:
+            content = tail[tail.index(self.spec.left) + 1 :]
+            if not any(ch.isalnum() for ch in content):
+                return None
+            urgent = left <= self._owed_spans(state) * SPAN_TOKENS + len(self._close) + 1
+            if urgent:
+                return Plan("only", self._close[0])
+            if part.inside >= _CLOSE_AFTER or d.close:
+                d.marks[self.slot] = self._close[0]
+            return None
+        need = self._owed_spans(state)
+        if not need or d.close:
+            return None
+        opening = self._open_bare if not state.text or state.text[-1].isspace() else self._open_spaced
+        budget = self.ctx.max_new_tokens
+        if left <= need * SPAN_TOKENS:
+            return Plan("only", opening[0])
+        if budget is not None:
+            usable = budget - d.comp.reserve_tokens - _SLACK - SPAN_TOKENS
+            done = self.spec.at_least - need
+            if state.n_tokens >= usable * (done + 1) / (self.spec.at_least + 1):
+                d.marks[self.slot] = opening[0]
+        return None
+
+    def mask(
+        self,
+        states: Sequence[SteerState],
+        plans: Sequence[Plan],
+        allowed: torch.Tensor,
+        fragments: torch.Tensor,
+        base: torch.Tensor,
+        lp: torch.Tensor,
+    ) -> None:
+        spec = self.spec
+        for r, state in enumerate(states):
+            part: SpanState = state.parts[self.slot]
+            tail = self._tail(state)
+            is_open = spec.left in tail
+            if spec.at_most is not None:
+                # Each ``left`` may open one span; an open span may still close.
+                room = spec.at_most - part.closed - (1 if is_open else 0)
+                if is_open and spec.left == spec.right:
+                    room += 1  # the first quote of the token closes the open span
+                allowed[r] &= self._opens <= max(room, 0)
+            if is_open:
+                content = tail[tail.index(spec.left) + 1 :]
+                allowed[r] &= ~self._newline
+                if spec.left != spec.right:
+                    allowed[r] &= self._opens == 0
+                if not any(ch.isalnum() for ch in content):
+                    allowed[r] &= ~self._has_right
+
+    def reweigh(self, states: Sequence[SteerState], plans: Sequence[Plan], rows: torch.Tensor) -> None:
+        """Write a due opening or close where the model ends its word."""
+        wordchar = self.ctx.tables.starts_wordchar
+        for r, plan in enumerate(plans):
+            token = plan.marks.get(self.slot, -1)
+            if token >= 0 and not bool(wordchar[int(rows[r].argmax())]) and rows[r, token] > NEG_INF:
+                rows[r] = NEG_INF
+                rows[r, token] = 0.0
+
+    def check(self, state: SteerState, memo: Any, text: str, tail: bytes, closing: bool) -> bool:
+        return self._within(state, text)
+
+    def check_pieced(self, state: SteerState, memo: Any, raw: bytes, text: str, tail: bytes) -> bool:
+        return self._within(state, text)
+
+    def _within(self, state: SteerState, text: str) -> bool:
+        """Whether appending ``text`` keeps the count within the maximum (counted on the tail)."""
+        if self.spec.at_most is None:
+            return True
+        part: SpanState = state.parts[self.slot]
+        return part.closed + units.count(self._measure, self._tail(state) + text) <= self.spec.at_most
+
+    def advance(
+        self,
+        before: SteerState,
+        new: SteerState,
+        token_id: int,
+        comp: LayoutSegment | None,
+        plan_of: Callable[[SteerState], Plan],
+    ) -> Any:
+        part: SpanState = before.parts[self.slot]
+        chunk = new.text[len(before.text) :]
+        pending = part.pending[1:] if part.pending else ()
+        if not part.pending:
+            for spelling in (self._open_spaced, self._open_bare, self._close):
+                if spelling and token_id == spelling[0] and len(spelling) > 1:
+                    pending = spelling[1:]
+                    break
+        if not chunk:
+            return SpanState(part.closed, part.since, part.inside, pending)
+        tail = new.text[part.since :]
+        closed, since = part.closed, part.since
+        found = list(self._pattern.finditer(tail))
+        if found:
+            end = found[-1].end()
+            closed += units.count(self._measure, tail[:end])
+            since += end
+        line = new.text.rfind("\n", since)
+        if line >= 0:
+            since = line + 1
+        opened = self.spec.left in new.text[since:]
+        inside = part.inside + 1 if opened and since == part.since else (1 if opened else 0)
+        return SpanState(closed, since, inside, pending)
+
+    def unmet(self, state: SteerState) -> tuple[str, ...]:
+        count = units.count(self._measure, state.text)
+        short = count < self.spec.at_least
+        over = self.spec.at_most is not None and count > self.spec.at_most
+        return ("spans",) if short or over else ()
+
+
+def build_spans(ctx: Context, specs: Sequence[Any]) -> Controller | None:
+    """The span controller, when a request counts spans between one-character delimiters."""
+    spec = next((s for s in specs if isinstance(s, SpanCount)), None)
+    return Spanning(ctx, spec) if spec is not None else None
