@@ -41,6 +41,7 @@ from reasoning.constraints.extract_en import (
     relation_after_unit,
     repeat_text,
 )
+from reasoning.constraints.extract_word_shape import refine_word_shape_english
 from reasoning.constraints.form import (
     Copy,
     Count,
@@ -539,7 +540,8 @@ def _spans_count(ctx: _Ctx, left: str, right: str, start: int, end: int) -> None
 
 _LAYOUT_VERBS = frozenset({"use", "format", "present", "organize", "organise", "structure", "write", "give",
                            "provide", "arrange", "show", "display", "put", "make", "create", "include", "lay",
-                           "answer", "respond", "reply", "summarize", "summarise", "list", "break"})
+                           "answer", "respond", "reply", "summarize", "summarise", "list", "break", "convert",
+                           "turn", "transform", "reformat", "rewrite", "copy", "tabulate", "compile", "render"})
 
 
 def _detect_layouts(ctx: _Ctx) -> None:
@@ -574,7 +576,7 @@ def _detect_layouts(ctx: _Ctx) -> None:
             or ctx.lowers[head + 1 : head + 2] == ["of"] or _quantity_left(ctx, head) is not None
         ):
             continue
-        if not any(ctx.lemmas[j] in _LAYOUT_VERBS or ctx.lowers[j] in ("as", "in") for j in range(start, first)):
+        if not any(ctx.lemmas[j] in _LAYOUT_VERBS or ctx.lowers[j] in ("as", "in", "into") for j in range(start, first)):
             continue
         done.add(start)
         n, columns = _layout_size(ctx, layout, head, end)
@@ -968,6 +970,7 @@ def _detect_structure(ctx: _Ctx) -> None:
 
 _DETECTORS: Sequence[Callable[[_Ctx], None]] = (
     _detect_counts,
+    refine_word_shape_english,
     _detect_quoted_symbols,
     _detect_case,
     _detect_wraps,

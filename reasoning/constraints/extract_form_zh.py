@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from spacy.tokens import Doc
 
 from reasoning.constraints.extract_structure_zh import refine_structure_chinese
+from reasoning.constraints.extract_word_shape import refine_word_shape_chinese
 from reasoning.constraints.form import (
     Copy,
     Count,
@@ -317,11 +318,18 @@ def _positions(r: _Reader) -> None:
         r.add(Position(unit=unit, k=k, op=op, text=value), match.start(), match.end())  # type: ignore[arg-type]
 
 
+_COPY_TAIL = re.compile(
+    r"^[，,。\s]*(?:(?:然后|再|之后|接着|随后|并且|并)[^：:。？?！!\n]{0,30}?(?:回答|作答|回复|答复|解答)"
+    r"[^：:。？?！!\n]{0,12}?)?[：:，,。\s]*(?:(?:问题|请求|题目|指令)[：:]\s*)?")
+"""What stands between the copying phrase and the text to copy: the answer's own instruction clause
+(然后用大写字母回答：), ending at its colon or full stop, and a 问题： label."""
+
+
 def _copies(r: _Reader) -> None:
     match = _COPY.search(r.text)
     if match is None:
         return
-    rest = re.sub(r"^[，,。\s]*(?:然后|再|之后)?(?:回答|作答)?[：:，,\s]*", "", r.text[match.end():])
+    rest = _COPY_TAIL.sub("", r.text[match.end():])
     before = r.text[: match.start()].strip()
     text = before or rest
     if text:
@@ -333,4 +341,4 @@ def refine_chinese(doc: Doc, text: str, found: Sequence[Found]) -> list[Found]:
     reader = _Reader(doc, text, found)
     for step in (_counts, _named_counts, _case, _wraps, _layouts, _quoted_spans, _positions, _answer_ends, _copies):
         step(reader)
-    return refine_structure_chinese(text, reader.found)
+    return refine_word_shape_chinese(text, refine_structure_chinese(text, reader.found))

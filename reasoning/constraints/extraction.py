@@ -144,7 +144,8 @@ def _dedupe(found: list[Found]) -> list[Found]:
     """One constraint per (kind, params); of overlapping same-kind spans, the first.
 
     The two bounds of a range ("20 to 25 sentences") share a span and differ
-    in relation; both are kept.
+    in relation, the two sides of a word length ("every word has 3 to 7
+    letters": none shorter, none longer) in filter; both are kept.
     """
     kept: list[Found] = []
     seen: set[tuple[str, str]] = set()
@@ -153,7 +154,8 @@ def _dedupe(found: list[Found]) -> list[Found]:
         if key in seen:
             continue
         if any(k.kind == item.kind and k.start < item.end and item.start < k.end
-               and k.params.get("relation") == item.params.get("relation") for k in kept):
+               and k.params.get("relation") == item.params.get("relation")
+               and k.params.get("filter") == item.params.get("filter") for k in kept):
             continue
         seen.add(key)
         kept.append(item)

@@ -170,12 +170,33 @@ def _window_start(text: str) -> int:
     return match.start() if match else 0
 
 
+def _han(ch: str) -> bool:
+    return "\u3400" <= ch <= "\u4dbf" or "\u4e00" <= ch <= "\u9fff"
+
+
+def _previous_word_start(text: str, end: int) -> int:
+    """Where the last word of ``text[:end]`` begins (0: none), as ``units.words`` splits words
+    (a run of word characters, or one Han character)."""
+    j = end
+    while j > 0 and not (text[j - 1].isalnum() or text[j - 1] == "_"):
+        j -= 1
+    if j > 0 and _han(text[j - 1]):
+        return j - 1
+    while j > 0 and (text[j - 1].isalnum() or text[j - 1] == "_") and not _han(text[j - 1]):
+        j -= 1
+    return j
+
+
 def added(measure: Measure, text: str, chunk: str) -> int:
     """How much appending ``chunk`` to ``text`` changes ``measure``'s count
-    (the word touching the end counted as complete)."""
+    (the word touching the end counted as complete). A word judged against the
+    word before it (``same_as_previous``) is counted on a window that holds it."""
     if measure.unit in ADDITIVE_UNITS:
         return units.count(measure, chunk)
-    window = text[_window_start(text) :]
+    start = _window_start(text)
+    if measure.filter.same_as_previous is not None:
+        start = _previous_word_start(text, start)
+    window = text[start:]
     return units.count(measure, window + chunk) - units.count(measure, window)
 
 

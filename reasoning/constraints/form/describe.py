@@ -84,6 +84,13 @@ def _filter_en(f: Filter) -> str:
         parts.append(f"in {f.script} script")
     if f.stop_words is not None:
         parts.append("that are stop words" if f.stop_words else "that are not stop words")
+    if f.min_length is not None:
+        parts.append(f"of {f.min_length} or more letters")
+    if f.max_length is not None:
+        parts.append(f"of {f.max_length} or fewer letters")
+    if f.same_as_previous is not None:
+        parts.append({"initial": "starting with the same letter as the word before",
+                      "word": "repeating the word before"}[f.same_as_previous])
     return (" " + " ".join(parts)) if parts else ""
 
 
@@ -101,6 +108,12 @@ def _filter_zh(f: Filter) -> str:
         parts.append(f"以“{f.ends_with}”结尾")
     if f.contains:
         parts.append(f"包含“{f.contains}”")
+    if f.min_length is not None:
+        parts.append(f"长度不少于{f.min_length}个字母的")
+    if f.max_length is not None:
+        parts.append(f"长度不超过{f.max_length}个字母的")
+    if f.same_as_previous is not None:
+        parts.append({"initial": "与前一个词首字母相同的", "word": "与前一个词相同的"}[f.same_as_previous])
     return "".join(parts)
 
 

@@ -28,6 +28,7 @@ import msgspec
 from reasoning.constraints.model import Relation
 
 __all__ = [
+    "Adjacency",
     "Beside",
     "Copy",
     "Count",
@@ -70,6 +71,7 @@ class Unit(StrEnum):
 
 
 Case = Literal["upper", "lower", "title"]
+Adjacency = Literal["initial", "word"]
 
 
 class Filter(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
@@ -86,6 +88,13 @@ class Filter(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forb
     - ``separator``: paragraphs split by this divider (``***``) instead of blank lines;
     - ``marker``: sections introduced by this word and a number ("Section 1");
     - ``left`` / ``right``: spans between these delimiters;
+    - ``min_length`` / ``max_length``: items of at least / at most this many
+      letters and digits ("no word longer than 8 letters" counts the words of
+      ``min_length`` 9);
+    - ``same_as_previous``: words that share with the word before them their
+      first letter (``initial``; cased letters only) or the whole word
+      (``word``), without case ("no two consecutive words start with the same
+      letter" counts the words repeating the previous ``initial``);
     - ``nonspace``: for ``characters``, only those that are not white space
       ("excluding spaces"); without it every character counts, spaces and
       line breaks included, as a reader counts the length of a text.
@@ -105,6 +114,9 @@ class Filter(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forb
     left: str | None = None
     right: str | None = None
     nonempty: bool = False
+    min_length: int | None = None
+    max_length: int | None = None
+    same_as_previous: Adjacency | None = None
     nonspace: bool = False
 
 

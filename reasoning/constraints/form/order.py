@@ -38,7 +38,7 @@ CHARACTER_UNITS = frozenset(
 
 #: Filter fields that only drop items (a conjunction of tests on each item).
 _RESTRICTING = ("starts_with", "ends_with", "contains", "case", "script", "stop_words", "nonempty",
-                "nonspace")
+                "min_length", "max_length", "same_as_previous", "nonspace")
 #: Filter fields that decide what an item is (which text, how a text is split).
 _DEFINING = ("text", "chars", "separator", "marker", "left", "right")
 #: Units whose filter applies the restricting fields to each item.

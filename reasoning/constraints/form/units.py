@@ -20,6 +20,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Mapping
 from functools import lru_cache
+from itertools import pairwise
 
 import emoji
 
@@ -74,8 +75,15 @@ def _script_ok(item: str, script: str) -> bool:
     return bool(counts) and set(counts) == {script}
 
 
+def _length_ok(item: str, f: Filter) -> bool:
+    length = sum(1 for ch in item if ch.isalnum())
+    return (f.min_length is None or length >= f.min_length) and (f.max_length is None or length <= f.max_length)
+
+
 def _keep(item: str, f: Filter) -> bool:
     low = item.lower()
+    if (f.min_length is not None or f.max_length is not None) and not _length_ok(item, f):
+        return False
     if f.starts_with is not None and not low.startswith(f.starts_with.lower()):
         return False
     if f.ends_with is not None and not low.endswith(f.ends_with.lower()):
@@ -96,6 +104,27 @@ def distinct_words(text: str, f: Filter) -> frozenset[str]:
 
 def _filtered(items: list[str], f: Filter) -> int:
     return sum(1 for item in items if _keep(item, f))
+
+
+def _initial(word: str) -> str:
+    """A word's first letter when it is a cased letter (Latin, Greek, Cyrillic ...), else ''."""
+    first = word[:1]
+    return first.lower() if first.lower() != first.upper() else ""
+
+
+def _repeats(previous: str, word: str, adjacency: str) -> bool:
+    if adjacency == "word":
+        return previous.lower() == word.lower()
+    initial = _initial(word)
+    return bool(initial) and initial == _initial(previous)
+
+
+def _words(text: str, f: Filter) -> int:
+    found = words(text)
+    if f.same_as_previous is None:
+        return _filtered(found, f)
+    return sum(1 for previous, word in pairwise(found)
+               if _repeats(previous, word, f.same_as_previous) and _keep(word, f))
 
 
 def _characters(text: str, f: Filter) -> int:
@@ -154,7 +183,7 @@ def _spans(text: str, f: Filter) -> int:
 _COUNTERS: Mapping[Unit, Callable[[str, Filter], int]] = {
     Unit.CHARACTERS: _characters,
     Unit.LETTERS: _letters,
-    Unit.WORDS: lambda text, f: _filtered(words(text), f),
+    Unit.WORDS: _words,
     Unit.UNIQUE_WORDS: lambda text, f: len(distinct_words(text, f)),
     Unit.SENTENCES: lambda text, f: _filtered(textstats.split_sentences(text), f),
     Unit.PARAGRAPHS: _paragraphs,

@@ -75,7 +75,8 @@ def _label(form: Count) -> str:
         what = f"occurrences of {f.text!r}"
     elif f.chars:
         what = f"{what} among {f.chars!r}"
-    for name in ("starts_with", "ends_with", "contains", "case", "script"):
+    for name in ("starts_with", "ends_with", "contains", "case", "script", "min_length", "max_length",
+                 "same_as_previous"):
         value = getattr(f, name)
         if value is not None:
             what += f" ({name.replace('_', ' ')} {value!r})"
