@@ -34,6 +34,7 @@ from inference.decoder.compile_form import (
     form_minima,
     form_opening,
     form_placement,
+    form_sentence_mark,
     form_spans,
     form_tally,
     lower_forms,
@@ -167,6 +168,7 @@ def compile_steering(
                            placed=placement is not None)
     spans = form_spans(hard, layout, controlled, max_new_tokens=max_new_tokens,
                        inserts=citations is not None or statement is not None)
+    marks = form_sentence_mark(hard, layout, controlled, inserts=citations is not None or statement is not None)
     if placement is not None and policy.active:
         # Its tokens are forced: the character policy must allow every one of them.
         allowed = policy.allowed_mask(tables)
@@ -198,7 +200,7 @@ def compile_steering(
         specs=tuple(
             spec
             for spec in (policy, SoftPolicy(soft_policy), limits, forbidden, citations, keywords, capitals,
-                         tally, placement, floors, opening, minima, initials, spans, statement)
+                         tally, placement, floors, opening, minima, initials, spans, marks, statement)
             if spec is not None
         ),
         max_new_tokens=max_new_tokens,

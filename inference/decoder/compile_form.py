@@ -38,7 +38,9 @@ guarantees it, and is reported ``controlled`` only then:
   (``controllers.placing``); ``form_opening`` the k-th sentence or line
   opening with a text (``controllers.openings``); ``form_spans`` the counts
   of spans between one-character delimiters, opened and closed in the
-  model's prose (``controllers.spans``); ``form_layout`` puts an
+  model's prose (``controllers.spans``); ``form_sentence_mark`` every
+  sentence ending with one mark (``controllers.sentence_marks``);
+  ``form_layout`` puts an
   answer-level wrapper's delimiters into the layout (forced first and last).
 
 Tables, lists beside another body and copies are ``compile_structure``'s.
@@ -68,6 +70,7 @@ from inference.decoder.controllers.initials import Initial, Initials
 from inference.decoder.controllers.minima import KEPT_UNITS, MOST_PER_TOKEN, Minimum, Minimums
 from inference.decoder.controllers.openings import OPENED_UNITS, Opening
 from inference.decoder.controllers.placing import STRIPPED, Placement
+from inference.decoder.controllers.sentence_marks import TERMINALS, SentenceMark
 from inference.decoder.controllers.spans import SPAN_TOKENS, SpanCount
 from inference.decoder.controllers.tally import (
     CAPPABLE_UNITS,
@@ -104,6 +107,7 @@ __all__ = [
     "form_of_constraint",
     "form_opening",
     "form_placement",
+    "form_sentence_mark",
     "form_spans",
     "form_tally",
     "lower_forms",
@@ -758,6 +762,35 @@ def form_spans(
         return None
     controlled.update(ids)
     return SpanCount(left=left, right=right, at_least=lo, at_most=hi, nonempty=f.nonempty, sources=ids)
+
+
+def form_sentence_mark(
+    constraints: Sequence[Constraint], layout: Layout, controlled: set[str], *, inserts: bool
+) -> SentenceMark | None:
+    """The ``controllers.sentence_marks.SentenceMark`` of every sentence ending with one
+    sentence-ending mark (``wrap(sentences, "", mark)``; None: none, or not controllable here).
+
+    Controlled: in a free body without fixed text, citations or a stated decision (``inserts``),
+    whose required keywords hold no terminal.
+
+    Raises:
+        ConflictError: two different marks for every sentence.
+    """
+    found = [(c, form) for c in constraints if isinstance(form := form_of_constraint(c), Wrap)
+             and form.unit is Unit.SENTENCES and not form.left and len(form.right) == 1 and form.right in TERMINALS]
+    if not found:
+        return None
+    marks = {form.right for _, form in found}
+    if len(marks) > 1:
+        raise ConflictError("every sentence cannot end with two different marks",
+                            constraint_ids=[c.id for c, _ in found])
+    if inserts or layout.body.kind != "free" or any(isinstance(s, Literal) for s in build_layout(layout)):
+        return None
+    if any(ch in TERMINALS for text in _required_keywords(constraints) for ch in text):
+        return None
+    ids = tuple(c.id for c, _ in found)
+    controlled.update(ids)
+    return SentenceMark(mark=found[0][1].right, sources=ids)
 
 
 def _forms(c: Constraint) -> tuple[Form, ...]:

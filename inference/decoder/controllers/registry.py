@@ -24,6 +24,7 @@ from inference.decoder.controllers.openings import build_openings
 from inference.decoder.controllers.placeholders import build_placeholders
 from inference.decoder.controllers.placing import build_placing
 from inference.decoder.controllers.protocol import Builder
+from inference.decoder.controllers.sentence_marks import build_sentence_marks
 from inference.decoder.controllers.spans import build_spans
 from inference.decoder.controllers.stating import build_stating
 from inference.decoder.controllers.tally import build_tally
@@ -44,6 +45,7 @@ CONTROLLERS: tuple[Builder, ...] = (
     build_tally,  # capped form counts masked or checked per candidate; no list line
     build_floors,  # per-piece minima: no short piece closes; withdraws a close demand from those before it
     build_minima,  # whole-answer minima of characters / letters (paced) and distinct words (stop held)
+    build_sentence_marks,  # every sentence ends with one mark: the other terminals masked
     build_spans,  # delimited spans: opened and closed where the model ends a word, capped by their openings
     build_keywords,  # paced insertions; capped counts checked per candidate
     build_capitals,  # paced after the keywords, over the budget they leave

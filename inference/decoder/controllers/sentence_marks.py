@@ -1,0 +1,110 @@
+"""Every sentence ends with one given mark: "end every sentence with an exclamation mark".
+
+A generic ``wrap`` constraint on each sentence with no opening and a
+sentence-ending mark as its close (``wrap(sentences, "", "!")``) compiles to
+one ``SentenceMark``. Sentences are the verifier's
+(``reasoning.constraints.textstats.split_sentences``: a run of ``.!?。！？``,
+with any closing quotes or brackets, before whitespace or the end), so a
+sentence can only end where a terminal is written. The controller keeps:
+
+- no token holds another terminal than the mark (one ``[V]`` mask per step),
+  so every sentence end the text gets is a run of the mark;
+- no closing quote or bracket directly after the mark, and no mark right
+  after whitespace or at the start (a sentence of the mark alone is too
+  short to end with it): checked per candidate on the last character before
+  it, so the check costs the candidate's length;
+- the answer may end only after the mark (``ends_ok``), so its last piece is
+  a sentence that ends with it too.
+
+Guarantee: an answer this controller lets end has every sentence ending
+with the mark. The compiler controls it only in a free body without fixed
+text (a literal would be forced past the mask) and without required
+keywords that hold a terminal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from inference.decoder.controllers.protocol import Context, Controller, Plan, SteerState
+
+__all__ = ["TERMINALS", "SentenceMark", "SentenceMarking", "build_sentence_marks"]
+
+#: The characters that end a sentence for the verifier.
+TERMINALS = ".!?\u3002\uff01\uff1f"
+_CLOSERS = "\"'\u201d\u2019)]"
+
+
+@dataclass(frozen=True)
+class SentenceMark:
+    """Every sentence ends with ``mark`` (one of ``TERMINALS``; ``sources``: the constraint ids)."""
+
+    mark: str
+    sources: tuple[str, ...] = ()
+
+
+def _fits(before: str, text: str, mark: str) -> bool:
+    """Whether ``text`` after ``before`` puts no closer right after the mark and no mark
+    right after whitespace or at the start."""
+    previous = before[-1:]
+    for ch in text:
+        if ch == mark and (previous == "" or previous.isspace()):
+            return False
+        if ch in _CLOSERS and previous == mark:
+            return False
+        previous = ch
+    return True
+
+
+class SentenceMarking(Controller):
+    """The sentence mark at decode time (see the module doc)."""
+
+    lazy = True
+
+    def __init__(self, ctx: Context, spec: SentenceMark) -> None:
+        self.spec = spec
+        self.mark = spec.mark
+        others = set(TERMINALS) - {spec.mark}
+        tables = ctx.tables
+
+        def build() -> torch.Tensor:
+            values = [any(ch in others for ch in t) for t in tables.texts]
+            return torch.tensor(values, dtype=torch.bool, device=tables.device)
+
+        self._banned = tables.cached(("sentence-mark-banned", spec.mark), build)
+
+    def mask(
+        self,
+        states: Sequence[SteerState],
+        plans: Sequence[Plan],
+        allowed: torch.Tensor,
+        fragments: torch.Tensor,
+        base: torch.Tensor,
+        lp: torch.Tensor,
+    ) -> None:
+        allowed &= ~self._banned
+
+    def _may(self, state: SteerState, text: str) -> bool:
+        return not any(ch in TERMINALS and ch != self.mark for ch in text) and _fits(state.text, text, self.mark)
+
+    def check(self, state: SteerState, memo: Any, text: str, tail: bytes, closing: bool) -> bool:
+        return _fits(state.text, text, self.mark)
+
+    def check_pieced(self, state: SteerState, memo: Any, raw: bytes, text: str, tail: bytes) -> bool:
+        return self._may(state, text)
+
+    def ends_ok(self, state: SteerState) -> bool:
+        return state.text.rstrip().endswith(self.mark)
+
+    def unmet(self, state: SteerState) -> tuple[str, ...]:
+        return () if self.ends_ok(state) and _fits("", state.text, self.mark) else ("sentence-mark",)
+
+
+def build_sentence_marks(ctx: Context, specs: Sequence[Any]) -> Controller | None:
+    """The sentence-mark controller, when every sentence must end with one mark."""
+    spec = next((s for s in specs if isinstance(s, SentenceMark)), None)
+    return SentenceMarking(ctx, spec) if spec is not None else None
