@@ -959,7 +959,8 @@ def _end_mark(ctx: _Ctx) -> tuple[int, int] | None:
         if any(q in match.group("rest") for q in "\"'“‘"):
             continue
         sentence_start = max(ctx.text.rfind(stop, 0, match.start()) for stop in (".", "!", "?", "\n")) + 1
-        before = ctx.text[sentence_start : match.start()].lower()
+        # "every sentence must end with ..." or "end every sentence with ...": the pieces before the mark word
+        before = ctx.text[sentence_start : match.start("mark")].lower()
         span = (match.start(), match.start("rest"))
         mark = _MARKS[" ".join(match.group("mark").lower().split())]
         each = re.search(r"\b(?:each|every|all)\s+(?:of\s+(?:the|your)\s+)?(?P<unit>sentence|line|paragraph)", before)

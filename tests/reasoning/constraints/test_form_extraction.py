@@ -59,6 +59,7 @@ def test_lowercase_then_capitals_is_a_conflict() -> None:
         ("Use at least 40 unique words.", "count", {"unit": "unique_words", "relation": "at least", "n": 40}),
         ("Wrap your entire answer in parentheses.", "wrap", {"left": "(", "right": ")", "unit": "answer"}),
         ("Put each sentence in square brackets.", "wrap", {"left": "[", "right": "]", "unit": "sentences"}),
+        ("End every sentence with an exclamation mark.", "wrap", {"left": "", "right": "!", "unit": "sentences"}),
         ("Present the comparison as a markdown table.", "structure", {"layout": "table"}),
         ("Do not use bullet points.", "structure", {"layout": "no_list"}),
         ('The third word of your answer must be "river".', "position",
