@@ -1,6 +1,6 @@
 """Held-out end-to-end benchmark: unseen instruction types and wordings, through the public API.
 
-``python -m bench.heldout [--quick] [--limit N] [--max-new-tokens N] [--port N] [--progress PATH]``
+``python -m bench.heldout [--quick] [--limit N] [--max-new-tokens N] [--port N] [--progress PATH] [--concurrency N]``
 
 Each line of ``bench/data/heldout.jsonl`` is ``{"key", "language", "prompt",
 "instructions": [{"judge", "args", "span"}]}``: a user task with one or two
@@ -222,6 +222,46 @@ def select(rows: Sequence[dict[str, Any]], quick: bool, limit: int | None) -> li
     return chosen[:limit] if limit is not None else chosen
 
 
+async def _one(
+    row: Mapping[str, Any],
+    client: httpx.AsyncClient,
+    headers: Mapping[str, str],
+    budget: int,
+    suite: Suite,
+) -> dict[str, Any]:
+    """One row: its extraction statuses, then both arms' answers and verdicts."""
+    extracted = await client.post(
+        "/v1/constraints", json={"prompt": row["prompt"]}, headers=dict(headers)
+    )
+    report = extracted.json() if extracted.status_code == 200 else {}
+    instructions = []
+    for item in row["instructions"]:
+        status, found = extraction_status(row["prompt"], item["span"], report)
+        instructions.append(
+            {
+                "judge": item["judge"],
+                "args": item["args"],
+                "extraction": status,
+                "extracted": found,
+            }
+        )
+    result: dict[str, Any] = {
+        "key": row["key"],
+        "instructions": instructions,
+        "unrecognised": [s["text"] for s in report.get("unrecognised", [])],
+    }
+    for arm in _ARMS:
+        answer = await _reason(
+            client, headers, row["prompt"], budget, steering=arm == "steered"
+        )
+        answer["verdicts"] = [
+            suite.grade(i["judge"], i["args"], answer["answer"]) for i in row["instructions"]
+        ]
+        answer["s"] = round(answer["s"], 2)
+        result[arm] = answer
+    return result
+
+
 async def run(
     rows: Sequence[dict[str, Any]],
     client: httpx.AsyncClient,
@@ -231,47 +271,29 @@ async def run(
     quick: bool = False,
     progress: Path | None = None,
     suite: Suite = HELDOUT,
+    concurrency: int = 1,
 ) -> dict[str, Any]:
     """Every row through the API ``client`` reaches, with ``headers`` (the key), judged by ``suite``; the report (module doc).
 
+    ``concurrency`` rows are in flight at once (their decodes share the
+    service's merged forward passes); the report keeps the rows' order.
     ``per_judge[id].steered_failed`` counts the steered misses by their extraction
     status (recognised but failed, unrecognised, missed).
     """
-    results: list[dict[str, Any]] = []
+    done: dict[int, dict[str, Any]] = {}
+    gate = asyncio.Semaphore(max(1, concurrency))
     started = time.perf_counter()
-    for index, row in enumerate(rows):
-        extracted = await client.post(
-            "/v1/constraints", json={"prompt": row["prompt"]}, headers=dict(headers)
-        )
-        report = extracted.json() if extracted.status_code == 200 else {}
-        instructions = []
-        for item in row["instructions"]:
-            status, found = extraction_status(row["prompt"], item["span"], report)
-            instructions.append(
-                {
-                    "judge": item["judge"],
-                    "args": item["args"],
-                    "extraction": status,
-                    "extracted": found,
-                }
-            )
-        result: dict[str, Any] = {
-            "key": row["key"],
-            "instructions": instructions,
-            "unrecognised": [s["text"] for s in report.get("unrecognised", [])],
-        }
-        for arm in _ARMS:
-            answer = await _reason(
-                client, headers, row["prompt"], budget, steering=arm == "steered"
-            )
-            answer["verdicts"] = [
-                suite.grade(i["judge"], i["args"], answer["answer"]) for i in row["instructions"]
-            ]
-            answer["s"] = round(answer["s"], 2)
-            result[arm] = answer
-        results.append(result)
+
+    def ordered() -> list[dict[str, Any]]:
+        return [done[index] for index in sorted(done)]
+
+    async def one(index: int, row: Mapping[str, Any]) -> None:
+        async with gate:
+            result = await _one(row, client, headers, budget, suite)
+        done[index] = result
+        instructions = result["instructions"]
         print(
-            f"[{index + 1}/{len(rows)}] {row['key']} extraction="
+            f"[{len(done)}/{len(rows)}] {row['key']} extraction="
             f"{','.join(i['extraction'] for i in instructions)} steered={result['steered']['verdicts']} "
             f"({result['steered']['status']}, {result['steered']['s']} s) plain={result['plain']['verdicts']}",
             file=sys.stderr,
@@ -279,10 +301,12 @@ async def run(
         )
         if progress is not None:
             progress.write_text(
-                json.dumps(_summary(results, budget, quick, time.perf_counter() - started, suite))
+                json.dumps(_summary(ordered(), budget, quick, time.perf_counter() - started, suite))
                 + "\n"
             )
-    return _summary(results, budget, quick, time.perf_counter() - started, suite)
+
+    await asyncio.gather(*(one(index, row) for index, row in enumerate(rows)))
+    return _summary(ordered(), budget, quick, time.perf_counter() - started, suite)
 
 
 async def _serve_and_run(
@@ -293,15 +317,21 @@ async def _serve_and_run(
     args: argparse.Namespace,
     suite: Suite,
 ) -> dict[str, Any]:
+    headers = {"Authorization": f"Bearer {key}"}
+    if args.concurrency > 1:
+        # Rows in flight queue behind each other's decodes: past the default
+        # predicted-wait limit the service would refuse them (429).
+        headers["X-Tenet-Deadline-S"] = "900"
     async with httpx.AsyncClient(base_url=base, timeout=900.0) as client:
         return await run(
             rows,
             client,
-            {"Authorization": f"Bearer {key}"},
+            headers,
             budget,
             quick=args.quick,
             progress=args.progress,
             suite=suite,
+            concurrency=args.concurrency,
         )
 
 
@@ -324,6 +354,12 @@ def main(argv: Sequence[str] | None = None, suite: Suite = HELDOUT) -> int:
     parser.add_argument(
         "--progress", type=Path, default=None, help="write the report so far after each prompt"
     )
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=1,
+        help="prompts in flight at once (their decodes share merged forward passes; default 1)",
+    )
     args = parser.parse_args(argv)
     rows = select(load(args.data, suite.judges), args.quick, args.limit)
     budget = args.max_new_tokens or (_QUICK_BUDGET if args.quick else _BUDGET)
@@ -338,6 +374,7 @@ def main(argv: Sequence[str] | None = None, suite: Suite = HELDOUT) -> int:
         finally:
             report_exit = stop_server(process)
     report["server_exit_status"] = report_exit
+    report["concurrency"] = args.concurrency
     print(json.dumps(report, ensure_ascii=False))
     return 0
 

@@ -1,6 +1,6 @@
 """Second held-out end-to-end benchmark: a fresh set of instruction types and wordings, through the public API.
 
-``python -m bench.heldout2 [--quick] [--limit N] [--max-new-tokens N] [--port N] [--progress PATH]``
+``python -m bench.heldout2 [--quick] [--limit N] [--max-new-tokens N] [--port N] [--progress PATH] [--concurrency N]``
 
 ``bench/data/heldout2.jsonl`` (62 prompts, 73 instructions, 22 prompts
 Chinese or mixed Chinese/English) was written after the first held-out set
