@@ -208,6 +208,7 @@ def _quoted_or_word(ctx: _Ctx, j: int, stop: int) -> tuple[str, int] | None:
     return token.text.strip("\"'“”‘’.,;:!?"), token.idx + len(token.text)
 
 
+_MODAL_AUX = frozenset({"must", "should", "will", "shall", "may", "can", "need", "have", "to", "all", "each", "do"})
 _FILTER_VERBS: Mapping[str, str] = {"start": "starts_with", "begin": "starts_with", "end": "ends_with",
                                     "contain": "contains", "include": "contains", "have": "contains"}
 
@@ -233,6 +234,12 @@ def _word_filter(ctx: _Ctx, head: int, stop: int) -> tuple[dict[str, Any], int] 
         j += 1
         while j < stop and ctx.lemmas[j] in ("all", "must", "should", "will", "each", "do"):
             j += 1
+    elif j < stop and ctx.lemmas[j] in _MODAL_AUX:
+        # "six of your words must begin with m": the predicate of the unit is the filter
+        while j < stop and ctx.lemmas[j] in _MODAL_AUX:
+            j += 1
+        if not (j < stop and ctx.lemmas[j] in _FILTER_VERBS):
+            return None
     elif not (j < stop and ctx.tokens[j].tag_ == "VBG"):
         return None
     if j >= stop:

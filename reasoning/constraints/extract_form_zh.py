@@ -79,7 +79,7 @@ _PER_WORDS = re.compile(
     r"(?:包含|有|写|使用)?\s*"
     r"(?P<num>" + ZH_NUMBER + r")\s*(?:个)?(?P<unit>字|词|单词|句话|句|个句子)(?P<after>" + _REL_AFTER + r")?"
 )
-_UPPER = re.compile(r"(?:全部|全都|一律|只|仅|都|完全)?(?:使用|用|以|采用|写成|为)?大写(?:字母)?(?:书写|来写|回答|作答|形式)?")
+_UPPER = re.compile(r"(?:全部|全都|一律|只|仅|都|完全)?(?:使用|用|以|采用|写成|为)?(?P<case>大写|小写)(?:字母)?(?:书写|来写|回答|作答|形式)?")
 _CASE_NEG = re.compile(_NEG + r"(?:使用|用|出现|包含)?(?:任何)?(?P<case>大写|小写)(?:字母)?")
 _DELIM = _alternation(list(ZH_DELIMITERS))
 _WRAP_TARGET = r"整个回答|全部回答|整段回答|整篇回答|整个答案|回答|答案|回复|全文|每句话|每一句|每句|每行|每段"
@@ -111,7 +111,7 @@ _POSITION = re.compile(
     + r"\s*(?P<op>开头|开始|结尾|结束)|以(?P<mark>问号|感叹号|句号)(?P<op3>结尾|结束)"
     r"|(?P<op2>开头|结尾)(?:必须|要|应)?(?:是|用)\s*" + _QUOTE.replace("?P<q>", "?P<q3>") + ")"
 )
-_COPY = re.compile(r"(?:先|首先)(?P<how>用自己的话|换一种说法|改写|改述|转述)?(?:重复|复述|改写|转述|改述)(?:一遍|一下)?(?:问题|请求|题目|指令)")
+_COPY = re.compile(r"(?:先|首先)(?P<how>用自己的话|换一种说法|改写|改述|转述)?(?:重复|复述|改写|转述|改述)(?:一遍|一下)?(?:我的|我|这个|该|上面的|下面的|以下的?)?(?:问题|请求|题目|指令)")
 
 
 _MARK_TEXT = {"问号": "?", "感叹号": "!", "句号": "。"}
@@ -227,11 +227,16 @@ def _case(r: _Reader) -> None:
               match.start(), match.end())
         return
     for match in _UPPER.finditer(r.text):
-        if r.taken(match.start(), match.end(), frozenset({Kind.CAPITAL_WORD_FREQUENCY})):
+        if r.taken(match.start(), match.end(), frozenset({Kind.CAPITAL_WORD_FREQUENCY, Kind.ALL_LOWERCASE,
+                                                          Kind.ALL_CAPITALS})):
             continue
         if re.search(r"(?:首字母|开头|第一个字母)$", r.text[max(0, match.start() - 5) : match.start()]):
             continue
-        r.add(Count(unit=Unit.LETTERS, filter=Filter(case="lower"), relation=Relation.AT_MOST, n=0), match.start(), match.end())
+        if match.group("case") == "小写" and not (match.group(0) != "小写" or re.match(r"字母", r.text[match.end():])):
+            continue  # a bare 小写 names no requirement (小写的 x)
+        other = "lower" if match.group("case") == "大写" else "upper"
+        r.add(Count(unit=Unit.LETTERS, filter=Filter(case=other), relation=Relation.AT_MOST, n=0),  # type: ignore[arg-type]
+              match.start(), match.end())
         return
 
 

@@ -54,6 +54,11 @@ _MODALS = frozenset({"must", "should", "may", "can", "need", "shall", "will", "h
 _ADJACENT = frozenset({"consecutive", "adjacent", "neighbouring", "neighboring", "successive", "neighbour",
                        "neighbor", "back", "row", "follow", "subsequent", "next", "preceding", "previous"})
 _DENIAL = frozenset({"no", "not", "n't", "never", "without", "avoid", "none", "nor"})
+#: Verbs that keep the answer away from what follows ("steer clear of any word over 7 letters").
+_SHUN = frozenset({"avoid", "refrain", "ban", "steer", "eschew", "shun", "stay", "exclude", "forbid", "prohibit",
+                   "skip", "omit", "drop"})
+#: Verbs that confine the answer to what follows ("limit yourself to words of four letters or fewer").
+_CONFINE = frozenset({"limit", "restrict", "confine", "stick", "keep"})
 
 
 def _length_of(relation: Relation | None, n: int, high: int | None = None) -> Length | None:
@@ -143,13 +148,15 @@ def _every(ctx: _Ctx, word: int, start: int) -> bool:
     window = ctx.lowers[max(start, word - 3) : word]
     if any(w in _EVERY for w in window) or (word > 0 and ctx.lowers[word - 1] == "per"):
         return True
+    if any(ctx.lemmas[j] in _CONFINE for j in range(max(start, word - 4), word)):
+        return True
     token = ctx.tokens[word]
     return token.dep_ in ("nsubj", "nsubjpass") and any(
         c.lower_ in _MODALS or c.lemma_ in _MODALS for c in token.head.children if c.dep_ == "aux")
 
 
 def _denied(ctx: _Ctx, word: int, at: int, start: int) -> bool:
-    if any(ctx.lowers[j] in _DENIAL or ctx.lemmas[j] in ("avoid", "refrain", "ban") for j in range(max(start, word - 4), word)):
+    if any(ctx.lowers[j] in _DENIAL or ctx.lemmas[j] in _SHUN for j in range(max(start, word - 4), word)):
         return True
     return any(ctx.lowers[j] in ("not", "n't", "never") for j in range(word + 1, at))
 
@@ -240,8 +247,9 @@ _ZH_WORD = r"(?:单词|英文单词|词语|词汇|词)"
 _ZH_LENGTH = (r"(?P<rel>" + _alternation(list(ZH_RELATIONS_BEFORE)) + r"|长于|短于|超出)?\s*(?P<num>" + ZH_NUMBER
               + r")\s*个?(?:字母|字符|字)(?P<after>" + _alternation(list(ZH_RELATIONS_AFTER)) + r")?")
 _ZH_EVERY = re.compile(
-    r"(?:每个|每一个|每|所有的?|全部的?|任何一个|任何)" + _ZH_WORD + r"(?:的)?(?:长度|字母数|字母数量)?(?:都|均)?"
-    r"(?:必须|应该|应|要|须|需|只能|不得|不能|不可|不要)?(?:是|为|在|控制在|有|包含)?" + _ZH_LENGTH)
+    r"(?:(?:每个|每一个|每|所有的?|全部的?|任何一个|任何)" + _ZH_WORD + r"(?:的)?(?:长度|字母数|字母数量)?|" + _ZH_WORD
+    + r"的?(?:长度|字母数|字母数量))(?:都|均|一律|一概|全部|全都)?"
+    r"(?:必须|应该|应|要|须|需|只能)?(?:是|为|在|控制在|有|包含)?" + _ZH_LENGTH)
 _ZH_ONLY = re.compile(r"(?:只|仅)(?:能)?(?:使用|用|写)" + _ZH_LENGTH + r"(?:长)?的" + _ZH_WORD)
 _ZH_DENIED = re.compile(_ZH_NEG + r"(?:使用|用|出现|写)?(?:任何)?" + _ZH_LENGTH + r"(?:长)?的" + _ZH_WORD)
 _ZH_ADJACENT = re.compile(

@@ -252,6 +252,11 @@ ZH_RELATIONS_BEFORE: Mapping[str, Relation] = {
     "刚好": Relation.EXACTLY,
     "只": Relation.EXACTLY,
     "仅": Relation.EXACTLY,
+    # A negated comparison is the opposite bound: 不得多于 / 不能大于 at most, 不可少于 / 不要低于 at least.
+    **{neg + word: Relation.AT_MOST for neg in ("不", "不得", "不能", "不要", "不可", "不应", "别")
+       for word in ("超过", "多于", "大于", "高于")},
+    **{neg + word: Relation.AT_LEAST for neg in ("不", "不得", "不能", "不要", "不可", "不应", "别")
+       for word in ("少于", "低于")},
 }
 """Chinese comparison words written before the number."""
 
