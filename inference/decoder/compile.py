@@ -29,6 +29,7 @@ import torch
 
 from inference.decoder.compile_form import (
     form_floors,
+    form_hashtags,
     form_initials,
     form_layout,
     form_minima,
@@ -169,6 +170,8 @@ def compile_steering(
     spans = form_spans(hard, layout, controlled, max_new_tokens=max_new_tokens,
                        inserts=citations is not None or statement is not None)
     marks = form_sentence_mark(hard, layout, controlled, inserts=citations is not None or statement is not None)
+    hashtags = form_hashtags(hard, layout, controlled, max_new_tokens=max_new_tokens,
+                             inserts=citations is not None or statement is not None)
     if placement is not None and policy.active:
         # Its tokens are forced: the character policy must allow every one of them.
         allowed = policy.allowed_mask(tables)
@@ -200,7 +203,8 @@ def compile_steering(
         specs=tuple(
             spec
             for spec in (policy, SoftPolicy(soft_policy), limits, forbidden, citations, keywords, capitals,
-                         tally, placement, floors, opening, minima, initials, spans, marks, statement)
+                         tally, placement, floors, opening, minima, initials, spans, marks, hashtags,
+                         statement)
             if spec is not None
         ),
         max_new_tokens=max_new_tokens,

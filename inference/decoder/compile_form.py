@@ -40,6 +40,7 @@ guarantees it, and is reported ``controlled`` only then:
   of spans between one-character delimiters, opened and closed in the
   model's prose (``controllers.spans``); ``form_sentence_mark`` every
   sentence ending with one mark (``controllers.sentence_marks``);
+  ``form_hashtags`` a minimum of hashtags (``controllers.hashtags``);
   ``form_layout`` puts an
   answer-level wrapper's delimiters into the layout (forced first and last).
 
@@ -66,6 +67,7 @@ from dataclasses import replace
 import msgspec
 
 from inference.decoder.controllers.floors import FLOOR_UNITS, Floor, Floors
+from inference.decoder.controllers.hashtags import HASHTAG_TOKENS, HashtagMinimum
 from inference.decoder.controllers.initials import Initial, Initials
 from inference.decoder.controllers.minima import KEPT_UNITS, MOST_PER_TOKEN, Minimum, Minimums
 from inference.decoder.controllers.openings import OPENED_UNITS, Opening
@@ -101,6 +103,7 @@ __all__ = [
     "DIGIT_ITEM",
     "EMOJI_ITEM",
     "form_floors",
+    "form_hashtags",
     "form_initials",
     "form_layout",
     "form_minima",
@@ -347,8 +350,10 @@ def form_tally(
         if form.filter.separator or form.filter.marker or form.filter.left or form.filter.text and form.unit is not Unit.LETTERS:
             continue
         lo, hi = _bounds(form.relation, form.n)
-        if hi is None or lo and not (form.unit in KEPT_UNITS and form.filter == Filter()):
-            continue  # a range of characters or letters: capped here, its minimum kept by ``form_minima``
+        # A range of characters, letters or hashtags is capped here, its minimum kept by ``form_minima`` /
+        # ``form_hashtags``; other ranges are left to the prompt.
+        if hi is None or lo and not (form.unit in KEPT_UNITS and _whole_length(form) or form.unit is Unit.HASHTAGS):
+            continue
         fixed = literals
         if form.unit is Unit.UNIQUE_WORDS:
             if any(q.kind in _WORD_INSERTING for q in constraints):
@@ -791,6 +796,40 @@ def form_sentence_mark(
     ids = tuple(c.id for c, _ in found)
     controlled.update(ids)
     return SentenceMark(mark=found[0][1].right, sources=ids)
+
+
+def form_hashtags(
+    constraints: Sequence[Constraint], layout: Layout, controlled: set[str], *, max_new_tokens: int | None,
+    inserts: bool,
+) -> HashtagMinimum | None:
+    """The ``controllers.hashtags.HashtagMinimum`` of a minimum of hashtags (None: none, or not
+    controllable here: a formal body, citations or a stated decision beside it). A range is
+    controlled when its cap is controlled too (``form_tally``).
+
+    Raises:
+        ConflictError: the minimum above a maximum of hashtags.
+        LimitExceeded: more hashtags than the token budget holds.
+    """
+    found = [(c, form) for c in constraints if isinstance(form := form_of_constraint(c), Count)
+             and form.unit is Unit.HASHTAGS and form.per is None and form.of is None and form.filter == Filter()]
+    lows = [(c, lo) for c, form in found if (lo := _bounds(form.relation, form.n)[0])]
+    if not lows:
+        return None
+    source, lo = max(lows, key=lambda pair: pair[1])
+    for c, form in found:
+        hi = _bounds(form.relation, form.n)[1]
+        if hi is not None and hi < lo:
+            raise ConflictError(f"at least {lo} hashtags but at most {hi}", constraint_ids=[source.id, c.id])
+    if max_new_tokens is not None and lo * HASHTAG_TOKENS > max_new_tokens:
+        raise LimitExceeded(f"{lo} hashtags cannot fit in {max_new_tokens} new tokens", constraint_ids=[source.id])
+    if inserts or layout.body.kind == "formal":
+        return None
+    ids = tuple(c.id for c, _ in lows)
+    for c, form in found:
+        if c.id not in ids and c.id not in controlled:
+            return None  # a cap left to the prompt: the range is too
+    controlled.update(c.id for c, _ in found)
+    return HashtagMinimum(at_least=lo, sources=ids)
 
 
 def _forms(c: Constraint) -> tuple[Form, ...]:

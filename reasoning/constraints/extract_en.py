@@ -756,6 +756,10 @@ def _detect_letters(ctx: _Ctx) -> None:
         quantity = relation_after_unit(ctx, quantity, unit)
         start, end = ctx.chars(quantity.first, max(unit, quantity.last))
         for relation, n in quantity.bounds() or [(Relation.AT_LEAST, quantity.n)]:
+            if lemma == "hashtag" and unit == i:
+                # "three hashtags": '#' words ("#travel"), not three '#' characters
+                ctx.add(Kind.COUNT, {"unit": "hashtags", "relation": str(relation), "n": n}, start, end, confidence=0.7)
+                continue
             ctx.add(Kind.LETTER_FREQUENCY, {"letter": symbol, "relation": str(relation), "n": n},
                     start, end, confidence=0.7)
 

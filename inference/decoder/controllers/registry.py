@@ -15,6 +15,7 @@ from inference.decoder.controllers.charset import build_charset
 from inference.decoder.controllers.citing import build_citing
 from inference.decoder.controllers.closing import build_sentence_close
 from inference.decoder.controllers.floors import build_floors
+from inference.decoder.controllers.hashtags import build_hashtags
 from inference.decoder.controllers.initials import build_initials
 from inference.decoder.controllers.keywords import build_keywords
 from inference.decoder.controllers.landing import build_landing
@@ -47,6 +48,7 @@ CONTROLLERS: tuple[Builder, ...] = (
     build_minima,  # whole-answer minima of characters / letters (paced) and distinct words (stop held)
     build_sentence_marks,  # every sentence ends with one mark: the other terminals masked
     build_spans,  # delimited spans: opened and closed where the model ends a word, capped by their openings
+    build_hashtags,  # a hashtag minimum: '#' paced where a word ends, a word right after it
     build_keywords,  # paced insertions; capped counts checked per candidate
     build_capitals,  # paced after the keywords, over the budget they leave
     build_initials,  # words starting with given letters, paced as the capital words are

@@ -90,7 +90,7 @@ __all__ = [
 #: Units whose items lie inside one character: a text's count is the sum of its characters'.
 ADDITIVE_UNITS = frozenset({Unit.CHARACTERS, Unit.LETTERS, Unit.PUNCTUATION, Unit.DIGITS, Unit.EMOJI})
 #: Units a ``Cap`` can bound (the others are not counted per token here).
-CAPPABLE_UNITS = ADDITIVE_UNITS | {Unit.NUMBERS, Unit.WORDS, Unit.UNIQUE_WORDS}
+CAPPABLE_UNITS = ADDITIVE_UNITS | {Unit.NUMBERS, Unit.WORDS, Unit.UNIQUE_WORDS, Unit.HASHTAGS}
 
 _LAST_SPACE = re.compile(r"\s(?=\S*\Z)")
 _NUMBERED_START = re.compile(r"\d+[.)]")

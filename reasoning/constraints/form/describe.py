@@ -24,7 +24,7 @@ _EN_UNITS: Mapping[Unit, str] = {
     Unit.UNIQUE_WORDS: "distinct words", Unit.SENTENCES: "sentences", Unit.PARAGRAPHS: "paragraphs",
     Unit.LINES: "lines", Unit.BULLETS: "bullet points", Unit.NESTED_BULLETS: "nested bullet points",
     Unit.SECTIONS: "sections", Unit.PUNCTUATION: "punctuation marks", Unit.DIGITS: "digits",
-    Unit.NUMBERS: "numbers", Unit.EMOJI: "emoji", Unit.CAPITAL_WORDS: "words in all capitals",
+    Unit.NUMBERS: "numbers", Unit.EMOJI: "emoji", Unit.HASHTAGS: "hashtags (#word)", Unit.CAPITAL_WORDS: "words in all capitals",
     Unit.KEYWORDS: "occurrences", Unit.HIGHLIGHTS: "highlighted sections", Unit.PLACEHOLDERS: "placeholders",
     Unit.SPANS: "delimited spans", Unit.ANSWER: "answer",
 }
@@ -32,7 +32,7 @@ _ZH_UNITS: Mapping[Unit, str] = {
     Unit.CHARACTERS: "个字符", Unit.LETTERS: "个字母", Unit.WORDS: "个词", Unit.UNIQUE_WORDS: "个不同的词",
     Unit.SENTENCES: "个句子", Unit.PARAGRAPHS: "个段落", Unit.LINES: "行", Unit.BULLETS: "个要点",
     Unit.NESTED_BULLETS: "个嵌套要点", Unit.SECTIONS: "个部分", Unit.PUNCTUATION: "个标点符号",
-    Unit.DIGITS: "个数字字符", Unit.NUMBERS: "个数字", Unit.EMOJI: "个表情符号", Unit.CAPITAL_WORDS: "个全大写单词",
+    Unit.DIGITS: "个数字字符", Unit.NUMBERS: "个数字", Unit.EMOJI: "个表情符号", Unit.HASHTAGS: "个话题标签（#词）", Unit.CAPITAL_WORDS: "个全大写单词",
     Unit.KEYWORDS: "次", Unit.HIGHLIGHTS: "处突出显示", Unit.PLACEHOLDERS: "个占位符", Unit.SPANS: "处括起的内容",
     Unit.ANSWER: "回答",
 }

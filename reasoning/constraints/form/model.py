@@ -62,6 +62,7 @@ class Unit(StrEnum):
     DIGITS = "digits"
     NUMBERS = "numbers"
     EMOJI = "emoji"
+    HASHTAGS = "hashtags"
     CAPITAL_WORDS = "capital_words"
     KEYWORDS = "keywords"
     HIGHLIGHTS = "highlights"

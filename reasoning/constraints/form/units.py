@@ -32,6 +32,8 @@ __all__ = ["MONOTONE_UNITS", "count", "distinct_words", "pieces", "settled", "wo
 
 _WORD = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]|[^\W\u3400-\u4dbf\u4e00-\u9fff]+")
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*")
+#: A hashtag: "#" after whitespace or a non-word mark, then word characters ("#travel", "#2024").
+_HASHTAG = re.compile(r"(?<![\w#])#\w+")
 _NESTED_BULLET = re.compile(r"^(?:[ ]{2,}|\t+)(?:[*+-]|\d+[.)])\s+\S", re.MULTILINE)
 
 #: Units whose count never decreases as text is appended.
@@ -195,6 +197,7 @@ _COUNTERS: Mapping[Unit, Callable[[str, Filter], int]] = {
     Unit.DIGITS: lambda text, f: sum(1 for ch in text if ch.isdigit()),
     Unit.NUMBERS: lambda text, f: len(_NUMBER.findall(text)),
     Unit.EMOJI: lambda text, f: emoji.emoji_count(text),
+    Unit.HASHTAGS: lambda text, f: len(_HASHTAG.findall(text)),
     Unit.CAPITAL_WORDS: lambda text, f: textstats.count_capital_words(text),
     Unit.KEYWORDS: _keywords,
     Unit.HIGHLIGHTS: lambda text, f: textstats.count_highlights(text),

@@ -60,6 +60,7 @@ def test_lowercase_then_capitals_is_a_conflict() -> None:
         ("Wrap your entire answer in parentheses.", "wrap", {"left": "(", "right": ")", "unit": "answer"}),
         ("Put each sentence in square brackets.", "wrap", {"left": "[", "right": "]", "unit": "sentences"}),
         ("End every sentence with an exclamation mark.", "wrap", {"left": "", "right": "!", "unit": "sentences"}),
+        ("Include at least three hashtags.", "count", {"unit": "hashtags", "relation": "at least", "n": 3}),
         ("Present the comparison as a markdown table.", "structure", {"layout": "table"}),
         ("Do not use bullet points.", "structure", {"layout": "no_list"}),
         ('The third word of your answer must be "river".', "position",

@@ -1,0 +1,176 @@
+"""A minimum of hashtags: "include at least three hashtags".
+
+A generic ``count(hashtags)`` constraint with a lower bound compiles to one
+``HashtagMinimum``. Hashtags are the verifier's (``reasoning.constraints.form.units``:
+``#`` after whitespace or a mark, then word characters); a hashtag never
+crosses whitespace, so a row's count grows by what each token adds to the
+text after the last whitespace (``tally.added``), never by re-reading the
+answer. (A maximum is a cap of the tally.)
+
+- owed hashtags are paced over the token budget, the k-th of N once
+  k / (N + 1) of it is spent, or at once when the budget left holds little
+  more than the owed ones; a due one begins where the model ends a word (its
+  likeliest token does not continue it) with `` #`` (``#`` after
+  whitespace);
+- right after a ``#`` that begins a hashtag, only a token whose first
+  character is a word character may follow (the model chooses the word);
+- the stop waits while hashtags are owed (``ends_ok``), and the owed ones
+  keep their tokens in the budget (``owed``).
+
+Guarantee: within the token budget, an answer this controller lets end
+holds at least the minimum.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from inference.decoder.controllers.layout import LayoutSegment
+from inference.decoder.controllers.protocol import (
+    HOLD_NONE,
+    HOLD_TARGET,
+    NEG_INF,
+    Context,
+    Controller,
+    Draft,
+    Owed,
+    Plan,
+    SteerState,
+)
+from inference.decoder.controllers.tally import added
+from reasoning.constraints.form import units
+from reasoning.constraints.form.model import Measure, Unit
+
+__all__ = ["HASHTAG_TOKENS", "HashtagMinimum", "Hashtagging", "build_hashtags"]
+
+#: Budget tokens one owed hashtag is planned to take: its mark and a word.
+HASHTAG_TOKENS = 3
+_SLACK = 2
+_MEASURE = Measure(unit=Unit.HASHTAGS)
+
+
+@dataclass(frozen=True)
+class HashtagMinimum:
+    """At least ``at_least`` hashtags in the answer (``sources``: the constraint ids)."""
+
+    at_least: int
+    sources: tuple[str, ...] = ()
+
+
+def _begins_hashtag(text: str) -> bool:
+    """Whether ``text`` ends with a ``#`` that a word would make a hashtag."""
+    return text.endswith("#") and (len(text) == 1 or not (text[-2].isalnum() or text[-2] in "_#"))
+
+
+class Hashtagging(Controller):
+    """The hashtag minimum at decode time (see the module doc). Its part of a row's state
+    is the running count and the tokens still to force."""
+
+    def __init__(self, ctx: Context, spec: HashtagMinimum) -> None:
+        self.ctx = ctx
+        self.spec = spec
+        tables = ctx.tables
+        self._spaced = tuple(tables.encode(" #"))
+        self._bare = tuple(tables.encode("#"))
+
+        def build() -> torch.Tensor:
+            values = [bool(t) and (t[0].isalnum() or t[0] == "_") for t in tables.texts]
+            return torch.tensor(values, dtype=torch.bool, device=tables.device)
+
+        self._word_first = tables.cached(("hashtag-word-first", 0), build)
+
+    def start(self) -> tuple[int, tuple[int, ...]]:
+        return (0, ())
+
+    def _need(self, state: SteerState) -> int:
+        return max(0, self.spec.at_least - state.parts[self.slot][0])
+
+    def owed(self, state: SteerState) -> Owed:
+        need = self._need(state)
+        return Owed(tokens=need * HASHTAG_TOKENS, insert=True, writes=True) if need else Owed()
+
+    def route(self, state: SteerState) -> Plan | None:
+        pending = state.parts[self.slot][1]
+        return Plan("only", pending[0], seg=state.seg) if pending else None
+
+    def holding(self, state: SteerState) -> bool:
+        return bool(state.parts[self.slot][1])
+
+    def holds(self, d: Draft) -> int:
+        return HOLD_TARGET if self._need(d.state) or _begins_hashtag(d.state.text) else HOLD_NONE
+
+    def ends_ok(self, state: SteerState) -> bool:
+        return not self._need(state)
+
+    def pace(self, d: Draft) -> Plan | None:
+        state = d.state
+        need = self._need(state)
+        if not need or state.parts[self.slot][1] or _begins_hashtag(state.text) or state.pending:
+            return None
+        opening = self._bare if not state.text or state.text[-1].isspace() else self._spaced
+        budget = self.ctx.max_new_tokens
+        if budget is None or not opening:
+            return None
+        left = budget - state.n_tokens - d.comp.reserve_tokens - _SLACK
+        if left <= need * HASHTAG_TOKENS:
+            return Plan("only", opening[0])
+        usable = budget - d.comp.reserve_tokens - _SLACK - HASHTAG_TOKENS
+        done = self.spec.at_least - need
+        if state.n_tokens >= usable * (done + 1) / (self.spec.at_least + 1) or d.close:
+            d.marks[self.slot] = opening[0]
+        return None
+
+    def mask(
+        self,
+        states: Sequence[SteerState],
+        plans: Sequence[Plan],
+        allowed: torch.Tensor,
+        fragments: torch.Tensor,
+        base: torch.Tensor,
+        lp: torch.Tensor,
+    ) -> None:
+        for r, state in enumerate(states):
+            if self._need(state) and _begins_hashtag(state.text):
+                allowed[r] &= self._word_first
+                fragments[r] = False
+
+    def reweigh(self, states: Sequence[SteerState], plans: Sequence[Plan], rows: torch.Tensor) -> None:
+        """Begin a due hashtag where the model ends its word."""
+        wordchar = self.ctx.tables.starts_wordchar
+        for r, plan in enumerate(plans):
+            token = plan.marks.get(self.slot, -1)
+            if token >= 0 and not bool(wordchar[int(rows[r].argmax())]) and rows[r, token] > NEG_INF:
+                rows[r] = NEG_INF
+                rows[r, token] = 0.0
+
+    def advance(
+        self,
+        before: SteerState,
+        new: SteerState,
+        token_id: int,
+        comp: LayoutSegment | None,
+        plan_of: Callable[[SteerState], Plan],
+    ) -> Any:
+        count, pending = before.parts[self.slot]
+        if pending:
+            pending = pending[1:]
+        else:
+            for spelling in (self._spaced, self._bare):
+                if len(spelling) > 1 and token_id == spelling[0]:
+                    pending = spelling[1:]
+                    break
+        chunk = new.text[len(before.text) :]
+        return (count + added(_MEASURE, before.text, chunk) if chunk else count, pending)
+
+    def unmet(self, state: SteerState) -> tuple[str, ...]:
+        return ("hashtags",) if units.count(_MEASURE, state.text) < self.spec.at_least else ()
+
+
+def build_hashtags(ctx: Context, specs: Sequence[Any]) -> Controller | None:
+    """The hashtag controller, when a request sets a minimum of hashtags."""
+    spec = next((s for s in specs if isinstance(s, HashtagMinimum)), None)
+    return Hashtagging(ctx, spec) if spec is not None else None
