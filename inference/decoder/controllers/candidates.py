@@ -8,6 +8,7 @@ survive the masks; the row is cut to those that pass.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -73,10 +74,11 @@ class CandidateChecks:
             memo: list[Any] = [None] * self.slots_of
             for c in preparers:
                 memo[c.slot] = c.prepare(states[r], plans[r])
+            passes = self._judge(states[r], plans[r].forced, memo)
             for value, idx in zip(vals, idxs):
                 if value == NEG_INF:
                     break
-                if self._token_passes(states[r], idx, plans[r].forced, memo):
+                if passes(idx):
                     keep_rows.append(r)
                     keep_cols.append(idx)
                     keep_vals.append(value)
@@ -88,24 +90,44 @@ class CandidateChecks:
             kept[keep_rows, keep_cols] = torch.tensor(keep_vals, dtype=kept.dtype, device=kept.device)
         return kept
 
-    def _token_passes(self, state: SteerState, idx: int, closing: bool, memo: list[Any]) -> bool:
+    def _judge(self, state: SteerState, closing: bool, memo: list[Any]) -> Callable[[int], bool]:
         """Whether token ``idx`` may follow ``state`` (``closing``: the segment
-        is past its end and waits only for a clean place to stop)."""
+        is past its end and waits only for a clean place to stop), as one
+        function per row: what the row's state fixes (EOS's verdict, the
+        hooks to call) is settled once, not per candidate."""
         tables = self.tables
-        if idx in tables.eos_ids:
-            return not state.pending and all(c.ends_ok(state) for c in self.hooked["ends_ok"])
-        tail = b""
-        if state.pending or self._fragment_list[idx]:
-            raw = tables.token_bytes[idx]
-            text, tail = split_utf8(state.pending + raw)
-            if text is None:
-                return False
-            for c in self.hooked["check_pieced"]:
-                if not c.check_pieced(state, memo[c.slot], raw, text, tail):
+        eos_ids = tables.eos_ids
+        pending = state.pending
+        fragment = self._fragment_list
+        texts = tables.texts
+        token_bytes = tables.token_bytes
+        pieced = self.hooked["check_pieced"]
+        checks = tuple((c.check, memo[c.slot]) for c in self.hooked["check"])
+        eos_ok: bool | None = None
+
+        def passes(idx: int) -> bool:
+            nonlocal eos_ok
+            if idx in eos_ids:
+                if eos_ok is None:
+                    eos_ok = not pending and all(c.ends_ok(state) for c in self.hooked["ends_ok"])
+                return eos_ok
+            tail = b""
+            if pending or fragment[idx]:
+                raw = token_bytes[idx]
+                text, tail = split_utf8(pending + raw)
+                if text is None:
                     return False
-        else:
-            text = tables.texts[idx]
-        return all(c.check(state, memo[c.slot], text, tail, closing) for c in self.hooked["check"])
+                for c in pieced:
+                    if not c.check_pieced(state, memo[c.slot], raw, text, tail):
+                        return False
+            else:
+                text = texts[idx]
+            for check, part in checks:
+                if not check(state, part, text, tail, closing):
+                    return False
+            return True
+
+        return passes
 
 
 def _continuation(tables: VocabTables) -> torch.Tensor:

@@ -35,6 +35,7 @@ that rare.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -71,6 +72,13 @@ class Landing(Controller):
         self.ends_sentence = ctx.layout.ends_sentence
         self.cjk_ends = ctx.tables.cached("cjk-ends", lambda: _cjk_ends(ctx.tables))
         self.last_parts = _last_parts(ctx.layout.segments)
+        # The tokens a bonus or a held stop can touch, as index lists (a few
+        # hundred of the vocabulary): each step reads and writes those entries
+        # only, never a [V] pass per row.
+        self._ends_idx = torch.nonzero(self.ends_sentence).flatten()
+        self._gain_idx = torch.nonzero(self.ends_sentence | self.cjk_ends).flatten()
+        self._gain_end = torch.where(self.ends_sentence[self._gain_idx], 1.0, 0.0)  # [G]
+        self._gain_cjk = torch.where(self.cjk_ends[self._gain_idx], 2.0 * _BONUS, 0.0)  # [G]
 
     def _room(self, d: Draft) -> float:
         """How close the part is to its end: 0 outside the soft window, up to 1
@@ -170,10 +178,12 @@ class Landing(Controller):
                     rows[r, plan.exit] += bonus
             else:
                 # A Chinese sentence ends on 。！？ (its own ends gain double).
-                gain = torch.where(self.ends_sentence, bonus, 0.0)  # [V]
+                # Only the sentence ends gain, so the [V] gain is nonzero on
+                # ``_gain_idx`` alone: each entry gets the sum it would get.
+                gain = self._gain_end * bonus  # [G]: bonus where a token ends a sentence, else 0
                 if what == "cjk":
-                    gain = gain + torch.where(self.cjk_ends, 2.0 * _BONUS, 0.0)
-                rows[r] += gain  # -inf stays -inf
+                    gain = gain + self._gain_cjk
+                rows[r, self._gain_idx] += gain  # -inf stays -inf
 
     def _hold_stop(self, row: torch.Tensor, exit_token: int, move: bool) -> None:
         """The stop waits: the exit's mass leaves it (``row: [V]`` in place) and,
@@ -183,14 +193,17 @@ class Landing(Controller):
         keeps its exit. The budget's forced end still ends the answer (and
         the rollback judges it), so a stop is never held past the budget."""
         stop = row[exit_token].clone()
-        if not bool(torch.isfinite(stop)):
+        if not math.isfinite(float(stop)):
             return
         row[exit_token] = NEG_INF
         if move:
-            ends = torch.isfinite(row) & self.ends_sentence  # [V]
-            if bool(ends.any()):
-                mass = torch.logsumexp(row[ends], dim=0)
-                row[ends] += torch.logaddexp(mass, stop) - mass
+            idx = self._ends_idx
+            values = row[idx]  # [E]: the sentence ends, in vocabulary order
+            finite = torch.isfinite(values)
+            if bool(finite.any()):
+                kept = idx[finite]
+                mass = torch.logsumexp(values[finite], dim=0)
+                row[kept] += torch.logaddexp(mass, stop) - mass
                 return
         if not bool(torch.isfinite(row).any()):
             row[exit_token] = stop

@@ -312,7 +312,7 @@ class CompiledLayout:
             return
         index = torch.tensor(stopping, device=lp.device)
         stop_idx = self.stop_index[seg_ids[index]]  # [S, W]
-        stop_lp = lp[index].gather(1, stop_idx).masked_fill(~self.stop_valid[seg_ids[index]], _NEG_INF)
+        stop_lp = lp[index[:, None], stop_idx].masked_fill(~self.stop_valid[seg_ids[index]], _NEG_INF)
         stop_mass = torch.logsumexp(stop_lp, dim=-1)  # [S]
         exits = torch.tensor([plans[r].exit for r in stopping], device=lp.device)
         current = rows[index, exits]

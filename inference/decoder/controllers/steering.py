@@ -177,8 +177,9 @@ class ConstraintSteering:
                 self.controllers[plan.owner].route_row(states[r], plan, lp[r], out[r])
         checked = [r for r, plan in enumerate(plans) if plan.kind != "only"]
         if checked:
-            for r, ok in zip(checked, (out[checked].amax(dim=-1) > NEG_INF).tolist()):
-                if not ok:
+            alive = (out.amax(dim=-1) > NEG_INF).tolist()  # [B]: one pass, no copy of the rows
+            for r in checked:
+                if not alive[r]:
                     out[r, plans[r].exit] = 0.0
         return out.to(logprobs.dtype)
 
