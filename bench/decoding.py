@@ -15,7 +15,16 @@ import torch
 
 from inference.decoder.compile import compile_steering
 
-__all__ = ["Timed", "run_generate", "run_steered"]
+__all__ = ["CHECK_SHARE_NOTE", "Timed", "run_generate", "run_steered"]
+
+#: What ``constraint_check_share`` counts (both steering reports carry it).
+CHECK_SHARE_NOTE = (
+    "seconds of the steered decodes spent in the token controllers over the seconds of their decode "
+    "loops (prefill and the final ranking excluded): the steering's apply on every step (row plans, "
+    "masks, reweighing, the landing, the lazy per-candidate checks and any table a hook builds "
+    "on first use) and its advance on every candidate the search walks, plus the constraint "
+    "verification of step pruning"
+)
 
 
 def _chat_ids(tokenizer: Any, prompt: str) -> torch.Tensor:

@@ -45,7 +45,7 @@ from typing import Any
 import torch
 
 from bench.datasets import IFEVAL_PROMPTS
-from bench.decoding import run_generate, run_steered
+from bench.decoding import CHECK_SHARE_NOTE, run_generate, run_steered
 from bench.extraction import label_params
 from bench.model_cache import add_cache_option, model_cache
 from bench.steering_set import SET_DATA, run_set
@@ -360,6 +360,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "weights (generate always runs the library forward), and then "
             "throughput_ratio_library_forward is our search on the library forward, as generate",
             "constraint_check_share": _ratio(check_s, decode_s),
+            "constraint_check_note": CHECK_SHARE_NOTE,
             "forward_share": _ratio(forward_s, decode_s),
             "counterfactual_flops_share": round(sum(cf_shares) / len(cf_shares), 4)
             if cf_shares

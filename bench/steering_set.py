@@ -29,7 +29,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from bench.decoding import run_generate, run_steered
+from bench.decoding import CHECK_SHARE_NOTE, run_generate, run_steered
 from inference.decoder.compile import compile_steering
 from inference.decoder.endings import ends_complete, required_closing
 from reasoning.constraints.model import Constraint, Kind
@@ -119,6 +119,7 @@ def run_set(args: argparse.Namespace, model: Any, tokenizer: Any) -> dict[str, A
             },
             "steered_ends": dict(ends),
             "constraint_check_share": round(check_s / decode_s, 4) if decode_s else 0.0,
+            "constraint_check_note": CHECK_SHARE_NOTE,
         }
 
     for index, row in enumerate(rows):
