@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -46,6 +45,7 @@ import torch
 
 from bench.datasets import IFEVAL_PROMPTS
 from bench.model_cache import add_cache_option, model_cache
+from bench.timed_decode import steered_prompts, steering_or_none, timed_decode, timed_generate
 
 __all__ = ["AML_REQUEST", "aml_views", "main"]
 
@@ -118,101 +118,6 @@ def aml_views() -> list[Any]:
     ]
 
 
-def _prompts(limit: int, data: Path) -> list[dict[str, Any]]:
-    from bench.steering import ifeval_constraints
-
-    rows = [json.loads(line) for line in data.read_text().splitlines() if line.strip()]
-    step = max(1, len(rows) // limit)
-    out = []
-    for row in rows[::step][:limit]:
-        out.append(
-            {
-                "key": row["key"],
-                "prompt": row["prompt"],
-                "constraints": ifeval_constraints(row) or [],
-            }
-        )
-    return out
-
-
-def _steering(
-    constraints: Sequence[Any], tokenizer: Any, prompt: str, budget: int, device: torch.device
-) -> Any:
-    from inference.decoder.compile import compile_steering
-    from reasoning.errors import TenetError
-
-    if not constraints:
-        return None
-    try:
-        return compile_steering(
-            constraints, tokenizer, prompt=prompt, device=device, max_new_tokens=budget
-        )
-    except TenetError:
-        return None
-
-
-def _generate(
-    model: Any, ids: Sequence[int], width: int, new: int, pad: int, device: torch.device
-) -> tuple[int, float]:
-    x = torch.tensor([list(ids)], device=device)
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    start = time.perf_counter()
-    with torch.inference_mode():
-        out = model.generate(
-            x,
-            attention_mask=torch.ones_like(x),
-            num_beams=width,
-            do_sample=False,
-            max_new_tokens=new,
-            min_new_tokens=new,
-            pad_token_id=pad,
-        )
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    return int(out.shape[1] - x.shape[1]), time.perf_counter() - start
-
-
-def _ours(
-    model: Any,
-    tokenizer: Any,
-    plan: Any,
-    steering: Any,
-    constraints: Sequence[Any],
-    width: int,
-    new: int,
-    request: str,
-    counterfactual: bool,
-    device: torch.device,
-    packed: bool = True,
-) -> tuple[int, float, Any]:
-    from inference.decoder.decode import decode
-    from inference.decoder.options import DecodeOptions
-
-    options = DecodeOptions(
-        width=width,
-        max_new_tokens=new,
-        min_new_tokens=new,
-        counterfactual_checks=counterfactual,
-        packed_forward=packed,
-    )
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    start = time.perf_counter()
-    result = decode(
-        model,
-        tokenizer,
-        plan,
-        steering=steering,
-        options=options,
-        constraints=constraints,
-        request_text=request,
-    )
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    return result.generated_tokens, time.perf_counter() - start, result
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -271,13 +176,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     lm = load_model("bundled", device=args.device, cache_root=model_cache(args.cache))
     model, tok = lm.model, lm.tokenizer
     new = args.new_tokens or (24 if args.quick else 64)
-    prompts = _prompts(args.limit or (3 if args.quick else 12), args.data)
+    prompts = steered_prompts(args.limit or (3 if args.quick else 12), args.data)
     pad = int(tok.pad_token_id)
     warm = plan_prompt(tok, "Say hello.")
     packed = not args.library_forward
     forward = "packed" if packed and packed_forward(model) is not None else "library"
-    _ours(model, tok, warm, None, [], args.width, 4, "", False, lm.device, packed)
-    _generate(model, warm.branch_ids(0), args.width, 4, pad, lm.device)
+    timed_decode(model, tok, warm, None, [], args.width, 4, "", False, lm.device, packed)
+    timed_generate(model, warm.branch_ids(0), args.width, 4, pad, lm.device)
 
     ours_tok = ours_s = gen_tok = gen_s = decode_s = check_s = forward_s = 0.0
     flops = {"prefill": 0.0, "decode": 0.0, "counterfactual": 0.0}
@@ -285,8 +190,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     cf_scored = cf_skipped = 0
     for item in prompts:
         plan = plan_prompt(tok, item["prompt"], item["constraints"])
-        steering = _steering(item["constraints"], tok, item["prompt"], new, lm.device)
-        n_ours, t_ours, result = _ours(
+        steering = steering_or_none(item["constraints"], tok, item["prompt"], new, lm.device)
+        n_ours, t_ours, result = timed_decode(
             model,
             tok,
             plan,
@@ -299,7 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             lm.device,
             packed,
         )
-        n_gen, t_gen = _generate(model, plan.branch_ids(0), args.width, new, pad, lm.device)
+        n_gen, t_gen = timed_generate(model, plan.branch_ids(0), args.width, new, pad, lm.device)
         ours_tok, ours_s, gen_tok, gen_s = (
             ours_tok + n_ours,
             ours_s + t_ours,
@@ -321,7 +226,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
 
     aml = plan_prompt(tok, AML_REQUEST, [], aml_views())
-    _, t_aml, aml_result = _ours(
+    _, t_aml, aml_result = timed_decode(
         model, tok, aml, None, [], args.width, new, AML_REQUEST, True, lm.device, packed
     )
     for key in flops:
@@ -335,7 +240,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     widths = {}
     for width in [int(w) for w in args.widths.split(",") if w.strip()]:
         plan = plan_prompt(tok, prompts[0]["prompt"])
-        n, t, _ = _ours(model, tok, plan, None, [], width, new, "", False, lm.device, packed)
+        n, t, _ = timed_decode(model, tok, plan, None, [], width, new, "", False, lm.device, packed)
         widths[str(width)] = round(n / t, 2)
 
     tps_ours = ours_tok / ours_s if ours_s else 0.0

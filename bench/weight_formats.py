@@ -49,6 +49,8 @@ from typing import Any
 
 import torch
 
+from bench.timed_decode import steered_prompts, steering_or_none, timed_decode, timed_generate
+
 __all__ = ["compare_formats", "worker"]
 
 
@@ -88,12 +90,13 @@ def _quality(
 
     Each format is the model a load in it serves (``load_model(weights=F)``: for the
     low-precision formats the direct load, whose tied input embedding reads the int8 head's
-    codes), not a conversion of the float32 model.
+    codes), not a conversion of the float32 model, scored by the start-up probe's own
+    :func:`~inference.weights.probe.format_gap`.
     """
     from inference.decoder.packed_llama import packed_forward
     from inference.loader import load_model
     from inference.prompting import plan_prompt
-    from inference.weights.probe import teacher_forced_logits
+    from inference.weights.probe import format_gap, scored_rows
 
     lm = load_model("bundled", device=device, cache_root=cache, weights="float32")
     reference = packed_forward(lm.model)
@@ -113,27 +116,12 @@ def _quality(
         ids = list(plan_prompt(lm.tokenizer, prompt).branch_ids(0))
         sequences.append(ids + _greedy(reference, ids, steps, lm.device))
         starts.append(len(ids) - 1)
-
-    def continuation(forward: Any) -> list[torch.Tensor]:
-        out = []
-        for seq, start in zip(sequences, starts):
-            logits = teacher_forced_logits(forward, [seq], lm.device)
-            out.append(logits[start : len(seq) - 1].log_softmax(-1))  # [steps, V]
-        return out
-
-    ref = continuation(reference)
+    rows = scored_rows(reference, sequences, starts, lm.device)
     report: dict[str, dict[str, float]] = {}
     for weights in formats:
         forward = served(weights)
-        kl_sum = agree = count = 0.0
-        for r, c in zip(ref, continuation(forward)):
-            kl_sum += float((r.exp() * (r - c)).sum(-1).clamp(min=0).sum())
-            agree += float((r.argmax(-1) == c.argmax(-1)).sum())
-            count += r.shape[0]
-        report[weights] = {
-            "kl_vs_float32": round(kl_sum / count, 5),
-            "top1_agreement": round(agree / count, 4),
-        }
+        kl, top1 = format_gap(rows, forward, sequences, starts, lm.device)
+        report[weights] = {"kl_vs_float32": round(kl, 5), "top1_agreement": round(top1, 4)}
         del forward
     return report
 
@@ -159,8 +147,6 @@ def worker(argv: Sequence[str]) -> int:
         return _paired(args)
     import psutil
 
-    from bench.throughput import _generate, _ours, _steering
-    from bench.throughput import _prompts as steered_prompts
     from inference.loader import load_model
     from inference.prompting import plan_prompt
     from inference.weights.kernels import stored_bytes
@@ -178,20 +164,20 @@ def worker(argv: Sequence[str]) -> int:
         plans = []
         # The first prompts of an evenly spaced sample whose constraints steer.
         for item in steered_prompts(40, args.data):
-            if _steering(item["constraints"], tok, item["prompt"], args.new, lm.device) is None:
+            if steering_or_none(item["constraints"], tok, item["prompt"], args.new, lm.device) is None:
                 continue
             plans.append((item, plan_prompt(tok, item["prompt"], item["constraints"])))
             if len(plans) == args.prompts:
                 break
         warm = plans[0][1]
-        _ours(lm.model, tok, warm, None, [], 4, 4, "", False, lm.device)  # warm up
+        timed_decode(lm.model, tok, warm, None, [], 4, 4, "", False, lm.device)  # warm up
         steered = 0
         for width in [int(w) for w in args.widths.split(",") if w]:
             tokens = seconds = 0.0
             for item, plan in plans:
-                steering = _steering(item["constraints"], tok, item["prompt"], args.new, lm.device)
+                steering = steering_or_none(item["constraints"], tok, item["prompt"], args.new, lm.device)
                 steered += steering is not None
-                n, t, _ = _ours(
+                n, t, _ = timed_decode(
                     lm.model,
                     tok,
                     plan,
@@ -208,11 +194,11 @@ def worker(argv: Sequence[str]) -> int:
         out["steered_decodes"] = steered
         if args.generate:
             pad = int(tok.pad_token_id)
-            _generate(lm.model, warm.branch_ids(0), 1, 4, pad, lm.device)
+            timed_generate(lm.model, warm.branch_ids(0), 1, 4, pad, lm.device)
             for beams, key in ((1, "greedy"), (4, "beam4")):
                 tokens = seconds = 0.0
                 for _, plan in plans:
-                    n, t = _generate(lm.model, plan.branch_ids(0), beams, args.new, pad, lm.device)
+                    n, t = timed_generate(lm.model, plan.branch_ids(0), beams, args.new, pad, lm.device)
                     tokens, seconds = tokens + n, seconds + t
                 out[f"tokens_per_s_generate_{key}"] = round(tokens / seconds, 2)
     out["rss_mb"] = _peak_rss_mb()
@@ -228,8 +214,6 @@ def _paired(args: Any) -> int:
     ratio sees the same load on a shared machine (separate processes run
     minutes apart). Prints one JSON line.
     """
-    from bench.throughput import _generate, _ours, _steering
-    from bench.throughput import _prompts as steered_prompts
     from inference.loader import load_model
     from inference.prompting import plan_prompt
 
@@ -240,16 +224,16 @@ def _paired(args: Any) -> int:
     items = [
         item
         for item in steered_prompts(40, args.data)
-        if _steering(item["constraints"], tok, item["prompt"], args.new, lm.device) is not None
+        if steering_or_none(item["constraints"], tok, item["prompt"], args.new, lm.device) is not None
     ][: args.prompts]
     warm = plan_prompt(tok, items[0]["prompt"])
-    _ours(lm.model, tok, warm, None, [], 4, 4, "", False, lm.device)
-    _generate(reference.model, warm.branch_ids(0), 4, 4, pad, reference.device)
+    timed_decode(lm.model, tok, warm, None, [], 4, 4, "", False, lm.device)
+    timed_generate(reference.model, warm.branch_ids(0), 4, 4, pad, reference.device)
 
     def steered(item: dict[str, Any], plan: Any, width: int) -> tuple[float, float]:
         """Our steered decode of ``item`` at ``width``: tokens and seconds (steering compiled anew)."""
-        steering = _steering(item["constraints"], tok, item["prompt"], args.new, lm.device)
-        n, t, _ = _ours(
+        steering = steering_or_none(item["constraints"], tok, item["prompt"], args.new, lm.device)
+        n, t, _ = timed_decode(
             lm.model,
             tok,
             plan,
@@ -268,7 +252,7 @@ def _paired(args: Any) -> int:
         plan = plan_prompt(tok, item["prompt"], item["constraints"])
         n, t = steered(item, plan, 4)
         ours_n, ours_s = ours_n + n, ours_s + t
-        n, t = _generate(reference.model, plan.branch_ids(0), 4, args.new, pad, reference.device)
+        n, t = timed_generate(reference.model, plan.branch_ids(0), 4, args.new, pad, reference.device)
         gen_n, gen_s = gen_n + n, gen_s + t
     ours, gen = ours_n / ours_s, gen_n / gen_s
     out: dict[str, Any] = {
@@ -372,8 +356,6 @@ def compare_formats(
     """Everything the module docstring lists, as one report."""
     from transformers import AutoTokenizer
 
-    from bench.throughput import _prompts as steered_prompts
-    from bench.throughput import _steering
     from inference.loader import bundled_gguf_path, file_sha256, prepare_cache, probe_directory
     from inference.prompting import plan_prompt
     from inference.weights.gate import excluded, read_gate
@@ -402,7 +384,7 @@ def compare_formats(
     tokenizer = AutoTokenizer.from_pretrained(prepare_cache("bundled", cache))
     ids = []
     for item in steered_prompts(40, data):
-        if _steering(item["constraints"], tokenizer, item["prompt"], new, torch.device("cpu")):
+        if steering_or_none(item["constraints"], tokenizer, item["prompt"], new, torch.device("cpu")):
             ids.append(
                 list(plan_prompt(tokenizer, item["prompt"], item["constraints"]).branch_ids(0))
             )

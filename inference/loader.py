@@ -245,13 +245,13 @@ def load_model(
     from inference.lean.library import library_view
     from inference.weights.direct import DIRECT_FORMATS, direct_reason, load_direct
     from inference.weights.kernels import parameter_count
+    from inference.weights.memory import return_freed_memory
     from inference.weights.select import (
         apply_weights,
         gguf_blocks,
         log_choice,
         measure_weights,
         planned_weights,
-        return_freed_memory,
     )
 
     requested = check_weights(weights)
@@ -276,14 +276,19 @@ def load_model(
         direct = direct_reason(load_dir) is None
         table = load_dir / "q4_1-blocks.json" if load_dir != source.path else None
         float_model: Any = None
+        built: Any = None
         if plan is None and requested == "auto" and direct:
-            # The first auto load on this machine: measure on the float32 model and keep
-            # the measurement; a chosen low-precision format is then loaded directly, as
-            # later loads will (float32 chosen: it is the model).
+            # The first auto load on this machine: measure float32 and each format's
+            # direct load (what a load in it serves) and keep the measurement; the chosen
+            # low-precision format's measured load is then served, as later loads would
+            # load it (float32 chosen: it is the model).
             float_model = _library_model(load_dir, None, torch.float32)
             float_model.to(torch_device)
             float_model.eval()
-            plan = measure_weights(float_model, tokenizer, gguf, probe_dir, table)
+            measured = measure_weights(float_model, tokenizer, load_dir, gguf, probe_dir, table)
+            plan = None if measured is None else measured.plan
+            built = None if measured is None else measured.model
+            del measured
             if plan is not None and plan[0] in DIRECT_FORMATS:
                 del float_model
                 float_model = None
@@ -293,10 +298,12 @@ def load_model(
         elif plan is not None and plan[0] in DIRECT_FORMATS and direct:
             # Straight into the format, one layer at a time: no float copy of the model.
             target, why, probes = plan
-            config = read_config(load_dir)
-            blocks = gguf_blocks(config, gguf, table) if target == "int4" else None
-            model, _ = load_direct(load_dir, target, blocks=blocks, device=torch_device)
-            del blocks
+            if built is None:
+                config = read_config(load_dir)
+                blocks = gguf_blocks(config, gguf, table) if target == "int4" else None
+                built, _ = load_direct(load_dir, target, blocks=blocks, device=torch_device)
+                del blocks
+            model, built = built, None
             if not packed:
                 # The library's model over the same kernels, without the lean forward.
                 model = library_view(model)
@@ -311,8 +318,16 @@ def load_model(
     if choice is None:
         model.to(torch_device)
         model.eval()
+        # A first auto load that measured and kept float32 applies what it measured.
+        measured_plan = plan if requested == "auto" and model is float_model else None
         choice = apply_weights(
-            model, tokenizer, requested, gguf=gguf, packed=packed, probe_dir=probe_dir
+            model,
+            tokenizer,
+            requested,
+            gguf=gguf,
+            packed=packed,
+            probe_dir=probe_dir,
+            plan=measured_plan,
         )
     return_freed_memory()
     act_dtype = next(model.parameters()).dtype

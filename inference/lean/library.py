@@ -23,9 +23,9 @@ import threading
 from typing import Any
 
 import torch
+from torch import nn
 
 from inference.decoder.grouped_attention import use_grouped_attention
-from inference.lean.model import LeanCausalLM
 from reasoning.errors import InvalidInput
 
 __all__ = ["library_view"]
@@ -35,8 +35,13 @@ _ATTENTION = ("q_proj", "k_proj", "v_proj", "o_proj")
 _MLP = ("gate_proj", "up_proj", "down_proj")
 
 
-def library_view(model: LeanCausalLM) -> Any:
-    """The library's causal LM over ``model``'s modules (see the module docstring)."""
+def library_view(model: nn.Module) -> Any:
+    """The library's causal LM over ``model``'s modules (see the module docstring).
+
+    ``model`` is our tree (:class:`inference.lean.model.LeanCausalLM`, which calls
+    this for its cached forward and ``generate``): the view reads its ``directory``,
+    ``model`` (embedding, layers, final norm) and ``lm_head``.
+    """
     with _LOCK:
         view = model.__dict__.get("_library_view")
         if view is None:
@@ -46,9 +51,10 @@ def library_view(model: LeanCausalLM) -> Any:
         return view
 
 
-def _build(model: LeanCausalLM) -> Any:
+def _build(tree: nn.Module) -> Any:
     from transformers import AutoConfig, AutoModelForCausalLM, GenerationConfig
 
+    model: Any = tree
     weight = next(model.parameters())
     config = AutoConfig.from_pretrained(model.directory)
     config.dtype = weight.dtype

@@ -56,7 +56,7 @@ from inference.weights.kernels import (
     Int8Embedding,
     Int8Linear,
 )
-from inference.weights.select import return_freed_memory
+from inference.weights.memory import return_freed_memory
 from reasoning.errors import InvalidInput
 
 __all__ = ["DIRECT_FORMATS", "SafetensorsSource", "direct_reason", "load_direct"]

@@ -29,16 +29,19 @@ import torch
 from inference.decoder.kv_slab import SlabCache
 from inference.decoder.packed_llama import LeanLlama
 from inference.weights.formats import FormatProbe
-from inference.weights.gguf_q4 import Q4Block
 
 __all__ = [
     "CALIBRATION",
     "KL_GATE",
     "PROBE_VERSION",
+    "calibration_ids",
     "choose",
     "distribution_gap",
+    "format_gap",
     "machine_fingerprint",
+    "measure_format",
     "probe_formats",
+    "scored_rows",
     "step_seconds",
     "teacher_forced_logits",
 ]
@@ -85,11 +88,61 @@ def teacher_forced_logits(
 
 def distribution_gap(reference: torch.Tensor, candidate: torch.Tensor) -> tuple[float, float]:
     """``(mean KL(ref || cand) in nats, top-1 agreement)`` over rows of logits ``[N, V]``."""
-    ref = reference.float().log_softmax(-1)
+    kl, agree, count = _gap_sums(reference.float().log_softmax(-1), candidate)
+    return kl / count, agree / count
+
+
+def scored_rows(
+    forward: LeanLlama,
+    sequences: Sequence[Sequence[int]],
+    starts: Sequence[int],
+    device: torch.device,
+) -> tuple[torch.Tensor, ...]:
+    """Per sequence, the float32 log-probabilities ``[positions, V]`` a format is scored on.
+
+    Row ``j`` predicts token ``starts[i] + j + 1`` of sequence ``i``: the rows
+    from ``starts[i]`` to the sequence's second-last position (``starts`` 0:
+    every prediction inside the sequence).
+    """
+    out = []
+    for ids, start in zip(sequences, starts):
+        logits = teacher_forced_logits(forward, [ids], device)
+        out.append(logits[start : len(ids) - 1].log_softmax(-1))
+    return tuple(out)
+
+
+def format_gap(
+    reference: Sequence[torch.Tensor],
+    forward: LeanLlama,
+    sequences: Sequence[Sequence[int]],
+    starts: Sequence[int],
+    device: torch.device,
+) -> tuple[float, float]:
+    """``(mean KL(p_float32 || p_format) in nats, top-1 agreement)`` over every scored position.
+
+    The one quality figure of a weight format, used by the start-up probe
+    (:func:`measure_format`, on :data:`CALIBRATION`) and by
+    ``bench.weight_formats`` (float32's greedy continuations of prompts).
+    ``reference`` is :func:`scored_rows` of the float32 forward on the same
+    ``sequences`` and ``starts``; ``forward`` must be the forward a load in
+    the format serves (for a direct load its tied embedding reads the int8
+    head's codes, which a conversion of the float32 model does not), so the
+    figure is of the model requests will run on. Positions are pooled: a
+    longer sequence weighs more.
+    """
+    kl = agree = count = 0.0
+    for ref, rows in zip(reference, scored_rows(forward, sequences, starts, device)):
+        k, a, n = _gap_sums(ref, rows)
+        kl, agree, count = kl + k, agree + a, count + n
+    return kl / count, agree / count
+
+
+def _gap_sums(reference: torch.Tensor, candidate: torch.Tensor) -> tuple[float, float, int]:
+    """Summed KL and top-1 matches of ``candidate`` (logits) against ``reference`` (log-probs)."""
     cand = candidate.float().log_softmax(-1)
-    kl = (ref.exp() * (ref - cand)).sum(-1).clamp(min=0.0)
-    agree = (ref.argmax(-1) == cand.argmax(-1)).float()
-    return float(kl.mean()), float(agree.mean())
+    kl = (reference.exp() * (reference - cand)).sum(-1).clamp(min=0.0)
+    agree = (reference.argmax(-1) == cand.argmax(-1)).sum()
+    return float(kl.sum()), float(agree), int(reference.shape[0])
 
 
 def step_seconds(
@@ -125,36 +178,57 @@ def step_seconds(
     return statistics.median(times)
 
 
-def probe_formats(
-    model: Any,
-    tokenizer: Any,
-    formats: Sequence[str],
-    build: Callable[[Any, str, Mapping[str, Q4Block] | None], LeanLlama],
-    blocks: Mapping[str, Q4Block] | None,
-) -> tuple[FormatProbe, ...]:
-    """Build each format's forward from the float32 ``model`` in turn, measure it, let it go.
+def calibration_ids(tokenizer: Any) -> list[list[int]]:
+    """The token ids of :data:`CALIBRATION` through ``tokenizer``."""
+    return [list(tokenizer(text)["input_ids"]) for text in CALIBRATION]
 
-    ``build(model, format, blocks)`` returns a lean forward without changing
-    the model (:func:`inference.weights.build.build_forward`'s first value).
+
+def measure_format(
+    weights: str,
+    forward: LeanLlama,
+    reference: Sequence[torch.Tensor],
+    sequences: Sequence[Sequence[int]],
+    device: torch.device,
+) -> FormatProbe:
+    """One format's probe: :func:`format_gap` over every position of ``sequences`` and its step.
+
+    ``reference`` is :func:`scored_rows` of the float32 forward on ``sequences`` from 0.
     """
-    device = next(model.parameters()).device
-    sequences = [tokenizer(text)["input_ids"] for text in CALIBRATION]
-    reference: torch.Tensor | None = None
-    probes = []
-    for weights in ("float32", *[f for f in formats if f != "float32"]):
-        forward = build(model, weights, blocks)
-        logits = teacher_forced_logits(forward, sequences, device)
-        if reference is None:
-            reference = logits
-        kl, top1 = distribution_gap(reference, logits)
-        seconds = step_seconds(forward, device)
-        probes.append(
-            FormatProbe(
-                weights, round(kl, 5), round(top1, 4), round(seconds * 1e3, 2), kl <= KL_GATE
-            )
-        )
-        del forward, logits
+    kl, top1 = format_gap(reference, forward, sequences, [0] * len(sequences), device)
+    seconds = step_seconds(forward, device)
+    return FormatProbe(weights, round(kl, 5), round(top1, 4), round(seconds * 1e3, 2), kl <= KL_GATE)
+
+
+def probe_formats(
+    formats: Sequence[str],
+    serve: Callable[[str], LeanLlama],
+    sequences: Sequence[Sequence[int]],
+    device: torch.device,
+    measured: Callable[[FormatProbe], None] | None = None,
+) -> tuple[FormatProbe, ...]:
+    """Measure every format on the forward ``serve(format)`` returns, float32 first, one at a time.
+
+    ``serve`` must return the forward a load in that format would serve
+    (:func:`format_gap`); float32 is the reference (KL 0, agreement 1).
+    ``measured`` hears each probe once its format is measured, before the
+    next format is served (the caller may keep that format's model, or let
+    it go); the probe itself keeps no forward.
+    """
+    reference = serve("float32")
+    rows = scored_rows(reference, sequences, [0] * len(sequences), device)
+    probes = [
+        FormatProbe("float32", 0.0, 1.0, round(step_seconds(reference, device) * 1e3, 2), True)
+    ]
+    del reference
+    if measured is not None:
+        measured(probes[0])
+    for weights in [f for f in formats if f != "float32"]:
+        forward = serve(weights)
+        probes.append(measure_format(weights, forward, rows, sequences, device))
+        del forward
         gc.collect()
+        if measured is not None:
+            measured(probes[-1])
     return tuple(probes)
 
 

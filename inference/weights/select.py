@@ -9,32 +9,35 @@ falls back to float32 on the library forward and says so.
 
 from __future__ import annotations
 
-import ctypes
-import gc
 import json
 import logging
 import time
-from collections.abc import Mapping
-from dataclasses import asdict
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from inference.decoder.packed_llama import LeanLlama, attach, unsupported_reason
 from inference.weights.build import build_forward, install
+from inference.weights.direct import load_direct
 from inference.weights.formats import WEIGHT_FORMATS, FormatProbe, WeightsChoice
 from inference.weights.gate import excluded, read_gate, unmeasured
 from inference.weights.gguf_q4 import Q4Block, q4_1_blocks
-from inference.weights.probe import choose, machine_fingerprint, probe_formats
+from inference.weights.memory import return_freed_memory
+from inference.weights.probe import calibration_ids, choose, machine_fingerprint, probe_formats
 from reasoning.errors import InvalidInput
 
 __all__ = [
+    "Measured",
     "apply_weights",
     "gguf_blocks",
     "log_choice",
     "measure_weights",
     "planned_weights",
-    "return_freed_memory",
 ]
+
+#: ``(format, reason, probes)``: what a load runs in, why, and the measurements behind it.
+Plan = tuple[str, str, tuple[FormatProbe, ...]]
 
 log = logging.getLogger("tenet.weights")
 
@@ -66,13 +69,16 @@ def apply_weights(
     gguf: Path | None,
     packed: bool = True,
     probe_dir: Path | None = None,
+    plan: Plan | None = None,
 ) -> WeightsChoice:
     """Convert ``model`` (loaded in float32, or bfloat16 for a named low-precision format) in place.
 
     ``gguf`` is the file the model came from, if it is one: ``int4`` then
     takes its Q4_1 blocks as they are. With ``packed`` False the model keeps
     the library forward (over the converted weights). ``probe_dir`` keeps the
-    auto probe's measurements for later loads on the same machine.
+    auto probe's measurements for later loads on the same machine. ``plan`` is
+    a choice already measured on this model (:func:`measure_weights`): it is
+    applied and reported as it was measured, not probed again.
     """
     reason = unsupported_reason(model)
     if reason is not None:
@@ -80,10 +86,18 @@ def apply_weights(
             raise InvalidInput(f"weights {requested} need a Llama-family model: {reason}")
         weights = "float32" if requested == "auto" else requested
         return WeightsChoice(requested, weights, "library", f"library forward (fallback): {reason}")
-    blocks = gguf_blocks(model.config, gguf) if requested in ("auto", "int4") else None
+    probing = requested == "auto" and plan is None
+    blocks = gguf_blocks(model.config, gguf) if probing or requested == "int4" else None
     probes: tuple[FormatProbe, ...] = ()
-    if requested == "auto":
-        probes, when = _probes(model, tokenizer, blocks, probe_dir)
+    if plan is not None:
+        weights, why, probes = plan
+    elif requested == "auto":
+
+        def converted(weights: str) -> LeanLlama:
+            # What install() would serve: a conversion of this model.
+            return build_forward(model, weights, blocks)[0]
+
+        probes, when = _probes(model, tokenizer, converted, probe_dir)
         weights, why = _choose(probes, probe_dir)
         why = f"{why} (measured {when})"
     else:
@@ -138,25 +152,68 @@ def _choose(probes: tuple[FormatProbe, ...], probe_dir: Path | None) -> tuple[st
     return choose(probes, excluded(kept), unmeasured(kept, WEIGHT_FORMATS))
 
 
+@dataclass(frozen=True)
+class Measured:
+    """The first ``auto`` load's measurement: the plan, and the chosen format's model if built.
+
+    ``model`` is the direct load the probe measured for the chosen low-precision
+    format (None when float32 was chosen, or the measurement was kept from an
+    earlier load): the caller serves it rather than loading the format again.
+    """
+
+    plan: Plan
+    model: Any
+
+
 def measure_weights(
     model: Any,
     tokenizer: Any,
+    directory: Path,
     gguf: Path | None,
     probe_dir: Path | None,
     table: Path | None = None,
-) -> tuple[str, str, tuple[FormatProbe, ...]] | None:
-    """``auto``'s measurement on the float32 ``model`` (kept in ``probe_dir``) and its choice.
+) -> Measured | None:
+    """``auto``'s measurement (kept in ``probe_dir``) and its choice, on the formats as served.
 
-    For the first ``auto`` load on a machine: the caller then loads the chosen
-    format directly, as later loads do. None for a model outside the Llama
+    For the first ``auto`` load on a machine whose model in ``directory``
+    loads directly: float32 is ``model`` (the float32 library model) on its
+    lean forward; every other format is its direct load from ``directory``,
+    the model a later load in it serves. The fastest eligible candidate's
+    model is kept while the others are measured and let go one at a time, so
+    the chosen format is built once. None for a model outside the Llama
     family (:func:`apply_weights` then keeps the library forward).
     """
     if unsupported_reason(model) is not None:
         return None
     blocks = gguf_blocks(model.config, gguf, table)
-    probes, when = _probes(model, tokenizer, blocks, probe_dir)
-    weights, why = _choose(probes, probe_dir)
-    return weights, f"{why} (measured {when})", probes
+    device = next(model.parameters()).device
+    kept = read_gate(probe_dir)
+    ruled_out = excluded(kept)
+    best: list[tuple[FormatProbe, Any]] = []
+    current: list[Any] = []
+
+    def served(weights: str) -> LeanLlama:
+        if weights == "float32":
+            return build_forward(model, "float32")[0]
+        loaded, forward = load_direct(directory, weights, blocks=blocks, device=device)
+        current.append(loaded)
+        return forward
+
+    def measured(probe: FormatProbe) -> None:
+        if not current:
+            return
+        loaded = current.pop()
+        eligible = probe.passed and probe.weights not in ruled_out
+        if eligible and (not best or probe.step_ms < best[0][0].step_ms):
+            best[:] = [(probe, loaded)]
+        del loaded
+        return_freed_memory()
+
+    probes, when = _probes(model, tokenizer, served, probe_dir, measured)
+    weights, why = choose(probes, ruled_out, unmeasured(kept, WEIGHT_FORMATS))
+    chosen = best[0][1] if best and best[0][0].weights == weights else None
+    best.clear()
+    return Measured((weights, f"{why} (measured {when})", probes), chosen)
 
 
 def _probe_path(probe_dir: Path, device: Any) -> Path:
@@ -178,41 +235,31 @@ def _kept_probes(probe_dir: Path | None, device: Any) -> tuple[tuple[FormatProbe
 
 
 def _probes(
-    model: Any, tokenizer: Any, blocks: Mapping[str, Q4Block] | None, probe_dir: Path | None
+    model: Any,
+    tokenizer: Any,
+    serve: Callable[[str], LeanLlama],
+    probe_dir: Path | None,
+    measured: Callable[[FormatProbe], None] | None = None,
 ) -> tuple[tuple[FormatProbe, ...], str]:
     """The auto probe's measurements and when they were taken: kept per model and machine.
 
     A later load on the same machine (processor, torch build, thread count,
     device) reuses them rather than spending the probe's seconds again.
+    ``serve(format)`` is the forward a load in that format serves.
     """
     device = next(model.parameters()).device
     kept = _kept_probes(probe_dir, device)
     if kept is not None:
         return kept
     path = None if probe_dir is None else _probe_path(probe_dir, device)
-    probes = probe_formats(model, tokenizer, WEIGHT_FORMATS, _forward_only, blocks)
-    measured = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    probes = probe_formats(WEIGHT_FORMATS, serve, calibration_ids(tokenizer), device, measured)
+    taken = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     if path is not None:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_name(path.name + ".tmp")
-            tmp.write_text(
-                json.dumps({"measured": measured, "probes": [asdict(p) for p in probes]})
-            )
+            tmp.write_text(json.dumps({"measured": taken, "probes": [asdict(p) for p in probes]}))
             tmp.replace(path)
         except OSError as exc:
             log.warning("could not keep the weights probe in %s: %s", path, exc)
-    return probes, f"{measured} at this load"
-
-
-def return_freed_memory() -> None:
-    """Hand the conversion's freed buffers back to the OS (glibc keeps them otherwise: ~300 MB here)."""
-    gc.collect()
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        return
-
-
-def _forward_only(model: Any, weights: str, blocks: Mapping[str, Q4Block] | None) -> LeanLlama:
-    return build_forward(model, weights, blocks)[0]
+    return probes, f"{taken} at this load"

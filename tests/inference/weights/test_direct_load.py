@@ -23,8 +23,15 @@ from inference.loader import load_model
 from inference.weights.build import convert
 from inference.weights.direct import direct_reason, load_direct
 from inference.weights.formats import WEIGHT_FORMATS, FormatProbe
+from inference.weights.gate import SteeredAccuracy, record
 from inference.weights.kernels import Int4Linear, Int8Embedding, Int8Linear, stored_bytes
-from inference.weights.probe import distribution_gap, machine_fingerprint
+from inference.weights.probe import (
+    calibration_ids,
+    distribution_gap,
+    format_gap,
+    machine_fingerprint,
+    scored_rows,
+)
 from tests.conftest import MODEL_CACHE
 from tests.inference.decoder.test_packed_llama import _tiny
 from tests.inference.weights.test_weight_formats import _bundled_tokenizer
@@ -256,3 +263,37 @@ def test_the_first_auto_load_measures_then_loads_the_chosen_format_as_later_load
         embedding = lm.model.model.embed_tokens
         # A chosen int format is loaded directly both times: the embedding reads the head's codes.
         assert isinstance(embedding, Int8Embedding) == (first.weights.weights in ("int8", "int4"))
+    # Each figure is of the model a load in that format serves: the named load's forward
+    # scores what the probe kept for it, through the same function.
+    ids = calibration_ids(tokenizer)
+    starts = [0] * len(ids)
+    reference = load_model(str(directory), device="cpu", weights="float32")
+    ref_forward = packed_forward(reference.model)
+    assert ref_forward is not None
+    rows = scored_rows(ref_forward, ids, starts, reference.device)
+    for probe in first.weights.probes[1:]:
+        named = load_model(str(directory), device="cpu", weights=probe.weights)
+        forward = packed_forward(named.model)
+        assert forward is not None
+        kl, top1 = format_gap(rows, forward, ids, starts, named.device)
+        assert kl == pytest.approx(probe.kl_vs_float32, abs=2e-5), probe.weights
+        assert top1 == pytest.approx(probe.top1_agreement, abs=2e-4), probe.weights
+
+
+def test_a_first_auto_load_that_keeps_float32_reports_what_it_measured(tmp_path: Path) -> None:
+    """The steered gate rules every other format out, so the first load keeps float32: it says
+    it measured at this load (it once re-read its own kept measurement and said 'reused')."""
+    tokenizer = _bundled_tokenizer()
+    directory = _saved(tmp_path / "model", tied=True, vocab=len(tokenizer))
+    tokenizer.save_pretrained(directory)
+    cache = tmp_path / "cache"
+    sha = load_model(str(directory), device="cpu", weights="int8").identity.sha256
+    probe_dir = cache / f"probe-{sha[:16]}"
+    for weights, accuracy in (("float32", 0.9), ("bfloat16", 0.5), ("int8", 0.5), ("int4", 0.5)):
+        record(probe_dir, SteeredAccuracy(weights, "quick", accuracy, 4, 6, "then"))
+    first = load_model(str(directory), device="cpu", weights="auto", cache_root=cache)
+    assert (first.weights.weights, first.weights.forward) == ("float32", "packed")
+    assert "at this load" in first.weights.reason and "steered accuracy 0.5" in first.weights.reason
+    assert {p.weights for p in first.weights.probes} == set(WEIGHT_FORMATS)
+    forward = packed_forward(first.model)
+    assert forward is not None and forward.weights == "float32"
