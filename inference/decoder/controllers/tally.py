@@ -223,24 +223,31 @@ def lists_in(text: str, chunk: str) -> bool:
     return any(list_line(line, index < len(lines) - 1) for index, line in enumerate(lines))
 
 
-def _free_prefixes(tables: VocabTables, measure: Measure) -> frozenset[bytes]:
-    """Proper UTF-8 prefixes of characters ``measure`` does not count (a
-    fragment with such a tail can still complete without adding an item)."""
+def _completes_free(tables: VocabTables, measure: Measure, tail: bytes) -> bool:
+    """Whether the unfinished UTF-8 ``tail`` can complete a character (in
+    ``U+0080..U+2FFFF``) that ``measure`` does not count (a fragment with
+    such a tail can still complete without adding an item). Judged once per
+    tail, on the code points whose encoding starts with it."""
 
-    def build() -> frozenset[bytes]:
-        found: set[bytes] = set()
-        for code in range(0x80, 0x30000):
+    def build() -> bool:
+        lead = tail[0]
+        size = 2 if 0xC0 <= lead < 0xE0 else 3 if 0xE0 <= lead < 0xF0 else 4 if 0xF0 <= lead < 0xF8 else 0
+        if len(tail) >= size:
+            return False
+        bits = lead & (0x7F >> size)
+        for byte in tail[1:]:
+            bits = (bits << 6) | (byte & 0x3F)
+        rest = 6 * (size - len(tail))
+        low, high = bits << rest, (bits + 1) << rest
+        for code in range(max(low, 0x80), min(high, 0x30000)):
             if 0xD800 <= code <= 0xDFFF:
                 continue
             ch = chr(code)
-            encoded = ch.encode("utf-8")
-            if encoded[:-1] in found or units.count(measure, ch):
-                continue
-            for cut in range(1, len(encoded)):
-                found.add(encoded[:cut])
-        return frozenset(found)
+            if ch.encode("utf-8").startswith(tail) and not units.count(measure, ch):
+                return True
+        return False
 
-    return tables.cached(("tally-free-prefixes", measure), build)  # type: ignore[no-any-return]
+    return tables.cached(("tally-free-tail", measure, tail), build)  # type: ignore[no-any-return]
 
 
 def item_vector(tables: VocabTables, measure: Measure) -> torch.Tensor:
@@ -356,7 +363,7 @@ class Tallying(Controller):
         for i in self._masked:
             cap = self.caps[i]
             full = counts[i] + added(cap.measure, state.text, text) >= cap.at_most
-            if full and tail not in _free_prefixes(self.ctx.tables, cap.measure):
+            if full and not _completes_free(self.ctx.tables, cap.measure, tail):
                 return False
         return True
 
