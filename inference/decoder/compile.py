@@ -32,6 +32,7 @@ from inference.decoder.compile_form import (
     form_hashtags,
     form_initials,
     form_layout,
+    form_lines,
     form_minima,
     form_opening,
     form_placement,
@@ -172,6 +173,8 @@ def compile_steering(
     marks = form_sentence_mark(hard, layout, controlled, inserts=citations is not None or statement is not None)
     hashtags = form_hashtags(hard, layout, controlled, max_new_tokens=max_new_tokens,
                              inserts=citations is not None or statement is not None)
+    lines = form_lines(hard, layout, controlled, max_new_tokens=max_new_tokens,
+                       inserts=citations is not None or statement is not None)
     if placement is not None and policy.active:
         # Its tokens are forced: the character policy must allow every one of them.
         allowed = policy.allowed_mask(tables)
@@ -204,7 +207,7 @@ def compile_steering(
             spec
             for spec in (policy, SoftPolicy(soft_policy), limits, forbidden, citations, keywords, capitals,
                          tally, placement, floors, opening, minima, initials, spans, marks, hashtags,
-                         statement)
+                         lines, statement)
             if spec is not None
         ),
         max_new_tokens=max_new_tokens,

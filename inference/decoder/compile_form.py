@@ -41,6 +41,7 @@ guarantees it, and is reported ``controlled`` only then:
   model's prose (``controllers.spans``); ``form_sentence_mark`` every
   sentence ending with one mark (``controllers.sentence_marks``);
   ``form_hashtags`` a minimum of hashtags (``controllers.hashtags``);
+  ``form_lines`` a count of the answer's lines (``controllers.lines``);
   ``form_layout`` puts an
   answer-level wrapper's delimiters into the layout (forced first and last).
 
@@ -69,6 +70,7 @@ import msgspec
 from inference.decoder.controllers.floors import FLOOR_UNITS, Floor, Floors
 from inference.decoder.controllers.hashtags import HASHTAG_TOKENS, HashtagMinimum
 from inference.decoder.controllers.initials import Initial, Initials
+from inference.decoder.controllers.lines import LINE_TOKENS, LineCount
 from inference.decoder.controllers.minima import KEPT_UNITS, MOST_PER_TOKEN, Minimum, Minimums
 from inference.decoder.controllers.openings import OPENED_UNITS, Opening
 from inference.decoder.controllers.placing import STRIPPED, Placement
@@ -106,6 +108,7 @@ __all__ = [
     "form_hashtags",
     "form_initials",
     "form_layout",
+    "form_lines",
     "form_minima",
     "form_of_constraint",
     "form_opening",
@@ -830,6 +833,38 @@ def form_hashtags(
             return None  # a cap left to the prompt: the range is too
     controlled.update(c.id for c, _ in found)
     return HashtagMinimum(at_least=lo, sources=ids)
+
+
+def form_lines(
+    constraints: Sequence[Constraint], layout: Layout, controlled: set[str], *, max_new_tokens: int | None,
+    inserts: bool,
+) -> LineCount | None:
+    """The ``controllers.lines.LineCount`` of the counts of the answer's lines (a range is two
+    constraints; None: none, or not controllable here: a body that is not free, fixed text,
+    citations or a stated decision).
+
+    Raises:
+        ConflictError: a minimum above a maximum of lines.
+        LimitExceeded: more lines than the token budget holds.
+    """
+    found = [(c, form) for c in constraints if isinstance(form := form_of_constraint(c), Count)
+             and form.unit is Unit.LINES and form.per is None and form.of is None and form.filter == Filter()]
+    if not found:
+        return None
+    lo = max(_bounds(form.relation, form.n)[0] for _, form in found)
+    his = [hi for _, form in found if (hi := _bounds(form.relation, form.n)[1]) is not None]
+    hi = min(his) if his else None
+    ids = tuple(c.id for c, _ in found)
+    if hi is not None and lo > hi:
+        raise ConflictError(f"at least {lo} lines but at most {hi}", constraint_ids=list(ids))
+    if max_new_tokens is not None and lo * LINE_TOKENS > max_new_tokens:
+        raise LimitExceeded(f"{lo} lines cannot fit in {max_new_tokens} new tokens", constraint_ids=list(ids))
+    if inserts or layout.body.kind != "free" or any(isinstance(s, Literal) for s in build_layout(layout)):
+        return None
+    if hi is not None and hi < 1:
+        return None
+    controlled.update(ids)
+    return LineCount(at_least=lo, at_most=hi, sources=ids)
 
 
 def _forms(c: Constraint) -> tuple[Form, ...]:

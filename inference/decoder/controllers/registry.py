@@ -20,6 +20,7 @@ from inference.decoder.controllers.initials import build_initials
 from inference.decoder.controllers.keywords import build_keywords
 from inference.decoder.controllers.landing import build_landing
 from inference.decoder.controllers.lexical import build_forbidden
+from inference.decoder.controllers.lines import build_lines
 from inference.decoder.controllers.minima import build_minima
 from inference.decoder.controllers.openings import build_openings
 from inference.decoder.controllers.placeholders import build_placeholders
@@ -49,6 +50,7 @@ CONTROLLERS: tuple[Builder, ...] = (
     build_sentence_marks,  # every sentence ends with one mark: the other terminals masked
     build_spans,  # delimited spans: opened and closed where the model ends a word, capped by their openings
     build_hashtags,  # a hashtag minimum: '#' paced where a word ends, a word right after it
+    build_lines,  # a line count: breaks masked at the maximum, paced where a line owes its share
     build_keywords,  # paced insertions; capped counts checked per candidate
     build_capitals,  # paced after the keywords, over the budget they leave
     build_initials,  # words starting with given letters, paced as the capital words are
