@@ -73,6 +73,7 @@ class Hashtagging(Controller):
     def __init__(self, ctx: Context, spec: HashtagMinimum) -> None:
         self.ctx = ctx
         self.spec = spec
+        self.want = spec
         tables = ctx.tables
         self._spaced = tuple(tables.encode(" #"))
         self._bare = tuple(tables.encode("#"))
@@ -87,7 +88,8 @@ class Hashtagging(Controller):
         return (0, ())
 
     def _need(self, state: SteerState) -> int:
-        return max(0, self.spec.at_least - state.parts[self.slot][0])
+        count: int = state.parts[self.slot][0]
+        return max(0, self.want.at_least - count)
 
     def owed(self, state: SteerState) -> Owed:
         need = self._need(state)
@@ -119,8 +121,8 @@ class Hashtagging(Controller):
         if left <= need * HASHTAG_TOKENS:
             return Plan("only", opening[0])
         usable = budget - d.comp.reserve_tokens - _SLACK - HASHTAG_TOKENS
-        done = self.spec.at_least - need
-        if state.n_tokens >= usable * (done + 1) / (self.spec.at_least + 1) or d.close:
+        done = self.want.at_least - need
+        if state.n_tokens >= usable * (done + 1) / (self.want.at_least + 1) or d.close:
             d.marks[self.slot] = opening[0]
         return None
 
@@ -167,7 +169,7 @@ class Hashtagging(Controller):
         return (count + added(_MEASURE, before.text, chunk) if chunk else count, pending)
 
     def unmet(self, state: SteerState) -> tuple[str, ...]:
-        return ("hashtags",) if units.count(_MEASURE, state.text) < self.spec.at_least else ()
+        return ("hashtags",) if units.count(_MEASURE, state.text) < self.want.at_least else ()
 
 
 def build_hashtags(ctx: Context, specs: Sequence[Any]) -> Controller | None:

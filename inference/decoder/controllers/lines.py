@@ -91,6 +91,7 @@ class Lining(Controller):
     def __init__(self, ctx: Context, spec: LineCount) -> None:
         self.ctx = ctx
         self.spec = spec
+        self.want = spec
         tables = ctx.tables
 
         def build() -> torch.Tensor:
@@ -104,7 +105,8 @@ class Lining(Controller):
         return LineState()
 
     def _need(self, state: SteerState) -> int:
-        return max(0, self.spec.at_least - state.parts[self.slot].lines)
+        part: LineState = state.parts[self.slot]
+        return max(0, self.want.at_least - part.lines)
 
     def owed(self, state: SteerState) -> Owed:
         need = self._need(state)
@@ -123,7 +125,7 @@ class Lining(Controller):
         need = self._need(state)
         if not need or not part.current or budget is None or state.pending:
             return None
-        if self.spec.at_most is not None and part.lines >= self.spec.at_most:
+        if self.want.at_most is not None and part.lines >= self.want.at_most:
             return None
         left = budget - state.n_tokens - d.comp.reserve_tokens - _SLACK
         if left <= need * LINE_TOKENS:
@@ -142,7 +144,7 @@ class Lining(Controller):
         base: torch.Tensor,
         lp: torch.Tensor,
     ) -> None:
-        at_most = self.spec.at_most
+        at_most = self.want.at_most
         if at_most is None:
             return
         for r, state in enumerate(states):
@@ -171,8 +173,8 @@ class Lining(Controller):
 
     def unmet(self, state: SteerState) -> tuple[str, ...]:
         lines = len([ln for ln in state.text.splitlines() if ln.strip()])
-        over = self.spec.at_most is not None and lines > self.spec.at_most
-        return ("lines",) if over or lines < self.spec.at_least else ()
+        over = self.want.at_most is not None and lines > self.want.at_most
+        return ("lines",) if over or lines < self.want.at_least else ()
 
 
 def build_lines(ctx: Context, specs: Sequence[Any]) -> Controller | None:

@@ -101,6 +101,7 @@ class Spanning(Controller):
     def __init__(self, ctx: Context, spec: SpanCount) -> None:
         self.ctx = ctx
         self.spec = spec
+        self.want = spec
         tables = ctx.tables
         self._measure = spec.measure
         self._pattern = re.compile(re.escape(spec.left) + r"[^\n]+?" + re.escape(spec.right))
@@ -118,7 +119,7 @@ class Spanning(Controller):
         def build() -> torch.Tensor:
             return torch.tensor([value(t) for t in tables.texts], dtype=torch.int32, device=tables.device)
 
-        return tables.cached(("spans", self.spec.left, self.spec.right, value.__code__), build)  # type: ignore[no-any-return]
+        return tables.cached(("spans", self.want.left, self.want.right, value.__code__), build)  # type: ignore[no-any-return]
 
     def start(self) -> SpanState:
         return SpanState()
@@ -127,11 +128,11 @@ class Spanning(Controller):
         return state.text[state.parts[self.slot].since :]
 
     def _open(self, state: SteerState) -> bool:
-        return self.spec.left in self._tail(state)
+        return self.want.left in self._tail(state)
 
     def _owed_spans(self, state: SteerState) -> int:
         part: SpanState = state.parts[self.slot]
-        return max(0, self.spec.at_least - part.closed - (1 if self._open(state) else 0))
+        return max(0, self.want.at_least - part.closed - (1 if self._open(state) else 0))
 
     def owed(self, state: SteerState) -> Owed:
         need = self._owed_spans(state)
@@ -150,7 +151,7 @@ class Spanning(Controller):
 
     def ends_ok(self, state: SteerState) -> bool:
         part: SpanState = state.parts[self.slot]
-        return part.closed >= self.spec.at_least and not (self.spec.at_least and self._open(state))
+        return part.closed >= self.want.at_least and not (self.want.at_least and self._open(state))
 
     def _left_tokens(self, d: Draft) -> int:
         budget = self.ctx.max_new_tokens
@@ -163,12 +164,12 @@ class Spanning(Controller):
         at once when the budget left holds only what is owed."""
         state = d.state
         part: SpanState = state.parts[self.slot]
-        if part.pending or not self.spec.at_least:
+        if part.pending or not self.want.at_least:
             return None
         left = self._left_tokens(d)
         tail = self._tail(state)
-        if self.spec.left in tail:
-            content = tail[tail.index(self.spec.left) + 1 :]
+        if self.want.left in tail:
+            content = tail[tail.index(self.want.left) + 1 :]
             if not any(ch.isalnum() for ch in content):
                 return None
             urgent = left <= self._owed_spans(state) * SPAN_TOKENS + len(self._close) + 1
@@ -186,8 +187,8 @@ class Spanning(Controller):
             return Plan("only", opening[0])
         if budget is not None:
             usable = budget - d.comp.reserve_tokens - _SLACK - SPAN_TOKENS
-            done = self.spec.at_least - need
-            if state.n_tokens >= usable * (done + 1) / (self.spec.at_least + 1):
+            done = self.want.at_least - need
+            if state.n_tokens >= usable * (done + 1) / (self.want.at_least + 1):
                 d.marks[self.slot] = opening[0]
         return None
 
@@ -236,10 +237,10 @@ class Spanning(Controller):
 
     def _within(self, state: SteerState, text: str) -> bool:
         """Whether appending ``text`` keeps the count within the maximum (counted on the tail)."""
-        if self.spec.at_most is None:
+        if self.want.at_most is None:
             return True
         part: SpanState = state.parts[self.slot]
-        return part.closed + units.count(self._measure, self._tail(state) + text) <= self.spec.at_most
+        return part.closed + units.count(self._measure, self._tail(state) + text) <= self.want.at_most
 
     def advance(
         self,
@@ -269,14 +270,14 @@ class Spanning(Controller):
         line = new.text.rfind("\n", since)
         if line >= 0:
             since = line + 1
-        opened = self.spec.left in new.text[since:]
+        opened = self.want.left in new.text[since:]
         inside = part.inside + 1 if opened and since == part.since else (1 if opened else 0)
         return SpanState(closed, since, inside, pending)
 
     def unmet(self, state: SteerState) -> tuple[str, ...]:
         count = units.count(self._measure, state.text)
-        short = count < self.spec.at_least
-        over = self.spec.at_most is not None and count > self.spec.at_most
+        short = count < self.want.at_least
+        over = self.want.at_most is not None and count > self.want.at_most
         return ("spans",) if short or over else ()
 
 
