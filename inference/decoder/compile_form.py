@@ -47,7 +47,8 @@ guarantees it, and is reported ``controlled`` only then:
 
 Tables, lists beside another body and copies are ``compile_structure``'s.
 Everything else (other middle positions: a piece ending with or being a
-text; ratio minima; minima of numbers or filtered words) is left to the
+text; ratio minima; minima of numbers or filtered words; spans between
+delimiters of several characters; a line count beside fixed text) is left to the
 prompt and the verifier, reported ``uncontrolled``, as is a form controller's
 constraint where its guarantee would not hold (fixed text or inserted
 words beside a per-piece minimum or an opening, a cap on the opening's own
