@@ -26,6 +26,9 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
     monkeypatch.setenv("TENET_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("TENET_MODEL_CACHE_DIR", str(MODEL_CACHE))
     monkeypatch.setenv("TENET_DEVICE", "cpu")
+    # A named format: `tenet ask` here is about the request, not the weights probe (tested in
+    # tests/inference/weights), which builds and times every format on a fresh cache.
+    monkeypatch.setenv("TENET_WEIGHTS", "float32")
     return Settings.from_env()
 
 

@@ -57,7 +57,9 @@ async def test_models_is_503_while_no_model(
 async def test_ready_after_the_model_loads_in_the_background(
     settings: Settings, assert_problem: Problem
 ) -> None:
-    app = create_app(replace(settings, load_model=True, device="cpu"))
+    # float32 by name: the background load is under test, not the weights probe (tested in
+    # tests/inference/weights), which would build and time every format on a fresh cache.
+    app = create_app(replace(settings, load_model=True, device="cpu", weights="float32"))
     async with AsyncTestClient(app=app) as client:
         assert (await client.get("/healthz")).status_code == 200
         first = await client.get("/readyz")
@@ -107,7 +109,7 @@ async def test_models_lists_the_loaded_identity(
 
 @pytest.mark.model
 async def test_the_packed_forward_can_be_switched_off(settings: Settings) -> None:
-    runtime = Runtime(replace(settings, packed_forward=False, load_model=True))
+    runtime = Runtime(replace(settings, packed_forward=False, load_model=True, weights="float32"))
     try:
         loaded = runtime.load_model_now()
         assert packed_forward(loaded.model) is None

@@ -63,6 +63,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         "TENET_DATA_DIR": str(data_dir),
         "TENET_MODEL_CACHE_DIR": str(MODEL_CACHE),
         "TENET_DEVICE": "cpu",
+        # A named format: the weights probe (tested in tests/inference/weights) would build and
+        # time every format at a first start on a fresh cache.
+        "TENET_WEIGHTS": "float32",
         "TENET_MAX_BODY_BYTES": "65536",
         "TENET_LOG_JSON": "true",
     }

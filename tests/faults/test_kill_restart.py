@@ -38,7 +38,9 @@ def _free_port() -> int:
 def _start(data_dir: Path, port: int, *, model: bool) -> subprocess.Popen[bytes]:
     log = (data_dir.parent / "serve.log").open("ab")
     env = {**os.environ, "TENET_DATA_DIR": str(data_dir), "TENET_MODEL_CACHE_DIR": str(MODEL_CACHE),
-           "TENET_LOAD_MODEL": "true" if model else "false", "TENET_DEVICE": TEST_DEVICE}
+           "TENET_LOAD_MODEL": "true" if model else "false", "TENET_DEVICE": TEST_DEVICE,
+           # Named, so no start pays the weights probe (tested in tests/inference/weights).
+           "TENET_WEIGHTS": "float32"}
     process = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
                                env=env, cwd=REPO, stdout=log, stderr=log)
     probe = "/readyz" if model else "/healthz"
