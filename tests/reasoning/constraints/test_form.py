@@ -50,6 +50,8 @@ COMPLETE: list[tuple[Any, str, bool]] = [
     (Count(unit=Unit.CHARACTERS, relation=AT_MOST, n=10), "Hi there.\nO", False),
     # ... and "excluding spaces" leaves white space out.
     (Count(unit=Unit.CHARACTERS, filter=Filter(nonspace=True), relation=EXACTLY, n=9), "Hi there.\nO", True),
+    (Count(unit=Unit.HASHTAGS, relation=AT_LEAST, n=2), "#sun and #sea2024!", True),
+    (Count(unit=Unit.HASHTAGS, relation=AT_LEAST, n=1), "a#b, ## and # alone", False),
     (Count(unit=Unit.NESTED_BULLETS, relation=AT_LEAST, n=1), "* top\n  * inner", True),
     (Count(unit=Unit.SPANS, filter=Filter(left="(", right=")"), relation=AT_LEAST, n=2), "a (b) c (d)", True),
     (Count(unit=Unit.LETTERS, filter=Filter(case="upper"), relation=AT_MOST, n=0,
