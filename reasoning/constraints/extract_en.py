@@ -1040,7 +1040,7 @@ def repeat_text(text: str, start: int, end: int) -> str | None:
     elif text[:line_start].strip():
         prompt_to_repeat = text[:line_start]
     else:
-        sentence_end = re.search(r"[.!?]\s", text[end:])
+        sentence_end = re.search(r"[.!?:]\s", text[end:])  # the request's sentence, or its colon
         block = text.find("\n\n", end)
         if block == -1:
             if sentence_end is None:
