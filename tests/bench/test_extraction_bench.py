@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from bench import extraction, verifier_agreement
 
 ROWS = [
     {"key": 1, "prompt": "Write a poem. Do not use any commas.", "instruction_id_list": ["punctuation:no_comma"],
@@ -22,12 +21,12 @@ ROWS = [
 ]
 
 
-def _run(module: str, *args: str) -> dict[str, object]:
-    completed = subprocess.run(
-        [sys.executable, "-m", module, *args], cwd=REPO, capture_output=True, text=True, timeout=600, check=True
-    )
-    lines = [line for line in completed.stdout.splitlines() if line.strip()]
-    return json.loads(lines[-1])
+def _run(main: Callable[[list[str]], int], args: list[str], capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
+    """The benchmark's ``main`` in this process (a subprocess would import torch and load spaCy
+    again for each run); its exit status 0 and its last stdout line, one JSON object."""
+    assert main(args) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.strip()]
+    return dict(json.loads(lines[-1]))
 
 
 @pytest.fixture
@@ -37,8 +36,8 @@ def data(tmp_path: Path) -> Path:
     return path
 
 
-def test_extraction_bench_scores_a_labelled_sample(data: Path) -> None:
-    report = _run("bench.extraction", "--data", str(data))
+def test_extraction_bench_scores_a_labelled_sample(data: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    report = _run(extraction.main, ["--data", str(data)], capsys)
     for key in ("precision", "recall", "param_accuracy", "per_kind", "p50_ms", "p95_ms", "n_prompts", "matching_rule"):
         assert key in report
     assert report["n_prompts"] == 3
@@ -51,14 +50,14 @@ def test_extraction_bench_scores_a_labelled_sample(data: Path) -> None:
     assert report["recall"] == 0.75
 
 
-def test_extraction_bench_quick_sample_on_ifeval() -> None:
-    report = _run("bench.extraction", "--quick", "--limit", "6")
+def test_extraction_bench_quick_sample_on_ifeval(capsys: pytest.CaptureFixture[str]) -> None:
+    report = _run(extraction.main, ["--quick", "--limit", "6"], capsys)
     assert report["n_prompts"] == 6
     assert 0.0 <= float(report["precision"]) <= 1.0
 
 
-def test_verifier_agreement_bench(data: Path) -> None:
-    report = _run("bench.verifier_agreement", "--data", str(data))
+def test_verifier_agreement_bench(data: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    report = _run(verifier_agreement.main, ["--data", str(data)], capsys)
     assert report["pairs"] > 0
     assert 0.0 <= float(report["agreement"]) <= 1.0
     assert "punkt" in str(report["judge_fallbacks"])
