@@ -243,7 +243,7 @@ def load_direct(
             layers.append(_load_layer(model, index, reader))
             # Each layer's conversion buffers are freed; hand them back so they are not
             # counted on top of the next layer's (glibc keeps them otherwise).
-            return_freed_memory()
+            return_freed_memory(collect=False)
         _load_rest(model, source, weights)
     model.to(device)
     model.eval()
