@@ -93,7 +93,7 @@ _TARGETS = {"每句话": Unit.SENTENCES, "每一句": Unit.SENTENCES, "每句": 
             "每段": Unit.PARAGRAPHS}
 _LAYOUT = re.compile(r"(?:用|以|使用|采用|做成|整理成|列成|呈现为|写成)(?:一个|一张)?(?:[^，。；,;]{1,6}的)?(?P<layout>"
                      + _alternation(list(ZH_LAYOUTS)) + r")")
-_LIST_ITEMS = re.compile(r"(?:正好|恰好|刚好)?(?:列出|写出|写|包含|有|分)?(?P<num>" + ZH_NUMBER + r")\s*(?:个|条|项|点)")
+_LIST_ITEMS = re.compile(r"(?:正好|恰好|刚好)?(?:列出|写出|给出|举出|写|包含|有|分)?(?P<num>" + ZH_NUMBER + r")\s*(?:个|条|项|点)")
 _ANSWER_END = re.compile(
     r"(?:整个回答|回答|答案|回复|全文)的?(?P<where>开头|结尾|最后)(?:必须|应该|应|要|须|需)?(?:是|为|写)\s*" + _QUOTE)
 _TABLE_ROWS = re.compile(r"(?:正好|恰好|刚好)?(?:有|包含|列出|写)?(?P<num>" + ZH_NUMBER + r")\s*行(?:数据|内容)?")
@@ -262,14 +262,20 @@ def _layouts(r: _Reader) -> None:
         r.add(Count(unit=Unit.NESTED_BULLETS, relation=Relation.EXACTLY, n=top * sub), match.start(), match.end())
         return
     for match in _LAYOUT.finditer(r.text):
-        if r.taken(match.start(), match.end(), frozenset({Kind.BULLET_COUNT})):
-            continue
+        clause_start = max(r.text.rfind(c, 0, match.start()) for c in "。；;\n") + 1
+        clause_end = min((i for i in (r.text.find(c, match.end()) for c in "。；;\n") if i >= 0), default=len(r.text))
+        if r.taken(clause_start, clause_end, frozenset({Kind.BULLET_COUNT})):
+            continue  # the bullet count of the same sentence already says the list
         layout = ZH_LAYOUTS[match.group("layout")]
         n: int | None = None
         end = match.end()
         if layout in (Layout.LIST, Layout.NUMBERED_LIST, Layout.NESTED_LIST):
             stop = min((i for i in (r.text.find(c, match.end()) for c in "。；;\n") if i >= 0), default=len(r.text))
             items = _LIST_ITEMS.search(r.text, match.end(), stop)
+            if items is None:  # "列出三个要点，用项目符号": the items are said before the layout, in its sentence
+                begin = max(r.text.rfind(c, 0, match.start()) for c in "。；;\n") + 1
+                items = next((m for m in _LIST_ITEMS.finditer(r.text, begin, match.start())
+                              if re.match(r"列出|写出|给出|举出", m.group(0))), None)
             if items is not None:  # "用编号列表列出五个步骤": the list's items
                 n = parse_zh_number(items.group("num"))
                 end = items.end()

@@ -212,7 +212,7 @@ ZH_DELIMITERS: Mapping[str, tuple[str, str]] = {
 ZH_LAYOUTS: Mapping[str, Layout] = {
     "表格": Layout.TABLE, "嵌套列表": Layout.NESTED_LIST, "多级列表": Layout.NESTED_LIST,
     "编号列表": Layout.NUMBERED_LIST, "有序列表": Layout.NUMBERED_LIST, "数字编号": Layout.NUMBERED_LIST,
-    "项目符号列表": Layout.LIST, "无序列表": Layout.LIST, "列表": Layout.LIST,
+    "项目符号列表": Layout.LIST, "无序列表": Layout.LIST, "列表": Layout.LIST, "项目符号": Layout.LIST,
 }
 
 #: Chinese list words whose negation means "no list".
