@@ -33,6 +33,7 @@ __all__ = [
     "PromptPlan",
     "common_prefix_length",
     "evidence_block",
+    "instruction_sentences",
     "messages_for",
     "plan_prompt",
     "system_message",
@@ -63,6 +64,9 @@ class PromptPlan(msgspec.Struct, frozen=True, kw_only=True):
     facts: tuple[tuple[EvidenceFact, ...], ...]
     texts: tuple[str, ...]
     language: str = "en"
+    #: What the model is told to do: the system message and the request's sentences that hold a constraint
+    #: (an answer must not copy them; the facts a request states may be restated).
+    instructions: str = ""
 
     def branch_ids(self, branch: int) -> tuple[int, ...]:
         """The full prompt of ``branch`` as token ids (prefix + suffix)."""
@@ -82,6 +86,23 @@ def system_message(constraints: Sequence[Constraint], language: str, with_eviden
     if with_evidence:
         parts.append(_CITE[lang])
     return "\n\n".join(parts)
+
+
+_SENTENCE_END = ".!?。！？\n"
+
+
+def instruction_sentences(request: str, constraints: Sequence[Constraint]) -> list[str]:
+    """The sentences of ``request`` that hold a constraint's source text, each once, in order."""
+    found: dict[int, str] = {}
+    for c in constraints:
+        said = c.source.text if c.source is not None else ""
+        at = request.find(said) if said else -1
+        if at < 0:
+            continue
+        start = max(request.rfind(ch, 0, at) for ch in _SENTENCE_END) + 1
+        ends = [i for i in (request.find(ch, at + len(said)) for ch in _SENTENCE_END) if i >= 0]
+        found[start] = request[start : min(ends, default=len(request) - 1) + 1].strip()
+    return [found[k] for k in sorted(found) if found[k]]
 
 
 def evidence_block(subgraph: EvidenceSubgraph, language: str) -> str:
@@ -195,4 +216,5 @@ def plan_prompt(
         facts=tuple(facts for _, _, facts, _ in branches),
         texts=texts,
         language=_lang(language),
+        instructions="\n\n".join([base[0]["content"], *instruction_sentences(request, constraints)]),
     )

@@ -248,6 +248,7 @@ def decode(
                 language=plan.language,
                 pad_id=pad_id,
                 claims=claims,
+                instructions=plan.instructions,
             )
             config = BeamConfig(
                 options,

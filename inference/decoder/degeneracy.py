@@ -1,9 +1,17 @@
-"""Degenerate text: repetition loops, script drift, runs of non-language characters.
+"""Degenerate text: repetition loops, copies of the instructions, script drift, runs of non-language characters.
 
 DESIGN.md's measured pitfall: masks alone can push a small model into a run of
 emoji or digits once its preferred first tokens are masked. These checks run
 on a step's text at its boundary (cheap string work) and feed the entropy
 rule: a degenerate step is as uninformative as a high-entropy one.
+
+A small model pushed off its preferred tokens also falls back on text it can
+see: a step that restates the system message or the request ("你是一名严谨的合规
+助理。请直接回答请求。" as the first sentence of an answer) answers nothing, and
+neither does a one-character sentence of a Chinese answer ("确。", "请。") or a
+fragment of an earlier sentence. A copy is judged on word (or Han character)
+4-grams: a step of at least 8 words or characters whose 4-grams are nearly all
+(80 %) the instructions' (``copy_grams``) is a copy.
 
 Script drift is judged against the scripts of the answer's language
 (``answer_scripts``: the table the script controller uses,
@@ -15,6 +23,7 @@ Devanagari, not against Latin.
 from __future__ import annotations
 
 import itertools
+import re
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -22,7 +31,7 @@ from collections.abc import Iterable, Sequence
 from inference.decoder.vocab import letter_script
 from reasoning.language import LANGUAGE_SCRIPTS
 
-__all__ = ["LATIN", "answer_scripts", "degeneracy", "normalised_steps"]
+__all__ = ["LATIN", "answer_scripts", "copies", "copy_grams", "degeneracy", "normalised_steps"]
 
 LATIN: frozenset[str] = frozenset({"LATIN"})
 
@@ -34,6 +43,48 @@ _SAME_TOKEN_RUN = 6
 _NGRAM = 3
 _NGRAM_REPEATS = 3
 _LONG_LATIN = 20  # Latin letters a step of a non-Latin answer may hold with none of its own
+_COPY_GRAM = 4
+_COPY_MIN_TOKENS = 8
+_COPY_SHARE = 0.8
+_FRAGMENT = 3  # Han characters a step may have and still be a fragment of an earlier step
+_COPY_TOKEN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]|[^\W\u3400-\u4dbf\u4e00-\u9fff]+")
+
+Grams = frozenset[tuple[str, ...]]
+
+
+def _copy_tokens(text: str) -> list[str]:
+    return _COPY_TOKEN.findall(text.lower())
+
+
+def copy_grams(texts: Iterable[str]) -> Grams:
+    """The word / Han character 4-grams of ``texts`` (the instructions a step must not copy)."""
+    found: set[tuple[str, ...]] = set()
+    for text in texts:
+        tokens = _copy_tokens(text)
+        found.update(tuple(tokens[i : i + _COPY_GRAM]) for i in range(len(tokens) - _COPY_GRAM + 1))
+    return frozenset(found)
+
+
+def copies(step_text: str, grams: Grams) -> bool:
+    """Whether ``step_text`` is a copy of the text ``grams`` were taken from (see the module doc)."""
+    tokens = _copy_tokens(step_text)
+    if not grams or len(tokens) < _COPY_MIN_TOKENS:
+        return False
+    own = [tuple(tokens[i : i + _COPY_GRAM]) for i in range(len(tokens) - _COPY_GRAM + 1)]
+    return sum(1 for g in own if g in grams) >= _COPY_SHARE * len(own)
+
+
+def _fragment(normalized: str, seen: frozenset[str]) -> str | None:
+    """A Chinese step of one character, or of a few that an earlier step already holds."""
+    letters = [c for c in normalized if c.isalpha()]
+    if not seen or not letters or len(letters) > _FRAGMENT or any(letter_script(c) != "CJK" for c in letters):
+        return None
+    if len(letters) == 1:
+        return "repetition: a one-character sentence"
+    core = "".join(letters)
+    if any(core in s for s in seen):
+        return "repetition: a fragment of an earlier step"
+    return None
 
 
 def answer_scripts(language: str) -> frozenset[str]:
@@ -95,13 +146,15 @@ def degeneracy(
     step_tokens: Sequence[int],
     earlier_steps: Sequence[str] | frozenset[str],
     scripts: frozenset[str] = LATIN,
+    instructions: Grams = frozenset(),
 ) -> str | None:
     """Why the step is degenerate, or None. Deterministic, no model.
 
     ``earlier_steps``: the answer's earlier steps, as texts or already
     ``normalised_steps`` (a frozenset, which a caller judging many
     candidates of one beam computes once). ``scripts``: the answer's scripts
-    (``answer_scripts`` of its language).
+    (``answer_scripts`` of its language). ``instructions``: the ``copy_grams``
+    of the text the answer must not copy (empty: none).
     """
     normalized = " ".join(step_text.split()).lower()
     long_enough = (
@@ -122,6 +175,11 @@ def degeneracy(
     )
     if grams and max(grams.values()) >= _NGRAM_REPEATS:
         return "repetition: a phrase loops"
+    fragment = _fragment(normalized, seen)
+    if fragment:
+        return fragment
+    if copies(step_text, instructions):
+        return "copy: the step repeats the instructions"
     reason = _non_language_run(step_text)
     if reason:
         return reason

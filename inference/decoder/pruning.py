@@ -5,7 +5,11 @@ closes a step. Rules, cheapest first:
 
 3. entropy bound: the step's mean normalised token entropy (entropy / log V)
    exceeds ``entropy_bound`` (0.85), or the step is degenerate (repetition,
-   script drift, a run of digits / symbols / emoji -- ``degeneracy.py``);
+   a copy of the instructions -- the system message and the request, unless
+   a constraint asks for a copy --, a one-character Chinese sentence, script
+   drift, a run of digits / symbols / emoji -- ``degeneracy.py``); a step
+   holding tokens the steering forced is not judged a copy (its literal may
+   come from the instructions);
 2. evidence chain: the branch shows evidence and the step states a domain
    fact -- it names a known ontology label, a number or a date -- that no
    evidence fact of the branch and nothing in the request mentions.
@@ -64,7 +68,7 @@ import torch
 
 from inference.decoder.beam import SearchStats, StepCheck
 from inference.decoder.contrast import window_contrast, window_cost
-from inference.decoder.degeneracy import answer_scripts, degeneracy, normalised_steps
+from inference.decoder.degeneracy import answer_scripts, copy_grams, degeneracy, normalised_steps
 from inference.decoder.kv_slab import PrefixKV
 from inference.decoder.options import DecodeOptions
 from inference.decoder.runner import ModelRunner
@@ -221,6 +225,9 @@ class PruningJudge:
 
     ``claims`` is the decision's claim check (None when the request has no
     decision): every complete claim is checked, whatever the budget.
+
+    ``instructions`` is the text the model was told (the system message and
+    the request, without evidence): a step that copies it is degenerate.
     """
 
     tokenizer: Any
@@ -235,6 +242,7 @@ class PruningJudge:
     language: str = "en"
     pad_id: int = 0
     claims: ClaimGuard | None = None
+    instructions: str = ""
     claims_checked: int = 0
     claims_contradicted: int = 0
     counterfactual_skipped: int = 0
@@ -260,6 +268,8 @@ class PruningJudge:
         self._contrasts: dict[tuple[int, str], tuple[float, int]] = {}
         self._prefixes: dict[tuple[int, ...], tuple[str, frozenset[str]]] = {}
         self._scripts = answer_scripts(_answer_language(self.constraints, self.language))
+        copying = any(c.kind in (Kind.REPEAT_PROMPT, Kind.COPY) for c in self.constraints)
+        self._instructions = frozenset() if copying else copy_grams([self.instructions])
 
     def judge(
         self,
@@ -300,7 +310,13 @@ class PruningJudge:
         mean_entropy = sum(ents) / len(ents) if ents else 0.0
         earlier, earlier_steps = self._earlier(tokens, start)
         degenerate = (
-            degeneracy(text, [tokens[k] for k in free], earlier_steps, self._scripts)
+            degeneracy(
+                text,
+                [tokens[k] for k in free],
+                earlier_steps,
+                self._scripts,
+                self._instructions if len(free) == end - start else frozenset(),
+            )
             if free
             else None
         )

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from inference.decoder.beam import SearchStats
-from inference.decoder.degeneracy import answer_scripts, degeneracy
+from inference.decoder.degeneracy import answer_scripts, copy_grams, degeneracy
 from inference.decoder.options import DecodeOptions
 from inference.decoder.pruning import PruningJudge
 from inference.decoder.runner import ModelRunner
 from inference.loader import LoadedModel
-from reasoning.constraints.model import Constraint, Kind
+from inference.prompting import instruction_sentences, plan_prompt
+from reasoning.constraints.model import Constraint, Kind, Span
 from reasoning.constraints.verifiers import verify
 
 RUSSIAN = "Москва является столицей России и крупнейшим городом страны."
@@ -76,3 +79,57 @@ def test_the_judge_expects_the_required_languages_script(loaded_model: LoadedMod
     assert judged([russian]) == (None, "")
     rule, detail = judged([])
     assert rule == "entropy" and "script drift" in detail
+
+
+SYSTEM_ZH = "你是一名严谨的合规助理。请直接回答请求。\n\n必须严格遵守以下全部要求：\n- 恰好写3句话。"
+REQUEST_ZH = "用三句话解释什么是洗钱。"
+
+
+@pytest.mark.parametrize("step", ["你是一名严谨的合规助理。", "请直接回答请求。必须严格遵守", "用三句话解释什么是洗钱。",
+                                  "You are a careful assistant for compliance-bound work."])
+def test_a_step_that_copies_the_instructions_is_degenerate(step: str) -> None:
+    grams = copy_grams([SYSTEM_ZH, REQUEST_ZH, "You are a careful assistant for compliance-bound work. Answer it."])
+    reason = degeneracy(step, list(range(len(step))), (), answer_scripts("zh"), grams)
+    assert reason is not None and reason.startswith("copy"), reason
+
+
+@pytest.mark.parametrize("step", ["洗钱是把非法所得伪装成合法收入的过程。", "洗钱的目的是掩盖资金来源。", "是。"])
+def test_an_answer_of_its_own_is_no_copy(step: str) -> None:
+    grams = copy_grams([SYSTEM_ZH, REQUEST_ZH])
+    assert degeneracy(step, list(range(len(step))), (), answer_scripts("zh"), grams) is None
+
+
+@pytest.mark.parametrize(("step", "earlier"), [("确。", ["确实。"]), ("请。", ["洗钱是违法的。"]),
+                                               ("确实。", ["这确实很重要。"])])
+def test_a_one_character_or_fragment_sentence_of_a_chinese_answer_is_degenerate(step: str, earlier: list[str]) -> None:
+    reason = degeneracy(step, list(range(len(step))), earlier, answer_scripts("zh"))
+    assert reason is not None and reason.startswith("repetition"), reason
+
+
+def test_the_judge_prunes_a_step_that_copies_the_system_message_unless_a_copy_is_asked(tokenizer: Any) -> None:
+    """The plan's instructions (system message and request) reach the judge; a repeat constraint lifts the rule."""
+    request = "用三句话解释什么是洗钱。"
+    three = Constraint(id="c1", kind=Kind.SENTENCE_COUNT, params={"relation": "exactly", "n": 3})
+    plan = plan_prompt(tokenizer, request, [three], language="zh")
+    step = plan.instructions.split("\n")[0]  # the role sentence of the system message
+    tokens = list(tokenizer(step, add_special_tokens=False)["input_ids"])
+
+    def judged(constraints: list[Constraint]) -> tuple[bool, str | None, str]:
+        judge = PruningJudge(
+            tokenizer=tokenizer, runner=None, constraints=constraints, branches=[], options=DecodeOptions(),
+            stats=SearchStats(), verify=verify, language="zh", instructions=plan.instructions,
+        )
+        check = judge.judge(0, tokens, 0, len(tokens), [0.1] * len(tokens), final=False)
+        return check.keep, check.rule, check.detail
+
+    keep, rule, detail = judged([three])
+    assert not keep and rule == "entropy" and "copy" in detail
+    repeat = Constraint(id="c2", kind=Kind.REPEAT_PROMPT, params={"prompt_to_repeat": request})
+    assert judged([three, repeat]) == (True, None, "")
+
+
+def test_the_instructions_hold_the_requests_constraint_sentences_not_its_facts() -> None:
+    request = "Acme Ltd sent EUR 9,500 to John Doe on 2024-01-02. Answer in exactly 3 sentences. Is this reportable?"
+    three = Constraint(id="c1", kind=Kind.SENTENCE_COUNT, params={"relation": "exactly", "n": 3},
+                       source=Span(start=52, end=79, text="Answer in exactly 3 sentences"))
+    assert instruction_sentences(request, [three]) == ["Answer in exactly 3 sentences."]
