@@ -14,7 +14,9 @@ sentence can only end where a terminal is written. The controller keeps:
   short to end with it): checked per candidate on the last character before
   it, so the check costs the candidate's length;
 - the answer may end only after the mark (``ends_ok``), so its last piece is
-  a sentence that ends with it too.
+  a sentence that ends with it too; when the token budget is about to run
+  out inside a sentence, the mark is written after its last word (a run-on
+  sentence still gets its end).
 
 Guarantee: an answer this controller lets end has every sentence ending
 with the mark. The compiler controls it only in a free body without fixed
@@ -30,13 +32,14 @@ from typing import Any
 
 import torch
 
-from inference.decoder.controllers.protocol import Context, Controller, Plan, SteerState
+from inference.decoder.controllers.protocol import Context, Controller, Draft, Plan, SteerState
 
 __all__ = ["TERMINALS", "SentenceMark", "SentenceMarking", "build_sentence_marks"]
 
 #: The characters that end a sentence for the verifier.
 TERMINALS = ".!?\u3002\uff01\uff1f"
 _CLOSERS = "\"'\u201d\u2019)]"
+_LAST_TOKENS = 3  # budget tokens left at which an open sentence gets its mark
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,21 @@ class SentenceMarking(Controller):
             return torch.tensor(values, dtype=torch.bool, device=tables.device)
 
         self._banned = tables.cached(("sentence-mark-banned", spec.mark), build)
+        self.ctx = ctx
+        marks = tables.encode(spec.mark)
+        self._mark_id = marks[0] if len(marks) == 1 else -1
+
+    def pace(self, d: Draft) -> Plan | None:
+        """Write the mark after the last word when the budget is about to run out inside a sentence."""
+        budget = self.ctx.max_new_tokens
+        state = d.state
+        if budget is None or state.pending or self._mark_id < 0:
+            return None
+        left = budget - state.n_tokens - d.comp.reserve_tokens
+        last = state.text.rstrip()[-1:]
+        if left <= _LAST_TOKENS and last.isalnum() and state.text[-1:] == last:
+            return Plan("only", self._mark_id)
+        return None
 
     def mask(
         self,
