@@ -82,8 +82,9 @@ def test_quick_run_prints_one_json_object(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, tokenizer: Any
 ) -> None:
     progress = tmp_path / "progress.json"
-    # A 48-token cap keeps the smoke run short; the full budgets are the benchmark's business.
-    args = ["--quick", "--skip", "1", "--limit", "1", "--width", "1", "--max-new-tokens", "48"]
+    # A 24-token cap keeps the smoke run short (48 cost about 9 s more CPU here: the unsteered and
+    # timed generate calls run to the cap); the full budgets are the benchmark's business.
+    args = ["--quick", "--skip", "1", "--limit", "1", "--width", "1", "--max-new-tokens", "24"]
     args += ["--progress", str(progress)]
     assert main(args) == 0
     out, err = capsys.readouterr()
@@ -92,7 +93,7 @@ def test_quick_run_prints_one_json_object(
     sample = chosen[:: max(1, len(chosen) // 10)][:10]
     assert f"[1/1] key={sample[1]['key']} " in err  # --skip 1: the sample's second prompt
     assert report["pruning_enforced"] is True  # as POST /v1/reason decodes
-    assert report["max_new_tokens"] == 48
+    assert report["max_new_tokens"] == 24
     assert json.loads(progress.read_text()) == report
     for key in ("steered", "unsteered"):
         assert set(report[key]) >= {"instruction_strict", "prompt_strict", "n_prompts"}
