@@ -33,13 +33,13 @@ from inference.decoder.controllers.layout import LayoutSegment
 from inference.decoder.controllers.protocol import (
     HOLD_NONE,
     HOLD_TARGET,
-    NEG_INF,
     Context,
     Controller,
     Draft,
     Owed,
     Plan,
     SteerState,
+    write_mark_at_word_end,
 )
 from inference.decoder.controllers.tally import added
 from reasoning.constraints.form import units
@@ -142,12 +142,7 @@ class Hashtagging(Controller):
 
     def reweigh(self, states: Sequence[SteerState], plans: Sequence[Plan], rows: torch.Tensor) -> None:
         """Begin a due hashtag where the model ends its word."""
-        wordchar = self.ctx.tables.starts_wordchar
-        for r, plan in enumerate(plans):
-            token = plan.marks.get(self.slot, -1)
-            if token >= 0 and not bool(wordchar[int(rows[r].argmax())]) and rows[r, token] > NEG_INF:
-                rows[r] = NEG_INF
-                rows[r, token] = 0.0
+        write_mark_at_word_end(plans, self.slot, rows, self.ctx.tables.starts_wordchar)
 
     def advance(
         self,

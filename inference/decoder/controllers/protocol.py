@@ -69,6 +69,7 @@ __all__ = [
     "Owed",
     "Plan",
     "SteerState",
+    "write_mark_at_word_end",
 ]
 
 NEG_INF = float("-inf")
@@ -113,6 +114,19 @@ class Plan:
     marks: dict[int, Any] = field(default_factory=dict)
     later: Later | None = None  # what the rest adds, for the upper bounds (when any)
     owed: tuple[Owed, ...] = ()  # each controller's owed text, by slot (free and formal rows)
+
+
+def write_mark_at_word_end(
+    plans: Sequence[Plan], slot: int, rows: torch.Tensor, starts_wordchar: torch.Tensor
+) -> None:
+    """Force each row's marked token (``plans[r].marks[slot]``, a token id) where the
+    model's own best token would not continue a word, so an inserted mark never splits
+    a word; a row whose mark the masks already removed is left as it is."""
+    for r, plan in enumerate(plans):
+        token = plan.marks.get(slot, -1)
+        if token >= 0 and not bool(starts_wordchar[int(rows[r].argmax())]) and rows[r, token] > NEG_INF:
+            rows[r] = NEG_INF
+            rows[r, token] = 0.0
 
 
 @dataclass(slots=True)

@@ -48,13 +48,13 @@ from inference.decoder.controllers.layout import LayoutSegment
 from inference.decoder.controllers.protocol import (
     HOLD_NONE,
     HOLD_TARGET,
-    NEG_INF,
     Context,
     Controller,
     Draft,
     Owed,
     Plan,
     SteerState,
+    write_mark_at_word_end,
 )
 from reasoning.constraints.form import units
 from reasoning.constraints.form.model import Filter, Measure, Unit
@@ -222,12 +222,7 @@ class Spanning(Controller):
 
     def reweigh(self, states: Sequence[SteerState], plans: Sequence[Plan], rows: torch.Tensor) -> None:
         """Write a due opening or close where the model ends its word."""
-        wordchar = self.ctx.tables.starts_wordchar
-        for r, plan in enumerate(plans):
-            token = plan.marks.get(self.slot, -1)
-            if token >= 0 and not bool(wordchar[int(rows[r].argmax())]) and rows[r, token] > NEG_INF:
-                rows[r] = NEG_INF
-                rows[r, token] = 0.0
+        write_mark_at_word_end(plans, self.slot, rows, self.ctx.tables.starts_wordchar)
 
     def check(self, state: SteerState, memo: Any, text: str, tail: bytes, closing: bool) -> bool:
         return self._within(state, text)
