@@ -9,6 +9,10 @@
 
 Settings come from ``TENET_*`` environment variables (see README). Errors
 are printed as one line on stderr with exit status 1, never as a traceback.
+
+Each sub-command imports what it needs inside it: the service's modules pull in torch,
+spaCy, rdflib and alembic (seconds of CPU), which ``--help``, ``keys create`` or
+``diagnose`` never use.
 """
 
 from __future__ import annotations
@@ -26,9 +30,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, Self, TextIO
 
-import migrations
-from app.bootstrap import bootstrap_admin_key, bootstrap_domains
-from app.errors import problem_title
 from app.settings import Settings
 from reasoning.errors import InvalidInput, TenetError, Unavailable
 
@@ -70,10 +71,13 @@ def _check_database_files(settings: Settings) -> None:
 
 
 def _migrate(settings: Settings) -> None:
+    import migrations
+
     migrations.upgrade(settings.database_url)
 
 
 def _bootstrap(settings: Settings, out: TextIO) -> None:
+    from app.bootstrap import bootstrap_admin_key, bootstrap_domains
     from store.db import create_engine, create_sessionmaker
 
     async def run() -> str | None:
@@ -132,6 +136,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_db(args: argparse.Namespace) -> int:
+    import migrations
+
     settings = _settings()
     if args.db_command == "upgrade":
         migrations.upgrade(settings.database_url, args.revision)
@@ -188,6 +194,7 @@ def cmd_keys_create(args: argparse.Namespace) -> int:
 def cmd_ask(args: argparse.Namespace) -> int:
     from litestar.testing import TestClient
 
+    from app.bootstrap import bootstrap_domains
     from app.factory import create_app
     from app.runtime import Runtime
     from store import keys as key_store
@@ -429,6 +436,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return func(args)
     except TenetError as exc:
+        from app.errors import problem_title
+
         print(f"tenet: {problem_title(exc).lower()}: {exc.detail}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
