@@ -24,7 +24,8 @@ _EN_UNITS: Mapping[Unit, str] = {
     Unit.UNIQUE_WORDS: "distinct words", Unit.SENTENCES: "sentences", Unit.PARAGRAPHS: "paragraphs",
     Unit.LINES: "lines", Unit.BULLETS: "bullet points", Unit.NESTED_BULLETS: "nested bullet points",
     Unit.SECTIONS: "sections", Unit.PUNCTUATION: "punctuation marks", Unit.DIGITS: "digits",
-    Unit.NUMBERS: "numbers", Unit.EMOJI: "emoji", Unit.HASHTAGS: "hashtags (#word)", Unit.CAPITAL_WORDS: "words in all capitals",
+    Unit.NUMBERS: "numbers", Unit.EMOJI: "emoji", Unit.HASHTAGS: "hashtags (#word)", Unit.HEADINGS: "Markdown headings",
+    Unit.CAPITAL_WORDS: "words in all capitals",
     Unit.KEYWORDS: "occurrences", Unit.HIGHLIGHTS: "highlighted sections", Unit.PLACEHOLDERS: "placeholders",
     Unit.SPANS: "delimited spans", Unit.ANSWER: "answer",
 }
@@ -32,7 +33,8 @@ _ZH_UNITS: Mapping[Unit, str] = {
     Unit.CHARACTERS: "个字符", Unit.LETTERS: "个字母", Unit.WORDS: "个词", Unit.UNIQUE_WORDS: "个不同的词",
     Unit.SENTENCES: "个句子", Unit.PARAGRAPHS: "个段落", Unit.LINES: "行", Unit.BULLETS: "个要点",
     Unit.NESTED_BULLETS: "个嵌套要点", Unit.SECTIONS: "个部分", Unit.PUNCTUATION: "个标点符号",
-    Unit.DIGITS: "个数字字符", Unit.NUMBERS: "个数字", Unit.EMOJI: "个表情符号", Unit.HASHTAGS: "个话题标签（#词）", Unit.CAPITAL_WORDS: "个全大写单词",
+    Unit.DIGITS: "个数字字符", Unit.NUMBERS: "个数字", Unit.EMOJI: "个表情符号", Unit.HASHTAGS: "个话题标签（#词）", Unit.HEADINGS: "个Markdown标题",
+    Unit.CAPITAL_WORDS: "个全大写单词",
     Unit.KEYWORDS: "次", Unit.HIGHLIGHTS: "处突出显示", Unit.PLACEHOLDERS: "个占位符", Unit.SPANS: "处括起的内容",
     Unit.ANSWER: "回答",
 }
@@ -140,14 +142,18 @@ def _count(form: Count, zh: bool) -> str:
 def _position(form: Position, zh: bool) -> str:
     op = form.op.replace("_", " ")
     if zh:
+        piece = _ZH_UNITS[form.unit].lstrip("个")
         where = "回答" if form.unit is Unit.ANSWER else (
-            f"第{form.k}{_ZH_UNITS[form.unit].lstrip('个')}" if form.k > 0 else f"最后一{_ZH_UNITS[form.unit].lstrip('个')}"
+            f"第{form.k}{piece}" if form.k > 0 else f"每{piece}都" if form.k == 0 else f"最后一{piece}"
         )
         verb = {"starts_with": "以", "ends_with": "以", "is": "必须是"}[form.op]
         tail = {"starts_with": "开头", "ends_with": "结尾", "is": ""}[form.op]
         return f"{where}{verb}“{form.text}”{tail}。"
     if form.unit is Unit.ANSWER:
         return f'Your answer {op.replace("with", "with the text")} "{form.text}".'
+    if form.k == 0:
+        piece = "list item" if form.unit is Unit.BULLETS else form.unit.value[:-1]
+        return f'Every {piece} {op}s "{form.text}".'.replace("iss ", "is ").replace("withs", "with")
     ordinal = "last" if form.k < 0 else f"number {form.k}"
     return f'The {form.unit.value[:-1]} {ordinal} {op}s "{form.text}".'.replace("iss ", "is ").replace("withs", "with")
 

@@ -9,8 +9,9 @@ back with type checks.
   quantity is a share of another count (``fraction``, a ratio of two
   counts); with ``per`` the bound holds for each sentence / paragraph / line
   rather than for the whole answer.
-- :class:`Position`: the ``k``-th (1-based; -1 the last) word, sentence,
-  paragraph or line, or the answer itself, starts with / ends with / is a text.
+- :class:`Position`: the ``k``-th (1-based; -1 the last; 0 every one) word,
+  sentence, paragraph, line or list item, or the answer itself, starts with /
+  ends with / is a text.
 - :class:`Wrap`: the answer, or each of its sentences / paragraphs / lines,
   opens with ``left`` and closes with ``right``.
 - :class:`Structure`: a layout the answer has (a list, a nested list, a
@@ -63,6 +64,7 @@ class Unit(StrEnum):
     NUMBERS = "numbers"
     EMOJI = "emoji"
     HASHTAGS = "hashtags"
+    HEADINGS = "headings"
     CAPITAL_WORDS = "capital_words"
     KEYWORDS = "keywords"
     HIGHLIGHTS = "highlights"
@@ -88,6 +90,7 @@ class Filter(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forb
     - ``stop_words``: True counts only stop words, False only the others;
     - ``separator``: paragraphs split by this divider (``***``) instead of blank lines;
     - ``marker``: sections introduced by this word and a number ("Section 1");
+      for ``headings``, only headings of this many ``#`` (``"###"``);
     - ``left`` / ``right``: spans between these delimiters;
     - ``min_length`` / ``max_length``: items of at least / at most this many
       letters and digits ("no word longer than 8 letters" counts the words of
@@ -149,6 +152,11 @@ Predicate = Literal["starts_with", "ends_with", "is"]
 
 class Position(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """The ``k``-th ``unit`` (1-based, -1 the last; ``answer`` has only one) satisfies ``op text``.
+
+    ``k = 0`` means every one of them ("every sentence begins with 'Note'",
+    "each paragraph ends with 'Over.'", "start every list item with ✅";
+    ``bullets`` are the list's item lines, their marker left out), and an
+    answer without any fails.
 
     For words, ``is`` / ``starts_with`` compare the word without its
     surrounding punctuation; all comparisons ignore case.

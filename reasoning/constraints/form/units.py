@@ -35,6 +35,10 @@ _NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*")
 #: A hashtag: "#" after whitespace or a non-word mark, then word characters ("#travel", "#2024").
 _HASHTAG = re.compile(r"(?<![\w#])#\w+")
 _NESTED_BULLET = re.compile(r"^(?:[ ]{2,}|\t+)(?:[*+-]|\d+[.)])\s+\S", re.MULTILINE)
+#: A Markdown ATX heading line: one to six '#' at the line's start, a space, then text.
+_HEADING = re.compile(r"^[ ]{0,3}(#{1,6})[ \t]+\S", re.MULTILINE)
+#: A list item line: a bullet ('*', '-', '+') or a number ('1.', '2)'), then its text.
+_ITEM = re.compile(r"^[ \t]*(?:[*+-]|\d+[.)])[ \t]+(\S.*)$", re.MULTILINE)
 
 #: Units whose count never decreases as text is appended.
 MONOTONE_UNITS = frozenset(set(Unit) - {Unit.PARAGRAPHS, Unit.LINES, Unit.ANSWER})
@@ -171,6 +175,12 @@ def _sections(text: str, f: Filter) -> int:
     return len(re.split(r"\s?" + re.escape(splitter) + r"\s?\d+\s?", text)) - 1
 
 
+def _headings(text: str, f: Filter) -> int:
+    """Markdown heading lines ("## Costs"); with ``marker`` ("###") only headings of that level."""
+    level = (f.marker or "").strip()
+    return sum(1 for marks in _HEADING.findall(text) if not level or marks == level)
+
+
 def _spans(text: str, f: Filter) -> int:
     left, right = f.left or "", f.right or ""
     if not left or not right:
@@ -198,6 +208,7 @@ _COUNTERS: Mapping[Unit, Callable[[str, Filter], int]] = {
     Unit.NUMBERS: lambda text, f: len(_NUMBER.findall(text)),
     Unit.EMOJI: lambda text, f: emoji.emoji_count(text),
     Unit.HASHTAGS: lambda text, f: len(_HASHTAG.findall(text)),
+    Unit.HEADINGS: _headings,
     Unit.CAPITAL_WORDS: lambda text, f: textstats.count_capital_words(text),
     Unit.KEYWORDS: _keywords,
     Unit.HIGHLIGHTS: lambda text, f: textstats.count_highlights(text),
@@ -226,7 +237,11 @@ def count(measure: Measure, text: str, *, partial: bool = False) -> int:
 
 
 def pieces(unit: Unit, text: str) -> list[str]:
-    """The sentences, paragraphs or lines of ``text`` (for per-item bounds and positions)."""
+    """The sentences, paragraphs, lines or list items of ``text`` (for per-item bounds and positions).
+
+    A list item (``bullets``) is the text of a bulleted or numbered line
+    after its marker: "- ✅ Done" is "✅ Done".
+    """
     if unit is Unit.SENTENCES:
         return textstats.split_sentences(text)
     if unit is Unit.PARAGRAPHS:
@@ -235,4 +250,6 @@ def pieces(unit: Unit, text: str) -> list[str]:
         return [ln.strip() for ln in text.splitlines() if ln.strip()]
     if unit is Unit.WORDS:
         return text.split()
+    if unit is Unit.BULLETS:
+        return [item.strip() for item in _ITEM.findall(text)]
     return [text.strip()] if text.strip() else []

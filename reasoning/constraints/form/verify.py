@@ -212,9 +212,43 @@ def _check_answer_position(form: Position, text: str, partial: bool) -> Check:
     return Check(satisfied=ok, detail="is the text" if ok else "is not the text", certain=not partial)
 
 
+def _opens_with_word(piece: str, form: Position) -> bool:
+    """A one-word opening followed by any mark ("Note: ...", "Today—"), which IFEval's first word keeps."""
+    parts = piece.split()
+    return form.op == "starts_with" and bool(parts) and len(form.text.split()) == 1 \
+        and _bare(parts[0]) == _bare(form.text) != ""
+
+
+def _check_every(form: Position, text: str, partial: bool) -> Check:
+    """``k = 0``: every piece satisfies the predicate; an answer without pieces fails.
+
+    On a partial text the last piece may still grow, so only a complete
+    piece that fails (or, for ``starts_with``, any piece long enough to
+    have its opening written) is a certain violation.
+    """
+    items = units.pieces(form.unit, text)
+    name = form.unit.value[:-1] if form.unit is not Unit.BULLETS else "list item"
+    for index, item in enumerate(items):
+        if _matches(item, form.op, form.text, form.unit) or _opens_with_word(item, form):
+            continue
+        last = index == len(items) - 1
+        if partial and last:
+            opening = item.strip().lower()
+            target = form.text.strip().lower()
+            if form.op != "starts_with" or target.startswith(opening) or opening.startswith(target):
+                continue
+        return Check(satisfied=False, detail=f"{name} {index + 1} {_OP_WORDS[form.op][1]} {form.text!r}",
+                     certain=not partial or not last or form.op == "starts_with")
+    if not items:
+        return Check(satisfied=False, detail=f"no {name}s", certain=not partial)
+    return Check(satisfied=True, detail=f"every {name} {_OP_WORDS[form.op][0]} {form.text!r}", certain=not partial)
+
+
 def _check_position(form: Position, text: str, partial: bool) -> Check:
     if form.unit is Unit.ANSWER:
         return _check_answer_position(form, text, partial)
+    if form.k == 0:
+        return _check_every(form, text, partial)
     if form.unit is Unit.PARAGRAPHS:
         raw = textstats.blank_line_paragraphs(text)
         present = [p for p in raw if p.strip()]

@@ -78,6 +78,23 @@ COMPLETE: list[tuple[Any, str, bool]] = [
     (Structure(layout=Layout.NUMBERED_LIST), "1. one\n2. two", True),
     (Copy(text="Name a red fruit.", change=True), "Name a green fruit. Apple.", True),
     (Copy(text="Name a red fruit.", change=True), "Name a red fruit. Apple.", False),
+    # k = 0: every piece ...
+    (Position(unit=Unit.SENTENCES, k=0, op="starts_with", text="Note"), "Note: one. Note that two.", True),
+    (Position(unit=Unit.SENTENCES, k=0, op="starts_with", text="Note"), "Note: one. Then two.", False),
+    (Position(unit=Unit.PARAGRAPHS, k=0, op="ends_with", text="Over."), "A. Over.\n\nB, over.", True),
+    (Position(unit=Unit.PARAGRAPHS, k=0, op="ends_with", text="Over."), "A. Over.\n\nB.", False),
+    (Position(unit=Unit.LINES, k=0, op="ends_with", text="。"), "第一行。\n第二行。", True),
+    (Position(unit=Unit.LINES, k=0, op="ends_with", text="。"), "第一行。\n第二行", False),
+    # ... list items without their marker; an answer without any fails
+    (Position(unit=Unit.BULLETS, k=0, op="starts_with", text="✅"), "Plan:\n- ✅ a\n2. ✅ b", True),
+    (Position(unit=Unit.BULLETS, k=0, op="starts_with", text="✅"), "- ✅ a\n- b", False),
+    (Position(unit=Unit.BULLETS, k=0, op="starts_with", text="✅"), "✅ a, ✅ b", False),
+    # Markdown headings, all or of one level ('#' glued to a word is no heading)
+    (Count(unit=Unit.HEADINGS, relation=EXACTLY, n=2), "# Title\ntext\n### Part\n#tag", True),
+    (Count(unit=Unit.HEADINGS, filter=Filter(marker="###"), relation=AT_LEAST, n=2), "# A\n### B\n## C", False),
+    # bold spans are their own delimiters, not IFEval's single-asterisk highlights
+    (Count(unit=Unit.SPANS, filter=Filter(left="**", right="**", nonempty=True), relation=EXACTLY, n=2),
+     "**one** and *two* and **three**", True),
 ]
 
 
@@ -102,6 +119,9 @@ PARTIAL: list[tuple[Any, str, bool, bool]] = [
     (Wrap(left="(", right=")"), "No bracket", False, True),
     (Structure(layout=Layout.NO_LIST), "Text\n- item\n", False, True),
     (Structure(layout=Layout.TABLE), "| a |", False, False),
+    (Position(unit=Unit.SENTENCES, k=0, op="starts_with", text="Today"), "Today I ran. Tod", True, False),
+    (Position(unit=Unit.SENTENCES, k=0, op="starts_with", text="Today"), "Today I ran. Then", False, True),
+    (Position(unit=Unit.PARAGRAPHS, k=0, op="ends_with", text="Over."), "A. Over.\n\nB", True, False),
 ]
 
 
