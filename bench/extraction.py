@@ -8,7 +8,7 @@ recall, param_accuracy, support), ``p50_ms``, ``p95_ms``, ``n_prompts``,
 n, n_requirements, per_kind}`` on our own labelled set of requirement
 paraphrases (:data:`PARAPHRASES`, English and Chinese, with prompts that
 hold no requirement), scored by :data:`PARAPHRASE_RULE`; ``--quick`` scores
-the whole set too (it takes seconds).
+the whole set too (it takes seconds), ``--limit N`` its first N.
 
 The mapping from IFEval ids to our kinds is the catalog's
 (``KindSpec.ifeval_ids``); IFEval kwargs are mapped to our parameters by
@@ -378,7 +378,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="every 3rd prompt (a fixed sample)")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--paraphrases", type=Path, default=PARAPHRASES, help="the labelled paraphrase set (JSONL)")
-    parser.add_argument("--limit", type=int, default=None, help="only the first N prompts of the sample")
+    parser.add_argument("--limit", type=int, default=None,
+                        help="only the first N prompts of the sample and of the paraphrase set")
     parser.add_argument("--verbose", action="store_true", help="list prompts with misses before the JSON")
     args = parser.parse_args(argv)
     rows = load(args.data)
@@ -387,7 +388,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.limit is not None:
         rows = rows[: args.limit]
     report = run(rows, verbose=args.verbose)
-    report["paraphrase"] = run_paraphrases(load(args.paraphrases), verbose=args.verbose)
+    paraphrases = load(args.paraphrases)
+    if args.limit is not None:
+        paraphrases = paraphrases[: args.limit]
+    report["paraphrase"] = run_paraphrases(paraphrases, verbose=args.verbose)
     if args.verbose:
         for miss in report.pop("misses") + report["paraphrase"].pop("misses"):
             print(json.dumps(miss, ensure_ascii=False))

@@ -37,7 +37,7 @@ def data(tmp_path: Path) -> Path:
 
 
 def test_extraction_bench_scores_a_labelled_sample(data: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    report = _run(extraction.main, ["--data", str(data)], capsys)
+    report = _run(extraction.main, ["--data", str(data), "--limit", "3"], capsys)
     for key in ("precision", "recall", "param_accuracy", "per_kind", "p50_ms", "p95_ms", "n_prompts", "matching_rule"):
         assert key in report
     assert report["n_prompts"] == 3
@@ -48,12 +48,18 @@ def test_extraction_bench_scores_a_labelled_sample(data: Path, capsys: pytest.Ca
     assert per_kind["detectable_format:title"]["recall"] == 0.0
     assert per_kind["change_case:english_lowercase"]["false_positives"] == 1
     assert report["recall"] == 0.75
+    # --limit bounds the paraphrase set too (its first 3 prompts), scored by the same rule.
+    paraphrase = report["paraphrase"]
+    assert isinstance(paraphrase, dict)
+    assert paraphrase["n"] == 3
+    assert 0.0 <= float(paraphrase["recall"]) <= 1.0
 
 
 def test_extraction_bench_quick_sample_on_ifeval(capsys: pytest.CaptureFixture[str]) -> None:
     report = _run(extraction.main, ["--quick", "--limit", "6"], capsys)
     assert report["n_prompts"] == 6
     assert 0.0 <= float(report["precision"]) <= 1.0
+    assert report["paraphrase"]["n"] == 6  # type: ignore[index]
 
 
 def test_verifier_agreement_bench(data: Path, capsys: pytest.CaptureFixture[str]) -> None:
