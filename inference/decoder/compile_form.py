@@ -35,8 +35,8 @@ guarantees it, and is reported ``controlled`` only then:
   (``controllers.floors``); ``form_minima`` the whole-answer minima of
   characters and letters (kept) and of distinct words (assisted: the stop
   is held) (``controllers.minima``); ``form_placement`` the k-th word
-  (``controllers.placing``); ``form_opening`` the k-th sentence or line
-  opening with a text (``controllers.openings``); ``form_spans`` the counts
+  (``controllers.placing``); ``form_opening`` the k-th sentence or line,
+  or every sentence / line / paragraph, opening with a text (``controllers.openings``); ``form_spans`` the counts
   of spans between one-character delimiters, opened and closed in the
   model's prose (``controllers.spans``); ``form_sentence_mark`` every
   sentence ending with one mark (``controllers.sentence_marks``);
@@ -73,7 +73,7 @@ from inference.decoder.controllers.hashtags import HASHTAG_TOKENS, HashtagMinimu
 from inference.decoder.controllers.initials import Initial, Initials
 from inference.decoder.controllers.lines import LINE_TOKENS, LineCount
 from inference.decoder.controllers.minima import KEPT_UNITS, MOST_PER_TOKEN, Minimum, Minimums
-from inference.decoder.controllers.openings import OPENED_UNITS, Opening
+from inference.decoder.controllers.openings import EVERY_UNITS, OPENED_UNITS, Opening
 from inference.decoder.controllers.placing import STRIPPED, Placement
 from inference.decoder.controllers.sentence_marks import TERMINALS, SentenceMark
 from inference.decoder.controllers.spans import SPAN_TOKENS, SpanCount
@@ -608,19 +608,26 @@ def _check_floor_fits(c: Constraint, floor: Count, lo: int, constraints: Sequenc
 def form_opening(
     constraints: Sequence[Constraint], layout: Layout, controlled: set[str], *, inserts: bool, placed: bool
 ) -> Opening | None:
-    """The ``controllers.openings.Opening`` of a sentence or line at a middle position that starts
-    with a text (None: none, or not controllable here).
+    """The ``controllers.openings.Opening`` of a sentence or line at a middle position, or of every
+    sentence, line or paragraph (``k = 0``), that starts with a text (None: none, or not
+    controllable here).
 
-    Controlled: one such position (``k >= 2``), in a free body without fixed text, with no
+    Controlled: one such position (``k >= 2`` or every piece), in a free body without fixed text, with no
     controller that forces words of its own (``inserts``: citations or a stated decision;
     ``placed``: a word placement; the kinds of ``_INSERTING``), and no maximum that counts an
     item of the text (its tokens are forced past the masks).
+
+    Raises:
+        ConflictError: every piece opening with a text that the start phrase, or another
+            opening of the same pieces, cannot begin with.
     """
     found: list[tuple[Constraint, Position]] = []
     for c in constraints:
         form = form_of_constraint(c)
-        if isinstance(form, Position) and form.unit in OPENED_UNITS and form.k >= 2 and form.op == "starts_with":
+        if isinstance(form, Position) and form.op == "starts_with" and (
+                form.unit in OPENED_UNITS and form.k >= 2 or form.unit in EVERY_UNITS and form.k == 0):
             found.append((c, form))
+    _check_openings_agree(constraints, found)
     if len(found) != 1 or inserts or placed or any(c.kind in _INSERTING for c in constraints):
         return None
     c, form = found[0]
@@ -642,6 +649,22 @@ def form_opening(
                 return None  # (a distinct-words cap reserves the placed words: ``form_tally``)
     controlled.add(c.id)
     return Opening(per=form.unit, k=form.k, text=text, sources=(c.id,))
+
+
+def _check_openings_agree(constraints: Sequence[Constraint], found: Sequence[tuple[Constraint, Position]]) -> None:
+    """Every piece opening with a text beside the answer's start phrase, or another opening of
+    the same pieces, that the text cannot begin: ``ConflictError`` ("every sentence begins with
+    'Note'" and "start your answer with 'Hello'")."""
+    for c, form in found:
+        if form.k != 0:
+            continue
+        every = Opening(per=form.unit, k=0, text=" ".join(form.text.split()))
+        starts = [(q.id, str(q.params.get("phrase", ""))) for q in constraints if q.kind == Kind.START_PHRASE]
+        others = [(q.id, other.text) for q, other in found if q.id != c.id and other.unit is form.unit]
+        for source, text in [*starts, *others]:
+            if text.strip() and not every.may_open(text):
+                raise ConflictError(f"every {form.unit.value[:-1]} cannot begin with {form.text!r} and the text "
+                                    f"{text.strip()!r}", constraint_ids=[c.id, source])
 
 
 def form_minima(

@@ -1,4 +1,5 @@
-"""A piece at a middle position opens with a text: the k-th sentence or line starts with it.
+"""A piece at a middle position opens with a text: the k-th sentence or line starts with it;
+or every piece does ("every sentence begins with 'Note'", ``k = 0``).
 
 Pieces and the comparison are the verifier's (``units.pieces``; a one-word
 text is compared with the piece's first word cut at ``.,?!'"``, a longer one
@@ -19,7 +20,13 @@ Every candidate is also checked on the k-th piece of the text it would
 make (whatever token spells it: a piece that cannot become one starting
 with the text is refused), the end waits while the check of the complete
 answer fails (``ends_ok``) and the model's stop is held back until then.
-So a text this controller lets end opens its k-th piece with the text,
+*Every* piece (``Opening.every``; sentences, lines or paragraphs) is the same
+rule at each piece start: the text is forced whenever a new word would open a
+piece (the first one included), the one-word text is closed as above, and each
+candidate is checked on every piece it would touch (the current one and any
+it opens); the stop is held only while a forced text is being written.
+
+So a text this controller lets end opens its k-th (or every) piece with the text,
 provided nothing else forces tokens into the answer: the compiler controls
 an opening only in a free body without fixed text and without controllers
 that insert words (keywords, capital words, placeholders, citations, a
@@ -53,10 +60,12 @@ from reasoning.constraints.form import units
 from reasoning.constraints.form.model import Position, Unit
 from reasoning.constraints.form.verify import check
 
-__all__ = ["OPENED_UNITS", "Opening", "OpeningState", "Openings", "build_openings", "opens_piece"]
+__all__ = ["EVERY_UNITS", "OPENED_UNITS", "Opening", "OpeningState", "Openings", "build_openings", "opens_piece"]
 
 #: Pieces an opening can be placed in (paragraphs are the layout's: ``compile_form.lower_forms``).
 OPENED_UNITS = frozenset({Unit.SENTENCES, Unit.LINES})
+#: Pieces every one of which an opening can be placed in (a blank-line paragraph is free text's too).
+EVERY_UNITS = OPENED_UNITS | {Unit.PARAGRAPHS}
 #: What ends the first word of a piece for the verifier (IFEval's first-word rule).
 WORD_CUTS = ".,?!'\""
 _PROBE = " X"
@@ -69,7 +78,8 @@ def opens_piece(per: Unit, text: str) -> bool:
 
 @dataclass(frozen=True)
 class Opening:
-    """The ``k``-th (``k >= 2``) ``per`` piece starts with ``text`` (``sources``: the constraint ids)."""
+    """The ``k``-th (``k >= 2``) ``per`` piece starts with ``text``, or every one (``k = 0``)
+    (``sources``: the constraint ids)."""
 
     per: Unit
     k: int
@@ -77,8 +87,17 @@ class Opening:
     sources: tuple[str, ...] = ()
 
     @property
+    def every(self) -> bool:
+        return self.k == 0
+
+    @property
     def one_word(self) -> bool:
         return len(self.text.split()) == 1 and re.search(r"\w", self.text) is not None
+
+    def may_open(self, text: str) -> bool:
+        """Whether a piece may begin with ``text`` (as much of it as is given) and still open
+        with this opening's text."""
+        return _consistent(self, text, complete=False)
 
     @property
     def form(self) -> Position:
@@ -143,9 +162,11 @@ class Openings(Controller):
 
     def _due(self, state: SteerState) -> bool:
         part: OpeningState = state.parts[self.slot]
+        window = state.text[part.start :]
+        if self.opening.every:
+            return not part.pending and opens_piece(self.opening.per, window)
         if part.written or part.pending or part.done:
             return False
-        window = state.text[part.start :]
         pieces = units.pieces(self.opening.per, window)
         return part.before + len(pieces) == self.opening.k - 1 and opens_piece(self.opening.per, window)
 
@@ -162,7 +183,10 @@ class Openings(Controller):
         return bool(state.parts[self.slot].pending)
 
     def holds(self, d: Draft) -> int:
-        return HOLD_NONE if d.state.parts[self.slot].done else HOLD_ALL
+        part: OpeningState = d.state.parts[self.slot]
+        if self.opening.every:
+            return HOLD_ALL if part.pending else HOLD_NONE
+        return HOLD_NONE if part.done else HOLD_ALL
 
     def mask(
         self,
@@ -185,6 +209,10 @@ class Openings(Controller):
 
     def _may(self, state: SteerState, text: str) -> bool:
         part: OpeningState = state.parts[self.slot]
+        if self.opening.every:
+            pieces = units.pieces(self.opening.per, state.text[part.start :] + text)
+            last = len(pieces) - 1
+            return all(_consistent(self.opening, piece, complete=i < last) for i, piece in enumerate(pieces))
         if part.done:
             return True
         index = self.opening.k - 1 - part.before
@@ -200,6 +228,8 @@ class Openings(Controller):
         return self._may(state, text)
 
     def ends_ok(self, state: SteerState) -> bool:
+        if self.opening.every and state.parts[self.slot].pending:
+            return False
         return check(self.opening.form, state.text).satisfied
 
     def advance(
@@ -211,7 +241,7 @@ class Openings(Controller):
         plan_of: Callable[[SteerState], Plan],
     ) -> Any:
         part: OpeningState = before.parts[self.slot]
-        if part.done or len(new.text) == len(before.text) and not part.pending:
+        if part.done and not self.opening.every or len(new.text) == len(before.text) and not part.pending:
             return part
         start = piece_start(self.opening.per, new.text, part.start)
         passed = len(units.pieces(self.opening.per, new.text[part.start : start])) if start > part.start else 0
@@ -223,7 +253,7 @@ class Openings(Controller):
         if rest is not None:
             return OpeningState(start, moved.before, rest, written=not rest, done=not rest and self._settled(new))
         if part.written:
-            return OpeningState(start, moved.before, written=True, done=self._settled(new))
+            return OpeningState(start, moved.before, written=True, done=part.done or self._settled(new))
         return moved
 
     def _settled(self, new: SteerState) -> bool:
