@@ -28,6 +28,7 @@ class Block:
     before: str
     after: str
     items: int = 0  # lists: top-level items
+    sub_items: tuple[int, ...] = ()  # lists: the nested items under each top-level item
 
 
 @dataclass(frozen=True)
@@ -81,10 +82,15 @@ def list_block(text: str) -> Block | None:
     if first is None:
         return None
     end, items, last_item = first, 0, first
+    nested: list[int] = []
     while end < len(lines):
         line = lines[end]
         match = _ITEM.match(line)
         if match is not None:
+            if match.group(1) and nested:
+                nested[-1] += 1
+            elif not match.group(1):
+                nested.append(0)
             items += 0 if match.group(1) else 1
             last_item = end
         elif not line.strip():
@@ -95,4 +101,4 @@ def list_block(text: str) -> Block | None:
             break
         end += 1
     before, after = _around(lines, first, last_item + 1)
-    return Block(first, last_item + 1, before, after, items=items)
+    return Block(first, last_item + 1, before, after, items=items, sub_items=tuple(nested))

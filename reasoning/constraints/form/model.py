@@ -195,7 +195,9 @@ class Structure(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, f
     """The answer has ``layout`` (``no_list``: has none of the list layouts).
 
     - ``responses``: ``n`` different responses separated by ``marker``;
-    - lists: ``n`` top-level items when set;
+    - lists: ``n`` top-level items when set; ``sub_items`` (a nested list): exactly
+      that many nested items under every top-level item ("three points, each with two
+      sub-points", a two-level outline);
     - ``table``: a Markdown table (a header row, a ``---`` rule, body rows)
       of ``n`` body rows and ``columns`` columns when set, its header cells
       ``headers`` when given (compared without case);
@@ -208,6 +210,7 @@ class Structure(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, f
     marker: str | None = None
     n: int | None = None
     columns: int | None = None
+    sub_items: int | None = None
     headers: tuple[str, ...] = ()
     before: Beside | None = None
     after: Beside | None = None

@@ -362,12 +362,14 @@ def _check_list(form: Structure, text: str) -> tuple[bool, str]:
     if not ok:
         return False, f"has no {name}"
     block = list_block(text)
-    if form.n is None and form.before is None and form.after is None:
+    if form.n is None and form.before is None and form.after is None and form.sub_items is None:
         return True, f"has {name}"
     if block is None:
         return False, f"has no {name}"
     if form.n is not None and block.items != form.n:
         return False, f"a {name} of {block.items} items ({form.n} required)"
+    if form.sub_items is not None and set(block.sub_items) != {form.sub_items}:
+        return False, f"a {name} whose items have {list(block.sub_items)} sub-items ({form.sub_items} each required)"
     lacking = _beside(form, block)
     if lacking is not None:
         return False, f"a {name} with {lacking}"
@@ -387,7 +389,7 @@ def _check_structure(form: Structure, text: str, partial: bool) -> Check:
         return Check(satisfied=ok, detail=detail, certain=not partial)
     ok, detail = _check_table(form, text) if layout is Layout.TABLE else _check_list(form, text)
     plain = form.n is None and form.columns is None and not form.headers and form.before is None \
-        and form.after is None
+        and form.after is None and form.sub_items is None
     return Check(satisfied=ok, detail=detail, certain=(ok and plain) or not partial)
 
 
