@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from inference.decoder.controllers.counts import Limits
+from inference.decoder.controllers.pacing import tokens_left
 from inference.decoder.controllers.protocol import (
     HOLD_NONE,
     HOLD_TARGET,
@@ -106,7 +107,7 @@ class WordPace(Controller):
         segment = d.comp.segment
         if getattr(segment, "gate", False) and not state.pending:
             owed = self.need - state.counts.words - d.comp.reserve.words - sum(o.words for o in d.owed)
-            left = self.budget - state.n_tokens - d.comp.reserve_tokens - d.owed_tokens
+            left = tokens_left(self.budget, d, slack=0, owed=d.owed_tokens)
             d.marks[self.slot] = owed > 0 and owed >= left - _WORD_PACE_SLACK
         return None
 

@@ -27,8 +27,9 @@ from typing import Any
 
 import torch
 
-from inference.decoder.controllers.keywords import RUNNING_TEXT, insert_urgent
+from inference.decoder.controllers.keywords import RUNNING_TEXT
 from inference.decoder.controllers.layout import LayoutSegment
+from inference.decoder.controllers.pacing import insert_urgent, next_due
 from inference.decoder.controllers.protocol import (
     HOLD_ALL,
     HOLD_NONE,
@@ -146,9 +147,8 @@ class CapitalWords(Controller):
         owed = d.owed[self.slot].words
         if budget is None or owed == 0:
             return False
-        usable = budget - d.comp.reserve_tokens - 2 - d.inserts_before(self.slot)
         need = self.capitals.need
-        return insert_urgent(d, budget) or d.state.n_tokens >= usable * (need - owed + 1) / (need + 1)
+        return insert_urgent(d, budget) or next_due(d, budget, need - owed, need, kept=d.inserts_before(self.slot))
 
     def pace(self, d: Draft) -> Plan | None:
         state = d.state

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from inference.decoder.controllers.counts import good_last_word
+from inference.decoder.controllers.pacing import tokens_left
 from inference.decoder.controllers.protocol import Context, Controller, Draft, Plan
 from inference.decoder.controllers.template import Free
 
@@ -44,7 +45,7 @@ class SentenceClose(Controller):
         missing = self.need - counts.firm_sentences - comp.reserve.firm_sentences
         if missing <= 0:
             return None
-        left = self.budget - state.n_tokens - comp.reserve_tokens - 2 - d.owed_tokens
+        left = tokens_left(self.budget, d, owed=d.owed_tokens)
         if state.seg_deadline is not None:
             left = min(left, state.seg_deadline - state.n_tokens)
         words_left = None

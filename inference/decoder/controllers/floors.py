@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from inference.decoder.controllers.layout import LayoutSegment
+from inference.decoder.controllers.pacing import tokens_left
 from inference.decoder.controllers.protocol import Context, Controller, Draft, Plan, SteerState
 from inference.decoder.controllers.tally import piece_start
 from reasoning.constraints.form import units
@@ -129,7 +130,7 @@ class Flooring(Controller):
         if self.budget is None:
             return False
         state = d.state
-        left = self.budget - state.n_tokens - d.comp.reserve_tokens - 2 - d.owed_tokens
+        left = tokens_left(self.budget, d, owed=d.owed_tokens)
         if left >= self._need:
             return False
         starts = state.parts[self.slot]

@@ -30,6 +30,7 @@ from typing import Any
 import torch
 
 from inference.decoder.controllers.layout import LayoutSegment
+from inference.decoder.controllers.pacing import next_due, tokens_left
 from inference.decoder.controllers.protocol import (
     HOLD_NONE,
     HOLD_TARGET,
@@ -49,7 +50,6 @@ __all__ = ["HASHTAG_TOKENS", "HashtagMinimum", "Hashtagging", "build_hashtags"]
 
 #: Budget tokens one owed hashtag is planned to take: its mark and a word.
 HASHTAG_TOKENS = 3
-_SLACK = 2
 _MEASURE = Measure(unit=Unit.HASHTAGS)
 
 
@@ -117,12 +117,9 @@ class Hashtagging(Controller):
         budget = self.ctx.max_new_tokens
         if budget is None or not opening:
             return None
-        left = budget - state.n_tokens - d.comp.reserve_tokens - _SLACK
-        if left <= need * HASHTAG_TOKENS:
+        if tokens_left(budget, d) <= need * HASHTAG_TOKENS:
             return Plan("only", opening[0])
-        usable = budget - d.comp.reserve_tokens - _SLACK - HASHTAG_TOKENS
-        done = self.want.at_least - need
-        if state.n_tokens >= usable * (done + 1) / (self.want.at_least + 1) or d.close:
+        if next_due(d, budget, self.want.at_least - need, self.want.at_least, kept=HASHTAG_TOKENS) or d.close:
             d.marks[self.slot] = opening[0]
         return None
 

@@ -43,6 +43,7 @@ import torch
 
 from inference.decoder.controllers.counts import count_text
 from inference.decoder.controllers.layout import LayoutSegment
+from inference.decoder.controllers.pacing import insert_urgent, next_due
 from inference.decoder.controllers.protocol import (
     HOLD_NONE,
     HOLD_TARGET,
@@ -283,8 +284,7 @@ class Keywording(Controller):
         owed = sum(self._owed_each(d.state))
         if owed == 0:
             return False
-        usable = budget - d.comp.reserve_tokens - 2
-        return insert_urgent(d, budget) or d.state.n_tokens >= usable * (self._need - owed + 1) / (self._need + 1)
+        return insert_urgent(d, budget) or next_due(d, budget, self._need - owed, self._need)
 
     def pace(self, d: Draft) -> Plan | None:
         state = d.state
@@ -369,12 +369,6 @@ class Keywording(Controller):
         if any(self.keywords.owed(found, none_later)) or self.keywords.exceeded(found, none_later):
             return ("keywords",)
         return ()
-
-
-def insert_urgent(d: Draft, budget: int) -> bool:
-    """Whether the budget left holds little more than the owed insertions
-    (keywords, capital words): they are written at once then."""
-    return budget - d.comp.reserve_tokens - 2 - d.state.n_tokens <= d.inserts + 1
 
 
 def build_keywords(ctx: Context, specs: Sequence[Any]) -> Controller | None:

@@ -42,6 +42,7 @@ from typing import Any
 import torch
 
 from inference.decoder.controllers.counts import good_last_word
+from inference.decoder.controllers.pacing import tokens_left
 from inference.decoder.controllers.protocol import (
     NEG_INF,
     Context,
@@ -83,10 +84,10 @@ class Landing(Controller):
     def _room(self, d: Draft) -> float:
         """How close the part is to its end: 0 outside the soft window, up to 1
         at its end; above 1 inside the hard window."""
-        state, comp = d.state, d.comp
+        state = d.state
         tokens: int | None = None
         if self.budget is not None:
-            tokens = self.budget - state.n_tokens - comp.reserve_tokens - 2 - d.owed_tokens
+            tokens = tokens_left(self.budget, d, owed=d.owed_tokens)
         if state.seg_deadline is not None:
             deadline = state.seg_deadline - state.n_tokens
             tokens = deadline if tokens is None else min(tokens, deadline)

@@ -30,6 +30,7 @@ from typing import Any
 import torch
 
 from inference.decoder.controllers.layout import LayoutSegment
+from inference.decoder.controllers.pacing import tokens_left
 from inference.decoder.controllers.protocol import (
     HOLD_NONE,
     HOLD_TARGET,
@@ -48,7 +49,6 @@ __all__ = ["BREAKS", "LINE_TOKENS", "LineCount", "LineState", "Lining", "build_l
 BREAKS = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
 #: Budget tokens an owed line is planned to take at the least: a break and a few words.
 LINE_TOKENS = 3
-_SLACK = 2
 _SENTENCE_END = ".!?\u3002\uff01\uff1f\"'\u201d\u2019)"
 
 
@@ -127,7 +127,7 @@ class Lining(Controller):
             return None
         if self.want.at_most is not None and part.lines >= self.want.at_most:
             return None
-        left = budget - state.n_tokens - d.comp.reserve_tokens - _SLACK
+        left = tokens_left(budget, d)
         if left <= need * LINE_TOKENS:
             return Plan("only", self._newline)
         share = left / (need + 1)

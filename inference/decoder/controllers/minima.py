@@ -32,6 +32,7 @@ from typing import Any
 import torch
 
 from inference.decoder.controllers.layout import LayoutSegment
+from inference.decoder.controllers.pacing import tokens_left
 from inference.decoder.controllers.protocol import (
     HOLD_NONE,
     HOLD_TARGET,
@@ -104,7 +105,7 @@ class Minima(Controller):
         """Mark, per kept minimum behind its pace, the items every token must add now."""
         if self.budget is None or d.state.pending:
             return None
-        left = self.budget - d.state.n_tokens - d.comp.reserve_tokens - d.owed_tokens - _SLACK
+        left = tokens_left(self.budget, d, slack=_SLACK, owed=d.owed_tokens)
         counts = d.state.parts[self.slot]
         behind: list[tuple[int, int]] = []
         for i in self._kept:

@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from inference.decoder.controllers.layout import bracket_token
+from inference.decoder.controllers.pacing import next_due, tokens_left
 from inference.decoder.controllers.protocol import Context, Controller, Draft, Plan, SteerState
 from inference.decoder.controllers.template import Free
 
@@ -50,22 +51,18 @@ class Placeholders(Controller):
         if token >= 0:
             d.exit, d.opens = token, token != d.target
 
-    def _usable(self, d: Draft) -> int:
-        """The tokens placeholders are paced over: the budget less what later
-        literals need and the owed insertions."""
-        assert self.budget is not None
-        return self.budget - d.comp.reserve_tokens - 2 - d.inserts
-
     def _urgent(self, d: Draft) -> bool:
-        """Whether the budget left holds only the placeholders still owed."""
+        """Whether the budget left (less the owed insertions) holds only the placeholders still owed."""
+        assert self.budget is not None
         owed = self.need - d.state.counts.placeholders
-        return self._usable(d) - d.state.n_tokens <= owed * PLACEHOLDER_TOKENS
+        return tokens_left(self.budget, d, owed=d.inserts) <= owed * PLACEHOLDER_TOKENS
 
     def _due(self, d: Draft) -> bool:
+        """Paced over the budget less the owed insertions."""
         have = d.state.counts.placeholders
         if self.budget is None or have >= self.need:
             return False
-        return self._urgent(d) or d.state.n_tokens >= self._usable(d) * (have + 1) / (self.need + 1)
+        return self._urgent(d) or next_due(d, self.budget, have, self.need, kept=d.inserts)
 
     def pace(self, d: Draft) -> Plan | None:
         state = d.state

@@ -32,6 +32,7 @@ from typing import Any
 
 import torch
 
+from inference.decoder.controllers.pacing import tokens_left
 from inference.decoder.controllers.protocol import Context, Controller, Draft, Plan, SteerState
 
 __all__ = ["TERMINALS", "SentenceMark", "SentenceMarking", "build_sentence_marks"]
@@ -89,7 +90,7 @@ class SentenceMarking(Controller):
         state = d.state
         if budget is None or state.pending or self._mark_id < 0:
             return None
-        left = budget - state.n_tokens - d.comp.reserve_tokens
+        left = tokens_left(budget, d, slack=0)
         last = state.text.rstrip()[-1:]
         if left <= _LAST_TOKENS and last.isalnum() and state.text[-1:] == last:
             return Plan("only", self._mark_id)

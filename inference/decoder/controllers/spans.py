@@ -45,6 +45,7 @@ from typing import Any
 import torch
 
 from inference.decoder.controllers.layout import LayoutSegment
+from inference.decoder.controllers.pacing import next_due, tokens_left
 from inference.decoder.controllers.protocol import (
     HOLD_NONE,
     HOLD_TARGET,
@@ -64,7 +65,6 @@ __all__ = ["SPAN_TOKENS", "SpanCount", "SpanState", "Spanning", "build_spans"]
 #: Budget tokens one owed span is planned to take: its opening, a few words, its close.
 SPAN_TOKENS = 7
 _CLOSE_AFTER = 4  # tokens inside a span after which it closes where the model ends a word
-_SLACK = 2
 
 
 @dataclass(frozen=True)
@@ -157,7 +157,7 @@ class Spanning(Controller):
         budget = self.ctx.max_new_tokens
         if budget is None:
             return 1 << 30
-        return budget - d.state.n_tokens - d.comp.reserve_tokens - _SLACK
+        return tokens_left(budget, d)
 
     def pace(self, d: Draft) -> Plan | None:
         """Open a due span, or close one that is long enough, where the model ends a word;
@@ -185,11 +185,8 @@ class Spanning(Controller):
         budget = self.ctx.max_new_tokens
         if left <= need * SPAN_TOKENS:
             return Plan("only", opening[0])
-        if budget is not None:
-            usable = budget - d.comp.reserve_tokens - _SLACK - SPAN_TOKENS
-            done = self.want.at_least - need
-            if state.n_tokens >= usable * (done + 1) / (self.want.at_least + 1):
-                d.marks[self.slot] = opening[0]
+        if budget is not None and next_due(d, budget, self.want.at_least - need, self.want.at_least, kept=SPAN_TOKENS):
+            d.marks[self.slot] = opening[0]
         return None
 
     def mask(
