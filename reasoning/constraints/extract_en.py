@@ -239,7 +239,7 @@ def relation_after_unit(ctx: _Ctx, quantity: _Quantity, head: int) -> _Quantity:
     """
     if quantity.relation is not None or quantity.high is not None or quantity.last >= head:
         return quantity
-    after = relation_after(ctx.lowers[head + 1 : head + 5])
+    after = relation_after(ctx.lowers[head + 1 : head + 8])
     if after is None:
         return quantity
     return _Quantity(after[0], quantity.n, quantity.first, head + after[1])
@@ -407,6 +407,36 @@ def _capital_context(ctx: _Ctx, i: int) -> bool:
     return bool(re.search(r"capital|\bcaps\b|uppercase|upper case|capitali[sz]ed", " ".join(window)))
 
 
+_WRITING_VERBS = frozenset({"write", "give", "answer", "respond", "reply", "use", "compose", "produce", "provide",
+                            "summarize", "summarise", "explain", "describe", "tell", "keep", "limit", "offer",
+                            "draft", "create", "make", "return", "output", "deliver", "present"})
+
+
+def _asked_to_write(ctx: _Ctx, first: int, unit: int) -> bool:
+    """Whether a bare number of sentences / paragraphs is how many to write ("give three sentences").
+
+    The unit's governing verb (through "in" / "with" / "of": "answer in two
+    paragraphs", "a reply of four sentences") is a verb of writing, and no
+    determiner points at sentences already there ("translate the two
+    sentences below").
+    """
+    if first > 0 and ctx.lowers[first - 1] in ("the", "these", "those", "following", "above", "my", "his", "her",
+                                                 "their", "its", "first", "last"):
+        return False
+    following = ctx.lowers[unit + 1 : unit + 3]
+    if following and (following[0] in ("below", "above", "from", "that", "which") or following[:1] == ["of"] and (
+            following[1:] and following[1] in ("the", "this", "that", "your", "my", "his", "her", "their", "it"))):
+        return False
+    node = ctx.tokens[unit]
+    for _ in range(4):
+        if node.head is node:
+            break
+        node = node.head
+        if node.pos_ in ("VERB", "AUX") or node.dep_ == "ROOT":
+            return node.lemma_.lower() in _WRITING_VERBS
+    return False
+
+
 def _detect_counts(ctx: _Ctx) -> None:
     doc = ctx.doc
     for i, lemma in enumerate(ctx.lemmas):
@@ -426,10 +456,13 @@ def _detect_counts(ctx: _Ctx) -> None:
         quantity = _quantity_left(ctx, i)
         end_i = i
         if quantity is not None and quantity.relation is None and quantity.high is None:
-            tail = relation_after(ctx.lowers[i + 1 : i + 3])
+            tail = relation_after(ctx.lowers[i + 1 : i + 8])
             if tail is not None:
                 quantity.relation = tail[0]
                 end_i = i + tail[1]
+        if quantity is not None and quantity.relation is None and quantity.high is None \
+                and lemma in ("sentence", "paragraph") and _asked_to_write(ctx, quantity.first, i):
+            quantity.relation = Relation.EXACTLY  # "give three sentences", "answer in two paragraphs"
         if quantity is None and lemma in ("word", "sentence") and ctx.lowers[i] in ("words", "sentences"):
             quantity = _quantity_right(ctx, i)
             if quantity is not None:
@@ -459,7 +492,15 @@ def _detect_counts(ctx: _Ctx) -> None:
             elif splitter is not None:
                 ctx.add(Kind.SECTIONS, {"splitter": splitter, "n": n}, start, end)
             elif lemma == "paragraph":
-                ctx.add(Kind.PARAGRAPH_COUNT, {"n": n, "_blank_lines": True}, start, end, confidence=0.6)
+                relation = quantity.relation if quantity.high is None else Relation.AT_MOST
+                ctx.add(Kind.PARAGRAPH_COUNT, {"n": n, "_blank_lines": True,
+                                               "_relation": str(_flip_if_negated(ctx, i, relation or Relation.EXACTLY)),
+                                               "_stated": relation is not None},
+                        start, end, confidence=0.6)
+                if quantity.high is not None:
+                    ctx.add(Kind.PARAGRAPH_COUNT, {"n": quantity.n, "_blank_lines": True,
+                                                   "_relation": str(Relation.AT_LEAST), "_stated": True},
+                            start, end, confidence=0.6)
 
 
 def _detect_divider_template(ctx: _Ctx) -> None:
@@ -529,8 +570,24 @@ def _detect_nth_paragraph(ctx: _Ctx) -> None:
 
 
 def _drop_blank_line_paragraphs(ctx: _Ctx) -> None:
-    """Blank-line paragraph counts without a first-word rule have no checkable kind."""
-    ctx.found = [f for f in ctx.found if not (f.kind == Kind.PARAGRAPH_COUNT and "_blank_lines" in f.params)]
+    """Blank-line paragraph counts without a first-word rule are counts of the form's (blank-line) paragraphs.
+
+    Only a count whose relation is stated ("in exactly two paragraphs", "at
+    most three paragraphs", "answer in two paragraphs", a bare number read as
+    how many to write) is kept; IFEval's ``***`` paragraphs stay
+    ``paragraph_count``.
+    """
+    kept: list[Found] = []
+    for f in ctx.found:
+        if not (f.kind == Kind.PARAGRAPH_COUNT and "_blank_lines" in f.params):
+            kept.append(f)
+            continue
+        if not f.params.get("_stated"):
+            continue
+        params = {"unit": "paragraphs", "relation": str(f.params["_relation"]), "n": int(f.params["n"])}
+        kept.append(Found(kind=Kind.COUNT, params=params, start=f.start, end=f.end, confidence=f.confidence,
+                          hardness=f.hardness))
+    ctx.found = kept
 
 
 _HIGHLIGHT_LEMMAS = frozenset({"highlight", "italicize", "italicise", "italic", "emphasize", "bold"})
@@ -616,7 +673,7 @@ def _count_after(ctx: _Ctx, start: int, limit: int = 16) -> _Quantity | None:
             ranged.last = j
             return ranged
         between = relation_after(ctx.lowers[last + 1 : j]) if last + 1 < j else None
-        after = relation_after(ctx.lowers[j + 1 : j + 3])
+        after = relation_after(ctx.lowers[j + 1 : j + 8])
         before = relation_before(ctx.lowers[max(start, first - 6) : first])
         relation = (between or after or before or (Relation.EXACTLY, 0))[0]
         return _Quantity(relation, value, first, j + (after[1] if after else 0))
@@ -930,8 +987,8 @@ def _phrase_group(tag: str) -> str:
 
 
 _END = re.compile(
-    r"(?:\b(?:end|finish|conclude)(?:s|ed)?\s+(?:your\s+|the\s+|it\s+|this\s+|each\s+)?(?:entire\s+|whole\s+)?(?:[\w-]+\s+){0,2}?"
-    r"with\s*(?:this|the|a)?\s*(?:exact\s+)?(?:phrase|sentence|words?|question|line)?(?:\s+of)?\s*" + _phrase_group("1") +
+    r"(?:\b(?:end|finish|conclude|close|sign\s+off|wrap\s+up)(?:s|ed)?\s+(?:your\s+|the\s+|it\s+|this\s+|each\s+)?(?:entire\s+|whole\s+)?(?:[\w-]+\s+){0,2}?"
+    r"with\s*(?:exactly\s+)?(?:(?:these|those|the\s+following|this|the|a)\b)?\s*(?:exact\s+)?(?:phrase|sentence|words?|question|line|text)?(?:\s+of)?\s*" + _phrase_group("1") +
     r"|(?:very\s+)?(?:last|final)\s+(?:sentence|line|words?|phrase)\s+of\s+your\s+(?:\w+\s+)?(?:response|answer|reply)\s+(?:should|must)\s+(?:be|read)\s*" + _phrase_group("2") +
     r"|(?:very\s+)?end\s+of\s+your\s+(?:entire\s+)?(?:response|answer|reply)\s+(?:should|must)\s+(?:be|read)\s*" + _phrase_group("3") + ")",
     re.IGNORECASE | re.MULTILINE,
@@ -1192,6 +1249,9 @@ def _prune(ctx: _Ctx) -> None:
     """
     found = ctx.found
     phrases = {str(f.params.get("phrase", "")).lower() for f in found if f.kind in (Kind.END_PHRASE, Kind.START_PHRASE)}
+    # "sign off with exactly these words: talk soon": words of the phrase, read where the phrase is
+    said = [(f.start, f.end, {w.lower() for w in re.findall(r"\w+", str(f.params.get("phrase", "")))})
+            for f in found if f.kind in (Kind.END_PHRASE, Kind.START_PHRASE)]
     kept: list[Found] = []
     for f in found:
         if f.kind in (Kind.WORD_COUNT, Kind.SENTENCE_COUNT) and _inside_parentheses(ctx.text, f.start) and any(
@@ -1200,7 +1260,8 @@ def _prune(ctx: _Ctx) -> None:
             continue
         if f.kind == Kind.KEYWORDS_PRESENT:
             words = [w for w in f.params.get("keywords", []) if not _LITERAL_ESCAPES.fullmatch(str(w))]
-            words = [w for w in words if str(w).lower() not in phrases]
+            words = [w for w in words if str(w).lower() not in phrases and not any(
+                start <= f.start and f.end <= end and str(w).lower() in inside for start, end, inside in said)]
             if not words:
                 continue
             f = Found(kind=f.kind, params={"keywords": words}, start=f.start, end=f.end,

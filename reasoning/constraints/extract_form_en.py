@@ -73,6 +73,16 @@ __all__ = ["refine_english"]
 T = TypeVar("T")
 
 _NAMED_UNITS = frozenset({Unit.WORDS, Unit.SENTENCES, Unit.PARAGRAPHS})
+#: Units a bound may hold for per sentence / paragraph / line ("at most 40 characters per line").
+_PER_UNITS = frozenset({Unit.WORDS, Unit.SENTENCES, Unit.PUNCTUATION, Unit.EMOJI, Unit.CHARACTERS, Unit.NUMBERS,
+                        Unit.DIGITS, Unit.LETTERS})
+#: Words that make a bare number approximate ("about 50 words each"): no exact count.
+_APPROXIMATE = frozenset({"about", "around", "roughly", "approximately", "circa", "~", "some", "nearly", "almost"})
+#: Verbs whose object an item holds ("every sentence must contain / include / have a number").
+_HOLDING_VERBS = frozenset({"contain", "include", "have", "feature", "use", "mention", "cite", "give", "carry", "hold"})
+#: A bound denied of every item is its opposite for each ("no line longer than 40" is "at most 40").
+_OPPOSITE: Mapping[Relation, Relation] = {Relation.MORE_THAN: Relation.AT_MOST, Relation.LESS_THAN: Relation.AT_LEAST,
+                                          Relation.AT_LEAST: Relation.LESS_THAN, Relation.AT_MOST: Relation.MORE_THAN}
 _BARE_EXACT = frozenset({Unit.LINES, Unit.EMOJI, Unit.PUNCTUATION, Unit.NESTED_BULLETS, Unit.UNIQUE_WORDS})
 _GLOBAL = frozenset({"entire", "whole", "all", "only", "every", "exclusively", "solely", "throughout", "any",
                      "completely", "entirely", "fully", "everything", "nothing"})
@@ -259,15 +269,47 @@ def _word_filter(ctx: _Ctx, head: int, stop: int) -> tuple[dict[str, Any], int] 
     return ({name: value}, found[1]) if value else None
 
 
+_PER_QUANTIFIERS = frozenset({"per", "each", "every", "no", "any"})
+
+
+def _per_at(ctx: _Ctx, unit: Unit, first: int, last: int) -> tuple[Unit, int] | None:
+    """The item a count holds for and the quantifier's token ("in each sentence", "no paragraph may ...").
+
+    "Each", "every", "per" and a quantifier over the items ("no paragraph
+    may contain more than two sentences", "do not let any line run past 40
+    characters") all make the bound hold for every item, not for the whole
+    answer. "Any" counts only before the unit's quantity, as the subject or
+    object the bound is said of ("any sentence", not "in any form").
+    """
+    start, end = _sentence(ctx, first)
+    if last + 1 < end and ctx.lowers[last + 1] in ("each", "apiece"):
+        # "five sentences, no more than ten words each": each of the items counted before
+        for j in range(first - 1, start - 1, -1):
+            per = EN_PER.get(ctx.lemmas[j])
+            if per is not None and per is not unit and _number_at(ctx.doc, j - 1) is not None:
+                return per, last + 1
+    for j in range(start, end - 1):
+        low = ctx.lowers[j]
+        if low in _PER_QUANTIFIERS or (low == "a" and j > 0 and ctx.lowers[j - 1] == "per"):
+            per = EN_PER.get(ctx.lemmas[j + 1])
+            if per is None or per is unit or first <= j <= last:
+                continue
+            if low in ("no", "any") and (j > first or ctx.tokens[j + 1].dep_ not in ("nsubj", "nsubjpass", "dobj", "pobj", "ROOT")):
+                continue
+            return per, j
+    return None
+
+
 def _per(ctx: _Ctx, unit: Unit, first: int, last: int) -> Unit | None:
     """The item a count holds for ("in each sentence", "every paragraph should have ...")."""
-    start, end = _sentence(ctx, first)
-    for j in range(start, end - 1):
-        if ctx.lowers[j] in ("per", "each", "every") or (ctx.lowers[j] == "a" and j > 0 and ctx.lowers[j - 1] == "per"):
-            per = EN_PER.get(ctx.lemmas[j + 1])
-            if per is not None and per is not unit and not (first <= j <= last):
-                return per
-    return None
+    found = _per_at(ctx, unit, first, last)
+    return found[0] if found is not None else None
+
+
+def _denied_for_every_item(ctx: _Ctx, unit: Unit, first: int, last: int) -> bool:
+    """"No paragraph may contain more than two sentences": the bound said of no item is its opposite for each."""
+    found = _per_at(ctx, unit, first, last)
+    return found is not None and ctx.lowers[found[1]] == "no"
 
 
 def _detect_counts(ctx: _Ctx) -> None:
@@ -288,6 +330,12 @@ def _detect_counts(ctx: _Ctx) -> None:
             continue
         _start_sent, stop = _sentence(ctx, head)
         quantity = _quantity(ctx, first, head, unit)
+        if quantity is not None and _counts_another_unit(ctx, head, quantity, unit):
+            continue  # "keep each line to at most 30 characters": the number counts characters, per line
+        if quantity is None and unit in _PER_UNITS and first > 0 and ctx.lowers[first - 1] in ("a", "an") \
+                and ctx.tokens[head].head.lemma_.lower() in _HOLDING_VERBS \
+                and _per(ctx, unit, first, head) is not None and not _negated_here(ctx, first, head):
+            quantity = _Quantity(Relation.AT_LEAST, 1, first - 1, first - 1)  # "every sentence must contain a number"
         filter_fields = dict(fields)
         end_char = ctx.chars(head, head)[1]
         if unit is Unit.WORDS:
@@ -300,7 +348,7 @@ def _detect_counts(ctx: _Ctx) -> None:
                     and _overlaps(f, ctx.tokens[head].idx, end_char))]
         if unit is Unit.CHARACTERS and not fields and _spaces_left_out(ctx, _start_sent, stop):
             filter_fields["nonspace"] = True
-        per = _per(ctx, unit, first, head) if unit in (Unit.WORDS, Unit.SENTENCES, Unit.PUNCTUATION, Unit.EMOJI) else None
+        per = _per(ctx, unit, first, head) if unit in _PER_UNITS else None
         if unit in _NAMED_UNITS and per is None and filter_fields == dict(fields) and not fields:
             continue
         if per is None and any(_symbol_count(f) and f.start <= at < f.end for f in ctx.found):
@@ -308,6 +356,8 @@ def _detect_counts(ctx: _Ctx) -> None:
         bounds = _bounds(ctx, unit, first, head, quantity, filtered=filter_fields != dict(fields) or bool(fields))
         if not bounds:
             continue
+        if per is not None and _denied_for_every_item(ctx, unit, first, head):
+            bounds = [(_OPPOSITE.get(relation, relation), n) for relation, n in bounds]
         lo = min([first] + ([quantity.first] if quantity is not None else []))
         hi_char = max(end_char, ctx.chars(quantity.last, quantity.last)[1] if quantity is not None else 0)
         start = ctx.tokens[lo].idx
@@ -315,6 +365,15 @@ def _detect_counts(ctx: _Ctx) -> None:
         for relation, n in bounds:
             form = Count(unit=unit, filter=Filter(**filter_fields), relation=relation, n=n, per=per)
             _add_form(ctx, form, start, hi_char)
+
+
+def _counts_another_unit(ctx: _Ctx, head: int, quantity: _Quantity, unit: Unit) -> bool:
+    """Whether a quantity found after the unit word is followed by another unit word, whose count it is."""
+    after = quantity.last + 1
+    if quantity.last <= head or after >= len(ctx.tokens):
+        return False
+    term = _term_at(ctx, after, _UNIT_INDEX)
+    return term is not None and term[1][0] is not unit
 
 
 _LEAVING_OUT = frozenset({"exclude", "excluding", "without", "except", "ignore", "ignoring", "omit", "omitting",
@@ -365,7 +424,8 @@ def _bounds(
 ) -> list[tuple[Relation, int]]:
     if quantity is not None:
         pairs = quantity.bounds()
-        if not pairs and unit in _BARE_EXACT | _NAMED_UNITS and quantity.high is None:
+        approximate = quantity.first > 0 and ctx.lowers[quantity.first - 1] in _APPROXIMATE
+        if not pairs and unit in _BARE_EXACT | _NAMED_UNITS and quantity.high is None and not approximate:
             pairs = [(Relation.EXACTLY, quantity.n)]
         return [(_flip_if_negated(ctx, first, rel), n) for rel, n in pairs]
     if _negated_here(ctx, first, head) and (unit not in _NAMED_UNITS or filtered):
@@ -970,6 +1030,44 @@ def _detect_keywords_per_item(ctx: _Ctx) -> None:
     ctx.found = kept
 
 
+_ONE_PER = (("one", "per"), ("one", "on", "each"), ("one", "to", "a"), ("each", "on", "its", "own"),
+            ("each", "on", "a", "separate"), ("each", "on", "a", "new"), ("each", "on", "a"), ("on", "separate"))
+
+
+def _detect_items_per_piece(ctx: _Ctx) -> None:
+    """"Four slogans, one per line", "three tips, each on its own line": as many lines (or paragraphs) as items.
+
+    The items are a noun with an exact number that is no unit of the form
+    (slogans, tips, names); "one per line" / "each on its own line" / "on
+    separate lines" puts each on a piece of its own, so the answer has that
+    many pieces.
+    """
+    for j, low in enumerate(ctx.lowers):
+        phrase = next((p for p in _ONE_PER if tuple(ctx.lowers[j : j + len(p)]) == p), None)
+        if phrase is None:
+            continue
+        after = j + len(phrase)
+        piece = EN_PER.get(ctx.lemmas[after]) if after < len(ctx.tokens) else None
+        if piece not in (Unit.LINES, Unit.PARAGRAPHS) or ctx.lemmas[after] not in ("line", "paragraph"):
+            continue
+        start, _stop = _sentence(ctx, j)
+        items = None
+        for x in range(j - 1, start - 1, -1):
+            if ctx.tokens[x].pos_ != "NOUN" or _term_at(ctx, x, _UNIT_INDEX) is not None:
+                continue
+            number = _number_at(ctx.doc, x - 1)
+            if number is not None:
+                items = (number[0], number[1], x)
+                break
+        if items is None or items[0] < 1:
+            continue
+        begin, end = ctx.tokens[items[1]].idx, ctx.chars(after, after)[1]
+        if any(f.kind is Kind.COUNT and f.params.get("unit") == piece.value and _overlaps(f, begin, end)
+               for f in ctx.found):
+            continue
+        _add_form(ctx, Count(unit=piece, relation=Relation.EXACTLY, n=items[0]), begin, end)
+
+
 def _detect_structure(ctx: _Ctx) -> None:
     """A copy's case or dropped sentence, prose beside a list, table headers, marked responses (:mod:`.extract_structure`)."""
     extract_structure.refine_structure(ctx)
@@ -986,6 +1084,7 @@ _DETECTORS: Sequence[Callable[[_Ctx], None]] = (
     _detect_copies,
     _detect_elliptical_ranges,
     _detect_keywords_per_item,
+    _detect_items_per_piece,
     _detect_structure,
 )
 

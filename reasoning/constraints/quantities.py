@@ -129,6 +129,24 @@ _BEFORE: tuple[tuple[tuple[str, ...], Relation], ...] = (
     (("just",), Relation.EXACTLY),
 )
 _AFTER: tuple[tuple[tuple[str, ...], Relation], ...] = (
+    # "five question marks and no more", "two sentences, no more and no fewer": the number said, and only it
+    (("and", "no", "more", "and", "no", "fewer"), Relation.EXACTLY),
+    (("and", "no", "more", ",", "no", "fewer"), Relation.EXACTLY),
+    ((",", "no", "more", "and", "no", "fewer"), Relation.EXACTLY),
+    ((",", "no", "more", ",", "no", "fewer"), Relation.EXACTLY),
+    ((",", "no", "more", ",", "no", "less"), Relation.EXACTLY),
+    ((",", "no", "fewer", ",", "no", "more"), Relation.EXACTLY),
+    ((",", "no", "less", ",", "no", "more"), Relation.EXACTLY),
+    (("no", "more", ",", "no", "fewer"), Relation.EXACTLY),
+    (("no", "more", "and", "no", "fewer"), Relation.EXACTLY),
+    (("no", "more", "no", "less"), Relation.EXACTLY),
+    (("and", "no", "more"), Relation.EXACTLY),
+    (("and", "not", "more"), Relation.EXACTLY),
+    (("and", "not", "one", "more"), Relation.EXACTLY),
+    ((",", "no", "more"), Relation.EXACTLY),
+    ((",", "not", "more"), Relation.EXACTLY),
+    (("but", "no", "more"), Relation.EXACTLY),
+    (("no", "more"), Relation.EXACTLY),
     (("or", "more"), Relation.AT_LEAST),
     (("or", "above"), Relation.AT_LEAST),
     (("and", "above"), Relation.AT_LEAST),
@@ -190,6 +208,8 @@ def relation_after(words: Sequence[str]) -> tuple[Relation, int] | None:
     lowered = tuple(w.lower() for w in words)
     for phrase, relation in _AFTER:
         if lowered[: len(phrase)] == phrase:
+            if lowered[len(phrase) : len(phrase) + 1] == ("than",):
+                return None  # "five sentences, no more than ten words each": another bound, of another count
             return relation, len(phrase)
     return None
 
