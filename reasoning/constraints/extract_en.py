@@ -492,10 +492,10 @@ def _detect_counts(ctx: _Ctx) -> None:
             elif splitter is not None:
                 ctx.add(Kind.SECTIONS, {"splitter": splitter, "n": n}, start, end)
             elif lemma == "paragraph":
-                relation = quantity.relation if quantity.high is None else Relation.AT_MOST
+                stated = quantity.relation if quantity.high is None else Relation.AT_MOST
                 ctx.add(Kind.PARAGRAPH_COUNT, {"n": n, "_blank_lines": True,
-                                               "_relation": str(_flip_if_negated(ctx, i, relation or Relation.EXACTLY)),
-                                               "_stated": relation is not None},
+                                               "_relation": str(_flip_if_negated(ctx, i, stated or Relation.EXACTLY)),
+                                               "_stated": stated is not None},
                         start, end, confidence=0.6)
                 if quantity.high is not None:
                     ctx.add(Kind.PARAGRAPH_COUNT, {"n": quantity.n, "_blank_lines": True,
