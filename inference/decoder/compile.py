@@ -77,6 +77,8 @@ _BODY_PRIORITY = (
     Kind.TWO_RESPONSES,
 )
 _FORMAL = (Kind.JSON_FORMAT, Kind.REGEX_FORMAT, Kind.CONSTRAINED_RESPONSE)
+#: The JSON answer without a schema: an object of at least one key (``{}`` answers nothing).
+_ANY_OBJECT = {"type": "object", "minProperties": 1}
 # Literal text whose checker ignores case may be case-folded to obey a case policy.
 _CASE_FREE_LITERALS = (Kind.POSTSCRIPT, Kind.END_PHRASE, Kind.REPEAT_PROMPT, Kind.NTH_PARAGRAPH_FIRST_WORD)
 #: The fewest words a statistical language identifier (n-gram profiles, as in
@@ -450,7 +452,9 @@ def _body(c: Constraint, literal: Any) -> Body:
         if c.kind == Kind.JSON_FORMAT:
             from llguidance import LLMatcher
 
-            schema = p.get("schema") or {"type": "object"}
+            # An object that holds the keys asked for, or at least one key (never an empty ``{}``).
+            keys = [str(k) for k in p.get("keys", ()) if str(k)]
+            schema = p.get("schema") or ({"type": "object", "required": keys} if keys else _ANY_OBJECT)
             grammar = LLMatcher.grammar_from_json_schema(
                 json.dumps(schema), defaults={"whitespace_flexible": False}
             )
@@ -487,6 +491,7 @@ def _body(c: Constraint, literal: Any) -> Body:
             # numbered / nested / intro / outro: a list structure of the form lowered to bullets
             # (compile_form.lower_forms, compile_structure.lower_structures)
             return Body(kind="bullets", n=int(p["n"]), numbered=bool(p.get("numbered")), nested=bool(p.get("nested")),
+                        sub_items=int(p.get("sub_items") or 0), item_lead=literal(c, str(p["lead"])) if p.get("lead") else "",
                         intro=p.get("intro"), outro=p.get("outro"))
         return Body(kind="two")
     except (KeyError, ValueError, TypeError, re.error) as exc:

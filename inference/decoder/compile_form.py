@@ -65,6 +65,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from itertools import combinations
 
 import msgspec
 
@@ -170,10 +171,12 @@ def _lower_count(c: Constraint, form: Count) -> list[Constraint]:
     if form.per is not None or form.of is not None or not lo:
         return [c]
     f = form.filter
-    if form.unit in (Unit.CHARACTERS, Unit.PUNCTUATION) and f.chars and len(set(f.chars)) == 1 and _plain(f, chars=True):
-        mark = f.chars[0]
-        if form.unit is Unit.CHARACTERS or units.count(form.measure, mark) == 1:
-            return [_keyword(c, mark, form.relation, form.n)]
+    if form.unit in (Unit.CHARACTERS, Unit.PUNCTUATION) and f.chars and _plain(f, chars=True):
+        marks = list(dict.fromkeys(f.chars))  # one mark, or its variants (';' and '；')
+        if all(form.unit is Unit.CHARACTERS or units.count(form.measure, m) == 1 for m in marks):
+            # The first is inserted and paced; where a maximum counts the others too, they are not written.
+            rest = [_keyword(c, m, Relation.AT_MOST, 0) for m in marks[1:]] if hi is not None else []
+            return [_keyword(c, marks[0], form.relation, form.n), *rest]
     item = {Unit.DIGITS: DIGIT_ITEM, Unit.EMOJI: EMOJI_ITEM}.get(form.unit)
     if item is not None and hi is None and _plain(f):
         return [_keyword(c, item, Relation.AT_LEAST, lo)]
@@ -189,6 +192,8 @@ def _lower_position(
     elif fold == "upper":
         text = text.upper()
     one_word = len(text.split()) == 1
+    if form.unit is Unit.BULLETS and form.k == 0 and form.op == "starts_with" and text:
+        return _lower_item_lead(c, text, constraints, taken)
     if not text or form.unit not in _PLACES:
         return [c]
     starts = form.k == 1 and (form.op == "starts_with" or (form.op == "is" and form.unit is Unit.WORDS and one_word))
@@ -247,10 +252,35 @@ def _lower_structure(c: Constraint, form: Structure, constraints: Sequence[Const
     return [msgspec.structs.replace(c, kind=Kind.BULLET_COUNT, params=params)]
 
 
+def _lower_item_lead(c: Constraint, text: str, constraints: Sequence[Constraint], taken: set[Kind]) -> list[Constraint]:
+    """Every list item opening with ``text`` as the bullet layout of ``LIST_ITEMS`` items, each
+    opened by it, when no other constraint gives the answer its body (beside a list that another
+    constraint lowers, ``form_layout`` adds the lead to its items)."""
+    if taken & _BODY_KINDS or any(q.id != c.id and isinstance(form_of_constraint(q), Structure) for q in constraints):
+        return [c]
+    taken.add(Kind.BULLET_COUNT)
+    return [msgspec.structs.replace(c, kind=Kind.BULLET_COUNT, params={"n": LIST_ITEMS, "lead": text})]
+
+
+def _item_leads(constraints: Sequence[Constraint]) -> list[tuple[Constraint, str]]:
+    """The texts every list item must open with (``position(bullets, 0, starts_with)``), by constraint."""
+    found = []
+    for c in constraints:
+        form = form_of_constraint(c)
+        if isinstance(form, Position) and form.unit is Unit.BULLETS and form.k == 0 and form.op == "starts_with" \
+                and form.text.strip():
+            found.append((c, " ".join(form.text.split())))
+    return found
+
+
 def lower_forms(constraints: Sequence[Constraint]) -> list[Constraint]:
     """The hard response constraints with the form constraints a named kind's
     controller keeps rewritten into that kind (see the module doc)."""
     _check_positions_fit(constraints)
+    leads = _item_leads(constraints)
+    for (c, text), (q, other) in combinations(leads, 2):
+        if not (text.lower().startswith(other.lower()) or other.lower().startswith(text.lower())):
+            raise ConflictError("every list item cannot open with two texts", constraint_ids=[c.id, q.id])
     taken = {c.kind for c in constraints}
     fold = "lower" if Kind.ALL_LOWERCASE in taken else "upper" if Kind.ALL_CAPITALS in taken else None
     out: list[Constraint] = []
@@ -263,8 +293,23 @@ def lower_forms(constraints: Sequence[Constraint]) -> list[Constraint]:
         elif isinstance(form, Structure):
             out += _lower_structure(c, form, constraints, taken)
         else:
-            out.append(c)
+            out.append(_lower_mark_frequency(c))
     return out
+
+
+def _lower_mark_frequency(c: Constraint) -> Constraint:
+    """A ``letter_frequency`` minimum of a mark that is no letter or digit ("exactly three '?'")
+    as that keyword's frequency: the keyword's insertions meet the minimum (a letter's is only
+    assisted, as a letter alone is no word to insert), and the substring count it keeps is the
+    letter count's."""
+    letter = str(c.params.get("letter", ""))
+    if c.kind != Kind.LETTER_FREQUENCY or len(letter) != 1 or letter.isalnum() or letter.isspace():
+        return c
+    try:
+        relation, n = Relation(c.params.get("relation", "at least")), int(c.params.get("n", 0))
+    except (TypeError, ValueError):
+        return c
+    return _keyword(c, letter, relation, n) if _bounds(relation, n)[0] else c
 
 
 def _check_positions_fit(constraints: Sequence[Constraint]) -> None:
@@ -287,12 +332,30 @@ def _check_positions_fit(constraints: Sequence[Constraint]) -> None:
             )
 
 
+def _case_of(constraints: Sequence[Constraint]) -> str | None:
+    """The letter case every letter of the answer must have ("lower", "upper"; None: any)."""
+    kinds = {q.kind for q in constraints}
+    return "lower" if Kind.ALL_LOWERCASE in kinds else "upper" if Kind.ALL_CAPITALS in kinds else None
+
+
 def _literal_text(layout: Layout) -> str:
     return "\n".join(s.text for s in build_layout(layout) if isinstance(s, Literal))
 
 
 def form_layout(constraints: Sequence[Constraint], layout: Layout, controlled: set[str]) -> Layout:
-    """``layout`` with an answer-level wrapper's delimiters (first and last)."""
+    """``layout`` with an answer-level wrapper's delimiters (first and last), and the text every
+    list item opens with on the items of a bulleted body (a literal after each marker).
+
+    Raises:
+        ConflictError: an answer wrapped in two ways.
+    """
+    leads = _item_leads(constraints)
+    if leads and layout.body.kind == "bullets":
+        lead = layout.body.item_lead or max((text for _, text in leads), key=len)
+        if all(lead.lower().startswith(text.lower()) for _, text in leads):
+            fold = {"lower": str.lower, "upper": str.upper}.get(_case_of(constraints) or "", str)
+            layout = replace(layout, body=replace(layout.body, item_lead=fold(lead)))
+            controlled.update(c.id for c, _ in leads)
     for c in constraints:
         form = form_of_constraint(c)
         if not isinstance(form, Wrap) or form.unit is not Unit.ANSWER or not form.left or not form.right:

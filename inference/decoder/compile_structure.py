@@ -82,7 +82,7 @@ def _lower_copy(c: Constraint, form: Copy) -> Constraint:
 
 
 def _shaped(form: Structure) -> bool:
-    return form.n is not None or form.before is not None or form.after is not None
+    return form.n is not None or form.before is not None or form.after is not None or form.sub_items is not None
 
 
 def lower_structures(constraints: Sequence[Constraint]) -> list[Constraint]:
@@ -105,6 +105,7 @@ def lower_structures(constraints: Sequence[Constraint]) -> list[Constraint]:
             params = {"n": form.n if form.n is not None else LIST_ITEMS,
                       "numbered": form.layout is FormLayout.NUMBERED_LIST,
                       "nested": form.layout is FormLayout.NESTED_LIST,
+                      "sub_items": form.sub_items if form.layout is FormLayout.NESTED_LIST else None,
                       "intro": form.before, "outro": form.after}
             out.append(msgspec.structs.replace(c, kind=Kind.BULLET_COUNT, params=params))
             continue

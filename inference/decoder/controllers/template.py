@@ -92,7 +92,9 @@ class Body:
     optional forced first word of paragraph ``nth``), ``"two"`` (two responses
     separated by ``******``) or ``"formal"``. ``bullets`` may be ``numbered``
     (``1.``, ``2.``, ... instead of ``*``) and ``nested`` (the first bullet
-    has one indented sub-bullet, ``  - ``). ``"table"``: a Markdown table of
+    has one indented sub-bullet, ``  - ``), or have ``sub_items`` sub-bullets
+    under every bullet (a two-level outline); ``item_lead`` opens every item
+    and sub-item (a literal after its marker: "* ✅ ..."). ``"table"``: a Markdown table of
     ``n`` body rows and ``columns`` columns, its header cells ``headers``
     (literals) or written by the model when empty. Bullets and tables may
     have prose ``intro`` (before) and ``outro`` (after): ``"paragraph"`` or
@@ -108,6 +110,8 @@ class Body:
     grammar: str | None = None
     numbered: bool = False
     nested: bool = False
+    sub_items: int = 0
+    item_lead: str = ""
     columns: int = 2
     headers: tuple[str, ...] = ()
     intro: str | None = None
@@ -183,15 +187,19 @@ def _units(body: Body, highlights: int) -> list[list[Segment]]:
         return _beside(body, _table(body))
     if body.kind == "bullets":
         marker = "- " if highlights else "* "
+        # A lead ending in a word is a forced word: the item's text must first end it.
+        worded = body.item_lead[-1:].isalnum()
         units: list[list[Segment]] = []
         for index in range(body.n):
             mark = f"{index + 1}. " if body.numbered else marker
-            unit: list[Segment] = [Literal(("\n" if index else "") + mark)]
+            lead = body.item_lead + (" " if worded and index < highlights else "")
+            unit: list[Segment] = [Literal(("\n" if index else "") + mark + lead)]
             if index < highlights:
                 unit += _heading(" ")
-            unit.append(Free("body", bare=True))
-            if body.nested and index == 0:
-                unit += [Literal("\n  - "), Free("body", bare=True)]
+            unit.append(Free("body", bare=True, after_word=worded and index >= highlights))
+            subs = body.sub_items or (1 if body.nested and index == 0 else 0)
+            for _ in range(subs):
+                unit += [Literal("\n  - " + body.item_lead), Free("body", bare=True, after_word=worded)]
             units.append(unit)
         return _beside(body, units)
     if body.kind == "sections":

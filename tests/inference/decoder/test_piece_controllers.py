@@ -77,3 +77,81 @@ def test_every_opening_that_another_text_cannot_begin_is_a_conflict(tokenizer: A
     agreeing = [every, Constraint(id="b", kind=Kind.START_PHRASE, params={"phrase": "Note that rivers flow."})]
     steering = compile_steering(agreeing, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
     assert "a" in steering.uncontrolled  # the start phrase is fixed text: left to the prompt
+
+
+def _items(text: str) -> list[tuple[str, str]]:
+    """(indent, text) of every list item line, bulleted or numbered, after its marker."""
+    return re.findall(r"^([ \t]*)(?:[*+-]|\d+[.)])[ \t]+(.*)$", text, flags=re.MULTILINE)
+
+
+LISTS = [
+    ("every item opens with a mark", [gen(Kind.POSITION, unit="bullets", k=0, op="starts_with", text="✅")],
+     lambda items: len(items) == 3 and all(t.startswith("✅") for _, t in items)),
+    ("every item of a nested list opens with a word",
+     [gen(Kind.POSITION, unit="bullets", k=0, op="starts_with", text="Note"),
+      gen(Kind.STRUCTURE, "outline", layout="nested_list", n=2, sub_items=2)],
+     lambda items: len(items) == 6 and all(_first_word(t) == "note" for _, t in items)),
+    ("a two-level outline", [gen(Kind.STRUCTURE, layout="numbered_list", n=3),
+                             gen(Kind.STRUCTURE, "outline", layout="nested_list", n=3, sub_items=2)], None),
+    ("three items, two sub-items each", [gen(Kind.STRUCTURE, layout="nested_list", n=3, sub_items=2)],
+     lambda items: [bool(indent) for indent, _ in items] == [False, True, True] * 3),
+]
+
+
+@pytest.mark.parametrize(("name", "constraints", "ok"), LISTS, ids=[row[0] for row in LISTS])
+def test_list_items_hold_on_random_logits(tokenizer: Any, name: str, constraints: list[Constraint], ok: Any) -> None:
+    if ok is None:  # two list structures: the layout writes one, the other is left to the prompt
+        steering = compile_steering(constraints, tokenizer, prompt="Plan a trip.", max_new_tokens=BUDGET)
+        assert steering.controlled == frozenset()
+        return
+    steering = compile_steering(constraints, tokenizer, prompt="Plan a trip.", max_new_tokens=BUDGET)
+    assert steering.controlled == {c.id for c in constraints}
+    bias = bias_towards(tokenizer, r"^\n|^ ?[A-Za-z]+$", 4.0)
+    for seed in SEEDS:
+        state = drive_with_bias(steering, BUDGET, seed, bias)
+        assert ok(_items(state.text)), state.text
+        assert judged(constraints, state.text) == [], state.text
+
+
+def test_list_items_opening_with_two_texts_are_a_conflict(tokenizer: Any) -> None:
+    constraints = [gen(Kind.POSITION, "a", unit="bullets", k=0, op="starts_with", text="✅"),
+                   gen(Kind.POSITION, "b", unit="bullets", k=0, op="starts_with", text="Note")]
+    with pytest.raises(ConflictError) as refused:
+        compile_steering(constraints, tokenizer, prompt="Plan a trip.", max_new_tokens=BUDGET)
+    assert set(refused.value.extra["constraint_ids"]) == {"a", "b"}
+
+
+def _decode(loaded_model: Any, prompt: str, constraints: list[Constraint], budget: int) -> tuple[Any, str]:
+    from inference.decoder.decode import decode
+    from inference.decoder.options import DecodeOptions
+    from inference.prompting import plan_prompt
+
+    tokenizer = loaded_model.tokenizer
+    steering = compile_steering(constraints, tokenizer, prompt=prompt, max_new_tokens=budget)
+    plan = plan_prompt(tokenizer, prompt, constraints)
+    result = decode(
+        loaded_model.model, tokenizer, plan, steering=steering,
+        options=DecodeOptions(width=2, max_new_tokens=budget, prune=False), constraints=constraints,
+    )
+    return steering, result.answer
+
+
+@pytest.mark.model
+def test_bundled_model_opens_every_sentence_with_the_word(loaded_model: Any) -> None:
+    constraints = [gen(Kind.POSITION, unit="sentences", k=0, op="starts_with", text="Note")]
+    steering, answer = _decode(loaded_model, "Give two tips for a first marathon.", constraints, 32)
+    assert steering.controlled == {"f"}
+    assert all(_first_word(p) == "note" for p in _sentences(answer)), answer
+    assert judged(constraints, answer) == [], answer
+
+
+@pytest.mark.model
+def test_bundled_model_writes_a_two_level_outline_with_marked_items(loaded_model: Any) -> None:
+    constraints = [gen(Kind.STRUCTURE, "outline", layout="nested_list", n=2, sub_items=1),
+                   gen(Kind.POSITION, unit="bullets", k=0, op="starts_with", text="✅")]
+    steering, answer = _decode(loaded_model, "Outline a plan for a picnic.", constraints, 40)
+    assert steering.controlled == {"outline", "f"}
+    items = _items(answer)
+    assert [bool(indent) for indent, _ in items] == [False, True, False, True], answer
+    assert all(t.startswith("✅") for _, t in items), answer
+    assert judged(constraints, answer) == [], answer
