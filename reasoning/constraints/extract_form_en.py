@@ -41,6 +41,7 @@ from reasoning.constraints.extract_en import (
     relation_after_unit,
     repeat_text,
 )
+from reasoning.constraints.extract_pieces_en import refine_pieces_english
 from reasoning.constraints.extract_word_shape import refine_word_shape_english
 from reasoning.constraints.form import (
     Copy,
@@ -83,7 +84,8 @@ _HOLDING_VERBS = frozenset({"contain", "include", "have", "feature", "use", "men
 #: A bound denied of every item is its opposite for each ("no line longer than 40" is "at most 40").
 _OPPOSITE: Mapping[Relation, Relation] = {Relation.MORE_THAN: Relation.AT_MOST, Relation.LESS_THAN: Relation.AT_LEAST,
                                           Relation.AT_LEAST: Relation.LESS_THAN, Relation.AT_MOST: Relation.MORE_THAN}
-_BARE_EXACT = frozenset({Unit.LINES, Unit.EMOJI, Unit.PUNCTUATION, Unit.NESTED_BULLETS, Unit.UNIQUE_WORDS})
+_BARE_EXACT = frozenset({Unit.LINES, Unit.EMOJI, Unit.PUNCTUATION, Unit.NESTED_BULLETS, Unit.UNIQUE_WORDS,
+                         Unit.HEADINGS})
 _GLOBAL = frozenset({"entire", "whole", "all", "only", "every", "exclusively", "solely", "throughout", "any",
                      "completely", "entirely", "fully", "everything", "nothing"})
 _VERB_SENSES = frozenset({"figure", "number", "line", "period", "dash", "character", "letter", "word", "colon"})
@@ -348,6 +350,14 @@ def _detect_counts(ctx: _Ctx) -> None:
                     and _overlaps(f, ctx.tokens[head].idx, end_char))]
         if unit is Unit.CHARACTERS and not fields and _spaces_left_out(ctx, _start_sent, stop):
             filter_fields["nonspace"] = True
+        if unit is Unit.HEADINGS:
+            level = _heading_level(ctx, first)
+            if level is not None:
+                filter_fields["marker"] = level[0]  # "three ### headings": headings of that level
+                quantity = quantity or _quantity(ctx, level[1], head, unit)
+            if quantity is not None and ctx.lowers[quantity.first] == "under" and quantity.high is None:
+                # "organize it under two headings": beneath them, not fewer than two
+                quantity = _Quantity(None, quantity.n, quantity.first + 1, quantity.last)
         per = _per(ctx, unit, first, head) if unit in _PER_UNITS else None
         if unit in _NAMED_UNITS and per is None and filter_fields == dict(fields) and not fields:
             continue
@@ -365,6 +375,18 @@ def _detect_counts(ctx: _Ctx) -> None:
         for relation, n in bounds:
             form = Count(unit=unit, filter=Filter(**filter_fields), relation=relation, n=n, per=per)
             _add_form(ctx, form, start, hi_char)
+
+
+def _heading_level(ctx: _Ctx, first: int) -> tuple[str, int] | None:
+    """The '#' run written just before a heading word ("### headings") and its first token, if any."""
+    j = first - 1
+    while j >= 0 and ctx.lowers[j] in ("(", ")", "markdown", "-", "style"):
+        j -= 1
+    marks = ""
+    while j >= 0 and set(ctx.tokens[j].text) == {"#"}:
+        marks = ctx.tokens[j].text + marks
+        j -= 1
+    return (marks, j + 1) if 1 <= len(marks) <= 6 else None
 
 
 def _counts_another_unit(ctx: _Ctx, head: int, quantity: _Quantity, unit: Unit) -> bool:
@@ -398,6 +420,9 @@ def _plausible_unit(ctx: _Ctx, first: int, head: int, unit: Unit) -> bool:
         return False
     if unit is Unit.NUMBERS and (nxt == "of" or prev in ("phone", "page", "serial")):
         return False
+    if unit is Unit.HEADINGS and any(ctx.lemmas[j] in ("table", "column", "row", "spreadsheet", "csv")
+                                     for j in range(*_sentence(ctx, first))):
+        return False  # a table's headings are its header cells
     after_of = ctx.lowers[head + 2] if head + 2 < len(ctx.tokens) else ""
     if unit is Unit.LINES and nxt == "of" and after_of in ("text", "prose", "poetry", "verse", "code", "dialogue"):
         return True
@@ -428,6 +453,8 @@ def _bounds(
         if not pairs and unit in _BARE_EXACT | _NAMED_UNITS and quantity.high is None and not approximate:
             pairs = [(Relation.EXACTLY, quantity.n)]
         return [(_flip_if_negated(ctx, first, rel), n) for rel, n in pairs]
+    if unit is Unit.HEADINGS and not _negated_here(ctx, first, head):
+        return [(Relation.AT_LEAST, 1)]  # "organize the answer under ## headings"
     if _negated_here(ctx, first, head) and (unit not in _NAMED_UNITS or filtered):
         stop = ctx.tokens[head].sent.end
         if any(ctx.lowers[j] in ("before", "after", "until", "between") for j in range(head + 1, min(stop, head + 4))):
@@ -647,9 +674,10 @@ def _detect_layouts(ctx: _Ctx) -> None:
             continue
         done.add(start)
         n, columns = _layout_size(ctx, layout, head, end)
-        if layout is Layout.NESTED_LIST and n is not None:
+        sub_items = _sub_items(ctx, chars) if layout is Layout.NESTED_LIST else None
+        if layout is Layout.NESTED_LIST and n is not None and sub_items is None:
             _scale_per_item(ctx, n, chars)
-        _add_form(ctx, Structure(layout=layout, n=n, columns=columns), *chars)
+        _add_form(ctx, Structure(layout=layout, n=n, columns=columns, sub_items=sub_items), *chars)
 
 
 _ROW_WORDS = frozenset({"row"})
@@ -665,6 +693,22 @@ def _exact_number(ctx: _Ctx, j: int, floor: int) -> int | None:
     value, first, _last = number
     before = relation_before(ctx.lowers[max(floor, first - 4) : first])
     return value if before is None or before[0] is Relation.EXACTLY else None
+
+
+def _sub_items(ctx: _Ctx, chars: tuple[int, int]) -> int | None:
+    """"Three points, each with two sub-points": the exact count of sub-items under every item, its count dropped.
+
+    Only an exact per-item count ("each with (exactly) two") is the nested
+    list's ``sub_items``; a bound ("each with at least two") stays a count,
+    scaled by the items (:func:`_scale_per_item`).
+    """
+    for f in ctx.found:
+        if f.kind is Kind.COUNT and f.params.get("unit") == "nested_bullets" and _overlaps(f, *chars) \
+                and f.params.get("relation") == str(Relation.EXACTLY) \
+                and re.search(r"\beach\b[^,.;]{0,12}$", ctx.text[chars[0] : f.start], re.IGNORECASE):
+            ctx.found = [g for g in ctx.found if g is not f]
+            return int(f.params["n"])
+    return None
 
 
 def _scale_per_item(ctx: _Ctx, items: int, chars: tuple[int, int]) -> None:
@@ -1085,6 +1129,7 @@ _DETECTORS: Sequence[Callable[[_Ctx], None]] = (
     _detect_elliptical_ranges,
     _detect_keywords_per_item,
     _detect_items_per_piece,
+    refine_pieces_english,
     _detect_structure,
 )
 
