@@ -79,6 +79,7 @@ _BODY_PRIORITY = (
 _FORMAL = (Kind.JSON_FORMAT, Kind.REGEX_FORMAT, Kind.CONSTRAINED_RESPONSE)
 #: The JSON answer without a schema: an object of at least one key (``{}`` answers nothing).
 _ANY_OBJECT = {"type": "object", "minProperties": 1}
+_KEY_VALUE_CHARS = 48  # the longest string value of a key the request names
 # Literal text whose checker ignores case may be case-folded to obey a case policy.
 _CASE_FREE_LITERALS = (Kind.POSTSCRIPT, Kind.END_PHRASE, Kind.REPEAT_PROMPT, Kind.NTH_PARAGRAPH_FIRST_WORD)
 #: The fewest words a statistical language identifier (n-gram profiles, as in
@@ -446,6 +447,13 @@ def _layout(
     return layout, sources
 
 
+def _object_of(keys: Sequence[str]) -> dict[str, Any]:
+    """The schema of an object holding ``keys``, in that order, each a value of any type whose
+    strings stay short (a required key left unwritten would keep the budget's landing from
+    closing the object)."""
+    return {"type": "object", "properties": {k: {"maxLength": _KEY_VALUE_CHARS} for k in keys}, "required": list(keys)}
+
+
 def _body(c: Constraint, literal: Any) -> Body:
     p = c.params
     try:
@@ -454,7 +462,7 @@ def _body(c: Constraint, literal: Any) -> Body:
 
             # An object that holds the keys asked for, or at least one key (never an empty ``{}``).
             keys = [str(k) for k in p.get("keys", ()) if str(k)]
-            schema = p.get("schema") or ({"type": "object", "required": keys} if keys else _ANY_OBJECT)
+            schema = p.get("schema") or (_object_of(keys) if keys else _ANY_OBJECT)
             grammar = LLMatcher.grammar_from_json_schema(
                 json.dumps(schema), defaults={"whitespace_flexible": False}
             )

@@ -140,9 +140,12 @@ def _strip_fences(text: str) -> str:
 
 def _v_json(c: Constraint, text: str, partial: bool, _: VerifyContext) -> Verdict:
     try:
-        json.loads(_strip_fences(text))
+        value = json.loads(_strip_fences(text))
     except ValueError as error:
         return _unsure(c.id, False, f"not JSON: {error}", partial)
+    missing = [k for k in map(str, c.params.get("keys", ())) if not isinstance(value, dict) or k not in value]
+    if missing:
+        return _unsure(c.id, False, f"JSON without the keys {', '.join(missing)}", partial)
     return _unsure(c.id, True, "valid JSON", partial)
 
 

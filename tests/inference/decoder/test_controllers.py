@@ -16,6 +16,7 @@ from inference.decoder.controllers.counts import Counts, count_text
 from inference.decoder.vocab import vocab_tables
 from reasoning.constraints.model import Constraint, Kind, Scope
 from reasoning.constraints.verifiers import verify as verify_constraint
+from reasoning.constraints.verifiers import verify_all
 
 # The stand-in "model" below emits seeded random logits: the tokenizer, the
 # vocabulary tables and the controllers are the real ones. It prefers nothing
@@ -234,6 +235,19 @@ def test_json_schema_output_parses(tokenizer: Any) -> None:
     assert state.finished and steering.unmet(state) == ()
     value = json.loads(state.text)
     assert set(value) == {"name", "age"} and isinstance(value["age"], int)
+
+
+def test_json_keys_asked_for_are_written_and_verified(tokenizer: Any) -> None:
+    constraint = c("json_format", keys=["name", "city"])
+    steering = compile_steering([constraint], tokenizer, prompt="x", max_new_tokens=60)
+    assert steering.controlled == {"json_format"}
+    # A model that closes its strings soon (the budget's landing closes the object only once
+    # no required key is left to write).
+    quotes = {t: 6.0 for t in range(steering.tables.size) if steering.tables.texts[t].startswith('"')}
+    state = drive_with_bias(steering, 60, 2, quotes)
+    assert {"name", "city"} <= set(json.loads(state.text)), state.text
+    assert [v.satisfied for v in verify_all([constraint], state.text)] == [True]
+    assert [v.satisfied for v in verify_all([constraint], '{"name": "Ann"}')] == [False]
 
 
 def test_word_limit_holds_inside_a_json_answer(tokenizer: Any) -> None:

@@ -210,6 +210,8 @@ MINIMA = [
      lambda t: t.count(";") == 2),
     ("digits", {"unit": "digits", "relation": "at least", "n": 4}, lambda t: sum(ch.isdigit() for ch in t) >= 4),
     ("emoji", {"unit": "emoji", "relation": "at least", "n": 2}, lambda t: emoji.emoji_count(t) >= 2),
+    ("a mark of two widths", {"unit": "punctuation", "filter": {"chars": ";；"}, "relation": "at least", "n": 2},
+     lambda t: t.count(";") + t.count("；") >= 2),
 ]
 
 
@@ -222,6 +224,25 @@ def test_paced_minima_hold_on_random_logits(tokenizer: Any, name: str, params: d
         state = drive_with_bias(steering, BUDGET, seed, None)
         assert ok(state.text), state.text
         assert judged(constraints, state.text) == [], state.text
+
+
+EXACT_MARKS = [
+    ("a mark of two widths", gen(Kind.COUNT, unit="punctuation", filter={"chars": "?？"}, relation="exactly", n=3)),
+    ("a mark read as a letter", gen(Kind.LETTER_FREQUENCY, letter="?", relation="exactly", n=3)),
+]
+
+
+@pytest.mark.parametrize(("name", "constraint"), EXACT_MARKS, ids=[row[0] for row in EXACT_MARKS])
+def test_an_exact_count_of_a_mark_holds_against_a_model_that_overuses_it(
+    tokenizer: Any, name: str, constraint: Constraint
+) -> None:
+    steering = compile_steering([constraint], tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
+    assert steering.controlled == {"f"}
+    bias = bias_towards(tokenizer, r"[?？]", 5.0)
+    for seed in SEEDS:
+        state = drive_with_bias(steering, BUDGET, seed, bias)
+        assert state.text.count("?") + state.text.count("？") == 3, state.text
+        assert judged([constraint], state.text) == [], state.text
 
 
 FORCED = [

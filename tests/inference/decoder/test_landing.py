@@ -117,7 +117,8 @@ def test_json_closes_inside_the_budget(tokenizer: Any, budget: int, seed: int) -
     body = (
         state.text.strip().removeprefix("```json").removeprefix("```").removesuffix("```").strip()
     )
-    json.loads(body)
+    value = json.loads(body)
+    assert isinstance(value, dict) and value, state.text  # an object that holds a key, never {}
     assert "format" not in state.violations, state.text
 
 
