@@ -779,8 +779,8 @@ def form_minima(
 def form_initials(
     constraints: Sequence[Constraint], layout: Layout, controlled: set[str], *, max_new_tokens: int | None
 ) -> Initials | None:
-    """The ``controllers.initials.Initials`` of a minimum of words starting with given letters
-    (no other filter, no maximum of its own), in a body that is not formal, beside no
+    """The ``controllers.initials.Initials`` of a minimum of words starting, or ending, with given
+    letters (no other filter, no maximum of its own), in a body that is not formal, beside no
     capital-word minimum (both would pace their words over the same budget).
 
     Raises:
@@ -793,9 +793,10 @@ def form_initials(
         form = form_of_constraint(c)
         if not isinstance(form, Count) or form.unit is not Unit.WORDS or form.per is not None or form.of is not None:
             continue
-        prefix = form.filter.starts_with or ""
+        prefix = form.filter.starts_with or form.filter.ends_with or ""
         lo, hi = _bounds(form.relation, form.n)
-        if not lo or hi is not None or not prefix.isalpha() or form.filter != Filter(starts_with=prefix):
+        if not lo or hi is not None or not prefix.isalpha() \
+                or form.filter not in (Filter(starts_with=prefix), Filter(ends_with=prefix)):
             continue
         for q in constraints:
             for f in _forms(q) if q.id != c.id else ():
@@ -803,7 +804,7 @@ def form_initials(
                         and f.filter in (Filter(), form.filter):
                     most = _bounds(f.relation, f.n)[1]
                     if most is not None and most < lo:
-                        raise ConflictError(f"at least {lo} words starting with {prefix!r} but at most {most} words",
+                        raise ConflictError(f"at least {lo} words with {prefix!r} but at most {most} words",
                                             constraint_ids=[c.id, q.id])
         if max_new_tokens is not None and lo > max_new_tokens:
             raise LimitExceeded(f"{lo} words cannot fit in {max_new_tokens} new tokens", constraint_ids=[c.id])

@@ -1,14 +1,16 @@
-"""A minimum of words that start with given letters, chosen by the model.
+"""A minimum of words that start or end with given letters, chosen by the model.
 
-A generic ``count`` of words filtered by ``starts_with`` (letters only) with
-a lower bound is met the way a capital-word minimum is
+A generic ``count`` of words filtered by ``starts_with`` or ``ends_with``
+(letters only) with a lower bound is met the way a capital-word minimum is
 (``controllers.capitals``, whose pacing this reuses): owed words are paced
 over the token budget (the k-th of N once k / (N + 1) of it is spent); a due
 one begins at the next word boundary, where the row keeps only tokens that
-begin a word with the letters (" well", " wander"), so the model picks the
-word; the end is held back while one is owed, and the budget keeps room for
-each. A word is judged by its start, so once begun it counts however it
-continues (no rule on the tokens after it).
+begin a word with the letters (" well", " wander"), or, for an ending, only
+tokens that are a whole word with it (" morning", " building"), so the model
+picks the word; the end is held back while one is owed, and the budget keeps
+room for each. A word judged by its start counts however it continues (no
+rule on the tokens after it); a word judged by its end is closed: the token
+after it may not continue the word ("morning" never becomes "mornings").
 
 Counts are the form's (``units.count``: the verifier's words and filter).
 Guarantee: within the token budget, the answer ends only once it holds the
@@ -30,18 +32,22 @@ from inference.decoder.vocab import VocabTables
 from reasoning.constraints.form import units
 from reasoning.constraints.form.model import Measure, Unit
 
-__all__ = ["Initial", "InitialWords", "Initials", "build_initials", "initial_starts"]
+__all__ = ["Initial", "InitialWords", "Initials", "build_initials", "final_words", "initial_starts"]
 
 
 @dataclass(frozen=True)
 class Initial(Capitals):
-    """At least ``need`` words of ``measure`` (words starting with letters) in the answer."""
+    """At least ``need`` words of ``measure`` (words starting, or ending, with letters) in the answer."""
 
     measure: Measure = field(default_factory=lambda: Measure(unit=Unit.WORDS))
 
     @property
     def prefix(self) -> str:
         return (self.measure.filter.starts_with or "").lower()
+
+    @property
+    def suffix(self) -> str:
+        return (self.measure.filter.ends_with or "").lower()
 
     def count(self, text: str) -> int:
         """Words of ``text`` that start with the letters, as the verifier counts them."""
@@ -72,14 +78,55 @@ def initial_starts(tables: VocabTables, prefix: str, *, spaced: bool) -> torch.T
     return tables.cached(("initial-starts", prefix, spaced), build)  # type: ignore[no-any-return]
 
 
+def final_words(tables: VocabTables, suffix: str, *, spaced: bool) -> torch.Tensor:
+    """``[V]`` bool: tokens that are a whole word ending with ``suffix`` (letters only, any case,
+    more letters than the suffix): leading spaces (required when ``spaced``), then the word."""
+
+    def build() -> torch.Tensor:
+        values = []
+        for text in tables.texts:
+            word = text.lstrip(" ")
+            lead = len(text) > len(word)
+            values.append(
+                len(word) > len(suffix) and word.isalpha() and word.lower().endswith(suffix) and (lead or not spaced)
+            )
+        return torch.tensor(values, dtype=torch.bool, device=tables.device)
+
+    return tables.cached(("final-words", suffix, spaced), build)  # type: ignore[no-any-return]
+
+
 class InitialWords(CapitalWords):
     """Owed words with the initial letters, paced and chosen by the model (see the module doc)."""
 
     def __init__(self, ctx: Context, initial: Initial) -> None:
         super().__init__(ctx, initial)
         self.spec = initial
-        self._starts = initial_starts(ctx.tables, initial.prefix, spaced=False)
-        self._starts_spaced = initial_starts(ctx.tables, initial.prefix, spaced=True)
+        self._closes = bool(initial.suffix)  # a word judged by its end ends with its token
+        if self._closes:
+            self._starts = final_words(ctx.tables, initial.suffix, spaced=False)
+            self._starts_spaced = final_words(ctx.tables, initial.suffix, spaced=True)
+        else:
+            self._starts = initial_starts(ctx.tables, initial.prefix, spaced=False)
+            self._starts_spaced = initial_starts(ctx.tables, initial.prefix, spaced=True)
+
+    def mask(
+        self,
+        states: Sequence[SteerState],
+        plans: Sequence[Plan],
+        allowed: torch.Tensor,
+        fragments: torch.Tensor,
+        base: torch.Tensor,
+        lp: torch.Tensor,
+    ) -> None:
+        super().mask(states, plans, allowed, fragments, base, lp)
+        if not self._closes:
+            return
+        wordchar = self.ctx.tables.starts_wordchar
+        for r, s in enumerate(states):
+            if s.parts[self.slot].open:
+                # The word with the ending is written: the next token does not continue it.
+                allowed[r] &= ~wordchar
+                fragments[r] &= ~wordchar
 
     def advance(
         self,
@@ -90,13 +137,15 @@ class InitialWords(CapitalWords):
         plan_of: Callable[[SteerState], Plan],
     ) -> Any:
         part: CapitalState = super().advance(before, new, token_id, comp, plan_of)
-        return CapitalState(part.count, False)  # a begun word counts however it goes on
+        # A begun word counts however it goes on; a word with the ending closes after its token.
+        return CapitalState(part.count, self._closes and bool(self._starts[token_id]))
 
     def unmet(self, state: SteerState) -> tuple[str, ...]:
         return ("initials",) if self.capitals.owed(self.capitals.count(state.text), 0) else ()
 
 
 def build_initials(ctx: Context, specs: Sequence[Any]) -> Controller | None:
-    """The initial-letters controller, for a hard minimum of words starting with given letters."""
+    """The initial- or final-letters controller, for a hard minimum of words starting or ending with
+    given letters."""
     found = next((s for s in specs if isinstance(s, Initials)), None)
     return InitialWords(ctx, found.item) if found is not None else None

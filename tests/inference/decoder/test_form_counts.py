@@ -287,3 +287,16 @@ def test_words_starting_with_letters_are_paced_in_against_a_model_that_wants_to_
     beside = constraints + [Constraint(id="caps", kind=Kind.CAPITAL_WORD_FREQUENCY, params={"relation": "at least", "n": 2})]
     steering = compile_steering(beside, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
     assert "f" in steering.uncontrolled and "caps" in steering.controlled
+
+
+def test_words_ending_with_letters_are_paced_in_and_closed_against_a_model_that_lengthens_them(tokenizer: Any) -> None:
+    constraints = [gen(Kind.COUNT, unit="words", filter={"ends_with": "ing"}, relation="at least", n=4)]
+    steering = compile_steering(constraints, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
+    assert steering.controlled == {"f"}
+    bias = bias_towards(tokenizer, r"^(s|ly|ed|er)$", 6.0)  # endings that would lengthen a word past 'ing'
+    bias.update(dict.fromkeys((int(t) for t in steering.tables.eos_ids), 8.0))
+    for seed in SEEDS:
+        state = drive_with_bias(steering, BUDGET, seed, bias)
+        assert sum(w.lower().strip(".,;:!?\"'()").endswith("ing") for w in state.text.split()) >= 4, state.text
+        assert judged(constraints, state.text) == [], state.text
+        assert "initials" not in steering.unmet(state)
