@@ -250,6 +250,14 @@ def test_json_keys_asked_for_are_written_and_verified(tokenizer: Any) -> None:
     assert [v.satisfied for v in verify_all([constraint], '{"name": "Ann"}')] == [False]
 
 
+def test_section_markers_are_heading_lines_with_a_colon(tokenizer: Any) -> None:
+    constraint = c("sections", splitter="Part", n=3)
+    steering = compile_steering([constraint], tokenizer, prompt="x", max_new_tokens=60)
+    state = drive(steering, 60, 4)
+    assert re.findall(r"^Part (\d):$", state.text, flags=re.MULTILINE) == ["1", "2", "3"], state.text
+    assert [v.satisfied for v in verify_all([constraint], state.text)] == [True]
+
+
 def test_word_limit_holds_inside_a_json_answer(tokenizer: Any) -> None:
     """A JSON string is text: the word bound masks it too (the format, not the
     bound, is what a random model may fail, and that is reported)."""
