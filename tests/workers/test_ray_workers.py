@@ -44,10 +44,12 @@ ray = pytest.importorskip("ray")
 Client = httpx.AsyncClient
 PROMPT = "Explain in two sentences why banks check the identity of new customers. Do not use the word 'money'."
 FAST = {"max_new_tokens": 10, "num_beams": 1}
-#: A decode that keeps a replica busy for seconds (a long list does not end early).
+#: A decode that keeps a replica busy for seconds (a long list does not end early): 64 tokens
+#: take several seconds on one CPU thread, long enough to fill a replica while a burst is
+#: refused and to be killed midway; a longer one only made the runs that wait for it slower.
 LONG = {
     "prompt": "Write a detailed numbered list of twenty steps a bank follows when it onboards a new customer.",
-    "options": {"max_new_tokens": 160, "num_beams": 1},
+    "options": {"max_new_tokens": 64, "num_beams": 1},
 }
 READY_WITHIN_S = 150.0
 
@@ -261,7 +263,7 @@ async def test_a_replica_killed_mid_decode_is_retried_on_the_other_or_fails_clea
         client.post(f"/v1/sessions/{sid}/turns", json=LONG, headers=headers)
     )
     await _until(lambda: workers.in_flight >= 1, within_s=60.0)
-    await asyncio.sleep(1.0)  # the decode of 160 tokens takes several seconds: kill it midway
+    await asyncio.sleep(1.0)  # the decode of 64 tokens takes several seconds: kill it midway
     ray.kill(victim, no_restart=True)
     started = time.monotonic()
     response = await asyncio.wait_for(request, timeout=120.0)
