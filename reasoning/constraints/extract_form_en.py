@@ -1129,8 +1129,8 @@ _DETECTORS: Sequence[Callable[[_Ctx], None]] = (
     _detect_elliptical_ranges,
     _detect_keywords_per_item,
     _detect_items_per_piece,
-    refine_pieces_english,
     _detect_structure,
+    refine_pieces_english,
 )
 
 

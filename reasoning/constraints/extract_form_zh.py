@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from spacy.tokens import Doc
 
+from reasoning.constraints.extract_pieces_zh import refine_pieces_chinese
 from reasoning.constraints.extract_structure_zh import refine_structure_chinese
 from reasoning.constraints.extract_word_shape import refine_word_shape_chinese
 from reasoning.constraints.form import (
@@ -91,7 +92,7 @@ _WRAP = re.compile(
 )
 _TARGETS = {"每句话": Unit.SENTENCES, "每一句": Unit.SENTENCES, "每句": Unit.SENTENCES, "每行": Unit.LINES,
             "每段": Unit.PARAGRAPHS}
-_LAYOUT = re.compile(r"(?:用|以|使用|采用|做成|整理成|列成|呈现为|写成)(?:一个|一张)?(?:[^，。；,;]{1,6}的)?(?P<layout>"
+_LAYOUT = re.compile(r"(?:用|以|使用|采用|做成|整理成|列成|呈现为|写成|给出|提供)(?:一个|一张|一份)?(?:[^，。；,;]{1,6}的)?(?P<layout>"
                      + _alternation(list(ZH_LAYOUTS)) + r")")
 _LIST_ITEMS = re.compile(r"(?:正好|恰好|刚好)?(?:列出|写出|给出|举出|写|包含|有|分)?(?P<num>" + ZH_NUMBER + r")\s*(?:个|条|项|点)")
 _ANSWER_END = re.compile(
@@ -154,6 +155,11 @@ class _Reader:
 _COUNTED_KINDS = frozenset({Kind.WORD_COUNT, Kind.SENTENCE_COUNT, Kind.PARAGRAPH_COUNT})
 
 
+def _ordinal_or_each(text: str, at: int) -> bool:
+    """A number after 第 / 每 / 任何 (第一行, 每一行, 任何一段) is an ordinal or a quantifier, no count."""
+    return text[max(0, at - 1) : at] in ("第", "每") or text[max(0, at - 2) : at] == "任何"
+
+
 #: "不含空格", "不计空格", "空格不计": a character count without white space.
 _SPACES_LEFT_OUT = re.compile(r"(?:不含|不计|不算|不包括|不包含|除去|去掉|除)空格|空格(?:不计|不算|除外)|非空白")
 
@@ -178,7 +184,7 @@ def _counts(r: _Reader) -> None:
             if not on_boundary or r.taken(match.start(), match.end(), frozenset({Kind.COUNT})):
                 continue
             n = parse_zh_number(match.group("num"))
-            if n is None or _NOT_EVEN_ONE.match(r.text, match.start("num")):
+            if n is None or _NOT_EVEN_ONE.match(r.text, match.start("num")) or _ordinal_or_each(r.text, match.start("num")):
                 continue
             unit, fields = ZH_UNITS[unit_word]
             if unit is Unit.CHARACTERS and not fields and _SPACES_LEFT_OUT.search(r.text):
@@ -187,6 +193,9 @@ def _counts(r: _Reader) -> None:
             per_word = groups.get("per")
             per_unit = ZH_PER[per_word] if per_word else None
             relation = _relation(groups.get("rel"), groups.get("after"))
+            if per_unit is not None and n == 1 and relation is Relation.EXACTLY and not groups.get("rel") \
+                    and re.search(r"(?:包含|含有|有|带有|带)(?:一个|一处|一)$", r.text[match.start() : match.end("num") + 1]):
+                relation = Relation.AT_LEAST  # 每句话都要包含一个数字: at least one in each
             r.drop(match.start(), match.end(), _COUNTED_KINDS)
             r.add(Count(unit=unit, filter=Filter(**fields), relation=relation, n=n, per=per_unit), match.start(),
                   match.end())
@@ -352,4 +361,4 @@ def refine_chinese(doc: Doc, text: str, found: Sequence[Found]) -> list[Found]:
     reader = _Reader(doc, text, found)
     for step in (_counts, _named_counts, _case, _wraps, _layouts, _quoted_spans, _positions, _answer_ends, _copies):
         step(reader)
-    return refine_word_shape_chinese(text, refine_structure_chinese(text, reader.found))
+    return refine_pieces_chinese(text, refine_word_shape_chinese(text, refine_structure_chinese(text, reader.found)))

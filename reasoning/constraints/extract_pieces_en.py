@@ -1,8 +1,8 @@
 """English requirements said of every piece, of a share of the pieces, or of marked-up spans.
 
-Runs inside :func:`~reasoning.constraints.extract_form_en.refine_english`,
-after its counts, wraps, layouts and positions, on the same parse, and reads
-what the unit lexicon alone does not:
+Runs last inside :func:`~reasoning.constraints.extract_form_en.refine_english`,
+after its counts, wraps, layouts, positions and structure, on the same parse,
+and reads what the unit lexicon alone does not:
 
 - an opening or ending said of every sentence / paragraph / line / list
   item ("every sentence must begin with 'Today'", "end each paragraph with
@@ -366,7 +366,23 @@ def _detect_spread(ctx: _Ctx) -> None:
                  or (f.kind is Kind.COUNT and f.params.get("unit") in ("words", "characters", "letters"))))]
 
 
+_JSON_ARRAY = re.compile(r"\bJSON\s+(?:array|list)\b|\barray\s+(?:in|of)\s+JSON\b", re.IGNORECASE)
+
+
+def _detect_json_array(ctx: _Ctx) -> None:
+    """"Answer as a JSON array": JSON whose top level is an array (the schema the JSON grammar is built from)."""
+    match = _JSON_ARRAY.search(ctx.text)
+    if match is None or not any(f.kind is Kind.JSON_FORMAT and not f.params for f in ctx.found):
+        return
+    at = next(t.i for t in ctx.tokens if t.idx + len(t.text) > match.start())
+    sentence = ctx.tokens[at].sent
+    ctx.found = [f for f in ctx.found if not (f.kind is Kind.JSON_FORMAT and not f.params) and not (
+        f.kind is Kind.STRUCTURE and _overlaps(f, sentence.start_char, sentence.end_char))]  # the array is the list
+    ctx.add(Kind.JSON_FORMAT, {"schema": {"type": "array"}}, match.start(), match.end(), confidence=0.85)
+
+
 _DETECTORS: Sequence[Callable[[_Ctx], None]] = (
+    _detect_json_array,
     _detect_every_piece,
     _detect_question_share,
     _detect_bold,

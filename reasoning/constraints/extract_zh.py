@@ -93,6 +93,9 @@ def extract_chinese(doc: Doc, text: str) -> list[Found]:
     for match in _COUNT.finditer(text):
         if match.group("num") == "一" and text[max(0, match.start() - 1) : match.start()] in _CLOSING_QUOTES:
             continue
+        if match.group("rel") is None and (text[max(0, match.start() - 1) : match.start()] in ("第", "每")
+                                           or text[max(0, match.start() - 2) : match.start()] == "任何"):
+            continue  # 第一段, 每一段, 任何一段: an ordinal or a quantifier, no count
         kind = _UNITS[match.group("unit")]
         n = parse_zh_number(match.group("num"))
         if n is None:

@@ -69,6 +69,8 @@ EN_UNITS: Mapping[tuple[str, ...], UnitEntry] = {
     ("distinct", "word"): (Unit.UNIQUE_WORDS, {}),
     ("different", "word"): (Unit.UNIQUE_WORDS, {}),
     ("line",): (Unit.LINES, {}),
+    ("chinese", "character"): (Unit.CHARACTERS, {"script": "Han"}),
+    ("han", "character"): (Unit.CHARACTERS, {"script": "Han"}),
     ("character",): (Unit.CHARACTERS, {}),
     ("letter",): (Unit.LETTERS, {}),
     ("sub", "-", "bullet"): (Unit.NESTED_BULLETS, {}),
@@ -196,6 +198,18 @@ ZH_UNITS: Mapping[str, UnitEntry] = {
     "阿拉伯数字": (Unit.DIGITS, {}),
     "数字": (Unit.NUMBERS, {}),
     "字符": (Unit.CHARACTERS, {}),
+    "汉字": (Unit.CHARACTERS, {"script": "Han"}),
+    "中文字符": (Unit.CHARACTERS, {"script": "Han"}),
+    "中文字": (Unit.CHARACTERS, {"script": "Han"}),
+    "话题标签": (Unit.HASHTAGS, {}),
+    "井号标签": (Unit.HASHTAGS, {}),
+    "hashtag": (Unit.HASHTAGS, {}),
+    "小标题": (Unit.HEADINGS, {}),
+    "Markdown标题": (Unit.HEADINGS, {}),
+    "一级标题": (Unit.HEADINGS, {"marker": "#"}),
+    "二级标题": (Unit.HEADINGS, {"marker": "##"}),
+    "三级标题": (Unit.HEADINGS, {"marker": "###"}),
+    **{"#" * level + "标题": (Unit.HEADINGS, {"marker": "#" * level}) for level in range(1, 7)},
     "不同的词": (Unit.UNIQUE_WORDS, {}),
     "不同的单词": (Unit.UNIQUE_WORDS, {}),
     "行": (Unit.LINES, {}),
@@ -206,7 +220,9 @@ ZH_UNITS: Mapping[str, UnitEntry] = {
 #: Chinese per-item words -> the unit each bound holds for.
 ZH_PER: Mapping[str, Unit] = {"每句话": Unit.SENTENCES, "每个句子": Unit.SENTENCES, "每一句": Unit.SENTENCES,
                               "每句": Unit.SENTENCES, "每段": Unit.PARAGRAPHS, "每一段": Unit.PARAGRAPHS,
-                              "每个段落": Unit.PARAGRAPHS, "每行": Unit.LINES, "每一行": Unit.LINES}
+                              "每个段落": Unit.PARAGRAPHS, "每行": Unit.LINES, "每一行": Unit.LINES,
+                              "任何一句话": Unit.SENTENCES, "任何一句": Unit.SENTENCES, "任何句子": Unit.SENTENCES,
+                              "任何一段": Unit.PARAGRAPHS, "任何段落": Unit.PARAGRAPHS, "任何一行": Unit.LINES}
 
 #: Chinese position units -> unit.
 ZH_POSITION_UNITS: Mapping[str, Unit] = {"个词": Unit.WORDS, "个单词": Unit.WORDS, "词": Unit.WORDS,
@@ -224,6 +240,8 @@ ZH_DELIMITERS: Mapping[str, tuple[str, str]] = {
 ZH_LAYOUTS: Mapping[str, Layout] = {
     "表格": Layout.TABLE, "嵌套列表": Layout.NESTED_LIST, "多级列表": Layout.NESTED_LIST,
     "编号列表": Layout.NUMBERED_LIST, "有序列表": Layout.NUMBERED_LIST, "数字编号": Layout.NUMBERED_LIST,
+    "两级大纲": Layout.NESTED_LIST, "二级大纲": Layout.NESTED_LIST, "多级大纲": Layout.NESTED_LIST,
+    "两层大纲": Layout.NESTED_LIST, "两级列表": Layout.NESTED_LIST, "分级大纲": Layout.NESTED_LIST,
     "项目符号列表": Layout.LIST, "无序列表": Layout.LIST, "列表": Layout.LIST, "项目符号": Layout.LIST,
 }
 

@@ -29,7 +29,7 @@ _CONTENT_VERBS = frozenset({"explain", "describe", "tell", "discuss", "compare",
                             "translate", "name", "imagine", "consider", "think", "suppose", "assume", "help",
                             "let", "show", "find", "calculate", "solve", "identify"})
 _FORM = EN_FORM_WORDS | EN_UPPER | EN_LOWER
-_ZH_MODAL = re.compile(r"必须|要求|应该|应当|需要|务必|不得|不要|禁止|只能|一律|请|不能|不可")
+_ZH_MODAL = re.compile(r"必须|要求|应该|应当|需要|务必|不得|不要|禁止|只能|一律|请|不能|不可|不超过|不少于|至少|至多|最多")
 _ZH_FORM = re.compile("|".join(map(re.escape, ZH_FORM_WORDS)))
 
 

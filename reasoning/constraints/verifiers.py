@@ -143,6 +143,10 @@ def _v_json(c: Constraint, text: str, partial: bool, _: VerifyContext) -> Verdic
         value = json.loads(_strip_fences(text))
     except ValueError as error:
         return _unsure(c.id, False, f"not JSON: {error}", partial)
+    schema = c.params.get("schema")
+    top = schema.get("type") if isinstance(schema, dict) else None
+    if top in ("array", "object") and not isinstance(value, list if top == "array" else dict):
+        return _unsure(c.id, False, f"JSON, but not an {top}", partial)
     missing = [k for k in map(str, c.params.get("keys", ())) if not isinstance(value, dict) or k not in value]
     if missing:
         return _unsure(c.id, False, f"JSON without the keys {', '.join(missing)}", partial)

@@ -125,8 +125,31 @@ def _repeats(previous: str, word: str, adjacency: str) -> bool:
     return bool(initial) and initial == _initial(previous)
 
 
+_HAN_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]+|[^\W\u3400-\u4dbf\u4e00-\u9fff]+")
+
+
+def _segmented_words(text: str) -> list[str]:
+    """Words for a length filter: Latin-script words as :func:`words` has them, Han runs cut into words by jieba.
+
+    :func:`words` counts each Han character as a word (IFEval's word count);
+    a length said of Chinese words ("每个词不超过四个字") needs the words
+    themselves, or every word would be one character long. jieba is loaded
+    only for a text with Han characters under such a filter.
+    """
+    out: list[str] = []
+    for run in _HAN_RUN.findall(text):
+        if "\u3400" <= run[0] <= "\u9fff":
+            import jieba  # deferred: only Chinese text under a length filter needs the segmenter
+
+            out.extend(piece for piece in jieba.lcut(run) if piece.strip())
+        else:
+            out.append(run)
+    return out
+
+
 def _words(text: str, f: Filter) -> int:
-    found = words(text)
+    lengths = f.min_length is not None or f.max_length is not None
+    found = _segmented_words(text) if lengths and re.search(r"[\u3400-\u9fff]", text) else words(text)
     if f.same_as_previous is None:
         return _filtered(found, f)
     return sum(1 for previous, word in pairwise(found)

@@ -1,0 +1,259 @@
+"""Chinese requirements said of every piece, of a share of the pieces, or of marked-up spans.
+
+The Chinese side of :mod:`.extract_pieces_en`, run after the form's Chinese
+steps (:func:`~reasoning.constraints.extract_form_zh.refine_chinese`) over
+the same text, with the lexicon's per-item words (每句 / 每段 / 每行 / 每个要点
+...), delimiters and marks:
+
+- an opening or ending of every piece (每句话都以“我”开头, 每段都以“完毕。”结尾,
+  每一行都以。结尾): ``position(unit, k=0, ...)``, a closing mark of each the
+  wrapper ``wrap(unit, "", mark)``; the answer's start / end phrase read from
+  the same words is replaced;
+- the last sentence said to be a text (最后一句必须是“谢谢阅读”): the answer's
+  end phrase, not a last sentence starting with it;
+- a share of the sentences (至少一半的句子是问句, 30%的句子以问号结尾): a count
+  of sentences ending with the mark ``of`` all sentences;
+- bold (用粗体标出关键词, 加粗三个术语): a count of ``**`` spans;
+- a title in given brackets (第一行写一个用《》括起来的标题): a span between them;
+- asides in shown brackets (用（）加入两处旁白): a count of spans between them;
+- N items, one per line (写四句口号，每行一句): N lines;
+- a one-word verdict from listed options (只用一个词回答：是、否或不确定);
+- lengths compared between pieces (各句长度相差不超过五个字): no form, so the
+  counts read there are dropped (the sentence is reported unrecognised).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+
+from reasoning.constraints.form import Count, Filter, Form, Measure, Position, Unit, canonical
+from reasoning.constraints.found import Found
+from reasoning.constraints.lexicon import ZH_PER
+from reasoning.constraints.model import Kind, Relation
+from reasoning.constraints.quantities import ZH_NUMBER, ZH_RELATIONS_BEFORE, parse_zh_number
+
+__all__ = ["refine_pieces_chinese"]
+
+
+def _alternation(words: Sequence[str]) -> str:
+    return "|".join(sorted(map(re.escape, words), key=len, reverse=True))
+
+
+_QUOTE = r"[“\"「『‘'](?P<q>[^”\"」』’'\n]{1,40})[”\"」』’']"
+_MARKS: Mapping[str, str] = {"句号": "。", "问号": "？", "感叹号": "！", "叹号": "！", "逗号": "，", "分号": "；",
+                             "冒号": "：", "省略号": "……"}
+_PER = _alternation(list(ZH_PER) + ["每个要点", "每一个要点", "每条", "每一条", "每项", "每个条目", "每个列表项"])
+_EVERY_PIECE = re.compile(
+    r"(?P<per>" + _PER + r")(?:话)?(?:都|均)?(?:必须|应该|应|要|须|需|需要|一律)?(?:以|用)\s*"
+    r"(?:" + _QUOTE + r"|(?P<mark>" + _alternation(list(_MARKS)) + r")|(?P<lit>[。？！?!.…；;：:✅⭐•\-—]{1,3}|[^\s\w，,]))"
+    r"\s*(?:作为|来)?(?P<op>开头|开始|打头|结尾|结束|收尾)"
+)
+_ITEM_PER = {"每个要点": Unit.BULLETS, "每一个要点": Unit.BULLETS, "每条": Unit.BULLETS, "每一条": Unit.BULLETS,
+             "每项": Unit.BULLETS, "每个条目": Unit.BULLETS, "每个列表项": Unit.BULLETS}
+_LAST_IS = re.compile(r"(?:回答|答案|回复|全文)?的?最后一句(?:话)?(?:必须|应该|应|要|须|需)?(?:是|为|写)\s*" + _QUOTE)
+_FIRST_IS = re.compile(r"(?:回答|答案|回复|全文)?的?第一句(?:话)?(?:必须|应该|应|要|须|需)?(?:是|为|写)\s*" + _QUOTE)
+_SHARE = re.compile(
+    r"(?P<rel>" + _alternation(list(ZH_RELATIONS_BEFORE)) + r")?\s*"
+    r"(?P<share>一半|半数|大多数|多数|大部分|所有|全部|三分之一|四分之一|三分之二|百分之(?P<pct>" + ZH_NUMBER + r")|(?P<num>\d+)\s*[%％])"
+    r"(?:以上)?的?(?:句子|句话|句)(?:都|均)?(?:必须|应该|应|要|须|需)?(?:是|为|以|用)?"
+    r"(?P<kind>疑问句|问句|问题|问号|感叹句|感叹号)"
+)
+_SHARES: Mapping[str, float] = {"一半": 0.5, "半数": 0.5, "大多数": 0.5, "多数": 0.5, "大部分": 0.5, "所有": 1.0,
+                                "全部": 1.0, "三分之一": 1 / 3, "四分之一": 0.25, "三分之二": 2 / 3}
+_BOLD = re.compile(r"(?P<neg>不要|不得|禁止|别|不能|避免)?(?:使用|用)?(?:粗体|加粗|黑体)")
+_BOLD_COUNT = re.compile(r"(?:粗体|加粗)(?:标出|显示|突出)?(?P<num>" + ZH_NUMBER + r")\s*(?:个|处|条)")
+_COUNT_BEFORE_BOLD = re.compile(r"(?P<num>" + ZH_NUMBER + r")\s*(?:个|处|条)[^，。；]{0,8}?(?:加粗|粗体)")
+_PAIRS = ("【】", "《》", "〈〉", "「」", "『』", "〔〕", "（）", "()", "[]", "{}")
+_PAIR = re.compile("|".join(re.escape(p) for p in _PAIRS))
+_SPANS_COUNT = re.compile(r"(?P<num>" + ZH_NUMBER + r")\s*(?:处|个|条|段|句)")
+_ONE_PER_LINE = re.compile(
+    r"(?P<num>" + ZH_NUMBER + r")\s*(?:个|条|句|项|首)?(?P<noun>[^\s，,。；0-9]{1,6}?)[，,]?\s*每(?:行|一行)(?:一|1)(?:个|条|句|项|首)?")
+_VERDICT = re.compile(
+    r"(?:只|仅)?(?:用|以)?(?:一个|一)(?:词|字)(?:来)?(?:回答|作答|回复)[^：:]{0,6}[：:]\s*(?P<list>[^。\n]{1,40})")
+_SPREAD = re.compile(r"(?:长度|字数|句长|篇幅)[^。；\n]{0,8}?(?:相差|差距|差别|之差)|(?:相差|差距)[^。；\n]{0,6}?(?:字|词|句)")
+_JSON_ARRAY = re.compile(r"JSON\s*(?:数组|列表|array)", re.IGNORECASE)
+
+
+def _clause(text: str, start: int, end: int) -> tuple[int, int]:
+    """The sentence around ``start..end`` (between 。；！？ or line breaks)."""
+    begin = max(text.rfind(c, 0, start) for c in "。；;！!？?\n") + 1
+    stops = [i for i in (text.find(c, end) for c in "。；;！!？?\n") if i >= 0]
+    return begin, min(stops, default=len(text))
+
+
+class _Reader:
+    def __init__(self, text: str, found: Sequence[Found]) -> None:
+        self.text = text
+        self.found = list(found)
+
+    def add(self, form: Form, start: int, end: int) -> None:
+        kind, params = canonical(form)
+        self.found.append(Found(kind=kind, params=params, start=start, end=end, confidence=0.85))
+
+    def drop(self, start: int, end: int, kinds: frozenset[Kind] | None = None) -> None:
+        self.found = [f for f in self.found if not (
+            f.start < end and start < f.end and (kinds is None or f.kind in kinds))]
+
+
+_PHRASES = frozenset({Kind.END_PHRASE, Kind.START_PHRASE, Kind.POSITION})
+_COUNTS = frozenset({Kind.WORD_COUNT, Kind.SENTENCE_COUNT, Kind.PARAGRAPH_COUNT, Kind.COUNT})
+
+
+def _every_piece(r: _Reader) -> None:
+    """每句话都以“我”开头, 每段都以“完毕。”结尾, 每一行都以。结尾, 每个要点以✅开头."""
+    for match in _EVERY_PIECE.finditer(r.text):
+        per = match.group("per")
+        unit = _ITEM_PER.get(per) or ZH_PER[per]
+        op = "starts_with" if match.group("op") in ("开头", "开始", "打头") else "ends_with"
+        mark = _MARKS.get(match.group("mark") or "") or match.group("lit")
+        text = match.group("q") or mark or ""
+        if not text.strip():
+            continue
+        r.drop(match.start(), match.end(), _PHRASES | frozenset({Kind.COUNT, Kind.WRAP}))
+        if op == "ends_with" and mark is not None:
+            r.found.append(Found(kind=Kind.WRAP, params={"left": "", "right": mark, "unit": unit.value},
+                                 start=match.start(), end=match.end(), confidence=0.85))
+        else:
+            r.add(Position(unit=unit, k=0, op=op, text=text), match.start(), match.end())  # type: ignore[arg-type]
+
+
+def _first_last_sentence(r: _Reader) -> None:
+    """最后一句必须是“谢谢阅读”: the answer ends with it (第一句是…: starts with it)."""
+    for pattern, kind in ((_LAST_IS, Kind.END_PHRASE), (_FIRST_IS, Kind.START_PHRASE)):
+        for match in pattern.finditer(r.text):
+            r.drop(match.start(), match.end(), _PHRASES)
+            r.found.append(Found(kind=kind, params={"phrase": match.group("q")}, start=match.start(), end=match.end(),
+                                 confidence=0.85))
+
+
+def _shares(r: _Reader) -> None:
+    """至少一半的句子是问句, 30%的句子以问号结尾: a ratio of sentences ending with the mark."""
+    for match in _SHARE.finditer(r.text):
+        share = match.group("share")
+        if match.group("pct"):
+            pct = parse_zh_number(match.group("pct"))
+            fraction = pct / 100 if pct is not None else None
+        elif match.group("num"):
+            fraction = int(match.group("num")) / 100
+        else:
+            fraction = _SHARES.get(share)
+        if fraction is None or not 0 < fraction <= 1:
+            continue
+        before = match.group("rel")
+        relation = ZH_RELATIONS_BEFORE[before] if before else (
+            Relation.MORE_THAN if share in ("大多数", "多数", "大部分") else Relation.AT_LEAST)
+        mark = "?" if "问" in match.group("kind") else "!"
+        r.drop(match.start(), match.end(), _COUNTS)
+        r.add(Count(unit=Unit.SENTENCES, filter=Filter(ends_with=mark), relation=relation, n=0,
+                    of=Measure(unit=Unit.SENTENCES), fraction=round(fraction, 4)), match.start(), match.end())
+
+
+def _bold(r: _Reader) -> None:
+    """用粗体标出关键词, 加粗三个术语, 不要使用粗体: ``**`` spans (IFEval's highlights where *…* is shown)."""
+    if re.search(r"(?<!\*)\*[^*\s][^*\n]*\*(?!\*)|斜体", r.text):
+        return
+    for match in _BOLD.finditer(r.text):
+        begin, end = _clause(r.text, match.start(), match.end())
+        clause = r.text[begin:end]
+        if match.group("neg"):
+            relation, n = Relation.AT_MOST, 0
+        else:
+            counted = _BOLD_COUNT.search(clause) or _COUNT_BEFORE_BOLD.search(clause)
+            value = parse_zh_number(counted.group("num")) if counted is not None else None
+            relation, n = (Relation.EXACTLY, value) if value is not None else (Relation.AT_LEAST, 1)
+        r.drop(begin, end, frozenset({Kind.HIGHLIGHTED_SECTIONS, Kind.WORD_COUNT}))
+        r.add(Count(unit=Unit.SPANS, filter=Filter(left="**", right="**", nonempty=True), relation=relation, n=n),
+              begin, end)
+        return
+
+
+def _bracket_pairs(r: _Reader) -> None:
+    """A bracket pair shown: a title in it (用《》括起来的标题) or a number of asides in it (用（）加入两处旁白)."""
+    for match in _PAIR.finditer(r.text):
+        left, right = match.group(0)[0], match.group(0)[1]
+        begin, end = _clause(r.text, match.start(), match.end())
+        clause = r.text[begin:end]
+        if "标题" in clause or "题目" in clause:
+            r.drop(begin, end, _COUNTS | _PHRASES)
+            r.add(Count(unit=Unit.SPANS, filter=Filter(left=left, right=right, nonempty=True),
+                        relation=Relation.AT_LEAST, n=1), begin, end)
+            continue
+        counted = _SPANS_COUNT.search(clause)
+        value = parse_zh_number(counted.group("num")) if counted is not None else None
+        if value is None or any(f.kind is Kind.COUNT and f.params.get("unit") == "spans" and f.start < end
+                                and begin < f.end for f in r.found):
+            continue
+        before = clause[: counted.start()] if counted is not None else ""
+        relation = next((rel for word, rel in sorted(ZH_RELATIONS_BEFORE.items(), key=lambda x: -len(x[0]))
+                         if before.endswith(word)), Relation.EXACTLY)
+        r.drop(begin, end, _COUNTS)
+        r.add(Count(unit=Unit.SPANS, filter=Filter(left=left, right=right, nonempty=True), relation=relation,
+                    n=value), begin, end)
+
+
+def _one_per_line(r: _Reader) -> None:
+    """写四句口号，每行一句: as many lines as items."""
+    for match in _ONE_PER_LINE.finditer(r.text):
+        n = parse_zh_number(match.group("num"))
+        if n is None or n < 1:
+            continue
+        r.drop(match.start(), match.end(), _COUNTS)
+        r.add(Count(unit=Unit.LINES, relation=Relation.EXACTLY, n=n), match.start(), match.end())
+
+
+def _verdict(r: _Reader) -> None:
+    """只用一个词回答：是、否或不确定."""
+    for match in _VERDICT.finditer(r.text):
+        options = [o.strip(" “”\"'「」") for o in re.split(r"[、，,/]|或者|或|还是", match.group("list"))]
+        options = [o for o in options if o]
+        if len(options) < 2 or any(len(o) > 8 for o in options):
+            continue
+        r.drop(match.start(), match.end(), _COUNTS | frozenset({Kind.KEYWORDS_PRESENT}))
+        r.found.append(Found(kind=Kind.CONSTRAINED_RESPONSE, params={"options": options}, start=match.start(),
+                             end=match.end(), confidence=0.85))
+        return
+
+
+def _spread(r: _Reader) -> None:
+    """各句长度相差不超过五个字: lengths compared between pieces, which no form expresses."""
+    for match in _SPREAD.finditer(r.text):
+        begin, end = _clause(r.text, match.start(), match.end())
+        r.drop(begin, end, frozenset({Kind.WORD_COUNT, Kind.SENTENCE_COUNT, Kind.COUNT}))
+
+
+def _json_array(r: _Reader) -> None:
+    """用JSON数组回答: JSON whose top level is an array."""
+    match = _JSON_ARRAY.search(r.text)
+    if match is None:
+        return
+    r.drop(match.start(), match.end(), frozenset({Kind.JSON_FORMAT}))
+    r.found.append(Found(kind=Kind.JSON_FORMAT, params={"schema": {"type": "array"}}, start=match.start(),
+                         end=match.end(), confidence=0.85))
+
+
+def _blank_line_paragraphs(r: _Reader) -> None:
+    """分两段回答: paragraphs between blank lines (a generic count), unless ``***`` dividers are asked for."""
+    if re.search(r"\*\*\*|分隔符|分割线|分隔线", r.text):
+        return
+    kept: list[Found] = []
+    for f in r.found:
+        if f.kind is Kind.PARAGRAPH_COUNT:
+            kind, params = canonical(Count(unit=Unit.PARAGRAPHS, relation=Relation.EXACTLY, n=int(f.params["n"])))
+            f = Found(kind=kind, params=params, start=f.start, end=f.end, confidence=f.confidence, hardness=f.hardness)
+        kept.append(f)
+    r.found = kept
+
+
+_STEPS: Sequence[Callable[[_Reader], None]] = (
+    _blank_line_paragraphs,
+    _every_piece, _first_last_sentence, _shares, _bold, _bracket_pairs, _one_per_line, _verdict, _spread, _json_array,
+)
+
+
+def refine_pieces_chinese(text: str, found: Sequence[Found]) -> list[Found]:
+    """``found`` with the per-piece, share, markup and verdict readings of ``text``."""
+    reader = _Reader(text, found)
+    for step in _STEPS:
+        step(reader)
+    return reader.found

@@ -1,0 +1,75 @@
+"""Chinese extraction of per-piece, share, markup, scope and verdict requirements, in wordings of their own.
+
+The paraphrase set holds other wordings of the same categories; here each
+category is checked with a different one, and the word-length filter is
+checked on Chinese words as jieba cuts them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from reasoning.constraints.extraction import extract
+from reasoning.constraints.form import Count, Filter, Unit, check
+from reasoning.constraints.model import Relation
+
+
+def _read(prompt: str) -> list[tuple[str, dict[str, Any]]]:
+    return [(c.kind.value, c.params) for c in extract(prompt).constraints]
+
+
+def _spans(left: str, right: str, relation: str, n: int) -> tuple[str, dict[str, Any]]:
+    return ("count", {"unit": "spans", "relation": relation, "n": n,
+                      "filter": {"left": left, "right": right, "nonempty": True}})
+
+
+@pytest.mark.parametrize(
+    ("prompt", "expected"),
+    [
+        ("每一行都必须以“——”开头。", [("position", {"unit": "lines", "op": "starts_with", "text": "——", "k": 0})]),
+        ("每段都要以“以上。”结尾。", [("position", {"unit": "paragraphs", "op": "ends_with", "text": "以上。", "k": 0})]),
+        ("每句话都以问号结尾。", [("wrap", {"left": "", "right": "？", "unit": "sentences"})]),
+        ("最后一句话必须是“再见”。", [("end_phrase", {"phrase": "再见"})]),
+        ("至少三分之一的句子是疑问句。", [("count", {"unit": "sentences", "relation": "at least", "n": 0,
+                                             "filter": {"ends_with": "?"}, "of": {"unit": "sentences", "filter": {}},
+                                             "fraction": 0.3333})]),
+    ],
+)
+def test_every_piece_and_share_of_pieces(prompt: str, expected: list[tuple[str, dict[str, Any]]]) -> None:
+    assert _read(prompt) == expected
+
+
+@pytest.mark.parametrize(
+    ("prompt", "expected"),
+    [
+        ("不要使用粗体。", [_spans("**", "**", "at most", 0)]),
+        ("请把题目放在「」里。", [_spans("「", "」", "at least", 1)]),
+        ("用【】补充三处说明。", [_spans("【", "】", "exactly", 3)]),
+        ("回答不超过100个汉字。", [("count", {"unit": "characters", "relation": "at most", "n": 100,
+                                       "filter": {"script": "Han"}})]),
+        ("用两个##标题分隔内容。", [("count", {"unit": "headings", "relation": "exactly", "n": 2,
+                                        "filter": {"marker": "##"}})]),
+        ("只用一个词回答：同意或反对。", [("constrained_response", {"options": ["同意", "反对"]})]),
+        ("以JSON列表的形式输出。", [("json_format", {"schema": {"type": "array"}})]),
+        ("列出五个城市，每行一个。", [("count", {"unit": "lines", "relation": "exactly", "n": 5})]),
+        ("任何一句话都不能超过十五个字。", [("count", {"unit": "words", "relation": "at most", "n": 15,
+                                              "per": "sentences"})]),
+        ("分三段作答。", [("count", {"unit": "paragraphs", "relation": "exactly", "n": 3})]),
+    ],
+)
+def test_markup_scope_and_verdicts(prompt: str, expected: list[tuple[str, dict[str, Any]]]) -> None:
+    assert _read(prompt) == expected
+
+
+def test_lengths_compared_between_sentences_are_unrecognised() -> None:
+    result = extract("每句话的字数相差不超过三个字。")
+    assert result.constraints == ()
+    assert [span.text for span in result.unrecognised] == ["每句话的字数相差不超过三个字。"]
+
+
+def test_a_chinese_word_length_counts_the_characters_of_each_segmented_word() -> None:
+    longest_four = Count(unit=Unit.WORDS, filter=Filter(min_length=5), relation=Relation.AT_MOST, n=0)
+    assert check(longest_four, "人工智能正在改变世界。").satisfied
+    assert not check(longest_four, "中华人民共和国成立了。").satisfied
