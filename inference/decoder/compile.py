@@ -35,6 +35,7 @@ from inference.decoder.compile_form import (
     form_lines,
     form_minima,
     form_opening,
+    form_paragraph_words,
     form_placement,
     form_sentence_mark,
     form_spans,
@@ -159,6 +160,7 @@ def compile_steering(
     layout = structure_layout(hard, layout, policy=policy, limits=limits, tables=tables,
                               max_new_tokens=max_new_tokens, controlled=controlled, sources=literal_sources)
     layout = form_layout(hard, layout, controlled)
+    form_paragraph_words(hard, layout, controlled)
     limits = _identifiable(limits, policy, layout, max_new_tokens)
     citations = _citations(constraints, evidence_ids, layout, policy, policy_sources, controlled, uncontrolled)
     keywords = _keywords(hard, layout, policy, policy_sources, forbidden, controlled)
@@ -489,6 +491,8 @@ def _body(c: Constraint, literal: Any) -> Body:
             return Body(kind="sections", n=int(p["n"]), splitter=splitter)
         if c.kind == Kind.PARAGRAPH_COUNT:
             return Body(kind="paragraphs", n=int(p["n"]))
+        if c.kind == Kind.NTH_PARAGRAPH_FIRST_WORD and "first_word" not in p:
+            return Body(kind="blank_paragraphs", n=int(p["n"]))  # a paragraph count (compile_form)
         if c.kind == Kind.NTH_PARAGRAPH_FIRST_WORD:
             n, nth = int(p["n"]), int(p["nth"])
             if not 1 <= nth <= n:

@@ -114,6 +114,7 @@ __all__ = [
     "form_minima",
     "form_of_constraint",
     "form_opening",
+    "form_paragraph_words",
     "form_placement",
     "form_sentence_mark",
     "form_spans",
@@ -213,6 +214,52 @@ def _lower_position(
     return [c]
 
 
+def _lower_paragraphs(
+    c: Constraint, form: Count, constraints: Sequence[Constraint], taken: set[Kind]
+) -> list[Constraint]:
+    """A count of the answer's blank-line paragraphs with a minimum ("exactly three paragraphs",
+    "at least two") as the blank-line body of that many paragraphs, when nothing else shapes the
+    body and no other count or second placement of paragraphs is there; the k-th paragraph opened
+    by one word ``position(paragraphs, k, starts_with)``, ``k`` within the count, is that body's
+    first word (``form_paragraph_words`` reports it controlled). Empty: not such a count."""
+    lo = _bounds(form.relation, form.n)[0]
+    if form.unit is not Unit.PARAGRAPHS or form.per is not None or form.of is not None or form.filter != Filter():
+        return []
+    if not lo or taken & _BODY_KINDS:
+        return []
+    placed: list[Position] = []
+    for q in constraints:
+        if q.id == c.id:
+            continue
+        for f in _forms(q):
+            if isinstance(f, Count) and f.unit is Unit.PARAGRAPHS and f.per is None:
+                return []
+            if isinstance(f, Position) and f.unit is Unit.PARAGRAPHS:
+                placed.append(f)
+    params: dict[str, object] = {"n": lo}
+    if placed:
+        place = placed[0]
+        word = place.text.strip()
+        if len(placed) > 1 or place.op != "starts_with" or not 1 <= place.k <= lo or len(word.split()) != 1:
+            return []
+        params.update(nth=place.k, first_word=word.strip(STRIPPED))
+    taken.add(Kind.NTH_PARAGRAPH_FIRST_WORD)
+    return [msgspec.structs.replace(c, kind=Kind.NTH_PARAGRAPH_FIRST_WORD, params=params)]
+
+
+def form_paragraph_words(constraints: Sequence[Constraint], layout: Layout, controlled: set[str]) -> None:
+    """Report controlled the k-th paragraph's first word that a lowered paragraph count's body
+    writes (``_lower_paragraphs``): the same word as the body's literal, in paragraph ``nth``."""
+    body = layout.body
+    if body.kind != "blank_paragraphs" or not body.first_word or body.nth is None:
+        return
+    for c in constraints:
+        form = form_of_constraint(c)
+        if isinstance(form, Position) and form.unit is Unit.PARAGRAPHS and form.op == "starts_with" \
+                and form.k == body.nth and form.text.strip().strip(STRIPPED).lower() == body.first_word.lower():
+            controlled.add(c.id)
+
+
 def _counts_unit(constraints: Sequence[Constraint], unit: Unit, own: str) -> bool:
     """Whether a constraint other than ``own`` counts or places ``unit`` (a layout made for one
     placement would have to agree with it)."""
@@ -287,7 +334,7 @@ def lower_forms(constraints: Sequence[Constraint]) -> list[Constraint]:
     for c in constraints:
         form = form_of_constraint(c)
         if isinstance(form, Count):
-            out += _lower_count(c, form)
+            out += _lower_paragraphs(c, form, constraints, taken) or _lower_count(c, form)
         elif isinstance(form, Position):
             out += _lower_position(c, form, constraints, taken, fold)
         elif isinstance(form, Structure):

@@ -115,6 +115,32 @@ def test_a_word_opening_a_middle_paragraph_holds_on_random_logits(tokenizer: Any
         assert judged(constraints, state.text) == [], state.text
 
 
+PARAGRAPH_COUNTS = [
+    ("exactly three", [gen(Kind.COUNT, unit="paragraphs", relation="exactly", n=3)], "Describe a river.", None),
+    ("two, the second opened by a word", [gen(Kind.COUNT, unit="paragraphs", relation="at least", n=2),
+                                          gen(Kind.POSITION, "p", unit="paragraphs", k=2, op="starts_with", text="此外")],
+     "描述一条河流。", "此外"),
+]
+
+
+@pytest.mark.parametrize(("name", "constraints", "prompt", "word"), PARAGRAPH_COUNTS,
+                         ids=[row[0] for row in PARAGRAPH_COUNTS])
+def test_a_paragraph_count_is_the_blank_line_body_with_its_placed_word(
+    tokenizer: Any, name: str, constraints: list[Constraint], prompt: str, word: str | None
+) -> None:
+    steering = compile_steering(constraints, tokenizer, prompt=prompt, max_new_tokens=BUDGET)
+    assert steering.controlled == {c.id for c in constraints}
+    n = constraints[0].params["n"]
+    bias = bias_towards(tokenizer, r"\n", 5.0)  # a model that breaks paragraphs everywhere
+    for seed in SEEDS:
+        state = drive_with_bias(steering, BUDGET, seed, bias)
+        paragraphs = [p for p in re.split(r"\n\s*\n", state.text) if p.strip()]
+        assert len(paragraphs) == n, state.text
+        if word is not None:
+            assert paragraphs[1].startswith(word), state.text
+        assert judged(constraints, state.text) == [], state.text
+
+
 def test_impossible_minima_and_positions_are_conflicts(tokenizer: Any) -> None:
     cases = [
         [gen(Kind.COUNT, "a", unit="words", relation="at least", n=10, per="sentences"),
