@@ -38,6 +38,7 @@ from inference.decoder.compile_form import (
     form_paragraph_words,
     form_placement,
     form_sentence_mark,
+    form_sentence_share,
     form_spans,
     form_tally,
     lower_forms,
@@ -176,6 +177,7 @@ def compile_steering(
     spans = form_spans(hard, layout, controlled, max_new_tokens=max_new_tokens,
                        inserts=citations is not None or statement is not None)
     marks = form_sentence_mark(hard, layout, controlled, inserts=citations is not None or statement is not None)
+    share = form_sentence_share(hard, layout, controlled, inserts=citations is not None or statement is not None)
     hashtags = form_hashtags(hard, layout, controlled, max_new_tokens=max_new_tokens,
                              inserts=citations is not None or statement is not None)
     lines = form_lines(hard, layout, controlled, max_new_tokens=max_new_tokens,
@@ -211,7 +213,7 @@ def compile_steering(
         specs=tuple(
             spec
             for spec in (policy, SoftPolicy(soft_policy), limits, forbidden, citations, keywords, capitals,
-                         tally, placement, floors, opening, minima, initials, spans, marks, hashtags,
+                         tally, placement, floors, opening, minima, initials, spans, marks, share, hashtags,
                          lines, statement)
             if spec is not None
         ),

@@ -40,6 +40,8 @@ guarantees it, and is reported ``controlled`` only then:
   of spans between one-character delimiters, opened and closed in the
   model's prose (``controllers.spans``); ``form_sentence_mark`` every
   sentence ending with one mark (``controllers.sentence_marks``);
+  ``form_sentence_share`` at least a share of the sentences ending with one
+  mark ("half of the sentences are questions", ``controllers.shares``);
   ``form_hashtags`` a minimum of hashtags (``controllers.hashtags``);
   ``form_lines`` a count of the answer's lines (``controllers.lines``);
   ``form_layout`` puts an
@@ -47,7 +49,7 @@ guarantees it, and is reported ``controlled`` only then:
 
 Tables, lists beside another body and copies are ``compile_structure``'s.
 Everything else (other middle positions: a piece ending with or being a
-text; ratio minima; minima of numbers or filtered words; spans between
+text; ratio minima other than a share of sentences by their end mark; minima of numbers or filtered words; spans between
 delimiters of several characters; a line count beside fixed text) is left to the
 prompt and the verifier, reported ``uncontrolled``, as is a form controller's
 constraint where its guarantee would not hold (fixed text or inserted
@@ -77,6 +79,7 @@ from inference.decoder.controllers.minima import KEPT_UNITS, MOST_PER_TOKEN, Min
 from inference.decoder.controllers.openings import EVERY_UNITS, OPENED_UNITS, Opening
 from inference.decoder.controllers.placing import STRIPPED, Placement
 from inference.decoder.controllers.sentence_marks import TERMINALS, SentenceMark
+from inference.decoder.controllers.shares import SentenceShare
 from inference.decoder.controllers.spans import SPAN_TOKENS, SpanCount
 from inference.decoder.controllers.tally import (
     CAPPABLE_UNITS,
@@ -117,6 +120,7 @@ __all__ = [
     "form_paragraph_words",
     "form_placement",
     "form_sentence_mark",
+    "form_sentence_share",
     "form_spans",
     "form_tally",
     "lower_forms",
@@ -934,6 +938,63 @@ def form_sentence_mark(
     ids = tuple(c.id for c, _ in found)
     controlled.update(ids)
     return SentenceMark(mark=found[0][1].right, sources=ids)
+
+
+def form_sentence_share(
+    constraints: Sequence[Constraint], layout: Layout, controlled: set[str], *, inserts: bool
+) -> SentenceShare | None:
+    """The ``controllers.shares.SentenceShare`` of a lower bound on the share of the sentences
+    ending with one sentence-ending mark ("at least half of the sentences are questions":
+    ``count(sentences, ends_with="?") / count(sentences) >= 0.5``; None: none, or not
+    controllable here).
+
+    Controlled: in a free body without fixed text, citations or a stated decision
+    (``inserts``), whose required keywords hold no terminal, beside no other rule on every
+    sentence's end mark.
+
+    Raises:
+        ConflictError: a share of sentences with the mark above a maximum share of them, or
+            beside every sentence ending with another mark.
+    """
+    found: list[tuple[Constraint, Count, str]] = []
+    for c in constraints:
+        form = form_of_constraint(c)
+        if not isinstance(form, Count) or form.of is None or form.fraction is None or form.per is not None:
+            continue
+        mark = form.filter.ends_with or ""
+        if form.unit is Unit.SENTENCES and form.of == Measure(unit=Unit.SENTENCES) and len(mark) == 1 \
+                and mark in TERMINALS and form.filter == Filter(ends_with=mark) \
+                and form.relation in (Relation.AT_LEAST, Relation.MORE_THAN) and form.fraction > 0:
+            found.append((c, form, mark))
+    if not found:
+        return None
+    c, form, mark = max(found, key=lambda item: (item[1].fraction or 0.0, item[1].relation is Relation.MORE_THAN))
+    fraction = float(form.fraction or 0.0)
+    for q in constraints:
+        other = form_of_constraint(q)
+        if isinstance(other, Wrap) and other.unit is Unit.SENTENCES and not other.left and other.right != mark \
+                and other.right in TERMINALS:
+            raise ConflictError(f"every sentence cannot end with {other.right!r} when some must end with {mark!r}",
+                                constraint_ids=[c.id, q.id])
+        capped = isinstance(other, Count) and other.of == form.of and other.measure == form.measure \
+            and other.per is None and other.fraction is not None and other.relation in (Relation.AT_MOST,
+                                                                                        Relation.LESS_THAN)
+        if capped and isinstance(other, Count) and other.fraction is not None and (
+                other.fraction < fraction or other.fraction == fraction
+                and (other.relation is Relation.LESS_THAN or form.relation is Relation.MORE_THAN)):
+            raise ConflictError(f"a share of the sentences ending with {mark!r} of at least {fraction:g} "
+                                f"and at most {other.fraction:g}", constraint_ids=[c.id, q.id])
+    if fraction > 1 or fraction == 1 and form.relation is Relation.MORE_THAN:
+        raise ConflictError(f"more than every sentence cannot end with {mark!r}", constraint_ids=[c.id])
+    if inserts or layout.body.kind != "free" or any(isinstance(s, Literal) for s in build_layout(layout)):
+        return None
+    if any(ch in TERMINALS for text in _required_keywords(constraints) for ch in text):
+        return None
+    if any(isinstance(q_form := form_of_constraint(q), Wrap) and q_form.unit is Unit.SENTENCES for q in constraints):
+        return None  # every sentence's end is another controller's
+    ids = tuple(q.id for q, _, m in found if m == mark)
+    controlled.update(ids)
+    return SentenceShare(mark=mark, fraction=fraction, strict=form.relation is Relation.MORE_THAN, sources=ids)
 
 
 def form_hashtags(

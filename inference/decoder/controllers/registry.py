@@ -27,6 +27,7 @@ from inference.decoder.controllers.placeholders import build_placeholders
 from inference.decoder.controllers.placing import build_placing
 from inference.decoder.controllers.protocol import Builder
 from inference.decoder.controllers.sentence_marks import build_sentence_marks
+from inference.decoder.controllers.shares import build_shares
 from inference.decoder.controllers.spans import build_spans
 from inference.decoder.controllers.stating import build_stating
 from inference.decoder.controllers.tally import build_tally
@@ -48,6 +49,7 @@ CONTROLLERS: tuple[Builder, ...] = (
     build_floors,  # per-piece minima: no short piece closes; withdraws a close demand from those before it
     build_minima,  # whole-answer minima of characters / letters (paced) and distinct words (stop held)
     build_sentence_marks,  # every sentence ends with one mark: the other terminals masked
+    build_shares,  # a share of the sentences ends with one mark: the other terminals masked while it is owed
     build_spans,  # delimited spans: opened and closed where the model ends a word, capped by their openings
     build_hashtags,  # a hashtag minimum: '#' paced where a word ends, a word right after it
     build_lines,  # a line count: breaks masked at the maximum, paced where a line owes its share

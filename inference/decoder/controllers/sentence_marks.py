@@ -35,11 +35,12 @@ import torch
 from inference.decoder.controllers.pacing import tokens_left
 from inference.decoder.controllers.protocol import Context, Controller, Draft, Plan, SteerState
 
-__all__ = ["TERMINALS", "SentenceMark", "SentenceMarking", "build_sentence_marks"]
+__all__ = ["CLOSERS", "TERMINALS", "SentenceMark", "SentenceMarking", "build_sentence_marks"]
 
 #: The characters that end a sentence for the verifier.
 TERMINALS = ".!?\u3002\uff01\uff1f"
-_CLOSERS = "\"'\u201d\u2019)]"
+#: What may follow a sentence's terminal and still belong to the sentence (its last character then).
+CLOSERS = "\"'\u201d\u2019)]"
 _LAST_TOKENS = 3  # budget tokens left at which an open sentence gets its mark
 
 
@@ -58,7 +59,7 @@ def _fits(before: str, text: str, mark: str) -> bool:
     for ch in text:
         if ch == mark and (previous == "" or previous.isspace()):
             return False
-        if ch in _CLOSERS and previous == mark:
+        if ch in CLOSERS and previous == mark:
             return False
         previous = ch
     return True

@@ -121,6 +121,56 @@ def test_list_items_opening_with_two_texts_are_a_conflict(tokenizer: Any) -> Non
     assert set(refused.value.extra["constraint_ids"]) == {"a", "b"}
 
 
+def _sentence_ends(text: str) -> list[str]:
+    """The last character of every sentence: a run of terminals (and closers) ends one before
+    whitespace or the end, a full-width one anywhere; text after the last run is one more."""
+    runs = list(re.finditer(r"[.!?。！？]+[\"'”’)\]]*(?=\s|$)|[。！？]+[\"'”’)\]]*", text))
+    ends = [m.group(0)[-1] for m in runs]
+    rest = text[runs[-1].end():] if runs else text
+    return ends + (["-"] if rest.strip() else [])
+
+
+def _share(cid: str, mark: str, fraction: float, relation: str = "at least") -> Constraint:
+    return gen(Kind.COUNT, cid, unit="sentences", filter={"ends_with": mark}, of={"unit": "sentences"},
+               fraction=fraction, relation=relation, n=0)
+
+
+@pytest.mark.parametrize(("mark", "fraction", "relation"), [("?", 0.5, "at least"), ("!", 0.3, "more than"),
+                                                            ("？", 0.6, "at least")])
+def test_a_share_of_sentences_ending_with_a_mark_holds_on_random_logits(tokenizer: Any, mark: str, fraction: float,
+                                                                         relation: str) -> None:
+    constraints = [_share("f", mark, fraction, relation)]
+    steering = compile_steering(constraints, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
+    assert steering.controlled == {"f"}
+    bias = bias_towards(tokenizer, r"^ [A-Za-z]+$", 4.0)
+    bias.update(bias_towards(tokenizer, r"^[.!?。！？]$|^[\"')]$", 16.0))  # every terminal and closer, often
+    bias.update(dict.fromkeys((int(t) for t in steering.tables.eos_ids), 4.0))
+    mixed = False
+    for seed in SEEDS:
+        state = drive_with_bias(steering, BUDGET, seed, bias)
+        ends = _sentence_ends(state.text)
+        share = sum(end == mark for end in ends) / max(1, len(ends))
+        assert (share > fraction if relation == "more than" else share >= fraction), state.text
+        assert judged(constraints, state.text) == [], state.text
+        assert ends[0] == mark, state.text  # no share before it: the first sentence takes the mark
+        mixed |= len(set(ends)) > 1
+    assert mixed or len(mark.encode()) > 1  # other ends were let through once the share allowed them
+
+
+def test_impossible_shares_of_sentences_are_conflicts(tokenizer: Any) -> None:
+    cases = [
+        [_share("a", "?", 0.5), _share("b", "?", 0.4, "at most")],
+        [_share("a", "?", 0.5), gen(Kind.WRAP, "b", left="", right="!", unit="sentences")],
+        [_share("a", "?", 1.0, "more than")],
+    ]
+    for constraints in cases:
+        with pytest.raises(ConflictError) as refused:
+            compile_steering(constraints, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
+        assert "a" in refused.value.extra["constraint_ids"]
+    fixed = [_share("f", "?", 0.5), Constraint(id="end", kind=Kind.END_PHRASE, params={"phrase": "Thank you."})]
+    assert "f" in compile_steering(fixed, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET).uncontrolled
+
+
 def _decode(loaded_model: Any, prompt: str, constraints: list[Constraint], budget: int) -> tuple[Any, str]:
     from inference.decoder.decode import decode
     from inference.decoder.options import DecodeOptions
@@ -154,4 +204,14 @@ def test_bundled_model_writes_a_two_level_outline_with_marked_items(loaded_model
     items = _items(answer)
     assert [bool(indent) for indent, _ in items] == [False, True, False, True], answer
     assert all(t.startswith("✅") for _, t in items), answer
+    assert judged(constraints, answer) == [], answer
+
+
+@pytest.mark.model
+def test_bundled_model_asks_in_half_of_its_sentences(loaded_model: Any) -> None:
+    constraints = [_share("f", "?", 0.5)]
+    steering, answer = _decode(loaded_model, "Talk to a child about the moon.", constraints, 40)
+    assert steering.controlled == {"f"}
+    ends = _sentence_ends(answer)
+    assert sum(end == "?" for end in ends) * 2 >= len(ends), answer
     assert judged(constraints, answer) == [], answer
