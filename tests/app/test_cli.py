@@ -152,7 +152,7 @@ def test_ask_runs_one_request_in_process(env: Settings, capsys: pytest.CaptureFi
         for route in Litestar(route_handlers=CONTROLLERS, logging_config=None).routes
     )
     prompt = "Acme Ltd (Cyprus) sent EUR 2,000,000 to Jon Doe, who is on our PEP list. Should this be escalated?"
-    status = main(["ask", prompt, "--domain", "aml", "--max-new-tokens", "48"])
+    status = main(["ask", prompt, "--domain", "aml", "--max-new-tokens", "16"])
     out, err = capsys.readouterr()
     assert "loading model" in err
     if has_reason:
