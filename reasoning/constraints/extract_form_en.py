@@ -285,11 +285,18 @@ def _per_at(ctx: _Ctx, unit: Unit, first: int, last: int) -> tuple[Unit, int] | 
     """
     start, end = _sentence(ctx, first)
     if last + 1 < end and ctx.lowers[last + 1] in ("each", "apiece"):
-        # "five sentences, no more than ten words each": each of the items counted before
+        # "five sentences, no more than ten words each": each of the items named before
         for j in range(first - 1, start - 1, -1):
             per = EN_PER.get(ctx.lemmas[j])
-            if per is not None and per is not unit and _number_at(ctx.doc, j - 1) is not None:
+            if per is not None and per is not unit and ctx.tokens[j].tag_ == "NNS":
                 return per, last + 1
+    for j in range(start, first):
+        # "lines must not be longer than 30 characters": a bare plural piece the bound is said of
+        token = ctx.tokens[j]
+        per = EN_PER.get(ctx.lemmas[j])
+        if per is not None and per is not unit and token.tag_ == "NNS" and token.dep_ in ("nsubj", "nsubjpass") \
+                and not any(c.dep_ in ("det", "nummod", "poss") and c.lower_ != "all" for c in token.children):
+            return per, j
     for j in range(start, end - 1):
         low = ctx.lowers[j]
         if low in _PER_QUANTIFIERS or (low == "a" and j > 0 and ctx.lowers[j - 1] == "per"):
@@ -330,6 +337,9 @@ def _detect_counts(ctx: _Ctx) -> None:
         at = ctx.tokens[head].idx
         if any(f.start <= at < f.end and f.kind in _SKIP_INSIDE and not _symbol_count(f) for f in ctx.found):
             continue
+        if unit is Unit.HASHTAGS and any(f.kind is Kind.COUNT and f.params.get("unit") == "hashtags"
+                                         and f.start <= at < f.end for f in ctx.found):
+            continue  # "include at least 4 hashtags": read by the symbol reader already
         _start_sent, stop = _sentence(ctx, head)
         quantity = _quantity(ctx, first, head, unit)
         if quantity is not None and _counts_another_unit(ctx, head, quantity, unit):
@@ -834,7 +844,7 @@ def _detect_positions(ctx: _Ctx) -> None:
                 break
             if ctx.lemmas[x] in _PREDICATES and x + 1 < stop and ctx.lowers[x + 1] in ("with", "in"):
                 op, value = _PREDICATES[ctx.lemmas[x]], _predicate_value(ctx, x + 2, stop)
-            elif ctx.lemmas[x] == "be" and x + 1 < stop and ctx.lowers[x + 1] not in ("in", "at", "a", "an", "written", "about", "no", "shorter", "longer", "under", "over"):
+            elif ctx.lemmas[x] in ("be", "read") and x + 1 < stop and ctx.lowers[x + 1] not in ("in", "at", "a", "an", "written", "about", "no", "shorter", "longer", "under", "over"):
                 op, value = "is", _predicate_value(ctx, x + 1, stop)
         if op is None:
             make = next((x for x in range(start, j) if ctx.lemmas[x] in ("make", "use", "put", "place")), None)

@@ -36,7 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 from reasoning.constraints.extract_en import _QUOTED, _Ctx, _negated, _number_at, _quoted_list
 from reasoning.constraints.form import Count, Filter, Form, Measure, Position, Unit, canonical
 from reasoning.constraints.found import Found
-from reasoning.constraints.lexicon import EN_ANSWER_NOUNS
+from reasoning.constraints.lexicon import EN_ANSWER_NOUNS, EN_UNITS
 from reasoning.constraints.model import Kind, Relation
 from reasoning.constraints.quantities import relation_before
 
@@ -199,6 +199,9 @@ def _detect_question_share(ctx: _Ctx) -> None:
 
 
 _BOLD = frozenset({"bold", "boldface", "embolden", "bolded"})
+#: Nouns a number counts that are no marked-up things ("3 times", "5 sections").
+_NOT_MARKED = frozenset({"time", "sentence", "paragraph", "section", "part", "line", "bullet", "point", "item",
+                         "highlight", "placeholder"})
 _SINGLE_ASTERISKS = re.compile(r"(?<!\*)\*[^*\s][^*\n]*\*(?!\*)")
 
 
@@ -210,9 +213,11 @@ def _stated_number(ctx: _Ctx, start: int, end: int) -> tuple[Relation, int] | No
             continue
         value, first, last = number
         noun = next((x for x in range(last + 1, min(end, last + 4)) if ctx.tokens[x].pos_ in ("NOUN", "PROPN")), None)
-        if noun is None or ctx.lemmas[noun] in EN_ANSWER_NOUNS or ctx.lemmas[noun] in ("time", "sentence", "paragraph"):
-            continue
+        if noun is None or ctx.lemmas[noun] in EN_ANSWER_NOUNS or ctx.lemmas[noun] in _NOT_MARKED:
+            continue  # "5 sections", "3 times": a count of something else
         before = relation_before(ctx.lowers[max(start, first - 4) : first])
+        if (ctx.lemmas[noun],) in EN_UNITS and before is not None and before[0] is not Relation.EXACTLY:
+            continue  # "at least 800 words": the answer's length, not marked words
         return (before[0] if before is not None else Relation.EXACTLY), value
     return None
 
@@ -255,8 +260,9 @@ def _detect_quoted_counts(ctx: _Ctx) -> None:
         if span is None or not len(span):
             kept.append(f)
             continue
-        start, end = span[0].sent.start, span[-1].sent.end
-        counted = _stated_number(ctx, start, end)
+        start, end = span[0].sent.start, span[0].sent.end
+        whole = any(ctx.lemmas[j] in EN_ANSWER_NOUNS or ctx.lowers[j] in ("entire", "whole") for j in range(start, end))
+        counted = None if whole else _stated_number(ctx, start, end)
         if counted is None:
             kept.append(f)
             continue

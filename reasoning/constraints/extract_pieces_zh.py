@@ -52,6 +52,8 @@ _EVERY_PIECE = re.compile(
 _ITEM_PER = {"每个要点": Unit.BULLETS, "每一个要点": Unit.BULLETS, "每条": Unit.BULLETS, "每一条": Unit.BULLETS,
              "每项": Unit.BULLETS, "每个条目": Unit.BULLETS, "每个列表项": Unit.BULLETS}
 _LAST_IS = re.compile(r"(?:回答|答案|回复|全文)?的?最后一句(?:话)?(?:必须|应该|应|要|须|需)?(?:是|为|写)\s*" + _QUOTE)
+_ANSWER_LAST = re.compile(r"(?:回答|答案|回复|全文)的?(?:最后|末尾|结尾)(?:处)?(?:必须|应该|应|要|须|需|请)?(?:写上|加上|附上|写|附)\s*"
+                          + _QUOTE)
 _FIRST_IS = re.compile(r"(?:回答|答案|回复|全文)?的?第一句(?:话)?(?:必须|应该|应|要|须|需)?(?:是|为|写)\s*" + _QUOTE)
 _SHARE = re.compile(
     r"(?P<rel>" + _alternation(list(ZH_RELATIONS_BEFORE)) + r")?\s*"
@@ -120,7 +122,7 @@ def _every_piece(r: _Reader) -> None:
 
 def _first_last_sentence(r: _Reader) -> None:
     """最后一句必须是“谢谢阅读”: the answer ends with it (第一句是…: starts with it)."""
-    for pattern, kind in ((_LAST_IS, Kind.END_PHRASE), (_FIRST_IS, Kind.START_PHRASE)):
+    for pattern, kind in ((_LAST_IS, Kind.END_PHRASE), (_ANSWER_LAST, Kind.END_PHRASE), (_FIRST_IS, Kind.START_PHRASE)):
         for match in pattern.finditer(r.text):
             r.drop(match.start(), match.end(), _PHRASES)
             r.found.append(Found(kind=kind, params={"phrase": match.group("q")}, start=match.start(), end=match.end(),

@@ -84,6 +84,11 @@ def test_markup_and_verdicts_read_onto_the_form(prompt: str, expected: list[tupl
     assert _read(prompt) == expected
 
 
+def test_the_whole_answer_in_quotes_stays_a_quotation_beside_other_counts() -> None:
+    prompt = "Write a story of at least 300 words. Wrap your entire response in double quotation marks."
+    assert _read(prompt) == [("word_count", {"relation": "at least", "n": 300}), ("quotation", {})]
+
+
 def test_bold_next_to_a_single_asterisk_example_stays_an_ifeval_highlight() -> None:
     assert _read("Highlight or bold at least two sections, e.g. *this part*.") == [("highlighted_sections", {"n": 2})]
 
