@@ -13,6 +13,15 @@ fragment of an earlier sentence. A copy is judged on word (or Han character)
 4-grams: a step of at least 8 words or characters whose 4-grams are nearly all
 (80 %) the instructions' (``copy_grams``) is a copy.
 
+A loop need not fit in one step: an answer that says "i.e." thirty times, one
+short step at a time, or restates the request's sentence after every question,
+repeats a phrase across steps. A phrase is a word 5-gram (8 Han characters);
+the step that says one for the third time in an answer (``RepeatBound``: one
+more time per 150 words already written, twice as often when the constraints
+ask for two responses or a copy) loops, unless the phrase is made only of the
+words the constraints' own texts hold (a keyword asked ten times, a section
+marker, the text to repeat).
+
 Script drift is judged against the scripts of the answer's language
 (``answer_scripts``: the table the script controller uses,
 ``reasoning.language.LANGUAGE_SCRIPTS``, Latin for every other language), so an answer
@@ -26,12 +35,26 @@ import itertools
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from inference.decoder.vocab import letter_script
+from reasoning.constraints.model import Constraint, Kind
 from reasoning.language import LANGUAGE_SCRIPTS
 
-__all__ = ["LATIN", "answer_scripts", "copies", "copy_grams", "degeneracy", "normalised_steps"]
+__all__ = [
+    "LATIN",
+    "RepeatBound",
+    "Said",
+    "answer_scripts",
+    "copies",
+    "copy_grams",
+    "degeneracy",
+    "loops",
+    "normalised_steps",
+    "repeat_bound",
+    "said",
+]
 
 LATIN: frozenset[str] = frozenset({"LATIN"})
 
@@ -47,6 +70,14 @@ _COPY_GRAM = 4
 _COPY_MIN_TOKENS = 8
 _COPY_SHARE = 0.8
 _FRAGMENT = 3  # Han characters a step may have and still be a fragment of an earlier step
+_PHRASE = 5  # words of a phrase the loop rule counts
+_PHRASE_HAN = 8  # Han characters of one
+_PHRASE_TIMES = 2  # times an answer may say a phrase
+_WORDS_PER_TIME = 150  # words of answer that earn one more time
+# Constraints whose answer holds a text twice (two responses, the request and its answer).
+_TWICE = frozenset({Kind.TWO_RESPONSES, Kind.REPEAT_PROMPT, Kind.COPY})
+# Parameters that name a relation, unit or language, not a text of the answer.
+_NOT_LITERAL = frozenset({"relation", "unit", "op", "language", "layout", "per", "of", "change"})
 _COPY_TOKEN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]|[^\W\u3400-\u4dbf\u4e00-\u9fff]+")
 
 Grams = frozenset[tuple[str, ...]]
@@ -74,10 +105,98 @@ def copies(step_text: str, grams: Grams) -> bool:
     return sum(1 for g in own if g in grams) >= _COPY_SHARE * len(own)
 
 
+def _is_han(token: str) -> bool:
+    return len(token) == 1 and "\u3400" <= token <= "\u9fff"
+
+
+def _phrases(tokens: Sequence[str], first: int = 0) -> Iterable[tuple[str, ...]]:
+    """The phrases of ``tokens`` that end at or after index ``first`` (5 words, or 8 Han characters)."""
+    for i in range(len(tokens)):
+        n = _PHRASE_HAN if _is_han(tokens[i]) else _PHRASE
+        if i + n <= len(tokens) and i + n > first:
+            yield tuple(tokens[i : i + n])
+
+
+@dataclass(frozen=True)
+class Said:
+    """The phrases an answer already holds (``said``), which the loop rule counts a step against."""
+
+    counts: Mapping[tuple[str, ...], int] = field(default_factory=dict)
+    tail: tuple[str, ...] = ()  # the last words, which a phrase may continue into the step
+    words: int = 0
+
+
+def said(text: str) -> Said:
+    """The phrases of ``text`` (an answer so far) and its last words, for :func:`loops`."""
+    tokens = _copy_tokens(text)
+    return Said(Counter(_phrases(tokens)), tuple(tokens[-(_PHRASE_HAN - 1) :]), len(tokens))
+
+
+@dataclass(frozen=True)
+class RepeatBound:
+    """How often an answer may say one phrase, by what its constraints ask.
+
+    ``times``: in an answer of up to 150 words (one more time per 150 words
+    it already has); ``literals``: the words of the constraints' own texts
+    (keywords, markers, phrases, a text to repeat): a phrase made only of
+    them is the constraints' to repeat.
+    """
+
+    times: int = _PHRASE_TIMES
+    literals: frozenset[str] = frozenset()
+
+
+def _texts(value: object) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            if key not in _NOT_LITERAL:
+                yield from _texts(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _texts(item)
+
+
+def repeat_bound(constraints: Sequence[Constraint]) -> RepeatBound:
+    """The ``RepeatBound`` of an answer under ``constraints`` (see the module doc)."""
+    literals = frozenset(
+        t for c in constraints for text in _texts(c.params) for t in _copy_tokens(text)
+    )
+    twice = any(c.kind in _TWICE for c in constraints)
+    return RepeatBound(_PHRASE_TIMES * (2 if twice else 1), literals)
+
+
+def loops(step_text: str, before: Said, bound: RepeatBound = RepeatBound()) -> bool:
+    """Whether ``step_text`` says a phrase more often than ``bound`` allows the answer ``before`` it.
+
+    The step's last word is left out while it may be unfinished (the text
+    ends in a letter or digit), so a step judged as it grows is judged on
+    words it keeps: once a step loops, every continuation of it does.
+    """
+    tokens = _copy_tokens(step_text)
+    if tokens and step_text[-1:].isalnum() and not _is_han(tokens[-1]):
+        tokens = tokens[:-1]
+    if not tokens:
+        return False
+    allowed = bound.times + before.words // _WORDS_PER_TIME
+    joined = [*before.tail, *tokens]
+    new = Counter(_phrases(joined, first=len(before.tail)))
+    return any(
+        before.counts.get(p, 0) + n > allowed and not set(p) <= bound.literals
+        for p, n in new.items()
+    )
+
+
 def _fragment(normalized: str, seen: frozenset[str]) -> str | None:
     """A Chinese step of one character, or of a few that an earlier step already holds."""
     letters = [c for c in normalized if c.isalpha()]
-    if not seen or not letters or len(letters) > _FRAGMENT or any(letter_script(c) != "CJK" for c in letters):
+    if (
+        not seen
+        or not letters
+        or len(letters) > _FRAGMENT
+        or any(letter_script(c) != "CJK" for c in letters)
+    ):
         return None
     if len(letters) == 1:
         return "repetition: a one-character sentence"
@@ -147,6 +266,8 @@ def degeneracy(
     earlier_steps: Sequence[str] | frozenset[str],
     scripts: frozenset[str] = LATIN,
     instructions: Grams = frozenset(),
+    before: Said | None = None,
+    bound: RepeatBound = RepeatBound(),
 ) -> str | None:
     """Why the step is degenerate, or None. Deterministic, no model.
 
@@ -154,7 +275,9 @@ def degeneracy(
     ``normalised_steps`` (a frozenset, which a caller judging many
     candidates of one beam computes once). ``scripts``: the answer's scripts
     (``answer_scripts`` of its language). ``instructions``: the ``copy_grams``
-    of the text the answer must not copy (empty: none).
+    of the text the answer must not copy (empty: none). ``before``: the
+    answer's text so far as ``said`` counts it (None: the loop rule is not
+    applied); ``bound``: how often it may say a phrase (``repeat_bound``).
     """
     normalized = " ".join(step_text.split()).lower()
     long_enough = (
@@ -175,6 +298,8 @@ def degeneracy(
     )
     if grams and max(grams.values()) >= _NGRAM_REPEATS:
         return "repetition: a phrase loops"
+    if before is not None and loops(step_text, before, bound):
+        return "repetition: the answer says a phrase again"
     fragment = _fragment(normalized, seen)
     if fragment:
         return fragment

@@ -6,7 +6,8 @@ closes a step. Rules, cheapest first:
 3. entropy bound: the step's mean normalised token entropy (entropy / log V)
    exceeds ``entropy_bound`` (0.85), or the step is degenerate (repetition,
    a copy of the instructions -- the system message and the request, unless
-   a constraint asks for a copy --, a one-character Chinese sentence, script
+   a constraint asks for a copy --, a phrase the answer says more often than
+   its constraints ask, a one-character Chinese sentence, script
    drift, a run of digits / symbols / emoji -- ``degeneracy.py``); a step
    holding tokens the steering forced is not judged a copy (its literal may
    come from the instructions);
@@ -68,7 +69,15 @@ import torch
 
 from inference.decoder.beam import SearchStats, StepCheck
 from inference.decoder.contrast import window_contrast, window_cost
-from inference.decoder.degeneracy import answer_scripts, copy_grams, degeneracy, normalised_steps
+from inference.decoder.degeneracy import (
+    Said,
+    answer_scripts,
+    copy_grams,
+    degeneracy,
+    normalised_steps,
+    repeat_bound,
+    said,
+)
 from inference.decoder.kv_slab import PrefixKV
 from inference.decoder.options import DecodeOptions
 from inference.decoder.runner import ModelRunner
@@ -266,10 +275,11 @@ class PruningJudge:
         self._texts = [b.text for b in self.branches]
         # (branch, claim) -> (contrast, variant index): beams that share a claim share its check.
         self._contrasts: dict[tuple[int, str], tuple[float, int]] = {}
-        self._prefixes: dict[tuple[int, ...], tuple[str, frozenset[str]]] = {}
+        self._prefixes: dict[tuple[int, ...], tuple[str, frozenset[str], Said]] = {}
         self._scripts = answer_scripts(_answer_language(self.constraints, self.language))
         copying = any(c.kind in (Kind.REPEAT_PROMPT, Kind.COPY) for c in self.constraints)
         self._instructions = frozenset() if copying else copy_grams([self.instructions])
+        self._repeats = repeat_bound(self.constraints)
 
     def judge(
         self,
@@ -308,7 +318,7 @@ class PruningJudge:
         """
         ents = [entropies[k] for k in free if k < len(entropies)]
         mean_entropy = sum(ents) / len(ents) if ents else 0.0
-        earlier, earlier_steps = self._earlier(tokens, start)
+        earlier, earlier_steps, before = self._earlier(tokens, start)
         degenerate = (
             degeneracy(
                 text,
@@ -316,6 +326,8 @@ class PruningJudge:
                 earlier_steps,
                 self._scripts,
                 self._instructions if len(free) == end - start else frozenset(),
+                before,
+                self._repeats,
             )
             if free
             else None
@@ -345,8 +357,9 @@ class PruningJudge:
             unnamed=unnamed,
         )
 
-    def _earlier(self, tokens: Sequence[int], start: int) -> tuple[str, frozenset[str]]:
-        """The answer before the step, as text and as normalised steps (cached per prefix).
+    def _earlier(self, tokens: Sequence[int], start: int) -> tuple[str, frozenset[str], Said]:
+        """The answer before the step, as text, as normalised steps and as the
+        phrases it holds (cached per prefix).
 
         Every candidate of a beam, and every probe of its pending step, shares
         the text before the step; decoding and splitting it once per prefix
@@ -357,7 +370,7 @@ class PruningJudge:
         if hit is None:
             earlier = self.tokenizer.decode(list(key), skip_special_tokens=True)
             steps = [s for s in re.split(r"(?<=[.!?。！？])\s+|\n+", earlier) if s.strip()]
-            hit = (earlier, normalised_steps(steps))
+            hit = (earlier, normalised_steps(steps), said(earlier))
             if len(self._prefixes) >= _PREFIX_CACHE:
                 self._prefixes.pop(next(iter(self._prefixes)))
             self._prefixes[key] = hit

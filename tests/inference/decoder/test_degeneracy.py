@@ -7,7 +7,15 @@ from typing import Any
 import pytest
 
 from inference.decoder.beam import SearchStats
-from inference.decoder.degeneracy import answer_scripts, copy_grams, degeneracy
+from inference.decoder.degeneracy import (
+    LATIN,
+    RepeatBound,
+    answer_scripts,
+    copy_grams,
+    degeneracy,
+    repeat_bound,
+    said,
+)
 from inference.decoder.options import DecodeOptions
 from inference.decoder.pruning import PruningJudge
 from inference.decoder.runner import ModelRunner
@@ -133,3 +141,87 @@ def test_the_instructions_hold_the_requests_constraint_sentences_not_its_facts()
     three = Constraint(id="c1", kind=Kind.SENTENCE_COUNT, params={"relation": "exactly", "n": 3},
                        source=Span(start=52, end=79, text="Answer in exactly 3 sentences"))
     assert instruction_sentences(request, [three]) == ["Answer in exactly 3 sentences."]
+
+
+def _first_loop(steps: list[str], bound: RepeatBound | None = None, scripts: frozenset[str] = LATIN) -> int | None:
+    """The index of the first of ``steps`` (an answer, one step at a time) the loop rule flags."""
+    bound = bound or RepeatBound()
+    answer = ""
+    for index, step in enumerate(steps):
+        reason = degeneracy(step, list(range(len(step))), (), scripts, before=said(answer), bound=bound)
+        if reason is not None:
+            assert reason.startswith("repetition"), reason
+            return index
+        answer += step
+    return None
+
+
+def test_a_phrase_said_a_third_time_loops_even_one_short_step_at_a_time() -> None:
+    # Each "i.e." step is too short to loop on its own; the answer says it over and over.
+    assert _first_loop(["can you ask a question?", " i.e."] + [" i.e."] * 8) == 5  # the fifth "i.e." says "i e i e i" a third time
+    # A step judged as it grows leaves out its unfinished last word: the verdict holds as it grows.
+    assert _first_loop(["Say it", " again, and say it", " again, and say it"]) is None
+    question = ' can you ask a question? i.e. "two young boys with toy guns and horns."'
+    assert _first_loop([question, question, question]) == 2
+    assert _first_loop([question, question]) is None
+
+
+def test_an_answer_that_varies_its_sentences_does_not_loop() -> None:
+    steps = [
+        "The hajj is one of the five pillars of Islam.",
+        " Every adult Muslim who is able to should make it once.",
+        " It takes place in the month of Dhu al-Hijjah.",
+        " Pilgrims walk around the Kaaba seven times.",
+        " The hajj is one of the largest gatherings in the world.",
+        " It ends with the festival of Eid al-Adha.",
+    ]
+    assert _first_loop(steps) is None
+
+
+def test_a_longer_answer_may_say_a_phrase_more_often() -> None:
+    # Every 5 words of the filler hold one of its item's own words.
+    filler = [f" Item {i} names w{i}a and w{i}b then w{i}c." for i in range(40)]
+    phrase = " one of the most important parts"
+    assert _first_loop([phrase, phrase, phrase]) == 2  # at the start: twice
+    assert len(" ".join(filler).split()) >= 300
+    assert _first_loop([*filler, phrase, phrase, phrase, phrase]) is None  # 300+ words: four times
+    assert _first_loop([*filler, phrase, phrase, phrase, phrase, phrase]) == len(filler) + 4
+
+
+def test_a_chinese_phrase_said_a_third_time_loops() -> None:
+    sentence = "洗钱是把非法所得伪装成合法收入。"
+    zh = answer_scripts("zh")
+    assert _first_loop([sentence, "它违反法律。", sentence, sentence], scripts=zh) == 3
+    assert _first_loop([sentence, "它违反法律。", "银行必须报告可疑交易。", "洗钱是一种犯罪。"], scripts=zh) is None
+
+
+def test_the_constraints_set_the_bound() -> None:
+    twice = repeat_bound([Constraint(id="c1", kind=Kind.TWO_RESPONSES)])
+    phrase = " the best brand for running shoes is"
+    assert _first_loop([phrase] * 5) == 2
+    assert _first_loop([phrase] * 5, twice) == 4  # two responses may each say it twice
+    keyword = "the quick brown fox jumps"
+    asked = repeat_bound(
+        [Constraint(id="c1", kind=Kind.KEYWORD_FREQUENCY, params={"keyword": keyword, "n": 4, "relation": "at least"})]
+    )
+    keyword = f" {keyword}."
+    assert _first_loop([keyword] * 4) == 2
+    assert _first_loop([keyword] * 4, asked) is None  # the constraint asks for that phrase
+    assert "least" not in asked.literals  # a relation is no text of the answer
+
+
+def test_the_judge_prunes_the_step_that_says_a_phrase_again(tokenizer: Any) -> None:
+    """The judge counts a step against the answer before it (its own tokens), and prunes the loop."""
+    answer = "can you ask a question? i.e. i.e. i.e. i.e. i.e."
+    tokens = list(tokenizer(answer, add_special_tokens=False)["input_ids"])
+    judge = PruningJudge(
+        tokenizer=tokenizer, runner=None, constraints=[], branches=[], options=DecodeOptions(),
+        stats=SearchStats(), verify=verify, language="en",
+    )
+    ends = [k for k in range(1, len(tokens) + 1) if tokenizer.decode(tokens[:k]).endswith(".")]
+    last = ends[-1]
+    start = ends[-2]  # the last "e." alone is the step: "e i e i e" a third time
+    check = judge.judge(0, tokens, start, last, [0.1] * len(tokens), final=False)
+    assert not check.keep and check.rule == "entropy" and "says a phrase again" in check.detail
+    first = judge.judge(0, tokens, ends[1], ends[2], [0.1] * len(tokens), final=False)
+    assert first.keep, first.detail
