@@ -44,11 +44,16 @@ check: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 
+# One pytest worker per core (the model tests run on one torch thread each); a module's
+# tests stay on one worker, so a module's shared model run or cluster is paid once.
+PYTEST_WORKERS ?= auto
+PYTEST      := $(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadscope
+
 test: install prepare
-	$(PY) -m pytest -q
+	$(PYTEST)
 
 test-fast: install
-	$(PY) -m pytest -q -m "not model"
+	$(PYTEST) -m "not model"
 
 # Every bench module that takes --quick (the last stdout line of each is one JSON object).
 bench-quick: install prepare

@@ -42,6 +42,10 @@ TEST_DEVICE = os.environ.get("TENET_TEST_DEVICE", "cpu")
 #: Torch intra-op threads for the whole session: on a shared 2-core machine more threads
 #: oversubscribe and run several times slower; TENET_TEST_TORCH_THREADS overrides it.
 TEST_TORCH_THREADS = int(os.environ.get("TENET_TEST_TORCH_THREADS", "1"))
+#: Servers, CLI runs and Ray workers that tests start load float32 weights, so their answers
+#: do not depend on the machine's load-time probe (nor pay for it); the tests of ``auto`` and
+#: of each format pass ``weights`` themselves.
+os.environ.setdefault("TENET_WEIGHTS", "float32")
 #: Two legal regimes declared disjoint (owl:disjointWith), with English and Chinese labels.
 REGIMES_TTL = (Path(__file__).resolve().parent / "data" / "regimes.ttl").read_bytes()
 
