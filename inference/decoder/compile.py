@@ -37,6 +37,7 @@ from inference.decoder.compile_form import (
     form_opening,
     form_paragraph_words,
     form_placement,
+    form_sentence_end,
     form_sentence_mark,
     form_sentence_share,
     form_spans,
@@ -177,6 +178,7 @@ def compile_steering(
     spans = form_spans(hard, layout, controlled, max_new_tokens=max_new_tokens,
                        inserts=citations is not None or statement is not None)
     marks = form_sentence_mark(hard, layout, controlled, inserts=citations is not None or statement is not None)
+    ending = form_sentence_end(hard, layout, controlled, inserts=citations is not None or statement is not None)
     share = form_sentence_share(hard, layout, controlled, inserts=citations is not None or statement is not None)
     hashtags = form_hashtags(hard, layout, controlled, max_new_tokens=max_new_tokens,
                              inserts=citations is not None or statement is not None)
@@ -213,7 +215,7 @@ def compile_steering(
         specs=tuple(
             spec
             for spec in (policy, SoftPolicy(soft_policy), limits, forbidden, citations, keywords, capitals,
-                         tally, placement, floors, opening, minima, initials, spans, marks, share, hashtags,
+                         tally, placement, floors, opening, minima, initials, spans, marks, share, ending, hashtags,
                          lines, statement)
             if spec is not None
         ),

@@ -78,6 +78,7 @@ from inference.decoder.controllers.lines import LINE_TOKENS, LineCount
 from inference.decoder.controllers.minima import KEPT_UNITS, MOST_PER_TOKEN, Minimum, Minimums
 from inference.decoder.controllers.openings import EVERY_UNITS, OPENED_UNITS, Opening
 from inference.decoder.controllers.placing import STRIPPED, Placement
+from inference.decoder.controllers.sentence_ends import SentenceEnd
 from inference.decoder.controllers.sentence_marks import TERMINALS, SentenceMark
 from inference.decoder.controllers.shares import SentenceShare
 from inference.decoder.controllers.spans import SPAN_TOKENS, SpanCount
@@ -119,6 +120,7 @@ __all__ = [
     "form_opening",
     "form_paragraph_words",
     "form_placement",
+    "form_sentence_end",
     "form_sentence_mark",
     "form_sentence_share",
     "form_spans",
@@ -909,6 +911,41 @@ def form_spans(
         return None
     controlled.update(ids)
     return SpanCount(left=left, right=right, at_least=lo, at_most=hi, nonempty=f.nonempty, sources=ids)
+
+
+def form_sentence_end(
+    constraints: Sequence[Constraint], layout: Layout, controlled: set[str], *, inserts: bool
+) -> SentenceEnd | None:
+    """The ``controllers.sentence_ends.SentenceEnd`` of the k-th sentence (``k >= 1``) ending with
+    a text ("the first sentence ends with the word 'friends'"; None: none, or not controllable here).
+
+    Controlled: one such position, its text without a terminal or a line break, in a free body
+    without fixed text, with no controller that writes words of its own (``inserts``: citations
+    or a stated decision; the kinds of ``_INSERTING``), no other rule on sentence ends or
+    openings, and no maximum that counts an item of the text (its tokens are forced past the masks).
+    """
+    found = [(c, form) for c in constraints if isinstance(form := form_of_constraint(c), Position)
+             and form.unit is Unit.SENTENCES and form.op == "ends_with" and form.k >= 1]
+    if len(found) != 1 or inserts or any(c.kind in _INSERTING for c in constraints):
+        return None
+    c, form = found[0]
+    kinds = {q.kind for q in constraints}
+    text = " ".join(form.text.split())
+    text = text.lower() if Kind.ALL_LOWERCASE in kinds else text.upper() if Kind.ALL_CAPITALS in kinds else text
+    if not text or any(ch in TERMINALS or ch == "\n" for ch in text) or layout.body.kind != "free" \
+            or any(isinstance(s, Literal) for s in build_layout(layout)):
+        return None
+    for q in constraints:
+        for f in _forms(q) if q.id != c.id else ():
+            if isinstance(f, Wrap) and f.unit is Unit.SENTENCES or isinstance(f, Position) and f.unit is Unit.SENTENCES:
+                return None
+            if isinstance(f, Count) and (f.of is not None or f.unit is Unit.SENTENCES and f.filter.ends_with):
+                return None
+            if isinstance(f, Count) and f.of is None and f.unit is not Unit.UNIQUE_WORDS \
+                    and _bounds(f.relation, f.n)[1] is not None and units.count(f.measure, " " + text + " ") > 0:
+                return None
+    controlled.add(c.id)
+    return SentenceEnd(k=form.k, text=text, sources=(c.id,))
 
 
 def form_sentence_mark(

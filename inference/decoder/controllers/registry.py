@@ -26,6 +26,7 @@ from inference.decoder.controllers.openings import build_openings
 from inference.decoder.controllers.placeholders import build_placeholders
 from inference.decoder.controllers.placing import build_placing
 from inference.decoder.controllers.protocol import Builder
+from inference.decoder.controllers.sentence_ends import build_sentence_ends
 from inference.decoder.controllers.sentence_marks import build_sentence_marks
 from inference.decoder.controllers.shares import build_shares
 from inference.decoder.controllers.spans import build_spans
@@ -49,6 +50,7 @@ CONTROLLERS: tuple[Builder, ...] = (
     build_floors,  # per-piece minima: no short piece closes; withdraws a close demand from those before it
     build_minima,  # whole-answer minima of characters / letters (paced) and distinct words (stop held)
     build_sentence_marks,  # every sentence ends with one mark: the other terminals masked
+    build_sentence_ends,  # the k-th sentence ends with a text: its terminals masked until the text is written
     build_shares,  # a share of the sentences ends with one mark: the other terminals masked while it is owed
     build_spans,  # delimited spans: opened and closed where the model ends a word, capped by their openings
     build_hashtags,  # a hashtag minimum: '#' paced where a word ends, a word right after it

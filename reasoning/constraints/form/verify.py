@@ -162,6 +162,9 @@ def _first_word(piece: str) -> str:
     return first
 
 
+_MARKS_AFTER = " .!?\u3002\uff01\uff1f\"'\u201d\u2019)"  # what may follow the last word of a piece
+
+
 def _bare(word: str) -> str:
     return word.strip(".,;:!?\"'“”‘’()[]{}*`").lower()
 
@@ -187,7 +190,8 @@ def _matches(piece: str, op: str, wanted: str, unit: Unit) -> bool:
         if one_word:
             words = low.split()
             return bool(words) and _bare(words[-1]) == _bare(target)
-        return low.endswith(target)
+        # A sentence ends with its mark: a phrase without marks of its own is compared without them.
+        return low.endswith(target) or target[-1:] not in _MARKS_AFTER and low.rstrip(_MARKS_AFTER).endswith(target)
     return low.rstrip(" .!?") == target.rstrip(" .!?")
 
 

@@ -1,0 +1,239 @@
+"""The k-th sentence ends with a text: "the first sentence must end with the word 'friends'".
+
+A generic ``position(sentences, k, ends_with, text)`` with ``k >= 1`` (the
+last sentence's ending is the layout's end phrase) compiles to one
+``SentenceEnd``. Sentences and the comparison are the verifier's
+(``units.pieces``: a sentence ends at a run of ``.!?。！？`` before whitespace
+or the end; a one-word text is the sentence's last word without its
+punctuation, a longer one a suffix, ignoring case). A row's phase is read
+from its text after each token until the k-th sentence is closed:
+
+- *before*: fewer than ``k - 1`` sentences are complete: no rule;
+- *open* (the k-th sentence is being written): no token may hold a sentence
+  terminal, so the sentence cannot end on another word. Where the model
+  would end it (its likeliest token holds a terminal, or is the stop), the
+  text is written instead (`` text`` after a word, ``text`` after
+  whitespace), token by token; also where the landing asks the sentence to
+  close, where the sentence grows past ``_LONG_CHARS`` characters (both at
+  the model's next word end), and at once when the budget left holds little
+  more than the text and its mark;
+- *worded*: the sentence ends with the text: only a token that ends the
+  sentence there may follow (a terminal run, closers, then whitespace or
+  nothing);
+- *marked*: the text ends in that terminal run: the next token begins with
+  whitespace, or the answer ends;
+- *done*: no rule.
+
+The stop is held until the k-th sentence is closed (``ends_ok``), and the
+text and its mark keep their tokens in the budget (``owed``).
+
+Guarantee: an answer this controller lets end has its k-th sentence ending
+with the text, provided nothing else writes tokens into the answer: the
+compiler controls it only in a free body without fixed text, with no
+controller that inserts words or rules every sentence's end mark.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from inference.decoder.controllers.layout import LayoutSegment
+from inference.decoder.controllers.openings import opens_piece
+from inference.decoder.controllers.pacing import tokens_left
+from inference.decoder.controllers.protocol import (
+    HOLD_ALL,
+    HOLD_NONE,
+    Context,
+    Controller,
+    Draft,
+    Owed,
+    Plan,
+    SteerState,
+    write_mark_at_word_end,
+)
+from inference.decoder.controllers.spelling import Spelling
+from reasoning.constraints.form import units
+from reasoning.constraints.form.model import Position, Unit
+from reasoning.constraints.form.verify import check
+
+__all__ = ["SentenceEnd", "SentenceEndState", "SentenceEnding", "build_sentence_ends"]
+
+#: The characters that end a sentence for the verifier, and the closers that may follow them.
+_TERMINALS = ".!?\u3002\uff01\uff1f"
+_CLOSERS = "\"'\u201d\u2019)]"
+_BARE = ".,;:!?\"'\u201c\u201d\u2018\u2019()[]{}*`"  # the verifier's punctuation around a last word
+_LONG_CHARS = 220  # a k-th sentence this long gets its text at the model's next word end
+_ENDS_HERE = re.compile(r"[.!?\u3002\uff01\uff1f]+[\"'\u201d\u2019)\]]*(\s.*)?", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class SentenceEnd:
+    """Sentence ``k`` (``k >= 1``) ends with ``text`` (``sources``: the constraint ids)."""
+
+    k: int
+    text: str
+    sources: tuple[str, ...] = ()
+
+    @property
+    def form(self) -> Position:
+        return Position(unit=Unit.SENTENCES, op="ends_with", text=self.text, k=self.k)
+
+
+@dataclass(frozen=True)
+class SentenceEndState:
+    """A row's part: its phase (see the module doc) and the tokens of the text still to force."""
+
+    phase: str = "before"
+    pending: tuple[int, ...] = ()
+
+
+def _ends_with(piece: str, text: str) -> bool:
+    """Whether ``piece`` (a sentence so far, without its mark) ends with ``text``, as the verifier compares."""
+    target = text.strip().lower()
+    low = piece.strip().lower()
+    if len(target.split()) == 1:
+        words = low.split()
+        return bool(words) and words[-1].strip(_BARE) == target.strip(_BARE)
+    return low.endswith(target)
+
+
+class SentenceEnding(Controller):
+    """The k-th sentence's ending at decode time (see the module doc)."""
+
+    def __init__(self, ctx: Context, spec: SentenceEnd) -> None:
+        self.ctx = ctx
+        self.spec = spec
+        self.want = spec
+        tables = ctx.tables
+        self.spelling = Spelling.of(tables, spec.text)
+        self._eos = list(tables.eos_ids)
+
+        def vector(name: str, value: Callable[[str], bool]) -> torch.Tensor:
+            def build() -> torch.Tensor:
+                return torch.tensor([value(t) for t in tables.texts], dtype=torch.bool, device=tables.device)
+
+            return tables.cached(("sentence-end", name), build)  # type: ignore[no-any-return]
+
+        self._terminal = vector("terminal", lambda t: any(ch in _TERMINALS for ch in t))
+        self._ends_here = vector("ends-here", lambda t: _ENDS_HERE.fullmatch(t) is not None)
+        after = vector("after-mark", lambda t: bool(t) and t[0].isspace())
+        self._after_mark = after.clone()
+        self._after_mark[self._eos] = True
+
+    def _phase(self, text: str) -> str:
+        pieces = units.pieces(Unit.SENTENCES, text)
+        closed = len(pieces) if opens_piece(Unit.SENTENCES, text) else len(pieces) - 1
+        k = self.want.k
+        if closed >= k:
+            tail = text[-1:]
+            return "marked" if tail and (tail in _TERMINALS or tail in _CLOSERS) else "done"
+        if closed < k - 1:
+            return "before"
+        current = pieces[-1] if pieces and closed < len(pieces) else ""
+        worded = _ends_with(current, self.want.text) and not text[-1:].isspace()
+        return "worded" if worded else "open"
+
+    def start(self) -> SentenceEndState:
+        return SentenceEndState(self._phase(""))
+
+    def owed(self, state: SteerState) -> Owed:
+        phase = state.parts[self.slot].phase
+        if phase in ("before", "open"):
+            return Owed(tokens=len(self.spelling.spaced) + 2, insert=True, writes=True)
+        return Owed(tokens=2) if phase != "done" else Owed()
+
+    def route(self, state: SteerState) -> Plan | None:
+        pending = state.parts[self.slot].pending
+        return Plan("only", pending[0], seg=state.seg) if pending else None
+
+    def holding(self, state: SteerState) -> bool:
+        return bool(state.parts[self.slot].pending)
+
+    def holds(self, d: Draft) -> int:
+        return HOLD_NONE if self.ends_ok(d.state) else HOLD_ALL
+
+    def ends_ok(self, state: SteerState) -> bool:
+        return state.parts[self.slot].phase in ("marked", "done")
+
+    def pace(self, d: Draft) -> Plan | None:
+        """Write the text at once when the budget is short; at the next word end where the
+        landing asks the sentence to close or the sentence runs long."""
+        state = d.state
+        part: SentenceEndState = state.parts[self.slot]
+        if part.phase != "open" or part.pending or state.pending:
+            return None
+        first = self.spelling.fitting(state.text)
+        if not first:
+            return None
+        budget = self.ctx.max_new_tokens
+        if budget is not None and tokens_left(budget, d) <= len(first) + 2:
+            return Plan("only", first[0])
+        current = units.pieces(Unit.SENTENCES, state.text)[-1:] or [""]
+        if d.close or len(current[0]) >= _LONG_CHARS:
+            d.close = ""  # the sentence closes on the text, not on the model's word
+            d.marks[self.slot] = first[0]
+        return None
+
+    def mask(
+        self,
+        states: Sequence[SteerState],
+        plans: Sequence[Plan],
+        allowed: torch.Tensor,
+        fragments: torch.Tensor,
+        base: torch.Tensor,
+        lp: torch.Tensor,
+    ) -> None:
+        for r, state in enumerate(states):
+            phase = state.parts[self.slot].phase
+            if phase == "open":
+                best = int(lp[r].argmax())
+                first = self.spelling.fitting(state.text)
+                wants_end = best in self._eos or bool(self._terminal[best])
+                if wants_end and first and not state.pending and bool(allowed[r, first[0]]):
+                    # The model would end the sentence here: the text is written first.
+                    allowed[r] = False
+                    allowed[r, first[0]] = True
+                    fragments[r] = False
+                else:
+                    allowed[r] &= ~self._terminal
+            elif phase in ("worded", "marked"):
+                keep = allowed[r] & (self._ends_here if phase == "worded" else self._after_mark)
+                if bool(keep.any()):
+                    allowed[r] = keep
+                    fragments[r] = False
+
+    def reweigh(self, states: Sequence[SteerState], plans: Sequence[Plan], rows: torch.Tensor) -> None:
+        """Write a due text where the model ends its word."""
+        write_mark_at_word_end(plans, self.slot, rows, self.ctx.tables.starts_wordchar)
+
+    def advance(
+        self,
+        before: SteerState,
+        new: SteerState,
+        token_id: int,
+        comp: LayoutSegment | None,
+        plan_of: Callable[[SteerState], Plan],
+    ) -> Any:
+        part: SentenceEndState = before.parts[self.slot]
+        if part.pending:
+            pending = part.pending[1:]
+        else:
+            rest = self.spelling.rest_after(token_id) if part.phase == "open" else None
+            pending = rest or ()
+        if part.phase == "done" or len(new.text) == len(before.text):
+            return SentenceEndState(part.phase, pending)
+        return SentenceEndState(self._phase(new.text), pending)
+
+    def unmet(self, state: SteerState) -> tuple[str, ...]:
+        return () if check(self.want.form, state.text).satisfied else ("sentence-end",)
+
+
+def build_sentence_ends(ctx: Context, specs: Sequence[Any]) -> Controller | None:
+    """The sentence-ending controller, when a request ends the k-th sentence with a text."""
+    spec = next((s for s in specs if isinstance(s, SentenceEnd)), None)
+    return SentenceEnding(ctx, spec) if spec is not None else None
