@@ -387,6 +387,18 @@ def _detect_counts(ctx: _Ctx) -> None:
             _add_form(ctx, form, start, hi_char)
 
 
+_ASKING_VERBS = frozenset({"use", "organize", "organise", "include", "add", "structure", "divide", "format", "write",
+                           "split", "break", "group", "put", "give", "arrange", "separate", "start", "begin", "mark"})
+
+
+def _asks_for(ctx: _Ctx, head: int) -> bool:
+    """Whether the sentence of ``head`` asks for it: an imperative or modal of writing, not a question about it."""
+    sent = ctx.tokens[head].sent
+    if sent.text.rstrip().endswith("?"):
+        return False
+    return sent.root.lemma_.lower() in _ASKING_VERBS or any(t.lower_ in ("must", "should") for t in sent)
+
+
 def _heading_level(ctx: _Ctx, first: int) -> tuple[str, int] | None:
     """The '#' run written just before a heading word ("### headings") and its first token, if any."""
     j = first - 1
@@ -463,7 +475,7 @@ def _bounds(
         if not pairs and unit in _BARE_EXACT | _NAMED_UNITS and quantity.high is None and not approximate:
             pairs = [(Relation.EXACTLY, quantity.n)]
         return [(_flip_if_negated(ctx, first, rel), n) for rel, n in pairs]
-    if unit is Unit.HEADINGS and not _negated_here(ctx, first, head):
+    if unit is Unit.HEADINGS and not _negated_here(ctx, first, head) and _asks_for(ctx, head):
         return [(Relation.AT_LEAST, 1)]  # "organize the answer under ## headings"
     if _negated_here(ctx, first, head) and (unit not in _NAMED_UNITS or filtered):
         stop = ctx.tokens[head].sent.end

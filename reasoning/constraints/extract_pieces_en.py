@@ -222,11 +222,25 @@ def _stated_number(ctx: _Ctx, start: int, end: int) -> tuple[Relation, int] | No
     return None
 
 
+_BOLD_NOUNS = frozenset({"text", "font", "type", "face", "formatting", "format", "letter", "print", "style", "markdown"})
+
+
+def _formatting(ctx: _Ctx, i: int) -> bool:
+    """Whether "bold" at ``i`` names the text's weight ("in bold", "bold the names", "bold text"), not boldness."""
+    if ctx.lowers[i] != "bold":
+        return True  # boldface, embolden, bolded
+    prev = ctx.lowers[i - 1] if i > 0 else ""
+    nxt = ctx.lemmas[i + 1] if i + 1 < len(ctx.tokens) else ""
+    token = ctx.tokens[i]
+    return prev in ("in", "use", "using", "with", "as") or nxt in _BOLD_NOUNS or token.pos_ == "VERB" \
+        or (token.i == token.sent.start and token.pos_ != "ADJ") or token.dep_ in ("dobj", "pobj")
+
+
 def _detect_bold(ctx: _Ctx) -> None:
     """"Put the key term in bold", "use bold for exactly three terms", "do not use bold": ``**`` spans."""
     done: set[int] = set()
     for i, lemma in enumerate(ctx.lemmas):
-        if lemma not in _BOLD and ctx.lowers[i] not in _BOLD:
+        if (lemma not in _BOLD and ctx.lowers[i] not in _BOLD) or not _formatting(ctx, i):
             continue
         start, end = _sentence(ctx, i)
         sentence = ctx.doc[start:end]

@@ -84,6 +84,15 @@ def test_markup_and_verdicts_read_onto_the_form(prompt: str, expected: list[tupl
     assert _read(prompt) == expected
 
 
+@pytest.mark.parametrize(
+    "prompt",
+    ["Write about the bold move of a chess champion.", "Which headings does the report use?",
+     "Summarize the hashtags trending today.", "介绍一下粗体字的历史。"],
+)
+def test_bold_headings_and_hashtags_talked_about_are_no_requirement(prompt: str) -> None:
+    assert _read(prompt) == []
+
+
 def test_the_whole_answer_in_quotes_stays_a_quotation_beside_other_counts() -> None:
     prompt = "Write a story of at least 300 words. Wrap your entire response in double quotation marks."
     assert _read(prompt) == [("word_count", {"relation": "at least", "n": 300}), ("quotation", {})]
