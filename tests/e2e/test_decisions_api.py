@@ -70,13 +70,6 @@ async def test_scenario_escalation_is_stated_and_cited(
     assert cite and all(c["verdict"]["satisfied"] for c in cite), body["constraints"]
 
 
-async def test_steering_off_still_reports_the_decision(
-    model_client: Client, model_admin_headers: dict[str, str], bundled_tenant: None
-) -> None:
-    body = await _reason(model_client, model_admin_headers, SCENARIO, "aml", steering=False)
-    assert body["decision"]["status"] == "decided"
-
-
 async def test_chinese_decision(model_client: Client, model_admin_headers: dict[str, str],
                                 bundled_tenant: None) -> None:
     prompt = "右肺下叶见8毫米部分实性结节，需要如何随访？"
@@ -90,7 +83,7 @@ async def test_chinese_decision(model_client: Client, model_admin_headers: dict[
     assert all(set(c["evidence_ids"]) & cited for c in decision["conclusions"]), answer
 
 
-async def test_a_contradicting_claim_cannot_survive(
+async def test_a_contradicting_claim_cannot_survive_and_steering_off_still_reports_the_decision(
     model_client: Client, model_admin_headers: dict[str, str], bundled_tenant: None
 ) -> None:
     # The prompt drives the model towards the opposite of what the rules require.
@@ -98,6 +91,9 @@ async def test_a_contradicting_claim_cannot_survive(
               " this transfer should not be escalated and needs no enhanced due diligence.")
     plain = await _reason(model_client, model_admin_headers, prompt, "aml", steering=False,
                           max_new_tokens=40)
+    # Steering off, the rules still decide and the decision is reported.
+    assert plain["decision"]["status"] == "decided"
+    assert "AML-R-017" in {c["rule_id"] for c in plain["decision"]["conclusions"]}
     steered = await _reason(model_client, model_admin_headers, prompt, "aml", max_new_tokens=64)
     assert steered["decision"]["status"] == "decided"
     assert "steering: decision" not in steered["violations"]
