@@ -28,6 +28,7 @@ from typing import Any
 import torch
 
 from inference.decoder.compile_form import (
+    form_closing,
     form_floors,
     form_hashtags,
     form_initials,
@@ -179,6 +180,8 @@ def compile_steering(
                        inserts=citations is not None or statement is not None)
     marks = form_sentence_mark(hard, layout, controlled, inserts=citations is not None or statement is not None)
     ending = form_sentence_end(hard, layout, controlled, inserts=citations is not None or statement is not None)
+    closing = form_closing(hard, layout, controlled, inserts=citations is not None or statement is not None,
+                           placed=placement is not None)
     share = form_sentence_share(hard, layout, controlled, inserts=citations is not None or statement is not None)
     hashtags = form_hashtags(hard, layout, controlled, max_new_tokens=max_new_tokens,
                              inserts=citations is not None or statement is not None)
@@ -215,7 +218,8 @@ def compile_steering(
         specs=tuple(
             spec
             for spec in (policy, SoftPolicy(soft_policy), limits, forbidden, citations, keywords, capitals,
-                         tally, placement, floors, opening, minima, initials, spans, marks, share, ending, hashtags,
+                         tally, placement, floors, opening, minima, initials, spans, marks, share, ending, closing,
+                         hashtags,
                          lines, statement)
             if spec is not None
         ),

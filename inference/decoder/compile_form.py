@@ -36,7 +36,9 @@ guarantees it, and is reported ``controlled`` only then:
   characters and letters (kept) and of distinct words (assisted: the stop
   is held) (``controllers.minima``); ``form_placement`` the k-th word
   (``controllers.placing``); ``form_opening`` the k-th sentence or line,
-  or every sentence / line / paragraph, opening with a text (``controllers.openings``); ``form_spans`` the counts
+  or every sentence / line / paragraph, opening with a text (``controllers.openings``);
+  ``form_closing`` every sentence / line / paragraph (or the k-th line) ending with a
+  text (``controllers.closings``); ``form_spans`` the counts
   of spans between one-character delimiters, opened and closed in the
   model's prose (``controllers.spans``); ``form_sentence_mark`` every
   sentence ending with one mark (``controllers.sentence_marks``);
@@ -71,6 +73,7 @@ from itertools import combinations
 
 import msgspec
 
+from inference.decoder.controllers.closings import CLOSED_UNITS, Closing, piece_ends
 from inference.decoder.controllers.floors import FLOOR_UNITS, Floor, Floors
 from inference.decoder.controllers.hashtags import HASHTAG_TOKENS, HashtagMinimum
 from inference.decoder.controllers.initials import Initial, Initials
@@ -110,6 +113,7 @@ from reasoning.errors import ConflictError, LimitExceeded
 __all__ = [
     "DIGIT_ITEM",
     "EMOJI_ITEM",
+    "form_closing",
     "form_floors",
     "form_hashtags",
     "form_initials",
@@ -765,6 +769,54 @@ def form_opening(
                 return None  # (a distinct-words cap reserves the placed words: ``form_tally``)
     controlled.add(c.id)
     return Opening(per=form.unit, k=form.k, text=text, sources=(c.id,))
+
+
+def form_closing(
+    constraints: Sequence[Constraint], layout: Layout, controlled: set[str], *, inserts: bool, placed: bool
+) -> Closing | None:
+    """The ``controllers.closings.Closing`` of every sentence, line or paragraph (``k = 0``), or the
+    k-th line, ending with a text (None: none, or not controllable here; the k-th sentence is
+    ``form_sentence_end``'s, the k-th paragraph, whose count keeps empty paragraphs, is left to
+    the prompt).
+
+    Controlled: one such position, in a free body without fixed text, with no controller that
+    forces words of its own (as for ``form_opening``), a text that ends no piece before its own
+    end, and no maximum that counts an item of the text (its tokens are forced past the masks).
+
+    Raises:
+        ConflictError: every piece ending with a text that the end phrase, or another closing
+            of the same pieces, does not end with.
+    """
+    found = [(c, form) for c in constraints if isinstance(form := form_of_constraint(c), Position)
+             and form.op == "ends_with" and form.unit in CLOSED_UNITS and form.text.strip()
+             and (form.k == 0 or form.k >= 1 and form.unit is Unit.LINES)]
+    for c, form in found:
+        if form.k != 0:
+            continue
+        every = Closing(per=form.unit, k=0, text=" ".join(form.text.split()))
+        ends = [(q.id, str(q.params.get("phrase", ""))) for q in constraints if q.kind == Kind.END_PHRASE]
+        others = [(q.id, other.text) for q, other in found if q.id != c.id and other.unit is form.unit]
+        for source, text in [*ends, *others]:
+            if text.strip() and not every.closed(text) and not Closing(form.unit, 0, text).closed(every.text):
+                raise ConflictError(f"every {form.unit.value[:-1]} cannot end with {form.text!r} and the text "
+                                    f"{text.strip()!r}", constraint_ids=[c.id, source])
+    if len(found) != 1 or inserts or placed or any(c.kind in _INSERTING for c in constraints):
+        return None
+    c, form = found[0]
+    text = " ".join(form.text.split())
+    case = _case_of(constraints)
+    text = text.lower() if case == "lower" else text.upper() if case == "upper" else text
+    if layout.body.kind != "free" or any(isinstance(s, Literal) for s in build_layout(layout)):
+        return None
+    if any(ch in piece_ends(form.unit) for ch in text.rstrip(piece_ends(form.unit))) or "\n" in text:
+        return None  # the text would end a piece before its own end
+    for q in constraints:
+        for cap in _forms(q):
+            if isinstance(cap, Count) and cap.of is None and cap.unit is not Unit.UNIQUE_WORDS \
+                    and _bounds(cap.relation, cap.n)[1] is not None and units.count(cap.measure, " " + text + " ") > 0:
+                return None
+    controlled.add(c.id)
+    return Closing(per=form.unit, k=form.k, text=text, sources=(c.id,))
 
 
 def _check_openings_agree(constraints: Sequence[Constraint], found: Sequence[tuple[Constraint, Position]]) -> None:

@@ -32,7 +32,7 @@ from reasoning.constraints.form.model import (
 )
 from reasoning.constraints.model import Relation
 
-__all__ = ["Check", "check", "compare"]
+__all__ = ["Check", "check", "compare", "matches"]
 
 
 class Check(msgspec.Struct, frozen=True, kw_only=True):
@@ -167,6 +167,12 @@ _MARKS_AFTER = " .!?\u3002\uff01\uff1f\"'\u201d\u2019)"  # what may follow the l
 
 def _bare(word: str) -> str:
     return word.strip(".,;:!?\"'“”‘’()[]{}*`").lower()
+
+
+def matches(piece: str, op: str, wanted: str, unit: Unit) -> bool:
+    """Whether one word / sentence / paragraph / line satisfies ``op wanted``, as the position
+    verifier judges it (the decoder's position controllers ask the same question)."""
+    return _matches(piece, op, wanted, unit)
 
 
 def _matches(piece: str, op: str, wanted: str, unit: Unit) -> bool:

@@ -171,6 +171,59 @@ def test_impossible_shares_of_sentences_are_conflicts(tokenizer: Any) -> None:
     assert "f" in compile_steering(fixed, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET).uncontrolled
 
 
+def _last_word(piece: str) -> str:
+    words = piece.split()
+    return words[-1].strip(".,;:!?\"'“”‘’()[]{}*`").lower() if words else ""
+
+
+EVERY_CLOSING = [
+    ("sentences, one word", {"unit": "sentences", "k": 0, "text": "indeed"},
+     lambda t: all(_last_word(p) == "indeed" for p in _sentences(t))),
+    ("sentences, a phrase", {"unit": "sentences", "k": 0, "text": "That is all."},
+     lambda t: all(p.lower().endswith("that is all.") for p in _sentences(t))),
+    ("lines", {"unit": "lines", "k": 0, "text": "yes"},
+     lambda t: all(_last_word(ln) == "yes" for ln in t.splitlines() if ln.strip())),
+    ("paragraphs", {"unit": "paragraphs", "k": 0, "text": "Over."},
+     lambda t: all(p.strip().lower().endswith("over.") for p in re.split(r"\n\s*\n", t) if p.strip())),
+    ("second line", {"unit": "lines", "k": 2, "text": "Over."},
+     lambda t: [ln for ln in t.splitlines() if ln.strip()][1].strip().lower().endswith("over.")),
+]
+
+
+@pytest.mark.parametrize(("name", "params", "ok"), EVERY_CLOSING, ids=[row[0] for row in EVERY_CLOSING])
+def test_a_piece_closing_holds_on_random_logits(tokenizer: Any, name: str, params: dict[str, Any], ok: Any) -> None:
+    constraints = [gen(Kind.POSITION, op="ends_with", **params),
+                   gen(Kind.COUNT, "digits", unit="digits", relation="at most", n=0)]
+    steering = compile_steering(constraints, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
+    assert steering.controlled == {"f", "digits"}
+    bias = bias_towards(tokenizer, r"^ [A-Za-z]+$", 4.0)
+    bias.update(bias_towards(tokenizer, r"^[.!?]$|^\n\n?$", 14.0))  # pieces end everywhere
+    bias.update(dict.fromkeys((int(t) for t in steering.tables.eos_ids), 6.0))
+    ended = 0
+    for seed in SEEDS:
+        state = drive_with_bias(steering, BUDGET, seed, bias)
+        assert ok(state.text), state.text
+        assert judged(constraints, state.text) == [], state.text
+        assert "closing" not in steering.unmet(state)
+        ended += len(_sentences(state.text)) if params["unit"] == "sentences" else state.text.count("\n")
+    assert ended >= 2 * len(SEEDS)  # the adversary did end pieces, each after the text
+
+
+def test_closings_that_cannot_agree_are_conflicts(tokenizer: Any) -> None:
+    every = gen(Kind.POSITION, "a", unit="sentences", k=0, op="ends_with", text="indeed")
+    cases = [
+        [every, Constraint(id="b", kind=Kind.END_PHRASE, params={"phrase": "Thank you."})],
+        [every, gen(Kind.POSITION, "b", unit="sentences", k=0, op="ends_with", text="friends")],
+    ]
+    for constraints in cases:
+        with pytest.raises(ConflictError) as refused:
+            compile_steering(constraints, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
+        assert set(refused.value.extra["constraint_ids"]) == {"a", "b"}
+    agreeing = [every, Constraint(id="b", kind=Kind.END_PHRASE, params={"phrase": "It is good indeed."})]
+    steering = compile_steering(agreeing, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
+    assert "a" in steering.uncontrolled  # the end phrase is fixed text: left to the prompt
+
+
 def _decode(loaded_model: Any, prompt: str, constraints: list[Constraint], budget: int) -> tuple[Any, str]:
     from inference.decoder.decode import decode
     from inference.decoder.options import DecodeOptions
@@ -214,4 +267,13 @@ def test_bundled_model_asks_in_half_of_its_sentences(loaded_model: Any) -> None:
     assert steering.controlled == {"f"}
     ends = _sentence_ends(answer)
     assert sum(end == "?" for end in ends) * 2 >= len(ends), answer
+    assert judged(constraints, answer) == [], answer
+
+
+@pytest.mark.model
+def test_bundled_model_ends_every_sentence_with_the_word(loaded_model: Any) -> None:
+    constraints = [gen(Kind.POSITION, unit="sentences", k=0, op="ends_with", text="indeed")]
+    steering, answer = _decode(loaded_model, "Say why rivers matter.", constraints, 32)
+    assert steering.controlled == {"f"}
+    assert all(_last_word(p) == "indeed" for p in _sentences(answer)), answer
     assert judged(constraints, answer) == [], answer

@@ -1,0 +1,241 @@
+"""A piece ends with a text: every sentence / line / paragraph (``k = 0``), or the k-th one.
+
+``position(unit, k, ends_with, text)`` for sentences, lines or paragraphs
+(the last piece is the end phrase's: ``compile_form.lower_forms``) compiles
+to one ``Closing``. Pieces and the comparison are the verifier's
+(``units.pieces``, ``verify.matches``: a one-word text is the piece's last
+word without its punctuation, "... indeed." closes with "indeed"; a longer
+one a suffix, "... That is all."). A row's part of the state is where its
+current piece starts (``tally.piece_start``), how many pieces come before
+it, and the tokens of the text still to force. Where the rule applies (every
+piece, or the k-th):
+
+- a token that could end the piece (a sentence-ending mark; a line break
+  for lines and paragraphs) is masked while the current piece does not end
+  with the text, and every candidate is checked on the pieces it would
+  complete (each must end with the text) and on the current one when it
+  holds a piece end;
+- where the model's own best token would end the piece, or stop, before the
+  text is written, the text is forced there, token by token (the model then
+  ends the piece as it wanted to); so is it when the token budget is about
+  to run out;
+- the stop is held while the text is being written or the current piece
+  (the k-th: until it is complete) does not end with it.
+
+So a text this controller lets end closes every (or its k-th) piece with
+the text, provided nothing else forces tokens into the answer: the compiler
+controls a closing only in a free body without fixed text and without
+controllers that insert words. A budget that runs out first is reported
+(``unmet``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from inference.decoder.controllers.layout import LayoutSegment
+from inference.decoder.controllers.protocol import (
+    HOLD_ALL,
+    HOLD_NONE,
+    NEG_INF,
+    Context,
+    Controller,
+    Draft,
+    Plan,
+    SteerState,
+)
+from inference.decoder.controllers.sentence_marks import TERMINALS
+from inference.decoder.controllers.spelling import Spelling
+from inference.decoder.controllers.tally import piece_start
+from reasoning.constraints.form import units
+from reasoning.constraints.form.model import Position, Unit
+from reasoning.constraints.form.verify import check, matches
+
+__all__ = ["CLOSED_UNITS", "Closing", "ClosingState", "Closings", "build_closings", "piece_ends"]
+
+#: Pieces a closing text can be placed at the end of.
+CLOSED_UNITS = frozenset({Unit.SENTENCES, Unit.LINES, Unit.PARAGRAPHS})
+
+
+def piece_ends(unit: Unit) -> str:
+    """The characters that may end a piece of ``unit`` (what a closing masks until its text is written)."""
+    return TERMINALS if unit is Unit.SENTENCES else "\n"
+
+
+@dataclass(frozen=True)
+class Closing:
+    """Every ``per`` piece (``k = 0``), or the ``k``-th, ends with ``text`` (``sources``: the constraint ids)."""
+
+    per: Unit
+    k: int
+    text: str
+    sources: tuple[str, ...] = ()
+
+    @property
+    def form(self) -> Position:
+        return Position(unit=self.per, op="ends_with", text=self.text, k=self.k)
+
+    def closed(self, piece: str) -> bool:
+        """Whether ``piece`` ends with the text."""
+        return matches(piece, "ends_with", self.text, self.per)
+
+
+@dataclass(frozen=True)
+class ClosingState:
+    """A row's part: where the current piece starts, the pieces before it, the text's tokens still to force."""
+
+    start: int = 0
+    before: int = 0
+    pending: tuple[int, ...] = ()
+
+
+class Closings(Controller):
+    """A piece's closing text at decode time (see the module doc)."""
+
+    lazy = True
+
+    def __init__(self, ctx: Context, closing: Closing) -> None:
+        self.ctx = ctx
+        self.spec = closing
+        self.closing = closing
+        tables = ctx.tables
+        ends = piece_ends(closing.per)
+
+        def build() -> torch.Tensor:
+            values = [any(ch in ends for ch in t) for t in tables.texts]
+            return torch.tensor(values, dtype=torch.bool, device=tables.device)
+
+        self._enders = tables.cached(("piece-enders", closing.per.value), build)
+        self._ends = ends
+        self._stops = torch.zeros_like(self._enders)
+        self._stops[list(tables.eos_ids)] = True
+        self._stops |= self._enders
+        self._spelling = Spelling.of(tables, closing.text)
+        self._forced: dict[int, int] = {}  # id(state) -> the token reweigh forced on it this step
+
+    def start(self) -> ClosingState:
+        return ClosingState()
+
+    def _applies(self, part: ClosingState) -> bool:
+        return self.closing.k == 0 or part.before == self.closing.k - 1
+
+    def _open(self, state: SteerState) -> bool:
+        """Whether the rule applies to the current piece and it holds words without the text at its end."""
+        part: ClosingState = state.parts[self.slot]
+        if part.pending or not self._applies(part):
+            return False
+        current = state.text[part.start :]
+        return any(ch.isalnum() for ch in current) and not self.closing.closed(current)
+
+    def route(self, state: SteerState) -> Plan | None:
+        part: ClosingState = state.parts[self.slot]
+        return Plan("only", part.pending[0], seg=state.seg) if part.pending else None
+
+    def holding(self, state: SteerState) -> bool:
+        return bool(state.parts[self.slot].pending)
+
+    def holds(self, d: Draft) -> int:
+        return HOLD_NONE if self.ends_ok(d.state) else HOLD_ALL
+
+    def _budget_due(self, state: SteerState, reserve: int) -> bool:
+        budget = self.ctx.max_new_tokens
+        if budget is None or state.pending or not self._open(state):
+            return False
+        return budget - state.n_tokens - reserve <= len(self._spelling.fitting(state.text)) + 2
+
+    def pace(self, d: Draft) -> Plan | None:
+        """Write the text when the budget is about to run out inside a piece that owes it."""
+        if self._budget_due(d.state, d.comp.reserve_tokens):
+            spelling = self._spelling.fitting(d.state.text)
+            return Plan("only", spelling[0]) if spelling else None
+        return None
+
+    def mask(
+        self,
+        states: Sequence[SteerState],
+        plans: Sequence[Plan],
+        allowed: torch.Tensor,
+        fragments: torch.Tensor,
+        base: torch.Tensor,
+        lp: torch.Tensor,
+    ) -> None:
+        self._forced = {}
+        for r, state in enumerate(states):
+            if not self._open(state) or state.pending:
+                continue
+            if bool(self._stops[int(lp[r].argmax())]):
+                spelling = self._spelling.fitting(state.text)
+                if spelling and bool(allowed[r, spelling[0]]):
+                    self._forced[id(state)] = spelling[0]
+            allowed[r] &= ~self._enders
+
+    def reweigh(self, states: Sequence[SteerState], plans: Sequence[Plan], rows: torch.Tensor) -> None:
+        """Force the text's first token where the model would end the piece (or stop) without it."""
+        for r, state in enumerate(states):
+            token = self._forced.get(id(state), -1)
+            if token >= 0 and rows[r, token] > NEG_INF:
+                rows[r] = NEG_INF
+                rows[r, token] = 0.0
+
+    def _may(self, state: SteerState, text: str) -> bool:
+        part: ClosingState = state.parts[self.slot]
+        if self.closing.k and part.before > self.closing.k - 1:
+            return True
+        pieces = units.pieces(self.closing.per, state.text[part.start :] + text)
+        ends = any(ch in self._ends for ch in text)
+        for index, piece in enumerate(pieces):
+            last = index == len(pieces) - 1
+            if (not last or ends) and (self.closing.k == 0 or part.before + index == self.closing.k - 1) \
+                    and not self.closing.closed(piece):
+                return False
+        return True
+
+    def check(self, state: SteerState, memo: Any, text: str, tail: bytes, closing: bool) -> bool:
+        return self._may(state, text)
+
+    def check_pieced(self, state: SteerState, memo: Any, raw: bytes, text: str, tail: bytes) -> bool:
+        return self._may(state, text)
+
+    def ends_ok(self, state: SteerState) -> bool:
+        part: ClosingState = state.parts[self.slot]
+        if part.pending:
+            return False
+        if self.closing.k:
+            return part.before > self.closing.k - 1 or part.before == self.closing.k - 1 and not self._open(state) \
+                and any(ch.isalnum() for ch in state.text[part.start :])
+        return not self._open(state)
+
+    def advance(
+        self,
+        before: SteerState,
+        new: SteerState,
+        token_id: int,
+        comp: LayoutSegment | None,
+        plan_of: Callable[[SteerState], Plan],
+    ) -> Any:
+        part: ClosingState = before.parts[self.slot]
+        if part.pending:
+            pending = part.pending[1:]
+        elif self._forced.get(id(before)) == token_id \
+                or self._budget_due(before, comp.reserve_tokens if comp is not None else 0):
+            pending = self._spelling.rest_after(token_id) or ()
+        else:
+            pending = ()
+        if len(new.text) == len(before.text) and not new.pending and not before.pending:
+            return ClosingState(part.start, part.before, pending)
+        start = piece_start(self.closing.per, new.text, part.start)
+        passed = len(units.pieces(self.closing.per, new.text[part.start : start])) if start > part.start else 0
+        return ClosingState(start, part.before + passed, pending)
+
+    def unmet(self, state: SteerState) -> tuple[str, ...]:
+        return () if check(self.closing.form, state.text).satisfied else ("closing",)
+
+
+def build_closings(ctx: Context, specs: Sequence[Any]) -> Controller | None:
+    """The closing controller, when a request ends every (or the k-th) sentence, line or paragraph with a text."""
+    closing = next((s for s in specs if isinstance(s, Closing)), None)
+    return Closings(ctx, closing) if closing is not None else None
