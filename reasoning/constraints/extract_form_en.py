@@ -299,11 +299,19 @@ def _per_at(ctx: _Ctx, unit: Unit, first: int, last: int) -> tuple[Unit, int] | 
             return per, j
     for j in range(start, end - 1):
         low = ctx.lowers[j]
-        if low in _PER_QUANTIFIERS or (low == "a" and j > 0 and ctx.lowers[j - 1] == "per"):
-            per = EN_PER.get(ctx.lemmas[j + 1])
+        if low in _PER_QUANTIFIERS | {"none", "all"} or (low == "a" and j > 0 and ctx.lowers[j - 1] == "per"):
+            k = j + 1
+            partitive = k + 1 < end and ctx.lowers[k] == "of" and ctx.lowers[k + 1] in ("the", "your", "its")
+            if partitive:
+                k += 2  # "each of your sentences", "none of the paragraphs"
+            elif low in ("none", "all"):
+                continue
+            per = EN_PER.get(ctx.lemmas[k]) if k < end else None
             if per is None or per is unit or first <= j <= last:
                 continue
-            if low in ("no", "any") and (j > first or ctx.tokens[j + 1].dep_ not in ("nsubj", "nsubjpass", "dobj", "pobj", "ROOT")):
+            if low in ("no", "any") and (j > first or ctx.tokens[k].dep_ not in ("nsubj", "nsubjpass", "dobj", "pobj", "ROOT")):
+                continue
+            if low == "none" and j > first:
                 continue
             return per, j
     return None
@@ -318,7 +326,7 @@ def _per(ctx: _Ctx, unit: Unit, first: int, last: int) -> Unit | None:
 def _denied_for_every_item(ctx: _Ctx, unit: Unit, first: int, last: int) -> bool:
     """"No paragraph may contain more than two sentences": the bound said of no item is its opposite for each."""
     found = _per_at(ctx, unit, first, last)
-    return found is not None and ctx.lowers[found[1]] == "no"
+    return found is not None and ctx.lowers[found[1]] in ("no", "none")
 
 
 def _detect_counts(ctx: _Ctx) -> None:

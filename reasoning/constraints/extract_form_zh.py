@@ -156,8 +156,8 @@ _COUNTED_KINDS = frozenset({Kind.WORD_COUNT, Kind.SENTENCE_COUNT, Kind.PARAGRAPH
 
 
 def _ordinal_or_each(text: str, at: int) -> bool:
-    """A number after 第 / 每 / 任何 (第一行, 每一行, 任何一段) is an ordinal or a quantifier, no count."""
-    return text[max(0, at - 1) : at] in ("第", "每") or text[max(0, at - 2) : at] == "任何"
+    """A number after 第 / 每 / 任何 / 最后 (第一行, 每一行, 任何一段, 最后一句) is an ordinal or a quantifier, no count."""
+    return text[max(0, at - 1) : at] in ("第", "每") or text[max(0, at - 2) : at] in ("任何", "最后")
 
 
 #: "不含空格", "不计空格", "空格不计": a character count without white space.

@@ -50,7 +50,7 @@ _EVERY = frozenset({"each", "every", "all"})
 _OPENING = frozenset({"start", "begin", "open", "lead", "preface", "prefix"})
 _ENDING = frozenset({"end", "finish", "close", "conclude"})
 _MARK_NAMES: Mapping[str, str] = {"question": "?", "exclamation": "!", "period": ".", "colon": ":",
-                                  "semicolon": ";", "ellipsis": "..."}
+                                  "semicolon": ";", "ellipsis": "...", "dash": "-", "hyphen": "-", "asterisk": "*"}
 
 
 def _sentence(ctx: _Ctx, i: int) -> tuple[int, int]:

@@ -45,7 +45,7 @@ _MARKS: Mapping[str, str] = {"句号": "。", "问号": "？", "感叹号": "！
                              "冒号": "：", "省略号": "……"}
 _PER = _alternation(list(ZH_PER) + ["每个要点", "每一个要点", "每条", "每一条", "每项", "每个条目", "每个列表项"])
 _EVERY_PIECE = re.compile(
-    r"(?P<per>" + _PER + r")(?:话)?(?:都|均)?(?:必须|应该|应|要|须|需|需要|一律)?(?:以|用)\s*"
+    r"(?P<per>" + _PER + r")(?:话)?(?P<last>的?最后一句(?:话)?)?(?:都|均)?(?:必须|应该|应|要|须|需|需要|一律)?(?:以|用)\s*"
     r"(?:" + _QUOTE + r"|(?P<mark>" + _alternation(list(_MARKS)) + r")|(?P<lit>[。？！?!.…；;：:✅⭐•\-—]{1,3}|[^\s\w，,]))"
     r"\s*(?:作为|来)?(?P<op>开头|开始|打头|结尾|结束|收尾)"
 )
@@ -108,6 +108,8 @@ def _every_piece(r: _Reader) -> None:
         per = match.group("per")
         unit = _ITEM_PER.get(per) or ZH_PER[per]
         op = "starts_with" if match.group("op") in ("开头", "开始", "打头") else "ends_with"
+        if match.group("last") and op != "ends_with":
+            continue  # 每段最后一句以…开头: no form for a sentence inside each piece
         mark = _MARKS.get(match.group("mark") or "") or match.group("lit")
         text = match.group("q") or mark or ""
         if not text.strip():

@@ -94,8 +94,8 @@ def extract_chinese(doc: Doc, text: str) -> list[Found]:
         if match.group("num") == "一" and text[max(0, match.start() - 1) : match.start()] in _CLOSING_QUOTES:
             continue
         if match.group("rel") is None and (text[max(0, match.start() - 1) : match.start()] in ("第", "每")
-                                           or text[max(0, match.start() - 2) : match.start()] == "任何"):
-            continue  # 第一段, 每一段, 任何一段: an ordinal or a quantifier, no count
+                                           or text[max(0, match.start() - 2) : match.start()] in ("任何", "最后")):
+            continue  # 第一段, 每一段, 任何一段, 最后一句: an ordinal or a quantifier, no count
         kind = _UNITS[match.group("unit")]
         n = parse_zh_number(match.group("num"))
         if n is None:

@@ -205,7 +205,7 @@ def relation_before(words: Sequence[str]) -> tuple[Relation, int] | None:
 
 def relation_after(words: Sequence[str]) -> tuple[Relation, int] | None:
     """The relation phrase that starts ``words`` ("or more", "+", "at most")."""
-    lowered = tuple(w.lower() for w in words)
+    lowered = tuple("," if w in ("—", "–", "-", "--", ";") else w.lower() for w in words)  # "five — no more"
     for phrase, relation in _AFTER:
         if lowered[: len(phrase)] == phrase:
             if lowered[len(phrase) : len(phrase) + 1] == ("than",):

@@ -34,6 +34,11 @@ def _count(unit: str, relation: str, n: int, **extra: Any) -> tuple[str, dict[st
         ("Keep every line under 50 characters.", [_count("characters", "less than", 50, per="lines")]),
         # "a number" held by each piece is at least one per piece
         ("Each sentence has to contain a number.", [_count("numbers", "at least", 1, per="sentences")]),
+        # a partitive quantifier ("each of your", "none of the") and a bare plural piece are per piece too
+        ("Each of the paragraphs should hold at least two sentences.",
+         [_count("sentences", "at least", 2, per="paragraphs")]),
+        ("None of the sentences may be longer than 25 words.", [_count("words", "at most", 25, per="sentences")]),
+        ("Lines should stay under 60 characters.", [_count("characters", "less than", 60, per="lines")]),
         # "each" after the count: each of the pieces counted before it
         ("Write four sentences of at most eight words each.",
          [("sentence_count", {"relation": "exactly", "n": 4}), _count("words", "at most", 8, per="sentences")]),
@@ -47,6 +52,7 @@ def test_a_bound_said_of_each_piece_holds_per_piece(prompt: str, expected: list[
     ("prompt", "expected"),
     [
         ("Include two colons and no more.", [_count("punctuation", "exactly", 2, filter={"chars": ":："})]),
+        ("Add four emoji — no more, no fewer.", [_count("emoji", "exactly", 4)]),
         ("Reply in three sentences, no more, no fewer.", [("sentence_count", {"relation": "exactly", "n": 3})]),
         ("Please answer in three paragraphs.", [_count("paragraphs", "exactly", 3)]),
         ("Give me two sentences about tea.", [("sentence_count", {"relation": "exactly", "n": 2})]),
