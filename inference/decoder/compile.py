@@ -37,6 +37,7 @@ from inference.decoder.compile_form import (
     form_minima,
     form_opening,
     form_paragraph_words,
+    form_piece_sentences,
     form_placement,
     form_sentence_end,
     form_sentence_mark,
@@ -180,6 +181,7 @@ def compile_steering(
                        inserts=citations is not None or statement is not None)
     marks = form_sentence_mark(hard, layout, controlled, inserts=citations is not None or statement is not None)
     ending = form_sentence_end(hard, layout, controlled, inserts=citations is not None or statement is not None)
+    per_piece = form_piece_sentences(hard, layout, controlled, inserts=citations is not None or statement is not None)
     closing = form_closing(hard, layout, controlled, inserts=citations is not None or statement is not None,
                            placed=placement is not None)
     share = form_sentence_share(hard, layout, controlled, inserts=citations is not None or statement is not None)
@@ -218,7 +220,7 @@ def compile_steering(
         specs=tuple(
             spec
             for spec in (policy, SoftPolicy(soft_policy), limits, forbidden, citations, keywords, capitals,
-                         tally, placement, floors, opening, minima, initials, spans, marks, share, ending, closing,
+                         tally, placement, floors, opening, minima, initials, spans, marks, share, ending, per_piece, closing,
                          hashtags,
                          lines, statement)
             if spec is not None

@@ -80,6 +80,7 @@ from inference.decoder.controllers.initials import Initial, Initials
 from inference.decoder.controllers.lines import LINE_TOKENS, LineCount
 from inference.decoder.controllers.minima import KEPT_UNITS, MOST_PER_TOKEN, Minimum, Minimums
 from inference.decoder.controllers.openings import EVERY_UNITS, OPENED_UNITS, Opening
+from inference.decoder.controllers.piece_sentences import PieceSentences
 from inference.decoder.controllers.placing import STRIPPED, Placement
 from inference.decoder.controllers.sentence_ends import SentenceEnd
 from inference.decoder.controllers.sentence_marks import TERMINALS, SentenceMark
@@ -123,6 +124,7 @@ __all__ = [
     "form_of_constraint",
     "form_opening",
     "form_paragraph_words",
+    "form_piece_sentences",
     "form_placement",
     "form_sentence_end",
     "form_sentence_mark",
@@ -963,6 +965,35 @@ def form_spans(
         return None
     controlled.update(ids)
     return SpanCount(left=left, right=right, at_least=lo, at_most=hi, nonempty=f.nonempty, sources=ids)
+
+
+def form_piece_sentences(
+    constraints: Sequence[Constraint], layout: Layout, controlled: set[str], *, inserts: bool
+) -> PieceSentences | None:
+    """The ``controllers.piece_sentences.PieceSentences`` of a bound on the sentences of every
+    paragraph ("exactly two sentences in each paragraph"; None: none, or not controllable here).
+
+    Controlled: in the blank-line body of a counted number of paragraphs (``_lower_paragraphs``),
+    with no controller that writes text of its own (``inserts``, the kinds of ``_INSERTING``)
+    and no other rule on sentences.
+    """
+    found = [(c, form) for c in constraints if isinstance(form := form_of_constraint(c), Count)
+             and form.unit is Unit.SENTENCES and form.per is Unit.PARAGRAPHS and form.of is None
+             and form.filter == Filter()]
+    if len(found) != 1 or inserts or layout.body.kind != "blank_paragraphs" \
+            or any(c.kind in _INSERTING for c in constraints):
+        return None
+    c, form = found[0]
+    for q in constraints:
+        for f in _forms(q) if q.id != c.id else ():
+            if isinstance(f, (Count, Position, Wrap)) and (f.unit is Unit.SENTENCES or getattr(f, "per", None)
+                                                          is Unit.SENTENCES):
+                return None
+    lo, hi = _bounds(form.relation, form.n)
+    if hi is not None and hi < max(lo, 1):
+        return None
+    controlled.add(c.id)
+    return PieceSentences(at_least=lo, at_most=hi, sources=(c.id,))
 
 
 def form_sentence_end(

@@ -24,6 +24,7 @@ from inference.decoder.controllers.lexical import build_forbidden
 from inference.decoder.controllers.lines import build_lines
 from inference.decoder.controllers.minima import build_minima
 from inference.decoder.controllers.openings import build_openings
+from inference.decoder.controllers.piece_sentences import build_piece_sentences
 from inference.decoder.controllers.placeholders import build_placeholders
 from inference.decoder.controllers.placing import build_placing
 from inference.decoder.controllers.protocol import Builder
@@ -53,6 +54,7 @@ CONTROLLERS: tuple[Builder, ...] = (
     build_minima,  # whole-answer minima of characters / letters (paced) and distinct words (stop held)
     build_sentence_marks,  # every sentence ends with one mark: the other terminals masked
     build_sentence_ends,  # the k-th sentence ends with a text: its terminals masked until the text is written
+    build_piece_sentences,  # sentences per paragraph: a short one's exit masked, a full one ended
     build_shares,  # a share of the sentences ends with one mark: the other terminals masked while it is owed
     build_spans,  # delimited spans: opened and closed where the model ends a word, capped by their openings
     build_hashtags,  # a hashtag minimum: '#' paced where a word ends, a word right after it

@@ -22,8 +22,10 @@ SEEDS = (3, 17, 101)
 
 
 def _sentences(text: str) -> list[str]:
-    """Sentences as a reader splits them: up to a run of end marks before a space or the end."""
-    return [s.strip() for s in re.findall(r".*?(?:[.!?]+(?=\s|$)|$)", text, flags=re.DOTALL) if s.strip()]
+    """Sentences as a reader splits them: up to a run of end marks before a space or the end (a
+    Chinese one anywhere), with the quotes or brackets closed after them."""
+    ends = r"[.!?]+[\"'\u201d\u2019)\]]*(?=\s|$)|[\u3002\uff01\uff1f]+[\"'\u201d\u2019)\]]*"
+    return [s.strip() for s in re.findall(rf".*?(?:{ends}|$)", text, flags=re.DOTALL) if s.strip()]
 
 
 @pytest.mark.parametrize(("k", "text"), [(1, "friends"), (2, "every day")])
@@ -49,3 +51,22 @@ def test_a_sentence_ending_beside_a_rule_on_every_sentence_end_is_left_to_the_pr
                    gen(Kind.WRAP, "m", unit="sentences", left="", right="!")]
     steering = compile_steering(constraints, tokenizer, prompt="Tell me about cats.", max_new_tokens=BUDGET)
     assert "f" in steering.uncontrolled and "m" in steering.controlled
+
+
+@pytest.mark.parametrize(("relation", "n", "ok"), [("exactly", 2, lambda k: k == 2), ("at most", 2, lambda k: 1 <= k <= 2),
+                                                   ("at least", 2, lambda k: k >= 2)])
+def test_sentences_per_paragraph_hold_in_a_counted_body_against_a_model_that_ends_sentences_early(
+    tokenizer: Any, relation: str, n: int, ok: Any
+) -> None:
+    constraints = [gen(Kind.COUNT, "p", unit="paragraphs", relation="exactly", n=3),
+                   gen(Kind.COUNT, unit="sentences", per="paragraphs", relation=relation, n=n)]
+    steering = compile_steering(constraints, tokenizer, prompt="Tell me about dogs.", max_new_tokens=120)
+    assert steering.controlled == {"p", "f"}
+    bias = bias_towards(tokenizer, r"^[.!?]+$|\n", 4.0)  # sentence and paragraph ends everywhere
+    bias.update(dict.fromkeys((int(t) for t in steering.tables.eos_ids), 6.0))
+    for seed in SEEDS:
+        state = drive_with_bias(steering, 120, seed, bias)
+        paragraphs = [p for p in re.split(r"\n\s*\n", state.text) if p.strip()]
+        assert len(paragraphs) == 3, state.text
+        assert all(ok(len(_sentences(p))) for p in paragraphs), state.text
+        assert judged(constraints, state.text) == [], state.text

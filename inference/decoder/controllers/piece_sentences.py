@@ -1,0 +1,182 @@
+"""Sentences per paragraph: "exactly two sentences in every paragraph", "at most three each".
+
+A generic ``count(sentences, per=paragraphs)`` bound, in the blank-line
+body of a counted number of paragraphs (``compile_form``: each paragraph
+is one free segment, left at its exit token), compiles to one
+``PieceSentences``. Sentences and paragraphs are the verifier's
+(``units.pieces``). The current paragraph is the text after the last blank
+line; its closed sentences are counted from the text on each plan.
+
+- a minimum: while the current paragraph holds fewer closed sentences, its
+  exit (the next paragraph, or the end) and line breaks are masked, and the
+  stop is held; when the sentences still owed (here and in the paragraphs
+  after) need the budget left, the current sentence is asked to close;
+- a maximum: once the paragraph holds that many closed sentences the
+  segment ends (``forces``), and while its last allowed sentence is open no
+  token may end it and begin another one.
+
+Guarantee: within the token budget, an answer this controller lets end
+has every paragraph within the bounds. The compiler controls it only in
+that body, with no controller that inserts text and no other sentence rule.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from inference.decoder.controllers.counts import good_last_word
+from inference.decoder.controllers.openings import opens_piece
+from inference.decoder.controllers.pacing import tokens_left
+from inference.decoder.controllers.protocol import (
+    HOLD_ALL,
+    HOLD_NONE,
+    Context,
+    Controller,
+    Draft,
+    Plan,
+    SteerState,
+)
+from inference.decoder.controllers.template import Free
+from reasoning.constraints.form import units
+from reasoning.constraints.form.model import Unit
+
+__all__ = ["PieceSentences", "PieceSentencing", "build_piece_sentences", "closed_sentences"]
+
+_BLANK = re.compile(r"\n\s*\n")
+_TOKENS_PER_SENTENCE = 10  # budget tokens an owed sentence is planned to take at the least
+_CHARS_PER_TOKEN = 4  # a rough token length of running text, to pace a sentence's share
+#: A token that ends a sentence and goes on with the next one.
+_ENDS_AND_GOES_ON = re.compile(r"[.!?]+[\"'\u201d\u2019)\]]*\s+\S|[\u3002\uff01\uff1f]+[\"'\u201d\u2019)\]]*\s*\S")
+
+
+@dataclass(frozen=True)
+class PieceSentences:
+    """Between ``at_least`` and ``at_most`` (None: no maximum) sentences in every paragraph."""
+
+    at_least: int = 0
+    at_most: int | None = None
+    sources: tuple[str, ...] = ()
+
+
+def current_paragraph(text: str) -> str:
+    """The text after the last blank line."""
+    found = list(_BLANK.finditer(text))
+    return text[found[-1].end():] if found else text
+
+
+def closed_sentences(paragraph: str) -> tuple[int, str]:
+    """The closed sentences of ``paragraph`` and the open one's text ("" when none is open)."""
+    pieces = units.pieces(Unit.SENTENCES, paragraph)
+    if not pieces or opens_piece(Unit.SENTENCES, paragraph):
+        return len(pieces), ""
+    return len(pieces) - 1, pieces[-1]
+
+
+class PieceSentencing(Controller):
+    """The sentences of every paragraph at decode time (see the module doc)."""
+
+    def __init__(self, ctx: Context, spec: PieceSentences) -> None:
+        self.ctx = ctx
+        self.spec = spec
+        self.want = spec
+        tables = ctx.tables
+
+        def build() -> torch.Tensor:
+            values = [_ENDS_AND_GOES_ON.search(t) is not None for t in tables.texts]
+            return torch.tensor(values, dtype=torch.bool, device=tables.device)
+
+        self._goes_on = tables.cached(("piece-sentences-goes-on", 0), build)
+        self._newline = tables.has_newline
+
+    def _body(self, d: Draft) -> bool:
+        segment = d.comp.segment
+        return isinstance(segment, Free) and segment.role == "body"
+
+    def _short(self, state: SteerState) -> bool:
+        return closed_sentences(current_paragraph(state.text))[0] < self.want.at_least
+
+    def holds(self, d: Draft) -> int:
+        return HOLD_ALL if self._short(d.state) else HOLD_NONE
+
+    def ends_ok(self, state: SteerState) -> bool:
+        return not self._short(state)
+
+    def forces(self, d: Draft) -> bool:
+        """End the paragraph once it holds the most sentences allowed, at their end."""
+        most = self.want.at_most
+        if most is None or not self._body(d) or d.state.pending:
+            return False
+        closed, open_text = closed_sentences(current_paragraph(d.state.text))
+        return closed >= most and not open_text
+
+    def pace(self, d: Draft) -> Plan | None:
+        """Ask the open sentence to close when the sentences still owed need the budget left;
+        mark the row for the masks (whether the paragraph is short, whether its last allowed
+        sentence is open)."""
+        state = d.state
+        if not self._body(d) or state.pending:
+            return None
+        closed, open_text = closed_sentences(current_paragraph(state.text))
+        short = closed < self.want.at_least
+        last = self.want.at_most is not None and closed >= self.want.at_most - 1
+        if short or last:
+            d.marks[self.slot] = (short, last)
+        if short and not self._budget_out(state):
+            d.may_stop = False  # a middle paragraph's exit is no stop the holds could refuse
+        budget = self.ctx.max_new_tokens
+        if budget is None or not open_text or d.close:
+            return None
+        missing = max(1, self.want.at_least - closed) + self.want.at_least * d.comp.bodies_after
+        left = tokens_left(budget, d, owed=d.owed_tokens)
+        share = left / missing
+        due = left <= _TOKENS_PER_SENTENCE * missing or len(open_text) >= share * _CHARS_PER_TOKEN
+        if due or (short and d.forced):  # a forced end (the part's deadline) waits for the sentence
+            words = open_text.split()
+            d.close = "end" if words and good_last_word(words[-1]) else "word"
+        return None
+
+    def mask(
+        self,
+        states: Sequence[SteerState],
+        plans: Sequence[Plan],
+        allowed: torch.Tensor,
+        fragments: torch.Tensor,
+        base: torch.Tensor,
+        lp: torch.Tensor,
+    ) -> None:
+        for r, plan in enumerate(plans):
+            short, last = plan.marks.get(self.slot, (False, False))
+            if short and not self._budget_out(states[r]):
+                # The paragraph may not end yet: no exit, no line break.
+                keep = allowed[r] & ~self._newline
+                keep[plan.exit] = False
+                if bool(keep.any()):
+                    allowed[r] = keep
+            if last:
+                allowed[r] &= ~self._goes_on
+                fragments[r] &= ~self._goes_on
+
+    def _budget_out(self, state: SteerState) -> bool:
+        """Whether the budget left is too short for anything but the end (then the cut is reported)."""
+        budget = self.ctx.max_new_tokens
+        if budget is None or state.seg >= len(self.ctx.layout.segments):
+            return False
+        return budget - state.n_tokens - self.ctx.layout.segments[state.seg].reserve_tokens <= 2
+
+    def unmet(self, state: SteerState) -> tuple[str, ...]:
+        for paragraph in units.pieces(Unit.PARAGRAPHS, state.text):
+            n = len(units.pieces(Unit.SENTENCES, paragraph))
+            if n < self.want.at_least or self.want.at_most is not None and n > self.want.at_most:
+                return ("piece-sentences",)
+        return ()
+
+
+def build_piece_sentences(ctx: Context, specs: Sequence[Any]) -> Controller | None:
+    """The sentences-per-paragraph controller, when a request bounds them in a counted body."""
+    spec = next((s for s in specs if isinstance(s, PieceSentences)), None)
+    return PieceSentencing(ctx, spec) if spec is not None else None
