@@ -70,3 +70,28 @@ def test_sentences_per_paragraph_hold_in_a_counted_body_against_a_model_that_end
         assert len(paragraphs) == 3, state.text
         assert all(ok(len(_sentences(p))) for p in paragraphs), state.text
         assert judged(constraints, state.text) == [], state.text
+
+
+@pytest.mark.model
+def test_bundled_model_ends_its_first_sentence_on_the_word_and_writes_the_ing_words(loaded_model: Any) -> None:
+    """One short generation, three assertions: the first sentence's last word, the words
+    ending in 'ing' (the initials controller's ending mode), and the verdicts."""
+    from inference.decoder.decode import decode
+    from inference.decoder.options import DecodeOptions
+    from inference.prompting import plan_prompt
+
+    tokenizer = loaded_model.tokenizer
+    budget = 40
+    prompt = "Tell me about cats."
+    constraints = [gen(Kind.POSITION, unit="sentences", k=1, op="ends_with", text="friends"),
+                   gen(Kind.COUNT, "ing", unit="words", filter={"ends_with": "ing"}, relation="at least", n=2)]
+    steering = compile_steering(constraints, tokenizer, prompt=prompt, max_new_tokens=budget)
+    assert steering.controlled == {"f", "ing"}
+    plan = plan_prompt(tokenizer, prompt, constraints)
+    result = decode(
+        loaded_model.model, tokenizer, plan, steering=steering,
+        options=DecodeOptions(width=2, max_new_tokens=budget, prune=False), constraints=constraints,
+    )
+    assert _sentences(result.answer)[0].lower().rstrip(".!?\"'").endswith("friends"), result.answer
+    assert sum(w.lower().strip(".,;:!?\"'()").endswith("ing") for w in result.answer.split()) >= 2, result.answer
+    assert judged(constraints, result.answer) == [], result.answer
