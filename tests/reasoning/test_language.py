@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from reasoning.language import (
+    FULL_MODELS_BELOW,
     detect_prompt_language,
     detect_response_language,
     dominant_script,
@@ -38,6 +39,28 @@ def test_prompt_language(text: str, language: str) -> None:
 def test_response_language(text: str, code: str) -> None:
     assert detect_response_language(text) == code
     assert is_language(text, code)
+
+
+_LONG_RESPONSES = {
+    "fr": "La banque doit signaler toute opération suspecte à la cellule de renseignement "
+    "financier dans les meilleurs délais, sans en informer le client concerné.",
+    "pl": "Bank musi niezwłocznie zgłosić każdą podejrzaną transakcję jednostce analityki "
+    "finansowej, nie informując o tym zainteresowanego klienta.",
+    "id": "Bank harus segera melaporkan setiap transaksi mencurigakan kepada unit intelijen "
+    "keuangan tanpa memberi tahu nasabah yang bersangkutan.",
+    "uk": "Банк повинен негайно повідомляти про кожну підозрілу операцію підрозділ "
+    "фінансової розвідки, не інформуючи про це відповідного клієнта.",
+}
+
+
+@pytest.mark.parametrize(("code", "text"), _LONG_RESPONSES.items())
+def test_a_long_response_is_told_apart_from_its_scripts_neighbours_by_trigrams(
+    code: str, text: str
+) -> None:
+    assert len(text) >= FULL_MODELS_BELOW
+    assert detect_response_language(text) == code
+    # Its first words alone go to the full models, which tell the language as well.
+    assert detect_response_language(text[:60]) == code
 
 
 def test_text_without_letters_passes_any_language() -> None:
