@@ -37,9 +37,9 @@ guarantees it, and is reported ``controlled`` only then:
   is held) (``controllers.minima``); ``form_placement`` the k-th word
   (``controllers.placing``); ``form_opening`` the k-th sentence or line,
   or every sentence / line / paragraph, opening with a text (``controllers.openings``);
-  ``form_closing`` every sentence / line / paragraph (or the k-th line) ending with a
-  text (``controllers.closings``); ``form_spans`` the counts
-  of spans between one-character delimiters, opened and closed in the
+  ``form_closing`` every sentence / line / paragraph (or the k-th line)
+  ending with a text (``controllers.closings``); ``form_spans`` the counts
+  of spans between delimiters of one to three marks, opened and closed in the
   model's prose (``controllers.spans``); ``form_sentence_mark`` every
   sentence ending with one mark (``controllers.sentence_marks``);
   ``form_sentence_share`` at least a share of the sentences ending with one
@@ -50,9 +50,10 @@ guarantees it, and is reported ``controlled`` only then:
   answer-level wrapper's delimiters into the layout (forced first and last).
 
 Tables, lists beside another body and copies are ``compile_structure``'s.
-Everything else (other middle positions: a piece ending with or being a
-text; ratio minima other than a share of sentences by their end mark; minima of numbers or filtered words; spans between
-delimiters of several characters; a line count beside fixed text) is left to the
+Everything else (other middle positions: a piece being a text; ratio
+minima other than a share of sentences by their end mark; minima of numbers
+or filtered words; spans between delimiters holding letters or of more than
+three marks; a line count beside fixed text) is left to the
 prompt and the verifier, reported ``uncontrolled``, as is a form controller's
 constraint where its guarantee would not hold (fixed text or inserted
 words beside a per-piece minimum or an opening, a cap on the opening's own
@@ -920,12 +921,16 @@ def form_initials(
     return None
 
 
+#: The most characters a controlled span delimiter has ("**", "<<", a fence of three backquotes).
+_MOST_DELIMITER = 3
+
+
 def form_spans(
     constraints: Sequence[Constraint], layout: Layout, controlled: set[str], *, max_new_tokens: int | None,
     inserts: bool,
 ) -> SpanCount | None:
     """The ``controllers.spans.SpanCount`` of the counts of spans between one pair of
-    one-character delimiters (None: none, or not controllable here).
+    delimiters made of one to three marks (None: none, or not controllable here).
 
     Controlled: every whole-answer count of those spans (a range is two constraints), in a free
     body whose fixed text (literals, required keywords) holds neither delimiter, with
@@ -955,8 +960,9 @@ def form_spans(
     if max_new_tokens is not None and lo * SPAN_TOKENS > max_new_tokens:
         raise LimitExceeded(f"{lo} spans in {left}...{right} cannot fit in {max_new_tokens} new tokens",
                             constraint_ids=list(ids))
-    if len(left) != 1 or len(right) != 1 or left.isalnum() or right.isalnum():
-        return None
+    if not 1 <= len(left) <= _MOST_DELIMITER or not 1 <= len(right) <= _MOST_DELIMITER \
+            or any(ch.isalnum() or ch.isspace() for ch in left + right):
+        return None  # a delimiter of marks only (a word or a line break is not written inside prose)
     fixed = [s.text for s in build_layout(layout) if isinstance(s, Literal)] + _required_keywords(constraints)
     if inserts or layout.wrap is not None or layout.body.kind != "free" \
             or any(ch in text for text in fixed for ch in (left, right, "\n")):

@@ -1,7 +1,8 @@
 """Counts of delimited spans: "two side comments in parentheses", "quote exactly three phrases".
 
-A generic ``count(spans, left, right)`` constraint whose delimiters are one
-character each compiles to one ``SpanCount``. Spans are the verifier's
+A generic ``count(spans, left, right)`` constraint whose delimiters are marks
+(one character, or a few: ``**bold**``, ``<<title>>``, a fence of backquotes)
+compiles to one ``SpanCount``. Spans are the verifier's
 (``reasoning.constraints.form.units``: ``left``, then text without a line
 break, then ``right``, found left to right without overlap; with
 ``nonempty`` a span of only delimiters and spaces is no span). A row's
@@ -14,9 +15,11 @@ count on that tail, so controller and verifier cannot disagree.
 How each bound is kept:
 
 - a maximum: a token may open spans only while room is left. Every
-  ``left`` character of a token may open at most one span (an open span
-  may still close too), so a token whose ``left`` characters could take the
-  count past the maximum is masked;
+  ``left`` of a token may open at most one span (an open span may still
+  close too), so a token whose ``left`` delimiters could take the count past
+  the maximum is masked; each candidate is also checked on the count of the
+  tail it makes (a delimiter of several characters may be spelled across
+  tokens);
 - a minimum: owed spans are paced over the token budget, the k-th of N once
   k / (N + 1) of it is spent (or at once when the budget left holds little
   more than the owed spans). A due span opens where the model ends a word
@@ -70,7 +73,7 @@ _CLOSE_AFTER = 4  # tokens inside a span after which it closes where the model e
 @dataclass(frozen=True)
 class SpanCount:
     """Between ``at_least`` and ``at_most`` (None: no maximum) spans ``left ... right``
-    (one character each) in the answer (``sources``: the constraint ids)."""
+    (marks, one character or a few) in the answer (``sources``: the constraint ids)."""
 
     left: str
     right: str
@@ -169,7 +172,7 @@ class Spanning(Controller):
         left = self._left_tokens(d)
         tail = self._tail(state)
         if self.want.left in tail:
-            content = tail[tail.index(self.want.left) + 1 :]
+            content = tail[tail.index(self.want.left) + len(self.want.left) :]
             if not any(ch.isalnum() for ch in content):
                 return None
             urgent = left <= self._owed_spans(state) * SPAN_TOKENS + len(self._close) + 1
@@ -210,7 +213,7 @@ class Spanning(Controller):
                     room += 1  # the first quote of the token closes the open span
                 allowed[r] &= self._opens <= max(room, 0)
             if is_open:
-                content = tail[tail.index(spec.left) + 1 :]
+                content = tail[tail.index(spec.left) + len(spec.left) :]
                 allowed[r] &= ~self._newline
                 if spec.left != spec.right:
                     allowed[r] &= self._opens == 0
@@ -246,7 +249,9 @@ class Spanning(Controller):
         chunk = new.text[len(before.text) :]
         pending = part.pending[1:] if part.pending else ()
         if not part.pending:
-            for spelling in (self._open_spaced, self._open_bare, self._close):
+            # Inside an open span the close is what was begun (「 and 」 share their first byte).
+            spellings = (self._close,) if self._open(before) else (self._open_spaced, self._open_bare)
+            for spelling in spellings:
                 if spelling and token_id == spelling[0] and len(spelling) > 1:
                     pending = spelling[1:]
                     break
@@ -274,6 +279,6 @@ class Spanning(Controller):
 
 
 def build_spans(ctx: Context, specs: Sequence[Any]) -> Controller | None:
-    """The span controller, when a request counts spans between one-character delimiters."""
+    """The span controller, when a request counts spans between delimiters made of marks."""
     spec = next((s for s in specs if isinstance(s, SpanCount)), None)
     return Spanning(ctx, spec) if spec is not None else None

@@ -38,6 +38,10 @@ MINIMA = [
     ("three in quotes", [_spans_count("f", '"', '"', "exactly", 3)], '"', '"', lambda n: n == 3),
     ("a range in brackets", [_spans_count("f", "[", "]", "at least", 1), _spans_count("g", "[", "]", "at most", 2)],
      "[", "]", lambda n: 1 <= n <= 2),
+    # delimiters of several marks, spelled in one token or several
+    ("two in bold", [_spans_count("f", "**", "**", "exactly", 2)], "**", "**", lambda n: n == 2),
+    ("one in double angles", [_spans_count("f", "<<", ">>", "at least", 1)], "<<", ">>", lambda n: n >= 1),
+    ("two in corner brackets", [_spans_count("f", "「", "」", "exactly", 2)], "「", "」", lambda n: n == 2),
 ]
 
 
@@ -56,14 +60,16 @@ def test_span_counts_hold_against_a_model_that_stops_and_breaks_lines(
         assert "spans" not in steering.unmet(state)
 
 
-def test_a_span_maximum_holds_against_a_model_that_opens_them(tokenizer: Any) -> None:
-    constraints = [_spans_count("f", "(", ")", "at most", 1)]
+@pytest.mark.parametrize(("left", "right", "pattern"), [("(", ")", r"[()]"), ("**", "**", r"\*"), ("<<", ">>", r"[<>]")])
+def test_a_span_maximum_holds_against_a_model_that_opens_them(tokenizer: Any, left: str, right: str,
+                                                             pattern: str) -> None:
+    constraints = [_spans_count("f", left, right, "at most", 1)]
     steering = compile_steering(constraints, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
     assert steering.controlled == {"f"}
-    bias = bias_towards(tokenizer, r"[()]", 6.0)
+    bias = bias_towards(tokenizer, pattern, 6.0)
     for seed in SEEDS:
         state = drive_with_bias(steering, BUDGET, seed, bias)
-        assert _spans(state.text, "(", ")") <= 1, state.text
+        assert _spans(state.text, left, right) <= 1, state.text
         assert judged(constraints, state.text) == [], state.text
 
 
