@@ -1030,9 +1030,9 @@ def form_sentence_end(
                 return None
             if isinstance(f, Count) and (f.of is not None or f.unit is Unit.SENTENCES and f.filter.ends_with):
                 return None
-            if isinstance(f, Count) and f.of is None and f.unit is not Unit.UNIQUE_WORDS \
+            if isinstance(f, Count) and f.of is None and f.unit not in (Unit.UNIQUE_WORDS, *PIECE_UNITS) \
                     and _bounds(f.relation, f.n)[1] is not None and units.count(f.measure, " " + text + " ") > 0:
-                return None
+                return None  # (a count of lines or paragraphs: the text adds none)
     controlled.add(c.id)
     return SentenceEnd(k=form.k, text=text, sources=(c.id,))
 

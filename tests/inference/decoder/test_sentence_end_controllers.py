@@ -95,3 +95,15 @@ def test_bundled_model_ends_its_first_sentence_on_the_word_and_writes_the_ing_wo
     assert _sentences(result.answer)[0].lower().rstrip(".!?\"'").endswith("friends"), result.answer
     assert sum(w.lower().strip(".,;:!?\"'()").endswith("ing") for w in result.answer.split()) >= 2, result.answer
     assert judged(constraints, result.answer) == [], result.answer
+
+
+def test_a_sentence_ending_beside_a_line_count_holds_both(tokenizer: Any) -> None:
+    constraints = [gen(Kind.POSITION, unit="sentences", k=1, op="ends_with", text="waves"),
+                   gen(Kind.COUNT, "l", unit="lines", relation="exactly", n=4)]
+    steering = compile_steering(constraints, tokenizer, prompt="Write a poem about the sea.", max_new_tokens=BUDGET)
+    assert steering.controlled == {"f", "l"}
+    bias = bias_towards(tokenizer, r"^[.!?]+$", 6.0)
+    bias.update(dict.fromkeys((int(t) for t in steering.tables.eos_ids), 8.0))
+    for seed in SEEDS:
+        state = drive_with_bias(steering, BUDGET, seed, bias)
+        assert judged(constraints, state.text) == [], state.text
