@@ -51,8 +51,8 @@ guarantees it, and is reported ``controlled`` only then:
 
 Tables, lists beside another body and copies are ``compile_structure``'s.
 Everything else (other middle positions: a piece being a text; ratio
-minima other than a share of sentences by their end mark; minima of numbers
-or filtered words; spans between delimiters holding letters or of more than
+minima other than a share of sentences by their end mark; whole-answer minima
+of numbers, minima of filtered words; spans between delimiters holding letters or of more than
 three marks; a line count beside fixed text) is left to the
 prompt and the verifier, reported ``uncontrolled``, as is a form controller's
 constraint where its guarantee would not hold (fixed text or inserted
@@ -75,7 +75,13 @@ from itertools import combinations
 import msgspec
 
 from inference.decoder.controllers.closings import CLOSED_UNITS, Closing, piece_ends
-from inference.decoder.controllers.floors import FLOOR_UNITS, Floor, Floors
+from inference.decoder.controllers.floors import (
+    FLOOR_UNITS,
+    INSERTED_ITEM,
+    INSERTED_UNITS,
+    Floor,
+    Floors,
+)
 from inference.decoder.controllers.hashtags import HASHTAG_TOKENS, HashtagMinimum
 from inference.decoder.controllers.initials import Initial, Initials
 from inference.decoder.controllers.lines import LINE_TOKENS, LineCount
@@ -664,8 +670,10 @@ def form_floors(
 ) -> Floors | None:
     """The ``controllers.floors.Floors`` of the per-piece minima (None: none controllable).
 
-    Controlled: at least ``n`` words / characters / letters (no filter) in each sentence,
-    paragraph or line, in a free body without fixed text (literals are forced past the
+    Controlled: at least ``n`` words / characters / letters, or numbers / digits (an item
+    inserted where the piece would end without it; not beside a cap that counts the item),
+    with no filter, in each sentence, paragraph or line, in a free body without fixed text
+    (literals are forced past the
     checks), with nothing that inserts a sentence or a piece end (``inserts``: citations
     or a stated decision; a keyword holding one). An exact count per piece is controlled
     when its cap is in ``tally`` too.
@@ -682,8 +690,12 @@ def form_floors(
     for c, form in found:
         lo = _bounds(form.relation, form.n)[0]
         _check_floor_fits(c, form, lo, constraints)
-        if form.per not in PIECE_UNITS or form.unit not in FLOOR_UNITS or not _whole_length(form):
+        if form.per not in PIECE_UNITS or form.unit not in FLOOR_UNITS | INSERTED_UNITS or not _whole_length(form):
             continue
+        if form.unit in INSERTED_UNITS and any(
+                isinstance(cap, Count) and cap.of is None and _bounds(cap.relation, cap.n)[1] is not None
+                and units.count(cap.measure, " " + INSERTED_ITEM + " ") > 0 for q in constraints for cap in _forms(q)):
+            continue  # the inserted item is forced past the masks: a cap that counts it leaves the floor to the prompt
         if layout.body.kind != "free" or any(isinstance(s, Literal) for s in build_layout(layout)) or inserts:
             continue
         if any(set(text) & _PIECE_ENDS for text in _required_keywords(constraints)):

@@ -26,6 +26,13 @@ How each minimum is kept:
   the token budget left is below what a new piece needs (two tokens per
   word, a token per four characters, and room to close).
 
+A floor of numbers or digits ("every sentence must contain a number") is
+kept the same way, and since a model rarely writes them unasked, an item is
+also inserted: where a piece still owes one and the model's own best token
+would end the piece, a digit (``7``, after a space) is forced there instead
+(the model then ends the piece as it wanted to), and so it is when the
+token budget is about to run out.
+
 Guarantee: every text this controller lets through has no short piece
 other than its last, and an answer it lets end has none. A budget that runs
 out inside a short piece (its words took more tokens than planned) is cut;
@@ -42,17 +49,34 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import torch
+
+from inference.decoder.controllers.closings import piece_ends
 from inference.decoder.controllers.layout import LayoutSegment
 from inference.decoder.controllers.pacing import tokens_left
-from inference.decoder.controllers.protocol import Context, Controller, Draft, Plan, SteerState
+from inference.decoder.controllers.protocol import (
+    NEG_INF,
+    Context,
+    Controller,
+    Draft,
+    Plan,
+    SteerState,
+)
+from inference.decoder.controllers.spelling import Spelling
 from inference.decoder.controllers.tally import piece_start
+from inference.decoder.vocab import VocabTables
 from reasoning.constraints.form import units
 from reasoning.constraints.form.model import Measure, Unit
 
-__all__ = ["FLOOR_UNITS", "Floor", "Flooring", "Floors", "build_floors", "tokens_for"]
+__all__ = ["FLOOR_UNITS", "INSERTED_ITEM", "INSERTED_UNITS", "Floor", "FloorState", "Flooring", "Floors", "build_floors",
+           "tokens_for"]
 
 #: Units a floor can hold per piece: the model writes them in every piece anyway.
 FLOOR_UNITS = frozenset({Unit.WORDS, Unit.CHARACTERS, Unit.LETTERS})
+#: Units a floor inserts where the piece would end without them (an item: ``INSERTED_ITEM``).
+INSERTED_UNITS = frozenset({Unit.NUMBERS, Unit.DIGITS})
+#: The item inserted into a piece that owes a number or a digit.
+INSERTED_ITEM = "7"
 _PROBE = " X"  # a new word: what would start the next piece
 _CLOSE_TOKENS = 3  # a terminal, a closer, a margin
 
@@ -68,6 +92,22 @@ class Floor:
 
 
 @dataclass(frozen=True)
+class FloorState:
+    """A row's part: where each floor's current piece starts, and the item's tokens still to force."""
+
+    starts: tuple[int, ...]
+    pending: tuple[int, ...] = ()
+
+
+def _enders_of(tables: VocabTables, ends: str) -> Callable[[], torch.Tensor]:
+    def build() -> torch.Tensor:
+        return torch.tensor([any(ch in ends for ch in t) for t in tables.texts], dtype=torch.bool,
+                            device=tables.device)
+
+    return build
+
+
+@dataclass(frozen=True)
 class Floors:
     """The per-piece minima of one request."""
 
@@ -75,9 +115,12 @@ class Floors:
 
 
 def tokens_for(floor: Floor) -> int:
-    """Tokens a new piece is planned to need: two per word, one per four characters, and its close."""
+    """Tokens a new piece is planned to need: two per word, one per four characters, two per
+    inserted item and a word, and its close."""
     if floor.measure.unit is Unit.WORDS:
         return 2 * floor.at_least + _CLOSE_TOKENS
+    if floor.measure.unit in INSERTED_UNITS:
+        return 2 * floor.at_least + 2 + _CLOSE_TOKENS
     return -(-floor.at_least // 4) + _CLOSE_TOKENS
 
 
@@ -103,12 +146,51 @@ class Flooring(Controller):
         self.floors = floors.items
         self.budget = ctx.max_new_tokens
         self._need = max(tokens_for(f) for f in floors.items)
+        tables = ctx.tables
+        self._inserting = [i for i, f in enumerate(self.floors) if f.measure.unit in INSERTED_UNITS]
+        self._item = Spelling.of(tables, INSERTED_ITEM)
+        self._enders = {
+            f.per: tables.cached(("piece-enders", f.per.value), _enders_of(tables, piece_ends(f.per)))
+            for f in self.floors
+        }
+        self._forced: dict[int, int] = {}  # id(state) -> the item token reweigh forced on it this step
 
     def start(self) -> Any:
-        return (0,) * len(self.floors)
+        return FloorState((0,) * len(self.floors))
+
+    def _owing(self, state: SteerState) -> list[int]:
+        """The inserting floors whose current piece still lacks items."""
+        part: FloorState = state.parts[self.slot]
+        return [i for i in self._inserting
+                if units.count(self.floors[i].measure, state.text[part.starts[i] :]) < self.floors[i].at_least]
+
+    def route(self, state: SteerState) -> Plan | None:
+        pending = state.parts[self.slot].pending
+        return Plan("only", pending[0], seg=state.seg) if pending else None
+
+    def holding(self, state: SteerState) -> bool:
+        return bool(state.parts[self.slot].pending)
+
+    def reweigh(self, states: Sequence[SteerState], plans: Sequence[Plan], rows: torch.Tensor) -> None:
+        """Force the item where the model's best token would end a piece that still owes one."""
+        self._forced = {}
+        if not self._inserting:
+            return
+        for r, state in enumerate(states):
+            if state.pending or state.parts[self.slot].pending:
+                continue
+            owing = self._owing(state)
+            best = int(rows[r].argmax())
+            if not any(bool(self._enders[self.floors[i].per][best]) for i in owing):
+                continue
+            token = self._item.fitting(state.text)[0]
+            if rows[r, token] > NEG_INF:
+                rows[r] = NEG_INF
+                rows[r, token] = 0.0
+                self._forced[id(state)] = token
 
     def _may(self, state: SteerState, text: str) -> bool:
-        starts = state.parts[self.slot]
+        starts = state.parts[self.slot].starts
         full = state.text + text
         return all(_pieces_hold(f, full[s:], probe=True) for f, s in zip(self.floors, starts))
 
@@ -119,7 +201,9 @@ class Flooring(Controller):
         return self._may(state, text)
 
     def ends_ok(self, state: SteerState) -> bool:
-        starts = state.parts[self.slot]
+        if state.parts[self.slot].pending:
+            return False
+        starts = state.parts[self.slot].starts
         return all(
             units.pieces(f.per, state.text) and _pieces_hold(f, state.text[s:], probe=False)
             for f, s in zip(self.floors, starts)
@@ -133,11 +217,20 @@ class Flooring(Controller):
         left = tokens_left(self.budget, d, owed=d.owed_tokens)
         if left >= self._need:
             return False
-        starts = state.parts[self.slot]
+        starts = state.parts[self.slot].starts
         return all(_closed(f, state.text[s:]) for f, s in zip(self.floors, starts)) and self.ends_ok(state)
 
+    def _budget_due(self, state: SteerState, reserve: int) -> bool:
+        """Whether the budget is about to run out inside a piece that still owes an item."""
+        if self.budget is None or state.pending or state.parts[self.slot].pending or not self._owing(state):
+            return False
+        return self.budget - state.n_tokens - reserve <= len(self._item.spaced) + _CLOSE_TOKENS
+
     def pace(self, d: Draft) -> Plan | None:
-        """Withdraw a demand to close the sentence while the current piece is short."""
+        """Withdraw a demand to close the sentence while the current piece is short; insert the
+        item when the budget is about to run out inside a piece that owes one."""
+        if self._budget_due(d.state, d.comp.reserve_tokens):
+            return Plan("only", self._item.fitting(d.state.text)[0])
         if d.close and not self.ends_ok(d.state):
             d.close = ""
         return None
@@ -150,10 +243,17 @@ class Flooring(Controller):
         comp: LayoutSegment | None,
         plan_of: Callable[[SteerState], Plan],
     ) -> Any:
-        starts: tuple[int, ...] = before.parts[self.slot]
+        part: FloorState = before.parts[self.slot]
+        if part.pending:
+            pending = part.pending[1:]
+        elif self._forced.get(id(before)) == token_id \
+                or self._budget_due(before, comp.reserve_tokens if comp is not None else 0):
+            pending = self._item.rest_after(token_id) or ()
+        else:
+            pending = ()
         if len(new.text) == len(before.text):
-            return starts
-        return tuple(piece_start(f.per, new.text, s) for f, s in zip(self.floors, starts))
+            return FloorState(part.starts, pending)
+        return FloorState(tuple(piece_start(f.per, new.text, s) for f, s in zip(self.floors, part.starts)), pending)
 
     def unmet(self, state: SteerState) -> tuple[str, ...]:
         whole = all(

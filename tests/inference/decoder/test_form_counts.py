@@ -283,8 +283,8 @@ def test_a_capped_ratio_holds_on_random_logits(tokenizer: Any) -> None:
 
 
 def test_ratio_minima_and_ratios_beside_fixed_text_are_left_to_the_prompt(tokenizer: Any) -> None:
-    share = {"unit": "sentences", "filter": {"ends_with": "?"}, "relation": "at least", "n": 0,
-             "of": {"unit": "sentences"}, "fraction": 0.3}
+    share = {"unit": "words", "filter": {"starts_with": "s"}, "relation": "at least", "n": 0,
+             "of": {"unit": "words"}, "fraction": 0.3}  # (a share of sentences by their mark is controlled)
     capped = {"unit": "words", "filter": {"case": "upper"}, "relation": "at most", "n": 0,
               "of": {"unit": "words"}, "fraction": 0.1}
     cases = [

@@ -224,6 +224,34 @@ def test_closings_that_cannot_agree_are_conflicts(tokenizer: Any) -> None:
     assert "a" in steering.uncontrolled  # the end phrase is fixed text: left to the prompt
 
 
+NUMBER_FLOORS = [
+    ("a number in each sentence", {"unit": "numbers", "n": 1, "per": "sentences"},
+     lambda t: all(re.search(r"(?<![\w.])\d", p) for p in _sentences(t))),
+    ("two digits on each line", {"unit": "digits", "n": 2, "per": "lines"},
+     lambda t: all(sum(ch.isdigit() for ch in ln) >= 2 for ln in t.splitlines() if ln.strip())),
+]
+
+
+@pytest.mark.parametrize(("name", "params", "ok"), NUMBER_FLOORS, ids=[row[0] for row in NUMBER_FLOORS])
+def test_numbers_in_every_piece_hold_on_random_logits(tokenizer: Any, name: str, params: dict[str, Any],
+                                                      ok: Any) -> None:
+    constraints = [gen(Kind.COUNT, relation="at least", **params)]
+    steering = compile_steering(constraints, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
+    assert steering.controlled == {"f"}
+    bias = bias_towards(tokenizer, r"^ [A-Za-z]+$", 4.0)  # words, never digits ...
+    bias.update(bias_towards(tokenizer, r"^[.!?]$|^\n$", 14.0))  # ... and pieces ending everywhere
+    bias.update(dict.fromkeys((int(t) for t in steering.tables.eos_ids), 6.0))
+    ended = 0
+    for seed in SEEDS:
+        state = drive_with_bias(steering, BUDGET, seed, bias)
+        assert ok(state.text), state.text
+        assert judged(constraints, state.text) == [], state.text
+        ended += len(_sentences(state.text)) if params["per"] == "sentences" else state.text.count("\n")
+    assert ended >= 2 * len(SEEDS)  # pieces did end, each after its items were inserted
+    capped = [*constraints, gen(Kind.COUNT, "cap", unit="digits", relation="at most", n=9)]
+    assert "f" in compile_steering(capped, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET).uncontrolled
+
+
 def _decode(loaded_model: Any, prompt: str, constraints: list[Constraint], budget: int) -> tuple[Any, str]:
     from inference.decoder.decode import decode
     from inference.decoder.options import DecodeOptions
