@@ -1106,6 +1106,7 @@ def _detect_keywords_per_item(ctx: _Ctx) -> None:
 
 _ONE_PER = (("one", "per"), ("one", "on", "each"), ("one", "to", "a"), ("each", "on", "its", "own"),
             ("each", "on", "a", "separate"), ("each", "on", "a", "new"), ("each", "on", "a"), ("on", "separate"))
+_ONE_PER_FIRST = frozenset(p[0] for p in _ONE_PER)
 
 
 def _detect_items_per_piece(ctx: _Ctx) -> None:
@@ -1116,7 +1117,11 @@ def _detect_items_per_piece(ctx: _Ctx) -> None:
     separate lines" puts each on a piece of its own, so the answer has that
     many pieces.
     """
+    if not any(lemma in ("line", "paragraph") for lemma in ctx.lemmas):
+        return
     for j, low in enumerate(ctx.lowers):
+        if low not in _ONE_PER_FIRST:
+            continue
         phrase = next((p for p in _ONE_PER if tuple(ctx.lowers[j : j + len(p)]) == p), None)
         if phrase is None:
             continue

@@ -373,6 +373,9 @@ def _detect_spread(ctx: _Ctx) -> None:
     would bound the whole answer instead, so counts there are dropped and the
     sentence is left to be reported as unrecognised.
     """
+    text = " ".join(ctx.lowers)
+    if not any(w in text for w in _BETWEEN_PIECES):
+        return
     for sent in ctx.doc.sents:
         lowered = " ".join(t.lower_ for t in sent)
         if not any(w in lowered for w in _BETWEEN_PIECES):
