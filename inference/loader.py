@@ -152,6 +152,7 @@ def prepare_cache(reference: str, cache_root: Path) -> Path | None:
         return target
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    _memoise_gguf_name_maps()
     tokenizer = AutoTokenizer.from_pretrained(source.path, gguf_file=source.gguf_file)
     quantised: Any = AutoModelForCausalLM.from_pretrained(
         source.path, gguf_file=source.gguf_file, dtype=torch.float32
@@ -178,6 +179,30 @@ def probe_directory(cache_root: Path, sha256: str) -> Path:
     """Where a model's weight-format measurements are kept: the auto probe's per machine, and
     the steered-accuracy gate's (``inference.weights.gate``), for the model file ``sha256``."""
     return cache_root / f"probe-{sha256[:16]}"
+
+
+_name_maps_lock = threading.Lock()
+
+
+def _memoise_gguf_name_maps() -> None:
+    """Keep gguf's tensor-name tables per (architecture, layer count) for the process.
+
+    transformers maps a GGUF file's tensor names by calling
+    ``gguf.get_tensor_name_map(arch, n_blocks)`` once per submodule of the model (397 times
+    for the bundled model, about 9 ms each) and gets the same table every time; a table is
+    only read (``get_name``), so one per key serves every call. Idempotent; the tables are
+    those gguf builds, so a GGUF load maps its tensors exactly as before.
+    """
+    import functools
+
+    import gguf
+
+    with _name_maps_lock:
+        if getattr(gguf.get_tensor_name_map, "_tenet_memoised", False):
+            return
+        memoised: Any = functools.lru_cache(maxsize=16)(gguf.get_tensor_name_map)
+        memoised._tenet_memoised = True
+        gguf.get_tensor_name_map = memoised
 
 
 def _drop_gguf_quantization_entry(config_path: Path) -> None:
@@ -211,6 +236,7 @@ def _library_model(directory: Path, gguf_file: str | None, dtype: torch.dtype) -
     kwargs: dict[str, Any] = {"dtype": dtype}
     if gguf_file:
         kwargs["gguf_file"] = gguf_file
+        _memoise_gguf_name_maps()
     return AutoModelForCausalLM.from_pretrained(directory, **kwargs)
 
 
