@@ -41,12 +41,13 @@ from inference.decoder.controllers.layout import LayoutSegment
 from inference.decoder.controllers.protocol import (
     HOLD_ALL,
     HOLD_NONE,
-    NEG_INF,
     Context,
     Controller,
     Draft,
     Plan,
     SteerState,
+    force_token,
+    still_to_write,
 )
 from inference.decoder.controllers.sentence_marks import TERMINALS
 from inference.decoder.controllers.spelling import Spelling
@@ -176,10 +177,7 @@ class Closings(Controller):
     def reweigh(self, states: Sequence[SteerState], plans: Sequence[Plan], rows: torch.Tensor) -> None:
         """Force the text's first token where the model would end the piece (or stop) without it."""
         for r, state in enumerate(states):
-            token = self._forced.get(id(state), -1)
-            if token >= 0 and rows[r, token] > NEG_INF:
-                rows[r] = NEG_INF
-                rows[r, token] = 0.0
+            force_token(rows, r, self._forced.get(id(state), -1))
 
     def _may(self, state: SteerState, text: str) -> bool:
         part: ClosingState = state.parts[self.slot]
@@ -218,13 +216,9 @@ class Closings(Controller):
         plan_of: Callable[[SteerState], Plan],
     ) -> Any:
         part: ClosingState = before.parts[self.slot]
-        if part.pending:
-            pending = part.pending[1:]
-        elif self._forced.get(id(before)) == token_id \
-                or self._budget_due(before, comp.reserve_tokens if comp is not None else 0):
-            pending = self._spelling.rest_after(token_id) or ()
-        else:
-            pending = ()
+        began = not part.pending and (self._forced.get(id(before)) == token_id
+                                      or self._budget_due(before, comp.reserve_tokens if comp is not None else 0))
+        pending = still_to_write(part.pending, began, self._spelling, token_id)
         if len(new.text) == len(before.text) and not new.pending and not before.pending:
             return ClosingState(part.start, part.before, pending)
         start = piece_start(self.closing.per, new.text, part.start)

@@ -55,12 +55,13 @@ from inference.decoder.controllers.closings import piece_ends
 from inference.decoder.controllers.layout import LayoutSegment
 from inference.decoder.controllers.pacing import tokens_left
 from inference.decoder.controllers.protocol import (
-    NEG_INF,
     Context,
     Controller,
     Draft,
     Plan,
     SteerState,
+    force_token,
+    still_to_write,
 )
 from inference.decoder.controllers.spelling import Spelling
 from inference.decoder.controllers.tally import piece_start
@@ -184,9 +185,7 @@ class Flooring(Controller):
             if not any(bool(self._enders[self.floors[i].per][best]) for i in owing):
                 continue
             token = self._item.fitting(state.text)[0]
-            if rows[r, token] > NEG_INF:
-                rows[r] = NEG_INF
-                rows[r, token] = 0.0
+            if force_token(rows, r, token):
                 self._forced[id(state)] = token
 
     def _may(self, state: SteerState, text: str) -> bool:
@@ -244,13 +243,9 @@ class Flooring(Controller):
         plan_of: Callable[[SteerState], Plan],
     ) -> Any:
         part: FloorState = before.parts[self.slot]
-        if part.pending:
-            pending = part.pending[1:]
-        elif self._forced.get(id(before)) == token_id \
-                or self._budget_due(before, comp.reserve_tokens if comp is not None else 0):
-            pending = self._item.rest_after(token_id) or ()
-        else:
-            pending = ()
+        began = not part.pending and (self._forced.get(id(before)) == token_id
+                                      or self._budget_due(before, comp.reserve_tokens if comp is not None else 0))
+        pending = still_to_write(part.pending, began, self._item, token_id)
         if len(new.text) == len(before.text):
             return FloorState(part.starts, pending)
         return FloorState(tuple(piece_start(f.per, new.text, s) for f, s in zip(self.floors, part.starts)), pending)

@@ -54,6 +54,7 @@ from inference.decoder.controllers.layout import CompiledLayout, LayoutSegment
 from inference.decoder.controllers.state import SteerState
 
 if TYPE_CHECKING:
+    from inference.decoder.controllers.spelling import Spelling
     from inference.decoder.vocab import VocabTables
 
 __all__ = [
@@ -69,6 +70,8 @@ __all__ = [
     "Owed",
     "Plan",
     "SteerState",
+    "force_token",
+    "still_to_write",
     "write_mark_at_word_end",
 ]
 
@@ -124,9 +127,26 @@ def write_mark_at_word_end(
     a word; a row whose mark the masks already removed is left as it is."""
     for r, plan in enumerate(plans):
         token = plan.marks.get(slot, -1)
-        if token >= 0 and not bool(starts_wordchar[int(rows[r].argmax())]) and rows[r, token] > NEG_INF:
-            rows[r] = NEG_INF
-            rows[r, token] = 0.0
+        if token >= 0 and not bool(starts_wordchar[int(rows[r].argmax())]):
+            force_token(rows, r, token)
+
+
+def still_to_write(pending: tuple[int, ...], began: bool, spelling: Spelling, token_id: int) -> tuple[int, ...]:
+    """The tokens of a forced text still to write after ``token_id``: the rest of ``pending``,
+    or, where ``token_id`` began the text (``began``), the rest of its spelling."""
+    if pending:
+        return pending[1:]
+    return (spelling.rest_after(token_id) or ()) if began else ()
+
+
+def force_token(rows: torch.Tensor, r: int, token: int) -> bool:
+    """Leave ``token`` the only choice of row ``r`` of a step's scores, where the masks still
+    allow it; True when it did (a masked token is never brought back)."""
+    if token < 0 or not rows[r, token] > NEG_INF:
+        return False
+    rows[r] = NEG_INF
+    rows[r, token] = 0.0
+    return True
 
 
 @dataclass(slots=True)
