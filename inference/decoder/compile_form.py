@@ -68,7 +68,7 @@ allowed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from itertools import combinations
 
@@ -805,16 +805,11 @@ def form_closing(
     found = [(c, form) for c in constraints if isinstance(form := form_of_constraint(c), Position)
              and form.op == "ends_with" and form.unit in CLOSED_UNITS and form.text.strip()
              and (form.k == 0 or form.k >= 1 and form.unit is Unit.LINES)]
-    for c, form in found:
-        if form.k != 0:
-            continue
+    def agree(form: Position, text: str) -> bool:
         every = Closing(per=form.unit, k=0, text=" ".join(form.text.split()))
-        ends = [(q.id, str(q.params.get("phrase", ""))) for q in constraints if q.kind == Kind.END_PHRASE]
-        others = [(q.id, other.text) for q, other in found if q.id != c.id and other.unit is form.unit]
-        for source, text in [*ends, *others]:
-            if text.strip() and not every.closed(text) and not Closing(form.unit, 0, text).closed(every.text):
-                raise ConflictError(f"every {form.unit.value[:-1]} cannot end with {form.text!r} and the text "
-                                    f"{text.strip()!r}", constraint_ids=[c.id, source])
+        return every.closed(text) or Closing(form.unit, 0, text).closed(every.text)
+
+    _check_pieces_agree(constraints, found, Kind.END_PHRASE, "end with", agree)
     if len(found) != 1 or inserts or placed or any(c.kind in _INSERTING for c in constraints):
         return None
     c, form = found[0]
@@ -838,15 +833,30 @@ def _check_openings_agree(constraints: Sequence[Constraint], found: Sequence[tup
     """Every piece opening with a text beside the answer's start phrase, or another opening of
     the same pieces, that the text cannot begin: ``ConflictError`` ("every sentence begins with
     'Note'" and "start your answer with 'Hello'")."""
+    def agree(form: Position, text: str) -> bool:
+        return Opening(per=form.unit, k=0, text=" ".join(form.text.split())).may_open(text)
+
+    _check_pieces_agree(constraints, found, Kind.START_PHRASE, "begin with", agree)
+
+
+def _check_pieces_agree(
+    constraints: Sequence[Constraint],
+    found: Sequence[tuple[Constraint, Position]],
+    fixed: Kind,
+    verb: str,
+    agree: Callable[[Position, str], bool],
+) -> None:
+    """``ConflictError`` for an every-piece position (``k = 0``) that does not ``agree`` with the
+    answer's fixed text of kind ``fixed`` (its start or end phrase) or with another position of
+    the same pieces."""
     for c, form in found:
         if form.k != 0:
             continue
-        every = Opening(per=form.unit, k=0, text=" ".join(form.text.split()))
-        starts = [(q.id, str(q.params.get("phrase", ""))) for q in constraints if q.kind == Kind.START_PHRASE]
+        fixed_texts = [(q.id, str(q.params.get("phrase", ""))) for q in constraints if q.kind == fixed]
         others = [(q.id, other.text) for q, other in found if q.id != c.id and other.unit is form.unit]
-        for source, text in [*starts, *others]:
-            if text.strip() and not every.may_open(text):
-                raise ConflictError(f"every {form.unit.value[:-1]} cannot begin with {form.text!r} and the text "
+        for source, text in [*fixed_texts, *others]:
+            if text.strip() and not agree(form, text):
+                raise ConflictError(f"every {form.unit.value[:-1]} cannot {verb} {form.text!r} and the text "
                                     f"{text.strip()!r}", constraint_ids=[c.id, source])
 
 
