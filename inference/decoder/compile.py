@@ -82,8 +82,17 @@ _BODY_PRIORITY = (
     Kind.TWO_RESPONSES,
 )
 _FORMAL = (Kind.JSON_FORMAT, Kind.REGEX_FORMAT, Kind.CONSTRAINED_RESPONSE)
-#: The JSON answer without a schema: an object of at least one key (``{}`` answers nothing).
-_ANY_OBJECT = {"type": "object", "minProperties": 1}
+#: The JSON answer without a schema: an object of at least one key (``{}`` answers nothing) whose
+#: values nest objects at most two levels deeper. Unbounded nesting let the model open an object
+#: per key until the budget ran out, and no closing path fitted what was left.
+_SCALAR = {"type": ["string", "number", "boolean", "null"]}
+_LEAF = {"anyOf": [_SCALAR, {"type": "array", "items": _SCALAR}]}
+_RECORD = {"type": "object", "additionalProperties": _LEAF}
+_ANY_OBJECT = {
+    "type": "object",
+    "minProperties": 1,
+    "additionalProperties": {"anyOf": [_LEAF, _RECORD, {"type": "array", "items": _RECORD}]},
+}
 _KEY_VALUE_CHARS = 48  # the longest string value of a key the request names
 # Literal text whose checker ignores case may be case-folded to obey a case policy.
 _CASE_FREE_LITERALS = (Kind.POSTSCRIPT, Kind.END_PHRASE, Kind.REPEAT_PROMPT, Kind.NTH_PARAGRAPH_FIRST_WORD)

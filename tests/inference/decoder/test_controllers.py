@@ -237,6 +237,25 @@ def test_json_schema_output_parses(tokenizer: Any) -> None:
     assert set(value) == {"name", "age"} and isinstance(value["age"], int)
 
 
+def _depth(value: Any) -> int:
+    if isinstance(value, dict):
+        return 1 + max((_depth(v) for v in value.values()), default=0)
+    if isinstance(value, list):
+        return max((_depth(v) for v in value), default=0)
+    return 0
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_json_answer_against_a_model_that_nests_objects_closes_in_its_budget(tokenizer: Any, seed: int) -> None:
+    """IFEval 1094 once ran out of budget 26 objects deep: the schema-free object nests objects at
+    most three deep, so the landing always has a closing path."""
+    steering = compile_steering([c("json_format")], tokenizer, prompt="x", max_new_tokens=60)
+    nesting = {t: 8.0 for t in range(steering.tables.size) if "{" in steering.tables.texts[t]}
+    state = drive_with_bias(steering, 60, seed, nesting)
+    value = json.loads(state.text)
+    assert isinstance(value, dict) and value and _depth(value) <= 3, state.text
+
+
 def test_json_keys_asked_for_are_written_and_verified(tokenizer: Any) -> None:
     constraint = c("json_format", keys=["name", "city"])
     steering = compile_steering([constraint], tokenizer, prompt="x", max_new_tokens=60)
