@@ -174,6 +174,17 @@ class VocabTables:
                 self._cache[key] = build()
             return self._cache[key]
 
+    def holding(self, chars: str | frozenset[str]) -> torch.Tensor:
+        """``[V]`` bool: tokens whose text holds any of the characters ``chars`` (memoised per set)."""
+        wanted = frozenset(chars)
+
+        def build() -> torch.Tensor:
+            values = [any(ch in wanted for ch in t) for t in self.texts]
+            return torch.tensor(values, dtype=torch.bool, device=self.device)
+
+        table: torch.Tensor = self.cached(("holding", wanted), build)
+        return table
+
     def char_counts(self, char: str) -> torch.Tensor:
         """``[V]`` int32: occurrences of ``char`` in each token's case-folded text."""
 

@@ -105,12 +105,7 @@ class Closings(Controller):
         self.closing = closing
         tables = ctx.tables
         ends = piece_ends(closing.per)
-
-        def build() -> torch.Tensor:
-            values = [any(ch in ends for ch in t) for t in tables.texts]
-            return torch.tensor(values, dtype=torch.bool, device=tables.device)
-
-        self._enders = tables.cached(("piece-enders", closing.per.value), build)
+        self._enders = tables.holding(ends)
         self._ends = ends
         self._stops = torch.zeros_like(self._enders)
         self._stops[list(tables.eos_ids)] = True

@@ -65,7 +65,6 @@ from inference.decoder.controllers.protocol import (
 )
 from inference.decoder.controllers.spelling import Spelling
 from inference.decoder.controllers.tally import piece_start
-from inference.decoder.vocab import VocabTables
 from reasoning.constraints.form import units
 from reasoning.constraints.form.model import Measure, Unit
 
@@ -98,14 +97,6 @@ class FloorState:
 
     starts: tuple[int, ...]
     pending: tuple[int, ...] = ()
-
-
-def _enders_of(tables: VocabTables, ends: str) -> Callable[[], torch.Tensor]:
-    def build() -> torch.Tensor:
-        return torch.tensor([any(ch in ends for ch in t) for t in tables.texts], dtype=torch.bool,
-                            device=tables.device)
-
-    return build
 
 
 @dataclass(frozen=True)
@@ -151,7 +142,7 @@ class Flooring(Controller):
         self._inserting = [i for i, f in enumerate(self.floors) if f.measure.unit in INSERTED_UNITS]
         self._item = Spelling.of(tables, INSERTED_ITEM)
         self._enders = {
-            f.per: tables.cached(("piece-enders", f.per.value), _enders_of(tables, piece_ends(f.per)))
+            f.per: tables.holding(piece_ends(f.per))
             for f in self.floors
         }
         self._forced: dict[int, int] = {}  # id(state) -> the item token reweigh forced on it this step

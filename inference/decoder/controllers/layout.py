@@ -133,7 +133,7 @@ class CompiledLayout:
         if not seg.multiline:
             fragments &= ~t.has_newline
         if seg.banned:
-            banned: torch.Tensor = t.cached(f"holds-{seg.banned}", lambda: _holds(t, seg.banned))
+            banned: torch.Tensor = t.holding(seg.banned)
             allowed &= ~banned
             fragments &= ~banned
         if seg.cell:
@@ -460,9 +460,6 @@ def _item_start(tables: VocabTables) -> torch.Tensor:
     return torch.tensor(values, dtype=torch.bool, device=tables.device)
 
 
-def _holds(tables: VocabTables, chars: str) -> torch.Tensor:
-    """``[V]`` bool: tokens holding any of ``chars``."""
-    return torch.tensor([any(ch in t for ch in chars) for t in tables.texts], dtype=torch.bool, device=tables.device)
 
 
 def _blank(tables: VocabTables) -> torch.Tensor:

@@ -93,12 +93,7 @@ class Lining(Controller):
         self.spec = spec
         self.want = spec
         tables = ctx.tables
-
-        def build() -> torch.Tensor:
-            values = [any(ch in BREAKS for ch in t) for t in tables.texts]
-            return torch.tensor(values, dtype=torch.bool, device=tables.device)
-
-        self._breaks = tables.cached(("line-breaks", 0), build)
+        self._breaks = tables.holding(BREAKS)
         self._newline = tables.encode("\n")[0]
 
     def start(self) -> LineState:

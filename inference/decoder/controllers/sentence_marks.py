@@ -75,12 +75,7 @@ class SentenceMarking(Controller):
         self.mark = spec.mark
         others = set(TERMINALS) - {spec.mark}
         tables = ctx.tables
-
-        def build() -> torch.Tensor:
-            values = [any(ch in others for ch in t) for t in tables.texts]
-            return torch.tensor(values, dtype=torch.bool, device=tables.device)
-
-        self._banned = tables.cached(("sentence-mark-banned", spec.mark), build)
+        self._banned = tables.holding(frozenset(others))
         self.ctx = ctx
         marks = tables.encode(spec.mark)
         self._mark_id = marks[0] if len(marks) == 1 else -1

@@ -107,12 +107,7 @@ class Sharing(Controller):
         self.want = spec
         others = set(TERMINALS) - {spec.mark}
         tables = ctx.tables
-
-        def build() -> torch.Tensor:
-            values = [any(ch in others for ch in t) for t in tables.texts]
-            return torch.tensor(values, dtype=torch.bool, device=tables.device)
-
-        self._others = tables.cached(("sentence-share-others", spec.mark), build)
+        self._others = tables.holding(frozenset(others))
         self._mark_ids = tuple(tables.encode(spec.mark))
         self._other_ids = torch.nonzero(self._others).flatten()
         self._moved: dict[int, torch.Tensor] = {}  # per masked row of this step: the other ends' mass
