@@ -14,7 +14,8 @@ class WeightsProbe(msgspec.Struct, frozen=True, kw_only=True):
     #: Mean KL divergence (nats) of next-token distributions from float32 on fixed calibration texts.
     kl_vs_float32: float
     top1_agreement: float
-    #: Median wall time of a width-4 decode step through this format's forward.
+    #: Width-4 decode step through this format's forward: the median of three prefilled
+    #: rounds (CPU time on the CPU); formats within 15% of the fastest count as equally fast.
     step_ms: float
     #: Within the quality gate (KL <= 0.02), so eligible for auto.
     passed: bool

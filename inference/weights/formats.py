@@ -8,7 +8,8 @@ from reasoning.errors import InvalidInput
 
 __all__ = ["WEIGHTS_CHOICES", "WEIGHT_FORMATS", "FormatProbe", "WeightsChoice", "check_weights"]
 
-#: Formats a model's linear weights can be stored in, most precise first.
+#: Formats a model's linear weights can be stored in, most precise (and largest) first:
+#: ``auto`` prefers the later of two formats as fast as each other (``probe.choose``).
 WEIGHT_FORMATS = ("float32", "bfloat16", "int8", "int4")
 #: What ``TENET_WEIGHTS`` accepts: a format, or ``auto`` (probe this machine).
 WEIGHTS_CHOICES = ("auto", *WEIGHT_FORMATS)

@@ -10,8 +10,13 @@ steered decoder repeats (CPU time on the CPU, see :func:`step_seconds`).
 Guarantees: :func:`choose` never picks a format whose KL exceeds
 :data:`KL_GATE`; float32 is the reference (KL 0), so there is always a
 choice; every measurement behind the choice is returned for the log and
-``GET /v1/models``. Timings are of this machine at load time: on a busy
-machine the choice among formats of close speed may differ between loads.
+``GET /v1/models``. The choice is stable between loads on one machine:
+formats whose steps are within :data:`TIE_MARGIN` of the fastest eligible
+one count as equally fast, and among them the one holding the fewest
+weight bytes is taken (int4, then int8, bfloat16, float32), so two formats
+within the timing noise of each other always resolve the same way; each
+step time is the median of :data:`PROBE_ROUNDS` separately prefilled
+rounds, so one busy moment does not decide.
 """
 
 from __future__ import annotations
@@ -28,12 +33,14 @@ import torch
 
 from inference.decoder.kv_slab import SlabCache
 from inference.decoder.packed_llama import LeanLlama
-from inference.weights.formats import FormatProbe
+from inference.weights.formats import WEIGHT_FORMATS, FormatProbe
 
 __all__ = [
     "CALIBRATION",
     "KL_GATE",
+    "PROBE_ROUNDS",
     "PROBE_VERSION",
+    "TIE_MARGIN",
     "calibration_ids",
     "choose",
     "distribution_gap",
@@ -49,9 +56,15 @@ __all__ = [
 #: A format whose mean KL divergence from float32 exceeds this (nats) is not chosen.
 KL_GATE = 0.02
 #: Part of the machine fingerprint: raised when the forward changes what a probe would
-#: measure (2: attention over float32 KV slabs on the CPU; 3: CPU steps timed in CPU time),
-#: so kept measurements are retaken.
-PROBE_VERSION = 3
+#: measure (2: attention over float32 KV slabs on the CPU; 3: CPU steps timed in CPU time;
+#: 4: the median of several prefilled rounds), so kept measurements are retaken.
+PROBE_VERSION = 4
+#: Formats whose median step is at most this fraction slower than the fastest eligible
+#: format's count as equally fast (repeated probes of one format on a shared 2-core machine
+#: differ by up to about a tenth); the smallest of them is chosen.
+TIE_MARGIN = 0.15
+#: Separately prefilled rounds of decode steps per format; a step time is their median.
+PROBE_ROUNDS = 3
 
 CALIBRATION = (
     (
@@ -146,9 +159,18 @@ def _gap_sums(reference: torch.Tensor, candidate: torch.Tensor) -> tuple[float, 
 
 
 def step_seconds(
-    forward: LeanLlama, device: torch.device, *, width: int = 4, prompt: int = 24, steps: int = 6
+    forward: LeanLlama,
+    device: torch.device,
+    *,
+    width: int = 4,
+    prompt: int = 24,
+    steps: int = 6,
+    rounds: int = PROBE_ROUNDS,
 ) -> float:
-    """Median seconds of one ``width``-row decode step after a ``prompt``-token prefill.
+    """Median over ``rounds`` of the median seconds of one ``width``-row decode step.
+
+    Each round prefills a ``prompt``-token prompt afresh and times ``steps``
+    steps after one warm-up step.
 
     On the CPU the seconds are the process's CPU time, not wall time: the
     probe runs at start-up, often beside other busy processes, and a choice
@@ -158,24 +180,27 @@ def step_seconds(
     do; on other devices the step is synchronised and timed by the wall clock.
     """
     clock = time.perf_counter if device.type != "cpu" else time.process_time
-    cache = _cache(forward, width, prompt + steps + 1, device)
     gen = torch.Generator().manual_seed(0)
     ids = torch.randint(100, 1000, (1, prompt), generator=gen).expand(width, -1).to(device)
     mask = torch.ones((width, prompt + steps + 1), dtype=torch.bool, device=device)
-    times = []
+    positions = torch.arange(prompt, device=device)[None].expand(width, -1)
+    medians = []
     with torch.inference_mode():
-        positions = torch.arange(prompt, device=device)[None].expand(width, -1)
-        forward(ids, positions, mask[:, :prompt], cache, last_only=True)
-        for step in range(steps + 1):
-            token = torch.full((width, 1), 200 + step, device=device)
-            position = torch.full((width, 1), prompt + step, device=device)
-            _sync(device)
-            start = clock()
-            forward(token, position, mask[:, : prompt + step + 1], cache, last_only=True)
-            _sync(device)
-            if step:  # the first step warms the kernels' caches
-                times.append(clock() - start)
-    return statistics.median(times)
+        for _ in range(max(1, rounds)):
+            cache = _cache(forward, width, prompt + steps + 1, device)
+            forward(ids, positions, mask[:, :prompt], cache, last_only=True)
+            times = []
+            for step in range(steps + 1):
+                token = torch.full((width, 1), 200 + step, device=device)
+                position = torch.full((width, 1), prompt + step, device=device)
+                _sync(device)
+                start = clock()
+                forward(token, position, mask[:, : prompt + step + 1], cache, last_only=True)
+                _sync(device)
+                if step:  # the first step warms the kernels' caches
+                    times.append(clock() - start)
+            medians.append(statistics.median(times))
+    return statistics.median(medians)
 
 
 def calibration_ids(tokenizer: Any) -> list[list[int]]:
@@ -237,32 +262,54 @@ def choose(
     excluded: Mapping[str, str] | None = None,
     unmeasured: Sequence[str] = (),
 ) -> tuple[str, str]:
-    """``(format, reason)``: the fastest width-4 step among the formats within the gate.
+    """``(format, reason)``: the smallest format among the fastest width-4 steps within the gates.
 
-    ``excluded`` maps formats the steered-accuracy gate rules out to why
-    (:mod:`inference.weights.gate`; float32 is never ruled out);
-    ``unmeasured`` names formats with no steered figure, judged by KL alone.
+    Eligible: within the KL gate and not ruled out by ``excluded`` (the
+    steered-accuracy gate, :mod:`inference.weights.gate`, mapping a format to
+    why; float32 is never ruled out). Among the eligible formats whose step is
+    within :data:`TIE_MARGIN` of the fastest one, the one holding the fewest
+    weight bytes is chosen (the last in ``WEIGHT_FORMATS``' order); the
+    reason states that rule and every measurement. ``unmeasured`` names
+    formats with no steered figure, judged by KL alone.
     """
     excluded = {k: v for k, v in (excluded or {}).items() if k != "float32"}
     passing = [p for p in probes if p.passed and p.weights not in excluded]
-    best = min(passing, key=lambda p: p.step_ms)
+    fastest = min(passing, key=lambda p: p.step_ms)
+    window = fastest.step_ms * (1.0 + TIE_MARGIN)
+    tied = [p for p in passing if p.step_ms <= window]
+    best = max(tied, key=_smallness)
 
     def why_not(p: FormatProbe) -> str:
         if not p.passed:
             return f" (KL {p.kl_vs_float32} > {KL_GATE})"
         if p.weights in excluded:
             return f" ({excluded[p.weights]})"
+        if p in tied:
+            return " (as fast, larger weights)"
         return ""
 
     others = ", ".join(f"{p.weights} {p.step_ms} ms{why_not(p)}" for p in probes if p is not best)
+    speed = (
+        "fastest width-4 decode step here"
+        if best is fastest
+        else f"smallest weights among the width-4 decode steps within {TIE_MARGIN:.0%} of the "
+        f"fastest ({fastest.weights} {fastest.step_ms} ms)"
+    )
     reason = (
-        f"{best.weights}: fastest width-4 decode step here ({best.step_ms} ms, KL "
-        f"{best.kl_vs_float32} nats from float32, top-1 agreement {best.top1_agreement}) among "
-        f"formats within the KL gate {KL_GATE} and the steered-accuracy gate; {others}"
+        f"{best.weights}: {speed} ({best.step_ms} ms, KL {best.kl_vs_float32} nats from "
+        f"float32, top-1 agreement {best.top1_agreement}) among formats within the KL gate "
+        f"{KL_GATE} and the steered-accuracy gate (rule: among steps within {TIE_MARGIN:.0%} "
+        f"of the fastest, the fewest weight bytes); {others}"
     )
     if unmeasured:
         reason += f"; steered accuracy not measured for {', '.join(unmeasured)} (KL gate only)"
     return best.weights, reason
+
+
+def _smallness(probe: FormatProbe) -> tuple[int, float]:
+    """Order of preference among formats as fast as each other: fewer weight bytes, then lower KL."""
+    rank = WEIGHT_FORMATS.index(probe.weights) if probe.weights in WEIGHT_FORMATS else -1
+    return rank, -probe.kl_vs_float32
 
 
 def machine_fingerprint(device: torch.device) -> str:

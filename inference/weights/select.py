@@ -178,9 +178,12 @@ def measure_weights(
     For the first ``auto`` load on a machine whose model in ``directory``
     loads directly: float32 is ``model`` (the float32 library model) on its
     lean forward; every other format is its direct load from ``directory``,
-    the model a later load in it serves. The fastest eligible candidate's
-    model is kept while the others are measured and let go one at a time, so
-    the chosen format is built once. None for a model outside the Llama
+    the model a later load in it serves. The model of the format
+    :func:`~inference.weights.probe.choose` picks among those measured so far
+    is kept while the others are measured and let go one at a time, so the
+    chosen format is built once (formats are measured largest first and the
+    rule prefers the smaller of two as fast, so a format it did not pick when
+    measured is never the final choice). None for a model outside the Llama
     family (:func:`apply_weights` then keeps the library forward).
     """
     if unsupported_reason(model) is not None:
@@ -191,6 +194,7 @@ def measure_weights(
     ruled_out = excluded(kept)
     best: list[tuple[FormatProbe, Any]] = []
     current: list[Any] = []
+    so_far: list[FormatProbe] = []
 
     def served(weights: str) -> LeanLlama:
         if weights == "float32":
@@ -200,11 +204,11 @@ def measure_weights(
         return forward
 
     def measured(probe: FormatProbe) -> None:
+        so_far.append(probe)
         if not current:
             return
         loaded = current.pop()
-        eligible = probe.passed and probe.weights not in ruled_out
-        if eligible and (not best or probe.step_ms < best[0][0].step_ms):
+        if choose(so_far, ruled_out)[0] == probe.weights:
             best[:] = [(probe, loaded)]
         del loaded
         return_freed_memory()

@@ -18,7 +18,7 @@ from inference.weights.gate import (
     record,
     unmeasured,
 )
-from inference.weights.probe import choose, machine_fingerprint
+from inference.weights.probe import TIE_MARGIN, choose, machine_fingerprint
 from inference.weights.select import planned_weights
 
 
@@ -77,6 +77,41 @@ def test_choose_skips_the_fastest_format_when_the_steered_gate_rules_it_out() ->
     assert choose(_probes(), {"float32": "x", "int4": "x", "int8": "x", "bfloat16": "x"})[0] == (
         "float32"
     )
+
+
+def _timed(int8_ms: float, int4_ms: float, int4_kl: float = 0.004) -> list[FormatProbe]:
+    return [
+        FormatProbe("float32", 0.0, 1.0, 9.0, True),
+        FormatProbe("bfloat16", 0.001, 0.99, 7.0, True),
+        FormatProbe("int8", 0.002, 0.98, int8_ms, True),
+        FormatProbe("int4", int4_kl, 0.97, int4_ms, int4_kl <= 0.02),
+    ]
+
+
+def test_formats_within_the_tie_margin_resolve_to_the_smallest_whichever_timed_faster() -> None:
+    """int8 and int4 within the probe's noise of each other: int4 (fewer weight bytes) both
+    ways round, and the reason states the rule; a larger format clearly faster still wins."""
+    edge = round(5.0 * (1 + TIE_MARGIN), 6)
+    for int8_ms, int4_ms in ((5.0, 5.3), (5.3, 5.0), (5.0, 5.0), (5.0, edge)):
+        weights, reason = choose(_timed(int8_ms, int4_ms))
+        assert weights == "int4", (int8_ms, int4_ms)
+        assert f"within {TIE_MARGIN:.0%} of the fastest, the fewest weight bytes" in reason
+    weights, reason = choose(_timed(5.0, 5.3))
+    assert "smallest weights among the width-4 decode steps" in reason
+    assert "int8 5.0 ms (as fast, larger weights)" in reason
+    assert choose(_timed(5.0, edge * 1.01))[0] == "int8"
+    # A smaller format outside a gate never wins a tie.
+    assert choose(_timed(5.0, 4.9, int4_kl=0.05))[0] == "int8"
+    assert choose(_timed(5.0, 4.9), {"int4": "steered accuracy too low"})[0] == "int8"
+
+
+def test_the_choice_does_not_flip_under_timing_noise_within_the_margin() -> None:
+    """Repeated probes of two formats of the same speed differ by a few percent either way;
+    every draw of such noise gives one answer."""
+    gen = torch.Generator().manual_seed(0)
+    jitter = 1 + (torch.rand((200, 2), generator=gen) - 0.5) * TIE_MARGIN  # within +-margin/2
+    picks = {choose(_timed(5.0 * float(a), 5.0 * float(b)))[0] for a, b in jitter}
+    assert picks == {"int4"}
 
 
 def test_auto_with_kept_measurements_applies_both_gates(tmp_path: Path) -> None:
