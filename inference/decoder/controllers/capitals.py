@@ -39,6 +39,7 @@ from inference.decoder.controllers.protocol import (
     Owed,
     Plan,
     SteerState,
+    spec_of,
 )
 from inference.decoder.controllers.template import Free
 from inference.decoder.vocab import VocabTables, joins_run
@@ -232,5 +233,5 @@ class CapitalWords(Controller):
 
 def build_capitals(ctx: Context, specs: Sequence[Any]) -> Controller | None:
     """The capital-word controller, for a hard capital-word minimum."""
-    capitals = next((s for s in specs if isinstance(s, Capitals)), None)
+    capitals = spec_of(specs, Capitals)
     return CapitalWords(ctx, capitals) if capitals is not None else None

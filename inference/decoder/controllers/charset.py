@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from inference.decoder.controllers.protocol import Context, Controller, SteerState
+from inference.decoder.controllers.protocol import Context, Controller, SteerState, spec_of
 from inference.decoder.vocab import VocabTables, letter_script
 
 __all__ = ["CharPolicy", "Charset", "SoftPolicy", "build_charset", "split_utf8"]
@@ -198,7 +198,7 @@ class Charset(Controller):
 def build_charset(ctx: Context, specs: Sequence[Any]) -> Controller | None:
     """The character policy's controller, when a hard or a soft policy is active."""
     policy = next((s for s in specs if isinstance(s, CharPolicy)), CharPolicy())
-    soft = next((s for s in specs if isinstance(s, SoftPolicy)), None)
+    soft = spec_of(specs, SoftPolicy)
     if not policy.active and (soft is None or not soft.policy.active):
         return None
     return Charset(ctx.tables, policy, soft)

@@ -46,6 +46,7 @@ from inference.decoder.controllers.protocol import (
     Owed,
     Plan,
     SteerState,
+    spec_of,
 )
 from inference.decoder.controllers.template import Free
 from inference.decoder.vocab import VocabTables
@@ -280,5 +281,5 @@ class Citing(Controller):
 
 def build_citing(ctx: Context, specs: Sequence[Any]) -> Controller | None:
     """The citation controller, for a controlled ``cite_sources`` requirement."""
-    citations = next((s for s in specs if isinstance(s, Citations)), None)
+    citations = spec_of(specs, Citations)
     return Citing(ctx, citations) if citations is not None else None

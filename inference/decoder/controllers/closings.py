@@ -37,6 +37,7 @@ from typing import Any
 
 import torch
 
+from inference.decoder.controllers.forcing import ForcedText, Writer
 from inference.decoder.controllers.layout import LayoutSegment
 from inference.decoder.controllers.protocol import (
     HOLD_ALL,
@@ -44,13 +45,12 @@ from inference.decoder.controllers.protocol import (
     Context,
     Controller,
     Draft,
+    JudgesText,
     Plan,
     SteerState,
-    force_token,
-    still_to_write,
+    spec_of,
 )
 from inference.decoder.controllers.sentence_marks import TERMINALS
-from inference.decoder.controllers.spelling import Spelling
 from inference.decoder.controllers.tally import piece_start
 from reasoning.constraints.form import units
 from reasoning.constraints.form.model import Position, Unit
@@ -94,10 +94,8 @@ class ClosingState:
     pending: tuple[int, ...] = ()
 
 
-class Closings(Controller):
+class Closings(Writer, JudgesText):
     """A piece's closing text at decode time (see the module doc)."""
-
-    lazy = True
 
     def __init__(self, ctx: Context, closing: Closing) -> None:
         self.ctx = ctx
@@ -110,8 +108,7 @@ class Closings(Controller):
         self._stops = torch.zeros_like(self._enders)
         self._stops[list(tables.eos_ids)] = True
         self._stops |= self._enders
-        self._spelling = Spelling.of(tables, closing.text)
-        self._forced: dict[int, int] = {}  # id(state) -> the token reweigh forced on it this step
+        self._text = ForcedText(tables, closing.text)
 
     def start(self) -> ClosingState:
         return ClosingState()
@@ -127,13 +124,6 @@ class Closings(Controller):
         current = state.text[part.start :]
         return any(ch.isalnum() for ch in current) and not self.closing.closed(current)
 
-    def route(self, state: SteerState) -> Plan | None:
-        part: ClosingState = state.parts[self.slot]
-        return Plan("only", part.pending[0], seg=state.seg) if part.pending else None
-
-    def holding(self, state: SteerState) -> bool:
-        return bool(state.parts[self.slot].pending)
-
     def holds(self, d: Draft) -> int:
         return HOLD_NONE if self.ends_ok(d.state) else HOLD_ALL
 
@@ -141,14 +131,11 @@ class Closings(Controller):
         budget = self.ctx.max_new_tokens
         if budget is None or state.pending or not self._open(state):
             return False
-        return budget - state.n_tokens - reserve <= len(self._spelling.fitting(state.text)) + 2
+        return budget - state.n_tokens - reserve <= self._text.tokens(state.text) + 2
 
     def pace(self, d: Draft) -> Plan | None:
         """Write the text when the budget is about to run out inside a piece that owes it."""
-        if self._budget_due(d.state, d.comp.reserve_tokens):
-            spelling = self._spelling.fitting(d.state.text)
-            return Plan("only", spelling[0]) if spelling else None
-        return None
+        return self._text.begin(d.state) if self._budget_due(d.state, d.comp.reserve_tokens) else None
 
     def mask(
         self,
@@ -159,22 +146,20 @@ class Closings(Controller):
         base: torch.Tensor,
         lp: torch.Tensor,
     ) -> None:
-        self._forced = {}
+        self._text.clear()
         for r, state in enumerate(states):
             if not self._open(state) or state.pending:
                 continue
             if bool(self._stops[int(lp[r].argmax())]):
-                spelling = self._spelling.fitting(state.text)
-                if spelling and bool(allowed[r, spelling[0]]):
-                    self._forced[id(state)] = spelling[0]
+                self._text.intend(state, allowed[r])
             allowed[r] &= ~self._enders
 
     def reweigh(self, states: Sequence[SteerState], plans: Sequence[Plan], rows: torch.Tensor) -> None:
         """Force the text's first token where the model would end the piece (or stop) without it."""
         for r, state in enumerate(states):
-            force_token(rows, r, self._forced.get(id(state), -1))
+            self._text.force_intended(rows, r, state)
 
-    def _may(self, state: SteerState, text: str) -> bool:
+    def fits(self, state: SteerState, text: str) -> bool:
         part: ClosingState = state.parts[self.slot]
         if self.closing.k and part.before > self.closing.k - 1:
             return True
@@ -186,12 +171,6 @@ class Closings(Controller):
                     and not self.closing.closed(piece):
                 return False
         return True
-
-    def check(self, state: SteerState, memo: Any, text: str, tail: bytes, closing: bool) -> bool:
-        return self._may(state, text)
-
-    def check_pieced(self, state: SteerState, memo: Any, raw: bytes, text: str, tail: bytes) -> bool:
-        return self._may(state, text)
 
     def ends_ok(self, state: SteerState) -> bool:
         part: ClosingState = state.parts[self.slot]
@@ -211,9 +190,9 @@ class Closings(Controller):
         plan_of: Callable[[SteerState], Plan],
     ) -> Any:
         part: ClosingState = before.parts[self.slot]
-        began = not part.pending and (self._forced.get(id(before)) == token_id
+        began = not part.pending and (self._text.began(before, token_id)
                                       or self._budget_due(before, comp.reserve_tokens if comp is not None else 0))
-        pending = still_to_write(part.pending, began, self._spelling, token_id)
+        pending = self._text.rest(part.pending, began, token_id)
         if len(new.text) == len(before.text) and not new.pending and not before.pending:
             return ClosingState(part.start, part.before, pending)
         start = piece_start(self.closing.per, new.text, part.start)
@@ -226,5 +205,5 @@ class Closings(Controller):
 
 def build_closings(ctx: Context, specs: Sequence[Any]) -> Controller | None:
     """The closing controller, when a request ends every (or the k-th) sentence, line or paragraph with a text."""
-    closing = next((s for s in specs if isinstance(s, Closing)), None)
+    closing = spec_of(specs, Closing)
     return Closings(ctx, closing) if closing is not None else None

@@ -52,18 +52,18 @@ from typing import Any
 import torch
 
 from inference.decoder.controllers.closings import piece_ends
+from inference.decoder.controllers.forcing import ForcedText, Writer
 from inference.decoder.controllers.layout import LayoutSegment
 from inference.decoder.controllers.pacing import tokens_left
 from inference.decoder.controllers.protocol import (
     Context,
     Controller,
     Draft,
+    JudgesText,
     Plan,
     SteerState,
-    force_token,
-    still_to_write,
+    spec_of,
 )
-from inference.decoder.controllers.spelling import Spelling
 from inference.decoder.controllers.tally import piece_start
 from reasoning.constraints.form import units
 from reasoning.constraints.form.model import Measure, Unit
@@ -128,10 +128,8 @@ def _closed(floor: Floor, text: str) -> bool:
     return len(units.pieces(floor.per, text + _PROBE)) > len(units.pieces(floor.per, text))
 
 
-class Flooring(Controller):
+class Flooring(Writer, JudgesText):
     """The per-piece minima at decode time (see the module doc)."""
-
-    lazy = True
 
     def __init__(self, ctx: Context, floors: Floors) -> None:
         self.spec = floors
@@ -140,12 +138,11 @@ class Flooring(Controller):
         self._need = max(tokens_for(f) for f in floors.items)
         tables = ctx.tables
         self._inserting = [i for i, f in enumerate(self.floors) if f.measure.unit in INSERTED_UNITS]
-        self._item = Spelling.of(tables, INSERTED_ITEM)
+        self._item = ForcedText(tables, INSERTED_ITEM)
         self._enders = {
             f.per: tables.holding(piece_ends(f.per))
             for f in self.floors
         }
-        self._forced: dict[int, int] = {}  # id(state) -> the item token reweigh forced on it this step
 
     def start(self) -> Any:
         return FloorState((0,) * len(self.floors))
@@ -156,16 +153,9 @@ class Flooring(Controller):
         return [i for i in self._inserting
                 if units.count(self.floors[i].measure, state.text[part.starts[i] :]) < self.floors[i].at_least]
 
-    def route(self, state: SteerState) -> Plan | None:
-        pending = state.parts[self.slot].pending
-        return Plan("only", pending[0], seg=state.seg) if pending else None
-
-    def holding(self, state: SteerState) -> bool:
-        return bool(state.parts[self.slot].pending)
-
     def reweigh(self, states: Sequence[SteerState], plans: Sequence[Plan], rows: torch.Tensor) -> None:
         """Force the item where the model's best token would end a piece that still owes one."""
-        self._forced = {}
+        self._item.clear()
         if not self._inserting:
             return
         for r, state in enumerate(states):
@@ -173,22 +163,13 @@ class Flooring(Controller):
                 continue
             owing = self._owing(state)
             best = int(rows[r].argmax())
-            if not any(bool(self._enders[self.floors[i].per][best]) for i in owing):
-                continue
-            token = self._item.fitting(state.text)[0]
-            if force_token(rows, r, token):
-                self._forced[id(state)] = token
+            if any(bool(self._enders[self.floors[i].per][best]) for i in owing):
+                self._item.force(rows, r, state)
 
-    def _may(self, state: SteerState, text: str) -> bool:
+    def fits(self, state: SteerState, text: str) -> bool:
         starts = state.parts[self.slot].starts
         full = state.text + text
         return all(_pieces_hold(f, full[s:], probe=True) for f, s in zip(self.floors, starts))
-
-    def check(self, state: SteerState, memo: Any, text: str, tail: bytes, closing: bool) -> bool:
-        return self._may(state, text)
-
-    def check_pieced(self, state: SteerState, memo: Any, raw: bytes, text: str, tail: bytes) -> bool:
-        return self._may(state, text)
 
     def ends_ok(self, state: SteerState) -> bool:
         if state.parts[self.slot].pending:
@@ -214,13 +195,13 @@ class Flooring(Controller):
         """Whether the budget is about to run out inside a piece that still owes an item."""
         if self.budget is None or state.pending or state.parts[self.slot].pending or not self._owing(state):
             return False
-        return self.budget - state.n_tokens - reserve <= len(self._item.spaced) + _CLOSE_TOKENS
+        return self.budget - state.n_tokens - reserve <= len(self._item.spelling.spaced) + _CLOSE_TOKENS
 
     def pace(self, d: Draft) -> Plan | None:
         """Withdraw a demand to close the sentence while the current piece is short; insert the
         item when the budget is about to run out inside a piece that owes one."""
         if self._budget_due(d.state, d.comp.reserve_tokens):
-            return Plan("only", self._item.fitting(d.state.text)[0])
+            return self._item.begin(d.state)
         if d.close and not self.ends_ok(d.state):
             d.close = ""
         return None
@@ -234,9 +215,9 @@ class Flooring(Controller):
         plan_of: Callable[[SteerState], Plan],
     ) -> Any:
         part: FloorState = before.parts[self.slot]
-        began = not part.pending and (self._forced.get(id(before)) == token_id
+        began = not part.pending and (self._item.began(before, token_id)
                                       or self._budget_due(before, comp.reserve_tokens if comp is not None else 0))
-        pending = still_to_write(part.pending, began, self._item, token_id)
+        pending = self._item.rest(part.pending, began, token_id)
         if len(new.text) == len(before.text):
             return FloorState(part.starts, pending)
         return FloorState(tuple(piece_start(f.per, new.text, s) for f, s in zip(self.floors, part.starts)), pending)
@@ -250,5 +231,5 @@ class Flooring(Controller):
 
 def build_floors(ctx: Context, specs: Sequence[Any]) -> Controller | None:
     """The floor controller, when a request sets a minimum per sentence, paragraph or line."""
-    floors = next((s for s in specs if isinstance(s, Floors)), None)
+    floors = spec_of(specs, Floors)
     return Flooring(ctx, floors) if floors is not None and floors.items else None

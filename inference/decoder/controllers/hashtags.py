@@ -29,6 +29,7 @@ from typing import Any
 
 import torch
 
+from inference.decoder.controllers.forcing import ForcedText, Writer, write_mark_at_word_end
 from inference.decoder.controllers.layout import LayoutSegment
 from inference.decoder.controllers.pacing import next_due, tokens_left
 from inference.decoder.controllers.protocol import (
@@ -40,7 +41,7 @@ from inference.decoder.controllers.protocol import (
     Owed,
     Plan,
     SteerState,
-    write_mark_at_word_end,
+    spec_of,
 )
 from inference.decoder.controllers.tally import added
 from reasoning.constraints.form import units
@@ -66,7 +67,7 @@ def _begins_hashtag(text: str) -> bool:
     return text.endswith("#") and (len(text) == 1 or not (text[-2].isalnum() or text[-2] in "_#"))
 
 
-class Hashtagging(Controller):
+class Hashtagging(Writer):
     """The hashtag minimum at decode time (see the module doc). Its part of a row's state
     is the running count and the tokens still to force."""
 
@@ -75,8 +76,7 @@ class Hashtagging(Controller):
         self.spec = spec
         self.want = spec
         tables = ctx.tables
-        self._spaced = tuple(tables.encode(" #"))
-        self._bare = tuple(tables.encode("#"))
+        self._mark = ForcedText(tables, "#")
 
         def build() -> torch.Tensor:
             values = [bool(t) and (t[0].isalnum() or t[0] == "_") for t in tables.texts]
@@ -95,12 +95,9 @@ class Hashtagging(Controller):
         need = self._need(state)
         return Owed(tokens=need * HASHTAG_TOKENS, insert=True, writes=True) if need else Owed()
 
-    def route(self, state: SteerState) -> Plan | None:
-        pending = state.parts[self.slot][1]
-        return Plan("only", pending[0], seg=state.seg) if pending else None
-
-    def holding(self, state: SteerState) -> bool:
-        return bool(state.parts[self.slot][1])
+    def pending(self, state: SteerState) -> tuple[int, ...]:
+        pending: tuple[int, ...] = state.parts[self.slot][1]
+        return pending
 
     def holds(self, d: Draft) -> int:
         return HOLD_TARGET if self._need(d.state) or _begins_hashtag(d.state.text) else HOLD_NONE
@@ -113,14 +110,14 @@ class Hashtagging(Controller):
         need = self._need(state)
         if not need or state.parts[self.slot][1] or _begins_hashtag(state.text) or state.pending:
             return None
-        opening = self._bare if not state.text or state.text[-1].isspace() else self._spaced
+        opening = self._mark.first(state.text)
         budget = self.ctx.max_new_tokens
-        if budget is None or not opening:
+        if budget is None or opening < 0:
             return None
         if tokens_left(budget, d) <= need * HASHTAG_TOKENS:
-            return Plan("only", opening[0])
+            return self._mark.begin(state)
         if next_due(d, budget, self.want.at_least - need, self.want.at_least, kept=HASHTAG_TOKENS) or d.close:
-            d.marks[self.slot] = opening[0]
+            d.marks[self.slot] = opening
         return None
 
     def mask(
@@ -150,13 +147,7 @@ class Hashtagging(Controller):
         plan_of: Callable[[SteerState], Plan],
     ) -> Any:
         count, pending = before.parts[self.slot]
-        if pending:
-            pending = pending[1:]
-        else:
-            for spelling in (self._spaced, self._bare):
-                if len(spelling) > 1 and token_id == spelling[0]:
-                    pending = spelling[1:]
-                    break
+        pending = self._mark.rest(pending, True, token_id)
         chunk = new.text[len(before.text) :]
         return (count + added(_MEASURE, before.text, chunk) if chunk else count, pending)
 
@@ -166,5 +157,5 @@ class Hashtagging(Controller):
 
 def build_hashtags(ctx: Context, specs: Sequence[Any]) -> Controller | None:
     """The hashtag controller, when a request sets a minimum of hashtags."""
-    spec = next((s for s in specs if isinstance(s, HashtagMinimum)), None)
+    spec = spec_of(specs, HashtagMinimum)
     return Hashtagging(ctx, spec) if spec is not None else None

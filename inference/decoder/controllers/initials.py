@@ -27,7 +27,7 @@ import torch
 
 from inference.decoder.controllers.capitals import Capitals, CapitalState, CapitalWords
 from inference.decoder.controllers.layout import LayoutSegment
-from inference.decoder.controllers.protocol import Context, Controller, Plan, SteerState
+from inference.decoder.controllers.protocol import Context, Controller, Plan, SteerState, spec_of
 from inference.decoder.vocab import VocabTables
 from reasoning.constraints.form import units
 from reasoning.constraints.form.model import Measure, Unit
@@ -147,5 +147,5 @@ class InitialWords(CapitalWords):
 def build_initials(ctx: Context, specs: Sequence[Any]) -> Controller | None:
     """The initial- or final-letters controller, for a hard minimum of words starting or ending with
     given letters."""
-    found = next((s for s in specs if isinstance(s, Initials)), None)
+    found = spec_of(specs, Initials)
     return InitialWords(ctx, found.item) if found is not None else None

@@ -42,18 +42,19 @@ from typing import Any
 import torch
 
 from inference.decoder.controllers.counts import count_text
+from inference.decoder.controllers.forcing import ForcedText, Writer, force_token
 from inference.decoder.controllers.layout import LayoutSegment
 from inference.decoder.controllers.pacing import insert_urgent, next_due
 from inference.decoder.controllers.protocol import (
     HOLD_NONE,
     HOLD_TARGET,
-    NEG_INF,
     Context,
     Controller,
     Draft,
     Owed,
     Plan,
     SteerState,
+    spec_of,
 )
 from inference.decoder.controllers.template import Free
 from inference.decoder.vocab import joins_run
@@ -177,10 +178,10 @@ class KeywordState:
     keyword being inserted (forced next)."""
 
     counts: tuple[int, ...] = ()
-    insert: tuple[int, ...] = ()
+    pending: tuple[int, ...] = ()
 
 
-class Keywording(Controller):
+class Keywording(Writer):
     """Keyword minima inserted and paced, maxima checked per candidate (see the module doc)."""
 
     def __init__(self, ctx: Context, keywords: Keywords) -> None:
@@ -192,25 +193,23 @@ class Keywording(Controller):
         # Per keyword, its tokens after a word (" risk") and after whitespace ("risk").
         # A keyword that begins with a Han character is written without a space
         # before it either way (Chinese and Japanese text has none).
-        spellings = []
-        for k in keywords.items:
-            first = k.text[0]
-            lead = "" if first.isalnum() and not joins_run(first) else " "
-            spellings.append((tuple(tables.encode(lead + k.text)), tuple(tables.encode(k.text))))
-        self.spellings = tuple(spellings)
+        self.texts = tuple(
+            ForcedText(tables, k.text, lead="" if k.text[0].isalnum() and not joins_run(k.text[0]) else " ")
+            for k in keywords.items
+        )
         # First token -> (keyword, the tokens that finish it, whether the model's
         # own choice of it commits to the keyword: it spells enough of it).
         starts: dict[int, list[tuple[int, tuple[int, ...], bool]]] = {}
-        for i, variants in enumerate(self.spellings):
+        for i, forced in enumerate(self.texts):
             enough = min(_KEYWORD_COMMIT_CHARS, len(keywords.items[i].text))
-            for tokens in variants:
+            for tokens in (forced.spelling.spaced, forced.spelling.bare):
                 if tokens:
                     eligible = len(tables.texts[tokens[0]].strip()) >= enough
                     starts.setdefault(tokens[0], []).append((i, tokens[1:], eligible))
         self._starts = {t: tuple(found) for t, found in starts.items()}
         self._bonus = tuple(
             tuple(t for t, found in self._starts.items() if any(i == j and ok for j, _, ok in found))
-            for i in range(len(self.spellings))
+            for i in range(len(self.texts))
         )
         self._reserve = tuple(count_text(" " + k.text, ctx.limits.letter) for k in keywords.items)
         # Each keyword's occurrences in the literals after each segment.
@@ -237,27 +236,15 @@ class Keywording(Controller):
         words = sum(n * c.words for n, c in zip(each, self._reserve))
         units = sum(n * c.units for n, c in zip(each, self._reserve))
         letter = sum(n * c.letter for n, c in zip(each, self._reserve))
-        tokens = sum(n * len(spaced) for n, (spaced, _) in zip(each, self.spellings)) if self._need else 0
+        tokens = sum(n * len(t.spelling.spaced) for n, t in zip(each, self.texts)) if self._need else 0
         return Owed(tokens=tokens, words=words, units=units, letter=letter, insert=True, writes=True)
-
-    def route(self, state: SteerState) -> Plan | None:
-        insert = state.parts[self.slot].insert
-        return Plan("only", insert[0], seg=state.seg) if insert else None
-
-    def holding(self, state: SteerState) -> bool:
-        return bool(state.parts[self.slot].insert)
 
     def _exit_token(self, state: SteerState) -> int:
         """The first token of the first owed keyword, as it is written here
         (bare after whitespace or at the start, else after a space); -1 if none."""
         if self._need == 0 or state.counts.bracket_open:
             return -1
-        for n, (spaced, bare) in zip(self._owed_each(state), self.spellings):
-            if n:
-                after_space = state.text == "" or state.text[-1].isspace()
-                tokens = bare if after_space else spaced
-                return tokens[0] if tokens else -1
-        return -1
+        return next((t.first(state.text) for n, t in zip(self._owed_each(state), self.texts) if n), -1)
 
     def exit(self, d: Draft) -> None:
         segment = d.comp.segment
@@ -308,9 +295,7 @@ class Keywording(Controller):
         wordchar = self.ctx.tables.starts_wordchar
         for r, (state, plan) in enumerate(zip(states, plans)):
             keyword = plan.marks.get(self.slot, -1)
-            if keyword >= 0 and not bool(wordchar[int(rows[r].argmax())]):
-                rows[r] = NEG_INF
-                rows[r, keyword] = 0.0
+            if keyword >= 0 and not bool(wordchar[int(rows[r].argmax())]) and force_token(rows, r, keyword):
                 continue
             ids = [t for n, starts in zip(self._owed_each(state), self._bonus) if n for t in starts]
             if ids and not state.counts.bracket_open:
@@ -337,13 +322,13 @@ class Keywording(Controller):
         part: KeywordState = before.parts[self.slot]
         chunk = new.text[len(before.text) :]
         counts = self.keywords.counts_after(part.counts, before.text, chunk) if chunk else part.counts
-        if part.insert:
-            insert = part.insert[1:]
+        if part.pending:
+            pending = part.pending[1:]
         elif token_id in self._starts and comp is not None and isinstance(comp.segment, Free):
-            insert = self._commit(before, token_id, plan_of)
+            pending = self._commit(before, token_id, plan_of)
         else:
-            insert = ()
-        return KeywordState(counts, insert)
+            pending = ()
+        return KeywordState(counts, pending)
 
     def _commit(self, state: SteerState, token_id: int, plan_of: Callable[[SteerState], Plan]) -> tuple[int, ...]:
         """The tokens forced after ``token_id`` when it begins an owed keyword
@@ -373,5 +358,5 @@ class Keywording(Controller):
 
 def build_keywords(ctx: Context, specs: Sequence[Any]) -> Controller | None:
     """The keyword controller, for hard keyword minima and maxima."""
-    keywords = next((s for s in specs if isinstance(s, Keywords)), None)
+    keywords = spec_of(specs, Keywords)
     return Keywording(ctx, keywords) if keywords is not None else None

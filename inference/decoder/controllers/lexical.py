@@ -30,7 +30,7 @@ from typing import Any
 
 import torch
 
-from inference.decoder.controllers.protocol import Context, Controller, SteerState
+from inference.decoder.controllers.protocol import Context, Controller, SteerState, spec_of
 
 __all__ = ["Forbidden", "ForbiddenWords", "build_forbidden"]
 
@@ -111,5 +111,5 @@ class Forbidden(Controller):
 
 def build_forbidden(ctx: Context, specs: Sequence[Any]) -> Controller | None:
     """The forbidden-word controller, for hard forbidden words."""
-    words = next((s for s in specs if isinstance(s, ForbiddenWords)), None)
+    words = spec_of(specs, ForbiddenWords)
     return Forbidden(ctx, words) if words is not None else None

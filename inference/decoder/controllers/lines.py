@@ -29,6 +29,7 @@ from typing import Any
 
 import torch
 
+from inference.decoder.controllers.forcing import write_mark_at_word_end
 from inference.decoder.controllers.layout import LayoutSegment
 from inference.decoder.controllers.pacing import tokens_left
 from inference.decoder.controllers.protocol import (
@@ -40,7 +41,7 @@ from inference.decoder.controllers.protocol import (
     Owed,
     Plan,
     SteerState,
-    write_mark_at_word_end,
+    spec_of,
 )
 
 __all__ = ["BREAKS", "LINE_TOKENS", "LineCount", "LineState", "Lining", "build_lines"]
@@ -169,5 +170,5 @@ class Lining(Controller):
 
 def build_lines(ctx: Context, specs: Sequence[Any]) -> Controller | None:
     """The line controller, when a request counts the answer's lines."""
-    spec = next((s for s in specs if isinstance(s, LineCount)), None)
+    spec = spec_of(specs, LineCount)
     return Lining(ctx, spec) if spec is not None else None

@@ -41,6 +41,7 @@ from inference.decoder.controllers.protocol import (
     Draft,
     Plan,
     SteerState,
+    spec_of,
 )
 from inference.decoder.controllers.tally import added, item_vector
 from reasoning.constraints.form import units
@@ -160,5 +161,5 @@ class Minima(Controller):
 
 def build_minima(ctx: Context, specs: Sequence[Any]) -> Controller | None:
     """The minima controller, when a request sets a minimum of characters, letters or distinct words."""
-    minimums = next((s for s in specs if isinstance(s, Minimums)), None)
+    minimums = spec_of(specs, Minimums)
     return Minima(ctx, minimums) if minimums is not None and minimums.items else None

@@ -43,6 +43,7 @@ from typing import Any
 
 import torch
 
+from inference.decoder.controllers.forcing import ForcedText, Writer
 from inference.decoder.controllers.layout import LayoutSegment
 from inference.decoder.controllers.protocol import (
     HOLD_ALL,
@@ -50,10 +51,11 @@ from inference.decoder.controllers.protocol import (
     Context,
     Controller,
     Draft,
+    JudgesText,
     Plan,
     SteerState,
+    spec_of,
 )
-from inference.decoder.controllers.spelling import Spelling
 from inference.decoder.controllers.tally import piece_start
 from inference.decoder.vocab import VocabTables
 from reasoning.constraints.form import units
@@ -143,17 +145,15 @@ def _delimiters(tables: VocabTables) -> torch.Tensor:
     return tables.cached(("opening-delimiters", 0), build)  # type: ignore[no-any-return]
 
 
-class Openings(Controller):
+class Openings(Writer, JudgesText):
     """The k-th sentence / line opening with a text, at decode time (see the module doc)."""
-
-    lazy = True
 
     def __init__(self, ctx: Context, opening: Opening) -> None:
         self.ctx = ctx
         self.spec = opening
         self.opening = opening
         tables = ctx.tables
-        self._spelling = Spelling.of(tables, opening.text)
+        self._text = ForcedText(tables, opening.text)
         self._delimiters = _delimiters(tables)
         self._eos = list(tables.eos_ids)
 
@@ -171,16 +171,10 @@ class Openings(Controller):
         return part.before + len(pieces) == self.opening.k - 1 and opens_piece(self.opening.per, window)
 
     def route(self, state: SteerState) -> Plan | None:
-        part: OpeningState = state.parts[self.slot]
-        if part.pending:
-            return Plan("only", part.pending[0], seg=state.seg)
-        if state.pending or not self._due(state):
-            return None
-        spelling = self._spelling.fitting(state.text)
-        return Plan("only", spelling[0], seg=state.seg) if spelling else None
-
-    def holding(self, state: SteerState) -> bool:
-        return bool(state.parts[self.slot].pending)
+        writing = super().route(state)
+        if writing is not None or state.pending or not self._due(state):
+            return writing
+        return self._text.begin(state)
 
     def holds(self, d: Draft) -> int:
         part: OpeningState = d.state.parts[self.slot]
@@ -207,7 +201,7 @@ class Openings(Controller):
                 allowed[r] &= keep
                 fragments[r] = False
 
-    def _may(self, state: SteerState, text: str) -> bool:
+    def fits(self, state: SteerState, text: str) -> bool:
         part: OpeningState = state.parts[self.slot]
         if self.opening.every:
             pieces = units.pieces(self.opening.per, state.text[part.start :] + text)
@@ -220,12 +214,6 @@ class Openings(Controller):
         if index < 0 or index >= len(pieces):
             return True
         return _consistent(self.opening, pieces[index], complete=index < len(pieces) - 1)
-
-    def check(self, state: SteerState, memo: Any, text: str, tail: bytes, closing: bool) -> bool:
-        return self._may(state, text)
-
-    def check_pieced(self, state: SteerState, memo: Any, raw: bytes, text: str, tail: bytes) -> bool:
-        return self._may(state, text)
 
     def ends_ok(self, state: SteerState) -> bool:
         if self.opening.every and state.parts[self.slot].pending:
@@ -249,7 +237,7 @@ class Openings(Controller):
         if part.pending:
             rest: tuple[int, ...] | None = part.pending[1:]
         else:
-            rest = self._spelling.rest_after(token_id) if self._due(before) else None
+            rest = self._text.rest_after(token_id) if self._due(before) else None
         if rest is not None:
             return OpeningState(start, moved.before, rest, written=not rest, done=not rest and self._settled(new))
         if part.written:
@@ -268,5 +256,5 @@ class Openings(Controller):
 
 def build_openings(ctx: Context, specs: Sequence[Any]) -> Controller | None:
     """The opening controller, when a request opens a middle sentence or line with a text."""
-    opening = next((s for s in specs if isinstance(s, Opening)), None)
+    opening = spec_of(specs, Opening)
     return Openings(ctx, opening) if opening is not None else None

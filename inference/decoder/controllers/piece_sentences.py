@@ -40,6 +40,7 @@ from inference.decoder.controllers.protocol import (
     Draft,
     Plan,
     SteerState,
+    spec_of,
 )
 from inference.decoder.controllers.template import Free
 from reasoning.constraints.form import units
@@ -178,5 +179,5 @@ class PieceSentencing(Controller):
 
 def build_piece_sentences(ctx: Context, specs: Sequence[Any]) -> Controller | None:
     """The sentences-per-paragraph controller, when a request bounds them in a counted body."""
-    spec = next((s for s in specs if isinstance(s, PieceSentences)), None)
+    spec = spec_of(specs, PieceSentences)
     return PieceSentencing(ctx, spec) if spec is not None else None

@@ -36,9 +36,16 @@ from typing import Any
 
 import torch
 
+from inference.decoder.controllers.forcing import ForcedText, Spelling, Writer, allow_only
 from inference.decoder.controllers.layout import LayoutSegment
-from inference.decoder.controllers.protocol import Context, Controller, Plan, SteerState
-from inference.decoder.controllers.spelling import Spelling
+from inference.decoder.controllers.protocol import (
+    Context,
+    Controller,
+    JudgesText,
+    Plan,
+    SteerState,
+    spec_of,
+)
 from inference.decoder.vocab import VocabTables
 
 __all__ = ["STRIPPED", "Placement", "Placing", "build_placing", "placement_holds"]
@@ -114,17 +121,15 @@ def _closers(tables: VocabTables) -> torch.Tensor:
     return tables.cached(("placing-closers", 0), build)  # type: ignore[no-any-return]
 
 
-class Placing(Controller):
+class Placing(Writer, JudgesText):
     """The k-th word at decode time (see the module doc)."""
-
-    lazy = True
 
     def __init__(self, ctx: Context, placement: Placement) -> None:
         self.ctx = ctx
         self.spec = placement
         self.placement = placement
         tables = ctx.tables
-        self._spelling = Spelling.of(tables, placement.text)
+        self._text = ForcedText(tables, placement.text)
         self._no_ws = _no_whitespace(tables)
         self._closers = _closers(tables)
         self._eos = list(tables.eos_ids)
@@ -137,16 +142,10 @@ class Placing(Controller):
         return not part.written and not part.pending and part.pieces == self.placement.k - 1
 
     def route(self, state: SteerState) -> Plan | None:
-        part: PlacingState = state.parts[self.slot]
-        if part.pending:
-            return Plan("only", part.pending[0], seg=state.seg)
-        bare = self._spelling.bare
-        if self._due(state) and Spelling.bare_after(state.text) and bare:
-            return Plan("only", bare[0], seg=state.seg)
-        return None
-
-    def holding(self, state: SteerState) -> bool:
-        return bool(state.parts[self.slot].pending)
+        writing = super().route(state)
+        if writing is None and self._due(state) and Spelling.bare_after(state.text):
+            return self._text.begin(state)
+        return writing
 
     def mask(
         self,
@@ -157,7 +156,8 @@ class Placing(Controller):
         base: torch.Tensor,
         lp: torch.Tensor,
     ) -> None:
-        first = self._spelling.spaced[0] if self._spelling.spaced else -1
+        spaced = self._text.spelling.spaced  # the word after the (k-1)-th: the spelling after a word
+        first = spaced[0] if spaced else -1
         for r, state in enumerate(states):
             part: PlacingState = state.parts[self.slot]
             if part.done:
@@ -170,19 +170,15 @@ class Placing(Controller):
                 continue
             if not self._due(state) or first < 0:
                 continue
-            if bool(allowed[r, first]) and not bool(
-                self.ctx.tables.starts_wordchar[int(lp[r].argmax())]
-            ):
-                only = torch.zeros_like(allowed[r])
-                only[first] = True
-                allowed[r] = only
-            else:
-                keep = self._no_ws.clone()
-                keep[first] = True
-                allowed[r] &= keep
+            if not bool(self.ctx.tables.starts_wordchar[int(lp[r].argmax())]) \
+                    and allow_only(allowed, fragments, r, first):
+                continue  # the model ends its word: the placed word is written now
+            keep = self._no_ws.clone()
+            keep[first] = True
+            allowed[r] &= keep
             fragments[r] = False
 
-    def _may(self, state: SteerState, text: str) -> bool:
+    def fits(self, state: SteerState, text: str) -> bool:
         part: PlacingState = state.parts[self.slot]
         if part.done:
             return True
@@ -195,14 +191,6 @@ class Placing(Controller):
         if part.pieces + started < self.placement.k:
             return True
         return placement_holds(self.placement, state.text + text, partial=True)
-
-    def check(self, state: SteerState, memo: Any, text: str, tail: bytes, closing: bool) -> bool:
-        return self._may(state, text)
-
-    def check_pieced(
-        self, state: SteerState, memo: Any, raw: bytes, text: str, tail: bytes
-    ) -> bool:
-        return self._may(state, text)
 
     def ends_ok(self, state: SteerState) -> bool:
         return placement_holds(self.placement, state.text, partial=False)
@@ -222,7 +210,7 @@ class Placing(Controller):
         k = self.placement.k
         if part.pending:
             return PlacingState(part.pending[1:], written=len(part.pending) == 1, pieces=pieces)
-        rest = self._spelling.rest_after(token_id) if self._due(before) else None
+        rest = self._text.rest_after(token_id) if self._due(before) else None
         if rest is not None:
             return PlacingState(rest, written=not rest, pieces=pieces)
         written = part.written or pieces >= k
@@ -235,5 +223,5 @@ class Placing(Controller):
 
 def build_placing(ctx: Context, specs: Sequence[Any]) -> Controller | None:
     """The placing controller, when a request places a word at a middle position."""
-    placement = next((s for s in specs if isinstance(s, Placement)), None)
+    placement = spec_of(specs, Placement)
     return Placing(ctx, placement) if placement is not None else None

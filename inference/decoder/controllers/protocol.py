@@ -27,7 +27,8 @@ Per step and per row the composer:
 4. checks the best candidates one by one when any controller is ``lazy``
    (or byte fragments are in play): ``prepare`` once per row, ``narrow`` the
    candidate pool, ``check`` each candidate (``check_pieced`` those made of
-   byte fragments); ``ends_ok`` also judges EOS;
+   byte fragments; a ``JudgesText`` controller judges both by one ``fits``
+   of the text the candidate makes); ``ends_ok`` also judges EOS;
 5. on the chosen token, ``advance`` gives the controller's successor part;
    ``holding`` says the row is inside a sequence of its own (the layout does
    not leave the segment on its exit token then);
@@ -35,7 +36,9 @@ Per step and per row the composer:
 
 A controller is built by a ``Builder`` (``controllers.registry``) from the
 compiled specs of a request (``compile.compile_steering``) and returns None
-when the request does not need it. Guarantee a controller must keep: its
+when the request does not need it (``spec_of`` finds its spec). A
+controller that writes text of its own builds on ``controllers.forcing``
+(``Writer``, ``ForcedText``). Guarantee a controller must keep: its
 masks and checks are monotone restrictions (they never re-allow a token
 another rule removed, except the exit token it names itself); the composer
 keeps every row alive (see ``steering``).
@@ -45,7 +48,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import torch
 
@@ -54,7 +57,6 @@ from inference.decoder.controllers.layout import CompiledLayout, LayoutSegment
 from inference.decoder.controllers.state import SteerState
 
 if TYPE_CHECKING:
-    from inference.decoder.controllers.spelling import Spelling
     from inference.decoder.vocab import VocabTables
 
 __all__ = [
@@ -67,12 +69,11 @@ __all__ = [
     "Context",
     "Controller",
     "Draft",
+    "JudgesText",
     "Owed",
     "Plan",
     "SteerState",
-    "force_token",
-    "still_to_write",
-    "write_mark_at_word_end",
+    "spec_of",
 ]
 
 NEG_INF = float("-inf")
@@ -117,36 +118,6 @@ class Plan:
     marks: dict[int, Any] = field(default_factory=dict)
     later: Later | None = None  # what the rest adds, for the upper bounds (when any)
     owed: tuple[Owed, ...] = ()  # each controller's owed text, by slot (free and formal rows)
-
-
-def write_mark_at_word_end(
-    plans: Sequence[Plan], slot: int, rows: torch.Tensor, starts_wordchar: torch.Tensor
-) -> None:
-    """Force each row's marked token (``plans[r].marks[slot]``, a token id) where the
-    model's own best token would not continue a word, so an inserted mark never splits
-    a word; a row whose mark the masks already removed is left as it is."""
-    for r, plan in enumerate(plans):
-        token = plan.marks.get(slot, -1)
-        if token >= 0 and not bool(starts_wordchar[int(rows[r].argmax())]):
-            force_token(rows, r, token)
-
-
-def still_to_write(pending: tuple[int, ...], began: bool, spelling: Spelling, token_id: int) -> tuple[int, ...]:
-    """The tokens of a forced text still to write after ``token_id``: the rest of ``pending``,
-    or, where ``token_id`` began the text (``began``), the rest of its spelling."""
-    if pending:
-        return pending[1:]
-    return (spelling.rest_after(token_id) or ()) if began else ()
-
-
-def force_token(rows: torch.Tensor, r: int, token: int) -> bool:
-    """Leave ``token`` the only choice of row ``r`` of a step's scores, where the masks still
-    allow it; True when it did (a masked token is never brought back)."""
-    if token < 0 or not rows[r, token] > NEG_INF:
-        return False
-    rows[r] = NEG_INF
-    rows[r, token] = 0.0
-    return True
 
 
 @dataclass(slots=True)
@@ -292,6 +263,31 @@ class Controller:
     def demoted(self) -> frozenset[str]:
         """Constraint ids this controller can no longer control (a rebound branch)."""
         return frozenset()
+
+
+class JudgesText(Controller):
+    """A lazy controller whose per-candidate check is one judgement of the text the candidate
+    would make (``fits``), the same whether or not its bytes are fragments of a character."""
+
+    lazy = True
+
+    def fits(self, state: SteerState, text: str) -> bool:
+        """Whether ``text`` may follow ``state.text``."""
+        return True
+
+    def check(self, state: SteerState, memo: Any, text: str, tail: bytes, closing: bool) -> bool:
+        return self.fits(state, text)
+
+    def check_pieced(self, state: SteerState, memo: Any, raw: bytes, text: str, tail: bytes) -> bool:
+        return self.fits(state, text)
+
+
+_Spec = TypeVar("_Spec")
+
+
+def spec_of(specs: Sequence[Any], kind: type[_Spec]) -> _Spec | None:
+    """The compiled spec of type ``kind`` among a request's ``specs`` (None: the request has none)."""
+    return next((s for s in specs if isinstance(s, kind)), None)
 
 
 Builder = Callable[[Context, Sequence[Any]], Controller | None]

@@ -42,6 +42,12 @@ from typing import Any
 
 import torch
 
+from inference.decoder.controllers.forcing import (
+    ForcedText,
+    Writer,
+    allow_only,
+    write_mark_at_word_end,
+)
 from inference.decoder.controllers.layout import LayoutSegment
 from inference.decoder.controllers.openings import opens_piece
 from inference.decoder.controllers.pacing import tokens_left
@@ -54,9 +60,8 @@ from inference.decoder.controllers.protocol import (
     Owed,
     Plan,
     SteerState,
-    write_mark_at_word_end,
+    spec_of,
 )
-from inference.decoder.controllers.spelling import Spelling
 from reasoning.constraints.form import units
 from reasoning.constraints.form.model import Position, Unit
 from reasoning.constraints.form.verify import check
@@ -102,7 +107,7 @@ def _ends_with(piece: str, text: str) -> bool:
     return low.endswith(target)
 
 
-class SentenceEnding(Controller):
+class SentenceEnding(Writer):
     """The k-th sentence's ending at decode time (see the module doc)."""
 
     def __init__(self, ctx: Context, spec: SentenceEnd) -> None:
@@ -110,7 +115,7 @@ class SentenceEnding(Controller):
         self.spec = spec
         self.want = spec
         tables = ctx.tables
-        self.spelling = Spelling.of(tables, spec.text)
+        self._text = ForcedText(tables, spec.text)
         self._eos = list(tables.eos_ids)
 
         def vector(name: str, value: Callable[[str], bool]) -> torch.Tensor:
@@ -144,15 +149,8 @@ class SentenceEnding(Controller):
     def owed(self, state: SteerState) -> Owed:
         phase = state.parts[self.slot].phase
         if phase in ("before", "open"):
-            return Owed(tokens=len(self.spelling.spaced) + 2, insert=True, writes=True)
+            return Owed(tokens=len(self._text.spelling.spaced) + 2, insert=True, writes=True)
         return Owed(tokens=2) if phase != "done" else Owed()
-
-    def route(self, state: SteerState) -> Plan | None:
-        pending = state.parts[self.slot].pending
-        return Plan("only", pending[0], seg=state.seg) if pending else None
-
-    def holding(self, state: SteerState) -> bool:
-        return bool(state.parts[self.slot].pending)
 
     def holds(self, d: Draft) -> int:
         return HOLD_NONE if self.ends_ok(d.state) else HOLD_ALL
@@ -167,16 +165,16 @@ class SentenceEnding(Controller):
         part: SentenceEndState = state.parts[self.slot]
         if part.phase != "open" or part.pending or state.pending:
             return None
-        first = self.spelling.fitting(state.text)
-        if not first:
+        first = self._text.first(state.text)
+        if first < 0:
             return None
         budget = self.ctx.max_new_tokens
-        if budget is not None and tokens_left(budget, d) <= len(first) + 2:
-            return Plan("only", first[0])
+        if budget is not None and tokens_left(budget, d) <= self._text.tokens(state.text) + 2:
+            return self._text.begin(state)
         current = units.pieces(Unit.SENTENCES, state.text)[-1:] or [""]
         if d.close or len(current[0]) >= _LONG_CHARS:
             d.close = ""  # the sentence closes on the text, not on the model's word
-            d.marks[self.slot] = first[0]
+            d.marks[self.slot] = first
         return None
 
     def mask(
@@ -192,14 +190,10 @@ class SentenceEnding(Controller):
             phase = state.parts[self.slot].phase
             if phase == "open":
                 best = int(lp[r].argmax())
-                first = self.spelling.fitting(state.text)
                 wants_end = best in self._eos or bool(self._terminal[best])
-                if wants_end and first and not state.pending and bool(allowed[r, first[0]]):
-                    # The model would end the sentence here: the text is written first.
-                    allowed[r] = False
-                    allowed[r, first[0]] = True
-                    fragments[r] = False
-                else:
+                # Where the model would end the sentence, the text is written first.
+                if not (wants_end and not state.pending
+                        and allow_only(allowed, fragments, r, self._text.first(state.text))):
                     allowed[r] &= ~self._terminal
             elif phase in ("worded", "marked"):
                 keep = allowed[r] & (self._ends_here if phase == "worded" else self._after_mark)
@@ -220,11 +214,7 @@ class SentenceEnding(Controller):
         plan_of: Callable[[SteerState], Plan],
     ) -> Any:
         part: SentenceEndState = before.parts[self.slot]
-        if part.pending:
-            pending = part.pending[1:]
-        else:
-            rest = self.spelling.rest_after(token_id) if part.phase == "open" else None
-            pending = rest or ()
+        pending = self._text.rest(part.pending, part.phase == "open", token_id)
         if part.phase == "done" or len(new.text) == len(before.text):
             return SentenceEndState(part.phase, pending)
         return SentenceEndState(self._phase(new.text), pending)
@@ -235,5 +225,5 @@ class SentenceEnding(Controller):
 
 def build_sentence_ends(ctx: Context, specs: Sequence[Any]) -> Controller | None:
     """The sentence-ending controller, when a request ends the k-th sentence with a text."""
-    spec = next((s for s in specs if isinstance(s, SentenceEnd)), None)
+    spec = spec_of(specs, SentenceEnd)
     return SentenceEnding(ctx, spec) if spec is not None else None

@@ -33,7 +33,14 @@ from typing import Any
 import torch
 
 from inference.decoder.controllers.pacing import tokens_left
-from inference.decoder.controllers.protocol import Context, Controller, Draft, Plan, SteerState
+from inference.decoder.controllers.protocol import (
+    Context,
+    Controller,
+    Draft,
+    Plan,
+    SteerState,
+    spec_of,
+)
 
 __all__ = ["CLOSERS", "TERMINALS", "SentenceMark", "SentenceMarking", "build_sentence_marks"]
 
@@ -121,5 +128,5 @@ class SentenceMarking(Controller):
 
 def build_sentence_marks(ctx: Context, specs: Sequence[Any]) -> Controller | None:
     """The sentence-mark controller, when every sentence must end with one mark."""
-    spec = next((s for s in specs if isinstance(s, SentenceMark)), None)
+    spec = spec_of(specs, SentenceMark)
     return SentenceMarking(ctx, spec) if spec is not None else None

@@ -50,6 +50,7 @@ from inference.decoder.controllers.protocol import (
     Draft,
     Plan,
     SteerState,
+    spec_of,
 )
 from inference.decoder.controllers.sentence_marks import CLOSERS, TERMINALS
 from inference.decoder.controllers.tally import piece_start
@@ -234,5 +235,5 @@ class Sharing(Controller):
 
 def build_shares(ctx: Context, specs: Sequence[Any]) -> Controller | None:
     """The sentence-share controller, when a share of the sentences must end with one mark."""
-    spec = next((s for s in specs if isinstance(s, SentenceShare)), None)
+    spec = spec_of(specs, SentenceShare)
     return Sharing(ctx, spec) if spec is not None else None

@@ -47,6 +47,7 @@ from typing import Any
 
 import torch
 
+from inference.decoder.controllers.forcing import ForcedText, Writer, write_mark_at_word_end
 from inference.decoder.controllers.layout import LayoutSegment
 from inference.decoder.controllers.pacing import next_due, tokens_left
 from inference.decoder.controllers.protocol import (
@@ -55,10 +56,11 @@ from inference.decoder.controllers.protocol import (
     Context,
     Controller,
     Draft,
+    JudgesText,
     Owed,
     Plan,
     SteerState,
-    write_mark_at_word_end,
+    spec_of,
 )
 from reasoning.constraints.form import units
 from reasoning.constraints.form.model import Filter, Measure, Unit
@@ -98,7 +100,7 @@ class SpanState:
     pending: tuple[int, ...] = ()
 
 
-class Spanning(Controller):
+class Spanning(Writer, JudgesText):
     """The span count at decode time (see the module doc)."""
 
     def __init__(self, ctx: Context, spec: SpanCount) -> None:
@@ -111,9 +113,9 @@ class Spanning(Controller):
         self._opens = self._vector(lambda t: t.count(spec.left))
         self._has_right = self._vector(lambda t: int(spec.right in t)) > 0
         self._newline = tables.has_newline
-        self._open_spaced = tuple(tables.encode(" " + spec.left))
-        self._open_bare = tuple(tables.encode(spec.left))
-        self._close = tuple(tables.encode(spec.right))
+        self._opening = ForcedText(tables, spec.left)
+        self._closing = ForcedText(tables, spec.right, lead="")
+        self._close_tokens = len(self._closing.spelling.bare)
         self.lazy = spec.at_most is not None
 
     def _vector(self, value: Callable[[str], int]) -> torch.Tensor:
@@ -139,15 +141,8 @@ class Spanning(Controller):
 
     def owed(self, state: SteerState) -> Owed:
         need = self._owed_spans(state)
-        tokens = need * SPAN_TOKENS + (len(self._close) + 1 if self._open(state) else 0)
+        tokens = need * SPAN_TOKENS + (self._close_tokens + 1 if self._open(state) else 0)
         return Owed(tokens=tokens, insert=True, writes=True) if tokens else Owed()
-
-    def route(self, state: SteerState) -> Plan | None:
-        pending = state.parts[self.slot].pending
-        return Plan("only", pending[0], seg=state.seg) if pending else None
-
-    def holding(self, state: SteerState) -> bool:
-        return bool(state.parts[self.slot].pending)
 
     def holds(self, d: Draft) -> int:
         return HOLD_NONE if self.ends_ok(d.state) else HOLD_TARGET
@@ -175,21 +170,20 @@ class Spanning(Controller):
             content = tail[tail.index(self.want.left) + len(self.want.left) :]
             if not any(ch.isalnum() for ch in content):
                 return None
-            urgent = left <= self._owed_spans(state) * SPAN_TOKENS + len(self._close) + 1
+            urgent = left <= self._owed_spans(state) * SPAN_TOKENS + self._close_tokens + 1
             if urgent:
-                return Plan("only", self._close[0])
+                return self._closing.begin(state)
             if part.inside >= _CLOSE_AFTER or d.close:
-                d.marks[self.slot] = self._close[0]
+                d.marks[self.slot] = self._closing.first(state.text)
             return None
         need = self._owed_spans(state)
         if not need or d.close:
             return None
-        opening = self._open_bare if not state.text or state.text[-1].isspace() else self._open_spaced
         budget = self.ctx.max_new_tokens
         if left <= need * SPAN_TOKENS:
-            return Plan("only", opening[0])
+            return self._opening.begin(state)
         if budget is not None and next_due(d, budget, self.want.at_least - need, self.want.at_least, kept=SPAN_TOKENS):
-            d.marks[self.slot] = opening[0]
+            d.marks[self.slot] = self._opening.first(state.text)
         return None
 
     def mask(
@@ -224,13 +218,7 @@ class Spanning(Controller):
         """Write a due opening or close where the model ends its word."""
         write_mark_at_word_end(plans, self.slot, rows, self.ctx.tables.starts_wordchar)
 
-    def check(self, state: SteerState, memo: Any, text: str, tail: bytes, closing: bool) -> bool:
-        return self._within(state, text)
-
-    def check_pieced(self, state: SteerState, memo: Any, raw: bytes, text: str, tail: bytes) -> bool:
-        return self._within(state, text)
-
-    def _within(self, state: SteerState, text: str) -> bool:
+    def fits(self, state: SteerState, text: str) -> bool:
         """Whether appending ``text`` keeps the count within the maximum (counted on the tail)."""
         if self.want.at_most is None:
             return True
@@ -247,14 +235,9 @@ class Spanning(Controller):
     ) -> Any:
         part: SpanState = before.parts[self.slot]
         chunk = new.text[len(before.text) :]
-        pending = part.pending[1:] if part.pending else ()
-        if not part.pending:
-            # Inside an open span the close is what was begun (「 and 」 share their first byte).
-            spellings = (self._close,) if self._open(before) else (self._open_spaced, self._open_bare)
-            for spelling in spellings:
-                if spelling and token_id == spelling[0] and len(spelling) > 1:
-                    pending = spelling[1:]
-                    break
+        # Inside an open span the close is what was begun (「 and 」 share their first byte).
+        begun = self._closing if self._open(before) else self._opening
+        pending = begun.rest(part.pending, True, token_id)
         if not chunk:
             return SpanState(part.closed, part.since, part.inside, pending)
         tail = new.text[part.since :]
@@ -280,5 +263,5 @@ class Spanning(Controller):
 
 def build_spans(ctx: Context, specs: Sequence[Any]) -> Controller | None:
     """The span controller, when a request counts spans between delimiters made of marks."""
-    spec = next((s for s in specs if isinstance(s, SpanCount)), None)
+    spec = spec_of(specs, SpanCount)
     return Spanning(ctx, spec) if spec is not None else None

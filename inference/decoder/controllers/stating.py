@@ -37,7 +37,14 @@ from typing import Any, Final
 from inference.decoder.controllers.charset import CharPolicy
 from inference.decoder.controllers.counts import count_text
 from inference.decoder.controllers.layout import LayoutSegment, bracket_token
-from inference.decoder.controllers.protocol import Context, Controller, Owed, Plan, SteerState
+from inference.decoder.controllers.protocol import (
+    Context,
+    Controller,
+    Owed,
+    Plan,
+    SteerState,
+    spec_of,
+)
 from inference.decoder.controllers.template import Free
 
 __all__ = ["Statement", "Stating", "build_stating"]
@@ -166,10 +173,10 @@ def build_stating(ctx: Context, specs: Sequence[Any]) -> Controller | None:
     Under an active character policy (no commas, a letter case) the
     statement is spelled the way the policy allows (``CharPolicy.transform``).
     """
-    statement = next((s for s in specs if isinstance(s, Statement)), None)
+    statement = spec_of(specs, Statement)
     if statement is None:
         return None
-    policy = next((s for s in specs if isinstance(s, CharPolicy)), None)
+    policy = spec_of(specs, CharPolicy)
     if policy is not None and policy.active and not policy.ok_text(statement.text):
         statement = Statement(policy.transform(statement.text), statement.contradicts, statement.sources)
     if not any(isinstance(c.segment, Free) and c.segment.role == "body" for c in ctx.layout.segments):

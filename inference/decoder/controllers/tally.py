@@ -66,7 +66,14 @@ import torch
 
 from inference.decoder.controllers.counts import good_last_word
 from inference.decoder.controllers.layout import LayoutSegment
-from inference.decoder.controllers.protocol import Context, Controller, Draft, Plan, SteerState
+from inference.decoder.controllers.protocol import (
+    Context,
+    Controller,
+    Draft,
+    Plan,
+    SteerState,
+    spec_of,
+)
 from inference.decoder.vocab import VocabTables
 from reasoning.constraints.form import units
 from reasoning.constraints.form.model import Filter, Measure, Unit
@@ -410,7 +417,7 @@ class Tallying(Controller):
 
 def build_tally(ctx: Context, specs: Sequence[Any]) -> Controller | None:
     """The tally controller, when a request caps a form count or bans lists."""
-    tally = next((s for s in specs if isinstance(s, Tally)), None)
+    tally = spec_of(specs, Tally)
     if tally is None or not (tally.caps or tally.no_list or tally.shares):
         return None
     return Tallying(ctx, tally)

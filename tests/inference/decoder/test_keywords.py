@@ -176,8 +176,8 @@ def test_a_chinese_keyword_is_written_without_a_space_before_it(tokenizer: Any) 
     state = drive_with_bias(steering, 60, 1, avoid)
     assert occurrences("风险", state.text) >= 2, state.text
     (keywording,) = [k for k in steering.controllers if isinstance(k, Keywording)]
-    after_word, after_space = keywording.spellings[0]
-    assert tokenizer.decode(list(after_word)) == tokenizer.decode(list(after_space)) == "风险"
+    spelling = keywording.texts[0].spelling
+    assert tokenizer.decode(list(spelling.spaced)) == tokenizer.decode(list(spelling.bare)) == "风险"
     assert failed(constraints, state.text) == [], state.text
 
 
