@@ -39,7 +39,19 @@ from typing import Any
 from bench.heldout_judge import JUDGES as FIRST_SET_JUDGES
 from bench.heldout_judge import Judge, bounded, sentences, words
 
-__all__ = ["JUDGES", "judge", "list_items", "paragraphs"]
+__all__ = [
+    "JUDGES",
+    "answered",
+    "begins",
+    "judge",
+    "keyword_count",
+    "list_items",
+    "normal",
+    "paragraphs",
+    "pick",
+    "strip_closers",
+    "unlead",
+]
 
 _HAS_CONTENT = re.compile(r"[^\W_]")
 _BLANK_LINE = re.compile(r"\n[ \t\u3000]*\n")
@@ -78,7 +90,8 @@ def list_items(text: str, *, bullets_only: bool = False) -> list[str]:
     return found
 
 
-def _normal(text: str) -> str:
+def normal(text: str) -> str:
+    """``text`` with runs of white space made one space, ends stripped, case folded."""
     return " ".join(text.split()).casefold()
 
 
@@ -90,26 +103,33 @@ def _stops_inside_word(before: str, after: str) -> bool:
     return bool(latin_or_digit and _WORD_CHAR.match(after) and not _HAN.match(after))
 
 
-def _begins(text: str, phrase: str) -> bool:
-    body = _normal(_LEAD.sub("", text))
-    want = _normal(phrase)
+def unlead(text: str) -> str:
+    """``text`` without its leading white space, list markers, quotes and emphasis or heading marks."""
+    return _LEAD.sub("", text)
+
+
+def begins(text: str, phrase: str) -> bool:
+    """Whether ``text`` begins with ``phrase`` (see the module doc)."""
+    body = normal(unlead(text))
+    want = normal(phrase)
     if not want or not body.startswith(want):
         return False
     return not _stops_inside_word(want[-1], body[len(want) : len(want) + 1])
 
 
-def _strip_closers(text: str) -> str:
+def strip_closers(text: str) -> str:
+    """``text`` without its trailing white space, closing quotes and emphasis marks."""
     return text.rstrip().rstrip(_CLOSERS).rstrip()
 
 
 def _ends(text: str, phrase: str) -> bool:
-    want = _normal(phrase)
+    want = normal(phrase)
     if not want:
         return False
-    body = _normal(_strip_closers(text))
+    body = normal(strip_closers(text))
     candidates = [body]
     if _WORD_CHAR.match(want[-1]) and body[-1:] in _SENTENCE_STOPS:
-        candidates.append(_normal(_strip_closers(body[:-1])))
+        candidates.append(normal(strip_closers(body[:-1])))
     for candidate in candidates:
         if candidate.endswith(want):
             before = candidate[-len(want) - 1 : -len(want)] if len(candidate) > len(want) else ""
@@ -118,14 +138,15 @@ def _ends(text: str, phrase: str) -> bool:
     return False
 
 
-def _keyword_count(keyword: str, text: str) -> int:
+def keyword_count(keyword: str, text: str) -> int:
+    """Occurrences of ``keyword`` in ``text``: whole words, case folded, or Han substrings."""
     if _HAN.search(keyword):
         return text.count(keyword)
     pattern = rf"(?<![^\W_]){re.escape(keyword)}(?![^\W_])"
     return len(re.findall(pattern, text, flags=re.IGNORECASE))
 
 
-def _pick(items: Sequence[str], k: Any) -> list[str]:
+def pick(items: Sequence[str], k: Any) -> list[str]:
     """``items`` when ``k`` is ``"every"`` (none: empty), else the k-th (1-based, -1 the last) or none."""
     if k == "every":
         return list(items)
@@ -147,21 +168,21 @@ def _sentences_per_paragraph(args: Mapping[str, Any], text: str) -> bool:
 
 
 def _keyword_count_judge(args: Mapping[str, Any], text: str) -> bool:
-    return bounded(_keyword_count(str(args["keyword"]), text), args)
+    return bounded(keyword_count(str(args["keyword"]), text), args)
 
 
 def _keywords_all(args: Mapping[str, Any], text: str) -> bool:
-    return all(_keyword_count(str(word), text) >= 1 for word in args["words"])
+    return all(keyword_count(str(word), text) >= 1 for word in args["words"])
 
 
 def _forbidden_words(args: Mapping[str, Any], text: str) -> bool:
     has_content = bool(_HAS_CONTENT.search(text))
-    return has_content and all(_keyword_count(str(word), text) == 0 for word in args["words"])
+    return has_content and all(keyword_count(str(word), text) == 0 for word in args["words"])
 
 
 def _paragraphs_containing(args: Mapping[str, Any], text: str) -> bool:
     found = paragraphs(text)
-    return bool(found) and all(_keyword_count(str(args["keyword"]), p) >= 1 for p in found)
+    return bool(found) and all(keyword_count(str(args["keyword"]), p) >= 1 for p in found)
 
 
 def _lowercase(args: Mapping[str, Any], text: str) -> bool:
@@ -202,7 +223,7 @@ def _ends_with_text(args: Mapping[str, Any], text: str) -> bool:
 
 
 def _opens_with(args: Mapping[str, Any], text: str) -> bool:
-    return _begins(text, str(args["text"]))
+    return begins(text, str(args["text"]))
 
 
 def _title_line(args: Mapping[str, Any], text: str) -> bool:
@@ -233,22 +254,22 @@ def _heading_count(args: Mapping[str, Any], text: str) -> bool:
 
 
 def _paragraph_start(args: Mapping[str, Any], text: str) -> bool:
-    chosen = _pick(paragraphs(text), args["k"])
-    return bool(chosen) and all(_begins(p, str(args["text"])) for p in chosen)
+    chosen = pick(paragraphs(text), args["k"])
+    return bool(chosen) and all(begins(p, str(args["text"])) for p in chosen)
 
 
 def _paragraph_end(args: Mapping[str, Any], text: str) -> bool:
-    chosen = _pick(paragraphs(text), args["k"])
+    chosen = pick(paragraphs(text), args["k"])
     return bool(chosen) and all(_ends(p, str(args["text"])) for p in chosen)
 
 
 def _sentence_start(args: Mapping[str, Any], text: str) -> bool:
-    chosen = _pick(sentences(text), args["k"])
-    return bool(chosen) and all(_begins(s, str(args["text"])) for s in chosen)
+    chosen = pick(sentences(text), args["k"])
+    return bool(chosen) and all(begins(s, str(args["text"])) for s in chosen)
 
 
 def _sentence_end_word(args: Mapping[str, Any], text: str) -> bool:
-    chosen = _pick(sentences(text), args["k"])
+    chosen = pick(sentences(text), args["k"])
     want = str(args["word"]).casefold()
     return bool(chosen) and all(words(s)[-1:] and words(s)[-1].casefold() == want for s in chosen)
 
@@ -276,7 +297,7 @@ def _line_max_chars(args: Mapping[str, Any], text: str) -> bool:
 
 def _line_end(args: Mapping[str, Any], text: str) -> bool:
     found = [line for line in text.splitlines() if line.strip()]
-    return bool(found) and all(_strip_closers(line)[-1:] in str(args["chars"]) for line in found)
+    return bool(found) and all(strip_closers(line)[-1:] in str(args["chars"]) for line in found)
 
 
 def _bullet_items(args: Mapping[str, Any], text: str) -> bool:
@@ -297,8 +318,8 @@ def _item_max_chars(args: Mapping[str, Any], text: str) -> bool:
 
 def _item_start(args: Mapping[str, Any], text: str) -> bool:
     found = list_items(text)
-    want = _normal(str(args["text"]))
-    return bool(found) and all(_normal(item).startswith(want) for item in found)
+    want = normal(str(args["text"]))
+    return bool(found) and all(normal(item).startswith(want) for item in found)
 
 
 def _percentages(args: Mapping[str, Any], text: str) -> bool:
@@ -338,7 +359,7 @@ def _sentences_with_digit(args: Mapping[str, Any], text: str) -> bool:
 
 def _sentence_ratio(args: Mapping[str, Any], text: str) -> bool:
     found = sentences(text)
-    ending = sum(_strip_closers(s)[-1:] in str(args["chars"]) for s in found)
+    ending = sum(strip_closers(s)[-1:] in str(args["chars"]) for s in found)
     return bool(found) and ending / len(found) >= float(args["min_ratio"])
 
 
@@ -370,7 +391,7 @@ def _table_columns(args: Mapping[str, Any], text: str) -> bool:
     return False
 
 
-def _answered(function: Judge) -> Judge:
+def answered(function: Judge) -> Judge:
     """``function``, failing an answer that is only white space."""
 
     def checked(args: Mapping[str, Any], text: str) -> bool:
@@ -498,7 +519,7 @@ _READINGS: dict[str, tuple[Judge, str]] = {
 
 #: judge id -> (function, how a strict reader decides it); an empty answer fails each.
 JUDGES: dict[str, tuple[Judge, str]] = {
-    judge_id: (_answered(function), reading) for judge_id, (function, reading) in _READINGS.items()
+    judge_id: (answered(function), reading) for judge_id, (function, reading) in _READINGS.items()
 }
 
 
