@@ -20,6 +20,12 @@ other like a literal. The steering inserts a keyword in three cases:
   continue a word), or at once when the budget left holds only the owed
   insertions.
 
+A keyword that is one terminal or clause mark ("three question marks") is
+written as punctuation (``controllers.marks``): once due, where the model
+would end a sentence (or a clause) right after a word, in that end's place;
+it is not favoured mid-sentence, a sentence asked to close ends on it, and
+with little budget left per owed terminal mark the sentence is asked to end.
+
 The token budget keeps room for the insertions still owed, and word and
 letter maxima keep room for their words, so a minimum holds within the budget.
 Maximums are per-token checks: a candidate that would make a capped
@@ -44,7 +50,13 @@ import torch
 from inference.decoder.controllers.counts import count_text
 from inference.decoder.controllers.forcing import ForcedText, Writer, force_token
 from inference.decoder.controllers.layout import LayoutSegment
-from inference.decoder.controllers.pacing import insert_urgent, next_due
+from inference.decoder.controllers.marks import (
+    CLAUSE_MARKS,
+    TERMINAL_MARKS,
+    after_mark,
+    mark_places,
+)
+from inference.decoder.controllers.pacing import insert_urgent, next_due, tokens_left
 from inference.decoder.controllers.protocol import (
     HOLD_NONE,
     HOLD_TARGET,
@@ -65,6 +77,7 @@ __all__ = ["RUNNING_TEXT", "UNWRITABLE", "Keyword", "KeywordState", "Keywording"
 RUNNING_TEXT = ("body",)
 _KEYWORD_BONUS = 1.0  # log-probability added to the first token of an owed keyword
 _KEYWORD_COMMIT_CHARS = 3  # a chosen first token commits to its keyword once it spells this much of it
+_MARK_ROOM = 8  # budget tokens kept per owed terminal mark: with fewer left, the sentence ends on it
 
 #: Characters a keyword may not hold to be inserted: they would open or close
 #: a part of the layout (highlights, placeholders, titles, lines).
@@ -179,6 +192,7 @@ class KeywordState:
 
     counts: tuple[int, ...] = ()
     pending: tuple[int, ...] = ()
+    marked: bool = False  # the last token was an owed mark
 
 
 class Keywording(Writer):
@@ -193,10 +207,16 @@ class Keywording(Writer):
         # Per keyword, its tokens after a word (" risk") and after whitespace ("risk").
         # A keyword that begins with a Han character is written without a space
         # before it either way (Chinese and Japanese text has none).
+        # A mark (``controllers.marks``) follows its word with no space, in place of the
+        # sentence or clause end the model would write.
+        self._places = tuple(mark_places(tables, k.text) for k in keywords.items)
         self.texts = tuple(
-            ForcedText(tables, k.text, lead="" if k.text[0].isalnum() and not joins_run(k.text[0]) else " ")
-            for k in keywords.items
+            ForcedText(tables, k.text,
+                       lead="" if place is not None or k.text[0].isalnum() and not joins_run(k.text[0]) else " ")
+            for k, place in zip(keywords.items, self._places)
         )
+        self._place_of = {t.first(""): place for t, place in zip(self.texts, self._places) if place is not None}
+        self._after_mark = after_mark(tables) if self._place_of else None
         # First token -> (keyword, the tokens that finish it, whether the model's
         # own choice of it commits to the keyword: it spells enough of it).
         starts: dict[int, list[tuple[int, tuple[int, ...], bool]]] = {}
@@ -209,6 +229,7 @@ class Keywording(Writer):
         self._starts = {t: tuple(found) for t, found in starts.items()}
         self._bonus = tuple(
             tuple(t for t, found in self._starts.items() if any(i == j and ok for j, _, ok in found))
+            if self._places[i] is None else ()  # a mark is not favoured mid-sentence
             for i in range(len(self.texts))
         )
         self._reserve = tuple(count_text(" " + k.text, ctx.limits.letter) for k in keywords.items)
@@ -252,7 +273,7 @@ class Keywording(Writer):
         keyword = -1
         if d.exit == d.target and segment.role in RUNNING_TEXT:
             keyword = self._exit_token(d.state)
-        if keyword >= 0 and segment.gate:
+        if keyword >= 0 and segment.gate and (keyword not in self._place_of or _after_word(d.state.text)):
             # A forced end writes an owed keyword first. The model's own wish
             # to stop is only held back (the pacing inserts the keyword), so
             # the keywords spread through the text instead of piling up at its end.
@@ -277,6 +298,8 @@ class Keywording(Writer):
         state = d.state
         keyword = d.marks.get(self.slot, -1)
         due = keyword >= 0 and not state.pending and d.ends_clean and self._due(d)
+        if keyword in self._place_of:
+            return self._pace_mark(d, keyword, due)
         last = state.text[-1:]
         budget = self.ctx.max_new_tokens
         if due and (last == "" or not joins_run(last) or (budget is not None and insert_urgent(d, budget))):
@@ -287,6 +310,43 @@ class Keywording(Writer):
         d.marks[self.slot] = keyword if due else -1
         return None
 
+    def _pace_mark(self, d: Draft, mark: int, due: bool) -> Plan | None:
+        """An owed mark, once due, waits for a word end where the model would end the sentence
+        (or the clause) and takes that end's place (``reweigh``); it is written at once when the
+        budget is urgent, and it ends the sentence when the sentence is asked to close (a
+        terminal mark). With little budget left per owed terminal mark, the sentence is asked
+        to end, on the mark."""
+        state = d.state
+        after_word = _after_word(state.text)
+        budget = self.ctx.max_new_tokens
+        terminal = self.ctx.tables.texts[mark] in TERMINAL_MARKS
+        if due and after_word and budget is not None and insert_urgent(d, budget):
+            return Plan("only", mark)
+        if d.close and after_word and terminal and d.ends_clean and not state.pending:
+            return Plan("only", mark)  # the sentence ends on the owed mark
+        if due and after_word and terminal and budget is not None and not d.close:
+            owed = sum(n for n, place in zip(self._owed_each(state), self._places) if n and place is not None)
+            if tokens_left(budget, d) <= owed * _MARK_ROOM:
+                d.close = "end"
+        d.marks[self.slot] = mark if due and after_word else -1
+        return None
+
+    def mask(
+        self,
+        states: Sequence[SteerState],
+        plans: Sequence[Plan],
+        allowed: torch.Tensor,
+        fragments: torch.Tensor,
+        base: torch.Tensor,
+        lp: torch.Tensor,
+    ) -> None:
+        """Right after an owed mark, no other mark begins the next token."""
+        if self._after_mark is None:
+            return
+        for r, state in enumerate(states):
+            if state.parts[self.slot].marked:
+                allowed[r] &= self._after_mark
+
     def reweigh(self, states: Sequence[SteerState], plans: Sequence[Plan], rows: torch.Tensor) -> None:
         """Favour the first tokens of owed keywords; insert a due one where the
         model ends its word (its likeliest token does not continue the word)."""
@@ -295,8 +355,12 @@ class Keywording(Writer):
         wordchar = self.ctx.tables.starts_wordchar
         for r, (state, plan) in enumerate(zip(states, plans)):
             keyword = plan.marks.get(self.slot, -1)
-            if keyword >= 0 and not bool(wordchar[int(rows[r].argmax())]) and force_token(rows, r, keyword):
-                continue
+            if keyword >= 0:
+                best = int(rows[r].argmax())
+                place = self._place_of.get(keyword)
+                at = bool(place[best]) if place is not None else not bool(wordchar[best])
+                if at and force_token(rows, r, keyword):
+                    continue
             ids = [t for n, starts in zip(self._owed_each(state), self._bonus) if n for t in starts]
             if ids and not state.counts.bracket_open:
                 rows[r, ids] += _KEYWORD_BONUS
@@ -328,7 +392,8 @@ class Keywording(Writer):
             pending = self._commit(before, token_id, plan_of)
         else:
             pending = ()
-        return KeywordState(counts, pending)
+        marked = bool(self._place_of) and token_id in self._place_of and any(self._owed_each(before))
+        return KeywordState(counts, pending, marked)
 
     def _commit(self, state: SteerState, token_id: int, plan_of: Callable[[SteerState], Plan]) -> tuple[int, ...]:
         """The tokens forced after ``token_id`` when it begins an owed keyword
@@ -354,6 +419,12 @@ class Keywording(Writer):
         if any(self.keywords.owed(found, none_later)) or self.keywords.exceeded(found, none_later):
             return ("keywords",)
         return ()
+
+
+def _after_word(text: str) -> bool:
+    """Whether a mark written after ``text`` follows a word (not whitespace, not another mark)."""
+    last = text[-1:]
+    return last != "" and not last.isspace() and last not in TERMINAL_MARKS and last not in CLAUSE_MARKS
 
 
 def build_keywords(ctx: Context, specs: Sequence[Any]) -> Controller | None:

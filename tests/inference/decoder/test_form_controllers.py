@@ -245,6 +245,34 @@ def test_an_exact_count_of_a_mark_holds_against_a_model_that_overuses_it(
         assert judged([constraint], state.text) == [], state.text
 
 
+PLACED_MARKS = [
+    ("questions", gen(Kind.COUNT, unit="punctuation", filter={"chars": "?"}, relation="at least", n=3), "?"),
+    ("semicolons", gen(Kind.COUNT, unit="characters", filter={"chars": ";"}, relation="exactly", n=2), ";"),
+    ("exclamations read as letters", gen(Kind.LETTER_FREQUENCY, letter="!", relation="at least", n=2), "!"),
+]
+
+
+@pytest.mark.parametrize(("name", "constraint", "mark"), PLACED_MARKS, ids=[row[0] for row in PLACED_MARKS])
+def test_an_owed_mark_is_written_as_punctuation_after_a_word(
+    tokenizer: Any, name: str, constraint: Constraint, mark: str
+) -> None:
+    """A model that writes words and now and then ends a sentence or a clause: each owed mark
+    follows its word with no space and is followed by whitespace or the end, never by another
+    mark (it took the place of the model's own end, not a place mid-phrase)."""
+    steering = compile_steering([constraint], tokenizer, prompt="Describe a walk.", max_new_tokens=BUDGET)
+    assert steering.controlled == {"f"}
+    bias = bias_towards(tokenizer, r"^ [a-z]+$", 3.0)
+    bias.update(bias_towards(tokenizer, r"^[.,]$", 2.0))
+    for seed in SEEDS:
+        state = drive_with_bias(steering, BUDGET, seed, bias)
+        text = state.text
+        assert judged([constraint], text) == [], text
+        for found in re.finditer(re.escape(mark), text):
+            before, after = text[found.start() - 1 : found.start()], text[found.end() : found.end() + 1]
+            assert before.isalnum() or before in "\"')", (text, found.start())
+            assert after == "" or after.isspace() or after in "\"')", (text, found.start())
+
+
 FORCED = [
     ("wrap", Kind.WRAP, {"left": "(", "right": ")"}, lambda t: t.strip().startswith("(") and t.strip().endswith(")")),
     ("first word", Kind.POSITION, {"unit": "words", "k": 1, "op": "is", "text": "Rivers"},
@@ -340,3 +368,25 @@ def test_bundled_model_keeps_form_constraints(loaded_model: Any) -> None:
     )
     assert judged(constraints, result.answer) == [], result.answer
     assert len(re.findall(r"[A-Za-z]{3,}", result.answer)) >= 3, result.answer
+
+
+@pytest.mark.model
+def test_bundled_model_writes_owed_question_marks_as_punctuation(loaded_model: Any) -> None:
+    """Three question marks owed: each ends a sentence or a clause after a word, where the
+    model ended one (they were written at the next word end, "a timeless way to ???...")."""
+    from inference.decoder.decode import decode
+    from inference.decoder.options import DecodeOptions
+    from inference.prompting import plan_prompt
+
+    tokenizer = loaded_model.tokenizer
+    budget = 48
+    prompt = "Tell me about a morning walk by the sea."
+    constraints = [gen(Kind.COUNT, "q", unit="punctuation", filter={"chars": "?"}, relation="at least", n=3)]
+    steering = compile_steering(constraints, tokenizer, prompt=prompt, max_new_tokens=budget)
+    assert steering.controlled == {"q"}
+    result = decode(
+        loaded_model.model, tokenizer, plan_prompt(tokenizer, prompt, constraints), steering=steering,
+        options=DecodeOptions(width=2, max_new_tokens=budget, prune=False), constraints=constraints,
+    )
+    assert judged(constraints, result.answer) == [], result.answer
+    assert re.findall(r"(?<![\w\"')])\?|\?(?![\s\"')]|$)", result.answer) == [], result.answer
