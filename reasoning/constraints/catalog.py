@@ -264,6 +264,8 @@ _GENERIC_SPECS: tuple[KindSpec, ...] = (
           _generic(Kind.STRUCTURE), controller="force"),
     _spec(Kind.COPY, "The answer starts by repeating a text, verbatim or changed.", _generic(Kind.COPY),
           controller="force"),
+    _spec(Kind.SPREAD, "The sentences, paragraphs, lines or list items are balanced in length.",
+          _generic(Kind.SPREAD)),
 )
 
 CATALOG: Mapping[Kind, KindSpec] = {spec.kind: spec for spec in _SPECS + _GENERIC_SPECS}

@@ -58,13 +58,14 @@ class Kind(StrEnum):
     - ``cite_sources``: ``min`` (int >= 1; cite at least that many evidence ids)
     - ``jurisdiction``: ``code`` (ISO 3166 alpha-2 or ``"EU"``)
     - ``numeric_precision``: ``decimals`` (int; numbers carry that many decimals)
-    - ``count`` / ``position`` / ``wrap`` / ``structure`` / ``copy``: the
+    - ``count`` / ``position`` / ``wrap`` / ``structure`` / ``copy`` / ``spread``: the
       generic kinds of the compositional form; their params are the builtins
       of :class:`reasoning.constraints.form.Count` (``unit``, ``relation``,
       ``n``, optional ``filter``, ``of`` and ``fraction``, ``per``),
       ``Position`` (``unit``, ``k``, ``op``, ``text``), ``Wrap`` (``left``,
       ``right``, ``unit``), ``Structure`` (``layout``, optional ``marker``,
-      ``n``) and ``Copy`` (``text``, ``change``). A requirement that one of
+      ``n``), ``Copy`` (``text``, ``change``) and ``Spread`` (``unit``, ``per``,
+      ``max_diff`` / ``max_ratio``: balanced lengths). A requirement that one of
       the named kinds above means exactly is always reported as that kind.
     """
 
@@ -104,6 +105,7 @@ class Kind(StrEnum):
     WRAP = "wrap"
     STRUCTURE = "structure"
     COPY = "copy"
+    SPREAD = "spread"
 
 
 class Relation(StrEnum):

@@ -1,13 +1,14 @@
-"""The compositional constraint form: every textual requirement as one of five shapes.
+"""The compositional constraint form: every textual requirement as one of six shapes.
 
 ``count(unit, filter) relation n``, ``position(unit, k, predicate)``,
-``wrap(unit, left, right)``, ``structure(layout)`` and ``copy(text, change)``
+``wrap(unit, left, right)``, ``structure(layout)``, ``copy(text, change)`` and
+``spread(unit, per, max_diff | max_ratio)``
 (:mod:`.model`), each checked by one generic verifier (:mod:`.verify`) on a
 complete text and, where the quantity is monotone, on a partial one. The
 catalog's named kinds (IFEval's families among them) are instances of the
 form (:mod:`.kinds`): ``all_capitals`` is "no lowercase letter, at least one
 capital", ``word_count`` is ``count(words)``; the generic kinds ``count``,
-``position``, ``wrap``, ``structure`` and ``copy`` carry any other instance.
+``position``, ``wrap``, ``structure``, ``copy`` and ``spread`` carry any other instance.
 """
 
 from __future__ import annotations
@@ -22,8 +23,10 @@ from reasoning.constraints.form.model import (
     Measure,
     Position,
     Predicate,
+    Spread,
     Structure,
     Unit,
+    WordClass,
     Wrap,
 )
 from reasoning.constraints.form.verify import Check, check
@@ -39,8 +42,10 @@ __all__ = [
     "Measure",
     "Position",
     "Predicate",
+    "Spread",
     "Structure",
     "Unit",
+    "WordClass",
     "Wrap",
     "canonical",
     "check",

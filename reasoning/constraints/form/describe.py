@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from reasoning.constraints.form.classes import CLASS_NAMES
 from reasoning.constraints.form.copying import changed
 from reasoning.constraints.form.model import (
     Count,
@@ -12,6 +13,7 @@ from reasoning.constraints.form.model import (
     Layout,
     Measure,
     Position,
+    Spread,
     Structure,
     Unit,
     Wrap,
@@ -139,7 +141,46 @@ def _count(form: Count, zh: bool) -> str:
     return f"Use {rel} {form.n} {what}{per}."
 
 
+_CLASSES_ZH: Mapping[str, str] = {"emoji": "一个表情符号", "capital": "大写字母", "lowercase": "小写字母",
+                                  "number": "数字", "verb": "动词"}
+
+
+def _position_class(form: Position, zh: bool) -> str:
+    """An opening or closing of a class ("every list item starts with an emoji")."""
+    assert form.word_class is not None
+    if zh:
+        piece = _ZH_UNITS[form.unit].lstrip("个")
+        where = "回答" if form.unit is Unit.ANSWER else (
+            f"第{form.k}{piece}" if form.k > 0 else f"每{piece}都" if form.k == 0 else f"最后一{piece}")
+        return f"{where}以{_CLASSES_ZH[form.word_class]}{'开头' if form.op == 'starts_with' else '结尾'}。"
+    piece = "list item" if form.unit is Unit.BULLETS else form.unit.value[:-1]
+    where = "Your answer" if form.unit is Unit.ANSWER else (
+        f"Every {piece}" if form.k == 0 else f"The last {piece}" if form.k < 0 else f"The {piece} number {form.k}")
+    verb = "starts" if form.op == "starts_with" else "ends"
+    return f"{where} {verb} with {CLASS_NAMES[form.word_class]}."
+
+
+def _spread(form: Spread, zh: bool) -> str:
+    if zh:
+        piece = _ZH_UNITS[form.per].lstrip("个")
+        unit = _ZH_UNITS[form.unit]
+        limits = []
+        if form.max_diff is not None:
+            limits.append(f"最长与最短的相差不超过{form.max_diff}{unit}")
+        if form.max_ratio is not None:
+            limits.append(f"最长的不超过最短的{form.max_ratio:g}倍")
+        return f"各{piece}长度大致相同（{'，'.join(limits)}）。"
+    limits = []
+    if form.max_diff is not None:
+        limits.append(f"the longest at most {form.max_diff} {_EN_UNITS[form.unit]} longer than the shortest")
+    if form.max_ratio is not None:
+        limits.append(f"the longest at most {form.max_ratio:g} times the shortest")
+    return f"Keep the {_EN_UNITS[form.per]} balanced in length ({'; '.join(limits)})."
+
+
 def _position(form: Position, zh: bool) -> str:
+    if form.word_class is not None:
+        return _position_class(form, zh)
     op = form.op.replace("_", " ")
     if zh:
         piece = _ZH_UNITS[form.unit].lstrip("个")
@@ -171,6 +212,8 @@ def describe(form: Form, language: str = "en") -> str:
             return f"{where}用 {form.left} 和 {form.right} 括起来。"
         where = "your entire answer" if form.unit is Unit.ANSWER else f"each {form.unit.value[:-1]}"
         return f"Wrap {where} in {form.left} and {form.right}."
+    if isinstance(form, Spread):
+        return _spread(form, zh)
     if isinstance(form, Structure):
         template = (_ZH_LAYOUTS if zh else _EN_LAYOUTS)[form.layout]
         text = template.format(n=form.n or 2, marker=form.marker or "******")

@@ -10,7 +10,7 @@ domain kinds): for those it returns None and the kind keeps its own verifier.
 kind's form is reported as that kind, with that kind's parameters, so the
 ids, kinds and API output of the catalog stay what they were; any other
 form becomes one of the generic kinds (``count``, ``position``, ``wrap``,
-``structure``, ``copy``) whose params are the form's builtins.
+``structure``, ``copy``, ``spread``) whose params are the form's builtins.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from reasoning.constraints.form.model import (
     Form,
     Layout,
     Position,
+    Spread,
     Structure,
     Unit,
     Wrap,
@@ -36,12 +37,13 @@ from reasoning.constraints.model import Kind, Relation
 __all__ = ["GENERIC_KINDS", "canonical", "form_of", "params_of"]
 
 #: The generic kinds and the shape their params hold.
-GENERIC_KINDS: Mapping[Kind, type[Count | Position | Wrap | Structure | Copy]] = {
+GENERIC_KINDS: Mapping[Kind, type[Count | Position | Wrap | Structure | Copy | Spread]] = {
     Kind.COUNT: Count,
     Kind.POSITION: Position,
     Kind.WRAP: Wrap,
     Kind.STRUCTURE: Structure,
     Kind.COPY: Copy,
+    Kind.SPREAD: Spread,
 }
 
 _KIND_OF_SHAPE: Mapping[type, Kind] = {shape: kind for kind, shape in GENERIC_KINDS.items()}
@@ -245,7 +247,7 @@ def canonical(form: Form) -> tuple[Kind, dict[str, Any]]:
     named: tuple[Kind, dict[str, Any]] | None = None
     if isinstance(form, Count):
         named = _canonical_count(form)
-    elif isinstance(form, Position) and form.unit is Unit.ANSWER and form.op != "is":
+    elif isinstance(form, Position) and form.unit is Unit.ANSWER and form.op != "is" and form.word_class is None:
         named = (Kind.START_PHRASE if form.op == "starts_with" else Kind.END_PHRASE), {"phrase": form.text}
     elif isinstance(form, Wrap) and form.unit is Unit.ANSWER and form.left == form.right == '"':
         named = Kind.QUOTATION, {}

@@ -1,4 +1,4 @@
-"""The five shapes of the constraint form, as frozen msgspec Structs.
+"""The six shapes of the constraint form, as frozen msgspec Structs.
 
 A generic constraint's ``params`` are exactly the builtins of its shape
 (``msgspec.to_builtins``), so the HTTP layer, the store and the graph carry
@@ -17,6 +17,9 @@ back with type checks.
 - :class:`Structure`: a layout the answer has (a list, a nested list, a
   table, marked sections, two responses) or must not have (no list).
 - :class:`Copy`: the answer starts by repeating a text, verbatim or changed.
+- :class:`Spread`: the lengths of the sentences / paragraphs / lines / list
+  items are balanced: the longest exceeds the shortest by at most
+  ``max_diff`` items, or is at most ``max_ratio`` times as long.
 """
 
 from __future__ import annotations
@@ -40,8 +43,10 @@ __all__ = [
     "Measure",
     "Position",
     "Predicate",
+    "Spread",
     "Structure",
     "Unit",
+    "WordClass",
     "Wrap",
 ]
 
@@ -148,6 +153,7 @@ class Count(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tru
 
 
 Predicate = Literal["starts_with", "ends_with", "is"]
+WordClass = Literal["emoji", "capital", "lowercase", "number", "verb"]
 
 
 class Position(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -160,12 +166,21 @@ class Position(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
 
     For words, ``is`` / ``starts_with`` compare the word without its
     surrounding punctuation; all comparisons ignore case.
+
+    With ``word_class`` the piece opens (``starts_with``) or closes
+    (``ends_with``) with an item of a class rather than a text (``text`` is
+    then empty): ``emoji`` (an emoji character), ``capital`` / ``lowercase``
+    (its first / last letter in that case), ``number`` (a digit),
+    ``verb`` (a word the English tagger reads as a verb, as the bullets of a
+    to-do list open). "Begin each bullet with an emoji" is
+    ``position(bullets, k=0, starts_with, word_class=emoji)``.
     """
 
     unit: Unit
     op: Predicate
     text: str
     k: int = 1
+    word_class: WordClass | None = None
 
 
 class Wrap(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -233,4 +248,20 @@ class Copy(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid
     drop: Drop | None = None
 
 
-Form = Count | Position | Wrap | Structure | Copy
+class Spread(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
+    """The ``per`` pieces are balanced in length, measured in ``unit`` (words, characters, letters).
+
+    ``max_diff``: the longest piece holds at most that many more items than
+    the shortest ("no sentence more than four words longer than another");
+    ``max_ratio``: the longest is at most that many times the shortest
+    ("roughly equal in length" is 1.5). Both may be set; an answer of fewer
+    than two pieces is balanced.
+    """
+
+    unit: Unit
+    per: Unit
+    max_diff: int | None = None
+    max_ratio: float | None = None
+
+
+Form = Count | Position | Wrap | Structure | Copy | Spread

@@ -18,6 +18,7 @@ import msgspec
 from reasoning.constraints import textstats
 from reasoning.constraints.form import units
 from reasoning.constraints.form.blocks import Block, list_block, table_block
+from reasoning.constraints.form.classes import CLASS_NAMES, in_class
 from reasoning.constraints.form.copying import changed
 from reasoning.constraints.form.model import (
     Copy,
@@ -26,6 +27,7 @@ from reasoning.constraints.form.model import (
     Layout,
     Measure,
     Position,
+    Spread,
     Structure,
     Unit,
     Wrap,
@@ -222,10 +224,21 @@ def _check_answer_position(form: Position, text: str, partial: bool) -> Check:
     return Check(satisfied=ok, detail="is the text" if ok else "is not the text", certain=not partial)
 
 
+def _satisfies(piece: str, form: Position) -> bool:
+    """Whether one piece meets the position's predicate: its text, or the class of its first / last item."""
+    if form.word_class is not None:
+        return in_class(piece, form.op, form.word_class)
+    return _matches(piece, form.op, form.text, form.unit)
+
+
+def _what(form: Position) -> str:
+    return CLASS_NAMES[form.word_class] if form.word_class is not None else repr(form.text)
+
+
 def _opens_with_word(piece: str, form: Position) -> bool:
     """A one-word opening followed by any mark ("Note: ...", "Today—"), which IFEval's first word keeps."""
     parts = piece.split()
-    return form.op == "starts_with" and bool(parts) and len(form.text.split()) == 1 \
+    return form.word_class is None and form.op == "starts_with" and bool(parts) and len(form.text.split()) == 1 \
         and _bare(parts[0]) == _bare(form.text) != ""
 
 
@@ -239,22 +252,28 @@ def _check_every(form: Position, text: str, partial: bool) -> Check:
     items = units.pieces(form.unit, text)
     name = form.unit.value[:-1] if form.unit is not Unit.BULLETS else "list item"
     for index, item in enumerate(items):
-        if _matches(item, form.op, form.text, form.unit) or _opens_with_word(item, form):
+        if _satisfies(item, form) or _opens_with_word(item, form):
             continue
         last = index == len(items) - 1
+        if partial and last and form.word_class is not None:
+            continue  # the open piece's first or last item may still be in progress
         if partial and last:
             opening = item.strip().lower()
             target = form.text.strip().lower()
             if form.op != "starts_with" or target.startswith(opening) or opening.startswith(target):
                 continue
-        return Check(satisfied=False, detail=f"{name} {index + 1} {_OP_WORDS[form.op][1]} {form.text!r}",
+        return Check(satisfied=False, detail=f"{name} {index + 1} {_OP_WORDS[form.op][1]} {_what(form)}",
                      certain=not partial or not last or form.op == "starts_with")
     if not items:
         return Check(satisfied=False, detail=f"no {name}s", certain=not partial)
-    return Check(satisfied=True, detail=f"every {name} {_OP_WORDS[form.op][0]} {form.text!r}", certain=not partial)
+    return Check(satisfied=True, detail=f"every {name} {_OP_WORDS[form.op][0]} {_what(form)}", certain=not partial)
 
 
 def _check_position(form: Position, text: str, partial: bool) -> Check:
+    if form.unit is Unit.ANSWER and form.word_class is not None:
+        ok = in_class(text, form.op, form.word_class)
+        return Check(satisfied=ok, detail=f"the answer {_OP_WORDS[form.op][0 if ok else 1]} {_what(form)}",
+                     certain=not partial)
     if form.unit is Unit.ANSWER:
         return _check_answer_position(form, text, partial)
     if form.k == 0:
@@ -275,8 +294,8 @@ def _check_position(form: Position, text: str, partial: bool) -> Check:
     name = f"{form.unit.value[:-1]} {form.k if form.k > 0 else 'last'}"
     if not piece.strip():
         return Check(satisfied=False, detail=f"{name} missing", certain=not partial)
-    ok = _matches(piece, form.op, form.text, form.unit)
-    detail = f"{name} {_OP_WORDS[form.op][0 if ok else 1]} {form.text!r}"
+    ok = _satisfies(piece, form)
+    detail = f"{name} {_OP_WORDS[form.op][0 if ok else 1]} {_what(form)}"
     return Check(satisfied=ok, detail=detail, certain=not partial or (later and form.op != "ends_with") or (later and not ok))
 
 
@@ -427,6 +446,35 @@ def _check_copy(form: Copy, text: str, partial: bool) -> Check:
     return Check(satisfied=ok, detail=detail, certain=not partial)
 
 
+def _check_spread(form: Spread, text: str, partial: bool) -> Check:
+    """Balanced lengths: adding a piece never narrows the spread, so a spread among complete pieces
+    that is already too wide is certain; an answer of fewer than two pieces is balanced."""
+    items = units.pieces(form.per, text)
+    measure = Measure(unit=form.unit)
+    lengths = [units.count(measure, item) for item in items]
+    name, what = form.per.value, form.unit.value
+
+    def verdict(values: list[int]) -> str | None:
+        if len(values) < 2:
+            return None
+        low, high = min(values), max(values)
+        if form.max_diff is not None and high - low > form.max_diff:
+            return f"the longest of the {name} has {high} {what}, the shortest {low} (at most {form.max_diff} apart)"
+        if form.max_ratio is not None and high > form.max_ratio * max(low, 1):
+            return f"the longest of the {name} has {high} {what}, the shortest {low} (at most {form.max_ratio:g} times)"
+        return None
+
+    if partial:
+        settled = verdict(lengths[:-1])
+        if settled is not None:
+            return Check(satisfied=False, detail=settled)
+    failed = verdict(lengths)
+    if failed is not None:
+        return Check(satisfied=False, detail=failed, certain=not partial)
+    return Check(satisfied=True, detail=f"{len(items)} {name} of {min(lengths, default=0)} to "
+                 f"{max(lengths, default=0)} {what}", certain=not partial)
+
+
 def check(form: Form, text: str, *, partial: bool = False) -> Check:
     """The verdict of ``form`` on ``text`` (see the module docstring).
 
@@ -443,4 +491,6 @@ def check(form: Form, text: str, *, partial: bool = False) -> Check:
         return _check_wrap(form, text, partial)
     if isinstance(form, Structure):
         return _check_structure(form, text, partial)
+    if isinstance(form, Spread):
+        return _check_spread(form, text, partial)
     return _check_copy(form, text, partial)

@@ -206,6 +206,7 @@ EXAMPLE_PARAMS: dict[Kind, dict[str, Any]] = {
     Kind.WRAP: {"left": "(", "right": ")"},
     Kind.STRUCTURE: {"layout": "table"},
     Kind.COPY: {"text": "Describe a river.", "change": True, "replace": [["river", "lake"]]},
+    Kind.SPREAD: {"unit": "words", "per": "sentences", "max_diff": 4},
 }
 
 

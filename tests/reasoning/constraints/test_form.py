@@ -13,6 +13,7 @@ from reasoning.constraints.form import (
     Layout,
     Measure,
     Position,
+    Spread,
     Structure,
     Unit,
     Wrap,
@@ -206,3 +207,56 @@ def test_generic_counts_relate_to_each_other_and_to_named_kinds() -> None:
     assert ("a", "entails", "c") in edges
     assert ("d", "excludes", "e") in edges
     assert ("f", "excludes", "g") in edges
+
+
+@pytest.mark.parametrize(
+    ("spread", "text", "satisfied"),
+    [
+        (Spread(unit=Unit.WORDS, per=Unit.SENTENCES, max_diff=4), "One two three. One two three four five six.", True),
+        (Spread(unit=Unit.WORDS, per=Unit.SENTENCES, max_diff=2), "One two three. One two three four five six.", False),
+        (Spread(unit=Unit.WORDS, per=Unit.PARAGRAPHS, max_ratio=1.5), "a b c d\n\na b c d e f", True),
+        (Spread(unit=Unit.WORDS, per=Unit.PARAGRAPHS, max_ratio=1.5), "a b c d\n\na b c d e f g", False),
+        (Spread(unit=Unit.CHARACTERS, per=Unit.LINES, max_diff=3), "abcd\nabcdefg", True),
+        (Spread(unit=Unit.WORDS, per=Unit.SENTENCES, max_diff=0), "Just one sentence here.", True),
+    ],
+)
+def test_spread_bounds_the_longest_piece_against_the_shortest(spread: Spread, text: str, satisfied: bool) -> None:
+    assert check(spread, text).satisfied is satisfied
+
+
+def test_a_spread_already_too_wide_among_complete_pieces_is_certain_on_a_partial_text() -> None:
+    spread = Spread(unit=Unit.WORDS, per=Unit.SENTENCES, max_diff=2)
+    early = check(spread, "One. One two three four five. And", partial=True)
+    assert not early.satisfied and early.certain
+    assert not check(spread, "One two three. One", partial=True).certain
+
+
+@pytest.mark.parametrize(
+    ("position", "text", "satisfied"),
+    [
+        (Position(unit=Unit.BULLETS, k=0, op="starts_with", text="", word_class="emoji"), "- 🍎 apples\n- 🍐 pears", True),
+        (Position(unit=Unit.BULLETS, k=0, op="starts_with", text="", word_class="emoji"), "- 🍎 apples\n- pears", False),
+        (Position(unit=Unit.SENTENCES, k=0, op="starts_with", text="", word_class="capital"), 'Yes. "No," he said.', True),
+        (Position(unit=Unit.SENTENCES, k=0, op="starts_with", text="", word_class="capital"), "Yes. no.", False),
+        (Position(unit=Unit.LINES, k=0, op="starts_with", text="", word_class="number"), "1 egg\n2 cups", True),
+        (Position(unit=Unit.BULLETS, k=0, op="starts_with", text="", word_class="verb"),
+         "- Buy milk\n- Call the plumber\n- Review the report", True),
+        (Position(unit=Unit.BULLETS, k=0, op="starts_with", text="", word_class="verb"),
+         "- Buy milk\n- Fresh bread", False),
+        (Position(unit=Unit.SENTENCES, k=0, op="ends_with", text="", word_class="emoji"), "Sunny today 🌞. Rain 🌧", True),
+        (Position(unit=Unit.ANSWER, k=1, op="starts_with", text="", word_class="capital"), "hello there", False),
+    ],
+)
+def test_a_class_opening_or_closing_of_every_piece(position: Position, text: str, satisfied: bool) -> None:
+    assert check(position, text).satisfied is satisfied
+
+
+def test_class_openings_and_spreads_are_generic_kinds_with_their_own_verdicts() -> None:
+    opening = Position(unit=Unit.ANSWER, k=1, op="starts_with", text="", word_class="emoji")
+    assert canonical(opening)[0] is Kind.POSITION  # no start phrase of an empty text
+    spread = Spread(unit=Unit.WORDS, per=Unit.SENTENCES, max_diff=1)
+    kind, params = canonical(spread)
+    assert (kind, params) == (Kind.SPREAD, {"unit": "words", "per": "sentences", "max_diff": 1})
+    constraint = Constraint(id="s", kind=kind, params=params)
+    assert not verify(constraint, "Short one. A much much longer sentence.").satisfied
+    assert verify(constraint, "Short one. Short two.").satisfied
