@@ -68,6 +68,8 @@ MATCHING_RULE = (
     "id (citation_time_window, cite_sources, jurisdiction, numeric_precision, regex_format, "
     "start_phrase) are excluded from precision. Equivalences: forbidden_words{[w]} matches "
     "keywords:frequency{w, less than 1}; keyword_frequency{w, at least 1} matches keywords:existence{[w]}; "
+    "a count of one mark (punctuation or characters among '!' and '！') matches keywords:letter_frequency of that "
+    "mark ('!'), which counts the same characters; "
     "a predicted response_language{en} is absorbed by change_case:english_capital/english_lowercase, "
     "whose checkers require English. Parameters are compared after rewriting relations in IFEval's "
     "terms (at most n -> less than n+1, more than n -> at least n+1; exactly n -> the two bounds at least n "
@@ -128,6 +130,16 @@ def label_params(ifeval_id: str, kwargs: Mapping[str, Any]) -> dict[str, Any]:
     return {}
 
 
+def _mark_count(p: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A whole-answer count of one mark (in either width) in IFEval's letter_frequency terms."""
+    chars = str((p.get("filter") or {}).get("chars", ""))
+    plain = set(p.get("filter") or {}) == {"chars"} and p.get("per") is None and p.get("of") is None
+    if not plain or p.get("unit") not in ("punctuation", "characters") or not chars or chars[0].isalnum():
+        return None
+    relation, n = _relation(str(p.get("relation")), int(p.get("n", 0)))
+    return {"letter": chars[0], "relation": relation, "n": n}
+
+
 def comparable(constraint: Constraint, ifeval_id: str) -> dict[str, Any] | None:
     """Our constraint's params in the form :func:`label_params` gives ``ifeval_id``.
 
@@ -143,6 +155,8 @@ def comparable(constraint: Constraint, ifeval_id: str) -> dict[str, Any] | None:
         if p.get("relation") == Relation.AT_LEAST and int(p.get("n", 0)) == 1:
             return {"keywords": _words([p.get("keyword", "")])}
         return None
+    if kind == Kind.COUNT and target == Kind.LETTER_FREQUENCY:
+        return _mark_count(p)
     if kind != target:
         return None
     if kind in (Kind.WORD_COUNT, Kind.SENTENCE_COUNT, Kind.CAPITAL_WORD_FREQUENCY):
@@ -207,7 +221,8 @@ def _match_prompt(
     labels: Sequence[tuple[str, dict[str, Any]]], predicted: Sequence[Constraint]
 ) -> tuple[list[tuple[str, bool, bool]], list[Constraint]]:
     """[(ifeval_id, matched, params_equal)] per label, and unmatched predictions."""
-    free = [c for c in _expand_exact(predicted) if c.kind in _IFEVAL_KINDS]
+    free = [c for c in _expand_exact(predicted)
+            if c.kind in _IFEVAL_KINDS or c.kind == Kind.COUNT and _mark_count(c.params) is not None]
     outcomes: list[tuple[str, bool, bool]] = []
     for ifeval_id, kwargs in labels:
         wanted = label_params(ifeval_id, kwargs)
@@ -223,6 +238,7 @@ def _match_prompt(
     matched_ids = {c.id for c in _expand_exact(predicted)} - {c.id for c in free}
     free = [c for c in free if not (c.id.endswith("#upper") and c.id.removesuffix("#upper") in matched_ids)
             and not (c.id + "#upper" in matched_ids)]
+    free = [c for c in free if c.kind in _IFEVAL_KINDS]  # an unmatched mark count covers no IFEval id
     if any(ifeval_id in _ENGLISH_CASE_IDS for ifeval_id, _ in labels):
         free = [c for c in free if not (c.kind == Kind.RESPONSE_LANGUAGE and c.params.get("language") == "en")]
     return outcomes, free

@@ -246,13 +246,20 @@ def relation_after_unit(ctx: _Ctx, quantity: _Quantity, head: int) -> _Quantity:
 
 
 def _flip_if_negated(ctx: _Ctx, at: int, relation: Relation) -> Relation:
-    """"should not exceed 50 words" / "nothing longer than 30 words" -> at most."""
+    """"should not exceed 50 words" / "nothing longer than 30 words" / "avoid using the letter i
+    more than twice" (a verb of avoiding in the same clause) -> at most."""
     if relation not in (Relation.MORE_THAN, Relation.LESS_THAN):
         return relation
     doc = ctx.doc
     window = doc[max(doc[at].sent.start, at - 8) : at]
+    flipped = Relation.AT_MOST if relation == Relation.MORE_THAN else Relation.AT_LEAST
     if any(t.dep_ == "neg" or t.lower_ in ("n't", "not") for t in window):
-        return Relation.AT_MOST if relation == Relation.MORE_THAN else Relation.AT_LEAST
+        return flipped
+    for t in reversed(window):
+        if t.lower_ in (",", ";", "and", "but", "then", "or") or t.is_punct:
+            break
+        if t.lemma_.lower() in _NEG_VERBS:
+            return flipped
     return relation
 
 
@@ -377,7 +384,8 @@ def _payload(ctx: _Ctx, head: int, *, allow_bare: bool) -> tuple[list[str], int,
     if first >= stop or ctx.lowers[first] in ("or", "and", "nor", ",", "etc"):
         return [], head_tok.idx, False
     words, end_char = _bare_list(ctx, first, stop)
-    words = [w for w in words if not ctx.doc.vocab[w.lower()].is_stop]
+    # A stop word is named only when written capitalised ("the word Taylor, Swift, or Together")
+    words = [w for w in words if not ctx.doc.vocab[w.lower()].is_stop or w[:1].isupper()]
     return words, end_char, False
 
 
@@ -718,6 +726,34 @@ _POSITION_VERBS = frozenset(
 {"end", "finish", "start", "begin", "conclude", "close", "describe", "rewrite"})
 
 
+_TOPIC_VERBS = frozenset({"mean", "define", "explain", "translate", "spell", "pronounce", "derive", "originate",
+                          "etymology", "origin", "meaning", "definition"})
+_INCLUDING_VERBS = frozenset({"include", "use", "mention", "contain", "have", "feature", "put", "add", "incorporate",
+                              "say", "write", "repeat", "appear", "insert", "end", "start", "begin"})
+
+
+def _word_as_topic(ctx: _Ctx, i: int) -> bool:
+    """Whether "the word X" at ``i`` is what the request is about, not a word to write.
+
+    "What does the word 'jock' mean?", "explain what the word 'entropy'
+    means", "the origin of the phrase 'break a leg'": the word's governing
+    verbs (or the noun it belongs to) ask for its meaning, or the sentence is
+    a question with no verb of including words.
+    """
+    sent = ctx.tokens[i].sent
+    node = ctx.tokens[i]
+    for _ in range(3):
+        if node.head is node:
+            break
+        node = node.head
+        if node.lemma_.lower() in _INCLUDING_VERBS:
+            return False
+        if node.lemma_.lower() in _TOPIC_VERBS:
+            return True
+    question = sent.text.rstrip().endswith("?")
+    return question and not any(t.lemma_.lower() in _INCLUDING_VERBS for t in sent)
+
+
 def _detect_keywords(ctx: _Ctx) -> None:
     """Keyword presence, absence and frequency."""
     for i, lemma in enumerate(ctx.lemmas):
@@ -743,6 +779,8 @@ def _detect_keywords(ctx: _Ctx) -> None:
             continue
 
         negated = _negated(ctx, i)
+        if not negated and lemma in ("word", "term", "phrase") and _word_as_topic(ctx, i):
+            continue
         plural_head = ctx.lowers[i] in ("words", "keywords", "terms", "phrases")
         bare = negated or plural_head or lemma == "keyword" or (lemma in _VERB_HEADS and _listing_colon(ctx, i))
         words, end_char, quoted = _payload(ctx, i, allow_bare=bare or lemma in ("word", "name"))
@@ -763,8 +801,9 @@ def _detect_keywords(ctx: _Ctx) -> None:
             for relation, n in count.bounds():
                 ctx.add(Kind.KEYWORD_FREQUENCY, {"keyword": words[0], "relation": str(relation), "n": n},
                         start, max(end_char, ctx.chars(count.last, count.last)[1]))
-            if count.relation in (Relation.LESS_THAN, Relation.AT_MOST, Relation.EXACTLY) and count.n >= 1 \
+            if count.relation in (Relation.LESS_THAN, Relation.AT_MOST) and count.n >= 1 \
                     and ctx.lowers[count.first - 1 : count.first] == ["only"]:
+                # "only up to twice": the word is there, at most twice (an exact count already says so)
                 ctx.add(Kind.KEYWORDS_PRESENT, {"keywords": words}, start, end_char, confidence=0.6)
         elif quoted or bare:
             ctx.add(Kind.KEYWORDS_PRESENT, {"keywords": words}, start, end_char, confidence=0.8)
@@ -796,6 +835,7 @@ def _detect_letters(ctx: _Ctx) -> None:
                             start, ctx.chars(last, last)[1])
                 continue
             for relation, n in count.bounds():
+                relation = _flip_if_negated(ctx, count.first, relation)
                 ctx.add(Kind.LETTER_FREQUENCY, {"letter": letter, "relation": str(relation), "n": n},
                         start, ctx.chars(count.last, count.last)[1])
             continue

@@ -379,8 +379,6 @@ def _detect_counts(ctx: _Ctx) -> None:
         per = _per(ctx, unit, first, head) if unit in _PER_UNITS else None
         if unit in _NAMED_UNITS and per is None and filter_fields == dict(fields) and not fields:
             continue
-        if per is None and any(_symbol_count(f) and f.start <= at < f.end for f in ctx.found):
-            continue
         bounds = _bounds(ctx, unit, first, head, quantity, filtered=filter_fields != dict(fields) or bool(fields))
         if not bounds:
             continue
@@ -511,12 +509,13 @@ def _replace_refined(ctx: _Ctx, start: int, end: int, unit: Unit, per: Unit | No
 
     Word and sentence counts give way only to a count of the same unit with a
     filter or a per-item scope (or to a count per sentence / paragraph);
-    per line keeps both readings. A symbol's "letter frequency" gives way
-    only to a per-item count of it.
+    per line keeps both readings. A named mark's "letter frequency" ("at
+    least three question marks") gives way to the count of that mark (the
+    punctuation unit, in either width), which is what the words say.
     """
     def refined(f: Found) -> bool:
         if _symbol_count(f) and _overlaps(f, start, end):
-            return per is not None
+            return unit in (Unit.PUNCTUATION, Unit.CHARACTERS) or per is not None
         if not _overlaps(f, start, end) or not _refinable(f):
             return False
         if per is Unit.LINES:
@@ -704,6 +703,12 @@ def _detect_layouts(ctx: _Ctx) -> None:
             continue
         done.add(start)
         n, columns = _layout_size(ctx, layout, head, end)
+        if n is None and layout in (Layout.LIST, Layout.NUMBERED_LIST):
+            listed = _listed_number(ctx, start, first, end)
+            if listed is not None and layout is Layout.LIST:
+                ctx.add(Kind.BULLET_COUNT, {"n": listed}, *chars)  # as "N bullet points" reads
+                continue
+            n = listed
         sub_items = _sub_items(ctx, chars) if layout is Layout.NESTED_LIST else None
         if layout is Layout.NESTED_LIST and n is not None and sub_items is None:
             _scale_per_item(ctx, n, chars)
@@ -751,6 +756,49 @@ def _scale_per_item(ctx: _Ctx, items: int, chars: tuple[int, int]) -> None:
                       confidence=f.confidence, hardness=f.hardness)
         scaled.append(f)
     ctx.found = scaled
+
+
+def _counted_noun(ctx: _Ctx, j: int, stop: int) -> tuple[int, str] | None:
+    """(value, noun lemma) of an exact number at ``j`` counting the noun after it ("exactly 10 possible names")."""
+    if _number_at(ctx.doc, j) is None or (j + 1 < stop and _number_at(ctx.doc, j + 1) is not None):
+        return None
+    value = _exact_number(ctx, j, ctx.tokens[j].sent.start)
+    noun = next((x for x in range(j + 1, min(stop, j + 4)) if ctx.tokens[x].pos_ == "NOUN"), None)
+    if value is None or noun is None:
+        return None
+    while noun + 1 < stop and ctx.tokens[noun + 1].pos_ == "NOUN":
+        noun += 1
+    lemma = ctx.lemmas[noun]
+    if lemma in _NOT_ITEMS or (lemma,) in EN_UNITS or lemma in _LIST_TERMS:
+        return None
+    return value, lemma
+
+
+_LIST_TERMS = frozenset({"bullet", "point", "list", "item", "step", "section", "part", "row", "column", "table"})
+
+
+def _listed_number(ctx: _Ctx, start: int, first: int, end: int) -> int | None:
+    """The number of things a list holds when the request counts them rather than the list's items.
+
+    "Name exactly 3 names ... using markdown bullet points" (the number in the
+    list's own sentence, before its term), and "List exactly 10 names. Put the
+    names into bullet points" (an earlier sentence counts the noun that the
+    list's sentence names with "the"). Only exact numbers of things that are
+    no unit of text count.
+    """
+    for j in range(start, first):
+        counted = _counted_noun(ctx, j, first)
+        if counted is not None:
+            return counted[0]
+    named = {ctx.lemmas[x] for x in range(start + 1, end)
+             if ctx.tokens[x].pos_ == "NOUN" and ctx.lowers[x - 1] in ("the", "these", "those", "all")}
+    if not named:
+        return None
+    for j in range(start):
+        counted = _counted_noun(ctx, j, ctx.tokens[j].sent.end)
+        if counted is not None and counted[1] in named:
+            return counted[0]
+    return None
 
 
 def _layout_size(ctx: _Ctx, layout: Layout, head: int, end: int) -> tuple[int | None, int | None]:

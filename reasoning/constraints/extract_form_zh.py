@@ -73,7 +73,7 @@ _COUNT_BEFORE = re.compile(
 )
 _COUNT_AFTER = re.compile(
     r"(?P<unit>" + _UNIT + r")(?:的?(?:数量|个数|总数))?(?:必须|应|要|须|需|应该)?(?P<rel>" + _REL_BEFORE + r")\s*"
-    r"(?P<num>" + ZH_NUMBER + r")\s*(?:个|处|次|条)?"
+    + _VERB + r"(?P<num>" + ZH_NUMBER + r")\s*(?:个|处|次|条)?"
 )
 _PER_WORDS = re.compile(
     r"(?P<per>" + _PER + r")(?:话|都)?(?:必须|应|要|须|需|应该|只能)?(?:包含|有|写)?(?P<rel>" + _REL_BEFORE + r")?"

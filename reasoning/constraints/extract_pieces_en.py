@@ -20,9 +20,12 @@ and reads what the unit lexicon alone does not:
 - a one-word verdict from given options ("answer with one word: yes, no or
   maybe"): ``constrained_response``;
 - lengths compared between pieces ("no sentence may be more than four words
-  longer than any other"): the form has no spread, so the count a word
-  count reader took from it is dropped and the sentence is reported as
-  unrecognised.
+  longer than any other", "keep the paragraphs roughly equal in length"):
+  ``spread(unit, per, max_diff | max_ratio)``, the count a word count reader
+  took from the sentence dropped;
+- sections opened by numbered labels ("mark each advertisement with Audience
+  1 and Audience 2", "label the sections Step 1, Step 2 ..."): ``sections``
+  of that marker.
 
 Each reading keys on the parse (the governing verb, the quantifier over the
 pieces, the noun a number counts) and the lexicon, never on one wording.
@@ -33,8 +36,24 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 
-from reasoning.constraints.extract_en import _QUOTED, _Ctx, _negated, _number_at, _quoted_list
-from reasoning.constraints.form import Count, Filter, Form, Measure, Position, Unit, canonical
+from reasoning.constraints.extract_en import (
+    _QUOTED,
+    _Ctx,
+    _negated,
+    _number_at,
+    _quoted_list,
+)
+from reasoning.constraints.form import (
+    Count,
+    Filter,
+    Form,
+    Measure,
+    Position,
+    Spread,
+    Unit,
+    WordClass,
+    canonical,
+)
 from reasoning.constraints.found import Found
 from reasoning.constraints.lexicon import EN_ANSWER_NOUNS, EN_UNITS
 from reasoning.constraints.model import Kind, Relation
@@ -49,6 +68,7 @@ _PIECES: Mapping[str, Unit] = {"sentence": Unit.SENTENCES, "paragraph": Unit.PAR
 _EVERY = frozenset({"each", "every", "all"})
 _OPENING = frozenset({"start", "begin", "open", "lead", "preface", "prefix"})
 _ENDING = frozenset({"end", "finish", "close", "conclude"})
+_PHRASAL_OPENING = frozenset({"kick", "lead", "start", "set"})
 _MARK_NAMES: Mapping[str, str] = {"question": "?", "exclamation": "!", "period": ".", "colon": ":",
                                   "semicolon": ";", "ellipsis": "...", "dash": "-", "hyphen": "-", "asterisk": "*"}
 
@@ -79,6 +99,12 @@ def _every_piece(ctx: _Ctx, start: int, end: int) -> tuple[Unit, int] | None:
             k += 1
         if k < end and ctx.lemmas[k] in _PIECES:
             return _PIECES[ctx.lemmas[k]], k
+        if ctx.lowers[j] == "each" and (k >= end or ctx.lowers[k] in ("one", "of")
+                                        or ctx.tokens[k].pos_ not in ("NOUN", "PROPN", "ADJ")):
+            # "5 bullet points, each one starting with ...", "three lines, each of them ...": the pieces named before
+            back = next((x for x in [*range(j - 1, start - 1, -1), *range(k, end)] if ctx.lemmas[x] in _PIECES), None)
+            if back is not None:  # (or named after it: "four chores, each one ..., as bullet points")
+                return _PIECES[ctx.lemmas[back]], back
     return None
 
 
@@ -105,21 +131,112 @@ def _value_after_with(ctx: _Ctx, verb: int, end: int) -> tuple[str, int] | None:
     return token.text.strip("\"'“”‘’"), token.idx + len(token.text)
 
 
-def _detect_every_piece(ctx: _Ctx) -> None:
-    """"Every sentence must begin with 'Today'", "end each paragraph with 'Over.'", "start every list item with ✅"."""
+#: Words naming a class of openings (lemmas; "capital" / "lowercase" before "letter" or alone).
+_CLASS_WORDS: Mapping[str, WordClass] = {"emoji": "emoji", "emojis": "emoji", "emoticon": "emoji",
+                                         "capital": "capital", "uppercase": "capital", "upper": "capital",
+                                         "lowercase": "lowercase", "lower": "lowercase", "small": "lowercase",
+                                         "number": "number", "digit": "number", "numeral": "number",
+                                         "verb": "verb", "imperative": "verb"}
+
+
+def _class_after_with(ctx: _Ctx, verb: int, end: int) -> tuple[WordClass, int] | None:
+    """The class an opening names after the predicate's "with" ("with an emoji", "with a capital
+    letter", "with an action verb"); (class, end char). A mark's name or a quoted text is no class."""
+    with_i = next((x for x in range(verb + 1, end) if ctx.lowers[x] == "with"), None)
+    if with_i is None:
+        return None
+    j = with_i + 1
+    while j < end and (ctx.lowers[j] in ("a", "an", "the", "one", "single", "its", "their", "action", "strong")
+                       or ctx.tokens[j].pos_ == "ADJ" and ctx.lemmas[j] not in _CLASS_WORDS):
+        j += 1  # "with a relevant emoji", "with a strong verb"
+    if j >= end:
+        return None
+    word_class = _CLASS_WORDS.get(ctx.lemmas[j]) or _CLASS_WORDS.get(ctx.lowers[j])
+    if word_class is None:
+        return None
+    last = j
+    if word_class in ("capital", "lowercase"):
+        if ctx.lowers[j] in ("upper", "lower") and j + 1 < end and ctx.lowers[j + 1] in ("case", "-"):
+            last = j + 1 + (ctx.lowers[j + 1] == "-")
+        if last + 1 < end and ctx.lemmas[last + 1] in ("letter", "character"):
+            last += 1
+        elif ctx.lowers[j] in ("small", "upper", "lower"):
+            return None  # "with a small gift": no letter named
+    return word_class, ctx.tokens[last].idx + len(ctx.tokens[last].text)
+
+
+def _classed_whole(ctx: _Ctx, verb: int, start: int, end: int) -> tuple[Unit, int] | None:
+    """The answer or every word as what opens with a class ("start your answer with a capital
+    letter": the answer; "each word should start with a capital letter": every word)."""
+    for j in range(start, end):
+        if ctx.lowers[j] in _EVERY and j + 1 < end and ctx.lemmas[j + 1] == "word":
+            return Unit.WORDS, j + 1
+    for j in range(start, min(end, verb + 4)):
+        if ctx.lemmas[j] in EN_ANSWER_NOUNS and ctx.lowers[j - 1 : j] in (["your"], ["the"], ["my"]):
+            return Unit.ANSWER, j
+    return None
+
+
+_UPPER_WORDS = frozenset({"uppercase", "capital", "capitalized", "capitalised", "capitalize", "capitalise", "upper",
+                          "caps"})
+_LOWER_WORDS = frozenset({"lowercase", "lower", "lowercased"})
+
+
+def _detect_first_letter_case(ctx: _Ctx) -> None:
+    """"The first letter of every sentence must be uppercase", "capitalize the first letter of each line":
+    every piece opening with a letter of that case (not the whole answer in capitals)."""
     for i, lemma in enumerate(ctx.lemmas):
+        if lemma not in ("letter", "character") or i == 0 or ctx.lowers[i - 1] not in ("first", "initial", "opening"):
+            continue
+        start, end = _sentence(ctx, i)
+        piece = _every_piece(ctx, i + 1, end)
+        if piece is None or ctx.lowers[i + 1 : i + 2] != ["of"]:
+            continue
+        cased = {ctx.lowers[j] for j in range(start, end)}
+        word_class: WordClass | None = "capital" if cased & _UPPER_WORDS else "lowercase" if cased & _LOWER_WORDS else None
+        if word_class is None or _negated(ctx, i):
+            continue
+        first, last = ctx.doc[start:end].start_char, ctx.doc[start:end].end_char
+        ctx.found = [f for f in ctx.found if not (_overlaps(f, first, last) and f.kind in (
+            Kind.ALL_CAPITALS, Kind.ALL_LOWERCASE, Kind.CAPITAL_WORD_FREQUENCY, Kind.POSITION, Kind.LETTER_FREQUENCY))]
+        _add(ctx, Position(unit=piece[0], k=0, op="starts_with", text="", word_class=word_class), first, last)
+
+
+def _detect_every_piece(ctx: _Ctx) -> None:
+    """"Every sentence must begin with 'Today'", "end each paragraph with 'Over.'", "start every list item with ✅";
+    "begin each bullet with an emoji", "every sentence starts with a capital letter" (a class of openings)."""
+    for i, lemma in enumerate(ctx.lemmas):
+        if lemma in _PHRASAL_OPENING and ctx.lowers[i + 1 : i + 2] == ["off"]:
+            lemma = "start"  # "kick off every bullet with ...", "lead off each line with ..."
         if lemma not in _OPENING | _ENDING:
             continue
         start, end = _sentence(ctx, i)
-        if ctx.tokens[i].pos_ not in ("VERB", "AUX") and i != start:
+        if ctx.tokens[i].pos_ not in ("VERB", "AUX") and i != start \
+                and not (ctx.tokens[i].pos_ == "ADJ" and ctx.lowers[i + 1 : i + 2] == ["with"]):
             continue  # "the end of each line": a noun; the imperative opening the sentence may be tagged one
+            # ("make every line open with a number": the tagger may read "open" as an adjective)
         piece = _every_piece(ctx, start, end)
+        op = "starts_with" if lemma in _OPENING else "ends_with"
+        classed = _class_after_with(ctx, i, end)
+        if piece is None and classed is not None:
+            piece = _classed_whole(ctx, i, start, end)  # "start your answer with a capital letter", "each word ..."
         if piece is None or _negated(ctx, i):
+            continue
+        if classed is not None:
+            word_class, last_char = classed
+            first = ctx.tokens[start].idx
+            ctx.found = [f for f in ctx.found if not (_overlaps(f, first, last_char) and (
+                f.kind in (Kind.END_PHRASE, Kind.START_PHRASE, Kind.KEYWORDS_PRESENT, Kind.POSITION,
+                           Kind.ALL_CAPITALS, Kind.ALL_LOWERCASE, Kind.LETTER_FREQUENCY)
+                or f.kind is Kind.COUNT and f.params.get("per") is not None
+                or f.kind is Kind.STRUCTURE and f.params == {"layout": "list"}))]
+            k = 1 if piece[0] is Unit.ANSWER else 0
+            form = Position(unit=piece[0], k=k, op=op, text="", word_class=word_class)  # type: ignore[arg-type]
+            _add(ctx, form, first, last_char)
             continue
         value = _value_after_with(ctx, i, end)
         if value is None or not value[0].strip():
             continue
-        op = "starts_with" if lemma in _OPENING else "ends_with"
         unit, _at = piece
         first, last = ctx.tokens[start].idx, max(value[1], ctx.tokens[i].idx + len(ctx.tokens[i].text))
         text = value[0].strip()
@@ -363,30 +480,135 @@ def _bare_options(ctx: _Ctx, j: int, end: int) -> tuple[list[str], int]:
 
 
 _BETWEEN_PIECES = ("any other", "each other", "one another", "the others", "the other ones", "the shortest",
-                   "the longest", "every other")
+                   "the longest", "every other", "another", "give or take", "the rest", "as long as")
+_ALIKE = frozenset({"same", "equal", "similar", "comparable", "uniform", "consistent", "balanced", "even", "equally",
+                    "similarly", "evenly"})
+_LENGTH_WORDS = frozenset({"longer", "shorter", "length", "long", "differ", "difference", "size", "lengthy"})
+_SPREAD_UNITS: Mapping[str, Unit] = {"word": Unit.WORDS, "character": Unit.CHARACTERS, "letter": Unit.LETTERS,
+                                     "char": Unit.CHARACTERS}
+_ROUGHLY_EQUAL = 1.5
+"""``max_ratio`` of "roughly equal in length" with no number: the longest at most half as long again as the shortest."""
+
+
+def _spread_number(ctx: _Ctx, start: int, end: int) -> tuple[int, Unit | None] | None:
+    """The most difference a sentence allows, and the unit it counts: "more than four words longer" (4),
+    "differ by less than 5 words" (4), "give or take three words" (3), "within 20 words of each other" (20)."""
+    for j in range(start, end):
+        number = _number_at(ctx.doc, j)
+        if number is None or (j + 1 < end and _number_at(ctx.doc, j + 1) is not None):
+            continue
+        value, first, last = number
+        unit = next((_SPREAD_UNITS[ctx.lemmas[x]] for x in range(last + 1, min(end, last + 3))
+                     if ctx.lemmas[x] in _SPREAD_UNITS), None)
+        before = relation_before(ctx.lowers[max(start, first - 4) : first])
+        lead = first - (before[1] if before is not None else 0) - 1
+        if unit is None and not (lead >= start and ctx.lowers[lead] in ("take", "by", "within", "exceed")):
+            continue  # "write 3 paragraphs of equal length": the number counts the pieces
+        if before is not None and before[0] is Relation.LESS_THAN and not _negated(ctx, first):
+            value -= 1
+        return value, unit
+    return None
 
 
 def _detect_spread(ctx: _Ctx) -> None:
-    """Lengths compared between pieces ("no sentence more than four words longer than any other").
+    """Lengths compared between pieces: ``spread(unit, per, max_diff | max_ratio)``.
 
-    The form has no spread of lengths: a count read from such a sentence
-    would bound the whole answer instead, so counts there are dropped and the
-    sentence is left to be reported as unrecognised.
+    "No sentence more than four words longer than any other" (``max_diff`` 4
+    words), "lines should not differ in length by more than ten characters",
+    "keep the paragraphs roughly equal in length" (no number: ``max_ratio``
+    1.5). The counts the number readers took from such a sentence ("at most 4
+    words per sentence") bound each piece instead, and are dropped.
     """
     text = " ".join(ctx.lowers)
-    if not any(w in text for w in _BETWEEN_PIECES):
+    if not any(w in text for w in _BETWEEN_PIECES) and not any(w in _ALIKE for w in ctx.lowers) \
+            and "differ" not in text:
         return
     for sent in ctx.doc.sents:
-        lowered = " ".join(t.lower_ for t in sent)
-        if not any(w in lowered for w in _BETWEEN_PIECES):
+        lowers = [t.lower_ for t in sent]
+        lowered = " ".join(lowers)
+        between = any(w in lowered for w in _BETWEEN_PIECES) or any(t.lemma_.lower() == "differ" for t in sent)
+        alike = any(w in _ALIKE for w in lowers) or "as long as the" in lowered  # "about as long as the others"
+        if not (between or alike):
             continue
-        if not any(t.lemma_.lower() in _PIECES for t in sent) or not any(
-                t.lower_ in ("longer", "shorter", "length", "long", "differ", "difference") for t in sent):
+        piece = next((_PIECES[t.lemma_.lower()] for t in sent if t.lemma_.lower() in _PIECES), None)
+        if piece is None:
             continue
-        ctx.found = [f for f in ctx.found if not (
-            _overlaps(f, sent.start_char, sent.end_char)
-            and (f.kind in (Kind.WORD_COUNT, Kind.SENTENCE_COUNT)
-                 or (f.kind is Kind.COUNT and f.params.get("unit") in ("words", "characters", "letters"))))]
+        number = _spread_number(ctx, sent.start, sent.end)
+        lengths = any(w in _LENGTH_WORDS for w in lowers)
+        if not lengths and not (between and number is not None and number[1] is not None):
+            continue  # "within 20 words of the others" compares lengths without the word "length"
+        if number is None and not alike:
+            continue
+        named = next((_SPREAD_UNITS[t.lemma_.lower()] for t in sent if t.lemma_.lower() in _SPREAD_UNITS), None)
+        unit = (number[1] if number is not None else None) or named or Unit.WORDS
+        if number is not None:
+            value = number[0]
+            ctx.found = [f for f in ctx.found if not (
+                _overlaps(f, sent.start_char, sent.end_char) and int(f.params.get("n", -1)) in (value, value + 1)
+                and (f.kind in (Kind.WORD_COUNT, Kind.SENTENCE_COUNT)
+                     or (f.kind is Kind.COUNT and f.params.get("unit") in ("words", "characters", "letters"))))]
+            form = Spread(unit=unit, per=piece, max_diff=value)
+        else:
+            form = Spread(unit=unit, per=piece, max_ratio=_ROUGHLY_EQUAL)
+        _add(ctx, form, sent.start_char, sent.end_char)
+
+
+_LABEL = re.compile(r"(?<![\w*#])([A-Z][A-Za-z]{2,})\s?(X|N|#|\{N\}|\d{1,2})(?![\w.]*\d)")
+_LABELLING = frozenset({"mark", "label", "title", "head", "number", "start", "begin", "open", "name", "call",
+                        "prefix", "introduce", "precede", "lead", "tag"})
+
+
+def _detect_labelled_sections(ctx: _Ctx) -> None:
+    """Pieces opened by a numbered label ("mark each advertisement with Audience 1 and Audience 2",
+    "sections labelled Step 1, Step 2 and Step 3", "each starting with Part N:"): sections of that marker.
+
+    The number of sections is the highest label shown, else the exact number
+    of the pieces the sentence labels ("two advertisements ... each
+    advertisement"); a prompt whose count of sections gave them already is
+    left as it is.
+    """
+    if ctx.has(Kind.SECTIONS):
+        return
+    sents = list(ctx.doc.sents)
+    for index, sent in enumerate(sents):
+        labels = list(_LABEL.finditer(ctx.text, sent.start_char, sent.end_char))
+        if not labels:
+            continue
+        words = {m.group(1) for m in labels}
+        if len(words) != 1:
+            continue
+        word = words.pop()
+        if word.lower() in _EVERY or any(ctx.lemmas[t.i] == word.lower() and t.pos_ == "VERB" for t in sent):
+            continue
+        wrapped = sents[index - 1] if index and not re.search(r"[.!?:;]\s*$", sents[index - 1].text) else None
+        if not any(t.lemma_.lower() in _LABELLING for t in sent) and not (
+                wrapped is not None and any(t.lemma_.lower() in _LABELLING for t in wrapped)):
+            continue  # (a sentence broken by a line break reads on from the line before)
+        shown = [int(m.group(2)) for m in labels if m.group(2).isdigit()]
+        n = max(shown) if len(shown) >= 2 and sorted(shown) == list(range(1, max(shown) + 1)) else None
+        if n is None and shown:
+            continue  # "Mark it with Version 3": one label, no sequence
+        if n is None:
+            n = _labelled_pieces(ctx, sent.start, sent.end)
+        if n is None:
+            continue
+        ctx.add(Kind.SECTIONS, {"splitter": word, "n": n}, sent.start_char, sent.end_char, confidence=0.8)
+        return
+
+
+def _labelled_pieces(ctx: _Ctx, start: int, end: int) -> int | None:
+    """The exact number of the pieces "each <noun>" names in the sentence, counted anywhere in the prompt."""
+    noun = next((ctx.lemmas[j + 1] for j in range(start, end - 1) if ctx.lowers[j] in _EVERY
+                 and ctx.tokens[j + 1].pos_ == "NOUN"), None)
+    if noun is None:
+        return None
+    for j, lemma in enumerate(ctx.lemmas):
+        if lemma != noun or j == 0:
+            continue
+        number = _number_at(ctx.doc, j - 1)
+        if number is not None:
+            return number[0]
+    return None
 
 
 _JSON_ARRAY = re.compile(r"\bJSON\s+(?:array|list)\b|\barray\s+(?:in|of)\s+JSON\b", re.IGNORECASE)
@@ -404,9 +626,75 @@ def _detect_json_array(ctx: _Ctx) -> None:
     ctx.add(Kind.JSON_FORMAT, {"schema": {"type": "array"}}, match.start(), match.end(), confidence=0.85)
 
 
+_BARE_KEYS = re.compile(r"[\w-]+(?:(?:\s*,\s*(?:and\s+|or\s+)?|\s+and\s+|\s+or\s+|\s*&\s*)[\w-]+)*")
+_KEY_NOUNS = frozenset({"key", "field", "property", "attribute", "member"})
+_KEY_LEADS = frozenset({":", "named", "called", "for", "of", "like", "such", "as", "-", "the", "following", "are", "is",
+                        "include", "including", "containing", "be", "should", "must"})
+
+
+def _detect_json_keys(ctx: _Ctx) -> None:
+    """"A JSON object with keys name and role", "the fields 'title', 'year' and 'author'": ``json_format``
+    with those ``keys`` (the object must hold each), read in the JSON sentence or the one after it."""
+    plain = [f for f in ctx.found if f.kind is Kind.JSON_FORMAT and not f.params]
+    if not plain:
+        return
+    json_at = next((t.i for t in ctx.tokens if t.idx >= plain[0].start), 0)
+    sents = list(ctx.doc.sents)
+    first = next((i for i, sent in enumerate(sents) if sent.start <= json_at < sent.end), 0)
+    for sent in sents[first : first + 2]:
+        for i in range(sent.start, sent.end):
+            named = ctx.lemmas[i] in _KEY_NOUNS or ctx.lowers[i].removesuffix("s") in _KEY_NOUNS \
+                or ctx.lowers[i] == "properties"  # the tagger may take "keys" for a proper noun
+            if not named or ctx.tokens[i].pos_ not in ("NOUN", "PROPN"):
+                continue
+            j = i + 1
+            while j < sent.end and ctx.lowers[j] in _KEY_LEADS:
+                j += 1
+            if j >= sent.end:
+                continue
+            keys, last = _quoted_list(ctx, ctx.tokens[j].idx, sent.end_char)
+            if not keys:
+                # the written names, not the tokens ("id" is split as "i" "d")
+                named_list = _BARE_KEYS.match(ctx.text, ctx.tokens[j].idx, sent.end_char)
+                if named_list is not None:
+                    keys = [k for k in re.split(r"\s*(?:,|\band\b|\bor\b|&)\s*", named_list.group(0)) if k]
+                    last = named_list.end()
+            if len(keys) < 1 or _negated(ctx, i):
+                continue
+            ctx.found = [f for f in ctx.found if f not in plain]
+            ctx.add(Kind.JSON_FORMAT, {"keys": keys}, min(plain[0].start, ctx.tokens[i].idx),
+                    max(plain[0].end, last), confidence=0.85)
+            return
+
+
+_BLANK = frozenset({"blank", "empty"})
+
+
+def _detect_paragraph_separator(ctx: _Ctx) -> None:
+    """"A blank line between paragraphs", "separate the paragraphs with an empty line": how paragraphs are
+    divided, not a count of lines; said alone, the answer has paragraphs (at least two) to divide."""
+    for sent in ctx.doc.sents:
+        lemmas = [t.lemma_.lower() for t in sent]
+        blank = any(t.lower_ in _BLANK and t.i + 1 < sent.end and ctx.lemmas[t.i + 1] == "line" for t in sent)
+        if not blank or "paragraph" not in lemmas or not any(
+                w in lemmas for w in ("between", "separate", "divide", "after", "split")):
+            continue
+        ctx.found = [f for f in ctx.found if not (
+            _overlaps(f, sent.start_char, sent.end_char) and f.kind is Kind.COUNT and f.params.get("unit") == "lines")]
+        counted = any(f.kind in (Kind.PARAGRAPH_COUNT, Kind.NTH_PARAGRAPH_FIRST_WORD) or (
+            f.kind is Kind.COUNT and f.params.get("unit") == "paragraphs" and f.params.get("per") is None)
+            for f in ctx.found)
+        if not counted and not _negated(ctx, sent.start):
+            _add(ctx, Count(unit=Unit.PARAGRAPHS, relation=Relation.AT_LEAST, n=2), sent.start_char, sent.end_char)
+
+
 _DETECTORS: Sequence[Callable[[_Ctx], None]] = (
+    _detect_json_keys,
+    _detect_paragraph_separator,
     _detect_json_array,
+    _detect_labelled_sections,
     _detect_every_piece,
+    _detect_first_letter_case,
     _detect_question_share,
     _detect_bold,
     _detect_quoted_counts,

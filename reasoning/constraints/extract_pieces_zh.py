@@ -18,8 +18,14 @@ the same text, with the lexicon's per-item words (每句 / 每段 / 每行 / 每
 - asides in shown brackets (用（）加入两处旁白): a count of spans between them;
 - N items, one per line (写四句口号，每行一句): N lines;
 - a one-word verdict from listed options (只用一个词回答：是、否或不确定);
-- lengths compared between pieces (各句长度相差不超过五个字): no form, so the
-  counts read there are dropped (the sentence is reported unrecognised).
+- an opening of every piece by a class (每个要点都以表情符号开头, 每一行都以动词开头,
+  每句话的第一个字母都要大写): ``position(unit, k=0, word_class=...)``;
+- lengths compared between pieces (各句长度相差不超过五个字, 各段字数大致相同):
+  ``spread(unit, per, max_diff | max_ratio)``, the counts read there dropped;
+- a blank line between paragraphs (段落之间空一行): the paragraph divider, not
+  one line (alone: at least two paragraphs);
+- a JSON object's named fields (包含字段name和age, 字段为“标题”和“作者”):
+  ``json_format`` with ``keys``.
 """
 
 from __future__ import annotations
@@ -27,7 +33,17 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 
-from reasoning.constraints.form import Count, Filter, Form, Measure, Position, Unit, canonical
+from reasoning.constraints.form import (
+    Count,
+    Filter,
+    Form,
+    Measure,
+    Position,
+    Spread,
+    Unit,
+    WordClass,
+    canonical,
+)
 from reasoning.constraints.found import Found
 from reasoning.constraints.lexicon import ZH_PER
 from reasoning.constraints.model import Kind, Relation
@@ -75,6 +91,28 @@ _VERDICT = re.compile(
     r"(?:只|仅)?(?:用|以)?(?:一个|一)(?:词|字)(?:来)?(?:回答|作答|回复)[^：:]{0,6}[：:]\s*(?P<list>[^。\n]{1,40})")
 _SPREAD = re.compile(r"(?:长度|字数|句长|篇幅)[^。；\n]{0,8}?(?:相差|差距|差别|之差)|(?:相差|差距)[^。；\n]{0,6}?(?:字|词|句)")
 _JSON_ARRAY = re.compile(r"JSON\s*(?:数组|列表|array)", re.IGNORECASE)
+_CLASSES: Mapping[str, WordClass] = {"表情符号": "emoji", "表情": "emoji", "emoji": "emoji", "大写字母": "capital",
+                                     "小写字母": "lowercase", "数字": "number", "动词": "verb"}
+_EVERY_CLASS = re.compile(
+    r"(?P<per>" + _PER + r")(?:话)?(?:都|均)?(?:必须|应该|应|要|须|需|需要|一律)?(?:以|用)\s*(?:一个|一)?\s*"
+    r"(?P<cls>" + _alternation(list(_CLASSES)) + r")\s*(?:作为|来)?(?P<op>开头|开始|打头|结尾|结束|收尾)", re.IGNORECASE)
+_EDGE_CLASS = re.compile(
+    r"(?P<per>" + _PER + r")(?:话)?的?(?P<op>开头|结尾|末尾|开始)(?:处)?(?:都|均)?(?:必须|应该|应|要|须|需|需要|一律)?"
+    r"(?:放|加|加上|用|是|有|写|放上)?(?:一个|一)?(?P<cls>" + _alternation(list(_CLASSES)) + r")", re.IGNORECASE)
+_FIRST_LETTER_CASE = re.compile(
+    r"(?P<per>" + _PER + r")(?:话)?的?(?:第一个|首个|开头的?|首)字母(?:都|均)?(?:必须|应该|应|要|须|需|需要|一律)?(?:是|为|用)?"
+    r"(?P<case>大写|小写)")
+_ZH_SPREAD_PIECES: Mapping[str, Unit] = {"段": Unit.PARAGRAPHS, "句": Unit.SENTENCES, "行": Unit.LINES,
+                                         "要点": Unit.BULLETS, "条": Unit.BULLETS}
+_ALIKE = re.compile(r"(?:长度|字数|篇幅|长短)[^。；\n]{0,6}?(?:大致|大体|基本|差不多|大概|尽量)?(?:相同|相等|一致|相当|均衡|接近|差不多)"
+                    r"|(?:差不多|一样)长")
+_SPREAD_LIMIT = re.compile(r"(?P<rel>不超过|不多于|不得超过|最多|少于|小于|不到|在)?\s*(?P<num>" + ZH_NUMBER
+                           + r")\s*个?(?P<unit>字符|字母|字|词|单词)")
+_PARAGRAPH_GAP = re.compile(r"(?:段落|段)(?:与段落?|和段落?)?(?:之间|间)(?:要|请|需|需要|必须|都|应)?"
+                            r"(?:空|留|隔|用|以)(?:出|上)?(?:一|1)?(?:个)?(?:空白?)?行")
+_JSON_FIELDS = re.compile(r"(?:包含|包括|含有|带有|有)?(?:字段|键|属性)(?:名)?(?:为|是|有|包括|包含)?\s*[：:]?\s*"
+                          r"(?P<list>(?:[“\"「]?[\w\u4e00-\u9fff]{1,20}[”\"」]?\s*(?:、|，|,|和|及|与|以及)\s*)*"
+                          r"[“\"「]?[\w\u4e00-\u9fff]{1,20}?[”\"」]?)(?=[。；;，,\s]|$|(?:三|两|几)个字段)")
 
 
 def _clause(text: str, start: int, end: int) -> tuple[int, int]:
@@ -219,11 +257,95 @@ def _verdict(r: _Reader) -> None:
         return
 
 
+def _spread_piece(clause: str) -> Unit:
+    for word, unit in _ZH_SPREAD_PIECES.items():
+        if word in clause:
+            return unit
+    return Unit.SENTENCES
+
+
 def _spread(r: _Reader) -> None:
-    """各句长度相差不超过五个字: lengths compared between pieces, which no form expresses."""
-    for match in _SPREAD.finditer(r.text):
+    """各句长度相差不超过五个字 (``max_diff`` 5), 各段字数大致相同 (``max_ratio`` 1.5): ``spread(unit, per)``;
+    a length count read from the clause of the difference bounds each piece instead and is dropped (a count of
+    the pieces themselves, 三段, stays)."""
+    seen: set[int] = set()
+    for pattern in (_SPREAD, _ALIKE):
+        for match in pattern.finditer(r.text):
+            begin, end = _clause(r.text, match.start(), match.end())
+            if begin in seen:
+                continue
+            seen.add(begin)
+            clause = r.text[begin:end]
+            per = _spread_piece(clause)
+            limit = _SPREAD_LIMIT.search(clause, match.start() - begin)
+            if limit is not None and pattern is _SPREAD:
+                r.found = [f for f in r.found if not (f.start < end and begin < f.end and (
+                    f.kind in (Kind.WORD_COUNT, Kind.SENTENCE_COUNT)
+                    or f.kind is Kind.COUNT and f.params.get("unit") in ("words", "characters", "letters")))]
+                n = parse_zh_number(limit.group("num"))
+                if n is None:
+                    continue
+                n -= 1 if limit.group("rel") in ("少于", "小于", "不到") else 0
+                unit = Unit.CHARACTERS if limit.group("unit") == "字符" else (
+                    Unit.LETTERS if limit.group("unit") == "字母" else Unit.WORDS)
+                r.add(Spread(unit=unit, per=per, max_diff=n), begin, end)
+            elif pattern is _ALIKE:
+                unit = Unit.CHARACTERS if "字符" in clause else Unit.WORDS
+                r.add(Spread(unit=unit, per=per, max_ratio=1.5), begin, end)
+
+
+def _every_class(r: _Reader) -> None:
+    """每个要点都以表情符号开头, 每一行都以动词开头, 每句话的第一个字母都要大写: an opening of every piece by a class."""
+    for match in _EVERY_CLASS.finditer(r.text):
+        per = match.group("per")
+        unit = _ITEM_PER.get(per) or ZH_PER[per]
+        op = "starts_with" if match.group("op") in ("开头", "开始", "打头") else "ends_with"
+        r.drop(match.start(), match.end(), _PHRASES | _COUNTS | frozenset({Kind.ALL_CAPITALS, Kind.ALL_LOWERCASE}))
+        r.add(Position(unit=unit, k=0, op=op, text="", word_class=_CLASSES[match.group("cls").lower()]),  # type: ignore[arg-type]
+              match.start(), match.end())
+    for match in _EDGE_CLASS.finditer(r.text):
+        per = match.group("per")
+        unit = _ITEM_PER.get(per) or ZH_PER[per]
+        op = "starts_with" if match.group("op") in ("开头", "开始") else "ends_with"
+        r.drop(match.start(), match.end(), _PHRASES | _COUNTS | frozenset({Kind.ALL_CAPITALS, Kind.ALL_LOWERCASE}))
+        r.add(Position(unit=unit, k=0, op=op, text="", word_class=_CLASSES[match.group("cls").lower()]),  # type: ignore[arg-type]
+              match.start(), match.end())
+    for match in _FIRST_LETTER_CASE.finditer(r.text):
+        per = match.group("per")
+        unit = _ITEM_PER.get(per) or ZH_PER[per]
+        r.drop(match.start(), match.end(), _PHRASES | _COUNTS | frozenset({Kind.ALL_CAPITALS, Kind.ALL_LOWERCASE}))
+        word_class: WordClass = "capital" if match.group("case") == "大写" else "lowercase"
+        r.add(Position(unit=unit, k=0, op="starts_with", text="", word_class=word_class), match.start(), match.end())
+
+
+def _paragraph_gap(r: _Reader) -> None:
+    """段落之间空一行: paragraphs divided by a blank line, not one line; said alone, at least two paragraphs."""
+    for match in _PARAGRAPH_GAP.finditer(r.text):
         begin, end = _clause(r.text, match.start(), match.end())
-        r.drop(begin, end, frozenset({Kind.WORD_COUNT, Kind.SENTENCE_COUNT, Kind.COUNT}))
+        r.found = [f for f in r.found if not (
+            f.start < end and begin < f.end and f.kind is Kind.COUNT and f.params.get("unit") == "lines")]
+        counted = any(f.kind in (Kind.PARAGRAPH_COUNT, Kind.NTH_PARAGRAPH_FIRST_WORD) or (
+            f.kind is Kind.COUNT and f.params.get("unit") == "paragraphs" and f.params.get("per") is None)
+            for f in r.found)
+        if not counted:
+            r.add(Count(unit=Unit.PARAGRAPHS, relation=Relation.AT_LEAST, n=2), match.start(), match.end())
+
+
+def _json_keys(r: _Reader) -> None:
+    """用JSON回答，包含字段name和age / 字段为“标题”和“作者”: ``json_format`` with those ``keys``."""
+    plain = [f for f in r.found if f.kind is Kind.JSON_FORMAT and not f.params]
+    if not plain:
+        return
+    match = _JSON_FIELDS.search(r.text, plain[0].start)
+    if match is None:
+        return
+    keys = [k.strip(" “”\"「」") for k in re.split(r"、|，|,|以及|和|及|与", match.group("list"))]
+    keys = [k for k in keys if k]
+    if not keys:
+        return
+    r.found = [f for f in r.found if f not in plain]
+    r.found.append(Found(kind=Kind.JSON_FORMAT, params={"keys": keys}, start=plain[0].start,
+                         end=max(plain[0].end, match.end()), confidence=0.85))
 
 
 def _json_array(r: _Reader) -> None:
@@ -251,7 +373,8 @@ def _blank_line_paragraphs(r: _Reader) -> None:
 
 _STEPS: Sequence[Callable[[_Reader], None]] = (
     _blank_line_paragraphs,
-    _every_piece, _first_last_sentence, _shares, _bold, _bracket_pairs, _one_per_line, _verdict, _spread, _json_array,
+    _every_piece, _every_class, _first_last_sentence, _shares, _bold, _bracket_pairs, _one_per_line, _verdict, _spread,
+    _json_array, _json_keys, _paragraph_gap,
 )
 
 

@@ -152,7 +152,7 @@ def extract_chinese(doc: Doc, text: str) -> list[Found]:
     simple = (
         (r"(?:全部|全部使用|都用|一律用?)小写", Kind.ALL_LOWERCASE),
         (r"(?:全部|全部使用|都用|一律用?)大写", Kind.ALL_CAPITALS),
-        (r"JSON\s*格式|以\s*JSON\s*(?:输出|返回)", Kind.JSON_FORMAT),
+        (r"JSON\s*格式|(?:以|用)\s*JSON\s*(?:输出|返回|回答|回复|表示|作答)|JSON\s*对象", Kind.JSON_FORMAT),
         (r"双尖括号|<<[^<>\n]{1,30}>>", Kind.TITLE),
         (r"(?:用|以)双引号(?:把|将)?(?:整个|全部)?(?:回答|回复|内容)?(?:括起来|包裹|括住)", Kind.QUOTATION),
     )
@@ -195,7 +195,9 @@ _BOUNDARY_KINDS = frozenset({Kind.RESPONSE_LANGUAGE, Kind.WORD_COUNT, Kind.SENTE
 """Kinds whose match must start on a segmentation boundary (中文 in 中文系 is no language)."""
 
 _SECTIONS = re.compile(r"(?P<num>" + ZH_NUMBER + r")\s*个?(?:部分|章节|小节)")
-_MARKER = re.compile(r"(?<![A-Za-z])([A-Z][A-Za-z]{2,})\s+(?:X|\d)(?![A-Za-z0-9])")
+_MARKER = re.compile(r"(?<![A-Za-z])([A-Z][A-Za-z]{2,})\s+(?:X|\d)(?![A-Za-z0-9])"
+                     r"|[“\"「『]([\u4e00-\u9fff]{1,4}?|[A-Z][A-Za-z]{2,})\s?(?:X|N|\d{1,2})(?:[\u4e00-\u9fff]{1,2})?\s*[：:]?"
+                     r"[”\"」』]")
 
 
 def _frequencies(text: str) -> list[Found]:
@@ -239,12 +241,18 @@ def _structure(text: str) -> list[Found]:
             found.append(Found(kind=Kind.PLACEHOLDERS, params={"n": n},
                                start=placeholder.start(), end=placeholder.end()))
     sections = _SECTIONS.search(text)
-    marker = _MARKER.search(text)
-    if sections is not None and marker is not None:
-        n = parse_zh_number(sections.group("num"))
+    markers = list(_MARKER.finditer(text))
+    if markers:
+        word = markers[0].group(1) or markers[0].group(2)
+        labels = [int(d) for m in markers if (m.group(1) or m.group(2)) == word
+                  for d in re.findall(r"\d+", m.group(0))]
+        # the count of parts, else the labels shown in sequence (“步骤1”“步骤2”“步骤3”)
+        n = parse_zh_number(sections.group("num")) if sections is not None else (
+            max(labels) if len(labels) >= 2 and sorted(labels) == list(range(1, max(labels) + 1)) else None)
         if n is not None:
-            found.append(Found(kind=Kind.SECTIONS, params={"splitter": marker.group(1), "n": n},
-                               start=sections.start(), end=max(sections.end(), marker.end())))
+            begin = min(sections.start(), markers[0].start()) if sections is not None else markers[0].start()
+            found.append(Found(kind=Kind.SECTIONS, params={"splitter": word, "n": n},
+                               start=begin, end=max(sections.end() if sections is not None else 0, markers[-1].end())))
     two = _TWO.search(text)
 
     if two is not None and re.search(r"\*{6}|六个星号", text):

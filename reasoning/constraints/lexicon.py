@@ -57,6 +57,10 @@ EN_UNITS: Mapping[tuple[str, ...], UnitEntry] = {
     ("hyphen",): (Unit.PUNCTUATION, {"chars": "-"}),
     ("ellipsis",): (Unit.PUNCTUATION, {"chars": "…"}),
     ("apostrophe",): (Unit.PUNCTUATION, {"chars": "'’"}),
+    ("ampersand",): (Unit.PUNCTUATION, {"chars": "&"}),
+    ("at", "sign"): (Unit.PUNCTUATION, {"chars": "@"}),
+    ("percent", "sign"): (Unit.PUNCTUATION, {"chars": "%％"}),
+    ("dollar", "sign"): (Unit.CHARACTERS, {"chars": "$"}),  # a currency symbol, no punctuation mark
     ("emoji",): (Unit.EMOJI, {}),
     ("emojis",): (Unit.EMOJI, {}),
     ("emoticon",): (Unit.EMOJI, {}),

@@ -239,12 +239,15 @@ def _canonical_count(form: Count) -> tuple[Kind, dict[str, Any]] | None:
 
 
 def canonical(form: Form) -> tuple[Kind, dict[str, Any]]:
-    """The kind and params a form is reported as (a named kind where one means exactly it).
+    """The kind and params a form is reported as (a named kind where one means exactly it; a count of
+    exactly 0 as at most 0, the same requirement).
 
     >>> canonical(Count(unit=Unit.LETTERS, filter=Filter(case="lower"), relation=Relation.AT_MOST, n=0))
     (<Kind.ALL_CAPITALS: 'all_capitals'>, {})
     """
     named: tuple[Kind, dict[str, Any]] | None = None
+    if isinstance(form, Count) and form.relation is Relation.EXACTLY and form.n == 0 and form.of is None:
+        form = msgspec.structs.replace(form, relation=Relation.AT_MOST)  # "zero exclamation points": none at all
     if isinstance(form, Count):
         named = _canonical_count(form)
     elif isinstance(form, Position) and form.unit is Unit.ANSWER and form.op != "is" and form.word_class is None:

@@ -103,13 +103,74 @@ def test_bold_next_to_a_single_asterisk_example_stays_an_ifeval_highlight() -> N
 
 
 @pytest.mark.parametrize(
-    "prompt",
+    ("prompt", "expected"),
     [
-        "All paragraphs should be roughly the same length, within ten words of each other.",
-        "No line may be more than five characters shorter than the longest one, the others alike.",
+        ("All paragraphs should be roughly the same length, within ten words of each other.",
+         {"unit": "words", "per": "paragraphs", "max_diff": 10}),
+        ("No line may be more than five characters shorter than the longest one, the others alike.",
+         {"unit": "characters", "per": "lines", "max_diff": 5}),
+        ("Sentences should all be of a similar length.", {"unit": "words", "per": "sentences", "max_ratio": 1.5}),
     ],
 )
-def test_lengths_compared_between_pieces_are_unrecognised_not_a_count(prompt: str) -> None:
+def test_lengths_compared_between_pieces_are_a_spread_not_a_count(prompt: str, expected: dict[str, Any]) -> None:
     result = extract(prompt)
-    assert result.constraints == ()
-    assert [span.text for span in result.unrecognised] == [prompt]
+    assert [(c.kind.value, c.params) for c in result.constraints] == [("spread", expected)]
+    assert result.unrecognised == ()
+
+
+def test_a_count_of_the_pieces_beside_equal_lengths_stays_a_count() -> None:
+    assert _read("Write 3 paragraphs of roughly equal length.") == [
+        ("spread", {"unit": "words", "per": "paragraphs", "max_ratio": 1.5}),
+        ("count", {"unit": "paragraphs", "relation": "exactly", "n": 3}),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("prompt", "unit", "word_class"),
+    [
+        ("Open every bullet point with an emoji.", "bullets", "emoji"),
+        ("Each sentence has to begin with a capital letter.", "sentences", "capital"),
+        ("Start each line with a lowercase letter.", "lines", "lowercase"),
+        ("Every list item should lead with an action verb.", "bullets", "verb"),
+        ("Begin each paragraph with a number.", "paragraphs", "number"),
+    ],
+)
+def test_an_opening_of_every_piece_by_a_class(prompt: str, unit: str, word_class: str) -> None:
+    assert _read(prompt) == [("position", {"unit": unit, "op": "starts_with", "text": "", "k": 0,
+                                           "word_class": word_class})]
+
+
+@pytest.mark.parametrize("prompt", ["Give four bullet points, each one starting with a verb.",
+                                    "List four chores, each one starting with a verb, as bullet points."])
+def test_a_class_opening_of_each_counted_item(prompt: str) -> None:
+    read = _read(prompt)
+    assert len(read) == 2
+    assert ("position", {"unit": "bullets", "op": "starts_with", "text": "", "k": 0, "word_class": "verb"}) in read
+    assert ("bullet_count", {"n": 4}) in read
+
+
+@pytest.mark.parametrize(
+    ("prompt", "expected"),
+    [
+        ("Mark the start of each review with Critic 1 and Critic 2.", {"splitter": "Critic", "n": 2}),
+        ("Divide it into parts labelled Stage 1, Stage 2 and Stage 3.", {"splitter": "Stage", "n": 3}),
+    ],
+)
+def test_numbered_labels_of_the_pieces_are_sections(prompt: str, expected: dict[str, Any]) -> None:
+    assert ("sections", expected) in _read(prompt)
+
+
+@pytest.mark.parametrize(
+    ("prompt", "expected"),
+    [
+        ("Please leave a blank line between paragraphs.", [("count", {"unit": "paragraphs", "relation": "at least", "n": 2})]),
+        ("Write two paragraphs separated by an empty line.",
+         [("count", {"unit": "paragraphs", "relation": "exactly", "n": 2})]),
+        ("Give the answer as a JSON object with the keys city, country and population.",
+         [("json_format", {"keys": ["city", "country", "population"]})]),
+        ("Use no more than three question marks.",
+         [("count", {"unit": "punctuation", "relation": "at most", "n": 3, "filter": {"chars": "?？"}})]),
+    ],
+)
+def test_separators_json_keys_and_named_marks(prompt: str, expected: list[tuple[str, dict[str, Any]]]) -> None:
+    assert _read(prompt) == expected

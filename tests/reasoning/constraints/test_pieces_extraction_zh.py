@@ -63,10 +63,33 @@ def test_markup_scope_and_verdicts(prompt: str, expected: list[tuple[str, dict[s
     assert _read(prompt) == expected
 
 
-def test_lengths_compared_between_sentences_are_unrecognised() -> None:
-    result = extract("每句话的字数相差不超过三个字。")
-    assert result.constraints == ()
-    assert [span.text for span in result.unrecognised] == ["每句话的字数相差不超过三个字。"]
+@pytest.mark.parametrize(
+    ("prompt", "expected"),
+    [
+        ("每句话的字数相差不超过三个字。", {"unit": "words", "per": "sentences", "max_diff": 3}),
+        ("每段的篇幅大体相当。", {"unit": "words", "per": "paragraphs", "max_ratio": 1.5}),
+    ],
+)
+def test_lengths_compared_between_pieces_are_a_spread(prompt: str, expected: dict[str, Any]) -> None:
+    result = extract(prompt)
+    assert [(c.kind.value, c.params) for c in result.constraints] == [("spread", expected)]
+    assert result.unrecognised == ()
+
+
+@pytest.mark.parametrize(
+    ("prompt", "expected"),
+    [
+        ("每一段都要用表情符号开头。", [("position", {"unit": "paragraphs", "op": "starts_with", "text": "", "k": 0,
+                                                   "word_class": "emoji"})]),
+        ("每行的首字母必须大写。", [("position", {"unit": "lines", "op": "starts_with", "text": "", "k": 0,
+                                                "word_class": "capital"})]),
+        ("段与段之间留一个空行。", [("count", {"unit": "paragraphs", "relation": "at least", "n": 2})]),
+        ("以JSON对象返回，字段包括city、temp。", [("json_format", {"keys": ["city", "temp"]})]),
+        ("分成两个部分，分别用“阶段1”“阶段2”开头。", [("sections", {"splitter": "阶段", "n": 2})]),
+    ],
+)
+def test_class_openings_separators_keys_and_labels(prompt: str, expected: list[tuple[str, dict[str, Any]]]) -> None:
+    assert _read(prompt) == expected
 
 
 def test_a_chinese_word_length_counts_the_characters_of_each_segmented_word() -> None:
