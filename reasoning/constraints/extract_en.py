@@ -367,6 +367,10 @@ def _bare_list(ctx: _Ctx, first: int, stop: int) -> tuple[list[str], int]:
     return words, end_char
 
 
+_CLAUSE_LINKS = frozenset({"but", "yet", "so", "then", "while", "although", "though", "because", "unless", "except",
+                           "instead", "rather", "whereas"})
+
+
 def _payload(ctx: _Ctx, head: int, *, allow_bare: bool) -> tuple[list[str], int, bool]:
     """(words, end char, quoted) named by the requirement headed at ``head``."""
     stop = _clause_end(ctx, head)
@@ -384,8 +388,11 @@ def _payload(ctx: _Ctx, head: int, *, allow_bare: bool) -> tuple[list[str], int,
     if first >= stop or ctx.lowers[first] in ("or", "and", "nor", ",", "etc"):
         return [], head_tok.idx, False
     words, end_char = _bare_list(ctx, first, stop)
-    # A stop word is named only when written capitalised ("the word Taylor, Swift, or Together")
-    words = [w for w in words if not ctx.doc.vocab[w.lower()].is_stop or w[:1].isupper()]
+    # A stop word is named only when written capitalised ("the word Taylor, Swift, or Together") or listed
+    # beside others ("the words also, however or moreover")
+    if len(words) < 2:
+        words = [w for w in words if not ctx.doc.vocab[w.lower()].is_stop or w[:1].isupper()]
+    words = [w for w in words if w.lower() not in _CLAUSE_LINKS]
     return words, end_char, False
 
 

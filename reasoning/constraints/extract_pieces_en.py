@@ -49,6 +49,7 @@ from reasoning.constraints.form import (
     Form,
     Measure,
     Position,
+    Predicate,
     Spread,
     Unit,
     WordClass,
@@ -182,11 +183,57 @@ _UPPER_WORDS = frozenset({"uppercase", "capital", "capitalized", "capitalised", 
 _LOWER_WORDS = frozenset({"lowercase", "lower", "lowercased"})
 
 
+_EDGE_NOUNS: Mapping[str, Predicate] = {"beginning": "starts_with", "start": "starts_with", "front": "starts_with",
+                                        "head": "starts_with", "end": "ends_with", "close": "ends_with"}
+
+
+def _detect_class_at_edge(ctx: _Ctx) -> None:
+    """"Put an emoji at the beginning of every line", "use a capital letter at the start of each sentence",
+    "every bullet point must be preceded by an emoji": an opening (closing) of every piece by a class; a
+    named mark there ("a period at the end of every line") is that mark closing (opening) each piece."""
+    for i, lemma in enumerate(ctx.lemmas):
+        word_class = _CLASS_WORDS.get(lemma) or _CLASS_WORDS.get(ctx.lowers[i])
+        mark = _MARK_NAMES.get(lemma) if word_class is None else None
+        if (word_class is None and mark is None) or ctx.tokens[i].pos_ not in ("NOUN", "PROPN", "ADJ"):
+            continue
+        start, end = _sentence(ctx, i)
+        op: Predicate | None = None
+        piece: tuple[Unit, int] | None = None
+        for j in range(i + 1, min(end, i + 5)):
+            if ctx.lowers[j] == "at" and j + 2 < end and ctx.lemmas[j + 2] in _EDGE_NOUNS \
+                    and ctx.lowers[j + 1] == "the" and ctx.lowers[j + 3 : j + 4] == ["of"]:
+                op, piece = _EDGE_NOUNS[ctx.lemmas[j + 2]], _every_piece(ctx, j + 4, end)
+                break
+        if piece is None and i >= 2 and ctx.lowers[i - 1] in ("a", "an", "one") and ctx.lowers[i - 2] == "by" \
+                and any(ctx.lemmas[x] == "precede" for x in range(start, i)):
+            op, piece = "starts_with", _every_piece(ctx, start, i)
+        if piece is None or op is None or _negated(ctx, i) or (word_class == "verb" and op != "starts_with"):
+            continue
+        if word_class in ("capital", "lowercase") and ctx.lemmas[i + 1 : i + 2] not in (["letter"], ["character"]):
+            continue
+        first, last = ctx.doc[start:end].start_char, ctx.doc[start:end].end_char
+        if mark is not None:  # "put a period at the end of every line": the mark closing (opening) each piece
+            if any(f.kind in (Kind.WRAP, Kind.POSITION) and _overlaps(f, first, last) for f in ctx.found):
+                continue
+            if op == "ends_with":
+                ctx.add(Kind.WRAP, {"left": "", "right": mark, "unit": piece[0].value}, first, last, confidence=0.85)
+            else:
+                _add(ctx, Position(unit=piece[0], k=0, op="starts_with", text=mark), first, last)
+            continue
+        assert word_class is not None
+        ctx.found = [f for f in ctx.found if not (_overlaps(f, first, last) and (
+            f.kind in (Kind.ALL_CAPITALS, Kind.ALL_LOWERCASE, Kind.POSITION, Kind.START_PHRASE, Kind.END_PHRASE)
+            or f.kind is Kind.COUNT and f.params.get("per") is not None
+            or f.kind is Kind.STRUCTURE and f.params == {"layout": "list"}))]
+        _add(ctx, Position(unit=piece[0], k=0, op=op, text="", word_class=word_class), first, last)
+
+
 def _detect_first_letter_case(ctx: _Ctx) -> None:
     """"The first letter of every sentence must be uppercase", "capitalize the first letter of each line":
     every piece opening with a letter of that case (not the whole answer in capitals)."""
     for i, lemma in enumerate(ctx.lemmas):
-        if lemma not in ("letter", "character") or i == 0 or ctx.lowers[i - 1] not in ("first", "initial", "opening"):
+        if lemma not in ("letter", "character", "word") or i == 0 \
+                or ctx.lowers[i - 1] not in ("first", "initial", "opening"):
             continue
         start, end = _sentence(ctx, i)
         piece = _every_piece(ctx, i + 1, end)
@@ -521,12 +568,12 @@ def _detect_spread(ctx: _Ctx) -> None:
     """
     text = " ".join(ctx.lowers)
     if not any(w in text for w in _BETWEEN_PIECES) and not any(w in _ALIKE for w in ctx.lowers) \
-            and "differ" not in text:
+            and "differ" not in text and "var" not in text:
         return
     for sent in ctx.doc.sents:
         lowers = [t.lower_ for t in sent]
         lowered = " ".join(lowers)
-        between = any(w in lowered for w in _BETWEEN_PIECES) or any(t.lemma_.lower() == "differ" for t in sent)
+        between = any(w in lowered for w in _BETWEEN_PIECES) or any(t.lemma_.lower() in ("differ", "vary") for t in sent)
         alike = any(w in _ALIKE for w in lowers) or "as long as the" in lowered  # "about as long as the others"
         if not (between or alike):
             continue
@@ -632,6 +679,18 @@ _KEY_LEADS = frozenset({":", "named", "called", "for", "of", "like", "such", "as
                         "include", "including", "containing", "be", "should", "must"})
 
 
+def _quoted_before(ctx: _Ctx, noun: int, floor: int) -> tuple[list[str], int] | None:
+    """Quoted names chained right before the key noun ("'a' and 'b' fields"): (names, start char)."""
+    chain: list[re.Match[str]] = []
+    for match in _QUOTED.finditer(ctx.text, floor, ctx.tokens[noun].idx):
+        if chain and not re.fullmatch(r"[\s,]*(?:and|or|&)?[\s,]*", ctx.text[chain[-1].end() : match.start()]):
+            chain = []
+        chain.append(match)
+    if not chain or ctx.text[chain[-1].end() : ctx.tokens[noun].idx].strip():
+        return None
+    return [next(g for g in m.groups() if g is not None).strip() for m in chain], chain[0].start()
+
+
 def _detect_json_keys(ctx: _Ctx) -> None:
     """"A JSON object with keys name and role", "the fields 'title', 'year' and 'author'": ``json_format``
     with those ``keys`` (the object must hold each), read in the JSON sentence or the one after it."""
@@ -647,9 +706,21 @@ def _detect_json_keys(ctx: _Ctx) -> None:
                 or ctx.lowers[i] == "properties"  # the tagger may take "keys" for a proper noun
             if not named or ctx.tokens[i].pos_ not in ("NOUN", "PROPN"):
                 continue
+            before = _quoted_before(ctx, i, sent.start_char)
+            if before is not None:  # "JSON containing 'a' and 'b' fields"
+                keys, begin = before
+                ctx.found = [f for f in ctx.found if not (f.kind is Kind.KEYWORDS_PRESENT
+                                                          and _overlaps(f, begin, ctx.tokens[i].idx))]
+                ctx.found = [f for f in ctx.found if f not in plain]
+                ctx.add(Kind.JSON_FORMAT, {"keys": keys}, min(plain[0].start, begin), max(plain[0].end, ctx.tokens[i].idx
+                        + len(ctx.tokens[i].text)), confidence=0.85)
+                return
             j = i + 1
             while j < sent.end and ctx.lowers[j] in _KEY_LEADS:
                 j += 1
+            colon = next((x for x in range(j, sent.end) if ctx.lowers[x] == ":"), None)
+            if j < sent.end and ctx.lowers[j] in ("in", "to", "inside", "within", "into") and colon is not None:
+                j = colon + 1  # "include the following keys in the JSON: name, age"
             if j >= sent.end:
                 continue
             keys, last = _quoted_list(ctx, ctx.tokens[j].idx, sent.end_char)
@@ -694,6 +765,7 @@ _DETECTORS: Sequence[Callable[[_Ctx], None]] = (
     _detect_json_array,
     _detect_labelled_sections,
     _detect_every_piece,
+    _detect_class_at_edge,
     _detect_first_letter_case,
     _detect_question_share,
     _detect_bold,

@@ -97,7 +97,8 @@ _EVERY_CLASS = re.compile(
     r"(?P<per>" + _PER + r")(?:话)?(?:都|均)?(?:必须|应该|应|要|须|需|需要|一律)?(?:以|用)\s*(?:一个|一)?\s*"
     r"(?P<cls>" + _alternation(list(_CLASSES)) + r")\s*(?:作为|来)?(?P<op>开头|开始|打头|结尾|结束|收尾)", re.IGNORECASE)
 _EDGE_CLASS = re.compile(
-    r"(?P<per>" + _PER + r")(?:话)?的?(?P<op>开头|结尾|末尾|开始)(?:处)?(?:都|均)?(?:必须|应该|应|要|须|需|需要|一律)?"
+    r"(?P<per>" + _PER + r")(?:话)?的?(?P<op>开头|结尾|末尾|开始|前面|前边|之前|最前面|后面|最后)(?:处)?(?:都|均)?"
+    r"(?:必须|应该|应|要|须|需|需要|一律)?"
     r"(?:放|加|加上|用|是|有|写|放上)?(?:一个|一)?(?P<cls>" + _alternation(list(_CLASSES)) + r")", re.IGNORECASE)
 _FIRST_LETTER_CASE = re.compile(
     r"(?P<per>" + _PER + r")(?:话)?的?(?:第一个|首个|开头的?|首)字母(?:都|均)?(?:必须|应该|应|要|须|需|需要|一律)?(?:是|为|用)?"
@@ -306,7 +307,7 @@ def _every_class(r: _Reader) -> None:
     for match in _EDGE_CLASS.finditer(r.text):
         per = match.group("per")
         unit = _ITEM_PER.get(per) or ZH_PER[per]
-        op = "starts_with" if match.group("op") in ("开头", "开始") else "ends_with"
+        op = "starts_with" if match.group("op") in ("开头", "开始", "前面", "前边", "之前", "最前面") else "ends_with"
         r.drop(match.start(), match.end(), _PHRASES | _COUNTS | frozenset({Kind.ALL_CAPITALS, Kind.ALL_LOWERCASE}))
         r.add(Position(unit=unit, k=0, op=op, text="", word_class=_CLASSES[match.group("cls").lower()]),  # type: ignore[arg-type]
               match.start(), match.end())

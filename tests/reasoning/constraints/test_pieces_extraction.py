@@ -174,3 +174,18 @@ def test_numbered_labels_of_the_pieces_are_sections(prompt: str, expected: dict[
 )
 def test_separators_json_keys_and_named_marks(prompt: str, expected: list[tuple[str, dict[str, Any]]]) -> None:
     assert _read(prompt) == expected
+
+
+@pytest.mark.parametrize(
+    ("prompt", "expected"),
+    [
+        ("Place an emoji at the start of every paragraph.",
+         ("position", {"unit": "paragraphs", "op": "starts_with", "text": "", "k": 0, "word_class": "emoji"})),
+        ("Each line must be preceded by a number.",
+         ("position", {"unit": "lines", "op": "starts_with", "text": "", "k": 0, "word_class": "number"})),
+        ("Put an exclamation mark at the end of every sentence.",
+         ("wrap", {"left": "", "right": "!", "unit": "sentences"})),
+    ],
+)
+def test_a_class_or_mark_at_the_edge_of_every_piece(prompt: str, expected: tuple[str, dict[str, Any]]) -> None:
+    assert _read(prompt) == [expected]
