@@ -13,6 +13,13 @@ The model sees an ordinary ``transformers.Cache`` (5.x API): ``update``
 returns views of the used columns, ``get_seq_length`` reports the column
 count, so the library builds the causal mask from our 2D padding mask.
 
+:meth:`SlabCache.allocate` holds every layer's keys (and values) in one
+tensor ``[layers, rows, heads, capacity, head_dim]``, each layer's slab a
+view of it, so a beam fork copies the rows of all layers in one
+``index_select`` / ``index_copy_`` pair rather than one per layer (120
+tensor calls a step for a 30-layer model, about 0.8 ms of a 24 ms int4
+width-4 step on a 2-core EPYC); the values copied are the same.
+
 A slab may also say which columns several rows hold alike
 (:meth:`SlabCache.share`: the beams of one branch hold the same prompt), so
 that an attention may read those keys and values once per span of rows
@@ -135,6 +142,10 @@ class SlabCache(Cache):
         super().__init__(layers=[SlabLayer(capacity) for _ in range(num_layers)])
         self.capacity = capacity
         self._shared = (0, 1)
+        #: Every layer's keys and values, ``[L, N, H, C, D]`` each, when :meth:`allocate` made
+        #: them one tensor, and the layers' key slabs it made (its views, while they last).
+        self._joint: tuple[torch.Tensor, torch.Tensor] | None = None
+        self._joint_views: tuple[torch.Tensor, ...] = ()
 
     @property
     def shared(self) -> tuple[int, int]:
@@ -172,11 +183,20 @@ class SlabCache(Cache):
     def allocate(
         self, rows: int, heads: int, head_dim: int, dtype: torch.dtype, device: torch.device
     ) -> None:
-        """Allocate every layer's slab up front (rows x capacity), length 0."""
-        probe = torch.empty((rows, heads, 0, head_dim), dtype=dtype, device=device)
-        for layer in self.slab_layers:
-            layer.lazy_initialization(probe, probe)
+        """Allocate every layer's slab up front (rows x capacity), length 0, in one tensor."""
+        layers = self.slab_layers
+        shape = (len(layers), rows, heads, self.capacity, head_dim)
+        keys = torch.zeros(shape, dtype=dtype, device=device)
+        values = torch.zeros(shape, dtype=dtype, device=device)
+        for index, layer in enumerate(layers):
+            layer.capacity = self.capacity
+            layer._k, layer._v = keys[index], values[index]
+            layer.device = device
+            layer.is_initialized = True
             layer.length = 0
+            layer._refresh_views()
+        self._joint = (keys, values) if layers else None
+        self._joint_views = tuple(layer._k for layer in layers if layer._k is not None)
 
     def set_length(self, columns: int) -> None:
         self._narrow(columns)
@@ -200,10 +220,26 @@ class SlabCache(Cache):
         columns, span = self._shared
         if start < columns and any(d // span != s // span for d, s in zip(dst, src)):
             self._narrow(start)  # another span's columns now sit in these rows
-        device = self.slab_layers[0].device
+        layers = self.slab_layers
+        device = layers[0].device
         d = torch.tensor(list(dst), dtype=torch.long, device=device)
         s = torch.tensor(list(src), dtype=torch.long, device=device)
-        for layer in self.slab_layers:
+        length = layers[0].length
+        joint = self._joint
+        if (
+            joint is not None
+            and length > start
+            and len(self._joint_views) == len(layers)
+            and all(
+                layer._k is view and layer.length == length
+                for layer, view in zip(layers, self._joint_views)
+            )
+        ):
+            for both in joint:  # every layer at once: all sources read before any write
+                window = both[:, :, :, start:length]
+                window.index_copy_(1, d, window.index_select(1, s))
+            return
+        for layer in layers:
             layer.copy_rows(d, s, start)
 
     def nbytes(self) -> int:

@@ -25,6 +25,9 @@ Guarantees:
   does not, and such models keep the library forward;
 - :func:`attach` registers one forward per model object; the runner finds it
   with :func:`packed_forward`;
+- a step calls each kernel's ``direct()`` function (its product without the
+  module call's dispatch, the same result: ``inference.weights.kernels``),
+  taken when the forward is built: kernels are not replaced afterwards;
 - attention runs in the dtype of the slab it writes to: new keys and values
   are stored in it and the queries cast to it. ``kv_dtype`` is the dtype a
   slab for this forward should have: float32 on the CPU whatever the weights
@@ -40,6 +43,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import functools
 import threading
 import weakref
 from collections.abc import Callable, Sequence
@@ -93,6 +97,37 @@ class LeanLayer:
     o: Linear
     gate_up: tuple[Linear, ...]  # (fused [2 I, hidden],) or (gate, up)
     down: Linear
+
+
+@dataclass(frozen=True)
+class _Calls:
+    """One layer's projections as the functions a step calls (a kernel's ``direct()`` where it
+    offers one: its product without the module's dispatch, the same result)."""
+
+    qkv: tuple[Linear, ...]
+    o: Linear
+    gate_up: tuple[Linear, ...]
+    down: Linear
+
+    @classmethod
+    def of(cls, layer: LeanLayer) -> _Calls:
+        return cls(
+            tuple(_direct(p) for p in layer.qkv),
+            _direct(layer.o),
+            tuple(_direct(p) for p in layer.gate_up),
+            _direct(layer.down),
+        )
+
+
+def _direct(linear: Linear) -> Linear:
+    """``linear``'s product as a plain function where it offers one (or is an ``nn.Linear``)."""
+    direct = getattr(linear, "direct", None)
+    if callable(direct):
+        out: Linear = direct()
+        return out
+    if isinstance(linear, torch.nn.Linear):
+        return functools.partial(F.linear, weight=linear.weight, bias=linear.bias)
+    return linear
 
 
 def unsupported_reason(model: Any) -> str | None:
@@ -166,6 +201,8 @@ class LeanLlama:
         self.norm_eps = float(inner.norm.variance_epsilon)
         self.layers = tuple(layers)
         self.lm_head = lm_head
+        self._calls = tuple(_Calls.of(layer) for layer in self.layers)
+        self._head = _direct(lm_head)
 
     def __call__(
         self,
@@ -189,30 +226,30 @@ class LeanLlama:
         cos, sin = cos.unsqueeze(2), sin.unsqueeze(2)  # [B, S, 1, D]: the same for every head
         heads, kv_heads, dim = self.heads, self.kv_heads, self.head_dim
         half = dim // 2
-        for index, layer in enumerate(self.layers):
+        for index, (layer, calls) in enumerate(zip(self.layers, self._calls)):
             x = F.rms_norm(h, (self.hidden,), layer.input_norm, layer.eps)
-            if len(layer.qkv) == 1:
-                qkv = layer.qkv[0](x).to(self.kv_dtype)
+            if len(calls.qkv) == 1:
+                qkv = calls.qkv[0](x).to(self.kv_dtype)
             else:
-                qkv = torch.cat([proj(x).to(self.kv_dtype) for proj in layer.qkv], dim=-1)
+                qkv = torch.cat([proj(x).to(self.kv_dtype) for proj in calls.qkv], dim=-1)
             qkv = qkv.view(rows, new, heads + 2 * kv_heads, dim)
             qk = qkv[:, :, : heads + kv_heads]  # queries and keys rotate alike: one product
             qk = qk * cos + torch.cat((-qk[..., half:], qk[..., :half]), dim=-1) * sin
             attended = self._attend(
                 index, qk[:, :, :heads], qk[:, :, heads:], qkv[:, :, heads + kv_heads :], groups
             )  # [B, S, H * D]
-            h = h + layer.o(attended.to(h.dtype))
+            h = h + calls.o(attended.to(h.dtype))
             x = F.rms_norm(h, (self.hidden,), layer.post_norm, layer.eps)
-            if len(layer.gate_up) == 1:
+            if len(calls.gate_up) == 1:
                 gate, up = torch.split(
-                    layer.gate_up[0](x), [self.intermediate, self.intermediate], dim=-1
+                    calls.gate_up[0](x), [self.intermediate, self.intermediate], dim=-1
                 )
             else:
-                gate, up = (proj(x) for proj in layer.gate_up)
-            h = h + layer.down(F.silu(gate).mul_(up))
+                gate, up = (proj(x) for proj in calls.gate_up)
+            h = h + calls.down(F.silu(gate).mul_(up))
         if last_only:
             h = h[:, -1:, :]
-        return self.lm_head(F.rms_norm(h, (self.hidden,), self.norm, self.norm_eps))
+        return self._head(F.rms_norm(h, (self.hidden,), self.norm, self.norm_eps))
 
     def _attend(
         self,

@@ -23,11 +23,21 @@ modules are such bands of the lean forward's fused q/k/v kernel).
 The quantised kernels take activations in bfloat16 (their float32 paths are
 an order of magnitude slower on the CPU); their scales are stored in the
 activations' dtype, as the kernels require.
+
+Each linear class's ``direct()`` is its product as a plain function over
+the tensors the module holds at that moment, with the same result as
+calling the module: the lean forward calls it 121 times a decode step,
+where the module call's own dispatch (``nn.Module.__call__``, buffer
+look-ups, the device test) measured about a tenth of an int4 step's host
+time. A kernel's tensors are fixed once built; a function taken before they
+were replaced would read the old ones.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -98,11 +108,17 @@ class PackedLinear(nn.Module):
         self.bias = None if bias is None else bias.detach().float()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        flat = x.reshape(-1, self.in_features)
-        out: torch.Tensor = torch.ops.mkldnn._linear_pointwise(
-            flat, self.packed, self.bias, "none", [], ""
+        return _packed_product(x, self.packed, self.bias, self.in_features, self.out_features)
+
+    def direct(self) -> Callable[[torch.Tensor], torch.Tensor]:
+        """This kernel's product as a plain function over the tensors it holds now (see module doc)."""
+        return functools.partial(
+            _packed_product,
+            packed=self.packed,
+            bias=self.bias,
+            in_features=self.in_features,
+            out_features=self.out_features,
         )
-        return out.view(*x.shape[:-1], self.out_features)
 
 
 class Int8Linear(nn.Module):
@@ -165,11 +181,17 @@ class Int8Linear(nn.Module):
         return band
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        flat = x.reshape(-1, self.in_features).to(self.scales.dtype)
-        out: torch.Tensor = torch.ops.aten._weight_int8pack_mm(flat, self.codes, self.scales)
-        if self.bias is not None:
-            out = out + self.bias
-        return out.view(*x.shape[:-1], self.out_features)
+        return _int8_product(x, self.codes, self.scales, self.bias, self.out_features)
+
+    def direct(self) -> Callable[[torch.Tensor], torch.Tensor]:
+        """This kernel's product as a plain function over the tensors it holds now (see module doc)."""
+        return functools.partial(
+            _int8_product,
+            codes=self.codes,
+            scales=self.scales,
+            bias=self.bias,
+            out_features=self.out_features,
+        )
 
 
 class Int4Linear(nn.Module):
@@ -244,18 +266,70 @@ class Int4Linear(nn.Module):
         return band
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        flat = x.reshape(-1, self.in_features).to(self.scale_zero.dtype)
+        return _int4_product(
+            x, self._product(), self.packed, self.group, self.scale_zero, self.bias, self.out_features
+        )
+
+    def _product(self) -> Any:
+        """torch's int4 product for the device the codes are on."""
         if self.packed.device.type == "cuda":
-            out: torch.Tensor = torch.ops.aten._weight_int4pack_mm(
-                flat, self.packed, self.group, self.scale_zero
-            )
-        else:
-            out = torch.ops.aten._weight_int4pack_mm_for_cpu(
-                flat, self.packed, self.group, self.scale_zero
-            )
-        if self.bias is not None:
-            out = out + self.bias
-        return out.view(*x.shape[:-1], self.out_features)
+            return torch.ops.aten._weight_int4pack_mm
+        return torch.ops.aten._weight_int4pack_mm_for_cpu
+
+    def direct(self) -> Callable[[torch.Tensor], torch.Tensor]:
+        """This kernel's product as a plain function over the tensors it holds now (see module doc)."""
+        return functools.partial(
+            _int4_product,
+            product=self._product(),
+            packed=self.packed,
+            group=self.group,
+            scale_zero=self.scale_zero,
+            bias=self.bias,
+            out_features=self.out_features,
+        )
+
+
+def _packed_product(
+    x: torch.Tensor,
+    packed: torch.Tensor,
+    bias: torch.Tensor | None,
+    in_features: int,
+    out_features: int,
+) -> torch.Tensor:
+    out: torch.Tensor = torch.ops.mkldnn._linear_pointwise(
+        x.reshape(-1, in_features), packed, bias, "none", [], ""
+    )
+    return out.view(*x.shape[:-1], out_features)
+
+
+def _int8_product(
+    x: torch.Tensor,
+    codes: torch.Tensor,
+    scales: torch.Tensor,
+    bias: torch.Tensor | None,
+    out_features: int,
+) -> torch.Tensor:
+    flat = x.reshape(-1, codes.shape[1]).to(scales.dtype)
+    out: torch.Tensor = torch.ops.aten._weight_int8pack_mm(flat, codes, scales)
+    if bias is not None:
+        out = out + bias
+    return out.view(*x.shape[:-1], out_features)
+
+
+def _int4_product(
+    x: torch.Tensor,
+    product: Any,
+    packed: torch.Tensor,
+    group: int,
+    scale_zero: torch.Tensor,
+    bias: torch.Tensor | None,
+    out_features: int,
+) -> torch.Tensor:
+    flat = x.reshape(-1, scale_zero.shape[0] * group).to(scale_zero.dtype)
+    out: torch.Tensor = product(flat, packed, group, scale_zero)
+    if bias is not None:
+        out = out + bias
+    return out.view(*x.shape[:-1], out_features)
 
 
 class Int8Embedding(nn.Module):

@@ -57,3 +57,32 @@ def test_a_shared_prefix_claim_narrows_with_whatever_could_break_it() -> None:
     cache.share(6, span=2)
     cache.reorder_cache(torch.tensor([1, 0, 3, 2]))
     assert cache.shared == (0, 1)
+
+
+def test_a_fork_over_the_one_tensor_of_all_layers_equals_a_fork_layer_by_layer() -> None:
+    """allocate() holds every layer in one tensor and forks all of them in one copy; a cache
+    whose layer was re-initialised on its own forks layer by layer: the same keys and values."""
+    gen = torch.Generator().manual_seed(0)
+    caches = []
+    for joint in (True, False):
+        cache = SlabCache(num_layers=3, capacity=9)
+        cache.allocate(4, heads=2, head_dim=3, dtype=torch.float32, device=torch.device("cpu"))
+        if not joint:  # a layer slab replaced after allocation: no longer a view of the joint one
+            layer = cache.slab_layers[1]
+            layer.reset()
+            layer.lazy_initialization(torch.empty(4, 2, 0, 3), torch.empty(4, 2, 0, 3))
+        for layer in cache.slab_layers:
+            layer.update(torch.randn(4, 2, 7, 3, generator=gen), torch.randn(4, 2, 7, 3, generator=gen))
+        caches.append(cache)
+    for layer_a, layer_b in zip(*(c.slab_layers for c in caches)):  # the same contents first
+        for a, b in zip(layer_a.used(), layer_b.used()):
+            b.copy_(a)
+    before = [[t.clone() for t in layer.used()] for layer in caches[0].slab_layers]
+    for cache in caches:
+        cache.copy_rows([0, 1, 3], [1, 2, 0], start=2)  # a chain and a swap-like move
+    assert caches[0]._joint is not None
+    for layer_a, layer_b, old in zip(*(c.slab_layers for c in caches), before):
+        for a, b, o in zip(layer_a.used(), layer_b.used(), old):
+            assert torch.equal(a, b)
+            assert torch.equal(a[[0, 1, 3], :, 2:], o[[1, 2, 0], :, 2:])
+            assert torch.equal(a[:, :, :2], o[:, :, :2]) and torch.equal(a[2], o[2])

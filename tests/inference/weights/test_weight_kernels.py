@@ -127,3 +127,24 @@ def test_the_int8_embedding_looks_up_the_heads_dequantised_rows() -> None:
     assert embedding(ids).shape == (2, 3, 32) and embedding(ids).dtype == torch.bfloat16
     # No table of its own: the lookup reads the head's buffers.
     assert stored_bytes(embedding) == stored_bytes(head)
+
+
+@pytest.mark.parametrize("kind", ["int8", "int4", "packed"])
+def test_a_kernels_direct_function_gives_the_module_calls_result_bit_for_bit(kind: str) -> None:
+    """The lean forward calls ``direct()``; the library forward calls the module: one result."""
+    if kind == "packed" and not onednn_packs():
+        pytest.skip("this torch build does not pack for oneDNN")
+    w, bias = _weight(128, 96), torch.randn(128, generator=torch.Generator().manual_seed(3))
+    kernel: torch.nn.Module
+    if kind == "int8":
+        kernel = Int8Linear.from_weight(w, bias)
+    elif kind == "int4":
+        kernel = Int4Linear.from_weight(w, bias)
+    else:
+        kernel = PackedLinear(w, bias)
+    direct = kernel.direct()  # type: ignore[operator]
+    dtype = torch.float32 if kind == "packed" else torch.bfloat16
+    for shape in ((3, 96), (2, 5, 96), (1, 1, 96)):
+        x = torch.randn(shape, generator=torch.Generator().manual_seed(len(shape))).to(dtype)
+        assert torch.equal(direct(x), kernel(x))
+        assert direct(x).shape == (*shape[:-1], 128)
