@@ -1002,26 +1002,29 @@ def form_piece_sentences(
     paragraph ("exactly two sentences in each paragraph"; None: none, or not controllable here).
 
     Controlled: in the blank-line body of a counted number of paragraphs (``_lower_paragraphs``),
-    with no controller that writes text of its own (``inserts``, the kinds of ``_INSERTING``)
-    and no other rule on sentences.
+    or alone in a free body without fixed text whose paragraphs the model writes (``free``: no
+    other rule on paragraphs or lines), with no controller that writes text of its own
+    (``inserts``, the kinds of ``_INSERTING``) and no other rule on sentences.
     """
     found = [(c, form) for c in constraints if isinstance(form := form_of_constraint(c), Count)
              and form.unit is Unit.SENTENCES and form.per is Unit.PARAGRAPHS and form.of is None
              and form.filter == Filter()]
-    if len(found) != 1 or inserts or layout.body.kind != "blank_paragraphs" \
+    free = layout.body.kind == "free" and not any(isinstance(s, Literal) for s in build_layout(layout))
+    if len(found) != 1 or inserts or not (free or layout.body.kind == "blank_paragraphs") \
             or any(c.kind in _INSERTING for c in constraints):
         return None
     c, form = found[0]
+    pieces = (Unit.SENTENCES, Unit.PARAGRAPHS, Unit.LINES) if free else (Unit.SENTENCES,)
     for q in constraints:
         for f in _forms(q) if q.id != c.id else ():
-            if isinstance(f, (Count, Position, Wrap)) and (f.unit is Unit.SENTENCES or getattr(f, "per", None)
-                                                          is Unit.SENTENCES):
+            if isinstance(f, (Count, Position, Wrap)) and (
+                    getattr(f, "unit", None) in pieces or getattr(f, "per", None) in pieces):
                 return None
     lo, hi = _bounds(form.relation, form.n)
     if hi is not None and hi < max(lo, 1):
         return None
     controlled.add(c.id)
-    return PieceSentences(at_least=lo, at_most=hi, sources=(c.id,))
+    return PieceSentences(at_least=lo, at_most=hi, sources=(c.id,), free=free)
 
 
 def form_sentence_end(

@@ -1,23 +1,30 @@
 """Sentences per paragraph: "exactly two sentences in every paragraph", "at most three each".
 
-A generic ``count(sentences, per=paragraphs)`` bound, in the blank-line
-body of a counted number of paragraphs (``compile_form``: each paragraph
-is one free segment, left at its exit token), compiles to one
-``PieceSentences``. Sentences and paragraphs are the verifier's
-(``units.pieces``). The current paragraph is the text after the last blank
-line; its closed sentences are counted from the text on each plan.
+A generic ``count(sentences, per=paragraphs)`` bound compiles to one
+``PieceSentences``, in one of two bodies (``compile_form``): the blank-line
+body of a counted number of paragraphs (each paragraph is one free segment,
+left at its exit token), or a free body whose paragraphs are the model's own
+(``free``: it writes the blank lines, as many as it likes). Sentences and
+paragraphs are the verifier's (``units.pieces``). The current paragraph is
+the text after the last ``\n\n`` (the verifier's paragraph separator); its
+closed sentences are counted from the text on each plan.
 
 - a minimum: while the current paragraph holds fewer closed sentences, its
   exit (the next paragraph, or the end) and line breaks are masked, and the
   stop is held; when the sentences still owed (here and in the paragraphs
   after) need the budget left, the current sentence is asked to close;
-- a maximum: once the paragraph holds that many closed sentences the
-  segment ends (``forces``), and while its last allowed sentence is open no
-  token may end it and begin another one.
+- a maximum: while its last allowed sentence is open no token may end it
+  and begin another one; once the paragraph holds that many closed
+  sentences, a counted paragraph's segment ends (``forces``), and in a free
+  body the next tokens write ``\n\n`` (a token that begins with it, or a
+  line break alone and then a token that begins with one), or the answer
+  stops where the model's own best token is the stop, so the paragraph ends
+  there.
 
 Guarantee: within the token budget, an answer this controller lets end
 has every paragraph within the bounds. The compiler controls it only in
-that body, with no controller that inserts text and no other sentence rule.
+those bodies, with no controller that inserts text, no other sentence rule
+and (in a free body) no fixed text and no other rule on paragraphs or lines.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from inference.decoder.controllers.pacing import tokens_left
 from inference.decoder.controllers.protocol import (
     HOLD_ALL,
     HOLD_NONE,
+    NEG_INF,
     Context,
     Controller,
     Draft,
@@ -48,7 +56,6 @@ from reasoning.constraints.form.model import Unit
 
 __all__ = ["PieceSentences", "PieceSentencing", "build_piece_sentences", "closed_sentences"]
 
-_BLANK = re.compile(r"\n\s*\n")
 _TOKENS_PER_SENTENCE = 10  # budget tokens an owed sentence is planned to take at the least
 _CHARS_PER_TOKEN = 4  # a rough token length of running text, to pace a sentence's share
 #: A token that ends a sentence and goes on with the next one.
@@ -62,12 +69,12 @@ class PieceSentences:
     at_least: int = 0
     at_most: int | None = None
     sources: tuple[str, ...] = ()
+    free: bool = False  # the paragraphs are the model's own, in a free body
 
 
 def current_paragraph(text: str) -> str:
-    """The text after the last blank line."""
-    found = list(_BLANK.finditer(text))
-    return text[found[-1].end():] if found else text
+    """The text after the last paragraph separator (``textstats.blank_line_paragraphs``'s)."""
+    return text.rsplit("\n\n", 1)[-1]
 
 
 def closed_sentences(paragraph: str) -> tuple[int, str]:
@@ -91,8 +98,21 @@ class PieceSentencing(Controller):
             values = [_ENDS_AND_GOES_ON.search(t) is not None for t in tables.texts]
             return torch.tensor(values, dtype=torch.bool, device=tables.device)
 
+        def breaks(after_newline: bool) -> torch.Tensor:
+            def build() -> torch.Tensor:
+                values = [t.startswith("\n") if after_newline else t.startswith("\n\n") or t == "\n"
+                          for t in tables.texts]
+                return torch.tensor(values, dtype=torch.bool, device=tables.device)
+
+            table: torch.Tensor = tables.cached(("piece-sentences-breaks", after_newline), build)
+            return table
+
         self._goes_on = tables.cached(("piece-sentences-goes-on", 0), build)
+        # Tokens that complete a paragraph separator, after a line break and elsewhere.
+        self._breaks = (breaks(False), breaks(True))
         self._newline = tables.has_newline
+        self._eos = frozenset(tables.eos_ids)
+        self._breaking: list[int] = []
 
     def _body(self, d: Draft) -> bool:
         segment = d.comp.segment
@@ -110,7 +130,7 @@ class PieceSentencing(Controller):
     def forces(self, d: Draft) -> bool:
         """End the paragraph once it holds the most sentences allowed, at their end."""
         most = self.want.at_most
-        if most is None or not self._body(d) or d.state.pending:
+        if most is None or self.want.free or not self._body(d) or d.state.pending:
             return False
         closed, open_text = closed_sentences(current_paragraph(d.state.text))
         return closed >= most and not open_text
@@ -125,8 +145,9 @@ class PieceSentencing(Controller):
         closed, open_text = closed_sentences(current_paragraph(state.text))
         short = closed < self.want.at_least
         last = self.want.at_most is not None and closed >= self.want.at_most - 1
+        full = self.want.free and self.want.at_most is not None and closed >= self.want.at_most and not open_text
         if short or last:
-            d.marks[self.slot] = (short, last)
+            d.marks[self.slot] = (short, last, full)
         if short and not self._budget_out(state):
             d.may_stop = False  # a middle paragraph's exit is no stop the holds could refuse
         budget = self.ctx.max_new_tokens
@@ -150,8 +171,9 @@ class PieceSentencing(Controller):
         base: torch.Tensor,
         lp: torch.Tensor,
     ) -> None:
+        self._breaking = []  # full rows whose model goes on: they break, they do not stop
         for r, plan in enumerate(plans):
-            short, last = plan.marks.get(self.slot, (False, False))
+            short, last, full = plan.marks.get(self.slot, (False, False, False))
             if short and not self._budget_out(states[r]):
                 # The paragraph may not end yet: no exit, no line break.
                 keep = allowed[r] & ~self._newline
@@ -161,6 +183,23 @@ class PieceSentencing(Controller):
             if last:
                 allowed[r] &= ~self._goes_on
                 fragments[r] &= ~self._goes_on
+            if full:
+                # A free body's full paragraph ends here: a line break (then a blank line) or the stop.
+                keep = allowed[r] & self._breaks[states[r].text.endswith("\n")]
+                best = int(lp[r].argmax())
+                if best == plan.exit or best in self._eos:  # the model's own wish to stop is kept
+                    keep[plan.exit] = bool(allowed[r, plan.exit])
+                elif bool(keep.any()):
+                    self._breaking.append(r)
+                if bool(keep.any()):
+                    allowed[r] = keep
+                    fragments[r] = False
+
+    def reweigh(self, states: Sequence[SteerState], plans: Sequence[Plan], rows: torch.Tensor) -> None:
+        """A full paragraph the model would go on with breaks: the stop mass moved to its exit
+        is taken back."""
+        for r in self._breaking:
+            rows[r, plans[r].exit] = NEG_INF
 
     def _budget_out(self, state: SteerState) -> bool:
         """Whether the budget left is too short for anything but the end (then the cut is reported)."""
@@ -178,6 +217,6 @@ class PieceSentencing(Controller):
 
 
 def build_piece_sentences(ctx: Context, specs: Sequence[Any]) -> Controller | None:
-    """The sentences-per-paragraph controller, when a request bounds them in a counted body."""
+    """The sentences-per-paragraph controller, when a request bounds them (see the module doc)."""
     spec = spec_of(specs, PieceSentences)
     return PieceSentencing(ctx, spec) if spec is not None else None

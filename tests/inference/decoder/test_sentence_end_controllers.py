@@ -72,6 +72,33 @@ def test_sentences_per_paragraph_hold_in_a_counted_body_against_a_model_that_end
         assert judged(constraints, state.text) == [], state.text
 
 
+@pytest.mark.parametrize(("relation", "n", "ok"), [("exactly", 2, lambda k: k == 2), ("at most", 2, lambda k: 1 <= k <= 2),
+                                                   ("at least", 2, lambda k: k >= 2)])
+def test_sentences_per_paragraph_hold_alone_in_a_free_body(tokenizer: Any, relation: str, n: int, ok: Any) -> None:
+    """No paragraph count: the model writes its own blank lines (the adversary ends sentences
+    and paragraphs everywhere), and every paragraph it writes is within the bound."""
+    constraints = [gen(Kind.COUNT, unit="sentences", per="paragraphs", relation=relation, n=n)]
+    steering = compile_steering(constraints, tokenizer, prompt="Tell me about dogs.", max_new_tokens=BUDGET)
+    assert steering.controlled == {"f"}
+    bias = bias_towards(tokenizer, r"^[.!?]+$|^ [A-Z][a-z]+$", 4.0)
+    bias.update(bias_towards(tokenizer, r"^\n\n?$", 14.0))
+    paragraphs_seen = 0
+    for seed in SEEDS:
+        state = drive_with_bias(steering, BUDGET, seed, bias)
+        paragraphs = [p for p in re.split(r"\n\s*\n", state.text) if p.strip()]
+        assert all(ok(len(_sentences(p))) for p in paragraphs), state.text
+        assert judged(constraints, state.text) == [], state.text
+        paragraphs_seen += len(paragraphs)
+    assert paragraphs_seen > len(SEEDS)  # the model did end paragraphs of its own
+
+
+def test_sentences_per_paragraph_beside_a_rule_on_lines_are_left_to_the_prompt(tokenizer: Any) -> None:
+    constraints = [gen(Kind.COUNT, unit="sentences", per="paragraphs", relation="at most", n=2),
+                   gen(Kind.COUNT, "l", unit="lines", relation="at most", n=6)]
+    steering = compile_steering(constraints, tokenizer, prompt="Tell me about dogs.", max_new_tokens=BUDGET)
+    assert "f" in steering.uncontrolled
+
+
 @pytest.mark.model
 def test_bundled_model_ends_its_first_sentence_on_the_word_and_writes_the_ing_words(loaded_model: Any) -> None:
     """One short generation, three assertions: the first sentence's last word, the words
