@@ -609,6 +609,21 @@ _HIGHLIGHT_LEMMAS = frozenset({"highlight", "italicize", "italicise", "italic", 
 _HIGHLIGHT_UNITS = frozenset({"section", "part", "phrase", "word", "keyword", "text", "name", "sentence", "area", "point", "span"})
 
 
+def _each_counted(ctx: _Ctx, i: int, start: int, end: int) -> int | None:
+    """The number of the pieces a highlight is asked of one by one ("highlight each section name" after
+    "the proposal should contain 5 or more sections"): the count of that noun elsewhere in the prompt."""
+    for j in range(max(start, i - 6), min(end - 1, i + 6)):
+        if ctx.lowers[j] not in ("each", "every") or ctx.lemmas[j + 1] not in _HIGHLIGHT_UNITS:
+            continue
+        noun = ctx.lemmas[j + 1]
+        for k, lemma in enumerate(ctx.lemmas):
+            if lemma == noun and not start <= k < end:
+                quantity = _quantity_left(ctx, k)
+                if quantity is not None and quantity.n > 0:
+                    return quantity.n
+    return None
+
+
 def _detect_highlights(ctx: _Ctx) -> None:
     """"Highlight at least 3 sections with markdown, i.e. *highlighted section*".
 
@@ -641,6 +656,8 @@ def _detect_highlights(ctx: _Ctx) -> None:
             number = _num(ctx.tokens[i + 1])
             if number is not None:
                 n, end_i = number, i + 1
+        if n is None:
+            n = _each_counted(ctx, i, sent.start, sent.end)  # "5 or more sections ... highlight each section name"
         if n is None:
             twice = next((j for j in range(i, min(sent.end, i + 10)) if ctx.lowers[j] in ("twice", "thrice")), None)
             n = 2 if twice is not None and ctx.lowers[twice] == "twice" else 3 if twice is not None else 1
@@ -1131,16 +1148,17 @@ _REPEAT = re.compile(
 def repeat_text(text: str, start: int, end: int) -> str | None:
     """The text a request to repeat read at ``text[start:end]`` refers to, or None.
 
-    A long quoted string on the request's line, the first line ("repeat the
-    first line"), the block before the request's line, or the block after it.
+    The first line when named ("repeat the first line"), a long quoted string
+    on the request's line, the block before the request's line, or the block
+    after it.
     """
     line_start = text.rfind("\n", 0, start) + 1
     quoted = [q for q in _QUOTED.finditer(text, line_start, text.find("\n", end) if "\n" in text[end:] else len(text))
               if len(next(g for g in q.groups() if g)) >= 20]
-    if quoted:
+    if re.search(r"first\s+line", text[start : end + 20], re.IGNORECASE):
+        prompt_to_repeat = text.split("\n", 1)[0]  # named, before any quote on the line
+    elif quoted:
         prompt_to_repeat = next(g for g in quoted[0].groups() if g)
-    elif re.search(r"first\s+line", text[start : end + 20], re.IGNORECASE):
-        prompt_to_repeat = text.split("\n", 1)[0]
     elif text[:line_start].strip():
         prompt_to_repeat = text[:line_start]
     else:

@@ -268,3 +268,16 @@ def test_contradicting_case_instructions_are_both_kept() -> None:
 def test_lowercase_denied_restates_all_capitals() -> None:
     kinds = [c.kind for c in extract("Write about tea in all capital letters. Lowercase letters are not allowed.").constraints]
     assert kinds == [Kind.ALL_CAPITALS]
+
+
+def test_the_first_line_named_is_the_text_to_repeat_before_a_quote_on_the_same_line() -> None:
+    prompt = ("Summarise this: \"The harbour opened in 1870 and grew fast\".\n"
+              "Repeat the first line above, then summarise. Your answer should start with \"Summarise this\".")
+    copies = [c for c in extract(prompt).constraints if c.kind is Kind.REPEAT_PROMPT]
+    assert [c.params["prompt_to_repeat"] for c in copies] == [prompt.split("\n", 1)[0]]
+
+
+def test_highlighting_each_of_the_counted_pieces_asks_for_that_many_highlights() -> None:
+    prompt = "The plan should have at least 4 parts. Highlight each part title with markdown, i.e. *title*."
+    assert [(c.kind, c.params) for c in extract(prompt).constraints if c.kind is Kind.HIGHLIGHTED_SECTIONS] == [
+        (Kind.HIGHLIGHTED_SECTIONS, {"n": 4})]
