@@ -518,15 +518,40 @@ def _detect_counts(ctx: _Ctx) -> None:
                             start, end, confidence=0.6)
 
 
+def _stated_pieces(ctx: _Ctx, before_char: int) -> tuple[int, int, int] | None:
+    """(n, start, end) of the last exact count of a plural noun before ``before_char`` ("just the first 5 steps")."""
+    found: tuple[int, int, int] | None = None
+    for i, token in enumerate(ctx.tokens):
+        if token.idx >= before_char:
+            break
+        if token.tag_ == "NNS":
+            quantity = _quantity_left(ctx, i)
+            if quantity is not None and quantity.relation in (None, Relation.EXACTLY) and quantity.high is None:
+                start, end = ctx.chars(quantity.first, i)
+                found = (quantity.n, start, end)
+    return found
+
+
 def _detect_divider_template(ctx: _Ctx) -> None:
-    """A format shown with ``***`` lines: as many paragraphs as the template has."""
+    """A format shown with ``***`` lines: as many paragraphs as the template has (an open one, ending
+    in "...", as many as the request counts: "the first 5 steps")."""
     if not ctx.has_divider or any(f.kind == Kind.PARAGRAPH_COUNT and "_blank_lines" not in f.params for f in ctx.found):
         return
     separators = list(re.finditer(r"\n\s*\*\*\*\s*\n", ctx.text))
-    if len(separators) >= 2:
+    if separators:
         first, last = separators[0], separators[-1]
-        ctx.add(Kind.PARAGRAPH_COUNT, {"n": len(separators) + 1}, first.start() + 1, last.end() - 1, confidence=0.7)
-        return
+        before = ctx.text[: first.start()].rsplit("\n", 1)[-1].strip()
+        after = ctx.text[last.end() :].split("\n", 1)[0].strip()
+        if re.fullmatch(r"(?:\.{2,}|…+)", after):
+            # an open template ("Step 1 ... *** Step 2 ... *** ..."): as many pieces as the request counts
+            stated = _stated_pieces(ctx, first.start())
+            if stated is not None:
+                ctx.add(Kind.PARAGRAPH_COUNT, {"n": stated[0]}, stated[1], stated[2], confidence=0.7)
+            return
+        closed = bool(before) and bool(after) and not before.endswith(":") and len(before) <= 60 and len(after) <= 60
+        if len(separators) >= 2 or closed:  # "[code snippet 1]\n***\n[code snippet 2]": the pieces shown
+            ctx.add(Kind.PARAGRAPH_COUNT, {"n": len(separators) + 1}, first.start() + 1, last.end() - 1, confidence=0.7)
+            return
     match = re.search(r"\*\*\*", ctx.text)
     if match is None:
         return

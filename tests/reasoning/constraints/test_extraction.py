@@ -281,3 +281,15 @@ def test_highlighting_each_of_the_counted_pieces_asks_for_that_many_highlights()
     prompt = "The plan should have at least 4 parts. Highlight each part title with markdown, i.e. *title*."
     assert [(c.kind, c.params) for c in extract(prompt).constraints if c.kind is Kind.HIGHLIGHTED_SECTIONS] == [
         (Kind.HIGHLIGHTED_SECTIONS, {"n": 4})]
+
+
+def test_a_closed_divider_template_of_two_pieces_is_two_paragraphs() -> None:
+    prompt = "Compare the old and new plans, separated by ***. Like this:\n[old plan]\n***\n[new plan]\n\nKeep it short."
+    assert [(c.kind, c.params) for c in extract(prompt).constraints if c.kind is Kind.PARAGRAPH_COUNT] == [
+        (Kind.PARAGRAPH_COUNT, {"n": 2})]
+
+
+def test_an_open_divider_template_has_as_many_pieces_as_the_request_counts() -> None:
+    prompt = "Give me the first 4 tips. Separate them with ***, like:\nTip 1: ...\n***\nTip 2: ...\n***\n...\n"
+    assert [(c.kind, c.params) for c in extract(prompt).constraints if c.kind is Kind.PARAGRAPH_COUNT] == [
+        (Kind.PARAGRAPH_COUNT, {"n": 4})]
