@@ -153,6 +153,9 @@ def _class_after_with(ctx: _Ctx, verb: int, end: int) -> tuple[WordClass, int] |
     if j >= end:
         return None
     word_class = _CLASS_WORDS.get(ctx.lemmas[j]) or _CLASS_WORDS.get(ctx.lowers[j])
+    if word_class is None and j + 1 < end and ctx.tokens[j].tag_ in ("VBN", "JJ", "VBG"):
+        j += 1  # "with a bolded verb"
+        word_class = _CLASS_WORDS.get(ctx.lemmas[j]) or _CLASS_WORDS.get(ctx.lowers[j])
     if word_class is None:
         return None
     last = j
@@ -581,11 +584,13 @@ def _detect_spread(ctx: _Ctx) -> None:
         if piece is None:
             continue
         number = _spread_number(ctx, sent.start, sent.end)
-        lengths = any(w in _LENGTH_WORDS for w in lowers)
+        lengths = any(t.lower_ in _LENGTH_WORDS or t.lemma_.lower() in _LENGTH_WORDS for t in sent)
         if not lengths and not (between and number is not None and number[1] is not None):
             continue  # "within 20 words of the others" compares lengths without the word "length"
-        if number is None and not alike:
-            continue
+        if number is None and not alike and not (between and {"longer", "shorter"} & set(lowers)):
+            continue  # ("no bullet point much longer than the rest": balanced, with no number)
+        ctx.found = [f for f in ctx.found if not (f.kind is Kind.STRUCTURE and f.params == {"layout": "no_list"}
+                                                  and _overlaps(f, sent.start_char, sent.end_char))]  # "no bullet point is longer"
         named = next((_SPREAD_UNITS[t.lemma_.lower()] for t in sent if t.lemma_.lower() in _SPREAD_UNITS), None)
         unit = (number[1] if number is not None else None) or named or Unit.WORDS
         if number is not None:

@@ -59,13 +59,15 @@ def _alternation(words: Sequence[str]) -> str:
 _QUOTE = r"[“\"「『‘'](?P<q>[^”\"」』’'\n]{1,40})[”\"」』’']"
 _MARKS: Mapping[str, str] = {"句号": "。", "问号": "？", "感叹号": "！", "叹号": "！", "逗号": "，", "分号": "；",
                              "冒号": "：", "省略号": "……"}
-_PER = _alternation(list(ZH_PER) + ["每个要点", "每一个要点", "每条", "每一条", "每项", "每个条目", "每个列表项"])
+_PER = _alternation(list(ZH_PER) + ["每个要点", "每一个要点", "每条要点", "每一条要点", "每条", "每一条", "每项", "每个条目",
+                                    "每个列表项"])
 _EVERY_PIECE = re.compile(
     r"(?P<per>" + _PER + r")(?:话)?(?P<last>的?最后一句(?:话)?)?(?:都|均)?(?:必须|应该|应|要|须|需|需要|一律)?(?:以|用)\s*"
     r"(?:" + _QUOTE + r"|(?P<mark>" + _alternation(list(_MARKS)) + r")|(?P<lit>[。？！?!.…；;：:✅⭐•\-—]{1,3}|[^\s\w，,]))"
     r"\s*(?:作为|来)?(?P<op>开头|开始|打头|结尾|结束|收尾)"
 )
-_ITEM_PER = {"每个要点": Unit.BULLETS, "每一个要点": Unit.BULLETS, "每条": Unit.BULLETS, "每一条": Unit.BULLETS,
+_ITEM_PER = {"每个要点": Unit.BULLETS, "每一个要点": Unit.BULLETS, "每条要点": Unit.BULLETS, "每一条要点": Unit.BULLETS,
+             "每条": Unit.BULLETS, "每一条": Unit.BULLETS,
              "每项": Unit.BULLETS, "每个条目": Unit.BULLETS, "每个列表项": Unit.BULLETS}
 _LAST_IS = re.compile(r"(?:回答|答案|回复|全文)?的?最后一句(?:话)?(?:必须|应该|应|要|须|需)?(?:是|为|写)\s*" + _QUOTE)
 _ANSWER_LAST = re.compile(r"(?:回答|答案|回复|全文)的?(?:最后|末尾|结尾)(?:处)?(?:必须|应该|应|要|须|需|请)?(?:写上|加上|附上|写|附)\s*"
@@ -111,6 +113,8 @@ _SPREAD_LIMIT = re.compile(r"(?P<rel>不超过|不多于|不得超过|最多|少
                            + r")\s*个?(?P<unit>字符|字母|字|词|单词)")
 _PARAGRAPH_GAP = re.compile(r"(?:段落|段)(?:与段落?|和段落?)?(?:之间|间)(?:要|请|需|需要|必须|都|应)?"
                             r"(?:空|留|隔|用|以)(?:出|上)?(?:一|1)?(?:个)?(?:空白?)?行")
+_QUOTED_FIELDS = re.compile(r"(?P<list>(?:[“\"「][^”\"」\n]{1,20}[”\"」]\s*(?:、|，|,|和|及|与|以及)?\s*)+)(?:这|等)?"
+                            r"(?:" + ZH_NUMBER + r")?个?(?:字段|键|属性)")
 _JSON_FIELDS = re.compile(r"(?:包含|包括|含有|带有|有)?(?:字段|键|属性)(?:名)?(?:为|是|有|包括|包含)?\s*[：:]?\s*"
                           r"(?P<list>(?:[“\"「]?[\w\u4e00-\u9fff]{1,20}[”\"」]?\s*(?:、|，|,|和|及|与|以及)\s*)*"
                           r"[“\"「]?[\w\u4e00-\u9fff]{1,20}?[”\"」]?)(?=[。；;，,\s]|$|(?:三|两|几)个字段)")
@@ -333,13 +337,15 @@ def _paragraph_gap(r: _Reader) -> None:
 
 
 def _json_keys(r: _Reader) -> None:
-    """用JSON回答，包含字段name和age / 字段为“标题”和“作者”: ``json_format`` with those ``keys``."""
+    """用JSON回答，包含字段name和age / 字段为“标题”和“作者” / 包含“城市”和“温度”两个字段: ``json_format`` with
+    those ``keys`` (a count read from 两个字段 is no count of words)."""
     plain = [f for f in r.found if f.kind is Kind.JSON_FORMAT and not f.params]
     if not plain:
         return
-    match = _JSON_FIELDS.search(r.text, plain[0].start)
+    match = _QUOTED_FIELDS.search(r.text, plain[0].start) or _JSON_FIELDS.search(r.text, plain[0].start)
     if match is None:
         return
+    r.drop(match.start(), match.end(), _COUNTS)
     keys = [k.strip(" “”\"「」") for k in re.split(r"、|，|,|以及|和|及|与", match.group("list"))]
     keys = [k for k in keys if k]
     if not keys:
