@@ -790,9 +790,8 @@ def form_closing(
     constraints: Sequence[Constraint], layout: Layout, controlled: set[str], *, inserts: bool, placed: bool
 ) -> Closing | None:
     """The ``controllers.closings.Closing`` of every sentence, line or paragraph (``k = 0``), or the
-    k-th line, ending with a text (None: none, or not controllable here; the k-th sentence is
-    ``form_sentence_end``'s, the k-th paragraph, whose count keeps empty paragraphs, is left to
-    the prompt).
+    k-th line or paragraph, ending with a text (None: none, or not controllable here; the k-th
+    sentence is ``form_sentence_end``'s).
 
     Controlled: one such position, in a free body without fixed text, with no controller that
     forces words of its own (as for ``form_opening``), a text that ends no piece before its own
@@ -804,7 +803,7 @@ def form_closing(
     """
     found = [(c, form) for c in constraints if isinstance(form := form_of_constraint(c), Position)
              and form.op == "ends_with" and form.unit in CLOSED_UNITS and form.text.strip()
-             and (form.k == 0 or form.k >= 1 and form.unit is Unit.LINES)]
+             and (form.k == 0 or form.k >= 1 and form.unit in (Unit.LINES, Unit.PARAGRAPHS))]
     def agree(form: Position, text: str) -> bool:
         every = Closing(per=form.unit, k=0, text=" ".join(form.text.split()))
         return every.closed(text) or Closing(form.unit, 0, text).closed(every.text)

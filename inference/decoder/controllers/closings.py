@@ -22,6 +22,15 @@ piece, or the k-th):
 - the stop is held while the text is being written or the current piece
   (the k-th: until it is complete) does not end with it.
 
+The k-th paragraph is counted as the verifier counts it (``\n\n``
+separators, an empty paragraph included), so no candidate may write an empty
+paragraph (a separator at the start, or two with only whitespace between):
+then the k-th of the controller's pieces is the verifier's k-th paragraph.
+Before the k-th paragraph has begun, a paragraph break (``\n\n``) is
+written at a sentence end once the budget left holds little more than the
+paragraphs still to begin (``_PARAGRAPH_TOKENS`` each; the open sentence is
+asked to end then), so it begins in time.
+
 So a text this controller lets end closes every (or its k-th) piece with
 the text, provided nothing else forces tokens into the answer: the compiler
 controls a closing only in a free body without fixed text and without
@@ -37,8 +46,10 @@ from typing import Any
 
 import torch
 
+from inference.decoder.controllers.counts import good_last_word
 from inference.decoder.controllers.forcing import ForcedText, Writer
 from inference.decoder.controllers.layout import LayoutSegment
+from inference.decoder.controllers.pacing import tokens_left
 from inference.decoder.controllers.protocol import (
     HOLD_ALL,
     HOLD_NONE,
@@ -60,6 +71,7 @@ __all__ = ["CLOSED_UNITS", "Closing", "ClosingState", "Closings", "build_closing
 
 #: Pieces a closing text can be placed at the end of.
 CLOSED_UNITS = frozenset({Unit.SENTENCES, Unit.LINES, Unit.PARAGRAPHS})
+_PARAGRAPH_TOKENS = 24  # budget tokens planned for each paragraph still to begin before the k-th ends
 
 
 def piece_ends(unit: Unit) -> str:
@@ -94,6 +106,12 @@ class ClosingState:
     pending: tuple[int, ...] = ()
 
 
+def _empty_paragraph(text: str) -> bool:
+    """Whether ``text`` holds an empty paragraph before its last one (``\n\n`` separators, as
+    ``textstats.blank_line_paragraphs`` splits)."""
+    return any(not piece.strip() for piece in text.split("\n\n")[:-1])
+
+
 class Closings(Writer, JudgesText):
     """A piece's closing text at decode time (see the module doc)."""
 
@@ -109,6 +127,8 @@ class Closings(Writer, JudgesText):
         self._stops[list(tables.eos_ids)] = True
         self._stops |= self._enders
         self._text = ForcedText(tables, closing.text)
+        self._counts_empty = closing.k > 0 and closing.per is Unit.PARAGRAPHS  # the verifier counts them
+        self._break = ForcedText(tables, "\n\n", lead="")
 
     def start(self) -> ClosingState:
         return ClosingState()
@@ -134,8 +154,29 @@ class Closings(Writer, JudgesText):
         return budget - state.n_tokens - reserve <= self._text.tokens(state.text) + 2
 
     def pace(self, d: Draft) -> Plan | None:
-        """Write the text when the budget is about to run out inside a piece that owes it."""
-        return self._text.begin(d.state) if self._budget_due(d.state, d.comp.reserve_tokens) else None
+        """Write the text when the budget is about to run out inside a piece that owes it; break
+        the paragraph at a sentence end when the k-th paragraph must begin to fit the budget."""
+        if self._budget_due(d.state, d.comp.reserve_tokens):
+            return self._text.begin(d.state)
+        if not self._break_due(d):
+            return None
+        text = d.state.text
+        if text[-1:] and text[-1] in TERMINALS:
+            return self._break.begin(d.state)
+        if not d.close:  # the open sentence is asked to end first
+            words = text[d.state.parts[self.slot].start :].split()
+            d.close = "end" if words and good_last_word(words[-1]) else "word"
+        return None
+
+    def _break_due(self, d: Draft) -> bool:
+        """Whether the paragraph before the k-th must end for the k-th to fit the budget left."""
+        budget = self.ctx.max_new_tokens
+        state = d.state
+        part: ClosingState = state.parts[self.slot]
+        if not self._counts_empty or budget is None or part.pending or state.pending \
+                or part.before >= self.closing.k - 1 or not any(ch.isalnum() for ch in state.text[part.start :]):
+            return False
+        return tokens_left(budget, d) <= (self.closing.k - part.before) * _PARAGRAPH_TOKENS
 
     def mask(
         self,
@@ -163,6 +204,8 @@ class Closings(Writer, JudgesText):
         part: ClosingState = state.parts[self.slot]
         if self.closing.k and part.before > self.closing.k - 1:
             return True
+        if self._counts_empty and "\n" in text and _empty_paragraph(state.text + text):
+            return False
         pieces = units.pieces(self.closing.per, state.text[part.start :] + text)
         ends = any(ch in self._ends for ch in text)
         for index, piece in enumerate(pieces):

@@ -316,7 +316,7 @@ def test_form_caps_combine_with_named_kinds(tokenizer: Any) -> None:
 
 def test_uncontrollable_forms_are_reported_uncontrolled(tokenizer: Any) -> None:
     constraints = [
-        gen(Kind.POSITION, "third", unit="paragraphs", k=3, op="ends_with", text="river"),
+        gen(Kind.POSITION, "third", unit="paragraphs", k=3, op="is", text="Rivers run."),  # a piece being a text
         gen(Kind.COUNT, "numbers", unit="numbers", relation="at least", n=2),
         gen(Kind.COPY, "copy", text="Describe a river.", change=True),
         gen(Kind.STRUCTURE, "responses", layout="responses", n=3, marker="Answer"),

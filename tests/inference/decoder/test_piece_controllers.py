@@ -187,6 +187,8 @@ EVERY_CLOSING = [
      lambda t: all(p.strip().lower().endswith("over.") for p in re.split(r"\n\s*\n", t) if p.strip())),
     ("second line", {"unit": "lines", "k": 2, "text": "Over."},
      lambda t: [ln for ln in t.splitlines() if ln.strip()][1].strip().lower().endswith("over.")),
+    ("second paragraph", {"unit": "paragraphs", "k": 2, "text": "river"},  # IFEval's split: empty ones count
+     lambda t: len(t.split("\n\n")) >= 2 and _last_word(t.split("\n\n")[1]) == "river"),
 ]
 
 
@@ -207,6 +209,22 @@ def test_a_piece_closing_holds_on_random_logits(tokenizer: Any, name: str, param
         assert "closing" not in steering.unmet(state)
         ended += len(_sentences(state.text)) if params["unit"] == "sentences" else state.text.count("\n")
     assert ended >= 2 * len(SEEDS)  # the adversary did end pieces, each after the text
+
+
+def test_the_third_paragraph_ends_with_the_word_when_the_model_writes_no_paragraphs(tokenizer: Any) -> None:
+    """A model that writes sentences and never a blank line: the paragraphs before the third
+    are broken at sentence ends in time for the third to end with the word."""
+    constraints = [gen(Kind.POSITION, unit="paragraphs", k=3, op="ends_with", text="river")]
+    steering = compile_steering(constraints, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
+    assert steering.controlled == {"f"}
+    bias = bias_towards(tokenizer, r"^ [A-Za-z]+$", 4.0)
+    bias.update(bias_towards(tokenizer, r"^[.!?]$", 6.0))
+    bias.update(dict.fromkeys(steering.tables.holding("\n").nonzero().flatten().tolist(), -30.0))
+    for seed in SEEDS:
+        state = drive_with_bias(steering, BUDGET, seed, bias)
+        raw = state.text.split("\n\n")
+        assert len(raw) >= 3 and _last_word(raw[2]) == "river", state.text
+        assert judged(constraints, state.text) == [], state.text
 
 
 def test_closings_that_cannot_agree_are_conflicts(tokenizer: Any) -> None:
