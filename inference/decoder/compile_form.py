@@ -37,7 +37,7 @@ guarantees it, and is reported ``controlled`` only then:
   is held) (``controllers.minima``); ``form_placement`` the k-th word
   (``controllers.placing``); ``form_opening`` the k-th sentence or line,
   or every sentence / line / paragraph, opening with a text (``controllers.openings``);
-  ``form_closing`` every sentence / line / paragraph (or the k-th line)
+  ``form_closing`` every sentence / line / paragraph (or the k-th line or paragraph)
   ending with a text (``controllers.closings``); ``form_spans`` the counts
   of spans between delimiters of one to three marks, opened and closed in the
   model's prose (``controllers.spans``); ``form_sentence_mark`` every
