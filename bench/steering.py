@@ -1,13 +1,17 @@
 """Steering benchmark: IFEval accuracy with token controllers on and off.
 
 ``python -m bench.steering [--quick] [--skip N] [--limit N] [--width K] [--set PATH]
-[--weights F] [--record-gate] [--steered-only]``
+[--weights F] [--record-gate [--ship]] [--steered-only]``
 
 ``--weights`` loads the model in a weight format (``TENET_WEIGHTS``; default
 float32, the reference); ``--record-gate`` keeps the steered
 instruction-strict accuracy for that format in the model cache, where
 ``auto`` reads the steered-accuracy gate (``inference.weights.gate``: a
 format more than one point below float32 on the same sample is not chosen).
+
+``--ship`` (with ``--record-gate``) also writes the figure into the
+repository's ``inference/weights/steering_gate.json``, which ``auto``
+reads where the model cache holds no figure for a format.
 
 ``--steered-only`` decodes only the steered answers (no plain ``generate``,
 no throughput pairs; ``unsteered`` and the throughput figures are then
@@ -267,6 +271,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="keep the steered accuracy for this format in the model cache, where auto reads "
         "the steered-accuracy gate (inference.weights.gate)",
     )
+    parser.add_argument(
+        "--ship",
+        action="store_true",
+        help="with --record-gate, also keep it in the repository's figures "
+        "(inference/weights/steering_gate.json), which a fresh clone's auto reads",
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
 
@@ -444,24 +454,24 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _record_gate(args: argparse.Namespace, lm: Any, report: dict[str, Any]) -> Path:
     """Keep this run's steered accuracy for its weight format where ``auto`` reads it."""
     from inference.loader import probe_directory
-    from inference.weights.gate import SteeredAccuracy, measured_now, record
+    from inference.weights.gate import SteeredAccuracy, measured_now, record, ship
 
     sample = "quick" if args.quick else "full"
     if args.limit is not None or args.skip or args.max_new_tokens is not None:
         sample += f" skip {args.skip} limit {args.limit} cap {args.max_new_tokens}"
     steered = report["steered"]
     probe_dir = probe_directory(model_cache(args.cache), lm.identity.sha256)
-    record(
-        probe_dir,
-        SteeredAccuracy(
-            lm.weights.weights,
-            sample,
-            float(steered["instruction_strict"]),
-            int(steered["n_prompts"]),
-            int(steered["n_instructions"]),
-            measured_now(),
-        ),
+    result = SteeredAccuracy(
+        lm.weights.weights,
+        sample,
+        float(steered["instruction_strict"]),
+        int(steered["n_prompts"]),
+        int(steered["n_instructions"]),
+        measured_now(),
     )
+    record(probe_dir, result)
+    if args.ship:
+        ship(probe_dir, result)
     return probe_dir
 
 

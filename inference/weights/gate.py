@@ -8,6 +8,13 @@ longer than a model load may, so the bench records its figures in a JSON
 file (:data:`GATE_FILE`) beside the auto probe's measurements in the model
 cache (one directory per model file digest), and a load only reads it.
 
+The repository also carries the figures measured for the bundled model
+(:data:`SHIPPED_GATE`, keyed by the probe directory's name, which is the
+model file's digest; ``bench.steering --record-gate --ship`` writes them),
+so that a fresh clone's ``auto`` applies the gate without spending the
+minutes per format again; a figure kept in the model cache replaces the
+shipped one of its format.
+
 Guarantees: :func:`excluded` never excludes float32 (the reference); a
 format is compared only with a float32 figure of the same prompt set
 (``sample``, e.g. ``quick`` or ``limit 40``); a format with no comparable
@@ -25,12 +32,14 @@ from pathlib import Path
 
 __all__ = [
     "GATE_FILE",
+    "SHIPPED_GATE",
     "STEERED_DROP",
     "SteeredAccuracy",
     "excluded",
     "measured_now",
     "read_gate",
     "record",
+    "ship",
     "unmeasured",
 ]
 
@@ -38,6 +47,8 @@ __all__ = [
 STEERED_DROP = 0.01
 #: The file, in the model's probe directory, holding each format's steered accuracy.
 GATE_FILE = "steering-gate.json"
+#: The figures measured for the bundled model, in the repository: ``{probe dir name: {format: row}}``.
+SHIPPED_GATE = Path(__file__).with_name("steering_gate.json")
 
 
 @dataclass(frozen=True)
@@ -52,28 +63,53 @@ class SteeredAccuracy:
     measured: str
 
 
-def read_gate(probe_dir: Path | None) -> dict[str, SteeredAccuracy]:
-    """Every format's kept figure (empty when none was recorded or the file is unreadable)."""
+def read_gate(
+    probe_dir: Path | None, shipped: Path | None = SHIPPED_GATE
+) -> dict[str, SteeredAccuracy]:
+    """Every format's figure: the model cache's, else the repository's for this model.
+
+    Empty when neither holds one (an unreadable file counts as none).
+    """
     if probe_dir is None:
         return {}
+    out = {} if shipped is None else _rows(shipped, probe_dir.name)
+    out.update(_rows(probe_dir / GATE_FILE))
+    return out
+
+
+def _rows(path: Path, model: str | None = None) -> dict[str, SteeredAccuracy]:
     try:
-        rows = json.loads((probe_dir / GATE_FILE).read_text())["formats"]
+        data = json.loads(path.read_text())
+        rows = data["formats"] if model is None else data.get(model, {})
         return {name: SteeredAccuracy(**row) for name, row in rows.items()}
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return {}
+
+
+def _write(path: Path, data: object) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    tmp.replace(path)
 
 
 def record(probe_dir: Path, result: SteeredAccuracy) -> None:
-    """Keep ``result`` for its format (replacing an earlier figure), written atomically."""
-    kept = read_gate(probe_dir)
+    """Keep ``result`` for its format in the model cache (replacing an earlier figure), atomically."""
+    kept = _rows(probe_dir / GATE_FILE)
     kept[result.weights] = result
     probe_dir.mkdir(parents=True, exist_ok=True)
-    path = probe_dir / GATE_FILE
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(
-        json.dumps({"formats": {name: asdict(row) for name, row in sorted(kept.items())}}, indent=1)
-    )
-    tmp.replace(path)
+    _write(probe_dir / GATE_FILE, {"formats": {name: asdict(row) for name, row in kept.items()}})
+
+
+def ship(probe_dir: Path, result: SteeredAccuracy, shipped: Path = SHIPPED_GATE) -> None:
+    """Keep ``result`` in the repository's figures for the model of ``probe_dir`` (atomically)."""
+    try:
+        data = json.loads(shipped.read_text())
+    except (OSError, ValueError):
+        data = {}
+    rows = _rows(shipped, probe_dir.name)
+    rows[result.weights] = result
+    data[probe_dir.name] = {name: asdict(row) for name, row in rows.items()}
+    _write(shipped, data)
 
 
 def measured_now() -> str:

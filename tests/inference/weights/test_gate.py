@@ -16,6 +16,7 @@ from inference.weights.gate import (
     excluded,
     read_gate,
     record,
+    ship,
     unmeasured,
 )
 from inference.weights.probe import TIE_MARGIN, choose, machine_fingerprint
@@ -56,6 +57,26 @@ def test_recorded_figures_read_back_and_a_new_figure_replaces_its_formats_old_on
     assert kept == {"float32": _row("float32", 0.8), "int4": _row("int4", 0.79)}
     (tmp_path / GATE_FILE).write_text("{not json")
     assert read_gate(tmp_path) == {}
+
+
+def test_shipped_figures_apply_where_the_cache_holds_none_and_a_cached_figure_replaces_them(
+    tmp_path: Path,
+) -> None:
+    shipped = tmp_path / "shipped.json"
+    probe_dir = tmp_path / "probe-0123456789abcdef"
+    ship(probe_dir, _row("float32", 0.9), shipped)
+    ship(probe_dir, _row("int8", 0.7), shipped)
+    ship(tmp_path / "probe-another-model", _row("int8", 0.95), shipped)
+    kept = read_gate(probe_dir, shipped)
+    assert kept == {"float32": _row("float32", 0.9), "int8": _row("int8", 0.7)}
+    assert set(excluded(kept)) == {"int8"}  # a fresh clone's auto never picks it
+    record(probe_dir, _row("int8", 0.9))  # measured again on this machine
+    kept = read_gate(probe_dir, shipped)
+    assert kept["int8"] == _row("int8", 0.9) and excluded(kept) == {}
+    assert read_gate(tmp_path / "probe-unmeasured", shipped) == {}
+    assert read_gate(probe_dir, None) == {"int8": _row("int8", 0.9)}
+    shipped.write_text("[]")
+    assert read_gate(tmp_path / "probe-unmeasured", shipped) == {}
 
 
 def _probes() -> list[FormatProbe]:
@@ -128,3 +149,15 @@ def test_auto_with_kept_measurements_applies_both_gates(tmp_path: Path) -> None:
     assert "not measured for bfloat16" in reason
     assert planned_weights("int4", tmp_path, device) == ("int4", "int4: set by TENET_WEIGHTS", ())
     assert planned_weights("auto", tmp_path / "none", device) is None
+
+
+def test_the_repositorys_figures_for_the_bundled_model_compare_with_its_float32_figure(
+    tmp_path: Path,
+) -> None:
+    """What a fresh clone's auto reads: float32's figure and every other on the same sample."""
+    from inference.loader import bundled_gguf_path, file_sha256, probe_directory
+
+    kept = read_gate(probe_directory(tmp_path, file_sha256(bundled_gguf_path())))
+    assert "float32" in kept
+    assert all(row.sample == kept["float32"].sample for row in kept.values())
+    assert all(row.weights == name for name, row in kept.items())
