@@ -388,6 +388,9 @@ def _detect_counts(ctx: _Ctx) -> None:
         hi_char = max(end_char, ctx.chars(quantity.last, quantity.last)[1] if quantity is not None else 0)
         start = ctx.tokens[lo].idx
         _replace_refined(ctx, start, hi_char, unit, per)
+        if unit is Unit.LETTERS and "case" in filter_fields and quantity is not None:
+            ctx.found = [f for f in ctx.found if not (f.kind in (Kind.ALL_CAPITALS, Kind.ALL_LOWERCASE)
+                                                      and _overlaps(f, start, hi_char))]  # a count of them, not the case
         for relation, n in bounds:
             form = Count(unit=unit, filter=Filter(**filter_fields), relation=relation, n=n, per=per)
             _add_form(ctx, form, start, hi_char)
@@ -458,6 +461,8 @@ def _plausible_unit(ctx: _Ctx, first: int, head: int, unit: Unit) -> bool:
         return False
     if unit is Unit.PUNCTUATION and ctx.chars(first, head)[0] > 0 and nxt in ("of",) and ctx.lemmas[head] == "period":
         return False
+    if unit is Unit.LETTERS and head > first and (ctx.lowers[first] in EN_UPPER or ctx.lowers[first] in EN_LOWER):
+        return True  # "at least 5 capital letters": letters of a case, counted
     if unit is Unit.LETTERS:
         if prev in ("same", "different", "initial", "next", "first", "last") or any(
                 w in ("longer", "shorter", "long") for w in ctx.lowers[max(0, first - 4) : first]):
@@ -576,6 +581,9 @@ def _detect_case(ctx: _Ctx) -> None:
         before = " ".join(ctx.lowers[start:i])
         if _about_some_words(ctx, start, i):
             continue
+        if any(_number_at(ctx.doc, j) is not None for j in range(max(start, i - 3), i)) \
+                and ctx.lemmas[i + 1 : i + 2] in (["letter"], ["character"]):
+            continue  # "use at least 5 capital letters": a count of them, not the whole answer's case
         negated = _negated_here(ctx, i, i + (1 if ctx.lowers[i] in ("upper", "lower") else 0)) or any(
             phrase in before for phrase in ("not a single", "not one", "no single", "not even one"))
         upper = (case == "upper") != negated

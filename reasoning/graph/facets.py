@@ -41,6 +41,7 @@ import msgspec
 
 from reasoning.constraints.form import (
     Count,
+    Filter,
     Form,
     Layout,
     Measure,
@@ -286,6 +287,15 @@ def _quantity(form: Count) -> Quantity:
     return ("count", form.unit.value, msgspec.json.encode(f).decode())
 
 
+#: The item an opening or closing of a class holds at least once (``Position.word_class``).
+_CLASS_ITEMS: dict[str, Count] = {
+    "capital": Count(unit=Unit.LETTERS, filter=Filter(case="upper"), relation=Relation.AT_LEAST, n=1),
+    "lowercase": Count(unit=Unit.LETTERS, filter=Filter(case="lower"), relation=Relation.AT_LEAST, n=1),
+    "emoji": Count(unit=Unit.EMOJI, relation=Relation.AT_LEAST, n=1),
+    "number": Count(unit=Unit.DIGITS, relation=Relation.AT_LEAST, n=1),
+}
+
+
 def _form_facets(form: Form) -> Facets:
     """Facets of one form: its count's interval, a position's value, a wrapper's edges, a layout's bullets."""
     if isinstance(form, Count):
@@ -296,6 +306,12 @@ def _form_facets(form: Form) -> Facets:
             quantity += ("per", form.per.value)
         measures = {quantity: form.measure} if form.per is None else {}
         return Facets(bounds={quantity: interval_for(form.relation, form.n)}, complete=True, measures=measures)
+    if isinstance(form, Position) and form.word_class in _CLASS_ITEMS:
+        # An opening (closing) of a class needs at least one such item ("every sentence starts with a
+        # capital letter" and "all lowercase" exclude): the answer without pieces fails the position.
+        item = _CLASS_ITEMS[form.word_class]
+        quantity = _quantity(item)
+        return Facets(bounds={quantity: Interval(1, None)}, measures={quantity: item.measure})
     if isinstance(form, Position):
         text = _norm(form.text)
         if text is None:

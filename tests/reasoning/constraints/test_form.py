@@ -260,3 +260,21 @@ def test_class_openings_and_spreads_are_generic_kinds_with_their_own_verdicts() 
     constraint = Constraint(id="s", kind=kind, params=params)
     assert not verify(constraint, "Short one. A much much longer sentence.").satisfied
     assert verify(constraint, "Short one. Short two.").satisfied
+
+
+@pytest.mark.parametrize(
+    ("word_class", "other"),
+    [
+        ("capital", Constraint(id="b", kind=Kind.ALL_LOWERCASE)),
+        ("lowercase", Constraint(id="b", kind=Kind.ALL_CAPITALS)),
+        ("emoji", Constraint(id="b", kind=Kind.COUNT, params={"unit": "emoji", "relation": "at most", "n": 0})),
+        ("number", Constraint(id="b", kind=Kind.COUNT, params={"unit": "digits", "relation": "at most", "n": 0})),
+    ],
+)
+def test_an_opening_of_a_class_excludes_a_text_without_such_items(word_class: str, other: Constraint) -> None:
+    opening = Constraint(id="a", kind=Kind.POSITION, params={"unit": "sentences", "op": "starts_with", "text": "",
+                                                             "k": 0, "word_class": word_class})
+    edges = compute_relations([opening, other])
+    assert [e.relation.value for e in edges] == ["excludes"]
+    assert not compute_relations([opening, Constraint(id="c", kind=Kind.WORD_COUNT,
+                                                      params={"relation": "at most", "n": 50})])

@@ -189,3 +189,18 @@ def test_separators_json_keys_and_named_marks(prompt: str, expected: list[tuple[
 )
 def test_a_class_or_mark_at_the_edge_of_every_piece(prompt: str, expected: tuple[str, dict[str, Any]]) -> None:
     assert _read(prompt) == [expected]
+
+
+@pytest.mark.parametrize(
+    ("prompt", "expected"),
+    [
+        ("Use at least 5 capital letters.", ("count", {"unit": "letters", "relation": "at least", "n": 5,
+                                                      "filter": {"case": "upper"}})),
+        ("Keep it to no more than ten lowercase letters.", ("count", {"unit": "letters", "relation": "at most", "n": 10,
+                                                                     "filter": {"case": "lower"}})),
+        ("Write it all in capital letters.", ("all_capitals", {})),
+    ],
+)
+def test_a_number_of_letters_of_a_case_is_a_count_not_the_whole_answers_case(
+        prompt: str, expected: tuple[str, dict[str, Any]]) -> None:
+    assert _read(prompt) == [expected]
