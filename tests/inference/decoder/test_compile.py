@@ -259,3 +259,16 @@ def test_each_branch_is_bound_to_the_ids_it_shows(tokenizer: Any) -> None:
     assert none_can.value.extra["constraint_ids"] == ["cite"]
     plain = compile_steering([c("no_comma")], tokenizer, prompt="x", evidence_ids=["E1", "E2"])
     assert branch_steerings(plain, [["E1"], []]) == (plain, plain)
+
+
+@pytest.mark.parametrize("unit", ["sentences", "lines", "paragraphs", "bullets"])
+def test_class_openings_and_spreads_are_left_to_the_prompt(tokenizer: Any, unit: str) -> None:
+    """A text-less opening (``word_class``) and a spread have no controller: both are reported
+    uncontrolled, and a controlled constraint beside them keeps its controller."""
+    opening = Constraint(id="o", kind=Kind.POSITION,
+                         params={"unit": unit, "k": 0, "op": "starts_with", "text": "", "word_class": "emoji"})
+    spread = Constraint(id="s", kind=Kind.SPREAD, params={"unit": "words", "per": unit, "max_ratio": 1.5})
+    no_comma = Constraint(id="c", kind=Kind.NO_COMMA)
+    steering = compile_steering([opening, spread, no_comma], tokenizer, prompt="Describe a river.", max_new_tokens=80)
+    assert {"o", "s"} <= steering.uncontrolled
+    assert "c" in steering.controlled
