@@ -68,7 +68,7 @@ _NEGATED_UNIT = re.compile(_NEG + _VERB + r"(?:任何|一个|半个)?(?P<unit>" 
 _NOT_EVEN_ONE = re.compile(r"(?:一|半)(?:个|处|次|条)?(?P<unit>" + _UNIT + r")(?:都|也)" + _NEG)
 """'一个阿拉伯数字都别写': not even one, so none at all (the number is no count)."""
 _COUNT_BEFORE = re.compile(
-    r"(?:(?P<per>" + _PER + r")[^，。；,;]{0,6}?)?(?P<rel>" + _REL_BEFORE + r")?\s*" + _VERB
+    r"(?:(?P<per>" + _PER + r")[^，。；,;]{0,6}?)?(?P<rel>" + _REL_BEFORE + r")?\s*(?:要|需要|需|得|应该|应|必须)?" + _VERB
     + r"(?P<num>" + ZH_NUMBER + r")\s*(?:个|处|次|条)?(?P<unit>" + _UNIT + r")(?P<after>" + _REL_AFTER + r")?"
 )
 _COUNT_AFTER = re.compile(
@@ -77,7 +77,7 @@ _COUNT_AFTER = re.compile(
 )
 _PER_WORDS = re.compile(
     r"(?P<per>" + _PER + r")(?:话|都)?(?:必须|应|要|须|需|应该|只能)?(?:包含|有|写)?(?P<rel>" + _REL_BEFORE + r")?"
-    r"(?:包含|有|写|使用)?\s*"
+    r"(?:要|需要|需|得|应该|应|必须)?(?:包含|有|写|使用)?\s*"
     r"(?P<num>" + ZH_NUMBER + r")\s*(?:个)?(?P<unit>字|词|单词|句话|句|个句子)(?P<after>" + _REL_AFTER + r")?"
 )
 _UPPER = re.compile(r"(?:全部|全都|一律|只|仅|都|完全)?(?:使用|用|以|采用|写成|为)?(?P<case>大写|小写)(?:字母)?(?:书写|来写|回答|作答|形式)?")

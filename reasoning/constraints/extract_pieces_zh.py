@@ -59,8 +59,14 @@ def _alternation(words: Sequence[str]) -> str:
 _QUOTE = r"[“\"「『‘'](?P<q>[^”\"」』’'\n]{1,40})[”\"」』’']"
 _MARKS: Mapping[str, str] = {"句号": "。", "问号": "？", "感叹号": "！", "叹号": "！", "逗号": "，", "分号": "；",
                              "冒号": "：", "省略号": "……"}
+_ALL_PIECES: Mapping[str, Unit] = {"所有要点": Unit.BULLETS, "全部要点": Unit.BULLETS, "所有的要点": Unit.BULLETS,
+                                   "所有句子": Unit.SENTENCES, "所有的句子": Unit.SENTENCES, "所有段落": Unit.PARAGRAPHS,
+                                   "所有的段落": Unit.PARAGRAPHS, "所有行": Unit.LINES}
 _PER = _alternation(list(ZH_PER) + ["每个要点", "每一个要点", "每条要点", "每一条要点", "每条", "每一条", "每项", "每个条目",
                                     "每个列表项"])
+_CLASS_PER = _PER + "|" + _alternation(list(_ALL_PIECES))
+"""The pieces a class opening is said of: every one, or all of them (所有要点都以动词开头; 所有句子都以感叹号结尾 is
+the share reading's)."""
 _EVERY_PIECE = re.compile(
     r"(?P<per>" + _PER + r")(?:话)?(?P<last>的?最后一句(?:话)?)?(?:都|均)?(?:必须|应该|应|要|须|需|需要|一律)?(?:以|用)\s*"
     r"(?:" + _QUOTE + r"|(?P<mark>" + _alternation(list(_MARKS)) + r")|(?P<lit>[。？！?!.…；;：:✅⭐•\-—]{1,3}|[^\s\w，,]))"
@@ -68,7 +74,7 @@ _EVERY_PIECE = re.compile(
 )
 _ITEM_PER = {"每个要点": Unit.BULLETS, "每一个要点": Unit.BULLETS, "每条要点": Unit.BULLETS, "每一条要点": Unit.BULLETS,
              "每条": Unit.BULLETS, "每一条": Unit.BULLETS,
-             "每项": Unit.BULLETS, "每个条目": Unit.BULLETS, "每个列表项": Unit.BULLETS}
+             "每项": Unit.BULLETS, "每个条目": Unit.BULLETS, "每个列表项": Unit.BULLETS, **_ALL_PIECES}
 _LAST_IS = re.compile(r"(?:回答|答案|回复|全文)?的?最后一句(?:话)?(?:必须|应该|应|要|须|需)?(?:是|为|写)\s*" + _QUOTE)
 _ANSWER_LAST = re.compile(r"(?:回答|答案|回复|全文)的?(?:最后|末尾|结尾)(?:处)?(?:必须|应该|应|要|须|需|请)?(?:写上|加上|附上|写|附)\s*"
                           + _QUOTE)
@@ -96,23 +102,30 @@ _JSON_ARRAY = re.compile(r"JSON\s*(?:数组|列表|array)", re.IGNORECASE)
 _CLASSES: Mapping[str, WordClass] = {"表情符号": "emoji", "表情": "emoji", "emoji": "emoji", "大写字母": "capital",
                                      "小写字母": "lowercase", "数字": "number", "动词": "verb"}
 _EVERY_CLASS = re.compile(
-    r"(?P<per>" + _PER + r")(?:话)?(?:都|均)?(?:必须|应该|应|要|须|需|需要|一律)?(?:以|用)\s*(?:一个|一)?\s*"
+    r"(?P<per>" + _CLASS_PER + r")(?:话)?(?:都|均)?(?:必须|应该|应|要|须|需|需要|一律)?(?:以|用)\s*(?:一个|一)?\s*"
     r"(?P<cls>" + _alternation(list(_CLASSES)) + r")\s*(?:作为|来)?(?P<op>开头|开始|打头|结尾|结束|收尾)", re.IGNORECASE)
 _EDGE_CLASS = re.compile(
-    r"(?P<per>" + _PER + r")(?:话)?的?(?P<op>开头|结尾|末尾|开始|前面|前边|之前|最前面|后面|最后)(?:处)?(?:都|均)?"
+    r"(?P<per>" + _CLASS_PER + r")(?:话)?的?(?P<op>开头|结尾|末尾|开始|前面|前边|之前|最前面|后面|最后)(?:处)?(?:都|均)?"
     r"(?:必须|应该|应|要|须|需|需要|一律)?"
     r"(?:放|加|加上|用|是|有|写|放上)?(?:一个|一)?(?P<cls>" + _alternation(list(_CLASSES)) + r")", re.IGNORECASE)
 _FIRST_LETTER_CASE = re.compile(
-    r"(?P<per>" + _PER + r")(?:话)?的?(?:第一个|首个|开头的?|首)字母(?:都|均)?(?:必须|应该|应|要|须|需|需要|一律)?(?:是|为|用)?"
-    r"(?P<case>大写|小写)")
+    r"(?P<per>" + _CLASS_PER + r")(?:话)?的?(?:(?:第一个|首个|开头的?|首)字母|开头)(?:都|均)?(?:必须|应该|应|要|须|需|需要|一律)?"
+    r"(?:是|为|用)?(?P<case>大写|小写)")
+_FIRST_CHAR_CLASS = re.compile(
+    r"(?P<per>" + _CLASS_PER + r")(?:话)?的?(?:第一个字(?:符)?|首字|第一个词|首个词)(?:都|均)?(?:必须|应该|应|要|须|需|需要|一律)?"
+    r"(?:是|为)(?:一个)?(?P<cls>" + _alternation(list(_CLASSES)) + r")", re.IGNORECASE)
 _ZH_SPREAD_PIECES: Mapping[str, Unit] = {"段": Unit.PARAGRAPHS, "句": Unit.SENTENCES, "行": Unit.LINES,
                                          "要点": Unit.BULLETS, "条": Unit.BULLETS}
 _ALIKE = re.compile(r"(?:长度|字数|篇幅|长短)[^。；\n]{0,6}?(?:大致|大体|基本|差不多|大概|尽量)?(?:相同|相等|一致|相当|均衡|接近|差不多)"
+                    r"|(?:比|较)(?:其他|其余|别的)的?(?:句子|句|段落|段|行|要点)(?:长|短)"
                     r"|(?:差不多|一样)长")
 _SPREAD_LIMIT = re.compile(r"(?P<rel>不超过|不多于|不得超过|最多|少于|小于|不到|在)?\s*(?P<num>" + ZH_NUMBER
                            + r")\s*个?(?P<unit>字符|字母|字|词|单词)")
 _PARAGRAPH_GAP = re.compile(r"(?:段落|段)(?:与段落?|和段落?)?(?:之间|间)(?:要|请|需|需要|必须|都|应)?"
                             r"(?:空|留|隔|用|以)(?:出|上)?(?:一|1)?(?:个)?(?:空白?)?行")
+_LISTED_FIELDS = re.compile(r"(?:包含|包括|含有|带有|有)(?P<list>[A-Za-z_][A-Za-z0-9_]*(?:\s*(?:、|，|,|和|及|与|以及)\s*"
+                            r"[A-Za-z_][A-Za-z0-9_]*)+)"
+                            r"(?:这|等)?(?:" + ZH_NUMBER + r")?个?(?:字段|键|属性)")
 _QUOTED_FIELDS = re.compile(r"(?P<list>(?:[“\"「][^”\"」\n]{1,20}[”\"」]\s*(?:、|，|,|和|及|与|以及)?\s*)+)(?:这|等)?"
                             r"(?:" + ZH_NUMBER + r")?个?(?:字段|键|属性)")
 _JSON_FIELDS = re.compile(r"(?:包含|包括|含有|带有|有)?(?:字段|键|属性)(?:名)?(?:为|是|有|包括|包含)?\s*[：:]?\s*"
@@ -315,6 +328,12 @@ def _every_class(r: _Reader) -> None:
         r.drop(match.start(), match.end(), _PHRASES | _COUNTS | frozenset({Kind.ALL_CAPITALS, Kind.ALL_LOWERCASE}))
         r.add(Position(unit=unit, k=0, op=op, text="", word_class=_CLASSES[match.group("cls").lower()]),  # type: ignore[arg-type]
               match.start(), match.end())
+    for match in _FIRST_CHAR_CLASS.finditer(r.text):
+        per = match.group("per")
+        unit = _ITEM_PER.get(per) or ZH_PER[per]
+        r.drop(match.start(), match.end(), _PHRASES | _COUNTS | frozenset({Kind.ALL_CAPITALS, Kind.ALL_LOWERCASE}))
+        r.add(Position(unit=unit, k=0, op="starts_with", text="", word_class=_CLASSES[match.group("cls").lower()]),
+              match.start(), match.end())
     for match in _FIRST_LETTER_CASE.finditer(r.text):
         per = match.group("per")
         unit = _ITEM_PER.get(per) or ZH_PER[per]
@@ -342,7 +361,8 @@ def _json_keys(r: _Reader) -> None:
     plain = [f for f in r.found if f.kind is Kind.JSON_FORMAT and not f.params]
     if not plain:
         return
-    match = _QUOTED_FIELDS.search(r.text, plain[0].start) or _JSON_FIELDS.search(r.text, plain[0].start)
+    match = _QUOTED_FIELDS.search(r.text, plain[0].start) or _LISTED_FIELDS.search(r.text, plain[0].start) \
+        or _JSON_FIELDS.search(r.text, plain[0].start)
     if match is None:
         return
     r.drop(match.start(), match.end(), _COUNTS)

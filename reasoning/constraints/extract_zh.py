@@ -152,7 +152,7 @@ def extract_chinese(doc: Doc, text: str) -> list[Found]:
     simple = (
         (r"(?:全部|全部使用|都用|一律用?)小写", Kind.ALL_LOWERCASE),
         (r"(?:全部|全部使用|都用|一律用?)大写", Kind.ALL_CAPITALS),
-        (r"JSON\s*格式|(?:以|用)\s*JSON\s*(?:输出|返回|回答|回复|表示|作答)|JSON\s*对象", Kind.JSON_FORMAT),
+        (r"JSON\s*格式|(?:以|用)\s*JSON\s*(?:输出|返回|回答|回复|表示|作答)|JSON\s*对象|在\s*JSON\s*(?:中|里)", Kind.JSON_FORMAT),
         (r"双尖括号|<<[^<>\n]{1,30}>>", Kind.TITLE),
         (r"(?:用|以)双引号(?:把|将)?(?:整个|全部)?(?:回答|回复|内容)?(?:括起来|包裹|括住)", Kind.QUOTATION),
     )
