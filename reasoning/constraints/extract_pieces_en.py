@@ -606,6 +606,8 @@ def _detect_spread(ctx: _Ctx) -> None:
 
 
 _LABEL = re.compile(r"(?<![\w*#])([A-Z][A-Za-z]{2,})\s?(X|N|#|\{N\}|\d{1,2})(?![\w.]*\d)")
+_LABEL_LEADS = frozenset({"with", "as", "labelled", "labeled", "titled", "named", "called", "like", "e.g.", "by",
+                          "using", "headed", "marked", "numbered", "tagged", "sections", "parts"})
 _LABELLING = frozenset({"mark", "label", "title", "head", "number", "start", "begin", "open", "name", "call",
                         "prefix", "introduce", "precede", "lead", "tag"})
 
@@ -636,6 +638,9 @@ def _detect_labelled_sections(ctx: _Ctx) -> None:
         if not any(t.lemma_.lower() in _LABELLING for t in sent) and not (
                 wrapped is not None and any(t.lemma_.lower() in _LABELLING for t in wrapped)):
             continue  # (a sentence broken by a line break reads on from the line before)
+        lead = ctx.text[sent.start_char : labels[0].start()].rstrip(" \"'“‘(").split()
+        if not lead or lead[-1].lower().strip(",:") not in _LABEL_LEADS:
+            continue  # "compare Model 1 and Model 2": things named, not labels given to the pieces
         shown = [int(m.group(2)) for m in labels if m.group(2).isdigit()]
         n = max(shown) if len(shown) >= 2 and sorted(shown) == list(range(1, max(shown) + 1)) else None
         if n is None and shown:

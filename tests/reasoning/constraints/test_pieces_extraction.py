@@ -160,6 +160,10 @@ def test_numbered_labels_of_the_pieces_are_sections(prompt: str, expected: dict[
     assert ("sections", expected) in _read(prompt)
 
 
+def test_numbered_things_named_are_no_section_labels() -> None:
+    assert _read("Compare Model 1 and Model 2, then start with a short verdict.") == []
+
+
 @pytest.mark.parametrize(
     ("prompt", "expected"),
     [
