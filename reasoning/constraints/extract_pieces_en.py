@@ -234,6 +234,8 @@ def _detect_class_at_edge(ctx: _Ctx) -> None:
 def _detect_first_letter_case(ctx: _Ctx) -> None:
     """"The first letter of every sentence must be uppercase", "capitalize the first letter of each line":
     every piece opening with a letter of that case (not the whole answer in capitals)."""
+    if not {"first", "initial", "opening"}.intersection(ctx.lowers):
+        return
     for i, lemma in enumerate(ctx.lemmas):
         if lemma not in ("letter", "character", "word") or i == 0 \
                 or ctx.lowers[i - 1] not in ("first", "initial", "opening"):
@@ -621,7 +623,7 @@ def _detect_labelled_sections(ctx: _Ctx) -> None:
     advertisement"); a prompt whose count of sections gave them already is
     left as it is.
     """
-    if ctx.has(Kind.SECTIONS):
+    if ctx.has(Kind.SECTIONS) or _LABEL.search(ctx.text) is None:
         return
     sents = list(ctx.doc.sents)
     for index, sent in enumerate(sents):
@@ -754,6 +756,8 @@ _BLANK = frozenset({"blank", "empty"})
 def _detect_paragraph_separator(ctx: _Ctx) -> None:
     """"A blank line between paragraphs", "separate the paragraphs with an empty line": how paragraphs are
     divided, not a count of lines; said alone, the answer has paragraphs (at least two) to divide."""
+    if not _BLANK.intersection(ctx.lowers):
+        return
     for sent in ctx.doc.sents:
         lemmas = [t.lemma_.lower() for t in sent]
         blank = any(t.lower_ in _BLANK and t.i + 1 < sent.end and ctx.lemmas[t.i + 1] == "line" for t in sent)
