@@ -268,6 +268,7 @@ def degeneracy(
     instructions: Grams = frozenset(),
     before: Said | None = None,
     bound: RepeatBound = RepeatBound(),
+    own_text: str | None = None,
 ) -> str | None:
     """Why the step is degenerate, or None. Deterministic, no model.
 
@@ -278,6 +279,10 @@ def degeneracy(
     of the text the answer must not copy (empty: none). ``before``: the
     answer's text so far as ``said`` counts it (None: the loop rule is not
     applied); ``bound``: how often it may say a phrase (``repeat_bound``).
+    ``own_text``: the text of the step's tokens the model chose, when the
+    steering forced some (an opening, a literal): the copy rule judges only
+    it, so a forced text is never a copy and the model's own restatement of
+    the instructions after it still is (None: the whole step is the model's).
     """
     normalized = " ".join(step_text.split()).lower()
     long_enough = (
@@ -303,7 +308,7 @@ def degeneracy(
     fragment = _fragment(normalized, seen)
     if fragment:
         return fragment
-    if copies(step_text, instructions):
+    if copies(step_text if own_text is None else own_text, instructions):
         return "copy: the step repeats the instructions"
     reason = _non_language_run(step_text)
     if reason:

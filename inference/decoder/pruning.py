@@ -319,15 +319,18 @@ class PruningJudge:
         ents = [entropies[k] for k in free if k < len(entropies)]
         mean_entropy = sum(ents) / len(ents) if ents else 0.0
         earlier, earlier_steps, before = self._earlier(tokens, start)
+        own = [tokens[k] for k in free]
         degenerate = (
             degeneracy(
                 text,
-                [tokens[k] for k in free],
+                own,
                 earlier_steps,
                 self._scripts,
-                self._instructions if len(free) == end - start else frozenset(),
+                self._instructions,
                 before,
                 self._repeats,
+                # Forced tokens are never a copy: the copy rule judges the model's own text.
+                None if len(free) == end - start else self.tokenizer.decode(own, skip_special_tokens=True),
             )
             if free
             else None

@@ -16,6 +16,11 @@ still to force and whether the text is written.
   that begin with whitespace or one of ``.,?!'"`` are allowed, or the end;
 - *done*: no restriction.
 
+An opened piece holds a word of its own: until it holds more words than the
+text, no token may end it (a sentence terminal; a line break for lines and
+paragraphs) and the answer may not stop, so an opening never stands alone
+as a piece ("Note. Note. Note.").
+
 Every candidate is also checked on the k-th piece of the text it would
 make (whatever token spells it: a piece that cannot become one starting
 with the text is refused), the end waits while the check of the complete
@@ -43,6 +48,7 @@ from typing import Any
 
 import torch
 
+from inference.decoder.controllers.closings import piece_ends
 from inference.decoder.controllers.forcing import ForcedText, Writer
 from inference.decoder.controllers.layout import LayoutSegment
 from inference.decoder.controllers.protocol import (
@@ -154,6 +160,8 @@ class Openings(Writer, JudgesText):
         self.opening = opening
         tables = ctx.tables
         self._text = ForcedText(tables, opening.text)
+        self._words = len(opening.text.split())
+        self._enders = tables.holding(piece_ends(opening.per))
         self._delimiters = _delimiters(tables)
         self._eos = list(tables.eos_ids)
 
@@ -176,11 +184,18 @@ class Openings(Writer, JudgesText):
             return writing
         return self._text.begin(state)
 
+    def _bare(self, state: SteerState) -> bool:
+        """Whether the piece the text opened holds no word of its own yet (it may not end)."""
+        part: OpeningState = state.parts[self.slot]
+        if not part.written or not self.opening.every and part.before != self.opening.k - 1:
+            return False
+        return len(state.text[part.start :].split()) <= self._words
+
     def holds(self, d: Draft) -> int:
         part: OpeningState = d.state.parts[self.slot]
         if self.opening.every:
-            return HOLD_ALL if part.pending else HOLD_NONE
-        return HOLD_NONE if part.done else HOLD_ALL
+            return HOLD_ALL if part.pending or self._bare(d.state) else HOLD_NONE
+        return HOLD_NONE if part.done and not self._bare(d.state) else HOLD_ALL
 
     def mask(
         self,
@@ -191,11 +206,12 @@ class Openings(Writer, JudgesText):
         base: torch.Tensor,
         lp: torch.Tensor,
     ) -> None:
-        if not self.opening.one_word:
-            return
         for r, state in enumerate(states):
             part: OpeningState = state.parts[self.slot]
-            if part.written and not part.done:
+            if self._bare(state):
+                allowed[r] &= ~self._enders
+                fragments[r] &= ~self._enders
+            if self.opening.one_word and part.written and not part.done:
                 keep = self._delimiters.clone()
                 keep[self._eos] = True
                 allowed[r] &= keep
@@ -216,7 +232,7 @@ class Openings(Writer, JudgesText):
         return _consistent(self.opening, pieces[index], complete=index < len(pieces) - 1)
 
     def ends_ok(self, state: SteerState) -> bool:
-        if self.opening.every and state.parts[self.slot].pending:
+        if self.opening.every and state.parts[self.slot].pending or self._bare(state):
             return False
         return check(self.opening.form, state.text).satisfied
 
@@ -251,7 +267,8 @@ class Openings(Writer, JudgesText):
         return bool(new.text) and (new.text[-1].isspace() or new.text[-1] in WORD_CUTS)
 
     def unmet(self, state: SteerState) -> tuple[str, ...]:
-        return () if self.ends_ok(state) else ("opening",)
+        unwritten = self.opening.every and state.parts[self.slot].pending
+        return () if not unwritten and check(self.opening.form, state.text).satisfied else ("opening",)
 
 
 def build_openings(ctx: Context, specs: Sequence[Any]) -> Controller | None:

@@ -136,6 +136,29 @@ def test_the_judge_prunes_a_step_that_copies_the_system_message_unless_a_copy_is
     assert judged([three, repeat]) == (True, None, "")
 
 
+def test_the_copy_rule_judges_the_models_own_tokens_beside_forced_ones(tokenizer: Any) -> None:
+    """A forced opening ("Note") and then the system message's role sentence, the model's own:
+    a copy (a step with forced tokens escaped the rule); the same sentence forced, with one
+    token of the model's after it, is none."""
+    three = Constraint(id="c1", kind=Kind.SENTENCE_COUNT, params={"relation": "exactly", "n": 3})
+    plan = plan_prompt(tokenizer, "Explain money laundering.", [three])
+    role = plan.instructions.split("\n")[0]
+    opening = list(tokenizer("Note", add_special_tokens=False)["input_ids"])
+    copied = list(tokenizer(" " + role, add_special_tokens=False)["input_ids"])
+    judge = PruningJudge(
+        tokenizer=tokenizer, runner=None, constraints=[three], branches=[], options=DecodeOptions(),
+        stats=SearchStats(), verify=verify, instructions=plan.instructions,
+    )
+    tokens = opening + copied
+    check = judge.judge(0, tokens, 0, len(tokens), [0.1] * len(tokens), final=False,
+                        forced=[True] * len(opening) + [False] * len(copied))
+    assert not check.keep and "copy" in check.detail, check.detail
+    tokens = copied + list(tokenizer(" Yes", add_special_tokens=False)["input_ids"])
+    check = judge.judge(0, tokens, 0, len(tokens), [0.1] * len(tokens), final=False,
+                        forced=[True] * len(copied) + [False])
+    assert "copy" not in (check.detail or ""), check.detail
+
+
 def test_the_instructions_hold_the_requests_constraint_sentences_not_its_facts() -> None:
     request = "Acme Ltd sent EUR 9,500 to John Doe on 2024-01-02. Answer in exactly 3 sentences. Is this reportable?"
     three = Constraint(id="c1", kind=Kind.SENTENCE_COUNT, params={"relation": "exactly", "n": 3},

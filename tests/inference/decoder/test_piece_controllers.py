@@ -54,11 +54,15 @@ def test_every_piece_opening_holds_on_random_logits(tokenizer: Any, name: str, p
     bias = bias_towards(tokenizer, r"^[.!?]$|^\n\n?$", 10.0)  # pieces end everywhere, with any next word
     bias.update(bias_towards(tokenizer, r"^ ?[A-Za-z]+$", 3.0))
     pieces = 0
+    split = {"sentences": _sentences, "lines": str.splitlines, "paragraphs": lambda t: re.split(r"\n\s*\n", t)}
     for seed in SEEDS:
         state = drive_with_bias(steering, BUDGET, seed, bias)
         assert ok(state.text), state.text
         assert judged(constraints, state.text) == [], state.text
         assert "opening" not in steering.unmet(state)
+        # A piece is more than its opening ("Note. Note. Note." is no answer); the budget may cut the last.
+        closed = [p for p in split[params["unit"]](state.text) if p.strip()][:-1]
+        assert all(len(re.findall(r"\w+", p)) > len(params["text"].split()) for p in closed), state.text
         pieces += len(_sentences(state.text)) if params["unit"] == "sentences" else state.text.count("\n")
     assert pieces >= 2 * len(SEEDS)  # the adversary did end pieces, and each new one was opened
 
