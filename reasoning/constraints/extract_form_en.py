@@ -290,6 +290,19 @@ def _per_at(ctx: _Ctx, unit: Unit, first: int, last: int) -> tuple[Unit, int] | 
             per = EN_PER.get(ctx.lemmas[j])
             if per is not None and per is not unit and ctx.tokens[j].tag_ == "NNS":
                 return per, last + 1
+    for j in range(last + 1, min(end - 2, last + 4)):
+        # "never more than 12 words in a sentence": any one piece
+        if ctx.lowers[j] in ("in", "within", "for") and ctx.lowers[j + 1] in ("a", "any", "one", "a single"):
+            per = EN_PER.get(ctx.lemmas[j + 2])
+            if per is not None and per is not unit:
+                return per, j + 1
+    for j in range(start, first):
+        # "three bullet points, each no longer than ten words": "each" of the pieces named before the bound
+        if ctx.lowers[j] == "each" and j > start and ctx.lowers[j - 1] == "," and EN_PER.get(ctx.lemmas[j + 1]) is None:
+            named = next((EN_PER[ctx.lemmas[x]] for x in range(j - 2, start - 1, -1)
+                          if ctx.lemmas[x] in EN_PER and ctx.tokens[x].tag_ == "NNS"), None)
+            if named is not None and named is not unit:
+                return named, j
     for j in range(start, first):
         # "lines must not be longer than 30 characters": a bare plural piece the bound is said of
         token = ctx.tokens[j]
@@ -376,7 +389,9 @@ def _detect_counts(ctx: _Ctx) -> None:
             if quantity is not None and ctx.lowers[quantity.first] == "under" and quantity.high is None:
                 # "organize it under two headings": beneath them, not fewer than two
                 quantity = _Quantity(None, quantity.n, quantity.first + 1, quantity.last)
-        per = _per(ctx, unit, first, head) if unit in _PER_UNITS else None
+        per_at = _per_at(ctx, unit, first, head) if unit in _PER_UNITS else None
+        per = per_at[0] if per_at is not None else None
+        each_named = per_at is not None and ctx.lowers[per_at[1]] == "each" and ctx.lowers[per_at[1] - 1] == ","
         if unit in _NAMED_UNITS and per is None and filter_fields == dict(fields) and not fields:
             continue
         bounds = _bounds(ctx, unit, first, head, quantity, filtered=filter_fields != dict(fields) or bool(fields))
@@ -391,6 +406,9 @@ def _detect_counts(ctx: _Ctx) -> None:
         if unit is Unit.LETTERS and "case" in filter_fields and quantity is not None:
             ctx.found = [f for f in ctx.found if not (f.kind in (Kind.ALL_CAPITALS, Kind.ALL_LOWERCASE)
                                                       and _overlaps(f, start, hi_char))]  # a count of them, not the case
+        if each_named:  # "three bullet points, each no longer than ten words": not the whole answer's length
+            ctx.found = [f for f in ctx.found if not (f.kind in (Kind.WORD_COUNT, Kind.SENTENCE_COUNT)
+                                                      and _overlaps(f, start, hi_char))]
         for relation, n in bounds:
             form = Count(unit=unit, filter=Filter(**filter_fields), relation=relation, n=n, per=per)
             _add_form(ctx, form, start, hi_char)
@@ -894,6 +912,23 @@ def _subject_of_copula(ctx: _Ctx, start: int, j: int) -> tuple[str, int] | None:
     return text, ctx.tokens[j - 2].idx
 
 
+def _elliptical_piece(ctx: _Ctx, j: int) -> tuple[Unit, int] | None:
+    """The pieces an ordinal without its noun stands for ("write two paragraphs; the first must begin with
+    'Yesterday'", "the last one ends with ..."): the plural piece named last before it in the sentence,
+    and the token the ordinal's phrase ends at."""
+    if j == 0 or ctx.lowers[j - 1] != "the":
+        return None
+    nxt = ctx.tokens[j + 1]
+    if not (nxt.lower_ == "one" or nxt.pos_ in ("AUX", "VERB")):
+        return None
+    start, _stop = _sentence(ctx, j)
+    for x in range(j - 2, start - 1, -1):
+        unit = _POSITION_UNITS.get(ctx.lemmas[x])
+        if unit is not None and ctx.tokens[x].tag_ == "NNS":
+            return unit, j + 1 if nxt.lower_ == "one" else j
+    return None
+
+
 def _detect_positions(ctx: _Ctx) -> None:
     """"The third word must be 'river'", "start the last paragraph with 'Finally'"."""
     for j in range(len(ctx.tokens) - 1):
@@ -902,8 +937,12 @@ def _detect_positions(ctx: _Ctx) -> None:
             continue
         unit_i = j + 1
         unit = _POSITION_UNITS.get(ctx.lemmas[unit_i])
+        elliptical = None
         if unit is None:
-            continue
+            elliptical = _elliptical_piece(ctx, j)  # "two paragraphs; the first must begin with ..."
+            if elliptical is None:
+                continue
+            unit, unit_i = elliptical
         start, stop = _sentence(ctx, j)
         if any(ctx.lowers[x] in ("each", "every") for x in range(max(start, j - 3), j)) or \
                 any(ctx.lowers[x] in ("each", "every") for x in range(unit_i + 1, min(stop, unit_i + 4))):
@@ -920,8 +959,11 @@ def _detect_positions(ctx: _Ctx) -> None:
                 break
             if ctx.lemmas[x] in _PREDICATES and x + 1 < stop and ctx.lowers[x + 1] in ("with", "in"):
                 op, value = _PREDICATES[ctx.lemmas[x]], _predicate_value(ctx, x + 2, stop)
-            elif ctx.lemmas[x] in ("be", "read") and x + 1 < stop and ctx.lowers[x + 1] not in ("in", "at", "a", "an", "written", "about", "no", "shorter", "longer", "under", "over"):
+            elif elliptical is None and ctx.lemmas[x] in ("be", "read") and x + 1 < stop \
+                    and ctx.lowers[x + 1] not in ("in", "at", "a", "an", "written", "about", "no", "shorter", "longer", "under", "over"):
                 op, value = "is", _predicate_value(ctx, x + 1, stop)
+        if op is None and elliptical is not None:
+            continue  # an ordinal without its noun: only an opening or ending said of it
         if op is None:
             make = next((x for x in range(start, j) if ctx.lemmas[x] in ("make", "use", "put", "place")), None)
             if make is not None:

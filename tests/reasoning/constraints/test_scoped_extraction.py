@@ -78,3 +78,22 @@ def test_a_bare_number_of_pieces_to_write_is_exact(prompt: str, expected: list[t
 )
 def test_a_sign_off_is_an_ending(prompt: str, phrase: str) -> None:
     assert _read(prompt) == [("end_phrase", {"phrase": phrase})]
+
+
+@pytest.mark.parametrize(
+    ("prompt", "expected"),
+    [
+        ("Give 4 lines, each under 8 words.",
+         [("count", {"unit": "lines", "relation": "exactly", "n": 4}),
+          ("count", {"unit": "words", "relation": "less than", "n": 8, "per": "lines"})]),
+        ("Use at most 3 commas in a paragraph.",
+         [("count", {"unit": "punctuation", "relation": "at most", "n": 3, "filter": {"chars": ",，"},
+                     "per": "paragraphs"})]),
+        ("Give me 4 lines and the second one must start with \"And\".",
+         [("count", {"unit": "lines", "relation": "exactly", "n": 4}),
+          ("position", {"unit": "lines", "op": "starts_with", "text": "And", "k": 2})]),
+    ],
+)
+def test_each_after_the_pieces_a_single_piece_and_an_ordinal_without_its_noun(
+        prompt: str, expected: list[tuple[str, dict[str, Any]]]) -> None:
+    assert [(c.kind.value, c.params) for c in extract(prompt).constraints] == expected
