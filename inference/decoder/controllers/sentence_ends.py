@@ -10,7 +10,11 @@ from its text after each token until the k-th sentence is closed:
 
 - *before*: fewer than ``k - 1`` sentences are complete: no rule;
 - *open* (the k-th sentence is being written): no token may hold a sentence
-  terminal, so the sentence cannot end on another word. Where the model
+  terminal, so the sentence cannot end on another word; but after a digit a
+  ``.`` (alone, or with digits) may follow, as in a decimal ("3.5" ends no
+  sentence), unless the budget is short;
+- *decimal* (the text ends in a digit and a ``.``): only a token that begins
+  with a digit may follow, so the ``.`` is the number's, not an end; Where the model
   would end it (its likeliest token holds a terminal, or is the stop), the
   text is written instead (`` text`` after a word, ``text`` after
   whitespace), token by token; also where the landing asks the sentence to
@@ -73,6 +77,7 @@ _TERMINALS = ".!?\u3002\uff01\uff1f"
 _CLOSERS = "\"'\u201d\u2019)]"
 _BARE = ".,;:!?\"'\u201c\u201d\u2018\u2019()[]{}*`"  # the verifier's punctuation around a last word
 _LONG_CHARS = 220  # a k-th sentence this long gets its text at the model's next word end
+_DECIMAL = re.compile(r"\.\d*")  # after a digit: a decimal point (a digit must follow it), no sentence end
 _ENDS_HERE = re.compile(r"[.!?\u3002\uff01\uff1f]+[\"'\u201d\u2019)\]]*(\s.*)?", re.DOTALL)
 
 
@@ -125,12 +130,16 @@ class SentenceEnding(Writer):
             return tables.cached(("sentence-end", name), build)  # type: ignore[no-any-return]
 
         self._terminal = vector("terminal", lambda t: any(ch in _TERMINALS for ch in t))
+        self._not_decimal = self._terminal & ~vector("decimal", lambda t: _DECIMAL.fullmatch(t) is not None)
         self._ends_here = vector("ends-here", lambda t: _ENDS_HERE.fullmatch(t) is not None)
         after = vector("after-mark", lambda t: bool(t) and t[0].isspace())
         self._after_mark = after.clone()
         self._after_mark[self._eos] = True
+        self._digit_first = vector("digit-first", lambda t: t[:1].isdigit())
 
     def _phase(self, text: str) -> str:
+        if text[-2:-1].isdigit() and text.endswith(".") and self._phase(text[:-1]) == "open":
+            return "decimal"
         pieces = units.pieces(Unit.SENTENCES, text)
         closed = len(pieces) if opens_piece(Unit.SENTENCES, text) else len(pieces) - 1
         k = self.want.k
@@ -148,8 +157,8 @@ class SentenceEnding(Writer):
 
     def owed(self, state: SteerState) -> Owed:
         phase = state.parts[self.slot].phase
-        if phase in ("before", "open"):
-            return Owed(tokens=len(self._text.spelling.spaced) + 2, insert=True, writes=True)
+        if phase in ("before", "open", "decimal"):
+            return Owed(tokens=len(self._text.spelling.spaced) + 3, insert=True, writes=True)
         return Owed(tokens=2) if phase != "done" else Owed()
 
     def holds(self, d: Draft) -> int:
@@ -190,16 +199,26 @@ class SentenceEnding(Writer):
             phase = state.parts[self.slot].phase
             if phase == "open":
                 best = int(lp[r].argmax())
-                wants_end = best in self._eos or bool(self._terminal[best])
+                ends = self._not_decimal if state.text[-1:].isdigit() and not self._short(state) else self._terminal
+                wants_end = best in self._eos or bool(ends[best])
                 # Where the model would end the sentence, the text is written first.
                 if not (wants_end and not state.pending
                         and allow_only(allowed, fragments, r, self._text.first(state.text))):
-                    allowed[r] &= ~self._terminal
+                    allowed[r] &= ~ends
+            elif phase == "decimal":
+                allowed[r] &= self._digit_first
+                fragments[r] = False
             elif phase in ("worded", "marked"):
                 keep = allowed[r] & (self._ends_here if phase == "worded" else self._after_mark)
                 if bool(keep.any()):
                     allowed[r] = keep
                     fragments[r] = False
+
+    def _short(self, state: SteerState) -> bool:
+        """Whether the budget left holds little more than the text, its mark and a decimal's digit."""
+        budget = self.ctx.max_new_tokens
+        left = budget - state.n_tokens if budget is not None else 1 << 30
+        return left <= self._text.tokens(state.text) + 4
 
     def reweigh(self, states: Sequence[SteerState], plans: Sequence[Plan], rows: torch.Tensor) -> None:
         """Write a due text where the model ends its word."""

@@ -46,6 +46,22 @@ def test_the_kth_sentence_ends_with_the_text_against_a_model_that_ends_sentences
         assert "sentence-end" not in steering.unmet(state)
 
 
+def test_the_kth_sentence_may_hold_a_decimal_before_its_ending(tokenizer: Any) -> None:
+    """A model fond of numbers: a '.' between digits ends no sentence, so the first sentence
+    may hold '3.5' (every '.' was masked in it) and still ends with the word."""
+    constraints = [gen(Kind.POSITION, unit="sentences", k=1, op="ends_with", text="friends")]
+    steering = compile_steering(constraints, tokenizer, prompt="Tell me about cats.", max_new_tokens=BUDGET)
+    bias = bias_towards(tokenizer, r"^\d$|^\.$", 14.0)  # digits and full stops everywhere
+    decimals = 0
+    for seed in SEEDS:
+        state = drive_with_bias(steering, BUDGET, seed, bias)
+        first = _sentences(state.text)[0]
+        assert re.sub(r"\W+$", "", first.lower()).endswith("friends"), state.text
+        assert judged(constraints, state.text) == [], state.text
+        decimals += len(re.findall(r"\d\.\d", first))
+    assert decimals > 0
+
+
 def test_a_sentence_ending_beside_a_rule_on_every_sentence_end_is_left_to_the_prompt(tokenizer: Any) -> None:
     constraints = [gen(Kind.POSITION, unit="sentences", k=1, op="ends_with", text="friends"),
                    gen(Kind.WRAP, "m", unit="sentences", left="", right="!")]
