@@ -169,6 +169,17 @@ def _class_after_with(ctx: _Ctx, verb: int, end: int) -> tuple[WordClass, int] |
     return word_class, ctx.tokens[last].idx + len(ctx.tokens[last].text)
 
 
+_OTHER_CASE: Mapping[str, WordClass] = {"capital": "lowercase", "lowercase": "capital"}
+
+
+def _any_piece(ctx: _Ctx, start: int, end: int) -> tuple[Unit, int] | None:
+    """The piece "any" / "a single" names under a negation ("don't start any sentence with ...")."""
+    for j in range(start, end - 1):
+        if ctx.lowers[j] in ("any", "a") and ctx.lemmas[j + 1] in _PIECES:
+            return _PIECES[ctx.lemmas[j + 1]], j + 1
+    return None
+
+
 def _classed_whole(ctx: _Ctx, verb: int, start: int, end: int) -> tuple[Unit, int] | None:
     """The answer or every word as what opens with a class ("start your answer with a capital
     letter": the answer; "each word should start with a capital letter": every word)."""
@@ -272,7 +283,12 @@ def _detect_every_piece(ctx: _Ctx) -> None:
         classed = _class_after_with(ctx, i, end)
         if piece is None and classed is not None:
             piece = _classed_whole(ctx, i, start, end)  # "start your answer with a capital letter", "each word ..."
-        if piece is None or _negated(ctx, i):
+        negated = _negated(ctx, i)
+        if negated and classed is not None and classed[0] in _OTHER_CASE:
+            # "don't start any sentence with a lowercase letter": every sentence opens with the other case
+            piece = piece or _any_piece(ctx, start, end)
+            classed, negated = (_OTHER_CASE[classed[0]], classed[1]), False
+        if piece is None or negated:
             continue
         if classed is not None:
             word_class, last_char = classed
@@ -280,7 +296,7 @@ def _detect_every_piece(ctx: _Ctx) -> None:
             ctx.found = [f for f in ctx.found if not (_overlaps(f, first, last_char) and (
                 f.kind in (Kind.END_PHRASE, Kind.START_PHRASE, Kind.KEYWORDS_PRESENT, Kind.POSITION,
                            Kind.ALL_CAPITALS, Kind.ALL_LOWERCASE, Kind.LETTER_FREQUENCY)
-                or f.kind is Kind.COUNT and f.params.get("per") is not None
+                or f.kind is Kind.COUNT and (f.params.get("per") is not None or f.params.get("unit") == piece[0].value)
                 or f.kind is Kind.STRUCTURE and f.params == {"layout": "list"}))]
             k = 1 if piece[0] is Unit.ANSWER else 0
             form = Position(unit=piece[0], k=k, op=op, text="", word_class=word_class)  # type: ignore[arg-type]
