@@ -479,8 +479,9 @@ def _plausible_unit(ctx: _Ctx, first: int, head: int, unit: Unit) -> bool:
         return False
     if unit is Unit.PUNCTUATION and ctx.chars(first, head)[0] > 0 and nxt in ("of",) and ctx.lemmas[head] == "period":
         return False
-    if unit is Unit.LETTERS and head > first and (ctx.lowers[first] in EN_UPPER or ctx.lowers[first] in EN_LOWER):
-        return True  # "at least 5 capital letters": letters of a case, counted
+    if unit is Unit.LETTERS and head > first and (ctx.lowers[first] in EN_UPPER or ctx.lowers[first] in EN_LOWER) \
+            and any(_number_at(ctx.doc, j) is not None for j in range(max(0, first - 4), first)):
+        return True  # "at least 5 capital letters": letters of a case, counted (a case alone is the case reader's)
     if unit is Unit.LETTERS:
         if prev in ("same", "different", "initial", "next", "first", "last") or any(
                 w in ("longer", "shorter", "long") for w in ctx.lowers[max(0, first - 4) : first]):
