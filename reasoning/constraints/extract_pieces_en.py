@@ -205,6 +205,8 @@ def _detect_class_at_edge(ctx: _Ctx) -> None:
     """"Put an emoji at the beginning of every line", "use a capital letter at the start of each sentence",
     "every bullet point must be preceded by an emoji": an opening (closing) of every piece by a class; a
     named mark there ("a period at the end of every line") is that mark closing (opening) each piece."""
+    if not (_EDGE_NOUNS.keys() | {"precede"}) & set(ctx.lemmas):
+        return
     for i, lemma in enumerate(ctx.lemmas):
         word_class = _CLASS_WORDS.get(lemma) or _CLASS_WORDS.get(ctx.lowers[i])
         mark = _MARK_NAMES.get(lemma) if word_class is None else None
