@@ -28,6 +28,7 @@ from typing import Any
 import torch
 
 from inference.decoder.compile_form import (
+    form_class_opening,
     form_closing,
     form_floors,
     form_hashtags,
@@ -184,6 +185,8 @@ def compile_steering(
                          inserts=citations is not None or statement is not None)
     minima = form_minima(hard, layout, tally, controlled, assisted, max_new_tokens=max_new_tokens)
     initials = form_initials(hard, layout, controlled, max_new_tokens=max_new_tokens)
+    class_opening = form_class_opening(hard, layout, controlled, inserts=citations is not None or statement is not None,
+                                       placed=placement is not None)
     opening = form_opening(hard, layout, controlled, inserts=citations is not None or statement is not None,
                            placed=placement is not None)
     spans = form_spans(hard, layout, controlled, max_new_tokens=max_new_tokens,
@@ -230,7 +233,7 @@ def compile_steering(
             spec
             for spec in (policy, SoftPolicy(soft_policy), limits, forbidden, citations, keywords, capitals,
                          tally, placement, floors, opening, minima, initials, spans, marks, share, ending, per_piece, closing,
-                         hashtags,
+                         hashtags, class_opening,
                          lines, statement)
             if spec is not None
         ),

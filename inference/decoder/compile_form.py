@@ -36,7 +36,10 @@ guarantees it, and is reported ``controlled`` only then:
   characters and letters (kept) and of distinct words (assisted: the stop
   is held) (``controllers.minima``); ``form_placement`` the k-th word
   (``controllers.placing``); ``form_opening`` the k-th sentence or line,
-  or every sentence / line / paragraph, opening with a text (``controllers.openings``);
+  or every sentence / line / paragraph, opening with a text (``controllers.openings``;
+  an emoji opening is the opening text ``✅``); ``form_class_opening`` every
+  (or the k-th) sentence / line / paragraph opening with a capital, a lowercase
+  letter or a digit (``controllers.class_openings``);
   ``form_closing`` every sentence / line / paragraph (or the k-th line or paragraph)
   ending with a text (``controllers.closings``); ``form_spans`` the counts
   of spans between delimiters of one to three marks, opened and closed in the
@@ -74,6 +77,7 @@ from itertools import combinations
 
 import msgspec
 
+from inference.decoder.controllers.class_openings import MASKED_CLASSES, ClassOpening
 from inference.decoder.controllers.closings import CLOSED_UNITS, Closing, piece_ends
 from inference.decoder.controllers.floors import (
     FLOOR_UNITS,
@@ -121,6 +125,7 @@ from reasoning.errors import ConflictError, LimitExceeded
 __all__ = [
     "DIGIT_ITEM",
     "EMOJI_ITEM",
+    "form_class_opening",
     "form_closing",
     "form_floors",
     "form_hashtags",
@@ -203,10 +208,16 @@ def _lower_count(c: Constraint, form: Count) -> list[Constraint]:
     return [c]
 
 
+def _opening_text(form: Position) -> str:
+    """The text that meets a position's predicate when written: its own, or for the emoji class
+    the one emoji the controllers write (any emoji meets it); "" for the other classes."""
+    return EMOJI_ITEM if form.word_class == "emoji" and form.op == "starts_with" else form.text.strip()
+
+
 def _lower_position(
     c: Constraint, form: Position, constraints: Sequence[Constraint], taken: set[Kind], fold: str | None
 ) -> list[Constraint]:
-    text = form.text.strip()
+    text = _opening_text(form)
     if fold == "lower":
         text = text.lower()
     elif fold == "upper":
@@ -334,8 +345,8 @@ def _item_leads(constraints: Sequence[Constraint]) -> list[tuple[Constraint, str
     for c in constraints:
         form = form_of_constraint(c)
         if isinstance(form, Position) and form.unit is Unit.BULLETS and form.k == 0 and form.op == "starts_with" \
-                and form.text.strip():
-            found.append((c, " ".join(form.text.split())))
+                and _opening_text(form):
+            found.append((c, " ".join(_opening_text(form).split())))
     return found
 
 
@@ -767,7 +778,7 @@ def form_opening(
         return None
     c, form = found[0]
     kinds = {q.kind for q in constraints}
-    text = " ".join(form.text.split())
+    text = " ".join(_opening_text(form).split())
     text = text.lower() if Kind.ALL_LOWERCASE in kinds else text.upper() if Kind.ALL_CAPITALS in kinds else text
     if not text or layout.body.kind != "free" or any(isinstance(s, Literal) for s in build_layout(layout)):
         return None
@@ -784,6 +795,49 @@ def form_opening(
                 return None  # (a distinct-words cap reserves the placed words: ``form_tally``)
     controlled.add(c.id)
     return Opening(per=form.unit, k=form.k, text=text, sources=(c.id,))
+
+
+def form_class_opening(
+    constraints: Sequence[Constraint], layout: Layout, controlled: set[str], *, inserts: bool, placed: bool
+) -> ClassOpening | None:
+    """The ``controllers.class_openings.ClassOpening`` of every (or the k-th) sentence, line or
+    paragraph opening with a capital letter, a lowercase letter or a digit (None: none, or not
+    controllable here; an emoji is an opening text, a verb is left to the prompt).
+
+    Controlled: one such position, in a free body without fixed text, with no controller that
+    writes words of its own (as for ``form_opening``) and no other opening of the same pieces.
+
+    Raises:
+        ConflictError: a capital opening beside an all-lowercase answer, a lowercase one beside
+            an all-capitals answer, a digit opening beside a cap of no digits.
+    """
+    found = [(c, form) for c in constraints if isinstance(form := form_of_constraint(c), Position)
+             and form.op == "starts_with" and form.word_class in MASKED_CLASSES and form.unit in EVERY_UNITS]
+    kinds = {q.kind: q.id for q in constraints}
+    for c, form in found:
+        against = {"capital": Kind.ALL_LOWERCASE, "lowercase": Kind.ALL_CAPITALS}.get(str(form.word_class))
+        if against in kinds:
+            raise ConflictError(f"every {form.unit.value[:-1]} cannot open with {form.word_class} letters "
+                                "in an answer of the other case", constraint_ids=[c.id, kinds[against]])
+        if form.word_class == "number":
+            for q in constraints:
+                for cap in _forms(q):
+                    if isinstance(cap, Count) and cap.unit in (Unit.DIGITS, Unit.NUMBERS) and cap.per is None \
+                            and cap.of is None and _bounds(cap.relation, cap.n)[1] == 0:
+                        raise ConflictError("a piece cannot open with a digit in an answer without digits",
+                                            constraint_ids=[c.id, q.id])
+    if len(found) != 1 or inserts or placed or any(c.kind in _INSERTING for c in constraints):
+        return None
+    c, form = found[0]
+    if layout.body.kind != "free" or any(isinstance(s, Literal) for s in build_layout(layout)):
+        return None
+    for q in constraints:
+        if q.id != c.id and any(isinstance(f, Position) and f.op == "starts_with" and f.unit in (form.unit, Unit.ANSWER)
+                                for f in _forms(q)):
+            return None  # another opening of these pieces: left to the prompt
+    assert form.word_class is not None
+    controlled.add(c.id)
+    return ClassOpening(per=form.unit, k=form.k, word_class=form.word_class, sources=(c.id,))
 
 
 def form_closing(

@@ -13,6 +13,7 @@ from inference.decoder.controllers.bounds import build_bounds, build_word_pace
 from inference.decoder.controllers.capitals import build_capitals
 from inference.decoder.controllers.charset import build_charset
 from inference.decoder.controllers.citing import build_citing
+from inference.decoder.controllers.class_openings import build_class_openings
 from inference.decoder.controllers.closing import build_sentence_close
 from inference.decoder.controllers.closings import build_closings
 from inference.decoder.controllers.floors import build_floors
@@ -48,6 +49,7 @@ CONTROLLERS: tuple[Builder, ...] = (
     build_forbidden,  # a forced end waits for a clean place
     build_placing,  # the k-th word: its text forced where the model starts that word
     build_openings,  # the k-th sentence / line: its opening text forced where the piece begins
+    build_class_openings,  # every / the k-th piece opening with a case or a digit: its first character masked
     build_closings,  # every / the k-th piece: its closing text forced where the model would end it
     build_tally,  # capped form counts masked or checked per candidate; no list line
     build_floors,  # per-piece minima: no short piece closes; withdraws a close demand from those before it

@@ -263,10 +263,11 @@ def test_each_branch_is_bound_to_the_ids_it_shows(tokenizer: Any) -> None:
 
 @pytest.mark.parametrize("unit", ["sentences", "lines", "paragraphs", "bullets"])
 def test_class_openings_and_spreads_are_left_to_the_prompt(tokenizer: Any, unit: str) -> None:
-    """A text-less opening (``word_class``) and a spread have no controller: both are reported
-    uncontrolled, and a controlled constraint beside them keeps its controller."""
+    """An opening of a class no mask can promise (a verb; emoji, case and digit openings are
+    controlled) and a spread have no controller: both are reported uncontrolled, and a
+    controlled constraint beside them keeps its controller."""
     opening = Constraint(id="o", kind=Kind.POSITION,
-                         params={"unit": unit, "k": 0, "op": "starts_with", "text": "", "word_class": "emoji"})
+                         params={"unit": unit, "k": 0, "op": "starts_with", "text": "", "word_class": "verb"})
     spread = Constraint(id="s", kind=Kind.SPREAD, params={"unit": "words", "per": unit, "max_ratio": 1.5})
     no_comma = Constraint(id="c", kind=Kind.NO_COMMA)
     steering = compile_steering([opening, spread, no_comma], tokenizer, prompt="Describe a river.", max_new_tokens=80)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import emoji
 import pytest
 from test_controllers import drive_with_bias
 from test_form_controllers import bias_towards, gen, judged
@@ -65,6 +66,65 @@ def test_every_piece_opening_holds_on_random_logits(tokenizer: Any, name: str, p
         assert all(len(re.findall(r"\w+", p)) > len(params["text"].split()) for p in closed), state.text
         pieces += len(_sentences(state.text)) if params["unit"] == "sentences" else state.text.count("\n")
     assert pieces >= 2 * len(SEEDS)  # the adversary did end pieces, and each new one was opened
+
+
+CLASS_OPENINGS = [
+    ("every sentence", {"unit": "sentences"}, _sentences),
+    ("every list item", {"unit": "bullets"}, lambda t: [m for _, m in _items(t)]),
+]
+
+
+@pytest.mark.parametrize(("name", "params", "split"), CLASS_OPENINGS, ids=[row[0] for row in CLASS_OPENINGS])
+def test_every_piece_opens_with_an_emoji_on_random_logits(tokenizer: Any, name: str, params: dict[str, Any],
+                                                          split: Any) -> None:
+    """An opening of a class, not a text ("begin each bullet with an emoji"): one emoji opens each."""
+    constraints = [gen(Kind.POSITION, k=0, op="starts_with", text="", word_class="emoji", **params)]
+    steering = compile_steering(constraints, tokenizer, prompt="Plan a trip.", max_new_tokens=BUDGET)
+    assert steering.controlled == {"f"}
+    bias = bias_towards(tokenizer, r"^[.!?]$|^\n|^ ?[A-Za-z]+$", 4.0)
+    for seed in SEEDS:
+        state = drive_with_bias(steering, BUDGET, seed, bias)
+        pieces = split(state.text)
+        assert pieces and all(emoji.emoji_list(p.strip()[:2]) for p in pieces), state.text
+        assert judged(constraints, state.text) == [], state.text
+
+
+CASE_OPENINGS = [
+    ("capital sentences", {"unit": "sentences", "k": 0, "word_class": "capital"}, r"^ ?[a-z]+$|^[.!?]$", 6.0,
+     lambda t: all(next(ch for ch in p if ch.isalnum()).isupper() for p in _sentences(t))),
+    ("lowercase lines", {"unit": "lines", "k": 0, "word_class": "lowercase"}, r"^ ?[A-Z][a-z]*$|^\n$", 6.0,
+     lambda t: all(next(ch for ch in ln if ch.isalnum()).islower() for ln in t.splitlines() if ln.strip())),
+    ("the third sentence opens with a digit", {"unit": "sentences", "k": 3, "word_class": "number"},
+     r"^[.!?]$", 12.0, lambda t: next(ch for ch in _sentences(t)[2] if ch.isalnum()).isdigit()),
+]
+
+
+@pytest.mark.parametrize(("name", "params", "adversary", "weight", "ok"), CASE_OPENINGS,
+                         ids=[row[0] for row in CASE_OPENINGS])
+def test_a_piece_opens_with_a_case_or_a_digit_on_random_logits(tokenizer: Any, name: str, params: dict[str, Any],
+                                                               adversary: str, weight: float, ok: Any) -> None:
+    """A model that prefers the other case (and ends pieces everywhere) opens every piece with the class."""
+    constraints = [gen(Kind.POSITION, op="starts_with", text="", **params)]
+    steering = compile_steering(constraints, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
+    assert steering.controlled == {"f"}
+    bias = bias_towards(tokenizer, adversary, weight)
+    for seed in SEEDS:
+        state = drive_with_bias(steering, BUDGET, seed, bias)
+        assert ok(state.text), state.text
+        assert judged(constraints, state.text) == [], state.text
+
+
+def test_a_case_opening_against_the_answers_case_is_a_conflict(tokenizer: Any) -> None:
+    cases = [
+        [gen(Kind.POSITION, "a", unit="sentences", k=0, op="starts_with", text="", word_class="capital"),
+         Constraint(id="b", kind=Kind.ALL_LOWERCASE)],
+        [gen(Kind.POSITION, "a", unit="lines", k=0, op="starts_with", text="", word_class="number"),
+         gen(Kind.COUNT, "b", unit="digits", relation="at most", n=0)],
+    ]
+    for constraints in cases:
+        with pytest.raises(ConflictError) as refused:
+            compile_steering(constraints, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
+        assert set(refused.value.extra["constraint_ids"]) == {"a", "b"}
 
 
 def test_every_opening_that_another_text_cannot_begin_is_a_conflict(tokenizer: Any) -> None:

@@ -1,0 +1,170 @@
+"""Every piece (or the k-th) opens with an item of a character class: "every sentence starts with
+a capital letter", "begin each line with a lowercase letter", "each paragraph opens with a digit".
+
+``position(unit, k, starts_with, word_class)`` for the classes a mask can promise (``capital``,
+``lowercase``, ``number``; an emoji opening is an ``Opening`` of one emoji, a verb is left to
+the prompt) compiles to one ``ClassOpening``. The class is the verifier's
+(``form.classes.in_class``: the piece's first letter or digit is of that case, or a digit), and
+so are the pieces (``units.pieces``). A row's part of the state is where its current piece
+starts (``tally.piece_start``) and how many pieces come before it.
+
+- while the next letter or digit written will be the first of a piece the rule applies to,
+  only tokens whose first letter or digit is of the class are allowed, with nothing before it
+  but whitespace, an opening quote or bracket or a list marker (or only those);
+- every candidate is checked on the pieces it touches (a token such as ". the" ends one piece
+  and opens the next; a piece may not close without a letter or digit), whatever its bytes;
+- the answer may not end before the verifier passes (the k-th piece must exist).
+
+Guarantee: an answer this controller lets end has every (or its k-th) piece opening with the
+class, provided nothing else forces text into the answer: the compiler controls it only in a
+free body without fixed text and without controllers that insert words.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from inference.decoder.controllers.layout import LayoutSegment
+from inference.decoder.controllers.openings import opens_piece
+from inference.decoder.controllers.protocol import (
+    HOLD_ALL,
+    HOLD_NONE,
+    Context,
+    Controller,
+    Draft,
+    JudgesText,
+    Plan,
+    SteerState,
+    spec_of,
+)
+from inference.decoder.controllers.tally import piece_start
+from reasoning.constraints.form import units
+from reasoning.constraints.form.classes import in_class
+from reasoning.constraints.form.model import Position, Unit, WordClass
+from reasoning.constraints.form.verify import check
+
+__all__ = ["MASKED_CLASSES", "ClassOpening", "ClassOpeningState", "ClassOpenings", "build_class_openings"]
+
+#: The classes whose first character a mask can promise.
+MASKED_CLASSES: frozenset[str] = frozenset({"capital", "lowercase", "number"})
+#: What may stand before a piece's first letter or digit: an opening quote or bracket, a list marker.
+_LEADS = frozenset("\"'\u201c\u2018([{*-#>")
+_FIRST: dict[str, Callable[[str], bool]] = {"capital": str.isupper, "lowercase": str.islower, "number": str.isdigit}
+
+
+@dataclass(frozen=True)
+class ClassOpening:
+    """Every ``per`` piece (``k = 0``), or the ``k``-th, opens with an item of ``word_class``."""
+
+    per: Unit
+    k: int
+    word_class: WordClass
+    sources: tuple[str, ...] = ()
+
+    @property
+    def form(self) -> Position:
+        return Position(unit=self.per, op="starts_with", text="", k=self.k, word_class=self.word_class)
+
+    def applies(self, index: int) -> bool:
+        """Whether the rule holds for the piece at ``index`` (0-based)."""
+        return self.k == 0 or index == self.k - 1
+
+
+@dataclass(frozen=True)
+class ClassOpeningState:
+    """A row's part: where its current piece starts, and how many pieces come before it."""
+
+    start: int = 0
+    before: int = 0
+
+
+class ClassOpenings(JudgesText):
+    """The class of every (or the k-th) piece's opening at decode time (see the module doc)."""
+
+    def __init__(self, ctx: Context, spec: ClassOpening) -> None:
+        self.ctx = ctx
+        self.spec = spec
+        self.want = spec
+        tables = ctx.tables
+        first = _FIRST[spec.word_class]
+
+        def build() -> torch.Tensor:
+            values = []
+            for t in tables.texts:
+                cut = next((i for i, ch in enumerate(t) if ch.isalnum()), len(t))
+                lead, edge = t[:cut], t[cut : cut + 1]
+                values.append(all(ch.isspace() or ch in _LEADS for ch in lead) and (edge == "" or first(edge)))
+            return torch.tensor(values, dtype=torch.bool, device=tables.device)
+
+        self._opening = tables.cached(("class-opening", spec.word_class), build)
+
+    def start(self) -> ClassOpeningState:
+        return ClassOpeningState()
+
+    def _awaiting(self, state: SteerState) -> bool:
+        """Whether the next letter or digit written opens a piece the rule applies to."""
+        part: ClassOpeningState = state.parts[self.slot]
+        window = state.text[part.start :]
+        pieces = units.pieces(self.want.per, window)
+        if not pieces or opens_piece(self.want.per, window):
+            return self.want.applies(part.before + len(pieces))
+        current = pieces[-1]
+        return self.want.applies(part.before + len(pieces) - 1) and not any(ch.isalnum() for ch in current)
+
+    def mask(
+        self,
+        states: Sequence[SteerState],
+        plans: Sequence[Plan],
+        allowed: torch.Tensor,
+        fragments: torch.Tensor,
+        base: torch.Tensor,
+        lp: torch.Tensor,
+    ) -> None:
+        for r, state in enumerate(states):
+            if not state.pending and self._awaiting(state):
+                allowed[r] &= self._opening
+
+    def fits(self, state: SteerState, text: str) -> bool:
+        """Every piece the rule applies to opens with the class once it holds a letter or a digit,
+        and no such piece closes without one."""
+        part: ClassOpeningState = state.parts[self.slot]
+        full = state.text[part.start :] + text
+        pieces = units.pieces(self.want.per, full)
+        complete = len(pieces) if opens_piece(self.want.per, full) else len(pieces) - 1
+        return all(in_class(piece, "starts_with", self.want.word_class)
+                   for i, piece in enumerate(pieces)
+                   if self.want.applies(part.before + i) and (i < complete or any(ch.isalnum() for ch in piece)))
+
+    def holds(self, d: Draft) -> int:
+        return HOLD_NONE if self.ends_ok(d.state) else HOLD_ALL
+
+    def ends_ok(self, state: SteerState) -> bool:
+        return check(self.want.form, state.text).satisfied
+
+    def advance(
+        self,
+        before: SteerState,
+        new: SteerState,
+        token_id: int,
+        comp: LayoutSegment | None,
+        plan_of: Callable[[SteerState], Plan],
+    ) -> Any:
+        part: ClassOpeningState = before.parts[self.slot]
+        if len(new.text) == len(before.text):
+            return part
+        start = piece_start(self.want.per, new.text, part.start)
+        passed = len(units.pieces(self.want.per, new.text[part.start : start])) if start > part.start else 0
+        return ClassOpeningState(start, part.before + passed)
+
+    def unmet(self, state: SteerState) -> tuple[str, ...]:
+        return () if self.ends_ok(state) else ("class-opening",)
+
+
+def build_class_openings(ctx: Context, specs: Sequence[Any]) -> Controller | None:
+    """The class-opening controller, when a request opens every (or the k-th) piece with a class."""
+    spec = spec_of(specs, ClassOpening)
+    return ClassOpenings(ctx, spec) if spec is not None else None
