@@ -81,7 +81,7 @@ from inference.decoder.controllers.class_openings import MASKED_CLASSES, ClassOp
 from inference.decoder.controllers.closings import CLOSED_UNITS, Closing, piece_ends
 from inference.decoder.controllers.floors import (
     FLOOR_UNITS,
-    INSERTED_ITEM,
+    INSERTED_ITEMS,
     INSERTED_UNITS,
     Floor,
     Floors,
@@ -681,7 +681,7 @@ def form_floors(
 ) -> Floors | None:
     """The ``controllers.floors.Floors`` of the per-piece minima (None: none controllable).
 
-    Controlled: at least ``n`` words / characters / letters, or numbers / digits (an item
+    Controlled: at least ``n`` words / characters / letters, or numbers / digits / emoji (an item
     inserted where the piece would end without it; not beside a cap that counts the item),
     with no filter, in each sentence, paragraph or line, in a free body without fixed text
     (literals are forced past the
@@ -705,7 +705,8 @@ def form_floors(
             continue
         if form.unit in INSERTED_UNITS and any(
                 isinstance(cap, Count) and cap.of is None and _bounds(cap.relation, cap.n)[1] is not None
-                and units.count(cap.measure, " " + INSERTED_ITEM + " ") > 0 for q in constraints for cap in _forms(q)):
+                and units.count(cap.measure, " " + INSERTED_ITEMS[form.unit] + " ") > 0
+                for q in constraints for cap in _forms(q)):
             continue  # the inserted item is forced past the masks: a cap that counts it leaves the floor to the prompt
         if layout.body.kind != "free" or any(isinstance(s, Literal) for s in build_layout(layout)) or inserts:
             continue

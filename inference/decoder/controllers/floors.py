@@ -26,10 +26,11 @@ How each minimum is kept:
   the token budget left is below what a new piece needs (two tokens per
   word, a token per four characters, and room to close).
 
-A floor of numbers or digits ("every sentence must contain a number") is
-kept the same way, and since a model rarely writes them unasked, an item is
-also inserted: where a piece still owes one and the model's own best token
-would end the piece, a digit (``7``, after a space) is forced there instead
+A floor of numbers, digits or emoji ("every sentence must contain a
+number", "every paragraph with at least one emoji") is kept the same way,
+and since a model rarely writes them unasked, an item is also inserted: where
+a piece still owes one and the model's own best token would end the piece, a
+digit (``7``) or an emoji (``✅``), after a space, is forced there instead
 (the model then ends the piece as it wanted to), and so it is when the
 token budget is about to run out.
 
@@ -45,7 +46,7 @@ nothing inserts sentence ends.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,15 +69,15 @@ from inference.decoder.controllers.tally import piece_start
 from reasoning.constraints.form import units
 from reasoning.constraints.form.model import Measure, Unit
 
-__all__ = ["FLOOR_UNITS", "INSERTED_ITEM", "INSERTED_UNITS", "Floor", "FloorState", "Flooring", "Floors", "build_floors",
+__all__ = ["FLOOR_UNITS", "INSERTED_ITEMS", "INSERTED_UNITS", "Floor", "FloorState", "Flooring", "Floors", "build_floors",
            "tokens_for"]
 
 #: Units a floor can hold per piece: the model writes them in every piece anyway.
 FLOOR_UNITS = frozenset({Unit.WORDS, Unit.CHARACTERS, Unit.LETTERS})
-#: Units a floor inserts where the piece would end without them (an item: ``INSERTED_ITEM``).
-INSERTED_UNITS = frozenset({Unit.NUMBERS, Unit.DIGITS})
-#: The item inserted into a piece that owes a number or a digit.
-INSERTED_ITEM = "7"
+#: The item inserted into a piece that owes a number, a digit or an emoji, by unit.
+INSERTED_ITEMS: Mapping[Unit, str] = {Unit.NUMBERS: "7", Unit.DIGITS: "7", Unit.EMOJI: "\u2705"}
+#: Units a floor inserts where the piece would end without them.
+INSERTED_UNITS = frozenset(INSERTED_ITEMS)
 _PROBE = " X"  # a new word: what would start the next piece
 _CLOSE_TOKENS = 3  # a terminal, a closer, a margin
 
@@ -138,7 +139,8 @@ class Flooring(Writer, JudgesText):
         self._need = max(tokens_for(f) for f in floors.items)
         tables = ctx.tables
         self._inserting = [i for i, f in enumerate(self.floors) if f.measure.unit in INSERTED_UNITS]
-        self._item = ForcedText(tables, INSERTED_ITEM)
+        self._items = {u: ForcedText(tables, INSERTED_ITEMS[u])
+                       for u in {self.floors[i].measure.unit for i in self._inserting}}
         self._enders = {
             f.per: tables.holding(piece_ends(f.per))
             for f in self.floors
@@ -153,18 +155,25 @@ class Flooring(Writer, JudgesText):
         return [i for i in self._inserting
                 if units.count(self.floors[i].measure, state.text[part.starts[i] :]) < self.floors[i].at_least]
 
+    def _item(self, state: SteerState) -> ForcedText | None:
+        """The item of the first floor whose current piece still owes one (None: none owes)."""
+        owing = self._owing(state)
+        return self._items[self.floors[owing[0]].measure.unit] if owing else None
+
     def reweigh(self, states: Sequence[SteerState], plans: Sequence[Plan], rows: torch.Tensor) -> None:
         """Force the item where the model's best token would end a piece that still owes one."""
-        self._item.clear()
+        for item in self._items.values():
+            item.clear()
         if not self._inserting:
             return
         for r, state in enumerate(states):
             if state.pending or state.parts[self.slot].pending:
                 continue
-            owing = self._owing(state)
             best = int(rows[r].argmax())
-            if any(bool(self._enders[self.floors[i].per][best]) for i in owing):
-                self._item.force(rows, r, state)
+            for i in self._owing(state):
+                if bool(self._enders[self.floors[i].per][best]):
+                    self._items[self.floors[i].measure.unit].force(rows, r, state)
+                    break
 
     def fits(self, state: SteerState, text: str) -> bool:
         starts = state.parts[self.slot].starts
@@ -191,17 +200,21 @@ class Flooring(Writer, JudgesText):
         starts = state.parts[self.slot].starts
         return all(_closed(f, state.text[s:]) for f, s in zip(self.floors, starts)) and self.ends_ok(state)
 
-    def _budget_due(self, state: SteerState, reserve: int) -> bool:
-        """Whether the budget is about to run out inside a piece that still owes an item."""
-        if self.budget is None or state.pending or state.parts[self.slot].pending or not self._owing(state):
-            return False
-        return self.budget - state.n_tokens - reserve <= len(self._item.spelling.spaced) + _CLOSE_TOKENS
+    def _budget_due(self, state: SteerState, reserve: int) -> ForcedText | None:
+        """The item owed where the budget is about to run out inside a piece that still owes one."""
+        if self.budget is None or state.pending or state.parts[self.slot].pending:
+            return None
+        item = self._item(state)
+        if item is None or self.budget - state.n_tokens - reserve > len(item.spelling.spaced) + _CLOSE_TOKENS:
+            return None
+        return item
 
     def pace(self, d: Draft) -> Plan | None:
         """Withdraw a demand to close the sentence while the current piece is short; insert the
         item when the budget is about to run out inside a piece that owes one."""
-        if self._budget_due(d.state, d.comp.reserve_tokens):
-            return self._item.begin(d.state)
+        due = self._budget_due(d.state, d.comp.reserve_tokens)
+        if due is not None:
+            return due.begin(d.state)
         if d.close and not self.ends_ok(d.state):
             d.close = ""
         return None
@@ -215,9 +228,11 @@ class Flooring(Writer, JudgesText):
         plan_of: Callable[[SteerState], Plan],
     ) -> Any:
         part: FloorState = before.parts[self.slot]
-        began = not part.pending and (self._item.began(before, token_id)
-                                      or self._budget_due(before, comp.reserve_tokens if comp is not None else 0))
-        pending = self._item.rest(part.pending, began, token_id)
+        pending: tuple[int, ...] = part.pending[1:]
+        if not part.pending and self._items:
+            begun = next((t for t in self._items.values() if t.began(before, token_id)), None) \
+                or self._budget_due(before, comp.reserve_tokens if comp is not None else 0)
+            pending = begun.rest((), True, token_id) if begun is not None else ()
         if len(new.text) == len(before.text):
             return FloorState(part.starts, pending)
         return FloorState(tuple(piece_start(f.per, new.text, s) for f, s in zip(self.floors, part.starts)), pending)

@@ -308,15 +308,17 @@ def test_closings_that_cannot_agree_are_conflicts(tokenizer: Any) -> None:
 
 NUMBER_FLOORS = [
     ("a number in each sentence", {"unit": "numbers", "n": 1, "per": "sentences"},
-     lambda t: all(re.search(r"(?<![\w.])\d", p) for p in _sentences(t))),
+     lambda t: all(re.search(r"(?<![\w.])\d", p) for p in _sentences(t)), "digits"),
     ("two digits on each line", {"unit": "digits", "n": 2, "per": "lines"},
-     lambda t: all(sum(ch.isdigit() for ch in ln) >= 2 for ln in t.splitlines() if ln.strip())),
+     lambda t: all(sum(ch.isdigit() for ch in ln) >= 2 for ln in t.splitlines() if ln.strip()), "digits"),
+    ("an emoji in each sentence", {"unit": "emoji", "n": 1, "per": "sentences"},
+     lambda t: all(emoji.emoji_count(p) >= 1 for p in _sentences(t)), "emoji"),
 ]
 
 
-@pytest.mark.parametrize(("name", "params", "ok"), NUMBER_FLOORS, ids=[row[0] for row in NUMBER_FLOORS])
+@pytest.mark.parametrize(("name", "params", "ok", "cap_unit"), NUMBER_FLOORS, ids=[row[0] for row in NUMBER_FLOORS])
 def test_numbers_in_every_piece_hold_on_random_logits(tokenizer: Any, name: str, params: dict[str, Any],
-                                                      ok: Any) -> None:
+                                                      ok: Any, cap_unit: str) -> None:
     constraints = [gen(Kind.COUNT, relation="at least", **params)]
     steering = compile_steering(constraints, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
     assert steering.controlled == {"f"}
@@ -330,7 +332,7 @@ def test_numbers_in_every_piece_hold_on_random_logits(tokenizer: Any, name: str,
         assert judged(constraints, state.text) == [], state.text
         ended += len(_sentences(state.text)) if params["per"] == "sentences" else state.text.count("\n")
     assert ended >= 2 * len(SEEDS)  # pieces did end, each after its items were inserted
-    capped = [*constraints, gen(Kind.COUNT, "cap", unit="digits", relation="at most", n=9)]
+    capped = [*constraints, gen(Kind.COUNT, "cap", unit=cap_unit, relation="at most", n=9)]
     assert "f" in compile_steering(capped, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET).uncontrolled
 
 
