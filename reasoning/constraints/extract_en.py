@@ -166,6 +166,8 @@ def _quantity_left(ctx: _Ctx, unit: int) -> _Quantity | None:
                 return None
             if before is not None:
                 return _Quantity(before[0], amount, start - before[1], j - 1)
+            if ctx.lowers[j - 1] == "couple":
+                return _Quantity(Relation.AT_LEAST, amount, start, j - 1)  # a vague amount: two or more, never exactly
             return _Quantity(None, amount, start, j - 1)
         if not (t.text in ("-", "+") or t.lower_ in _SKIPPABLE or t.lower_ in ("or", "more", "fewer", "less")
                 or t.pos_ in ("ADJ", "ADV") or t.dep_ == "compound"):
@@ -452,6 +454,22 @@ def _asked_to_write(ctx: _Ctx, first: int, unit: int) -> bool:
     return False
 
 
+def _hyphenated_length(ctx: _Ctx, quantity: _Quantity, unit: int) -> bool:
+    """Whether the count is a length joined to the unit before a noun ("a 100-word ad", "a three-sentence reply").
+
+    The compound names the length of the thing to write, so its count is
+    exact; a determiner pointing at a text already there ("the 50-word
+    summary above") is no request.
+    """
+    doc = ctx.doc
+    if not (quantity.last == unit - 2 and doc[unit - 1].text == "-" and doc[unit].lower_ == doc[unit].lemma_.lower()):
+        return False
+    if unit + 1 >= len(doc) or doc[unit + 1].pos_ not in ("NOUN", "PROPN", "ADJ"):
+        return False
+    return not (quantity.first > 0 and ctx.lowers[quantity.first - 1] in (
+        "the", "these", "those", "following", "above", "my", "his", "her", "their", "its"))
+
+
 def _detect_counts(ctx: _Ctx) -> None:
     doc = ctx.doc
     for i, lemma in enumerate(ctx.lemmas):
@@ -475,6 +493,9 @@ def _detect_counts(ctx: _Ctx) -> None:
             if tail is not None:
                 quantity.relation = tail[0]
                 end_i = i + tail[1]
+        if quantity is not None and quantity.relation is None and quantity.high is None \
+                and lemma in ("word", "sentence", "paragraph") and _hyphenated_length(ctx, quantity, i):
+            quantity.relation = Relation.EXACTLY  # "a 100-word advertisement", "a three-sentence reply"
         if quantity is not None and quantity.relation is None and quantity.high is None \
                 and lemma in ("sentence", "paragraph") and _asked_to_write(ctx, quantity.first, i):
             quantity.relation = Relation.EXACTLY  # "give three sentences", "answer in two paragraphs"

@@ -325,6 +325,41 @@ def _detect_every_piece(ctx: _Ctx) -> None:
             and int(f.params.get("n", 0)) == 1 and _overlaps(f, first, last))]
 
 
+def _noun_after(ctx: _Ctx, j: int, end: int) -> str | None:
+    """The lemma of the first noun after the quantifier at ``j`` ("every single word", "all of the words")."""
+    return next((ctx.lemmas[k] for k in range(j + 1, end) if ctx.tokens[k].pos_ in ("NOUN", "PROPN")), None)
+
+
+def _detect_every_word_opening(ctx: _Ctx) -> None:
+    """"Every word must start with the letter s", "all words begin with s", "each word starting with T".
+
+    A named letter opening every word of the answer is its position in
+    every word (a text-less "starts with" of each word is no such reading:
+    the letter must be named, alone or after "letter").
+    """
+    for i, lemma in enumerate(ctx.lemmas):
+        if lemma not in _OPENING or ctx.tokens[i].pos_ not in ("VERB", "AUX"):
+            continue
+        start, end = _sentence(ctx, i)
+        quantifier = next((j for j in range(max(start, i - 8), i - 1) if ctx.lowers[j] in _EVERY
+                           and _noun_after(ctx, j, i) == "word"), None)
+        if quantifier is None or _negated(ctx, i) or ctx.lowers[i + 1 : i + 2] != ["with"]:
+            continue
+        j = i + 2
+        while j < end and (ctx.lowers[j] in ("a", "an", "the", "letter", "character") or ctx.tokens[j].is_quote):
+            j += 1
+        if j >= end:
+            continue
+        letter = ctx.tokens[j].text.strip("\"'“”‘’").removesuffix(".")  # ("s." is one token at a sentence end)
+        if not (len(letter) == 1 and letter.isalpha()):
+            continue
+        first, last = ctx.tokens[quantifier].idx, ctx.tokens[j].idx + len(ctx.tokens[j].text)
+        ctx.found = [f for f in ctx.found if not (
+            f.kind in (Kind.START_PHRASE, Kind.KEYWORDS_PRESENT, Kind.POSITION, Kind.LETTER_FREQUENCY)
+            and _overlaps(f, first, last))]
+        _add(ctx, Position(unit=Unit.WORDS, k=0, op="starts_with", text=letter.lower()), first, last)
+
+
 _FRACTIONS: Mapping[str, float] = {"half": 0.5, "third": 1 / 3, "quarter": 0.25, "fourth": 0.25, "fifth": 0.2,
                                    "tenth": 0.1, "majority": 0.5, "most": 0.5, "all": 1.0}
 _SHARE_MARKS: Mapping[str, str] = {"question": "?", "exclamation": "!"}
@@ -797,6 +832,7 @@ _DETECTORS: Sequence[Callable[[_Ctx], None]] = (
     _detect_json_array,
     _detect_labelled_sections,
     _detect_every_piece,
+    _detect_every_word_opening,
     _detect_class_at_edge,
     _detect_first_letter_case,
     _detect_question_share,

@@ -208,3 +208,37 @@ def test_a_class_or_mark_at_the_edge_of_every_piece(prompt: str, expected: tuple
 def test_a_number_of_letters_of_a_case_is_a_count_not_the_whole_answers_case(
         prompt: str, expected: tuple[str, dict[str, Any]]) -> None:
     assert _read(prompt) == [expected]
+
+
+@pytest.mark.parametrize(
+    ("prompt", "expected"),
+    [
+        ("Write a 120-word pitch for a bakery.", ("word_count", {"relation": "exactly", "n": 120})),
+        ("Give me a two-sentence bio.", ("sentence_count", {"relation": "exactly", "n": 2})),
+        ("Tighten the 80-word abstract below.", None),
+    ],
+)
+def test_a_length_hyphenated_before_a_noun_is_the_count_of_that_unit(
+        prompt: str, expected: tuple[str, dict[str, Any]] | None) -> None:
+    assert _read(prompt) == ([expected] if expected else [])
+
+
+def test_a_named_letter_opening_every_word_is_the_position_of_every_word() -> None:
+    expected = ("position", {"unit": "words", "k": 0, "op": "starts_with", "text": "r"})
+    assert _read("Every word of the poem has to begin with the letter R.") == [expected]
+    form = Position(unit=Unit.WORDS, k=0, op="starts_with", text="r")
+    assert check(form, "Red rivers run").satisfied and not check(form, "Red rivers flow").satisfied
+
+
+@pytest.mark.parametrize(
+    ("prompt", "unit", "fields"),
+    [
+        ("Sprinkle in a couple of question marks.", "punctuation", {"filter": {"chars": "?？"}}),
+        ("Write a couple of sentences on tea.", None, {}),
+    ],
+)
+def test_a_couple_is_at_least_two_never_exactly(prompt: str, unit: str | None, fields: dict[str, Any]) -> None:
+    if unit is None:
+        assert _read(prompt) == [("sentence_count", {"relation": "at least", "n": 2})]
+    else:
+        assert _read(prompt) == [("count", {"unit": unit, "relation": "at least", "n": 2, **fields})]
