@@ -37,6 +37,7 @@ import msgspec
 
 from reasoning.constraints.form.describe import describe
 from reasoning.constraints.form.kinds import GENERIC_KINDS
+from reasoning.constraints.form.units import section_label
 from reasoning.constraints.model import Constraint, Kind, Relation, Scope
 from reasoning.language import language_name
 
@@ -73,6 +74,8 @@ def _bi(en: str, zh: str) -> _Restater:
         for key in ("keywords", "words", "options"):
             if key in values:
                 values[key] = _words(values[key])
+        if "splitter" in values:
+            values["label"] = section_label(str(values["splitter"]), "X")
         if "language" in values:
             values["language_name"] = language_name(str(values["language"]), language)
         return (zh if language == "zh" else en).format_map(_Default(values))
@@ -173,8 +176,8 @@ _SPECS: tuple[KindSpec, ...] = (
               "至少用 Markdown 突出显示{n}处，例如 *重点内容*。"),
           ifeval=("detectable_format:number_highlighted_sections",), controller="force"),
     _spec(Kind.SECTIONS, "Sections marked with a splitter word and a number.",
-          _bi("Write {n} sections, each starting with '{splitter} X' (X its number).",
-              "分{n}个部分，每部分以“{splitter} X”开头（X 为序号）。"),
+          _bi("Write {n} sections, each starting with '{label}' (X its number).",
+              "分{n}个部分，每部分以“{label}”开头（X 为序号）。"),
           ifeval=("detectable_format:multiple_sections",), controller="force"),
     _spec(Kind.PLACEHOLDERS, "At least n [placeholders] in square brackets.",
           _bi("Include at least {n} placeholders in square brackets, such as [name].",

@@ -72,7 +72,9 @@ _COUNT_BEFORE = re.compile(
     + r"(?P<num>" + ZH_NUMBER + r")\s*(?:个|处|次|条)?(?P<unit>" + _UNIT + r")(?P<after>" + _REL_AFTER + r")?"
 )
 _COUNT_AFTER = re.compile(
-    r"(?P<unit>" + _UNIT + r")(?:的?(?:数量|个数|总数))?(?:必须|应|要|须|需|应该)?(?P<rel>" + _REL_BEFORE + r")\s*"
+    r"(?P<unit>" + _UNIT + r")(?:的?(?:数量|个数|总数))?"
+    r"(?:[^，。；,;\d]{0,4}(?:用|使用)[^，。；,;\d]{0,6}[，,]\s*)?"  # 问号用得越少越好，最多一个: how it is used, then the bound
+    r"(?:必须|应|要|须|需|应该)?(?P<rel>" + _REL_BEFORE + r")\s*"
     + _VERB + r"(?P<num>" + ZH_NUMBER + r")\s*(?:个|处|次|条)?"
 )
 _PER_WORDS = re.compile(

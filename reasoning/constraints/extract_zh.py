@@ -14,6 +14,7 @@ import re
 
 from spacy.tokens import Doc
 
+from reasoning.constraints.form.units import NUMBER_SLOT
 from reasoning.constraints.found import Found
 from reasoning.constraints.model import Kind, Relation
 from reasoning.constraints.quantities import (
@@ -174,6 +175,8 @@ def extract_chinese(doc: Doc, text: str) -> list[Found]:
         found.append(Found(kind=Kind.END_PHRASE, params={"phrase": ending.group("q")},
                            start=ending.start(), end=ending.end()))
     opening = re.search(r"(?:以|用)" + _QUOTE + r"开头", text)
+    if opening is not None and any(f.kind is Kind.SECTIONS and f.start <= opening.start("q") < f.end for f in found):
+        opening = None  # 每个部分以“第一部分”开头: the numbered label of each part, read as its sections
     if opening is not None and "段" not in text[max(0, opening.start() - 4) : opening.start()]:
         found.append(Found(kind=Kind.START_PHRASE, params={"phrase": opening.group("q")},
                            start=opening.start(), end=opening.end()))
@@ -224,6 +227,8 @@ _HIGHLIGHT = re.compile(
     r"(?:突出显示|高亮|加粗|强调|用斜体标出)(?:至少)?(?P<num>" + ZH_NUMBER + r")?\s*(?:处|个部分|个地方|段|个短语)?"
 )
 _PLACEHOLDER = re.compile(r"(?:至少|不少于)?(?P<num>" + ZH_NUMBER + r")\s*个\s*(?:方括号)?占位符")
+_ORDINAL_LABEL = re.compile(r"[“\"「『]第(?P<num>" + ZH_NUMBER + r")(?P<noun>部分|章节|章|小节|节|步)\s*[：:]?[”\"」』]")
+"""A quoted label with its number inside ("第一部分", "第2步")."""
 _TWO = re.compile(r"(?:两个|二个|2个)不同的(?:回答|答案|版本)|(?:\*{6}|六个星号)")
 
 
@@ -253,6 +258,19 @@ def _structure(text: str) -> list[Found]:
             begin = min(sections.start(), markers[0].start()) if sections is not None else markers[0].start()
             found.append(Found(kind=Kind.SECTIONS, params={"splitter": word, "n": n},
                                start=begin, end=max(sections.end() if sections is not None else 0, markers[-1].end())))
+    ordinal = _ORDINAL_LABEL.search(text)
+    if ordinal is not None and not any(f.kind is Kind.SECTIONS for f in found):
+        shown = [parse_zh_number(m.group("num")) for m in _ORDINAL_LABEL.finditer(text)
+                 if m.group("noun") == ordinal.group("noun")]
+        counted = re.search(r"(?P<num>" + ZH_NUMBER + r")\s*个?" + ordinal.group("noun"), text)
+        counted = counted if counted is not None and counted.start() != ordinal.start("num") else sections
+        n = parse_zh_number(counted.group("num")) if counted is not None else (
+            len(shown) if len(shown) >= 2 and shown == list(range(1, len(shown) + 1)) else None)
+        if n is not None:
+            # “第一部分”: a label holding its number (第N部分), given to each part
+            begin = min(counted.start(), ordinal.start()) if counted is not None else ordinal.start()
+            found.append(Found(kind=Kind.SECTIONS, params={"splitter": "第" + NUMBER_SLOT + ordinal.group("noun"), "n": n},
+                               start=begin, end=max(counted.end() if counted is not None else 0, ordinal.end())))
     two = _TWO.search(text)
 
     if two is not None and re.search(r"\*{6}|六个星号", text):

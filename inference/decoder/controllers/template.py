@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from reasoning.constraints.form.units import section_label
+
 __all__ = ["CELL_TOKENS", "Body", "Formal", "Free", "Layout", "Literal", "Segment", "build_layout"]
 
 
@@ -207,7 +209,7 @@ def _units(body: Body, highlights: int) -> list[list[Segment]]:
         for index in range(body.n):
             # "Part 1:" on a line of its own: the marker as a heading reads it (IFEval's split on
             # "Part 1" still counts it, and a reader or judge looking for "Part N:" finds it).
-            unit = [Literal(("\n\n" if index else "") + f"{body.splitter} {index + 1}:\n")]
+            unit = [Literal(("\n\n" if index else "") + section_label(body.splitter, index + 1) + ":\n")]
             if index < highlights:
                 unit += _heading("\n")
             unit.append(Free("body"))

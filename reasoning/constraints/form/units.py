@@ -28,7 +28,7 @@ from reasoning.constraints import textstats
 from reasoning.constraints.form.model import Filter, Measure, Unit
 from reasoning.language import script_counts
 
-__all__ = ["MONOTONE_UNITS", "count", "distinct_words", "pieces", "settled", "words"]
+__all__ = ["MONOTONE_UNITS", "NUMBER_SLOT", "count", "distinct_words", "pieces", "section_label", "settled", "words"]
 
 _WORD = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]|[^\W\u3400-\u4dbf\u4e00-\u9fff]+")
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*")
@@ -193,8 +193,21 @@ def _paragraphs(text: str, f: Filter) -> int:
     return _filtered([p.strip() for p in textstats.blank_line_paragraphs(text) if p.strip()], f)
 
 
+NUMBER_SLOT = "{n}"
+"""Where a section marker holds its number inside it (``第{n}部分``: 第一部分, 第2部分); else the number follows."""
+
+
+def section_label(marker: str, k: int | str) -> str:
+    """The k-th section's label as :func:`count` counts it: "Section 3", or 第3部分 for the marker 第{n}部分."""
+    return marker.replace(NUMBER_SLOT, str(k)) if NUMBER_SLOT in marker else f"{marker} {k}"
+
+
 def _sections(text: str, f: Filter) -> int:
     splitter = (f.marker or "Section").strip()
+    if NUMBER_SLOT in splitter:
+        before, _, after = splitter.partition(NUMBER_SLOT)
+        numeral = r"\s?(?:\d+|[一二三四五六七八九十百两]+)\s?"
+        return len(re.split(r"\s?" + re.escape(before) + numeral + re.escape(after) + r"\s?", text)) - 1
     return len(re.split(r"\s?" + re.escape(splitter) + r"\s?\d+\s?", text)) - 1
 
 

@@ -18,8 +18,9 @@ import pytest
 from bench.steering import _prepare_judge, ifeval_constraints, judge
 from inference.decoder.compile import compile_steering
 from inference.decoder.controllers.sentences import sentence_floor
-from inference.decoder.controllers.template import Body, Layout, build_layout
-from reasoning.constraints.model import Constraint, Kind
+from inference.decoder.controllers.template import Body, Layout, Literal, build_layout
+from reasoning.constraints.form import Count, Filter, Unit, check
+from reasoning.constraints.model import Constraint, Kind, Relation
 from reasoning.constraints.textstats import count_sentences
 from reasoning.constraints.verifiers import verify_all
 from reasoning.errors import ConflictError
@@ -173,3 +174,11 @@ def test_a_part_may_stop_only_once_it_holds_a_word(tokenizer: Any) -> None:
         state = drive_with_bias(steering, 60, seed, stops)
         assert empty_parts(state.text, constraints) == [], state.text
         assert steering.unmet(state) == (), state.text
+
+
+def test_a_section_marker_holding_its_number_is_written_as_the_verifier_counts_it() -> None:
+    labels = [s.text for s in build_layout(Layout(body=Body(kind="sections", n=3, splitter="第{n}部分")))
+              if isinstance(s, Literal)]
+    assert [label.strip() for label in labels] == ["第1部分:", "第2部分:", "第3部分:"]
+    form = Count(unit=Unit.SECTIONS, filter=Filter(marker="第{n}部分"), relation=Relation.EXACTLY, n=3)
+    assert check(form, "".join(label + "山水" for label in labels)).satisfied

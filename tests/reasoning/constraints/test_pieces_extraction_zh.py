@@ -96,3 +96,15 @@ def test_a_chinese_word_length_counts_the_characters_of_each_segmented_word() ->
     longest_four = Count(unit=Unit.WORDS, filter=Filter(min_length=5), relation=Relation.AT_MOST, n=0)
     assert check(longest_four, "人工智能正在改变世界。").satisfied
     assert not check(longest_four, "中华人民共和国成立了。").satisfied
+
+
+def test_a_bound_after_how_a_mark_is_used_is_its_count() -> None:
+    assert _read("分号用得越少越好，最多两个。") == [
+        ("count", {"unit": "punctuation", "relation": "at most", "n": 2, "filter": {"chars": ";；"}})]
+
+
+def test_a_numbered_label_opening_each_part_is_its_sections() -> None:
+    assert _read("全文分为三个部分，每部分以“第一章”开头。") == [("sections", {"splitter": "第{n}章", "n": 3})]
+    form = Count(unit=Unit.SECTIONS, filter=Filter(marker="第{n}章"), relation=Relation.EXACTLY, n=3)
+    assert check(form, "第一章 山\n第二章 水\n第三章 云").satisfied
+    assert not check(form, "第一章 山\n第二章 水").satisfied
