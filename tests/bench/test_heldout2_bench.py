@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from bench.heldout import HELDOUT, load, select
 from bench.heldout2 import DATA, SUITE
 from bench.heldout2_judge import JUDGES, judge, list_items, paragraphs
+from tests.bench.judge_cases import Case, check_case, check_table
 
 PARENS = [["(", ")"], ["（", "）"]]
 
 #: judge id -> (args, an answer that meets it, one that does not).
-CASES: dict[str, tuple[dict[str, Any], str, str]] = {
+CASES: dict[str, Case] = {
     "word_count": ({"relation": "less than", "n": 4}, "Logs prove history.", "Logs prove what happened."),
     "char_count": ({"chars": ",，", "relation": "at most", "n": 0}, "审计师负责检查。", "Auditors check, test."),
     "numbers": ({"relation": "at least", "n": 2}, "第3条和第12条。", "Report within 30 days."),
@@ -181,22 +180,12 @@ CASES: dict[str, tuple[dict[str, Any], str, str]] = {
 
 
 def test_every_judge_has_a_case_and_a_documented_reading() -> None:
-    assert set(CASES) == set(JUDGES)
-    assert all(description for _, description in JUDGES.values())
+    check_table(CASES, JUDGES)
 
 
 @pytest.mark.parametrize("judge_id", sorted(CASES))
-def test_judge_accepts_the_meeting_answer_and_refuses_the_other(judge_id: str) -> None:
-    args, meets, breaks = CASES[judge_id]
-    assert judge(judge_id, args, meets)
-    assert not judge(judge_id, args, breaks)
-
-
-@pytest.mark.parametrize("judge_id", sorted(CASES))
-def test_an_empty_answer_fails_every_judge(judge_id: str) -> None:
-    args, _, _ = CASES[judge_id]
-    assert not judge(judge_id, args, "")
-    assert not judge(judge_id, args, " \n ")
+def test_judge_passes_the_meeting_answer_and_fails_the_other_and_an_empty_one(judge_id: str) -> None:
+    check_case(judge, judge_id, CASES[judge_id], empty_fails=True)
 
 
 def test_readings_of_paragraphs_and_list_items() -> None:

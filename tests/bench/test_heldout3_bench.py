@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 
@@ -12,12 +11,13 @@ from bench.heldout import DATA as FIRST_DATA
 from bench.heldout import HELDOUT, load, select
 from bench.heldout3 import DATA, SUITE
 from bench.heldout3_judge import JUDGES, judge, lines
+from tests.bench.judge_cases import Case, check_case, check_table
 
 DQ = [['"', '"'], ["“", "”"]]
 ISO = r"(?<!\d)\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])(?!\d)"
 
 #: judge id -> (args, an answer that meets it, one that does not).
-CASES: dict[str, tuple[dict[str, Any], str, str]] = {
+CASES: dict[str, Case] = {
     "word_count": ({"relation": "at most", "n": 3}, "Refunds take time.", "Refunds take some time."),
     "char_count": ({"chars": "、", "relation": "at least", "n": 2}, "虚开、重复、拆分。", "虚开、重复和拆分。"),
     "lines": ({"relation": "exactly", "n": 2}, "Due soon\n\nSubmit", "Due soon"),
@@ -214,22 +214,12 @@ CASES: dict[str, tuple[dict[str, Any], str, str]] = {
 
 
 def test_every_judge_has_a_case_and_a_documented_reading() -> None:
-    assert set(CASES) == set(JUDGES)
-    assert all(description for _, description in JUDGES.values())
+    check_table(CASES, JUDGES)
 
 
 @pytest.mark.parametrize("judge_id", sorted(CASES))
-def test_judge_accepts_the_meeting_answer_and_refuses_the_other(judge_id: str) -> None:
-    args, meets, breaks = CASES[judge_id]
-    assert judge(judge_id, args, meets)
-    assert not judge(judge_id, args, breaks)
-
-
-@pytest.mark.parametrize("judge_id", sorted(CASES))
-def test_an_empty_answer_fails_every_judge(judge_id: str) -> None:
-    args, _, _ = CASES[judge_id]
-    assert not judge(judge_id, args, "")
-    assert not judge(judge_id, args, " \n ")
+def test_judge_passes_the_meeting_answer_and_fails_the_other_and_an_empty_one(judge_id: str) -> None:
+    check_case(judge, judge_id, CASES[judge_id], empty_fails=True)
 
 
 def test_readings_added_by_this_set() -> None:

@@ -8,12 +8,13 @@ import pytest
 
 from bench.heldout import DATA, extraction_status, load, run, select
 from bench.heldout_judge import JUDGES, emoji_count, judge, sentences, words
+from tests.bench.judge_cases import Case, check_case, check_table
 
 PARENS = [["(", ")"], ["（", "）"]]
 QUOTES = [['"', '"'], ["“", "”"]]
 
 #: judge id -> (args, an answer that meets it, one that does not).
-CASES: dict[str, tuple[dict[str, Any], str, str]] = {
+CASES: dict[str, Case] = {
     "word_count": (
         {"lo": 3, "hi": 5},
         "It is well-known, really.",
@@ -91,15 +92,12 @@ CASES: dict[str, tuple[dict[str, Any], str, str]] = {
 
 
 def test_every_judge_has_a_case_and_a_documented_reading() -> None:
-    assert set(CASES) == set(JUDGES)
-    assert all(description for _, description in JUDGES.values())
+    check_table(CASES, JUDGES)
 
 
 @pytest.mark.parametrize("judge_id", sorted(CASES))
 def test_judge_accepts_the_meeting_answer_and_refuses_the_other(judge_id: str) -> None:
-    args, meets, breaks = CASES[judge_id]
-    assert judge(judge_id, args, meets)
-    assert not judge(judge_id, args, breaks)
+    check_case(judge, judge_id, CASES[judge_id], empty_fails=False)
 
 
 def test_shared_readings() -> None:
