@@ -290,16 +290,16 @@ def choose(
 
     others = ", ".join(f"{p.weights} {p.step_ms} ms{why_not(p)}" for p in probes if p is not best)
     speed = (
-        "fastest width-4 decode step here"
+        "the fastest width-4 decode step here"
         if best is fastest
-        else f"smallest weights among the width-4 decode steps within {TIE_MARGIN:.0%} of the "
+        else f"the smallest weights among the width-4 decode steps within {TIE_MARGIN:.0%} of the "
         f"fastest ({fastest.weights} {fastest.step_ms} ms)"
     )
     reason = (
-        f"{best.weights}: {speed} ({best.step_ms} ms, KL {best.kl_vs_float32} nats from "
-        f"float32, top-1 agreement {best.top1_agreement}) among formats within the KL gate "
-        f"{KL_GATE} and the steered-accuracy gate (rule: among steps within {TIE_MARGIN:.0%} "
-        f"of the fastest, the fewest weight bytes); {others}"
+        f"{best.weights} ({best.step_ms} ms a width-4 step, KL {best.kl_vs_float32} nats from "
+        f"float32, top-1 agreement {best.top1_agreement}): {speed}, among the formats within the "
+        f"KL gate {KL_GATE} and the steered-accuracy gate (rule: among steps within "
+        f"{TIE_MARGIN:.0%} of the fastest, the fewest weight bytes); {others}"
     )
     if unmeasured:
         reason += f"; steered accuracy not measured for {', '.join(unmeasured)} (KL gate only)"
