@@ -330,7 +330,9 @@ class PruningJudge:
                 before,
                 self._repeats,
                 # Forced tokens are never a copy: the copy rule judges the model's own text.
-                None if len(free) == end - start else self.tokenizer.decode(own, skip_special_tokens=True),
+                None
+                if len(free) == end - start or not self._instructions
+                else self.tokenizer.decode(own, skip_special_tokens=True),
             )
             if free
             else None

@@ -110,7 +110,7 @@ class ClassOpenings(JudgesText):
         part: ClassOpeningState = state.parts[self.slot]
         window = state.text[part.start :]
         pieces = units.pieces(self.want.per, window)
-        if not pieces or opens_piece(self.want.per, window):
+        if not pieces or opens_piece(self.want.per, window, pieces):
             return self.want.applies(part.before + len(pieces))
         current = pieces[-1]
         return self.want.applies(part.before + len(pieces) - 1) and not any(ch.isalnum() for ch in current)
@@ -134,7 +134,7 @@ class ClassOpenings(JudgesText):
         part: ClassOpeningState = state.parts[self.slot]
         full = state.text[part.start :] + text
         pieces = units.pieces(self.want.per, full)
-        complete = len(pieces) if opens_piece(self.want.per, full) else len(pieces) - 1
+        complete = len(pieces) if opens_piece(self.want.per, full, pieces) else len(pieces) - 1
         return all(in_class(piece, "starts_with", self.want.word_class)
                    for i, piece in enumerate(pieces)
                    if self.want.applies(part.before + i) and (i < complete or any(ch.isalnum() for ch in piece)))

@@ -55,6 +55,7 @@ import torch
 from inference.decoder.controllers.closings import piece_ends
 from inference.decoder.controllers.forcing import ForcedText, Writer
 from inference.decoder.controllers.layout import LayoutSegment
+from inference.decoder.controllers.openings import opens_piece
 from inference.decoder.controllers.pacing import tokens_left
 from inference.decoder.controllers.protocol import (
     Context,
@@ -122,11 +123,6 @@ def _pieces_hold(floor: Floor, text: str, *, probe: bool) -> bool:
     found = units.pieces(floor.per, text + _PROBE if probe else text)
     judged = found[:-1] if probe else found
     return all(units.count(floor.measure, piece) >= floor.at_least for piece in judged)
-
-
-def _closed(floor: Floor, text: str) -> bool:
-    """Whether a new word appended to ``text`` would open a new piece."""
-    return len(units.pieces(floor.per, text + _PROBE)) > len(units.pieces(floor.per, text))
 
 
 class Flooring(Writer, JudgesText):
@@ -198,7 +194,7 @@ class Flooring(Writer, JudgesText):
         if left >= self._need:
             return False
         starts = state.parts[self.slot].starts
-        return all(_closed(f, state.text[s:]) for f, s in zip(self.floors, starts)) and self.ends_ok(state)
+        return all(opens_piece(f.per, state.text[s:]) for f, s in zip(self.floors, starts)) and self.ends_ok(state)
 
     def _budget_due(self, state: SteerState, reserve: int) -> ForcedText | None:
         """The item owed where the budget is about to run out inside a piece that still owes one."""

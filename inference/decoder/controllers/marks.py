@@ -28,14 +28,15 @@ import re
 
 import torch
 
+from inference.decoder.controllers.sentence_marks import CLOSERS, TERMINALS
 from inference.decoder.vocab import VocabTables
 
 __all__ = ["CLAUSE_MARKS", "TERMINAL_MARKS", "after_mark", "mark_places"]
 
 #: Marks that end a sentence, and marks that end a clause.
-TERMINAL_MARKS = frozenset(".!?\u3002\uff01\uff1f\u2026")
+TERMINAL_MARKS = frozenset(TERMINALS + "\u2026")
 CLAUSE_MARKS = frozenset(",;:\uff0c\uff1b\uff1a\u3001")
-_CLOSERS = "\"'\u201d\u2019)\\]"
+_CLOSERS = re.escape(CLOSERS)
 _SENTENCE_END = re.compile(rf"[.!?\u2026][!?]*[{_CLOSERS}]*(?:\s.*)?|[\u3002\uff01\uff1f].*", re.DOTALL)
 _CLAUSE_END = re.compile(rf"[,;:][{_CLOSERS}]*(?:\s.*)?|[\uff0c\uff1b\uff1a\u3001].*", re.DOTALL)
 

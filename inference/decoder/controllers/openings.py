@@ -79,9 +79,13 @@ WORD_CUTS = ".,?!'\""
 _PROBE = " X"
 
 
-def opens_piece(per: Unit, text: str) -> bool:
-    """Whether a new word appended to ``text`` would open a new piece (sentence, line, paragraph)."""
-    return len(units.pieces(per, text + _PROBE)) > len(units.pieces(per, text))
+def opens_piece(per: Unit, text: str, pieces: Sequence[str] | None = None) -> bool:
+    """Whether a new word appended to ``text`` would open a new piece (sentence, line, paragraph).
+
+    ``pieces``: ``text``'s pieces of ``per`` where the caller has them already.
+    """
+    before = units.pieces(per, text) if pieces is None else pieces
+    return len(units.pieces(per, text + _PROBE)) > len(before)
 
 
 @dataclass(frozen=True)
@@ -164,6 +168,10 @@ class Openings(Writer, JudgesText):
         self._enders = tables.holding(piece_ends(opening.per))
         self._delimiters = _delimiters(tables)
         self._eos = list(tables.eos_ids)
+        # Built once: a one-word opening once written lets only a delimiter or the end follow.
+        self._not_enders = ~self._enders
+        self._after_word = self._delimiters.clone()
+        self._after_word[self._eos] = True
 
     def start(self) -> OpeningState:
         return OpeningState()
@@ -176,7 +184,7 @@ class Openings(Writer, JudgesText):
         if part.written or part.pending or part.done:
             return False
         pieces = units.pieces(self.opening.per, window)
-        return part.before + len(pieces) == self.opening.k - 1 and opens_piece(self.opening.per, window)
+        return part.before + len(pieces) == self.opening.k - 1 and opens_piece(self.opening.per, window, pieces)
 
     def route(self, state: SteerState) -> Plan | None:
         writing = super().route(state)
@@ -209,12 +217,10 @@ class Openings(Writer, JudgesText):
         for r, state in enumerate(states):
             part: OpeningState = state.parts[self.slot]
             if self._bare(state):
-                allowed[r] &= ~self._enders
-                fragments[r] &= ~self._enders
+                allowed[r] &= self._not_enders
+                fragments[r] &= self._not_enders
             if self.opening.one_word and part.written and not part.done:
-                keep = self._delimiters.clone()
-                keep[self._eos] = True
-                allowed[r] &= keep
+                allowed[r] &= self._after_word
                 fragments[r] = False
 
     def fits(self, state: SteerState, text: str) -> bool:

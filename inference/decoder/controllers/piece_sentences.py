@@ -80,7 +80,7 @@ def current_paragraph(text: str) -> str:
 def closed_sentences(paragraph: str) -> tuple[int, str]:
     """The closed sentences of ``paragraph`` and the open one's text ("" when none is open)."""
     pieces = units.pieces(Unit.SENTENCES, paragraph)
-    if not pieces or opens_piece(Unit.SENTENCES, paragraph):
+    if not pieces or opens_piece(Unit.SENTENCES, paragraph, pieces):
         return len(pieces), ""
     return len(pieces) - 1, pieces[-1]
 

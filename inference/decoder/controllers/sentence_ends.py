@@ -66,6 +66,8 @@ from inference.decoder.controllers.protocol import (
     SteerState,
     spec_of,
 )
+from inference.decoder.controllers.sentence_marks import CLOSERS as _CLOSERS
+from inference.decoder.controllers.sentence_marks import TERMINALS as _TERMINALS
 from reasoning.constraints.form import units
 from reasoning.constraints.form.model import Position, Unit
 from reasoning.constraints.form.verify import check
@@ -73,8 +75,6 @@ from reasoning.constraints.form.verify import check
 __all__ = ["SentenceEnd", "SentenceEndState", "SentenceEnding", "build_sentence_ends"]
 
 #: The characters that end a sentence for the verifier, and the closers that may follow them.
-_TERMINALS = ".!?\u3002\uff01\uff1f"
-_CLOSERS = "\"'\u201d\u2019)]"
 _BARE = ".,;:!?\"'\u201c\u201d\u2018\u2019()[]{}*`"  # the verifier's punctuation around a last word
 _LONG_CHARS = 220  # a k-th sentence this long gets its text at the model's next word end
 _DECIMAL = re.compile(r"\.\d*")  # after a digit: a decimal point (a digit must follow it), no sentence end
@@ -129,7 +129,7 @@ class SentenceEnding(Writer):
 
             return tables.cached(("sentence-end", name), build)  # type: ignore[no-any-return]
 
-        self._terminal = vector("terminal", lambda t: any(ch in _TERMINALS for ch in t))
+        self._terminal = tables.holding(_TERMINALS)
         self._not_decimal = self._terminal & ~vector("decimal", lambda t: _DECIMAL.fullmatch(t) is not None)
         self._ends_here = vector("ends-here", lambda t: _ENDS_HERE.fullmatch(t) is not None)
         after = vector("after-mark", lambda t: bool(t) and t[0].isspace())
@@ -141,7 +141,7 @@ class SentenceEnding(Writer):
         if text[-2:-1].isdigit() and text.endswith(".") and self._phase(text[:-1]) == "open":
             return "decimal"
         pieces = units.pieces(Unit.SENTENCES, text)
-        closed = len(pieces) if opens_piece(Unit.SENTENCES, text) else len(pieces) - 1
+        closed = len(pieces) if opens_piece(Unit.SENTENCES, text, pieces) else len(pieces) - 1
         k = self.want.k
         if closed >= k:
             tail = text[-1:]
