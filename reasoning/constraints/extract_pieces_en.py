@@ -44,6 +44,7 @@ from reasoning.constraints.extract_en import (
     _quoted_list,
 )
 from reasoning.constraints.form import (
+    ROUGHLY_EQUAL,
     Count,
     Filter,
     Form,
@@ -55,7 +56,7 @@ from reasoning.constraints.form import (
     WordClass,
     canonical,
 )
-from reasoning.constraints.found import Found
+from reasoning.constraints.found import Found, counts_paragraphs
 from reasoning.constraints.lexicon import EN_ANSWER_NOUNS, EN_UNITS
 from reasoning.constraints.model import Kind, Relation
 from reasoning.constraints.quantities import relation_before
@@ -591,7 +592,6 @@ _ALIKE = frozenset({"same", "equal", "similar", "comparable", "uniform", "consis
 _LENGTH_WORDS = frozenset({"longer", "shorter", "length", "long", "differ", "difference", "size", "lengthy"})
 _SPREAD_UNITS: Mapping[str, Unit] = {"word": Unit.WORDS, "character": Unit.CHARACTERS, "letter": Unit.LETTERS,
                                      "char": Unit.CHARACTERS}
-_ROUGHLY_EQUAL = 1.5
 """``max_ratio`` of "roughly equal in length" with no number: the longest at most half as long again as the shortest."""
 
 
@@ -656,7 +656,7 @@ def _detect_spread(ctx: _Ctx) -> None:
                      or (f.kind is Kind.COUNT and f.params.get("unit") in ("words", "characters", "letters"))))]
             form = Spread(unit=unit, per=piece, max_diff=value)
         else:
-            form = Spread(unit=unit, per=piece, max_ratio=_ROUGHLY_EQUAL)
+            form = Spread(unit=unit, per=piece, max_ratio=ROUGHLY_EQUAL)
         _add(ctx, form, sent.start_char, sent.end_char)
 
 
@@ -819,10 +819,7 @@ def _detect_paragraph_separator(ctx: _Ctx) -> None:
             continue
         ctx.found = [f for f in ctx.found if not (
             _overlaps(f, sent.start_char, sent.end_char) and f.kind is Kind.COUNT and f.params.get("unit") == "lines")]
-        counted = any(f.kind in (Kind.PARAGRAPH_COUNT, Kind.NTH_PARAGRAPH_FIRST_WORD) or (
-            f.kind is Kind.COUNT and f.params.get("unit") == "paragraphs" and f.params.get("per") is None)
-            for f in ctx.found)
-        if not counted and not _negated(ctx, sent.start):
+        if not counts_paragraphs(ctx.found) and not _negated(ctx, sent.start):
             _add(ctx, Count(unit=Unit.PARAGRAPHS, relation=Relation.AT_LEAST, n=2), sent.start_char, sent.end_char)
 
 

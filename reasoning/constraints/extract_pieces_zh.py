@@ -34,6 +34,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 
 from reasoning.constraints.form import (
+    ROUGHLY_EQUAL,
     Count,
     Filter,
     Form,
@@ -44,7 +45,7 @@ from reasoning.constraints.form import (
     WordClass,
     canonical,
 )
-from reasoning.constraints.found import Found
+from reasoning.constraints.found import Found, counts_paragraphs
 from reasoning.constraints.lexicon import ZH_PER
 from reasoning.constraints.model import Kind, Relation
 from reasoning.constraints.quantities import ZH_NUMBER, ZH_RELATIONS_BEFORE, parse_zh_number
@@ -309,7 +310,7 @@ def _spread(r: _Reader) -> None:
                 r.add(Spread(unit=unit, per=per, max_diff=n), begin, end)
             elif pattern is _ALIKE:
                 unit = Unit.CHARACTERS if "字符" in clause else Unit.WORDS
-                r.add(Spread(unit=unit, per=per, max_ratio=1.5), begin, end)
+                r.add(Spread(unit=unit, per=per, max_ratio=ROUGHLY_EQUAL), begin, end)
 
 
 def _every_class(r: _Reader) -> None:
@@ -348,10 +349,7 @@ def _paragraph_gap(r: _Reader) -> None:
         begin, end = _clause(r.text, match.start(), match.end())
         r.found = [f for f in r.found if not (
             f.start < end and begin < f.end and f.kind is Kind.COUNT and f.params.get("unit") == "lines")]
-        counted = any(f.kind in (Kind.PARAGRAPH_COUNT, Kind.NTH_PARAGRAPH_FIRST_WORD) or (
-            f.kind is Kind.COUNT and f.params.get("unit") == "paragraphs" and f.params.get("per") is None)
-            for f in r.found)
-        if not counted:
+        if not counts_paragraphs(r.found):
             r.add(Count(unit=Unit.PARAGRAPHS, relation=Relation.AT_LEAST, n=2), match.start(), match.end())
 
 

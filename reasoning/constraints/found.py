@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import msgspec
 
 from reasoning.constraints.model import Hardness, Kind
 
-__all__ = ["Found"]
+__all__ = ["Found", "counts_paragraphs"]
 
 
 class Found(msgspec.Struct, frozen=True, kw_only=True):
@@ -24,3 +25,12 @@ class Found(msgspec.Struct, frozen=True, kw_only=True):
     end: int
     confidence: float = 0.9
     hardness: Hardness | None = None
+
+
+def counts_paragraphs(found: Iterable[Found]) -> bool:
+    """Whether a reading already counts the answer's paragraphs (a count, or the k-th one's first word)."""
+    return any(
+        f.kind in (Kind.PARAGRAPH_COUNT, Kind.NTH_PARAGRAPH_FIRST_WORD)
+        or (f.kind is Kind.COUNT and f.params.get("unit") == "paragraphs" and f.params.get("per") is None)
+        for f in found
+    )

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from reasoning.constraints.form.kinds import GENERIC_KINDS, canonical, form_of, params_of
 from reasoning.constraints.form.model import (
+    ROUGHLY_EQUAL,
     Copy,
     Count,
     Filter,
@@ -33,6 +34,7 @@ from reasoning.constraints.form.verify import Check, check
 
 __all__ = [
     "GENERIC_KINDS",
+    "ROUGHLY_EQUAL",
     "Check",
     "Copy",
     "Count",

@@ -32,6 +32,7 @@ import msgspec
 from reasoning.constraints.model import Relation
 
 __all__ = [
+    "ROUGHLY_EQUAL",
     "Adjacency",
     "Beside",
     "Copy",
@@ -246,6 +247,10 @@ class Copy(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid
     replace: tuple[tuple[str, str], ...] = ()
     case: Literal["upper", "lower"] | None = None
     drop: Drop | None = None
+
+
+#: "Roughly equal in length": the longest piece at most this many times the shortest.
+ROUGHLY_EQUAL = 1.5
 
 
 class Spread(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):

@@ -252,11 +252,11 @@ def _check_every(form: Position, text: str, partial: bool) -> Check:
     items = units.pieces(form.unit, text)
     name = form.unit.value[:-1] if form.unit is not Unit.BULLETS else "list item"
     for index, item in enumerate(items):
-        if _satisfies(item, form) or _opens_with_word(item, form):
-            continue
         last = index == len(items) - 1
         if partial and last and form.word_class is not None:
             continue  # the open piece's first or last item may still be in progress
+        if _satisfies(item, form) or _opens_with_word(item, form):
+            continue
         if partial and last:
             opening = item.strip().lower()
             target = form.text.strip().lower()
