@@ -40,6 +40,7 @@ from reasoning.constraints.form import (
     Form,
     Measure,
     Position,
+    Predicate,
     Spread,
     Unit,
     WordClass,
@@ -313,34 +314,28 @@ def _spread(r: _Reader) -> None:
                 r.add(Spread(unit=unit, per=per, max_ratio=ROUGHLY_EQUAL), begin, end)
 
 
+_OPENING_WORDS = frozenset({"开头", "开始", "打头", "前面", "前边", "之前", "最前面"})
+_CLASS_OPENINGS = (_EVERY_CLASS, _EDGE_CLASS, _FIRST_CHAR_CLASS, _FIRST_LETTER_CASE)
+
+
 def _every_class(r: _Reader) -> None:
-    """每个要点都以表情符号开头, 每一行都以动词开头, 每句话的第一个字母都要大写: an opening of every piece by a class."""
-    for match in _EVERY_CLASS.finditer(r.text):
-        per = match.group("per")
-        unit = _ITEM_PER.get(per) or ZH_PER[per]
-        op = "starts_with" if match.group("op") in ("开头", "开始", "打头") else "ends_with"
-        r.drop(match.start(), match.end(), _PHRASES | _COUNTS | frozenset({Kind.ALL_CAPITALS, Kind.ALL_LOWERCASE}))
-        r.add(Position(unit=unit, k=0, op=op, text="", word_class=_CLASSES[match.group("cls").lower()]),  # type: ignore[arg-type]
-              match.start(), match.end())
-    for match in _EDGE_CLASS.finditer(r.text):
-        per = match.group("per")
-        unit = _ITEM_PER.get(per) or ZH_PER[per]
-        op = "starts_with" if match.group("op") in ("开头", "开始", "前面", "前边", "之前", "最前面") else "ends_with"
-        r.drop(match.start(), match.end(), _PHRASES | _COUNTS | frozenset({Kind.ALL_CAPITALS, Kind.ALL_LOWERCASE}))
-        r.add(Position(unit=unit, k=0, op=op, text="", word_class=_CLASSES[match.group("cls").lower()]),  # type: ignore[arg-type]
-              match.start(), match.end())
-    for match in _FIRST_CHAR_CLASS.finditer(r.text):
-        per = match.group("per")
-        unit = _ITEM_PER.get(per) or ZH_PER[per]
-        r.drop(match.start(), match.end(), _PHRASES | _COUNTS | frozenset({Kind.ALL_CAPITALS, Kind.ALL_LOWERCASE}))
-        r.add(Position(unit=unit, k=0, op="starts_with", text="", word_class=_CLASSES[match.group("cls").lower()]),
-              match.start(), match.end())
-    for match in _FIRST_LETTER_CASE.finditer(r.text):
-        per = match.group("per")
-        unit = _ITEM_PER.get(per) or ZH_PER[per]
-        r.drop(match.start(), match.end(), _PHRASES | _COUNTS | frozenset({Kind.ALL_CAPITALS, Kind.ALL_LOWERCASE}))
-        word_class: WordClass = "capital" if match.group("case") == "大写" else "lowercase"
-        r.add(Position(unit=unit, k=0, op="starts_with", text="", word_class=word_class), match.start(), match.end())
+    """每个要点都以表情符号开头, 每一行都以动词开头, 每句话的第一个字母都要大写: an opening of every piece by a class.
+
+    Each of the four sayings names the piece (``per``) and either a class (``cls``) or a letter case
+    (``case``); one that names a side (``op``) closes the piece unless the side is an opening word,
+    one that names none opens it.
+    """
+    for pattern in _CLASS_OPENINGS:
+        for match in pattern.finditer(r.text):
+            said = match.groupdict()
+            per = said["per"]
+            unit = _ITEM_PER.get(per) or ZH_PER[per]
+            op: Predicate = "ends_with" if said.get("op") and said["op"] not in _OPENING_WORDS else "starts_with"
+            word_class: WordClass = _CLASSES[said["cls"].lower()] if said.get("case") is None else (
+                "capital" if said["case"] == "大写" else "lowercase")
+            r.drop(match.start(), match.end(),
+                   _PHRASES | _COUNTS | frozenset({Kind.ALL_CAPITALS, Kind.ALL_LOWERCASE}))
+            r.add(Position(unit=unit, k=0, op=op, text="", word_class=word_class), match.start(), match.end())
 
 
 def _paragraph_gap(r: _Reader) -> None:
