@@ -57,7 +57,7 @@ from reasoning.constraints.form import (
     canonical,
 )
 from reasoning.constraints.found import Found, counts_paragraphs
-from reasoning.constraints.lexicon import EN_ANSWER_NOUNS, EN_UNITS
+from reasoning.constraints.lexicon import EN_ANSWER_NOUNS, EN_LOWER_SAID, EN_UNITS, EN_UPPER_SAID
 from reasoning.constraints.model import Kind, Relation
 from reasoning.constraints.quantities import relation_before
 
@@ -193,11 +193,6 @@ def _classed_whole(ctx: _Ctx, verb: int, start: int, end: int) -> tuple[Unit, in
     return None
 
 
-_UPPER_WORDS = frozenset({"uppercase", "capital", "capitalized", "capitalised", "capitalize", "capitalise", "upper",
-                          "caps"})
-_LOWER_WORDS = frozenset({"lowercase", "lower", "lowercased"})
-
-
 _EDGE_NOUNS: Mapping[str, Predicate] = {"beginning": "starts_with", "start": "starts_with", "front": "starts_with",
                                         "head": "starts_with", "end": "ends_with", "close": "ends_with"}
 
@@ -259,7 +254,7 @@ def _detect_first_letter_case(ctx: _Ctx) -> None:
         if piece is None or ctx.lowers[i + 1 : i + 2] != ["of"]:
             continue
         cased = {ctx.lowers[j] for j in range(start, end)}
-        word_class: WordClass | None = "capital" if cased & _UPPER_WORDS else "lowercase" if cased & _LOWER_WORDS else None
+        word_class: WordClass | None = "capital" if cased & EN_UPPER_SAID else "lowercase" if cased & EN_LOWER_SAID else None
         if word_class is None or _negated(ctx, i):
             continue
         first, last = ctx.doc[start:end].start_char, ctx.doc[start:end].end_char

@@ -23,9 +23,11 @@ __all__ = [
     "EN_FORM_WORDS",
     "EN_LAYOUTS",
     "EN_LOWER",
+    "EN_LOWER_SAID",
     "EN_PER",
     "EN_UNITS",
     "EN_UPPER",
+    "EN_UPPER_SAID",
     "ZH_DELIMITERS",
     "ZH_FORM_WORDS",
     "ZH_LAYOUTS",
@@ -114,6 +116,12 @@ EN_PER: Mapping[str, Unit] = {"sentence": Unit.SENTENCES, "paragraph": Unit.PARA
 EN_UPPER = frozenset({"capital", "capitals", "uppercase", "upper-case", "caps", "all-caps", "allcaps", "majuscule",
                       "block"})
 EN_LOWER = frozenset({"lowercase", "lower-case", "minuscule"})
+
+#: Words saying which case a named letter has ("the first letter of each line must be capitalized / upper
+#: case / lowercased"; lowercase forms): the case words, their verbs, and "upper" / "lower", which say a
+#: case only where a letter is already named; not "block", a case only before "capitals" ("the code block").
+EN_UPPER_SAID = (EN_UPPER - {"block"}) | {"upper", "capitalize", "capitalise", "capitalized", "capitalised"}
+EN_LOWER_SAID = EN_LOWER | {"lower", "lowercased"}
 
 #: Delimiter names -> (left, right).
 EN_DELIMITERS: Mapping[tuple[str, ...], tuple[str, str]] = {

@@ -140,6 +140,24 @@ def test_an_opening_of_every_piece_by_a_class(prompt: str, unit: str, word_class
                                            "word_class": word_class})]
 
 
+@pytest.mark.parametrize(
+    ("prompt", "unit", "word_class"),
+    [
+        ("The first letter of each line should be in capitals.", "lines", "capital"),
+        ("The first letter of every paragraph should be a majuscule.", "paragraphs", "capital"),
+        ("The first word of every bullet must be capitalised.", "bullets", "capital"),
+        ("The first letter of each line must be upper case.", "lines", "capital"),
+        ("The first letter of every sentence must be lowercased.", "sentences", "lowercase"),
+        ("The first letter of every line in the code block must be lowercase.", "lines", "lowercase"),
+    ],
+)
+def test_the_case_of_every_pieces_first_letter_in_the_lexicons_case_words(prompt: str, unit: str,
+                                                                           word_class: str) -> None:
+    """The lexicon's case words (and their verbs) say the first letter's case; "block" alone says none."""
+    assert _read(prompt) == [("position", {"unit": unit, "op": "starts_with", "text": "", "k": 0,
+                                           "word_class": word_class})]
+
+
 @pytest.mark.parametrize("prompt", ["Give four bullet points, each one starting with a verb.",
                                     "List four chores, each one starting with a verb, as bullet points."])
 def test_a_class_opening_of_each_counted_item(prompt: str) -> None:
