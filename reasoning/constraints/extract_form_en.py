@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 from spacy.tokens import Doc
 
 from reasoning.constraints import extract_structure
+from reasoning.constraints.extract_answer_rules_en import refine_answer_rules_english
 from reasoning.constraints.extract_en import (
     _QUOTED,
     _count_after,
@@ -1265,6 +1266,7 @@ _DETECTORS: Sequence[Callable[[_Ctx], None]] = (
     _detect_items_per_piece,
     _detect_structure,
     refine_pieces_english,
+    refine_answer_rules_english,
 )
 
 

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from spacy.tokens import Doc
 
+from reasoning.constraints.extract_answer_rules_zh import refine_answer_rules_chinese
 from reasoning.constraints.extract_pieces_zh import refine_pieces_chinese
 from reasoning.constraints.extract_structure_zh import refine_structure_chinese
 from reasoning.constraints.extract_word_shape import refine_word_shape_chinese
@@ -363,4 +364,5 @@ def refine_chinese(doc: Doc, text: str, found: Sequence[Found]) -> list[Found]:
     reader = _Reader(doc, text, found)
     for step in (_counts, _named_counts, _case, _wraps, _layouts, _quoted_spans, _positions, _answer_ends, _copies):
         step(reader)
-    return refine_pieces_chinese(text, refine_word_shape_chinese(text, refine_structure_chinese(text, reader.found)))
+    found = refine_pieces_chinese(text, refine_word_shape_chinese(text, refine_structure_chinese(text, reader.found)))
+    return refine_answer_rules_chinese(text, found)

@@ -1,0 +1,29 @@
+"""The English readers of answer rules that run after every other form reader.
+
+Each reader is a module of its own; they run last because each replaces a
+reading the earlier, more general readers give to its wording (a choice
+read as a word count, a copied word range read as a length, a separator
+"instead of bullet points" read as a bullet count): an earlier reading that
+steers against the request is worse than none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from reasoning.constraints.extract_bullet_separator import detect_bullet_separator
+from reasoning.constraints.extract_choice_en import detect_choice
+from reasoning.constraints.extract_en import _Ctx
+
+__all__ = ["refine_answer_rules_english"]
+
+_READERS: Sequence[Callable[[_Ctx], None]] = (
+    detect_choice,
+    detect_bullet_separator,
+)
+
+
+def refine_answer_rules_english(ctx: _Ctx) -> None:
+    """``ctx.found`` with the readings of :data:`_READERS` added or substituted."""
+    for reader in _READERS:
+        reader(ctx)

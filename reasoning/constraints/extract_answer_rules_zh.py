@@ -1,0 +1,28 @@
+"""The Chinese readers of answer rules that run after every other form step.
+
+Each reader is a module of its own (the English ones: :mod:`.extract_answer_rules_en`);
+they run last because each replaces a reading the earlier steps give to its wording.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from reasoning.constraints.extract_bullet_separator import refine_bullet_separator_chinese
+from reasoning.constraints.extract_choice_zh import refine_choice_chinese
+from reasoning.constraints.found import Found
+
+__all__ = ["refine_answer_rules_chinese"]
+
+_READERS: Sequence[Callable[[str, Sequence[Found]], list[Found]]] = (
+    refine_choice_chinese,
+    refine_bullet_separator_chinese,
+)
+
+
+def refine_answer_rules_chinese(text: str, found: Sequence[Found]) -> list[Found]:
+    """``found`` with the readings of :data:`_READERS` added or substituted."""
+    kept = list(found)
+    for reader in _READERS:
+        kept = reader(text, kept)
+    return kept

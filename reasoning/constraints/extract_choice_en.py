@@ -1,0 +1,129 @@
+"""An answer that is exactly one of listed options: "answer with exactly one of the following: yes, no, or maybe".
+
+The one-word reader (:mod:`.extract_pieces_en`, "reply with one word: yes,
+no or maybe") needs the words "one word"; a choice is also said as one *of*
+a list ("exactly one of the following options", "one of these answers",
+"choose one: agree, disagree, neutral", "your answer must be either 'A' or
+'B'"). Read here: a sentence whose verb asks for the answer (answer, reply,
+respond, choose, pick, select) or whose subject is the answer ("your answer
+must be ..."), holding "one of" / "one:" / "either", followed by at least two
+options, quoted or bare (each at most four words, joined by commas, "or",
+"and" or slashes). The reading is ``constrained_response`` with the options
+as written, which the decoder runs as fixed alternatives.
+
+Not read: a content request naming a list ("explain one of the following
+topics: ...", "describe either the sun or the moon"), whose verb is no
+answering verb and whose subject is no answer.
+"""
+
+from __future__ import annotations
+
+import re
+
+from reasoning.constraints.extract_en import _Ctx, _quoted_list
+from reasoning.constraints.found import Found
+from reasoning.constraints.model import Kind
+
+__all__ = ["detect_choice"]
+
+_CHOOSING = frozenset({"answer", "reply", "respond", "choose", "pick", "select", "say", "output", "return"})
+_ANSWER_NOUNS = frozenset({"answer", "response", "reply", "output"})
+_LIST_NOUNS = frozenset({"option", "choice", "answer", "response", "alternative", "label", "word", "phrase",
+                         "following", "these", "category", "verdict", "way", "reply"})
+_JOINERS = frozenset({",", "/", "or", "and", ";"})
+_MAX_OPTION_WORDS = 4
+
+
+def _asks_answer(ctx: _Ctx, start: int, end: int) -> bool:
+    """Whether the sentence's verb answers or chooses, or its subject is the answer."""
+    for j in range(start, end):
+        token = ctx.tokens[j]
+        if ctx.lemmas[j] in _CHOOSING and token.pos_ in ("VERB", "AUX") or (
+                ctx.lemmas[j] in _CHOOSING and j == start):
+            return True
+        if ctx.lemmas[j] in _ANSWER_NOUNS and token.dep_ in ("nsubj", "nsubjpass"):
+            return True
+    return False
+
+
+def _choice_at(ctx: _Ctx, start: int, end: int) -> int | None:
+    """The token after which the options begin: "one of (the following options)", "one:", "either"."""
+    for j in range(start, end):
+        lower = ctx.lowers[j]
+        if lower == "either":
+            return j + 1
+        if lower not in ("one", "1") or j + 1 >= end:
+            continue
+        if ctx.lowers[j + 1] == ":":
+            return j + 2
+        if ctx.lowers[j + 1] in ("of", "from", "among"):
+            colon = next((k for k in range(j + 2, min(end, j + 10)) if ctx.lowers[k] == ":"), None)
+            if colon is not None:
+                # "one of these labels for the review: ..."; "one of the options and explain why: ..." asks more
+                between = range(j + 2, colon)
+                return None if any(ctx.tokens[k].pos_ == "VERB" and ctx.lemmas[k] not in _LIST_NOUNS
+                                   and ctx.lemmas[k] not in ("give", "list", "follow") for k in between) else colon + 1
+            k = j + 2
+            while k < end and (ctx.lemmas[k] in _LIST_NOUNS or ctx.lowers[k] in ("the", "these", "those", "given",
+                                                                                   "listed", "possible", "following")):
+                k += 1
+            return k
+    return None
+
+
+def _bare(ctx: _Ctx, j: int, end: int) -> tuple[list[str], int]:
+    """Unquoted options from token ``j`` to the sentence's end: short runs of words between joiners."""
+    options: list[str] = []
+    current: list[int] = []
+    last_char = ctx.tokens[j].idx if j < end else 0
+
+    def close() -> bool:
+        if not current:
+            return True
+        if len(current) > _MAX_OPTION_WORDS:
+            return False
+        first, last = ctx.tokens[current[0]], ctx.tokens[current[-1]]
+        options.append(ctx.text[first.idx:last.idx + len(last.text)])
+        return True
+
+    while j < end:
+        token = ctx.tokens[j]
+        if ctx.lowers[j] in _JOINERS:
+            if not close():
+                return [], last_char
+            current = []
+        elif token.text in (".", "!", "?", "\n") or token.is_space or token.is_punct and token.text not in ("'", "-"):
+            break
+        else:
+            current.append(j)
+            last_char = token.idx + len(token.text)
+        j += 1
+    if not close():
+        return [], last_char
+    return options, last_char
+
+
+def detect_choice(ctx: _Ctx) -> None:
+    """Add ``constrained_response`` for a choice among listed options (see the module doc)."""
+    if any(f.kind is Kind.CONSTRAINED_RESPONSE for f in ctx.found):
+        return
+    for sent in ctx.doc.sents:
+        start, end = sent.start, sent.end
+        if not _asks_answer(ctx, start, end):
+            continue
+        first = _choice_at(ctx, start, end)
+        if first is None or first >= end:
+            continue
+        options, last_char = _quoted_list(ctx, ctx.tokens[first].idx, sent.end_char)
+        if len(options) < 2:
+            options, last_char = _bare(ctx, first, end)
+        options = [o.strip() for o in options if re.search(r"\w", o)]
+        if len(options) < 2 or len({o.lower() for o in options}) < len(options):
+            continue
+        begin = sent.start_char
+        ctx.found = [f for f in ctx.found if not (
+            f.kind in (Kind.KEYWORDS_PRESENT, Kind.WORD_COUNT, Kind.FORBIDDEN_WORDS) and f.start < last_char
+            and begin < f.end)]
+        ctx.found.append(Found(kind=Kind.CONSTRAINED_RESPONSE, params={"options": options}, start=begin,
+                               end=max(last_char, begin + 1), confidence=0.85))
+        return

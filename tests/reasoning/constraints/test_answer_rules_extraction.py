@@ -1,0 +1,91 @@
+"""Answer rules read after the other form readers (:mod:`reasoning.constraints.extract_answer_rules_en` /
+``_zh``): a choice among listed options, a separator instead of bullet points; each in wordings of
+several grammars, English and Chinese, with near misses that must not be read."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from reasoning.constraints.extraction import extract
+
+
+def _read(prompt: str) -> list[tuple[str, dict[str, Any]]]:
+    return [(c.kind.value, c.params) for c in extract(prompt).constraints]
+
+
+def _choice(*options: str) -> tuple[str, dict[str, Any]]:
+    return ("constrained_response", {"options": list(options)})
+
+
+@pytest.mark.parametrize(
+    ("prompt", "expected"),
+    [
+        ("Is the sky blue? Answer with exactly one of the following options: yes, no, or maybe.",
+         [_choice("yes", "no", "maybe")]),
+        ("Choose one: agree, disagree, neutral. Say nothing else.", [_choice("agree", "disagree", "neutral")]),
+        ("Pick one of these labels for the review: positive, negative, neutral.",
+         [_choice("positive", "negative", "neutral")]),
+        ("Your response must be either 'approve' or 'reject'.", [_choice("approve", "reject")]),
+        ("Is water wet?\nYour reply has to be one of: true, false, unknown", [_choice("true", "false", "unknown")]),
+        ("Answer in one of the following ways: 'I agree', 'I disagree', 'I am not sure'.",
+         [_choice("I agree", "I disagree", "I am not sure")]),
+        ("请只回答以下选项之一：是、否、也许。", [_choice("是", "否", "也许")]),
+        ("你的回答只能是“同意”或“不同意”。", [_choice("同意", "不同意")]),
+        ("从“红色”、“蓝色”、“绿色”中选一个回答。", [_choice("红色", "蓝色", "绿色")]),
+    ],
+)
+def test_a_choice_among_listed_options_is_a_constrained_response(prompt: str, expected: list[Any]) -> None:
+    assert _read(prompt) == expected
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "Explain one of the following topics: gravity, magnetism, or light.",
+        "Write one of the following: a poem, a story, or a song.",
+        "Choose one of the two options and explain why: cats or dogs.",
+        "请介绍以下主题之一：重力、磁力、光。",
+    ],
+)
+def test_a_content_request_over_a_list_is_no_choice(prompt: str) -> None:
+    assert not any(kind == "constrained_response" for kind, _ in _read(prompt))
+
+
+def _no_list() -> tuple[str, dict[str, Any]]:
+    return ("structure", {"layout": "no_list"})
+
+
+def _chars(unit: str, chars: str, n: int) -> tuple[str, dict[str, Any]]:
+    return ("count", {"unit": unit, "relation": "at least", "n": n, "filter": {"chars": chars}})
+
+
+@pytest.mark.parametrize(
+    ("prompt", "expected"),
+    [
+        ("List five fruits, using ' | ' as a separator instead of bullet points.",
+         [_no_list(), _chars("characters", "|", 4)]),
+        ("Don't use bullet points; separate the items with semicolons.", [_no_list(), _chars("punctuation", ";", 1)]),
+        ("Give four tips separated by ' -- ' instead of bullets.",
+         [_no_list(), ("keyword_frequency", {"keyword": "--", "relation": "at least", "n": 3})]),
+        ("Write 4 tips as a single line; use semicolons as separators, not bullet points.",
+         [_no_list(), _chars("punctuation", ";", 3)]),
+        ("列出五种水果，用“|”分隔，不要使用项目符号。", [_no_list(), _chars("characters", "|", 4)]),
+        ("不要使用列表，用分号分隔三个要点。", [_no_list(), _chars("punctuation", "；", 2)]),
+    ],
+)
+def test_a_separator_instead_of_bullets_is_no_list_and_the_separator(prompt: str, expected: list[Any]) -> None:
+    assert _read(prompt) == expected
+
+
+@pytest.mark.parametrize(
+    ("prompt", "kind"),
+    [
+        ("Use bullet points separated by blank lines.", "structure"),
+        ("Give 3 bullet points, each on its own line.", "bullet_count"),
+    ],
+)
+def test_bullets_asked_with_a_separator_stay_bullets(prompt: str, kind: str) -> None:
+    read = _read(prompt)
+    assert any(k == kind for k, _ in read) and ("structure", {"layout": "no_list"}) not in read
