@@ -661,12 +661,21 @@ def _each_counted(ctx: _Ctx, i: int, start: int, end: int) -> int | None:
     for j in range(max(start, i - 6), min(end - 1, i + 6)):
         if ctx.lowers[j] not in ("each", "every") or ctx.lemmas[j + 1] not in _HIGHLIGHT_UNITS:
             continue
-        noun = ctx.lemmas[j + 1]
-        for k, lemma in enumerate(ctx.lemmas):
-            if lemma == noun and not start <= k < end:
-                quantity = _quantity_left(ctx, k)
-                if quantity is not None and quantity.n > 0:
-                    return quantity.n
+        counted = _counted(ctx, ctx.lemmas[j + 1], start, end)
+        if counted is not None:
+            return counted
+    return None
+
+
+def _counted(ctx: _Ctx, noun: str, start: int = 0, end: int = 0) -> int | None:
+    """The count written before a mention of ``noun`` (a lemma) outside the tokens ``start..end``, the
+    first mention that has one above 0 ("the proposal should contain 5 or more sections": 5); what "each
+    section" asks of one by one is that many pieces."""
+    for k, lemma in enumerate(ctx.lemmas):
+        if lemma == noun and not start <= k < end:
+            quantity = _quantity_left(ctx, k)
+            if quantity is not None and quantity.n > 0:
+                return quantity.n
     return None
 
 

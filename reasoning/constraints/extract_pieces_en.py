@@ -38,6 +38,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from reasoning.constraints.extract_en import (
     _QUOTED,
+    _counted,
     _Ctx,
     _negated,
     _number_at,
@@ -59,7 +60,7 @@ from reasoning.constraints.form import (
 from reasoning.constraints.found import Found, counts_paragraphs
 from reasoning.constraints.lexicon import EN_ANSWER_NOUNS, EN_LOWER_SAID, EN_UNITS, EN_UPPER_SAID
 from reasoning.constraints.model import Kind, Relation
-from reasoning.constraints.quantities import relation_before
+from reasoning.constraints.quantities import labels_through, relation_before
 
 __all__ = ["refine_pieces_english"]
 
@@ -692,7 +693,7 @@ def _detect_labelled_sections(ctx: _Ctx) -> None:
         if not lead or lead[-1].lower().strip(",:") not in _LABEL_LEADS:
             continue  # "compare Model 1 and Model 2": things named, not labels given to the pieces
         shown = [int(m.group(2)) for m in labels if m.group(2).isdigit()]
-        n = max(shown) if len(shown) >= 2 and sorted(shown) == list(range(1, max(shown) + 1)) else None
+        n = labels_through(shown)
         if n is None and shown:
             continue  # "Mark it with Version 3": one label, no sequence
         if n is None:
@@ -704,18 +705,10 @@ def _detect_labelled_sections(ctx: _Ctx) -> None:
 
 
 def _labelled_pieces(ctx: _Ctx, start: int, end: int) -> int | None:
-    """The exact number of the pieces "each <noun>" names in the sentence, counted anywhere in the prompt."""
+    """The number of the pieces "each <noun>" names in the sentence, counted anywhere in the prompt."""
     noun = next((ctx.lemmas[j + 1] for j in range(start, end - 1) if ctx.lowers[j] in _EVERY
                  and ctx.tokens[j + 1].pos_ == "NOUN"), None)
-    if noun is None:
-        return None
-    for j, lemma in enumerate(ctx.lemmas):
-        if lemma != noun or j == 0:
-            continue
-        number = _number_at(ctx.doc, j - 1)
-        if number is not None:
-            return number[0]
-    return None
+    return None if noun is None else _counted(ctx, noun)
 
 
 _JSON_ARRAY = re.compile(r"\bJSON\s+(?:array|list)\b|\barray\s+(?:in|of)\s+JSON\b", re.IGNORECASE)

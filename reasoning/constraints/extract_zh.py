@@ -21,6 +21,7 @@ from reasoning.constraints.quantities import (
     ZH_NUMBER,
     ZH_RELATIONS_AFTER,
     ZH_RELATIONS_BEFORE,
+    labels_through,
     parse_zh_number,
 )
 from reasoning.language import LANGUAGE_NAMES, language_code
@@ -252,8 +253,7 @@ def _structure(text: str) -> list[Found]:
         labels = [int(d) for m in markers if (m.group(1) or m.group(2)) == word
                   for d in re.findall(r"\d+", m.group(0))]
         # the count of parts, else the labels shown in sequence (“步骤1”“步骤2”“步骤3”)
-        n = parse_zh_number(sections.group("num")) if sections is not None else (
-            max(labels) if len(labels) >= 2 and sorted(labels) == list(range(1, max(labels) + 1)) else None)
+        n = parse_zh_number(sections.group("num")) if sections is not None else labels_through(labels)
         if n is not None:
             begin = min(sections.start(), markers[0].start()) if sections is not None else markers[0].start()
             found.append(Found(kind=Kind.SECTIONS, params={"splitter": word, "n": n},

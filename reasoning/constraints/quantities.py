@@ -20,6 +20,7 @@ __all__ = [
     "ZH_NUMBER",
     "ZH_RELATIONS_AFTER",
     "ZH_RELATIONS_BEFORE",
+    "labels_through",
     "ordinal",
     "parse_number",
     "parse_zh_number",
@@ -53,6 +54,15 @@ def ordinal(word: str) -> int | None:
         return _ORDINALS[lowered]
     match = re.fullmatch(r"(\d+)(?:st|nd|rd|th)", lowered)
     return int(match.group(1)) if match else None
+
+
+def labels_through(numbers: Sequence[int]) -> int | None:
+    """n when ``numbers`` are the labels 1..n, each once, in any order, and at least two of them
+    ("Step 1, Step 2, Step 3": 3); None otherwise (one label, a gap or a repeat is no sequence)."""
+    if len(numbers) < 2:
+        return None
+    n = max(numbers)
+    return n if sorted(numbers) == list(range(1, n + 1)) else None
 
 
 def parse_number(words: Sequence[str]) -> int | None:

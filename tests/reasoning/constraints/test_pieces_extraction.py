@@ -172,6 +172,7 @@ def test_a_class_opening_of_each_counted_item(prompt: str) -> None:
     [
         ("Mark the start of each review with Critic 1 and Critic 2.", {"splitter": "Critic", "n": 2}),
         ("Divide it into parts labelled Stage 1, Stage 2 and Stage 3.", {"splitter": "Stage", "n": 3}),
+        ("Give me 4 quick recipes, marking each recipe as Recipe X.", {"splitter": "Recipe", "n": 4}),
     ],
 )
 def test_numbered_labels_of_the_pieces_are_sections(prompt: str, expected: dict[str, Any]) -> None:

@@ -6,6 +6,7 @@ import pytest
 
 from reasoning.constraints.model import Relation
 from reasoning.constraints.quantities import (
+    labels_through,
     ordinal,
     parse_number,
     parse_zh_number,
@@ -43,3 +44,13 @@ def test_relation_after_and_ordinals() -> None:
     assert relation_after(["+"]) == (Relation.AT_LEAST, 1)
     assert relation_after(["words"]) is None
     assert (ordinal("third"), ordinal("4th"), ordinal("many")) == (3, 4, None)
+
+
+@pytest.mark.parametrize(
+    ("numbers", "n"),
+    [([1, 2, 3], 3), ([2, 1], 2), ([1, 3, 2, 4], 4), ([1], None), ([], None), ([1, 3], None), ([1, 1], None),
+     ([2, 3], None)],
+)
+def test_labels_through(numbers: list[int], n: int | None) -> None:
+    """Labels 1..n shown (in any order) say n pieces; one label, a gap or a repeat says none."""
+    assert labels_through(numbers) == n
