@@ -13,6 +13,11 @@ from collections.abc import Callable, Sequence
 
 from reasoning.constraints.extract_bullet_separator import detect_bullet_separator
 from reasoning.constraints.extract_choice_en import detect_choice
+from reasoning.constraints.extract_copy_words import (
+    detect_copied_characters,
+    detect_copied_words,
+    detect_first_word_replaced,
+)
 from reasoning.constraints.extract_en import _Ctx
 
 __all__ = ["refine_answer_rules_english"]
@@ -20,6 +25,9 @@ __all__ = ["refine_answer_rules_english"]
 _READERS: Sequence[Callable[[_Ctx], None]] = (
     detect_choice,
     detect_bullet_separator,
+    detect_copied_words,
+    detect_copied_characters,
+    detect_first_word_replaced,
 )
 
 

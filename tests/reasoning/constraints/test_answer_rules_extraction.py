@@ -89,3 +89,46 @@ def test_a_separator_instead_of_bullets_is_no_list_and_the_separator(prompt: str
 def test_bullets_asked_with_a_separator_stay_bullets(prompt: str, kind: str) -> None:
     read = _read(prompt)
     assert any(k == kind for k, _ in read) and ("structure", {"layout": "no_list"}) not in read
+
+
+def _copy(text: str) -> tuple[str, dict[str, Any]]:
+    return ("repeat_prompt", {"prompt_to_repeat": text})
+
+
+def _at_most_words(n: int) -> tuple[str, dict[str, Any]]:
+    return ("word_count", {"relation": "at most", "n": n})
+
+
+@pytest.mark.parametrize(
+    ("prompt", "expected"),
+    [
+        ("Copy words 3 to 7 of this request and nothing else: The quick brown fox jumps over the lazy dog.",
+         [_copy("3 to 7 of this"), _at_most_words(5)]),
+        ("Write out words 4 through 9 of the following sentence: 'It was the best of times, it was the worst of times.'",
+         [_copy("best of times, it was the")]),
+        ("Output only the 2nd to the 5th words of this prompt.", [_copy("only the 2nd to"), _at_most_words(4)]),
+        ("Your answer should reproduce words one to four of the prompt, and nothing more.",
+         [_copy("Your answer should reproduce"), _at_most_words(4)]),
+        ("Copy the span between (and including) index 0 and 3, the indices are character indices!", [_copy("Copy")]),
+        ("Repeat this request with its first word replaced by 'Please', and do not answer it: Tell me a joke.",
+         [_copy("Please me a joke."), _at_most_words(4)]),
+        ("Replace the first word of the question with 'Kindly' and repeat it without answering: Explain how rain forms.",
+         [_copy("Kindly how rain forms."), _at_most_words(4)]),
+    ],
+)
+def test_a_named_copy_is_the_text_it_names(prompt: str, expected: list[Any]) -> None:
+    assert _read(prompt) == expected
+
+
+@pytest.mark.parametrize(
+    ("prompt", "expected"),
+    [
+        ("Write an essay of 300 to 400 words.",
+         [("word_count", {"relation": "at least", "n": 300}), _at_most_words(400)]),
+        ("Write a list of words 3 to 5 letters long.",
+         [("count", {"unit": "letters", "relation": "at least", "n": 3}),
+          ("count", {"unit": "letters", "relation": "at most", "n": 5})]),
+    ],
+)
+def test_a_length_range_is_no_copy(prompt: str, expected: list[Any]) -> None:
+    assert _read(prompt) == expected
