@@ -29,6 +29,7 @@ from spacy.tokens import Doc
 
 from reasoning.constraints import extract_structure
 from reasoning.constraints.extract_answer_rules_en import refine_answer_rules_english
+from reasoning.constraints.extract_word_rules_en import refine_word_rules_english
 from reasoning.constraints.extract_en import (
     _QUOTED,
     _count_after,
@@ -1267,6 +1268,7 @@ _DETECTORS: Sequence[Callable[[_Ctx], None]] = (
     _detect_structure,
     refine_pieces_english,
     refine_answer_rules_english,
+    refine_word_rules_english,
 )
 
 

@@ -94,7 +94,17 @@ def _filter_en(f: Filter) -> str:
         parts.append(f"of {f.max_length} or fewer letters")
     if f.same_as_previous is not None:
         parts.append({"initial": "starting with the same letter as the word before",
-                      "word": "repeating the word before"}[f.same_as_previous])
+                      "word": "repeating the word before",
+                      "alphabet": "not starting with the letter after the previous word's first letter"}[
+                          f.same_as_previous])
+    if f.length_class is not None:
+        parts.append(f"of {'a prime' if f.length_class == 'prime' else 'an ' + f.length_class} number of letters")
+    if f.palindrome:
+        parts.append("that are palindromes")
+    if f.occurrence is not None:
+        parts.append(f"used for the {f.occurrence}th time or later")
+    if f.negated and parts:
+        return " not (" + " ".join(parts) + ")"
     return (" " + " ".join(parts)) if parts else ""
 
 
@@ -117,7 +127,16 @@ def _filter_zh(f: Filter) -> str:
     if f.max_length is not None:
         parts.append(f"长度不超过{f.max_length}个字母的")
     if f.same_as_previous is not None:
-        parts.append({"initial": "与前一个词首字母相同的", "word": "与前一个词相同的"}[f.same_as_previous])
+        parts.append({"initial": "与前一个词首字母相同的", "word": "与前一个词相同的",
+                      "alphabet": "首字母不是前一个词首字母在字母表中下一个字母的"}[f.same_as_previous])
+    if f.length_class is not None:
+        parts.append({"prime": "长度为质数的", "even": "长度为偶数的", "odd": "长度为奇数的"}[f.length_class])
+    if f.palindrome:
+        parts.append("回文")
+    if f.occurrence is not None:
+        parts.append(f"第{f.occurrence}次及以后出现的")
+    if f.negated and parts:
+        return "不" + "".join(parts)
     return "".join(parts)
 
 

@@ -41,6 +41,7 @@ __all__ = [
     "Filter",
     "Form",
     "Layout",
+    "LengthClass",
     "Measure",
     "Position",
     "Predicate",
@@ -80,7 +81,8 @@ class Unit(StrEnum):
 
 
 Case = Literal["upper", "lower", "title"]
-Adjacency = Literal["initial", "word"]
+Adjacency = Literal["initial", "word", "alphabet"]
+LengthClass = Literal["prime", "even", "odd"]
 
 
 class Filter(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
@@ -104,7 +106,22 @@ class Filter(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forb
     - ``same_as_previous``: words that share with the word before them their
       first letter (``initial``; cased letters only) or the whole word
       (``word``), without case ("no two consecutive words start with the same
-      letter" counts the words repeating the previous ``initial``);
+      letter" counts the words repeating the previous ``initial``); ``alphabet``:
+      words whose first letter is not the one after the previous word's in the
+      alphabet (z is followed by a), a word without a Latin initial among them
+      ("each word starts with the next letter of the alphabet" counts them: at most 0);
+    - ``length_class``: items whose length (letters and digits) is ``prime``,
+      ``even`` or ``odd``;
+    - ``palindrome``: items of letters and digits that read the same backwards
+      (without case; "racecar", "level");
+    - ``occurrence``: words that are at least the ``occurrence``-th use of the
+      same word (without case) in the text ("no word more than twice" counts
+      the third and later uses: ``occurrence`` 3, at most 0);
+    - ``negated``: the items that fail the item tests above (affixes, contains,
+      case, script, stop words, lengths, length class, palindrome) instead of
+      those that pass: "every word starts with s" counts the words not
+      starting with s, "every word has a prime number of letters" those
+      whose length is not prime (at most 0 each);
     - ``nonspace``: for ``characters``, only those that are not white space
       ("excluding spaces"); without it every character counts, spaces and
       line breaks included, as a reader counts the length of a text.
@@ -128,6 +145,10 @@ class Filter(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forb
     max_length: int | None = None
     same_as_previous: Adjacency | None = None
     nonspace: bool = False
+    length_class: LengthClass | None = None
+    palindrome: bool = False
+    occurrence: int | None = None
+    negated: bool = False
 
 
 class Measure(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):

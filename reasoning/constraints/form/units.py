@@ -86,8 +86,33 @@ def _length_ok(item: str, f: Filter) -> bool:
     return (f.min_length is None or length >= f.min_length) and (f.max_length is None or length <= f.max_length)
 
 
+def _prime(n: int) -> bool:
+    return n >= 2 and all(n % d for d in range(2, int(n**0.5) + 1))
+
+
+def _length_class_ok(item: str, length_class: str) -> bool:
+    length = sum(1 for ch in item if ch.isalnum())
+    if length_class == "prime":
+        return _prime(length)
+    return length % 2 == (0 if length_class == "even" else 1)
+
+
+def _palindrome(item: str) -> bool:
+    core = [ch.lower() for ch in item if ch.isalnum()]
+    return bool(core) and core == core[::-1]
+
+
 def _keep(item: str, f: Filter) -> bool:
+    """Whether ``item`` passes ``f``'s item tests (``negated``: fails them)."""
+    return _passes(item, f) is not f.negated
+
+
+def _passes(item: str, f: Filter) -> bool:
     low = item.lower()
+    if f.length_class is not None and not _length_class_ok(item, f.length_class):
+        return False
+    if f.palindrome and not _palindrome(item):
+        return False
     if (f.min_length is not None or f.max_length is not None) and not _length_ok(item, f):
         return False
     if f.starts_with is not None and not low.startswith(f.starts_with.lower()):
@@ -118,9 +143,19 @@ def _initial(word: str) -> str:
     return first.lower() if first.lower() != first.upper() else ""
 
 
+def _off_alphabet(previous: str, word: str) -> bool:
+    """Whether ``word`` does not start with the Latin letter after ``previous``'s first (z: a)."""
+    before, first = previous[:1].lower(), word[:1].lower()
+    if not ("a" <= before <= "z" and "a" <= first <= "z"):
+        return True
+    return ord(first) != ord("a") + (ord(before) - ord("a") + 1) % 26
+
+
 def _repeats(previous: str, word: str, adjacency: str) -> bool:
     if adjacency == "word":
         return previous.lower() == word.lower()
+    if adjacency == "alphabet":
+        return _off_alphabet(previous, word)
     initial = _initial(word)
     return bool(initial) and initial == _initial(previous)
 
@@ -150,10 +185,25 @@ def _segmented_words(text: str) -> list[str]:
 def _words(text: str, f: Filter) -> int:
     lengths = f.min_length is not None or f.max_length is not None
     found = _segmented_words(text) if lengths and re.search(r"[\u3400-\u9fff]", text) else words(text)
+    if f.occurrence is not None:
+        return _later_uses(found, f, f.occurrence)
     if f.same_as_previous is None:
         return _filtered(found, f)
     return sum(1 for previous, word in pairwise(found)
                if _repeats(previous, word, f.same_as_previous) and _keep(word, f))
+
+
+def _later_uses(found: list[str], f: Filter, occurrence: int) -> int:
+    """The words of ``found`` passing ``f`` that are at least the ``occurrence``-th use of that word."""
+    seen: dict[str, int] = {}
+    later = 0
+    for word in found:
+        if not _keep(word, f):
+            continue
+        key = word.lower()
+        seen[key] = seen.get(key, 0) + 1
+        later += seen[key] >= occurrence
+    return later
 
 
 def _characters(text: str, f: Filter) -> int:

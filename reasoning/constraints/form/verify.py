@@ -78,10 +78,14 @@ def _label(form: Count) -> str:
     elif f.chars:
         what = f"{what} among {f.chars!r}"
     for name in ("starts_with", "ends_with", "contains", "case", "script", "min_length", "max_length",
-                 "same_as_previous"):
+                 "same_as_previous", "length_class", "occurrence"):
         value = getattr(f, name)
         if value is not None:
             what += f" ({name.replace('_', ' ')} {value!r})"
+    if f.palindrome:
+        what += " (palindromes)"
+    if f.negated:
+        what += " (failing the tests)"
     return what
 
 
