@@ -141,6 +141,7 @@ class Flooring(Writer, JudgesText):
             f.per: tables.holding(piece_ends(f.per))
             for f in self.floors
         }
+        self._longest_item = max((len(t.spelling.spaced) for t in self._items.values()), default=0)
 
     def start(self) -> Any:
         return FloorState((0,) * len(self.floors))
@@ -197,8 +198,14 @@ class Flooring(Writer, JudgesText):
         return all(opens_piece(f.per, state.text[s:]) for f, s in zip(self.floors, starts)) and self.ends_ok(state)
 
     def _budget_due(self, state: SteerState, reserve: int) -> ForcedText | None:
-        """The item owed where the budget is about to run out inside a piece that still owes one."""
+        """The item owed where the budget is about to run out inside a piece that still owes one.
+
+        The budget is tested against the longest item before the pieces are counted: far from the
+        end no item is due, and counting every piece's items on every step is the cost.
+        """
         if self.budget is None or state.pending or state.parts[self.slot].pending:
+            return None
+        if self.budget - state.n_tokens - reserve > self._longest_item + _CLOSE_TOKENS:
             return None
         item = self._item(state)
         if item is None or self.budget - state.n_tokens - reserve > len(item.spelling.spaced) + _CLOSE_TOKENS:
