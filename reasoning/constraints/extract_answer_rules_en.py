@@ -19,6 +19,7 @@ from reasoning.constraints.extract_copy_words import (
     detect_first_word_replaced,
 )
 from reasoning.constraints.extract_en import _Ctx
+from reasoning.constraints.extract_mark_set import detect_mark_set
 
 __all__ = ["refine_answer_rules_english"]
 
@@ -28,6 +29,7 @@ _READERS: Sequence[Callable[[_Ctx], None]] = (
     detect_copied_words,
     detect_copied_characters,
     detect_first_word_replaced,
+    detect_mark_set,
 )
 
 

@@ -132,3 +132,44 @@ def test_a_named_copy_is_the_text_it_names(prompt: str, expected: list[Any]) -> 
 )
 def test_a_length_range_is_no_copy(prompt: str, expected: list[Any]) -> None:
     assert _read(prompt) == expected
+
+
+def _mark(chars: str) -> tuple[str, dict[str, Any]]:
+    return ("count", {"unit": "punctuation", "relation": "at least", "n": 1, "filter": {"chars": chars}})
+
+
+_STANDARD_MARKS = [_mark(".。"), _mark(",，"), _mark("?？"), _mark("!！"), _mark(";；"), _mark(":：")]
+
+
+@pytest.mark.parametrize(
+    ("prompt", "expected"),
+    [
+        (("Use every one of these punctuation marks at least once: period, comma, question mark, exclamation mark, "
+         "semicolon, colon."), _STANDARD_MARKS),
+        ("Your answer must include a semicolon, a colon and the interrobang ?!.",
+         [_mark(";；"), _mark(":："), ("keywords_present", {"keywords": ["?!"]})]),
+        ("Make sure that each of the following appears at least once: a comma, a question mark and an exclamation point.",
+         [_mark(",，"), _mark("?？"), _mark("!！")]),
+        ("Your answer should feature all of the following at least once:\n- a colon\n- a semicolon\n- an exclamation mark",
+         [_mark(":："), _mark(";；"), _mark("!！")]),
+        ("Use every standard punctuation mark at least once, including semicolons, colons, and the interrobang (?!).",
+         [*_STANDARD_MARKS, ("keywords_present", {"keywords": ["?!"]})]),
+        ("请至少使用一次以下每个标点：句号、逗号、问号、感叹号、分号、冒号。", _STANDARD_MARKS),
+        ("回答中所有标准标点符号都要至少使用一次。", _STANDARD_MARKS),
+    ],
+)
+def test_every_mark_of_a_named_set_is_one_minimum_per_mark(prompt: str, expected: list[Any]) -> None:
+    assert _read(prompt) == expected
+
+
+@pytest.mark.parametrize(
+    ("prompt", "expected"),
+    [
+        ("Use at least one semicolon.", [_mark(";；")]),
+        ("Avoid semicolons.", [("count", {"unit": "punctuation", "relation": "at most", "n": 0,
+                                          "filter": {"chars": ";；"}})]),
+        ("不要使用分号。", [("count", {"unit": "punctuation", "relation": "at most", "n": 0, "filter": {"chars": ";；"}})]),
+    ],
+)
+def test_one_mark_or_a_refused_mark_is_left_to_the_count_readers(prompt: str, expected: list[Any]) -> None:
+    assert _read(prompt) == expected
