@@ -154,14 +154,19 @@ _PREFIXED = (Kind.START_PHRASE, Kind.REPEAT_PROMPT)
 
 
 def form_of_constraint(c: Constraint) -> Form | None:
-    """The form a generic constraint carries (None: not a generic kind, or malformed params)."""
+    """The form a generic constraint carries (None: not a generic kind, malformed params, or a form no
+    controller here reads: a position inside a piece, echoing the answer's own words or a containment
+    (``Position.plain``), and a spread's step, are verified only)."""
     shape = GENERIC_KINDS.get(c.kind)
     if shape is None:
         return None
     try:
-        return msgspec.convert(dict(c.params), shape)
+        form = msgspec.convert(dict(c.params), shape)
     except msgspec.ValidationError:
         return None
+    if isinstance(form, Position) and not form.plain:
+        return None
+    return form
 
 
 def _bounds(relation: Relation, n: int) -> tuple[int, int | None]:

@@ -17,8 +17,11 @@ from collections.abc import Sequence
 
 from spacy.tokens import Doc
 
+from reasoning.constraints.extract_amounts_zh import refine_amounts_chinese
 from reasoning.constraints.extract_answer_rules_zh import refine_answer_rules_chinese
 from reasoning.constraints.extract_pieces_zh import refine_pieces_chinese
+from reasoning.constraints.extract_sentence_types import refine_sentence_types_chinese
+from reasoning.constraints.extract_sequence_zh import refine_sequence_chinese
 from reasoning.constraints.extract_structure_zh import refine_structure_chinese
 from reasoning.constraints.extract_word_rules_zh import refine_word_rules_chinese
 from reasoning.constraints.extract_word_shape import refine_word_shape_chinese
@@ -366,4 +369,5 @@ def refine_chinese(doc: Doc, text: str, found: Sequence[Found]) -> list[Found]:
     for step in (_counts, _named_counts, _case, _wraps, _layouts, _quoted_spans, _positions, _answer_ends, _copies):
         step(reader)
     found = refine_pieces_chinese(text, refine_word_shape_chinese(text, refine_structure_chinese(text, reader.found)))
-    return refine_word_rules_chinese(text, refine_answer_rules_chinese(text, found))
+    found = refine_word_rules_chinese(text, refine_answer_rules_chinese(text, found))
+    return refine_amounts_chinese(text, refine_sequence_chinese(text, refine_sentence_types_chinese(text, found)))

@@ -316,6 +316,9 @@ def _form_facets(form: Form) -> Facets:
         text = _norm(form.text)
         if text is None:
             return Facets()
+        if not form.plain:
+            # A word inside a piece, or one the piece contains: text the answer holds, at no edge.
+            return Facets(required=((text,),)) if form.same_as is None else Facets()
         if form.unit is Unit.ANSWER:
             edge = Boundary(literal=text)
             return Facets(prefix=edge if form.op == "starts_with" else None,

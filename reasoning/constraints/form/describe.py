@@ -180,6 +180,13 @@ def _position_class(form: Position, zh: bool) -> str:
 
 
 def _spread(form: Spread, zh: bool) -> str:
+    if form.step is not None:
+        more = abs(form.step)
+        if zh:
+            return f"每{_ZH_UNITS[form.per].lstrip('个')}比前一{_ZH_UNITS[form.per].lstrip('个')}" \
+                f"{'多' if form.step >= 0 else '少'}{more}{_ZH_UNITS[form.unit]}。"
+        return f"Make each of the {_EN_UNITS[form.per]} exactly {more} {_EN_UNITS[form.unit]} " \
+            f"{'longer' if form.step >= 0 else 'shorter'} than the one before it."
     if zh:
         piece = _ZH_UNITS[form.per].lstrip("个")
         unit = _ZH_UNITS[form.unit]
@@ -197,24 +204,55 @@ def _spread(form: Spread, zh: bool) -> str:
     return f"Keep the {_EN_UNITS[form.per]} balanced in length ({'; '.join(limits)})."
 
 
+def _ordinal_en(k: int) -> str:
+    if k == -1:
+        return "last"
+    if k < 0:
+        return f"number {-k} from the end"
+    return f"number {k}"
+
+
+def _position_inside(form: Position, zh: bool) -> str:
+    """A containment, a word inside a piece, or an echo of the answer's own words."""
+    piece_zh = _ZH_UNITS[form.unit].lstrip("个")
+    where_zh = "回答" if form.unit is Unit.ANSWER else (
+        f"第{form.k}{piece_zh}" if form.k > 0 else f"每{piece_zh}都" if form.k == 0 else f"倒数第{-form.k}{piece_zh}")
+    piece = "list item" if form.unit is Unit.BULLETS else form.unit.value[:-1]
+    where = "Your answer" if form.unit is Unit.ANSWER else (
+        f"Every {piece}" if form.k == 0 else f"The {piece} {_ordinal_en(form.k)}")
+    if form.same_as == "first_word":
+        return f"{where_zh}以开头的词结尾。" if zh else f"{where} ends with the same word it begins with."
+    if form.same_as == "previous_last_word":
+        return f"{where_zh}以上一{piece_zh}的最后一个词开头。" if zh else \
+            f"{where} begins with the last word of the {piece} before it."
+    if form.word is not None:
+        if zh:
+            return f"{where_zh}的第{form.word}个词必须是“{form.text}”。"
+        return f'In {where[0].lower()}{where[1:]}, word {_ordinal_en(form.word)} is "{form.text}".'
+    return f"{where_zh}必须包含“{form.text}”。" if zh else f'{where} contains "{form.text}".'
+
+
 def _position(form: Position, zh: bool) -> str:
+    if not form.plain:
+        return _position_inside(form, zh)
     if form.word_class is not None:
         return _position_class(form, zh)
     op = form.op.replace("_", " ")
     if zh:
         piece = _ZH_UNITS[form.unit].lstrip("个")
         where = "回答" if form.unit is Unit.ANSWER else (
-            f"第{form.k}{piece}" if form.k > 0 else f"每{piece}都" if form.k == 0 else f"最后一{piece}"
+            f"第{form.k}{piece}" if form.k > 0 else f"每{piece}都" if form.k == 0
+            else f"最后一{piece}" if form.k == -1 else f"倒数第{-form.k}{piece}"
         )
-        verb = {"starts_with": "以", "ends_with": "以", "is": "必须是"}[form.op]
-        tail = {"starts_with": "开头", "ends_with": "结尾", "is": ""}[form.op]
+        verb = {"starts_with": "以", "ends_with": "以", "is": "必须是", "contains": "包含"}[form.op]
+        tail = {"starts_with": "开头", "ends_with": "结尾", "is": "", "contains": ""}[form.op]
         return f"{where}{verb}“{form.text}”{tail}。"
     if form.unit is Unit.ANSWER:
         return f'Your answer {op.replace("with", "with the text")} "{form.text}".'
     if form.k == 0:
         piece = "list item" if form.unit is Unit.BULLETS else form.unit.value[:-1]
         return f'Every {piece} {op}s "{form.text}".'.replace("iss ", "is ").replace("withs", "with")
-    ordinal = "last" if form.k < 0 else f"number {form.k}"
+    ordinal = _ordinal_en(form.k)
     return f'The {form.unit.value[:-1]} {ordinal} {op}s "{form.text}".'.replace("iss ", "is ").replace("withs", "with")
 
 

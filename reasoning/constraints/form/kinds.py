@@ -250,7 +250,8 @@ def canonical(form: Form) -> tuple[Kind, dict[str, Any]]:
         form = msgspec.structs.replace(form, relation=Relation.AT_MOST)  # "zero exclamation points": none at all
     if isinstance(form, Count):
         named = _canonical_count(form)
-    elif isinstance(form, Position) and form.unit is Unit.ANSWER and form.op != "is" and form.word_class is None:
+    elif isinstance(form, Position) and form.unit is Unit.ANSWER and form.op in ("starts_with", "ends_with") \
+            and form.word_class is None and form.plain:
         named = (Kind.START_PHRASE if form.op == "starts_with" else Kind.END_PHRASE), {"phrase": form.text}
     elif isinstance(form, Wrap) and form.unit is Unit.ANSWER and form.left == form.right == '"':
         named = Kind.QUOTATION, {}

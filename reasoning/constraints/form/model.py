@@ -38,6 +38,7 @@ __all__ = [
     "Copy",
     "Count",
     "Drop",
+    "Echo",
     "Filter",
     "Form",
     "Layout",
@@ -174,8 +175,9 @@ class Count(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tru
         return Measure(unit=self.unit, filter=self.filter)
 
 
-Predicate = Literal["starts_with", "ends_with", "is"]
+Predicate = Literal["starts_with", "ends_with", "is", "contains"]
 WordClass = Literal["emoji", "capital", "lowercase", "number", "verb"]
+Echo = Literal["first_word", "previous_last_word"]
 
 
 class Position(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -196,6 +198,22 @@ class Position(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     ``verb`` (a word the English tagger reads as a verb, as the bullets of a
     to-do list open). "Begin each bullet with an emoji" is
     ``position(bullets, k=0, starts_with, word_class=emoji)``.
+
+    ``contains``: the piece holds ``text`` as a whole word or phrase ("the
+    word 'ocean' must appear in the third sentence"). ``k`` below -1 counts
+    from the end (-2 the second-to-last word).
+
+    ``word``: the position is of one word inside the piece, the ``word``-th
+    (1-based, negative from the end), compared as a word ("'river' is the
+    second word of the fourth sentence": ``position(sentences, k=4, is,
+    river, word=2)``).
+
+    ``same_as``: the text is not a literal but a word of the answer itself
+    (``text`` empty): ``first_word``, the piece ends with the word it began
+    with ("each paragraph ends with the word it began with"); or
+    ``previous_last_word``, the piece begins with the last word of the piece
+    before it (the first piece is free: "the last word of each sentence is
+    the first word of the next").
     """
 
     unit: Unit
@@ -203,6 +221,14 @@ class Position(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     text: str
     k: int = 1
     word_class: WordClass | None = None
+    word: int | None = None
+    same_as: Echo | None = None
+
+    @property
+    def plain(self) -> bool:
+        """A literal or class at a piece's edge (what the position controllers read): no word
+        inside the piece, no echo of another word, no containment."""
+        return self.word is None and self.same_as is None and self.op != "contains"
 
 
 class Wrap(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -282,12 +308,17 @@ class Spread(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forb
     ``max_ratio``: the longest is at most that many times the shortest
     ("roughly equal in length" is 1.5). Both may be set; an answer of fewer
     than two pieces is balanced.
+
+    ``step``: a sequence rather than a balance, each piece exactly ``step``
+    items longer than the one before ("each sentence exactly two words
+    longer than the previous one"; negative: shorter).
     """
 
     unit: Unit
     per: Unit
     max_diff: int | None = None
     max_ratio: float | None = None
+    step: int | None = None
 
 
 Form = Count | Position | Wrap | Structure | Copy | Spread

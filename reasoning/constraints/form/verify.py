@@ -12,6 +12,7 @@ complete and wrong; everything else stays uncertain until the end.
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 
 import msgspec
 
@@ -209,7 +210,8 @@ def _matches(piece: str, op: str, wanted: str, unit: Unit) -> bool:
 
 _OP_WORDS = {"starts_with": ("starts with", "does not start with"),
              "ends_with": ("ends with", "does not end with"),
-             "is": ("is", "is not")}
+             "is": ("is", "is not"),
+             "contains": ("contains", "does not contain")}
 
 
 def _check_answer_position(form: Position, text: str, partial: bool) -> Check:
@@ -228,14 +230,77 @@ def _check_answer_position(form: Position, text: str, partial: bool) -> Check:
     return Check(satisfied=ok, detail="is the text" if ok else "is not the text", certain=not partial)
 
 
+def _contains(piece: str, wanted: str) -> bool:
+    """Whether ``piece`` holds ``wanted`` as a whole word or phrase, without case (a Han text as a substring)."""
+    target = " ".join(wanted.split()).lower()
+    if not target:
+        return False
+    if re.search(r"[\u3400-\u9fff]", target):
+        return target in piece.lower()
+    return re.search(r"(?<!\w)" + re.escape(target).replace(r"\ ", r"\s+") + r"(?!\w)", piece.lower()) is not None
+
+
+def _bare_words(piece: str) -> list[str]:
+    """The piece's words without their surrounding punctuation (a lone mark is no word); Han text in the
+    words the segmenter cuts (as a length said of Chinese words counts them), not one word per character."""
+    parts = units._segmented_words(piece) if re.search(r"[\u3400-\u9fff]", piece) else piece.split()
+    return [w for w in (_bare(part) for part in parts) if re.search(r"\w", w)]
+
+
+def _nth(items: list[str], k: int) -> str | None:
+    """The k-th item (1-based; negative from the end), None when there is none."""
+    index = k - 1 if k > 0 else len(items) + k
+    return items[index] if 0 <= index < len(items) else None
+
+
 def _satisfies(piece: str, form: Position) -> bool:
-    """Whether one piece meets the position's predicate: its text, or the class of its first / last item."""
+    """Whether one piece meets the position's predicate: its text, the class of its first / last item,
+    the text among its words (``contains``), or its ``word``-th word's."""
+    if form.word is not None:
+        word = _nth(_bare_words(piece), form.word)
+        return word is not None and _matches(word, form.op, form.text, Unit.WORDS)
+    if form.op == "contains":
+        return _contains(piece, form.text)
     if form.word_class is not None:
         return in_class(piece, form.op, form.word_class)
     return _matches(piece, form.op, form.text, form.unit)
 
 
+def _echoes(piece: str, previous: str | None, form: Position) -> bool:
+    """Whether a piece repeats the word ``same_as`` names: its own first word as its last (a piece of
+    two words at least), or the previous piece's last word as its first (the first piece is free)."""
+    found = _bare_words(piece)
+    if form.same_as == "first_word":
+        return len(found) >= 2 and found[0] == found[-1]
+    if previous is None:
+        return True
+    before = _bare_words(previous)
+    return bool(found) and bool(before) and found[0] == before[-1]
+
+
+def _check_echo(form: Position, text: str, partial: bool) -> Check:
+    """``same_as``: every piece (``k = 0``) or the k-th repeats the word named; on a partial text
+    the open piece is judged only once its first word is written (``previous_last_word``)."""
+    items = units.pieces(form.unit, text)
+    name = form.unit.value[:-1]
+    what = "its own first word" if form.same_as == "first_word" else "the last word of the one before"
+    for index, item in enumerate(items):
+        if form.k and index != (form.k - 1 if form.k > 0 else len(items) + form.k):
+            continue
+        last = index == len(items) - 1
+        if partial and last and (form.same_as == "first_word" or len(item.split()) < 2):
+            continue
+        if not _echoes(item, items[index - 1] if index else None, form):
+            return Check(satisfied=False, detail=f"{name} {index + 1} does not repeat {what}",
+                         certain=not partial or not last or form.same_as == "previous_last_word")
+    if not items:
+        return Check(satisfied=False, detail=f"no {form.unit.value}", certain=not partial)
+    return Check(satisfied=True, detail=f"each {name} repeats {what}", certain=not partial)
+
+
 def _what(form: Position) -> str:
+    if form.word is not None:
+        return f"{form.text!r} as word {form.word}"
     return CLASS_NAMES[form.word_class] if form.word_class is not None else repr(form.text)
 
 
@@ -274,6 +339,12 @@ def _check_every(form: Position, text: str, partial: bool) -> Check:
 
 
 def _check_position(form: Position, text: str, partial: bool) -> Check:
+    if form.same_as is not None:
+        return _check_echo(form, text, partial)
+    if form.unit is Unit.ANSWER and (form.word is not None or form.op == "contains"):
+        ok = _satisfies(text, form)
+        return Check(satisfied=ok, detail=f"the answer {_OP_WORDS[form.op][0 if ok else 1]} {_what(form)}",
+                     certain=not partial or (ok and form.op == "contains"))
     if form.unit is Unit.ANSWER and form.word_class is not None:
         ok = in_class(text, form.op, form.word_class)
         return Check(satisfied=ok, detail=f"the answer {_OP_WORDS[form.op][0 if ok else 1]} {_what(form)}",
@@ -292,10 +363,9 @@ def _check_position(form: Position, text: str, partial: bool) -> Check:
         later = form.k > 0 and len(raw) > form.k
     else:
         items = units.pieces(form.unit, text)
-        index = form.k - 1 if form.k > 0 else len(items) - 1
-        piece = items[index] if 0 <= index < len(items) else ""
+        piece = _nth(items, form.k) or ""
         later = form.k > 0 and len(items) > form.k
-    name = f"{form.unit.value[:-1]} {form.k if form.k > 0 else 'last'}"
+    name = f"{form.unit.value[:-1]} {form.k if form.k > 0 else 'last' if form.k == -1 else form.k}"
     if not piece.strip():
         return Check(satisfied=False, detail=f"{name} missing", certain=not partial)
     ok = _satisfies(piece, form)
@@ -460,6 +530,12 @@ def _check_spread(form: Spread, text: str, partial: bool) -> Check:
 
     def verdict(values: list[int]) -> str | None:
         if len(values) < 2:
+            return None
+        if form.step is not None:
+            for index, (before, after) in enumerate(pairwise(values), start=2):
+                if after - before != form.step:
+                    return (f"{name[:-1]} {index} has {after} {what}, the one before {before} "
+                            f"(each exactly {form.step} more required)")
             return None
         low, high = min(values), max(values)
         if form.max_diff is not None and high - low > form.max_diff:
