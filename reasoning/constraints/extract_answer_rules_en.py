@@ -20,6 +20,7 @@ from reasoning.constraints.extract_copy_words import (
 )
 from reasoning.constraints.extract_en import _Ctx
 from reasoning.constraints.extract_mark_set import detect_mark_set
+from reasoning.constraints.extract_stop_share import detect_stop_share
 
 __all__ = ["refine_answer_rules_english"]
 
@@ -30,6 +31,7 @@ _READERS: Sequence[Callable[[_Ctx], None]] = (
     detect_copied_characters,
     detect_first_word_replaced,
     detect_mark_set,
+    detect_stop_share,
 )
 
 

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from reasoning.constraints.extract_bullet_separator import refine_bullet_separator_chinese
 from reasoning.constraints.extract_choice_zh import refine_choice_chinese
 from reasoning.constraints.extract_mark_set import refine_mark_set_chinese
+from reasoning.constraints.extract_stop_share import refine_stop_share_chinese
 from reasoning.constraints.found import Found
 
 __all__ = ["refine_answer_rules_chinese"]
@@ -19,6 +20,7 @@ _READERS: Sequence[Callable[[str, Sequence[Found]], list[Found]]] = (
     refine_choice_chinese,
     refine_bullet_separator_chinese,
     refine_mark_set_chinese,
+    refine_stop_share_chinese,
 )
 
 

@@ -173,3 +173,30 @@ def test_every_mark_of_a_named_set_is_one_minimum_per_mark(prompt: str, expected
 )
 def test_one_mark_or_a_refused_mark_is_left_to_the_count_readers(prompt: str, expected: list[Any]) -> None:
     assert _read(prompt) == expected
+
+
+def _stop_share(relation: str, fraction: float) -> tuple[str, dict[str, Any]]:
+    return ("count", {"unit": "words", "relation": relation, "n": 0, "filter": {"stop_words": True},
+                      "of": {"unit": "words", "filter": {}}, "fraction": fraction})
+
+
+@pytest.mark.parametrize(
+    ("prompt", "expected"),
+    [
+        ("Write about the ocean. The share of stop words must be at most 40%.", [_stop_share("at most", 0.4)]),
+        ("Describe your morning routine; no more than 30 percent of the words may be stop words.",
+         [_stop_share("at most", 0.3)]),
+        ("Your answer should keep stop words below 35% of all words.", [_stop_share("less than", 0.35)]),
+        ("Keep the ratio of stop words to all words below 0.4.", [_stop_share("less than", 0.4)]),
+        ("Less than half of the words can be stop words.", [_stop_share("less than", 0.5)]),
+        ("Stop words should not exceed a third of your response.", [_stop_share("at most", 0.3333)]),
+        ("停用词的比例不得超过40%。", [_stop_share("at most", 0.4)]),
+        ("停用词占比低于百分之三十。", [_stop_share("less than", 0.3)]),
+    ],
+)
+def test_a_bound_on_the_share_of_stop_words_is_a_ratio_count(prompt: str, expected: list[Any]) -> None:
+    assert _read(prompt) == expected
+
+
+def test_a_share_of_stop_words_stated_as_a_fact_is_no_bound() -> None:
+    assert _read("Stop words make up about 40% of English text. Explain why.") == []
