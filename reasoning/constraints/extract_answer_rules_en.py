@@ -19,7 +19,9 @@ from reasoning.constraints.extract_copy_words import (
     detect_first_word_replaced,
 )
 from reasoning.constraints.extract_en import _Ctx
+from reasoning.constraints.extract_italic_thesis import detect_italic_thesis
 from reasoning.constraints.extract_mark_set import detect_mark_set
+from reasoning.constraints.extract_nesting import detect_nesting
 from reasoning.constraints.extract_stop_share import detect_stop_share
 
 __all__ = ["refine_answer_rules_english"]
@@ -32,6 +34,8 @@ _READERS: Sequence[Callable[[_Ctx], None]] = (
     detect_first_word_replaced,
     detect_mark_set,
     detect_stop_share,
+    detect_nesting,
+    detect_italic_thesis,
 )
 
 

@@ -10,7 +10,9 @@ from collections.abc import Callable, Sequence
 
 from reasoning.constraints.extract_bullet_separator import refine_bullet_separator_chinese
 from reasoning.constraints.extract_choice_zh import refine_choice_chinese
+from reasoning.constraints.extract_italic_thesis import refine_italic_thesis_chinese
 from reasoning.constraints.extract_mark_set import refine_mark_set_chinese
+from reasoning.constraints.extract_nesting import refine_nesting_chinese
 from reasoning.constraints.extract_stop_share import refine_stop_share_chinese
 from reasoning.constraints.found import Found
 
@@ -21,6 +23,8 @@ _READERS: Sequence[Callable[[str, Sequence[Found]], list[Found]]] = (
     refine_bullet_separator_chinese,
     refine_mark_set_chinese,
     refine_stop_share_chinese,
+    refine_nesting_chinese,
+    refine_italic_thesis_chinese,
 )
 
 

@@ -191,7 +191,9 @@ EN_FORM_WORDS = frozenset(
      "spacing", "length", "alliteration", "alliterate", "backwards", "reverse", "abbreviation", "acronym",
      "hashtag", "delimiter", "separator", "prefix", "suffix", "person", "voice", "passive", "meter",
      "stanza", "verse", "couplet", "haiku", "limerick", "sonnet", "emoji", "punctuation",
-     "word", "sentence", "paragraph", "line", "letter", "character", "bullet", "list", "table", "section"}
+     "word", "sentence", "paragraph", "line", "letter", "character", "bullet", "list", "table", "section",
+     "bracket", "parenthesis", "parentheses", "nest", "nested", "pronoun", "conjunction", "csv", "indented",
+     "template"}
 )
 
 #: Chinese unit words -> the unit and filter fields they name (longest first when matched).

@@ -200,3 +200,53 @@ def test_a_bound_on_the_share_of_stop_words_is_a_ratio_count(prompt: str, expect
 
 def test_a_share_of_stop_words_stated_as_a_fact_is_no_bound() -> None:
     assert _read("Stop words make up about 40% of English text. Explain why.") == []
+
+
+def _read_all(prompt: str) -> tuple[list[tuple[str, dict[str, Any]]], list[str]]:
+    result = extract(prompt)
+    return [(c.kind.value, c.params) for c in result.constraints], [u.text for u in result.unrecognised]
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "Write a sentence with parentheses nested at least 3 levels deep.",
+        "Your answer should contain brackets nested at least two levels.",
+        "Include quotes nested 2 levels deep.",
+        "括号至少嵌套三层。",
+    ],
+)
+def test_a_nesting_depth_is_reported_unrecognised_not_a_span_count_or_wrapper(prompt: str) -> None:
+    constraints, unrecognised = _read_all(prompt)
+    assert constraints == [] and unrecognised == [prompt]
+
+
+def test_spans_in_brackets_without_nesting_stay_a_span_count() -> None:
+    assert _read("Put two remarks in parentheses.") == [
+        ("count", {"unit": "spans", "relation": "exactly", "n": 2, "filter": {"left": "(", "right": ")", "nonempty": True}})]
+
+
+_ITALIC_THESIS = [
+    ("position", {"unit": "paragraphs", "op": "starts_with", "text": "<i>", "k": 0}),
+    ("count", {"unit": "spans", "relation": "at least", "n": 1,
+               "filter": {"left": "<i>", "right": "</i>", "nonempty": True}, "per": "paragraphs"}),
+]
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "Write three sections; each section begins with a thesis in HTML italics (<i>...</i>).",
+        "Every section must start with its thesis statement wrapped in <i></i> tags.",
+        "Begin each paragraph with a thesis sentence in HTML italic tags.",
+        "Start every paragraph with an italicized thesis statement using HTML <i> tags.",
+        "每个部分都以用<i></i>标签包裹的论点开头。",
+    ],
+)
+def test_a_thesis_in_html_italics_opening_every_piece_is_the_tag_and_a_closed_span(prompt: str) -> None:
+    assert _read(prompt) == _ITALIC_THESIS
+
+
+def test_a_thesis_in_plain_italics_is_no_opening_word() -> None:
+    constraints, unrecognised = _read_all("Begin each paragraph with a thesis in italics.")
+    assert constraints == [] and unrecognised == ["Begin each paragraph with a thesis in italics."]

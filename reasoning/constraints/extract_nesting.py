@@ -1,0 +1,48 @@
+"""Brackets or quotes nested k levels deep: no count of spans, no wrapped answer.
+
+"Parentheses nested at least 3 levels deep", "brackets nested two levels",
+"quotes nested 2 levels", 括号至少嵌套三层: the depth of nesting is no
+quantity the form counts. The readers before took the number for a count
+of bracketed spans ("at least 3 spans in parentheses") or the brackets for
+a wrapper of the whole answer, which steer to flat brackets or to one pair
+around everything; both are dropped here, so the sentence is reported as
+``unrecognised`` (neither checked nor steered) rather than read wrongly.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from reasoning.constraints.extract_en import _Ctx
+from reasoning.constraints.found import Found
+from reasoning.constraints.model import Kind
+
+__all__ = ["detect_nesting", "refine_nesting_chinese"]
+
+_NESTED = re.compile(r"\b(?:nest(?:ed|ing|s)?|embedded|inside\s+(?:one\s+)?another|within\s+each\s+other|levels?\s+deep|"
+                     r"deep(?:ly)?\s+nested)\b", re.IGNORECASE)
+_DELIMITED = re.compile(r"\b(?:parenthes[ie]s|parenthetical|brackets?|braces?|quot(?:es|ation\s+marks?|ations?))\b|[()\[\]{}]",
+                        re.IGNORECASE)
+_ZH_NESTED = re.compile(r"[^。！？\n]*(?:括号|引号)[^。！？\n]*嵌套[^。！？\n]*|[^。！？\n]*嵌套[^。！？\n]*(?:括号|引号)[^。！？\n]*")
+
+
+def _dropped(f: Found, start: int, end: int) -> bool:
+    if not (f.start < end and start < f.end):
+        return False
+    return f.kind in (Kind.WRAP, Kind.QUOTATION) or f.kind is Kind.COUNT and f.params.get("unit") == "spans"
+
+
+def detect_nesting(ctx: _Ctx) -> None:
+    """Drop the span counts and wrappers read from a nesting depth (see the module doc)."""
+    for sent in ctx.doc.sents:
+        if _NESTED.search(sent.text) and _DELIMITED.search(sent.text):
+            ctx.found = [f for f in ctx.found if not _dropped(f, sent.start_char, sent.end_char)]
+
+
+def refine_nesting_chinese(text: str, found: Sequence[Found]) -> list[Found]:
+    """括号至少嵌套三层: the same, in Chinese."""
+    kept = list(found)
+    for match in _ZH_NESTED.finditer(text):
+        kept = [f for f in kept if not _dropped(f, match.start(), match.end())]
+    return kept
