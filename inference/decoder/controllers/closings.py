@@ -235,7 +235,7 @@ class Closings(Writer, JudgesText):
         part: ClosingState = before.parts[self.slot]
         began = not part.pending and (self._text.began(before, token_id)
                                       or self._budget_due(before, comp.reserve_tokens if comp is not None else 0))
-        pending = self._text.rest(part.pending, began, token_id)
+        pending = self._text.rest(part.pending, began, token_id) or ()
         if len(new.text) == len(before.text) and not new.pending and not before.pending:
             return ClosingState(part.start, part.before, pending)
         start = piece_start(self.closing.per, new.text, part.start)

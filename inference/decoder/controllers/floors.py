@@ -235,7 +235,7 @@ class Flooring(Writer, JudgesText):
         if not part.pending and self._items:
             begun = next((t for t in self._items.values() if t.began(before, token_id)), None) \
                 or self._budget_due(before, comp.reserve_tokens if comp is not None else 0)
-            pending = begun.rest((), True, token_id) if begun is not None else ()
+            pending = (begun.rest((), True, token_id) or ()) if begun is not None else ()
         if len(new.text) == len(before.text):
             return FloorState(part.starts, pending)
         return FloorState(tuple(piece_start(f.per, new.text, s) for f, s in zip(self.floors, part.starts)), pending)

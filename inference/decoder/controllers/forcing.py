@@ -12,7 +12,8 @@ keyword, a span's delimiters, a hashtag, a stated decision):
   model's own best token would end what the text must precede (``intend``
   in the mask, ``force_intended`` / ``force`` on the masked rows), or where
   the model ends its word (``write_mark_at_word_end`` over ``Draft.marks``);
-  once begun, the rest of that spelling is what ``rest`` gives;
+  once begun, the rest of that spelling (or of the tokens still pending) is
+  what ``rest`` gives;
 - ``Writer``: the base of a controller whose row part carries ``pending``
   (the tokens of a begun text still to write): the row is routed to the
   next of them, and the segment is held, until none is left.
@@ -33,7 +34,7 @@ import torch
 from inference.decoder.controllers.protocol import NEG_INF, Controller, Plan, SteerState
 from inference.decoder.vocab import VocabTables
 
-__all__ = ["ForcedText", "Spelling", "Writer", "allow_only", "force_token", "still_to_write", "write_mark_at_word_end"]
+__all__ = ["ForcedText", "Spelling", "Writer", "allow_only", "force_token", "write_mark_at_word_end"]
 
 
 @dataclass(frozen=True)
@@ -99,14 +100,6 @@ def write_mark_at_word_end(
             force_token(rows, r, token)
 
 
-def still_to_write(pending: tuple[int, ...], began: bool, spelling: Spelling, token_id: int) -> tuple[int, ...]:
-    """The tokens of a forced text still to write after ``token_id``: the rest of ``pending``,
-    or, where ``token_id`` began the text (``began``), the rest of its spelling."""
-    if pending:
-        return pending[1:]
-    return (spelling.rest_after(token_id) or ()) if began else ()
-
-
 class ForcedText:
     """One text a controller forces, and the rows it began it on this step (see the module doc).
 
@@ -163,13 +156,14 @@ class ForcedText:
         """Whether ``token_id``, chosen on ``state``, is the first token forced on it this step."""
         return self._begun.get(id(state)) == token_id
 
-    def rest(self, pending: tuple[int, ...], began: bool, token_id: int) -> tuple[int, ...]:
-        """The tokens still to write after ``token_id`` (``still_to_write`` for this text)."""
-        return still_to_write(pending, began, self.spelling, token_id)
-
-    def rest_after(self, token_id: int) -> tuple[int, ...] | None:
-        """The tokens still to write once ``token_id`` began either spelling (None: neither)."""
-        return self.spelling.rest_after(token_id)
+    def rest(self, pending: tuple[int, ...], began: bool, token_id: int) -> tuple[int, ...] | None:
+        """The tokens of the text still to write after ``token_id``: the rest of ``pending``, or,
+        where none is pending and the text may have begun (``began``), the rest of the spelling
+        ``token_id`` began. None: nothing of the text is being written (``token_id`` began
+        neither spelling, or ``began`` is False); ``()`` is a text just written whole."""
+        if pending:
+            return pending[1:]
+        return self.spelling.rest_after(token_id) if began else None
 
 
 class Writer(Controller):

@@ -147,7 +147,7 @@ class Hashtagging(Writer):
         plan_of: Callable[[SteerState], Plan],
     ) -> Any:
         count, pending = before.parts[self.slot]
-        pending = self._mark.rest(pending, True, token_id)
+        pending = self._mark.rest(pending, True, token_id) or ()
         chunk = new.text[len(before.text) :]
         return (count + added(_MEASURE, before.text, chunk) if chunk else count, pending)
 

@@ -256,10 +256,7 @@ class Openings(Writer, JudgesText):
         start = piece_start(self.opening.per, new.text, part.start)
         passed = len(units.pieces(self.opening.per, new.text[part.start : start])) if start > part.start else 0
         moved = OpeningState(start=start, before=part.before + passed, pending=part.pending, written=part.written)
-        if part.pending:
-            rest: tuple[int, ...] | None = part.pending[1:]
-        else:
-            rest = self._text.rest_after(token_id) if self._due(before) else None
+        rest = self._text.rest(part.pending, self._due(before), token_id)
         if rest is not None:
             return OpeningState(start, moved.before, rest, written=not rest, done=not rest and self._settled(new))
         if part.written:

@@ -208,9 +208,7 @@ class Placing(Writer, JudgesText):
             return part
         pieces = len(new.text.split())
         k = self.placement.k
-        if part.pending:
-            return PlacingState(part.pending[1:], written=len(part.pending) == 1, pieces=pieces)
-        rest = self._text.rest_after(token_id) if self._due(before) else None
+        rest = self._text.rest(part.pending, self._due(before), token_id)
         if rest is not None:
             return PlacingState(rest, written=not rest, pieces=pieces)
         written = part.written or pieces >= k

@@ -233,7 +233,7 @@ class SentenceEnding(Writer):
         plan_of: Callable[[SteerState], Plan],
     ) -> Any:
         part: SentenceEndState = before.parts[self.slot]
-        pending = self._text.rest(part.pending, part.phase == "open", token_id)
+        pending = self._text.rest(part.pending, part.phase == "open", token_id) or ()
         if part.phase == "done" or len(new.text) == len(before.text):
             return SentenceEndState(part.phase, pending)
         return SentenceEndState(self._phase(new.text), pending)

@@ -237,7 +237,7 @@ class Spanning(Writer, JudgesText):
         chunk = new.text[len(before.text) :]
         # Inside an open span the close is what was begun (「 and 」 share their first byte).
         begun = self._closing if self._open(before) else self._opening
-        pending = begun.rest(part.pending, True, token_id)
+        pending = begun.rest(part.pending, True, token_id) or ()
         if not chunk:
             return SpanState(part.closed, part.since, part.inside, pending)
         tail = new.text[part.since :]
