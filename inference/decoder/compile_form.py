@@ -460,6 +460,22 @@ def form_layout(constraints: Sequence[Constraint], layout: Layout, controlled: s
     return layout
 
 
+def _every_word_opening(form: Form | None) -> Form | None:
+    """``form``, or for an opening of every word (``position(words, k=0, starts_with)``: a letter, or a
+    capital) the count it is capped as: the words that do not open so, none (``Filter.negated``; the
+    verifier judges every word as the counter splits them). A word's start is settled by its first
+    token, so the cap refuses only tokens that open a word wrongly."""
+    if not isinstance(form, Position) or form.unit is not Unit.WORDS or form.k != 0 or form.op != "starts_with":
+        return form
+    if form.word_class == "capital":
+        wrong = Filter(case="title", negated=True)
+    elif form.word_class is None and form.text.isalpha():
+        wrong = Filter(starts_with=form.text, negated=True)
+    else:
+        return form
+    return Count(unit=Unit.WORDS, filter=wrong, relation=Relation.AT_MOST, n=0)
+
+
 def form_tally(
     constraints: Sequence[Constraint], layout: Layout, controlled: set[str]
 ) -> Tally | None:
@@ -469,7 +485,7 @@ def form_tally(
     shares: list[Share] = []
     no_list: list[str] = []
     for c in constraints:
-        form = form_of_constraint(c)
+        form = _every_word_opening(form_of_constraint(c))
         if isinstance(form, Structure) and form.layout is FormLayout.NO_LIST:
             if layout.body.kind == "formal":
                 continue

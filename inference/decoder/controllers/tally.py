@@ -197,12 +197,15 @@ def _previous_word_start(text: str, end: int) -> int:
 def added(measure: Measure, text: str, chunk: str) -> int:
     """How much appending ``chunk`` to ``text`` changes ``measure``'s count
     (the word touching the end counted as complete). A word judged against the
-    word before it (``same_as_previous``) is counted on a window that holds it."""
+    word before it (``same_as_previous``) is counted on a window that holds it,
+    a word judged by its earlier uses (``occurrence``) on the whole text."""
     if measure.unit in ADDITIVE_UNITS:
         return units.count(measure, chunk)
     start = _window_start(text)
     if measure.filter.same_as_previous is not None:
         start = _previous_word_start(text, start)
+    if measure.filter.occurrence is not None:
+        start = 0  # a word's earlier uses lie anywhere before it
     window = text[start:]
     return units.count(measure, window + chunk) - units.count(measure, window)
 

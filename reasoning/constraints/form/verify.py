@@ -318,7 +318,9 @@ def _check_every(form: Position, text: str, partial: bool) -> Check:
     piece that fails (or, for ``starts_with``, any piece long enough to
     have its opening written) is a certain violation.
     """
-    items = units.pieces(form.unit, text)
+    # Every word is every word the form counts ("don't" is two, a dash between spaces none), as the
+    # word counts and the decoder's cap on words that open otherwise split them.
+    items = units.words(text) if form.unit is Unit.WORDS else units.pieces(form.unit, text)
     name = form.unit.value[:-1] if form.unit is not Unit.BULLETS else "list item"
     for index, item in enumerate(items):
         last = index == len(items) - 1
