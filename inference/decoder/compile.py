@@ -48,6 +48,7 @@ from inference.decoder.compile_form import (
     lower_forms,
 )
 from inference.decoder.compile_structure import lower_structures, structure_layout
+from inference.decoder.compile_verb_opening import form_verb_opening
 from inference.decoder.controllers.capitals import Capitals
 from inference.decoder.controllers.charset import CharPolicy, SoftPolicy
 from inference.decoder.controllers.citing import Citations
@@ -185,6 +186,8 @@ def compile_steering(
                          inserts=citations is not None or statement is not None)
     minima = form_minima(hard, layout, tally, controlled, assisted, max_new_tokens=max_new_tokens)
     initials = form_initials(hard, layout, controlled, max_new_tokens=max_new_tokens)
+    verb_opening = form_verb_opening(hard, layout, controlled, inserts=citations is not None or statement is not None,
+                                     placed=placement is not None)
     class_opening = form_class_opening(hard, layout, controlled, inserts=citations is not None or statement is not None,
                                        placed=placement is not None)
     opening = form_opening(hard, layout, controlled, inserts=citations is not None or statement is not None,
@@ -233,7 +236,7 @@ def compile_steering(
             spec
             for spec in (policy, SoftPolicy(soft_policy), limits, forbidden, citations, keywords, capitals,
                          tally, placement, floors, opening, minima, initials, spans, marks, share, ending, per_piece, closing,
-                         hashtags, class_opening,
+                         hashtags, class_opening, verb_opening,
                          lines, statement)
             if spec is not None
         ),

@@ -333,7 +333,11 @@ def _prose_and_list(ctx: _Ctx, s: _Sentence) -> bool:
             ctx.found[index] = Found(kind=f.kind, params={**f.params, where: beside}, start=f.start, end=f.end,
                                      confidence=f.confidence, hardness=f.hardness)
             return True
-    kind, params = canonical(Structure(layout=Layout.LIST, **{where: beside}))  # type: ignore[arg-type]
+    bullets = [f for f in ctx.found if f.kind is Kind.BULLET_COUNT and s.start <= f.start < s.end]
+    n = int(bullets[0].params["n"]) if len(bullets) == 1 and "n" in bullets[0].params else None
+    ctx.found = [f for f in ctx.found if f not in bullets[:1]] if n is not None else ctx.found
+    # The list's items counted beside it are the one list's (a second list reading would be its rival).
+    kind, params = canonical(Structure(layout=Layout.LIST, n=n, **{where: beside}))  # type: ignore[arg-type]
     ctx.add(kind, params, count.start, count.end, confidence=0.85)
     return True
 

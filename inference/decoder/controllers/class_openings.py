@@ -43,17 +43,16 @@ from inference.decoder.controllers.protocol import (
 )
 from inference.decoder.controllers.tally import piece_start
 from reasoning.constraints.form import units
-from reasoning.constraints.form.classes import in_class
+from reasoning.constraints.form.classes import CHARACTER_CLASSES, in_class
 from reasoning.constraints.form.model import Position, Unit, WordClass
 from reasoning.constraints.form.verify import check
 
 __all__ = ["MASKED_CLASSES", "ClassOpening", "ClassOpeningState", "ClassOpenings", "build_class_openings"]
 
 #: The classes whose first character a mask can promise.
-MASKED_CLASSES: frozenset[str] = frozenset({"capital", "lowercase", "number"})
+MASKED_CLASSES: frozenset[str] = frozenset(CHARACTER_CLASSES)
 #: What may stand before a piece's first letter or digit: an opening quote or bracket, a list marker.
 _LEADS = frozenset("\"'\u201c\u2018([{*-#>")
-_FIRST: dict[str, Callable[[str], bool]] = {"capital": str.isupper, "lowercase": str.islower, "number": str.isdigit}
 
 
 @dataclass(frozen=True)
@@ -90,7 +89,7 @@ class ClassOpenings(JudgesText):
         self.spec = spec
         self.want = spec
         tables = ctx.tables
-        first = _FIRST[spec.word_class]
+        first = CHARACTER_CLASSES[spec.word_class]
 
         def build() -> torch.Tensor:
             values = []

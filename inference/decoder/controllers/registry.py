@@ -35,6 +35,7 @@ from inference.decoder.controllers.shares import build_shares
 from inference.decoder.controllers.spans import build_spans
 from inference.decoder.controllers.stating import build_stating
 from inference.decoder.controllers.tally import build_tally
+from inference.decoder.controllers.verb_opening import build_verb_openings
 
 __all__ = ["CONTROLLERS"]
 
@@ -50,6 +51,7 @@ CONTROLLERS: tuple[Builder, ...] = (
     build_placing,  # the k-th word: its text forced where the model starts that word
     build_openings,  # the k-th sentence / line: its opening text forced where the piece begins
     build_class_openings,  # every / the k-th piece opening with a case or a digit: its first character masked
+    build_verb_openings,  # the answer opening with a verb: its first word spelled from a list of verbs
     build_closings,  # every / the k-th piece: its closing text forced where the model would end it
     build_tally,  # capped form counts masked or checked per candidate; no list line
     build_floors,  # per-piece minima: no short piece closes; withdraws a close demand from those before it

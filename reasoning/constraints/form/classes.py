@@ -19,18 +19,23 @@ else that asks the same question:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import lru_cache
 
 import emoji
 
 from reasoning.constraints.form.model import Predicate, WordClass
 
-__all__ = ["CLASS_NAMES", "in_class"]
+__all__ = ["CHARACTER_CLASSES", "CLASS_NAMES", "in_class"]
 
 #: Each class as an English noun phrase ("starts with an emoji").
 CLASS_NAMES: Mapping[str, str] = {"emoji": "an emoji", "capital": "a capital letter",
                                   "lowercase": "a lowercase letter", "number": "a digit", "verb": "a verb"}
+
+#: The classes one character decides, each its test of the piece's first (last) letter or digit;
+#: a mask can promise these by a token's first letter or digit.
+CHARACTER_CLASSES: Mapping[str, Callable[[str], bool]] = {"capital": str.isupper, "lowercase": str.islower,
+                                                          "number": str.isdigit}
 
 _VERB_WORDS = 6  # words of the piece the tagger sees
 _CLOSING_MARKS = " .!?。！？\"'”’)"  # what may follow a piece's last item ("Sunny today 🌞.")
@@ -80,9 +85,4 @@ def in_class(piece: str, op: Predicate, word_class: WordClass) -> bool:
             return False
         line = piece.strip().splitlines()[0] if piece.strip() else ""
         return _opens_with_verb(" ".join(line.split()[:_VERB_WORDS]))
-    edge = _edge_char(piece, op)
-    if word_class == "number":
-        return edge.isdigit()
-    if word_class == "capital":
-        return edge.isupper()
-    return edge.islower()
+    return CHARACTER_CLASSES[word_class](_edge_char(piece, op))

@@ -103,8 +103,7 @@ def test_words_inside_pieces(prompt: str, expected: list[tuple[str, dict[str, An
 
 def test_prose_then_a_list_is_no_sentence_count() -> None:
     read = _read("Write two sentences first, then at least two bullet points marked with *.")
-    assert ("structure", {"layout": "list", "before": "paragraph"}) in read
-    assert not any(kind == "sentence_count" for kind, _ in read)
+    assert read == [("structure", {"layout": "list", "n": 2, "before": "paragraph"})]  # one list, not a rival count
     after = _read("Give a bulleted list of 3 items, then one sentence summarizing them.")
     assert after == [("structure", {"layout": "list", "n": 3, "after": "sentence"})]
 
