@@ -29,6 +29,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "GATE_FILE",
@@ -77,13 +78,26 @@ def read_gate(
     return out
 
 
-def _rows(path: Path, model: str | None = None) -> dict[str, SteeredAccuracy]:
+def _load(path: Path) -> Any:
+    """The JSON ``path`` holds ({} where it is missing or unreadable)."""
     try:
-        data = json.loads(path.read_text())
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _rows_of(data: Any, model: str | None = None) -> dict[str, SteeredAccuracy]:
+    """The rows of a gate file's ``data``: the model cache's (``formats``), or ``model``'s in the
+    repository's; none where they are not rows."""
+    try:
         rows = data["formats"] if model is None else data.get(model, {})
         return {name: SteeredAccuracy(**row) for name, row in rows.items()}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (ValueError, KeyError, TypeError, AttributeError):
         return {}
+
+
+def _rows(path: Path, model: str | None = None) -> dict[str, SteeredAccuracy]:
+    return _rows_of(_load(path), model)
 
 
 def _write(path: Path, data: object) -> None:
@@ -102,11 +116,8 @@ def record(probe_dir: Path, result: SteeredAccuracy) -> None:
 
 def ship(probe_dir: Path, result: SteeredAccuracy, shipped: Path = SHIPPED_GATE) -> None:
     """Keep ``result`` in the repository's figures for the model of ``probe_dir`` (atomically)."""
-    try:
-        data = json.loads(shipped.read_text())
-    except (OSError, ValueError):
-        data = {}
-    rows = _rows(shipped, probe_dir.name)
+    data = _load(shipped)
+    rows = _rows_of(data, probe_dir.name)
     rows[result.weights] = result
     data[probe_dir.name] = {name: asdict(row) for name, row in rows.items()}
     _write(shipped, data)
