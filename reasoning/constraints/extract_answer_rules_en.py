@@ -23,6 +23,7 @@ from reasoning.constraints.extract_italic_thesis import detect_italic_thesis
 from reasoning.constraints.extract_mark_set import detect_mark_set
 from reasoning.constraints.extract_nesting import detect_nesting
 from reasoning.constraints.extract_stop_share import detect_stop_share
+from reasoning.constraints.extract_sub_bullets import detect_sub_bullets
 
 __all__ = ["refine_answer_rules_english"]
 
@@ -36,6 +37,7 @@ _READERS: Sequence[Callable[[_Ctx], None]] = (
     detect_stop_share,
     detect_nesting,
     detect_italic_thesis,
+    detect_sub_bullets,
 )
 
 

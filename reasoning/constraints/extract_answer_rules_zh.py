@@ -14,6 +14,7 @@ from reasoning.constraints.extract_italic_thesis import refine_italic_thesis_chi
 from reasoning.constraints.extract_mark_set import refine_mark_set_chinese
 from reasoning.constraints.extract_nesting import refine_nesting_chinese
 from reasoning.constraints.extract_stop_share import refine_stop_share_chinese
+from reasoning.constraints.extract_sub_bullets import refine_sub_bullets_chinese
 from reasoning.constraints.found import Found
 
 __all__ = ["refine_answer_rules_chinese"]
@@ -25,6 +26,7 @@ _READERS: Sequence[Callable[[str, Sequence[Found]], list[Found]]] = (
     refine_stop_share_chinese,
     refine_nesting_chinese,
     refine_italic_thesis_chinese,
+    refine_sub_bullets_chinese,
 )
 
 

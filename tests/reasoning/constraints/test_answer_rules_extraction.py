@@ -250,3 +250,37 @@ def test_a_thesis_in_html_italics_opening_every_piece_is_the_tag_and_a_closed_sp
 def test_a_thesis_in_plain_italics_is_no_opening_word() -> None:
     constraints, unrecognised = _read_all("Begin each paragraph with a thesis in italics.")
     assert constraints == [] and unrecognised == ["Begin each paragraph with a thesis in italics."]
+
+
+def _nested(n: int | None, sub_items: int) -> list[tuple[str, dict[str, Any]]]:
+    params: dict[str, Any] = {"layout": "nested_list", "sub_items": sub_items}
+    if n is not None:
+        params["n"] = n
+    return [("structure", params)]
+
+
+@pytest.mark.parametrize(
+    ("prompt", "expected"),
+    [
+        ("Give 3 bullet points marked with *, each with a sub-bullet marked with -.", _nested(3, 1)),
+        ("Use asterisks for bullets; every bullet should have one sub-bullet that starts with a dash.", _nested(None, 1)),
+        ("Write a list where each * item has a - sub-item underneath.", _nested(None, 1)),
+        ("Write a bulleted list using * with 3 items; under each item add one sub-bullet using -.", _nested(3, 1)),
+        ("List four benefits of exercise as bullets. Each bullet must have two sub-points.", _nested(4, 2)),
+        ("用*标记三个要点，每个要点下有一个用-标记的子要点。", _nested(3, 1)),
+    ],
+)
+def test_bullets_each_with_sub_bullets_are_a_nested_list(prompt: str, expected: list[Any]) -> None:
+    assert _read(prompt) == expected
+
+
+@pytest.mark.parametrize(
+    ("prompt", "expected"),
+    [
+        ("Give three points, each with at least two sub-points.",
+         [("count", {"unit": "nested_bullets", "relation": "at least", "n": 2})]),
+        ("Start every bullet with ✅.", [("position", {"unit": "bullets", "op": "starts_with", "text": "✅", "k": 0})]),
+    ],
+)
+def test_a_bound_on_sub_bullets_or_an_item_opening_is_no_nested_list(prompt: str, expected: list[Any]) -> None:
+    assert _read(prompt) == expected

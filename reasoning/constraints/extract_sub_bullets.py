@@ -1,0 +1,118 @@
+"""Bullets each with sub-bullets: "3 bullet points marked with *, each with a sub-bullet marked with -".
+
+A sentence that gives every bullet (each / every / under each) an exact
+number of sub-bullets ("a sub-bullet", "one sub-point", "two sub-items",
+每个要点下有一个子要点) is the nested list ``structure(nested_list, n,
+sub_items)``: ``n`` the bullets the request counts (its bullet count or a
+number before the bullet noun), ``sub_items`` the sub-bullets under each.
+The decoder's template writes such a list with ``*`` items and ``  - ``
+sub-items, the markers these requests name most ("marked with *", "a dash
+for the sub-bullets"). The readers before took the markers for the items'
+opening text ("every bullet should have one sub-bullet that starts with a
+dash": every bullet starting with "-") and the sub-bullets for a count in
+the whole answer ("exactly 1 nested bullet"); those readings are replaced.
+
+A bound on the sub-bullets ("each with at least two sub-points") is left
+to the list readers (a scaled count).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from reasoning.constraints.extract_en import _Ctx, _number_at
+from reasoning.constraints.form import Structure, canonical
+from reasoning.constraints.form.model import Layout
+from reasoning.constraints.found import Found
+from reasoning.constraints.model import Kind
+from reasoning.constraints.quantities import parse_zh_number, relation_before
+
+__all__ = ["detect_sub_bullets", "refine_sub_bullets_chinese"]
+
+_SUB = re.compile(r"^sub-?(?:bullet|point|item|list|entry|entries|bullets|points|items)s?$|^subpoints?$|^subbullets?$")
+_ITEM_NOUNS = frozenset({"bullet", "point", "item", "entry"})
+_EVERY = frozenset({"each", "every", "all"})
+_MARKERS = frozenset({"-", "*", "+", "•"})
+
+
+def _list_reading(f: Found) -> bool:
+    if f.kind in (Kind.BULLET_COUNT, Kind.STRUCTURE):
+        return f.params.get("layout") in (None, "list", "nested_list")
+    if f.kind is Kind.COUNT:
+        return f.params.get("unit") == "nested_bullets"
+    return f.kind is Kind.POSITION and f.params.get("unit") == "bullets" and f.params.get("text") in _MARKERS
+
+
+def _items(found: Sequence[Found]) -> int | None:
+    for f in found:
+        n = f.params.get("n")
+        if f.kind in (Kind.BULLET_COUNT, Kind.STRUCTURE) and isinstance(n, int) and n > 0:
+            return n
+    return None
+
+
+def _sub_word(ctx: _Ctx, j: int) -> int:
+    """Tokens the sub-bullet noun at ``j`` spans (0: none): "sub-bullet", "sub - bullet", "subpoint"."""
+    if _SUB.match(ctx.lowers[j]):
+        return 1
+    if ctx.lowers[j] == "sub" and j + 2 < len(ctx.tokens) and ctx.lowers[j + 1] == "-" \
+            and ctx.lemmas[j + 2] in _ITEM_NOUNS:
+        return 3
+    return 0
+
+
+def _number_before(ctx: _Ctx, j: int, floor: int) -> int | None:
+    """The exact number of the noun at ``j``: "one", "two", "a" (1); None for a bound or none."""
+    k = j - 1
+    while k >= floor and (ctx.tokens[k].pos_ == "ADJ" or ctx.tokens[k].text in _MARKERS):
+        k -= 1
+    if k < floor:
+        return None
+    if ctx.lowers[k] in ("a", "an", "single"):
+        return 1
+    number = _number_at(ctx.doc, k)
+    if number is None:
+        return None
+    before = relation_before(ctx.lowers[max(floor, number[1] - 4):number[1]])
+    return number[0] if before is None or before[0].value == "exactly" else None
+
+
+def _replace(found: Sequence[Found], n: int | None, sub_items: int, start: int, end: int) -> list[Found]:
+    kept = [f for f in found if not _list_reading(f)]
+    kind, params = canonical(Structure(layout=Layout.NESTED_LIST, n=n, sub_items=sub_items))
+    return [*kept, Found(kind=kind, params=params, start=start, end=end, confidence=0.85)]
+
+
+def detect_sub_bullets(ctx: _Ctx) -> None:
+    """A nested list of so many sub-bullets under every bullet (see the module doc)."""
+    for sent in ctx.doc.sents:
+        lemmas = set(ctx.lemmas[sent.start:sent.end])
+        if not lemmas & _EVERY:
+            continue
+        for j in range(sent.start, sent.end):
+            width = _sub_word(ctx, j)
+            if not width:
+                continue
+            sub_items = _number_before(ctx, j, sent.start)
+            if sub_items is None or not 1 <= sub_items <= 5:
+                return
+            n = next((v for k in range(sent.start, j) if ctx.lemmas[k] in _ITEM_NOUNS
+                      and (v := _number_before(ctx, k, sent.start)) is not None and v > 1), None) or _items(ctx.found)
+            ctx.found = _replace(ctx.found, n, sub_items, sent.start_char, sent.end_char)
+            return
+
+
+_ZH = re.compile(r"(?:每个|每一个|每条|每一条|每项|每一项)(?:要点|条目|项目|项|列表项)[^。！？\n]{0,12}?"
+                 r"(?P<num>一|两|二|三|四|五|\d+)\s*(?:个|条|项)[^。！？\n]{0,10}?子(?:要点|项目|条目|项|列表)")
+
+
+def refine_sub_bullets_chinese(text: str, found: Sequence[Found]) -> list[Found]:
+    """每个要点下有一个用-标记的子要点: the nested list."""
+    match = _ZH.search(text)
+    if match is None:
+        return list(found)
+    sub_items = parse_zh_number(match.group("num"))
+    if sub_items is None or not 1 <= sub_items <= 5:
+        return list(found)
+    return _replace(found, _items(found), sub_items, match.start(), match.end())
