@@ -18,6 +18,7 @@ from reasoning.constraints.extract_copy_words import (
     detect_copied_words,
     detect_first_word_replaced,
 )
+from reasoning.constraints.extract_csv import detect_csv
 from reasoning.constraints.extract_en import _Ctx
 from reasoning.constraints.extract_italic_thesis import detect_italic_thesis
 from reasoning.constraints.extract_mark_set import detect_mark_set
@@ -38,6 +39,7 @@ _READERS: Sequence[Callable[[_Ctx], None]] = (
     detect_nesting,
     detect_italic_thesis,
     detect_sub_bullets,
+    detect_csv,
 )
 
 

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 
 from reasoning.constraints.extract_bullet_separator import refine_bullet_separator_chinese
 from reasoning.constraints.extract_choice_zh import refine_choice_chinese
+from reasoning.constraints.extract_csv import refine_csv_chinese
 from reasoning.constraints.extract_italic_thesis import refine_italic_thesis_chinese
 from reasoning.constraints.extract_mark_set import refine_mark_set_chinese
 from reasoning.constraints.extract_nesting import refine_nesting_chinese
@@ -27,6 +28,7 @@ _READERS: Sequence[Callable[[str, Sequence[Found]], list[Found]]] = (
     refine_nesting_chinese,
     refine_italic_thesis_chinese,
     refine_sub_bullets_chinese,
+    refine_csv_chinese,
 )
 
 

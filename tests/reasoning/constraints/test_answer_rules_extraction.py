@@ -1,13 +1,17 @@
 """Answer rules read after the other form readers (:mod:`reasoning.constraints.extract_answer_rules_en` /
-``_zh``): a choice among listed options, a separator instead of bullet points; each in wordings of
-several grammars, English and Chinese, with near misses that must not be read."""
+``_zh``): a choice among listed options, a separator instead of bullet points, a copy the request
+names, every mark of a set, a share of stop words, a nesting depth, a thesis in HTML italics,
+sub-bullets, a CSV answer; each in wordings of several grammars, English and Chinese, with near
+misses that must not be read."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 
+from reasoning.constraints.extract_csv import csv_pattern
 from reasoning.constraints.extraction import extract
 
 
@@ -284,3 +288,31 @@ def test_bullets_each_with_sub_bullets_are_a_nested_list(prompt: str, expected: 
 )
 def test_a_bound_on_sub_bullets_or_an_item_opening_is_no_nested_list(prompt: str, expected: list[Any]) -> None:
     assert _read(prompt) == expected
+
+
+@pytest.mark.parametrize(
+    ("prompt", "columns", "rows"),
+    [
+        ("Answer in CSV with the columns name, age, city and 4 rows.", ["name", "age", "city"], 4),
+        ("Give the data as a CSV table with columns: product, price. Include 3 rows.", ["product", "price"], 3),
+        ("Your answer should be CSV format with headers id,title,year and five data rows.", ["id", "title", "year"], 5),
+        ("List three planets. Format the output as comma-separated values with the header fields planet and moons.",
+         ["planet", "moons"], None),
+        ("请用CSV格式回答，列为姓名、年龄，共3行。", ["姓名", "年龄"], 3),
+        ("以CSV格式输出，表头为城市、人口和面积。", ["城市", "人口", "面积"], None),
+    ],
+)
+def test_a_csv_answer_of_named_columns_is_its_whole_pattern(prompt: str, columns: list[str], rows: int | None) -> None:
+    assert _read(prompt) == [("regex_format", {"pattern": csv_pattern(columns, rows)})]
+
+
+def test_the_csv_pattern_matches_a_csv_of_those_columns_and_rows_only() -> None:
+    pattern = re.compile(csv_pattern(["name", "age"], 2))
+    assert pattern.fullmatch("name,age\nAnn,31\nBo,7")
+    assert not pattern.fullmatch("name,age\nAnn,31")
+    assert not pattern.fullmatch("| name | age |\n| --- | --- |\n| Ann | 31 |\n| Bo | 7 |")
+
+
+@pytest.mark.parametrize("prompt", ["Make a table with the columns name and age.", "Write a CSV."])
+def test_a_table_or_a_csv_without_columns_is_no_csv_pattern(prompt: str) -> None:
+    assert not any(kind == "regex_format" for kind, _ in _read(prompt))
