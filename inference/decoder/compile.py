@@ -47,6 +47,7 @@ from inference.decoder.compile_form import (
     form_tally,
     lower_forms,
 )
+from inference.decoder.compile_sentence_word import form_sentence_word
 from inference.decoder.compile_structure import lower_structures, structure_layout
 from inference.decoder.compile_verb_opening import form_verb_opening
 from inference.decoder.controllers.capitals import Capitals
@@ -196,6 +197,8 @@ def compile_steering(
                        inserts=citations is not None or statement is not None)
     marks = form_sentence_mark(hard, layout, controlled, inserts=citations is not None or statement is not None)
     ending = form_sentence_end(hard, layout, controlled, inserts=citations is not None or statement is not None)
+    sentence_word = form_sentence_word(hard, layout, controlled, inserts=citations is not None or statement is not None,
+                                       ending=ending)
     per_piece = form_piece_sentences(hard, layout, controlled, inserts=citations is not None or statement is not None)
     closing = form_closing(hard, layout, controlled, inserts=citations is not None or statement is not None,
                            placed=placement is not None)
@@ -235,7 +238,7 @@ def compile_steering(
         specs=tuple(
             spec
             for spec in (policy, SoftPolicy(soft_policy), limits, forbidden, citations, keywords, capitals,
-                         tally, placement, floors, opening, minima, initials, spans, marks, share, ending, per_piece, closing,
+                         tally, placement, floors, opening, minima, initials, spans, marks, share, ending, sentence_word, per_piece, closing,
                          hashtags, class_opening, verb_opening,
                          lines, statement)
             if spec is not None

@@ -1,4 +1,5 @@
-"""The k-th sentence ends with a text: "the first sentence must end with the word 'friends'".
+"""The k-th sentence ends with a text: "the first sentence must end with the word 'friends'"; or holds
+one: "the word 'ocean' must appear in the third sentence".
 
 A generic ``position(sentences, k, ends_with, text)`` with ``k >= 1`` (the
 last sentence's ending is the layout's end phrase) compiles to one
@@ -28,6 +29,11 @@ from its text after each token until the k-th sentence is closed:
   whitespace, or the answer ends;
 - *done*: no rule.
 
+With ``op="contains"`` (``position(sentences, k, contains, text)``) the text may stand anywhere in
+the sentence: once the open sentence holds it (as the verifier reads it: a whole word or phrase)
+the phase is *held*, and the sentence may end as the model likes; the text is written, as above,
+where the model would end the sentence without it.
+
 The stop is held until the k-th sentence is closed (``ends_ok``), and the
 text and its mark keep their tokens in the budget (``owed``).
 
@@ -42,7 +48,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
@@ -70,7 +76,7 @@ from inference.decoder.controllers.sentence_marks import CLOSERS as _CLOSERS
 from inference.decoder.controllers.sentence_marks import TERMINALS as _TERMINALS
 from reasoning.constraints.form import units
 from reasoning.constraints.form.model import Position, Unit
-from reasoning.constraints.form.verify import check
+from reasoning.constraints.form.verify import check, matches
 
 __all__ = ["SentenceEnd", "SentenceEndState", "SentenceEnding", "build_sentence_ends"]
 
@@ -83,15 +89,17 @@ _ENDS_HERE = re.compile(r"[.!?\u3002\uff01\uff1f]+[\"'\u201d\u2019)\]]*(\s.*)?",
 
 @dataclass(frozen=True)
 class SentenceEnd:
-    """Sentence ``k`` (``k >= 1``) ends with ``text`` (``sources``: the constraint ids)."""
+    """Sentence ``k`` (``k >= 1``) ends with ``text``, or (``op="contains"``) holds it (``sources``:
+    the constraint ids)."""
 
     k: int
     text: str
     sources: tuple[str, ...] = ()
+    op: Literal["ends_with", "contains"] = "ends_with"
 
     @property
     def form(self) -> Position:
-        return Position(unit=Unit.SENTENCES, op="ends_with", text=self.text, k=self.k)
+        return Position(unit=Unit.SENTENCES, op=self.op, text=self.text, k=self.k)
 
 
 @dataclass(frozen=True)
@@ -149,6 +157,8 @@ class SentenceEnding(Writer):
         if closed < k - 1:
             return "before"
         current = pieces[-1] if pieces and closed < len(pieces) else ""
+        if self.want.op == "contains":
+            return "held" if matches(current, "contains", self.want.text, Unit.SENTENCES) else "open"
         worded = _ends_with(current, self.want.text) and not text[-1:].isspace()
         return "worded" if worded else "open"
 
@@ -159,13 +169,13 @@ class SentenceEnding(Writer):
         phase = state.parts[self.slot].phase
         if phase in ("before", "open", "decimal"):
             return Owed(tokens=len(self._text.spelling.spaced) + 3, insert=True, writes=True)
-        return Owed(tokens=2) if phase != "done" else Owed()
+        return Owed(tokens=2) if phase not in ("done", "held") else Owed()
 
     def holds(self, d: Draft) -> int:
         return HOLD_NONE if self.ends_ok(d.state) else HOLD_ALL
 
     def ends_ok(self, state: SteerState) -> bool:
-        return state.parts[self.slot].phase in ("marked", "done")
+        return state.parts[self.slot].phase in ("marked", "done", "held")
 
     def pace(self, d: Draft) -> Plan | None:
         """Write the text at once when the budget is short; at the next word end where the

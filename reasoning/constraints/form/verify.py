@@ -189,6 +189,8 @@ def _matches(piece: str, op: str, wanted: str, unit: Unit) -> bool:
     punctuation, IFEval's rule for first words); anything else as a prefix
     or suffix of the piece's text.
     """
+    if op == "contains":
+        return _contains(piece, wanted)
     low = piece.strip().lower()
     target = wanted.strip().lower()
     one_word = len(target.split()) == 1 and re.search(r"\w", target) is not None

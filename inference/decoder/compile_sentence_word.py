@@ -1,0 +1,67 @@
+"""The compile step of a word in the k-th sentence (``controllers.sentence_ends`` with ``op="contains"``).
+
+``position(sentences, k, contains, text)`` with ``k >= 1`` ("the word 'ocean' must appear in the
+third sentence", 第二句话必须包含“风险”这个词) compiles to one ``SentenceEnd(op="contains")``:
+the k-th sentence may not end before it holds the text, which is written where the model would
+end it without. Controlled on the terms of the k-th sentence's ending
+(``compile_form.form_sentence_end``): one such position, no ending of a sentence controlled
+beside it, a text without a terminal or a line break, a free body without fixed text, no
+controller that writes words of its own, no other rule on sentences' ends or openings, and no
+maximum that counts an item of the text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from inference.decoder.compile_form import _INSERTING, _bounds, _forms
+from inference.decoder.controllers.sentence_ends import SentenceEnd
+from inference.decoder.controllers.sentence_marks import TERMINALS
+from inference.decoder.controllers.tally import PIECE_UNITS
+from inference.decoder.controllers.template import Layout, Literal, build_layout
+from reasoning.constraints.form import units
+from reasoning.constraints.form.kinds import GENERIC_KINDS
+from reasoning.constraints.form.model import Count, Position, Unit, Wrap
+from reasoning.constraints.model import Constraint, Kind
+
+__all__ = ["form_sentence_word"]
+
+
+def _contained(c: Constraint) -> Position | None:
+    if GENERIC_KINDS.get(c.kind) is not Position:
+        return None
+    form = next(iter(_forms(c)), None)
+    if isinstance(form, Position) and form.unit is Unit.SENTENCES and form.op == "contains" and form.k >= 1 \
+            and form.word is None and form.same_as is None:
+        return form
+    return None
+
+
+def form_sentence_word(
+    constraints: Sequence[Constraint], layout: Layout, controlled: set[str], *, inserts: bool,
+    ending: SentenceEnd | None,
+) -> SentenceEnd | None:
+    """The ``SentenceEnd(op="contains")`` of a word in the k-th sentence (None: none, or not
+    controllable here; see the module doc). ``ending``: the k-th sentence's ending already
+    compiled (one controller of sentence ends)."""
+    found = [(c, form) for c in constraints if (form := _contained(c)) is not None]
+    if len(found) != 1 or ending is not None or inserts or any(c.kind in _INSERTING for c in constraints):
+        return None
+    c, form = found[0]
+    kinds = {q.kind for q in constraints}
+    text = " ".join(form.text.split())
+    text = text.lower() if Kind.ALL_LOWERCASE in kinds else text.upper() if Kind.ALL_CAPITALS in kinds else text
+    if not text or any(ch in TERMINALS or ch == "\n" for ch in text) or layout.body.kind != "free" \
+            or any(isinstance(s, Literal) for s in build_layout(layout)):
+        return None
+    for q in constraints:
+        for f in _forms(q) if q.id != c.id else ():
+            if isinstance(f, Wrap) and f.unit is Unit.SENTENCES or isinstance(f, Position) and f.unit is Unit.SENTENCES:
+                return None
+            if isinstance(f, Count) and (f.of is not None or f.unit is Unit.SENTENCES and f.filter.ends_with):
+                return None
+            if isinstance(f, Count) and f.of is None and f.unit not in (Unit.UNIQUE_WORDS, *PIECE_UNITS) \
+                    and _bounds(f.relation, f.n)[1] is not None and units.count(f.measure, " " + text + " ") > 0:
+                return None
+    controlled.add(c.id)
+    return SentenceEnd(k=form.k, text=text, sources=(c.id,), op="contains")
