@@ -47,7 +47,7 @@ from reasoning.constraints.found import Found
 from reasoning.constraints.model import Kind
 from reasoning.constraints.quantities import ordinal, parse_number
 
-__all__ = ["PIECE_NOUNS", "ordinal_phrase", "refine_sequence_english"]
+__all__ = ["PIECE_NOUNS", "inside_word", "ordinal_phrase", "refine_sequence_english"]
 
 #: Lemmas that name a piece of the answer, and its unit.
 PIECE_NOUNS: Mapping[str, Unit] = {
@@ -262,6 +262,15 @@ def _word_refs(s: _Sentence) -> dict[int, tuple[int, int]]:
     return found
 
 
+def inside_word(unit: Unit, k: int, word: int, text: str) -> Position:
+    """The ``word``-th word of the k-th piece is ``text``: a one-word text as the first (last) word is the
+    piece's opening (ending), the edge positions' own reading, which the position controllers keep (a Han
+    text stays a word of the segmented piece: an edge compares whitespace words)."""
+    if len(text.split()) == 1 and word in (1, -1) and not re.search(r"[\u3400-\u9fff]", text):
+        return Position(unit=unit, k=k, op="starts_with" if word == 1 else "ends_with", text=text)
+    return Position(unit=unit, k=k, op="is", text=text, word=word)
+
+
 def _inside_piece(ctx: _Ctx, s: _Sentence) -> bool:
     """A word in the k-th piece (``contains``), or the m-th word of it."""
     pieces = _piece_refs(s)
@@ -273,7 +282,7 @@ def _inside_piece(ctx: _Ctx, s: _Sentence) -> bool:
     if text is None or len(words) > 1:
         return False
     if words:
-        form = Position(unit=unit, k=k, op="is", text=text, word=next(iter(words)))
+        form = inside_word(unit, k, next(iter(words)), text)
     elif s.has(_CONTAIN) or re.search(r"\b(?:in|within|inside)\s+(?:the\s+|your\s+)?(?:\w+[\s-]+)?"
                                       + _PIECE_RE, s.text, re.IGNORECASE):
         if s.has(_EDGE_VERBS):

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from reasoning.constraints.extract_sequence_en import inside_word
 from reasoning.constraints.form import Position, Spread, Unit, canonical
 from reasoning.constraints.form.model import Echo, Form
 from reasoning.constraints.found import Found
@@ -79,8 +80,7 @@ def refine_sequence_chinese(text: str, found: list[Found]) -> list[Found]:
     for m in _WORD_IN_PIECE.finditer(text):
         k, word = _k(m), parse_zh_number(m.group("m"))
         if k and word:
-            found = _replace(found, m, Position(unit=_unit(m.group("piece")), k=k, op="is", text=m.group("text"),
-                                                word=word))
+            found = _replace(found, m, inside_word(_unit(m.group("piece")), k, word, m.group("text")))
     for pattern in _IN_PIECE:
         for m in pattern.finditer(text):
             k = _k(m)
