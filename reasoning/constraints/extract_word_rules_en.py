@@ -121,23 +121,30 @@ def _every_word(sent: DocSpan) -> bool:
     return False
 
 
+_CONNECTORS = frozenset({",", "and", "or", "the", "letter", "letters", "vowel", "vowels", "'", '"', "‘", "’", "“",
+                         "”", ":", "set", "of", "from", "{", "}", "(", ")", "[", "]", "only", "is", "are"})
+
+
 def _bare(text: str) -> str:
     """A token without quotes and a closing mark ("'e'", "T." are e, T)."""
     return text.strip("'\"‘’“”").rstrip(".,;:!?").strip("'\"‘’“”")
 
 
-def _letters_named(sent: DocSpan, after: int) -> list[str]:
-    """Single letters listed from token ``after`` on ("a, e and o", "'e'", "the letter r")."""
+def _letters_named(sent: DocSpan, after: int, lead: int = 1) -> list[str]:
+    """Single letters listed from token ``after`` on ("a, e and o", "'e'", "the letter r"), the first
+    of them within ``lead`` other tokens ("the only vowel you may use is e": 4)."""
     out: list[str] = []
+    skipped = 0
     for t in sent[after:]:
         raw = _bare(t.text)
-        if len(raw) == 1 and raw.isalpha() and raw.isascii():
+        if len(raw) == 1 and raw.isalpha() and raw.isascii() and not (raw == "I" and t.pos_ == "PRON" and out):
             out.append(raw.lower())
-        elif t.lower_ in (",", "and", "or", "the", "letter", "letters", "vowel", "vowels", "'", '"', "‘", "’", "“",
-                          "”", ":", "set", "of", "from", "{", "}", "(", ")", "[", "]", "only", "is", "are"):
+        elif t.lower_ in _CONNECTORS:
             continue
-        elif out:
+        elif out or skipped >= lead:
             break
+        else:
+            skipped += 1
     return out
 
 
@@ -202,7 +209,7 @@ def _letter_set(ctx: _Ctx, sent: DocSpan) -> None:
     if not (vowel or letter):
         return
     noun = lemmas.index("vowel" if vowel else "letter")
-    listed = _letters_named(sent, noun + 1)
+    listed = _letters_named(sent, noun + 1, lead=4 if vowel else 0)
     listed = [c for c in listed if c in _VOWELS] if vowel else listed
     if not listed:
         return
@@ -292,17 +299,24 @@ def _recurrence(ctx: _Ctx, sent: DocSpan) -> None:
     lemmas = _lemmas(sent)
     if not ({"use", "repeat", "appear", "occur", "say", "write", "reuse"} & set(lemmas)):
         return
-    if {"row", "consecutive", "consecutively", "adjacent", "successive"} & set(lemmas):
-        return  # twice in a row: the adjacency reader's
+    if {"request", "prompt", "question", "instruction", "sentence", "above", "below", "verbatim"} & set(lemmas) \
+            or "word for word" in lowered:
+        return  # "repeat the request word for word; do not say any word before it": a copy, not a recurrence
+    start, end = _span(sent)
+    if {"row", "consecutive", "consecutively", "adjacent", "successive", "back"} & set(lemmas) or any(
+            f.kind is Kind.COUNT and "same_as_previous" in dict(f.params.get("filter") or {})
+            and _overlaps(f, start, end) for f in ctx.found):
+        return  # twice in a row, back to back: the adjacency reader's
     times = _times(lowered)
     most: int | None = None
     if times is not None and re.search(r"\bmore\s+than\b|\bover\b|\bexceed", lowered) or times is not None and re.search(r"\bat\s+most\b|\bno\s+more\s+than\b|\bup\s+to\b|\bmaximum\b", lowered) or times is not None and "only" in lemmas and "repeat" not in lemmas:
         most = times
-    elif times is None and "repeat" in lemmas and any(w in _NEG for w in _lowers(sent)):
+    elif times is None and any(w in _NEG for w in _lowers(sent)) and any(
+            t.lemma_.lower() in ("repeat", "reuse") and any(c.dep_ == "dobj" and c.lemma_.lower() in _WORD
+                                                            for c in t.children) for t in sent):
         most = 1  # never repeat a word
     if most is None or most < 1:
         return
-    start, end = _span(sent)
     form = Count(unit=Unit.WORDS, filter=Filter(occurrence=most + 1), relation=Relation.AT_MOST, n=0)
     _add(ctx, form, start, end, units=frozenset())
 

@@ -85,6 +85,8 @@ def test_every_word_rules_are_read_onto_the_form(prompt: str, expected: list[tup
          [("count", {"unit": "characters", "relation": "at most", "n": 60, "filter": {"nonspace": True}})]),
         ("Avoid the letter e entirely.", [("letter_frequency", {"letter": "e", "relation": "less than", "n": 1})]),
         ("The title should be in title case.", []),
+        ("No word should repeat back to back.",
+         [("count", {"unit": "words", "relation": "at most", "n": 0, "filter": {"same_as_previous": "word"}})]),
     ],
 )
 def test_near_misses_keep_their_own_reading(prompt: str, kept: list[tuple[str, dict[str, Any]]]) -> None:
