@@ -25,6 +25,7 @@ from reasoning.constraints.extract_mark_set import detect_mark_set
 from reasoning.constraints.extract_nesting import detect_nesting
 from reasoning.constraints.extract_stop_share import detect_stop_share
 from reasoning.constraints.extract_sub_bullets import detect_sub_bullets
+from reasoning.constraints.extract_template import detect_template
 
 __all__ = ["refine_answer_rules_english"]
 
@@ -40,6 +41,7 @@ _READERS: Sequence[Callable[[_Ctx], None]] = (
     detect_italic_thesis,
     detect_sub_bullets,
     detect_csv,
+    detect_template,
 )
 
 

@@ -16,6 +16,7 @@ from reasoning.constraints.extract_mark_set import refine_mark_set_chinese
 from reasoning.constraints.extract_nesting import refine_nesting_chinese
 from reasoning.constraints.extract_stop_share import refine_stop_share_chinese
 from reasoning.constraints.extract_sub_bullets import refine_sub_bullets_chinese
+from reasoning.constraints.extract_template import refine_template_chinese
 from reasoning.constraints.found import Found
 
 __all__ = ["refine_answer_rules_chinese"]
@@ -29,6 +30,7 @@ _READERS: Sequence[Callable[[str, Sequence[Found]], list[Found]]] = (
     refine_italic_thesis_chinese,
     refine_sub_bullets_chinese,
     refine_csv_chinese,
+    refine_template_chinese,
 )
 
 

@@ -1,7 +1,7 @@
 """Answer rules read after the other form readers (:mod:`reasoning.constraints.extract_answer_rules_en` /
 ``_zh``): a choice among listed options, a separator instead of bullet points, a copy the request
 names, every mark of a set, a share of stop words, a nesting depth, a thesis in HTML italics,
-sub-bullets, a CSV answer; each in wordings of several grammars, English and Chinese, with near
+sub-bullets, a CSV answer, a template of slots; each in wordings of several grammars, English and Chinese, with near
 misses that must not be read."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from reasoning.constraints.extract_csv import csv_pattern
+from reasoning.constraints.extract_template import template_pattern
 from reasoning.constraints.extraction import extract
 
 
@@ -316,3 +317,37 @@ def test_the_csv_pattern_matches_a_csv_of_those_columns_and_rows_only() -> None:
 @pytest.mark.parametrize("prompt", ["Make a table with the columns name and age.", "Write a CSV."])
 def test_a_table_or_a_csv_without_columns_is_no_csv_pattern(prompt: str) -> None:
     assert not any(kind == "regex_format" for kind, _ in _read(prompt))
+
+
+@pytest.mark.parametrize(
+    ("prompt", "template"),
+    [
+        ("Fill in this template: Summary: [summary] Risks: [risks] Next steps: [next steps]",
+         "Summary: [summary] Risks: [risks] Next steps: [next steps]"),
+        ("Use the following format exactly:\nName: [name]\nAge: [age]\nHobby: [hobby]",
+         "Name: [name]\nAge: [age]\nHobby: [hobby]"),
+        ("Your answer should follow the template 'Title: [title] Body: [body]'.", "Title: [title] Body: [body]"),
+        ("Answer in the form: Pros: [pros] Cons: [cons]", "Pros: [pros] Cons: [cons]"),
+        ("按以下模板回答：摘要：[摘要] 风险：[风险]", "摘要：[摘要] 风险：[风险]"),
+    ],
+)
+def test_a_template_of_slots_is_its_filled_pattern(prompt: str, template: str) -> None:
+    assert _read(prompt) == [("regex_format", {"pattern": template_pattern(template)})]
+
+
+def test_the_template_pattern_wants_every_slot_filled_and_the_labels_kept() -> None:
+    pattern = re.compile(template_pattern("Summary: [summary] Risks: [risks]"))
+    assert pattern.fullmatch("Summary: A new bakery.\nRisks: Rent is high.")
+    assert not pattern.fullmatch("Summary: [summary] Risks: [risks]")
+    assert not pattern.fullmatch("Summary: A new bakery.")
+
+
+@pytest.mark.parametrize(
+    ("prompt", "expected"),
+    [
+        ("Include at least 2 placeholders such as [name] and [address].", [("placeholders", {"n": 2})]),
+        ("Write a letter to [recipient] from [sender].", []),
+    ],
+)
+def test_slots_without_a_template_are_no_template(prompt: str, expected: list[Any]) -> None:
+    assert _read(prompt) == expected
