@@ -168,15 +168,32 @@ class Closings(Writer, JudgesText):
             d.close = "end" if words and good_last_word(words[-1]) else "word"
         return None
 
+    def _may_break(self, state: SteerState) -> bool:
+        """Whether a paragraph break may be due on ``state``'s row: the k-th paragraph (counted with
+        empty ones) has not begun, and the current one holds words."""
+        part: ClosingState = state.parts[self.slot]
+        return self._counts_empty and self.ctx.max_new_tokens is not None and not part.pending \
+            and not state.pending and part.before < self.closing.k - 1 \
+            and any(ch.isalnum() for ch in state.text[part.start :])
+
     def _break_due(self, d: Draft) -> bool:
         """Whether the paragraph before the k-th must end for the k-th to fit the budget left."""
         budget = self.ctx.max_new_tokens
-        state = d.state
-        part: ClosingState = state.parts[self.slot]
-        if not self._counts_empty or budget is None or part.pending or state.pending \
-                or part.before >= self.closing.k - 1 or not any(ch.isalnum() for ch in state.text[part.start :]):
+        if budget is None or not self._may_break(d.state):
             return False
+        part: ClosingState = d.state.parts[self.slot]
         return tokens_left(budget, d) <= (self.closing.k - part.before) * _PARAGRAPH_TOKENS
+
+    def _break_begun(self, state: SteerState, token_id: int, plan_of: Callable[[SteerState], Plan]) -> bool:
+        """Whether ``token_id`` is the paragraph break ``pace`` began on ``state``'s row: its first
+        token, forced alone after a sentence end where a break may be due (the row's plan is
+        rebuilt only then), so a tokenizer that spells ``\n\n`` in two writes the second too."""
+        text = state.text
+        if token_id != self._break.first(text) or not (text[-1:] and text[-1] in TERMINALS) \
+                or not self._may_break(state):
+            return False
+        plan = plan_of(state)
+        return plan.kind == "only" and plan.exit == token_id
 
     def mask(
         self,
@@ -235,7 +252,9 @@ class Closings(Writer, JudgesText):
         part: ClosingState = before.parts[self.slot]
         began = not part.pending and (self._text.began(before, token_id)
                                       or self._budget_due(before, comp.reserve_tokens if comp is not None else 0))
-        pending = self._text.rest(part.pending, began, token_id) or ()
+        pending = self._text.rest(part.pending, began, token_id)
+        if pending is None:
+            pending = self._break.rest((), self._break_begun(before, token_id, plan_of), token_id) or ()
         if len(new.text) == len(before.text) and not new.pending and not before.pending:
             return ClosingState(part.start, part.before, pending)
         start = piece_start(self.closing.per, new.text, part.start)

@@ -6,6 +6,7 @@ one short run on the bundled model."""
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -275,9 +276,28 @@ def test_a_piece_closing_holds_on_random_logits(tokenizer: Any, name: str, param
     assert ended >= 2 * len(SEEDS)  # the adversary did end pieces, each after the text
 
 
-def test_the_third_paragraph_ends_with_the_word_when_the_model_writes_no_paragraphs(tokenizer: Any) -> None:
+@pytest.fixture(scope="module")
+def split_breaks(tokenizer: Any) -> Any:
+    """The bundled tokenizer without its merges of newlines: it spells ``\n\n`` in two tokens."""
+    from tokenizers import Tokenizer
+    from transformers import PreTrainedTokenizerFast
+
+    definition = json.loads(tokenizer.backend_tokenizer.to_str())
+    merges = definition["model"]["merges"]
+    definition["model"]["merges"] = [m for m in merges if "".join(m).strip("\u010a")]
+    split = PreTrainedTokenizerFast(tokenizer_object=Tokenizer.from_str(json.dumps(definition)),
+                                    bos_token=tokenizer.bos_token, eos_token=tokenizer.eos_token)
+    assert len(split.encode("\n\n", add_special_tokens=False)) == 2
+    return split
+
+
+@pytest.mark.parametrize("spelling", ["tokenizer", "split_breaks"])
+def test_the_third_paragraph_ends_with_the_word_when_the_model_writes_no_paragraphs(
+        request: pytest.FixtureRequest, spelling: str) -> None:
     """A model that writes sentences and never a blank line: the paragraphs before the third
-    are broken at sentence ends in time for the third to end with the word."""
+    are broken at sentence ends in time for the third to end with the word; the break is written
+    whole where the tokenizer spells it in two tokens."""
+    tokenizer = request.getfixturevalue(spelling)
     constraints = [gen(Kind.POSITION, unit="paragraphs", k=3, op="ends_with", text="river")]
     steering = compile_steering(constraints, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
     assert steering.controlled == {"f"}
