@@ -26,6 +26,7 @@ import emoji
 
 from reasoning.constraints import textstats
 from reasoning.constraints.form.model import Filter, Measure, Unit
+from reasoning.constraints.quantities import ZH_NUMBER
 from reasoning.language import script_counts
 
 __all__ = ["MONOTONE_UNITS", "NUMBER_SLOT", "count", "distinct_words", "pieces", "section_label", "settled", "words"]
@@ -256,7 +257,7 @@ def _sections(text: str, f: Filter) -> int:
     splitter = (f.marker or "Section").strip()
     if NUMBER_SLOT in splitter:
         before, _, after = splitter.partition(NUMBER_SLOT)
-        numeral = r"\s?(?:\d+|[一二三四五六七八九十百两]+)\s?"
+        numeral = r"\s?" + ZH_NUMBER + r"\s?"
         return len(re.split(r"\s?" + re.escape(before) + numeral + re.escape(after) + r"\s?", text)) - 1
     return len(re.split(r"\s?" + re.escape(splitter) + r"\s?\d+\s?", text)) - 1
 
