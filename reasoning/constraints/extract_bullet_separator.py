@@ -46,6 +46,8 @@ _MARKS: Mapping[str, str] = {"semicolon": ";", "comma": ",", "slash": "/", "pipe
 _ZH_MARKS: Mapping[str, str] = {"分号": "；", "逗号": "，", "顿号": "、", "斜杠": "/", "竖线": "|", "破折号": "——",
                                 "冒号": "："}
 _LIST_KINDS = (Kind.BULLET_COUNT, Kind.STRUCTURE)
+#: A mark counted in both widths, as the count readers count a named mark ("commas": "," and "，").
+_WIDTHS = {c: pair for pair in (",，", ";；", ":：", ".。", "?？", "!！") for c in pair}
 
 
 def _separator_count(separator: str, items: int | None) -> tuple[Kind, dict[str, object]]:
@@ -54,7 +56,7 @@ def _separator_count(separator: str, items: int | None) -> tuple[Kind, dict[str,
     n = max(1, items - 1) if items else 1
     if len(sep) == 1:
         unit = Unit.PUNCTUATION if unicodedata.category(sep).startswith("P") else Unit.CHARACTERS
-        return canonical(Count(unit=unit, relation=Relation.AT_LEAST, n=n, filter=Filter(chars=sep)))
+        return canonical(Count(unit=unit, relation=Relation.AT_LEAST, n=n, filter=Filter(chars=_WIDTHS.get(sep, sep))))
     return canonical(Count(unit=Unit.KEYWORDS, relation=Relation.AT_LEAST, n=n, filter=Filter(text=sep)))
 
 

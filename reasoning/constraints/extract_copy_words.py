@@ -125,7 +125,7 @@ def detect_copied_words(ctx: _Ctx) -> None:
             continue
         copied = " ".join(words[first - 1:last])
         ctx.found = [f for f in ctx.found if not (f.start < end and start < f.end and (
-            f.kind in (Kind.WORD_COUNT, Kind.REPEAT_PROMPT, Kind.COPY)
+            f.kind in (Kind.WORD_COUNT, Kind.REPEAT_PROMPT, Kind.COPY, Kind.KEYWORDS_PRESENT)
             or f.kind is Kind.COUNT and f.params.get("unit") == "words"))]
         _add_copy(ctx, copied, match.start(), end, _alone(ctx, start, end))
         return

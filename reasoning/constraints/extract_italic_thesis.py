@@ -13,7 +13,8 @@ paragraph):
 
 The readers before take the noun after "with" for the opening text ("begin
 each paragraph with a thesis ...": the word "thesis"); that reading is
-dropped. Italics without HTML named ("begin each paragraph with a thesis in
+dropped, and so is a length said of the thesis ("a one-sentence thesis" is
+no paragraph of one sentence). Italics without HTML named ("begin each paragraph with a thesis in
 italics") are no HTML tag to force: only the wrong opening text is dropped
 (the sentence is then reported ``unrecognised``).
 """
@@ -47,7 +48,8 @@ def _forms(start: int, end: int) -> list[Found]:
 
 def _without(found: Sequence[Found], start: int, end: int) -> list[Found]:
     return [f for f in found if not (f.start < end and start < f.end and (
-        f.kind in _DROPPED or f.kind is Kind.COUNT and f.params.get("unit") == "spans"))]
+        f.kind in _DROPPED or f.kind is Kind.COUNT and (
+            f.params.get("unit") == "spans" or f.params.get("per") == "paragraphs")))]
 
 
 def detect_italic_thesis(ctx: _Ctx) -> None:

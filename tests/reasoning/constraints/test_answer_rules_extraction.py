@@ -71,13 +71,13 @@ def _chars(unit: str, chars: str, n: int) -> tuple[str, dict[str, Any]]:
     [
         ("List five fruits, using ' | ' as a separator instead of bullet points.",
          [_no_list(), _chars("characters", "|", 4)]),
-        ("Don't use bullet points; separate the items with semicolons.", [_no_list(), _chars("punctuation", ";", 1)]),
+        ("Don't use bullet points; separate the items with semicolons.", [_no_list(), _chars("punctuation", ";；", 1)]),
         ("Give four tips separated by ' -- ' instead of bullets.",
          [_no_list(), ("keyword_frequency", {"keyword": "--", "relation": "at least", "n": 3})]),
         ("Write 4 tips as a single line; use semicolons as separators, not bullet points.",
-         [_no_list(), _chars("punctuation", ";", 3)]),
+         [_no_list(), _chars("punctuation", ";；", 3)]),
         ("列出五种水果，用“|”分隔，不要使用项目符号。", [_no_list(), _chars("characters", "|", 4)]),
-        ("不要使用列表，用分号分隔三个要点。", [_no_list(), _chars("punctuation", "；", 2)]),
+        ("不要使用列表，用分号分隔三个要点。", [_no_list(), _chars("punctuation", ";；", 2)]),
     ],
 )
 def test_a_separator_instead_of_bullets_is_no_list_and_the_separator(prompt: str, expected: list[Any]) -> None:
