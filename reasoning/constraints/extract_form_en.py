@@ -60,7 +60,7 @@ from reasoning.constraints.form import (
     Wrap,
     canonical,
 )
-from reasoning.constraints.found import Found
+from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.lexicon import (
     EN_ANSWER_NOUNS,
     EN_CHANGE,
@@ -133,10 +133,6 @@ def _term_at(ctx: _Ctx, i: int, index: _Index[T]) -> tuple[int, T] | None:
 def _sentence(ctx: _Ctx, i: int) -> tuple[int, int]:
     sent = ctx.tokens[i].sent
     return sent.start, sent.end
-
-
-def _overlaps(f: Found, start: int, end: int) -> bool:
-    return f.start < end and start < f.end
 
 
 def _add_form(ctx: _Ctx, form: Form, start: int, end: int, confidence: float = 0.85) -> None:
@@ -383,7 +379,7 @@ def _detect_counts(ctx: _Ctx) -> None:
                 end_char = max(end_char, word_filter[1])
                 ctx.found = [f for f in ctx.found if not (
                     f.kind in (Kind.END_PHRASE, Kind.START_PHRASE, Kind.LETTER_FREQUENCY)
-                    and _overlaps(f, ctx.tokens[head].idx, end_char))]
+                    and overlaps(f, ctx.tokens[head].idx, end_char))]
         if unit is Unit.CHARACTERS and not fields and _spaces_left_out(ctx, _start_sent, stop):
             filter_fields["nonspace"] = True
         if unit is Unit.HEADINGS:
@@ -410,10 +406,10 @@ def _detect_counts(ctx: _Ctx) -> None:
         _replace_refined(ctx, start, hi_char, unit, per)
         if unit is Unit.LETTERS and "case" in filter_fields and quantity is not None:
             ctx.found = [f for f in ctx.found if not (f.kind in (Kind.ALL_CAPITALS, Kind.ALL_LOWERCASE)
-                                                      and _overlaps(f, start, hi_char))]  # a count of them, not the case
+                                                      and overlaps(f, start, hi_char))]  # a count of them, not the case
         if each_named:  # "three bullet points, each no longer than ten words": not the whole answer's length
             ctx.found = [f for f in ctx.found if not (f.kind in (Kind.WORD_COUNT, Kind.SENTENCE_COUNT)
-                                                      and _overlaps(f, start, hi_char))]
+                                                      and overlaps(f, start, hi_char))]
         for relation, n in bounds:
             form = Count(unit=unit, filter=Filter(**filter_fields), relation=relation, n=n, per=per)
             _add_form(ctx, form, start, hi_char)
@@ -543,9 +539,9 @@ def _replace_refined(ctx: _Ctx, start: int, end: int, unit: Unit, per: Unit | No
     punctuation unit, in either width), which is what the words say.
     """
     def refined(f: Found) -> bool:
-        if _symbol_count(f) and _overlaps(f, start, end):
+        if _symbol_count(f) and overlaps(f, start, end):
             return unit in (Unit.PUNCTUATION, Unit.CHARACTERS) or per is not None
-        if not _overlaps(f, start, end) or not _refinable(f):
+        if not overlaps(f, start, end) or not _refinable(f):
             return False
         if per is Unit.LINES:
             return False
@@ -593,7 +589,7 @@ def _detect_case(ctx: _Ctx) -> None:
         sentence = ctx.doc[start:end]
         lowers = ctx.lowers[start:end]
         sent_chars = (sentence.start_char, sentence.end_char)
-        if any(f.kind is Kind.CAPITAL_WORD_FREQUENCY and _overlaps(f, *sent_chars) for f in ctx.found):
+        if any(f.kind is Kind.CAPITAL_WORD_FREQUENCY and overlaps(f, *sent_chars) for f in ctx.found):
             continue
         window = ctx.lowers[max(start, i - 4) : min(end, i + 5)]
         if any(w in ("first", "initial", "start", "begin", "beginning", "title", "names", "name", "acronyms", "heading")
@@ -613,8 +609,8 @@ def _detect_case(ctx: _Ctx) -> None:
         upper = (case == "upper") != negated
         kind = Kind.ALL_CAPITALS if upper else Kind.ALL_LOWERCASE
         other = Kind.ALL_LOWERCASE if upper else Kind.ALL_CAPITALS
-        ctx.found = [f for f in ctx.found if not (f.kind is other and _overlaps(f, *sent_chars))]
-        if any(f.kind is kind and _overlaps(f, *sent_chars) for f in ctx.found):
+        ctx.found = [f for f in ctx.found if not (f.kind is other and overlaps(f, *sent_chars))]
+        if any(f.kind is kind and overlaps(f, *sent_chars) for f in ctx.found):
             continue
         ctx.add(kind, {}, *ctx.chars(max(start, i - 3), min(end - 1, i + 2)), confidence=0.85)
 
@@ -685,7 +681,7 @@ def _spans_count(ctx: _Ctx, left: str, right: str, start: int, end: int) -> None
         sentence = ctx.doc[start:end]
         form = Count(unit=Unit.SPANS, filter=Filter(left=left, right=right, nonempty=True),
                      relation=_flip_if_negated(ctx, lo, relation), n=value)
-        if any(f.kind is Kind.COUNT and f.params.get("unit") == "spans" and _overlaps(f, sentence.start_char,
+        if any(f.kind is Kind.COUNT and f.params.get("unit") == "spans" and overlaps(f, sentence.start_char,
                                                                                          sentence.end_char)
                for f in ctx.found):
             return
@@ -727,7 +723,7 @@ def _detect_layouts(ctx: _Ctx) -> None:
         if layout is Layout.TABLE and (ctx.lowers[head + 1 : head + 3] == ["of", "contents"] or ctx.tokens[head].pos_ != "NOUN"):
             continue
         if layout is Layout.LIST and (
-            any(f.kind in (Kind.BULLET_COUNT, Kind.CONSTRAINED_RESPONSE) and _overlaps(f, *chars) for f in ctx.found)
+            any(f.kind in (Kind.BULLET_COUNT, Kind.CONSTRAINED_RESPONSE) and overlaps(f, *chars) for f in ctx.found)
             or ctx.lowers[head + 1 : head + 2] == ["of"] or _quantity_left(ctx, head) is not None
         ):
             continue
@@ -770,7 +766,7 @@ def _sub_items(ctx: _Ctx, chars: tuple[int, int]) -> int | None:
     scaled by the items (:func:`_scale_per_item`).
     """
     for f in ctx.found:
-        if f.kind is Kind.COUNT and f.params.get("unit") == "nested_bullets" and _overlaps(f, *chars) \
+        if f.kind is Kind.COUNT and f.params.get("unit") == "nested_bullets" and overlaps(f, *chars) \
                 and f.params.get("relation") == str(Relation.EXACTLY) \
                 and re.search(r"\beach\b[^,.;]{0,12}$", ctx.text[chars[0] : f.start], re.IGNORECASE):
             ctx.found = [g for g in ctx.found if g is not f]
@@ -782,7 +778,7 @@ def _scale_per_item(ctx: _Ctx, items: int, chars: tuple[int, int]) -> None:
     """"Three categories, each with at least two sub-items": the nested count holds per top item, so in all ``items`` times it."""
     scaled: list[Found] = []
     for f in ctx.found:
-        if f.kind is Kind.COUNT and f.params.get("unit") == "nested_bullets" and _overlaps(f, *chars) \
+        if f.kind is Kind.COUNT and f.params.get("unit") == "nested_bullets" and overlaps(f, *chars) \
                 and re.search(r"\beach\b[^,.;]{0,12}$", ctx.text[chars[0] : f.start], re.IGNORECASE):
             f = Found(kind=f.kind, params={**f.params, "n": int(f.params["n"]) * items}, start=f.start, end=f.end,
                       confidence=f.confidence, hardness=f.hardness)
@@ -990,13 +986,13 @@ def _detect_positions(ctx: _Ctx) -> None:
         first_char = ctx.tokens[min(j, verb) if verb is not None else j].idx
         end_char = max(value[1], ctx.chars(unit_i, unit_i)[1])
         phrases = (Kind.END_PHRASE, Kind.START_PHRASE)
-        if any(f.kind is Kind.NTH_PARAGRAPH_FIRST_WORD and _overlaps(f, first_char, end_char) for f in ctx.found):
+        if any(f.kind is Kind.NTH_PARAGRAPH_FIRST_WORD and overlaps(f, first_char, end_char) for f in ctx.found):
             continue
         if op == "is" or unit is Unit.WORDS:
-            if any(f.kind in phrases and _overlaps(f, first_char, end_char) for f in ctx.found):
+            if any(f.kind in phrases and overlaps(f, first_char, end_char) for f in ctx.found):
                 continue
         else:
-            ctx.found = [f for f in ctx.found if not (f.kind in phrases and _overlaps(f, first_char, end_char))]
+            ctx.found = [f for f in ctx.found if not (f.kind in phrases and overlaps(f, first_char, end_char))]
         _add_form(ctx, Position(unit=unit, k=k, op=op, text=value[0]), first_char, end_char)  # type: ignore[arg-type]
 
 
@@ -1045,7 +1041,7 @@ def _copy_form(ctx: _Ctx, text: str, change: bool) -> Copy:
     if pairs:
         # The quoted words of a swap name the change, not keywords the answer must hold or avoid.
         ctx.found = [f for f in ctx.found if not (
-            f.kind in (Kind.KEYWORDS_PRESENT, Kind.FORBIDDEN_WORDS) and any(_overlaps(f, a, b) for a, b in spans))]
+            f.kind in (Kind.KEYWORDS_PRESENT, Kind.FORBIDDEN_WORDS) and any(overlaps(f, a, b) for a, b in spans))]
     return Copy(text=text, change=True, replace=pairs)
 
 
@@ -1102,7 +1098,7 @@ def _detect_quoted_symbols(ctx: _Ctx) -> None:
         content = next(g for g in match.groups() if g is not None).strip()
         if len(content) != 1 or content.isalnum() or content.isspace():
             continue
-        if any(_overlaps(f, match.start(), match.end()) for f in ctx.found):
+        if any(overlaps(f, match.start(), match.end()) for f in ctx.found):
             continue
         first, last = _token_at(ctx, match.start()), _token_at(ctx, match.end() - 1)
         inner = _token_at(ctx, match.start() + match.group(0).index(content))
@@ -1175,7 +1171,7 @@ def _detect_elliptical_ranges(ctx: _Ctx) -> None:
         first = Relation(str(relation))
         if not ((first in _LOWER and other[0] in _UPPER) or (first in _UPPER and other[0] in _LOWER)):
             continue
-        if any(g is not f and _overlaps(g, f.end, other[2]) for g in ctx.found):
+        if any(g is not f and overlaps(g, f.end, other[2]) for g in ctx.found):
             continue
         params = {**f.params, "relation": str(other[0]), "n": other[1]}
         added.append(Found(kind=f.kind, params=params, start=f.start, end=other[2], confidence=f.confidence))
@@ -1245,7 +1241,7 @@ def _detect_items_per_piece(ctx: _Ctx) -> None:
         if items is None or items[0] < 1:
             continue
         begin, end = ctx.tokens[items[1]].idx, ctx.chars(after, after)[1]
-        if any(f.kind is Kind.COUNT and f.params.get("unit") == piece.value and _overlaps(f, begin, end)
+        if any(f.kind is Kind.COUNT and f.params.get("unit") == piece.value and overlaps(f, begin, end)
                for f in ctx.found):
             continue
         _add_form(ctx, Count(unit=piece, relation=Relation.EXACTLY, n=items[0]), begin, end)

@@ -57,7 +57,7 @@ from reasoning.constraints.form import (
     WordClass,
     canonical,
 )
-from reasoning.constraints.found import Found, counts_paragraphs
+from reasoning.constraints.found import Found, counts_paragraphs, overlaps
 from reasoning.constraints.lexicon import EN_ANSWER_NOUNS, EN_LOWER_SAID, EN_UNITS, EN_UPPER_SAID
 from reasoning.constraints.model import Kind, Relation
 from reasoning.constraints.quantities import labels_through, relation_before
@@ -84,10 +84,6 @@ def _sentence(ctx: _Ctx, i: int) -> tuple[int, int]:
 def _add(ctx: _Ctx, form: Form, start: int, end: int, confidence: float = 0.85) -> None:
     kind, params = canonical(form)
     ctx.add(kind, params, start, end, confidence=confidence)
-
-
-def _overlaps(f: Found, start: int, end: int) -> bool:
-    return f.start < end and start < f.end
 
 
 def _every_piece(ctx: _Ctx, start: int, end: int) -> tuple[Unit, int] | None:
@@ -226,7 +222,7 @@ def _detect_class_at_edge(ctx: _Ctx) -> None:
             continue
         first, last = ctx.doc[start:end].start_char, ctx.doc[start:end].end_char
         if mark is not None:  # "put a period at the end of every line": the mark closing (opening) each piece
-            if any(f.kind in (Kind.WRAP, Kind.POSITION) and _overlaps(f, first, last) for f in ctx.found):
+            if any(f.kind in (Kind.WRAP, Kind.POSITION) and overlaps(f, first, last) for f in ctx.found):
                 continue
             if op == "ends_with":
                 ctx.add(Kind.WRAP, {"left": "", "right": mark, "unit": piece[0].value}, first, last, confidence=0.85)
@@ -234,7 +230,7 @@ def _detect_class_at_edge(ctx: _Ctx) -> None:
                 _add(ctx, Position(unit=piece[0], k=0, op="starts_with", text=mark), first, last)
             continue
         assert word_class is not None
-        ctx.found = [f for f in ctx.found if not (_overlaps(f, first, last) and (
+        ctx.found = [f for f in ctx.found if not (overlaps(f, first, last) and (
             f.kind in (Kind.ALL_CAPITALS, Kind.ALL_LOWERCASE, Kind.POSITION, Kind.START_PHRASE, Kind.END_PHRASE)
             or f.kind is Kind.COUNT and f.params.get("per") is not None
             or f.kind is Kind.STRUCTURE and f.params == {"layout": "list"}))]
@@ -259,7 +255,7 @@ def _detect_first_letter_case(ctx: _Ctx) -> None:
         if word_class is None or _negated(ctx, i):
             continue
         first, last = ctx.doc[start:end].start_char, ctx.doc[start:end].end_char
-        ctx.found = [f for f in ctx.found if not (_overlaps(f, first, last) and f.kind in (
+        ctx.found = [f for f in ctx.found if not (overlaps(f, first, last) and f.kind in (
             Kind.ALL_CAPITALS, Kind.ALL_LOWERCASE, Kind.CAPITAL_WORD_FREQUENCY, Kind.POSITION, Kind.LETTER_FREQUENCY))]
         _add(ctx, Position(unit=piece[0], k=0, op="starts_with", text="", word_class=word_class), first, last)
 
@@ -292,7 +288,7 @@ def _detect_every_piece(ctx: _Ctx) -> None:
         if classed is not None:
             word_class, last_char = classed
             first = ctx.tokens[start].idx
-            ctx.found = [f for f in ctx.found if not (_overlaps(f, first, last_char) and (
+            ctx.found = [f for f in ctx.found if not (overlaps(f, first, last_char) and (
                 f.kind in (Kind.END_PHRASE, Kind.START_PHRASE, Kind.KEYWORDS_PRESENT, Kind.POSITION,
                            Kind.ALL_CAPITALS, Kind.ALL_LOWERCASE, Kind.LETTER_FREQUENCY)
                 or f.kind is Kind.COUNT and (f.params.get("per") is not None or f.params.get("unit") == piece[0].value)
@@ -309,17 +305,17 @@ def _detect_every_piece(ctx: _Ctx) -> None:
         text = value[0].strip()
         if op == "ends_with" and len(text) <= 3 and not any(ch.isalnum() for ch in text):
             # a mark closing each piece: a wrapper with nothing on its left, as the end-mark reader writes it
-            if any(f.kind is Kind.WRAP and _overlaps(f, first, last) for f in ctx.found):
+            if any(f.kind is Kind.WRAP and overlaps(f, first, last) for f in ctx.found):
                 continue
             ctx.add(Kind.WRAP, {"left": "", "right": text, "unit": unit.value}, first, last, confidence=0.85)
         else:
             ctx.found = [f for f in ctx.found if not (
                 f.kind in (Kind.END_PHRASE, Kind.START_PHRASE, Kind.KEYWORDS_PRESENT, Kind.POSITION)
-                and _overlaps(f, first, last))]
+                and overlaps(f, first, last))]
             _add(ctx, Position(unit=unit, k=0, op=op, text=text), first, last)  # type: ignore[arg-type]
         ctx.found = [f for f in ctx.found if not (
             f.kind is Kind.COUNT and f.params.get("per") is not None and f.params.get("relation") == "at least"
-            and int(f.params.get("n", 0)) == 1 and _overlaps(f, first, last))]
+            and int(f.params.get("n", 0)) == 1 and overlaps(f, first, last))]
 
 
 def _noun_after(ctx: _Ctx, j: int, end: int) -> str | None:
@@ -353,7 +349,7 @@ def _detect_every_word_opening(ctx: _Ctx) -> None:
         first, last = ctx.tokens[quantifier].idx, ctx.tokens[j].idx + len(ctx.tokens[j].text)
         ctx.found = [f for f in ctx.found if not (
             f.kind in (Kind.START_PHRASE, Kind.KEYWORDS_PRESENT, Kind.POSITION, Kind.LETTER_FREQUENCY)
-            and _overlaps(f, first, last))]
+            and overlaps(f, first, last))]
         _add(ctx, Position(unit=Unit.WORDS, k=0, op="starts_with", text=letter.lower()), first, last)
 
 
@@ -411,7 +407,7 @@ def _detect_question_share(ctx: _Ctx) -> None:
             continue
         fraction, relation, first = share
         begin, finish = ctx.tokens[first].idx, ctx.doc[start:end].end_char
-        ctx.found = [f for f in ctx.found if not _overlaps(f, begin, finish)]
+        ctx.found = [f for f in ctx.found if not overlaps(f, begin, finish)]
         form = Count(unit=Unit.SENTENCES, filter=Filter(ends_with=mark), relation=relation, n=0,
                      of=Measure(unit=Unit.SENTENCES), fraction=round(fraction, 4))
         _add(ctx, form, begin, finish)
@@ -468,9 +464,9 @@ def _detect_bold(ctx: _Ctx) -> None:
         done.add(start)
         stated = next(((Relation(str(f.params.get("relation", Relation.AT_LEAST))), int(f.params["n"]))
                        for f in ctx.found if f.kind is Kind.HIGHLIGHTED_SECTIONS
-                       and _overlaps(f, sentence.start_char, sentence.end_char)), None)
+                       and overlaps(f, sentence.start_char, sentence.end_char)), None)
         ctx.found = [f for f in ctx.found if not (
-            f.kind is Kind.HIGHLIGHTED_SECTIONS and _overlaps(f, sentence.start_char, sentence.end_char))]
+            f.kind is Kind.HIGHLIGHTED_SECTIONS and overlaps(f, sentence.start_char, sentence.end_char))]
         if _negated(ctx, i):
             relation, n = Relation.AT_MOST, 0
         else:
@@ -525,7 +521,7 @@ def _detect_bracketed_title(ctx: _Ctx) -> None:
         if not any(ctx.lemmas[j] in ("title", "heading", "headline", "name") for j in range(start, end)):
             continue
         sentence = ctx.doc[start:end]
-        ctx.found = [f for f in ctx.found if not _overlaps(f, sentence.start_char, sentence.end_char)]
+        ctx.found = [f for f in ctx.found if not overlaps(f, sentence.start_char, sentence.end_char)]
         form = Count(unit=Unit.SPANS, filter=Filter(left=left, right=right, nonempty=True), relation=Relation.AT_LEAST,
                      n=1)
         _add(ctx, form, sentence.start_char, sentence.end_char)
@@ -557,7 +553,7 @@ def _detect_verdict(ctx: _Ctx) -> None:
         if len(options) < 2:
             continue
         ctx.found = [f for f in ctx.found if not (
-            f.kind in (Kind.KEYWORDS_PRESENT, Kind.WORD_COUNT) and _overlaps(f, ctx.tokens[start].idx, sentence_end))]
+            f.kind in (Kind.KEYWORDS_PRESENT, Kind.WORD_COUNT) and overlaps(f, ctx.tokens[start].idx, sentence_end))]
         ctx.add(Kind.CONSTRAINED_RESPONSE, {"options": options}, ctx.tokens[start].idx, last_char, confidence=0.85)
         return
 
@@ -641,13 +637,13 @@ def _detect_spread(ctx: _Ctx) -> None:
         if number is None and not alike and not (between and {"longer", "shorter"} & set(lowers)):
             continue  # ("no bullet point much longer than the rest": balanced, with no number)
         ctx.found = [f for f in ctx.found if not (f.kind is Kind.STRUCTURE and f.params == {"layout": "no_list"}
-                                                  and _overlaps(f, sent.start_char, sent.end_char))]  # "no bullet point is longer"
+                                                  and overlaps(f, sent.start_char, sent.end_char))]  # "no bullet point is longer"
         named = next((_SPREAD_UNITS[t.lemma_.lower()] for t in sent if t.lemma_.lower() in _SPREAD_UNITS), None)
         unit = (number[1] if number is not None else None) or named or Unit.WORDS
         if number is not None:
             value = number[0]
             ctx.found = [f for f in ctx.found if not (
-                _overlaps(f, sent.start_char, sent.end_char) and int(f.params.get("n", -1)) in (value, value + 1)
+                overlaps(f, sent.start_char, sent.end_char) and int(f.params.get("n", -1)) in (value, value + 1)
                 and (f.kind in (Kind.WORD_COUNT, Kind.SENTENCE_COUNT)
                      or (f.kind is Kind.COUNT and f.params.get("unit") in ("words", "characters", "letters"))))]
             form = Spread(unit=unit, per=piece, max_diff=value)
@@ -722,7 +718,7 @@ def _detect_json_array(ctx: _Ctx) -> None:
     at = next(t.i for t in ctx.tokens if t.idx + len(t.text) > match.start())
     sentence = ctx.tokens[at].sent
     ctx.found = [f for f in ctx.found if not (f.kind is Kind.JSON_FORMAT and not f.params) and not (
-        f.kind is Kind.STRUCTURE and _overlaps(f, sentence.start_char, sentence.end_char))]  # the array is the list
+        f.kind is Kind.STRUCTURE and overlaps(f, sentence.start_char, sentence.end_char))]  # the array is the list
     ctx.add(Kind.JSON_FORMAT, {"schema": {"type": "array"}}, match.start(), match.end(), confidence=0.85)
 
 
@@ -763,7 +759,7 @@ def _detect_json_keys(ctx: _Ctx) -> None:
             if before is not None:  # "JSON containing 'a' and 'b' fields"
                 keys, begin = before
                 ctx.found = [f for f in ctx.found if not (f.kind is Kind.KEYWORDS_PRESENT
-                                                          and _overlaps(f, begin, ctx.tokens[i].idx))]
+                                                          and overlaps(f, begin, ctx.tokens[i].idx))]
                 ctx.found = [f for f in ctx.found if f not in plain]
                 ctx.add(Kind.JSON_FORMAT, {"keys": keys}, min(plain[0].start, begin), max(plain[0].end, ctx.tokens[i].idx
                         + len(ctx.tokens[i].text)), confidence=0.85)
@@ -806,7 +802,7 @@ def _detect_paragraph_separator(ctx: _Ctx) -> None:
                 w in lemmas for w in ("between", "separate", "divide", "after", "split")):
             continue
         ctx.found = [f for f in ctx.found if not (
-            _overlaps(f, sent.start_char, sent.end_char) and f.kind is Kind.COUNT and f.params.get("unit") == "lines")]
+            overlaps(f, sent.start_char, sent.end_char) and f.kind is Kind.COUNT and f.params.get("unit") == "lines")]
         if not counts_paragraphs(ctx.found) and not _negated(ctx, sent.start):
             _add(ctx, Count(unit=Unit.PARAGRAPHS, relation=Relation.AT_LEAST, n=2), sent.start_char, sent.end_char)
 

@@ -38,7 +38,7 @@ from spacy.tokens import Token
 from reasoning.constraints.extract_en import _Ctx, repeat_text
 from reasoning.constraints.form import Copy, Layout, Structure, canonical
 from reasoning.constraints.form.model import Beside
-from reasoning.constraints.found import Found
+from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.lexicon import EN_LAYOUTS, EN_LOWER, EN_UPPER
 from reasoning.constraints.model import Kind
 from reasoning.constraints.quantities import parse_number
@@ -52,10 +52,6 @@ _EXCLUDING = frozenset({"without", "except", "excluding", "minus", "omit", "omit
 _FIRST = frozenset({"first", "opening", "initial"})
 _LAST = frozenset({"last", "final", "closing"})
 _LABEL = re.compile(r"^(?:question|request|prompt|task|query|instruction)\s*[:：]\s*", re.IGNORECASE)
-
-
-def _overlaps(f: Found, start: int, end: int) -> bool:
-    return f.start < end and start < f.end
 
 
 def _governing_verb(token: Token) -> Token | None:
@@ -174,7 +170,7 @@ def _detect_copy_changes(ctx: _Ctx) -> None:
                                  hardness=f.hardness)
         if case_at is not None:
             ctx.found = [g for g in ctx.found if not (
-                g.kind in (Kind.ALL_CAPITALS, Kind.ALL_LOWERCASE) and _overlaps(g, *case_at))]
+                g.kind in (Kind.ALL_CAPITALS, Kind.ALL_LOWERCASE) and overlaps(g, *case_at))]
 
 
 _PROSE = frozenset({"paragraph", "sentence", "introduction", "intro", "summary", "conclusion", "overview",
@@ -301,7 +297,7 @@ def _detect_prose_beside(ctx: _Ctx) -> None:
         ctx.found[index] = Found(kind=kind, params=params, start=f.start, end=f.end, confidence=f.confidence,
                                  hardness=f.hardness)
         ctx.found = [g for g in ctx.found if not (
-            g is not ctx.found[index] and any(_overlaps(g, a, b) for a, b in said) and (
+            g is not ctx.found[index] and any(overlaps(g, a, b) for a, b in said) and (
                 (g.kind in _PROSE_KINDS and int(g.params.get("n", 0)) <= 1
                  and (g.kind is not Kind.COUNT or g.params.get("unit") in ("sentences", "paragraphs")))
                 or (g.kind is Kind.END_PHRASE and _names_prose(str(g.params.get("phrase", "")))))
@@ -397,8 +393,8 @@ def _detect_responses(ctx: _Ctx) -> None:
         chars = (sentence.start_char, sentence.end_char)
         said = (ctx.tokens[sep].idx, sentence.end_char)
         ctx.found = [g for g in ctx.found if not (
-            (g.kind is Kind.TWO_RESPONSES and _overlaps(g, *chars))
-            or (g.kind in (Kind.LETTER_FREQUENCY, Kind.COUNT) and _overlaps(g, *said)
+            (g.kind is Kind.TWO_RESPONSES and overlaps(g, *chars))
+            or (g.kind in (Kind.LETTER_FREQUENCY, Kind.COUNT) and overlaps(g, *said)
                 and str(g.params.get("letter", g.params.get("filter", {}).get("chars", ""))) in marker))]
         kind, params = canonical(Structure(layout=Layout.RESPONSES, n=n, marker=marker))
         ctx.add(kind, params, *ctx.chars(max(sentence.start, noun - 2), sentence.end - 1), confidence=0.85)
@@ -417,7 +413,7 @@ def _detect_counted_lists(ctx: _Ctx) -> None:
         return
     for sentence in ctx.doc.sents:
         chars = (sentence.start_char, sentence.end_char)
-        if any(f.kind in (Kind.STRUCTURE, Kind.BULLET_COUNT, Kind.CONSTRAINED_RESPONSE) and _overlaps(f, *chars)
+        if any(f.kind in (Kind.STRUCTURE, Kind.BULLET_COUNT, Kind.CONSTRAINED_RESPONSE) and overlaps(f, *chars)
                for f in ctx.found):
             continue
         for i in range(sentence.start, sentence.end):

@@ -50,7 +50,7 @@ from spacy.tokens import Span as DocSpan
 from reasoning.constraints.extract_en import _Ctx, _Quantity, _quantity_left
 from reasoning.constraints.form import Count, Filter, Position, Unit, canonical
 from reasoning.constraints.form.model import Form
-from reasoning.constraints.found import Found
+from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.model import Kind, Relation
 from reasoning.constraints.quantities import ordinal, parse_number
 
@@ -72,10 +72,6 @@ def _span(sent: DocSpan) -> tuple[int, int]:
     return sent.start_char, sent.end_char
 
 
-def _overlaps(f: Found, start: int, end: int) -> bool:
-    return f.start < end and start < f.end
-
-
 def _misread(f: Found, drop: tuple[Kind, ...], units: frozenset[str]) -> bool:
     """Whether ``f`` is one of the readings a rule replaces: of a ``drop`` kind, or a plain count of ``units``."""
     if f.kind in drop:
@@ -91,7 +87,7 @@ _SPACE_WORDS = frozenset({"space", "whitespace", "break", "line break", "newline
 def _add(ctx: _Ctx, form: Form, start: int, end: int, *, drop: tuple[Kind, ...] = (),
          units: frozenset[str] = _WORDISH) -> None:
     """Add ``form`` over ``start..end``, dropping the readings it replaces there (see :func:`_misread`)."""
-    ctx.found = [f for f in ctx.found if not (_misread(f, drop, units) and _overlaps(f, start, end))]
+    ctx.found = [f for f in ctx.found if not (_misread(f, drop, units) and overlaps(f, start, end))]
     kind, params = canonical(form)
     if not any(f.kind == kind and f.params == params for f in ctx.found):
         ctx.found.append(Found(kind=kind, params=params, start=start, end=end, confidence=0.85))
@@ -220,7 +216,7 @@ def _letter_set(ctx: _Ctx, sent: DocSpan) -> None:
         banned = "".join(c for c in pool if c not in listed)
     elif denied:
         if any(t.like_num or t.lower_ in ("once", "twice", "thrice") for t in sent) or len(set(listed)) == 1 and any(
-                f.kind is Kind.LETTER_FREQUENCY and _overlaps(f, *_span(sent)) for f in ctx.found):
+                f.kind is Kind.LETTER_FREQUENCY and overlaps(f, *_span(sent)) for f in ctx.found):
             return  # "avoid the letter e (more than twice)": the named letter's count
         banned = "".join(sorted(set(listed)))
     else:
@@ -251,7 +247,7 @@ def _no_spaces(ctx: _Ctx, sent: DocSpan) -> None:
     chars = "".join(sorted(set(chars), key=chars.index))
     start, end = _span(sent)
     form = Count(unit=Unit.CHARACTERS, filter=Filter(chars=chars), relation=Relation.AT_MOST, n=0)
-    ctx.found = [f for f in ctx.found if not (f.kind is Kind.FORBIDDEN_WORDS and _overlaps(f, start, end) and all(
+    ctx.found = [f for f in ctx.found if not (f.kind is Kind.FORBIDDEN_WORDS and overlaps(f, start, end) and all(
         str(w).lower().rstrip("s") in _SPACE_WORDS for w in f.params.get("words", [])))]
     _add(ctx, form, start, end, units=frozenset({"characters"}))
 
@@ -263,10 +259,10 @@ def _one_per_line(f: Found) -> bool:
 
 def _own_line(ctx: _Ctx, sent: DocSpan) -> None:
     start, end = _span(sent)
-    if any(_one_per_line(f) and _overlaps(f, start, end) for f in ctx.found):
+    if any(_one_per_line(f) and overlaps(f, start, end) for f in ctx.found):
         # "one word per line and at least 20 words": the other count is of the answer, not per line
         ctx.found = [f for f in ctx.found if _one_per_line(f) or not (
-            f.kind is Kind.COUNT and f.params.get("per") == "lines" and _overlaps(f, start, end)
+            f.kind is Kind.COUNT and f.params.get("per") == "lines" and overlaps(f, start, end)
             and "line" not in ctx.text[f.start : f.end].lower())]
         return
     lowered = sent.text.lower()
@@ -305,7 +301,7 @@ def _recurrence(ctx: _Ctx, sent: DocSpan) -> None:
     start, end = _span(sent)
     if {"row", "consecutive", "consecutively", "adjacent", "successive", "back"} & set(lemmas) or any(
             f.kind is Kind.COUNT and "same_as_previous" in dict(f.params.get("filter") or {})
-            and _overlaps(f, start, end) for f in ctx.found):
+            and overlaps(f, start, end) for f in ctx.found):
         return  # twice in a row, back to back: the adjacency reader's
     times = _times(lowered)
     most: int | None = None
@@ -409,7 +405,7 @@ def _nth_word_language(ctx: _Ctx, sent: DocSpan) -> None:
         if tail & _LANGUAGES:
             begin = t.idx
             end = sent.end_char
-            ctx.found = [f for f in ctx.found if not (f.kind is Kind.RESPONSE_LANGUAGE and _overlaps(f, begin, end))]
+            ctx.found = [f for f in ctx.found if not (f.kind is Kind.RESPONSE_LANGUAGE and overlaps(f, begin, end))]
             return
 
 

@@ -9,7 +9,7 @@ import msgspec
 
 from reasoning.constraints.model import Hardness, Kind
 
-__all__ = ["Found", "counts_paragraphs"]
+__all__ = ["Found", "counts_paragraphs", "overlaps"]
 
 
 class Found(msgspec.Struct, frozen=True, kw_only=True):
@@ -25,6 +25,11 @@ class Found(msgspec.Struct, frozen=True, kw_only=True):
     end: int
     confidence: float = 0.9
     hardness: Hardness | None = None
+
+
+def overlaps(f: Found, start: int, end: int) -> bool:
+    """Whether ``f`` was read from text overlapping ``prompt[start:end]`` (touching is no overlap)."""
+    return f.start < end and start < f.end
 
 
 def counts_paragraphs(found: Iterable[Found]) -> bool:
