@@ -848,18 +848,32 @@ def form_class_opening(
                             and cap.of is None and _bounds(cap.relation, cap.n)[1] == 0:
                         raise ConflictError("a piece cannot open with a digit in an answer without digits",
                                             constraint_ids=[c.id, q.id])
-    if len(found) != 1 or inserts or placed or any(c.kind in _INSERTING for c in constraints):
+    letters = [(c, form) for c in constraints if isinstance(form := form_of_constraint(c), Count)
+               and _letter_opening(form)]
+    if len(found) + len(letters) != 1 or inserts or placed or any(c.kind in _INSERTING for c in constraints):
         return None
-    c, form = found[0]
+    c, opening = (found or letters)[0]
     if layout.body.kind != "free" or any(isinstance(s, Literal) for s in build_layout(layout)):
         return None
     for q in constraints:
-        if q.id != c.id and any(isinstance(f, Position) and f.op == "starts_with" and f.unit in (form.unit, Unit.ANSWER)
-                                for f in _forms(q)):
+        if q.id != c.id and any(isinstance(f, Position) and f.op == "starts_with"
+                                and f.unit in (opening.unit, Unit.ANSWER) for f in _forms(q)):
             return None  # another opening of these pieces: left to the prompt
-    assert form.word_class is not None
     controlled.add(c.id)
-    return ClassOpening(per=form.unit, k=form.k, word_class=form.word_class, sources=(c.id,))
+    if isinstance(opening, Count):
+        return ClassOpening(per=opening.unit, k=0, word_class=None, sources=(c.id,),
+                            letter=(opening.filter.starts_with or "").lower())
+    assert isinstance(opening, Position) and opening.word_class is not None
+    return ClassOpening(per=opening.unit, k=opening.k, word_class=opening.word_class, sources=(c.id,))
+
+
+def _letter_opening(form: Count) -> bool:
+    """Whether ``form`` says every sentence / line / paragraph opens with a letter: none of them
+    starts otherwise ("every sentence must start with the letter T")."""
+    f = form.filter
+    return form.unit in EVERY_UNITS and form.per is None and form.of is None and _bounds(form.relation, form.n)[1] == 0 \
+        and f.negated and f.starts_with is not None and len(f.starts_with) == 1 and f.starts_with.isalpha() \
+        and f == Filter(starts_with=f.starts_with, negated=True)
 
 
 def form_closing(

@@ -15,6 +15,11 @@ starts (``tally.piece_start``) and how many pieces come before it.
   and opens the next; a piece may not close without a letter or digit), whatever its bytes;
 - the answer may not end before the verifier passes (the k-th piece must exist).
 
+A named letter instead of a class ("every sentence must start with the letter T": the count of
+``per`` pieces not starting with it, at most 0, ``ClassOpening.letter``) is the same rule with the
+piece's first character: nothing but whitespace before the letter, which is compared without case,
+as the count's ``starts_with`` compares a stripped piece.
+
 Guarantee: an answer this controller lets end has every (or its k-th) piece opening with the
 class, provided nothing else forces text into the answer: the compiler controls it only in a
 free body without fixed text and without controllers that insert words.
@@ -44,8 +49,9 @@ from inference.decoder.controllers.protocol import (
 from inference.decoder.controllers.tally import piece_start
 from reasoning.constraints.form import units
 from reasoning.constraints.form.classes import CHARACTER_CLASSES, in_class
-from reasoning.constraints.form.model import Position, Unit, WordClass
+from reasoning.constraints.form.model import Count, Filter, Form, Position, Unit, WordClass
 from reasoning.constraints.form.verify import check
+from reasoning.constraints.model import Relation
 
 __all__ = ["MASKED_CLASSES", "ClassOpening", "ClassOpeningState", "ClassOpenings", "build_class_openings"]
 
@@ -57,16 +63,33 @@ _LEADS = frozenset("\"'\u201c\u2018([{*-#>")
 
 @dataclass(frozen=True)
 class ClassOpening:
-    """Every ``per`` piece (``k = 0``), or the ``k``-th, opens with an item of ``word_class``."""
+    """Every ``per`` piece (``k = 0``), or the ``k``-th, opens with an item of ``word_class``, or
+    (``letter``, every piece) with that letter as its first character."""
 
     per: Unit
     k: int
-    word_class: WordClass
+    word_class: WordClass | None
     sources: tuple[str, ...] = ()
+    letter: str = ""
 
     @property
-    def form(self) -> Position:
+    def form(self) -> Form:
+        """The form the controller keeps, as the verifier judges it."""
+        if self.letter:
+            return Count(unit=self.per, filter=Filter(starts_with=self.letter, negated=True),
+                         relation=Relation.AT_MOST, n=0)
         return Position(unit=self.per, op="starts_with", text="", k=self.k, word_class=self.word_class)
+
+    def opens(self, piece: str) -> bool:
+        """Whether ``piece`` opens as the rule asks."""
+        if self.letter:
+            return piece.strip()[:1].lower() == self.letter
+        assert self.word_class is not None
+        return in_class(piece, "starts_with", self.word_class)
+
+    def begun(self, piece: str) -> bool:
+        """Whether ``piece`` already holds what the rule judges (a letter or digit; for a letter, any character)."""
+        return bool(piece.strip()) if self.letter else any(ch.isalnum() for ch in piece)
 
     def applies(self, index: int) -> bool:
         """Whether the rule holds for the piece at ``index`` (0-based)."""
@@ -89,17 +112,22 @@ class ClassOpenings(JudgesText):
         self.spec = spec
         self.want = spec
         tables = ctx.tables
-        first = CHARACTER_CLASSES[spec.word_class]
+        letter = spec.letter
+        first = CHARACTER_CLASSES[spec.word_class] if spec.word_class is not None else str.isalpha
 
         def build() -> torch.Tensor:
             values = []
             for t in tables.texts:
+                if letter:
+                    edge = t.lstrip()[:1]
+                    values.append(edge == "" or edge.lower() == letter)
+                    continue
                 cut = next((i for i, ch in enumerate(t) if ch.isalnum()), len(t))
                 lead, edge = t[:cut], t[cut : cut + 1]
                 values.append(all(ch.isspace() or ch in _LEADS for ch in lead) and (edge == "" or first(edge)))
             return torch.tensor(values, dtype=torch.bool, device=tables.device)
 
-        self._opening = tables.cached(("class-opening", spec.word_class), build)
+        self._opening = tables.cached(("class-opening", spec.word_class, letter), build)
 
     def start(self) -> ClassOpeningState:
         return ClassOpeningState()
@@ -112,7 +140,7 @@ class ClassOpenings(JudgesText):
         if not pieces or opens_piece(self.want.per, window, pieces):
             return self.want.applies(part.before + len(pieces))
         current = pieces[-1]
-        return self.want.applies(part.before + len(pieces) - 1) and not any(ch.isalnum() for ch in current)
+        return self.want.applies(part.before + len(pieces) - 1) and not self.want.begun(current)
 
     def mask(
         self,
@@ -134,9 +162,8 @@ class ClassOpenings(JudgesText):
         full = state.text[part.start :] + text
         pieces = units.pieces(self.want.per, full)
         complete = len(pieces) if opens_piece(self.want.per, full, pieces) else len(pieces) - 1
-        return all(in_class(piece, "starts_with", self.want.word_class)
-                   for i, piece in enumerate(pieces)
-                   if self.want.applies(part.before + i) and (i < complete or any(ch.isalnum() for ch in piece)))
+        return all(self.want.opens(piece) for i, piece in enumerate(pieces)
+                   if self.want.applies(part.before + i) and (i < complete or self.want.begun(piece)))
 
     def holds(self, d: Draft) -> int:
         return HOLD_NONE if self.ends_ok(d.state) else HOLD_ALL

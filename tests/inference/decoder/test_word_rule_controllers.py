@@ -75,6 +75,28 @@ def test_every_word_rules_hold_on_random_logits(tokenizer: Any, name: str, kind:
         assert "tally" not in steering.unmet(state)
 
 
+LETTER_OPENINGS = [
+    ("sentences", r"^ [A-Za-su-z]", lambda t: all(p[:1].lower() == "t" for p in re.split(r"(?<=[.!?])\s+", t.strip())
+                                                   if p)),
+    ("lines", r"^\n[A-Za-su-z]|^[A-Za-su-z]", lambda t: all(ln.strip()[:1].lower() == "t" for ln in t.splitlines()
+                                                           if ln.strip())),
+]
+
+
+@pytest.mark.parametrize(("unit", "pattern", "ok"), LETTER_OPENINGS, ids=[row[0] for row in LETTER_OPENINGS])
+def test_every_piece_opens_with_the_named_letter_on_random_logits(tokenizer: Any, unit: str, pattern: str,
+                                                                   ok: Any) -> None:
+    constraints = [gen(Kind.COUNT, unit=unit, filter={"starts_with": "t", "negated": True}, relation="at most", n=0)]
+    steering = compile_steering(constraints, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
+    assert steering.controlled == {"f"}
+    bias = bias_towards(tokenizer, pattern)
+    for seed in SEEDS:
+        state = drive_with_bias(steering, BUDGET, seed, bias)
+        assert ok(state.text), state.text
+        assert judged(constraints, state.text) == [], state.text
+        assert "class-opening" not in steering.unmet(state)
+
+
 @pytest.mark.parametrize(("text", "chunk", "more"), [
     ("the cat and the", " dog", 0), ("the cat and the dog", " the", 1), ("the cat, the dog and th", "e", 1),
 ])
@@ -116,3 +138,12 @@ def test_bundled_model_opens_every_word_with_the_letter(loaded_model: Any) -> No
     assert steering.controlled == {"f"}
     assert _WORDS.findall(answer) and all(w[0].lower() == "s" for w in _WORDS.findall(answer)), answer
     assert judged(constraints, answer) == [], answer
+
+
+@pytest.mark.model
+def test_bundled_model_opens_every_sentence_with_the_letter(loaded_model: Any) -> None:
+    constraints = [gen(Kind.COUNT, unit="sentences", filter={"starts_with": "t", "negated": True}, relation="at most",
+                       n=0)]
+    steering, answer = _decode(loaded_model, "Give two tips for a first marathon.", constraints, 32)
+    assert steering.controlled == {"f"}
+    assert answer.strip() and judged(constraints, answer) == [], answer
