@@ -15,6 +15,7 @@ from reasoning.constraints.extract_amounts_en import approximate
 from reasoning.constraints.form import Count, Unit, canonical
 from reasoning.constraints.found import Found
 from reasoning.constraints.model import Kind, Relation
+from reasoning.constraints.patterns import alternation
 from reasoning.constraints.quantities import ZH_NUMBER, ZH_RELATIONS_BEFORE, parse_zh_number
 
 __all__ = ["refine_amounts_chinese"]
@@ -22,7 +23,7 @@ __all__ = ["refine_amounts_chinese"]
 _UNITS: Mapping[str, Unit] = {"字": Unit.WORDS, "词": Unit.WORDS, "单词": Unit.WORDS, "汉字": Unit.WORDS,
                               "句": Unit.SENTENCES, "句话": Unit.SENTENCES, "段": Unit.PARAGRAPHS}
 _UNIT = r"(?:个)?(?P<unit>单词|汉字|句话|字|词|句|段)"
-_RELATION = "|".join(sorted(map(re.escape, ZH_RELATIONS_BEFORE), key=len, reverse=True))
+_RELATION = alternation(ZH_RELATIONS_BEFORE)
 _SECOND = re.compile(rf"(?:且|并且|而且|但|但是|，|,|、)\s*(?P<rel>{_RELATION})\s*(?P<n>{ZH_NUMBER})(?!\s*(?:个)?[\u4e00-\u9fff])")
 _RANGE = re.compile(rf"(?:在)?(?P<a>{ZH_NUMBER})\s*(?:到|至|-|~|～|—)\s*(?P<b>{ZH_NUMBER})\s*{_UNIT}")
 _NAMED_RANGE = re.compile(rf"(?P<unit>字|词|单词|句|段)数(?:应|要|必须|应该|需要)?(?:在|为|控制在|保持在)?\s*(?P<a>{ZH_NUMBER})\s*"

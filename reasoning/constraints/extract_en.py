@@ -31,6 +31,7 @@ from spacy.tokens import Doc, Token
 
 from reasoning.constraints.found import Found
 from reasoning.constraints.model import Hardness, Kind, Relation
+from reasoning.constraints.patterns import alternation
 from reasoning.constraints.quantities import ordinal, parse_number, relation_after, relation_before
 from reasoning.language import LANGUAGE_NAMES, language_code
 
@@ -1241,7 +1242,7 @@ def _detect_repeat(ctx: _Ctx) -> None:
             span_end if span_end != -1 else len(text))
 
 
-_LANGUAGE_NAMES_RE = "|".join(sorted((re.escape(n) for n, _ in LANGUAGE_NAMES.values()), key=len, reverse=True))
+_LANGUAGE_NAMES_RE = alternation(n for n, _ in LANGUAGE_NAMES.values())
 _LANGUAGE = re.compile(
     r"(?:\b(?:in|using|use|into|with|respond|answer|reply|write)\s+(?:only\s+)?(?:the\s+)?(?:only\s+)?(?:entirely\s+)?(?:fluent\s+)?"
     r"|\bonly\s+(?:in\s+)?|\bentirely\s+in\s+|\bexcept\s+)"
@@ -1323,10 +1324,10 @@ _JURISDICTIONS = {
 }
 _JURISDICTION = re.compile(
     r"(?:under|according\s+to|per|in\s+line\s+with|governed\s+by|apply|only)\s+(?:the\s+)?(?P<name>"
-    + "|".join(sorted((re.escape(k) for k in _JURISDICTIONS), key=len, reverse=True))
+    + alternation(_JURISDICTIONS)
     + r")\s+(?:law|laws|rules|regulations?|regulatory|jurisdiction|legislation|requirements|directives?)"
     r"|jurisdiction\s*(?:of|:|is)?\s+(?:the\s+)?(?P<name2>"
-    + "|".join(sorted((re.escape(k) for k in _JURISDICTIONS), key=len, reverse=True)) + r")\b",
+    + alternation(_JURISDICTIONS) + r")\b",
     re.IGNORECASE,
 )
 

@@ -47,6 +47,7 @@ from reasoning.constraints.lexicon import (
     ZH_UNITS,
 )
 from reasoning.constraints.model import Kind, Relation
+from reasoning.constraints.patterns import alternation
 from reasoning.constraints.quantities import (
     ZH_NUMBER,
     ZH_RELATIONS_AFTER,
@@ -57,15 +58,11 @@ from reasoning.constraints.quantities import (
 __all__ = ["refine_chinese"]
 
 
-def _alternation(words: Sequence[str]) -> str:
-    return "|".join(sorted(map(re.escape, words), key=len, reverse=True))
-
-
 _NEG = r"(?:禁止|不要|不得|不能|不可|请勿|勿|切勿|避免|不许|不准|严禁|别|不用|无需|不使用|不出现|没有)"
-_REL_BEFORE = _alternation(list(ZH_RELATIONS_BEFORE))
-_REL_AFTER = _alternation(list(ZH_RELATIONS_AFTER))
-_UNIT = _alternation(list(ZH_UNITS))
-_PER = _alternation(list(ZH_PER))
+_REL_BEFORE = alternation(list(ZH_RELATIONS_BEFORE))
+_REL_AFTER = alternation(list(ZH_RELATIONS_AFTER))
+_UNIT = alternation(list(ZH_UNITS))
+_PER = alternation(list(ZH_PER))
 _VERB = r"(?:使用|用上|用|出现|包含|含有|有|带上|带|加上|放上|加入|添加|写上|写|用到)?"
 _QUOTE = r"[“\"「『‘'](?P<q>[^”\"」』’'\n]{1,40})[”\"」』’']"
 
@@ -89,7 +86,7 @@ _PER_WORDS = re.compile(
 )
 _UPPER = re.compile(r"(?:全部|全都|一律|只|仅|都|完全)?(?:使用|用|以|采用|写成|为)?(?P<case>大写|小写)(?:字母)?(?:书写|来写|回答|作答|形式)?")
 _CASE_NEG = re.compile(_NEG + r"(?:使用|用|出现|包含)?(?:任何)?(?P<case>大写|小写)(?:字母)?")
-_DELIM = _alternation(list(ZH_DELIMITERS))
+_DELIM = alternation(list(ZH_DELIMITERS))
 _WRAP_TARGET = r"整个回答|全部回答|整段回答|整篇回答|整个答案|回答|答案|回复|全文|每句话|每一句|每句|每行|每段"
 _WRAP = re.compile(
     r"(?:用|以|使用)(?:一对|一组)?(?P<d1>" + _DELIM + r")(?:把|将)?(?P<t1>" + _WRAP_TARGET
@@ -100,21 +97,21 @@ _WRAP = re.compile(
 _TARGETS = {"每句话": Unit.SENTENCES, "每一句": Unit.SENTENCES, "每句": Unit.SENTENCES, "每行": Unit.LINES,
             "每段": Unit.PARAGRAPHS}
 _LAYOUT = re.compile(r"(?:用|以|使用|采用|做成|整理成|列成|呈现为|写成|给出|提供)(?:一个|一张|一份)?(?:[^，。；,;]{1,6}的)?(?P<layout>"
-                     + _alternation(list(ZH_LAYOUTS)) + r")")
+                     + alternation(list(ZH_LAYOUTS)) + r")")
 _LIST_ITEMS = re.compile(r"(?:正好|恰好|刚好)?(?:列出|写出|给出|举出|写|包含|有|分)?(?P<num>" + ZH_NUMBER + r")\s*(?:个|条|项|点)")
 _ANSWER_END = re.compile(
     r"(?:整个回答|回答|答案|回复|全文)的?(?P<where>开头|结尾|最后)(?:必须|应该|应|要|须|需)?(?:是|为|写)\s*" + _QUOTE)
 _TABLE_ROWS = re.compile(r"(?:正好|恰好|刚好)?(?:有|包含|列出|写)?(?P<num>" + ZH_NUMBER + r")\s*行(?:数据|内容)?")
 _QUOTED_SPANS = re.compile(
-    r"(?:用|以|使用)(?P<d>" + _alternation(list(ZH_DELIMITERS)) + r")(?:引用|标出|括出|括起|标注|引出)(?P<rel>" + _REL_BEFORE
+    r"(?:用|以|使用)(?P<d>" + alternation(list(ZH_DELIMITERS)) + r")(?:引用|标出|括出|括起|标注|引出)(?P<rel>" + _REL_BEFORE
     + r")?\s*(?P<num>" + ZH_NUMBER + r")\s*(?:句|处|个|段|条)")
 _NESTED = re.compile(
     r"(?P<n1>" + ZH_NUMBER + r")\s*(?:个|条)(?:要点|条目|点|项)[，,、]?\s*每(?:个|一个|一|条)?(?:要点|条目|点|项)(?:下面|下方|下)?(?:再|都)?"
     r"(?:分出|列出|包含|有|写|分成|分为)(?P<n2>" + ZH_NUMBER + r")\s*(?:个|条)(?:小点|子要点|子项|子条目|小项)")
-_NO_LIST = re.compile(_NEG + r"(?:使用|用|出现|列出|写成|采用)?(?:任何)?(?:" + _alternation(list(ZH_NO_LIST)) + r")")
+_NO_LIST = re.compile(_NEG + r"(?:使用|用|出现|列出|写成|采用)?(?:任何)?(?:" + alternation(list(ZH_NO_LIST)) + r")")
 _ORDINAL = r"(?P<ord>第[一二三四五六七八九十\d]+|最后一|最后)"
 _POSITION = re.compile(
-    _ORDINAL + r"(?P<unit>" + _alternation(list(ZH_POSITION_UNITS)) + r")(?:话)?(?:必须|应该|应|要|须|需|只能)?"
+    _ORDINAL + r"(?P<unit>" + alternation(list(ZH_POSITION_UNITS)) + r")(?:话)?(?:必须|应该|应|要|须|需|只能)?"
     r"(?:(?P<is>是)\s*(?:" + _QUOTE + r"|(?P<w>[A-Za-z][\w'-]*))|以\s*" + _QUOTE.replace("?P<q>", "?P<q2>")
     + r"\s*(?P<op>开头|开始|结尾|结束)|以(?P<mark>问号|感叹号|句号)(?P<op3>结尾|结束)"
     r"|(?P<op2>开头|结尾)(?:必须|要|应)?(?:是|用)\s*" + _QUOTE.replace("?P<q>", "?P<q3>") + ")"

@@ -49,13 +49,10 @@ from reasoning.constraints.form import (
 from reasoning.constraints.found import Found, counts_paragraphs
 from reasoning.constraints.lexicon import ZH_PER
 from reasoning.constraints.model import Kind, Relation
+from reasoning.constraints.patterns import alternation
 from reasoning.constraints.quantities import ZH_NUMBER, ZH_RELATIONS_BEFORE, parse_zh_number
 
 __all__ = ["refine_pieces_chinese"]
-
-
-def _alternation(words: Sequence[str]) -> str:
-    return "|".join(sorted(map(re.escape, words), key=len, reverse=True))
 
 
 _QUOTE = r"[“\"「『‘'](?P<q>[^”\"」』’'\n]{1,40})[”\"」』’']"
@@ -64,14 +61,14 @@ _MARKS: Mapping[str, str] = {"句号": "。", "问号": "？", "感叹号": "！
 _ALL_PIECES: Mapping[str, Unit] = {"所有要点": Unit.BULLETS, "全部要点": Unit.BULLETS, "所有的要点": Unit.BULLETS,
                                    "所有句子": Unit.SENTENCES, "所有的句子": Unit.SENTENCES, "所有段落": Unit.PARAGRAPHS,
                                    "所有的段落": Unit.PARAGRAPHS, "所有行": Unit.LINES}
-_PER = _alternation(list(ZH_PER) + ["每个要点", "每一个要点", "每条要点", "每一条要点", "每条", "每一条", "每项", "每个条目",
+_PER = alternation(list(ZH_PER) + ["每个要点", "每一个要点", "每条要点", "每一条要点", "每条", "每一条", "每项", "每个条目",
                                     "每个列表项"])
-_CLASS_PER = _PER + "|" + _alternation(list(_ALL_PIECES))
+_CLASS_PER = _PER + "|" + alternation(list(_ALL_PIECES))
 """The pieces a class opening is said of: every one, or all of them (所有要点都以动词开头; 所有句子都以感叹号结尾 is
 the share reading's)."""
 _EVERY_PIECE = re.compile(
     r"(?P<per>" + _PER + r")(?:话)?(?P<last>的?最后一句(?:话)?)?(?:都|均)?(?:必须|应该|应|要|须|需|需要|一律)?(?:以|用)\s*"
-    r"(?:" + _QUOTE + r"|(?P<mark>" + _alternation(list(_MARKS)) + r")|(?P<lit>[。？！?!.…；;：:✅⭐•\-—]{1,3}|[^\s\w，,]))"
+    r"(?:" + _QUOTE + r"|(?P<mark>" + alternation(list(_MARKS)) + r")|(?P<lit>[。？！?!.…；;：:✅⭐•\-—]{1,3}|[^\s\w，,]))"
     r"\s*(?:作为|来)?(?P<op>开头|开始|打头|结尾|结束|收尾)"
 )
 _ITEM_PER = {"每个要点": Unit.BULLETS, "每一个要点": Unit.BULLETS, "每条要点": Unit.BULLETS, "每一条要点": Unit.BULLETS,
@@ -82,7 +79,7 @@ _ANSWER_LAST = re.compile(r"(?:回答|答案|回复|全文)的?(?:最后|末尾|
                           + _QUOTE)
 _FIRST_IS = re.compile(r"(?:回答|答案|回复|全文)?的?第一句(?:话)?(?:必须|应该|应|要|须|需)?(?:是|为|写)\s*" + _QUOTE)
 _SHARE = re.compile(
-    r"(?P<rel>" + _alternation(list(ZH_RELATIONS_BEFORE)) + r")?\s*"
+    r"(?P<rel>" + alternation(list(ZH_RELATIONS_BEFORE)) + r")?\s*"
     r"(?P<share>一半|半数|大多数|多数|大部分|所有|全部|三分之一|四分之一|三分之二|百分之(?P<pct>" + ZH_NUMBER + r")|(?P<num>\d+)\s*[%％])"
     r"(?:以上)?的?(?:句子|句话|句)(?:都|均)?(?:必须|应该|应|要|须|需)?(?:是|为|以|用)?"
     r"(?P<kind>疑问句|问句|问题|问号|感叹句|感叹号)"
@@ -105,17 +102,17 @@ _CLASSES: Mapping[str, WordClass] = {"表情符号": "emoji", "表情": "emoji",
                                      "小写字母": "lowercase", "数字": "number", "动词": "verb"}
 _EVERY_CLASS = re.compile(
     r"(?P<per>" + _CLASS_PER + r")(?:话)?(?:都|均)?(?:必须|应该|应|要|须|需|需要|一律)?(?:以|用)\s*(?:一个|一)?\s*"
-    r"(?P<cls>" + _alternation(list(_CLASSES)) + r")\s*(?:作为|来)?(?P<op>开头|开始|打头|结尾|结束|收尾)", re.IGNORECASE)
+    r"(?P<cls>" + alternation(list(_CLASSES)) + r")\s*(?:作为|来)?(?P<op>开头|开始|打头|结尾|结束|收尾)", re.IGNORECASE)
 _EDGE_CLASS = re.compile(
     r"(?P<per>" + _CLASS_PER + r")(?:话)?的?(?P<op>开头|结尾|末尾|开始|前面|前边|之前|最前面|后面|最后)(?:处)?(?:都|均)?"
     r"(?:必须|应该|应|要|须|需|需要|一律)?"
-    r"(?:放|加|加上|用|是|有|写|放上)?(?:一个|一)?(?P<cls>" + _alternation(list(_CLASSES)) + r")", re.IGNORECASE)
+    r"(?:放|加|加上|用|是|有|写|放上)?(?:一个|一)?(?P<cls>" + alternation(list(_CLASSES)) + r")", re.IGNORECASE)
 _FIRST_LETTER_CASE = re.compile(
     r"(?P<per>" + _CLASS_PER + r")(?:话)?的?(?:(?:第一个|首个|开头的?|首)字母|开头)(?:都|均)?(?:必须|应该|应|要|须|需|需要|一律)?"
     r"(?:是|为|用)?(?P<case>大写|小写)")
 _FIRST_CHAR_CLASS = re.compile(
     r"(?P<per>" + _CLASS_PER + r")(?:话)?的?(?:第一个字(?:符)?|首字|第一个词|首个词)(?:都|均)?(?:必须|应该|应|要|须|需|需要|一律)?"
-    r"(?:是|为)(?:一个)?(?P<cls>" + _alternation(list(_CLASSES)) + r")", re.IGNORECASE)
+    r"(?:是|为)(?:一个)?(?P<cls>" + alternation(list(_CLASSES)) + r")", re.IGNORECASE)
 _ZH_SPREAD_PIECES: Mapping[str, Unit] = {"段": Unit.PARAGRAPHS, "句": Unit.SENTENCES, "行": Unit.LINES,
                                          "要点": Unit.BULLETS, "条": Unit.BULLETS}
 _ALIKE = re.compile(r"(?:长度|字数|篇幅|长短)[^。；\n]{0,6}?(?:大致|大体|基本|差不多|大概|尽量)?(?:相同|相等|一致|相当|均衡|接近|差不多)"

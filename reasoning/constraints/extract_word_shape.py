@@ -35,6 +35,7 @@ from reasoning.constraints.form import Count, Filter, Unit, canonical
 from reasoning.constraints.form.model import Adjacency
 from reasoning.constraints.found import Found
 from reasoning.constraints.model import Kind, Relation
+from reasoning.constraints.patterns import alternation
 from reasoning.constraints.quantities import (
     ZH_NUMBER,
     ZH_RELATIONS_AFTER,
@@ -238,14 +239,10 @@ def refine_word_shape_english(ctx: _Ctx) -> None:
     _adjacency(ctx)
 
 
-def _alternation(words: Sequence[str]) -> str:
-    return "|".join(sorted(map(re.escape, words), key=len, reverse=True))
-
-
 _ZH_NEG = r"(?:禁止|不要|不得|不能|不可|请勿|勿|切勿|避免|不许|不准|严禁|别|不使用)"
 _ZH_WORD = r"(?:单词|英文单词|词语|词汇|词)"
-_ZH_LENGTH = (r"(?P<rel>" + _alternation(list(ZH_RELATIONS_BEFORE)) + r"|长于|短于|超出)?\s*(?P<num>" + ZH_NUMBER
-              + r")\s*个?(?:字母|字符|字)(?P<after>" + _alternation(list(ZH_RELATIONS_AFTER)) + r")?")
+_ZH_LENGTH = (r"(?P<rel>" + alternation(list(ZH_RELATIONS_BEFORE)) + r"|长于|短于|超出)?\s*(?P<num>" + ZH_NUMBER
+              + r")\s*个?(?:字母|字符|字)(?P<after>" + alternation(list(ZH_RELATIONS_AFTER)) + r")?")
 _ZH_EVERY = re.compile(
     r"(?:(?:每个|每一个|每|所有的?|全部的?|任何一个|任何)" + _ZH_WORD + r"(?:的)?(?:长度|字母数|字母数量)?|" + _ZH_WORD
     + r"的?(?:长度|字母数|字母数量))(?:都|均|一律|一概|全部|全都)?"

@@ -17,6 +17,7 @@ from spacy.tokens import Doc
 from reasoning.constraints.form.units import NUMBER_SLOT
 from reasoning.constraints.found import Found
 from reasoning.constraints.model import Kind, Relation
+from reasoning.constraints.patterns import alternation
 from reasoning.constraints.quantities import (
     ZH_NUMBER,
     ZH_RELATIONS_AFTER,
@@ -29,8 +30,8 @@ from reasoning.language import LANGUAGE_NAMES, language_code
 __all__ = ["extract_chinese"]
 
 _NEG = r"(?:禁止|不要|不得|不能|不可|请勿|勿|切勿|避免|不许|不准|严禁|别)"
-_REL_BEFORE = "|".join(sorted(map(re.escape, ZH_RELATIONS_BEFORE), key=len, reverse=True))
-_REL_AFTER = "|".join(sorted(map(re.escape, ZH_RELATIONS_AFTER), key=len, reverse=True))
+_REL_BEFORE = alternation(ZH_RELATIONS_BEFORE)
+_REL_AFTER = alternation(ZH_RELATIONS_AFTER)
 _CLOSING_QUOTES = ("”", '"', "」", "』", "’", "'")
 _QUOTE = r"[“\"「『‘'](?P<q>[^”\"」』’'\n]{1,40})[”\"」』’']"
 
@@ -43,7 +44,7 @@ def _token_starts(doc: Doc) -> set[int]:
 
 def _languages() -> str:
     names = [zh for _, zh in LANGUAGE_NAMES.values()] + ["汉语", "英语", "普通话", "日文", "韩文", "法文", "德文"]
-    return "|".join(sorted(map(re.escape, set(names)), key=len, reverse=True))
+    return alternation(set(names))
 
 
 _LANG = re.compile(r"(?:用|使用|以|采用|请用|只用)(?P<name>" + _languages() + r")(?:来)?(?:回答|作答|回复|答复|书写|写|输出|撰写|表述)")
@@ -57,7 +58,7 @@ _UNITS: dict[str, Kind] = {
     "个要点": Kind.BULLET_COUNT, "条要点": Kind.BULLET_COUNT, "个项目符号": Kind.BULLET_COUNT,
     "个占位符": Kind.PLACEHOLDERS,
 }
-_UNIT = "|".join(sorted(map(re.escape, _UNITS), key=len, reverse=True))
+_UNIT = alternation(_UNITS)
 _COUNT = re.compile(
     r"(?:(?P<rel>" + _REL_BEFORE + r")\s*)?(?P<num>" + ZH_NUMBER + r")\s*(?P<unit>" + _UNIT + r")"
     r"(?:\s*(?P<after>" + _REL_AFTER + r"))?"
