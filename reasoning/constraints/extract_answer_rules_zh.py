@@ -13,6 +13,7 @@ from reasoning.constraints.extract_choice_zh import refine_choice_chinese
 from reasoning.constraints.extract_csv import refine_csv_chinese
 from reasoning.constraints.extract_italic_thesis import refine_italic_thesis_chinese
 from reasoning.constraints.extract_mark_set import refine_mark_set_chinese
+from reasoning.constraints.extract_neighbour_zh import refine_neighbour_chinese
 from reasoning.constraints.extract_nesting import refine_nesting_chinese
 from reasoning.constraints.extract_stop_share import refine_stop_share_chinese
 from reasoning.constraints.extract_sub_bullets import refine_sub_bullets_chinese
@@ -31,6 +32,7 @@ _READERS: Sequence[Callable[[str, Sequence[Found]], list[Found]]] = (
     refine_sub_bullets_chinese,
     refine_csv_chinese,
     refine_template_chinese,
+    refine_neighbour_chinese,
 )
 
 

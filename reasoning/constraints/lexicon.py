@@ -193,7 +193,7 @@ EN_FORM_WORDS = frozenset(
      "stanza", "verse", "couplet", "haiku", "limerick", "sonnet", "emoji", "punctuation",
      "word", "sentence", "paragraph", "line", "letter", "character", "bullet", "list", "table", "section",
      "bracket", "parenthesis", "parentheses", "nest", "nested", "pronoun", "conjunction", "csv", "indented",
-     "template"}
+     "template", "quoted", "unquoted"}
 )
 
 #: Chinese unit words -> the unit and filter fields they name (longest first when matched).
@@ -267,4 +267,5 @@ ZH_NO_LIST = ("项目符号", "列表", "要点列表", "条目", "分点")
 
 #: Chinese words that make a sentence look like a requirement on the answer's form.
 ZH_FORM_WORDS = ("字", "句", "段", "行", "标点", "格式", "大写", "小写", "押韵", "表格", "列表", "符号", "括号",
-                 "引号", "开头", "结尾", "字母", "排序", "顺序", "缩进", "标题", "对仗", "字数", "韵")
+                 "引号", "开头", "结尾", "字母", "排序", "顺序", "缩进", "标题", "对仗", "字数", "韵",
+                 "连词", "代词", "人名", "嵌套")

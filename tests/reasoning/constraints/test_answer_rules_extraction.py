@@ -351,3 +351,31 @@ def test_the_template_pattern_wants_every_slot_filled_and_the_labels_kept() -> N
 )
 def test_slots_without_a_template_are_no_template(prompt: str, expected: list[Any]) -> None:
     assert _read(prompt) == expected
+
+
+@pytest.mark.parametrize(
+    ("prompt", "expected"),
+    [
+        ("每一行的缩进都要比上一行多。", []),
+        ("每行的缩进都要比前一行多。", []),
+        ("写五行诗，每一行都比上一行缩进更多。", [("count", {"unit": "lines", "relation": "exactly", "n": 5})]),
+        ("写一行字。", [("count", {"unit": "lines", "relation": "exactly", "n": 1})]),
+    ],
+)
+def test_a_piece_named_by_its_neighbour_is_no_count(prompt: str, expected: list[Any]) -> None:
+    assert _read(prompt) == expected
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "Use at least 5 pronouns in your answer.",
+        "Your answer should contain at least four distinct coordinating conjunctions.",
+        "至少使用三个不同的并列连词。",
+        "请至少使用5个代词。",
+        "Put every quoted phrase in your answer followed by an unquoted explanation.",
+    ],
+)
+def test_word_classes_and_quoted_explanations_are_reported_unrecognised(prompt: str) -> None:
+    constraints, unrecognised = _read_all(prompt)
+    assert constraints == [] and unrecognised == [prompt]
