@@ -146,9 +146,11 @@ def _letters_named(sent: DocSpan, after: int, lead: int = 1) -> list[str]:
 
 def _alphabet(ctx: _Ctx, sent: DocSpan) -> None:
     lemmas = _lemmas(sent)
-    if not ({"alphabet", "alphabetical", "alphabetically"} & set(lemmas)) or not _said_of_words(lemmas):
-        return
     lowered = sent.text.lower()
+    chained = "letter" in lemmas and "same" not in lemmas and re.search(
+        r"\b(?:previous|preceding|prior|last)\s+word|\bword\s+(?:before|preceding)", lowered) is not None
+    if not ({"alphabet", "alphabetical", "alphabetically"} & set(lemmas) or chained) or not _said_of_words(lemmas):
+        return
     opens = bool(_START & set(lemmas)) or "first letter" in lowered or "initial" in lowered
     ordered = bool(_NEXT & set(lemmas)) or "and so on" in lowered or "in turn" in lowered or "in order" in lowered \
         or "in sequence" in lowered
@@ -236,8 +238,8 @@ def _no_spaces(ctx: _Ctx, sent: DocSpan) -> None:
     lowers = _lowers(sent)
     if not ({"space", "whitespace", "newline"} & set(lemmas)) or not any(w in _NEG for w in lowers):
         return
-    if {"between", "after", "before", "double", "extra", "trailing", "leading", "count", "exclude", "include",
-            "excluding", "including"} & set(lemmas):
+    if {"between", "after", "before", "double", "extra", "trailing", "leading"} & set(lemmas) or {
+            "count", "counting", "counted", "exclude", "excluding", "excluded", "including"} & set(lowers):
         return  # "no space before the colon", "no double spaces": where, not whether
     chars = ""
     for i, lemma in enumerate(lemmas):
@@ -290,7 +292,10 @@ def _recurrence(ctx: _Ctx, sent: DocSpan) -> None:
     lowered = sent.text.lower()
     if re.search(r"[\"'“‘][^\"'”’]+[\"'”’]", sent.text):
         return  # a quoted word's frequency is the keyword's
-    if not re.search(r"\b(?:no|any|each|every|a|the\s+same|single)\s+(?:single\s+|one\s+)?words?\b", lowered):
+    if not re.search(r"\b(?:no|any|each|every|a|the\s+same|single)\s+(?:single\s+|one\s+)?words?\b", lowered) \
+            and not any(t.lower_ == "words" and t.dep_ in ("nsubj", "nsubjpass") and not any(
+                c.dep_ in ("det", "amod", "compound", "nummod", "prep", "relcl") for c in t.children) for t in sent):
+        # every word: "no word", "any word", or bare "words" as the subject ("those all-caps words" are not all)
         return
     lemmas = _lemmas(sent)
     if not ({"use", "repeat", "appear", "occur", "say", "write", "reuse"} & set(lemmas)):
@@ -308,7 +313,7 @@ def _recurrence(ctx: _Ctx, sent: DocSpan) -> None:
     if times is not None and re.search(r"\bmore\s+than\b|\bover\b|\bexceed", lowered) or times is not None and re.search(r"\bat\s+most\b|\bno\s+more\s+than\b|\bup\s+to\b|\bmaximum\b", lowered) or times is not None and "only" in lemmas and "repeat" not in lemmas:
         most = times
     elif times is None and any(w in _NEG for w in _lowers(sent)) and any(
-            t.lemma_.lower() in ("repeat", "reuse") and any(c.dep_ == "dobj" and c.lemma_.lower() in _WORD
+            t.lemma_.lower() in ("repeat", "reuse") and any(c.dep_ in ("dobj", "nsubjpass") and c.lemma_.lower() in _WORD
                                                             for c in t.children) for t in sent):
         most = 1  # never repeat a word
     if most is None or most < 1:
@@ -388,6 +393,8 @@ def _palindromes(ctx: _Ctx, sent: DocSpan) -> None:
                     low = length.n + 1
             break
     start, end = _span(sent)
+    ctx.found = [f for f in ctx.found if not (f.kind is Kind.WORD_COUNT and overlaps(f, start, end)
+                                              and "palindrom" in ctx.text[f.start : f.end].lower())]
     form = Count(unit=Unit.WORDS, filter=Filter(palindrome=True, min_length=low), relation=relation, n=q.n)
     _add(ctx, form, start, end, drop=(Kind.LETTER_FREQUENCY,))
 
