@@ -47,6 +47,7 @@ from inference.decoder.compile_form import (
     form_tally,
     lower_forms,
 )
+from inference.decoder.compile_sentence_steps import form_sentence_steps
 from inference.decoder.compile_sentence_types import form_sentence_types
 from inference.decoder.compile_sentence_word import form_sentence_word
 from inference.decoder.compile_structure import lower_structures, structure_layout
@@ -203,6 +204,7 @@ def compile_steering(
     per_piece = form_piece_sentences(hard, layout, controlled, inserts=citations is not None or statement is not None)
     closing = form_closing(hard, layout, controlled, inserts=citations is not None or statement is not None,
                            placed=placement is not None)
+    steps = form_sentence_steps(hard, layout, controlled, inserts=citations is not None or statement is not None)
     types = form_sentence_types(hard, layout, controlled, inserts=citations is not None or statement is not None)
     share = form_sentence_share(hard, layout, controlled, inserts=citations is not None or statement is not None)
     hashtags = form_hashtags(hard, layout, controlled, max_new_tokens=max_new_tokens,
@@ -240,7 +242,7 @@ def compile_steering(
         specs=tuple(
             spec
             for spec in (policy, SoftPolicy(soft_policy), limits, forbidden, citations, keywords, capitals,
-                         tally, placement, floors, opening, minima, initials, spans, marks, share, types, ending, sentence_word, per_piece, closing,
+                         tally, placement, floors, opening, minima, initials, spans, marks, share, types, steps, ending, sentence_word, per_piece, closing,
                          hashtags, class_opening, verb_opening,
                          lines, statement)
             if spec is not None

@@ -31,6 +31,7 @@ from inference.decoder.controllers.placing import build_placing
 from inference.decoder.controllers.protocol import Builder
 from inference.decoder.controllers.sentence_ends import build_sentence_ends
 from inference.decoder.controllers.sentence_marks import build_sentence_marks
+from inference.decoder.controllers.sentence_steps import build_sentence_steps
 from inference.decoder.controllers.sentence_types import build_sentence_types
 from inference.decoder.controllers.shares import build_shares
 from inference.decoder.controllers.spans import build_spans
@@ -59,6 +60,7 @@ CONTROLLERS: tuple[Builder, ...] = (
     build_minima,  # whole-answer minima of characters / letters (paced) and distinct words (stop held)
     build_sentence_marks,  # every sentence ends with one mark: the other terminals masked
     build_sentence_types,  # sentences counted by type: each ends with its round's mark, the stop at a round's end
+    build_sentence_steps,  # each sentence a step longer: its end masked short of the length, no word past it
     build_sentence_ends,  # the k-th sentence ends with a text: its terminals masked until the text is written
     build_piece_sentences,  # sentences per paragraph: a short one's exit masked, a full one ended
     build_shares,  # a share of the sentences ends with one mark: the other terminals masked while it is owed
