@@ -26,6 +26,7 @@ from reasoning.constraints.extract_nesting import detect_nesting
 from reasoning.constraints.extract_stop_share import detect_stop_share
 from reasoning.constraints.extract_sub_bullets import detect_sub_bullets
 from reasoning.constraints.extract_template import detect_template
+from reasoning.constraints.extract_word_classes import detect_word_classes
 
 __all__ = ["refine_answer_rules_english"]
 
@@ -42,6 +43,7 @@ _READERS: Sequence[Callable[[_Ctx], None]] = (
     detect_sub_bullets,
     detect_csv,
     detect_template,
+    detect_word_classes,
 )
 
 

@@ -18,6 +18,7 @@ from reasoning.constraints.extract_nesting import refine_nesting_chinese
 from reasoning.constraints.extract_stop_share import refine_stop_share_chinese
 from reasoning.constraints.extract_sub_bullets import refine_sub_bullets_chinese
 from reasoning.constraints.extract_template import refine_template_chinese
+from reasoning.constraints.extract_word_classes import refine_word_classes_chinese
 from reasoning.constraints.found import Found
 
 __all__ = ["refine_answer_rules_chinese"]
@@ -33,6 +34,7 @@ _READERS: Sequence[Callable[[str, Sequence[Found]], list[Found]]] = (
     refine_csv_chinese,
     refine_template_chinese,
     refine_neighbour_chinese,
+    refine_word_classes_chinese,
 )
 
 

@@ -103,6 +103,8 @@ def _filter_en(f: Filter) -> str:
         parts.append("that are palindromes")
     if f.occurrence is not None:
         parts.append(f"used for the {f.occurrence}th time or later")
+    if f.one_of:
+        parts.append("among " + ", ".join(f'"{w}"' for w in f.one_of))
     if f.negated and parts:
         return " not (" + " ".join(parts) + ")"
     return (" " + " ".join(parts)) if parts else ""
@@ -135,6 +137,8 @@ def _filter_zh(f: Filter) -> str:
         parts.append("回文")
     if f.occurrence is not None:
         parts.append(f"第{f.occurrence}次及以后出现的")
+    if f.one_of:
+        parts.append("属于" + "、".join(f"“{w}”" for w in f.one_of) + "的")
     if f.negated and parts:
         return "不" + "".join(parts)
     return "".join(parts)

@@ -118,6 +118,11 @@ class Filter(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forb
     - ``occurrence``: words that are at least the ``occurrence``-th use of the
       same word (without case) in the text ("no word more than twice" counts
       the third and later uses: ``occurrence`` 3, at most 0);
+    - ``one_of``: words that are one of these (without case; a word of the
+      answer as the word counter splits it): pronouns, coordinating
+      conjunctions, the names a request lists ("at least 3 different
+      coordinating conjunctions" counts the ``unique_words`` of for, and,
+      nor, but, or, yet, so);
     - ``negated``: the items that fail the item tests above (affixes, contains,
       case, script, stop words, lengths, length class, palindrome) instead of
       those that pass: "every word starts with s" counts the words not
@@ -150,6 +155,7 @@ class Filter(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forb
     palindrome: bool = False
     occurrence: int | None = None
     negated: bool = False
+    one_of: tuple[str, ...] = ()
 
 
 class Measure(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):

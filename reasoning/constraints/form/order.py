@@ -39,7 +39,7 @@ CHARACTER_UNITS = frozenset(
 #: Filter fields that only drop items (a conjunction of tests on each item).
 _RESTRICTING = ("starts_with", "ends_with", "contains", "case", "script", "stop_words", "nonempty",
                 "min_length", "max_length", "same_as_previous", "nonspace", "length_class", "palindrome",
-                "occurrence")
+                "occurrence", "one_of")
 #: Filter fields that decide what an item is (which text, how a text is split); ``negated`` turns
 #: the restricting tests round, so two filters relate only when both are negated or neither is.
 _DEFINING = ("text", "chars", "separator", "marker", "left", "right", "negated")

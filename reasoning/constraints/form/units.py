@@ -126,6 +126,8 @@ def _passes(item: str, f: Filter) -> bool:
         return False
     if f.script is not None and not _script_ok(item, f.script):
         return False
+    if f.one_of and low not in {w.lower() for w in f.one_of}:
+        return False
     return not (f.stop_words is not None and _is_stop(item) is not f.stop_words)
 
 

@@ -1,7 +1,7 @@
 """Answer rules read after the other form readers (:mod:`reasoning.constraints.extract_answer_rules_en` /
 ``_zh``): a choice among listed options, a separator instead of bullet points, a copy the request
 names, every mark of a set, a share of stop words, a nesting depth, a thesis in HTML italics,
-sub-bullets, a CSV answer, a template of slots; each in wordings of several grammars, English and Chinese, with near
+sub-bullets, a CSV answer, a template of slots, counts of pronouns, conjunctions and listed names; each in wordings of several grammars, English and Chinese, with near
 misses that must not be read."""
 
 from __future__ import annotations
@@ -13,7 +13,10 @@ import pytest
 
 from reasoning.constraints.extract_csv import csv_pattern
 from reasoning.constraints.extract_template import template_pattern
+from reasoning.constraints.extract_word_classes import COORDINATING_CONJUNCTIONS, PRONOUNS
 from reasoning.constraints.extraction import extract
+from reasoning.constraints.form import Count, Filter, Unit, check
+from reasoning.constraints.model import Relation
 
 
 def _read(prompt: str) -> list[tuple[str, dict[str, Any]]]:
@@ -369,13 +372,53 @@ def test_a_piece_named_by_its_neighbour_is_no_count(prompt: str, expected: list[
 @pytest.mark.parametrize(
     "prompt",
     [
-        "Use at least 5 pronouns in your answer.",
-        "Your answer should contain at least four distinct coordinating conjunctions.",
-        "至少使用三个不同的并列连词。",
-        "请至少使用5个代词。",
+        "At least three different person names must be mentioned.",
         "Put every quoted phrase in your answer followed by an unquoted explanation.",
     ],
 )
-def test_word_classes_and_quoted_explanations_are_reported_unrecognised(prompt: str) -> None:
+def test_unlisted_names_and_quoted_explanations_are_reported_unrecognised(prompt: str) -> None:
     constraints, unrecognised = _read_all(prompt)
     assert constraints == [] and unrecognised == [prompt]
+
+
+def _one_of(unit: str, relation: str, n: int, words: tuple[str, ...]) -> tuple[str, dict[str, Any]]:
+    return ("count", {"unit": unit, "relation": relation, "n": n, "filter": {"one_of": words}})
+
+
+@pytest.mark.parametrize(
+    ("prompt", "expected"),
+    [
+        ("Write a story using at least 3 different coordinating conjunctions.",
+         [_one_of("unique_words", "at least", 3, COORDINATING_CONJUNCTIONS)]),
+        ("Your answer should contain at least four distinct coordinating conjunctions.",
+         [_one_of("unique_words", "at least", 4, COORDINATING_CONJUNCTIONS)]),
+        ("Use at least 5 pronouns in your answer.", [_one_of("words", "at least", 5, PRONOUNS)]),
+        ("Do not use more than 2 pronouns.", [_one_of("words", "at most", 2, PRONOUNS)]),
+        ("Mention at least 2 of these people: Alice, Bob, Carol.",
+         [_one_of("unique_words", "at least", 2, ("Alice", "Bob", "Carol"))]),
+        ("Include the names of at least 2 of the following characters: Harry, Ron, Hermione.",
+         [_one_of("unique_words", "at least", 2, ("Harry", "Ron", "Hermione"))]),
+    ],
+)
+def test_a_count_of_class_or_listed_words_is_a_count_of_words_one_of_a_set(prompt: str, expected: list[Any]) -> None:
+    assert _read(prompt) == expected
+
+
+@pytest.mark.parametrize(("prompt", "cls"), [("至少使用三个不同的并列连词。", "和"), ("至少使用5个代词。", "我")])
+def test_a_chinese_count_of_a_class_counts_the_class_in_both_languages(prompt: str, cls: str) -> None:
+    [(kind, params)] = _read(prompt)
+    assert kind == "count" and cls in params["filter"]["one_of"] and params["relation"] == "at least"
+
+
+@pytest.mark.parametrize("prompt", ["Explain what a pronoun is.", "Write 3 sentences about the people of Paris."])
+def test_a_class_named_without_a_count_is_no_count_of_it(prompt: str) -> None:
+    assert not any(params.get("filter", {}).get("one_of") for _, params in _read(prompt))
+
+
+def test_words_one_of_a_set_are_counted_without_case_and_once_each_as_unique_words() -> None:
+    conjunctions = Count(unit=Unit.UNIQUE_WORDS, relation=Relation.AT_LEAST, n=3,
+                         filter=Filter(one_of=COORDINATING_CONJUNCTIONS))
+    assert check(conjunctions, "I came and saw, but left, so it goes. And again.").satisfied
+    assert not check(conjunctions, "I came and saw and left. And then AND.").satisfied
+    names = Count(unit=Unit.WORDS, relation=Relation.AT_MOST, n=1, filter=Filter(one_of=("Alice", "Bob")))
+    assert check(names, "alice met Carol.").satisfied and not check(names, "Alice met bob.").satisfied
