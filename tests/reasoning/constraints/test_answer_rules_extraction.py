@@ -92,6 +92,7 @@ def test_a_separator_instead_of_bullets_is_no_list_and_the_separator(prompt: str
     [
         ("Use bullet points separated by blank lines.", "structure"),
         ("Give 3 bullet points, each on its own line.", "bullet_count"),
+        ("Write without fuss; give 3 bullet points separated by blank lines.", "bullet_count"),
     ],
 )
 def test_bullets_asked_with_a_separator_stay_bullets(prompt: str, kind: str) -> None:
