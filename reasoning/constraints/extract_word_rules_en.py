@@ -157,8 +157,9 @@ def _alphabet(ctx: _Ctx, sent: DocSpan) -> None:
     if not (opens and ordered):
         return
     start, end = _span(sent)
+    drop = (Kind.LETTER_FREQUENCY, Kind.POSITION) + (() if _quoted(sent) else (Kind.KEYWORDS_PRESENT,))
     _add(ctx, Count(unit=Unit.WORDS, filter=Filter(same_as_previous="alphabet"), relation=Relation.AT_MOST, n=0),
-         start, end, drop=(Kind.LETTER_FREQUENCY, Kind.POSITION), units=frozenset())
+         start, end, drop=drop, units=frozenset())
 
 
 _LENGTH_CLASSES = {"prime": "prime", "even": "even", "odd": "odd"}
@@ -171,7 +172,7 @@ def _length_class(ctx: _Ctx, sent: DocSpan) -> None:
     if "syllable" in lemmas:
         return
     found = [w for w in lemmas if w in _LENGTH_CLASSES]
-    if len(found) != 1 or not (_every_word(sent) or "only" in lemmas):
+    if len(found) != 1 or not (_every_word(sent) or {"only", "stick", "limit", "restrict", "confine"} & set(lemmas)):
         return
     start, end = _span(sent)
     form = Count(unit=Unit.WORDS, filter=Filter(length_class=_LENGTH_CLASSES[found[0]], negated=True),  # type: ignore[arg-type]
@@ -207,11 +208,12 @@ def _letter_set(ctx: _Ctx, sent: DocSpan) -> None:
     if not (vowel or letter):
         return
     noun = lemmas.index("vowel" if vowel else "letter")
-    listed = _letters_named(sent, noun + 1, lead=4 if vowel else 0)
+    listed = _letters_named(sent, noun + 1, lead=6 if vowel else 0)
     listed = [c for c in listed if c in _VOWELS] if vowel else listed
     if not listed:
         return
-    only = "only" in lowers or "just" in lowers or "but" in lowers or "except" in lowers or "other" in lowers
+    only = bool({"only", "just", "but", "except", "other"} & set(lowers)) or bool(
+        {"limit", "restrict", "confine"} & set(lemmas))
     denied = any(w in _NEG for w in lowers)
     if only:
         pool = _VOWELS if vowel else string.ascii_lowercase
@@ -270,7 +272,7 @@ def _own_line(ctx: _Ctx, sent: DocSpan) -> None:
     lowered = sent.text.lower()
     if not re.search(r"\b(?:each|every|all)\s+(?:single\s+)?words?\b", lowered):
         return
-    if not re.search(r"\b(?:on|in)\s+(?:its|their)\s+own\s+lines?\b|\bon\s+(?:a\s+)?(?:separate|new|different"
+    if not re.search(r"\b(?:its|their)\s+own\s+lines?\b|\bon\s+(?:a\s+)?(?:separate|new|different"
                      r"|distinct|individual)\s+lines?\b|\bone\s+per\s+line\b", lowered):
         return
     start, end = _span(sent)
@@ -278,7 +280,7 @@ def _own_line(ctx: _Ctx, sent: DocSpan) -> None:
     _add(ctx, form, start, end, units=frozenset({"lines"}))
 
 
-_TIMES = re.compile(r"\b(?:(?P<n>\d+|one|two|three|four|five|six|seven|eight|nine|ten)\s+times|(?P<w>once|twice|thrice))\b")
+_TIMES = re.compile(r"\b(?:(?P<n>\d+|one|two|three|four|five|six|seven|eight|nine|ten)\s+(?:or\s+more\s+)?times|(?P<w>once|twice|thrice))\b")
 
 
 def _times(lowered: str) -> int | None:
@@ -310,7 +312,10 @@ def _recurrence(ctx: _Ctx, sent: DocSpan) -> None:
         return  # twice in a row, back to back: the adjacency reader's
     times = _times(lowered)
     most: int | None = None
-    if times is not None and re.search(r"\bmore\s+than\b|\bover\b|\bexceed", lowered) or times is not None and re.search(r"\bat\s+most\b|\bno\s+more\s+than\b|\bup\s+to\b|\bmaximum\b", lowered) or times is not None and "only" in lemmas and "repeat" not in lemmas:
+    if times is not None and re.search(r"\b(?:\w+)\s+or\s+more\s+times\b", lowered) and any(
+            w in _NEG for w in _lowers(sent)):
+        most = times - 1  # "cannot use any word three or more times"
+    elif times is not None and re.search(r"\bmore\s+than\b|\bover\b|\bexceed", lowered) or times is not None and re.search(r"\bat\s+most\b|\bno\s+more\s+than\b|\bup\s+to\b|\bmaximum\b", lowered) or times is not None and "only" in lemmas and "repeat" not in lemmas:
         most = times
     elif times is None and any(w in _NEG for w in _lowers(sent)) and any(
             t.lemma_.lower() in ("repeat", "reuse") and any(c.dep_ in ("dobj", "nsubjpass") and c.lemma_.lower() in _WORD
@@ -319,14 +324,16 @@ def _recurrence(ctx: _Ctx, sent: DocSpan) -> None:
     if most is None or most < 1:
         return
     form = Count(unit=Unit.WORDS, filter=Filter(occurrence=most + 1), relation=Relation.AT_MOST, n=0)
-    _add(ctx, form, start, end, units=frozenset())
+    _add(ctx, form, start, end, drop=(Kind.KEYWORD_FREQUENCY,), units=frozenset())
 
 
 def _title_case(ctx: _Ctx, sent: DocSpan) -> None:
     lowered = sent.text.lower()
     titled = "title case" in lowered or "title-case" in lowered or "titlecase" in lowered
-    major = re.search(r"\b(?:capitali[sz]e|uppercase)\b.{0,40}\b(?:major|important|main|significant|principal|key)"
-                      r"\s+words?\b", lowered) is not None
+    majors = r"\b(?:major|important|main|significant|principal|key|content)\s+words?\b"
+    capitals = r"\b(?:capitali[sz]e[ds]?|uppercase[ds]?|capital\s+letters?)\b"
+    major = re.search(capitals + r".{0,40}" + majors, lowered) is not None or re.search(
+        majors + r".{0,30}" + capitals, lowered) is not None
     if not (titled or major):
         return
     if titled and re.search(r"\b(?:the|each|every|a|its)\s+(?:title|heading|headline|header)s?\b.{0,20}\btitle[- ]?case",
@@ -341,7 +348,8 @@ def _title_case(ctx: _Ctx, sent: DocSpan) -> None:
 def _piece_letter(ctx: _Ctx, sent: DocSpan) -> None:
     lemmas = _lemmas(sent)
     lowers = _lowers(sent)
-    if not (_START & set(lemmas)) or "letter" not in lemmas:
+    first_letter = re.search(r"\bfirst\s+letter\s+of\b", sent.text.lower()) is not None
+    if not (_START & set(lemmas) or first_letter) or "letter" not in lemmas:
         return
     pieces = [(i, _PIECES[w]) for i, w in enumerate(lemmas) if w in _PIECES]
     if len(pieces) != 1:
@@ -350,8 +358,14 @@ def _piece_letter(ctx: _Ctx, sent: DocSpan) -> None:
     if not any(w in _EVERY for w in lowers[max(0, at - 3) : at]) and not sent[at].tag_.endswith("S"):
         return
     letter = lemmas.index("letter")
-    listed = _letters_named(sent, letter + 1)
-    if len(listed) != 1 or any(w in _NEG for w in lowers) or {"capital", "uppercase", "lowercase"} & set(lemmas):
+    if first_letter and not (_START & set(lemmas)):
+        # "the first letter of every sentence must be B": the letter after the verb, capital or quoted
+        listed = [_bare(t.text).lower() for t in sent[at + 1 :] if len(_bare(t.text)) == 1 and _bare(t.text).isalpha()
+                  and (t.text.isupper() or t.text != _bare(t.text))][:1]
+    else:
+        listed = _letters_named(sent, letter + 1)
+    if len(listed) != 1 or any(w in _NEG for w in lowers) or {"capital", "uppercase", "lowercase", "capitalize",
+                                                              "capitalise", "upper", "lower"} & set(lemmas):
         return
     start, end = _span(sent)
     if unit is Unit.WORDS:
@@ -359,6 +373,33 @@ def _piece_letter(ctx: _Ctx, sent: DocSpan) -> None:
     else:  # a letter, not a first word: the pieces that do not start with it, none
         form = Count(unit=unit, filter=Filter(starts_with=listed[0], negated=True), relation=Relation.AT_MOST, n=0)
     _add(ctx, form, start, end, drop=(Kind.LETTER_FREQUENCY, Kind.KEYWORDS_PRESENT), units=_LETTERS)
+
+
+def _quoted(sent: DocSpan) -> bool:
+    return re.search(r"[\"“‘']\w[^\"”’']*[\"”’']", sent.text) is not None
+
+
+def _word_letter(ctx: _Ctx, sent: DocSpan) -> None:
+    """"Use only words that begin with 'm'": every word opens with the letter (``position(words, k=0)``)."""
+    lemmas = _lemmas(sent)
+    lowers = _lowers(sent)
+    if not (_START & set(lemmas)) or not _every_word(sent) and "only" not in lowers:
+        return
+    if {"same", "alphabet", "alphabetical", "next", "previous", "preceding", "sentence", "line", "paragraph",
+            "capital", "uppercase", "lowercase", "vowel", "consonant"} & set(lemmas) or any(w in _NEG for w in lowers):
+        return
+    start, end = _span(sent)
+    if any(f.kind is Kind.POSITION and f.params.get("unit") == "words" and overlaps(f, start, end) for f in ctx.found):
+        return
+    word = next(i for i, t in enumerate(sent) if t.lemma_.lower() in _WORD)
+    if _quantity_left(ctx, sent[word].i) is not None:
+        return  # "at least 3 words that begin with m": a count of them
+    verb = next(i for i, w in enumerate(lemmas) if w in _START)
+    listed = _letters_named(sent, verb + 1, lead=2)
+    if len(listed) != 1:
+        return
+    _add(ctx, Position(unit=Unit.WORDS, op="starts_with", text=listed[0], k=0), start, end,
+         drop=(Kind.LETTER_FREQUENCY, Kind.KEYWORDS_PRESENT), units=frozenset())
 
 
 def _quantity_before(ctx: _Ctx, at: int) -> _Quantity | None:
@@ -417,7 +458,7 @@ def _nth_word_language(ctx: _Ctx, sent: DocSpan) -> None:
 
 
 _READERS = (_alphabet, _length_class, _every_contains, _letter_set, _no_spaces, _own_line, _recurrence, _title_case,
-            _piece_letter, _palindromes, _nth_word_language)
+            _piece_letter, _word_letter, _palindromes, _nth_word_language)
 
 
 def refine_word_rules_english(ctx: _Ctx) -> None:

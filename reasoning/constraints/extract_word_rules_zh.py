@@ -30,7 +30,7 @@ _WORD = r"(?:英文单词|单词|词语|词汇|词)"
 _EVERY = r"(?:每个|每一个|每|所有的?|全部的?|任何)"
 _CLAUSE = r"[^。；;！!？?\n]"
 _LETTERS = r"(?P<letters>[A-Za-z](?:\s*[、,，和与及或]\s*[A-Za-z])*)"
-_PIECES = {"句": Unit.SENTENCES, "句话": Unit.SENTENCES, "行": Unit.LINES, "段": Unit.PARAGRAPHS,
+_PIECES = {"句": Unit.SENTENCES, "句话": Unit.SENTENCES, "句子": Unit.SENTENCES, "行": Unit.LINES, "段": Unit.PARAGRAPHS,
            "段落": Unit.PARAGRAPHS, "个单词": Unit.WORDS, "个词": Unit.WORDS, "单词": Unit.WORDS, "词": Unit.WORDS}
 _VOWELS = "aeiou"
 
@@ -45,10 +45,11 @@ _NO_SPACES = re.compile(r"(?:不要|不能|不得|禁止|避免|别|不|没有)(
 _OWN_LINE = re.compile(_EVERY + _WORD + r"(?:都|各)?(?:单独|各自|独自)?(?:占|写在|放在|另起|成)(?:单独的)?(?:一行|新的一行)")
 _RECUR = re.compile(_EVERY + _WORD + _CLAUSE + r"{0,4}(?:最多|至多|不超过|不能超过|不得超过|只能)(?:使用|出现|用|重复)?"
                     r"(?P<num>" + ZH_NUMBER + r")次")
-_NO_REPEAT = re.compile(r"(?:不要|不能|不得|禁止|避免|别)(?:重复使用|重复)(?:任何|同一个|任何一个)" + _WORD)
+_NO_REPEAT = re.compile(r"(?:不要|不能|不得|禁止|避免|别)(?:重复使用|重复)(?:任何|同一个|任何一个)" + _WORD
+                        + r"|(?<!相邻的)(?<!相邻)(?<!连续的)(?<!连续)(?<!两个)" + _WORD + r"(?:都)?(?:不能|不要|不得|不可)重复")
 _TITLE = re.compile(r"(?:主要|重要|实义)(?:的)?" + _WORD + r"的?首字母" + _CLAUSE + r"{0,4}大写|标题式大小写|标题大小写")
 _EVERY_CAPITAL = re.compile(_EVERY + _WORD + r"的?(?:首字母|第一个字母)" + _CLAUSE + r"{0,4}大写")
-_PIECE_LETTER = re.compile(r"(?:每|每一|所有)(?P<piece>个单词|个词|句话|句|行|段落|段|单词|词)" + _CLAUSE
+_PIECE_LETTER = re.compile(r"(?:每|每一|所有的?)(?P<piece>个单词|个词|句话|句子|句|行|段落|段|单词|词)" + _CLAUSE
                            + r"{0,4}以(?:字母)\s*[“\"'‘]?(?P<letter>[A-Za-z])[”\"'’]?\s*(?:开头|开始)")
 _NTH_LANGUAGE = re.compile(r"每隔" + ZH_NUMBER + r"?个?" + _WORD + _CLAUSE + r"{0,10}(?:语|文)")
 _PALINDROME = re.compile(r"(?P<rel>至少|最少|不少于)?(?P<num>" + ZH_NUMBER + r")个" + _CLAUSE + r"{0,20}?回文")
