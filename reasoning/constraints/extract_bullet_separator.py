@@ -38,7 +38,7 @@ __all__ = ["detect_bullet_separator", "refine_bullet_separator_chinese"]
 
 _SEPARATING = frozenset({"separator", "separate", "delimit", "delimiter", "divide", "divider", "join"})
 _REFUSED = re.compile(r"(?:\b(?:instead\s+of|rather\s+than|in\s+place\s+of|not|no|without|never|avoid)\b|n't)"
-                      r"(?=[^.;!?\n]{0,30}?\b(?:bullet|bulleted|list|lists|points|markdown)\b)", re.IGNORECASE)
+                      r"(?=[^.;!?\n]{0,30}?\b(?:bullets?|bulleted|lists?|points?|markdown)\b)", re.IGNORECASE)
 _LIST_WORDS = frozenset({"bullet", "bulleted", "list", "point", "markdown"})
 _MARKS: Mapping[str, str] = {"semicolon": ";", "comma": ",", "slash": "/", "pipe": "|", "dash": "-",
                              "hyphen": "-", "colon": ":", "period": ".", "ampersand": "&", "arrow": "->",
