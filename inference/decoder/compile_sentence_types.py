@@ -41,7 +41,8 @@ def _typed(form: Count) -> str | None:
 def pattern_of(exact: dict[str, int], ratios: Sequence[tuple[str, str, float]]) -> tuple[str, ...] | None:
     """The marks of one round: ``exact`` counts of each mark, or the smallest whole numbers in the
     ``ratios`` (part, whole, fraction); None when they disagree or the round is too long.
-    Marks are interleaved, the most owed first (two statements to a question: '.', '?', '.')."""
+    Marks are interleaved, the most owed first, a statement before a question before an exclamation
+    on a tie (two statements to a question: '.', '?', '.'; two of each: '.', '?', '.', '?')."""
     counts: dict[str, Fraction] = {m: Fraction(n) for m, n in exact.items()}
     for part, whole, fraction in ratios:
         share = Fraction(fraction).limit_denominator(MOST_ROUND)
@@ -63,7 +64,7 @@ def pattern_of(exact: dict[str, int], ratios: Sequence[tuple[str, str, float]]) 
     if sum(whole_counts.values()) > MOST_ROUND or min(whole_counts.values()) < 1:
         return None
     pattern: list[str] = []
-    left = dict(whole_counts)
+    left = {m: whole_counts[m] for m in sorted(whole_counts, key=_MARKS.index)}  # a statement first on a tie
     while any(left.values()):
         mark = max(left, key=lambda m: left[m])
         pattern.append(mark)

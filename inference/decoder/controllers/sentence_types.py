@@ -110,8 +110,8 @@ class SentenceTyping(Controller):
         owed = size - closed % size if self.spec.repeat else size - closed
         # Near the end of the budget every word closes a sentence: the round is finished in time.
         if tokens_left(budget, d, slack=0) <= _LAST_TOKENS + _PER_SENTENCE * (owed - 1) and last.isalnum() \
-                and state.text[-1:] == last:
-            return Plan("only", mark_id)
+                and state.text[-1:] == last and closed_sentences(state.text + due + " ") > closed:
+            return Plan("only", mark_id)  # (not after an abbreviation: "A." closes no sentence)
         return None
 
     def mask(
