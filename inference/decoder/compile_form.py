@@ -73,6 +73,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from functools import lru_cache
 from itertools import combinations
 
 import msgspec
@@ -420,8 +421,21 @@ def _case_of(constraints: Sequence[Constraint]) -> str | None:
     return "lower" if Kind.ALL_LOWERCASE in kinds else "upper" if Kind.ALL_CAPITALS in kinds else None
 
 
+@lru_cache(maxsize=64)
+def _fixed_texts(layout: Layout) -> tuple[str, ...]:
+    """The texts of ``layout``'s literal segments, in order (its segments built once per layout:
+    the lowering asks each form's question of the same one)."""
+    return tuple(s.text for s in build_layout(layout) if isinstance(s, Literal))
+
+
+def _free_body(layout: Layout) -> bool:
+    """Whether the body is free text without fixed text anywhere: where a controller that counts
+    or places words in the model's own text controls its rule."""
+    return layout.body.kind == "free" and not _fixed_texts(layout)
+
+
 def _literal_text(layout: Layout) -> str:
-    return "\n".join(s.text for s in build_layout(layout) if isinstance(s, Literal))
+    return "\n".join(_fixed_texts(layout))
 
 
 def form_layout(constraints: Sequence[Constraint], layout: Layout, controlled: set[str]) -> Layout:
@@ -559,7 +573,7 @@ def _share(c: Constraint, form: Count, constraints: Sequence[Constraint], layout
         return None
     if not (_countable(form.measure) and _countable(form.of)):
         return None
-    if layout.body.kind != "free" or any(isinstance(s, Literal) for s in build_layout(layout)):
+    if not _free_body(layout):
         return None
     if any(q.kind in _INSERTING | _WORD_INSERTING for q in constraints):
         return None
@@ -594,7 +608,7 @@ def _piece_cap(c: Constraint, form: Count, layout: Layout) -> Cap | None:
     if f.separator or f.marker or f.left or (f.text and form.unit is not Unit.LETTERS):
         return None
     probe = Cap(form.measure, hi, (c.id,), per=form.per)
-    pieces = [s.text for s in build_layout(layout) if isinstance(s, Literal)]
+    pieces = list(_fixed_texts(layout))
     reserved = max((most_per_piece(probe, text, 0) for text in pieces), default=0)
     if reserved > hi:
         raise ConflictError(
@@ -729,7 +743,7 @@ def form_floors(
                 and units.count(cap.measure, " " + INSERTED_ITEMS[form.unit] + " ") > 0
                 for q in constraints for cap in _forms(q)):
             continue  # the inserted item is forced past the masks: a cap that counts it leaves the floor to the prompt
-        if layout.body.kind != "free" or any(isinstance(s, Literal) for s in build_layout(layout)) or inserts:
+        if not _free_body(layout) or inserts:
             continue
         if any(set(text) & _PIECE_ENDS for text in _required_keywords(constraints)):
             continue
@@ -802,7 +816,7 @@ def form_opening(
     kinds = {q.kind for q in constraints}
     text = " ".join(_opening_text(form).split())
     text = text.lower() if Kind.ALL_LOWERCASE in kinds else text.upper() if Kind.ALL_CAPITALS in kinds else text
-    if not text or layout.body.kind != "free" or any(isinstance(s, Literal) for s in build_layout(layout)):
+    if not text or not _free_body(layout):
         return None
     if units.pieces(form.unit, text + " X")[:-1] or "\n" in text:
         return None  # the text would itself end a piece
@@ -853,7 +867,7 @@ def form_class_opening(
     if len(found) + len(letters) != 1 or inserts or placed or any(c.kind in _INSERTING for c in constraints):
         return None
     c, opening = (found or letters)[0]
-    if layout.body.kind != "free" or any(isinstance(s, Literal) for s in build_layout(layout)):
+    if not _free_body(layout):
         return None
     for q in constraints:
         if q.id != c.id and any(isinstance(f, Position) and f.op == "starts_with"
@@ -905,7 +919,7 @@ def form_closing(
     text = " ".join(form.text.split())
     case = _case_of(constraints)
     text = text.lower() if case == "lower" else text.upper() if case == "upper" else text
-    if layout.body.kind != "free" or any(isinstance(s, Literal) for s in build_layout(layout)):
+    if not _free_body(layout):
         return None
     if any(ch in piece_ends(form.unit) for ch in text.rstrip(piece_ends(form.unit))) or "\n" in text:
         return None  # the text would end a piece before its own end
@@ -1074,7 +1088,7 @@ def form_spans(
     if not 1 <= len(left) <= _MOST_DELIMITER or not 1 <= len(right) <= _MOST_DELIMITER \
             or any(ch.isalnum() or ch.isspace() for ch in left + right):
         return None  # a delimiter of marks only (a word or a line break is not written inside prose)
-    fixed = [s.text for s in build_layout(layout) if isinstance(s, Literal)] + _required_keywords(constraints)
+    fixed = list(_fixed_texts(layout)) + _required_keywords(constraints)
     if inserts or layout.wrap is not None or layout.body.kind != "free" \
             or any(ch in text for text in fixed for ch in (left, right, "\n")):
         return None
@@ -1098,7 +1112,7 @@ def form_piece_sentences(
     found = [(c, form) for c in constraints if isinstance(form := form_of_constraint(c), Count)
              and form.unit is Unit.SENTENCES and form.per is Unit.PARAGRAPHS and form.of is None
              and form.filter == Filter()]
-    free = layout.body.kind == "free" and not any(isinstance(s, Literal) for s in build_layout(layout))
+    free = _free_body(layout)
     if len(found) != 1 or inserts or not (free or layout.body.kind == "blank_paragraphs") \
             or any(c.kind in _INSERTING for c in constraints):
         return None
@@ -1135,8 +1149,7 @@ def form_sentence_end(
     kinds = {q.kind for q in constraints}
     text = " ".join(form.text.split())
     text = text.lower() if Kind.ALL_LOWERCASE in kinds else text.upper() if Kind.ALL_CAPITALS in kinds else text
-    if not text or any(ch in TERMINALS or ch == "\n" for ch in text) or layout.body.kind != "free" \
-            or any(isinstance(s, Literal) for s in build_layout(layout)):
+    if not text or any(ch in TERMINALS or ch == "\n" for ch in text) or not _free_body(layout):
         return None
     for q in constraints:
         for f in _forms(q) if q.id != c.id else ():
@@ -1171,7 +1184,7 @@ def form_sentence_mark(
     if len(marks) > 1:
         raise ConflictError("every sentence cannot end with two different marks",
                             constraint_ids=[c.id for c, _ in found])
-    if inserts or layout.body.kind != "free" or any(isinstance(s, Literal) for s in build_layout(layout)):
+    if inserts or not _free_body(layout):
         return None
     if any(ch in TERMINALS for text in _required_keywords(constraints) for ch in text):
         return None
@@ -1226,7 +1239,7 @@ def form_sentence_share(
                                 f"and at most {other.fraction:g}", constraint_ids=[c.id, q.id])
     if fraction > 1 or fraction == 1 and form.relation is Relation.MORE_THAN:
         raise ConflictError(f"more than every sentence cannot end with {mark!r}", constraint_ids=[c.id])
-    if inserts or layout.body.kind != "free" or any(isinstance(s, Literal) for s in build_layout(layout)):
+    if inserts or not _free_body(layout):
         return None
     if any(ch in TERMINALS for text in _required_keywords(constraints) for ch in text):
         return None
@@ -1295,7 +1308,7 @@ def form_lines(
         raise ConflictError(f"at least {lo} lines but at most {hi}", constraint_ids=list(ids))
     if max_new_tokens is not None and lo * LINE_TOKENS > max_new_tokens:
         raise LimitExceeded(f"{lo} lines cannot fit in {max_new_tokens} new tokens", constraint_ids=list(ids))
-    if inserts or layout.body.kind != "free" or any(isinstance(s, Literal) for s in build_layout(layout)):
+    if inserts or not _free_body(layout):
         return None
     if hi is not None and hi < 1:
         return None
