@@ -6,9 +6,11 @@ a list ("exactly one of the following options", "one of these answers",
 "choose one: agree, disagree, neutral", "your answer must be either 'A' or
 'B'"). Read here: a sentence whose verb asks for the answer (answer, reply,
 respond, choose, pick, select) or whose subject is the answer ("your answer
-must be ..."), holding "one of" / "one:" / "either", followed by at least two
-options, quoted or bare (each at most four words, joined by commas, "or",
-"and" or slashes). The reading is ``constrained_response`` with the options
+must be ..."), holding "one of" / "one:" / "either", followed by at least two options,
+quoted or bare (bare ones not after "in": "answer in either English or
+French" is a manner) (each at most two words, not opening with an article or a
+further request: "a poem or a story", "yes or no, then explain" are none;
+joined by commas, "or", "and" or slashes). The reading is ``constrained_response`` with the options
 as written, which the decoder runs as fixed alternatives.
 
 Not read: a content request naming a list ("explain one of the following
@@ -31,7 +33,9 @@ _ANSWER_NOUNS = frozenset({"answer", "response", "reply", "output"})
 _LIST_NOUNS = frozenset({"option", "choice", "answer", "response", "alternative", "label", "word", "phrase",
                          "following", "these", "category", "verdict", "way", "reply"})
 _JOINERS = frozenset({",", "/", "or", "and", ";"})
-_MAX_OPTION_WORDS = 4
+_MAX_OPTION_WORDS = 2
+#: Words that open a kind of content or a further request, not a literal answer ("a poem", "then explain").
+_NOT_LITERAL = frozenset({"a", "an", "the", "then", "your", "my", "and", "but", "explain", "why"})
 
 
 def _asks_answer(ctx: _Ctx, start: int, end: int) -> bool:
@@ -80,7 +84,7 @@ def _bare(ctx: _Ctx, j: int, end: int) -> tuple[list[str], int]:
     def close() -> bool:
         if not current:
             return True
-        if len(current) > _MAX_OPTION_WORDS:
+        if len(current) > _MAX_OPTION_WORDS or ctx.lowers[current[0]] in _NOT_LITERAL:
             return False
         first, last = ctx.tokens[current[0]], ctx.tokens[current[-1]]
         options.append(ctx.text[first.idx:last.idx + len(last.text)])
@@ -103,6 +107,12 @@ def _bare(ctx: _Ctx, j: int, end: int) -> tuple[list[str], int]:
     return options, last_char
 
 
+def _in_manner(ctx: _Ctx, start: int, first: int) -> bool:
+    """Whether "in" stands before the "one" / "either" the options follow."""
+    at = next((j for j in range(first - 1, start - 1, -1) if ctx.lowers[j] in ("one", "1", "either")), None)
+    return at is not None and at > start and ctx.lowers[at - 1] == "in"
+
+
 def detect_choice(ctx: _Ctx) -> None:
     """Add ``constrained_response`` for a choice among listed options (see the module doc)."""
     if any(f.kind is Kind.CONSTRAINED_RESPONSE for f in ctx.found):
@@ -116,6 +126,8 @@ def detect_choice(ctx: _Ctx) -> None:
             continue
         options, last_char = _quoted_list(ctx, ctx.tokens[first].idx, sent.end_char)
         if len(options) < 2:
+            if _in_manner(ctx, start, first):
+                continue  # "answer in either English or French", "reply in one of two styles": a manner
             options, last_char = _bare(ctx, first, end)
         options = [o.strip() for o in options if re.search(r"\w", o)]
         if len(options) < 2 or len({o.lower() for o in options}) < len(options):

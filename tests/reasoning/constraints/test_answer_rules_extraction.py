@@ -54,6 +54,10 @@ def test_a_choice_among_listed_options_is_a_constrained_response(prompt: str, ex
         "Explain one of the following topics: gravity, magnetism, or light.",
         "Write one of the following: a poem, a story, or a song.",
         "Choose one of the two options and explain why: cats or dogs.",
+        "Reply in one of two styles: formal or casual.",
+        "Answer with one of the following: a haiku or a limerick.",
+        "Say either yes or no, then explain.",
+        "Your answer must be either a poem or a story.",
         "请介绍以下主题之一：重力、磁力、光。",
     ],
 )
