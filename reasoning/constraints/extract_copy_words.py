@@ -12,7 +12,10 @@
 - "Repeat the request with its first word replaced by 'Please'", "replace
   the first word of the question with 'Kindly' and repeat it": the copy's
   text with its first word swapped (only the first: a stated ``replace`` pair
-  would swap every occurrence of the word).
+  would swap every occurrence of the word); the request is the text before
+  the instruction in its block when the repeat reader took the instruction's
+  own rider for it ("Write a poem about cats. Repeat the request, but change
+  its first word to 'Compose'. Do not answer it.": not "Do not answer it.").
 
 Both are ``copy(text)`` of the one text the answer starts with (the
 change already applied: the decoder forces it, the verifier compares it).
@@ -148,6 +151,21 @@ def detect_copied_characters(ctx: _Ctx) -> None:
         return
 
 
+_META = re.compile(r"\b(?:answer|answering|request|repeat|respond)\b", re.IGNORECASE)
+
+
+def _request(ctx: _Ctx, read: str, at: int) -> str:
+    """The request a copy instruction at ``at`` repeats: ``read`` (the repeat reader's text), unless that is
+    the instruction's own rider ("Do not answer it.") and the request stands before it in its block
+    ("Write a poem about cats. Repeat the request, but change its first word ...")."""
+    if not (_META.search(read) and len(read.split()) <= 10):
+        return read
+    sentence_start = _sentence_bounds(ctx.text, at)[0]
+    block = ctx.text.rfind("\n\n", 0, sentence_start)
+    before = ctx.text[block + 2 if block >= 0 else 0:sentence_start].strip()
+    return before or read
+
+
 def detect_first_word_replaced(ctx: _Ctx) -> None:
     """A copy with its first word replaced (see the module doc)."""
     match = _FIRST_WORD.search(ctx.text)
@@ -156,7 +174,8 @@ def detect_first_word_replaced(ctx: _Ctx) -> None:
     copy = next((f for f in ctx.found if f.kind in (Kind.COPY, Kind.REPEAT_PROMPT)), None)
     if copy is None:
         return
-    text = str(copy.params.get("text") or copy.params.get("prompt_to_repeat") or "").strip()
+    text = _request(ctx, str(copy.params.get("text") or copy.params.get("prompt_to_repeat") or "").strip(),
+                    match.start())
     new = (match.group("q1") or match.group("q2") or "").strip("\"“”'‘’")
     parts = text.split(None, 1)
     if not parts or not new:

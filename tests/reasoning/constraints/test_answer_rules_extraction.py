@@ -127,6 +127,8 @@ def _at_most_words(n: int) -> tuple[str, dict[str, Any]]:
          [_copy("Please me a joke."), _at_most_words(4)]),
         ("Replace the first word of the question with 'Kindly' and repeat it without answering: Explain how rain forms.",
          [_copy("Kindly how rain forms."), _at_most_words(4)]),
+        ("Write a poem about cats. Repeat the request, but change its first word to 'Compose'. Do not answer it.",
+         [_copy("Compose a poem about cats."), _at_most_words(5)]),
     ],
 )
 def test_a_named_copy_is_the_text_it_names(prompt: str, expected: list[Any]) -> None:
