@@ -58,10 +58,13 @@ ones an insertion can meet to keywords).
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
+import msgspec
 import torch
 
 from inference.decoder.controllers.counts import good_last_word
@@ -198,16 +201,46 @@ def added(measure: Measure, text: str, chunk: str) -> int:
     """How much appending ``chunk`` to ``text`` changes ``measure``'s count
     (the word touching the end counted as complete). A word judged against the
     word before it (``same_as_previous``) is counted on a window that holds it,
-    a word judged by its earlier uses (``occurrence``) on the whole text."""
+    a word judged by its earlier uses (``occurrence``) against the uses before the window."""
     if measure.unit in ADDITIVE_UNITS:
         return units.count(measure, chunk)
     start = _window_start(text)
+    if measure.filter.occurrence is not None:
+        return _later_uses_added(measure.filter, text, start, chunk)
     if measure.filter.same_as_previous is not None:
         start = _previous_word_start(text, start)
-    if measure.filter.occurrence is not None:
-        start = 0  # a word's earlier uses lie anywhere before it
     window = text[start:]
     return units.count(measure, window + chunk) - units.count(measure, window)
+
+
+@lru_cache(maxsize=64)
+def _uses(before: str, f: Filter) -> Counter[str]:
+    """How often each word of ``before`` (complete words: it ends at whitespace) that passes ``f``
+    is used there, lowercased. One text per step is asked for every candidate: cached."""
+    kept = Measure(unit=Unit.WORDS, filter=msgspec.structs.replace(f, occurrence=None))
+    return Counter(w.lower() for w in units.words(before) if units.count(kept, w))
+
+
+def _later_uses_added(f: Filter, text: str, start: int, chunk: str) -> int:
+    """What appending ``chunk`` adds to the count of words that are at least the ``f.occurrence``-th
+    use of themselves: the words before ``start`` (a whitespace) are counted once per text, only the
+    window after it is walked per candidate (the same count as the verifier's over the whole text)."""
+    before = _uses(text[:start], f)
+    kept = Measure(unit=Unit.WORDS, filter=msgspec.structs.replace(f, occurrence=None))
+    wanted = f.occurrence or 0
+
+    def later(window: str) -> int:
+        seen: Counter[str] = Counter()
+        total = 0
+        for word in units.words(window):
+            if units.count(kept, word):
+                key = word.lower()
+                seen[key] += 1
+                total += before[key] + seen[key] >= wanted
+        return total
+
+    window = text[start:]
+    return later(window + chunk) - later(window)
 
 
 def list_line(line: str, ended: bool) -> bool:

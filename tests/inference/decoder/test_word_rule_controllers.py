@@ -16,6 +16,7 @@ from test_form_controllers import bias_towards, gen, judged
 
 from inference.decoder.compile import compile_steering
 from inference.decoder.controllers.tally import added
+from reasoning.constraints.form import units
 from reasoning.constraints.form.model import Filter, Measure, Unit
 from reasoning.constraints.model import Kind
 
@@ -103,6 +104,14 @@ def test_every_piece_opens_with_the_named_letter_on_random_logits(tokenizer: Any
 def test_a_word_is_judged_against_all_its_earlier_uses(text: str, chunk: str, more: int) -> None:
     measure = Measure(unit=Unit.WORDS, filter=Filter(occurrence=3))
     assert added(measure, text, chunk) == more
+
+
+@pytest.mark.parametrize("text", ["The cat saw the dog; the cat ran.", "the the", "Cats, cats and dogs\nthe cats"])
+def test_the_uses_counted_per_candidate_agree_with_the_verifiers_count(text: str) -> None:
+    measure = Measure(unit=Unit.WORDS, filter=Filter(occurrence=2, stop_words=False))
+    for cut in range(len(text)):
+        head, chunk = text[:cut], text[cut:]
+        assert added(measure, head, chunk) == units.count(measure, text) - units.count(measure, head), (head, chunk)
 
 
 def _decode(loaded_model: Any, prompt: str, constraints: list[Any], budget: int) -> tuple[Any, str]:
