@@ -1,6 +1,7 @@
 """A CSV answer with named columns: "answer in CSV with the columns name, age, city and 4 rows".
 
-A request for CSV ("CSV", "comma-separated values", CSV格式) naming its
+A request for a CSV answer ("answer in CSV", "as comma-separated values", "CSV
+format with ...", CSV格式; not "explain the CSV file format") naming its
 columns ("with the columns A, B and C", "headers: A, B", "header id,title",
 列为A、B, 表头为A、B) is the whole answer as a pattern (``regex_format``): the
 header line of those names joined by commas, then the data rows, each as
@@ -29,8 +30,12 @@ from reasoning.constraints.quantities import parse_number, parse_zh_number
 __all__ = ["csv_pattern", "detect_csv", "refine_csv_chinese"]
 
 _CSV = re.compile(r"\bcsv\b|comma[-\s]separated\s+values?", re.IGNORECASE)
+#: The answer asked as CSV (not a question about CSV): "answer in CSV", "as comma-separated values", "CSV format".
+_AS_CSV = re.compile(r"\b(?:in|as|into|using|with)\s+(?:a\s+|the\s+)?(?:csv|comma[-\s]separated)|\bcsv\s+(?:format|table|file|output)\b"
+                     r"[^.]{0,40}?\b(?:columns?|headers?|fields?)\b|\b(?:output|answer|respond|reply|return|give|write|"
+                     r"provide|format|present|produce)\b[^.]{0,40}?\b(?:csv|comma[-\s]separated)", re.IGNORECASE)
 _COLUMNS = re.compile(
-    r"\b(?:header\s+fields?|header\s+row|header\s+line|column\s+names?|columns?|headers?|fields?|headings?)\s*(?:named|called|are|is|of|should\s+be|must\s+be)?"
+    r"\b(?:header\s+fields?|header\s+row|header\s+line|column\s+names?|columns?|headers?|fields?|headings?)\b\s*(?:named|called|are|is|of|should\s+be|must\s+be)?"
     r"\s*[:：]?\s*(?P<list>[\"'“‘]?[A-Za-z_][\w \-]{0,29}[\"'”’]?(?:\s*(?:,|;|\|)\s*(?:and\s+)?[\"'“‘]?[A-Za-z_][\w \-]{0,29}"
     r"[\"'”’]?|\s+and\s+[\"'“‘]?[A-Za-z_][\w\-]{0,29}[\"'”’]?)+)",
     re.IGNORECASE,
@@ -85,7 +90,7 @@ def detect_csv(ctx: _Ctx) -> None:
     """The CSV answer of the columns named (see the module doc)."""
     text = ctx.text
     csv = _CSV.search(text)
-    if csv is None:
+    if csv is None or _AS_CSV.search(text) is None:
         return
     columns_at = _COLUMNS.search(text, max(0, csv.start() - 200))
     if columns_at is None:

@@ -5,7 +5,10 @@ words, :data:`~reasoning.constraints.lexicon.EN_UNITS` / ``ZH_UNITS`` entries
 with their characters, and the interrobang ``?!``) and asks for them with an
 inclusion verb or "at least once" / "each" / "every" (使用 / 包含 / 出现 / 至少 /
 每个) is one minimum per mark: ``count(punctuation, chars=<the mark in both
-widths>) at least 1``; the interrobang is a count of the text ``?!``.
+widths>) at least 1``; the interrobang is a count of the text ``?!``; said
+of each piece ("each sentence must contain a comma, a semicolon and a
+colon", 每段都要包含逗号和分号) every minimum holds per sentence / paragraph /
+line.
 "Every standard punctuation mark" with no marks listed is the period,
 comma, question mark, exclamation mark, semicolon and colon. The number
 readers' one count of all punctuation in the sentence ("at least one of
@@ -39,6 +42,11 @@ _ZH_MARKS: Mapping[str, str] = {
     if entry[0] is Unit.PUNCTUATION and entry[1].get("chars")
 }
 _INTERROBANG = "?!"
+#: Pieces "each" / "every" gives every mark to ("each sentence must contain a comma, a semicolon and a colon").
+_EN_PIECES: Mapping[str, Unit] = {"sentence": Unit.SENTENCES, "paragraph": Unit.PARAGRAPHS, "line": Unit.LINES}
+_ZH_PIECES: Mapping[str, Unit] = {"每句": Unit.SENTENCES, "每一句": Unit.SENTENCES, "每个句子": Unit.SENTENCES,
+                                  "每段": Unit.PARAGRAPHS, "每一段": Unit.PARAGRAPHS, "每行": Unit.LINES,
+                                  "每一行": Unit.LINES}
 _STANDARD = (".。", ",，", "?？", "!！", ";；", ":：")
 _ASKING = frozenset({"use", "include", "contain", "appear", "have", "feature", "employ", "incorporate", "least",
                      "once", "each", "every", "all"})
@@ -70,18 +78,22 @@ def _marks_in(ctx: _Ctx, start: int, end: int) -> list[tuple[str, int, int]]:
     return found
 
 
-def _minimum(chars: str) -> tuple[Kind, dict[str, object]]:
+def _minimum(chars: str, per: Unit | None) -> tuple[Kind, dict[str, object]]:
     if chars == _INTERROBANG:
-        return canonical(Count(unit=Unit.KEYWORDS, relation=Relation.AT_LEAST, n=1, filter=Filter(text=chars)))
-    return canonical(Count(unit=Unit.PUNCTUATION, relation=Relation.AT_LEAST, n=1, filter=Filter(chars=chars)))
+        return canonical(Count(unit=Unit.KEYWORDS, relation=Relation.AT_LEAST, n=1, filter=Filter(text=chars),
+                               per=per))
+    return canonical(Count(unit=Unit.PUNCTUATION, relation=Relation.AT_LEAST, n=1, filter=Filter(chars=chars),
+                           per=per))
 
 
-def _replace(found: Sequence[Found], marks: Sequence[str], start: int, end: int) -> list[Found]:
-    """``found`` without its punctuation counts in ``start..end``, with one minimum per mark."""
+def _replace(found: Sequence[Found], marks: Sequence[str], start: int, end: int,
+             per: Unit | None = None) -> list[Found]:
+    """``found`` without its punctuation counts in ``start..end``, with one minimum per mark (in every
+    ``per`` piece when set)."""
     kept = [f for f in found if not (f.start < end and start < f.end and (
         f.kind is Kind.COUNT and f.params.get("unit") == "punctuation" or f.kind is Kind.LETTER_FREQUENCY))]
     for chars in marks:
-        kind, params = _minimum(chars)
+        kind, params = _minimum(chars, per)
         kept.append(Found(kind=kind, params=params, start=start, end=end, confidence=0.85))
     return kept
 
@@ -106,7 +118,9 @@ def detect_mark_set(ctx: _Ctx) -> None:
         elif len([m for m in marks if m != _INTERROBANG]) < 1 or len(marks) < 2:
             continue
         last = ctx.tokens[end - 1]
-        ctx.found = _replace(ctx.found, marks, sent.start_char, last.idx + len(last.text))
+        per = next((_EN_PIECES[ctx.lemmas[j + 1]] for j in range(sent.start, end - 1)
+                    if ctx.lemmas[j] in ("each", "every") and ctx.lemmas[j + 1] in _EN_PIECES), None)
+        ctx.found = _replace(ctx.found, marks, sent.start_char, last.idx + len(last.text), per)
         return
 
 
@@ -131,5 +145,6 @@ def refine_mark_set_chinese(text: str, found: Sequence[Found]) -> list[Found]:
             marks = list(dict.fromkeys([*_STANDARD, *marks]))
         elif len([m for m in marks if m != _INTERROBANG]) < 1 or len(marks) < 2:
             continue
-        return _replace(found, marks, match.start(), match.end())
+        per = next((unit for word, unit in _ZH_PIECES.items() if word in clause), None)
+        return _replace(found, marks, match.start(), match.end(), per)
     return list(found)

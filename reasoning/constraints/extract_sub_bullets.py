@@ -47,7 +47,7 @@ def _list_reading(f: Found) -> bool:
 def _items(found: Sequence[Found]) -> int | None:
     for f in found:
         n = f.params.get("n")
-        if f.kind in (Kind.BULLET_COUNT, Kind.STRUCTURE) and isinstance(n, int) and n > 0:
+        if f.kind in (Kind.BULLET_COUNT, Kind.STRUCTURE) and isinstance(n, int) and n > 1:
             return n
     return None
 

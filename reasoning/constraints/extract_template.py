@@ -3,7 +3,8 @@
 A request that names a template or a format to follow ("fill in this
 template", "use the following format exactly", "follow the template
 '...'", "answer in the form: ...", 按以下模板回答, 格式如下) and shows it, with
-two or more slots in square brackets, is the whole answer as a pattern
+two or more labelled slots in square brackets ("Summary: [summary]": a label
+and a colon or "=" before the slot), is the whole answer as a pattern
 (``regex_format``): the template's text verbatim (its runs of white space
 as any white space), each slot filled with text of its own (one line of 1
 to 120 characters, no bracket: a slot left as "[summary]" is not filled).
@@ -12,8 +13,9 @@ lines after, up to a blank line) or the quoted text holding the slots.
 The decoder runs the pattern as a grammar; the verifier matches it.
 
 Not read: slots without a template word ("write [name] somewhere": the
-placeholders reader's), a template of one slot, slots with no label
-between them ("[essay] ****** [poem]": responses between a divider).
+placeholders reader's), a template of one labelled slot, slots with no label
+("[essay] ****** [poem]": responses between a divider; "list [sport] and
+[country] for each").
 """
 
 from __future__ import annotations
@@ -49,6 +51,11 @@ def _literal(text: str) -> str:
         r"\s+" if text else "")
 
 
+def _labelled(template: str) -> int:
+    """How many slots of ``template`` follow a label ("Summary: [summary]", "Name = [name]")."""
+    return sum(1 for slot in _SLOT.finditer(template) if re.search(r"\w\s*[:：=]\s*$", template[:slot.start()]))
+
+
 def _template_at(text: str, start: int) -> tuple[int, int] | None:
     """The template after ``start``: a quoted text holding slots, or the text after the next colon."""
     line_end = text.find("\n", start)
@@ -82,8 +89,8 @@ def _read(text: str, found: Sequence[Found]) -> list[Found] | None:
             continue
         begin, end = at
         template = text[begin:end].strip()
-        if len(_SLOT.findall(template)) < 2 or not re.search(r"\w", _SLOT.sub("", template)):
-            continue  # "[essay] ****** [poem]": slots with no labels are pieces between a divider
+        if _labelled(template) < 2:
+            continue  # "[essay] ****** [poem]", "list [sport] and [country]": no labelled slots
         kept = [f for f in found if not (f.start < end and sentence_start < f.end and f.kind in (
             Kind.PLACEHOLDERS, Kind.KEYWORDS_PRESENT, Kind.START_PHRASE, Kind.END_PHRASE, Kind.STRUCTURE,
             Kind.POSITION, Kind.COUNT))]

@@ -429,3 +429,27 @@ def test_words_one_of_a_set_are_counted_without_case_and_once_each_as_unique_wor
     assert not check(conjunctions, "I came and saw and left. And then AND.").satisfied
     names = Count(unit=Unit.WORDS, relation=Relation.AT_MOST, n=1, filter=Filter(one_of=("Alice", "Bob")))
     assert check(names, "alice met Carol.").satisfied and not check(names, "Alice met bob.").satisfied
+
+
+@pytest.mark.parametrize(
+    ("prompt", "per"),
+    [
+        ("Write 5 sentences. Each sentence must contain a comma, a semicolon and a colon.", "sentences"),
+        ("Use a colon and a semicolon in every paragraph.", "paragraphs"),
+        ("每段都要至少包含一个逗号和一个分号。", "paragraphs"),
+    ],
+)
+def test_marks_said_of_each_piece_are_minima_per_piece(prompt: str, per: str) -> None:
+    marks = [params for kind, params in _read(prompt) if kind == "count" and params["unit"] == "punctuation"]
+    assert len(marks) >= 2 and all(m["per"] == per and m["relation"] == "at least" for m in marks)
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "Write a blog post about the format of the Olympic games: list [sport] and [country] for each.",
+        "Explain the CSV file format and its columns, rows and delimiters.",
+    ],
+)
+def test_slots_without_labels_or_a_question_about_csv_is_no_pattern(prompt: str) -> None:
+    assert not any(kind == "regex_format" for kind, _ in _read(prompt))
