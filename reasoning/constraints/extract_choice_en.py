@@ -8,7 +8,9 @@ a list ("exactly one of the following options", "one of these answers",
 respond, choose, pick, select) or whose subject is the answer ("your answer
 must be ..."), holding "one of" / "one:" / "either", followed by at least two options,
 quoted or bare (bare ones not after "in": "answer in either English or
-French" is a manner) (each at most two words, not opening with an article or a
+French" is a manner); or two or three bare words joined by "or" right after
+an answering verb that opens the sentence and running to its end ("answer
+yes or no.", "reply with yes or no only") (each at most two words, not opening with an article or a
 further request: "a poem or a story", "yes or no, then explain" are none;
 joined by commas, "or", "and" or slashes). The reading is ``constrained_response`` with the options
 as written, which the decoder runs as fixed alternatives.
@@ -82,6 +84,8 @@ def _bare(ctx: _Ctx, j: int, end: int) -> tuple[list[str], int]:
     last_char = ctx.tokens[j].idx if j < end else 0
 
     def close() -> bool:
+        while current and ctx.lowers[current[-1]] in ("only", "please", "alone"):
+            current.pop()  # "yes or no only"
         if not current:
             return True
         if len(current) > _MAX_OPTION_WORDS or ctx.lowers[current[0]] in _NOT_LITERAL:
@@ -107,6 +111,24 @@ def _bare(ctx: _Ctx, j: int, end: int) -> tuple[list[str], int]:
     return options, last_char
 
 
+def _direct(ctx: _Ctx, start: int, end: int) -> int | None:
+    """The options right after an answering verb that opens the sentence, running to its end:
+    "answer yes or no.", "reply with yes or no only", "respond: true or false"."""
+    j = start + (1 if ctx.lowers[start] in ("please", "just", "simply", "only") else 0)
+    if j >= end or ctx.lemmas[j] not in ("answer", "reply", "respond") or ctx.tokens[j].pos_ not in ("VERB", "NOUN"):
+        return None
+    k = j + 1
+    while k < end and ctx.lowers[k] in ("with", "only", "just", "simply", ":", "either"):
+        k += 1
+    tail = [t for t in ctx.tokens[k:end] if not t.is_punct and not t.is_space]
+    joined = [t for t in tail if t.lower_ in ("or", "/")] or [t for t in ctx.tokens[k:end] if t.text == "/"]
+    words = [t for t in tail if t.lower_ not in ("or", "only", "please")]
+    if not joined or not 2 <= len(words) <= 3 or any(
+            t.pos_ in ("DET", "ADP") or t.pos_ == "ADV" and t.lower_.endswith("ly") for t in words):
+        return None  # "answer the question or skip it", "answer quickly or slowly": no literal answers
+    return k
+
+
 def _in_manner(ctx: _Ctx, start: int, first: int) -> bool:
     """Whether "in" stands before the "one" / "either" the options follow."""
     at = next((j for j in range(first - 1, start - 1, -1) if ctx.lowers[j] in ("one", "1", "either")), None)
@@ -122,6 +144,8 @@ def detect_choice(ctx: _Ctx) -> None:
         if not _asks_answer(ctx, start, end):
             continue
         first = _choice_at(ctx, start, end)
+        if first is None:
+            first = _direct(ctx, start, end)
         if first is None or first >= end:
             continue
         options, last_char = _quoted_list(ctx, ctx.tokens[first].idx, sent.end_char)

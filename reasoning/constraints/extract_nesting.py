@@ -20,10 +20,13 @@ from reasoning.constraints.model import Kind
 
 __all__ = ["detect_nesting", "refine_nesting_chinese"]
 
-_NESTED = re.compile(r"\b(?:nest(?:ed|ing|s)?|embedded|inside\s+(?:one\s+)?another|within\s+each\s+other|levels?\s+deep|"
-                     r"deep(?:ly)?\s+nested)\b", re.IGNORECASE)
-_DELIMITED = re.compile(r"\b(?:parenthes[ie]s|parenthetical|brackets?|braces?|quot(?:es|ation\s+marks?|ations?))\b|[()\[\]{}]",
-                        re.IGNORECASE)
+_DELIMITER = r"(?:parenthes[ie]s|parenthetical|brackets?|braces?|quot(?:es?|ation\s+marks?|ations?))"
+_NESTING = r"(?:nest(?:ed|ing|s)?|embedded|inside\s+(?:one\s+)?another|within\s+each\s+other|levels?\s+deep)"
+#: The nesting said of the delimiters themselves ("parentheses nested 3 levels", "nested brackets"), not
+#: of something else beside them ("nested loops ... examples in brackets").
+_NESTED_DELIMITERS = re.compile(
+    rf"\b{_DELIMITER}\W+(?:\w+\W+){{0,3}}?{_NESTING}\b|\b{_NESTING}\W+(?:\w+\W+){{0,2}}?{_DELIMITER}\b"
+    rf"|\b{_DELIMITER}\s+(?:inside|within)\s+(?:other\s+|more\s+)?{_DELIMITER}\b", re.IGNORECASE)
 _ZH_NESTED = re.compile(r"[^。！？\n]*(?:括号|引号)[^。！？\n]*嵌套[^。！？\n]*|[^。！？\n]*嵌套[^。！？\n]*(?:括号|引号)[^。！？\n]*")
 
 
@@ -36,7 +39,7 @@ def _dropped(f: Found, start: int, end: int) -> bool:
 def detect_nesting(ctx: _Ctx) -> None:
     """Drop the span counts and wrappers read from a nesting depth (see the module doc)."""
     for sent in ctx.doc.sents:
-        if _NESTED.search(sent.text) and _DELIMITED.search(sent.text):
+        if _NESTED_DELIMITERS.search(sent.text):
             ctx.found = [f for f in ctx.found if not _dropped(f, sent.start_char, sent.end_char)]
 
 

@@ -66,6 +66,9 @@ def detect_stop_share(ctx: _Ctx) -> None:
             continue
         share = _share(ctx, sent.start, sent.end)
         if share is None:
+            # "use stop words sparingly": no bound to read, and "sparingly" is no keyword to include
+            ctx.found = [f for f in ctx.found if not (f.kind is Kind.KEYWORDS_PRESENT and f.start < sent.end_char
+                                                      and sent.start_char < f.end)]
             continue
         fraction, first = share
         before = relation_before(ctx.lowers[max(sent.start, first - 4):first])

@@ -453,3 +453,34 @@ def test_marks_said_of_each_piece_are_minima_per_piece(prompt: str, per: str) ->
 )
 def test_slots_without_labels_or_a_question_about_csv_is_no_pattern(prompt: str) -> None:
     assert not any(kind == "regex_format" for kind, _ in _read(prompt))
+
+
+@pytest.mark.parametrize(
+    ("prompt", "expected"),
+    [
+        ("Answer yes or no.", [_choice("yes", "no")]),
+        ("Should I learn Python? Reply with yes or no only.", [_choice("yes", "no")]),
+        ("Respond: true or false.", [_choice("true", "false")]),
+        ("Answer with true/false.", [_choice("true", "false")]),
+    ],
+)
+def test_bare_options_right_after_an_answering_verb_are_a_choice(prompt: str, expected: list[Any]) -> None:
+    assert _read(prompt) == expected
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    ["Answer yes or no, and explain why.", "Answer the question or skip it.", "Answer quickly or slowly.",
+     "Reply to John or Mary."],
+)
+def test_an_answering_verb_before_a_manner_or_a_task_is_no_choice(prompt: str) -> None:
+    assert not any(kind == "constrained_response" for kind, _ in _read(prompt))
+
+
+def test_nesting_said_of_something_else_keeps_the_bracket_count() -> None:
+    assert _read("Write about nested loops in Python, with at least 2 code examples in brackets.") == [
+        ("count", {"unit": "spans", "relation": "at least", "n": 2, "filter": {"left": "(", "right": ")", "nonempty": True}})]
+
+
+def test_stop_words_named_without_a_share_give_no_keyword() -> None:
+    assert _read("Use stop words sparingly.") == []
