@@ -44,9 +44,9 @@ def _asks_answer(ctx: _Ctx, start: int, end: int) -> bool:
     """Whether the sentence's verb answers or chooses, or its subject is the answer."""
     for j in range(start, end):
         token = ctx.tokens[j]
-        if ctx.lemmas[j] in _CHOOSING and token.pos_ in ("VERB", "AUX") or (
-                ctx.lemmas[j] in _CHOOSING and j == start):
-            return True
+        if ctx.lemmas[j] in _CHOOSING and (token.pos_ in ("VERB", "AUX") or j == start or (
+                j + 1 < end and ctx.lowers[j + 1] in ("with", ":"))):
+            return True  # "(a) answer with one of ..." is often tagged a noun
         if ctx.lemmas[j] in _ANSWER_NOUNS and token.dep_ in ("nsubj", "nsubjpass"):
             return True
     return False

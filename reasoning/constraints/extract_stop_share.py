@@ -25,6 +25,8 @@ from reasoning.constraints.quantities import parse_zh_number, relation_before
 
 __all__ = ["detect_stop_share", "refine_stop_share_chinese"]
 
+_DENIED = {Relation.MORE_THAN: Relation.AT_MOST, Relation.AT_LEAST: Relation.LESS_THAN,
+           Relation.LESS_THAN: Relation.AT_LEAST, Relation.AT_MOST: Relation.MORE_THAN}
 _FRACTIONS = {"half": 0.5, "third": 1 / 3, "quarter": 0.25, "fourth": 0.25, "fifth": 0.2, "tenth": 0.1}
 _CAPS = re.compile(r"\b(?:not?\s+(?:\w+\s+)?exceed|never\s+exceed|stay\s+(?:below|under)|keep\b[^.]{0,40}?\b(?:below|under)|"
                    r"cap\b|limit\b|maximum|at\s+most|no\s+more\s+than|not\s+more\s+than|up\s+to)", re.IGNORECASE)
@@ -74,6 +76,8 @@ def detect_stop_share(ctx: _Ctx) -> None:
         before = relation_before(ctx.lowers[max(sent.start, first - 4):first])
         if before is not None:
             relation = before[0]
+            denied = any(ctx.lowers[j] in ("not", "never", "n't", "no") for j in range(sent.start, first - before[1]))
+            relation = _DENIED.get(relation, relation) if denied else relation  # "must not make up more than 35%"
         elif _CAPS.search(sent.text):
             relation = Relation.AT_MOST
         elif _FLOORS.search(sent.text):

@@ -484,3 +484,19 @@ def test_nesting_said_of_something_else_keeps_the_bracket_count() -> None:
 
 def test_stop_words_named_without_a_share_give_no_keyword() -> None:
     assert _read("Use stop words sparingly.") == []
+
+
+@pytest.mark.parametrize(
+    ("prompt", "relation", "fraction"),
+    [
+        ("Stop words must not make up more than 35% of the text.", "at most", 0.35),
+        ("Do not write more than 20% stop words.", "at most", 0.2),
+    ],
+)
+def test_a_denied_bound_on_the_stop_word_share_is_reversed(prompt: str, relation: str, fraction: float) -> None:
+    assert _read(prompt) == [_stop_share(relation, fraction)]
+
+
+def test_a_choice_inside_a_list_of_rules_is_read() -> None:
+    read = _read("Tell me a fact. Constraints: (a) answer with one of the following options: true, false; (b) no commas.")
+    assert _choice("true", "false") in read and ("no_comma", {}) in read
