@@ -68,12 +68,23 @@ def _items_of(found: Sequence[Found]) -> int | None:
     return None
 
 
+def _refuses(f: Found, separator: str) -> bool:
+    """Whether ``f`` forbids the separator ("do not use bullet points; separate items with commas" read
+    the negation over the commas too)."""
+    if f.kind is Kind.NO_COMMA:
+        return separator in ",，"
+    chars = str((f.params.get("filter") or {}).get("chars", ""))
+    return f.kind is Kind.COUNT and f.params.get("n") == 0 and bool(chars) and separator in chars
+
+
 def _replace(found: list[Found], start: int, end: int, separator: str, items: int | None = None) -> list[Found]:
     """``found`` without its list readings in ``start..end``, with the no-list and separator readings
     (between ``items`` items, else as many as a dropped list reading counted)."""
     inside = [f for f in found if f.kind in _LIST_KINDS and f.start < end and start < f.end]
     items = items or _items_of(inside)
-    kept = [f for f in found if not any(f is g for g in inside)]
+    sep = separator.strip() or separator
+    kept = [f for f in found if not any(f is g for g in inside) and not (
+        f.start < end and start < f.end and _refuses(f, sep))]
     no_list = canonical(Structure(layout=Layout.NO_LIST))
     if not any(f.kind is no_list[0] and f.params == no_list[1] for f in kept):
         kept.append(Found(kind=no_list[0], params=no_list[1], start=start, end=end, confidence=0.85))
@@ -83,7 +94,9 @@ def _replace(found: list[Found], start: int, end: int, separator: str, items: in
 
 
 def _named_separator(ctx: _Ctx, start: int, end: int) -> str | None:
-    for j in range(start, end):
+    """The mark the items are joined with: the first named after "with" / "by" / "using", else the first."""
+    joined = next((j for j in range(start, end) if ctx.lowers[j] in ("with", "by", "using")), start)
+    for j in [*range(joined, end), *range(start, joined)]:
         mark = _MARKS.get(ctx.lemmas[j])
         if mark is not None:
             return mark

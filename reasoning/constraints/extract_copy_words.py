@@ -48,8 +48,8 @@ _RANGE = re.compile(
 )
 _COPYING = re.compile(r"\b(?:copy|copying|repeat|repeating|write\s+out|output|reproduce|quote|print|return|give|"
                       r"list|type|echo|restate)\b", re.IGNORECASE)
-_OWN = re.compile(r"\s*(?:of|from|in)\s+(?:this|the|my|your|the\s+above)?\s*(?:request|prompt|instruction|message|"
-                  r"question|query|input)\b", re.IGNORECASE)
+_OWN = re.compile(r"\s*(?:of|from|in)\s+(?:this|the|my|your|the\s+above)?\s*(?:requests?|prompts?|instructions?|"
+                  r"messages?|questions?|query|input)\b", re.IGNORECASE)
 _THIS_SENTENCE = re.compile(r"\s*(?:of|from|in)\s+this\s+(?:very\s+)?sentence\b", re.IGNORECASE)
 _CHAR_RANGE = re.compile(r"\b(?:index|indices|indexes|positions?|characters?)\s+(?P<a>\d+)\s*(?:and|to|through|-|–)\s*"
                          r"(?:index\s+)?(?P<b>\d+)\b", re.IGNORECASE)
@@ -151,6 +151,8 @@ def detect_copied_characters(ctx: _Ctx) -> None:
         return
 
 
+_LABELLED = re.compile(r"\b(?:request|question|prompt|task|query|instruction)\s*[:：]\s*(\S.*)$",
+                       re.IGNORECASE | re.DOTALL)
 _META = re.compile(r"\b(?:answer|answering|request|repeat|respond)\b", re.IGNORECASE)
 
 
@@ -158,6 +160,9 @@ def _request(ctx: _Ctx, read: str, at: int) -> str:
     """The request a copy instruction at ``at`` repeats: ``read`` (the repeat reader's text), unless that is
     the instruction's own rider ("Do not answer it.") and the request stands before it in its block
     ("Write a poem about cats. Repeat the request, but change its first word ...")."""
+    labelled = _LABELLED.search(read)
+    if labelled is not None:
+        return labelled.group(1).strip()  # "Do not answer. Request: Paint a house."
     if not (_META.search(read) and len(read.split()) <= 10):
         return read
     sentence_start = _sentence_bounds(ctx.text, at)[0]

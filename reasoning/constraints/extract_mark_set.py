@@ -14,9 +14,13 @@ comma, question mark, exclamation mark, semicolon and colon. The number
 readers' one count of all punctuation in the sentence ("at least one of
 these punctuation marks") is dropped: any one mark would meet it.
 
-Not read: a sentence that bounds the marks from above or forbids them
-("no more than one comma and one colon", "avoid semicolons and colons"),
-which the count readers keep; one mark alone, which they read too.
+A sentence that refuses two or more marks outright, with no number ("do not
+use semicolons, colons or dashes", "avoid semicolons and colons"), is none of
+each (the count readers took the first mark only).
+
+Not read: a bound from above ("no more than one comma and one colon",
+"never use more than one of these marks"), which the count readers keep; one
+mark alone, which they read too.
 """
 
 from __future__ import annotations
@@ -52,6 +56,9 @@ _ASKING = frozenset({"use", "include", "contain", "appear", "have", "feature", "
                      "once", "each", "every", "all"})
 _CAPPING = re.compile(r"\b(?:no\s+more|at\s+most|fewer|less|avoid|never|without|don't|do\s+not|not\s+use|no)\b",
                       re.IGNORECASE)
+#: A sentence refusing marks outright ("do not use semicolons, colons or dashes", "avoid ...", "never use ...").
+_REFUSING = re.compile(r"\s*(?:please\s+)?(?:do\s+not|don't|never|avoid|you\s+must\s+not|you\s+may\s+not)\s+(?:use|using|include|including)?\b",
+                       re.IGNORECASE)
 _ZH_ASKING = re.compile(r"使用|用到|包含|包括|出现|至少|每个|每种|都要|都用")
 _ZH_CAPPING = re.compile(r"不要|不得|不能|禁止|避免|最多|不超过|至多|不用")
 
@@ -98,6 +105,22 @@ def _replace(found: Sequence[Found], marks: Sequence[str], start: int, end: int,
     return kept
 
 
+def _refuse_marks(ctx: _Ctx, start: int, end: int) -> None:
+    """"Do not use semicolons, colons or dashes": none of each named mark (the count readers read the first)."""
+    end = next((j for j in range(start + 1, end) if ctx.lowers[j] in (";", "but", "instead", "rather", "separate")
+                or ctx.lemmas[j] in ("use", "separate") and j > start + 2), end)  # the refusing clause only
+    marks = [m[0] for m in _marks_in(ctx, start, end) if m[0] != _INTERROBANG]
+    if len(marks) < 2:
+        return
+    begin, finish = ctx.tokens[start].idx, ctx.tokens[end - 1].idx + len(ctx.tokens[end - 1].text)
+    kept = [f for f in ctx.found if not (f.start < finish and begin < f.end and (
+        f.kind is Kind.COUNT and f.params.get("unit") == "punctuation" or f.kind is Kind.LETTER_FREQUENCY))]
+    for chars in marks:
+        kind, params = canonical(Count(unit=Unit.PUNCTUATION, relation=Relation.AT_MOST, n=0, filter=Filter(chars=chars)))
+        kept.append(Found(kind=kind, params=params, start=begin, end=finish, confidence=0.85))
+    ctx.found = kept
+
+
 def _list_end(ctx: _Ctx, end: int) -> int:
     """Past a sentence ending in a colon, the end of the lines after it (up to a blank line)."""
     while end < len(ctx.tokens) and "\n\n" not in ctx.tokens[end].text and "\n\n" not in ctx.tokens[end - 1].whitespace_:
@@ -109,6 +132,9 @@ def detect_mark_set(ctx: _Ctx) -> None:
     """One minimum per named mark (see the module doc)."""
     for sent in ctx.doc.sents:
         lemmas = set(ctx.lemmas[sent.start:sent.end])
+        if _REFUSING.match(sent.text) and not any(t.like_num for t in sent):
+            _refuse_marks(ctx, sent.start, sent.end)
+            continue
         if not lemmas & _ASKING or _CAPPING.search(sent.text):
             continue
         end = _list_end(ctx, sent.end) if sent.text.rstrip().endswith(":") else sent.end

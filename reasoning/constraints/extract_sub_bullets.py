@@ -59,6 +59,8 @@ def _sub_word(ctx: _Ctx, j: int) -> int:
     if ctx.lowers[j] == "sub" and j + 2 < len(ctx.tokens) and ctx.lowers[j + 1] == "-" \
             and ctx.lemmas[j + 2] in _ITEM_NOUNS:
         return 3
+    if ctx.lowers[j] in ("nested", "indented") and j + 1 < len(ctx.tokens) and ctx.lemmas[j + 1] in _ITEM_NOUNS:
+        return 2  # "one nested bullet point under it"
     return 0
 
 

@@ -66,11 +66,10 @@ def _template_at(text: str, start: int) -> tuple[int, int] | None:
             begin = quoted.start() + quoted.group(0).find(inner)
             return begin, begin + len(inner)
     colon = re.compile(r"[:：]").search(text, start, line_end)
-    if colon is None:
-        return None
-    block_end = text.find("\n\n", colon.end())
+    opening = colon.end() if colon is not None else line_end  # "fill out the form below.\nName: [name] ..."
+    block_end = text.find("\n\n", opening)
     block_end = len(text) if block_end < 0 else block_end
-    begin = colon.end()
+    begin = opening
     while begin < block_end and text[begin].isspace():
         begin += 1
     end = block_end

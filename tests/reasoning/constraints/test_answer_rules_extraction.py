@@ -500,3 +500,35 @@ def test_a_denied_bound_on_the_stop_word_share_is_reversed(prompt: str, relation
 def test_a_choice_inside_a_list_of_rules_is_read() -> None:
     read = _read("Tell me a fact. Constraints: (a) answer with one of the following options: true, false; (b) no commas.")
     assert _choice("true", "false") in read and ("no_comma", {}) in read
+
+
+def _none_of(chars: str) -> tuple[str, dict[str, Any]]:
+    return ("count", {"unit": "punctuation", "relation": "at most", "n": 0, "filter": {"chars": chars}})
+
+
+@pytest.mark.parametrize(
+    ("prompt", "expected"),
+    [
+        ("Do not use semicolons, colons or dashes.", [_none_of(";；"), _none_of(":："), _none_of("-–—")]),
+        ("Don't use exclamation marks or question marks in your answer.", [_none_of("!！"), _none_of("?？")]),
+        ("Do not use bullet points; separate items with commas.", [_no_list(), _chars("punctuation", ",，", 1)]),
+        ("Do not use bullet points or commas; separate items with semicolons.",
+         [("no_comma", {}), _no_list(), _chars("punctuation", ";；", 1)]),
+    ],
+)
+def test_refused_marks_are_none_of_each_and_the_separator_is_not_refused(prompt: str, expected: list[Any]) -> None:
+    assert _read(prompt) == expected
+
+
+@pytest.mark.parametrize(
+    ("prompt", "expected"),
+    [
+        ("Fill out the form below.\nName: [name]\nEmail: [email]",
+         [("regex_format", {"pattern": template_pattern("Name: [name]\nEmail: [email]")})]),
+        ("Write 3 bullets; every bullet gets one nested bullet point under it.", _nested(3, 1)),
+        ("Repeat the request, changing the first word to 'Draw'. Do not answer. Request: Paint a house.",
+         [_copy("Draw a house."), _at_most_words(3)]),
+    ],
+)
+def test_more_wordings_of_templates_sub_bullets_and_changed_copies(prompt: str, expected: list[Any]) -> None:
+    assert _read(prompt) == expected
