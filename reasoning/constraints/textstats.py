@@ -80,6 +80,14 @@ def split_sentences(text: str) -> list[str]:
     return sentences
 
 
+_HALF_WIDTH = str.maketrans("。？！，；：", ".?!,;:")
+
+
+def half_width(text: str) -> str:
+    """``text`` with the full-width sentence marks as their ASCII forms, so a mark said in one width matches both."""
+    return text.translate(_HALF_WIDTH)
+
+
 def count_sentences(text: str) -> int:
     """Number of sentences (see :func:`split_sentences`)."""
     return len(split_sentences(text))

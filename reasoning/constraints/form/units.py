@@ -116,9 +116,10 @@ def _passes(item: str, f: Filter) -> bool:
         return False
     if (f.min_length is not None or f.max_length is not None) and not _length_ok(item, f):
         return False
-    if f.starts_with is not None and not low.startswith(f.starts_with.lower()):
+    marks = textstats.half_width(low)
+    if f.starts_with is not None and not marks.startswith(textstats.half_width(f.starts_with.lower())):
         return False
-    if f.ends_with is not None and not low.endswith(f.ends_with.lower()):
+    if f.ends_with is not None and not marks.endswith(textstats.half_width(f.ends_with.lower())):
         return False
     if f.contains is not None and f.contains.lower() not in low:
         return False

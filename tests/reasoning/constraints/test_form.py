@@ -65,6 +65,9 @@ COMPLETE: list[tuple[Any, str, bool]] = [
     (Position(unit=Unit.WORDS, k=-1, op="is", text="end"), "This is the end.", True),
     (Position(unit=Unit.SENTENCES, k=2, op="starts_with", text="However"), "Yes. However, no.", True),
     (Position(unit=Unit.SENTENCES, k=-1, op="ends_with", text="?"), "Yes. Really?", True),
+    # a sentence mark said in one width is met in both (a Chinese question ends with '？')
+    (Count(unit=Unit.SENTENCES, filter=Filter(ends_with="?"), relation=EXACTLY, n=2), "你好吗？今天好。真的吗?", True),
+    (Count(unit=Unit.SENTENCES, filter=Filter(ends_with="。"), relation=EXACTLY, n=1), "你好吗？今天好.", True),
     (Position(unit=Unit.PARAGRAPHS, k=1, op="starts_with", text="Dear"), "Hello\n\nDear", False),
     (Wrap(left="(", right=")"), " (all of it) ", True),
     (Wrap(left="(", right=")"), "(half) of it", False),
