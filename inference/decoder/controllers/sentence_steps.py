@@ -35,6 +35,7 @@ from inference.decoder.controllers.protocol import (
     Context,
     Controller,
     Draft,
+    JudgesText,
     Plan,
     SteerState,
     spec_of,
@@ -81,10 +82,8 @@ def _in_step(lengths: Sequence[int], step: int) -> bool:
     return all(b - a == step for a, b in pairwise(lengths))
 
 
-class SentenceStepping(Controller):
+class SentenceStepping(JudgesText):
     """The sentences' steps at decode time (see the module doc)."""
-
-    lazy = True
 
     def __init__(self, ctx: Context, spec: SentenceSteps) -> None:
         self.ctx = ctx
@@ -129,18 +128,12 @@ class SentenceStepping(Controller):
             elif words >= self._most(target) and state.text[-1:].isalnum():
                 allowed[r] &= self._terminal | self._continues  # finish the word, then the sentence
 
-    def _fits(self, state: SteerState, text: str) -> bool:
+    def fits(self, state: SteerState, text: str) -> bool:
         """The closed sentences keep the step, the open one holds no more words than its target."""
         full = state.text + text
         closed, words, target = targets(full, self.spec.step)
         lengths = [len(units.words(p)) for p in units.pieces(Unit.SENTENCES, full)[:closed]]
         return _in_step(lengths, self.spec.step) and words <= self._most(target)
-
-    def check(self, state: SteerState, memo: Any, text: str, tail: bytes, closing: bool) -> bool:
-        return self._fits(state, text)
-
-    def check_pieced(self, state: SteerState, memo: Any, raw: bytes, text: str, tail: bytes) -> bool:
-        return self._fits(state, text)
 
     def holds(self, d: Draft) -> int:
         return HOLD_NONE if self.ends_ok(d.state) else HOLD_ALL

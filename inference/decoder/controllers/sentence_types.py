@@ -30,23 +30,22 @@ from typing import Any
 import torch
 
 from inference.decoder.controllers.layout import LayoutSegment
-from inference.decoder.controllers.openings import opens_piece
 from inference.decoder.controllers.pacing import tokens_left
+from inference.decoder.controllers.piece_sentences import closed_sentences
 from inference.decoder.controllers.protocol import (
     HOLD_ALL,
     HOLD_NONE,
     Context,
     Controller,
     Draft,
+    JudgesText,
     Plan,
     SteerState,
     spec_of,
 )
 from inference.decoder.controllers.sentence_marks import CLOSERS, TERMINALS
-from reasoning.constraints.form import units
-from reasoning.constraints.form.model import Unit
 
-__all__ = ["SentenceTypes", "SentenceTyping", "build_sentence_types", "closed_sentences"]
+__all__ = ["SentenceTypes", "SentenceTyping", "build_sentence_types"]
 
 _LAST_TOKENS = 3  # budget tokens left at which an open sentence gets its mark
 _PER_SENTENCE = 4  # budget tokens kept for each sentence the round still owes after the open one
@@ -62,16 +61,8 @@ class SentenceTypes:
     sources: tuple[str, ...] = ()
 
 
-def closed_sentences(text: str) -> int:
-    """How many sentences of ``text`` are complete, as the verifier splits them."""
-    pieces = units.pieces(Unit.SENTENCES, text)
-    return len(pieces) if opens_piece(Unit.SENTENCES, text, pieces) else max(0, len(pieces) - 1)
-
-
-class SentenceTyping(Controller):
+class SentenceTyping(JudgesText):
     """The sentence types at decode time (see the module doc)."""
-
-    lazy = True
 
     def __init__(self, ctx: Context, spec: SentenceTypes) -> None:
         self.ctx = ctx
@@ -110,7 +101,7 @@ class SentenceTyping(Controller):
         owed = size - closed % size if self.spec.repeat else size - closed
         # Near the end of the budget every word closes a sentence: the round is finished in time.
         if tokens_left(budget, d, slack=0) <= _LAST_TOKENS + _PER_SENTENCE * (owed - 1) and last.isalnum() \
-                and state.text[-1:] == last and closed_sentences(state.text + due + " ") > closed:
+                and state.text[-1:] == last and closed_sentences(state.text + due + " ")[0] > closed:
             return Plan("only", mark_id)  # (not after an abbreviation: "A." closes no sentence)
         return None
 
@@ -128,7 +119,7 @@ class SentenceTyping(Controller):
             if due is not None:
                 allowed[r] &= ~self._banned[due]
 
-    def _fits(self, state: SteerState, text: str) -> bool:
+    def fits(self, state: SteerState, text: str) -> bool:
         """No closer right after a mark, no other terminal than the due one (a token may close one
         sentence and open the next: the due mark moves with it)."""
         written = state.text
@@ -145,14 +136,8 @@ class SentenceTyping(Controller):
             previous = ch
             written += ch
             if ch.isspace() and written[-2:-1] in TERMINALS:
-                closed = closed_sentences(written)
+                closed = closed_sentences(written)[0]
         return True
-
-    def check(self, state: SteerState, memo: Any, text: str, tail: bytes, closing: bool) -> bool:
-        return self._fits(state, text)
-
-    def check_pieced(self, state: SteerState, memo: Any, raw: bytes, text: str, tail: bytes) -> bool:
-        return self._fits(state, text)
 
     def holds(self, d: Draft) -> int:
         return HOLD_NONE if self.ends_ok(d.state) else HOLD_ALL
@@ -161,7 +146,7 @@ class SentenceTyping(Controller):
         text = state.text.rstrip()
         if not text or text[-1] not in TERMINALS:
             return False
-        closed = closed_sentences(text)
+        closed = closed_sentences(text)[0]
         size = len(self.spec.pattern)
         return closed > 0 and (closed % size == 0 if self.spec.repeat else closed == size)
 
@@ -175,7 +160,7 @@ class SentenceTyping(Controller):
     ) -> Any:
         if len(new.text) == len(before.text):
             return before.parts[self.slot]
-        return closed_sentences(new.text)
+        return closed_sentences(new.text)[0]
 
     def unmet(self, state: SteerState) -> tuple[str, ...]:
         return () if self.ends_ok(state) else ("sentence-types",)
