@@ -144,6 +144,7 @@ __all__ = [
     "form_sentence_share",
     "form_spans",
     "form_tally",
+    "free_body",
     "lower_forms",
 ]
 
@@ -428,7 +429,7 @@ def _fixed_texts(layout: Layout) -> tuple[str, ...]:
     return tuple(s.text for s in build_layout(layout) if isinstance(s, Literal))
 
 
-def _free_body(layout: Layout) -> bool:
+def free_body(layout: Layout) -> bool:
     """Whether the body is free text without fixed text anywhere: where a controller that counts
     or places words in the model's own text controls its rule."""
     return layout.body.kind == "free" and not _fixed_texts(layout)
@@ -573,7 +574,7 @@ def _share(c: Constraint, form: Count, constraints: Sequence[Constraint], layout
         return None
     if not (_countable(form.measure) and _countable(form.of)):
         return None
-    if not _free_body(layout):
+    if not free_body(layout):
         return None
     if any(q.kind in _INSERTING | _WORD_INSERTING for q in constraints):
         return None
@@ -743,7 +744,7 @@ def form_floors(
                 and units.count(cap.measure, " " + INSERTED_ITEMS[form.unit] + " ") > 0
                 for q in constraints for cap in _forms(q)):
             continue  # the inserted item is forced past the masks: a cap that counts it leaves the floor to the prompt
-        if not _free_body(layout) or inserts:
+        if not free_body(layout) or inserts:
             continue
         if any(set(text) & _PIECE_ENDS for text in _required_keywords(constraints)):
             continue
@@ -816,7 +817,7 @@ def form_opening(
     kinds = {q.kind for q in constraints}
     text = " ".join(_opening_text(form).split())
     text = text.lower() if Kind.ALL_LOWERCASE in kinds else text.upper() if Kind.ALL_CAPITALS in kinds else text
-    if not text or not _free_body(layout):
+    if not text or not free_body(layout):
         return None
     if units.pieces(form.unit, text + " X")[:-1] or "\n" in text:
         return None  # the text would itself end a piece
@@ -867,7 +868,7 @@ def form_class_opening(
     if len(found) + len(letters) != 1 or inserts or placed or any(c.kind in _INSERTING for c in constraints):
         return None
     c, opening = (found or letters)[0]
-    if not _free_body(layout):
+    if not free_body(layout):
         return None
     for q in constraints:
         if q.id != c.id and any(isinstance(f, Position) and f.op == "starts_with"
@@ -919,7 +920,7 @@ def form_closing(
     text = " ".join(form.text.split())
     case = _case_of(constraints)
     text = text.lower() if case == "lower" else text.upper() if case == "upper" else text
-    if not _free_body(layout):
+    if not free_body(layout):
         return None
     if any(ch in piece_ends(form.unit) for ch in text.rstrip(piece_ends(form.unit))) or "\n" in text:
         return None  # the text would end a piece before its own end
@@ -1112,7 +1113,7 @@ def form_piece_sentences(
     found = [(c, form) for c in constraints if isinstance(form := form_of_constraint(c), Count)
              and form.unit is Unit.SENTENCES and form.per is Unit.PARAGRAPHS and form.of is None
              and form.filter == Filter()]
-    free = _free_body(layout)
+    free = free_body(layout)
     if len(found) != 1 or inserts or not (free or layout.body.kind == "blank_paragraphs") \
             or any(c.kind in _INSERTING for c in constraints):
         return None
@@ -1149,7 +1150,7 @@ def form_sentence_end(
     kinds = {q.kind for q in constraints}
     text = " ".join(form.text.split())
     text = text.lower() if Kind.ALL_LOWERCASE in kinds else text.upper() if Kind.ALL_CAPITALS in kinds else text
-    if not text or any(ch in TERMINALS or ch == "\n" for ch in text) or not _free_body(layout):
+    if not text or any(ch in TERMINALS or ch == "\n" for ch in text) or not free_body(layout):
         return None
     for q in constraints:
         for f in _forms(q) if q.id != c.id else ():
@@ -1184,7 +1185,7 @@ def form_sentence_mark(
     if len(marks) > 1:
         raise ConflictError("every sentence cannot end with two different marks",
                             constraint_ids=[c.id for c, _ in found])
-    if inserts or not _free_body(layout):
+    if inserts or not free_body(layout):
         return None
     if any(ch in TERMINALS for text in _required_keywords(constraints) for ch in text):
         return None
@@ -1239,7 +1240,7 @@ def form_sentence_share(
                                 f"and at most {other.fraction:g}", constraint_ids=[c.id, q.id])
     if fraction > 1 or fraction == 1 and form.relation is Relation.MORE_THAN:
         raise ConflictError(f"more than every sentence cannot end with {mark!r}", constraint_ids=[c.id])
-    if inserts or not _free_body(layout):
+    if inserts or not free_body(layout):
         return None
     if any(ch in TERMINALS for text in _required_keywords(constraints) for ch in text):
         return None
@@ -1308,7 +1309,7 @@ def form_lines(
         raise ConflictError(f"at least {lo} lines but at most {hi}", constraint_ids=list(ids))
     if max_new_tokens is not None and lo * LINE_TOKENS > max_new_tokens:
         raise LimitExceeded(f"{lo} lines cannot fit in {max_new_tokens} new tokens", constraint_ids=list(ids))
-    if inserts or not _free_body(layout):
+    if inserts or not free_body(layout):
         return None
     if hi is not None and hi < 1:
         return None

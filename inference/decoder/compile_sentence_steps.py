@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from inference.decoder.compile_form import _INSERTING, _forms, form_of_constraint
+from inference.decoder.compile_form import _INSERTING, _forms, form_of_constraint, free_body
 from inference.decoder.controllers.sentence_steps import SentenceSteps
-from inference.decoder.controllers.template import Layout, Literal, build_layout
+from inference.decoder.controllers.template import Layout
 from reasoning.constraints.form.model import Count, Position, Spread, Unit, Wrap
 from reasoning.constraints.model import Constraint
 
@@ -33,8 +33,7 @@ def form_sentence_steps(
         return None
     c, form = found[0]
     assert form.step is not None
-    if form.step == 0 or abs(form.step) > MOST_STEP or layout.body.kind != "free" \
-            or any(isinstance(s, Literal) for s in build_layout(layout)):
+    if form.step == 0 or abs(form.step) > MOST_STEP or not free_body(layout):
         return None
     for q in constraints:
         for f in _forms(q) if q.id != c.id else ():

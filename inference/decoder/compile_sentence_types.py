@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from fractions import Fraction
 from math import lcm
 
-from inference.decoder.compile_form import _INSERTING, _forms, form_of_constraint
+from inference.decoder.compile_form import _INSERTING, _forms, form_of_constraint, free_body
 from inference.decoder.controllers.sentence_types import SentenceTypes
-from inference.decoder.controllers.template import Layout, Literal, build_layout
+from inference.decoder.controllers.template import Layout
 from reasoning.constraints.form.model import Count, Filter, Measure, Position, Spread, Unit, Wrap
 from reasoning.constraints.model import Constraint, Relation
 
@@ -95,7 +95,7 @@ def form_sentence_types(
     if not ids or (exact and ratios) or inserts or any(c.kind in _INSERTING for c in constraints):
         return None
     pattern = pattern_of(exact, ratios)
-    if pattern is None or layout.body.kind != "free" or any(isinstance(s, Literal) for s in build_layout(layout)):
+    if pattern is None or not free_body(layout):
         return None
     for q in constraints:
         if q.id in ids:

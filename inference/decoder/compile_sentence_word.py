@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from inference.decoder.compile_form import _INSERTING, _bounds, _forms
+from inference.decoder.compile_form import _INSERTING, _bounds, _forms, free_body
 from inference.decoder.controllers.sentence_ends import SentenceEnd
 from inference.decoder.controllers.sentence_marks import TERMINALS
 from inference.decoder.controllers.tally import PIECE_UNITS
-from inference.decoder.controllers.template import Layout, Literal, build_layout
+from inference.decoder.controllers.template import Layout
 from reasoning.constraints.form import units
 from reasoning.constraints.form.kinds import GENERIC_KINDS
 from reasoning.constraints.form.model import Count, Position, Unit, Wrap
@@ -51,8 +51,7 @@ def form_sentence_word(
     kinds = {q.kind for q in constraints}
     text = " ".join(form.text.split())
     text = text.lower() if Kind.ALL_LOWERCASE in kinds else text.upper() if Kind.ALL_CAPITALS in kinds else text
-    if not text or any(ch in TERMINALS or ch == "\n" for ch in text) or layout.body.kind != "free" \
-            or any(isinstance(s, Literal) for s in build_layout(layout)):
+    if not text or any(ch in TERMINALS or ch == "\n" for ch in text) or not free_body(layout):
         return None
     for q in constraints:
         for f in _forms(q) if q.id != c.id else ():

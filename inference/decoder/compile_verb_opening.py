@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from inference.decoder.compile_form import form_of_constraint
-from inference.decoder.controllers.template import Layout, Literal, build_layout
+from inference.decoder.compile_form import form_of_constraint, free_body
+from inference.decoder.controllers.template import Layout
 from inference.decoder.controllers.verb_opening import VerbOpening
 from reasoning.constraints.form.kinds import form_of
 from reasoning.constraints.form.model import Position, Unit
@@ -45,7 +45,7 @@ def form_verb_opening(
              and form.word_class == "verb" and _opens_answer(form)]
     if not found or inserts or placed or any(c.kind in _WRITES_WORDS for c in constraints):
         return None
-    if layout.body.kind != "free" or any(isinstance(s, Literal) for s in build_layout(layout)):
+    if not free_body(layout):
         return None
     ids = {c.id for c in found}
     for q in constraints:
