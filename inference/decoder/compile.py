@@ -184,33 +184,34 @@ def compile_steering(
     keywords = _keywords(hard, layout, policy, policy_sources, forbidden, controlled)
     capitals = _capitals(hard, layout, policy, policy_sources, limits, controlled)
     tally = form_tally(hard, layout, controlled)
-    placement = form_placement(hard, layout, controlled, inserts=citations is not None or statement is not None)
+    inserts = citations is not None or statement is not None  # text of their own in the body
+    placement = form_placement(hard, layout, controlled, inserts=inserts)
     floors = form_floors(hard, layout, tally, controlled, max_new_tokens=max_new_tokens,
-                         inserts=citations is not None or statement is not None)
+                         inserts=inserts)
     minima = form_minima(hard, layout, tally, controlled, assisted, max_new_tokens=max_new_tokens)
     initials = form_initials(hard, layout, controlled, max_new_tokens=max_new_tokens)
-    verb_opening = form_verb_opening(hard, layout, controlled, inserts=citations is not None or statement is not None,
+    verb_opening = form_verb_opening(hard, layout, controlled, inserts=inserts,
                                      placed=placement is not None)
-    class_opening = form_class_opening(hard, layout, controlled, inserts=citations is not None or statement is not None,
+    class_opening = form_class_opening(hard, layout, controlled, inserts=inserts,
                                        placed=placement is not None)
-    opening = form_opening(hard, layout, controlled, inserts=citations is not None or statement is not None,
+    opening = form_opening(hard, layout, controlled, inserts=inserts,
                            placed=placement is not None)
     spans = form_spans(hard, layout, controlled, max_new_tokens=max_new_tokens,
-                       inserts=citations is not None or statement is not None)
-    marks = form_sentence_mark(hard, layout, controlled, inserts=citations is not None or statement is not None)
-    ending = form_sentence_end(hard, layout, controlled, inserts=citations is not None or statement is not None)
-    sentence_word = form_sentence_word(hard, layout, controlled, inserts=citations is not None or statement is not None,
+                       inserts=inserts)
+    marks = form_sentence_mark(hard, layout, controlled, inserts=inserts)
+    ending = form_sentence_end(hard, layout, controlled, inserts=inserts)
+    sentence_word = form_sentence_word(hard, layout, controlled, inserts=inserts,
                                        ending=ending)
-    per_piece = form_piece_sentences(hard, layout, controlled, inserts=citations is not None or statement is not None)
-    closing = form_closing(hard, layout, controlled, inserts=citations is not None or statement is not None,
+    per_piece = form_piece_sentences(hard, layout, controlled, inserts=inserts)
+    closing = form_closing(hard, layout, controlled, inserts=inserts,
                            placed=placement is not None)
-    steps = form_sentence_steps(hard, layout, controlled, inserts=citations is not None or statement is not None)
-    types = form_sentence_types(hard, layout, controlled, inserts=citations is not None or statement is not None)
-    share = form_sentence_share(hard, layout, controlled, inserts=citations is not None or statement is not None)
+    steps = form_sentence_steps(hard, layout, controlled, inserts=inserts)
+    types = form_sentence_types(hard, layout, controlled, inserts=inserts)
+    share = form_sentence_share(hard, layout, controlled, inserts=inserts)
     hashtags = form_hashtags(hard, layout, controlled, max_new_tokens=max_new_tokens,
-                             inserts=citations is not None or statement is not None)
+                             inserts=inserts)
     lines = form_lines(hard, layout, controlled, max_new_tokens=max_new_tokens,
-                       inserts=citations is not None or statement is not None)
+                       inserts=inserts)
     if placement is not None and policy.active:
         # Its tokens are forced: the character policy must allow every one of them.
         allowed = policy.allowed_mask(tables)
