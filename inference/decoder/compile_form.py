@@ -146,6 +146,7 @@ __all__ = [
     "form_tally",
     "free_body",
     "lower_forms",
+    "sentence_text_rule",
 ]
 
 #: The item inserted to meet a minimum of digits or emoji (any one counts).
@@ -1144,6 +1145,16 @@ def form_sentence_end(
     """
     found = [(c, form) for c in constraints if isinstance(form := form_of_constraint(c), Position)
              and form.unit is Unit.SENTENCES and form.op == "ends_with" and form.k >= 1]
+    return sentence_text_rule(constraints, layout, controlled, found, inserts=inserts)
+
+
+def sentence_text_rule(
+    constraints: Sequence[Constraint], layout: Layout, controlled: set[str],
+    found: Sequence[tuple[Constraint, Position]], *, inserts: bool,
+) -> SentenceEnd | None:
+    """The ``SentenceEnd`` of the one position in ``found``, the k-th sentence ending with its text
+    or (``op="contains"``) holding it, where the sentence-end controller can keep it: on the terms
+    :func:`form_sentence_end` names, the same for both (None: not one position, or not here)."""
     if len(found) != 1 or inserts or any(c.kind in _INSERTING for c in constraints):
         return None
     c, form = found[0]
@@ -1162,7 +1173,7 @@ def form_sentence_end(
                     and _bounds(f.relation, f.n)[1] is not None and units.count(f.measure, " " + text + " ") > 0:
                 return None  # (a count of lines or paragraphs: the text adds none)
     controlled.add(c.id)
-    return SentenceEnd(k=form.k, text=text, sources=(c.id,))
+    return SentenceEnd(k=form.k, text=text, sources=(c.id,), op="contains" if form.op == "contains" else "ends_with")
 
 
 def form_sentence_mark(

@@ -14,15 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from inference.decoder.compile_form import _INSERTING, _bounds, _forms, free_body
+from inference.decoder.compile_form import _forms, sentence_text_rule
 from inference.decoder.controllers.sentence_ends import SentenceEnd
-from inference.decoder.controllers.sentence_marks import TERMINALS
-from inference.decoder.controllers.tally import PIECE_UNITS
 from inference.decoder.controllers.template import Layout
-from reasoning.constraints.form import units
 from reasoning.constraints.form.kinds import GENERIC_KINDS
-from reasoning.constraints.form.model import Count, Position, Unit, Wrap
-from reasoning.constraints.model import Constraint, Kind
+from reasoning.constraints.form.model import Position, Unit
+from reasoning.constraints.model import Constraint
 
 __all__ = ["form_sentence_word"]
 
@@ -44,23 +41,7 @@ def form_sentence_word(
     """The ``SentenceEnd(op="contains")`` of a word in the k-th sentence (None: none, or not
     controllable here; see the module doc). ``ending``: the k-th sentence's ending already
     compiled (one controller of sentence ends)."""
+    if ending is not None:
+        return None
     found = [(c, form) for c in constraints if (form := _contained(c)) is not None]
-    if len(found) != 1 or ending is not None or inserts or any(c.kind in _INSERTING for c in constraints):
-        return None
-    c, form = found[0]
-    kinds = {q.kind for q in constraints}
-    text = " ".join(form.text.split())
-    text = text.lower() if Kind.ALL_LOWERCASE in kinds else text.upper() if Kind.ALL_CAPITALS in kinds else text
-    if not text or any(ch in TERMINALS or ch == "\n" for ch in text) or not free_body(layout):
-        return None
-    for q in constraints:
-        for f in _forms(q) if q.id != c.id else ():
-            if isinstance(f, Wrap) and f.unit is Unit.SENTENCES or isinstance(f, Position) and f.unit is Unit.SENTENCES:
-                return None
-            if isinstance(f, Count) and (f.of is not None or f.unit is Unit.SENTENCES and f.filter.ends_with):
-                return None
-            if isinstance(f, Count) and f.of is None and f.unit not in (Unit.UNIQUE_WORDS, *PIECE_UNITS) \
-                    and _bounds(f.relation, f.n)[1] is not None and units.count(f.measure, " " + text + " ") > 0:
-                return None
-    controlled.add(c.id)
-    return SentenceEnd(k=form.k, text=text, sources=(c.id,), op="contains")
+    return sentence_text_rule(constraints, layout, controlled, found, inserts=inserts)
