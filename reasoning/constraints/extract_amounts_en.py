@@ -25,7 +25,7 @@ from collections.abc import Mapping
 
 from reasoning.constraints.extract_en import _Ctx
 from reasoning.constraints.form import Count, Unit, canonical
-from reasoning.constraints.found import Found
+from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.model import Relation
 from reasoning.constraints.quantities import parse_number, relation_before
 
@@ -65,7 +65,7 @@ def _number(text: str) -> int | None:
 def _counted(ctx: _Ctx, unit: Unit, start: int, end: int) -> bool:
     """Whether a reading already bounds this unit's count over the span (a bound said before the amount)."""
     for f in ctx.found:
-        if f.start < end and start < f.end and f.params.get("relation") is not None:
+        if overlaps(f, start, end) and f.params.get("relation") is not None:
             return True
     before = ctx.text[max(0, start - 40) : start].lower().split()
     return relation_before(before) is not None or bool(before[-1:] and before[-1] in ("than", "under", "over"))
@@ -148,7 +148,7 @@ def _first_bounds(ctx: _Ctx) -> None:
         width = len(" ".join(words[-2 - phrase[1] :]))
         start = max(0, f.start - width - 8)
         start += ctx.text[start : f.start].lower().find(words[-2 - phrase[1]])
-        if any(g.kind == f.kind and g.params.get("relation") == str(first) and g.start < f.end and start < g.end
+        if any(g.kind == f.kind and g.params.get("relation") == str(first) and overlaps(g, start, f.end)
                for g in ctx.found):
             continue
         added.append(Found(kind=f.kind, params={**f.params, "relation": str(first), "n": number}, start=start,

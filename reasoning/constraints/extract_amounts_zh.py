@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 from reasoning.constraints.extract_amounts_en import approximate
 from reasoning.constraints.form import Count, Unit, canonical
-from reasoning.constraints.found import Found
+from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.model import Kind, Relation
 from reasoning.constraints.patterns import alternation
 from reasoning.constraints.quantities import ZH_NUMBER, ZH_RELATIONS_BEFORE, parse_zh_number
@@ -37,7 +37,7 @@ _COUNT_KINDS = frozenset({Kind.WORD_COUNT, Kind.SENTENCE_COUNT, Kind.COUNT})
 def _counts(found: list[Found], start: int, end: int, unit: Unit) -> list[Found]:
     """The plain counts of ``unit`` read over the span (an exact 100字 read from 大约100字)."""
     named = {Unit.WORDS: Kind.WORD_COUNT, Unit.SENTENCES: Kind.SENTENCE_COUNT}.get(unit)
-    return [f for f in found if f.start < end and start < f.end and f.kind in _COUNT_KINDS
+    return [f for f in found if overlaps(f, start, end) and f.kind in _COUNT_KINDS
             and (f.kind is named or f.params.get("unit") == unit.value) and not f.params.get("per")]
 
 

@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from reasoning.constraints.extract_en import _QUOTED, _Ctx
 from reasoning.constraints.form import Count, Filter, Structure, Unit, canonical
 from reasoning.constraints.form.model import Layout
-from reasoning.constraints.found import Found
+from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.model import Kind, Relation
 from reasoning.constraints.quantities import parse_number, parse_zh_number
 
@@ -80,11 +80,11 @@ def _refuses(f: Found, separator: str) -> bool:
 def _replace(found: list[Found], start: int, end: int, separator: str, items: int | None = None) -> list[Found]:
     """``found`` without its list readings in ``start..end``, with the no-list and separator readings
     (between ``items`` items, else as many as a dropped list reading counted)."""
-    inside = [f for f in found if f.kind in _LIST_KINDS and f.start < end and start < f.end]
+    inside = [f for f in found if f.kind in _LIST_KINDS and overlaps(f, start, end)]
     items = items or _items_of(inside)
     sep = separator.strip() or separator
     kept = [f for f in found if not any(f is g for g in inside) and not (
-        f.start < end and start < f.end and _refuses(f, sep))]
+        overlaps(f, start, end) and _refuses(f, sep))]
     no_list = canonical(Structure(layout=Layout.NO_LIST))
     if not any(f.kind is no_list[0] and f.params == no_list[1] for f in kept):
         kept.append(Found(kind=no_list[0], params=no_list[1], start=start, end=end, confidence=0.85))
@@ -128,7 +128,7 @@ def detect_bullet_separator(ctx: _Ctx) -> None:
             continue
         items = next((n for j in range(sent.start, sent.end - 1) if (n := _count_before_noun(ctx, j)) is not None), None)
         begin = min([sent.start_char, *(f.start for f in ctx.found if f.kind in _LIST_KINDS
-                                        and f.start < sent.end_char and sent.start_char < f.end)])
+                                        and overlaps(f, sent.start_char, sent.end_char))])
         ctx.found = _replace(ctx.found, begin, sent.end_char, separator, items)
         return
 
@@ -155,7 +155,7 @@ def refine_bullet_separator_chinese(text: str, found: Sequence[Found]) -> list[F
         end = min(stops) if stops else len(text)
         counted = _ZH_ITEMS.search(text, start, end)
         items = parse_zh_number(counted.group("num")) if counted is not None else None
-        kept = [f for f in kept if not (f.kind in _LIST_KINDS and f.start < end and start < f.end)]
+        kept = [f for f in kept if not (f.kind in _LIST_KINDS and overlaps(f, start, end))]
         kept = _replace(kept, match.start(), match.end(), separator, items)
         return kept
     return kept

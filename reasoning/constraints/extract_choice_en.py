@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 
 from reasoning.constraints.extract_en import _Ctx, _quoted_list
-from reasoning.constraints.found import Found
+from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.model import Kind
 
 __all__ = ["detect_choice"]
@@ -158,8 +158,7 @@ def detect_choice(ctx: _Ctx) -> None:
             continue
         begin = sent.start_char
         ctx.found = [f for f in ctx.found if not (
-            f.kind in (Kind.KEYWORDS_PRESENT, Kind.WORD_COUNT, Kind.FORBIDDEN_WORDS) and f.start < last_char
-            and begin < f.end)]
+            f.kind in (Kind.KEYWORDS_PRESENT, Kind.WORD_COUNT, Kind.FORBIDDEN_WORDS) and overlaps(f, begin, last_char))]
         ctx.found.append(Found(kind=Kind.CONSTRAINED_RESPONSE, params={"options": options}, start=begin,
                                end=max(last_char, begin + 1), confidence=0.85))
         return

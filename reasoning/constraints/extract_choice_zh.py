@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from reasoning.constraints.found import Found
+from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.model import Kind
 
 __all__ = ["refine_choice_chinese"]
@@ -49,8 +49,7 @@ def refine_choice_chinese(text: str, found: Sequence[Found]) -> list[Found]:
         if len(options) < 2 or len(set(options)) < len(options):
             continue
         start, end = match.start(), match.end()
-        kept = [f for f in kept if not (f.kind in (Kind.KEYWORDS_PRESENT, Kind.WORD_COUNT) and f.start < end
-                                        and start < f.end)]
+        kept = [f for f in kept if not (f.kind in (Kind.KEYWORDS_PRESENT, Kind.WORD_COUNT) and overlaps(f, start, end))]
         kept.append(Found(kind=Kind.CONSTRAINED_RESPONSE, params={"options": options}, start=start, end=end,
                           confidence=0.85))
         return kept

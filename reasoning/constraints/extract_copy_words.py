@@ -31,7 +31,7 @@ from reasoning.constraints.extract_en import _QUOTED, _Ctx, repeat_text
 from reasoning.constraints.form import Copy, Count, Unit, canonical
 from reasoning.constraints.form import units as form_units
 from reasoning.constraints.form.model import Measure
-from reasoning.constraints.found import Found
+from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.model import Kind, Relation
 from reasoning.constraints.quantities import parse_number
 
@@ -127,7 +127,7 @@ def detect_copied_words(ctx: _Ctx) -> None:
         if last > len(words):
             continue
         copied = " ".join(words[first - 1:last])
-        ctx.found = [f for f in ctx.found if not (f.start < end and start < f.end and (
+        ctx.found = [f for f in ctx.found if not (overlaps(f, start, end) and (
             f.kind in (Kind.WORD_COUNT, Kind.REPEAT_PROMPT, Kind.COPY, Kind.KEYWORDS_PRESENT)
             or f.kind is Kind.COUNT and f.params.get("unit") == "words"))]
         _add_copy(ctx, copied, match.start(), end, _alone(ctx, start, end))
@@ -145,7 +145,7 @@ def detect_copied_characters(ctx: _Ctx) -> None:
         first, last = int(match.group("a")), int(match.group("b"))
         if not first <= last < len(ctx.text):
             continue
-        ctx.found = [f for f in ctx.found if not (f.start < end and start < f.end and (
+        ctx.found = [f for f in ctx.found if not (overlaps(f, start, end) and (
             f.kind in (Kind.WORD_COUNT, Kind.REPEAT_PROMPT, Kind.COPY) or f.kind is Kind.COUNT))]
         _add_copy(ctx, ctx.text[first:last + 1], match.start(), end, _alone(ctx, start, end))
         return
@@ -191,6 +191,6 @@ def detect_first_word_replaced(ctx: _Ctx) -> None:
     copied = new + parts[0][lead.end():] + (" " + parts[1] if len(parts) > 1 else "")
     start, end = min(copy.start, match.start()), max(copy.end, match.end())
     ctx.found = [f for f in ctx.found if f is not copy and not (
-        f.kind in (Kind.KEYWORDS_PRESENT, Kind.FORBIDDEN_WORDS) and f.start < match.end() and match.start() < f.end)]
+        f.kind in (Kind.KEYWORDS_PRESENT, Kind.FORBIDDEN_WORDS) and overlaps(f, match.start(), match.end()))]
     sentence = _sentence_bounds(ctx.text, match.start())
     _add_copy(ctx, copied, start, end, _alone(ctx, sentence[0], max(sentence[1], end)))

@@ -23,7 +23,7 @@ import re
 from collections.abc import Sequence
 
 from reasoning.constraints.extract_en import _Ctx
-from reasoning.constraints.found import Found
+from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.model import Kind
 from reasoning.constraints.quantities import parse_number, parse_zh_number
 
@@ -81,7 +81,7 @@ def _found(start: int, end: int, columns: Sequence[str], rows: int | None) -> Fo
 
 
 def _dropped(f: Found, start: int, end: int) -> bool:
-    return f.start < end and start < f.end and (
+    return overlaps(f, start, end) and (
         f.kind in (Kind.STRUCTURE, Kind.BULLET_COUNT, Kind.KEYWORDS_PRESENT)
         or f.kind is Kind.COUNT and f.params.get("unit") in ("lines", "sentences", "words"))
 

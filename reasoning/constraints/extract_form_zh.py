@@ -37,7 +37,7 @@ from reasoning.constraints.form import (
     canonical,
 )
 from reasoning.constraints.form.model import Form, Predicate
-from reasoning.constraints.found import Found
+from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.lexicon import (
     ZH_DELIMITERS,
     ZH_LAYOUTS,
@@ -150,10 +150,10 @@ class _Reader:
         self.found.append(Found(kind=kind, params=params, start=start, end=end, confidence=0.85))
 
     def taken(self, start: int, end: int, kinds: frozenset[Kind] | None = None) -> bool:
-        return any(f.start < end and start < f.end and (kinds is None or f.kind in kinds) for f in self.found)
+        return any(overlaps(f, start, end) and (kinds is None or f.kind in kinds) for f in self.found)
 
     def drop(self, start: int, end: int, kinds: frozenset[Kind]) -> None:
-        self.found = [f for f in self.found if not (f.kind in kinds and f.start < end and start < f.end)]
+        self.found = [f for f in self.found if not (f.kind in kinds and overlaps(f, start, end))]
 
 
 _COUNTED_KINDS = frozenset({Kind.WORD_COUNT, Kind.SENTENCE_COUNT, Kind.PARAGRAPH_COUNT})

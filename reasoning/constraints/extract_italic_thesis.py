@@ -26,7 +26,7 @@ from collections.abc import Sequence
 
 from reasoning.constraints.extract_en import _Ctx
 from reasoning.constraints.form import Count, Filter, Position, Unit, canonical
-from reasoning.constraints.found import Found
+from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.model import Kind, Relation
 
 __all__ = ["detect_italic_thesis", "refine_italic_thesis_chinese"]
@@ -47,7 +47,7 @@ def _forms(start: int, end: int) -> list[Found]:
 
 
 def _without(found: Sequence[Found], start: int, end: int) -> list[Found]:
-    return [f for f in found if not (f.start < end and start < f.end and (
+    return [f for f in found if not (overlaps(f, start, end) and (
         f.kind in _DROPPED or f.kind is Kind.COUNT and (
             f.params.get("unit") == "spans" or f.params.get("per") == "paragraphs")))]
 

@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 
 from reasoning.constraints.extract_en import _Ctx
 from reasoning.constraints.form import Count, Filter, Unit, canonical
-from reasoning.constraints.found import Found
+from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.lexicon import EN_UNITS, ZH_UNITS
 from reasoning.constraints.model import Kind, Relation
 
@@ -97,7 +97,7 @@ def _replace(found: Sequence[Found], marks: Sequence[str], start: int, end: int,
              per: Unit | None = None) -> list[Found]:
     """``found`` without its punctuation counts in ``start..end``, with one minimum per mark (in every
     ``per`` piece when set)."""
-    kept = [f for f in found if not (f.start < end and start < f.end and (
+    kept = [f for f in found if not (overlaps(f, start, end) and (
         f.kind is Kind.COUNT and f.params.get("unit") == "punctuation" or f.kind is Kind.LETTER_FREQUENCY))]
     for chars in marks:
         kind, params = _minimum(chars, per)
@@ -113,7 +113,7 @@ def _refuse_marks(ctx: _Ctx, start: int, end: int) -> None:
     if len(marks) < 2:
         return
     begin, finish = ctx.tokens[start].idx, ctx.tokens[end - 1].idx + len(ctx.tokens[end - 1].text)
-    kept = [f for f in ctx.found if not (f.start < finish and begin < f.end and (
+    kept = [f for f in ctx.found if not (overlaps(f, begin, finish) and (
         f.kind is Kind.COUNT and f.params.get("unit") == "punctuation" or f.kind is Kind.LETTER_FREQUENCY))]
     for chars in marks:
         kind, params = canonical(Count(unit=Unit.PUNCTUATION, relation=Relation.AT_MOST, n=0, filter=Filter(chars=chars)))

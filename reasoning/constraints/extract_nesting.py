@@ -15,7 +15,7 @@ import re
 from collections.abc import Sequence
 
 from reasoning.constraints.extract_en import _Ctx
-from reasoning.constraints.found import Found
+from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.model import Kind
 
 __all__ = ["detect_nesting", "refine_nesting_chinese"]
@@ -31,7 +31,7 @@ _ZH_NESTED = re.compile(r"[^。！？\n]*(?:括号|引号)[^。！？\n]*嵌套[
 
 
 def _dropped(f: Found, start: int, end: int) -> bool:
-    if not (f.start < end and start < f.end):
+    if not overlaps(f, start, end):
         return False
     return f.kind in (Kind.WRAP, Kind.QUOTATION) or f.kind is Kind.COUNT and f.params.get("unit") == "spans"
 

@@ -46,7 +46,7 @@ from reasoning.constraints.form import (
     WordClass,
     canonical,
 )
-from reasoning.constraints.found import Found, counts_paragraphs
+from reasoning.constraints.found import Found, counts_paragraphs, overlaps
 from reasoning.constraints.lexicon import ZH_PER
 from reasoning.constraints.model import Kind, Relation
 from reasoning.constraints.patterns import alternation
@@ -150,7 +150,7 @@ class _Reader:
 
     def drop(self, start: int, end: int, kinds: frozenset[Kind] | None = None) -> None:
         self.found = [f for f in self.found if not (
-            f.start < end and start < f.end and (kinds is None or f.kind in kinds))]
+            overlaps(f, start, end) and (kinds is None or f.kind in kinds))]
 
 
 _PHRASES = frozenset({Kind.END_PHRASE, Kind.START_PHRASE, Kind.POSITION})
@@ -240,8 +240,8 @@ def _bracket_pairs(r: _Reader) -> None:
             continue
         counted = _SPANS_COUNT.search(clause)
         value = parse_zh_number(counted.group("num")) if counted is not None else None
-        if value is None or any(f.kind is Kind.COUNT and f.params.get("unit") == "spans" and f.start < end
-                                and begin < f.end for f in r.found):
+        if value is None or any(f.kind is Kind.COUNT and f.params.get("unit") == "spans" and overlaps(f, begin, end)
+                                for f in r.found):
             continue
         before = clause[: counted.start()] if counted is not None else ""
         relation = next((rel for word, rel in sorted(ZH_RELATIONS_BEFORE.items(), key=lambda x: -len(x[0]))
@@ -296,7 +296,7 @@ def _spread(r: _Reader) -> None:
             per = _spread_piece(clause)
             limit = _SPREAD_LIMIT.search(clause, match.start() - begin)
             if limit is not None and pattern is _SPREAD:
-                r.found = [f for f in r.found if not (f.start < end and begin < f.end and (
+                r.found = [f for f in r.found if not (overlaps(f, begin, end) and (
                     f.kind in (Kind.WORD_COUNT, Kind.SENTENCE_COUNT)
                     or f.kind is Kind.COUNT and f.params.get("unit") in ("words", "characters", "letters")))]
                 n = parse_zh_number(limit.group("num"))
@@ -340,7 +340,7 @@ def _paragraph_gap(r: _Reader) -> None:
     for match in _PARAGRAPH_GAP.finditer(r.text):
         begin, end = _clause(r.text, match.start(), match.end())
         r.found = [f for f in r.found if not (
-            f.start < end and begin < f.end and f.kind is Kind.COUNT and f.params.get("unit") == "lines")]
+            overlaps(f, begin, end) and f.kind is Kind.COUNT and f.params.get("unit") == "lines")]
         if not counts_paragraphs(r.found):
             r.add(Count(unit=Unit.PARAGRAPHS, relation=Relation.AT_LEAST, n=2), match.start(), match.end())
 

@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 
 from reasoning.constraints.extract_en import _Ctx
 from reasoning.constraints.form import Count, Filter, Measure, Unit, canonical
-from reasoning.constraints.found import Found
+from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.model import Kind, Relation
 from reasoning.constraints.quantities import ZH_NUMBER, parse_number, parse_zh_number
 
@@ -101,7 +101,7 @@ def _multiplier(word: str | None) -> float:
 
 def _replace(found: list[Found], start: int, end: int, forms: list[Count]) -> list[Found]:
     """``found`` without the sentence counts inside the span, with ``forms`` added over it."""
-    kept = [f for f in found if not (f.kind in (Kind.SENTENCE_COUNT, Kind.COUNT) and f.start < end and start < f.end
+    kept = [f for f in found if not (f.kind in (Kind.SENTENCE_COUNT, Kind.COUNT) and overlaps(f, start, end)
                                      and f.params.get("unit", "sentences") == "sentences"
                                      and not f.params.get("filter"))]
     for form in forms:

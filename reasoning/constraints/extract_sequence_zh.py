@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from reasoning.constraints.extract_sequence_en import inside_word
 from reasoning.constraints.form import Position, Spread, Unit, canonical
 from reasoning.constraints.form.model import Echo, Form
-from reasoning.constraints.found import Found
+from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.model import Kind
 from reasoning.constraints.quantities import ZH_NUMBER, parse_zh_number
 
@@ -69,7 +69,7 @@ def _k(m: re.Match[str]) -> int | None:
 
 
 def _replace(found: list[Found], m: re.Match[str], form: Form) -> list[Found]:
-    kept = [f for f in found if not (f.kind in _POSITIONS and f.start < m.end() and m.start() < f.end)]
+    kept = [f for f in found if not (f.kind in _POSITIONS and overlaps(f, m.start(), m.end()))]
     kind, params = canonical(form)
     kept.append(Found(kind=kind, params=params, start=m.start(), end=m.end(), confidence=0.85))
     return kept

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from reasoning.constraints.extract_en import _Ctx, _number_at
 from reasoning.constraints.form import Count, Filter, Measure, Unit, canonical
-from reasoning.constraints.found import Found
+from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.model import Kind, Relation
 from reasoning.constraints.quantities import parse_zh_number, relation_before
 
@@ -69,8 +69,8 @@ def detect_stop_share(ctx: _Ctx) -> None:
         share = _share(ctx, sent.start, sent.end)
         if share is None:
             # "use stop words sparingly": no bound to read, and "sparingly" is no keyword to include
-            ctx.found = [f for f in ctx.found if not (f.kind is Kind.KEYWORDS_PRESENT and f.start < sent.end_char
-                                                      and sent.start_char < f.end)]
+            ctx.found = [f for f in ctx.found
+                         if not (f.kind is Kind.KEYWORDS_PRESENT and overlaps(f, sent.start_char, sent.end_char))]
             continue
         fraction, first = share
         before = relation_before(ctx.lowers[max(sent.start, first - 4):first])
@@ -87,7 +87,7 @@ def detect_stop_share(ctx: _Ctx) -> None:
         form = Count(unit=Unit.WORDS, filter=Filter(stop_words=True), relation=relation, n=0,
                      of=Measure(unit=Unit.WORDS), fraction=round(fraction, 4))
         kind, params = canonical(form)
-        ctx.found = [f for f in ctx.found if not (f.start < sent.end_char and sent.start_char < f.end
+        ctx.found = [f for f in ctx.found if not (overlaps(f, sent.start_char, sent.end_char)
                                                   and f.kind in (Kind.COUNT, Kind.WORD_COUNT, Kind.KEYWORDS_PRESENT))]
         ctx.found.append(Found(kind=kind, params=params, start=sent.start_char, end=sent.end_char, confidence=0.85))
         return
@@ -127,7 +127,7 @@ def refine_stop_share_chinese(text: str, found: Sequence[Found]) -> list[Found]:
                      of=Measure(unit=Unit.WORDS), fraction=round(fraction, 4))
         kind, params = canonical(form)
         start, end = clause.start(), clause.end()
-        kept = [f for f in found if not (f.start < end and start < f.end and f.kind in (Kind.COUNT, Kind.WORD_COUNT))]
+        kept = [f for f in found if not (overlaps(f, start, end) and f.kind in (Kind.COUNT, Kind.WORD_COUNT))]
         kept.append(Found(kind=kind, params=params, start=start, end=end, confidence=0.85))
         return kept
     return list(found)

@@ -28,7 +28,7 @@ import msgspec
 
 from reasoning.constraints.form import Copy, Layout, Structure, canonical
 from reasoning.constraints.form.model import Beside, Drop
-from reasoning.constraints.found import Found
+from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.model import Kind
 from reasoning.constraints.quantities import ZH_NUMBER, parse_zh_number
 
@@ -95,7 +95,7 @@ def _prose_beside(text: str, found: list[Found]) -> list[Found]:
         found[:] = [g for g in found if g is kept or not (
             g.kind in _PROSE_KINDS and int(g.params.get("n", 0)) <= 1
             and (g.kind is not Kind.COUNT or g.params.get("unit") in ("sentences", "paragraphs"))
-            and any(g.start < b and a < g.end for a, b in said))]
+            and any(overlaps(g, a, b) for a, b in said))]
     return found
 
 
@@ -142,8 +142,8 @@ def _responses(text: str, found: list[Found]) -> list[Found]:
             continue
         found = [g for g in found if not (
             (g.kind is Kind.TWO_RESPONSES or (g.kind in (Kind.LETTER_FREQUENCY, Kind.COUNT)
-                                             and g.start < marker_match.end() and marker_match.start() < g.end))
-            and g.start < end and start < g.end)]
+                                             and overlaps(g, marker_match.start(), marker_match.end())))
+            and overlaps(g, start, end))]
         kind, params = canonical(Structure(layout=Layout.RESPONSES, n=n, marker=marker))
         found.append(Found(kind=kind, params=params, start=responses.start(), end=marker_match.end(), confidence=0.85))
     return found

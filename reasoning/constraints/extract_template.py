@@ -24,7 +24,7 @@ import re
 from collections.abc import Sequence
 
 from reasoning.constraints.extract_en import _QUOTED, _Ctx
-from reasoning.constraints.found import Found
+from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.model import Kind
 
 __all__ = ["detect_template", "refine_template_chinese", "template_pattern"]
@@ -90,7 +90,7 @@ def _read(text: str, found: Sequence[Found]) -> list[Found] | None:
         template = text[begin:end].strip()
         if _labelled(template) < 2:
             continue  # "[essay] ****** [poem]", "list [sport] and [country]": no labelled slots
-        kept = [f for f in found if not (f.start < end and sentence_start < f.end and f.kind in (
+        kept = [f for f in found if not (overlaps(f, sentence_start, end) and f.kind in (
             Kind.PLACEHOLDERS, Kind.KEYWORDS_PRESENT, Kind.START_PHRASE, Kind.END_PHRASE, Kind.STRUCTURE,
             Kind.POSITION, Kind.COUNT))]
         kept.append(Found(kind=Kind.REGEX_FORMAT, params={"pattern": template_pattern(template)},

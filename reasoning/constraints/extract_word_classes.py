@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 
 from reasoning.constraints.extract_en import _Ctx, _number_at
 from reasoning.constraints.form import Count, Filter, Unit, canonical
-from reasoning.constraints.found import Found
+from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.model import Kind, Relation
 from reasoning.constraints.quantities import parse_zh_number, relation_before
 
@@ -91,7 +91,7 @@ def detect_word_classes(ctx: _Ctx) -> None:
             distinct = any(ctx.lemmas[k] in _DISTINCT for k in range(first, j)) or lemma in _PEOPLE
             kind, params = _count_form(words, relation, n, distinct)
             begin, end = ctx.tokens[first].idx, sent.end_char
-            ctx.found = [f for f in ctx.found if not (f.start < end and begin < f.end and f.kind in (
+            ctx.found = [f for f in ctx.found if not (overlaps(f, begin, end) and f.kind in (
                 Kind.COUNT, Kind.WORD_COUNT, Kind.KEYWORDS_PRESENT, Kind.KEYWORD_FREQUENCY))]
             ctx.found.append(Found(kind=kind, params=params, start=begin, end=end, confidence=0.8))
             break
@@ -119,5 +119,5 @@ def refine_word_classes_chinese(text: str, found: Sequence[Found]) -> list[Found
     relation = _ZH_RELATIONS.get(match.group("rel") or "", Relation.AT_LEAST)
     kind, params = _count_form(words, relation, n, bool(match.group("distinct")))
     start, end = match.start(), match.end()
-    kept = [f for f in found if not (f.start < end and start < f.end and f.kind in (Kind.COUNT, Kind.WORD_COUNT))]
+    kept = [f for f in found if not (overlaps(f, start, end) and f.kind in (Kind.COUNT, Kind.WORD_COUNT))]
     return [*kept, Found(kind=kind, params=params, start=start, end=end, confidence=0.8)]

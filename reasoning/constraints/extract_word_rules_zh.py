@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 
 from reasoning.constraints.form import Count, Filter, Position, Unit, canonical
 from reasoning.constraints.form.model import Form, LengthClass
-from reasoning.constraints.found import Found
+from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.model import Kind, Relation
 from reasoning.constraints.quantities import ZH_NUMBER, parse_zh_number
 
@@ -57,7 +57,7 @@ _MIN_LETTERS = re.compile(r"(?:不少于|至少|最少|大于等于)(?P<num>" + 
 
 
 def _add(out: list[Found], form: Form, start: int, end: int, drop: tuple[Kind, ...]) -> list[Found]:
-    kept = [f for f in out if not (f.kind in drop and f.start < end and start < f.end)]
+    kept = [f for f in out if not (f.kind in drop and overlaps(f, start, end))]
     kind, params = canonical(form)
     if not any(f.kind == kind and f.params == params for f in kept):
         kept.append(Found(kind=kind, params=params, start=start, end=end, confidence=0.85))
@@ -176,5 +176,5 @@ def refine_word_rules_chinese(text: str, found: Sequence[Found]) -> list[Found]:
                 out = _add(out, form, m.start(), m.end(), drop)
     for m in _NTH_LANGUAGE.finditer(text):
         out = [f for f in out if not (f.kind in (Kind.WORD_COUNT, Kind.RESPONSE_LANGUAGE, Kind.COUNT)
-                                      and f.start < m.end() and m.start() < f.end)]
+                                      and overlaps(f, m.start(), m.end()))]
     return out

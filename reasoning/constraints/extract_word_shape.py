@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from reasoning.constraints.extract_en import _Ctx, _negated, _Quantity, _quantity_left
 from reasoning.constraints.form import Count, Filter, Unit, canonical
 from reasoning.constraints.form.model import Adjacency
-from reasoning.constraints.found import Found
+from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.model import Kind, Relation
 from reasoning.constraints.patterns import alternation
 from reasoning.constraints.quantities import (
@@ -111,7 +111,7 @@ def _replace(found: list[Found], start: int, end: int) -> list[Found]:
             return True
         return f.kind is Kind.COUNT and str(f.params.get("unit")) in (Unit.LETTERS, Unit.CHARACTERS, Unit.WORDS) \
             and not f.params.get("filter")
-    return [f for f in found if not (counts_letters(f) and f.start < end and start < f.end)]
+    return [f for f in found if not (counts_letters(f) and overlaps(f, start, end))]
 
 
 def _word_before(ctx: _Ctx, at: int, first: int, start: int) -> int | None:
@@ -225,7 +225,7 @@ def _adjacency(ctx: _Ctx) -> None:
             continue
         begin, end = sent.start_char, sent.end_char
         form = Count(unit=Unit.WORDS, filter=Filter(same_as_previous=what), relation=Relation.AT_MOST, n=0)
-        ctx.found = [f for f in ctx.found if not (f.start < end and begin < f.end and (
+        ctx.found = [f for f in ctx.found if not (overlaps(f, begin, end) and (
             f.kind in (Kind.WORD_COUNT, Kind.LETTER_FREQUENCY, Kind.FORBIDDEN_WORDS)
             or (f.kind is Kind.COUNT and not f.params.get("filter"))
             or (f.kind is Kind.COUNT and "starts_with" in dict(f.params.get("filter") or {}))))]
@@ -294,11 +294,11 @@ def refine_word_shape_chinese(text: str, found: Sequence[Found]) -> list[Found]:
         if not differ and re.search(_ZH_NEG + "|不", rest) is None:
             continue
         start, end = match.start(), match.end()
-        out = [f for f in out if not (f.start < end and start < f.end and f.kind in (Kind.WORD_COUNT, Kind.COUNT))]
+        out = [f for f in out if not (overlaps(f, start, end) and f.kind in (Kind.WORD_COUNT, Kind.COUNT))]
         _add(out, Count(unit=Unit.WORDS, filter=Filter(same_as_previous=what), relation=Relation.AT_MOST, n=0),
              start, end)
     repeated = re.search(r"(?:不要|不能|不得|避免|禁止|别)(?:连续)(?:重复|使用|用)?(?:同一个|同一|相同的?)" + _ZH_WORD, text)
-    if repeated is not None and not any(f.kind is Kind.COUNT and f.start < repeated.end() and repeated.start() < f.end
+    if repeated is not None and not any(f.kind is Kind.COUNT and overlaps(f, repeated.start(), repeated.end())
                                         for f in out):
         _add(out, Count(unit=Unit.WORDS, filter=Filter(same_as_previous="word"), relation=Relation.AT_MOST, n=0),
              repeated.start(), repeated.end())

@@ -54,7 +54,7 @@ from reasoning.constraints.extract_en import extract_english
 from reasoning.constraints.extract_form_en import refine_english
 from reasoning.constraints.extract_form_zh import refine_chinese
 from reasoning.constraints.extract_zh import extract_chinese
-from reasoning.constraints.found import Found
+from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.model import Constraint, Hardness, Origin, Premise, Span
 from reasoning.constraints.unrecognised import unrecognised_requirements
 from reasoning.errors import LimitExceeded
@@ -153,7 +153,7 @@ def _dedupe(found: list[Found]) -> list[Found]:
         key = (str(item.kind), msgspec.json.encode(item.params).decode())
         if key in seen:
             continue
-        if any(k.kind == item.kind and k.start < item.end and item.start < k.end
+        if any(k.kind == item.kind and overlaps(k, item.start, item.end)
                and k.params.get("relation") == item.params.get("relation")
                and k.params.get("filter") == item.params.get("filter") for k in kept):
             continue

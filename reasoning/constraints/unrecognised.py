@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from spacy.tokens import Doc, Token
 from spacy.tokens import Span as DocSpan
 
-from reasoning.constraints.found import Found
+from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.lexicon import EN_FORM_WORDS, EN_LOWER, EN_UPPER, ZH_FORM_WORDS
 from reasoning.constraints.model import Span
 
@@ -68,7 +68,7 @@ def _in_form_clause(token: Token, root: Token) -> bool:
 
 
 def _free(start: int, end: int, found: Sequence[Found]) -> bool:
-    return not any(f.start < end and start < f.end for f in found)
+    return not any(overlaps(f, start, end) for f in found)
 
 
 def unrecognised_requirements(text: str, prompt: str, docs: dict[str, Doc], found: Sequence[Found]) -> tuple[Span, ...]:
