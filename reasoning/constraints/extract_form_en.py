@@ -65,6 +65,7 @@ from reasoning.constraints.lexicon import (
     EN_ANSWER_NOUNS,
     EN_CHANGE,
     EN_DELIMITERS,
+    EN_EVERY,
     EN_LAYOUTS,
     EN_LOWER,
     EN_PER,
@@ -617,7 +618,7 @@ def _detect_case(ctx: _Ctx) -> None:
 
 def _wrap_target(ctx: _Ctx, start: int, end: int) -> Unit | None:
     for j in range(start, end):
-        if ctx.lowers[j] in ("each", "every", "all") and j + 1 < end:
+        if ctx.lowers[j] in EN_EVERY and j + 1 < end:
             per = {"sentence": Unit.SENTENCES, "line": Unit.LINES, "paragraph": Unit.PARAGRAPHS}.get(ctx.lemmas[j + 1])
             if per is not None:
                 return per

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from reasoning.constraints.extract_en import _Ctx
 from reasoning.constraints.form import Count, Filter, Position, Unit, canonical
 from reasoning.constraints.found import Found, overlaps
+from reasoning.constraints.lexicon import EN_EVERY
 from reasoning.constraints.model import Kind, Relation
 
 __all__ = ["detect_italic_thesis", "refine_italic_thesis_chinese"]
@@ -35,7 +36,6 @@ _ITALIC = re.compile(r"\bitalic", re.IGNORECASE)
 _HTML_ITALIC = re.compile(r"<i>|</i>|\bhtml\b[^.\n]{0,30}?\bitalic|\bitalic\w*\s+(?:html\s+)?tags?\b", re.IGNORECASE)
 _OPENING = frozenset({"begin", "start", "open", "lead", "commence"})
 _PIECES = frozenset({"section", "paragraph", "part", "block"})
-_EVERY = frozenset({"each", "every", "all"})
 _DROPPED = (Kind.POSITION, Kind.START_PHRASE, Kind.KEYWORDS_PRESENT, Kind.NTH_PARAGRAPH_FIRST_WORD)
 
 
@@ -58,7 +58,7 @@ def detect_italic_thesis(ctx: _Ctx) -> None:
         if not _ITALIC.search(sent.text) and not _HTML_ITALIC.search(sent.text):
             continue
         lemmas = ctx.lemmas[sent.start:sent.end]
-        if not (set(lemmas) & _OPENING and set(lemmas) & _PIECES and set(lemmas) & _EVERY):
+        if not (set(lemmas) & _OPENING and set(lemmas) & _PIECES and set(lemmas) & EN_EVERY):
             continue
         ctx.found = _without(ctx.found, sent.start_char, sent.end_char)
         if _HTML_ITALIC.search(sent.text):

@@ -58,7 +58,13 @@ from reasoning.constraints.form import (
     canonical,
 )
 from reasoning.constraints.found import Found, counts_paragraphs, overlaps
-from reasoning.constraints.lexicon import EN_ANSWER_NOUNS, EN_LOWER_SAID, EN_UNITS, EN_UPPER_SAID
+from reasoning.constraints.lexicon import (
+    EN_ANSWER_NOUNS,
+    EN_EVERY,
+    EN_LOWER_SAID,
+    EN_UNITS,
+    EN_UPPER_SAID,
+)
 from reasoning.constraints.model import Kind, Relation
 from reasoning.constraints.quantities import labels_through, relation_before
 
@@ -68,7 +74,6 @@ __all__ = ["refine_pieces_english"]
 _PIECES: Mapping[str, Unit] = {"sentence": Unit.SENTENCES, "paragraph": Unit.PARAGRAPHS, "line": Unit.LINES,
                                "bullet": Unit.BULLETS, "item": Unit.BULLETS, "point": Unit.BULLETS,
                                "entry": Unit.BULLETS}
-_EVERY = frozenset({"each", "every", "all"})
 _OPENING = frozenset({"start", "begin", "open", "lead", "preface", "prefix"})
 _ENDING = frozenset({"end", "finish", "close", "conclude"})
 _PHRASAL_OPENING = frozenset({"kick", "lead", "start", "set"})
@@ -89,7 +94,7 @@ def _add(ctx: _Ctx, form: Form, start: int, end: int, confidence: float = 0.85) 
 def _every_piece(ctx: _Ctx, start: int, end: int) -> tuple[Unit, int] | None:
     """The piece a quantifier names in the sentence ("every sentence", "each list item", "all bullet points")."""
     for j in range(start, end - 1):
-        if ctx.lowers[j] not in _EVERY:
+        if ctx.lowers[j] not in EN_EVERY:
             continue
         k = j + 1
         while k < end and ctx.lowers[k] in ("of", "the", "your", "list", "bulleted", "bullet", "single") \
@@ -182,7 +187,7 @@ def _classed_whole(ctx: _Ctx, verb: int, start: int, end: int) -> tuple[Unit, in
     """The answer or every word as what opens with a class ("start your answer with a capital
     letter": the answer; "each word should start with a capital letter": every word)."""
     for j in range(start, end):
-        if ctx.lowers[j] in _EVERY and j + 1 < end and ctx.lemmas[j + 1] == "word":
+        if ctx.lowers[j] in EN_EVERY and j + 1 < end and ctx.lemmas[j + 1] == "word":
             return Unit.WORDS, j + 1
     for j in range(start, min(end, verb + 4)):
         if ctx.lemmas[j] in EN_ANSWER_NOUNS and ctx.lowers[j - 1 : j] in (["your"], ["the"], ["my"]):
@@ -334,7 +339,7 @@ def _detect_every_word_opening(ctx: _Ctx) -> None:
         if lemma not in _OPENING or ctx.tokens[i].pos_ not in ("VERB", "AUX"):
             continue
         start, end = _sentence(ctx, i)
-        quantifier = next((j for j in range(max(start, i - 8), i - 1) if ctx.lowers[j] in _EVERY
+        quantifier = next((j for j in range(max(start, i - 8), i - 1) if ctx.lowers[j] in EN_EVERY
                            and _noun_after(ctx, j, i) == "word"), None)
         if quantifier is None or _negated(ctx, i) or ctx.lowers[i + 1 : i + 2] != ["with"]:
             continue
@@ -679,7 +684,7 @@ def _detect_labelled_sections(ctx: _Ctx) -> None:
         if len(words) != 1:
             continue
         word = words.pop()
-        if word.lower() in _EVERY or any(ctx.lemmas[t.i] == word.lower() and t.pos_ == "VERB" for t in sent):
+        if word.lower() in EN_EVERY or any(ctx.lemmas[t.i] == word.lower() and t.pos_ == "VERB" for t in sent):
             continue
         wrapped = sents[index - 1] if index and not re.search(r"[.!?:;]\s*$", sents[index - 1].text) else None
         if not any(t.lemma_.lower() in _LABELLING for t in sent) and not (
@@ -702,7 +707,7 @@ def _detect_labelled_sections(ctx: _Ctx) -> None:
 
 def _labelled_pieces(ctx: _Ctx, start: int, end: int) -> int | None:
     """The number of the pieces "each <noun>" names in the sentence, counted anywhere in the prompt."""
-    noun = next((ctx.lemmas[j + 1] for j in range(start, end - 1) if ctx.lowers[j] in _EVERY
+    noun = next((ctx.lemmas[j + 1] for j in range(start, end - 1) if ctx.lowers[j] in EN_EVERY
                  and ctx.tokens[j + 1].pos_ == "NOUN"), None)
     return None if noun is None else _counted(ctx, noun)
 

@@ -25,6 +25,7 @@ from reasoning.constraints.extract_en import _Ctx, _number_at
 from reasoning.constraints.form import Structure, canonical
 from reasoning.constraints.form.model import Layout
 from reasoning.constraints.found import Found
+from reasoning.constraints.lexicon import EN_EVERY
 from reasoning.constraints.model import Kind
 from reasoning.constraints.quantities import parse_zh_number, relation_before
 
@@ -32,7 +33,6 @@ __all__ = ["detect_sub_bullets", "refine_sub_bullets_chinese"]
 
 _SUB = re.compile(r"^sub-?(?:bullet|point|item|list|entry|entries|bullets|points|items)s?$|^subpoints?$|^subbullets?$")
 _ITEM_NOUNS = frozenset({"bullet", "point", "item", "entry"})
-_EVERY = frozenset({"each", "every", "all"})
 _MARKERS = frozenset({"-", "*", "+", "•"})
 
 
@@ -90,7 +90,7 @@ def detect_sub_bullets(ctx: _Ctx) -> None:
     """A nested list of so many sub-bullets under every bullet (see the module doc)."""
     for sent in ctx.doc.sents:
         lemmas = set(ctx.lemmas[sent.start:sent.end])
-        if not lemmas & _EVERY:
+        if not lemmas & EN_EVERY:
             continue
         for j in range(sent.start, sent.end):
             width = _sub_word(ctx, j)

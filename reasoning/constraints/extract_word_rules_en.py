@@ -51,13 +51,13 @@ from reasoning.constraints.extract_en import _Ctx, _Quantity, _quantity_left
 from reasoning.constraints.form import Count, Filter, Position, Unit, canonical
 from reasoning.constraints.form.model import Form
 from reasoning.constraints.found import Found, overlaps
+from reasoning.constraints.lexicon import EN_UNIVERSAL
 from reasoning.constraints.model import Kind, Relation
 from reasoning.constraints.quantities import ordinal, parse_number
 
 __all__ = ["refine_word_rules_english"]
 
 _WORD = frozenset({"word", "term"})
-_EVERY = frozenset({"every", "each", "all", "only", "any", "single"})
 _START = frozenset({"start", "begin", "open", "initial", "commence", "lead"})
 _NEXT = frozenset({"next", "consecutive", "successive", "following", "follow", "subsequent", "sequential", "succeed",
                    "after"})
@@ -110,7 +110,7 @@ def _every_word(sent: DocSpan) -> bool:
     lowers = _lowers(sent)
     for i, t in enumerate(sent):
         if t.lemma_.lower() in _WORD:
-            if any(w in _EVERY for w in lowers[max(0, i - 3) : i]):
+            if any(w in EN_UNIVERSAL for w in lowers[max(0, i - 3) : i]):
                 return True
             if t.dep_ in ("nsubj", "nsubjpass") and t.tag_ == "NNS":
                 return True
@@ -355,7 +355,7 @@ def _piece_letter(ctx: _Ctx, sent: DocSpan) -> None:
     if len(pieces) != 1:
         return
     at, unit = pieces[0]
-    if not any(w in _EVERY for w in lowers[max(0, at - 3) : at]) and not sent[at].tag_.endswith("S"):
+    if not any(w in EN_UNIVERSAL for w in lowers[max(0, at - 3) : at]) and not sent[at].tag_.endswith("S"):
         return
     letter = lemmas.index("letter")
     if first_letter and not (_START & set(lemmas)):

@@ -34,6 +34,7 @@ from reasoning.constraints.extract_en import _Ctx, _negated, _Quantity, _quantit
 from reasoning.constraints.form import Count, Filter, Unit, canonical
 from reasoning.constraints.form.model import Adjacency
 from reasoning.constraints.found import Found, overlaps
+from reasoning.constraints.lexicon import EN_UNIVERSAL
 from reasoning.constraints.model import Kind, Relation
 from reasoning.constraints.patterns import alternation
 from reasoning.constraints.quantities import (
@@ -50,7 +51,6 @@ Length = tuple[int | None, int | None]
 
 _LENGTH_LEMMAS = frozenset({"letter", "character", "char"})
 _WORD_LEMMAS = frozenset({"word", "term"})
-_EVERY = frozenset({"every", "each", "all", "only", "any", "single"})
 _MODALS = frozenset({"must", "should", "may", "can", "need", "shall", "will", "have", "ought"})
 _ADJACENT = frozenset({"consecutive", "adjacent", "neighbouring", "neighboring", "successive", "neighbour",
                        "neighbor", "back", "row", "follow", "subsequent", "next", "preceding", "previous"})
@@ -147,7 +147,7 @@ def _comparative(ctx: _Ctx, q: _Quantity) -> _Quantity:
 def _every(ctx: _Ctx, word: int, start: int) -> bool:
     """Whether the length is said of every word: a universal determiner, "per word", or words as a modal's subject."""
     window = ctx.lowers[max(start, word - 3) : word]
-    if any(w in _EVERY for w in window) or (word > 0 and ctx.lowers[word - 1] == "per"):
+    if any(w in EN_UNIVERSAL for w in window) or (word > 0 and ctx.lowers[word - 1] == "per"):
         return True
     if any(ctx.lemmas[j] in _CONFINE for j in range(max(start, word - 4), word)):
         return True

@@ -20,12 +20,14 @@ __all__ = [
     "EN_ANSWER_NOUNS",
     "EN_CHANGE",
     "EN_DELIMITERS",
+    "EN_EVERY",
     "EN_FORM_WORDS",
     "EN_LAYOUTS",
     "EN_LOWER",
     "EN_LOWER_SAID",
     "EN_PER",
     "EN_UNITS",
+    "EN_UNIVERSAL",
     "EN_UPPER",
     "EN_UPPER_SAID",
     "ZH_DELIMITERS",
@@ -111,6 +113,12 @@ EN_UNITS: Mapping[tuple[str, ...], UnitEntry] = {
 #: paragraphs); the form extractor only adds filters or per-item bounds to them.
 EN_PER: Mapping[str, Unit] = {"sentence": Unit.SENTENCES, "paragraph": Unit.PARAGRAPHS, "line": Unit.LINES,
                               "bullet": Unit.LINES, "point": Unit.LINES, "item": Unit.LINES}
+
+#: Quantifiers that say a rule of each piece or item ("each paragraph", "every bullet", "all lines").
+EN_EVERY = frozenset({"each", "every", "all"})
+#: Quantifiers that say a rule of every word ("every word", "any word", "only words", "every single
+#: word"; lowercase forms).
+EN_UNIVERSAL = EN_EVERY | {"only", "any", "single"}
 
 #: Words naming capital letters / lowercase letters (lemmas or lowercase forms).
 EN_UPPER = frozenset({"capital", "capitals", "uppercase", "upper-case", "caps", "all-caps", "allcaps", "majuscule",
