@@ -33,14 +33,12 @@ from reasoning.constraints.form import units as form_units
 from reasoning.constraints.form.model import Measure
 from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.model import Kind, Relation
-from reasoning.constraints.quantities import parse_number
+from reasoning.constraints.quantities import ordinal, parse_number
 
 __all__ = ["detect_copied_characters", "detect_copied_words", "detect_first_word_replaced"]
 
 _NUM = r"(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty)"
 _ORD = r"(?:\d+(?:st|nd|rd|th)|first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth)"
-_ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8,
-             "ninth": 9, "tenth": 10}
 _RANGE = re.compile(
     rf"\bwords?\s+(?:number\s+)?(?:#\s*)?(?P<a>{_NUM})\s*(?:to|through|thru|until|-|–|and)\s*(?:word\s+)?(?P<b>{_NUM})\b(?!\s+(?:letters|characters|syllables|chars|long|in\s+length))"
     rf"|\b(?:the\s+)?(?P<oa>{_ORD})\s*(?:word\s+)?(?:to|through|thru|until|-|–|and)\s*(?:the\s+)?(?P<ob>{_ORD})\s+words?\b",
@@ -65,13 +63,9 @@ _FIRST_WORD = re.compile(
 
 
 def _number(word: str) -> int | None:
-    lowered = word.lower()
-    if lowered in _ORDINALS:
-        return _ORDINALS[lowered]
-    digits = re.match(r"\d+", lowered)
-    if digits:
-        return int(digits.group(0))
-    return parse_number([lowered])
+    """The position a range bound names: an ordinal ("third", "3rd") or a number ("3", "three")."""
+    rank = ordinal(word)
+    return rank if rank is not None else parse_number([word])
 
 
 def _sentence_bounds(text: str, at: int) -> tuple[int, int]:
