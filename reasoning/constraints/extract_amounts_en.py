@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from reasoning.constraints.extract_en import _Ctx
 from reasoning.constraints.form import Count, Unit, canonical
 from reasoning.constraints.found import Found, overlaps
+from reasoning.constraints.lexicon import EN_PIECES
 from reasoning.constraints.model import Relation
 from reasoning.constraints.quantities import parse_number, relation_before
 
@@ -71,8 +72,6 @@ def _counted(ctx: _Ctx, unit: Unit, start: int, end: int) -> bool:
     return relation_before(before) is not None or bool(before[-1:] and before[-1] in ("than", "under", "over"))
 
 
-_PIECE_WORDS: Mapping[str, Unit] = {"sentence": Unit.SENTENCES, "paragraph": Unit.PARAGRAPHS, "line": Unit.LINES,
-                                    "bullet": Unit.BULLETS, "item": Unit.BULLETS, "point": Unit.BULLETS}
 _EACH_AFTER = re.compile(r"\s*(?:each|apiece|per\s+(?P<per>[a-z]+)|in\s+each\s+(?P<each>[a-z]+))\b", re.IGNORECASE)
 _EACH_BEFORE = re.compile(r"\b(?:each|every|per)\s+(?:single\s+)?(?P<piece>sentence|paragraph|line|bullet|item|point)\b"
                           r"[^.!?;]*$", re.IGNORECASE)
@@ -86,12 +85,12 @@ def _per(ctx: _Ctx, unit: Unit, start: int, end: int) -> Unit | None:
     after = _EACH_AFTER.match(ctx.text, end)
     if after is not None:
         named = (after.group("per") or after.group("each") or "").lower().rstrip("s")
-        if named in _PIECE_WORDS:
-            return _PIECE_WORDS[named]
+        if named in EN_PIECES:
+            return EN_PIECES[named]
         plural = _PIECE_BEFORE.search(before)
-        return _PIECE_WORDS[plural.group("piece").lower()] if plural is not None else None
+        return EN_PIECES[plural.group("piece").lower()] if plural is not None else None
     each = _EACH_BEFORE.search(before)
-    piece = _PIECE_WORDS[each.group("piece").lower()] if each is not None else None
+    piece = EN_PIECES[each.group("piece").lower()] if each is not None else None
     return piece if piece is not unit else None
 
 

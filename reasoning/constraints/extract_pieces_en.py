@@ -62,6 +62,7 @@ from reasoning.constraints.lexicon import (
     EN_ANSWER_NOUNS,
     EN_EVERY,
     EN_LOWER_SAID,
+    EN_PIECES,
     EN_UNITS,
     EN_UPPER_SAID,
 )
@@ -71,9 +72,7 @@ from reasoning.constraints.quantities import labels_through, relation_before
 __all__ = ["refine_pieces_english"]
 
 #: Piece nouns (lemmas) a predicate may be said of, each one.
-_PIECES: Mapping[str, Unit] = {"sentence": Unit.SENTENCES, "paragraph": Unit.PARAGRAPHS, "line": Unit.LINES,
-                               "bullet": Unit.BULLETS, "item": Unit.BULLETS, "point": Unit.BULLETS,
-                               "entry": Unit.BULLETS}
+_PIECES: Mapping[str, Unit] = {**EN_PIECES, "entry": Unit.BULLETS}
 _OPENING = frozenset({"start", "begin", "open", "lead", "preface", "prefix"})
 _ENDING = frozenset({"end", "finish", "close", "conclude"})
 _PHRASAL_OPENING = frozenset({"kick", "lead", "start", "set"})

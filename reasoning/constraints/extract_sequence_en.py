@@ -31,7 +31,7 @@ sentence" as two unrelated positions):
 
 Ordinals come from one lexicon (first ... tenth, 1st, "number 3", last,
 penultimate, second-to-last, third from the end); pieces from
-:data:`PIECE_NOUNS` (lemmas, so plurals and inflected verbs read alike).
+:data:`.lexicon.EN_PIECES` (lemmas, so plurals and inflected verbs read alike).
 """
 
 from __future__ import annotations
@@ -44,16 +44,12 @@ from reasoning.constraints.extract_en import _Ctx
 from reasoning.constraints.form import Layout, Position, Spread, Structure, Unit, canonical
 from reasoning.constraints.form.model import Form
 from reasoning.constraints.found import Found
+from reasoning.constraints.lexicon import EN_PIECES
 from reasoning.constraints.model import Kind
 from reasoning.constraints.quantities import ordinal, parse_number
 
-__all__ = ["PIECE_NOUNS", "inside_word", "ordinal_phrase", "refine_sequence_english"]
+__all__ = ["inside_word", "ordinal_phrase", "refine_sequence_english"]
 
-#: Lemmas that name a piece of the answer, and its unit.
-PIECE_NOUNS: Mapping[str, Unit] = {
-    "sentence": Unit.SENTENCES, "paragraph": Unit.PARAGRAPHS, "line": Unit.LINES,
-    "bullet": Unit.BULLETS, "item": Unit.BULLETS, "point": Unit.BULLETS,
-}
 #: Lemmas of the units a step between pieces is measured in.
 _STEP_UNITS: Mapping[str, Unit] = {"word": Unit.WORDS, "character": Unit.CHARACTERS, "letter": Unit.LETTERS}
 _BEFORE = frozenset({"previous", "preceding", "prior", "before", "last", "earlier", "former"})
@@ -105,7 +101,7 @@ def ordinal_phrase(phrase: str) -> int | None:
 
 def _piece_unit(word: str) -> Unit:
     lemma = word.lower().split()[-1].rstrip("s")
-    return PIECE_NOUNS.get(lemma, Unit.BULLETS)
+    return EN_PIECES.get(lemma, Unit.BULLETS)
 
 
 @dataclass(frozen=True)
@@ -193,7 +189,7 @@ _GROWING = ("longer", "more", "extra", "increas", "grow", "grew")
 def _step(ctx: _Ctx, s: _Sentence) -> bool:
     """"Each sentence exactly two words longer than the previous one", "every paragraph should have 5 fewer
     words than the one before it", "each line grows by three words": a step between consecutive pieces."""
-    piece = next((PIECE_NOUNS[w] for w in s.lemmas if w in PIECE_NOUNS), None)
+    piece = next((EN_PIECES[w] for w in s.lemmas if w in EN_PIECES), None)
     if piece is None:
         return False
     for pattern in _STEPS:
@@ -214,7 +210,7 @@ def _echo(ctx: _Ctx, s: _Sentence) -> bool:
     """A piece repeating a word of the answer: its own first word at its end, or the previous piece's last."""
     if "word" not in s.lemmas or _quoted(s) or not (s.has(_OPENING) and s.has(_CLOSING) or s.has(_SAME)):
         return False
-    piece = next((PIECE_NOUNS[w] for w in s.lemmas if w in PIECE_NOUNS and PIECE_NOUNS[w] is not Unit.BULLETS),
+    piece = next((EN_PIECES[w] for w in s.lemmas if w in EN_PIECES and EN_PIECES[w] is not Unit.BULLETS),
                  None)
     if piece is None:
         return False
@@ -354,6 +350,6 @@ def _prose_and_list(ctx: _Ctx, s: _Sentence) -> bool:
 def refine_sequence_english(ctx: _Ctx) -> None:
     """Read the sentences of ``ctx`` that relate pieces to one another or name a word inside one."""
     for s in _sentences(ctx):
-        if not any(w in PIECE_NOUNS or w == "word" for w in s.lemmas):
+        if not any(w in EN_PIECES or w == "word" for w in s.lemmas):
             continue
         _step(ctx, s) or _echo(ctx, s) or _inside_piece(ctx, s) or _word_positions(ctx, s) or _prose_and_list(ctx, s)

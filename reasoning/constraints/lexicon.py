@@ -26,6 +26,7 @@ __all__ = [
     "EN_LOWER",
     "EN_LOWER_SAID",
     "EN_PER",
+    "EN_PIECES",
     "EN_UNITS",
     "EN_UNIVERSAL",
     "EN_UPPER",
@@ -119,6 +120,13 @@ EN_EVERY = frozenset({"each", "every", "all"})
 #: Quantifiers that say a rule of every word ("every word", "any word", "only words", "every single
 #: word"; lowercase forms).
 EN_UNIVERSAL = EN_EVERY | {"only", "any", "single"}
+
+#: Lemmas that name a piece of the answer, each piece of its unit ("each sentence", "the third
+#: paragraph", "every bullet point"; an item or point of a list is a bullet).
+EN_PIECES: Mapping[str, Unit] = {
+    "sentence": Unit.SENTENCES, "paragraph": Unit.PARAGRAPHS, "line": Unit.LINES,
+    "bullet": Unit.BULLETS, "item": Unit.BULLETS, "point": Unit.BULLETS,
+}
 
 #: Words naming capital letters / lowercase letters (lemmas or lowercase forms).
 EN_UPPER = frozenset({"capital", "capitals", "uppercase", "upper-case", "caps", "all-caps", "allcaps", "majuscule",
