@@ -55,14 +55,15 @@ from reasoning.constraints.lexicon import EN_UNIVERSAL
 from reasoning.constraints.model import Kind, Relation
 from reasoning.constraints.quantities import ordinal, parse_number
 
-__all__ = ["refine_word_rules_english"]
+__all__ = ["VOWELS", "both_cases", "refine_word_rules_english"]
 
 _WORD = frozenset({"word", "term"})
 _START = frozenset({"start", "begin", "open", "initial", "commence", "lead"})
 _NEXT = frozenset({"next", "consecutive", "successive", "following", "follow", "subsequent", "sequential", "succeed",
                    "after"})
 _NEG = frozenset({"no", "not", "n't", "never", "without", "avoid", "none", "nor", "refrain", "exclude", "omit"})
-_VOWELS = "aeiou"
+#: The vowels a rule on "vowels" names (the Latin alphabet's).
+VOWELS = "aeiou"
 _PIECES = {"sentence": Unit.SENTENCES, "line": Unit.LINES, "paragraph": Unit.PARAGRAPHS}
 _LANGUAGES = frozenset({"french", "spanish", "german", "italian", "portuguese", "chinese", "japanese", "english",
                         "russian", "korean", "arabic", "dutch", "latin", "hindi", "turkish", "greek", "swedish"})
@@ -195,7 +196,8 @@ def _every_contains(ctx: _Ctx, sent: DocSpan) -> None:
     _add(ctx, form, start, end, drop=(Kind.LETTER_FREQUENCY, Kind.KEYWORDS_PRESENT), units=_LETTERS)
 
 
-def _both_cases(letters: str) -> str:
+def both_cases(letters: str) -> str:
+    """The letters in both cases, each case sorted: what a ban of letters said without case bans."""
     return "".join(sorted(letters)) + "".join(sorted(letters.upper()))
 
 
@@ -209,14 +211,14 @@ def _letter_set(ctx: _Ctx, sent: DocSpan) -> None:
         return
     noun = lemmas.index("vowel" if vowel else "letter")
     listed = _letters_named(sent, noun + 1, lead=6 if vowel else 0)
-    listed = [c for c in listed if c in _VOWELS] if vowel else listed
+    listed = [c for c in listed if c in VOWELS] if vowel else listed
     if not listed:
         return
     only = bool({"only", "just", "but", "except", "other"} & set(lowers)) or bool(
         {"limit", "restrict", "confine"} & set(lemmas))
     denied = any(w in _NEG for w in lowers)
     if only:
-        pool = _VOWELS if vowel else string.ascii_lowercase
+        pool = VOWELS if vowel else string.ascii_lowercase
         banned = "".join(c for c in pool if c not in listed)
     elif denied:
         if any(t.like_num or t.lower_ in ("once", "twice", "thrice") for t in sent) or len(set(listed)) == 1 and any(
@@ -228,7 +230,7 @@ def _letter_set(ctx: _Ctx, sent: DocSpan) -> None:
     if not banned:
         return
     start, end = _span(sent)
-    form = Count(unit=Unit.CHARACTERS, filter=Filter(chars=_both_cases(banned)), relation=Relation.AT_MOST, n=0)
+    form = Count(unit=Unit.CHARACTERS, filter=Filter(chars=both_cases(banned)), relation=Relation.AT_MOST, n=0)
     _add(ctx, form, start, end, drop=(Kind.LETTER_FREQUENCY,), units=_LETTERS)
 
 

@@ -18,6 +18,7 @@ import re
 import string
 from collections.abc import Callable, Sequence
 
+from reasoning.constraints.extract_word_rules_en import VOWELS, both_cases
 from reasoning.constraints.form import Count, Filter, Position, Unit, canonical
 from reasoning.constraints.form.model import Form, LengthClass
 from reasoning.constraints.found import Found, overlaps
@@ -32,7 +33,6 @@ _CLAUSE = r"[^。；;！!？?\n]"
 _LETTERS = r"(?P<letters>[A-Za-z](?:\s*[、,，和与及或]\s*[A-Za-z])*)"
 _PIECES = {"句": Unit.SENTENCES, "句话": Unit.SENTENCES, "句子": Unit.SENTENCES, "行": Unit.LINES, "段": Unit.PARAGRAPHS,
            "段落": Unit.PARAGRAPHS, "个单词": Unit.WORDS, "个词": Unit.WORDS, "单词": Unit.WORDS, "词": Unit.WORDS}
-_VOWELS = "aeiou"
 
 _ALPHABET = re.compile(_WORD + _CLAUSE + r"{0,12}(?:首字母|第一个字母|开头字母)" + _CLAUSE
                        + r"{0,12}(?:字母表|字母顺序)" + _CLAUSE + r"{0,8}(?:顺序|依次|排列|连续|递增)")
@@ -68,10 +68,6 @@ def _letters(match: re.Match[str]) -> list[str]:
     return [c.lower() for c in re.findall(r"[A-Za-z]", match.group("letters"))]
 
 
-def _both_cases(letters: str) -> str:
-    return "".join(sorted(letters)) + "".join(sorted(letters.upper()))
-
-
 def _chars_count(banned: str) -> Count:
     return Count(unit=Unit.CHARACTERS, filter=Filter(chars=banned), relation=Relation.AT_MOST, n=0)
 
@@ -86,18 +82,18 @@ def _length_class(m: re.Match[str]) -> Form | None:
 
 
 def _only_vowels(m: re.Match[str]) -> Form | None:
-    banned = "".join(c for c in _VOWELS if c not in _letters(m))
-    return _chars_count(_both_cases(banned)) if banned else None
+    banned = "".join(c for c in VOWELS if c not in _letters(m))
+    return _chars_count(both_cases(banned)) if banned else None
 
 
 def _no_vowels(m: re.Match[str]) -> Form | None:
-    banned = "".join(sorted({c for c in _letters(m) if c in _VOWELS}))
-    return _chars_count(_both_cases(banned)) if banned else None
+    banned = "".join(sorted({c for c in _letters(m) if c in VOWELS}))
+    return _chars_count(both_cases(banned)) if banned else None
 
 
 def _only_letters(m: re.Match[str]) -> Form | None:
     banned = "".join(c for c in string.ascii_lowercase if c not in _letters(m))
-    return _chars_count(_both_cases(banned)) if banned else None
+    return _chars_count(both_cases(banned)) if banned else None
 
 
 def _no_spaces(m: re.Match[str]) -> Form | None:
