@@ -31,6 +31,7 @@ from reasoning.constraints.extract_en import _QUOTED, _Ctx
 from reasoning.constraints.form import Count, Filter, Structure, Unit, canonical
 from reasoning.constraints.form.model import Layout
 from reasoning.constraints.found import Found, overlaps
+from reasoning.constraints.lexicon import STANDARD_MARKS
 from reasoning.constraints.model import Kind, Relation
 from reasoning.constraints.quantities import parse_number, parse_zh_number
 
@@ -47,7 +48,7 @@ _ZH_MARKS: Mapping[str, str] = {"分号": "；", "逗号": "，", "顿号": "、
                                 "冒号": "："}
 _LIST_KINDS = (Kind.BULLET_COUNT, Kind.STRUCTURE)
 #: A mark counted in both widths, as the count readers count a named mark ("commas": "," and "，").
-_WIDTHS = {c: pair for pair in (",，", ";；", ":：", ".。", "?？", "!！") for c in pair}
+_WIDTHS = {c: pair for pair in STANDARD_MARKS for c in pair}
 
 
 def _separator_count(separator: str, items: int | None) -> tuple[Kind, dict[str, object]]:

@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from reasoning.constraints.extract_en import _Ctx
 from reasoning.constraints.form import Count, Filter, Unit, canonical
 from reasoning.constraints.found import Found, overlaps
-from reasoning.constraints.lexicon import EN_UNITS, ZH_UNITS
+from reasoning.constraints.lexicon import EN_UNITS, STANDARD_MARKS, ZH_UNITS
 from reasoning.constraints.model import Kind, Relation
 
 __all__ = ["detect_mark_set", "refine_mark_set_chinese"]
@@ -51,7 +51,6 @@ _EN_PIECES: Mapping[str, Unit] = {"sentence": Unit.SENTENCES, "paragraph": Unit.
 _ZH_PIECES: Mapping[str, Unit] = {"每句": Unit.SENTENCES, "每一句": Unit.SENTENCES, "每个句子": Unit.SENTENCES,
                                   "每段": Unit.PARAGRAPHS, "每一段": Unit.PARAGRAPHS, "每行": Unit.LINES,
                                   "每一行": Unit.LINES}
-_STANDARD = (".。", ",，", "?？", "!！", ";；", ":：")
 _ASKING = frozenset({"use", "include", "contain", "appear", "have", "feature", "employ", "incorporate", "least",
                      "once", "each", "every", "all"})
 _CAPPING = re.compile(r"\b(?:no\s+more|at\s+most|fewer|less|avoid|never|without|don't|do\s+not|not\s+use|no)\b",
@@ -140,7 +139,7 @@ def detect_mark_set(ctx: _Ctx) -> None:
         end = _list_end(ctx, sent.end) if sent.text.rstrip().endswith(":") else sent.end
         marks = [m[0] for m in _marks_in(ctx, sent.start, end)]
         if "standard" in lemmas and "punctuation" in lemmas and lemmas & {"every", "all"}:
-            marks = list(dict.fromkeys([*_STANDARD, *marks]))
+            marks = list(dict.fromkeys([*STANDARD_MARKS, *marks]))
         elif len([m for m in marks if m != _INTERROBANG]) < 1 or len(marks) < 2:
             continue
         last = ctx.tokens[end - 1]
@@ -168,7 +167,7 @@ def refine_mark_set_chinese(text: str, found: Sequence[Found]) -> list[Found]:
             named[_INTERROBANG] = at
         marks = sorted(named, key=named.__getitem__)
         if "所有" in clause and "标点" in clause:
-            marks = list(dict.fromkeys([*_STANDARD, *marks]))
+            marks = list(dict.fromkeys([*STANDARD_MARKS, *marks]))
         elif len([m for m in marks if m != _INTERROBANG]) < 1 or len(marks) < 2:
             continue
         per = next((unit for word, unit in _ZH_PIECES.items() if word in clause), None)

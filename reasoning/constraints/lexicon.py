@@ -31,6 +31,7 @@ __all__ = [
     "EN_UNIVERSAL",
     "EN_UPPER",
     "EN_UPPER_SAID",
+    "STANDARD_MARKS",
     "ZH_DELIMITERS",
     "ZH_FORM_WORDS",
     "ZH_LAYOUTS",
@@ -127,6 +128,9 @@ EN_PIECES: Mapping[str, Unit] = {
     "sentence": Unit.SENTENCES, "paragraph": Unit.PARAGRAPHS, "line": Unit.LINES,
     "bullet": Unit.BULLETS, "item": Unit.BULLETS, "point": Unit.BULLETS,
 }
+
+#: The standard punctuation marks, each as the characters a count of it counts (both widths).
+STANDARD_MARKS = (".。", ",，", "?？", "!！", ";；", ":：")
 
 #: Words naming capital letters / lowercase letters (lemmas or lowercase forms).
 EN_UPPER = frozenset({"capital", "capitals", "uppercase", "upper-case", "caps", "all-caps", "allcaps", "majuscule",
