@@ -33,6 +33,7 @@ from reasoning.constraints.form.model import Layout
 from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.lexicon import STANDARD_MARKS
 from reasoning.constraints.model import Kind, Relation
+from reasoning.constraints.patterns import alternation
 from reasoning.constraints.quantities import parse_number, parse_zh_number
 
 __all__ = ["detect_bullet_separator", "refine_bullet_separator_chinese"]
@@ -134,11 +135,12 @@ def detect_bullet_separator(ctx: _Ctx) -> None:
         return
 
 
+_ZH_SEPARATOR = r"[“\"「‘'][^”\"」’']{1,4}[”\"」’']|" + alternation(_ZH_MARKS)  # a quoted separator or a named mark
 _ZH_SEPARATING = re.compile(
-    r"(?:用|以|使用)\s*(?P<sep>[“\"「‘'][^”\"」’']{1,4}[”\"」’']|分号|逗号|顿号|斜杠|竖线|破折号|冒号)\s*(?:来)?(?:分隔|隔开|分开|连接)"
+    rf"(?:用|以|使用)\s*(?P<sep>{_ZH_SEPARATOR})\s*(?:来)?(?:分隔|隔开|分开|连接)"
     r"[^。！？\n]{0,20}?(?:不要|不用|不得|而不是|不使用|别用)[^。！？\n]{0,6}?(?:项目符号|列表|要点符号|圆点)"
     r"|(?:不要|不用|不得|不使用|别用)[^。！？\n]{0,6}?(?:项目符号|列表|要点符号|圆点)[^。！？\n]{0,10}?"
-    r"(?:用|以|使用|而是用|改用)\s*(?P<sep2>[“\"「‘'][^”\"」’']{1,4}[”\"」’']|分号|逗号|顿号|斜杠|竖线|破折号|冒号)"
+    rf"(?:用|以|使用|而是用|改用)\s*(?P<sep2>{_ZH_SEPARATOR})"
 )
 _ZH_ITEMS = re.compile(r"(?P<num>\d+|[一二两三四五六七八九十]+)\s*[个种条项点件]")
 

@@ -28,6 +28,7 @@ from reasoning.constraints.extract_en import _Ctx
 from reasoning.constraints.form import Count, Filter, Measure, Unit, canonical
 from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.model import Kind, Relation
+from reasoning.constraints.patterns import alternation
 from reasoning.constraints.quantities import ZH_NUMBER, parse_number, parse_zh_number
 
 __all__ = ["TYPE_MARKS", "refine_sentence_types_chinese", "refine_sentence_types_english", "type_forms"]
@@ -54,8 +55,8 @@ _EN_EQUAL = re.compile(
     rf"|(?P<list2>{_EN_TYPE}(?:\s*(?:,|and)\s*(?:and\s+)?{_EN_TYPE})+)(?:\s+\w+){{0,3}}?\s+in\s+equal\s+(?:numbers?|measure|amounts?)",
     re.IGNORECASE,
 )
-_ZH_TYPE = r"(?:疑问句|问句|陈述句|感叹句)"
 _ZH_TYPES: Mapping[str, str] = {"疑问句": "question", "问句": "question", "陈述句": "statement", "感叹句": "exclamation"}
+_ZH_TYPE = rf"(?:{alternation(_ZH_TYPES)})"
 _ZH_EACH = re.compile(rf"(?P<list>{_ZH_TYPE}(?:[和与及、跟]{_ZH_TYPE})+)各(?:写|用|有)?(?P<n>{ZH_NUMBER})(?:句|个)")
 _ZH_RATIO = re.compile(rf"(?P<a>{_ZH_TYPE})(?:的数量|的句数|的数目)?(?:要|应|必须|应该)?是(?P<b>{_ZH_TYPE})(?:的数量)?的"
                        rf"(?P<mult>{ZH_NUMBER}|半)倍?")
