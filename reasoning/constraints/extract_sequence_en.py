@@ -41,7 +41,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from reasoning.constraints.extract_en import _Ctx
-from reasoning.constraints.form import Layout, Position, Spread, Structure, Unit, canonical
+from reasoning.constraints.form import Layout, Position, Spread, Structure, Unit, canonical, units
 from reasoning.constraints.form.model import Form
 from reasoning.constraints.found import Found
 from reasoning.constraints.lexicon import EN_PIECES
@@ -262,7 +262,7 @@ def inside_word(unit: Unit, k: int, word: int, text: str) -> Position:
     """The ``word``-th word of the k-th piece is ``text``: a one-word text as the first (last) word is the
     piece's opening (ending), the edge positions' own reading, which the position controllers keep (a Han
     text stays a word of the segmented piece: an edge compares whitespace words)."""
-    if len(text.split()) == 1 and word in (1, -1) and not re.search(r"[\u3400-\u9fff]", text):
+    if len(text.split()) == 1 and word in (1, -1) and not units.has_han(text):
         return Position(unit=unit, k=k, op="starts_with" if word == 1 else "ends_with", text=text)
     return Position(unit=unit, k=k, op="is", text=text, word=word)
 

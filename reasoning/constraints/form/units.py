@@ -29,7 +29,9 @@ from reasoning.constraints.form.model import Filter, Measure, Unit
 from reasoning.constraints.quantities import ZH_NUMBER
 from reasoning.language import script_counts
 
-__all__ = ["MONOTONE_UNITS", "NUMBER_SLOT", "count", "distinct_words", "pieces", "section_label", "settled", "words"]
+__all__ = [
+    "MONOTONE_UNITS", "NUMBER_SLOT", "count", "distinct_words", "has_han", "pieces", "section_label", "settled", "words",
+]
 
 _WORD = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]|[^\W\u3400-\u4dbf\u4e00-\u9fff]+")
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*")
@@ -164,6 +166,14 @@ def _repeats(previous: str, word: str, adjacency: str) -> bool:
     return bool(initial) and initial == _initial(previous)
 
 
+_HAN = re.compile(r"[\u3400-\u9fff]")
+
+
+def has_han(text: str) -> bool:
+    """Whether ``text`` holds a Han character (its words are then the segmenter's, not whitespace's)."""
+    return _HAN.search(text) is not None
+
+
 _HAN_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]+|[^\W\u3400-\u4dbf\u4e00-\u9fff]+")
 
 
@@ -188,7 +198,7 @@ def _segmented_words(text: str) -> list[str]:
 
 def _words(text: str, f: Filter) -> int:
     lengths = f.min_length is not None or f.max_length is not None
-    found = _segmented_words(text) if lengths and re.search(r"[\u3400-\u9fff]", text) else words(text)
+    found = _segmented_words(text) if lengths and has_han(text) else words(text)
     if f.occurrence is not None:
         return _later_uses(found, f, f.occurrence)
     if f.same_as_previous is None:

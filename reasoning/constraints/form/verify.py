@@ -237,7 +237,7 @@ def _contains(piece: str, wanted: str) -> bool:
     target = " ".join(wanted.split()).lower()
     if not target:
         return False
-    if re.search(r"[\u3400-\u9fff]", target):
+    if units.has_han(target):
         return target in piece.lower()
     return re.search(r"(?<!\w)" + re.escape(target).replace(r"\ ", r"\s+") + r"(?!\w)", piece.lower()) is not None
 
@@ -245,7 +245,7 @@ def _contains(piece: str, wanted: str) -> bool:
 def _bare_words(piece: str) -> list[str]:
     """The piece's words without their surrounding punctuation (a lone mark is no word); Han text in the
     words the segmenter cuts (as a length said of Chinese words counts them), not one word per character."""
-    parts = units._segmented_words(piece) if re.search(r"[\u3400-\u9fff]", piece) else piece.split()
+    parts = units._segmented_words(piece) if units.has_han(piece) else piece.split()
     return [w for w in (_bare(part) for part in parts) if re.search(r"\w", w)]
 
 
