@@ -34,7 +34,7 @@ from typing import Any
 import torch
 
 from inference.decoder.controllers.layout import LayoutSegment
-from inference.decoder.controllers.openings import opens_piece
+from inference.decoder.controllers.openings import closed_pieces, opens_piece
 from inference.decoder.controllers.protocol import (
     HOLD_ALL,
     HOLD_NONE,
@@ -161,7 +161,7 @@ class ClassOpenings(JudgesText):
         part: ClassOpeningState = state.parts[self.slot]
         full = state.text[part.start :] + text
         pieces = units.pieces(self.want.per, full)
-        complete = len(pieces) if opens_piece(self.want.per, full, pieces) else len(pieces) - 1
+        complete = closed_pieces(self.want.per, full, pieces)
         return all(self.want.opens(piece) for i, piece in enumerate(pieces)
                    if self.want.applies(part.before + i) and (i < complete or self.want.begun(piece)))
 

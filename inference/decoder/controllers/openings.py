@@ -68,7 +68,7 @@ from reasoning.constraints.form import units
 from reasoning.constraints.form.model import Position, Unit
 from reasoning.constraints.form.verify import check
 
-__all__ = ["EVERY_UNITS", "OPENED_UNITS", "Opening", "OpeningState", "Openings", "build_openings", "opens_piece"]
+__all__ = ["EVERY_UNITS", "OPENED_UNITS", "Opening", "OpeningState", "Openings", "build_openings", "closed_pieces", "opens_piece"]
 
 #: Pieces an opening can be placed in (paragraphs are the layout's: ``compile_form.lower_forms``).
 OPENED_UNITS = frozenset({Unit.SENTENCES, Unit.LINES})
@@ -86,6 +86,13 @@ def opens_piece(per: Unit, text: str, pieces: Sequence[str] | None = None) -> bo
     """
     before = units.pieces(per, text) if pieces is None else pieces
     return len(units.pieces(per, text + _PROBE)) > len(before)
+
+
+def closed_pieces(per: Unit, text: str, pieces: Sequence[str] | None = None) -> int:
+    """How many ``per`` pieces of ``text`` are complete: all of them once a new word would open
+    another, else all but the open last one. ``pieces``: ``text``'s pieces where the caller has them."""
+    found = units.pieces(per, text) if pieces is None else pieces
+    return len(found) if opens_piece(per, text, found) else len(found) - 1
 
 
 @dataclass(frozen=True)

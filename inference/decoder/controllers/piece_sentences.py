@@ -37,7 +37,7 @@ from typing import Any
 import torch
 
 from inference.decoder.controllers.counts import good_last_word
-from inference.decoder.controllers.openings import opens_piece
+from inference.decoder.controllers.openings import closed_pieces
 from inference.decoder.controllers.pacing import tokens_left
 from inference.decoder.controllers.protocol import (
     HOLD_ALL,
@@ -80,9 +80,8 @@ def current_paragraph(text: str) -> str:
 def closed_sentences(paragraph: str) -> tuple[int, str]:
     """The closed sentences of ``paragraph`` and the open one's text ("" when none is open)."""
     pieces = units.pieces(Unit.SENTENCES, paragraph)
-    if not pieces or opens_piece(Unit.SENTENCES, paragraph, pieces):
-        return len(pieces), ""
-    return len(pieces) - 1, pieces[-1]
+    closed = closed_pieces(Unit.SENTENCES, paragraph, pieces) if pieces else 0
+    return closed, "" if closed == len(pieces) else pieces[-1]
 
 
 class PieceSentencing(Controller):

@@ -59,7 +59,7 @@ from inference.decoder.controllers.forcing import (
     write_mark_at_word_end,
 )
 from inference.decoder.controllers.layout import LayoutSegment
-from inference.decoder.controllers.openings import opens_piece
+from inference.decoder.controllers.openings import closed_pieces
 from inference.decoder.controllers.pacing import tokens_left
 from inference.decoder.controllers.protocol import (
     HOLD_ALL,
@@ -149,7 +149,7 @@ class SentenceEnding(Writer):
         if text[-2:-1].isdigit() and text.endswith(".") and self._phase(text[:-1]) == "open":
             return "decimal"
         pieces = units.pieces(Unit.SENTENCES, text)
-        closed = len(pieces) if opens_piece(Unit.SENTENCES, text, pieces) else len(pieces) - 1
+        closed = closed_pieces(Unit.SENTENCES, text, pieces)
         k = self.want.k
         if closed >= k:
             tail = text[-1:]
