@@ -24,13 +24,21 @@ from __future__ import annotations
 
 import re
 
+from spacy.tokens import Span
+
 from reasoning.constraints.extract_en import _Ctx, _quoted_list
 from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.model import Kind
 
 __all__ = ["detect_choice"]
 
-_CHOOSING = frozenset({"answer", "reply", "respond", "choose", "pick", "select", "say", "output", "return"})
+_ANSWERING = frozenset({"answer", "reply", "respond", "response"})
+_PICKING = frozenset({"choose", "pick", "select"})
+_CHOOSING = _ANSWERING | _PICKING | {"say", "output", "return"}
+#: Verbs that shape the answer rather than ask for more of it ("keep it short", "make it formal").
+_SHAPING = frozenset({"keep", "make", "limit", "use", "end", "start", "begin", "format", "wrap", "put", "do"})
+#: Words by which a later request refers to the option picked ("write a poem about it").
+_BACK_REFERENCES = frozenset({"it", "its", "them", "their", "chosen", "selected", "picked"})
 _ANSWER_NOUNS = frozenset({"answer", "response", "reply", "output"})
 _LIST_NOUNS = frozenset({"option", "choice", "answer", "response", "alternative", "label", "word", "phrase",
                          "following", "these", "category", "verdict", "way", "reply"})
@@ -129,6 +137,29 @@ def _direct(ctx: _Ctx, start: int, end: int) -> int | None:
     return k
 
 
+def _picks_topic(ctx: _Ctx, sent: Span) -> bool:
+    """Whether the options are picked (choose, pick, select) for a task asked of the pick, not given as the answer.
+
+    "Choose one of the following animals: cat, dog or horse. Write a poem about it." picks
+    a topic: a request later in the prompt (a base-form verb) refers back to the pick
+    ("it", "its", "them", "your choice"). Where the sentence names the answer (answer,
+    reply, respond; "your answer ...") the options are the answer whatever follows.
+    """
+    start, end = sent.start, sent.end
+    if any(ctx.lemmas[j] in _ANSWERING for j in range(start, end)):
+        return False
+    picking = [j for j in range(start, end) if ctx.lemmas[j] in _PICKING]
+    if not picking:
+        return False
+    joined = next((k + 1 for k in range(picking[0] + 1, end - 1)
+                   if ctx.lowers[k] in ("and", "then") and ctx.tokens[k + 1].tag_ == "VB"), end)
+    later = range(joined, len(ctx.tokens))  # the options themselves may be verbs ("agree, disagree")
+    asks = any(ctx.tokens[j].tag_ == "VB" and ctx.lemmas[j] not in _PICKING | _SHAPING for j in later)
+    return asks and any(ctx.lowers[j] in _BACK_REFERENCES or (
+        ctx.lowers[j] == "your" and j + 1 < len(ctx.tokens) and ctx.lemmas[j + 1] in ("choice", "pick", "selection"))
+        for j in later)
+
+
 def _in_manner(ctx: _Ctx, start: int, first: int) -> bool:
     """Whether "in" stands before the "one" / "either" the options follow."""
     at = next((j for j in range(first - 1, start - 1, -1) if ctx.lowers[j] in ("one", "1", "either")), None)
@@ -141,7 +172,7 @@ def detect_choice(ctx: _Ctx) -> None:
         return
     for sent in ctx.doc.sents:
         start, end = sent.start, sent.end
-        if not _asks_answer(ctx, start, end):
+        if not _asks_answer(ctx, start, end) or _picks_topic(ctx, sent):
             continue
         first = _choice_at(ctx, start, end)
         if first is None:

@@ -27,6 +27,9 @@ _NESTING = r"(?:nest(?:ed|ing|s)?|embedded|inside\s+(?:one\s+)?another|within\s+
 _NESTED_DELIMITERS = re.compile(
     rf"\b{_DELIMITER}\W+(?:\w+\W+){{0,3}}?{_NESTING}\b|\b{_NESTING}\W+(?:\w+\W+){{0,2}}?{_DELIMITER}\b"
     rf"|\b{_DELIMITER}\s+(?:inside|within)\s+(?:other\s+|more\s+)?{_DELIMITER}\b", re.IGNORECASE)
+#: A depth said with the nesting: "embedded" or "inside another" alone is no depth ("a quote embedded in the text").
+_DEPTH = re.compile(r"\b(?:nest(?:ed|ing|s)?|levels?|layers?|deep(?:ly)?|each\s+other|one\s+another)\b"
+                    rf"|\b{_DELIMITER}\s+(?:inside|within)\s+(?:other\s+|more\s+)?{_DELIMITER}\b", re.IGNORECASE)
 _ZH_NESTED = re.compile(r"[^。！？\n]*(?:括号|引号)[^。！？\n]*嵌套[^。！？\n]*|[^。！？\n]*嵌套[^。！？\n]*(?:括号|引号)[^。！？\n]*")
 
 
@@ -39,7 +42,7 @@ def _dropped(f: Found, start: int, end: int) -> bool:
 def detect_nesting(ctx: _Ctx) -> None:
     """Drop the span counts and wrappers read from a nesting depth (see the module doc)."""
     for sent in ctx.doc.sents:
-        if _NESTED_DELIMITERS.search(sent.text):
+        if _NESTED_DELIMITERS.search(sent.text) and _DEPTH.search(sent.text):
             ctx.found = [f for f in ctx.found if not _dropped(f, sent.start_char, sent.end_char)]
 
 

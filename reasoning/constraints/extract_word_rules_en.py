@@ -234,7 +234,8 @@ def _letter_set(ctx: _Ctx, sent: DocSpan) -> None:
     _add(ctx, form, start, end, drop=(Kind.LETTER_FREQUENCY,), units=_LETTERS)
 
 
-_SPACES = {"space": " ", "whitespace": " \t\n\r\u3000", "blank": " ", "break": "\n", "newline": "\n"}
+#: The characters each space word bans (the Chinese readers take theirs from here too).
+SPACES = {"space": " ", "whitespace": " \t\n\r\u3000", "blank": " ", "break": "\n", "newline": "\n"}
 
 
 def _no_spaces(ctx: _Ctx, sent: DocSpan) -> None:
@@ -249,7 +250,7 @@ def _no_spaces(ctx: _Ctx, sent: DocSpan) -> None:
     for i, lemma in enumerate(lemmas):
         if lemma == "break" and (i == 0 or lemmas[i - 1] != "line"):
             continue
-        chars += _SPACES.get(lemma, "")
+        chars += SPACES.get(lemma, "")
     chars = "".join(sorted(set(chars), key=chars.index))
     start, end = _span(sent)
     form = Count(unit=Unit.CHARACTERS, filter=Filter(chars=chars), relation=Relation.AT_MOST, n=0)

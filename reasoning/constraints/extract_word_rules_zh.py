@@ -18,7 +18,7 @@ import re
 import string
 from collections.abc import Callable, Sequence
 
-from reasoning.constraints.extract_word_rules_en import VOWELS, both_cases
+from reasoning.constraints.extract_word_rules_en import SPACES, VOWELS, both_cases
 from reasoning.constraints.form import Count, Filter, Position, Unit, canonical
 from reasoning.constraints.form.model import Form, LengthClass
 from reasoning.constraints.found import Found, overlaps
@@ -96,8 +96,12 @@ def _only_letters(m: re.Match[str]) -> Form | None:
     return _chars_count(both_cases(banned)) if banned else None
 
 
+#: The Chinese space words as the English ones whose characters they ban (空白: all white space, the ideographic space too).
+_SPACE_WORDS = {"空格": "space", "空白": "whitespace", "空白字符": "whitespace", "换行": "newline"}
+
+
 def _no_spaces(m: re.Match[str]) -> Form | None:
-    chars = "".join({"空格": " ", "空白": " \t\n", "空白字符": " \t\n", "换行": "\n"}[w]
+    chars = "".join(SPACES[_SPACE_WORDS[w]]
                     for w in (m.group("what"), m.group("more")) if w)
     return _chars_count("".join(sorted(set(chars), key=chars.index)))
 

@@ -39,6 +39,10 @@ def _choice(*options: str) -> tuple[str, dict[str, Any]]:
         ("Is water wet?\nYour reply has to be one of: true, false, unknown", [_choice("true", "false", "unknown")]),
         ("Answer in one of the following ways: 'I agree', 'I disagree', 'I am not sure'.",
          [_choice("I agree", "I disagree", "I am not sure")]),
+        ("Choose one of the following options: agree, disagree, neutral. Keep it short.",
+         [_choice("agree", "disagree", "neutral")]),
+        ("Do dogs dream? Your answer must be one of: yes, no, maybe. Then say nothing about it.",
+         [_choice("yes", "no", "maybe")]),
         ("请只回答以下选项之一：是、否、也许。", [_choice("是", "否", "也许")]),
         ("你的回答只能是“同意”或“不同意”。", [_choice("同意", "不同意")]),
         ("从“红色”、“蓝色”、“绿色”中选一个回答。", [_choice("红色", "蓝色", "绿色")]),
@@ -59,6 +63,9 @@ def test_a_choice_among_listed_options_is_a_constrained_response(prompt: str, ex
         "Say either yes or no, then explain.",
         "Your answer must be either a poem or a story.",
         "请介绍以下主题之一：重力、磁力、光。",
+        "Choose one of the following animals: cat, dog or horse. Write a poem about it.",
+        "Pick one of these cities: Paris, Rome or Oslo, and describe its history.",
+        "Select one of the following labels: spam, ham. Explain your choice in one sentence.",
     ],
 )
 def test_a_content_request_over_a_list_is_no_choice(prompt: str) -> None:
@@ -234,6 +241,11 @@ def _read_all(prompt: str) -> tuple[list[tuple[str, dict[str, Any]]], list[str]]
 def test_a_nesting_depth_is_reported_unrecognised_not_a_span_count_or_wrapper(prompt: str) -> None:
     constraints, unrecognised = _read_all(prompt)
     assert constraints == [] and unrecognised == [prompt]
+
+
+def test_a_quote_embedded_without_a_depth_is_no_nesting() -> None:
+    assert _read("Wrap your whole answer in double quotes; a quote embedded in the text is welcome.") == [
+        ("quotation", {})]
 
 
 def test_spans_in_brackets_without_nesting_stay_a_span_count() -> None:

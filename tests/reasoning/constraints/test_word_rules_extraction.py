@@ -64,6 +64,7 @@ _OWN_LINE = ("count", {"unit": "words", "relation": "exactly", "n": 1, "per": "l
         ("Avoid the letters x and z entirely.", [_none("characters", chars="xzXZ")]),
         ("Do not use any spaces or line breaks.", [_none("characters", chars=" \n")]),
         ("Your answer must contain no whitespace at all.", [_none("characters", chars=" \t\n\r\u3000")]),
+        ("回答中不要有任何空白。", [_none("characters", chars=" \t\n\r\u3000")]),
         ("Put each word on its own line.", [_OWN_LINE]),
         ("Every word should be on a separate line.", [_OWN_LINE]),
         ("No word may be used more than twice.", [_none(occurrence=3)]),
