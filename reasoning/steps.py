@@ -12,7 +12,12 @@ import msgspec
 
 from reasoning.constraints.model import Verdict
 
-__all__ = ["Step", "TokenSummary", "step_id"]
+__all__ = ["STEP_KINDS", "Step", "TokenSummary", "step_id"]
+
+#: What a step is (``Step.kind``): the stated decision, a sentence of its grounds (both forced
+#: by the steering from the rules), a claim of the model the evidence supports, or one kept
+#: with what it lacks flagged (pruning off, or the last beam's repair failed).
+STEP_KINDS = ("decision", "grounds", "supported", "flagged")
 
 
 def step_id(view: str, k: int) -> str:
@@ -45,6 +50,9 @@ class Step(msgspec.Struct, frozen=True, kw_only=True):
     log-likelihood of the claim minus that of its most likely counterfactual
     variant given the evidence (None when not scored). ``violation`` names a
     pruning rule the step still breaks after repair failed.
+    ``kind`` is one of :data:`STEP_KINDS` (``supported`` unless the step is the forced
+    statement or flagged); ``support`` the evidence ids that support it (for the
+    decision and its grounds: the ids they cite).
     """
 
     id: str
@@ -64,3 +72,5 @@ class Step(msgspec.Struct, frozen=True, kw_only=True):
     calibration_hint: str | None = None
     violation: str | None = None
     repaired: int = 0
+    kind: str = "supported"
+    support: tuple[str, ...] = ()

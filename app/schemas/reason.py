@@ -56,6 +56,9 @@ class ConstraintOut(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class StepOut(msgspec.Struct, frozen=True, kw_only=True):
+    """One step of the answer (docs/reasoning.md); ``kind`` is one of ``reasoning.steps.STEP_KINDS``
+    and ``support`` the evidence ids that support the step."""
+
     id: str
     branch: str
     text: str
@@ -69,6 +72,8 @@ class StepOut(msgspec.Struct, frozen=True, kw_only=True):
     contrast: float | None
     violation: str | None
     repaired: int
+    kind: str = "supported"
+    support: list[str] = msgspec.field(default_factory=list)
 
 
 class BranchOut(msgspec.Struct, frozen=True, kw_only=True):

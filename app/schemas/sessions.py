@@ -91,6 +91,8 @@ class TurnStepOut(msgspec.Struct, frozen=True, kw_only=True):
     evidence_ids: list[str] = msgspec.field(default_factory=list)
     premise_ids: list[str] = msgspec.field(default_factory=list)
     calibration_hint: str | None = None
+    kind: str = "supported"
+    support: list[str] = msgspec.field(default_factory=list)
 
 
 class TurnBranchOut(msgspec.Struct, frozen=True, kw_only=True):

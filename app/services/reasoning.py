@@ -151,6 +151,8 @@ def build_response(
                 contrast=s.contrast,
                 violation=s.violation,
                 repaired=s.repaired,
+                kind=s.kind,
+                support=list(s.support),
             )
             for s in steps
         ],

@@ -214,6 +214,8 @@ def _answer_out(turn: Mapping[str, Any], result: ReasonResult) -> AnswerOut:
                     evidence_ids=list(dict.fromkeys((*s.evidence_cited, *s.evidence_used))),
                     premise_ids=[mapping.get(p, p) for p in s.premise_ids],
                     calibration_hint=s.calibration_hint,
+                    kind=s.kind,
+                    support=list(s.support),
                 )
                 for s in branch.steps
             ],
