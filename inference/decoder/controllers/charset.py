@@ -18,7 +18,7 @@ admitted by ``fragment_ok``) contains no character the policy forbids.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +27,7 @@ import torch
 from inference.decoder.controllers.protocol import Context, Controller, SteerState, spec_of
 from inference.decoder.vocab import VocabTables, letter_script
 
-__all__ = ["CharPolicy", "Charset", "SoftPolicy", "build_charset", "split_utf8"]
+__all__ = ["CharPolicy", "Charset", "SoftPolicy", "build_charset", "split_utf8", "tail_completes"]
 
 # The verifier of ``no_comma`` also refuses the full-width comma (its module doc).
 _COMMAS = ",\uff0c"
@@ -83,30 +83,10 @@ class CharPolicy:
 
     def completes(self, tables: VocabTables, tail: bytes) -> bool:
         """Whether the unfinished UTF-8 ``tail`` can still become an allowed
-        non-ASCII BMP character. Judged once per tail (and kept), on the code
-        points whose encoding starts with it: at most 4,096 for a lone lead
-        byte, not the whole plane a table of every prefix walked (0.9 s of
-        CPU inside the first decode step that met a fragment)."""
-
-        def build() -> bool:
-            lead = tail[0]
-            size = 2 if 0xC0 <= lead < 0xE0 else 3 if 0xE0 <= lead < 0xF0 else 0
-            if len(tail) >= size:
-                return False
-            bits = lead & (0x7F >> size)
-            for byte in tail[1:]:
-                bits = (bits << 6) | (byte & 0x3F)
-            rest = 6 * (size - len(tail))
-            low, high = bits << rest, (bits + 1) << rest
-            for code in range(max(low, 0x80), min(high, 0x10000)):
-                if 0xD800 <= code <= 0xDFFF:
-                    continue
-                ch = chr(code)
-                if ch.encode("utf-8").startswith(tail) and self.ok_char(ch):
-                    return True
-            return False
-
-        return tables.cached(("policy-tail", self, tail), build)  # type: ignore[no-any-return]
+        non-ASCII character (see :func:`tail_completes`). Judged once per
+        tail and kept: a fragment meets the same few tails again and again."""
+        return tables.cached(  # type: ignore[no-any-return]
+            ("policy-tail", self, tail), lambda: tail_completes(tail, self.ok_char))
 
     def fragment_ok(self, tables: VocabTables, pending: bytes, token: bytes) -> bool:
         """Whether ``pending + token`` keeps every complete character allowed and
@@ -141,6 +121,40 @@ def split_utf8(data: bytes) -> tuple[str | None, bytes]:
         except UnicodeDecodeError:
             continue
     return None, b""
+
+
+# Characters past U+2FFFF (the unassigned planes 3-13 and private use) are never
+# worth a walk: no policy or measure admits one that a lower plane would not.
+_CEILING = 0x30000
+_FLOORS = {2: 0x80, 3: 0x800, 4: 0x10000}
+
+
+def tail_completes(tail: bytes, accept: Callable[[str], bool]) -> bool:
+    """Whether the unfinished UTF-8 ``tail`` (a lead byte and fewer continuation
+    bytes than it announces) can still become a character ``accept`` admits.
+
+    Two-, three- and four-byte characters alike (U+0080..U+2FFFF; emoji and
+    the CJK extensions are four-byte). Only the code points whose encoding
+    starts with ``tail`` are walked: at most 4,096 for a lone three-byte lead,
+    65,536 for a lone four-byte one. A whole character or a stray byte is no
+    tail (False). Callers keep the answer per tail: it never changes.
+    """
+    lead = tail[0]
+    size = 2 if 0xC0 <= lead < 0xE0 else 3 if 0xE0 <= lead < 0xF0 else 4 if 0xF0 <= lead < 0xF8 else 0
+    if len(tail) >= size:
+        return False
+    bits = lead & (0x7F >> size)
+    for byte in tail[1:]:
+        bits = (bits << 6) | (byte & 0x3F)
+    rest = 6 * (size - len(tail))
+    low, high = bits << rest, (bits + 1) << rest
+    for code in range(max(low, _FLOORS[size]), min(high, _CEILING)):
+        if 0xD800 <= code <= 0xDFFF:
+            continue
+        ch = chr(code)
+        if ch.encode("utf-8").startswith(tail) and accept(ch):
+            return True
+    return False
 
 
 def _is_char_start(tail: bytes) -> bool:

@@ -67,6 +67,7 @@ from typing import Any
 import msgspec
 import torch
 
+from inference.decoder.controllers.charset import tail_completes
 from inference.decoder.controllers.counts import good_last_word
 from inference.decoder.controllers.layout import LayoutSegment
 from inference.decoder.controllers.protocol import (
@@ -267,30 +268,12 @@ def lists_in(text: str, chunk: str) -> bool:
 
 
 def _completes_free(tables: VocabTables, measure: Measure, tail: bytes) -> bool:
-    """Whether the unfinished UTF-8 ``tail`` can complete a character (in
-    ``U+0080..U+2FFFF``) that ``measure`` does not count (a fragment with
-    such a tail can still complete without adding an item). Judged once per
-    tail, on the code points whose encoding starts with it."""
-
-    def build() -> bool:
-        lead = tail[0]
-        size = 2 if 0xC0 <= lead < 0xE0 else 3 if 0xE0 <= lead < 0xF0 else 4 if 0xF0 <= lead < 0xF8 else 0
-        if len(tail) >= size:
-            return False
-        bits = lead & (0x7F >> size)
-        for byte in tail[1:]:
-            bits = (bits << 6) | (byte & 0x3F)
-        rest = 6 * (size - len(tail))
-        low, high = bits << rest, (bits + 1) << rest
-        for code in range(max(low, 0x80), min(high, 0x30000)):
-            if 0xD800 <= code <= 0xDFFF:
-                continue
-            ch = chr(code)
-            if ch.encode("utf-8").startswith(tail) and not units.count(measure, ch):
-                return True
-        return False
-
-    return tables.cached(("tally-free-tail", measure, tail), build)  # type: ignore[no-any-return]
+    """Whether the unfinished UTF-8 ``tail`` can complete a character that
+    ``measure`` does not count (a fragment with such a tail can still
+    complete without adding an item). Judged once per tail."""
+    return tables.cached(  # type: ignore[no-any-return]
+        ("tally-free-tail", measure, tail),
+        lambda: tail_completes(tail, lambda ch: not units.count(measure, ch)))
 
 
 def item_vector(tables: VocabTables, measure: Measure) -> torch.Tensor:

@@ -6,22 +6,23 @@ from typing import Any
 
 import pytest
 
-from inference.decoder.controllers.charset import CharPolicy
+from inference.decoder.controllers.charset import CharPolicy, tail_completes
 from inference.decoder.vocab import vocab_tables
 
 
 def _can_become(policy: CharPolicy, tail: bytes) -> bool:
-    """Reference: some allowed BMP character encodes to more bytes than ``tail`` and starts with it."""
+    """Reference: some allowed character up to U+2FFFF encodes to more bytes than ``tail`` and starts with it."""
     return any(
-        policy.ok_char(chr(code))
-        and len(chr(code).encode("utf-8")) > len(tail)
-        and chr(code).encode("utf-8").startswith(tail)
-        for code in range(0x80, 0x10000)
-        if not 0xD800 <= code <= 0xDFFF
+        policy.ok_char(ch)
+        and len(ch.encode("utf-8")) > len(tail)
+        and ch.encode("utf-8").startswith(tail)
+        for ch in _CHARACTERS
     )
 
 
-TAILS = [b"\xc3", b"\xd0", b"\xe0\xa4", b"\xe4", b"\xe4\xb8", b"\xef\xbc", b"\xed\xa0", b"\xf0\x9f", b"\x80"]
+_CHARACTERS = [chr(code) for code in range(0x80, 0x30000) if not 0xD800 <= code <= 0xDFFF]
+TAILS = [b"\xc3", b"\xd0", b"\xe0\xa4", b"\xe4", b"\xe4\xb8", b"\xef\xbc", b"\xed\xa0", b"\xf0\x9f",
+         b"\xf0\x9f\x98", b"\xf0\xa0", b"\x80"]
 
 
 @pytest.mark.parametrize(
@@ -48,5 +49,19 @@ def test_a_latin_policy_refuses_a_han_tail_and_a_cyrillic_one_takes_its_own(toke
     assert not latin.completes(tables, "中".encode()[:2])
     assert latin.completes(tables, "é".encode()[:1])
     assert cyrillic.completes(tables, "д".encode()[:1])
-    assert not CharPolicy(no_comma=True).completes(tables, "😀".encode()[:2])  # beyond the BMP
+    # Beyond the BMP too: an emoji's or a CJK extension B character's first bytes.
+    assert CharPolicy(no_comma=True).completes(tables, "😀".encode()[:2])
+    assert CharPolicy(no_comma=True).completes(tables, "😀".encode()[:3])
+    assert not CharPolicy(case="lower", scripts=frozenset({"LATIN"})).completes(tables, "𠀀".encode()[:3])
     assert not CharPolicy(no_comma=True).completes(tables, b"\xef\xbc\x8c")  # a whole character is no tail
+
+
+def test_one_tail_rule_serves_the_policies_and_the_tallies_alike() -> None:
+    """The four-byte tails complete for any test that admits some character there (one function)."""
+    emoji = "🙂".encode()
+    assert tail_completes(emoji[:1], lambda ch: ch == "🙂")
+    assert tail_completes(emoji[:3], lambda ch: ch == "🙂")
+    assert not tail_completes(emoji[:3], lambda ch: ch == "😀")  # 😀 shares two bytes, not three
+    assert not tail_completes(emoji, lambda ch: True)  # a whole character is no tail
+    assert not tail_completes(b"\x80", lambda ch: True)  # a stray continuation byte
+    assert tail_completes("é".encode()[:1], str.isalpha)
