@@ -27,7 +27,7 @@ from typing import Any
 import torch
 from transformers.cache_utils import Cache, DynamicLayer
 
-from inference.decoder.kv_slab import SlabCache
+from inference.decoder.kv_slab import SlabCache, visible
 
 __all__ = ["GROUPED_ATTENTION", "GroupedCache", "GroupedKV", "use_grouped_attention"]
 
@@ -48,7 +48,9 @@ class GroupedCache(Cache):
     """The cache of a merged forward: routes each group's rows to that group's slab.
 
     ``groups`` pairs every decode's slab with its 2D padding mask ``[n_g, C_g]``
-    already including the column the new token will be written to.
+    already including the column the new token will be written to. A layer with a
+    sliding window (the slabs' :attr:`~SlabCache.windows`) reads the groups' masks for
+    that window (:meth:`masks_for`).
     """
 
     def __init__(self, groups: Sequence[tuple[SlabCache, torch.Tensor]]) -> None:
@@ -62,6 +64,16 @@ class GroupedCache(Cache):
             start += int(mask.shape[0])
         self.bounds = tuple(bounds)
         self.masks = tuple(mask[:, None, None, :] for _, mask in self.groups)
+        self.windows = self.groups[0][0].windows
+        self._windowed = {
+            w: tuple(visible(mask, 1, w) for _, mask in self.groups)
+            for w in set(self.windows)
+            if w is not None
+        }
+
+    def masks_for(self, window: int | None) -> tuple[torch.Tensor, ...]:
+        """Every group's mask ``[n_g, 1, 1, C_g]`` for a layer attending over ``window``."""
+        return self.masks if window is None else self._windowed[window]
 
     def update(
         self, key_states: torch.Tensor, value_states: torch.Tensor, layer_idx: int, *args: Any, **kwargs: Any
@@ -73,7 +85,8 @@ class GroupedCache(Cache):
             k, v = layer.update(key_states[lo:hi], value_states[lo:hi])
             keys.append(k)
             values.append(v)
-        grouped = GroupedKV(tuple(keys), tuple(values), self.masks, self.bounds)
+        masks = self.masks_for(self.windows[layer_idx])
+        grouped = GroupedKV(tuple(keys), tuple(values), masks, self.bounds)
         return grouped, grouped
 
     def get_seq_length(self, layer_idx: int = 0) -> int:

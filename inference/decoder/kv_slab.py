@@ -25,6 +25,17 @@ A slab may also say which columns several rows hold alike
 that an attention may read those keys and values once per span of rows
 instead of once per row. The claim is kept true or withdrawn: a copy between
 spans over shared columns, a reorder or a shortening narrows it.
+
+Sliding-window and hybrid models: every layer's slab keeps every column, and
+:attr:`SlabCache.windows` says per layer how far back that layer looks
+(None: the whole row, ``w``: the ``w`` latest logical positions, the
+library's ``q - k < w``). What a layer attends to is therefore a mask, built
+by :func:`visible` from the row's 2D padding mask: a row's logical positions
+count its unmasked columns (the ragged batch's invariant,
+``inference.decoder.batch``), so a window is measured in tokens, not in
+physical columns, and a rolled-back or padded column never takes a place in
+it. Forks, beam reorders and the prefix cache move whole rows of every layer,
+windowed or not, so they need nothing of their own.
 """
 
 from __future__ import annotations
@@ -35,9 +46,17 @@ from typing import Any
 import torch
 from transformers.cache_utils import Cache, DynamicLayer
 
-from reasoning.errors import InvalidInput, LimitExceeded
+from reasoning.errors import InvalidInput, LimitExceeded, Unavailable
 
-__all__ = ["PrefixKV", "SlabCache", "SlabLayer", "supports_slab_cache"]
+__all__ = [
+    "PrefixKV",
+    "SlabCache",
+    "SlabLayer",
+    "layer_windows",
+    "slab_refusal",
+    "supports_slab_cache",
+    "visible",
+]
 
 # Per-layer (keys, values), each [1, H, L, D]: a prefilled prompt prefix.
 PrefixKV = tuple[tuple[torch.Tensor, torch.Tensor], ...]
@@ -138,9 +157,17 @@ class SlabLayer(DynamicLayer):
 class SlabCache(Cache):
     """A ``transformers.Cache`` of ``SlabLayer``s, one per decoder layer."""
 
-    def __init__(self, num_layers: int, capacity: int) -> None:
+    def __init__(
+        self, num_layers: int, capacity: int, windows: Sequence[int | None] | None = None
+    ) -> None:
         super().__init__(layers=[SlabLayer(capacity) for _ in range(num_layers)])
         self.capacity = capacity
+        #: Per layer, the logical positions it looks back over (None: all; :func:`layer_windows`).
+        self.windows: tuple[int | None, ...] = (
+            (None,) * num_layers if windows is None else tuple(windows)
+        )
+        if len(self.windows) != num_layers:
+            raise InvalidInput(f"{len(self.windows)} layer windows for {num_layers} layers")
         self._shared = (0, 1)
         #: Every layer's keys and values, ``[L, N, H, C, D]`` each, when :meth:`allocate` made
         #: them one tensor, and the layers' key slabs it made (its views, while they last).
@@ -250,18 +277,75 @@ class SlabCache(Cache):
         return total
 
 
-def supports_slab_cache(config: Any) -> bool:
-    """True when every decoder layer is plain full attention (no sliding window, no SSM).
+def _text_config(config: Any) -> Any:
+    return config.get_text_config(decoder=True) if hasattr(config, "get_text_config") else config
 
-    Hybrid models keep their own cache semantics; the decoder refuses them with
-    a clear error instead of computing wrong attention.
+
+def _windows_or_reason(config: Any) -> tuple[tuple[int | None, ...], str | None]:
+    text = _text_config(config)
+    layers = int(text.num_hidden_layers)
+    window = getattr(text, "sliding_window", None)
+    if window is not None and not getattr(text, "use_sliding_window", True):
+        window = None  # Qwen2's switch, off by default
+    kinds = getattr(text, "layer_types", None)
+    if not kinds:  # one kind for every layer: the window applies to all when there is one
+        return (None if window is None else int(window),) * layers, None
+    windows: list[int | None] = []
+    for index, kind in enumerate(kinds[:layers]):
+        if kind == "full_attention":
+            windows.append(None)
+        elif kind == "sliding_attention" and window is not None:
+            windows.append(int(window))
+        else:
+            return (), (
+                f"the steered decoder serves full and sliding-window attention layers; "
+                f"layer {index} of this {getattr(text, 'model_type', 'unknown')!r} model is "
+                f"{kind!r}"
+            )
+    return tuple(windows), None
+
+
+def slab_refusal(config: Any) -> str | None:
+    """Why the slab cannot hold this model's layers (a kind other than full or sliding-window
+    attention: state-space, convolution, linear or chunked attention), or None when it can."""
+    return _windows_or_reason(config)[1]
+
+
+def layer_windows(config: Any) -> tuple[int | None, ...]:
+    """Per decoder layer, how many latest logical positions it attends to (None: all of them).
+
+    Read as the library reads the configuration: ``layer_types`` names each layer's kind
+    (``full_attention`` or ``sliding_attention``, the window ``sliding_window``); without
+    it a ``sliding_window`` (unless ``use_sliding_window`` is off) applies to every layer.
+
+    Raises:
+        Unavailable: a layer of another kind (:func:`slab_refusal` says which).
     """
-    text_config = (
-        config.get_text_config(decoder=True) if hasattr(config, "get_text_config") else config
-    )
-    layer_types = getattr(text_config, "layer_types", None)
-    if layer_types and any(kind != "full_attention" for kind in layer_types):
-        return False
-    return not getattr(text_config, "sliding_window", None) or not getattr(
-        text_config, "use_sliding_window", True
-    )
+    windows, reason = _windows_or_reason(config)
+    if reason is not None:
+        raise Unavailable(reason, model="unservable")
+    return windows
+
+
+def supports_slab_cache(config: Any) -> bool:
+    """True when every decoder layer is full or sliding-window attention (:func:`slab_refusal`)."""
+    return slab_refusal(config) is None
+
+
+def visible(mask: torch.Tensor, new: int, window: int | None) -> torch.Tensor:
+    """Which columns each of the last ``new`` columns' queries attends to: ``[B, 1, new, C]`` bool.
+
+    ``mask [B, C]`` is the rows' padding mask including the new columns. A query sees the
+    unmasked columns up to its own and, with a ``window``, only those whose logical position
+    (the count of unmasked columns before them) is within ``window`` of its own; a query
+    always sees itself, so a padding query's attention stays finite.
+    """
+    columns = mask.shape[-1]
+    col = torch.arange(columns, device=mask.device)
+    query = columns - new + torch.arange(new, device=mask.device)[:, None]  # [S, 1]
+    seen = mask[:, None, :] & (col <= query)  # [B, S, C]
+    if window is not None:
+        position = mask.long().cumsum(-1) - 1  # [B, C]
+        ahead = position[:, columns - new :, None] - position[:, None, :]  # [B, S, C]
+        seen &= ahead < window
+    return (seen | (col == query))[:, None]

@@ -20,8 +20,9 @@ Guarantees:
   random Llama, Mistral and Qwen2 models, for prefills, ragged decode steps
   and merged steps); with other kernels they equal the library forward's over
   the same kernels (the installed model) to the activations' precision;
-- only models of the Llama family (``llama``, ``mistral`` without sliding
-  window, ``qwen2``) qualify: :func:`unsupported_reason` says why any other
+- only models of the Llama family (``llama``, ``mistral``, ``qwen2``, their
+  sliding-window layers included: each layer attends over its window of the
+  rows' logical positions, :func:`~inference.decoder.kv_slab.visible`) qualify: :func:`unsupported_reason` says why any other
   does not, and such models keep the library forward;
 - :func:`attach` registers one forward per model object; the runner finds it
   with :func:`packed_forward`;
@@ -54,7 +55,7 @@ import torch
 import torch.nn.functional as F
 
 from inference.decoder.grouped_attention import GroupedCache
-from inference.decoder.kv_slab import SlabCache, supports_slab_cache
+from inference.decoder.kv_slab import SlabCache, layer_windows, supports_slab_cache, visible
 
 __all__ = ["LeanLayer", "LeanLlama", "Linear", "attach", "packed_forward", "unsupported_reason"]
 
@@ -74,7 +75,8 @@ class _Group:
     fused attention takes; a one-token step reads ``bias`` instead, the same
     mask as ``0`` / ``-inf`` ``[n, 1, 1, C]`` in the slab's dtype. ``shared``
     and ``span``: the slab's claim (:attr:`SlabCache.shared`) where its rows
-    are exactly these, else ``(0, 1)``.
+    are exactly these, else ``(0, 1)``. ``windowed``: per sliding window of the
+    model's layers, that window's ``(mask, bias)`` (:func:`~inference.decoder.kv_slab.visible`).
     """
 
     slab: SlabCache
@@ -84,6 +86,11 @@ class _Group:
     bias: torch.Tensor | None
     shared: int
     span: int
+    windowed: dict[int, tuple[torch.Tensor, torch.Tensor | None]]
+
+    def view(self, window: int | None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The ``(mask, bias)`` a layer attending over ``window`` (None: every column) reads."""
+        return (self.mask, self.bias) if window is None else self.windowed[window]
 
 
 @dataclass(frozen=True)
@@ -186,6 +193,8 @@ class LeanLlama:
         self.hidden = int(config.hidden_size)
         self.intermediate = int(config.intermediate_size)
         self.scaling = float(inner.layers[0].self_attn.scaling)
+        #: Per layer, how far back it attends (None: the whole row; a window: sliding layers).
+        self.windows = layer_windows(config)
         embedding = inner.embed_tokens
         if isinstance(embedding, torch.nn.Embedding):
             table = embedding.weight.detach().to(dtype)  # [V, hidden]
@@ -265,27 +274,34 @@ class LeanLlama:
         """
         new = q.shape[1]
         outputs = []
+        window = self.windows[index]
         for g in groups:
             layer: Any = g.slab.layers[index]
             keys, values = layer.update(  # stored in the slab's dtype: [n, KV, C, D]
                 k[g.lo : g.hi].transpose(1, 2), v[g.lo : g.hi].transpose(1, 2)
             )
-            if g.bias is None:
+            mask, bias = g.view(window)
+            if bias is None:
                 out = F.scaled_dot_product_attention(
                     q[g.lo : g.hi].transpose(1, 2).to(keys.dtype),
                     keys,
                     values,
-                    attn_mask=g.mask,
+                    attn_mask=mask,
                     scale=self.scaling,
                     enable_gqa=True,
                 ).transpose(1, 2)  # [n, S, H, D]
             else:
-                out = self._attend_one(q[g.lo : g.hi].to(keys.dtype), keys, values, g)
+                out = self._attend_one(q[g.lo : g.hi].to(keys.dtype), keys, values, g, bias)
             outputs.append(out.reshape(g.hi - g.lo, new, self.heads * self.head_dim))
         return outputs[0] if len(outputs) == 1 else torch.cat(outputs, dim=0)
 
     def _attend_one(
-        self, q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, g: _Group
+        self,
+        q: torch.Tensor,
+        keys: torch.Tensor,
+        values: torch.Tensor,
+        g: _Group,
+        bias: torch.Tensor,
     ) -> torch.Tensor:
         """One new token per row: ``q [n, 1, H, D]`` over ``keys, values [n, KV, C, D]`` -> ``[n, KV, G, D]``.
 
@@ -298,8 +314,7 @@ class LeanLlama:
         n, kv_heads, dim = g.hi - g.lo, self.kv_heads, self.head_dim
         rep = self.heads // kv_heads
         qg = q.view(n, kv_heads, rep, dim)
-        shared, span, bias = g.shared, g.span, g.bias
-        assert bias is not None
+        shared, span = g.shared, g.span
         if shared == 0:
             scores = torch.matmul(qg, keys.transpose(-1, -2))  # [n, KV, G, C]
             weights = torch.softmax(torch.add(bias, scores, alpha=self.scaling), dim=-1)
@@ -329,33 +344,35 @@ class LeanLlama:
         """Every slab the call writes to, with its rows and how they see its columns."""
         if isinstance(cache, GroupedCache):
             return [
-                self._group(slab, mask, lo, hi, one_token=True)
-                for (slab, _), mask, (lo, hi) in zip(cache.groups, cache.masks, cache.bounds)
+                self._group(slab, padding, lo, hi, 1)
+                for (slab, padding), (lo, hi) in zip(cache.groups, cache.bounds)
             ]
-        past = cache.get_seq_length()
-        columns = past + new
-        padding = attention_mask[:, None, None, :columns]  # [B, 1, 1, C]
-        if new == 1:
-            return [self._group(cache, padding, 0, rows, one_token=True)]
-        col = torch.arange(columns, device=attention_mask.device)
-        query = past + torch.arange(new, device=attention_mask.device)[:, None]  # [S, 1]
-        # Causal over the new tokens; a query always sees itself, so a padding
-        # query (whose own column is masked) attends to something and stays finite.
-        mask = (padding & (col <= query)) | (col == query)  # [B, 1, S, C]
-        return [self._group(cache, mask, 0, rows, one_token=False)]
+        columns = cache.get_seq_length() + new
+        return [self._group(cache, attention_mask[:, :columns], 0, rows, new)]
 
-    def _group(
-        self, slab: SlabCache, mask: torch.Tensor, lo: int, hi: int, *, one_token: bool
-    ) -> _Group:
-        """One group's view of its slab: the mask, and for one-token steps its bias and shared span."""
-        if not one_token:
-            return _Group(slab, lo, hi, mask, None, 0, 1)
-        bias = torch.zeros(mask.shape, dtype=self.kv_dtype, device=mask.device)
-        bias.masked_fill_(~mask, float("-inf"))
+    def _group(self, slab: SlabCache, padding: torch.Tensor, lo: int, hi: int, new: int) -> _Group:
+        """One group's view of its slab from its padding mask ``[n, C]``: the mask of each
+        window its layers attend over, and for one-token steps their biases and the shared span.
+
+        Causal over the new tokens; a query always sees itself, so a padding query (whose
+        own column is masked) attends to something and stays finite.
+        """
+        views = {w: self._view(visible(padding, new, w), new) for w in set(self.windows)}
+        windowed = {w: view for w, view in views.items() if w is not None}
+        mask, bias = views[None] if None in views else (visible(padding, new, None), None)
+        if new != 1:
+            return _Group(slab, lo, hi, mask, None, 0, 1, windowed)
         shared, span = slab.shared
         if shared == 0 or (hi - lo) % span or (hi - lo) == span == 1:
             shared, span = 0, 1
-        return _Group(slab, lo, hi, mask, bias, shared, span)
+        return _Group(slab, lo, hi, mask, bias, shared, span, windowed)
+
+    def _view(self, mask: torch.Tensor, new: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``mask`` and, for a one-token step, the same as an additive bias in the slab's dtype."""
+        if new != 1:
+            return mask, None
+        bias = torch.zeros(mask.shape, dtype=self.kv_dtype, device=mask.device)
+        return mask, bias.masked_fill_(~mask, float("-inf"))
 
 
 def attach(model: Any, forward: LeanLlama | None) -> None:

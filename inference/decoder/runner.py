@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from inference.decoder.grouped_attention import GroupedCache
-from inference.decoder.kv_slab import SlabCache, supports_slab_cache
+from inference.decoder.grouped_attention import GROUPED_ATTENTION, GroupedCache
+from inference.decoder.kv_slab import SlabCache, layer_windows, visible
 from inference.decoder.packed_llama import packed_forward
 from inference.forward_health import health_of
 from inference.weights.kernels import parameter_count
-from reasoning.errors import InvalidInput, TenetError, Unavailable
+from reasoning.errors import TenetError, Unavailable
 
 if TYPE_CHECKING:
     from inference.decoder.microbatch import Lane
@@ -57,6 +57,15 @@ class ModelRunner:
     With a ``lane`` every model call goes through the process's
     :class:`~inference.decoder.microbatch.MicroBatcher`: one-token decode
     steps are merged with other decodes' steps, everything else runs alone.
+    A model with sliding-window layers gets, from the library forward, each
+    layer kind's mask built here from the padding mask
+    (:func:`~inference.decoder.kv_slab.visible`: windows counted in the rows'
+    logical positions, which the library's own mask, counted in columns, is
+    not).
+
+    Raises:
+        Unavailable: the model has layers the slab cannot hold (state-space, convolution,
+            linear attention...): a configuration of the service, never the client's fault.
     """
 
     def __init__(
@@ -67,10 +76,8 @@ class ModelRunner:
         *,
         packed: bool = True,
     ) -> None:
-        if not supports_slab_cache(model.config):
-            raise InvalidInput(
-                "the steered decoder needs a full-attention model (no sliding window)"
-            )
+        #: Per layer, how far back it attends (None: the whole row), as the slabs are told.
+        self.windows = layer_windows(model.config)
         self.model = model
         self.config = model.config.get_text_config(decoder=True)
         self.parameters = parameter_count(model)  # quantised weights included
@@ -98,7 +105,7 @@ class ModelRunner:
 
     def new_cache(self, rows: int, capacity: int) -> SlabCache:
         """A slab cache allocated for ``rows`` sequences of ``capacity`` columns."""
-        cache = SlabCache(self.num_layers, capacity)
+        cache = SlabCache(self.num_layers, capacity, self.windows)
         cache.allocate(rows, self.kv_heads, self.head_dim, self.kv_dtype, self.device)
         return cache
 
@@ -188,7 +195,7 @@ class ModelRunner:
         kwargs: dict[str, Any] = {
             "input_ids": input_ids,
             "position_ids": position_ids,
-            "attention_mask": attention_mask,
+            "attention_mask": self._library_mask(attention_mask, cache, input_ids.shape[1]),
             self.cache_kw: cache,
             "use_cache": True,
         }
@@ -196,3 +203,24 @@ class ModelRunner:
             kwargs["logits_to_keep"] = 1
         logits: torch.Tensor = self.model(**kwargs).logits
         return logits[:, -1:, :] if last_only else logits
+
+    def _library_mask(self, attention_mask: torch.Tensor, cache: Any, new: int) -> Any:
+        """The mask the library forward takes: the 2D padding mask for full attention only,
+        else each layer kind's 4D mask (a dict by ``layer_types`` where the model names them).
+
+        A merged step's grouped cache carries its groups' masks itself (per layer window).
+        """
+        if all(w is None for w in self.windows) or not isinstance(cache, SlabCache):
+            return attention_mask
+        kinds = getattr(self.config, "layer_types", None)
+        windows = dict(zip(kinds, self.windows)) if kinds else {"": self.windows[0]}
+        masks = {kind: self._as_library(visible(attention_mask, new, w)) for kind, w in windows.items()}
+        return masks if kinds else masks[""]
+
+    def _as_library(self, seen: torch.Tensor) -> torch.Tensor:
+        """A boolean ``[B, 1, S, C]`` mask as the model's attention takes it (SDPA: as is;
+        eager and others: additive, the dtype's lowest value where a column is hidden)."""
+        if getattr(self.config, "_attn_implementation", None) in ("sdpa", GROUPED_ATTENTION):
+            return seen
+        additive = torch.zeros(seen.shape, dtype=self.dtype, device=seen.device)
+        return additive.masked_fill_(~seen, torch.finfo(self.dtype).min)

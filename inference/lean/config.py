@@ -78,6 +78,20 @@ def lean_reason(raw: dict[str, Any]) -> str | None:
     return _rope(raw)[1]
 
 
+def _qwen2_layer_types(raw: dict[str, Any]) -> list[str] | None:
+    """Qwen2's layer kinds as the library derives them when ``config.json`` names none: with its
+    sliding switch on, layers from ``max_window_layers`` on are windowed."""
+    if raw.get("model_type") != "qwen2" or not raw.get("use_sliding_window") or not raw.get(
+        "sliding_window"
+    ):
+        return None
+    first = int(raw.get("max_window_layers", 28))
+    return [
+        "sliding_attention" if index >= first else "full_attention"
+        for index in range(int(raw["num_hidden_layers"]))
+    ]
+
+
 def read_config(directory: Path) -> LeanConfig:
     """The shape of the model in ``directory``; InvalidInput saying why when it is not built here."""
     raw: dict[str, Any] = json.loads((directory / "config.json").read_text())
@@ -87,7 +101,7 @@ def read_config(directory: Path) -> LeanConfig:
     theta, _ = _rope(raw)
     assert theta is not None
     heads = int(raw["num_attention_heads"])
-    layer_types = raw.get("layer_types")
+    layer_types = raw.get("layer_types") or _qwen2_layer_types(raw)
     return LeanConfig(
         model_type=str(raw["model_type"]),
         hidden_size=int(raw["hidden_size"]),

@@ -14,7 +14,8 @@ Guarantees:
 - ``model(input_ids, attention_mask=None, position_ids=None)`` without a
   cache computes the whole sequence through the tree's own modules (each
   layer module is called, so forward hooks see every layer), causal over
-  the tokens with the 2D padding mask, in the lean forward's arithmetic:
+  the tokens with the 2D padding mask (each layer over its sliding window, if
+  it has one), in the lean forward's arithmetic:
   RMSNorm by ``F.rms_norm`` in the activations' dtype, attention in float32
   on the CPU; its logits equal the lean forward's prefill to that precision;
 - a call with a cache (``past_key_values``), and :meth:`LeanCausalLM.generate`,
@@ -35,6 +36,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from inference.decoder.kv_slab import layer_windows, visible
 from inference.lean.config import LeanConfig
 from inference.lean.rotary import RotaryTable, apply_rotary_pos_emb
 from reasoning.errors import InvalidInput
@@ -225,16 +227,16 @@ class LeanCausalLM(nn.Module):
         )
         if position_ids is None:
             position_ids = torch.arange(new, device=device).expand(rows, -1)
-        steps = torch.arange(new, device=device)
-        causal = steps[None, :] <= steps[:, None]  # [S, S]: key column <= query row
-        # A query always sees itself, so a padding query stays finite (as the lean forward).
-        mask = (padding[:, None, None, :] & causal) | torch.eye(new, dtype=torch.bool, device=device)
+        # Causal, each layer over its window; a query always sees itself, so a padding query
+        # stays finite (as the lean forward).
+        windows = layer_windows(self.config)
+        masks = {window: visible(padding, new, window) for window in set(windows)}
         h = self.model.embed_tokens(input_ids)
         # Attention in float32 on the CPU, the activations' dtype elsewhere (the lean forward's).
         attn_dtype = torch.float32 if device.type == "cpu" else h.dtype
         cos, sin = self.model.rotary_emb(torch.empty(0, dtype=attn_dtype, device=device), position_ids)
-        for layer in self.model.layers:
-            h = layer(h, cos, sin, mask)
+        for layer, window in zip(self.model.layers, windows):
+            h = layer(h, cos, sin, masks[window])
         if logits_to_keep:
             h = h[:, -logits_to_keep:, :]
         return CausalOutput(self.lm_head(self.model.norm(h)))
