@@ -1,8 +1,9 @@
 """Everything done once per uploaded ontology version, never per request.
 
 :func:`ingest_ontology` parses the bytes safely, checks the declared
-decision rules (a rule that does not parse, or that would reach outside the
-case, refuses the whole upload), reads the declared views, materialises OWL
+decision rules and every SPARQL text the file carries (a rule, target or
+condition that does not parse, or that would reach outside the case, refuses
+the whole upload), reads the declared views, materialises OWL
 2 RL under a time limit, validates, and builds the linking and expansion
 index. It is pure computation (no database, no clock inside
 the result except measured durations), CPU-bound and blocking: the HTTP
@@ -25,6 +26,7 @@ from reasoning.evidence.report import (
     ImportReport,
     MaterialisationReport,
     RuleReport,
+    SparqlReport,
     ValidationReport,
 )
 from reasoning.evidence.safe_parse import ParseLimits, parse_rdf
@@ -34,7 +36,7 @@ from reasoning.evidence.validation import (
     unsatisfiable_individuals,
 )
 from reasoning.evidence.views import ViewSpec, read_profile, read_views
-from reasoning.rules.check import check_rules
+from reasoning.rules.check import check_rules, check_sparql_texts
 
 __all__ = ["IngestLimits", "IngestResult", "content_hash", "ingest_ontology"]
 
@@ -95,7 +97,8 @@ def ingest_ontology(
     started = time.perf_counter()
     parsed = parse_rdf(data, media_type, limits=limits.parse)
     rules = check_rules(parsed.triples)
-    _refuse_broken_rules(rules)
+    sparql = check_sparql_texts(parsed.triples)
+    _refuse_broken_rules(rules, sparql)
     views = read_views(parsed.triples)
     profile = read_profile(parsed.triples)
     materialised = materialise(parsed.triples, timeout_s=limits.materialise_timeout_s,
@@ -133,6 +136,7 @@ def ingest_ontology(
         views=tuple(v.name for v in views),
         consistent=not violations and not unsatisfiable,
         rules=rules,
+        sparql=sparql,
     )
     return IngestResult(
         content_hash=content_hash(data),
@@ -148,14 +152,24 @@ def ingest_ontology(
     )
 
 
-def _refuse_broken_rules(rules: tuple[RuleReport, ...]) -> None:
+def _refuse_broken_rules(rules: tuple[RuleReport, ...], sparql: tuple[SparqlReport, ...]) -> None:
+    """Refuse the upload when a rule or any SPARQL text is refused (the reports in ``extra``)."""
     refused = [rule for rule in rules if not rule.ok]
-    if not refused:
+    texts = [text for text in sparql if not text.ok]
+    if not refused and not texts:
         return
-    first = refused[0]
-    detail = (f"decision rule {first.id} is refused: {first.error}"
-              + (f" ({len(refused) - 1} more refused rule(s) in 'rules')" if len(refused) > 1 else ""))
+    if refused:
+        first = refused[0]
+        detail = (f"decision rule {first.id} is refused: {first.error}"
+                  + (f" ({len(refused) - 1} more refused rule(s) in 'rules')"
+                     if len(refused) > 1 else ""))
+    else:
+        text = texts[0]
+        detail = (f"the {text.property} of {text.node} is refused: {text.error}"
+                  + (f" ({len(texts) - 1} more refused SPARQL text(s) in 'sparql')"
+                     if len(texts) > 1 else ""))
     listed = [msgspec.to_builtins(rule) for rule in rules]
-    if any(rule.hostile for rule in refused):
-        raise UnsafeContent(detail, rules=listed)
-    raise InvalidInput(detail, rules=listed)
+    checked = [msgspec.to_builtins(text) for text in sparql]
+    if any(rule.hostile for rule in refused) or any(text.hostile for text in texts):
+        raise UnsafeContent(detail, rules=listed, sparql=checked)
+    raise InvalidInput(detail, rules=listed, sparql=checked)

@@ -9,6 +9,7 @@ __all__ = [
     "ImportReport",
     "MaterialisationReport",
     "RuleReport",
+    "SparqlReport",
     "ValidationReport",
 ]
 
@@ -61,6 +62,22 @@ class RuleReport(msgspec.Struct, frozen=True, kw_only=True):
     hostile: bool = False
 
 
+class SparqlReport(msgspec.Struct, frozen=True, kw_only=True):
+    """One SPARQL text (or ``sh:pattern``) of the ontology and whether it was accepted.
+
+    ``node`` holds it under ``property`` (``sh:construct``, ``sh:select``,
+    ``sh:ask``, ``sh:update`` or ``sh:pattern``). ``ok`` False means the
+    upload is refused; ``error`` says why and ``hostile`` marks a text that
+    would reach outside the case (SERVICE, FROM, LOAD, updates).
+    """
+
+    node: str
+    property: str
+    ok: bool
+    error: str | None = None
+    hostile: bool = False
+
+
 class ValidationReport(msgspec.Struct, frozen=True, kw_only=True):
     """What an ontology engineer needs to judge an upload.
 
@@ -70,7 +87,8 @@ class ValidationReport(msgspec.Struct, frozen=True, kw_only=True):
     count is given. ``consistent`` is False when an individual violates an
     ``owl:disjointWith`` or is inferred to be an ``owl:Nothing``. ``rules``
     lists the declared decision rules (an upload with a refused rule is not
-    stored, so a stored report has only accepted ones).
+    stored, so a stored report has only accepted ones); ``sparql`` every
+    SPARQL text and ``sh:pattern`` the ontology carries, checked the same way.
     """
 
     media_type: str
@@ -89,3 +107,4 @@ class ValidationReport(msgspec.Struct, frozen=True, kw_only=True):
     views: tuple[str, ...]
     consistent: bool
     rules: tuple[RuleReport, ...] = ()
+    sparql: tuple[SparqlReport, ...] = ()

@@ -20,6 +20,7 @@ from pyshacl.shapes_graph import ShapesGraph
 
 from reasoning.case.vocabulary import SH, SH_RULE
 from reasoning.evidence.terms import Triple, from_rdflib, is_bnode, to_rdflib_graph
+from reasoning.rules import sandbox
 from reasoning.rules.sources import RuleSource, read_rule_sources
 
 __all__ = ["LoadedRule", "load_rules", "shacl_triples"]
@@ -69,7 +70,10 @@ def load_rules(triples: Sequence[Triple]) -> tuple[LoadedRule, ...]:
 
     Raises pyshacl's errors for rules it cannot load; the upload checks of
     :mod:`reasoning.rules.check` report them, so a stored version loads.
+    The evaluation guards of :mod:`reasoning.rules.sandbox` are installed
+    first (pyshacl compiles ``sh:pattern`` while loading).
     """
+    sandbox.install()
     part = shacl_triples(triples)
     if not part:
         return ()

@@ -5,14 +5,23 @@ One :class:`RuleSource` per SHACL rule node (typed ``sh:SPARQLRule`` or
 prefixes it declares, what it implements and the inputs it requires. Nothing is
 parsed or evaluated here: both the upload checks and the rule loader start from
 these sources.
+
+:func:`read_sparql_texts` reads every SPARQL text the ontology carries, wherever
+it sits (``sh:construct`` of rules, ``sh:select`` of SPARQL targets, constraints
+and functions, ``sh:ask`` of validators and functions, ``sh:update``), and
+:func:`read_patterns` every ``sh:pattern``: pyshacl may evaluate any of them
+(targets select focus nodes, ``sh:condition`` shapes are validated), so the
+upload checks look at all of them, not only at the rules.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
+from typing import Final
 
 from reasoning.case.vocabulary import (
+    SH,
     SH_CONSTRUCT,
     SH_DECLARE,
     SH_NAMESPACE,
@@ -27,9 +36,28 @@ from reasoning.case.vocabulary import (
     TV_IMPLEMENTS,
     TV_REQUIRES_INPUT,
 )
-from reasoning.evidence.terms import RDF_TYPE, Triple, is_literal, literal_value
+from reasoning.evidence.terms import RDF_TYPE, Triple, iri, is_literal, literal_value
 
-__all__ = ["RuleSource", "prefix_block", "read_rule_sources"]
+__all__ = [
+    "SPARQL_PREDICATES",
+    "RuleSource",
+    "SparqlText",
+    "prefix_block",
+    "read_patterns",
+    "read_rule_sources",
+    "read_sparql_texts",
+]
+
+#: The SHACL properties whose value is a SPARQL text, with the query form each must have
+#: (``update``: a SPARQL Update, never accepted).
+SPARQL_PREDICATES: Final = {
+    iri(SH + "construct"): "construct",
+    iri(SH + "select"): "select",
+    iri(SH + "ask"): "ask",
+    iri(SH + "update"): "update",
+}
+_SH_PATTERN: Final = iri(SH + "pattern")
+_SH_FLAGS: Final = iri(SH + "flags")
 
 
 class RuleSource:
@@ -83,6 +111,55 @@ def read_rule_sources(triples: Iterable[Triple]) -> list[RuleSource]:
         source.inputs.sort()
         sources.append(source)
     return sources
+
+
+class SparqlText:
+    """One SPARQL text as written: the node holding it, its property, its declared prefixes.
+
+    ``text`` is None when the property's value is not a literal (pyshacl
+    would refuse it at evaluation, so the upload refuses it first).
+    """
+
+    __slots__ = ("form", "node", "prefixes", "property", "text")
+
+    def __init__(self, node: str, property_: str, form: str, text: str | None,
+                 prefixes: dict[str, str]) -> None:
+        self.node, self.property, self.form, self.text = node, property_, form, text
+        self.prefixes = prefixes
+
+
+def read_sparql_texts(triples: Iterable[Triple]) -> list[SparqlText]:
+    """Every SPARQL text in ``triples`` (see the module doc), in a stable order."""
+    out: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for s, p, o in triples:
+        out[s].append((p, o))
+    texts: list[SparqlText] = []
+    for node in sorted(out):
+        edges = out[node]
+        held = [(p, o) for p, o in edges if p in SPARQL_PREDICATES]
+        if not held:
+            continue
+        prefixes: dict[str, str] = {}
+        for p, o in edges:
+            if p == SH_PREFIXES:
+                prefixes.update(_declared_prefixes(out, o))
+        for p, o in sorted(held):
+            text = literal_value(o) if is_literal(o) else None
+            texts.append(SparqlText(node, p, SPARQL_PREDICATES[p], text, prefixes))
+    return texts
+
+
+def read_patterns(triples: Iterable[Triple]) -> list[tuple[str, str, str]]:
+    """``(node, pattern, flags)`` of every ``sh:pattern`` (a regular expression pyshacl runs)."""
+    patterns: dict[str, list[str]] = defaultdict(list)
+    flags: dict[str, str] = {}
+    for s, p, o in triples:
+        if p == _SH_PATTERN and is_literal(o):
+            patterns[s].append(literal_value(o))
+        elif p == _SH_FLAGS and is_literal(o):
+            flags[s] = literal_value(o)
+    return [(node, pattern, flags.get(node, "")) for node in sorted(patterns)
+            for pattern in patterns[node]]
 
 
 def _declared_prefixes(out: dict[str, list[tuple[str, str]]], node: str) -> dict[str, str]:
