@@ -31,7 +31,15 @@ progress at all. Every triple lookup of rdflib's evaluation checks the
 limit (the cheap wall clock first, the thread's CPU time only once the wall
 clock has passed the limit, so the check costs next to nothing). Rules that
 keep adding triples stop after a fixed number of rounds with
-:class:`RuleLoop`.
+:class:`RuleLoop`. The limit is checked again as each rule finishes, so the
+problem names the rule that used up the time, not the one that ran next.
+
+Evaluation runs inside :func:`reasoning.rules.sandbox.no_outside_calls`: a
+rule cannot open a socket, fetch a URL (``SERVICE``, ``FROM``) or start a
+process, and ``regex`` / ``replace`` / ``sh:pattern`` run on RE2, whose
+matching time is linear in the text (a catastrophic pattern such as
+``^(a+)+$`` cannot hold the interpreter lock, so the limit is checked and
+the server keeps answering).
 """
 
 from __future__ import annotations
@@ -43,6 +51,7 @@ from itertools import product
 from typing import Any, Final
 
 import numpy as np
+from pyshacl.errors import ReportableRuntimeError
 from rdflib import BNode, Graph, Literal, URIRef, Variable
 from rdflib.paths import AlternativePath
 from rdflib.plugins.sparql.evaluate import evalPart
@@ -54,7 +63,7 @@ from rdflib.term import Node
 from reasoning.case.lexicon import CaseLexicon
 from reasoning.case.model import CaseFact, CaseGraph
 from reasoning.case.vocabulary import SH_OBJECT, SH_PREDICATE
-from reasoning.errors import LimitExceeded
+from reasoning.errors import InvalidInput, LimitExceeded
 from reasoning.evidence.index import LABEL_PREDICATES, OntologyIndex
 from reasoning.evidence.model import EvidenceFact
 from reasoning.evidence.terms import (
@@ -64,11 +73,12 @@ from reasoning.evidence.terms import (
     is_iri,
     literal_parts,
 )
+from reasoning.rules import sandbox
 from reasoning.rules.check import parse_rule_query
 from reasoning.rules.model import Conclusion, Decision, MissingInput, OntologyFact
 from reasoning.rules.shapes import LoadedRule, load_rules
 
-__all__ = ["RuleBook", "RuleLoop", "RuleTimeout"]
+__all__ = ["RuleBook", "RuleFailure", "RuleLoop", "RuleTimeout"]
 
 _XSD: Final = "http://www.w3.org/2001/XMLSchema#"
 _HOPS: Final = 2
@@ -101,6 +111,14 @@ class RuleTimeout(LimitExceeded):
 
 class RuleLoop(LimitExceeded):
     """The decision rules kept adding triples without reaching a fixpoint."""
+
+
+class RuleFailure(InvalidInput):
+    """A stored decision rule (its target or condition) could not be evaluated (pyshacl refused it).
+
+    The upload checks refuse what pyshacl is known to refuse; this is the
+    clear answer for whatever remains, never an internal error.
+    """
 
 
 class _Expired(Exception):
@@ -175,6 +193,7 @@ class RuleBook:
     """The decision rules of one ontology version, ready to evaluate cases (thread-safe)."""
 
     def __init__(self, index: OntologyIndex, lexicon: CaseLexicon | None = None) -> None:
+        sandbox.install()
         self.index = index
         self.lexicon = lexicon or CaseLexicon(index)
         terms = index.terms
@@ -237,7 +256,7 @@ class RuleBook:
         focus = self._term(case.case)
         running = ["the rules"]
         try:
-            with self._lock:
+            with self._lock, sandbox.no_outside_calls():
                 # Set once the lock is held: waiting for another evaluation is not this one's work.
                 store.limit = _Limit(timeout_s)
                 final = self._run(graph, focus, running)
@@ -247,9 +266,17 @@ class RuleBook:
                 for rule, solutions in solved
                 for s, p, o in self._decisions(rule, solutions, focus)
             }
-            by_triple_rules = self._triple_rule_decisions(graph, focus)
-            concluded.update(t for _, t in by_triple_rules)
-            missing = self._missing(graph, case, focus, solved, {o for _, _, o in concluded})
+            with sandbox.no_outside_calls():
+                by_triple_rules = self._triple_rule_decisions(graph, focus, running)
+                concluded.update(t for _, t in by_triple_rules)
+                missing = self._missing(graph, case, focus, solved,
+                                        {o for _, _, o in concluded}, running)
+        except ReportableRuntimeError as exc:
+            raise RuleFailure(
+                f"the decision rule {running[0]} could not be evaluated ({' '.join(str(exc).split())[:300]}); "
+                "fix or remove the rule in the ontology",
+                rule=running[0],
+            ) from None
         except _Expired:
             raise RuleTimeout(
                 f"the decision rule {running[0]} ran past the {timeout_s:g} s limit (CPU time "
@@ -305,6 +332,7 @@ class RuleBook:
         from rdflib.plugins.sparql.evalutils import _fillTemplate
 
         data = DataGraph.from_rdflib(graph)
+        limit = graph.store.limit if isinstance(graph.store, _DeadlineStore) else _NO_LIMIT
         current = "the rules"
         for _ in range(_MAX_ROUNDS):
             before = len(graph)
@@ -314,6 +342,8 @@ class RuleBook:
                 pyshacl_rule = rule.loaded.rule
                 if rule.query is None:
                     pyshacl_rule.apply(data)
+                    if limit.expired():
+                        raise _Expired
                     continue
                 focus = pyshacl_rule.filter_conditions(
                     list(pyshacl_rule.shape.focus_nodes(data)), data
@@ -328,6 +358,8 @@ class RuleBook:
                     )
                 for triple in added:
                     graph.add(triple)
+                if limit.expired():  # this rule used up the time: name it, not the next one
+                    raise _Expired
             if len(graph) == before:
                 return on_case
         raise RuleLoop(
@@ -434,11 +466,14 @@ class RuleBook:
             premise_ids=tuple(dict.fromkeys(f.premise_id for f in case_facts if f.premise_id)),
         )
 
-    def _triple_rule_decisions(self, graph: Graph, focus: Node) -> list[tuple[_Explained, Triple]]:
+    def _triple_rule_decisions(
+        self, graph: Graph, focus: Node, running: list[str]
+    ) -> list[tuple[_Explained, Triple]]:
         """Decision triples on the case that a ``sh:TripleRule`` with constant parts states."""
         out: list[tuple[_Explained, Triple]] = []
         case_term = from_rdflib(focus)
         for rule in self._explained:
+            running[0] = iri_value(rule.loaded.node)
             parts = rule.loaded.source.triple_parts
             predicate, obj = parts.get(SH_PREDICATE), parts.get(SH_OBJECT)
             if (
@@ -487,10 +522,12 @@ class RuleBook:
         focus: Node,
         solved: list[tuple[_Explained, list[FrozenBindings]]],
         concluded: set[str],
+        running: list[str],
     ) -> list[MissingInput]:
         present = {p for s, p, _ in case.triples() if s == case.case}
         found: dict[str, list[str]] = {}
         for rule, solutions in solved:
+            running[0] = iri_value(rule.loaded.node)
             absent = [i for i in rule.inputs if i not in present]
             if solutions or not absent or rule.query is None:
                 continue
