@@ -4,6 +4,9 @@ One :class:`Runtime` per app, created by the factory and reachable as the
 ``runtime`` dependency. The model loads in a background thread at start-up
 (so ``/healthz`` answers at once) and is warmed up with one short forward
 pass; until then :attr:`Runtime.model` is None and ``/readyz`` says why.
+A model the steered decoder cannot serve (``inference.servable``: a one-token
+steered probe at load) is never installed: ``/readyz`` is 503 with state
+``unservable`` and the reason, and every model route answers 503 with it.
 It holds the process's resources (engine, model, reasoner, micro-batcher,
 decode scheduler, ontology index cache); the services built on them live in
 the app's :class:`~app.services.container.Services`.
@@ -33,6 +36,7 @@ from inference.loader import LoadedModel, load_model
 from inference.pipeline import Reasoner
 from inference.prefix_cache import PrefixCache
 from inference.scheduler import Priority, Scheduler
+from inference.servable import steered_probe
 from inference.workers.ray_serve import RayOptions, RayWorkers
 from inference.workers.replica import WorkerConfig
 from reasoning.errors import TenetError, Unavailable
@@ -80,6 +84,8 @@ class Runtime:
         self.sessionmaker: async_sessionmaker[AsyncSession] = create_sessionmaker(self.engine)
         self.model: LoadedModel | None = None
         self.load_error: str | None = None
+        #: Why the steered decoder cannot serve the loaded model (its probe at load), or None.
+        self.unservable: str | None = None
         self.model_load_seconds: float | None = None
         self.ontology_indexes = IndexCache()
         self.ontology_limits = IngestLimits(
@@ -122,9 +128,11 @@ class Runtime:
 
     @property
     def model_state(self) -> str:
-        """One of ``loaded``, ``loading``, ``failed``, ``disabled``, ``not_started``."""
+        """One of ``loaded``, ``loading``, ``failed``, ``unservable``, ``disabled``, ``not_started``."""
         if self.model is not None:
             return "loaded"
+        if self.unservable is not None:
+            return "unservable"
         if self.load_error is not None:
             return "failed"
         if self._loading is not None and self._loading.is_alive():
@@ -135,11 +143,17 @@ class Runtime:
         """Install an already loaded model (tests share one across apps)."""
         self.model = model
         self.model_loaded_at = int(time.time())
-        self.load_error = None
+        self.load_error = self.unservable = None
         self._loaded.set()
 
     def load_model_now(self) -> LoadedModel:
-        """Load and warm up the configured model in the calling thread."""
+        """Load and warm up the configured model in the calling thread, and probe that the steered
+        decoder serves it.
+
+        Raises:
+            Unavailable: the steered decoder cannot serve the model (kept in :attr:`unservable`;
+                the model is not installed).
+        """
         started = time.perf_counter()
         try:
             loaded = load_model(
@@ -150,6 +164,7 @@ class Runtime:
                 weights=self.settings.weights,
             )
             _warm_up(loaded)
+            reason = steered_probe(loaded.model, loaded.tokenizer)
         except TenetError as exc:
             self.load_error = exc.detail
             self._loaded.set()
@@ -158,6 +173,11 @@ class Runtime:
             self.load_error = f"{type(exc).__name__}: {exc}"
             self._loaded.set()
             raise
+        if reason is not None:
+            self.unservable = f"the steered decoder cannot serve {loaded.identity.name}: {reason}"
+            log.error("%s", self.unservable)
+            self._loaded.set()
+            raise Unavailable(self.unservable, model="unservable")
         self.model_load_seconds = time.perf_counter() - started
         log.info("model %s loaded in %.1f s", loaded.identity.name, self.model_load_seconds)
         self.set_model(loaded)
@@ -222,6 +242,8 @@ class Runtime:
         state = self.model_state
         if state == "failed":
             raise Unavailable(f"the model failed to load: {self.load_error}", model=state)
+        if state == "unservable":
+            raise Unavailable(str(self.unservable), model=state)
         if state == "disabled":
             raise Unavailable("model loading is disabled (TENET_LOAD_MODEL=false)", model=state)
         raise Unavailable("the model is still loading; retry shortly", model=state)
@@ -260,8 +282,8 @@ class Runtime:
         except (SQLAlchemyError, OSError, TimeoutError) as exc:
             database = f"unreachable: {type(exc).__name__}"
         model: dict[str, Any] = {"state": self.model_state}
-        if self.load_error:
-            model["error"] = self.load_error
+        if self.load_error or self.unservable:
+            model["error"] = self.load_error or self.unservable
         if self.model is not None:
             model["name"] = self.model.identity.name
             failing = await self._forward_failure(self.model)
