@@ -1,0 +1,139 @@
+"""Latency of the analyst's question: one ``POST /v1/reason`` on the ``aml`` domain, end to end.
+
+``python -m bench.latency [--runs 5] [--new-tokens 96] [--beams N] [--threads N] [--cache DIR]``
+
+The request is the AML analyst's of the acceptance walk-throughs (a
+transfer to a PEP, asked whether to escalate, with a length limit, cited
+rules and a citation window), steered, 96 new tokens, every other option
+as the service's defaults decide. It runs in process through the same
+objects the service's ``/v1/reason`` uses (``inference.pipeline.Reasoner``
+over one loaded model behind a ``MicroBatcher`` and a tenant's prefix
+cache, the bundled ``aml`` ontology ingested as an upload is), so what is
+timed is planning (analysis, evidence, decision), prefill, decode and
+verification, without HTTP, authentication and the database row.
+
+One warm-up run (it loads spaCy and the query machinery and fills the
+prefix cache, as the service's first request does), then ``--runs`` timed
+runs; the figures are medians. ``answer_identical`` says whether every
+timed run gave the same answer text (the decode is deterministic).
+
+The last stdout line is one JSON object: ``p50_s`` (wall seconds of a
+run), ``runs_s``, ``stages_ms`` (median per stage: the plan's stages,
+``prefill``, ``decode``, ``verify``), ``decode`` (forward seconds, decode
+steps, generated tokens, tokens per decode forward, prompt tokens, prefix
+cache hit), ``threads``, ``weights``, ``answer`` and ``answer_identical``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from typing import Any
+
+import torch
+
+from bench.model_cache import add_cache_option, model_cache
+from inference.decoder.microbatch import MicroBatcher
+from inference.decoder.runner import ModelRunner
+from inference.loader import load_model
+from inference.pipeline import Reasoner, ReasonOptions, ReasonResult
+from inference.prefix_cache import PrefixCache
+from reasoning.evidence.bundled import bundled_domains
+from reasoning.evidence.index import OntologyIndex
+from reasoning.evidence.ingest import ingest_ontology
+
+__all__ = ["ANALYST_PROMPT", "main"]
+
+#: The analyst's question (SCENARIOS.md, flow 1), word for word.
+ANALYST_PROMPT = (
+    "Assume the tax rate is 20%. Acme Ltd (Cyprus) sent EUR 2,000,000 to Jon Doe, who is on our "
+    "PEP list. Should this be escalated? Answer in under 80 words, cite the rules you rely on, and "
+    "do not cite rules in force before 2020."
+)
+_DOMAIN = "aml"
+_TENANT = "bench-latency"
+
+
+def _index(domain: str) -> OntologyIndex:
+    for name, path in bundled_domains():
+        if name == domain:
+            return ingest_ontology(path.read_bytes(), "text/turtle").index.with_version(f"{domain}-bench")
+    raise SystemExit(f"no bundled domain {domain!r}")
+
+
+def _run(
+    reasoner: Reasoner, index: OntologyIndex, options: ReasonOptions
+) -> tuple[float, int, ReasonResult]:
+    """Wall seconds of one run (plan and decode), its beam width, and its result."""
+    t0 = time.perf_counter()
+    plan = reasoner.plan(ANALYST_PROMPT, options=options, domain_index=index, tenant=_TENANT)
+    result = reasoner.run(plan, tenant=_TENANT)
+    return time.perf_counter() - t0, plan.decode_options.width, result
+
+
+def _decode_figures(result: ReasonResult) -> dict[str, Any]:
+    d = result.decode
+    if d is None:
+        return {}
+    return {
+        "forward_s": round(d.timings.forward_s, 4),
+        "constraint_check_s": round(d.timings.constraint_check_s, 4),
+        "decode_steps": d.decode_steps,
+        "generated_tokens": d.generated_tokens,
+        "tokens_per_forward": round(d.generated_tokens / d.decode_steps, 3) if d.decode_steps else None,
+        "prompt_tokens": d.prompt_tokens,
+        "prefix_cache_hit": d.prefix_cache_hit,
+        "branches": len(d.branches),
+        "violations": list(d.violations),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=5, help="timed runs after the warm-up (default 5)")
+    parser.add_argument("--new-tokens", type=int, default=96, help="options.max_new_tokens (default 96)")
+    parser.add_argument("--beams", type=int, default=None, help="options.num_beams (default: the budget's)")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    parser.add_argument("--weights", default="auto", help="weight format (default auto, as the service)")
+    add_cache_option(parser)
+    args = parser.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    model = load_model("bundled", cache_root=model_cache(args.cache), weights=args.weights)
+    batcher = MicroBatcher(model.model, ModelRunner(model.model).call, max_rows=128, max_wait_s=0.002)
+    reasoner = Reasoner(model, prefix_cache=PrefixCache(), batcher=batcher)
+    index = _index(_DOMAIN)
+    options = ReasonOptions(max_new_tokens=args.new_tokens, num_beams=args.beams, steering=True)
+    try:
+        _run(reasoner, index, options)  # warm-up: loads, caches the shared prefix
+        runs = [_run(reasoner, index, options) for _ in range(args.runs)]
+    finally:
+        batcher.close()
+    walls = [w for w, _, _ in runs]
+    results = [r for _, _, r in runs]
+    stages = sorted({k for r in results for k in r.timings})
+    stages_ms = {k: round(statistics.median(r.timings.get(k, 0.0) for r in results), 1) for k in stages}
+    last = results[-1]
+    out = {
+        "bench": "latency",
+        "scenario": "analyst/aml",
+        "p50_s": round(statistics.median(walls), 3),
+        "runs_s": [round(w, 3) for w in walls],
+        "stages_ms": stages_ms,
+        "decode": _decode_figures(last),
+        "options": {"max_new_tokens": args.new_tokens, "num_beams": runs[-1][1], "steering": True},
+        "threads": torch.get_num_threads(),
+        "weights": model.weights.weights,
+        "status": str(last.status),
+        "answer": last.answer,
+        "answer_identical": all(r.answer == last.answer for r in results),
+    }
+    print(json.dumps(out, ensure_ascii=False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
