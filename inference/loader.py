@@ -25,6 +25,7 @@ from typing import Any
 import torch
 
 from inference.device import resolve_device
+from inference.prompt_format import PromptFormat, choose_prompt_format
 from inference.weights.formats import WeightsChoice, check_weights
 from reasoning.errors import InvalidInput, NotFound
 
@@ -69,6 +70,9 @@ class LoadedModel:
     device: torch.device
     dtype: torch.dtype
     weights: WeightsChoice
+    #: How prompts are laid out: the model's chat template, or ``plain`` for a base model
+    #: (:mod:`inference.prompt_format`).
+    prompt_format: PromptFormat = "chat_template"
 
 
 @dataclass(frozen=True)
@@ -366,4 +370,5 @@ def load_model(
         parameters=parameter_count(model),
         weights=choice.weights,
     )
-    return LoadedModel(model, tokenizer, identity, torch_device, act_dtype, choice)
+    prompt_format = choose_prompt_format(tokenizer)
+    return LoadedModel(model, tokenizer, identity, torch_device, act_dtype, choice, prompt_format)

@@ -44,6 +44,7 @@ class ModelsController(Controller):
                         )
                         for p in loaded.weights.probes
                     ],
+                    prompt_format=loaded.prompt_format,
                 )
             ]
         )

@@ -44,6 +44,9 @@ class ModelInfo(msgspec.Struct, frozen=True, kw_only=True):
     weights_reason: str
     #: The auto probe's measurements per format, this machine, at load (empty when a format was named).
     weights_probe: list[WeightsProbe]
+    #: How prompts are laid out: ``chat_template`` (the model's own) or ``plain`` (a base
+    #: model without one: system text, ``Request:``, ``Answer:``; docs/reasoning.md).
+    prompt_format: str = "chat_template"
 
 
 class ModelList(msgspec.Struct, frozen=True, kw_only=True):

@@ -104,6 +104,7 @@ async def test_models_lists_the_loaded_identity(
     # The session's model is loaded in float32 by name: no probe behind it.
     assert (model["weights"], model["weights_requested"]) == ("float32", "float32")
     assert model["weights_probe"] == [] and "TENET_WEIGHTS" in model["weights_reason"]
+    assert model["prompt_format"] == "chat_template"  # an instruction model keeps its template
     assert (await model_client.get("/readyz")).status_code == 200
 
 
