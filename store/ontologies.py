@@ -5,7 +5,9 @@ Rules every function keeps:
 - every query filters by ``tenant_id``; another tenant's version is
   :class:`~reasoning.errors.NotFound`, exactly like a missing one;
 - a version is immutable; re-uploading the same bytes to the same domain
-  returns the existing row (and puts a soft-deleted one back in service);
+  returns the existing row; a soft-deleted one is put back in service only by
+  :func:`restore_version` (the caller records it as ``ontology.restored``),
+  and its ``created_at`` is never rewritten;
 - the *current* version of a domain is its newest row that is not deleted,
   so deleting a version puts the previous one back in service;
 - heavy work (parsing, materialising, decoding an index) runs in a worker
@@ -16,6 +18,7 @@ Rules every function keeps:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from functools import lru_cache
 
 import msgspec
@@ -25,7 +28,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import defer
 
-from reasoning.errors import NotFound, Unavailable
+from reasoning.errors import ConflictError, NotFound, Unavailable
 from reasoning.evidence.bundled import bundled_domains
 from reasoning.evidence.cache import IndexCache
 from reasoning.evidence.index import OntologyIndex
@@ -40,6 +43,7 @@ __all__ = [
     "list_versions",
     "load_bundled_ontologies",
     "load_index",
+    "restore_version",
     "save_version",
 ]
 
@@ -57,15 +61,13 @@ async def save_version(
 ) -> tuple[OntologyVersion, bool]:
     """Store an ingested upload; ``(row, created)``, ``created`` False for a re-upload.
 
-    Concurrent uploads of the same bytes race on the unique constraint; the
-    loser gets the winner's row.
+    A re-upload of a soft-deleted version returns that row still deleted: the
+    caller decides to :func:`restore_version` it (and records that), nothing
+    is revived silently. Concurrent uploads of the same bytes race on the
+    unique constraint; the loser gets the winner's row.
     """
     existing = await _by_hash(session, tenant_id, domain, result.content_hash)
     if existing is not None:
-        if existing.deleted_at is not None:
-            existing.deleted_at = None
-            existing.created_at = utcnow()
-            await session.flush()
         return existing, False
     row = OntologyVersion(
         tenant_id=tenant_id,
@@ -138,6 +140,20 @@ async def delete_version(session: AsyncSession, tenant_id: str, version_id: str
     row.deleted_at = utcnow()
     await session.flush()
     return row
+
+
+async def restore_version(session: AsyncSession, row: OntologyVersion) -> datetime:
+    """Put a soft-deleted version back in service; returns when it had been deleted.
+
+    ``created_at`` keeps the first upload's time, so the version is current
+    again only when no newer version of its domain is in service.
+    """
+    deleted_at = row.deleted_at
+    if deleted_at is None:
+        raise ConflictError(f"ontology version {row.id} is not deleted", resource="ontology")
+    row.deleted_at = None
+    await session.flush()
+    return deleted_at
 
 
 async def current_version(session: AsyncSession, tenant_id: str, domain: str

@@ -7,9 +7,10 @@ version. Every query is scoped to the caller's tenant: another tenant's
 version answers 404. Upload limits are the ``TENET_ONTOLOGY_*`` settings
 (``runtime.ontology_limits``); the request body is capped at the file limit
 plus :data:`MULTIPART_ALLOWANCE_BYTES` while it is received. OWL/XML is
-refused with 415 (see ``docs/ontologies.md``). A new version and a retired
-one are audit events (``ontology.uploaded``, ``ontology.deleted``) in the
-request's transaction.
+refused with 415 (see ``docs/ontologies.md``). A new version, a retired one
+and a retired one uploaded again (put back in service, ``created_at`` kept)
+are audit events (``ontology.uploaded``, ``ontology.deleted``,
+``ontology.restored``) in the request's transaction.
 """
 
 from __future__ import annotations
@@ -177,7 +178,11 @@ class OntologiesController(Controller):
         runtime: Runtime,
         domain: str | None = Parameter(query="domain", default=None, description="Domain name"),
     ) -> Response[OntologyVersionOut]:
-        """201 with the new version, or 200 with the existing one for identical bytes."""
+        """201 with the new version, or 200 with the existing one for identical bytes.
+
+        Identical bytes of a deleted version restore it (200, an ``ontology.restored``
+        audit event, ``created_at`` unchanged).
+        """
         limits = runtime.ontology_limits
         chosen, data, media, filename = await _read_upload(
             request, domain, limits.parse.max_bytes + MULTIPART_ALLOWANCE_BYTES)
@@ -195,6 +200,15 @@ class OntologiesController(Controller):
                          "size_bytes": row.size_bytes, "by_key": auth.key_id},
             )
             runtime.ontology_indexes.put(result.index.with_version(row.id))
+        elif row.deleted_at is not None:
+            deleted_at = await ontology_store.restore_version(db_session, row)
+            await append_event(
+                db_session, tenant_id=auth.tenant_id, event_type="ontology.restored",
+                subject_type="ontology_version", subject_id=row.id,
+                payload={"domain": row.domain, "content_hash": row.content_hash,
+                         "deleted_at": deleted_at.isoformat(),
+                         "created_at": row.created_at.isoformat(), "by_key": auth.key_id},
+            )
         return Response(await _version_out(db_session, auth.tenant_id, row),
                         status_code=HTTP_201_CREATED if created else HTTP_200_OK)
 

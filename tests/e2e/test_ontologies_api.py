@@ -366,3 +366,23 @@ async def test_uploads_and_deletions_are_audited(client: Client, make_key: Any) 
     ]
     assert events[0]["payload"]["content_hash"] == created["content_hash"]
     assert (await client.get("/v1/audit/verify", headers=headers)).json()["intact"] is True
+
+
+async def test_uploading_a_deleted_version_again_restores_it_on_the_record(
+    client: Client, make_key: Any,
+) -> None:
+    headers = await make_key("acme", ["ontology:write", "ontology:read", "audit:read"])
+    created = (await upload(client, headers, SMALL_TTL, "text/turtle")).json()
+    assert (await client.delete(f"{URL}/{created['id']}", headers=headers)).status_code == 200
+    again = await upload(client, headers, SMALL_TTL, "text/turtle")
+    assert again.status_code == 200
+    body = again.json()
+    assert (body["id"], body["deleted_at"], body["current"]) == (created["id"], None, True)
+    assert body["created_at"] == created["created_at"]  # the first upload's time, not rewritten
+    events = (await client.get("/v1/audit/events", headers=headers)).json()["data"]
+    assert [(e["event_type"], e["subject_id"]) for e in events] == [
+        ("ontology.uploaded", created["id"]),
+        ("ontology.deleted", created["id"]),
+        ("ontology.restored", created["id"]),
+    ]
+    assert events[2]["payload"]["deleted_at"] and events[2]["payload"]["by_key"]

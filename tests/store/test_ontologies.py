@@ -44,8 +44,13 @@ async def test_versions_are_idempotent_tenant_scoped_and_soft_deleted(
         assert current is not None and current.id == v1.id
         stored = await db.scalar(select(OntologyVersion.content).where(OntologyVersion.id == v1.id))
         assert stored == TTL
-        restored, created = await repo.save_version(db, mine, "demo", second_bytes, second)
-        assert not created and restored.id == v2.id and restored.deleted_at is None
+        uploaded_at = v2.created_at
+        again_v2, created = await repo.save_version(db, mine, "demo", second_bytes, second)
+        # Nothing comes back silently: the row is still deleted until it is restored.
+        assert not created and again_v2.id == v2.id and again_v2.deleted_at is not None
+        deleted_at = await repo.restore_version(db, again_v2)
+        assert deleted_at is not None and again_v2.deleted_at is None
+        assert again_v2.created_at == uploaded_at
 
 
 async def test_bundled_domains_load_once_and_their_index_loads_from_the_blob(
