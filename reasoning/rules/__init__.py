@@ -13,4 +13,9 @@ upload path imports :mod:`reasoning.rules.check` from the evidence core):
   a decision.
 - ``decide``: :class:`DecisionEngine`, the entry point: request text in,
   :class:`Decision` out.
+- ``grounds``: :func:`realise_grounds`, the decision's grounds as sentences
+  (English and Chinese) from the ontology's labels (``phrasing``).
+- ``nearest``: the nearest rule of a ``no_rule_applies`` case and what a
+  missing input would decide, found by dropping conditions of the rules'
+  patterns (``relax``) and said by ``whynot``.
 """

@@ -28,8 +28,10 @@ from reasoning.case.model import CaseGraph
 from reasoning.constraints.model import Premise
 from reasoning.evidence.index import OntologyIndex
 from reasoning.evidence.model import EvidenceFact, LinkedEntity
+from reasoning.evidence.terms import iri_value
 from reasoning.rules.claims import ClaimCheck, ClaimChecker
 from reasoning.rules.engine import RuleBook
+from reasoning.rules.grounds import Ground, realise_grounds
 from reasoning.rules.model import Decision
 
 __all__ = ["DecisionEngine", "decision_sentence"]
@@ -43,6 +45,17 @@ class DecisionEngine:
         self.lexicon = CaseLexicon(index)
         self.rules = RuleBook(index, self.lexicon)
         self.claims = ClaimChecker(self.lexicon)
+
+    @property
+    def rule_ids(self) -> tuple[str, ...]:
+        """The ids of the ontology's decision rules, as conclusions cite them (the label
+        of the regulatory rule each ``tv:implements``, else the rule's own name)."""
+        ids: dict[str, None] = {}
+        for loaded in self.rules.rules:
+            implements = loaded.source.implements
+            term = self.index.term_id(implements) if implements else -1
+            ids[self.index.label(term, "en") if term >= 0 else iri_value(loaded.node)] = None
+        return tuple(ids)
 
     @property
     def has_rules(self) -> bool:
@@ -74,6 +87,12 @@ class DecisionEngine:
         case = self.build_case(text, premises=premises, doc=doc, linked=linked,
                                evaluation_date=evaluation_date)
         return self.evaluate(case, timeout_s=timeout_s, evidence=evidence)
+
+    def grounds(self, decision: Decision, evidence: Sequence[EvidenceFact] = ()) -> tuple[Ground, ...]:
+        """The grounds of ``decision`` (:func:`reasoning.rules.grounds.realise_grounds`), citing the
+        ids of ``evidence`` (the facts the answer shows); none contradicts the decision."""
+        return realise_grounds(decision, self.lexicon, evidence=evidence,
+                               contradicts=lambda text: self.check_claim(text, decision).contradicts)
 
     def check_claim(self, sentence: str, decision: Decision) -> ClaimCheck:
         """Whether one sentence contradicts the decision (cheap: no parsing, no model)."""

@@ -75,7 +75,8 @@ from reasoning.evidence.terms import (
 )
 from reasoning.rules import sandbox
 from reasoning.rules.check import parse_rule_query
-from reasoning.rules.model import Conclusion, Decision, MissingInput, OntologyFact
+from reasoning.rules.model import Conclusion, Decision, InputOutcome, MissingInput, OntologyFact
+from reasoning.rules.nearest import input_outcome, nearest_rule
 from reasoning.rules.shapes import LoadedRule, load_rules
 
 __all__ = ["RuleBook", "RuleFailure", "RuleLoop", "RuleTimeout"]
@@ -86,6 +87,8 @@ _MAX_TRIPLES: Final = 20_000
 _MAX_ROUNDS: Final = 8
 _MAX_SOLUTIONS: Final = 8
 _CHECK_EVERY: Final = 256
+#: CPU seconds the search for the nearest rule may take (``reasoning.rules.nearest``).
+_NEAREST_S: Final = 0.5
 #: The wall-clock backstop, as a multiple of the CPU-time limit.
 _WALL_FACTOR: Final = 20.0
 _SKIPPED: Final = frozenset(LABEL_PREDICATES) | {"<http://www.w3.org/2000/01/rdf-schema#comment>"}
@@ -188,6 +191,10 @@ class _Explained:
         self.inputs = tuple(loaded.source.inputs)
         self.rule_id, self.rule_iri = rule_id, rule_iri
 
+    @property
+    def shacl_rule(self) -> str:
+        return iri_value(self.loaded.node)
+
 
 class RuleBook:
     """The decision rules of one ontology version, ready to evaluate cases (thread-safe)."""
@@ -271,6 +278,14 @@ class RuleBook:
                 concluded.update(t for _, t in by_triple_rules)
                 missing = self._missing(graph, case, focus, solved,
                                         {o for _, _, o in concluded}, running)
+                nearest = None
+                if not concluded and not missing:
+                    # A budget of its own: the search for the why-not never fails a decision.
+                    store.limit = _Limit(min(timeout_s, _NEAREST_S))
+                    unfired = [rule for rule, solutions in solved if not solutions]
+                    nearest = nearest_rule(graph, self.lexicon, case, focus, unfired,
+                                           self._decisions_list, _Expired)
+                    store.limit = _NO_LIMIT
         except ReportableRuntimeError as exc:
             raise RuleFailure(
                 f"the decision rule {running[0]} could not be evaluated ({' '.join(str(exc).split())[:300]}); "
@@ -313,6 +328,7 @@ class RuleBook:
             rules_evaluated=len(self.rules),
             seconds=round(time.perf_counter() - started, 4),
             case=case,
+            nearest=nearest if status == "no_rule_applies" else None,
         )
 
     def _run(self, graph: Graph, case: Node, running: list[str]) -> dict[int, list[FrozenBindings]]:
@@ -383,6 +399,9 @@ class RuleBook:
                 break
         return solutions
 
+    def _decisions_list(self, rule: Any, solutions: list[FrozenBindings], focus: Node) -> list[Triple]:
+        return list(self._decisions(rule, solutions, focus))
+
     def _decisions(
         self, rule: _Explained, solutions: Iterable[FrozenBindings], focus: Node
     ) -> Iterator[Triple]:
@@ -435,6 +454,7 @@ class RuleBook:
                     predicate=iri_value(p),
                     object=_show(o),
                     ontology_version=self.index.version,
+                    object_term=o,
                 )
                 for s, p, o in fired
                 if (s, p, o) not in by_triple
@@ -526,14 +546,19 @@ class RuleBook:
     ) -> list[MissingInput]:
         present = {p for s, p, _ in case.triples() if s == case.case}
         found: dict[str, list[str]] = {}
+        outcomes: dict[str, list[InputOutcome]] = {}
         for rule, solutions in solved:
             running[0] = iri_value(rule.loaded.node)
             absent = [i for i in rule.inputs if i not in present]
             if solutions or not absent or rule.query is None:
                 continue
-            if self._probe_adds(graph, rule, focus, absent, concluded):
+            probed = self._probe_adds(graph, rule, focus, absent, concluded)
+            if probed:
                 for term in absent:
                     found.setdefault(term, []).append(rule.rule_id)
+                    outcomes.setdefault(term, []).append(
+                        input_outcome(self.lexicon, case, rule, term, probed, focus, self._decisions_list)
+                    )
         specs = {spec.term: spec for spec in self.lexicon.inputs}
         missing: list[MissingInput] = []
         for term, rule_ids in found.items():
@@ -544,14 +569,16 @@ class RuleBook:
                     label_en=spec.label_en if spec else self.lexicon.label(term, "en"),
                     label_zh=spec.label_zh if spec else self.lexicon.label(term, "zh"),
                     rule_ids=tuple(dict.fromkeys(rule_ids)),
+                    outcomes=tuple(outcomes.get(term, ())),
                 )
             )
         return missing
 
     def _probe_adds(
         self, graph: Graph, rule: _Explained, focus: Node, absent: list[str], concluded: set[str]
-    ) -> bool:
-        """True when some value of the absent inputs makes ``rule`` conclude something new."""
+    ) -> list[FrozenBindings]:
+        """The solutions of ``rule`` under the first values of the absent inputs that make it
+        conclude something new (empty when none do)."""
         choices = [self._probe_values(term) for term in absent]
         for values in product(*choices):
             added = [
@@ -565,8 +592,8 @@ class RuleBook:
                 for triple in added:
                     graph.remove(triple)
             if any(o not in concluded for _, _, o in self._decisions(rule, solutions, focus)):
-                return True
-        return False
+                return solutions
+        return []
 
     def _probe_values(self, term: str) -> list[Node]:
         spec = next((s for s in self.lexicon.inputs if s.term == term), None)

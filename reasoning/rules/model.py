@@ -22,7 +22,16 @@ import msgspec
 
 from reasoning.case.model import CaseFact, CaseGraph
 
-__all__ = ["DECISION_STATUSES", "Conclusion", "Decision", "MissingInput", "OntologyFact"]
+__all__ = [
+    "DECISION_STATUSES",
+    "Conclusion",
+    "Decision",
+    "FailingCondition",
+    "InputOutcome",
+    "MissingInput",
+    "NearestRule",
+    "OntologyFact",
+]
 
 DECISION_STATUSES: Final = ("decided", "no_rule_applies", "undetermined", "conflicting")
 
@@ -34,6 +43,8 @@ class OntologyFact(msgspec.Struct, frozen=True, kw_only=True):
     predicate: str
     object: str
     ontology_version: str
+    #: The object as an N-Triples term (``object`` is bare: an IRI or a literal's text).
+    object_term: str = ""
 
 
 class Conclusion(msgspec.Struct, frozen=True, kw_only=True):
@@ -69,13 +80,79 @@ class Conclusion(msgspec.Struct, frozen=True, kw_only=True):
         return self.statement_zh if lang == "zh" else self.statement_en
 
 
+class FailingCondition(msgspec.Struct, frozen=True, kw_only=True):
+    """A condition of a rule the case does not meet, said in words.
+
+    ``kind``: ``comparison`` (a FILTER comparison on a case input: ``required_*``
+    says what the rule requires, "the amount is above EUR 1,000,000", and
+    ``actual_*`` what the case has, "the amount is EUR 750,000") or ``pattern``
+    (facts the case does not state: "someone named in the case is a
+    politically exposed person"; ``actual_*`` empty). ``input`` is the case
+    input a comparison reads (bare IRI).
+    """
+
+    kind: str
+    required_en: str
+    required_zh: str
+    actual_en: str = ""
+    actual_zh: str = ""
+    input: str | None = None
+
+
+class NearestRule(msgspec.Struct, frozen=True, kw_only=True):
+    """The rule that came nearest to firing on a case nothing applies to, and what kept it off.
+
+    Found symbolically: the rule whose condition, with the fewest of its
+    conditions dropped, would conclude something for the case (a near miss
+    on a compared input ranks before a missing fact at the same count).
+    ``statement_en`` / ``statement_zh`` say it ("The nearest rule, AML-R-024,
+    applies only when the amount is above EUR 1,000,000; here the amount is
+    EUR 750,000."); ``actions`` what it would have concluded.
+    """
+
+    rule_id: str
+    rule_iri: str | None
+    shacl_rule: str
+    failing: tuple[FailingCondition, ...]
+    actions: tuple[str, ...]
+    statement_en: str
+    statement_zh: str
+
+    def statement(self, lang: str = "en") -> str:
+        return self.statement_zh if lang == "zh" else self.statement_en
+
+
+class InputOutcome(msgspec.Struct, frozen=True, kw_only=True):
+    """What one value range of a missing input would decide under one rule.
+
+    ``statement_en``: "With the amount above EUR 1,000,000, AML-R-024 would
+    require escalation to the MLRO." (``condition_*`` the value range, empty
+    when the rule compares nothing on the input: any value would do).
+    """
+
+    rule_id: str
+    rule_iri: str | None
+    condition_en: str
+    condition_zh: str
+    actions: tuple[str, ...]
+    statement_en: str
+    statement_zh: str
+
+    def statement(self, lang: str = "en") -> str:
+        return self.statement_zh if lang == "zh" else self.statement_en
+
+
 class MissingInput(msgspec.Struct, frozen=True, kw_only=True):
-    """An input the request lacks that would change the decision, and the rules that read it."""
+    """An input the request lacks that would change the decision, and the rules that read it.
+
+    ``outcomes``: what values of it would decide, rule by rule.
+    """
 
     input: str
     label_en: str
     label_zh: str
     rule_ids: tuple[str, ...]
+    outcomes: tuple[InputOutcome, ...] = ()
 
 
 class Decision(msgspec.Struct, frozen=True, kw_only=True):
@@ -89,6 +166,8 @@ class Decision(msgspec.Struct, frozen=True, kw_only=True):
     rules_evaluated: int
     seconds: float
     case: CaseGraph
+    #: For ``no_rule_applies``: the rule that came nearest and why it did not fire.
+    nearest: NearestRule | None = None
 
     def actions(self) -> tuple[str, ...]:
         """The concluded actions, in conclusion order, each once."""

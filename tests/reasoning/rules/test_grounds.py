@@ -1,0 +1,144 @@
+"""The grounds of a decision and the nearest rule, said from the ontology's labels (English and Chinese).
+
+The food-imports domain (tests/data/imports.ttl) is one no code mentions: its
+grounds come from its own labels, rule texts and SHACL rules only.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from reasoning.evidence.ingest import ingest_ontology
+from reasoning.evidence.model import EvidenceFact
+from reasoning.evidence.subgraph import facts_about
+from reasoning.rules.decide import DecisionEngine
+from reasoning.rules.model import Decision
+
+IMPORTS_TTL = Path(__file__).resolve().parents[2] / "data" / "imports.ttl"
+DAY = date(2026, 12, 1)
+
+
+@pytest.fixture(scope="module")
+def imports_engine() -> DecisionEngine:
+    return DecisionEngine(ingest_ontology(IMPORTS_TTL.read_bytes(), "text/turtle").index.with_version("imports-v1"))
+
+
+def _rule_evidence(engine: DecisionEngine, decision: Decision) -> list[EvidenceFact]:
+    """The rules' own facts as the pipeline shows them (ids from E20)."""
+    rules = [c.rule_iri for c in decision.conclusions]
+    rules += [decision.nearest.rule_iri] if decision.nearest else []
+    rules += [o.rule_iri for m in decision.missing for o in m.outcomes]
+    shown: list[EvidenceFact] = []
+    for rule in dict.fromkeys(r for r in rules if r):
+        shown += facts_about(engine.index, rule, first_id=20 + len(shown), view="rules", today=DAY)
+    return shown
+
+
+@pytest.mark.parametrize(("prompt", "lang", "facts", "texts"), [
+    ("Nord Foods imports from Ruritania a consignment declared at EUR 250,000.", "en",
+     ["Ruritania is a country under outbreak alert", "Nord Foods imports from Ruritania",
+      "The declared value is EUR 250,000"],
+     ["FI-7: Consignments from a country under outbreak alert need laboratory testing",
+      "FI-9: Imported consignments declared above EUR 100,000 need document review"]),
+    ("诺德食品从鲁里塔尼亚进口一批货物，申报价值25万欧元。", "zh",
+     ["鲁里塔尼亚是疫情警报国家", "诺德食品从鲁里塔尼亚进口", "申报价值为EUR 250,000"],
+     ["FI-7：来自疫情警报国家的货物需要实验室检测", "FI-9：申报价值超过10万欧元的进口货物需要单证审核"]),
+])
+def test_grounds_of_an_unseen_domain(imports_engine: DecisionEngine, prompt: str, lang: str,
+                                     facts: list[str], texts: list[str]) -> None:
+    decision = imports_engine.decide(prompt, evaluation_date=DAY)
+    assert decision.status == "decided"
+    evidence = _rule_evidence(imports_engine, decision)
+    grounds = imports_engine.grounds(decision, evidence)
+    said = [g.text(lang) for g in grounds]
+    fact_sentences = [g for g in grounds if g.kind == "facts"]
+    for fact in facts:
+        assert any(fact in s for s in said), (fact, said)
+    # The relation fired both rules: said once, first, citing both, with its span in the request;
+    # the class fired FI-7 only, the declared value FI-9 only.
+    relation = next(g for g in fact_sentences if facts[1] in g.text(lang))
+    assert relation is fact_sentences[0] and relation.rule_ids == ("FI-7", "FI-9")
+    (span,) = relation.spans
+    assert facts[1].split()[-1] in prompt[span[0]:span[1]] or "鲁里塔尼亚" in prompt[span[0]:span[1]]
+    alert = next(g for g in fact_sentences if facts[0] in g.text(lang))
+    assert alert.rule_ids == ("FI-7",) and not alert.spans  # the ontology's fact, not the request's
+    value = next(g for g in fact_sentences if facts[2] in g.text(lang))
+    assert value.rule_ids == ("FI-9",) and value.spans
+    # The rule texts are quoted in the request's language, each cited with its evidence id.
+    by_id = {f.id: f for f in evidence}
+    for text in texts:
+        ground = next(g for g in grounds if text in g.text(lang))
+        assert ground.kind == "rule_text" and ground.evidence_ids
+        assert all(by_id[i].subject.endswith(ground.rule_ids[0]) for i in ground.evidence_ids)
+        assert f"[{ground.evidence_ids[0]}]" in ground.text(lang)
+    # Facts first, then the rule texts; every sentence complete.
+    kinds = [g.kind for g in grounds]
+    assert kinds == sorted(kinds, key=["facts", "rule_text"].index)
+    assert all(s.endswith("." if lang == "en" else "。") for s in said)
+
+
+def test_facts_that_fired_two_rules_are_said_once(aml_engine: DecisionEngine) -> None:
+    decision = aml_engine.decide(
+        "Acme Ltd (Cyprus) sent EUR 2,000,000 to Jon Doe, who is on our PEP list.", evaluation_date=DAY)
+    assert set(decision.rule_ids()) == {"AML-R-017", "AML-R-024"}
+    grounds = [g for g in aml_engine.grounds(decision) if g.kind == "facts"]
+    shared = [g for g in grounds if set(g.rule_ids) == {"AML-R-017", "AML-R-024"}]
+    assert shared and "Jon Doe" in shared[0].text_en
+    stated = [t for g in grounds for t in g.facts]
+    assert len(stated) == len(set(stated))
+    assert any("EUR 2,000,000" in g.text_en and g.rule_ids == ("AML-R-024",) for g in grounds)
+
+
+@pytest.mark.parametrize(("prompt", "rule", "kind", "en", "zh"), [
+    # A threshold: the declared value is below the rule's limit.
+    ("Nord Foods imports from Freedonia a consignment declared at EUR 50,000.", "FI-9", "comparison",
+     ("The nearest rule, FI-9, applies only when the declared value is above EUR 100,000; "
+     "here the declared value is EUR 50,000."),
+     "最接近的规则FI-9仅在申报价值高于EUR 100,000时适用；本案申报价值为EUR 50,000。"),
+    # A relation: the case names both parties but not that one imports from the other.
+    ("Nord Foods and Ruritania: a consignment declared at EUR 50,000.", "FI-7", "pattern",
+     ("The nearest rule, FI-7, applies only when someone named in the case imports from another one "
+     "named in the case, which the case does not state."),
+     "最接近的规则FI-7仅在案中一方从案中另一方进口时适用，本案未述及。"),
+])
+def test_the_nearest_rule_of_an_unseen_domain(imports_engine: DecisionEngine, prompt: str, rule: str,
+                                              kind: str, en: str, zh: str) -> None:
+    decision = imports_engine.decide(prompt, evaluation_date=DAY)
+    assert decision.status == "no_rule_applies" and decision.nearest is not None
+    assert decision.nearest.rule_id == rule
+    assert [f.kind for f in decision.nearest.failing] == [kind]
+    assert (decision.nearest.statement_en, decision.nearest.statement_zh) == (en, zh)
+    nearest = [g for g in imports_engine.grounds(decision, _rule_evidence(imports_engine, decision))
+               if g.kind == "nearest"]
+    assert nearest and nearest[0].text_en.startswith(en[:-1]) and nearest[0].evidence_ids
+
+
+def test_the_nearest_rule_on_a_class_condition(aml_engine: DecisionEngine) -> None:
+    decision = aml_engine.decide("Acme Ltd sent funds to Maria Ioannou.", evaluation_date=DAY)
+    assert decision.status == "no_rule_applies" and decision.nearest is not None
+    assert decision.nearest.rule_id == "AML-R-017"
+    failing = decision.nearest.failing
+    assert len(failing) == 1 and failing[0].kind == "pattern"
+    assert "is a politically exposed person" in failing[0].required_en
+    assert "是政治公众人物" in failing[0].required_zh
+
+
+def test_a_decided_case_has_no_nearest_rule(imports_engine: DecisionEngine) -> None:
+    decision = imports_engine.decide("Nord Foods imports from Ruritania a consignment declared at EUR 50,000.",
+                                     evaluation_date=DAY)
+    assert decision.status == "decided" and decision.nearest is None
+
+
+def test_what_a_missing_input_would_decide(imports_engine: DecisionEngine) -> None:
+    decision = imports_engine.decide("Nord Foods imports from Freedonia a consignment.", evaluation_date=DAY)
+    assert decision.status == "undetermined"
+    (missing,) = decision.missing
+    (outcome,) = missing.outcomes
+    assert outcome.rule_id == "FI-9" and outcome.condition_en == "the declared value is above 100,000"
+    assert outcome.statement_en == "If the declared value is above 100,000, FI-9 applies and this case needs document review."
+    assert outcome.statement_zh == "若申报价值高于100,000，则适用FI-9，本案需要单证审核。"
+    grounds = imports_engine.grounds(decision, _rule_evidence(imports_engine, decision))
+    assert [g.kind for g in grounds][:1] == ["missing"]
