@@ -17,6 +17,17 @@ claim, negative when it favours a counterfactual. Cost: ``len(claim) + K * W``
 token positions (the claim only up to its last window) instead of
 ``K * len(claim)``.
 
+``row_contrast`` is what the judge uses when the beam search hands it the
+beam's row of the decode's KV slab (``RowContext``). The claim was chosen by
+the decode, so its tokens' log-probabilities are already known (the beam
+keeps them): nothing of the claim is re-run. Each variant's row gets the
+row's keys and values before its change (the prompt and the answer so far,
+gathered from the visible columns; keys are stored rotary-embedded at their
+logical positions, so a gather keeps them exact), then runs the token just
+before the change and its window, all variants as one ragged ``[K, W]``
+batch. The claim and its variants are thus scored in the answer's own
+context (the text before the claim included), at ``K * W`` token positions.
+
 ``token_logprobs`` scores whole continuations (their shared leading tokens run
 once); ``score_continuations`` averages them.
 
@@ -30,13 +41,16 @@ from dataclasses import dataclass
 
 import torch
 
-from inference.decoder.kv_slab import PrefixKV
+from inference.decoder.kv_slab import PrefixKV, SlabCache
 from inference.decoder.runner import ModelRunner
 from reasoning.errors import InvalidInput
 
 __all__ = [
     "Contrast",
+    "RowContext",
     "contrast",
+    "row_contrast",
+    "row_cost",
     "score_continuations",
     "scored_tokens",
     "shared_prefix",
@@ -256,3 +270,102 @@ def window_contrast(
         scores.append(sum(c_lp) / len(c_lp) - sum(v_lp) / len(v_lp))
     best = min(range(k), key=lambda i: scores[i])
     return Contrast(value=scores[best], best=best + 1, claim_logprobs=tuple(claim_lp))
+
+
+@dataclass(frozen=True)
+class RowContext:
+    """Where a beam's answer so far lives in the decode's KV slab (see ``row_contrast``).
+
+    ``visible`` is the row's padding mask over the written columns ``[C]``
+    (True: a column the row attends to); in column order the visible columns
+    are the row's logical positions ``0, 1, ...``: the branch prompt
+    (``prompt_length`` tokens, the last one ``prompt_last_token``) then the
+    answer's tokens that have been fed. It is valid while the row holds that
+    beam: during the judge call that receives it, before the rows move.
+    """
+
+    cache: SlabCache
+    row: int
+    visible: torch.Tensor  # [C] bool
+    prompt_length: int
+    prompt_last_token: int
+
+
+def row_cost(
+    claim: Sequence[int], variants: Sequence[Sequence[int]], lookahead: int = 2
+) -> int:
+    """The token positions ``row_contrast`` runs (its FLOPs measure): ``K * W``."""
+    spans = [_windows(claim, v, lookahead) for v in variants]
+    return len(spans) * max((end - start for start, _, end in spans), default=0)
+
+
+def row_contrast(
+    runner: ModelRunner,
+    context: RowContext,
+    tokens: Sequence[int],
+    start: int,
+    logprobs: Sequence[float],
+    variants: Sequence[Sequence[int]],
+    *,
+    lookahead: int = 2,
+    pad_id: int = 0,
+) -> Contrast:
+    """The claim ``tokens[start:]`` against its ``variants`` over the row's own KV (module doc).
+
+    ``logprobs[k]`` is the model's log-probability of ``tokens[k]`` where the
+    decode chose it (before steering). Every variant is a whole alternative
+    of the claim (its tokens, not the answer's); each is scored on its
+    changed window, as ``window_contrast`` does, but in the context of the
+    answer before the claim. The row must have been fed every answer token
+    before the last one of the claim (the beam search's parent row is).
+    """
+    claim = list(tokens[start:])
+    if not claim or not variants or any(not v or list(v) == claim for v in variants):
+        raise InvalidInput("a claim and its variants must be non-empty and differ")
+    if len(logprobs) < len(tokens):
+        raise InvalidInput("every claim token needs its log-probability")
+    dev = runner.device
+    spans = [_windows(claim, v, lookahead) for v in variants]
+    columns = context.visible.nonzero().squeeze(1)  # [P + fed] in logical order
+    base = context.prompt_length + start  # the claim's first logical position
+    # Row r keeps the logical positions before its change's input token: base + s - 1.
+    kept = [base + s - 1 for s, _, _ in spans]
+    if max(kept) > int(columns.numel()):
+        raise InvalidInput("the row has not been fed the answer before the claim's changes")
+    k = len(variants)
+    width = max(v_end - s for s, _, v_end in spans)
+    held = max(kept)
+    cache = runner.new_cache(k, held + width)
+    index = columns[:held]
+    for source, target in zip(context.cache.slab_layers, cache.slab_layers):
+        keys, values = source.used()
+        row_k = keys[context.row : context.row + 1].index_select(2, index)  # [1, H, held, D]
+        row_v = values[context.row : context.row + 1].index_select(2, index)
+        for r in range(k):
+            target.load_row(r, row_k, row_v)
+    cache.set_length(held)
+    ids = torch.full((k, width), pad_id, dtype=torch.long, device=dev)  # [K, W]
+    pos = torch.zeros((k, width), dtype=torch.long, device=dev)  # [K, W]
+    mask = torch.zeros((k, held + width), dtype=torch.bool, device=dev)  # [K, held + W]
+    for row, (variant, (s, _, v_end), n) in enumerate(zip(variants, spans, kept)):
+        before = claim[s - 1] if s > 0 else (tokens[start - 1] if start > 0 else None)
+        prior = context.prompt_last_token if before is None else before
+        feed = [prior, *variant[s : v_end - 1]]
+        ids[row, : len(feed)] = torch.tensor(feed, dtype=torch.long)
+        pos[row] = n + torch.arange(width, device=dev)
+        mask[row, :n] = True
+        mask[row, held : held + len(feed)] = True
+    logits = runner.forward(ids, pos, mask, cache, purpose="counterfactual", last_only=False)
+    lp = torch.log_softmax(logits, dim=-1)  # [K, W, V]
+    scores: list[float] = []
+    for row, (variant, (s, c_end, v_end)) in enumerate(zip(variants, spans)):
+        target_ids = torch.tensor(list(variant[s:v_end]), dtype=torch.long, device=lp.device)
+        v_lp = lp[row, : v_end - s].gather(1, target_ids.unsqueeze(1)).squeeze(1).tolist()
+        c_lp = [float(x) for x in logprobs[start + s : start + c_end]]
+        scores.append(sum(c_lp) / len(c_lp) - sum(v_lp) / len(v_lp))
+    best = min(range(k), key=lambda i: scores[i])
+    return Contrast(
+        value=scores[best],
+        best=best + 1,
+        claim_logprobs=tuple(float(x) for x in logprobs[start:]),
+    )

@@ -5,9 +5,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from inference.decoder.batch import prefill_prefix
+from inference.decoder.batch import prefill_branches, prefill_prefix
+from inference.decoder.beam import decode_step
 from inference.decoder.contrast import (
+    RowContext,
     _windows,
+    row_contrast,
+    row_cost,
     scored_tokens,
     shared_prefix,
     token_logprobs,
@@ -111,3 +115,60 @@ def test_window_contrast_equals_whole_text_scoring_on_the_windows(
     flops = runner.counters.flops["counterfactual"]
     assert flops == pytest.approx(2.0 * runner.parameters * window_cost(claim, variants))
     assert window_cost(claim, variants) < len(variants + [claim]) * len(claim)
+
+
+@pytest.mark.model
+def test_row_contrast_equals_scoring_prompt_answer_and_variant_whole(
+    loaded_model: LoadedModel,
+) -> None:
+    """Variants scored over a ragged row of the decode's slab (padding columns masked in the
+    middle) give the numbers of running the prompt, the answer before the claim and the
+    variant whole; the claim's own log-probabilities are the decode's, not re-run."""
+    tok = loaded_model.tokenizer
+    runner = ModelRunner(loaded_model.model)
+
+    def ids(text: str) -> list[int]:
+        return list(tok(text, add_special_tokens=False)["input_ids"])
+
+    prefix = ids("Evidence: Acme Ltd sent EUR 2,000,000 to Jon Doe.")
+    suffixes = [ids("\nState one fact about the payment, please:"), ids("\nState one fact:")]
+    earlier = ids(" Here is one fact.")
+    claim, *variants = [ids(" " + c) for c in CLAIMS]
+    answer = earlier + claim
+    width = 2
+    row = 1 * width  # the shorter branch: its padding columns sit between prompt and answer
+
+    def whole(text: list[int]) -> list[float]:
+        full = prefix + suffixes[1] + text
+        logits = loaded_model.model(torch.tensor([full], device=loaded_model.device)).logits[0]
+        lp = torch.log_softmax(logits.float(), -1)
+        return [float(lp[len(full) - len(text) - 1 + i, t]) for i, t in enumerate(text)]
+
+    with torch.inference_mode():
+        kv = prefill_prefix(runner, prefix)
+        state, _ = prefill_branches(
+            runner, len(prefix), kv, suffixes, width=width, max_new_tokens=len(answer) + 2
+        )
+        for token in answer[:-1]:  # the decode feeds every chosen token but the newest
+            decode_step(runner, state, torch.full((state.rows,), token, dtype=torch.long))
+        context = RowContext(
+            state.cache,
+            row,
+            state.mask[row, : state.columns],
+            state.prompt_lengths[1],
+            state.prompt_last_token[1],
+        )
+        decoded = whole(answer)  # what the beam knows of every chosen token
+        runner.counters.flops.clear()
+        got = row_contrast(runner, context, answer, len(earlier), decoded, variants)
+        expected = []
+        for variant in variants:
+            start, c_end, v_end = _windows(claim, variant, 2)
+            v_lp = whole(earlier + variant)[len(earlier) + start : len(earlier) + v_end]
+            c_lp = decoded[len(earlier) + start : len(earlier) + c_end]
+            expected.append(sum(c_lp) / len(c_lp) - sum(v_lp) / len(v_lp))
+    assert got.value == pytest.approx(min(expected), abs=2e-3)
+    assert got.best == 1 + expected.index(min(expected))
+    flops = runner.counters.flops["counterfactual"]
+    assert flops == pytest.approx(2.0 * runner.parameters * row_cost(claim, variants))
+    assert row_cost(claim, variants) < window_cost(claim, variants)
