@@ -158,7 +158,9 @@ class Plan:
 
     @property
     def shared_key(self) -> tuple[object, ...]:
-        """Equal keys mean an equal shared prefix: same question, language and active constraints."""
+        """Equal keys mean every branch is decoded under the same shared inputs: the same
+        question, language, active constraints, steering, decode options (seed included),
+        decision and inserted decision statement."""
         return (
             self.question,
             self.analysis.language,
@@ -166,6 +168,8 @@ class Plan:
             self.options.steering,
             self.decode_options,
             _decision_key(self.decision),
+            # Inserted into every branch's answer: a branch decoded under another statement is stale.
+            self.statement.text if self.statement is not None else None,
         )
 
 
@@ -361,9 +365,7 @@ class Reasoner:
             branches = (spec(DIRECT_VIEW, 1.0, ()),)
         statement: Statement | None = None
         if decision is not None and domain_index is not None and options.steering:
-            # What every branch shows is what the inserted statement may cite.
-            shown = set.intersection(*({f.id for f in b.facts} for b in branches))
-            statement = statement_of(decision, domain_index, lang, sorted(shown))
+            statement = statement_of(decision, domain_index, lang, _statement_ids(branches))
         # The client's explicit limit stands; the budget's default is capped by the service.
         max_new = options.max_new_tokens or min(budget.max_new_tokens, self.max_new_tokens_cap)
         width = options.num_beams or budget.beam_width
@@ -408,8 +410,9 @@ class Reasoner:
         """Decode only the branches of ``plan`` whose prompt differs from ``previous``'s.
 
         A branch is reused when its ``BranchSpec.key`` equals a previous
-        branch's and the shared prefix (question, language, active constraints,
-        decode options) is unchanged; otherwise everything is decoded again.
+        branch's and the shared inputs (``Plan.shared_key``: question, language,
+        active constraints, decode options, decision and its statement) are
+        unchanged; otherwise everything is decoded again.
         """
         old = {spec.key: result for spec, result in zip(previous.branch_specs, previous.branches)}
         if previous.status != Status.OK or previous.shared_key != repr(plan.shared_key):
@@ -571,6 +574,18 @@ def _verify_context(plan: Plan) -> VerifyContext:
         f.id: dated for spec in plan.branches for f in spec.facts if (dated := f.effective or f.modified)
     }
     return VerifyContext(evidence_dates=dates)
+
+
+def _statement_ids(branches: Sequence[BranchSpec]) -> list[str]:
+    """The evidence ids the decision statement may cite: those every evidence branch shows.
+
+    Branches that show no evidence (``assumptions``, premises no view relates
+    to) do not narrow it: whether a premise is retracted or added must not
+    change the sentence inserted into every other branch, or a partial re-run
+    could not reuse any of them (``Plan.shared_key`` holds the statement).
+    """
+    shown = [{f.id for f in b.facts} for b in branches if b.facts]
+    return sorted(set.intersection(*shown)) if shown else []
 
 
 def _decision_key(decision: Decision | None) -> tuple[object, ...]:
