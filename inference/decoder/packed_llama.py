@@ -20,8 +20,9 @@ Guarantees:
   random Llama, Mistral and Qwen2 models, for prefills, ragged decode steps
   and merged steps); with other kernels they equal the library forward's over
   the same kernels (the installed model) to the activations' precision;
-- only models of the Llama family (``llama``, ``mistral``, ``qwen2``, their
-  sliding-window layers included: each layer attends over its window of the
+- only models of the Llama family (``llama``, ``mistral``, ``qwen2``, and by
+  configuration ``qwen3``, ``phi3`` and ``gemma3_text``: :mod:`inference.lean.family`;
+  their sliding-window layers included: each layer attends over its window of the
   rows' logical positions, :func:`~inference.decoder.kv_slab.visible`) qualify: :func:`unsupported_reason` says why any other
   does not, and such models keep the library forward;
 - :func:`attach` registers one forward per model object; the runner finds it
@@ -45,6 +46,7 @@ Guarantees:
 from __future__ import annotations
 
 import functools
+import inspect
 import threading
 import weakref
 from collections.abc import Callable, Sequence
@@ -56,13 +58,21 @@ import torch.nn.functional as F
 
 from inference.decoder.grouped_attention import GroupedCache
 from inference.decoder.kv_slab import SlabCache, layer_windows, supports_slab_cache, visible
+from inference.lean.family import Family, family_of, norm_eps, norm_weight
 
-__all__ = ["LeanLayer", "LeanLlama", "Linear", "attach", "packed_forward", "unsupported_reason"]
+__all__ = [
+    "LeanLayer",
+    "LeanLlama",
+    "Linear",
+    "attach",
+    "layer_norms",
+    "packed_forward",
+    "unsupported_reason",
+]
 
 #: ``x [..., in] -> [..., out]``: one projection in some weight format.
 Linear = Callable[[torch.Tensor], torch.Tensor]
 
-_FAMILY = frozenset({"llama", "mistral", "qwen2"})
 _FORWARDS: weakref.WeakKeyDictionary[Any, LeanLlama] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 
@@ -95,7 +105,13 @@ class _Group:
 
 @dataclass(frozen=True)
 class LeanLayer:
-    """One decoder layer's norms and projections; a fused projection is a one-element tuple."""
+    """One decoder layer's norms and projections; a fused projection is a one-element tuple.
+
+    Norm weights are the scales multiplied by (a family's offset folded in:
+    :func:`~inference.lean.family.norm_weight`). ``post_norm`` is the norm before the MLP;
+    the optional ones: per-head query / key norms (Qwen 3, Gemma 3) and the norms of the
+    attention's and the MLP's outputs before the residual add (Gemma 3's sandwich).
+    """
 
     input_norm: torch.Tensor
     post_norm: torch.Tensor
@@ -104,6 +120,41 @@ class LeanLayer:
     o: Linear
     gate_up: tuple[Linear, ...]  # (fused [2 I, hidden],) or (gate, up)
     down: Linear
+    q_norm: torch.Tensor | None = None
+    k_norm: torch.Tensor | None = None
+    attn_out_norm: torch.Tensor | None = None
+    mlp_out_norm: torch.Tensor | None = None
+
+
+def layer_norms(layer: Any, family: Family, dtype: torch.dtype | None = None) -> dict[str, Any]:
+    """A library decoder layer's norms as :class:`LeanLayer` fields (in ``dtype`` when given).
+
+    Llama's layout: ``input_layernorm`` and ``post_attention_layernorm`` (before the MLP).
+    Gemma's sandwich (a ``pre_feedforward_layernorm``): ``post_attention_layernorm`` is then
+    the attention output's norm and ``post_feedforward_layernorm`` the MLP output's.
+    """
+
+    def weight(norm: Any) -> torch.Tensor | None:
+        if norm is None:
+            return None
+        w = norm_weight(norm, family)
+        return w if dtype is None else w.to(dtype)
+
+    attn = layer.self_attn
+    sandwich = hasattr(layer, "pre_feedforward_layernorm")
+    norms: dict[str, Any] = {
+        "input_norm": weight(layer.input_layernorm),
+        "eps": norm_eps(layer.input_layernorm),
+        "q_norm": weight(getattr(attn, "q_norm", None)),
+        "k_norm": weight(getattr(attn, "k_norm", None)),
+    }
+    if sandwich:
+        norms["post_norm"] = weight(layer.pre_feedforward_layernorm)
+        norms["attn_out_norm"] = weight(layer.post_attention_layernorm)
+        norms["mlp_out_norm"] = weight(layer.post_feedforward_layernorm)
+    else:
+        norms["post_norm"] = weight(layer.post_attention_layernorm)
+    return norms
 
 
 @dataclass(frozen=True)
@@ -140,10 +191,17 @@ def _direct(linear: Linear) -> Linear:
 def unsupported_reason(model: Any) -> str | None:
     """Why ``model`` cannot take the lean forward, or None when it can."""
     config = model.config.get_text_config(decoder=True)
-    if getattr(config, "model_type", None) not in _FAMILY:
+    family = family_of(config)
+    if family is None:
         return f"model type {getattr(config, 'model_type', None)!r} is not of the Llama family"
-    if getattr(config, "hidden_act", None) != "silu" or not supports_slab_cache(model.config):
+    if getattr(config, family.activation_key, None) not in family.activations or not (
+        supports_slab_cache(model.config)
+    ):
         return "the model's activation or attention differs from Llama's"
+    if getattr(config, "attn_logit_softcapping", None) is not None:
+        return "the attention soft-caps its scores"
+    if float(getattr(config, "partial_rotary_factor", 1.0) or 1.0) != 1.0:
+        return "the rotary embedding turns part of each head"
     inner = getattr(model, "model", None)
     if (
         inner is None
@@ -155,13 +213,17 @@ def unsupported_reason(model: Any) -> str | None:
         return "the model's modules are not laid out as Llama's"
     for layer in inner.layers:
         attn, mlp = layer.self_attn, layer.mlp
-        if any(hasattr(attn, extra) for extra in ("q_norm", "k_norm", "sinks")):
-            return "the attention has extra normalisation"
-        if not all(hasattr(attn, p) for p in ("q_proj", "k_proj", "v_proj", "o_proj")) or not all(
-            hasattr(mlp, p) for p in ("gate_proj", "up_proj", "down_proj")
-        ):
+        if hasattr(attn, "sinks"):
+            return "the attention has sinks"
+        fused_qkv = hasattr(attn, "qkv_proj") or all(hasattr(attn, p) for p in _QKV)
+        fused_mlp = hasattr(mlp, "gate_up_proj") or all(hasattr(mlp, p) for p in _GATE_UP)
+        if not (fused_qkv and fused_mlp and hasattr(attn, "o_proj") and hasattr(mlp, "down_proj")):
             return "a layer's projections are not laid out as Llama's"
     return None
+
+
+_QKV = ("q_proj", "k_proj", "v_proj")
+_GATE_UP = ("gate_proj", "up_proj")
 
 
 class LeanLlama:
@@ -184,6 +246,7 @@ class LeanLlama:
         weights: str,
     ) -> None:
         config = model.config.get_text_config(decoder=True)
+        family = family_of(config) or Family()
         inner = model.model
         self.weights = weights
         self.dtype = dtype
@@ -196,18 +259,30 @@ class LeanLlama:
         #: Per layer, how far back it attends (None: the whole row; a window: sliding layers).
         self.windows = layer_windows(config)
         embedding = inner.embed_tokens
-        if isinstance(embedding, torch.nn.Embedding):
+        scale = getattr(embedding, "embed_scale", None)  # Gemma: embeddings times sqrt(hidden)
+        if isinstance(embedding, torch.nn.Embedding) and scale is None:
             table = embedding.weight.detach().to(dtype)  # [V, hidden]
             self.embed: Callable[[torch.Tensor], torch.Tensor] = lambda ids: F.embedding(ids, table)
-        else:  # a lookup over quantised codes (``Int8Embedding``): the model's own module
+        else:  # a lookup over quantised codes (``Int8Embedding``), a scaled one: the model's own
             self.embed = embedding
         self.rotary = inner.rotary_emb
-        self.norm = inner.norm.weight.detach().to(dtype)
+        #: Per layer, the rotary table it reads (Gemma 3: each layer kind has its own base).
+        self._rotary_kinds: tuple[str | None, ...] = (
+            tuple(config.layer_types)
+            if "layer_type" in inspect.signature(self.rotary.forward).parameters
+            else (None,) * len(layers)
+        )
+        self.norm = norm_weight(inner.norm, family).to(dtype)
         device = self.norm.device
         self.kv_dtype = torch.float32 if device.type == "cpu" else dtype
         # The rotary module reads only the dtype and device of its first argument.
         self._angles_like = torch.empty(0, dtype=self.kv_dtype, device=device)
-        self.norm_eps = float(inner.norm.variance_epsilon)
+        self.norm_eps = norm_eps(inner.norm)
+        self.activation: Callable[[torch.Tensor], torch.Tensor] = (
+            F.silu if family.activations == ("silu",) else functools.partial(F.gelu, approximate="tanh")
+        )
+        #: Gemma's final soft-capping of the logits (``cap * tanh(logits / cap)``), if any.
+        self.softcap: float | None = getattr(config, "final_logit_softcapping", None)
         self.layers = tuple(layers)
         self.lm_head = lm_head
         self._calls = tuple(_Calls.of(layer) for layer in self.layers)
@@ -230,9 +305,12 @@ class LeanLlama:
         """
         rows, new = input_ids.shape
         groups = self._groups(attention_mask, cache, rows, new)
-        h = self.embed(input_ids)  # [B, S, hidden]
-        cos, sin = self.rotary(self._angles_like, position_ids)  # [B, S, D] in kv_dtype
-        cos, sin = cos.unsqueeze(2), sin.unsqueeze(2)  # [B, S, 1, D]: the same for every head
+        h = self.embed(input_ids).to(self.dtype)  # [B, S, hidden]
+        angles = {}
+        for kind in set(self._rotary_kinds):
+            extra = () if kind is None else (kind,)
+            cos, sin = self.rotary(self._angles_like, position_ids, *extra)  # [B, S, D]
+            angles[kind] = (cos.unsqueeze(2), sin.unsqueeze(2))  # [B, S, 1, D]: every head alike
         heads, kv_heads, dim = self.heads, self.kv_heads, self.head_dim
         half = dim // 2
         for index, (layer, calls) in enumerate(zip(self.layers, self._calls)):
@@ -243,11 +321,23 @@ class LeanLlama:
                 qkv = torch.cat([proj(x).to(self.kv_dtype) for proj in calls.qkv], dim=-1)
             qkv = qkv.view(rows, new, heads + 2 * kv_heads, dim)
             qk = qkv[:, :, : heads + kv_heads]  # queries and keys rotate alike: one product
+            if layer.q_norm is not None and layer.k_norm is not None:
+                qk = torch.cat(
+                    (
+                        F.rms_norm(qk[:, :, :heads], (dim,), layer.q_norm.to(qk.dtype), layer.eps),
+                        F.rms_norm(qk[:, :, heads:], (dim,), layer.k_norm.to(qk.dtype), layer.eps),
+                    ),
+                    dim=2,
+                )
+            cos, sin = angles[self._rotary_kinds[index]]
             qk = qk * cos + torch.cat((-qk[..., half:], qk[..., :half]), dim=-1) * sin
             attended = self._attend(
                 index, qk[:, :, :heads], qk[:, :, heads:], qkv[:, :, heads + kv_heads :], groups
             )  # [B, S, H * D]
-            h = h + calls.o(attended.to(h.dtype))
+            out = calls.o(attended.to(h.dtype))
+            if layer.attn_out_norm is not None:
+                out = F.rms_norm(out, (self.hidden,), layer.attn_out_norm, layer.eps)
+            h = h + out
             x = F.rms_norm(h, (self.hidden,), layer.post_norm, layer.eps)
             if len(calls.gate_up) == 1:
                 gate, up = torch.split(
@@ -255,10 +345,16 @@ class LeanLlama:
                 )
             else:
                 gate, up = (proj(x) for proj in calls.gate_up)
-            h = h + calls.down(F.silu(gate).mul_(up))
+            out = calls.down(self.activation(gate).mul_(up))
+            if layer.mlp_out_norm is not None:
+                out = F.rms_norm(out, (self.hidden,), layer.mlp_out_norm, layer.eps)
+            h = h + out
         if last_only:
             h = h[:, -1:, :]
-        return self._head(F.rms_norm(h, (self.hidden,), self.norm, self.norm_eps))
+        logits = self._head(F.rms_norm(h, (self.hidden,), self.norm, self.norm_eps))
+        if self.softcap is not None:
+            logits = torch.tanh(logits / self.softcap) * self.softcap
+        return logits
 
     def _attend(
         self,

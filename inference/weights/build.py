@@ -33,14 +33,29 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from inference.decoder.packed_llama import LeanLayer, LeanLlama, Linear, attach
+from inference.decoder.packed_llama import LeanLayer, LeanLlama, Linear, attach, layer_norms
+from inference.lean.family import Family, family_of
 from inference.weights.gguf_q4 import Q4Block
 from inference.weights.kernels import INT4_GROUP, Int4Linear, Int8Linear, PackedLinear
 
 __all__ = ["build_forward", "convert", "install", "onednn_packs"]
 
-_PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-_ATTENTION = ("q_proj", "k_proj", "v_proj", "o_proj")
+_ATTENTION = ("q_proj", "k_proj", "v_proj", "qkv_proj", "o_proj")
+_MLP = ("gate_proj", "up_proj", "gate_up_proj", "down_proj")
+
+
+def _family(model: Any) -> Family:
+    return family_of(model.config.get_text_config(decoder=True)) or Family()
+
+
+def _qkv_names(attn: Any) -> tuple[str, ...]:
+    """The query / key / value projections' names: one fused module (Phi-3) or three."""
+    return ("qkv_proj",) if hasattr(attn, "qkv_proj") else ("q_proj", "k_proj", "v_proj")
+
+
+def _gate_up_names(mlp: Any) -> tuple[str, ...]:
+    """The gate and up projections' names: one fused module (Phi-3, gate rows first) or two."""
+    return ("gate_up_proj",) if hasattr(mlp, "gate_up_proj") else ("gate_proj", "up_proj")
 
 
 @functools.cache
@@ -125,14 +140,11 @@ def _fused_int4(
 
 
 def _projections(layer: Any) -> dict[str, Any]:
-    """A layer's seven projections by their path inside the layer (``self_attn.q_proj``...)."""
+    """A layer's projections by their path inside the layer (``self_attn.q_proj``...)."""
     attn, mlp = layer.self_attn, layer.mlp
-    return {
-        f"{'self_attn' if name.endswith(_ATTENTION) else 'mlp'}.{name}": getattr(
-            attn if name.endswith(_ATTENTION) else mlp, name
-        )
-        for name in _PROJECTIONS
-    }
+    found = {f"self_attn.{n}": getattr(attn, n) for n in _ATTENTION if hasattr(attn, n)}
+    found.update({f"mlp.{n}": getattr(mlp, n) for n in _MLP if hasattr(mlp, n)})
+    return found
 
 
 def _kernel(weights: str, name: str, linear: Any, blocks: Mapping[str, Q4Block]) -> nn.Module:
@@ -160,31 +172,26 @@ def _float32_forward(model: Any) -> LeanLlama:
     """The float32 lean forward: packed fused copies where oneDNN packs, else the model's modules."""
     layers = []
     pack = onednn_packs() and next(model.parameters()).device.type == "cpu"
+    family = _family(model)
     for layer in model.model.layers:
         attn, mlp = layer.self_attn, layer.mlp
-        norms = (
-            layer.input_layernorm.weight.detach(),
-            layer.post_attention_layernorm.weight.detach(),
-            float(layer.input_layernorm.variance_epsilon),
-        )
+        qkv_parts = tuple(getattr(attn, n) for n in _qkv_names(attn))
+        gate_up_parts = tuple(getattr(mlp, n) for n in _gate_up_names(mlp))
         if pack:
             qkv: tuple[Linear, ...] = (
-                PackedLinear(
-                    _cat_weight(attn.q_proj, attn.k_proj, attn.v_proj),
-                    _cat_bias(attn.q_proj, attn.k_proj, attn.v_proj),
-                ),
+                PackedLinear(_cat_weight(*qkv_parts), _cat_bias(*qkv_parts)),
             )
             gate_up: tuple[Linear, ...] = (
-                PackedLinear(
-                    _cat_weight(mlp.gate_proj, mlp.up_proj), _cat_bias(mlp.gate_proj, mlp.up_proj)
-                ),
+                PackedLinear(_cat_weight(*gate_up_parts), _cat_bias(*gate_up_parts)),
             )
             o: Linear = PackedLinear(attn.o_proj.weight, _cat_bias(attn.o_proj))
             down: Linear = PackedLinear(mlp.down_proj.weight, _cat_bias(mlp.down_proj))
         else:
-            qkv, gate_up = (attn.q_proj, attn.k_proj, attn.v_proj), (mlp.gate_proj, mlp.up_proj)
+            qkv, gate_up = qkv_parts, gate_up_parts
             o, down = attn.o_proj, mlp.down_proj
-        layers.append(LeanLayer(*norms, qkv=qkv, o=o, gate_up=gate_up, down=down))
+        layers.append(
+            LeanLayer(**layer_norms(layer, family), qkv=qkv, o=o, gate_up=gate_up, down=down)
+        )
     head: Linear = (
         PackedLinear(model.lm_head.weight, _cat_bias(model.lm_head)) if pack else model.lm_head
     )
@@ -207,6 +214,7 @@ def build_forward(
     dtype = torch.bfloat16
     replacements: dict[str, nn.Module] = {}
     layers = []
+    family = _family(model)
     with torch.no_grad():
         for index, layer in enumerate(model.model.layers):
             prefix = f"model.layers.{index}"
@@ -218,12 +226,14 @@ def build_forward(
                 replacements[f"{prefix}.{path}"] = kernels[path.rpartition(".")[2]]
             layers.append(
                 LeanLayer(
-                    layer.input_layernorm.weight.detach().to(dtype),
-                    layer.post_attention_layernorm.weight.detach().to(dtype),
-                    float(layer.input_layernorm.variance_epsilon),
-                    qkv=(_fused_qkv(weights, prefix, layer.self_attn, blocks),),
+                    **layer_norms(layer, family, dtype),
+                    qkv=(
+                        kernels["qkv_proj"]  # already one module (Phi-3)
+                        if "qkv_proj" in kernels
+                        else _fused_qkv(weights, prefix, layer.self_attn, blocks),
+                    ),
                     o=kernels["o_proj"],
-                    gate_up=(kernels["gate_proj"], kernels["up_proj"]),
+                    gate_up=tuple(kernels[n] for n in _gate_up_names(layer.mlp)),
                     down=kernels["down_proj"],
                 )
             )
@@ -252,20 +262,30 @@ def install(model: Any, forward: LeanLlama, replacements: Mapping[str, nn.Module
             parent = model.get_submodule(parent_name) if parent_name else model
             setattr(parent, child, module)
         rotary = model.model.rotary_emb
-        inv_freq = rotary.inv_freq
+        # The rotary angles stay float32, as the library computes them (Gemma 3 has one
+        # table per layer kind).
+        tables = {n: b for n, b in rotary.named_buffers(recurse=False) if n.endswith("inv_freq")}
         model.to(forward.dtype)
-        rotary.inv_freq = inv_freq  # the rotary angles stay float32, as the library computes them
+        for name, table in tables.items():
+            setattr(rotary, name, table)
         # bfloat16 runs on the model's own cast modules (a tied LM head stays
         # tied); the quantised formats on the swapped-in kernels.
         own = forward.weights == "bfloat16"
+        family = _family(model)
         layers = [
             LeanLayer(
-                layer.input_layernorm.weight.detach(),
-                layer.post_attention_layernorm.weight.detach(),
-                lean.eps,
-                qkv=lean.qkv,
+                **layer_norms(layer, family),
+                qkv=(
+                    (layer.self_attn.qkv_proj,)
+                    if own and hasattr(layer.self_attn, "qkv_proj")
+                    else lean.qkv
+                ),
                 o=layer.self_attn.o_proj if own else lean.o,
-                gate_up=(layer.mlp.gate_proj, layer.mlp.up_proj) if own else lean.gate_up,
+                gate_up=(
+                    tuple(getattr(layer.mlp, n) for n in _gate_up_names(layer.mlp))
+                    if own
+                    else lean.gate_up
+                ),
                 down=layer.mlp.down_proj if own else lean.down,
             )
             for layer, lean in zip(model.model.layers, forward.layers)
