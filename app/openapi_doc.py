@@ -15,7 +15,14 @@ rewrites the document once, when it is first served:
 - public routes (``opt={"public": True}``) carry ``security: []``;
 - ``POST /v1/ontologies`` documents its body (RDF media types or a
   multipart form with the file and the domain);
-- the streaming routes (``stream: true``) document ``text/event-stream``.
+- the streaming routes (``stream: true``) document ``text/event-stream``;
+- the routes with a ``format`` parameter document each format's media type
+  and body (``GET /v1/runs/{id}/provenance`` and ``GET /v1/audit/export``:
+  PROV-JSON object, PROV-N, PROV-XML, PROV-O Turtle and JSON-LD;
+  ``GET /v1/sessions/{id}/graph``: JSON, Turtle, JSON-LD) and the values
+  ``format`` takes;
+- ``POST /v1/ontologies`` documents its 200 (identical bytes: the existing
+  version, a deleted one restored) beside the 201.
 
 The contract test (``tests/e2e/test_contract.py``) holds the document to the
 service's behaviour.
@@ -72,6 +79,24 @@ _UNAVAILABLE_OPERATIONS: Final = frozenset({
     "get_readiness", "head_readiness", "list_models", "get_diagnostics", "get_layer_chart",
 })
 _STREAMING_OPERATIONS: Final = frozenset({"create_reasoning", "create_chat_completion"})
+_PROV_CONTENT: Final[dict[str, Any]] = {
+    "application/json": {"schema": {"type": "object", "description": "PROV-JSON (format=json)"}},
+    "text/provenance-notation": {"schema": {"type": "string", "description": "PROV-N (format=provn)"}},
+    "application/xml": {"schema": {"type": "string", "description": "PROV-XML (format=xml)"}},
+    "text/turtle": {"schema": {"type": "string", "description": "PROV-O as Turtle (format=ttl)"}},
+    "application/ld+json": {"schema": {"description": "PROV-O as JSON-LD (format=jsonld)"}},
+}
+_GRAPH_CONTENT: Final[dict[str, Any]] = {
+    "application/json": {"schema": {"type": "object", "description": "The session's DAG (format=json)"}},
+    "text/turtle": {"schema": {"type": "string", "description": "The DAG as RDF Turtle (format=turtle)"}},
+    "application/ld+json": {"schema": {"description": "The DAG as JSON-LD (format=jsonld)"}},
+}
+#: operation id -> (the 200's content by media type, the values of its ``format`` parameter).
+_FORMAT_OPERATIONS: Final[dict[str, tuple[dict[str, Any], list[str]]]] = {
+    "get_run_provenance": (_PROV_CONTENT, ["provn", "json", "xml", "ttl", "jsonld"]),
+    "export_provenance": (_PROV_CONTENT, ["provn", "json", "xml", "ttl", "jsonld"]),
+    "get_session_graph": (_GRAPH_CONTENT, ["json", "turtle", "jsonld"]),
+}
 _RDF_TYPES: Final = (
     "text/turtle", "application/rdf+xml", "application/ld+json", "application/n-triples",
 )
@@ -138,9 +163,26 @@ def complete_openapi(document: dict[str, Any], public_operations: set[str]) -> d
                     ok.setdefault("content", {})["text/event-stream"] = {
                         "schema": {"type": "string", "description": "server-sent events"}
                     }
+            if operation_id in _FORMAT_OPERATIONS:
+                _document_formats(operation, *_FORMAT_OPERATIONS[operation_id])
+            if operation_id == "create_ontology" and "201" in responses:
+                responses["200"] = {
+                    "description": "The same bytes were uploaded before: the existing version "
+                    "(a deleted one is restored, with an ontology.restored audit event)",
+                    "content": responses["201"].get("content", {}),
+                }
             for status in _statuses(operation_id, public, "requestBody" in operation):
                 responses[status] = _problem_response(status)
     return document
+
+
+def _document_formats(operation: dict[str, Any], content: dict[str, Any], formats: list[str]
+                      ) -> None:
+    ok = operation["responses"].setdefault("200", {"description": "The document"})
+    ok["content"] = {media: dict(value) for media, value in content.items()}
+    for parameter in operation.get("parameters", []):
+        if parameter.get("name") == "format" and parameter.get("in") == "query":
+            parameter.setdefault("schema", {})["enum"] = list(formats)
 
 
 def _public_operations(app: Litestar) -> set[str]:

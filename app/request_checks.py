@@ -16,6 +16,12 @@ Guarantees, for every matched route:
   in a string, answers 400 before it is decoded: the JSON decoder recurses per
   level (a thousand levels raised ``RecursionError``, a 500), and no store
   keeps a NUL.
+- **Wrong JSON types are 400.** Litestar converts a handler's arguments in
+  its lax mode (``strict=False``, which query strings need), so a body field
+  declared ``int`` would accept ``"8"``. The body is decoded here strictly
+  (msgspec ``strict=True``) against the handler's ``data`` type first: a
+  string where a number, boolean or object is declared answers 400 naming
+  the field (``$.options.max_new_tokens``), as the documentation says.
 
 The body is read here within the route's size limit (413 past it) and left in
 the request's cache, where the handler's decoder reads it; the scan is linear
@@ -29,10 +35,11 @@ import re
 from typing import Any, Final
 from urllib.parse import unquote_to_bytes
 
+import msgspec
 import numpy as np
 from litestar import Request
 from litestar.enums import ScopeType
-from litestar.exceptions import HTTPException
+from litestar.exceptions import HTTPException, ValidationException
 from litestar.types import ASGIApp, Receive, Scope, Send
 
 from reasoning.errors import InvalidInput
@@ -41,6 +48,7 @@ __all__ = [
     "MAX_JSON_DEPTH",
     "RequestChecksMiddleware",
     "check_json_body",
+    "check_json_types",
     "check_path_and_query",
     "json_depth",
 ]
@@ -116,6 +124,49 @@ def _takes_json(scope: Scope) -> bool:
     return signature is not None and "data" in signature.parameters
 
 
+_DECODERS: dict[Any, msgspec.json.Decoder[Any] | None] = {}
+
+
+def _strict_decoder(annotation: Any) -> msgspec.json.Decoder[Any] | None:
+    """A strict decoder for ``annotation`` (None for a type msgspec cannot decode by itself)."""
+    try:
+        return _DECODERS[annotation]
+    except KeyError:
+        pass
+    except TypeError:  # an unhashable annotation: not cached
+        return None
+    try:
+        decoder: msgspec.json.Decoder[Any] | None = msgspec.json.Decoder(annotation, strict=True)
+    except (TypeError, ValueError):
+        decoder = None  # a custom type Litestar decodes with its own hooks
+    _DECODERS[annotation] = decoder
+    return decoder
+
+
+def check_json_types(body: bytes, annotation: Any) -> None:
+    """400 when ``body`` holds a value of the wrong JSON type for ``annotation`` (strict decode).
+
+    Malformed JSON and an empty body are left to the handler's decoder, which
+    answers them as before.
+    """
+    if not body.strip():
+        return
+    decoder = _strict_decoder(annotation)
+    if decoder is None:
+        return
+    try:
+        decoder.decode(body)
+    except msgspec.ValidationError as exc:
+        message, _, where = str(exc).partition(" - at `$")
+        key = where.rstrip("`").lstrip(".")
+        raise ValidationException(
+            detail=f"the request body is invalid: {exc}",
+            extra=[{"message": message, "key": key, "source": "body"}],
+        ) from None
+    except msgspec.DecodeError:
+        return
+
+
 class RequestChecksMiddleware:
     """Applies the module's checks; failures reach the app's problem handler as exceptions."""
 
@@ -133,5 +184,8 @@ class RequestChecksMiddleware:
                         detail="this route takes a JSON body; send it with "
                         "'Content-Type: application/json'",
                     )
-                check_json_body(await request.body())
+                body = await request.body()
+                check_json_body(body)
+                handler: Any = scope.get("route_handler")
+                check_json_types(body, handler.parsed_fn_signature.parameters["data"].annotation)
         await self.app(scope, receive, send)

@@ -35,6 +35,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth import AuthContext, requires_scope
 from app.controllers.runs import as_utc, check_window, file_extension, format_of
+from app.media_types import response_media_type
 from app.runtime import Runtime
 from app.schemas.audit import (
     AuditEventOut,
@@ -234,7 +235,7 @@ class AuditController(Controller):
         body = _export_body(
             runtime, auth.tenant_id, fmt, limit=limit, after=after, since=since, until=until
         )
-        return Stream(body, media_type=MEDIA_TYPES[fmt], headers=headers)
+        return Stream(body, media_type=response_media_type(MEDIA_TYPES[fmt]), headers=headers)
 
     @post(
         "/purge",

@@ -22,13 +22,14 @@ __all__ = ["ASSETS", "ConsoleController"]
 
 CONSOLE_DIR: Final = Path(__file__).resolve().parent.parent / "console"
 
-#: URL name -> (file under app/console, media type). Nothing else is served.
+#: URL name -> (file under app/console, media type). Nothing else is served. Litestar adds
+#: ``; charset=utf-8`` to these ``text/*`` types itself.
 ASSETS: Final[dict[str, tuple[str, str]]] = {
-    "console.js": ("console.js", "text/javascript; charset=utf-8"),
-    "api.js": ("api.js", "text/javascript; charset=utf-8"),
-    "graphs.js": ("graphs.js", "text/javascript; charset=utf-8"),
-    "console.css": ("console.css", "text/css; charset=utf-8"),
-    "cytoscape.min.js": ("vendor/cytoscape.min.js", "text/javascript; charset=utf-8"),
+    "console.js": ("console.js", "text/javascript"),
+    "api.js": ("api.js", "text/javascript"),
+    "graphs.js": ("graphs.js", "text/javascript"),
+    "console.css": ("console.css", "text/css"),
+    "cytoscape.min.js": ("vendor/cytoscape.min.js", "text/javascript"),
 }
 
 _HEADERS: Final = {

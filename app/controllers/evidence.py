@@ -73,5 +73,5 @@ class EvidenceController(Controller):
                                                 auth.tenant_id, data.domain.strip().lower())
         result = await to_thread.run_sync(_query, index, data)
         if data.format == "turtle" and result.turtle is not None:
-            return Response(result.turtle, media_type="text/turtle; charset=utf-8")
+            return Response(result.turtle, media_type="text/turtle")  # Litestar adds the charset
         return Response(result)

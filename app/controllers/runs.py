@@ -14,6 +14,7 @@ from litestar.params import Parameter
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth import AuthContext, requires_scope
+from app.media_types import response_media_type
 from app.schemas.audit import RunDetail, RunPage, RunStepOut, RunSummary
 from reasoning.errors import InvalidInput
 from reasoning.provenance import MEDIA_TYPES, ProvFormat, from_prov_json, serialize
@@ -135,7 +136,7 @@ class RunsController(Controller):
             body = await to_thread.run_sync(lambda: serialize(from_prov_json(prov_json), fmt))
         return Response(
             content=body,
-            media_type=MEDIA_TYPES[fmt],
+            media_type=response_media_type(MEDIA_TYPES[fmt]),
             headers={
                 "Content-Disposition": f'inline; filename="run-{run_id}.{file_extension(fmt)}"'
             },

@@ -13,6 +13,7 @@ from litestar import Controller, Response, delete, get, patch, post
 from litestar.params import Parameter
 
 from app.auth import requires_scope
+from app.media_types import response_media_type
 from app.schemas.sessions import PremiseAmend, SessionCreate, SessionOut, TurnCreate, TurnResult
 from app.services.sessions import GRAPH_MEDIA_TYPES, SessionService
 
@@ -52,7 +53,7 @@ class SessionsController(Controller):
         graph_format: Literal["json", "turtle", "jsonld"] = Parameter(query="format", default="json"),
     ) -> Response[Any]:
         body = await sessions.graph(session_id, graph_format)
-        return Response(body, media_type=GRAPH_MEDIA_TYPES[graph_format])
+        return Response(body, media_type=response_media_type(GRAPH_MEDIA_TYPES[graph_format]))
 
     @delete("/{session_id:str}/premises/{premise_id:str}", operation_id="retract_premise", status_code=200,
             summary="Retract a premise and re-run only what depended on it")

@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
+from litestar.exceptions import ValidationException
 
 from app.request_checks import MAX_JSON_DEPTH, check_json_body, json_depth
 from app.settings import Settings
@@ -171,3 +172,33 @@ def test_json_depth_is_linear_on_hostile_strings() -> None:
     check_json_body(b"[" * MAX_JSON_DEPTH + b"]" * MAX_JSON_DEPTH)
     with pytest.raises(InvalidInput):
         check_json_body(b"[" * (MAX_JSON_DEPTH + 1) + b"]" * (MAX_JSON_DEPTH + 1))
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/v1/reason", {"prompt": "hi", "options": {"max_new_tokens": "8"}}, "max_new_tokens"),
+        ("/v1/keys", {"tenant": "acme", "scopes": "reason"}, "scopes"),
+        ("/v1/evidence/query", {"domain": "aml", "text": "x", "hops": "2"}, "hops"),
+    ],
+)
+async def test_a_wrong_json_type_is_a_400_not_coerced(
+    hostile: tuple[Client, dict[str, str]], assert_problem: Problem, path: str,
+    body: dict[str, Any], field: str,
+) -> None:
+    client, headers = hostile
+    problem = assert_problem(await client.post(path, json=body, headers=headers), 400)
+    assert field in problem["detail"] and "Expected" in problem["detail"]
+    [error] = problem["errors"]
+    assert error["key"].endswith(field) and error["source"] == "body"
+
+
+def test_the_strict_check_leaves_malformed_json_and_right_types_to_the_decoder() -> None:
+    from app.request_checks import check_json_types
+    from app.schemas.reason import ReasonRequest
+
+    check_json_types(b'{"prompt": "hi", "options": {"max_new_tokens": 8}}', ReasonRequest)
+    check_json_types(b'{"prompt": ', ReasonRequest)
+    check_json_types(b"", ReasonRequest)
+    with pytest.raises(ValidationException):
+        check_json_types(b'{"prompt": 1}', ReasonRequest)

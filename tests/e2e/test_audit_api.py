@@ -90,10 +90,16 @@ async def test_a_run_and_its_provenance_in_every_format(app: Litestar, client: C
     assert body["kind"] == "reason" and body["model"]["sha256"] == "5a" * 32
     assert body["steps"][0]["data"]["evidence_ids"] == ["E1"]
     documents = {}
+    schema = (await client.get("/schema/openapi.json")).json()
+    documented = schema["paths"]["/v1/runs/{run_id}/provenance"]["get"]["responses"]["200"]["content"]
     for fmt in ProvFormat:
         response = await client.get(f"/v1/runs/{run_id}/provenance", params={"format": fmt.value}, headers=headers)
         assert response.status_code == 200, response.text
+        # Each format's media type is documented, and its charset is named once.
+        content_type = response.headers["content-type"]
+        assert content_type.split(";")[0] in documented and content_type.count("charset") <= 1
         documents[fmt] = parse(response.text, fmt)
+    assert documented["application/json"]["schema"]["type"] == "object"  # PROV-JSON, not a string
     reference = documents[ProvFormat.JSON]
     assert documents[ProvFormat.PROVN] == reference
     assert documents[ProvFormat.XML] == reference
