@@ -1,0 +1,87 @@
+"""The support check of one answer sentence (``reasoning.rules.support``): whole quantities,
+rule-id shapes from the ontology's ids, names (Latin and Chinese), content words."""
+
+from __future__ import annotations
+
+import pytest
+
+from reasoning.rules.support import Source, SupportIndex, id_shapes
+
+RULE_IDS = ("AML-R-003", "AML-R-017", "AML-R-024", "Fleischner 2017: solid nodule")
+EN = [
+    Source(id="E1", text="AML-R-024: Cross-border transfers above EUR 1,000,000 to or from a "
+                         "high-risk jurisdiction require escalation to the MLRO."),
+    Source(id="E2", text="AML-R-017: Transfers involving a politically exposed person require "
+                         "enhanced due diligence and escalation to the MLRO."),
+    Source(id="E3", text="Jon Doe is a politically exposed person. Last reviewed 2024-05-11."),
+    Source(text="Acme Ltd (Cyprus) sent EUR 2,000,000 to Jon Doe. Should this be escalated?"),
+]
+ZH = [
+    Source(id="E1", text="AML-R-024：跨境转账超过100万欧元且涉及高风险司法管辖区的，须上报MLRO。"),
+    Source(id="E2", text="乔恩·多伊是政治公众人物。"),
+    Source(text="阿克米有限公司（塞浦路斯）向乔恩·多伊转账200万欧元。是否需要上报？"),
+]
+
+
+@pytest.fixture(scope="module")
+def en() -> SupportIndex:
+    return SupportIndex(EN, id_shapes(RULE_IDS))
+
+
+@pytest.fixture(scope="module")
+def zh() -> SupportIndex:
+    return SupportIndex(ZH, id_shapes(RULE_IDS))
+
+
+def test_numbers_are_whole_quantities_never_substrings(en: SupportIndex) -> None:
+    # "24" is inside "AML-R-024" and "2" inside "2,000,000": neither is a quantity the sources hold.
+    assert en.check("The rules require a 24-hour escalation to the MLRO.").unsupported == ("24",)
+    assert not en.check("Escalation to the MLRO is required for transfers of EUR 2.").supported
+    # The same quantity written another way is held; another quantity is not.
+    assert en.check("Acme Ltd sent EUR 2 million to Jon Doe.").supported
+    assert en.check("Acme Ltd sent EUR 3,000,000 to Jon Doe.").strict == ("3,000,000",)
+    # A date as a whole date; a list marker is no number.
+    assert en.check("1. Jon Doe was last reviewed on 11 May 2024 [E3].").supported
+    assert en.check("Jon Doe was last reviewed on 2024-05-12.").strict == ("2024-05-12",)
+
+
+def test_rule_ids_take_the_ontology_shape_and_must_be_held(en: SupportIndex) -> None:
+    verdict = en.check("Escalation to the MLRO is required (AEM-R-009).")
+    assert verdict.invented_ids == ("AEM-R-009",) and not verdict.supported
+    held = en.check("Escalation to the MLRO is required (AML-R-024).")
+    assert held.supported and held.support[0] == "E1"
+    shapes = id_shapes(RULE_IDS)
+    # Refused where it leaves every held id, not after it is written; a held id's prefix is fine.
+    assert shapes.refused("see AEM-R", en.held_ids) == "AEM-R"
+    assert shapes.refused("see AML-R-02", en.held_ids) is None
+    assert shapes.refused("see AML-R-0245", en.held_ids) == "AML-R-0245"
+    assert shapes.refused("EUR-denominated", en.held_ids) is None
+    # A rule named by a sentence gives no id shape.
+    assert id_shapes(["Fleischner 2017: solid nodule"]).pattern is None
+
+
+def test_names_latin_and_chinese(en: SupportIndex, zh: SupportIndex) -> None:
+    verdict = en.check("Jon Doe lives in the European Economic Area.")
+    assert "European Economic Area" in verdict.strict
+    assert en.check("Acme Ltd sent EUR 2,000,000 to Jon Doe.").supported
+    assert zh.check("阿克米有限公司向乔恩·多伊转账200万欧元，超过100万欧元。").supported
+    invented = zh.check("北山有限公司向约翰·史密斯付款。")
+    assert not invented.supported and "北山有限公司" in invented.strict
+    assert zh.check("转账金额为300万欧元。").strict == ("300万",)
+
+
+def test_content_words_by_share(en: SupportIndex, zh: SupportIndex) -> None:
+    assert not en.check("The court will review the application of the law.").supported
+    paraphrase = ("Enhanced due diligence and escalation to the MLRO are required for "
+                  "transfers involving a politically exposed person.")
+    kept = en.check(paraphrase)
+    assert kept.supported and set(kept.support) >= {"E2"}
+    assert zh.check("乔恩·多伊是政治公众人物，因此需要上报MLRO。").supported
+    assert not zh.check("该笔转账需要法院审查并提交年度报告。").supported
+
+
+def test_a_sentence_being_written_is_judged_on_what_it_holds(en: SupportIndex) -> None:
+    # The last token may still grow ("2" of "2,000,000"); content words wait for the end.
+    assert en.check("Acme Ltd sent EUR 2", complete=False).supported
+    assert not en.check("Acme Ltd sent EUR 7 to", complete=False).supported
+    assert en.check("The court will review", complete=False).supported
