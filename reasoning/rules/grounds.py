@@ -12,7 +12,9 @@ sentences, English and Chinese, in the order a length budget keeps them
    groups that fired more rules first, then in the rules' order (the
    decision's); at most two facts a sentence, class memberships and case
    inputs before relations. Each sentence cites its rules and the evidence
-   ids of the facts the evidence shows;
+   ids of the facts the evidence shows. Each group's first sentence comes
+   here, its others after the rule texts (so a tight budget still names a
+   firing fact of every rule and quotes the rules);
 2. ``rule_text``: each deciding rule's own text from the ontology (a literal
    of the regulatory rule individual in the request's language), cited with
    its evidence id; only when the evidence shows the rule;
@@ -144,8 +146,8 @@ def realise_grounds(
     """
     phraser = Phraser(lexicon, decision.case)
     cited = _evidence_ids(evidence)
-    grounds: list[Ground] = []
-    grounds += _fact_grounds(decision, phraser, cited)
+    facts = _fact_grounds(decision, phraser, cited)
+    grounds: list[Ground] = [g for lead, g in facts if lead]
     rules = list(dict.fromkeys((c.rule_id, c.rule_iri) for c in decision.conclusions))
     if decision.nearest is not None:
         near = decision.nearest
@@ -176,6 +178,7 @@ def realise_grounds(
         ground = _rule_text_ground(lexicon, rule_id, rule_iri, evidence)
         if ground is not None:
             grounds.append(ground)
+    grounds += [g for lead, g in facts if not lead]
     if contradicts is not None:
         grounds = [g for g in grounds
                    if not any(t and contradicts(t) for t in (g.text_en, g.text_zh))]
@@ -217,8 +220,11 @@ def _rule_text_ground(
                   evidence_ids=tuple(dict.fromkeys(ids)))
 
 
-def _fact_grounds(decision: Decision, phraser: Phraser, cited: dict[tuple[str, str, str], str]) -> list[Ground]:
-    """Sentences of the facts that fired the rules, grouped by the rules they fired."""
+def _fact_grounds(
+    decision: Decision, phraser: Phraser, cited: dict[tuple[str, str, str], str]
+) -> list[tuple[bool, Ground]]:
+    """Sentences of the facts that fired the rules, grouped by the rules they fired; True
+    marks each group's first sentence (its most telling facts)."""
     facts: dict[Triple, _Fact] = {}
     order = [c.rule_id for c in decision.conclusions]
     money = any(phraser.kind_of(f.predicate) == "MoneyAmount" for f in decision.case.facts
@@ -246,7 +252,7 @@ def _fact_grounds(decision: Decision, phraser: Phraser, cited: dict[tuple[str, s
     for fact in facts.values():
         rules = tuple(sorted(fact.rules, key=order.index))
         groups.setdefault(rules, []).append(fact)
-    out: list[Ground] = []
+    out: list[tuple[bool, Ground]] = []
     for rules in sorted(groups, key=lambda r: (-len(r), order.index(r[0]))):
         members = sorted(groups[rules], key=_telling)
         said: list[tuple[_Fact, Clause, Clause]] = []
@@ -264,7 +270,7 @@ def _fact_grounds(decision: Decision, phraser: Phraser, cited: dict[tuple[str, s
                 i for f, _, _ in chunk
                 if (i := cited.get((_key(f.triple[0]), _key(f.triple[1]), _key(f.triple[2])))) is not None
             ))
-            out.append(Ground(
+            out.append((start == 0, Ground(
                 kind="facts",
                 text_en=sentence(join_clauses([e for _, e, _ in chunk], "en"), "en", rules=rules, evidence=ids),
                 text_zh=sentence(join_clauses([z for _, _, z in chunk], "zh"), "zh", rules=rules, evidence=ids),
@@ -275,7 +281,7 @@ def _fact_grounds(decision: Decision, phraser: Phraser, cited: dict[tuple[str, s
                     if f.case_fact is not None and f.case_fact.start is not None and f.case_fact.end is not None
                 ),
                 evidence_ids=ids,
-            ))
+            )))
     return out
 
 
