@@ -289,8 +289,9 @@ def _admin_key() -> str:
 
 
 def format_answer(payload: dict[str, Any]) -> str:
-    """Render a /v1/reason response for a terminal: the decision, answer, status, verdicts, confidences."""
-    lines = [*_decision_lines(payload.get("decision")),
+    """Render a /v1/reason response for a terminal: the decision and its grounds, answer, status,
+    verdicts, confidences."""
+    lines = [*_decision_lines(payload.get("decision")), *_grounds_lines(payload),
              str(payload.get("answer") or "").strip() or "(no answer)", ""]
     lines.append(f"status: {payload.get('status', '?')}    run: {payload.get('run_id', '?')}")
     if payload.get("detail"):
@@ -338,7 +339,22 @@ def _decision_lines(decision: Any) -> list[str]:
             lines.append("    because: " + "; ".join(f"«{t}»" for t in dict.fromkeys(facts)))
     for missing in decision.get("missing") or []:
         lines.append(f"  missing: {missing.get('label', missing.get('input', '?'))}")
+        for outcome in missing.get("outcomes") or []:
+            if isinstance(outcome, dict) and outcome.get("statement"):
+                lines.append(f"    {outcome['statement']}")
+    nearest = decision.get("nearest")
+    if isinstance(nearest, dict) and nearest.get("statement"):
+        lines.append(f"  why not: {nearest['statement']}")
     return [*lines, ""]
+
+
+def _grounds_lines(payload: dict[str, Any]) -> list[str]:
+    """The grounds the answer states (its steps of kind ``grounds``), one a line."""
+    path = set(payload.get("reasoning_path") or [])
+    grounds = [s.get("text", "").strip() for s in payload.get("steps") or []
+               if isinstance(s, dict) and s.get("kind") == "grounds" and s.get("id") in path]
+    grounds = [g for g in dict.fromkeys(grounds) if g]
+    return ["grounds:", *(f"  {g}" for g in grounds), ""] if grounds else []
 
 
 class Spinner:

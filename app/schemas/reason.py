@@ -13,7 +13,7 @@ from reasoning.budget import Budget
 from reasoning.constraints.model import Constraint, Premise, Span, Verdict
 from reasoning.evidence.model import EvidenceSubgraph, LinkedEntity
 from reasoning.rules.decide import decision_sentence
-from reasoning.rules.model import Decision
+from reasoning.rules.model import Decision, NearestRule
 
 __all__ = [
     "BranchOut",
@@ -145,12 +145,42 @@ class ConclusionOut(msgspec.Struct, frozen=True, kw_only=True):
     premise_ids: list[str]
 
 
+class OutcomeOut(msgspec.Struct, frozen=True, kw_only=True):
+    """What values of a missing input would decide under one rule (``condition`` empty: any value)."""
+
+    rule_id: str
+    condition: str
+    actions: list[str]
+    statement: str
+
+
 class MissingOut(msgspec.Struct, frozen=True, kw_only=True):
-    """An input the request lacks that would change the decision, and the rules that read it."""
+    """An input the request lacks that would change the decision, the rules that read it, and
+    what its values would decide (``outcomes``)."""
 
     input: str
     label: str
     rule_ids: list[str]
+    outcomes: list[OutcomeOut] = msgspec.field(default_factory=list)
+
+
+class FailingOut(msgspec.Struct, frozen=True, kw_only=True):
+    """A condition of the nearest rule the case does not meet: ``required`` what the rule
+    requires, ``actual`` what the case has (empty when the case does not state it)."""
+
+    kind: str
+    required: str
+    actual: str
+    input: str | None
+
+
+class NearestOut(msgspec.Struct, frozen=True, kw_only=True):
+    """For ``no_rule_applies``: the rule that came nearest to firing and what kept it from firing."""
+
+    rule_id: str
+    statement: str
+    failing: list[FailingOut]
+    actions: list[str]
 
 
 class DecisionOut(msgspec.Struct, frozen=True, kw_only=True):
@@ -160,7 +190,8 @@ class DecisionOut(msgspec.Struct, frozen=True, kw_only=True):
     conflicting), ``no_rule_applies`` (the case is complete and no rule
     requires anything), ``undetermined`` (``missing`` names the inputs a rule
     needs) or ``conflicting`` (two conclusions declared in conflict both hold).
-    ``statement`` is the sentence the steered answer states.
+    ``statement`` is the sentence the steered answer states; ``nearest`` (only
+    for ``no_rule_applies``, when some rule comes near) the rule nearest to firing.
     """
 
     status: str
@@ -169,6 +200,7 @@ class DecisionOut(msgspec.Struct, frozen=True, kw_only=True):
     missing: list[MissingOut]
     ontology_version: str
     rules_evaluated: int
+    nearest: NearestOut | None = None
 
 
 def decision_out(decision: Decision | None, language: str) -> DecisionOut | None:
@@ -198,11 +230,35 @@ def decision_out(decision: Decision | None, language: str) -> DecisionOut | None
             for c in decision.conclusions
         ],
         missing=[
-            MissingOut(input=m.input, label=m.label_zh if lang == "zh" else m.label_en, rule_ids=list(m.rule_ids))
+            MissingOut(
+                input=m.input, label=m.label_zh if lang == "zh" else m.label_en, rule_ids=list(m.rule_ids),
+                outcomes=[
+                    OutcomeOut(rule_id=o.rule_id, condition=o.condition_zh if lang == "zh" else o.condition_en,
+                               actions=list(o.actions), statement=o.statement(lang))
+                    for o in m.outcomes
+                ],
+            )
             for m in decision.missing
         ],
         ontology_version=decision.ontology_version,
         rules_evaluated=decision.rules_evaluated,
+        nearest=_nearest_out(decision.nearest, lang),
+    )
+
+
+def _nearest_out(nearest: NearestRule | None, lang: str) -> NearestOut | None:
+    if nearest is None:
+        return None
+    zh = lang == "zh"
+    return NearestOut(
+        rule_id=nearest.rule_id,
+        statement=nearest.statement(lang),
+        failing=[
+            FailingOut(kind=f.kind, required=f.required_zh if zh else f.required_en,
+                       actual=f.actual_zh if zh else f.actual_en, input=f.input)
+            for f in nearest.failing
+        ],
+        actions=list(nearest.actions),
     )
 
 
