@@ -49,6 +49,14 @@ function addStep(step) {
   state.steps.push(step);
   const li = item(step.text);
   li.dataset.stepId = step.id;
+  // What the sentence is (decision, grounds, supported, flagged) and what supports it.
+  if (step.kind) {
+    li.classList.add(`kind-${step.kind}`);
+    const kind = document.createElement("span");
+    kind.className = "kind";
+    kind.textContent = step.kind + (step.support && step.support.length ? ` [${step.support.join(", ")}]` : "");
+    li.prepend(kind);
+  }
   const conf = document.createElement("span");
   conf.className = "conf";
   const scored = typeof step.confidence === "number";
@@ -109,7 +117,11 @@ function renderDecision(decision) {
     }
     return li;
   });
-  decision.missing.forEach((m) => rows.push(item(`missing: ${m.label} (${m.rule_ids.join(", ")})`, "missing")));
+  decision.missing.forEach((m) => {
+    rows.push(item(`missing: ${m.label} (${m.rule_ids.join(", ")})`, "missing"));
+    (m.outcomes || []).forEach((o) => rows.push(item(o.statement, "muted")));
+  });
+  if (decision.nearest) rows.push(item(`why not: ${decision.nearest.statement}`, "missing"));
   $("conclusions").replaceChildren(...rows);
 }
 
