@@ -18,6 +18,7 @@ import asyncio
 import logging
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -163,7 +164,7 @@ class Runtime:
                 packed=self.settings.packed_forward,
                 weights=self.settings.weights,
             )
-            _warm_up(loaded)
+            _warm_up(loaded, self.settings.model_cache_dir)
             reason = steered_probe(loaded.model, loaded.tokenizer)
         except TenetError as exc:
             self.load_error = exc.detail
@@ -392,11 +393,13 @@ def _ray_workers(settings: Settings) -> RayWorkers:
     return RayWorkers(options, config)
 
 
-def _warm_up(loaded: LoadedModel) -> None:
-    """One short forward pass, the steering's vocabulary tables and the NLP pipelines, so the
-    first request pays for no lazy initialisation."""
+def _warm_up(loaded: LoadedModel, cache_dir: Path | None) -> None:
+    """One short forward pass, the steering's vocabulary tables (kept on disk under
+    ``cache_dir``, built once per tokenizer) and the NLP pipelines, so the first request pays
+    for no lazy initialisation."""
     inputs = loaded.tokenizer("Hello", return_tensors="pt").to(loaded.device)
     with torch.inference_mode():
         loaded.model(**inputs)
-    vocab_tables(loaded.tokenizer, loaded.device, int(loaded.model.get_output_embeddings().out_features))
+    width = int(loaded.model.get_output_embeddings().out_features)
+    vocab_tables(loaded.tokenizer, loaded.device, width, cache_dir=cache_dir)
     warm_up_nlp()

@@ -15,18 +15,28 @@ Guarantees:
   bytes are not valid UTF-8 on their own is flagged in ``fragment`` and is
   never described as letter-free;
 - special tokens (chat markers, padding) are flagged in ``special`` and EOS
-  ids are listed in ``eos_ids``.
+  ids are listed in ``eos_ids``;
+- with a ``cache_dir`` (the model cache, at load) the tables are built once per
+  tokenizer and kept on disk, keyed by the digest of the tokenizer's full
+  definition and the logits width: a later load, in any process, reads them
+  (a 262,144-token vocabulary takes seconds to describe token by token, a
+  fraction of that to read). A file that cannot be read is rebuilt and
+  replaced; the tables read equal the tables built.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+import logging
+import os
 import re
 import threading
 import unicodedata
 import weakref
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -42,6 +52,8 @@ __all__ = [
     "script_prefixes",
     "vocab_tables",
 ]
+
+log = logging.getLogger("tenet.inference")
 
 WORD_RE = re.compile(r"\w+")
 _TERMINAL = ".!?"
@@ -255,20 +267,35 @@ _tables: dict[tuple[str, str], VocabTables] = {}
 _keys: dict[int, tuple[weakref.ref[Any], str]] = {}
 
 
-def vocab_tables(tokenizer: Any, device: torch.device | str = "cpu", vocab_size: int | None = None) -> VocabTables:
+def vocab_tables(
+    tokenizer: Any,
+    device: torch.device | str = "cpu",
+    vocab_size: int | None = None,
+    cache_dir: Path | None = None,
+) -> VocabTables:
     """The tables of ``tokenizer`` on ``device``, built once per tokenizer content and cached.
 
     ``vocab_size`` is the model's logits width when it differs from
     ``len(tokenizer)`` (padded embeddings); extra ids are flagged special.
     Two tokenizer objects with the same vocabulary, special tokens and
     normalisation share one set of tables (they tokenise identically).
+    ``cache_dir``: where the tables are kept on disk across processes (see the
+    module docstring); None keeps them in this process only.
     """
     dev = torch.device(device)
     with _tables_lock:
-        key = (_content_key(tokenizer), str(dev))
+        content = _content_key(tokenizer)
+        key = (content, str(dev))
         found = _tables.get(key)
         if found is None:
-            found = _build(tokenizer, dev, vocab_size)
+            size = max(vocab_size or 0, len(tokenizer))
+            path = _disk_path(cache_dir, content, size)
+            described = _read(path) if path is not None else None
+            if described is None:
+                described = _describe_all(tokenizer, size)
+                if path is not None:
+                    _write(path, described)
+            found = _assemble(tokenizer, described, dev)
             _tables[key] = found
         return found
 
@@ -299,11 +326,122 @@ def _content_key(tokenizer: Any) -> str:
     return key
 
 
-def _build(tokenizer: Any, device: torch.device, vocab_size: int | None) -> VocabTables:
+@dataclass(frozen=True)
+class _Described:
+    """Every token's bytes and facts, before they become tensors on a device."""
+
+    size: int
+    eos_ids: tuple[int, ...]
+    token_bytes: tuple[bytes, ...]
+    scripts: tuple[frozenset[str], ...]
+    columns: dict[str, torch.Tensor]  # by ``_COLUMNS``, on the CPU
+
+
+#: Bumped whenever what is described per token changes: older files are then rebuilt.
+_DISK_FORMAT = 1
+
+
+def _disk_path(cache_dir: Path | None, content: str, size: int) -> Path | None:
+    if cache_dir is None or not content.startswith("sha256:"):
+        return None  # a tokenizer keyed by identity has no content to key a file by
+    name = f"{content.removeprefix('sha256:')}-{size}-v{_DISK_FORMAT}.pt"
+    return cache_dir / "vocab-tables" / name
+
+
+def _read(path: Path) -> _Described | None:
+    """The described tokens kept at ``path``, or None when absent or unreadable."""
+    try:
+        data = torch.load(path, map_location="cpu", weights_only=True)
+        if data["format"] != _DISK_FORMAT:
+            return None
+        flat, ends = data["token_bytes"].numpy().tobytes(), data["ends"].tolist()
+        token_bytes = tuple(flat[a:b] for a, b in zip([0, *ends[:-1]], ends))
+        names: list[list[str]] = json.loads(data["script_names"])
+        scripts = tuple(frozenset(names[i]) for i in data["script_index"].tolist())
+        columns = {name: data["columns"][name] for name in _COLUMNS}
+        described = _Described(
+            size=int(data["size"]),
+            eos_ids=tuple(int(i) for i in data["eos_ids"].tolist()),
+            token_bytes=token_bytes,
+            scripts=scripts,
+            columns=columns,
+        )
+    except FileNotFoundError:
+        return None
+    except Exception:  # a damaged or foreign file is rebuilt and replaced
+        log.warning("vocabulary tables at %s are unreadable; rebuilding them", path, exc_info=True)
+        return None
+    return described if len(described.token_bytes) == described.size else None
+
+
+def _write(path: Path, described: _Described) -> None:
+    """Keep ``described`` at ``path`` (written aside, then renamed: a reader never sees half)."""
+    names = sorted({tuple(sorted(s)) for s in described.scripts})
+    index = {frozenset(n): i for i, n in enumerate(names)}
+    lengths = torch.tensor([len(b) for b in described.token_bytes], dtype=torch.int64)
+    data = {
+        "format": _DISK_FORMAT,
+        "size": described.size,
+        "eos_ids": torch.tensor(described.eos_ids, dtype=torch.int64),
+        "token_bytes": torch.frombuffer(bytearray(b"".join(described.token_bytes)), dtype=torch.uint8),
+        "ends": torch.cumsum(lengths, 0),
+        "script_names": json.dumps([list(n) for n in names]),
+        "script_index": torch.tensor([index[s] for s in described.scripts], dtype=torch.int32),
+        "columns": described.columns,
+    }
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        aside = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
+        torch.save(data, aside)
+        os.replace(aside, path)
+    except OSError:
+        log.warning("could not keep the vocabulary tables at %s", path, exc_info=True)
+
+
+def _assemble(tokenizer: Any, described: _Described, device: torch.device) -> VocabTables:
+    import llguidance.hf
+
+    texts = tuple(raw.decode("utf-8", errors="replace") for raw in described.token_bytes)
+    cols = {name: t.to(device) for name, t in described.columns.items()}
+    return VocabTables(
+        size=described.size,
+        device=device,
+        eos_ids=described.eos_ids,
+        token_bytes=described.token_bytes,
+        texts=texts,
+        scripts=described.scripts,
+        special=cols["special"],
+        fragment=cols["fragment"],
+        has_comma=cols["has_comma"],
+        has_upper=cols["has_upper"],
+        has_lower=cols["has_lower"],
+        has_letter=cols["has_letter"],
+        has_digit=cols["has_digit"],
+        has_newline=cols["has_newline"],
+        has_star=cols["has_star"],
+        has_dquote=cols["has_dquote"],
+        has_angle=cols["has_angle"],
+        has_bracket=cols["has_bracket"],
+        has_non_latin_letter=cols["has_non_latin_letter"],
+        starts_space=cols["starts_space"],
+        word_runs=cols["word_runs"],
+        starts_wordchar=cols["starts_wordchar"],
+        word_units=cols["word_units"],
+        starts_unit_char=cols["starts_unit_char"],
+        ends_wordchar=cols["ends_wordchar"],
+        sentence_ends=cols["sentence_ends"],
+        closes_sentence=cols["closes_sentence"],
+        ends_terminal=cols["ends_terminal"],
+        llg_tokenizer=llguidance.hf.from_tokenizer(tokenizer),
+        hf_tokenizer=tokenizer,
+    )
+
+
+def _describe_all(tokenizer: Any, size: int) -> _Described:
+    """Every token's bytes and facts, token by token (the work the disk cache saves)."""
     import llguidance.hf
 
     llg = llguidance.hf.from_tokenizer(tokenizer)
-    size = max(vocab_size or 0, len(tokenizer))
     special_ids = set(tokenizer.all_special_ids)
     for idx in getattr(tokenizer, "added_tokens_decoder", {}):
         special_ids.add(int(idx))
@@ -311,7 +449,6 @@ def _build(tokenizer: Any, device: torch.device, vocab_size: int | None) -> Voca
     eos_ids = tuple(sorted({eos} if isinstance(eos, int) else set(eos)))
 
     token_bytes: list[bytes] = []
-    texts: list[str] = []
     scripts: list[frozenset[str]] = []
     cols: dict[str, list[Any]] = {name: [] for name in _COLUMNS}
     for idx in range(size):
@@ -323,48 +460,21 @@ def _build(tokenizer: Any, device: torch.device, vocab_size: int | None) -> Voca
         except UnicodeDecodeError:
             text = raw.decode("utf-8", errors="replace")
             frag = True
-        texts.append(text)
         letter_scripts = frozenset(letter_script(c) for c in text if c.isalpha())
         scripts.append(letter_scripts if letter_scripts else frozenset({"COMMON"}))
         _describe(text, frag, idx in special_ids or idx >= len(tokenizer), cols)
 
-    def bool_t(name: str) -> torch.Tensor:
-        return torch.tensor(cols[name], dtype=torch.bool, device=device)
-
-    def int_t(name: str) -> torch.Tensor:
-        return torch.tensor(cols[name], dtype=torch.int32, device=device)
-
-    return VocabTables(
+    integers = {"word_runs", "word_units", "sentence_ends"}
+    columns = {
+        name: torch.tensor(cols[name], dtype=torch.int32 if name in integers else torch.bool)
+        for name in _COLUMNS
+    }
+    return _Described(
         size=size,
-        device=device,
         eos_ids=eos_ids,
         token_bytes=tuple(token_bytes),
-        texts=tuple(texts),
         scripts=tuple(scripts),
-        special=bool_t("special"),
-        fragment=bool_t("fragment"),
-        has_comma=bool_t("has_comma"),
-        has_upper=bool_t("has_upper"),
-        has_lower=bool_t("has_lower"),
-        has_letter=bool_t("has_letter"),
-        has_digit=bool_t("has_digit"),
-        has_newline=bool_t("has_newline"),
-        has_star=bool_t("has_star"),
-        has_dquote=bool_t("has_dquote"),
-        has_angle=bool_t("has_angle"),
-        has_bracket=bool_t("has_bracket"),
-        has_non_latin_letter=bool_t("has_non_latin_letter"),
-        starts_space=bool_t("starts_space"),
-        word_runs=int_t("word_runs"),
-        starts_wordchar=bool_t("starts_wordchar"),
-        word_units=int_t("word_units"),
-        starts_unit_char=bool_t("starts_unit_char"),
-        ends_wordchar=bool_t("ends_wordchar"),
-        sentence_ends=int_t("sentence_ends"),
-        closes_sentence=bool_t("closes_sentence"),
-        ends_terminal=bool_t("ends_terminal"),
-        llg_tokenizer=llg,
-        hf_tokenizer=tokenizer,
+        columns=columns,
     )
 
 

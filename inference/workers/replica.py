@@ -74,7 +74,7 @@ class DecodeWorker:
             packed=config.packed,
             weights=config.weights,
         )
-        _warm_up(self.model)
+        _warm_up(self.model, Path(config.cache_dir) if config.cache_dir else None)
         self.load_seconds = time.perf_counter() - started
         self.prefix_cache = PrefixCache(max_bytes=config.kv_cache_bytes)
         self.batcher = MicroBatcher(
@@ -135,12 +135,15 @@ class DecodeWorker:
         self.batcher.close()
 
 
-def _warm_up(loaded: LoadedModel) -> None:
-    """One short forward pass and the steering's vocabulary tables, so the first job pays for
-    no lazy initialisation."""
+def _warm_up(loaded: LoadedModel, cache_dir: Path | None) -> None:
+    """One short forward pass and the steering's vocabulary tables (kept on disk under
+    ``cache_dir``), so the first job pays for no lazy initialisation."""
     inputs = loaded.tokenizer("Hello", return_tensors="pt").to(loaded.device)
     with torch.inference_mode():
         loaded.model(**inputs)
     vocab_tables(
-        loaded.tokenizer, loaded.device, int(loaded.model.get_output_embeddings().out_features)
+        loaded.tokenizer,
+        loaded.device,
+        int(loaded.model.get_output_embeddings().out_features),
+        cache_dir=cache_dir,
     )
