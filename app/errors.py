@@ -18,6 +18,7 @@ from typing import Any
 from litestar import Request, Response
 from litestar.exceptions import HTTPException, SerializationException, ValidationException
 
+from app.disconnects import CLIENT_CLOSED_REQUEST, client_disconnected
 from app.logs import request_id_of
 from inference.scheduler import ShuttingDown
 from reasoning.errors import (
@@ -158,7 +159,17 @@ _TITLES = {
 
 
 def handle_exception(request: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, Any]]:
-    """The app's only exception handler (registered for ``Exception``)."""
+    """The app's only exception handler (registered for ``Exception``).
+
+    A failure after the client went away (``app.disconnects``) is not the
+    service's: it answers 499, logged at INFO and counted as a 499.
+    """
+    if client_disconnected(request.scope):
+        log.info("client disconnected before the request was handled: %s %s (%s)",
+                 request.method, request.url.path, type(exc).__name__,
+                 extra={"request_id": request_id_of(request.scope)})
+        return problem_response(request, CLIENT_CLOSED_REQUEST, "Client closed request",
+                                "the client disconnected before the request was handled")
     if isinstance(exc, TenetError):
         if problem_status(exc) >= 500:
             log.warning(

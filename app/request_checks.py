@@ -42,6 +42,7 @@ from litestar.enums import ScopeType
 from litestar.exceptions import HTTPException, ValidationException
 from litestar.types import ASGIApp, Receive, Scope, Send
 
+from app.disconnects import watch_disconnect
 from reasoning.errors import InvalidInput
 
 __all__ = [
@@ -175,6 +176,7 @@ class RequestChecksMiddleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == ScopeType.HTTP:
+            receive = watch_disconnect(scope, receive)
             check_path_and_query(scope["path"], scope.get("query_string", b""))
             if _takes_json(scope):
                 request: Request[Any, Any, Any] = Request(scope, receive)

@@ -139,6 +139,11 @@ SETTINGS_DOC: tuple[tuple[str, str, str], ...] = (
         "Seconds a connection may take to send a request's line and headers (from opening, or from the previous response); a later one is closed unanswered, so half-open connections cannot pile up.",
     ),
     (
+        "TENET_BODY_TIMEOUT_S",
+        "60",
+        "Seconds a request's whole body may take to arrive once its headers are in; a connection still sending it is closed (the request counts as a 499), so bodies dripped a byte at a time cannot hold connections open.",
+    ),
+    (
         "TENET_AUDIT_RETENTION_DAYS",
         "180",
         "Minimum age (days, at least 1) before audit events may be purged; nothing deletes younger ones.",
@@ -270,6 +275,7 @@ class Settings:
     default_deadline_s: float = 60.0
     shutdown_grace_s: float = 30.0
     header_timeout_s: float = 10.0
+    body_timeout_s: float = 60.0
     workers: str = "local"
     ray_address: str = ""
     ray_num_cpus: int = 2
@@ -376,6 +382,10 @@ class Settings:
         if not self.header_timeout_s > 0:
             raise InvalidInput(
                 "TENET_HEADER_TIMEOUT_S must be positive", variable="TENET_HEADER_TIMEOUT_S"
+            )
+        if not self.body_timeout_s > 0:
+            raise InvalidInput(
+                "TENET_BODY_TIMEOUT_S must be positive", variable="TENET_BODY_TIMEOUT_S"
             )
         if self.audit_retention_days < 1:
             raise InvalidInput(

@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -25,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from reasoning.errors import InvalidInput, NotFound
 from store.key_events import announce_revoked
 from store.models import ApiKey, Tenant, UTCDateTime, new_id, utcnow
+from store.tenant_names import check_tenant_name, skeleton
 
 __all__ = [
     "DEFAULT_TENANT",
@@ -50,9 +50,6 @@ SCOPES: tuple[str, ...] = ("reason", "ontology:read", "ontology:write", "audit:r
 DEFAULT_TENANT = "default"
 KEY_PREFIX = "tnt"
 _TOUCH_EVERY = timedelta(seconds=60)
-# Unicode categories a tenant name may not hold: control, format, surrogate, private use,
-# unassigned, and line / paragraph separators.
-_HIDDEN = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 
 
 @dataclass(frozen=True)
@@ -101,36 +98,30 @@ async def list_tenants(session: AsyncSession) -> Sequence[Tenant]:
     return (await session.execute(select(Tenant).order_by(Tenant.name))).scalars().all()
 
 
-def check_tenant_name(name: str) -> str:
-    """``name`` stripped and NFC-normalised; InvalidInput when empty, too long or not printable.
-
-    A tenant name is shown to operators and compared byte for byte, so it may
-    hold no control, format (zero-width, bidirectional), private-use,
-    surrogate or unassigned characters: two names that look the same must be
-    the same name.
-    """
-    name = unicodedata.normalize("NFC", name.strip())
-    if not name or len(name) > 200:
-        raise InvalidInput("a tenant name must have 1 to 200 characters", field="tenant")
-    hidden = sorted({f"U+{ord(c):04X}" for c in name if unicodedata.category(c) in _HIDDEN})
-    if hidden:
-        raise InvalidInput(
-            f"a tenant name may hold only visible characters and spaces; found {', '.join(hidden)}",
-            field="tenant",
-        )
-    return name
+async def _refuse_look_alike(session: AsyncSession, name: str) -> None:
+    """InvalidInput when a new tenant ``name`` looks like an existing tenant's (same skeleton)."""
+    wanted = skeleton(name)
+    for other in (await session.execute(select(Tenant.name))).scalars():
+        if other != name and skeleton(other) == wanted:  # the same name: a concurrent create
+            raise InvalidInput(
+                f"the tenant name {name!r} looks like the existing tenant {other!r}; "
+                "choose a name that reads differently",
+                field="tenant", looks_like=other,
+            )
 
 
 async def get_or_create_tenant(session: AsyncSession, name: str) -> Tenant:
     """The tenant called ``name`` (see :func:`check_tenant_name`), created when new.
 
-    Race-safe: concurrent calls for one new name, in any number of sessions,
-    all get the same row (``INSERT ... ON CONFLICT DO NOTHING`` on the unique
-    name, then a read), on SQLite and PostgreSQL.
+    A new name that looks like an existing tenant's (``store.tenant_names.skeleton``:
+    width, case and spacing aside) is refused. Race-safe: concurrent calls for one new
+    name, in any number of sessions, all get the same row (``INSERT ... ON CONFLICT DO
+    NOTHING`` on the unique name, then a read), on SQLite and PostgreSQL.
     """
     name = check_tenant_name(name)
     tenant = await get_tenant_by_name(session, name)
     if tenant is None:
+        await _refuse_look_alike(session, name)
         dialect = session.get_bind().dialect.name
         insert = postgresql_insert if dialect == "postgresql" else sqlite_insert
         await session.execute(

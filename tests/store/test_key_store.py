@@ -189,11 +189,36 @@ async def test_concurrent_get_or_create_of_a_new_tenant_gives_one_row(
         "tab\tname",
         "\ue000private",
         " ",
+        "\u3164",  # Hangul filler: a letter that renders blank
+        "\u2800",  # the blank Braille pattern
+        "default\u3164",
+        "x\ufe0f",  # a variation selector
+        "d\u0435fault",  # a Cyrillic e among Latin letters
+        "\u0391lpha",  # a Greek capital alpha among Latin letters
     ],
 )
-def test_tenant_names_hold_only_visible_characters(name: str) -> None:
-    with pytest.raises(InvalidInput):
+def test_tenant_names_hold_only_visible_characters_of_one_writing_system(name: str) -> None:
+    with pytest.raises(InvalidInput) as caught:
         key_store.check_tenant_name(name)
+    assert "tenant name" in caught.value.detail
+
+
+@pytest.mark.parametrize("name", ["Acme 中国", "東京 カンパニー", "서울 Bank", "Ωμέγα-Λ", "Москва"])
+def test_names_of_one_script_or_an_allowed_mix_are_accepted(name: str) -> None:
+    assert key_store.check_tenant_name(name) == name
+
+
+@pytest.mark.parametrize("look_alike", ["DEFAULT", "\uff44\uff45\uff46\uff41\uff55\uff4c\uff54", "de fault"])
+async def test_a_new_tenant_that_looks_like_an_existing_one_is_refused(
+    sessions: async_sessionmaker[AsyncSession], look_alike: str
+) -> None:
+    async with transaction(sessions) as session:
+        await key_store.get_or_create_tenant(session, "default")
+    async with transaction(sessions) as session:
+        with pytest.raises(InvalidInput) as caught:
+            await key_store.get_or_create_tenant(session, look_alike)
+        assert caught.value.extra["looks_like"] == "default"
+        assert (await key_store.get_or_create_tenant(session, "default")).name == "default"
 
 
 def test_tenant_names_are_stripped_and_nfc_normalised() -> None:
