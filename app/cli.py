@@ -130,7 +130,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         freeze_heap_once_loaded(app.state.runtime)
     uvicorn.run(
         app, host=args.host, port=args.port, log_level=settings.log_level.lower(), access_log=False,
-        http=header_deadline_protocol(settings.header_timeout_s),
+        http=header_deadline_protocol(settings.header_timeout_s, settings.body_timeout_s),
     )
     return 0
 
