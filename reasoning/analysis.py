@@ -18,6 +18,7 @@ import msgspec
 from spacy.tokens import Doc
 
 from reasoning.budget import DEFAULT_LIMITS, Budget, BudgetLimits, budget_for
+from reasoning.constraints.accounting import Reading
 from reasoning.constraints.extraction import ExtractionResult, extract, parse_english_many
 from reasoning.constraints.model import Constraint, Premise, Span
 from reasoning.entropy import Entropy, cognitive_entropy
@@ -130,7 +131,10 @@ class Analysis(msgspec.Struct, frozen=True, kw_only=True):
     ``unlinked_terms`` the named entities it could not link, and
     ``timings["link"]`` the time both took. ``unrecognised`` holds the
     prompt's sentences that read as requirements on the answer's form but
-    map to no constraint kind (never silently dropped).
+    map to no constraint kind (never silently dropped), and the clauses whose
+    readings did not account for all they say. ``readings`` says which words
+    of its clause each constraint's reading used, and what a dropped reading
+    left unaccounted (:class:`reasoning.constraints.accounting.Reading`).
     """
 
     status: Status
@@ -146,6 +150,7 @@ class Analysis(msgspec.Struct, frozen=True, kw_only=True):
     linked: tuple[LinkedEntity, ...] = ()
     unlinked_terms: int = 0
     unrecognised: tuple[Span, ...] = ()
+    readings: tuple[Reading, ...] = ()
 
 
 def required_tokens(constraints: Sequence[Constraint]) -> int:
@@ -312,4 +317,5 @@ def analyse(
         linked=linked,
         unlinked_terms=max(unlinked_terms, 0),
         unrecognised=result.unrecognised,
+        readings=result.readings,
     )

@@ -60,6 +60,7 @@ def _response(analysis: Analysis, body: ConstraintsRequest) -> ConstraintsRespon
         linked=list(analysis.linked),
         unlinked_terms=analysis.unlinked_terms,
         unrecognised=list(analysis.unrecognised),
+        readings=list(analysis.readings),
     )
 
 

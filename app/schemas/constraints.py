@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from reasoning.budget import Budget
+from reasoning.constraints.accounting import Reading
 from reasoning.constraints.form import GENERIC_KINDS
 from reasoning.constraints.model import Constraint, Hardness, Kind, Premise, Relation, Span
 from reasoning.entropy import Entropy
@@ -148,7 +149,12 @@ class ConstraintsResponse(msgspec.Struct, frozen=True, kw_only=True):
     ``linked`` / ``unlinked_terms`` are filled when the request names a domain.
     ``unrecognised``: spans of sentences that read as requirements on the
     answer's form (an imperative or modal about units, case, layout ...) but
-    map to no constraint kind; they are not checked or steered.
+    map to no constraint kind, and clauses that say more than the readings
+    made of them carry (a quantity, position, unit, filter or mark no reading
+    uses); they are not checked or steered.
+    ``readings``: per reading, its clause and the words of it the reading
+    used; a reading dropped because its clause said more has no
+    ``constraint`` and lists the ``unaccounted`` words.
     """
 
     status: Literal["ok", "needs_confirmation"]
@@ -166,3 +172,4 @@ class ConstraintsResponse(msgspec.Struct, frozen=True, kw_only=True):
     linked: list[LinkedEntity]
     unlinked_terms: int
     unrecognised: list[Span] = msgspec.field(default_factory=list)
+    readings: list[Reading] = msgspec.field(default_factory=list)

@@ -49,6 +49,7 @@ from collections.abc import Mapping, Sequence
 import msgspec
 from spacy.tokens import Doc
 
+from reasoning.constraints.accounting import Reading, account_readings
 from reasoning.constraints.catalog import CATALOG
 from reasoning.constraints.extract_en import extract_english
 from reasoning.constraints.extract_form_en import refine_english
@@ -78,7 +79,10 @@ class ExtractionResult(msgspec.Struct, frozen=True, kw_only=True):
     """Everything the ``extract`` stage read from one prompt.
 
     ``unrecognised`` holds the sentences that read as requirements on the
-    answer's form but map to no kind (see :mod:`.unrecognised`).
+    answer's form but map to no kind (see :mod:`.unrecognised`), and the
+    clauses whose readings did not account for all they say (see
+    :mod:`.accounting`). ``readings`` says which words of its clause each
+    constraint's reading used, and which readings were dropped and why.
     """
 
     constraints: tuple[Constraint, ...]
@@ -87,6 +91,7 @@ class ExtractionResult(msgspec.Struct, frozen=True, kw_only=True):
     sentences: tuple[Span, ...]
     features: dict[str, float]
     unrecognised: tuple[Span, ...] = ()
+    readings: tuple[Reading, ...] = ()
 
 
 _SOFT_EN = re.compile(
@@ -291,8 +296,10 @@ def extract(
     main_doc = docs.get(language) or next(iter(docs.values()))
     bounds = _sentence_bounds(main_doc)
     sentences = tuple(Span(start=s, end=e, text=prompt[s:e]) for s, e in bounds)
-    kept = _dedupe(found)
+    accounting = account_readings(docs.get("en"), text, prompt, _dedupe(found))
+    kept = list(accounting.kept)
     constraints: list[Constraint] = []
+    readings: list[Reading] = list(accounting.dropped)
     for index, item in enumerate(kept, start=1):
         constraints.append(
             Constraint(
@@ -306,6 +313,9 @@ def extract(
                 confidence=item.confidence,
             )
         )
+        if accounting.used:
+            clause, used = accounting.used[index - 1]
+            readings.append(Reading(kind=item.kind.value, constraint=f"c{index}", clause=clause, used=used))
     user_kinds = {c.kind for c in constraints}
     for default in defaults:
         if default.kind in user_kinds:
@@ -321,5 +331,15 @@ def extract(
         language=language,
         sentences=sentences,
         features=features,
-        unrecognised=unrecognised_requirements(text, prompt, docs, kept),
+        unrecognised=_union(unrecognised_requirements(text, prompt, docs, kept), accounting.unrecognised),
+        readings=tuple(sorted(readings, key=lambda r: (r.clause.start, r.constraint is None, r.constraint or ""))),
     )
+
+
+def _union(sentences: Sequence[Span], clauses: Sequence[Span]) -> tuple[Span, ...]:
+    """Both reports in prompt order; a clause inside a reported sentence is not repeated."""
+    spans = list(sentences)
+    for clause in clauses:
+        if not any(s.start <= clause.start and clause.end <= s.end for s in spans):
+            spans.append(clause)
+    return tuple(sorted(spans, key=lambda s: (s.start, s.end)))

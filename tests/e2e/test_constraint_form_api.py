@@ -84,3 +84,18 @@ async def test_concurrent_distinct_checks_are_answered_as_alone(client: Client, 
         assert response.status_code == 200, response.text
         kinds = {(c["kind"], c["params"].get("n")) for c in response.json()["constraints"]}
         assert kinds == {("word_count", 30 + i), ("no_comma", None)}
+
+
+async def test_readings_say_which_words_each_reading_used_and_why_one_was_dropped(client: Client, make_key: Any) -> None:
+    headers = await make_key("acme", ["reason"])
+    prompt = "Answer in fewer than 40 words. Include the keyword eat in the 6-th sentence."
+    response = await client.post(URL, json={"prompt": prompt}, headers=headers)
+    assert response.status_code == 200, response.text
+    payload = response.json()
+    [constraint] = payload["constraints"]
+    kept = [r for r in payload["readings"] if r["constraint"] == constraint["id"]]
+    assert [r["kind"] for r in kept] == ["word_count"]
+    assert {"40", "words"} <= {w["text"] for w in kept[0]["used"]}
+    dropped = [r for r in payload["readings"] if r["constraint"] is None]
+    assert dropped and {"6", "sentence"} <= {w["text"] for r in dropped for w in r["unaccounted"]}
+    assert any("6-th sentence" in s["text"] for s in payload["unrecognised"])

@@ -1,0 +1,870 @@
+"""Every reading accounts for the whole clause it came from, or the clause is left unrecognised.
+
+A reader recognises a requirement by some of its words; a clause may say
+more than the reader used ("words that contain only three types of vowels"
+holds "three words" to a word counter, "include the keyword eat in the 6-th
+sentence" holds "keyword eat" to a keyword reader). Steering such a smaller
+reading forces the answer against the request while its verdict says
+"satisfied", which is worse than no reading. So, after every reader has run,
+each English clause that holds readings is checked as a whole, in the terms
+of the constraint form (:func:`reasoning.constraints.form.form_of`), whatever
+reader made the readings:
+
+- a *quantity* (a number counting a unit of the answer: "three types of
+  vowels", "20 words", "one sub-bullet point") must be carried by a reading
+  whose form counts that unit, with that number;
+- a *position* (an ordinal on a unit: "the 6-th sentence", "every 29th
+  word", "the last paragraph") must be carried by a reading whose form
+  places something at that position of that unit;
+- a *unit* bound by a quantifier ("each bullet point", "every sentence", "per
+  line") must be a unit of some reading's form (counted, placed, wrapped, or
+  the piece a rule holds per);
+- a *filter* on a counted unit (a relative or participle clause or a with /
+  containing phrase that names another unit, a number or a quoted text: "words
+  that contain only ... vowels", "sentences with two commas") needs a reading
+  that counts that unit with a filter, or holds per piece of it;
+- a *separator or marker* (a symbol the clause names: "denoted by *", "use
+  !?!? instead", "separated by ~") must be a text of some reading's form or
+  a mark its kind implies (``*`` and ``-`` for bullets).
+
+A clause with something unaccounted keeps none of its readings: they are
+dropped and the clause is reported ``unrecognised`` (the model is left to
+follow it). Words in an example ("such as ...", "e.g. ...") or in quotes
+are content, never quantities or positions; numbers counting something that
+is no unit of the answer ("three cities") are content too.
+
+The result also says which words of its clause each kept reading used
+(:class:`Reading`), and for dropped readings what was left unaccounted.
+Chinese clauses are not checked here (their readers match whole phrases).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import msgspec
+from spacy.tokens import Doc, Token
+
+from reasoning.constraints.form import (
+    Copy,
+    Count,
+    Form,
+    Layout,
+    Position,
+    Spread,
+    Structure,
+    Unit,
+    Wrap,
+    form_of,
+)
+from reasoning.constraints.found import Found
+from reasoning.constraints.lexicon import EN_EVERY, EN_UNITS
+from reasoning.constraints.model import Kind, Span
+from reasoning.constraints.quantities import ordinal, parse_number
+
+__all__ = ["Accounting", "Reading", "account_readings"]
+
+
+class Reading(msgspec.Struct, frozen=True, kw_only=True):
+    """One reading of a clause and the words it used.
+
+    ``constraint`` is the id of the constraint the reading became, or None
+    when it was dropped because its clause said more than its readings
+    carry; ``unaccounted`` then lists those words (empty for a kept reading).
+    ``used``: the words of the clause the reading stands on: those it was
+    read from and the quantities, positions, units and marks it carries.
+    """
+
+    kind: str
+    constraint: str | None
+    clause: Span
+    used: tuple[Span, ...]
+    unaccounted: tuple[Span, ...] = ()
+
+
+class Accounting(msgspec.Struct, frozen=True, kw_only=True):
+    """What :func:`account_readings` kept, dropped and reports.
+
+    ``kept`` are the input readings that stand (in input order); ``used``
+    maps each kept reading's index in ``kept`` to its clause and words;
+    ``dropped`` are readings of clauses left unrecognised, whose spans are
+    ``unrecognised``.
+    """
+
+    kept: tuple[Found, ...]
+    used: tuple[tuple[Span, tuple[Span, ...]], ...]
+    dropped: tuple[Reading, ...]
+    unrecognised: tuple[Span, ...]
+
+
+# --- units the clause names -------------------------------------------------
+
+#: Noun lemmas naming a unit of the answer -> the unit's name (a form Unit's value where one exists).
+_UNIT_NOUNS: Mapping[str, str] = {
+    "word": "words", "keyword": "keywords", "term": "words", "sentence": "sentences",
+    "paragraph": "paragraphs", "line": "lines", "bullet": "bullets", "item": "bullets",
+    "section": "sections", "part": "sections", "letter": "letters", "character": "characters",
+    "char": "characters", "vowel": "vowels", "consonant": "consonants", "syllable": "syllables",
+    "comma": "punctuation", "period": "punctuation", "semicolon": "punctuation", "colon": "punctuation",
+    "mark": "punctuation", "punctuation": "punctuation", "exclamation": "punctuation", "dash": "punctuation",
+    "hyphen": "punctuation", "emoji": "emoji", "emojis": "emoji", "emoticon": "emoji", "digit": "digits",
+    "numeral": "numbers", "number": "numbers", "hashtag": "hashtags", "heading": "headings",
+    "subheading": "headings", "header": "headings", "placeholder": "placeholders",
+    "stanza": "stanzas", "verse": "stanzas", "quote": "quotes", "quotation": "quotes",
+    "bracket": "brackets", "parenthesis": "brackets", "parentheses": "brackets", "row": "rows",
+    "column": "columns", "level": "levels", "layer": "levels", "pronoun": "words",
+    "conjunction": "words", "noun": "words", "verb": "words", "adjective": "words", "adverb": "words",
+    "highlight": "highlights", "break": "breaks", "newline": "breaks",
+}
+#: Units a reading's unit implies it names too ("40 unique words" counts words).
+_IMPLIED: Mapping[str, frozenset[str]] = {
+    "unique_words": frozenset({"words"}), "capital_words": frozenset({"words", "letters"}),
+    "keywords": frozenset({"words"}), "highlights": frozenset({"sections", "words", "keywords", "titles"}),
+    "nested_bullets": frozenset({"bullets"}), "placeholders": frozenset({"brackets"}),
+    "spans": frozenset({"brackets", "quotes", "words"}), "headings": frozenset({"sections", "titles"}),
+    "sections": frozenset({"paragraphs"}), "paragraphs": frozenset({"breaks", "stanzas", "sections"}),
+    "hashtags": frozenset({"words"}),
+}
+#: Marks a unit is written with ("at least 4 hashtags, starting with '#'").
+_UNIT_MARKS: Mapping[str, str] = {"hashtags": "#", "headings": "#", "bullets": "*-•+", "nested_bullets": "*-•+",
+                                  "placeholders": "[]", "highlights": "*_", "rows": "|-:", "columns": "|"}
+#: Unit nouns said with "point": a list's point ("bullet point", "3 points") is a bullet.
+_POINT = "point"
+#: Words before a list noun that make it a nested one ("sub-bullet", "nested item").
+_NESTED = frozenset({"sub", "nested", "subpoint", "sub-point", "sub-bullet", "sub-item", "child", "second-level"})
+#: Nouns naming a kind or amount of another unit ("three types of vowels", "a pair of words").
+_CONTAINERS = frozenset({"type", "kind", "sort", "variety", "set", "group", "pair", "number", "amount",
+                         "instance", "occurrence", "count", "total", "maximum", "minimum"})
+#: Units a filter may name inside a reading's filter (a letter, vowel, character set ...).
+_FILTER_UNITS = frozenset({"letters", "characters", "vowels", "consonants", "syllables", "punctuation",
+                           "digits", "numbers", "emoji", "words", "keywords"})
+
+# --- what a reading's form carries ------------------------------------------
+
+#: Units a named kind covers beyond those of its form (what its wording names around it).
+_KIND_UNITS: Mapping[Kind, frozenset[str]] = {
+    Kind.KEYWORDS_PRESENT: frozenset({"words"}),
+    Kind.FORBIDDEN_WORDS: frozenset({"words"}),
+    Kind.KEYWORD_FREQUENCY: frozenset({"words"}),
+    Kind.CAPITAL_WORD_FREQUENCY: frozenset({"words", "letters"}),
+    Kind.ALL_LOWERCASE: frozenset({"words", "characters"}),
+    Kind.ALL_CAPITALS: frozenset({"words", "characters"}),
+    Kind.PARAGRAPH_COUNT: frozenset({"breaks", "lines", "sections"}),
+    Kind.NTH_PARAGRAPH_FIRST_WORD: frozenset({"breaks", "lines", "words"}),
+    Kind.HIGHLIGHTED_SECTIONS: frozenset({"sections", "words", "keywords", "titles"}),
+    Kind.START_PHRASE: frozenset({"words", "sentences", "lines"}),
+    Kind.END_PHRASE: frozenset({"words", "sentences", "lines"}),
+    Kind.SECTIONS: frozenset({"paragraphs", "headings"}),
+    Kind.PLACEHOLDERS: frozenset({"brackets", "words"}),
+    Kind.TITLE: frozenset({"titles", "brackets", "headings"}),
+    Kind.POSTSCRIPT: frozenset({"sections", "paragraphs", "lines"}),
+    Kind.QUOTATION: frozenset({"quotes", "punctuation"}),
+    Kind.NO_COMMA: frozenset({"punctuation"}),
+    Kind.TWO_RESPONSES: frozenset({"responses", "paragraphs", "sections", "punctuation"}),
+    Kind.CONSTRAINED_RESPONSE: frozenset({"words", "sentences"}),
+    Kind.JSON_FORMAT: frozenset({"sections", "brackets", "quotes"}),
+    Kind.RESPONSE_LANGUAGE: frozenset({"words", "letters", "characters"}),
+    Kind.CITE_SOURCES: frozenset({"sentences"}),
+    Kind.NUMERIC_PRECISION: frozenset({"numbers", "digits"}),
+}
+#: Marks a named kind or layout writes, so a clause naming them has them accounted for.
+_KIND_MARKS: Mapping[Kind, str] = {
+    Kind.BULLET_COUNT: "*-•+",
+    Kind.HIGHLIGHTED_SECTIONS: "*",
+    Kind.PARAGRAPH_COUNT: "*",
+    Kind.TITLE: "<>《》",
+    Kind.PLACEHOLDERS: "[]",
+    Kind.QUOTATION: "\"'“”",
+    Kind.JSON_FORMAT: "{}[]`\"",
+    Kind.TWO_RESPONSES: "*",
+    Kind.POSTSCRIPT: ".",
+}
+_LIST_MARKS = "*-•+#."
+#: Units a structure of each layout covers.
+_LAYOUT_UNITS: Mapping[Layout, frozenset[str]] = {
+    Layout.LIST: frozenset({"bullets", "lines"}),
+    Layout.NESTED_LIST: frozenset({"bullets", "nested_bullets", "lines", "levels"}),  # two levels at least
+    Layout.NUMBERED_LIST: frozenset({"bullets", "lines", "numbers"}),
+    Layout.TABLE: frozenset({"rows", "columns", "lines"}),
+    Layout.NO_LIST: frozenset({"bullets", "lines"}),
+    Layout.RESPONSES: frozenset({"responses", "paragraphs", "sections"}),
+}
+#: Kinds whose form is the whole answer's text or layout (they account for any unit named around them).
+_WHOLE = frozenset({Kind.REPEAT_PROMPT, Kind.COPY, Kind.REGEX_FORMAT, Kind.JSON_FORMAT})
+
+
+class _Carries(msgspec.Struct, kw_only=True):
+    """What one reading's form carries: units, numbers, positions, texts, filters."""
+
+    units: set[str]
+    numbers: set[float]
+    positions: set[int]
+    texts: list[str]
+    filtered: bool
+    per: set[str]
+    whole: bool
+    marks: str
+    ops: set[str] = msgspec.field(default_factory=set)
+    answer_edge: bool = False
+    ratio: bool = False
+
+
+def _form_units(form: Form, carried: _Carries) -> None:
+    if isinstance(form, Count):
+        carried.units.add(form.unit.value)
+        carried.numbers.update({float(form.n), float(form.n + 1), float(form.n - 1)})
+        if form.fraction is not None:
+            carried.numbers.update({form.fraction, round(form.fraction * 100, 6)})
+            carried.ratio = True
+        if form.of is not None:
+            carried.units.add(form.of.unit.value)
+        if form.per is not None:
+            carried.per.add(form.per.value)
+            carried.units.add(form.per.value)
+        fields = msgspec.structs.asdict(form.filter)
+        if any(v not in (None, False, ()) for v in fields.values()):
+            carried.filtered = True
+        for value in fields.values():
+            if isinstance(value, str):
+                carried.texts.append(value)
+            elif isinstance(value, int) and not isinstance(value, bool):
+                carried.numbers.add(float(value))
+            elif isinstance(value, tuple):
+                carried.texts.extend(str(v) for v in value)
+        for length in (form.filter.min_length, form.filter.max_length):
+            if length is not None:
+                carried.numbers.update({float(length - 1), float(length + 1)})
+                carried.units.update({Unit.LETTERS.value, Unit.CHARACTERS.value})
+        if form.filter.starts_with or form.filter.ends_with:
+            carried.positions.add(1 if form.filter.starts_with else -1)
+            carried.units.add(Unit.LETTERS.value)
+        if form.filter.same_as_previous is not None:
+            carried.numbers.add(2.0)
+            carried.positions.add(1)
+            carried.units.add(Unit.LETTERS.value)
+    elif isinstance(form, Position):
+        carried.units.add(form.unit.value)
+        if form.k:
+            carried.positions.add(form.k)
+        if form.k == 0:
+            carried.per.add(form.unit.value)
+        if form.word is not None:
+            carried.positions.add(form.word)
+            carried.units.add(Unit.WORDS.value)
+        if form.text or form.word_class or form.same_as:
+            carried.units.add(Unit.WORDS.value)
+        if form.same_as is not None:
+            carried.positions.update({1, -1})
+        carried.texts.append(form.text)
+        if form.op in ("starts_with", "ends_with"):
+            carried.ops.add(form.op)
+            carried.answer_edge = carried.answer_edge or form.unit is Unit.ANSWER
+        if form.op in ("starts_with", "ends_with") and form.word is None:
+            carried.positions.add(1 if form.op == "starts_with" else -1)
+        if form.word_class == "emoji":
+            carried.units.add(Unit.EMOJI.value)
+        if form.word_class in ("capital", "lowercase"):
+            carried.units.add(Unit.LETTERS.value)
+    elif isinstance(form, Wrap):
+        carried.units.add(form.unit.value)
+        carried.per.add(form.unit.value)
+        carried.texts.extend((form.left, form.right))
+    elif isinstance(form, Structure):
+        carried.units.update(_LAYOUT_UNITS.get(form.layout, frozenset()))
+        for number in (form.n, form.columns, form.sub_items):
+            if number is not None:
+                carried.numbers.add(float(number))
+        if form.sub_items is not None:
+            carried.per.add(Unit.BULLETS.value)
+        if form.before == "sentence" or form.after == "sentence":
+            carried.units.add(Unit.SENTENCES.value)
+            carried.numbers.add(1.0)
+        if form.before or form.after:
+            carried.units.update({Unit.PARAGRAPHS.value, Unit.SENTENCES.value})
+        if form.marker:
+            carried.texts.append(form.marker)
+        carried.texts.extend(form.headers)
+        if form.layout in (Layout.LIST, Layout.NESTED_LIST, Layout.NUMBERED_LIST, Layout.NO_LIST):
+            carried.marks += _LIST_MARKS
+        if form.layout is Layout.NESTED_LIST:
+            carried.numbers.add(2.0)
+        if form.layout is Layout.TABLE:
+            carried.marks += "|-:"
+    elif isinstance(form, Spread):
+        carried.units.update({form.unit.value, form.per.value})
+        carried.per.add(form.per.value)
+        carried.ratio = True
+        for number in (form.max_diff, form.step):
+            if number is not None:
+                carried.numbers.update({float(abs(number))})
+        if form.max_ratio is not None:
+            carried.numbers.add(form.max_ratio)
+            carried.ratio = True
+    elif isinstance(form, Copy):
+        carried.whole = True
+
+
+def _strings(value: Any) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _strings(item)
+
+
+def _numbers(value: Any) -> Iterable[float]:
+    if isinstance(value, bool):
+        return
+    if isinstance(value, (int, float)):
+        yield float(value)
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _numbers(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _numbers(item)
+
+
+def _carries(found: Found) -> _Carries:
+    carried = _Carries(units=set(_KIND_UNITS.get(found.kind, frozenset())), numbers=set(), positions=set(),
+                       texts=list(_strings(found.params)), filtered=False, per=set(),
+                       whole=found.kind in _WHOLE, marks=_KIND_MARKS.get(found.kind, ""))
+    try:
+        forms = form_of(found.kind, found.params) or ()
+    except (ValueError, TypeError):
+        forms = ()
+    for form in forms:
+        _form_units(form, carried)
+    if found.kind is Kind.START_PHRASE:
+        carried.positions.add(1)
+    if found.kind in (Kind.END_PHRASE, Kind.POSTSCRIPT):
+        carried.positions.add(-1)
+    if found.kind is Kind.NTH_PARAGRAPH_FIRST_WORD:
+        carried.positions.add(1)
+        if found.params.get("nth") == found.params.get("n"):
+            carried.positions.add(-1)
+    if found.kind is Kind.CONSTRAINED_RESPONSE:
+        carried.numbers.add(1.0)
+    if not forms:
+        carried.numbers.update(_numbers(found.params))
+    for unit in tuple(carried.units):
+        carried.units.update(_IMPLIED.get(unit, frozenset()))
+    for unit in tuple(carried.units):
+        carried.marks += _UNIT_MARKS.get(unit, "")
+    for text in carried.texts:
+        if len(text) > 1 and len(set(text)) == 1 and not text[0].isalnum():
+            carried.numbers.add(float(len(text)))
+    return carried
+
+
+# --- the clause's words -----------------------------------------------------
+
+_CLAUSE_DEPS = frozenset({"conj", "parataxis"})
+_VERBS = frozenset({"VERB", "AUX"})
+_EXAMPLE = re.compile(r"\b(?:such\s+as|e\.\s?g\.|i\.\s?e\.|for\s+example|for\s+instance|like\s+this|as\s+in)(?!\w)",
+                      re.IGNORECASE)
+_QUOTES = re.compile(r"\"[^\"\n]*\"|“[^”\n]*”|«[^»\n]*»|(?<![\w'])'[^'\n]+'(?![\w'])|‘[^’\n]*’|`[^`\n]*`")
+#: Punctuation of ordinary prose: such a mark is a separator only where the clause names it as one.
+_PROSE = frozenset(".,;:!?()'\"’‘“”-–—/。，、；：！？（）《》「」『』…[]【】")
+_NAMING = frozenset({"by", "with", "use", "as", "using", "of", "between", "mark", "symbol", "character",
+                     "separator", "delimiter", "marker"})
+_LAST = {"last": -1, "final": -1, "penultimate": -2}
+_FROM_END = re.compile(r"^\s*(?:-\s*)?(?:[a-z]+\s+)?(?:to\s*-?\s*last|from\s+(?:the\s+)?(?:end|last|bottom))\b", re.IGNORECASE)
+_NO_COUNT = frozenset({"no", "not"})
+#: Nouns a section heading is labelled with ("Part 2", "Section 1", "Chapter 3").
+_LABELS = frozenset({"part", "section", "chapter"})
+
+
+def _clause_head(token: Token) -> Token:
+    node = token
+    while node.head.i != node.i:
+        if node.dep_ in _CLAUSE_DEPS and node.pos_ in _VERBS and node.head.pos_ in _VERBS:
+            return node
+        node = node.head
+    return node
+
+
+def _clauses(doc: Doc) -> list[list[Token]]:
+    """The clauses of each sentence: coordinated verbs head their own, and a semicolon ends one."""
+    clauses: dict[tuple[int, int], list[Token]] = {}
+    for sent in doc.sents:
+        part = sent.start
+        for token in sent:
+            if token.text in (";", "；"):
+                part = token.i
+            clauses.setdefault((part, _clause_head(token).i), []).append(token)
+    return [tokens for _, tokens in sorted(clauses.items())]
+
+
+def _unit_of(noun: Token) -> str | None:
+    """The unit a noun names, with its compounds read ("sub-bullet point": nested bullets;
+    "exclamation point": punctuation; "three types of vowels": vowels)."""
+    node = noun
+    for _ in range(3):
+        if node.lemma_.lower() not in _CONTAINERS:
+            break
+        inner = [c for c in node.children if c.dep_ == "prep" and c.lower_ == "of"]
+        objects = [g for c in inner for g in c.children if g.dep_ == "pobj"]
+        if not objects:
+            return None
+        node = objects[0]
+    lemma = node.lemma_.lower()
+    before = [t.lemma_.lower() for t in node.doc[max(node.left_edge.i, node.i - 4): node.i]]
+    words = (*before, lemma)
+    for size in range(len(words), 0, -1):
+        entry = EN_UNITS.get(words[-size:])
+        if entry is not None and (size > 1 or lemma not in _UNIT_NOUNS):
+            return entry[0].value
+    nested = any(w in _NESTED or w.startswith("sub") for w in before)
+    if lemma in (_POINT, "bullet", "item", "bullet-point", "subpoint", "sub-point", "sub-bullet", "sub-item"):
+        return "nested_bullets" if nested or lemma.startswith("sub") else "bullets"
+    if lemma in ("line", "new") and any(w in ("blank", "empty", "new") for w in before):
+        return "breaks"
+    if lemma == "break" and not any(w in ("line", "paragraph", "page") for w in before):
+        return None
+    return _UNIT_NOUNS.get(lemma)
+
+
+def _counted_noun(token: Token) -> Token | None:
+    """The noun a number or ordinal counts or places: up its head chain, else the next noun in a few words."""
+    node = token
+    for _ in range(4):
+        if node.head.i == node.i:
+            break
+        if node.dep_ not in ("nummod", "quantmod", "amod", "compound", "nmod", "advmod", "npadvmod", "punct"):
+            break
+        node = node.head
+        if node.pos_ in ("NOUN", "PROPN"):
+            return node
+    for nxt in token.doc[token.i + 1: token.i + 5]:
+        if nxt.pos_ in ("NOUN", "PROPN"):
+            return nxt
+        if nxt.pos_ in ("VERB", "AUX", "ADP", "PUNCT") and nxt.text != "-":
+            break
+    return None
+
+
+class _Need(msgspec.Struct, frozen=True, kw_only=True):
+    """Something the clause says that a reading must carry."""
+
+    what: str  # "quantity" | "position" | "unit" | "filter" | "mark"
+    tokens: tuple[int, ...]
+    unit: str | None = None
+    value: float | None = None
+    text: str | None = None
+    named: tuple[str, ...] = ()
+
+
+def _masked(text: str, tokens: Sequence[Token]) -> tuple[set[int], set[int]]:
+    """Token indices in an example (after "such as", "e.g." ...) and in quotes."""
+    if not tokens:
+        return set(), set()
+    start, end = tokens[0].idx, tokens[-1].idx + len(tokens[-1])
+    piece = text[start:end]
+    example_from = min((m.start() + start for m in _EXAMPLE.finditer(piece)), default=end)
+    quoted = [(m.start() + start, m.end() + start) for m in _QUOTES.finditer(piece)]
+    examples = {t.i for t in tokens if t.idx >= example_from}
+    depth = 0
+    for t in tokens:
+        if t.text in ("(", "（"):
+            depth += 1
+        elif t.text in (")", "）"):
+            depth = max(0, depth - 1)
+        elif depth:
+            examples.add(t.i)
+    inside = {t.i for t in tokens if any(s < t.idx and t.idx + len(t) < e for s, e in quoted)}
+    return examples, inside
+
+
+def _ordinal_value(token: Token) -> int | None:
+    """The position an ordinal names, negative when counted from the end ("second to last": -2)."""
+    value = _ordinal_from_start(token)
+    if value is None or value < 0:
+        return value
+    rest = token.doc.text[token.idx + len(token): token.idx + len(token) + 24]
+    rest = re.sub(r"^\s*-?\s*(?:th|st|nd|rd)\b", "", rest)
+    return -value if _FROM_END.match(rest) else value
+
+
+def _ordinal_from_start(token: Token) -> int | None:
+    value = ordinal(token.text)
+    if value is not None:
+        return value
+    if token.lower_ in _LAST:
+        before = [t.lower_ for t in token.doc[max(0, token.i - 2): token.i]]
+        return None if "to" in before else _LAST[token.lower_]
+    if token.like_num and token.text.isdigit():
+        following = token.doc[token.i + 1: token.i + 3]
+        words = [t.lower_ for t in following]
+        if words[:1] in (["th"], ["st"], ["nd"], ["rd"]) or (words[:1] == ["-"] and words[1:2] in (["th"], ["st"], ["nd"], ["rd"])):
+            return int(token.text)
+    return None
+
+
+def _number_value(token: Token) -> float | None:
+    if not token.like_num:
+        return None
+    raw = token.text.replace(",", "")
+    try:
+        return float(raw)
+    except ValueError:
+        pass
+    try:
+        value = parse_number([token.text])
+    except ValueError:  # a digit int() does not read ("¹")
+        return None
+    return float(value) if value is not None else None
+
+
+def _run_value(token: Token) -> float | None:
+    """The number ending at ``token``, read with the number words before it ("two hundred": 200)."""
+    value = _number_value(token)
+    if value is None:
+        return None
+    start = token.i
+    doc = token.doc
+    while start > 0 and (_number_value(doc[start - 1]) is not None or (
+            doc[start - 1].text == "-" and start > 1 and not doc[start - 2].whitespace_) or (
+            doc[start - 1].lower_ == "and" and start > 1 and _number_value(doc[start - 2]) is not None)):
+        start -= 1
+    if start == token.i:
+        return value
+    words = [t.text for t in doc[start: token.i + 1] if t.text != "-"]
+    try:
+        whole = parse_number(words)
+    except ValueError:
+        return value
+    return float(whole) if whole is not None else value
+
+
+def _needs(text: str, tokens: Sequence[Token]) -> list[_Need]:
+    examples, quoted = _masked(text, tokens)
+    inside = {t.i for t in tokens}
+    needs: list[_Need] = []
+    bound: set[int] = set()
+    for token in tokens:
+        if token.i in examples:
+            continue
+        if token.i in quoted:
+            continue
+        nxt = token.doc[token.i + 1] if token.i + 1 < len(token.doc) else None
+        after = token.doc[token.i + 2] if token.i + 2 < len(token.doc) else None
+        if nxt is not None and _number_value(token) is not None and (
+                _number_value(nxt) is not None
+                or (nxt.lower_ in ("and", "-") and after is not None and _number_value(after) is not None)):
+            continue  # a number written in several words ("two hundred", "twenty-five"): read at its last word
+        position = _ordinal_value(token)
+        number = None if position is not None else _run_value(token)
+        if position is None and number is None:
+            continue
+        if number is not None and token.i > 0 and token.doc[token.i - 1].lower_ in _NO_COUNT:
+            continue
+        noun = _counted_noun(token)
+        label = token.head if token.dep_ in ("nummod", "appos", "npadvmod", "dobj") and token.head.i == token.i - 1 else None
+        if number is not None and label is not None and label.pos_ in ("NOUN", "PROPN") and _unit_of(label):
+            if label.lemma_.lower() in _LABELS and label.text[:1].isupper():
+                continue  # a heading's own label ("Part 2.", "Section 1")
+            noun, position, number = label, int(number), None
+        if noun is None or noun.i not in inside:
+            continue
+        unit = _unit_of(noun)
+        if unit is None:
+            continue
+        bound.add(noun.i)
+        if position is not None:
+            if token.lower_ == "first" and noun.lemma_.lower() not in ("sentence", "paragraph", "line", "bullet",
+                                                                       "item", "section", "word", "letter"):
+                continue
+            needs.append(_Need(what="position", tokens=(token.i, noun.i), unit=unit, value=float(position)))
+        elif number is not None:
+            needs.append(_Need(what="quantity", tokens=(token.i, noun.i), unit=unit, value=number))
+    for token in tokens:
+        if token.i in examples or token.i in quoted or token.pos_ not in ("NOUN", "PROPN"):
+            continue
+        unit = _unit_of(token)
+        if unit is None:
+            continue
+        every = [c for c in token.children if c.lower_ in EN_EVERY or c.lower_ == "per"]
+        if token.dep_ == "pobj" and token.head.lower_ == "per":
+            every.append(token.head)
+        if every:
+            needs.append(_Need(what="unit", tokens=(every[0].i, token.i), unit=unit))
+        if token.i in bound:
+            needs.extend(_filters(token, unit, inside, examples, quoted))
+    needs.extend(_marks(tokens, examples))
+    for token in tokens:
+        if token.i in examples or token.i in quoted or token.lemma_.lower() not in _RATIOS or token.pos_ != "NOUN":
+            continue
+        if any(_unit_of(t) for t in tokens if t.pos_ in ("NOUN", "PROPN") and t.i != token.i):
+            needs.append(_Need(what="ratio", tokens=(token.i,)))
+    return needs
+
+
+#: Nouns that state a ratio or share between counts ("the ratio of overlapping words", "half of the sentences").
+_RATIOS = frozenset({"ratio", "proportion", "percentage", "percent", "share", "fraction", "half", "balance"})
+
+
+_FILTER_DEPS = frozenset({"relcl", "acl"})
+#: Verbs of a modifier that says how pieces are separated ("paragraphs separated by two new lines"):
+#: a reading of those pieces implies their separator, unless a mark is named (a need of its own).
+_SEPARATING = frozenset({"separate", "divide", "split", "delimit"})
+_FILTER_PREPS = frozenset({"with", "without", "containing", "of"})
+
+
+def _filters(noun: Token, unit: str, inside: set[int], examples: set[int], quotes: set[int]) -> list[_Need]:
+    """Restrictive modifiers of a counted or placed unit that name another unit, a number or a text."""
+    needs: list[_Need] = []
+    if unit in ("breaks", "levels", "responses"):
+        return needs
+    for child in noun.children:
+        if child.dep_ in _FILTER_DEPS or (child.dep_ == "prep" and child.lower_ in _FILTER_PREPS):
+            sub = [t for t in child.subtree if t.i in inside and t.i not in examples]
+            if child.lower_ == "of" and unit not in ("sentences", "paragraphs", "lines", "bullets", "sections"):
+                continue
+            if child.lemma_.lower() in _SEPARATING:
+                needs.append(_Need(what="filter", tokens=(noun.i, child.i), unit=unit, named=(unit,)))
+                continue
+            named = [t for t in sub if t.i not in quotes and t.pos_ in ("NOUN", "PROPN") and _unit_of(t) is not None]
+            quoted = [t for t in sub if t.i in quotes]
+            if named or quoted:
+                needs.append(_Need(what="filter", tokens=(noun.i, child.i, *(t.i for t in named)), unit=unit,
+                                   named=tuple(u for t in named if (u := _unit_of(t)) is not None),
+                                   text=" ".join(t.text for t in quoted) or None))
+    return needs
+
+
+def _marks(tokens: Sequence[Token], examples: set[int]) -> list[_Need]:
+    """Marks the clause names as a separator or marker: quoted ("'~'"), or right after a word that
+    names one ("denoted by *", "use !?!? to separate", "the mark ~"). A run of marks written without
+    spaces is one mark. Prose punctuation between words, a number's own sign ("300+", "25%") and
+    marks in an example are none."""
+    runs: list[list[Token]] = []
+    for token in tokens:
+        raw = token.text
+        if token.i in examples or any(c.isalnum() or c.isspace() for c in raw) or raw in _OPENERS or raw in _CLOSERS:
+            continue
+        if runs and runs[-1][-1].i == token.i - 1 and not runs[-1][-1].whitespace_:
+            runs[-1].append(token)
+        else:
+            runs.append([token])
+    needs: list[_Need] = []
+    for run in runs:
+        while len(run) > 1 and run[-1].text in _CLAUSE_MARKS:
+            run = run[:-1]
+        raw = "".join(t.text for t in run)
+        doc = run[0].doc
+        before = doc[run[0].i - 1] if run[0].i > 0 else None
+        after = doc[run[-1].i + 1] if run[-1].i + 1 < len(doc) else None
+        if before is not None and before.like_num and not before.whitespace_ and raw in ("+", "%", "％"):
+            continue
+        quoted = (before is not None and after is not None and before.text in _OPENERS and after.text in _CLOSERS
+                  and not before.whitespace_ and not run[-1].whitespace_)
+        named = before is not None and before.lower_ in _NAMING and raw not in _CLAUSE_MARKS
+        if quoted or named:
+            needs.append(_Need(what="mark", tokens=tuple(t.i for t in run), text=raw))
+    return needs
+
+
+_OPENERS = frozenset({"'", '"', "“", "‘", "`", "(", "[", "【", "「", "«"})
+_CLOSERS = frozenset({"'", '"', "”", "’", "`", ")", "]", "】", "」", "»"})
+#: Marks that end or join clauses: named only when quoted.
+_CLAUSE_MARKS = frozenset({",", ";", ":", ".", "，", "；", "：", "。", "、"})
+
+
+# --- accounting ---------------------------------------------------------------
+
+
+def _accounts(need: _Need, carried: _Carries) -> bool:
+    if carried.whole:
+        return True
+    unit = need.unit
+    if need.what == "quantity":
+        if unit == "breaks":
+            return unit in carried.units
+        value = need.value or 0.0
+        near = any(abs(n - value) <= 0.25 * value for n in carried.numbers) if value >= 8 else value in carried.numbers
+        return unit in carried.units and near
+    if need.what == "position":
+        return unit in carried.units and need.value is not None and int(need.value) in carried.positions
+    if need.what == "unit":
+        return unit in carried.units or unit in carried.per
+    if need.what == "filter":
+        if carried.filtered or unit in carried.per:
+            return True
+        marked = any(t and not t.isalnum() for t in carried.texts) or bool(carried.marks)
+        if need.named and all(n in carried.units or (n == "punctuation" and marked) for n in need.named):
+            return True
+        quoted = (need.text or "").lower()
+        if quoted and all(c in carried.marks or c.isspace() for c in quoted):
+            return True
+        return bool(quoted) and any(t and t.lower() in quoted for t in carried.texts)
+    if need.what == "ratio":
+        return carried.ratio
+    if need.what == "mark":
+        mark = need.text or ""
+        return any(mark in t for t in carried.texts if t) or all(c in carried.marks for c in mark)
+    return False
+
+
+def _word_span(token: Token, prompt: str) -> Span:
+    return Span(start=token.idx, end=token.idx + len(token), text=prompt[token.idx: token.idx + len(token)])
+
+
+def account_readings(doc: Doc | None, text: str, prompt: str, found: Sequence[Found]) -> Accounting:
+    """Keep the readings whose clauses they account for; drop the others and report their clauses.
+
+    ``doc`` is the English parse of ``text`` (the cleaned ``prompt``, same
+    offsets); without one every reading is kept (with no words reported).
+    A clause that holds no reading but names a separator or marker ("use
+    !?!? to separate the items") is reported too: no reader read it.
+    """
+    if doc is None:
+        return Accounting(kept=tuple(found), used=(), dropped=(), unrecognised=())
+    carried = [_carries(f) for f in found]
+    dropped_ids: set[int] = set()
+    clause_of: dict[int, Span] = {}
+    used_tokens: dict[int, set[int]] = {}
+    dropped: list[Reading] = []
+    unrecognised: list[Span] = []
+
+    def drop(i: int, clause: Span, unaccounted: tuple[Span, ...]) -> None:
+        if i in dropped_ids:
+            return
+        dropped_ids.add(i)
+        words = sorted(_own(doc, found[i]) | used_tokens.get(i, set()))
+        dropped.append(Reading(kind=found[i].kind.value, constraint=None, clause=clause,
+                               used=tuple(_word_span(doc[t], prompt) for t in words), unaccounted=unaccounted))
+
+    clauses = [sorted((t for t in tokens if not t.is_space), key=lambda t: t.i) for tokens in _clauses(doc)]
+    home = _homes(found, clauses)
+    for number, ordered in enumerate(clauses):
+        if not ordered:
+            continue
+        start = ordered[0].idx
+        end = max(t.idx + len(t) for t in ordered)
+        clause = Span(start=start, end=end, text=prompt[start:end])
+        members = [i for i in range(len(found)) if number in home[i]]
+        needs = _needs(text, ordered)
+        if not members:
+            if _unread(needs, carried, ordered):
+                unrecognised.append(clause)
+            continue
+        for i in members:
+            if i not in clause_of or clause_of[i].end - clause_of[i].start < end - start:
+                clause_of[i] = clause
+        each = [n for n in needs if n.what == "unit"]
+        for i in list(members):
+            if not _supported(found[i], carried[i], _said(doc, found[i], ordered), each):
+                drop(i, clause, tuple(_word_span(doc[t], prompt) for t in sorted(_own(doc, found[i]))))
+                members.remove(i)
+        open_needs: list[_Need] = []
+        for need in needs:
+            takers = [i for i in members if _accounts(need, carried[i])]
+            if not takers and need.what in ("quantity", "unit") and any(
+                    _accounts(need, c) for i, c in enumerate(carried) if i not in members and i not in dropped_ids):
+                continue  # the clause restates what another clause asked ("your one-sentence answer")
+            if not takers:
+                open_needs.append(need)
+            for i in takers:
+                used_tokens.setdefault(i, set()).update(need.tokens)
+        if not open_needs and (members or not any(i in dropped_ids for i in clause_of if clause_of[i] == clause)):
+            continue
+        missing = sorted({i for need in open_needs for i in need.tokens})
+        unaccounted = tuple(_word_span(doc[i], prompt) for i in missing)
+        for i in members:
+            drop(i, clause, unaccounted)
+        unrecognised.append(clause)
+    kept: list[Found] = []
+    used: list[tuple[Span, tuple[Span, ...]]] = []
+    for i, f in enumerate(found):
+        if i in dropped_ids:
+            continue
+        kept.append(f)
+        clause = clause_of.get(i, Span(start=f.start, end=f.end, text=prompt[f.start:f.end]))
+        words = sorted(_own(doc, f) | used_tokens.get(i, set()))
+        used.append((clause, tuple(_word_span(doc[t], prompt) for t in words)))
+    return Accounting(kept=tuple(kept), used=tuple(used), dropped=tuple(dropped), unrecognised=_merged(unrecognised))
+
+
+def _homes(found: Sequence[Found], clauses: Sequence[Sequence[Token]]) -> list[set[int]]:
+    """The clause (or clauses, on a tie) holding most of each reading's words: where it came from.
+
+    A reader may take a whole sentence as its span ("Write three sections;
+    each section begins with a thesis"); the reading comes from the clause
+    that holds most of what it read, not from every clause its span touches.
+    """
+    homes: list[set[int]] = []
+    for f in found:
+        shares = [sum(1 for t in tokens if f.start < t.idx + len(t) and t.idx < f.end and not t.is_punct)
+                  for tokens in clauses]
+        best = max(shares, default=0)
+        homes.append({n for n, share in enumerate(shares) if share == best and best > 0}
+                     or {n for n, tokens in enumerate(clauses)
+                         if any(f.start < t.idx + len(t) and t.idx < f.end for t in tokens)})
+    return homes
+
+
+def _unread(needs: Sequence[_Need], carried: Sequence[_Carries], tokens: Sequence[Token]) -> bool:
+    """Whether a clause no reading came from states a quantity, position or mark of the answer that no
+    reading of the prompt carries (reported unrecognised: "Write three sections", "use !?!? to separate").
+    A question asks; it states nothing."""
+    if any(t.text in ("?", "？") for t in tokens[-2:]) and not any(n.what == "mark" for n in needs):
+        return False
+    return any(n.what in ("quantity", "position", "mark") and not any(_accounts(n, c) for c in carried)
+               for n in needs)
+
+
+#: Words that say where a text stands: a reading placing it at a start or an end needs one of them.
+_START_CUES = frozenset({"start", "begin", "open", "first", "lead", "beginning", "opening", "precede", "preface",
+                         "prefix", "initial", "introduce", "head", "opener", "starting", "kick", "top"})
+_END_CUES = frozenset({"end", "finish", "close", "last", "conclude", "final", "ending", "closing", "terminate",
+                       "sign", "suffix", "append", "follow", "conclusion", "wrap", "finally"})
+
+
+def _said(doc: Doc, found: Found, clause: Sequence[Token]) -> set[str] | None:
+    """The lemmas of the clause and of the sentences the reading was read from; None for Chinese text."""
+    tokens = list(clause)
+    for sent in doc.sents:
+        if sent.start_char < found.end and found.start < sent.end_char:
+            tokens.extend(sent)
+    if any("\u3400" <= c <= "\u9fff" for t in tokens for c in t.text):
+        return None
+    return {t.lemma_.lower() for t in tokens} | {t.lower_ for t in tokens}
+
+
+def _supported(found: Found, carried: _Carries, lemmas: set[str] | None, each: Sequence[_Need]) -> bool:
+    """Whether the clause says what the reading claims beyond its words.
+
+    A text placed at a start or an end needs a word saying so ("use the word
+    green in the second paragraph" places nothing at a start); a text at the
+    whole answer's start or end is no reading of a clause about each of its
+    pieces ("end each sentence with ~") when another reading holds per piece.
+    """
+    ops = carried.ops
+    if lemmas is None:
+        return True
+    if "starts_with" in ops and not lemmas & _START_CUES:
+        return False
+    if "ends_with" in ops and not lemmas & _END_CUES:
+        return False
+    return not (carried.answer_edge and any(n.unit not in carried.units for n in each))
+
+
+def _own(doc: Doc, found: Found) -> set[int]:
+    """The words (not punctuation or white space) a reading was read from."""
+    span = doc.char_span(found.start, found.end, alignment_mode="expand")
+    if span is None:
+        return set()
+    return {t.i for t in span if not t.is_space and not (t.is_punct and len(t.text) == 1 and t.text in _PROSE)}
+
+
+def _merged(spans: Sequence[Span]) -> tuple[Span, ...]:
+    seen: dict[tuple[int, int], Span] = {}
+    for span in spans:
+        seen.setdefault((span.start, span.end), span)
+    return tuple(seen[key] for key in sorted(seen))

@@ -1,0 +1,102 @@
+"""A reading accounts for the whole clause it came from, or the clause is left unrecognised (issue 36).
+
+Misreadings of the class: a reader recognises part of a clause (a count, a
+keyword) and leaves out what the rest of it says (the unit the number counts,
+the sentence the keyword goes in, the separator, the filter). Each such
+clause must come back ``unrecognised`` with no constraint read from it,
+whatever reader made the smaller reading; clauses whose readings carry all
+they say keep them, and say which words each reading used.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from reasoning.constraints.extraction import extract
+
+
+def _inside(span_start: int, span_end: int, start: int, end: int) -> bool:
+    return span_start < end and start < span_end
+
+
+@pytest.mark.parametrize(
+    ("prompt", "clause"),
+    [
+        # the issue's misreadings
+        ("Write a poem about the sea. Use only words that contain only three types of vowels.",
+         "Use only words that contain only three types of vowels."),
+        (("Write about cats. Your response must include bullet points denoted by * and at least one sub-bullet "
+         "point denoted by - for each bullet point."), "Your response must include bullet points"),
+        ("Write a story about lunch. Include keyword eat in the 6-th sentence.",
+         "Include keyword eat in the 6-th sentence."),
+        ("Write a story about lunch. Include the keyword eat in the 28-th sentence.",
+         "Include the keyword eat in the 28-th sentence."),
+        ("Write three sentences where the ratio of overlapping words between the first and second sentence is 0.5.",
+         "ratio of overlapping words"),
+        # new wordings of the same kinds
+        ("Describe tea in words that contain only three types of vowels.", "three types of vowels"),
+        ("Describe a forest using words built from exactly two kinds of consonants.", "two kinds of consonants"),
+        ("Write about tea. Use the word green in the second paragraph.", "Use the word green in the second paragraph."),
+        ("Write about rivers. Put the word delta in the 4th sentence.", "Put the word delta in the 4th sentence."),
+        ("Describe owls. Every 29th word must be in Japanese.", "Every 29th word must be in Japanese."),
+        ("Plan a trip and give each step at least two sub-points marked with ~ under every main point.",
+         "two sub-points"),
+    ],
+)
+def test_a_clause_saying_more_than_its_reading_is_unrecognised(prompt: str, clause: str) -> None:
+    result = extract(prompt)
+    start = prompt.index(clause)
+    end = start + len(clause)
+    read = [c for c in result.constraints if c.source and _inside(c.source.start, c.source.end, start, end)]
+    assert read == [], [(c.kind.value, c.params) for c in read]
+    assert any(_inside(s.start, s.end, start, end) for s in result.unrecognised), result.unrecognised
+    dropped = [r for r in result.readings if r.constraint is None and _inside(r.clause.start, r.clause.end, start, end)]
+    for reading in dropped:
+        assert reading.unaccounted, reading
+
+
+def test_a_named_separator_no_reader_reads_is_reported() -> None:
+    prompt = "List three fruits. Instead of bullet points use !?!? to separate the items."
+    result = extract(prompt)
+    assert result.constraints == ()
+    assert any("!?!?" in s.text for s in result.unrecognised)
+
+
+@pytest.mark.parametrize(
+    ("prompt", "kind", "words"),
+    [
+        ("Answer in fewer than 40 words.", "word_count", {"40", "words"}),
+        ("Write about dogs, and make the third sentence start with the word Loyal.", "position",
+         {"third", "sentence", "Loyal"}),
+        ("Write about tea using exactly 4 sentences with 2 commas each.", "count", {"2", "commas", "sentences"}),
+        ("Write about dogs in 5 bullet points with 2 sub-bullets under each.", "structure", {"5", "2", "sub"}),
+        ("Answer with at most one hundred and fifty words.", "word_count", {"hundred", "fifty", "words"}),
+        ("Write a note. Mention the keyword sale in the second-to-last sentence.", "position",
+         {"second", "sentence", "sale"}),
+    ],
+)
+def test_a_reading_that_carries_its_clause_is_kept_with_the_words_it_used(
+    prompt: str, kind: str, words: set[str]
+) -> None:
+    result = extract(prompt)
+    assert result.unrecognised == ()
+    [reading] = [r for r in result.readings if r.kind == kind]
+    assert reading.constraint is not None and reading.unaccounted == ()
+    used = {w.text for w in reading.used}
+    assert words <= used, used
+    for word in reading.used:
+        assert prompt[word.start : word.end] == word.text
+        assert reading.clause.start <= word.start and word.end <= reading.clause.end
+
+
+def test_a_clause_restating_a_count_read_elsewhere_keeps_its_reading() -> None:
+    prompt = "Answer with exactly one sentence. Put double quotation marks around your entire one-sentence response."
+    kinds = {c.kind.value for c in extract(prompt).constraints}
+    assert {"sentence_count", "quotation"} <= kinds
+
+
+def test_a_number_in_an_example_or_a_quote_is_content() -> None:
+    prompt = ("Your answer must contain exactly 3 bullet points, such as: * This is point 1. "
+              "Include the phrase 'step 2 of 5 lines'.")
+    result = extract(prompt)
+    assert any(c.kind.value == "bullet_count" and c.params == {"n": 3} for c in result.constraints)
