@@ -2,7 +2,10 @@
 
 Two steps are judged by the domain's decision rules before any term: one
 that restates a conclusion has full support, one that contradicts a
-conclusion is capped at ``CONTRADICTION_CAP`` (see ``step_confidence``).
+conclusion is capped at ``CONTRADICTION_CAP`` (see ``step_confidence``); a
+step of a domain answer that states what no evidence, rule, decision or the
+request holds (``flagged``) is capped at ``UNSUPPORTED_CAP``, its hint naming
+what is unsupported.
 
 The combination is a logistic model with coefficients stored in code::
 
@@ -52,6 +55,8 @@ STALE_FACTOR = 0.85
 #: The most a step that contradicts the decision rules' conclusion can be trusted: the
 #: rules decided otherwise, however fluent the model was.
 CONTRADICTION_CAP = 0.05
+#: The most a flagged step (a claim its evidence does not support) can be trusted.
+UNSUPPORTED_CAP = 0.3
 _NEAR_EQUAL = 0.15
 _UNSURE_TOKENS = 0.5
 
@@ -99,6 +104,8 @@ class ConfidenceInputs(msgspec.Struct, frozen=True, kw_only=True):
     contradiction: str | None = None
     #: The step states an action the decision rules could not decide: what they lack.
     undecided: str | None = None
+    #: The support check found something in the step no source holds (``unsupported`` names it).
+    flagged: bool = False
 
 
 class Confidence(msgspec.Struct, frozen=True, kw_only=True):
@@ -183,6 +190,8 @@ def step_confidence(
         )
     if inputs.undecided is not None:
         hints.append(inputs.undecided)
+    if inputs.flagged:
+        value = min(value, UNSUPPORTED_CAP)
     if inputs.support is not None and inputs.support < 1.0 and inputs.unsupported:
         hints.append("no evidence supports " + ", ".join(repr(u) for u in inputs.unsupported[:3]))
     if inputs.window_prob < _UNSURE_TOKENS:

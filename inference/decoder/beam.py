@@ -47,6 +47,7 @@ import torch
 
 from inference.decoder.batch import BatchState
 from inference.decoder.boundaries import BoundaryTable
+from inference.decoder.contrast import RowContext
 from inference.decoder.endings import END_CUT, END_LANDED, END_MODEL, End, Lander
 from inference.decoder.options import DecodeOptions
 from inference.decoder.runner import ModelRunner
@@ -102,12 +103,18 @@ class StepJudge(Protocol):
         entropies: Sequence[float],
         final: bool,
         forced: Sequence[bool] = (),
+        logprobs: Sequence[float] = (),
+        context: RowContext | None = None,
     ) -> StepCheck:
         """``tokens[start:end]`` is the step; ``tokens[:end]`` the answer so far; ``final``: never prune.
 
         ``forced[k]`` is True when the steering left token ``k`` no alternative
         (a literal of the layout, the only token a grammar allows): the model
         chose none of those, so rules about the model's choices skip them.
+        ``logprobs[k]`` is the model's log-probability of token ``k`` where it
+        was chosen (before steering); ``context`` is the beam's row of the KV
+        slab, fed every token but ``tokens[end - 1]`` (valid during the call):
+        a judge may score alternatives of the step over it (``contrast.row_contrast``).
         """
         ...
 
@@ -286,7 +293,7 @@ def generate(
     for _ in range(state.cache.capacity - state.columns):
         room = state.cache.capacity - state.columns  # selects left, this one included
         beams, forks = _select(
-            logits, beams, hyps, done, steerings, config, boundary, judge, stats, room
+            logits, beams, hyps, done, steerings, config, boundary, judge, stats, room, state
         )
         if on_decided is not None:
             _announce(beams, hyps, width, announced, on_decided)
@@ -309,7 +316,7 @@ def generate(
         stats.forward_seconds += time.perf_counter() - t0
         stats.steps_decoded += 1
     stats.decode_seconds += time.perf_counter() - started
-    return _finish(beams, hyps, done, config, judge, steerings)
+    return _finish(beams, hyps, done, config, judge, steerings, state)
 
 
 def _announce(
@@ -352,6 +359,7 @@ def _select(
     judge: StepJudge | None,
     stats: SearchStats,
     room: int,
+    state: BatchState | None = None,
 ) -> tuple[list[_Beam], list[tuple[int, int]]]:
     """Choose the next beams of every live branch; return them and the (dst, src) row forks.
 
@@ -383,7 +391,8 @@ def _select(
             new_beams.extend(beams[base : base + width])
             continue
         walk = _Walk(
-            b, vocab, entropy, forced, beams, hyps[b], steerings[b], config, boundary, judge, stats
+            b, vocab, entropy, forced, beams, hyps[b], steerings[b], config, boundary, judge, stats,
+            state,
         )
         kept, pruned = walk.run(top_v_l[b], top_i_l[b], top_raw[b])
         if not kept and not hyps[b] and pruned:
@@ -475,6 +484,7 @@ class _Walk:
     boundary: BoundaryTable
     judge: StepJudge | None
     stats: SearchStats
+    state: BatchState | None = None  # the rows' KV, for judges that score over a beam's row
 
     def run(
         self, values: list[float], flat: list[int], raws: list[float]
@@ -530,6 +540,8 @@ class _Walk:
                         pb.entropies,
                         False,
                         forced=pb.forced,
+                        logprobs=pb.logprobs,
+                        context=_row_context(self.state, parent),
                     )
                     self.stats.steps_checked += 1
                 if not judged[key].keep:
@@ -577,8 +589,17 @@ class _Walk:
                 seq = [*pb.tokens, token] if included else pb.tokens
                 ents = [*pb.entropies, self.entropy[parent]] if included else pb.entropies
                 flags = [*pb.forced, self.forced[parent]] if included else pb.forced
+                chosen = [*pb.logprobs, raw] if included else pb.logprobs
                 judged[key] = self.judge.judge(
-                    self.branch, seq, start, end, ents, False, forced=flags
+                    self.branch,
+                    seq,
+                    start,
+                    end,
+                    ents,
+                    False,
+                    forced=flags,
+                    logprobs=chosen,
+                    context=_row_context(self.state, parent),
                 )
                 self.stats.steps_checked += 1
             check = judged[key]
@@ -594,6 +615,20 @@ class _Walk:
             finished,
             forced=self.forced[parent],
         )
+
+
+def _row_context(state: BatchState | None, row: int) -> RowContext | None:
+    """The judge's view of ``row`` in the slab (None: no batch state was given)."""
+    if state is None:
+        return None
+    b = state.branch_of_row[row]
+    return RowContext(
+        state.cache,
+        row,
+        state.mask[row, : state.columns],
+        state.prompt_lengths[b],
+        state.prompt_last_token[b],
+    )
 
 
 def _closure(
@@ -838,6 +873,7 @@ def _finish(
     config: BeamConfig,
     judge: StepJudge | None,
     steerings: Sequence[Steering],
+    state: BatchState | None = None,
 ) -> list[BranchOutcome]:
     """Close the pending step of beams alive at the token limit (judged, never pruned); rank branches.
 
@@ -851,7 +887,7 @@ def _finish(
     outcomes = []
     for b, branch_hyps in enumerate(hyps):
         if not done[b]:
-            for bm in beams[b * width : (b + 1) * width]:
+            for k, bm in enumerate(beams[b * width : (b + 1) * width]):
                 if not bm.alive or bm.score == _NEG_INF:
                     continue
                 steps = list(bm.steps)
@@ -864,6 +900,8 @@ def _finish(
                         bm.entropies,
                         True,
                         forced=bm.forced,
+                        logprobs=bm.logprobs,
+                        context=_row_context(state, b * width + k),
                     )
                     steps.append(ClosedStep(bm.step_start, len(bm.tokens), check))
                 length = max(1, len(bm.tokens))

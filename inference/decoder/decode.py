@@ -15,6 +15,7 @@ answer's conclusion (Jaccard >= 0.5).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -99,6 +100,9 @@ class PruningStats(msgspec.Struct, frozen=True, kw_only=True):
     counterfactual_scored: int
     counterfactual_skipped: int
     counterfactual_reused: int = 0  # checks answered by a claim another beam already had scored
+    #: Distinct (branch, claim) checks wanted (scored + skipped), and why each skipped one was.
+    counterfactual_wanted: int = 0
+    counterfactual_skip_reasons: dict[str, int] = msgspec.field(default_factory=dict)
     #: Complete claims checked against the decision (every one, pruning on or off),
     #: and how many of them contradicted it.
     claims_checked: int = 0
@@ -124,7 +128,8 @@ class DecodeResult(msgspec.Struct, frozen=True, kw_only=True):
     repaired (or that hit the token limit while breaking one, or every rule
     break when pruning is off) and what the steering reports in its final
     state (e.g. a forced exit). ``counterfactual_flops_share`` is
-    counterfactual FLOPs / (prefill + decode FLOPs); ``constraint_check_share``
+    counterfactual FLOPs / every other FLOPs counted (prefill, decode, forced
+    runs); ``constraint_check_share``
     is seconds in steering and partial verification / decode seconds.
     """
 
@@ -310,6 +315,14 @@ def _result(
 ) -> DecodeResult:
     branches = [_branch(plan, tokenizer, o, premises, steerings[o.branch]) for o in outcomes]
     answer_branch = choose_answer(branches)
+    # The chosen answer's claims whose own check was skipped get the contrast now.
+    branches[answer_branch] = _branch(
+        plan,
+        tokenizer,
+        _settled(outcomes[answer_branch], judge),
+        premises,
+        steerings[outcomes[answer_branch].branch],
+    )
     answer = branches[answer_branch]
     conclusion = _content(answer.steps[-1].text if answer.steps else answer.text)
     branches = [
@@ -321,7 +334,7 @@ def _result(
         for b, br in enumerate(branches)
     ]
     flops = dict(runner.counters.flops)
-    base = flops.get("prefill", 0.0) + flops.get("decode", 0.0)
+    base = sum(v for k, v in flops.items() if k != "counterfactual")
     violations = branches[answer_branch].violations
     return DecodeResult(
         answer=answer.text,
@@ -337,6 +350,8 @@ def _result(
             counterfactual_scored=judge.counterfactual_scored,
             counterfactual_skipped=judge.counterfactual_skipped,
             counterfactual_reused=judge.counterfactual_reused,
+            counterfactual_wanted=judge.checks.wanted,
+            counterfactual_skip_reasons=judge.checks.skip_reasons,
             claims_checked=judge.claims_checked,
             claims_contradicted=judge.claims_contradicted,
         ),
@@ -357,6 +372,22 @@ def _result(
         prefix_cache_hit=hit,
         violations=violations,
         end=answer.end,
+    )
+
+
+def _settled(outcome: BranchOutcome, judge: PruningJudge) -> BranchOutcome:
+    """The outcome whose answering hypothesis' steps the judge settled (``settle_answer``)."""
+    if not outcome.hypotheses:
+        return outcome
+    best = _answering(outcome)
+    checks = judge.settle_answer(outcome.branch, [s.check for s in best.steps])
+    steps = tuple(
+        step if step.check is check else dataclasses.replace(step, check=check)
+        for step, check in zip(best.steps, checks)
+    )
+    settled = dataclasses.replace(best, steps=steps)
+    return BranchOutcome(
+        outcome.branch, tuple(settled if h is best else h for h in outcome.hypotheses)
     )
 
 

@@ -22,6 +22,18 @@ ask for two responses or a copy) loops, unless the phrase is made only of the
 words the constraints' own texts hold (a keyword asked ten times, a section
 marker, the text to repeat).
 
+A domain answer (one with evidence or a decision to rest on) is also judged
+for junk (``junk``, with the ``JunkRules`` of its request): a fragment (a
+list marker or punctuation with nothing after it, a bare label such as
+"请求说明：" or "Evidence:", a sentence of fewer than three words or six
+Han characters: "证据。", "例如。"), an echo of the request or of the
+evidence block's headings (nearly all of its word 3-grams are theirs), and
+garbled script: two or more adjacent Han characters the segmenter leaves
+as single words, each rare as a word of its own in the language's
+dictionary (jieba's frequencies), that neither the request nor the
+evidence spells ("禁止福制": 福 / 制). Those rules are not applied to other
+answers, where a short heading or a label may be what the constraints ask.
+
 Script drift is judged against the scripts of the answer's language
 (``answer_scripts``: the table the script controller uses,
 ``reasoning.language.LANGUAGE_SCRIPTS``, Latin for every other language), so an answer
@@ -37,6 +49,8 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
 
 from inference.decoder.vocab import letter_script
 from reasoning.constraints.model import Constraint, Kind
@@ -44,12 +58,15 @@ from reasoning.language import LANGUAGE_SCRIPTS
 
 __all__ = [
     "LATIN",
+    "JunkRules",
     "RepeatBound",
     "Said",
     "answer_scripts",
     "copies",
     "copy_grams",
     "degeneracy",
+    "junk",
+    "junk_rules",
     "loops",
     "normalised_steps",
     "repeat_bound",
@@ -81,6 +98,17 @@ _NOT_LITERAL = frozenset({"relation", "unit", "op", "language", "layout", "per",
 _COPY_TOKEN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]|[^\W\u3400-\u4dbf\u4e00-\u9fff]+")
 
 Grams = frozenset[tuple[str, ...]]
+
+_JUNK_WORDS = 3  # a domain answer's sentence has at least this many words (Han characters count half)
+_ECHO_GRAM = 3
+_ECHO_SHARE = 0.8
+_LABEL_WORDS = 4  # a sentence ending in a colon with at most this many words is a bare label
+_RARE_SINGLE = 20_000  # jieba frequency under which a Han character is rare as a word of its own
+_MARKER = re.compile(r"^\s*(?:\d+[.)、]|[-*•#]+)\s*")
+_CITE = re.compile(r"\[E\d+\]")
+_LATIN_WORD = re.compile(r"[^\W\d_\u3400-\u4dbf\u4e00-\u9fff]+")
+_HAN_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+_HAN_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]+")
 
 
 def _copy_tokens(text: str) -> list[str]:
@@ -255,6 +283,76 @@ def _non_language_run(text: str) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class JunkRules:
+    """What a domain answer's junk rules compare a step with (``junk_rules``)."""
+
+    echo: Grams = frozenset()  # word / Han 3-grams of the request and the evidence headings
+    reference: str = ""  # the request and evidence, where a rare character sequence is a name
+
+
+def _grams(text: str, n: int) -> list[tuple[str, ...]]:
+    tokens = _copy_tokens(text)
+    return [tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
+
+
+def junk_rules(request: str, headings: Iterable[str], reference: str) -> JunkRules:
+    """The ``JunkRules`` of a domain answer to ``request`` whose prompt showed
+    ``headings`` (the evidence block's titles) and the evidence ``reference``."""
+    grams: set[tuple[str, ...]] = set()
+    for text in (request, *headings):
+        grams.update(_grams(text, _ECHO_GRAM))
+    return JunkRules(frozenset(grams), f"{request}\n{reference}")
+
+
+@lru_cache(maxsize=1)
+def _jieba() -> Any:
+    import jieba
+
+    jieba.setLogLevel(60)
+    jieba.initialize()
+    return jieba
+
+
+def _garbled(text: str, reference: str) -> str | None:
+    """Two or more adjacent rare single Han characters the reference does not spell."""
+    jieba = _jieba()
+    freq = jieba.dt.FREQ
+    for run in _HAN_RUN.findall(text):
+        if len(run) < 2 or run in reference:
+            continue
+        rare: list[str] = []
+        for word in [*jieba.lcut(run, HMM=False), ""]:
+            if len(word) == 1 and freq.get(word, 0) < _RARE_SINGLE:
+                rare.append(word)
+                continue
+            if len(rare) >= 2 and "".join(rare) not in reference:
+                return "".join(rare)
+            rare = []
+    return None
+
+
+def junk(step_text: str, rules: JunkRules) -> str | None:
+    """Why a step of a domain answer is junk (a fragment, an echo, garbled script), or None."""
+    body = _CITE.sub(" ", _MARKER.sub("", step_text, count=1)).strip()
+    latin = _LATIN_WORD.findall(body)
+    han = _HAN_CHAR.findall(body)
+    if not latin and not han:
+        return "fragment: a list marker or punctuation with nothing after it"
+    words = len(latin) + len(han) / 2
+    if body.rstrip()[-1:] in (":", "：") and words <= _LABEL_WORDS:
+        return "fragment: a bare label"
+    if words < _JUNK_WORDS:
+        return "fragment: too short to state anything"
+    own = _grams(body, _ECHO_GRAM)
+    if own and sum(1 for g in own if g in rules.echo) >= _ECHO_SHARE * len(own):
+        return "echo: the step repeats the request or the evidence headings"
+    garbled = _garbled(body, rules.reference) if han else None
+    if garbled:
+        return f"garbled script: {garbled!r}"
+    return None
+
+
 def normalised_steps(steps: Iterable[str]) -> frozenset[str]:
     """Steps as the repetition check compares them (white space collapsed, lower case)."""
     return frozenset(" ".join(s.split()).lower() for s in steps)
@@ -269,6 +367,7 @@ def degeneracy(
     before: Said | None = None,
     bound: RepeatBound = RepeatBound(),
     own_text: str | None = None,
+    junk_of: JunkRules | None = None,
 ) -> str | None:
     """Why the step is degenerate, or None. Deterministic, no model.
 
@@ -283,6 +382,8 @@ def degeneracy(
     steering forced some (an opening, a literal): the copy rule judges only
     it, so a forced text is never a copy and the model's own restatement of
     the instructions after it still is (None: the whole step is the model's).
+    ``junk_of``: the ``JunkRules`` of a domain answer (None: not one); a
+    complete sentence of one is also judged by :func:`junk`.
     """
     normalized = " ".join(step_text.split()).lower()
     long_enough = (
@@ -315,4 +416,6 @@ def degeneracy(
         return reason
     if _script_drift(step_text, scripts):
         return "script drift: the step leaves the response's script"
+    if junk_of is not None:
+        return junk(step_text, junk_of)
     return None

@@ -43,15 +43,14 @@ off (``steering: false``) a contradicting step is kept but carries its
 violation, so its branch ranks below every branch that kept the rules
 (``decode.choose_answer``).
 
-Counterfactual scoring is rationed: a check runs only while the counterfactual
-FLOPs stay within ``counterfactual_flops_share`` of the decode's own FLOPs
-(prefill + decode); skipped checks are counted, not hidden. To cover as many
-claims as that share allows: only complete claims are scored (a periodic
-probe's partial step is not), a claim several beams share is scored once per
-branch, and the claim and its variants are scored on their
-changed spans only (``contrast.window_contrast``): the claim runs once and
-each variant only its changed words plus two tokens, all variants in one
-ragged batched forward.
+Counterfactual scoring is rationed by ``checks.CheckScheduler``: the checks
+spend at most ``counterfactual_flops_share`` of every other FLOPs the decode
+counted (prefill, decode, forced runs); skipped checks are counted with their
+reason, not hidden. Only complete claims are scored (a periodic probe's
+partial step is not), once per (branch, claim), each variant on its changed
+window over the beam's own row of the KV slab, the claim's log-probabilities
+taken from the decode (``contrast.row_contrast``); the chosen answer's
+unscored claims are settled after the search (``settle_answer``).
 
 Time spent in constraint verification is added to the search's
 ``check_seconds`` (with the steering's apply / advance).
@@ -68,7 +67,8 @@ from typing import Any
 import torch
 
 from inference.decoder.beam import SearchStats, StepCheck
-from inference.decoder.contrast import window_contrast, window_cost
+from inference.decoder.checks import Checked, CheckScheduler, ClaimTokens, claim_rank
+from inference.decoder.contrast import RowContext
 from inference.decoder.degeneracy import (
     Said,
     answer_scripts,
@@ -82,7 +82,6 @@ from inference.decoder.kv_slab import PrefixKV
 from inference.decoder.options import DecodeOptions
 from inference.decoder.runner import ModelRunner
 from reasoning.constraints.model import Constraint, Hardness, Kind, Scope, Verdict
-from reasoning.counterfactual import variants
 from reasoning.evidence.model import EvidenceFact
 
 __all__ = [
@@ -254,9 +253,6 @@ class PruningJudge:
     instructions: str = ""
     claims_checked: int = 0
     claims_contradicted: int = 0
-    counterfactual_skipped: int = 0
-    counterfactual_scored: int = 0
-    counterfactual_reused: int = 0
 
     def __post_init__(self) -> None:
         self._checked = [
@@ -273,8 +269,16 @@ class PruningJudge:
         self._labels = sorted((label for label in labels if len(label) >= 3), key=len, reverse=True)
         self._request = self.request_text.lower()
         self._texts = [b.text for b in self.branches]
-        # (branch, claim) -> (contrast, variant index): beams that share a claim share its check.
-        self._contrasts: dict[tuple[int, str], tuple[float, int]] = {}
+        # The counterfactual checks of this request: one per (branch, claim), within the share.
+        self.checks = CheckScheduler(
+            self.runner,
+            self.options,
+            self._ids,
+            lambda ids: str(self.tokenizer.decode(list(ids), skip_special_tokens=True)),
+            self.branches,
+            self.lexicon,
+            self.pad_id,
+        )
         self._prefixes: dict[tuple[int, ...], tuple[str, frozenset[str], Said]] = {}
         self._scripts = answer_scripts(_answer_language(self.constraints, self.language))
         copying = any(c.kind in (Kind.REPEAT_PROMPT, Kind.COPY) for c in self.constraints)
@@ -290,11 +294,14 @@ class PruningJudge:
         entropies: Sequence[float],
         final: bool,
         forced: Sequence[bool] = (),
+        logprobs: Sequence[float] = (),
+        context: RowContext | None = None,
     ) -> StepCheck:
         text = self.tokenizer.decode(list(tokens[start:end]), skip_special_tokens=True)
         free = [k for k in range(start, end) if not (k < len(forced) and forced[k])]
         facts = self._measure(branch, tokens, start, end, entropies, text, free)
-        rule, detail, facts = self._rule(branch, facts, final, chosen=bool(free))
+        claim = ClaimTokens(tokens, start, end, logprobs, context)
+        rule, detail, facts = self._rule(branch, facts, final, chosen=bool(free), claim=claim)
         if rule is not None and self.options.prune and not final:
             return StepCheck(keep=False, rule=rule, detail=detail, payload=facts)
         return StepCheck(keep=True, rule=rule, detail=detail, payload=facts)
@@ -406,7 +413,13 @@ class PruningJudge:
         return tuple(used)
 
     def _rule(
-        self, branch: int, facts: StepFacts, final: bool = False, *, chosen: bool = True
+        self,
+        branch: int,
+        facts: StepFacts,
+        final: bool = False,
+        *,
+        chosen: bool = True,
+        claim: ClaimTokens | None = None,
     ) -> tuple[str | None, str, StepFacts]:
         """The first rule the step breaks (entropy, evidence, semantic), its reason, the facts.
 
@@ -454,49 +467,82 @@ class PruningJudge:
             and self.options.counterfactual_checks
             and (final or _complete(facts.text))
         ):
-            return self._contradiction(branch, facts)
+            return self._contradiction(branch, facts, claim)
         return None, "", facts
 
-    def _contradiction(self, branch: int, facts: StepFacts) -> tuple[str | None, str, StepFacts]:
-        found = variants(facts.text.strip(), self.lexicon, limit=self.options.max_variants)
-        if not found:
+    @property
+    def counterfactual_scored(self) -> int:
+        """Distinct claims (per branch) whose contrast was scored."""
+        return self.checks.scored
+
+    @property
+    def counterfactual_skipped(self) -> int:
+        """Distinct claims (per branch) that wanted a contrast and have none."""
+        return self.checks.skipped
+
+    @property
+    def counterfactual_reused(self) -> int:
+        """Meetings of a claim answered by its contrast already scored."""
+        return self.checks.reused
+
+    def _contradiction(
+        self, branch: int, facts: StepFacts, claim: ClaimTokens | None = None
+    ) -> tuple[str | None, str, StepFacts]:
+        checked = self.checks.check(branch, facts.text, claim)
+        return self._contrasted(facts, checked)
+
+    def _contrasted(
+        self, facts: StepFacts, checked: Checked | None
+    ) -> tuple[str | None, str, StepFacts]:
+        if checked is None:
             return None, "", facts
-        claim = facts.text.strip()
-        known = self._contrasts.get((branch, claim))
-        if known is not None:
-            self.counterfactual_reused += 1
-            value, best = known
-        else:
-            ids = self._ids(claim)
-            pairs = [(i, self._ids(v.text)) for i, v in enumerate(found)]
-            pairs = [(i, v) for i, v in pairs if v and v != ids]
-            if not ids or not pairs:
-                return None, "", facts
-            cost = 2.0 * self.runner.parameters * window_cost(ids, [v for _, v in pairs])
-            flops = self.runner.counters.flops
-            spent = flops.get("counterfactual", 0.0)
-            base = flops.get("prefill", 0.0) + flops.get("decode", 0.0)
-            if spent + cost > self.options.counterfactual_flops_share * base:
-                self.counterfactual_skipped += 1
-                return None, "", facts
-            ev = self.branches[branch]
-            scored = window_contrast(
-                self.runner,
-                ev.prompt_kv,
-                ev.prompt_len,
-                ev.first_logprobs,
-                ids,
-                [v for _, v in pairs],
-                pad_id=self.pad_id,
-            )
-            self.counterfactual_scored += 1
-            value, best = scored.value, pairs[scored.best - 1][0] + 1
-            self._contrasts[(branch, claim)] = (value, best)
-        variant = found[best - 1]
+        variant = checked.variant
         facts = replace(
-            facts, contrast=value, contrast_kind=variant.kind, contrast_variant=variant.text
+            facts,
+            contrast=checked.value,
+            contrast_kind=variant.kind,
+            contrast_variant=variant.text,
         )
-        if value < -self.options.contrast_margin:
-            detail = f"the evidence favours the {variant.kind} variant {variant.text!r} ({value:.2f} nats/token)"
+        if checked.value < -self.options.contrast_margin:
+            detail = (
+                f"the evidence favours the {variant.kind} variant {variant.text!r}"
+                f" ({checked.value:.2f} nats/token)"
+            )
             return "semantic", detail, facts
         return None, "", facts
+
+    def settle(self, branch: int, check: StepCheck) -> StepCheck:
+        """A step of the chosen answer, given the contrast its own check lacked.
+
+        A claim of a branch with evidence that states a domain fact and has
+        no contrast (its check was skipped for budget, or an earlier
+        rule flagged it while pruning was off, so it stayed in the answer)
+        takes the contrast another beam's check computed for the same claim,
+        else one scored now with what is left of the share. A variant that
+        beats it flags the step (``semantic``) unless another rule already did.
+        """
+        facts = check.payload
+        if (
+            not isinstance(facts, StepFacts)
+            or facts.contrast is not None
+            or not facts.mentions
+            or not self.options.counterfactual_checks
+            or branch >= len(self.branches)
+            or not self.branches[branch].facts
+        ):
+            return check
+        rule, detail, facts = self._contrasted(facts, self.checks.settle(branch, facts.text))
+        if check.rule is None and rule is not None:
+            return replace(check, rule=rule, detail=detail, payload=facts)
+        return replace(check, payload=facts)
+
+    def settle_answer(self, branch: int, checks: Sequence[StepCheck]) -> list[StepCheck]:
+        """``settle`` every step of the chosen answer, the most informative claims first
+        (``checks.claim_rank``: facts the decision relies on, numbers and dates, entities),
+        so what is left of the share goes to them."""
+        relied: tuple[str, ...] = ()
+        texts = [c.payload.text if isinstance(c.payload, StepFacts) else "" for c in checks]
+        out = list(checks)
+        for i in sorted(range(len(checks)), key=lambda i: (claim_rank(texts[i], relied), i)):
+            out[i] = self.settle(branch, checks[i])
+        return out

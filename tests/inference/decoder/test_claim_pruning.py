@@ -12,8 +12,8 @@ judge, the search and the repair are the real ones.
   denied conclusion, and its branch ranks below a branch that kept the rules.
 - Pruning off, within one branch: its best hypothesis that keeps the
   decision answers for it, ahead of a higher-scored one that contradicts it.
-- A name neither the evidence nor the request holds lowers its step's
-  confidence with a hint naming it (it is not pruned).
+- A name neither the evidence nor the request holds is pruned (pruning on),
+  or kept flagged with its confidence capped and a hint naming it.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from inference.decoder.options import DecodeOptions
 from inference.decoder.pruning import ClaimGuard
 from inference.loader import LoadedModel
 from inference.prompting import plan_prompt
-from reasoning.confidence import CONTRADICTION_CAP
+from reasoning.confidence import CONTRADICTION_CAP, UNSUPPORTED_CAP
 from reasoning.evidence.bundled import bundled_domains
 from reasoning.evidence.ingest import ingest_ontology
 from reasoning.evidence.model import EvidenceFact, EvidenceSubgraph
@@ -124,18 +124,22 @@ def test_unpruned_a_denial_is_flagged_lowered_and_ranked_below(
     assert result.branches[result.answer_branch].view == "parties"
 
 
-def test_a_name_no_evidence_holds_lowers_the_step_and_is_named(
+def test_a_name_no_evidence_holds_is_pruned_or_flagged_and_named(
     loaded_model: LoadedModel, guard: ClaimGuard
 ) -> None:
     invented = "The International Chamber of Commerce agrees with this."
-    result = _decode(loaded_model, [invented], guard, prune=True)
-    assert result.answer.startswith(invented), result.answer  # not pruned: only measured
-    step = result.steps[0]
-    assert step.violation is None
+    pruned = _decode(loaded_model, [invented], guard, prune=True)
+    assert "International Chamber" not in pruned.answer, pruned.answer
+    assert pruned.pruning.pruned.get("evidence", 0) >= 1
+    kept = _decode(loaded_model, [invented], guard, prune=False)
+    assert kept.answer.startswith(invented), kept.answer
+    step = kept.steps[0]
+    assert step.kind == "flagged" and step.confidence <= UNSUPPORTED_CAP, step
     assert "International Chamber of Commerce" in (step.calibration_hint or ""), step
     # The same words with a name the evidence holds are not lowered for it.
-    shown = _decode(loaded_model, ["Acme Ltd agrees with this."], guard, prune=True)
+    shown = _decode(loaded_model, ["Acme Ltd sent EUR 2,000,000 to Jon Doe."], guard, prune=True)
     assert "no evidence supports" not in (shown.steps[0].calibration_hint or "")
+    assert shown.steps[0].kind == "supported" and "E1" in shown.steps[0].support, shown.steps[0]
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,290 @@
+"""The counterfactual checks of one request: which claims are scored, with how many variants, when.
+
+The pruning judge asks ``CheckScheduler.check`` for every complete claim
+that states a domain fact; the scheduler owns the FLOPs share
+(``DecodeOptions.counterfactual_flops_share`` of every other FLOPs purpose
+the runner counted: prefill, decode, forced runs) and spends it so that as
+many distinct claims as possible get a contrast:
+
+- a claim is one check per (branch, claim text): the beams that meet it
+  again reuse its contrast (``reused``), and ``wanted`` / ``skipped`` count
+  distinct claims, not meetings;
+- a check costs only what is new: over the beam's own row of the KV slab
+  (``contrast.row_contrast``) each variant runs its changed window, the
+  claim's log-probabilities come from the decode (``window_contrast``, which
+  re-runs the claim over the branch prompt, is the fallback without a row);
+- a claim takes as many of its ranked variants as its allowance holds (half
+  the share left, or all of it when half would not buy one variant), at
+  least one when one fits, instead of being skipped when all would not;
+- a claim skipped for budget is tried again whenever it is met later (the
+  share grows with the decode), and ``settle`` gives the chosen answer's
+  steps the contrasts other beams' checks computed, then scores the rest,
+  most informative first (``claim_rank``), with what is left of the share;
+- every claim still unscored carries the reason (``skip_reasons``).
+
+Variants (``reasoning.counterfactual``) are ranked by what they change: a
+stated value first (number, date, threshold side), then an entity, then the
+negated action.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import torch
+
+from inference.decoder.contrast import (
+    RowContext,
+    row_contrast,
+    row_cost,
+    window_contrast,
+    window_cost,
+)
+from inference.decoder.kv_slab import PrefixKV
+from inference.decoder.options import DecodeOptions
+from inference.decoder.runner import ModelRunner
+from reasoning.counterfactual import Variant, variants
+
+__all__ = [
+    "SKIP_BUDGET",
+    "SKIP_NO_VARIANT",
+    "CheckScheduler",
+    "Checked",
+    "ClaimTokens",
+    "PromptOf",
+    "claim_rank",
+]
+
+SKIP_BUDGET = "budget"  # no variant fitted in what was left of the share
+SKIP_NO_VARIANT = "no variant"  # the claim has no minimal variant to contrast with
+_COUNTERFACTUAL = "counterfactual"
+_LOOKAHEAD = 2
+_VARIANT_ORDER = {"number": 0, "date": 0, "threshold": 0, "entity": 1, "negation": 2}
+_QUANTITY = re.compile(r"\d")
+
+
+class PromptOf(Protocol):
+    """What a branch's prompt gives a check without a row: its KV, length and first log-probs."""
+
+    @property
+    def prompt_kv(self) -> PrefixKV: ...
+
+    @property
+    def prompt_len(self) -> int: ...
+
+    @property
+    def first_logprobs(self) -> torch.Tensor: ...
+
+
+@dataclass(frozen=True)
+class ClaimTokens:
+    """The claim as the decode holds it: ``tokens[start:end]``, the model's log-probability
+    of each chosen token (``logprobs``, empty when unknown) and the beam's row (or None)."""
+
+    tokens: Sequence[int]
+    start: int
+    end: int
+    logprobs: Sequence[float] = ()
+    context: RowContext | None = None
+
+
+@dataclass(frozen=True)
+class Checked:
+    """A scored claim: its contrast (nats per token) against its best variant."""
+
+    value: float
+    variant: Variant
+    variants: int  # how many variants were scored
+
+
+def claim_rank(text: str, relied: Sequence[str]) -> int:
+    """How informative a check of ``text`` is (lower first): 0 a fact the decision or its
+    grounds rely on (it names one of ``relied``), 1 a number or date, 2 an entity."""
+    lowered = text.lower()
+    if any(r and r.lower() in lowered for r in relied):
+        return 0
+    return 1 if _QUANTITY.search(text) else 2
+
+
+@dataclass
+class CheckScheduler:
+    """One request's counterfactual checks (see the module doc)."""
+
+    runner: ModelRunner
+    options: DecodeOptions
+    encode: Callable[[str], list[int]]
+    decode: Callable[[Sequence[int]], str]
+    prompts: Sequence[PromptOf]
+    lexicon: Mapping[str, str] = field(default_factory=dict)
+    pad_id: int = 0
+    scored: int = 0  # distinct claims scored
+    reused: int = 0  # meetings answered by a claim already scored
+    _results: dict[tuple[int, str], Checked] = field(default_factory=dict)
+    _skipped: dict[tuple[int, str], str] = field(default_factory=dict)
+    _variants: dict[str, tuple[Variant, ...]] = field(default_factory=dict)
+
+    @property
+    def wanted(self) -> int:
+        """Distinct claims that wanted a check."""
+        return self.scored + len(self._skipped)
+
+    @property
+    def skipped(self) -> int:
+        """Distinct claims still without a contrast."""
+        return len(self._skipped)
+
+    @property
+    def skip_reasons(self) -> dict[str, int]:
+        """Why each unscored claim is unscored: reason -> claims."""
+        return dict(Counter(self._skipped.values()))
+
+    def left(self) -> float:
+        """FLOPs of the share still unspent."""
+        flops = self.runner.counters.flops
+        base = sum(v for k, v in flops.items() if k != _COUNTERFACTUAL)
+        return self.options.counterfactual_flops_share * base - flops.get(_COUNTERFACTUAL, 0.0)
+
+    def known(self, branch: int, text: str) -> Checked | None:
+        """The contrast already computed for this claim of ``branch``, if any."""
+        return self._results.get((branch, text.strip()))
+
+    def check(self, branch: int, text: str, claim: ClaimTokens | None) -> Checked | None:
+        """Score the claim ``text`` (a step of ``branch``) or say why not (``skip_reasons``)."""
+        key = (branch, text.strip())
+        hit = self._results.get(key)
+        if hit is not None:
+            self.reused += 1
+            return hit
+        found = self._ranked(key[1])
+        if not found:
+            self._skipped[key] = SKIP_NO_VARIANT
+            return None
+        usable = (
+            claim is not None
+            and claim.context is not None
+            and len(claim.logprobs) >= claim.end > claim.start
+        )
+        scored = (
+            self._over_row(branch, found, claim)
+            if usable and claim is not None
+            else self._over_prompt(branch, key[1], found)
+        )
+        if scored is None:
+            self._skipped[key] = SKIP_BUDGET
+            return None
+        self._skipped.pop(key, None)
+        self._results[key] = scored
+        self.scored += 1
+        return scored
+
+    def settle(self, branch: int, text: str) -> Checked | None:
+        """A claim of the chosen answer: its known contrast, else one scored now over the
+        branch prompt with what is left of the share (None: skipped, reason kept)."""
+        return self.check(branch, text, None)
+
+    def _ranked(self, claim: str) -> tuple[Variant, ...]:
+        if claim not in self._variants:
+            found = variants(claim, self.lexicon, limit=len(_VARIANT_ORDER))
+            ordered = sorted(found, key=lambda v: _VARIANT_ORDER.get(v.kind, 3))
+            self._variants[claim] = tuple(ordered[: self.options.max_variants])
+        return self._variants[claim]
+
+    def _take(self, costs: Sequence[int]) -> int:
+        """How many of the ranked variants (costs: token positions of the first k) to score."""
+        per_token = 2.0 * self.runner.parameters
+        left = self.left()
+        allowance = left / 2 if costs and costs[0] * per_token <= left / 2 else left
+        take = 0
+        for k, cost in enumerate(costs, start=1):
+            if cost * per_token > allowance:
+                break
+            take = k
+        return take
+
+    def _over_row(
+        self, branch: int, found: Sequence[Variant], claim: ClaimTokens
+    ) -> Checked | None:
+        ids = list(claim.tokens[claim.start : claim.end])
+        aligned = _aligned(ids, self.decode, self.encode, found)
+        if not aligned:
+            return self._over_prompt(branch, self.decode(ids).strip(), found)
+        costs = [
+            row_cost(ids, [v for _, v in aligned[:k]], _LOOKAHEAD)
+            for k in range(1, len(aligned) + 1)
+        ]
+        take = self._take(costs)
+        if take == 0:
+            return None
+        chosen = aligned[:take]
+        assert claim.context is not None
+        result = row_contrast(
+            self.runner,
+            claim.context,
+            list(claim.tokens[: claim.end]),
+            claim.start,
+            list(claim.logprobs[: claim.end]),
+            [v for _, v in chosen],
+            lookahead=_LOOKAHEAD,
+            pad_id=self.pad_id,
+        )
+        return Checked(result.value, chosen[result.best - 1][0], take)
+
+    def _over_prompt(self, branch: int, text: str, found: Sequence[Variant]) -> Checked | None:
+        if branch >= len(self.prompts):
+            return None
+        ids = self.encode(text)
+        pairs = [(v, self.encode(v.text)) for v in found]
+        pairs = [(v, p) for v, p in pairs if p and p != ids]
+        if not ids or not pairs:
+            return None
+        costs = [window_cost(ids, [p for _, p in pairs[:k]]) for k in range(1, len(pairs) + 1)]
+        take = self._take(costs)
+        if take == 0:
+            return None
+        prompt = self.prompts[branch]
+        result = window_contrast(
+            self.runner,
+            prompt.prompt_kv,
+            prompt.prompt_len,
+            prompt.first_logprobs,
+            ids,
+            [p for _, p in pairs[:take]],
+            pad_id=self.pad_id,
+        )
+        return Checked(result.value, pairs[result.best - 1][0], take)
+
+
+def _aligned(
+    ids: Sequence[int],
+    decode: Callable[[Sequence[int]], str],
+    encode: Callable[[str], list[int]],
+    found: Sequence[Variant],
+) -> list[tuple[Variant, list[int]]]:
+    """Each variant as tokens: the claim's own tokens up to its change, then the rest tokenised.
+
+    The shared prefix is token-identical to the claim (the decode's tokens),
+    so the variant departs from the claim where its text does. A variant that
+    tokenises back to the claim is left out.
+    """
+    text = decode(ids)
+    lead = len(text) - len(text.lstrip())
+    trail = text[len(text.rstrip()) :]
+    ends: list[int] = [0]  # ends[g]: characters the first g tokens decode to (-1: not a prefix)
+    for g in range(1, len(ids) + 1):
+        piece = decode(ids[:g])
+        ends.append(len(piece) if text.startswith(piece) else -1)
+    out: list[tuple[Variant, list[int]]] = []
+    for variant in found:
+        full = text[:lead] + variant.text + trail
+        change = 0
+        while change < min(len(text), len(full)) and text[change] == full[change]:
+            change += 1
+        g = max((k for k, e in enumerate(ends) if 0 <= e <= change), default=0)
+        tokens = list(ids[:g]) + encode(full[ends[g] :])
+        if tokens != list(ids) and len(tokens) > g:
+            out.append((variant, tokens))
+    return out
