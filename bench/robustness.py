@@ -6,8 +6,13 @@ answer their documented 503) on a loopback port and
 - sends hostile requests (deep nesting and NUL on every JSON route, control characters in
   paths and queries, wrong media types, concurrent key creation for new tenants, tenant
   names with invisible characters) and counts 5xx answers;
+- runs the hardening cases of :mod:`bench.robustness_hardening` (SERVICE in targets and
+  conditions, a catastrophic regex with ``/healthz`` probed meanwhile, delete-and-restore,
+  dripped bodies, look-alike tenant names);
 - runs schemathesis over the whole OpenAPI document (a few examples per operation with
-  ``--quick``) and counts operations whose answers do not match it;
+  ``--quick``) and counts operations whose answers do not match it. It runs with scoped
+  keys (:func:`scoped_keys`), never the admin key: a whole-document fuzz run with an admin
+  key revokes keys and deletes the domains in service, as the API allows an admin to;
 - injects faults and counts those the service answered cleanly: a tampered audit payload and
   time, a deleted chain tail checked against a signed head, the database locked by another
   writer past the busy timeout (503 ``database busy``, nothing half-written, writes resume),
@@ -18,7 +23,8 @@ answer their documented 503) on a loopback port and
 
 The last stdout line is one JSON object: ``hostile_cases``, ``five_xx`` (must be 0),
 ``contract_mismatches`` (must be 0), ``faults_injected``, ``faults_survived``,
-``faults_skipped``; no model is needed.
+``faults_skipped``, ``healthz_max_ms`` (the slowest ``/healthz`` while the regex rule ran)
+and ``hardening`` (each hardening case's findings); no model is needed.
 """
 
 from __future__ import annotations
@@ -50,12 +56,15 @@ from app.cli import main as cli_main
 from app.factory import create_app
 from app.http_protocol import header_deadline_protocol
 from app.settings import Settings
+from bench.robustness_hardening import run_hardening
 from store.db import create_engine, create_sessionmaker, sqlite_unwritable
 
 __all__ = ["main"]
 
 #: The header deadline the bench serves with (``tenet serve`` defaults to 10 s).
 HEADER_TIMEOUT_S = 1.0
+#: The body deadline the bench serves with (``tenet serve`` defaults to 60 s).
+BODY_TIMEOUT_S = 1.0
 
 JSON_ROUTES = (
     ("POST", "/v1/keys"), ("POST", "/v1/constraints"), ("POST", "/v1/evidence/query"),
@@ -81,7 +90,7 @@ def _serve(settings: Settings) -> tuple[uvicorn.Server, threading.Thread, str]:
     sock.bind(("127.0.0.1", 0))
     server = uvicorn.Server(uvicorn.Config(
         create_app(settings), log_level="critical", lifespan="on",
-        http=header_deadline_protocol(settings.header_timeout_s)))
+        http=header_deadline_protocol(settings.header_timeout_s, settings.body_timeout_s)))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     while not server.started:
@@ -115,7 +124,38 @@ def _hostile(base: str, headers: dict[str, str]) -> list[int]:
     return statuses
 
 
-def _contract(base: str, headers: dict[str, str], examples: int) -> int:
+#: The operations the contract run drives with the writer key (a scratch tenant of its own).
+WRITE_OPERATIONS = frozenset({"create_ontology", "delete_ontology"})
+READER_SCOPES = ["reason", "ontology:read", "audit:read"]
+
+
+def scoped_keys(base: str, admin: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """``(reader, writer)`` headers for a whole-document fuzz run, made with the admin key.
+
+    A fuzz run drives every operation with generated input, DELETE and revoke included: with
+    an admin key it revokes keys (the admin's own among them) and deletes the domains in
+    service (the API working as designed). The reader (the default tenant; ``reason``,
+    ``ontology:read``, ``audit:read``) cannot change what others rely on; the writer
+    (``ontology:write`` in a scratch tenant) uploads and deletes only its own versions.
+    Admin operations answer their documented 403.
+    """
+    with httpx.Client(base_url=base, timeout=60) as http:
+        reader = http.post("/v1/keys", headers=admin, json={
+            "tenant": "default", "name": "contract-reader", "scopes": READER_SCOPES})
+        writer = http.post("/v1/keys", headers=admin, json={
+            "tenant": "contract-scratch", "name": "contract-writer",
+            "scopes": ["ontology:write", "ontology:read"]})
+    assert reader.status_code == writer.status_code == 201, (reader.text, writer.text)
+    return ({"Authorization": f"Bearer {reader.json()['key']}"},
+            {"Authorization": f"Bearer {writer.json()['key']}"})
+
+
+def headers_for(operation: Any, reader: dict[str, str], writer: dict[str, str]) -> dict[str, str]:
+    """The scoped key a fuzz run uses for ``operation`` (see :func:`scoped_keys`)."""
+    return writer if operation.definition.raw.get("operationId") in WRITE_OPERATIONS else reader
+
+
+def _contract(base: str, admin: dict[str, str], examples: int) -> int:
     import schemathesis
     from hypothesis import HealthCheck, Phase, given, settings
     from schemathesis.core.failures import FailureGroup
@@ -128,16 +168,20 @@ def _contract(base: str, headers: dict[str, str], examples: int) -> int:
     # No model is loaded, so the model routes' documented 503 is the truthful answer; any
     # other 5xx is undocumented and fails status_code_conformance.
     checks = [status_code_conformance, content_type_conformance, response_schema_conformance]
+    reader, writer = scoped_keys(base, admin)
     schema = schemathesis.openapi.from_url(f"{base}/schema/openapi.json")
     mismatches = 0
     for result in schema.get_all_operations():
         operation = result.ok()
+        headers = headers_for(operation, reader, writer)
 
         @settings(max_examples=examples, deadline=None, database=None, derandomize=True,
                   phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck))
         @given(case=operation.as_strategy())
         def run(case: Any) -> None:
-            case.call_and_validate(base_url=base, headers=headers, checks=checks, timeout=60)
+            # run() is called in this iteration, so it sees this operation's headers.
+            case.call_and_validate(base_url=base, headers=headers,  # noqa: B023
+                                   checks=checks, timeout=60)
 
         try:
             run()
@@ -292,7 +336,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--quick", action="store_true", help="few contract examples per operation")
     args = parser.parse_args(argv)
     data_dir = Path(tempfile.mkdtemp(prefix="tenet-robustness-"))
-    settings = Settings(data_dir=data_dir, load_model=False, header_timeout_s=HEADER_TIMEOUT_S)
+    settings = Settings(data_dir=data_dir, load_model=False, header_timeout_s=HEADER_TIMEOUT_S,
+                        body_timeout_s=BODY_TIMEOUT_S)
     migrations.upgrade(settings.database_url)
     template = Path(tempfile.mkdtemp(prefix="tenet-robustness-template-")) / "tenet.db"
     shutil.copy(data_dir / "tenet.db", template)
@@ -302,6 +347,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     started = time.perf_counter()
     try:
         statuses = _hostile(base, headers)
+        hardening_statuses, hardening = run_hardening(base, headers, BODY_TIMEOUT_S)
+        statuses += hardening_statuses
         mismatches = _contract(base, headers, 3 if args.quick else 20)
         injected, survived = _faults(base, headers, data_dir / "tenet.db")
     finally:
@@ -317,6 +364,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "faults_injected": injected,
         "faults_survived": survived,
         "faults_skipped": skipped,
+        "healthz_max_ms": hardening["healthz_max_ms"],
+        "hardening": hardening,
         "seconds": round(time.perf_counter() - started, 1),
         "quick": args.quick,
         "model": "not loaded: model routes answer their documented 503",

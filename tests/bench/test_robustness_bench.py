@@ -34,3 +34,13 @@ def test_quick_run_reports_no_5xx_no_mismatch_and_every_fault_survived(
     assert report["faults_injected"] + len(report["faults_skipped"]) == 8, report
     assert report["faults_injected"] >= 5
     assert report["faults_survived"] == report["faults_injected"], out[-3000:]
+    # The hardening cases: nothing reaches out, a catastrophic regex freezes nothing, a restore
+    # is on the record, dripped bodies are cut off as 499s, look-alike tenants are refused.
+    hardening = report["hardening"]
+    assert hardening["sparql_outside_refused"] == "6/6" and hardening["outside_calls"] == 0
+    assert hardening["regex"]["upload_status"] == 201 and hardening["regex"]["evaluations"] > 0
+    assert report["healthz_max_ms"] < 2000  # a backtracking regex held the process for minutes
+    assert hardening["restore_audited"] is True
+    assert hardening["slow_bodies_closed"] == "20/20"
+    assert set(hardening["slow_bodies_statuses"]) == {"499"}
+    assert hardening["confusable_tenants_refused"] == "5/5"
