@@ -451,8 +451,9 @@ def _describe_all(tokenizer: Any, size: int) -> _Described:
     token_bytes: list[bytes] = []
     scripts: list[frozenset[str]] = []
     cols: dict[str, list[Any]] = {name: [] for name in _COLUMNS}
+    known = len(tokenizer)  # once: a fast tokenizer counts its whole vocabulary for len()
     for idx in range(size):
-        raw = b"" if idx >= len(tokenizer) or idx in special_ids else llg.decode_bytes([idx])
+        raw = b"" if idx >= known or idx in special_ids else llg.decode_bytes([idx])
         token_bytes.append(raw)
         try:
             text = raw.decode("utf-8")
@@ -462,7 +463,7 @@ def _describe_all(tokenizer: Any, size: int) -> _Described:
             frag = True
         letter_scripts = frozenset(letter_script(c) for c in text if c.isalpha())
         scripts.append(letter_scripts if letter_scripts else frozenset({"COMMON"}))
-        _describe(text, frag, idx in special_ids or idx >= len(tokenizer), cols)
+        _describe(text, frag, idx in special_ids or idx >= known, cols)
 
     integers = {"word_runs", "word_units", "sentence_ends"}
     columns = {
