@@ -1,16 +1,22 @@
-"""The Q4_1 blocks of a GGUF's linear weights, as codes, scales and minimums per group.
+"""The Q4_1 and Q4_K blocks of a GGUF's linear weights, as codes, scales and minimums per group.
 
 Q4_1 stores each run of 32 input columns of a row as a float16 scale ``d``, a
 float16 minimum ``m`` and 32 four-bit codes ``q`` with ``w = d * q + m``:
 asymmetric per-group quantisation with group 32, the form torch's int4
-kernels take. Reading the blocks as they are lets the int4 forward run on the
-model's own codes, with no second rounding of the weights.
+kernels take. Q4_K (the bulk of a ``Q4_K_M`` file) groups 256 columns into
+eight sub-blocks of 32, each with a six-bit scale ``sc`` and minimum ``mn``
+under the super-block's float16 ``d`` and ``dmin``: ``w = d * sc * q - dmin *
+mn``, the same form with scale ``d * sc`` and minimum ``-dmin * mn`` per group
+of 32. Reading the blocks as they are lets the int4 forward run on the
+model's own codes, with no second rounding of the weights (other types, such
+as a Q4_K_M file's Q6_K tensors, are quantised from their float values).
 
 Guarantees: :func:`q4_1_blocks` gives, per Hugging Face module name, codes
 and per-group scales and minimums such that ``codes * scale + min`` equals the
-GGUF's dequantised values (``gguf.dequantize``) exactly, in the module's row
-order (the rows of a Llama query and key projection are un-permuted exactly
-as transformers' GGUF loader does). Tensors of other types are left out.
+GGUF's dequantised values (``gguf.dequantize``; Q4_K to float32 rounding of
+the same products), in the module's row order (the rows of a Llama query and
+key projection are un-permuted exactly as transformers' GGUF loader does;
+Gemma 3's are stored in order). Tensors of other types are left out.
 """
 
 from __future__ import annotations
@@ -27,6 +33,12 @@ __all__ = ["Q4Block", "Q4Blocks", "q4_1_blocks"]
 
 _GROUP = 32
 _BLOCK_BYTES = 20  # float16 d, float16 m, 16 bytes of paired nibbles
+_K_ELEMENTS = 256  # a Q4_K super-block: 8 groups of 32
+_K_BLOCK_BYTES = 144  # float16 d, float16 dmin, 12 bytes of 6-bit scales and mins, 128 of nibbles
+#: Architectures whose block layout is read here, and whether their q / k rows are permuted.
+_ARCHITECTURES = {"llama": True, "gemma3": False}
+#: Bumped when what a kept table holds changes (older tables are scanned again).
+_TABLE_FORMAT = 2
 _LAYER_NAMES = {
     "attn_q": "self_attn.q_proj",
     "attn_k": "self_attn.k_proj",
@@ -59,6 +71,29 @@ def _decode(raw: np.ndarray, rows: int, cols: int) -> Q4Block:
     )
 
 
+def _decode_k(raw: np.ndarray, rows: int, cols: int) -> Q4Block:
+    """Split Q4_K bytes ``[rows, cols / 256 * 144]`` into codes and per-32 scales and minimums."""
+    blocks = raw.reshape(rows, cols // _K_ELEMENTS, _K_BLOCK_BYTES)
+    d = blocks[..., 0:2].copy().view(np.float16)[..., 0].astype(np.float32)[..., None]
+    dmin = blocks[..., 2:4].copy().view(np.float16)[..., 0].astype(np.float32)[..., None]
+    packed = blocks[..., 4:16].reshape(rows, -1, 3, 4)  # the 6-bit scales and mins, 12 bytes
+    low, high, extra = packed[..., 0, :], packed[..., 1, :], packed[..., 2, :]
+    sc = np.concatenate([low & 0x3F, (extra & 0x0F) | ((low >> 2) & 0x30)], axis=-1)
+    mn = np.concatenate([high & 0x3F, (extra >> 4) | ((high >> 2) & 0x30)], axis=-1)
+    # Four runs of 64 elements: 32 bytes each, low nibbles first 32 elements, high the next 32.
+    qs = blocks[..., 16:].reshape(rows, -1, 4, 1, 32) >> np.array([0, 4], dtype=np.uint8).reshape(
+        1, 1, 1, 2, 1
+    )
+    codes = (qs & 0x0F).reshape(rows, cols)
+    scales = (d * sc.astype(np.float32)).reshape(rows, cols // _GROUP)
+    mins = -(dmin * mn.astype(np.float32)).reshape(rows, cols // _GROUP)
+    return Q4Block(
+        torch.from_numpy(np.ascontiguousarray(codes)),
+        torch.from_numpy(np.ascontiguousarray(scales)),
+        torch.from_numpy(np.ascontiguousarray(mins)),
+    )
+
+
 def _unpermute(block: Q4Block, heads: int) -> Q4Block:
     """Undo llama.cpp's rotary row order of a query or key projection (transformers' own rule)."""
 
@@ -77,15 +112,17 @@ class Q4Blocks(Mapping[str, Q4Block]):
     projection at a time.
     """
 
-    def __init__(self, path: Path, tensors: Mapping[str, tuple[int, int, int, int, int]]) -> None:
+    def __init__(
+        self, path: Path, tensors: Mapping[str, tuple[int, int, int, int, int, str]]
+    ) -> None:
         self._path = path
-        # name -> (file offset, bytes, rows, cols, heads to un-permute)
+        # name -> (file offset, bytes, rows, cols, heads to un-permute, "Q4_1" or "Q4_K")
         self._tensors = dict(tensors)
 
     def __getitem__(self, name: str) -> Q4Block:
-        offset, size, rows, cols, heads = self._tensors[name]
+        offset, size, rows, cols, heads, kind = self._tensors[name]
         raw = np.fromfile(self._path, dtype=np.uint8, count=size, offset=offset)
-        block = _decode(raw, rows, cols)
+        block = _decode_k(raw, rows, cols) if kind == "Q4_K" else _decode(raw, rows, cols)
         return _unpermute(block, heads) if heads else block
 
     def __iter__(self) -> Iterator[str]:
@@ -110,7 +147,7 @@ def q4_1_blocks(path: Path, *, heads: int, kv_heads: int, table: Path | None = N
     if table is not None:
         try:
             kept = json.loads(table.read_text())
-            if kept["heads"] == [heads, kv_heads]:
+            if kept["heads"] == [heads, kv_heads] and kept.get("format") == _TABLE_FORMAT:
                 return Q4Blocks(path, {name: tuple(row) for name, row in kept["blocks"].items()})
         except (OSError, ValueError, KeyError, TypeError):
             pass
@@ -118,7 +155,15 @@ def q4_1_blocks(path: Path, *, heads: int, kv_heads: int, table: Path | None = N
     if table is not None:
         try:
             tmp = table.with_name(table.name + ".tmp")
-            tmp.write_text(json.dumps({"heads": [heads, kv_heads], "blocks": blocks._tensors}))
+            tmp.write_text(
+                json.dumps(
+                    {
+                        "format": _TABLE_FORMAT,
+                        "heads": [heads, kv_heads],
+                        "blocks": blocks._tensors,
+                    }
+                )
+            )
             tmp.replace(table)
         except OSError:
             pass  # a read-only cache: the header is read again next time
@@ -130,25 +175,29 @@ def _scan(path: Path, *, heads: int, kv_heads: int) -> Q4Blocks:
 
     reader = GGUFReader(str(path))
     arch = reader.fields.get("general.architecture")
-    if arch is None or bytes(arch.parts[arch.data[0]]).decode() != "llama":
+    name = None if arch is None else bytes(arch.parts[arch.data[0]]).decode()
+    if name not in _ARCHITECTURES:
         return Q4Blocks(path, {})
-    found: dict[str, tuple[int, int, int, int, int]] = {}
+    permutes = _ARCHITECTURES[name]
+    kinds = {GGMLQuantizationType.Q4_1: "Q4_1", GGMLQuantizationType.Q4_K: "Q4_K"}
+    found: dict[str, tuple[int, int, int, int, int, str]] = {}
     for tensor in reader.tensors:
         parts = tensor.name.split(".")
         if (
-            tensor.tensor_type != GGMLQuantizationType.Q4_1
+            tensor.tensor_type not in kinds
             or len(parts) != 4
             or parts[0] != "blk"
             or parts[2] not in _LAYER_NAMES
         ):
             continue
         cols, rows = (int(n) for n in tensor.shape)
-        permuted = {"attn_q": heads, "attn_k": kv_heads}.get(parts[2], 0)
+        permuted = {"attn_q": heads, "attn_k": kv_heads}.get(parts[2], 0) if permutes else 0
         found[f"model.layers.{parts[1]}.{_LAYER_NAMES[parts[2]]}"] = (
             int(tensor.data_offset),
             int(tensor.n_bytes),
             rows,
             cols,
             permuted,
+            kinds[tensor.tensor_type],
         )
     return Q4Blocks(path, found)

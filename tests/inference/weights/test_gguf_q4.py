@@ -94,3 +94,35 @@ def test_a_gguf_of_another_architecture_gives_no_blocks(tmp_path: object) -> Non
     writer.write_tensors_to_file()
     writer.close()
     assert len(q4_1_blocks(path, heads=1, kv_heads=1)) == 0
+
+
+def test_q4_k_blocks_read_as_int4_groups_equal_the_ggufs_values(tmp_path: object) -> None:
+    """A Gemma 3 GGUF's Q4_K tensor (random bytes with finite scales): per-32 scales and minimums
+    whose codes dequantise to gguf's own values, rows in order (no rotary permutation)."""
+    from pathlib import Path
+
+    from gguf import GGMLQuantizationType, GGUFWriter
+
+    rows, cols = 6, 512  # two 256-element super-blocks per row
+    gen = np.random.default_rng(0)
+    raw = gen.integers(0, 256, size=(rows, cols // 256, 144), dtype=np.uint8)
+    halves = gen.uniform(0.001, 0.05, size=(rows, cols // 256, 2)).astype(np.float16)
+    raw[..., 0:4] = halves.view(np.uint8).reshape(rows, cols // 256, 4)  # d and dmin
+    data = raw.reshape(rows, -1)
+    path = Path(str(tmp_path)) / "gemma.gguf"
+    writer = GGUFWriter(str(path), "gemma3")
+    writer.add_tensor("blk.0.attn_q.weight", data, raw_dtype=GGMLQuantizationType.Q4_K)
+    writer.add_tensor("blk.0.ffn_up.weight", np.zeros((rows, cols), dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    blocks = q4_1_blocks(path, heads=2, kv_heads=1)
+    assert list(blocks) == ["model.layers.0.self_attn.q_proj"]  # the float32 tensor is left out
+    block = blocks["model.layers.0.self_attn.q_proj"]
+    assert block.codes.shape == (rows, cols) and int(block.codes.max()) <= 15
+    ours = block.codes.float() * block.scales.repeat_interleave(
+        32, 1
+    ) + block.mins.repeat_interleave(32, 1)
+    theirs = torch.from_numpy(dequantize(data, GGMLQuantizationType.Q4_K)).reshape(rows, cols)
+    torch.testing.assert_close(ours, theirs, rtol=1e-6, atol=1e-6)
