@@ -4,7 +4,11 @@ Modules (import them directly; this ``__init__`` stays light because the
 upload path imports :mod:`reasoning.rules.check` from the evidence core):
 
 - ``check``: :func:`check_rules`, the upload-time checks (parse, CONSTRUCT
-  only, no SERVICE / FROM / LOAD / updates) giving one ``RuleReport`` each.
+  only, no SERVICE / FROM / LOAD / updates) giving one ``RuleReport`` each,
+  and :func:`check_sparql_texts`, the same checker over every SPARQL text and
+  ``sh:pattern`` of the ontology (targets, constraints, functions).
+- ``sandbox``: the evaluation-time guards (no SERVICE, no FROM loading, no
+  network from the evaluating thread, RE2 for regular expressions).
 - ``shapes``: :func:`load_rules`, the rules loaded into pyshacl once per version.
 - ``engine``: :class:`RuleBook` (one per ontology version) and its
   :meth:`RuleBook.evaluate` over a case graph within a time limit.
