@@ -48,12 +48,12 @@ SETTINGS_DOC: tuple[tuple[str, str, str], ...] = (
     (
         "TENET_WEIGHTS",
         "auto",
-        "Format of the model's linear weights: float32, bfloat16, int8 or int4 (weight-only, bfloat16 activations; int4 takes a Q4_1 GGUF's blocks as they are), or auto: measure at load which format decodes a width-4 step fastest on this machine among those within 0.02 nats mean KL divergence of float32 and not ruled out by the steered-accuracy gate (bench.steering --weights F --record-gate: more than 1 point below float32), taking among the formats within 15% of the fastest step the one with the fewest weight bytes (int4, int8, bfloat16, float32: formats within the timing noise always resolve the same way), and report the choice and its measurements in the log and GET /v1/models; the measurement is kept in the model cache, and later loads go straight into the chosen format. int8 and int4 need a Llama-family model.",
+        "Format of the model's linear weights: float32, bfloat16, int8 or int4 (weight-only, bfloat16 activations; int4 takes a GGUF's Q4_1 and Q4_K blocks as they are), or auto: measure at load which format decodes a width-4 step fastest on this machine among those within 0.02 nats mean KL divergence of float32 and not ruled out by the steered-accuracy gate (bench.steering --weights F --record-gate: more than 1 point below float32), taking among the formats within 15% of the fastest step the one with the fewest weight bytes (int4, int8, bfloat16, float32: formats within the timing noise always resolve the same way), and report the choice and its measurements in the log and GET /v1/models; the measurement is kept in the model cache, and later loads go straight into the chosen format. int8 and int4 need a model the lean forward computes (llama, mistral, qwen2, qwen3, phi3, gemma3_text).",
     ),
     (
         "TENET_MODEL_CACHE_DIR",
         "<data_dir>/models",
-        "Where a GGUF model is converted once into a safetensors cache.",
+        "Where a GGUF model is converted once into a safetensors cache, and where the steering's vocabulary tables are kept per tokenizer.",
     ),
     (
         "TENET_LOAD_MODEL",
