@@ -22,7 +22,11 @@ at all, its best rejected beam is rolled back to the start of the step and the
 step is re-decoded with the step's first token banned at that position
 (bounded by ``max_repairs``). When repair fails -- attempts exhausted, or the
 ban meets a token the steering forces -- the step is kept and flagged as an
-unrepaired violation, never silently dropped.
+unrepaired violation, never silently dropped; except that a step the judge
+marks ``droppable`` (a claim of a domain answer, which the answer does not
+need) ends the answer before it, where the text before it ends complete and
+the steering owes nothing there (``_ended_before``): the model had nothing
+the rules let it add.
 
 Endings (``endings.py``): a hypothesis the model stopped freely ends
 ``model``; one a budget or the steering ended is ``landed`` when its text
@@ -89,6 +93,8 @@ class StepCheck:
     rule: str | None = None
     detail: str = ""
     payload: Any = None
+    #: The answer may end before this step when it cannot be repaired (see the module doc).
+    droppable: bool = False
 
 
 class StepJudge(Protocol):
@@ -397,7 +403,15 @@ def _select(
         kept, pruned = walk.run(top_v_l[b], top_i_l[b], top_raw[b])
         if not kept and not hyps[b] and pruned:
             fallback = _repair_or_accept(pruned[0], beams[pruned[0].parent], config, stats, room)
-            if fallback.finished:
+            ended = (
+                _ended_before(pruned[0], beams[pruned[0].parent], steerings[b], config)
+                if fallback.unrepaired and pruned[0].check is not None and pruned[0].check.droppable
+                else None
+            )
+            if ended is not None:
+                stats.unrepaired -= 1  # nothing flagged is kept: the answer ends before it
+                hyps[b].append(ended)
+            elif fallback.finished:
                 _add_hypothesis(hyps[b], beams[fallback.parent], fallback, config)
             else:
                 kept = [fallback]
@@ -714,6 +728,36 @@ def _repair_or_accept(
         rollback_start=start,
         ban_at=position,
         abandoned=_flagged(pb, best, attempts, config),
+    )
+
+
+def _ended_before(
+    best: _Candidate, pb: _Beam, steering: Steering, config: BeamConfig
+) -> Hypothesis | None:
+    """The answer ended before the step ``best`` closes, or None where it cannot end there:
+    nothing before the step, a text that does not end complete, or a steering that still
+    owes something at the step's start."""
+    assert best.closes is not None
+    start = best.closes[0]
+    if start <= 0 or start > len(pb.tokens):
+        return None
+    tokens = tuple(pb.tokens[:start])
+    if config.lander is not None and config.lander.complete_length(tokens) != len(tokens):
+        return None
+    state = pb.step_state
+    if config.eos_ids:
+        state = steering.advance(state, min(config.eos_ids))
+    if unmet(steering, state):
+        return None
+    return Hypothesis(
+        tokens=tokens,
+        logprobs=tuple(pb.logprobs[:start]),
+        entropies=tuple(pb.entropies[:start]),
+        steps=tuple(s for s in pb.steps if s.end <= start),
+        score=pb.step_score,
+        normalized=pb.step_score / len(tokens) ** config.options.length_penalty,
+        state=state,
+        end=END_LANDED,
     )
 
 

@@ -39,7 +39,13 @@ from inference.decoder.boundaries import boundary_table
 from inference.decoder.endings import END_MODEL, End, Lander, required_closing
 from inference.decoder.microbatch import MicroBatcher
 from inference.decoder.options import DecodeOptions
-from inference.decoder.pruning import BranchEvidence, ClaimGuard, PruningJudge, StepFacts
+from inference.decoder.pruning import (
+    BranchEvidence,
+    ClaimGuard,
+    PruningJudge,
+    StepFacts,
+    SupportBasis,
+)
 from inference.decoder.runner import ModelRunner
 from inference.decoder.steering_protocol import Steering
 from inference.decoder.stream import StepEvent, StepStream, is_layout, step_text
@@ -177,6 +183,7 @@ def decode(
     on_step: Callable[[StepEvent], None] | None = None,
     batcher: MicroBatcher | None = None,
     claims: ClaimGuard | None = None,
+    basis: SupportBasis | None = None,
 ) -> DecodeResult:
     """Decode every branch of ``plan`` in one batched beam search; see the module docstring.
 
@@ -191,7 +198,10 @@ def decode(
     ``request_text`` feed the evidence-chain and counterfactual rules.
     ``claims`` is the decision's claim check: every complete claim that
     contradicts the decision is pruned (with pruning off, flagged, so its
-    branch ranks below the others), steered or not.
+    branch ranks below the others), steered or not. ``basis`` is what a
+    domain answer rests on beside its evidence and request (the decision and
+    its grounds, the ontology's rule-id shapes): every complete sentence of
+    the model's is checked for support against them (pruning off: flagged).
     The shared prefix is read from and stored in ``prefix`` (one tenant's
     entries for this model) when given, else prefilled every time.
     ``on_step`` hears every branch's steps as ``StepEvent``s (for streaming):
@@ -254,6 +264,7 @@ def decode(
                 pad_id=pad_id,
                 claims=claims,
                 instructions=plan.instructions,
+                basis=basis,
             )
             config = BeamConfig(
                 options,
@@ -489,21 +500,24 @@ def _step(
         if fid in facts_by_id and facts_by_id[fid].stale_hint
     )
     restates = bool(facts and facts.restates)
-    # Names the evidence does not hold count as unsupported mentions (confidence only).
-    unnamed = facts.unnamed if facts and has_evidence else ()
-    measured = len(mentions) + len(unnamed)
-    missing = (*unsupported, *unnamed) if has_evidence else ()
-    support = (1 - len(missing) / measured) if (measured and has_evidence) else None
+    checked = facts.supported if facts else None
+    if checked is None:
+        # Not a domain answer's sentence: the share of its mentions its evidence holds.
+        support = (1 - len(unsupported) / len(mentions)) if (mentions and has_evidence) else None
+    else:
+        support = 1.0 if checked else 0.0
+    flagged = checked is False and not restates
     inputs = ConfidenceInputs(
         window_prob=window,
         # A claim that states what the rules concluded has their full support.
         support=1.0 if restates else support,
-        unsupported=missing if not restates else (),
+        unsupported=unsupported if not restates else (),
         contrast=facts.contrast if facts else None,
         contrast_kind=facts.contrast_kind if facts else None,
         stale_hints=stale,
         contradiction=facts.contradiction if facts else None,
         undecided=facts.undecided if facts else None,
+        flagged=flagged,
     )
     conf = step_confidence(inputs)
     words = {w for w in _WORD.findall(text.lower()) if len(w) > 2}
@@ -533,6 +547,10 @@ def _step(
         calibration_hint=conf.hint,
         violation=f"{closed.check.rule}: {closed.check.detail}" if closed.check.rule else None,
         repaired=closed.repaired,
+        # A step kept although a pruning rule judged it (pruning off, or its repair failed)
+        # is flagged; the decision and its grounds are marked by the pipeline.
+        kind="flagged" if closed.check.rule or flagged else "supported",
+        support=(facts.support if facts else ()) or tuple(dict.fromkeys((*cited, *used))),
     )
 
 

@@ -11,17 +11,20 @@ closes a step. Rules, cheapest first:
    drift, a run of digits / symbols / emoji -- ``degeneracy.py``); a step
    holding tokens the steering forced is not judged a copy (its literal may
    come from the instructions);
-2. evidence chain: the branch shows evidence and the step states a domain
-   fact -- it names a known ontology label, a number or a date -- that no
-   evidence fact of the branch and nothing in the request mentions.
-   Support is lexical (case-insensitive word match; numbers compared without
-   thousands separators): simple, explainable, and strict in the direction
-   that matters (a paraphrased fact may be flagged, an invented one is).
-   A name the ontology does not know ("a 2021 report by the International
-   Chamber of Commerce": two or more capitalised words, ``proper_names``)
-   that the branch's evidence and the request do not hold is measured too
-   (``StepFacts.unnamed``): it lowers the step's confidence with a hint
-   naming it, but does not prune (a name outside the ontology may be true);
+2. evidence chain: in a domain answer (the branch shows evidence, or the
+   request has a decision of the domain's rules), every complete sentence
+   of the model's is checked for support (``reasoning.rules.support``)
+   against the branch's evidence facts (the deciding rules' texts among
+   them), the decision and its grounds (``SupportBasis.texts``) and the
+   request: rule-id-shaped tokens, dates and numbers as whole quantities,
+   names (capitalised multi-word and Chinese) must be held; most of its
+   content words too. An unsupported step is pruned (and repaired); with
+   pruning off it is kept, flagged (``StepFacts.supported`` False), its
+   confidence capped with a hint naming what is unsupported. A sentence
+   still being written is judged on what it already holds (ids, numbers,
+   names before its last word), so a failure is final. A domain answer's
+   complete steps are also judged for junk (fragments, echoes, garbled
+   script: ``degeneracy.junk``) under the entropy rule;
 1. semantic consistency: the step is a complete claim that contradicts the
    decision the domain's rules gave (``claims``, the symbolic claim check of
    ``reasoning.rules.claims``: it denies a concluded action, states one that
@@ -70,10 +73,12 @@ from inference.decoder.beam import SearchStats, StepCheck
 from inference.decoder.checks import Checked, CheckScheduler, ClaimTokens, claim_rank
 from inference.decoder.contrast import RowContext
 from inference.decoder.degeneracy import (
+    JunkRules,
     Said,
     answer_scripts,
     copy_grams,
     degeneracy,
+    junk_rules,
     normalised_steps,
     repeat_bound,
     said,
@@ -83,6 +88,8 @@ from inference.decoder.options import DecodeOptions
 from inference.decoder.runner import ModelRunner
 from reasoning.constraints.model import Constraint, Hardness, Kind, Scope, Verdict
 from reasoning.evidence.model import EvidenceFact
+from reasoning.rules.support import IdShapes, Source, SupportIndex
+from reasoning.rules.support import proper_names as _proper_names
 
 __all__ = [
     "BranchEvidence",
@@ -90,6 +97,7 @@ __all__ = [
     "ClaimReading",
     "PruningJudge",
     "StepFacts",
+    "SupportBasis",
     "domain_mentions",
     "proper_names",
 ]
@@ -121,11 +129,15 @@ _WORD = re.compile(r"\w+")
 _PREFIX_CACHE = 64  # answer prefixes kept (a few per live beam)
 _CLAIM_END = frozenset(".!?;:\n。！？；")
 _HAS_WORD = re.compile(r"[^\W\d_]", re.UNICODE)
-# Two or more capitalised words, optionally joined by a lower-case particle ("Chamber of Commerce").
-_NAME = re.compile(
-    r"\b[A-Z][\w'&-]*(?:(?:\s+(?:of|for|and|the|de|du|la|van|von|der))*\s+[A-Z][\w'&-]*)+"
-)
-_NAME_LEAD = re.compile(r"^(?:The|A|An|This|That|These|Those|Our|Its|In|On|At|By|For)\s+")
+
+
+@dataclass(frozen=True)
+class SupportBasis:
+    """What a domain answer rests on beside its evidence and request: the decision
+    and its grounds as written (``texts``), and the ontology's rule-id shapes."""
+
+    texts: tuple[str, ...] = ()
+    shapes: IdShapes = field(default_factory=IdShapes)
 
 
 @dataclass(frozen=True)
@@ -159,8 +171,15 @@ class StepFacts:
     evidence_cited: tuple[str, ...] = ()
     entropy: float = 0.0
     degenerate: str | None = None
-    #: Names the step states that no shown fact, label or the request holds (confidence only).
+    #: Names the step states that no shown fact, label or the request holds (now part of
+    #: ``unsupported``; kept empty for callers that read it).
     unnamed: tuple[str, ...] = ()
+    #: The support check's verdict (None: not a domain answer's complete sentence of the model)
+    #: and the evidence ids that hold the step's items, best first.
+    supported: bool | None = None
+    support: tuple[str, ...] = ()
+    #: The ids, numbers, dates and names among ``unsupported``.
+    strict: tuple[str, ...] = ()
     contrast: float | None = None
     contrast_kind: str | None = None
     contrast_variant: str | None = None
@@ -188,18 +207,8 @@ def _plain_number(text: str) -> str:
 
 
 def proper_names(text: str) -> tuple[str, ...]:
-    """Names of two or more capitalised words in ``text`` ("International Chamber of
-    Commerce"), a leading article or preposition dropped, in order, each once.
-
-    Latin-script names only (capitals are what mark them); a name the
-    ontology knows is a label and is found by :func:`domain_mentions` instead.
-    """
-    found: dict[str, None] = {}
-    for m in _NAME.finditer(text):
-        name = _NAME_LEAD.sub("", m.group(0))
-        if " " in name:
-            found[name] = None
-    return tuple(found)
+    """Names of two or more capitalised words in ``text`` (``reasoning.rules.support.proper_names``)."""
+    return _proper_names(text)
 
 
 def domain_mentions(text: str, labels: Sequence[str]) -> tuple[str, ...]:
@@ -251,6 +260,7 @@ class PruningJudge:
     pad_id: int = 0
     claims: ClaimGuard | None = None
     instructions: str = ""
+    basis: SupportBasis | None = None
     claims_checked: int = 0
     claims_contradicted: int = 0
 
@@ -267,6 +277,7 @@ class PruningJudge:
                     if x and not x.startswith(("http", "urn:"))
                 )
         self._labels = sorted((label for label in labels if len(label) >= 3), key=len, reverse=True)
+        self._label_set = frozenset(self._labels)
         self._request = self.request_text.lower()
         self._texts = [b.text for b in self.branches]
         # The counterfactual checks of this request: one per (branch, claim), within the share.
@@ -284,6 +295,49 @@ class PruningJudge:
         copying = any(c.kind in (Kind.REPEAT_PROMPT, Kind.COPY) for c in self.constraints)
         self._instructions = frozenset() if copying else copy_grams([self.instructions])
         self._repeats = repeat_bound(self.constraints)
+        self._support: dict[int, SupportIndex | None] = {}
+        self._junk: dict[int, JunkRules | None] = {}
+
+    def _domain(self, branch: int) -> bool:
+        """A domain answer: the branch shows evidence, or the request has a decision."""
+        shown = branch < len(self.branches) and bool(self.branches[branch].facts)
+        return shown or self.basis is not None
+
+    def support_index(self, branch: int) -> SupportIndex | None:
+        """The support check of ``branch`` (None: not a domain answer), built on first use."""
+        if branch not in self._support:
+            index = None
+            if self._domain(branch):
+                basis = self.basis or SupportBasis()
+                facts = self.branches[branch].facts if branch < len(self.branches) else ()
+                sources = [
+                    Source(
+                        id=f.id,
+                        text=" ".join(
+                            x
+                            for x in (f.text, f.subject, f.object, f.effective, f.modified)
+                            if x and not x.startswith(("http", "urn:"))
+                        ),
+                    )
+                    for f in facts
+                ]
+                sources += [Source(text=t) for t in (*basis.texts, self.request_text)]
+                index = SupportIndex(sources, basis.shapes)
+            self._support[branch] = index
+        return self._support[branch]
+
+    def _junk_rules(self, branch: int) -> JunkRules | None:
+        if branch not in self._junk:
+            rules = None
+            if self._domain(branch):
+                view = self.branches[branch].view if branch < len(self.branches) else ""
+                headings = (f"Evidence ({view}):", f"证据 ({view}):", "Evidence", "证据")
+                reference = " ".join(
+                    (*self._texts[branch : branch + 1], *(self.basis.texts if self.basis else ()))
+                )
+                rules = junk_rules(self.request_text, headings, reference)
+            self._junk[branch] = rules
+        return self._junk[branch]
 
     def judge(
         self,
@@ -302,8 +356,10 @@ class PruningJudge:
         facts = self._measure(branch, tokens, start, end, entropies, text, free)
         claim = ClaimTokens(tokens, start, end, logprobs, context)
         rule, detail, facts = self._rule(branch, facts, final, chosen=bool(free), claim=claim)
+        # A claim of a domain answer that cannot be repaired is left out: the answer ends before it.
+        droppable = rule is not None and self._domain(branch)
         if rule is not None and self.options.prune and not final:
-            return StepCheck(keep=False, rule=rule, detail=detail, payload=facts)
+            return StepCheck(keep=False, rule=rule, detail=detail, payload=facts, droppable=droppable)
         return StepCheck(keep=True, rule=rule, detail=detail, payload=facts)
 
     def _measure(
@@ -340,19 +396,23 @@ class PruningJudge:
                 None
                 if len(free) == end - start or not self._instructions
                 else self.tokenizer.decode(own, skip_special_tokens=True),
+                self._junk_rules(branch) if _complete(text) else None,
             )
             if free
             else None
         )
         mentions = domain_mentions(text, self._labels)
-        evidence = self._texts[branch] if branch < len(self._texts) else ""
-        unsupported = tuple(m for m in mentions if not self._supported(m, evidence))
-        known = {m.lower() for m in mentions}
-        unnamed = tuple(
-            n
-            for n in proper_names(text)
-            if n.lower() not in known and not self._supported(n, evidence)
+        index = self.support_index(branch) if free else None
+        verdict = (
+            index.check(
+                text.strip(),
+                complete=_complete(text),
+                terms=[m for m in mentions if m in self._label_set],
+            )
+            if index is not None
+            else None
         )
+        unsupported = verdict.unsupported if verdict is not None else ()
         used = self._evidence_used(branch, mentions, text)
         t0 = time.perf_counter()
         verdicts = tuple(self.verify(c, earlier + text, partial=True) for c in self._checked)
@@ -366,7 +426,9 @@ class PruningJudge:
             evidence_cited=tuple(dict.fromkeys(_CITATION.findall(text))),
             entropy=mean_entropy,
             degenerate=degenerate,
-            unnamed=unnamed,
+            supported=verdict.supported if verdict is not None else None,
+            support=verdict.support if verdict is not None else (),
+            strict=verdict.strict if verdict is not None else (),
         )
 
     def _earlier(self, tokens: Sequence[int], start: int) -> tuple[str, frozenset[str], Said]:
@@ -390,15 +452,6 @@ class PruningJudge:
 
     def _ids(self, text: str) -> list[int]:
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
-
-    def _supported(self, mention: str, evidence: str) -> bool:
-        needle = mention.lower()
-        plain = _plain_number(needle)
-        return any(
-            n in hay or n in _plain_number(hay)
-            for n in {needle, plain}
-            for hay in (evidence, self._request)
-        )
 
     def _evidence_used(self, branch: int, mentions: Sequence[str], text: str) -> tuple[str, ...]:
         if branch >= len(self.branches):
@@ -453,9 +506,13 @@ class PruningJudge:
                 self.claims_contradicted += 1
                 return "semantic", f"contradicts the decision: {reading.contradiction}", facts
         has_evidence = branch < len(self.branches) and bool(self.branches[branch].facts)
-        if has_evidence and facts.unsupported:
-            detail = "no evidence fact supports " + ", ".join(
-                repr(m) for m in facts.unsupported[:3]
+        if facts.supported is False and facts.restates and not facts.strict:
+            # It states what the rules concluded: the decision holds its words; only its
+            # ids, numbers, dates and names still need a source.
+            facts = replace(facts, supported=True, unsupported=())
+        if facts.supported is False:
+            detail = "unsupported: no evidence, rule, decision or request holds " + ", ".join(
+                repr(m) for m in facts.unsupported[:4]
             )
             return "evidence", detail, facts
         violated = [v for v in facts.verdicts if not v.satisfied and v.certain]
@@ -540,7 +597,7 @@ class PruningJudge:
         """``settle`` every step of the chosen answer, the most informative claims first
         (``checks.claim_rank``: facts the decision relies on, numbers and dates, entities),
         so what is left of the share goes to them."""
-        relied: tuple[str, ...] = ()
+        relied = domain_mentions(" ".join(self.basis.texts), self._labels) if self.basis else ()
         texts = [c.payload.text if isinstance(c.payload, StepFacts) else "" for c in checks]
         out = list(checks)
         for i in sorted(range(len(checks)), key=lambda i: (claim_rank(texts[i], relied), i)):
