@@ -386,3 +386,32 @@ async def test_uploading_a_deleted_version_again_restores_it_on_the_record(
         ("ontology.restored", created["id"]),
     ]
     assert events[2]["payload"]["deleted_at"] and events[2]["payload"]["by_key"]
+
+
+_SHACL = b"""@prefix ex: <https://example.org/onto#> .
+@prefix sh: <http://www.w3.org/ns/shacl#> .
+@prefix tv: <https://tenet.dev/ns/views#> .
+ex:r a sh:SPARQLRule ; sh:construct "CONSTRUCT { $this <urn:x:p> <urn:x:o> } WHERE { $this ?p ?o }" .
+"""
+
+
+@pytest.mark.parametrize(
+    ("extra", "status"),
+    [
+        ((b'ex:s a sh:NodeShape ; sh:rule ex:r ; sh:target [ a sh:SPARQLTarget ; sh:select '
+         b'"SELECT ?this WHERE { SERVICE <http://127.0.0.1:9/x> { ?this ?p ?o } }" ] .'), 422),
+        ((b'ex:s a sh:NodeShape ; sh:targetClass tv:Case ; sh:rule ex:r . ex:r sh:condition [ '
+         b'sh:sparql [ sh:select "SELECT $this WHERE { SERVICE <http://127.0.0.1:9/x> { } }" ] ] .'),
+         422),
+        ((b'ex:s a sh:NodeShape ; sh:rule ex:r ; sh:target [ a sh:SPARQLTarget ; sh:select '
+         b'"SELECT ?this WHERE { ?this " ] .'), 400),
+    ],
+)
+async def test_a_target_or_condition_that_reaches_out_or_does_not_parse_is_refused(
+    client: Client, app: Litestar, make_key: Any, assert_problem: Problem, extra: bytes,
+    status: int,
+) -> None:
+    headers = await make_key("acme", ["ontology:write"])
+    problem = assert_problem(await upload(client, headers, _SHACL + extra, "text/turtle"), status)
+    assert next(t for t in problem["sparql"] if not t["ok"])["hostile"] is (status == 422)
+    assert await count_versions(app) == 0
