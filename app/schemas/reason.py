@@ -104,6 +104,9 @@ class PruningOut(msgspec.Struct, frozen=True, kw_only=True):
     #: how many contradicted it (pruned when steering, else flagged as the step's violation).
     claims_checked: int = 0
     claims_contradicted: int = 0
+    #: Distinct claims that wanted a counterfactual check and got none, and why (reason -> claims).
+    counterfactual_skipped: int = 0
+    counterfactual_skip_reasons: dict[str, int] = msgspec.field(default_factory=dict)
 
 
 class ConflictSpan(msgspec.Struct, frozen=True, kw_only=True):

@@ -168,6 +168,8 @@ def build_response(
                 prefix_cache_hit=decoded.prefix_cache_hit,
                 claims_checked=decoded.pruning.claims_checked,
                 claims_contradicted=decoded.pruning.claims_contradicted,
+                counterfactual_skipped=decoded.pruning.counterfactual_skipped,
+                counterfactual_skip_reasons=dict(decoded.pruning.counterfactual_skip_reasons),
             )
             if decoded is not None
             else None
