@@ -12,7 +12,9 @@ its findings:
 - ``regex``: an ontology whose rule filters ``regex(?t, "^(a+)+$")`` over 30 ``a``s and a
   ``!`` is uploaded (accepted: RE2 runs it), then its rules are evaluated repeatedly in a
   thread of this process (where the server runs) while ``/healthz`` is probed every 10 ms:
-  ``healthz_max_ms`` is the slowest probe answer, ``rule_max_s`` the slowest evaluation;
+  ``rule_max_s`` is the slowest evaluation; ``join`` does the same with a join without
+  bound, which the rule time limit stops (``RuleTimeout``); ``healthz_max_ms`` is the
+  slowest probe answer of both;
 - ``restore_audited``: upload, delete, upload the same bytes again: a 200 with the version
   back in service and an ``ontology.restored`` audit event;
 - ``slow_bodies_closed``: connections whose body is dripped are closed within the body
@@ -35,6 +37,7 @@ import httpx
 
 from reasoning.evidence.ingest import ingest_ontology
 from reasoning.rules.decide import DecisionEngine
+from reasoning.rules.engine import RuleTimeout
 
 __all__ = ["SLOW_BODIES", "run_hardening"]
 
@@ -56,6 +59,9 @@ ex:p sh:declare [ sh:prefix "ex" ; sh:namespace "https://example.org/h#"^^xsd:an
 ex:r a sh:SPARQLRule ; sh:prefixes ex:p ;
     sh:construct '''CONSTRUCT { $this ex:needs ex:a1 } WHERE { $this a tv:Case %(where)s }''' .
 """
+#: A join without bound: stopped by the rule time limit (RuleTimeout) after 1 s of its CPU time.
+_JOIN: Final = (". ?a ?b ?c . ?d ?e ?f . ?g ?h ?i . ?j ?k ?l . ?m ?n ?o . ?q ?r ?s . ?t ?u ?v . "
+                "?w ?x ?y . FILTER (STR(?a) = STR(?y) && STR(?a) = 'never')")
 _SHAPE: Final = "ex:shape a sh:NodeShape ; sh:targetClass tv:Case ; sh:rule ex:r .\n"
 _TENANTS: Final = ("\u3164", "\u2800", "default\u3164", "d\u0435fault",
                    "\uff24\uff25\uff26\uff21\uff35\uff2c\uff34")
@@ -114,12 +120,13 @@ def _upload(http: httpx.Client, headers: dict[str, str], domain: str, data: byte
                      headers={**headers, "content-type": "text/turtle"})
 
 
-def _regex_case(http: httpx.Client, headers: dict[str, str], seconds: float) -> tuple[int, dict[str, Any]]:
-    data = _ontology(_SHAPE, where='. ex:a1 ex:note ?t FILTER(regex(?t, "^(a+)+$"))',
-                     note="a" * REGEX_N + "!")
-    uploaded = _upload(http, headers, "regex", data).status_code
-    engine = DecisionEngine(ingest_ontology(data, "text/turtle").index.with_version("regex"))
-    engine.decide("A gadget.", evaluation_date=date(2026, 12, 1))  # warm: spaCy, the rule load
+def _regex_case(http: httpx.Client, headers: dict[str, str], seconds: float,
+                where: str = '. ex:a1 ex:note ?t FILTER(regex(?t, "^(a+)+$"))',
+                domain: str = "regex") -> tuple[int, dict[str, Any]]:
+    data = _ontology(_SHAPE, where=where, note="a" * REGEX_N + "!")
+    uploaded = _upload(http, headers, domain, data).status_code
+    engine = DecisionEngine(ingest_ontology(data, "text/turtle").index.with_version(domain))
+    engine.build_case("A gadget.", evaluation_date=date(2026, 12, 1))  # warm: spaCy
     done = threading.Event()
     durations: list[float] = []
     statuses: list[str] = []
@@ -127,8 +134,11 @@ def _regex_case(http: httpx.Client, headers: dict[str, str], seconds: float) -> 
     def evaluate() -> None:
         while not done.is_set():
             started = time.perf_counter()
-            statuses.append(engine.decide("A gadget.", evaluation_date=date(2026, 12, 1),
-                                          timeout_s=1.0).status)
+            try:
+                statuses.append(engine.decide("A gadget.", evaluation_date=date(2026, 12, 1),
+                                              timeout_s=1.0).status)
+            except RuleTimeout:
+                statuses.append("RuleTimeout")
             durations.append(time.perf_counter() - started)
 
     worker = threading.Thread(target=evaluate, daemon=True)
@@ -232,7 +242,10 @@ def run_hardening(base: str, admin: dict[str, str], body_timeout_s: float
             found["outside_calls"] = listener.hits
             regex_status, found["regex"] = _regex_case(http, writer, 3.0)
             statuses.append(regex_status)
-            found["healthz_max_ms"] = found["regex"]["healthz_max_ms"]
+            join_status, found["join"] = _regex_case(http, writer, 3.0, where=_JOIN, domain="join")
+            statuses.append(join_status)
+            found["healthz_max_ms"] = max(found["regex"]["healthz_max_ms"],
+                                          found["join"]["healthz_max_ms"])
             restore_statuses, found["restore_audited"] = _restore_case(http, writer)
             statuses += restore_statuses
             refused = 0

@@ -39,6 +39,7 @@ def test_quick_run_reports_no_5xx_no_mismatch_and_every_fault_survived(
     hardening = report["hardening"]
     assert hardening["sparql_outside_refused"] == "6/6" and hardening["outside_calls"] == 0
     assert hardening["regex"]["upload_status"] == 201 and hardening["regex"]["evaluations"] > 0
+    assert hardening["join"]["statuses"] == ["RuleTimeout"]  # stopped by the rule time limit
     assert report["healthz_max_ms"] < 2000  # a backtracking regex held the process for minutes
     assert hardening["restore_audited"] is True
     assert hardening["slow_bodies_closed"] == "20/20"
