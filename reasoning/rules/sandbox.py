@@ -49,6 +49,8 @@ _OUTSIDE_EVENTS: Final = frozenset({
     "smtplib.connect", "subprocess.Popen", "os.system", "os.exec", "os.posix_spawn",
     "os.spawn", "os.startfile", "webbrowser.open",
 })
+#: RE2's memory budget per compiled pattern (its default is 8 MiB); a larger pattern is refused.
+_RE2_MAX_MEM: Final = 2 << 20
 _FLAG_LETTERS: Final = ((re.IGNORECASE, "i"), (re.MULTILINE, "m"), (re.DOTALL, "s"))
 
 _guard = threading.local()
@@ -89,10 +91,11 @@ def _options(flags: int) -> tuple[str, Any]:
     letters = "".join(letter for flag, letter in _FLAG_LETTERS if flags & flag)
     options = re2.Options()
     options.log_errors = False
+    options.max_mem = _RE2_MAX_MEM
     return (f"(?{letters})" if letters else ""), options
 
 
-@functools.lru_cache(maxsize=512)
+@functools.lru_cache(maxsize=256)
 def _compiled(pattern: str, flags: int) -> Any:
     prefix, options = _options(int(flags))
     return re2.compile(prefix + pattern, options)
@@ -105,8 +108,9 @@ def regex_problem(pattern: str, flags: int = 0) -> str | None:
     except re2.error as exc:
         reason = exc.args[0].decode("utf-8", "replace") if exc.args and isinstance(
             exc.args[0], bytes) else str(exc)
-        return f"the regular expression {pattern[:80]!r} is not supported ({reason}); " \
-               "backreferences and look-around are not available"
+        return (f"the regular expression {pattern[:80]!r} is not supported ({reason}): "
+                "rules run regular expressions on RE2, which has no backreferences or "
+                "look-around and bounds a pattern's size")
     return None
 
 
