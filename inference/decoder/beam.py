@@ -5,6 +5,9 @@ Call order (gpt-fast style): ``prefill_prefix`` / ``prefill_branches`` (in
 ``select`` -> ``decode_step`` until every branch is done. ``select`` is the
 only Python-per-candidate code and touches ``2 * width`` candidates per
 branch, never the vocabulary; everything over the vocabulary is a tensor op.
+Where the steering holds every live beam to a run of forced tokens, the run
+is fed in one multi-token forward and the selects of its positions read that
+forward's logits (``forced_runs.py``); the selects themselves are the same.
 
 Scores: a live beam's score is the sum of its steered log-probabilities; a
 finished hypothesis is ranked by ``score / generated_tokens ** length_penalty``
@@ -53,6 +56,7 @@ from inference.decoder.batch import BatchState
 from inference.decoder.boundaries import BoundaryTable
 from inference.decoder.contrast import RowContext
 from inference.decoder.endings import END_CUT, END_LANDED, END_MODEL, End, Lander
+from inference.decoder.forced_runs import ForcedRun, draft_run, feed_run, rewind, take
 from inference.decoder.options import DecodeOptions
 from inference.decoder.runner import ModelRunner
 from inference.decoder.steering_protocol import Steering, SteeringState
@@ -169,7 +173,10 @@ class SearchStats:
     #: Host seconds inside the decode forwards. On an accelerator that is the
     #: launch time; the wait for the kernels falls in the next select's first read.
     forward_seconds: float = 0.0
-    steps_decoded: int = 0
+    steps_decoded: int = 0  # positions fed and selected from
+    forwards: int = 0  # decode forward passes (a forced run feeds several positions in one)
+    forced_fed: int = 0  # drafted tokens of forced runs fed ahead
+    forced_taken: int = 0  # of those, positions the search followed (the rest were given back)
 
 
 @dataclass
@@ -296,8 +303,12 @@ def generate(
     started = time.perf_counter()
     # Every beam finishes at max_new_tokens of its own; the columns beyond that
     # (the slab's slack) are what step repairs may re-decode.
+    # A forced run fed ahead (``forced_runs``): the logits of its later positions, in order.
+    ahead: list[torch.Tensor] = []
+    run: ForcedRun | None = None
     for _ in range(state.cache.capacity - state.columns):
         room = state.cache.capacity - state.columns  # selects left, this one included
+        held = [not d for d in done]
         beams, forks = _select(
             logits, beams, hyps, done, steerings, config, boundary, judge, stats, room, state
         )
@@ -305,6 +316,19 @@ def generate(
             _announce(beams, hyps, width, announced, on_decided)
         if all(done):
             break
+        if run is not None:
+            if run.followed(beams, forks, held):
+                for bm in beams:
+                    if bm.tokens:
+                        bm.cols.append(state.columns)
+                take(state)
+                logits = ahead.pop(0)
+                run = run if ahead else None
+                stats.steps_decoded += 1
+                stats.forced_taken += 1
+                continue
+            rewind(state, len(ahead))
+            ahead, run = [], None
         _move_rows(state, beams, forks)
         feed = torch.tensor(
             [
@@ -317,10 +341,26 @@ def generate(
         for bm in beams:
             if bm.tokens:
                 bm.cols.append(state.columns)
+        run = None if not config.options.forced_runs else draft_run(
+            beams,
+            steerings,
+            done,
+            width,
+            eos_ids=config.eos_ids,
+            max_new_tokens=config.options.max_new_tokens,
+            room=state.cache.capacity - state.columns - 1,
+        )
         t0 = time.perf_counter()
-        logits = decode_step(runner, state, feed).to(where)
+        if run is None:
+            logits = decode_step(runner, state, feed).to(where)
+        else:
+            block = feed_run(runner, state, feed, run).to(where)  # [N, 1 + K, V]
+            logits, ahead = block[:, 0], list(block[:, 1:].unbind(1))
+            stats.forced_fed += run.length
         stats.forward_seconds += time.perf_counter() - t0
         stats.steps_decoded += 1
+        stats.forwards += 1
+    rewind(state, len(ahead))  # the slab ends where the search did
     stats.decode_seconds += time.perf_counter() - started
     return _finish(beams, hyps, done, config, judge, steerings, state)
 

@@ -149,6 +149,10 @@ class DecodeResult(msgspec.Struct, frozen=True, kw_only=True):
     prompt_tokens: int
     generated_tokens: int
     decode_steps: int
+    #: Forward passes of the decode; fewer than ``decode_steps`` where forced runs were fed
+    #: several positions at once (``forced_runs.py``), with ``forced_tokens`` such positions.
+    decode_forwards: int = 0
+    forced_tokens: int = 0
     flops: dict[str, float]
     counterfactual_flops_share: float
     constraint_check_share: float
@@ -375,6 +379,8 @@ def _result(
         prompt_tokens=len(plan.prefix_ids) + sum(len(s) for s in plan.suffixes),
         generated_tokens=sum(len(o.best.tokens) for o in outcomes if o.hypotheses),
         decode_steps=stats.steps_decoded,
+        decode_forwards=stats.forwards,
+        forced_tokens=stats.forced_taken,
         flops=flops,
         counterfactual_flops_share=flops.get("counterfactual", 0.0) / base if base else 0.0,
         constraint_check_share=stats.check_seconds / stats.decode_seconds

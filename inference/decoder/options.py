@@ -64,7 +64,9 @@ class DecodeOptions(msgspec.Struct, frozen=True, kw_only=True):
 
     ``packed_forward`` False runs the model's library forward even when the
     model is packed for the lean CPU forward (``packed_llama``), for the
-    benchmarks' comparisons.
+    benchmarks' comparisons. ``forced_runs`` False feeds a run of tokens the
+    steering forces one forward per token instead of in one pass
+    (``forced_runs.py``; the same tokens either way): the reference path.
 
     Raises:
         InvalidInput: a value out of its range (the message names the field).
@@ -86,6 +88,7 @@ class DecodeOptions(msgspec.Struct, frozen=True, kw_only=True):
     counterfactual_flops_share: float = 0.05
     max_variants: int = 3
     packed_forward: bool = True
+    forced_runs: bool = True
 
     def __post_init__(self) -> None:
         BEAMS.check(self.width, "width")

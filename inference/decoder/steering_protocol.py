@@ -20,6 +20,13 @@ Guarantees a Steering gives:
 A steering whose tables live on one device names it in an optional
 ``device`` attribute; the beam search then selects tokens there
 (``beam.select_device``). One without it works on any device.
+
+A steering may offer ``forced(state) -> int | None``: the token ``apply``
+will leave ``state``'s row as its only choice whatever the model's scores
+(a literal, a text being written), else None. The beam search drafts runs of
+such tokens and feeds them in one forward (``forced_runs``); it still
+selects every position through ``apply``, so a wrong answer costs time,
+never a different token.
 """
 
 from __future__ import annotations

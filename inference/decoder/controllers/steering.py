@@ -183,6 +183,14 @@ class ConstraintSteering:
                     out[r, plans[r].exit] = 0.0
         return out.to(logprobs.dtype)
 
+    def forced(self, state: Any) -> int | None:
+        """The token ``apply`` leaves ``state``'s row as its only choice whatever the model's
+        scores (a literal's, a text a controller is writing, a finished layout's EOS), else
+        None (the row is masked over the scores). No controller state is touched."""
+        assert isinstance(state, SteerState)
+        plan = self._plan(state)
+        return plan.exit if plan.kind == "only" else None
+
     def advance(self, state: Any, token_id: int) -> SteerState:
         assert isinstance(state, SteerState)
         if state.finished:
