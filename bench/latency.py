@@ -15,24 +15,33 @@ verification, without HTTP, authentication and the database row.
 One warm-up run (it loads spaCy and the query machinery and fills the
 prefix cache, as the service's first request does), then ``--runs`` timed
 runs; the figures are medians. ``answer_identical`` says whether every
-timed run gave the same answer text (the decode is deterministic).
+timed run gave the same answer text (the decode is deterministic). With
+``--reference`` each round also runs the one-token decode loop
+(``DecodeOptions.forced_runs`` off: every forced token its own forward
+pass), before the default run, so both see the same load.
 
 The last stdout line is one JSON object: ``p50_s`` (wall seconds of a
 run), ``runs_s``, ``stages_ms`` (median per stage: the plan's stages,
-``prefill``, ``decode``, ``verify``), ``decode`` (forward seconds, decode
-steps, generated tokens, tokens per decode forward, prompt tokens, prefix
-cache hit), ``threads``, ``weights``, ``answer`` and ``answer_identical``.
+``prefill``, ``decode``, ``verify``), ``decode`` (forward seconds,
+positions decoded, forward passes, tokens fed by forced runs, positions per
+forward pass, generated tokens, prompt tokens, prefix cache hit),
+``num_beams``, ``answer``, ``answer_identical``; with ``--reference``
+also ``reference`` (the same figures of the one-token loop),
+``speedup_p50`` and ``answer_same_as_reference``; then
+``max_new_tokens``, ``threads`` and ``weights``.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import statistics
 import sys
 import time
 from typing import Any
 
+import msgspec
 import torch
 
 from bench.model_cache import add_cache_option, model_cache
@@ -65,13 +74,38 @@ def _index(domain: str) -> OntologyIndex:
 
 
 def _run(
-    reasoner: Reasoner, index: OntologyIndex, options: ReasonOptions
+    reasoner: Reasoner, index: OntologyIndex, options: ReasonOptions, *, forced_runs: bool = True
 ) -> tuple[float, int, ReasonResult]:
-    """Wall seconds of one run (plan and decode), its beam width, and its result."""
+    """Wall seconds of one run (plan and decode), its beam width, and its result.
+
+    ``forced_runs`` False decodes through the one-token loop (``DecodeOptions.forced_runs``).
+    """
     t0 = time.perf_counter()
     plan = reasoner.plan(ANALYST_PROMPT, options=options, domain_index=index, tenant=_TENANT)
+    if not forced_runs:
+        plan = dataclasses.replace(
+            plan, decode_options=msgspec.structs.replace(plan.decode_options, forced_runs=False)
+        )
     result = reasoner.run(plan, tenant=_TENANT)
     return time.perf_counter() - t0, plan.decode_options.width, result
+
+
+def _summary(runs: list[tuple[float, int, ReasonResult]]) -> dict[str, Any]:
+    """Median wall seconds and stages of ``runs``, the last run's decode figures and answer."""
+    walls = [w for w, _, _ in runs]
+    results = [r for _, _, r in runs]
+    stages = sorted({k for r in results for k in r.timings})
+    last = results[-1]
+    return {
+        "p50_s": round(statistics.median(walls), 3),
+        "runs_s": [round(w, 3) for w in walls],
+        "stages_ms": {k: round(statistics.median(r.timings.get(k, 0.0) for r in results), 1) for k in stages},
+        "decode": _decode_figures(last),
+        "num_beams": runs[-1][1],
+        "status": str(last.status),
+        "answer": last.answer,
+        "answer_identical": all(r.answer == last.answer for r in results),
+    }
 
 
 def _decode_figures(result: ReasonResult) -> dict[str, Any]:
@@ -82,8 +116,10 @@ def _decode_figures(result: ReasonResult) -> dict[str, Any]:
         "forward_s": round(d.timings.forward_s, 4),
         "constraint_check_s": round(d.timings.constraint_check_s, 4),
         "decode_steps": d.decode_steps,
+        "decode_forwards": d.decode_forwards,
+        "forced_tokens": d.forced_tokens,
+        "positions_per_forward": round(d.decode_steps / d.decode_forwards, 3) if d.decode_forwards else None,
         "generated_tokens": d.generated_tokens,
-        "tokens_per_forward": round(d.generated_tokens / d.decode_steps, 3) if d.decode_steps else None,
         "prompt_tokens": d.prompt_tokens,
         "prefix_cache_hit": d.prefix_cache_hit,
         "branches": len(d.branches),
@@ -98,6 +134,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--beams", type=int, default=None, help="options.num_beams (default: the budget's)")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     parser.add_argument("--weights", default="auto", help="weight format (default auto, as the service)")
+    parser.add_argument(
+        "--reference",
+        action="store_true",
+        help="also time the one-token decode loop (forced runs off), paired run by run",
+    )
     add_cache_option(parser)
     args = parser.parse_args(argv)
     if args.threads:
@@ -107,30 +148,27 @@ def main(argv: list[str] | None = None) -> int:
     reasoner = Reasoner(model, prefix_cache=PrefixCache(), batcher=batcher)
     index = _index(_DOMAIN)
     options = ReasonOptions(max_new_tokens=args.new_tokens, num_beams=args.beams, steering=True)
+    fast: list[tuple[float, int, ReasonResult]] = []
+    reference: list[tuple[float, int, ReasonResult]] = []
     try:
         _run(reasoner, index, options)  # warm-up: loads, caches the shared prefix
-        runs = [_run(reasoner, index, options) for _ in range(args.runs)]
+        for _ in range(args.runs):
+            if args.reference:  # paired: the same load for both, round by round
+                reference.append(_run(reasoner, index, options, forced_runs=False))
+            fast.append(_run(reasoner, index, options))
     finally:
         batcher.close()
-    walls = [w for w, _, _ in runs]
-    results = [r for _, _, r in runs]
-    stages = sorted({k for r in results for k in r.timings})
-    stages_ms = {k: round(statistics.median(r.timings.get(k, 0.0) for r in results), 1) for k in stages}
-    last = results[-1]
-    out = {
-        "bench": "latency",
-        "scenario": "analyst/aml",
-        "p50_s": round(statistics.median(walls), 3),
-        "runs_s": [round(w, 3) for w in walls],
-        "stages_ms": stages_ms,
-        "decode": _decode_figures(last),
-        "options": {"max_new_tokens": args.new_tokens, "num_beams": runs[-1][1], "steering": True},
-        "threads": torch.get_num_threads(),
-        "weights": model.weights.weights,
-        "status": str(last.status),
-        "answer": last.answer,
-        "answer_identical": all(r.answer == last.answer for r in results),
-    }
+    out: dict[str, Any] = {"bench": "latency", "scenario": "analyst/aml", **_summary(fast)}
+    if reference:
+        ref = _summary(reference)
+        out["reference"] = ref
+        out["speedup_p50"] = round(ref["p50_s"] / out["p50_s"], 3) if out["p50_s"] else None
+        out["answer_same_as_reference"] = ref["answer"] == out["answer"]
+    out.update(
+        max_new_tokens=args.new_tokens,
+        threads=torch.get_num_threads(),
+        weights=model.weights.weights,
+    )
     print(json.dumps(out, ensure_ascii=False))
     return 0
 
