@@ -1,6 +1,6 @@
 """Held-out end-to-end benchmark: unseen instruction types and wordings, through the public API.
 
-``python -m bench.heldout [--quick] [--limit N] [--max-new-tokens N] [--port N] [--progress PATH] [--concurrency N]``
+``python -m bench.heldout [--quick] [--limit N] [--max-new-tokens N] [--port N] [--progress PATH] [--concurrency N] [--extraction-only]``
 
 Each line of ``bench/data/heldout.jsonl`` is ``{"key", "language", "prompt",
 "instructions": [{"judge", "args", "span"}]}``: a user task with one or two
@@ -17,7 +17,10 @@ prompt, sends:
 
 1. ``POST /v1/constraints``: an instruction is *recognised* when an extracted
    constraint's source span overlaps its ``span``, *unrecognised* when only an
-   ``unrecognised`` span does, else *missed*;
+   ``unrecognised`` span does, else *missed*; a recognised instruction is also
+   *misread* when its reading contradicts the judge's parameters
+   (:mod:`bench.misread`: a unit, position, number, text or bound of the
+   judge that the reading does not carry), with the reason in its row;
 2. ``POST /v1/reason`` with ``options.steering`` true, then false, the same
    ``max_new_tokens`` (160; ``--quick``: 96 on every third prompt, 16 or
    fewer). A refused request (not 200) or a ``needs_confirmation`` answer
@@ -25,9 +28,16 @@ prompt, sends:
 
 The report: instruction-level and prompt-level strict accuracy per arm,
 ``gain_points`` (instruction-level, steered minus plain, in points),
-per-judge accuracy, the extraction counts, ``needs_confirmation`` and refusal
-counts, and per instruction its extraction and both verdicts (``rows``). The
-last stdout line is one JSON object.
+per-judge accuracy, the extraction counts (``recognised``, ``unrecognised``,
+``missed``, ``misread``) and ``misread_share`` (misread instructions over all
+instructions), ``needs_confirmation`` and refusal counts, and per instruction
+its extraction and both verdicts (``rows``). The last stdout line is one JSON
+object.
+
+``--extraction-only`` runs no server and no model: each prompt is extracted
+in-process (what ``POST /v1/constraints`` returns) and the report holds the
+extraction counts, ``misread_share``, per-judge extraction and, per misread
+instruction, its reading and the reason (seconds for a whole set).
 
 Another held-out set reuses this harness through a ``Suite`` (its name, data
 file and judges): ``load``, ``run`` and ``main`` take one, ``HELDOUT`` by default.
@@ -51,9 +61,11 @@ from typing import Any
 import httpx
 
 from bench.heldout_judge import JUDGES, Judge
+from bench.misread import misread
 from bench.service import free_port, start_server, stop_server, wait_ready
 
-__all__ = ["DATA", "HELDOUT", "Suite", "extraction_status", "load", "main", "run", "select"]
+__all__ = ["DATA", "HELDOUT", "Suite", "extraction_report", "extraction_status", "instruction_rows", "load", "main",
+           "run", "select"]
 
 DATA = Path(__file__).resolve().parent / "data" / "heldout.jsonl"
 _BUDGET = 160
@@ -155,6 +167,73 @@ async def _reason(
     return {"status": out["status"], "answer": out["answer"], "s": seconds, "end": out.get("end")}
 
 
+def _share(count: int, total: int) -> float:
+    return round(count / total, 4) if total else 0.0
+
+
+def instruction_rows(row: Mapping[str, Any], report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Each instruction of ``row`` with its extraction status, its reading and, when misread, why.
+
+    ``report`` is a ``POST /v1/constraints`` answer (or its in-process equivalent).
+    """
+    prompt_constraints = [{"kind": c["kind"], "params": c["params"]} for c in report.get("constraints", [])]
+    instructions = []
+    for item in row["instructions"]:
+        status, found = extraction_status(row["prompt"], item["span"], report)
+        why = misread(item["judge"], item["args"], found, prompt_constraints) if status == "recognised" else None
+        instructions.append(
+            {
+                "judge": item["judge"],
+                "args": item["args"],
+                "extraction": status,
+                "extracted": found,
+                "misread": why,
+            }
+        )
+    return instructions
+
+
+def extraction_report(rows: Sequence[Mapping[str, Any]], suite: Suite) -> dict[str, Any]:
+    """The extraction figures of ``rows`` without a server or a model (``--extraction-only``)."""
+    import msgspec
+
+    from reasoning.constraints.extraction import extract
+
+    started = time.perf_counter()
+    counts: Counter[str] = Counter()
+    by_judge: dict[str, Counter[str]] = defaultdict(Counter)
+    misreadings: list[dict[str, Any]] = []
+    total = 0
+    for row in rows:
+        result = extract(row["prompt"])
+        report = {
+            "constraints": [msgspec.to_builtins(c) for c in result.constraints],
+            "unrecognised": [msgspec.to_builtins(s) for s in result.unrecognised],
+        }
+        for item, source in zip(instruction_rows(row, report), row["instructions"], strict=True):
+            total += 1
+            counts[item["extraction"]] += 1
+            by_judge[item["judge"]][item["extraction"]] += 1
+            if item["misread"]:
+                counts["misread"] += 1
+                by_judge[item["judge"]]["misread"] += 1
+                misreadings.append({"key": row["key"], "judge": item["judge"], "args": item["args"],
+                                    "span": source["span"], "extracted": item["extracted"],
+                                    "why": item["misread"]})
+    return {
+        "benchmark": suite.name,
+        "data": suite.data.name,
+        "mode": "extraction_only",
+        "n_prompts": len(rows),
+        "n_instructions": total,
+        "extraction": {k: counts.get(k, 0) for k in ("recognised", "unrecognised", "missed", "misread")},
+        "misread_share": _share(counts.get("misread", 0), total),
+        "per_judge": {name: dict(c) for name, c in sorted(by_judge.items())},
+        "misreadings": misreadings,
+        "elapsed_s": round(time.perf_counter() - started, 1),
+    }
+
+
 def _accuracy(values: Sequence[bool]) -> float:
     return round(sum(values) / len(values), 4) if values else 0.0
 
@@ -184,6 +263,9 @@ def _summary(
                 per_judge[item["judge"]][arm].append(r[arm]["verdicts"][index])
             extraction[item["extraction"]] += 1
             extraction_by_judge[item["judge"]][item["extraction"]] += 1
+            if item.get("misread"):
+                extraction["misread"] += 1
+                extraction_by_judge[item["judge"]]["misread"] += 1
             if not r["steered"]["verdicts"][index]:
                 steered_failed_by_judge[item["judge"]][item["extraction"]] += 1
     return {
@@ -199,7 +281,8 @@ def _summary(
         "gain_points": round(
             100 * (arms["steered"]["instruction_strict"] - arms["plain"]["instruction_strict"]), 1
         ),
-        "extraction": {k: extraction.get(k, 0) for k in ("recognised", "unrecognised", "missed")},
+        "extraction": {k: extraction.get(k, 0) for k in ("recognised", "unrecognised", "missed", "misread")},
+        "misread_share": _share(extraction.get("misread", 0), sum(len(r["instructions"]) for r in results)),
         "per_judge": {
             name: {
                 "n": len(v["steered"]),
@@ -234,17 +317,7 @@ async def _one(
         "/v1/constraints", json={"prompt": row["prompt"]}, headers=dict(headers)
     )
     report = extracted.json() if extracted.status_code == 200 else {}
-    instructions = []
-    for item in row["instructions"]:
-        status, found = extraction_status(row["prompt"], item["span"], report)
-        instructions.append(
-            {
-                "judge": item["judge"],
-                "args": item["args"],
-                "extraction": status,
-                "extracted": found,
-            }
-        )
+    instructions = instruction_rows(row, report)
     result: dict[str, Any] = {
         "key": row["key"],
         "instructions": instructions,
@@ -360,7 +433,17 @@ def main(argv: Sequence[str] | None = None, suite: Suite = HELDOUT) -> int:
         default=1,
         help="prompts in flight at once (their decodes share merged forward passes; default 1)",
     )
+    parser.add_argument(
+        "--extraction-only",
+        action="store_true",
+        help="no server or model: extract each prompt in-process and report the extraction counts and misread",
+    )
     args = parser.parse_args(argv)
+    if args.extraction_only:
+        loaded = load(args.data, suite.judges)
+        rows = loaded[: args.limit] if args.limit is not None else loaded
+        print(json.dumps(extraction_report(rows, suite), ensure_ascii=False))
+        return 0
     rows = select(load(args.data, suite.judges), args.quick, args.limit)
     budget = args.max_new_tokens or (_QUICK_BUDGET if args.quick else _BUDGET)
     with tempfile.TemporaryDirectory(prefix=f"tenet-bench-{suite.name}-") as data_dir:

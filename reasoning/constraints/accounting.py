@@ -207,6 +207,9 @@ class _Carries(msgspec.Struct, kw_only=True):
     whole: bool
     marks: str
     ops: set[str] = msgspec.field(default_factory=set)
+    positive: bool = False
+    refusing: bool = False
+    chars: str = ""
     answer_edge: bool = False
     ratio: bool = False
 
@@ -214,7 +217,11 @@ class _Carries(msgspec.Struct, kw_only=True):
 def _form_units(form: Form, carried: _Carries) -> None:
     if isinstance(form, Count):
         carried.units.add(form.unit.value)
-        carried.numbers.update({float(form.n), float(form.n + 1), float(form.n - 1)})
+        carried.numbers.update(_said_numbers(form.relation.value, form.n))
+        if form.relation.value in ("at least", "more than", "exactly") and form.n >= 1 and form.fraction is None:
+            carried.positive = True
+        if form.relation.value in ("at most", "less than"):
+            carried.refusing = True
         if form.fraction is not None:
             carried.numbers.update({form.fraction, round(form.fraction * 100, 6)})
             carried.ratio = True
@@ -223,6 +230,7 @@ def _form_units(form: Form, carried: _Carries) -> None:
         if form.per is not None:
             carried.per.add(form.per.value)
             carried.units.add(form.per.value)
+        carried.chars += form.filter.chars or ""
         fields = msgspec.structs.asdict(form.filter)
         if any(v not in (None, False, ()) for v in fields.values()):
             carried.filtered = True
@@ -306,6 +314,19 @@ def _form_units(form: Form, carried: _Carries) -> None:
         carried.whole = True
 
 
+def _said_numbers(relation: str, n: int) -> set[float]:
+    """The numbers a clause may say for a bound read as ``relation n`` ("fewer than 20" is at most 19)."""
+    if relation == "at least":
+        return {float(n), float(n - 1)}
+    if relation == "at most":
+        return {float(n), float(n + 1)}
+    if relation == "less than":
+        return {float(n), float(n - 1)}
+    if relation == "more than":
+        return {float(n), float(n + 1)}
+    return {float(n)}
+
+
 def _strings(value: Any) -> Iterable[str]:
     if isinstance(value, str):
         yield value
@@ -350,6 +371,9 @@ def _carries(found: Found) -> _Carries:
             carried.positions.add(-1)
     if found.kind is Kind.CONSTRAINED_RESPONSE:
         carried.numbers.add(1.0)
+    if found.kind in (Kind.KEYWORD_FREQUENCY, Kind.LETTER_FREQUENCY, Kind.WORD_COUNT, Kind.SENTENCE_COUNT,
+                      Kind.CAPITAL_WORD_FREQUENCY) and found.params.get("relation") in ("at least", "more than", "exactly"):
+        carried.positive = int(found.params.get("n") or 0) >= 1
     if not forms:
         carried.numbers.update(_numbers(found.params))
     for unit in tuple(carried.units):
@@ -742,6 +766,7 @@ def account_readings(doc: Doc | None, text: str, prompt: str, found: Sequence[Fo
 
     clauses = [sorted((t for t in tokens if not t.is_space), key=lambda t: t.i) for tokens in _clauses(doc)]
     home = _homes(found, clauses)
+    clause_index = {t.i: number for number, tokens in enumerate(clauses) for t in tokens}
     for number, ordered in enumerate(clauses):
         if not ordered:
             continue
@@ -759,7 +784,8 @@ def account_readings(doc: Doc | None, text: str, prompt: str, found: Sequence[Fo
                 clause_of[i] = clause
         each = [n for n in needs if n.what == "unit"]
         for i in list(members):
-            if not _supported(found[i], carried[i], _said(doc, found[i], ordered), each):
+            negated = _negated(doc, found[i], carried[i], clause_index)
+            if not _supported(found[i], carried[i], _said(doc, found[i], ordered), each, negated):
                 drop(i, clause, tuple(_word_span(doc[t], prompt) for t in sorted(_own(doc, found[i]))))
                 members.remove(i)
         open_needs: list[_Need] = []
@@ -837,7 +863,37 @@ def _said(doc: Doc, found: Found, clause: Sequence[Token]) -> set[str] | None:
     return {t.lemma_.lower() for t in tokens} | {t.lower_ for t in tokens}
 
 
-def _supported(found: Found, carried: _Carries, lemmas: set[str] | None, each: Sequence[_Need]) -> bool:
+#: Words that make a negated clause a bound rather than a refusal ("do not write fewer than 3 sentences").
+_COMPARATIVES = frozenset({"few", "fewer", "less", "more", "than", "under", "over", "exceed", "below", "above",
+                           "beyond", "least", "most", "only", "just", "except", "but", "other"})
+_NEGATORS = frozenset({"not", "n't", "no", "never", "without", "avoid", "refrain", "nor", "neither", "none"})
+
+
+def _names_counted(token: Token, carried: _Carries) -> bool:
+    """Whether ``token`` names what the reading counts (for marks, one of the marks it counts)."""
+    if token.pos_ not in ("NOUN", "PROPN") or _unit_of(token) not in carried.units:
+        return False
+    entry = EN_UNITS.get((token.lemma_.lower(),))
+    marks = str(entry[1].get("chars", "")) if entry is not None else ""
+    return not (marks and carried.chars) or bool(set(marks) & set(carried.chars))
+
+
+def _negated(doc: Doc, found: Found, carried: _Carries, clause_of: Mapping[int, int]) -> bool:
+    """Whether the words a reading was read from negate, in one clause, a unit the reading counts."""
+    span = doc.char_span(found.start, found.end, alignment_mode="expand")
+    if span is None or len(span) > _NEGATION_REACH:
+        return False  # a reading of a long stretch: a negation in it need not be of what it counts
+    negating = {clause_of.get(t.i) for t in span if t.lower_ in _NEGATORS or t.dep_ == "neg"}
+    counted = {clause_of.get(t.i) for t in span if _names_counted(t, carried)}
+    return bool(negating & counted)
+
+
+#: Longest reading (in tokens) whose own negation words are read as refusing what it counts.
+_NEGATION_REACH = 16
+
+
+def _supported(found: Found, carried: _Carries, lemmas: set[str] | None, each: Sequence[_Need],
+               negated: bool = False) -> bool:
     """Whether the clause says what the reading claims beyond its words.
 
     A text placed at a start or an end needs a word saying so ("use the word
@@ -848,6 +904,8 @@ def _supported(found: Found, carried: _Carries, lemmas: set[str] | None, each: S
     ops = carried.ops
     if lemmas is None:
         return True
+    if carried.positive and not carried.refusing and negated and not lemmas & _COMPARATIVES:
+        return False  # "must not contain any colons" is no minimum of colons
     if "starts_with" in ops and not lemmas & _START_CUES:
         return False
     if "ends_with" in ops and not lemmas & _END_CUES:

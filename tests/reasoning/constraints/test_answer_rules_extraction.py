@@ -304,8 +304,8 @@ def test_bullets_each_with_sub_bullets_are_a_nested_list(prompt: str, expected: 
 @pytest.mark.parametrize(
     ("prompt", "expected"),
     [
-        ("Give three points, each with at least two sub-points.",
-         [("count", {"unit": "nested_bullets", "relation": "at least", "n": 2})]),
+        # "three points, each with ..." is more than a total of sub-points: left unrecognised (issue 36)
+        ("Give three points, each with at least two sub-points.", []),
         ("Start every bullet with ✅.", [("position", {"unit": "bullets", "op": "starts_with", "text": "✅", "k": 0})]),
     ],
 )
