@@ -15,6 +15,7 @@ rules are parsed once per version, never per request.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import threading
 import weakref
@@ -25,7 +26,7 @@ from typing import Final
 import msgspec
 
 from inference.decoder.controllers.stating import Statement
-from inference.decoder.pruning import ClaimGuard, ClaimReading
+from inference.decoder.pruning import ClaimGuard, ClaimReading, SupportBasis
 from reasoning.case.amend import amend_request, restore_spans
 from reasoning.constraints.model import Premise
 from reasoning.evidence.index import OntologyIndex
@@ -33,8 +34,18 @@ from reasoning.evidence.model import EvidenceFact, EvidenceSubgraph, LinkedEntit
 from reasoning.evidence.subgraph import facts_about
 from reasoning.rules.decide import DecisionEngine, decision_sentence
 from reasoning.rules.model import Decision
+from reasoning.rules.support import id_shapes
 
-__all__ = ["RULES_VIEW", "claim_guard", "decide", "decision_engine", "statement_of", "with_rule_evidence"]
+__all__ = [
+    "RULES_VIEW",
+    "claim_guard",
+    "decide",
+    "decision_engine",
+    "refusing_invented_ids",
+    "statement_of",
+    "support_basis",
+    "with_rule_evidence",
+]
 
 #: The view that holds the deciding rules' facts when no other view has evidence.
 RULES_VIEW = "rules"
@@ -196,3 +207,27 @@ def claim_guard(decision: Decision, index: OntologyIndex) -> ClaimGuard:
         return ClaimReading(restates=any(a in concluded for a in affirmed), undecided=reason)
 
     return guard
+
+
+def support_basis(
+    decision: Decision, index: OntologyIndex, lang: str, statement: Statement | None = None
+) -> SupportBasis:
+    """What the sentences of an answer to a decided request may rest on beside its
+    evidence and request: the decision as stated (``statement``'s text, when the
+    steering states it; else the decision sentence) and its
+    conclusions, with the shapes of the ontology's rule ids (``support.id_shapes``)."""
+    engine = decision_engine(index)
+    texts = [statement.text] if statement is not None else [decision_sentence(decision, lang)]
+    texts += [c.statement(lang) for c in decision.conclusions]
+    texts += [m.label_zh if lang == "zh" else m.label_en for m in decision.missing]
+    return SupportBasis(texts=tuple(dict.fromkeys(texts)), shapes=id_shapes(engine.rule_ids))
+
+
+def refusing_invented_ids(statement: Statement, basis: SupportBasis, shown: Sequence[str]) -> Statement:
+    """``statement`` refusing every rule id that neither the ``shown`` texts (evidence
+    and request) nor the decision hold, token by token (``Statement.invented``)."""
+    shapes = basis.shapes
+    if shapes.pattern is None:
+        return statement
+    held = frozenset(t[a:b] for t in (*shown, *basis.texts) for a, b in shapes.find(t))
+    return dataclasses.replace(statement, invented=lambda text: shapes.refused(text, held))

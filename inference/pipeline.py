@@ -27,14 +27,21 @@ from typing import Any
 
 import msgspec
 
-from inference.decisions import claim_guard, decide, statement_of, with_rule_evidence
+from inference.decisions import (
+    claim_guard,
+    decide,
+    refusing_invented_ids,
+    statement_of,
+    support_basis,
+    with_rule_evidence,
+)
 from inference.decoder.compile import branch_steerings, compile_steering
 from inference.decoder.controllers import ConstraintSteering
 from inference.decoder.controllers.stating import Statement
 from inference.decoder.decode import BranchResult, DecodeResult, choose_answer, decode
 from inference.decoder.microbatch import MicroBatcher
 from inference.decoder.options import BEAMS, NEW_TOKENS, SEEDS, DecodeOptions, Limit
-from inference.decoder.pruning import ClaimGuard
+from inference.decoder.pruning import ClaimGuard, SupportBasis
 from inference.decoder.stream import StepEvent
 from inference.loader import LoadedModel
 from inference.prefix_cache import PrefixCache, PrefixScope
@@ -142,6 +149,9 @@ class Plan:
     statement: Statement | None = None
     #: The decision's claim check, run by the pruning judge on every claim (steered or not).
     claims: ClaimGuard | None = None
+    #: What the answer's sentences may rest on beside evidence and request (the decision, its
+    #: grounds, the rule-id shapes): the pruning judge's support check (steered or not).
+    basis: SupportBasis | None = None
 
     @property
     def language_code(self) -> str:
@@ -366,6 +376,13 @@ class Reasoner:
         statement: Statement | None = None
         if decision is not None and domain_index is not None and options.steering:
             statement = statement_of(decision, domain_index, lang, _statement_ids(branches))
+        basis: SupportBasis | None = None
+        if decision is not None and domain_index is not None:
+            basis = support_basis(decision, domain_index, lang, statement)
+            if statement is not None:
+                # A rule id no shown fact, the request or the decision holds cannot be written.
+                shown = [f.text for b in branches for f in b.facts]
+                statement = refusing_invented_ids(statement, basis, [*shown, prompt])
         # The client's explicit limit stands; the budget's default is capped by the service.
         max_new = options.max_new_tokens or min(budget.max_new_tokens, self.max_new_tokens_cap)
         width = options.num_beams or budget.beam_width
@@ -397,6 +414,7 @@ class Reasoner:
             claims=claim_guard(decision, domain_index)
             if decision is not None and domain_index is not None
             else None,
+            basis=basis,
         )
 
     def run(
@@ -472,6 +490,7 @@ class Reasoner:
                 on_step=on_step,
                 batcher=self.batcher,
                 claims=plan.claims,
+                basis=plan.basis,
             )
             decoded = {spec.key: branch for spec, branch in zip(todo, result.branches)}
             timings["prefill"] = round(result.timings.prefill_s * 1000, 3)

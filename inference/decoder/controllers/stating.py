@@ -16,7 +16,11 @@ action ("should not be escalated"), an action that conflicts with one, or an
 action no rule requires for a complete decision is refused, so a
 contradicting claim cannot be written; the model takes its next choice. The
 check is a few regular expressions on one sentence, cheap enough for every
-candidate.
+candidate. A token that would write a rule id the evidence does not hold
+(``Statement.invented``: a token of the shape of the ontology's rule ids
+that no shown fact, the request or the decision holds) is refused the same
+way, as soon as the id leaves every id the evidence holds ("AEM-R" when
+only "AML-R-..." ids are held), so an invented rule id cannot be written.
 
 Guarantees: the inserted sentence is exactly ``Statement.text`` (spelled
 under the request's character policy when one is active, see
@@ -29,6 +33,7 @@ forced exit when nothing else passes).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -52,6 +57,7 @@ __all__ = ["Statement", "Stating", "build_stating"]
 _CITATION: Final = re.compile(r"(\s?\[E\d+\])")
 _SENTENCE_END: Final = re.compile(r"[.!?。！？\n]")
 _HAS_WORD: Final = re.compile(r"[^\W\d_]", re.UNICODE)
+_ID_PART: Final = re.compile(r"[\w\-./:]")
 
 
 @dataclass(frozen=True)
@@ -61,11 +67,21 @@ class Statement:
     ``text``: the decision sentence (rules and evidence ids cited).
     ``contradicts``: whether one sentence contradicts the decision.
     ``sources``: what the statement stands for in reports (the rule ids).
+    ``invented``: the first rule-id-shaped token of a sentence the evidence
+    does not hold, or None (None: ids are not checked).
     """
 
     text: str
     contradicts: Callable[[str], bool]
     sources: tuple[str, ...] = ()
+    invented: Callable[[str], str | None] | None = None
+
+    def refuses(self, sentence: str) -> bool:
+        """Whether ``sentence`` (complete or being written) contradicts the decision or
+        writes a rule id the evidence does not hold."""
+        if self.invented is not None and self.invented(sentence) is not None:
+            return True
+        return self.contradicts(sentence)
 
 
 class Stating(Controller):
@@ -117,12 +133,12 @@ class Stating(Controller):
         text = state.text
         ends = list(_SENTENCE_END.finditer(text))
         sentence = text[ends[-1].end():] if ends else text
-        return None if sentence.strip() and self.statement.contradicts(sentence) else sentence
+        return None if sentence.strip() and self.statement.refuses(sentence) else sentence
 
     def check(self, state: SteerState, memo: Any, text: str, tail: bytes, closing: bool) -> bool:
-        if memo is None or not _HAS_WORD.search(text):
+        if memo is None or not (_HAS_WORD.search(text) or _ID_PART.search(text)):
             return True
-        return not self.statement.contradicts(memo + text)
+        return not self.statement.refuses(memo + text)
 
     def check_pieced(self, state: SteerState, memo: Any, raw: bytes, text: str, tail: bytes) -> bool:
         return self.check(state, memo, text, tail, False)
@@ -178,7 +194,7 @@ def build_stating(ctx: Context, specs: Sequence[Any]) -> Controller | None:
         return None
     policy = spec_of(specs, CharPolicy)
     if policy is not None and policy.active and not policy.ok_text(statement.text):
-        statement = Statement(policy.transform(statement.text), statement.contradicts, statement.sources)
+        statement = dataclasses.replace(statement, text=policy.transform(statement.text))
     if not any(isinstance(c.segment, Free) and c.segment.role == "body" for c in ctx.layout.segments):
         return None
     tokens = statement_tokens(ctx, statement.text)

@@ -1,0 +1,180 @@
+"""Every sentence earned (issue 32): a model scripted to write an invented rule id, an
+invented number, a fragment or an echo of the request has it refused or pruned; a
+supported paraphrase of a rule text is kept, with the evidence that supports it.
+
+The model is real (the bundled one) and pushed along a text by ``Push`` (a test
+double of the steering protocol only); the rules, the decision, the support
+check, the judge, the search and the repair are the real ones. The token-level
+refusal of an invented rule id drives the real steering with scripted logits
+(no model), as ``test_stating`` does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+
+from inference.decisions import claim_guard, refusing_invented_ids, support_basis
+from inference.decoder.compile import compile_steering
+from inference.decoder.controllers.stating import Statement
+from inference.decoder.decode import DecodeResult, decode
+from inference.decoder.options import DecodeOptions
+from inference.decoder.pruning import ClaimGuard, SupportBasis
+from inference.loader import LoadedModel
+from inference.prompting import plan_prompt
+from reasoning.evidence.bundled import bundled_domains
+from reasoning.evidence.index import OntologyIndex
+from reasoning.evidence.ingest import ingest_ontology
+from reasoning.evidence.model import EvidenceFact, EvidenceSubgraph
+from reasoning.rules.decide import DecisionEngine
+from reasoning.rules.model import Decision
+from tests.inference.decoder.steering_doubles import Push
+
+CASE = "Acme Ltd (Cyprus) sent EUR 2,000,000 to Jon Doe, who is on our PEP list. Should this be escalated?"
+RULE_TEXT = (
+    "AML-R-017: Transfers to or from a politically exposed person require enhanced due "
+    "diligence and escalation to the MLRO."
+)
+
+
+@pytest.fixture(scope="module")
+def domain() -> tuple[OntologyIndex, Decision]:
+    data = dict(bundled_domains())["aml"].read_bytes()
+    index = ingest_ontology(data, "text/turtle").index.with_version("aml-support-test")
+    decision = DecisionEngine(index).decide(CASE)
+    assert decision.status == "decided" and "AML-R-017" in decision.rule_ids()
+    return index, decision
+
+
+@pytest.fixture(scope="module")
+def basis(domain: tuple[OntologyIndex, Decision]) -> SupportBasis:
+    index, decision = domain
+    return support_basis(decision, index, "en")
+
+
+@pytest.fixture(scope="module")
+def guard(domain: tuple[OntologyIndex, Decision]) -> ClaimGuard:
+    return claim_guard(domain[1], domain[0])
+
+
+def _evidence() -> list[EvidenceSubgraph]:
+    facts = tuple(
+        EvidenceFact(
+            id=fid, subject=subject, predicate="text", object="", text=text, view="compliance",
+            score=1.0, hops=1, ontology_version="v1",
+        )
+        for fid, subject, text in (
+            ("E1", "Jon Doe", "Jon Doe is a politically exposed person."),
+            ("E2", "AML-R-017", RULE_TEXT),
+        )
+    )
+    return [EvidenceSubgraph(view="compliance", relevance=1.0, seeds=(), facts=facts)]
+
+
+def _decode(lm: LoadedModel, text: str, guard: ClaimGuard, basis: SupportBasis, *, prune: bool = True) -> DecodeResult:
+    tok = lm.tokenizer
+    target = list(tok(text, add_special_tokens=False)["input_ids"])
+    return decode(
+        lm.model,
+        tok,
+        plan_prompt(tok, CASE, [], _evidence()),
+        steering=Push(target),  # type: ignore[arg-type]
+        options=DecodeOptions(width=1, max_new_tokens=len(target) + 6, prune=prune),
+        request_text=CASE,
+        claims=guard,
+        basis=basis,
+    )
+
+
+@pytest.mark.model
+@pytest.mark.usefixtures("one_torch_thread")
+@pytest.mark.parametrize(
+    ("text", "rule", "unwanted"),
+    [
+        ("Escalation to the MLRO is required within 24 hours.", "evidence", "24 hours"),
+        ("Escalation to the MLRO is required under rule AEM-R-009.", "evidence", "AEM-R-009"),
+        # After a supported sentence: an answer that cannot repair it ends before it.
+        ("Jon Doe is a politically exposed person [E1]. Evidence.", "entropy", "Evidence."),
+        (
+            "Acme Ltd (Cyprus) sent EUR 2,000,000 to Jon Doe, who is on our PEP list.",
+            "entropy",
+            "who is on our PEP list",
+        ),
+    ],
+    ids=["invented-number", "invented-rule-id", "fragment", "echo"],
+)
+def test_an_unsupported_or_junk_step_is_pruned(
+    loaded_model: LoadedModel, guard: ClaimGuard, basis: SupportBasis, text: str, rule: str, unwanted: str
+) -> None:
+    result = _decode(loaded_model, text, guard, basis)
+    assert result.pruning.pruned.get(rule, 0) >= 1, result.pruning
+    assert unwanted not in result.answer, result.answer
+    # Pruning off: the same step is kept, flagged, its confidence capped with a hint.
+    kept = _decode(loaded_model, text, guard, basis, prune=False)
+    step = next(s for s in kept.steps if unwanted in s.text)
+    assert step.kind == "flagged" and step.violation and step.violation.startswith(rule), step
+    assert step.confidence <= 0.3 or rule == "entropy", step
+
+
+@pytest.mark.model
+@pytest.mark.usefixtures("one_torch_thread")
+def test_a_supported_paraphrase_of_a_rule_text_is_kept(
+    loaded_model: LoadedModel, guard: ClaimGuard, basis: SupportBasis
+) -> None:
+    paraphrase = (
+        "Enhanced due diligence and escalation to the MLRO are required for transfers "
+        "to a politically exposed person."
+    )
+    result = _decode(loaded_model, paraphrase, guard, basis)
+    assert result.answer.startswith(paraphrase), result.answer
+    assert not result.pruning.pruned, result.pruning
+    step = result.steps[0]
+    assert step.kind == "supported" and step.violation is None, step
+    assert "E2" in step.support, step
+
+
+def _drive(steering: Any, wanted: str, tokenizer: Any, steps: int) -> str:
+    """Greedy decoding under the steering from logits that want ``wanted`` (see test_stating)."""
+    vocab = len(steering.tables.token_bytes)
+    words = tokenizer.encode(wanted, add_special_tokens=False)
+    state = steering.initial_state()
+    for _ in range(steps):
+        logits = torch.full((1, vocab), -10.0)
+        logits[0, words] = -2.0
+        if wanted.startswith(state.text) and len(state.text) < len(wanted):
+            logits[0, tokenizer.encode(wanted[len(state.text):], add_special_tokens=False)[0]] = 0.0
+        out = steering.apply([state], torch.log_softmax(logits, dim=-1))
+        state = steering.advance(state, int(out[0].argmax()))
+        if state.finished:
+            break
+    return str(state.text)
+
+
+def test_an_invented_rule_id_cannot_be_written(
+    tokenizer: Any, domain: tuple[OntologyIndex, Decision], basis: SupportBasis
+) -> None:
+    index, decision = domain
+    engine = DecisionEngine(index)
+    statement = Statement(
+        text="This case requires escalation to the MLRO (AML-R-017).",
+        contradicts=lambda s: engine.check_claim(s, decision).contradicts,
+    )
+    refusing = refusing_invented_ids(statement, basis, [CASE, RULE_TEXT])
+    wanted = statement.text + " The bank must also apply AEM-R-009 to this payment."
+
+    def written(stating: Any) -> str:
+        steering = compile_steering(
+            [], tokenizer, prompt=CASE, max_new_tokens=120, statement=stating
+        )
+        return _drive(steering, wanted, tokenizer, 120)
+
+    plain = written(statement)
+    assert "AEM-R-009" in plain, plain  # the same logits write it without the check
+    checked = written(refusing)
+    assert checked.startswith(statement.text), checked
+    assert "AEM-R" not in checked, checked
+    # An id the evidence holds is written as it is.
+    held = refusing_invented_ids(statement, basis, [CASE, RULE_TEXT]).invented
+    assert held is not None and held("see AML-R-017.") is None and held("see AML-R-01") is None
