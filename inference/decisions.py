@@ -118,7 +118,8 @@ def with_rule_evidence(
     """Every view's evidence with the deciding rules' facts, and the decision citing them.
 
     A rule fact already shown keeps its id; new ones are numbered after the
-    highest shown id. Every rule fact is shown by every view (each branch
+    highest shown id; a rule whose shown facts lack its own text gets its text
+    too (the grounds quote it). Every rule fact is shown by every view (each branch
     may be the answer, and it may cite only what it shows); they form the
     ``rules`` view when no view has evidence. Each conclusion's ``evidence_ids`` become the
     ids of its rule's facts.
@@ -127,14 +128,18 @@ def with_rule_evidence(
     next_id = 1 + max((int(m.group(1)) for f in shown if (m := _ID_NUMBER.fullmatch(f.id))), default=0)
     by_rule: dict[str, tuple[str, ...]] = {}
     rule_facts: dict[str, EvidenceFact] = {}
-    for rule_iri in dict.fromkeys(c.rule_iri for c in decision.conclusions if c.rule_iri):
+    for rule_iri in dict.fromkeys(i for i in _stated_rules(decision) if i):
         assert rule_iri is not None
         known = {f.id: f for f in shown if f.subject == rule_iri}
-        facts = tuple(known.values()) or facts_about(
-            index, rule_iri, first_id=next_id, view=RULES_VIEW, today=today, lang=lang
-        )
-        if not known:
+        facts = tuple(known.values())
+        if not facts:
+            facts = facts_about(index, rule_iri, first_id=next_id, view=RULES_VIEW, today=today, lang=lang)
             next_id += len(facts)
+        elif not any(_is_text(f) for f in facts):
+            # The rule's own text is always shown (the grounds quote it): first, with a new id.
+            text = tuple(f for f in facts_about(index, rule_iri, first_id=next_id, view=RULES_VIEW,
+                                                today=today, lang=lang, limit=1) if _is_text(f))
+            facts, next_id = (*text, *facts), next_id + len(text)
         rule_facts.update((f.id, f) for f in facts)
         by_rule[rule_iri] = tuple(f.id for f in facts)
     if rule_facts and subgraphs:
@@ -154,12 +159,34 @@ def with_rule_evidence(
     return subgraphs, msgspec.structs.replace(decision, conclusions=conclusions)
 
 
-def statement_of(decision: Decision, index: OntologyIndex, lang: str, shown: Sequence[str]) -> Statement:
-    """The sentence the answer states for ``decision``, citing the rules' ``shown`` evidence ids.
+def _is_text(fact: EvidenceFact) -> bool:
+    """A fact whose object is a sentence-like literal (a rule's own text)."""
+    return fact.object.startswith('"') and " " in fact.object
+
+
+def _stated_rules(decision: Decision) -> list[str | None]:
+    """The rules the answer states: the deciding ones, the nearest, those a missing input decides."""
+    rules = [c.rule_iri for c in decision.conclusions]
+    if decision.nearest is not None:
+        rules.append(decision.nearest.rule_iri)
+    rules += [o.rule_iri for m in decision.missing for o in m.outcomes]
+    return rules
+
+
+def statement_of(
+    decision: Decision,
+    index: OntologyIndex,
+    lang: str,
+    shown: Sequence[str],
+    facts: Sequence[EvidenceFact] = (),
+) -> Statement:
+    """The sentence the answer states for ``decision``, citing the rules' ``shown`` evidence ids,
+    and its grounds (``reasoning.rules.grounds``) in ``lang``.
 
     ``shown`` are the evidence ids every branch's prompt shows; each deciding
     rule is cited by its first id among them (a rule whose facts a citation
-    time window cut is not cited).
+    time window cut is not cited). ``facts`` are the evidence facts; the
+    grounds cite those of them whose ids are ``shown``.
     """
     engine = decision_engine(index)
     zh = lang == "zh"
@@ -172,10 +199,12 @@ def statement_of(decision: Decision, index: OntologyIndex, lang: str, shown: Seq
         cites = "".join(f"[{i}]" for i in ids) if zh else " " + " ".join(f"[{i}]" for i in ids)
         body = _END.sub("", sentence)
         sentence = body + cites + ("。" if zh else ".")
+    grounds = engine.grounds(decision, [f for f in {f.id: f for f in facts}.values() if f.id in visible])
     return Statement(
         text=sentence,
         contradicts=lambda text: engine.check_claim(text, decision).contradicts,
         sources=decision.rule_ids(),
+        grounds=tuple(t for g in grounds if (t := g.text(lang))),
     )
 
 
@@ -213,11 +242,11 @@ def support_basis(
     decision: Decision, index: OntologyIndex, lang: str, statement: Statement | None = None
 ) -> SupportBasis:
     """What the sentences of an answer to a decided request may rest on beside its
-    evidence and request: the decision as stated (``statement``'s text, when the
-    steering states it; else the decision sentence) and its
+    evidence and request: the decision as stated (``statement``'s text, the grounds
+    with it, when the steering states it; else the decision sentence) and its
     conclusions, with the shapes of the ontology's rule ids (``support.id_shapes``)."""
     engine = decision_engine(index)
-    texts = [statement.text] if statement is not None else [decision_sentence(decision, lang)]
+    texts = [statement.text, *statement.grounds] if statement is not None else [decision_sentence(decision, lang)]
     texts += [c.statement(lang) for c in decision.conclusions]
     texts += [m.label_zh if lang == "zh" else m.label_en for m in decision.missing]
     return SupportBasis(texts=tuple(dict.fromkeys(texts)), shapes=id_shapes(engine.rule_ids))

@@ -180,6 +180,7 @@ class Plan:
             _decision_key(self.decision),
             # Inserted into every branch's answer: a branch decoded under another statement is stale.
             self.statement.text if self.statement is not None else None,
+            self.statement.grounds if self.statement is not None else (),
         )
 
 
@@ -375,7 +376,8 @@ class Reasoner:
             branches = (spec(DIRECT_VIEW, 1.0, ()),)
         statement: Statement | None = None
         if decision is not None and domain_index is not None and options.steering:
-            statement = statement_of(decision, domain_index, lang, _statement_ids(branches))
+            statement = statement_of(decision, domain_index, lang, _statement_ids(branches),
+                                     [f for b in branches for f in b.facts])
         basis: SupportBasis | None = None
         if decision is not None and domain_index is not None:
             basis = support_basis(decision, domain_index, lang, statement)
@@ -500,7 +502,7 @@ class Reasoner:
         merged = {**previous, **decoded}
         branches = tuple(merged[spec.key] for spec in plan.branches)
         if plan.statement is not None:
-            branches = tuple(_restating(b, plan.statement.text) for b in branches)
+            branches = tuple(_restating(b, plan.statement) for b in branches)
         best = choose_answer(branches)
         answer = branches[best].text
         t0 = time.perf_counter()
@@ -615,12 +617,23 @@ def _decision_key(decision: Decision | None) -> tuple[object, ...]:
             tuple(m.input for m in decision.missing))
 
 
-def _restating(branch: BranchResult, statement: str) -> BranchResult:
-    """``branch`` with the steps that restate the decision at full evidence support."""
+def _restating(branch: BranchResult, statement: Statement) -> BranchResult:
+    """``branch`` with the steps that state the decision or its grounds at full evidence support,
+    each marked with its ``kind`` (``decision`` / ``grounds``) and ``support`` (the ids it cites)."""
     full = restated_confidence()
+
+    def kind(text: str) -> str | None:
+        text = text.strip()
+        if len(text) < 8:
+            return None
+        if text in statement.text:
+            return "decision"
+        return "grounds" if any(text in g for g in statement.grounds) else None
+
     steps = tuple(
-        msgspec.structs.replace(s, confidence=full.value, calibration_hint=full.hint)
-        if len(s.text.strip()) >= 8 and s.text.strip() in statement
+        msgspec.structs.replace(s, confidence=full.value, calibration_hint=full.hint, kind=k,
+                                support=tuple(dict.fromkeys((*s.evidence_cited, *s.support))))
+        if (k := kind(s.text)) is not None
         else s
         for s in branch.steps
     )

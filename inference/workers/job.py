@@ -110,6 +110,7 @@ class _WireJob(msgspec.Struct, frozen=True, kw_only=True):
     model_sha256: str = ""
     statement_text: str | None = None
     statement_sources: tuple[str, ...] = ()
+    statement_grounds: tuple[str, ...] = ()
     index: bytes | None = None
 
 
@@ -140,6 +141,7 @@ def encode_job(job: DecodeJob) -> bytes:
         model_sha256=job.model_sha256,
         statement_text=statement.text if statement is not None else None,
         statement_sources=statement.sources if statement is not None else (),
+        statement_grounds=statement.grounds if statement is not None else (),
         index=pickle.dumps(job.index)
         if job.index is not None and plan.decision is not None
         else None,
@@ -160,6 +162,7 @@ def decode_job(data: bytes) -> DecodeJob:
                 text=wire.statement_text,
                 contradicts=_contradicts(plan.decision, index),
                 sources=wire.statement_sources,
+                grounds=wire.statement_grounds,
             )
         plan = dataclasses.replace(
             plan, claims=claim_guard(plan.decision, index), statement=statement

@@ -58,6 +58,12 @@ _CITATION: Final = re.compile(r"(\s?\[E\d+\])")
 _SENTENCE_END: Final = re.compile(r"[.!?。！？\n]")
 _HAS_WORD: Final = re.compile(r"[^\W\d_]", re.UNICODE)
 _ID_PART: Final = re.compile(r"[\w\-./:]")
+#: Tokens the grounds leave free for the answer's ending (and what other controllers owe).
+_ROOM: Final = 8
+#: Words the grounds leave free under a word maximum.
+_WORD_ROOM: Final = 4
+#: Sentence ends after which the next sentence follows without a space.
+_NO_SPACE_AFTER: Final = ("。", "！", "？")
 
 
 @dataclass(frozen=True)
@@ -69,12 +75,17 @@ class Statement:
     ``sources``: what the statement stands for in reports (the rule ids).
     ``invented``: the first rule-id-shaped token of a sentence the evidence
     does not hold, or None (None: ids are not checked).
+    ``grounds``: the decision's grounds (``reasoning.rules.grounds``), complete
+    sentences with their citations in the order a budget keeps them; the
+    controller states after ``text`` as many as the request's bounds leave
+    room for (``build_stating``).
     """
 
     text: str
     contradicts: Callable[[str], bool]
     sources: tuple[str, ...] = ()
     invented: Callable[[str], str | None] | None = None
+    grounds: tuple[str, ...] = ()
 
     def refuses(self, sentence: str) -> bool:
         """Whether ``sentence`` (complete or being written) contradicts the decision or
@@ -159,7 +170,9 @@ class Stating(Controller):
     def unmet(self, state: SteerState) -> tuple[str, ...]:
         if state.parts[self.slot] or self.statement.text not in state.text:
             return ("decision",)
-        if any(self.statement.contradicts(s) for s in _SENTENCE_END.split(state.text) if s.strip()):
+        # The stated decision and its grounds are checked where they are made; the rest here.
+        before, _, after = state.text.partition(self.statement.text)
+        if any(self.statement.refuses(s) for s in _SENTENCE_END.split(before + " " + after) if s.strip()):
             return ("decision",)
         return ()
 
@@ -188,6 +201,11 @@ def build_stating(ctx: Context, specs: Sequence[Any]) -> Controller | None:
     A token budget too small for the whole sentence inserts none of it.
     Under an active character policy (no commas, a letter case) the
     statement is spelled the way the policy allows (``CharPolicy.transform``).
+    The grounds follow the decision sentence in one forced run, as many as
+    fit, in order (one that does not fit is skipped, a shorter later one may
+    still fit): within the token budget less ``_ROOM`` tokens for the
+    answer's ending, a word maximum less ``_WORD_ROOM`` words, a sentence
+    maximum and a letter maximum.
     """
     statement = spec_of(specs, Statement)
     if statement is None:
@@ -202,4 +220,33 @@ def build_stating(ctx: Context, specs: Sequence[Any]) -> Controller | None:
         # A budget the sentence does not fit: it is not started (a cut statement would
         # say less than the decision); claims are still checked and ``unmet`` reports it.
         tokens = ()
+    elif statement.grounds:
+        statement, tokens = _with_grounds(ctx, statement, tokens, policy)
     return Stating(ctx, statement, tokens)
+
+
+def _with_grounds(
+    ctx: Context, statement: Statement, tokens: tuple[int, ...], policy: CharPolicy | None
+) -> tuple[Statement, tuple[int, ...]]:
+    """The statement with as many of its grounds as the request's bounds leave room for."""
+    limits = ctx.limits
+    sep = "" if statement.text.endswith(_NO_SPACE_AFTER) else " "
+    text, out = statement.text, list(tokens)
+    for ground in statement.grounds:
+        if policy is not None and policy.active and not policy.ok_text(ground):
+            ground = policy.transform(ground)
+        more = statement_tokens(ctx, sep + ground)
+        trial = text + sep + ground
+        counts = count_text(trial + " ", limits.letter)
+        if ctx.max_new_tokens is not None and len(out) + len(more) + _ROOM > ctx.max_new_tokens:
+            continue
+        if limits.max_words is not None and counts.units > limits.max_words - _WORD_ROOM:
+            continue
+        if limits.max_sentences is not None and counts.sentences > limits.max_sentences:
+            continue
+        if limits.max_letter is not None and counts.letter > limits.max_letter:
+            continue
+        text, out = trial, out + list(more)
+    if text == statement.text:
+        return statement, tokens
+    return dataclasses.replace(statement, text=text), tuple(out)

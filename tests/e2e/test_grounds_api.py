@@ -1,0 +1,60 @@
+"""The analyst's steered answer states the decision and then its grounds, cited (real app, bundled
+model, the bundled AML domain's rules): the facts that fired AML-R-017 and AML-R-024 and the rules'
+own texts, each step saying what it is."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from litestar import Litestar
+from litestar.testing import AsyncTestClient
+
+from tests.conftest import load_bundled
+
+pytestmark = pytest.mark.model
+
+Client = AsyncTestClient[Litestar]
+SCENARIO = (
+    "Assume the tax rate is 20%. Acme Ltd (Cyprus) sent EUR 2,000,000 to Jon Doe, who is on our PEP list. "
+    "Should this be escalated? Answer in under 80 words, cite the rules you rely on, and do not cite rules "
+    "in force before 2020."
+)
+# The forced statement and grounds take about 130 tokens; the model may add a few.
+OPTIONS = {"max_new_tokens": 150, "num_beams": 1, "evidence_token_budget": 96, "counterfactual": False}
+_CITED = re.compile(r"\[(E\d+)\]")
+
+
+@pytest.fixture(scope="module")
+async def bundled_tenant(model_app: Litestar) -> None:
+    await load_bundled(model_app, "default")
+
+
+async def test_the_analyst_answer_states_the_grounds_of_both_rules(
+    model_client: Client, model_admin_headers: dict[str, str], bundled_tenant: None
+) -> None:
+    response = await model_client.post("/v1/reason", headers=model_admin_headers,
+                                       json={"prompt": SCENARIO, "domain": "aml", "options": OPTIONS})
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    decision = body["decision"]
+    assert decision["status"] == "decided"
+    assert {c["rule_id"] for c in decision["conclusions"]} == {"AML-R-017", "AML-R-024"}
+    answer: str = body["answer"]
+    assert answer.startswith(decision["statement"].rstrip("."))
+    path = set(body["reasoning_path"])
+    steps = [s for s in body["steps"] if s["id"] in path]
+    grounds = [s for s in steps if s["kind"] == "grounds"]
+    assert steps[0]["kind"] == "decision" and grounds
+    said = " ".join(s["text"] for s in grounds)
+    # The facts that fired AML-R-017 (the PEP) and AML-R-024 (the amount), naming their rules.
+    assert "Jon Doe is a politically exposed person" in said and "AML-R-017" in said
+    assert "EUR 2,000,000" in said and "AML-R-024" in said
+    # The rules' own texts, each cited with an evidence id the response shows.
+    shown = {f["id"] for g in body["evidence"] for f in g["facts"]}
+    texts = [s for s in grounds if s["text"].strip().startswith(("AML-R-017:", "AML-R-024:"))]
+    assert texts and all(s["support"] and set(s["support"]) <= shown for s in texts), (
+        answer, [(s["kind"], s["text"]) for s in steps], shown)
+    assert set(_CITED.findall(said)) <= shown
+    assert len(answer.split()) < 80

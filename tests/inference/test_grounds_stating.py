@@ -1,0 +1,63 @@
+"""The decision's grounds are forced after the decision sentence, as many as the request's bounds
+leave room for (real tokenizer, the grounds of a real decision of the bundled AML domain)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from inference.decoder.compile import compile_steering
+from inference.decoder.controllers.stating import Statement, Stating
+from reasoning.constraints.model import Constraint, Hardness, Kind
+from reasoning.evidence.bundled import bundled_domains
+from reasoning.evidence.ingest import ingest_ontology
+from reasoning.rules.decide import DecisionEngine, decision_sentence
+
+PEP_CASE = "Acme Ltd (Cyprus) sent EUR 2,000,000 to Jon Doe, who is on our PEP list. Should this be escalated?"
+
+
+@pytest.fixture(scope="module")
+def statement() -> Statement:
+    data = dict(bundled_domains())["aml"].read_bytes()
+    engine = DecisionEngine(ingest_ontology(data, "text/turtle").index.with_version("aml-grounds"))
+    decision = engine.decide(PEP_CASE)
+    grounds = tuple(g.text_en for g in engine.grounds(decision) if g.text_en)
+    assert len(grounds) >= 3
+    return Statement(text=decision_sentence(decision, "en"),
+                     contradicts=lambda s: engine.check_claim(s, decision).contradicts, grounds=grounds)
+
+
+def _forced(tokenizer: Any, statement: Statement, max_new_tokens: int,
+            constraints: tuple[Constraint, ...] = ()) -> str:
+    steering = compile_steering(list(constraints), tokenizer, prompt=PEP_CASE, max_new_tokens=max_new_tokens,
+                                statement=statement)
+    stating = next(c for c in steering.controllers if isinstance(c, Stating))
+    state = steering.initial_state()
+    for token in stating.tokens:
+        state = steering.advance(state, token)
+    assert not state.parts[stating.slot]  # the whole forced run was taken
+    return str(state.text)
+
+
+def test_every_ground_follows_the_decision_when_the_budget_allows(tokenizer: Any, statement: Statement) -> None:
+    text = _forced(tokenizer, statement, 400)
+    assert text.strip() == " ".join((statement.text, *statement.grounds))
+
+
+def test_a_small_budget_keeps_the_decision_and_the_grounds_that_fit(tokenizer: Any, statement: Statement) -> None:
+    decision_only = len(tokenizer.encode(statement.text, add_special_tokens=False))
+    first = len(tokenizer.encode(" " + statement.grounds[0], add_special_tokens=False))
+    text = _forced(tokenizer, statement, decision_only + first + 12)
+    assert text.strip().startswith(statement.text + " " + statement.grounds[0])
+    assert len(text) < len(" ".join((statement.text, *statement.grounds)))
+
+
+def test_a_word_maximum_keeps_as_many_grounds_as_fit(tokenizer: Any, statement: Statement) -> None:
+    words = Constraint(id="c1", kind=Kind.WORD_COUNT, params={"relation": "less than", "n": 40},
+                       hardness=Hardness.HARD)
+    text = _forced(tokenizer, statement, 400, (words,))
+    assert text.strip().startswith(statement.text)
+    assert any(g in text for g in statement.grounds)
+    assert len(text.split()) < 40 - 2
+    assert not all(g in text for g in statement.grounds)
