@@ -12,9 +12,10 @@ sentences, English and Chinese, in the order a length budget keeps them
    groups that fired more rules first, then in the rules' order (the
    decision's); at most two facts a sentence, class memberships and case
    inputs before relations. Each sentence cites its rules and the evidence
-   ids of the facts the evidence shows. Each group's first sentence comes
-   here, its others after the rule texts (so a tight budget still names a
-   firing fact of every rule and quotes the rules);
+   ids of the facts the evidence shows. Each group's first sentence (its
+   most telling fact alone) comes here, its others after the rule texts (so
+   a tight budget still names a firing fact of every rule and quotes the
+   rules);
 2. ``rule_text``: each deciding rule's own text from the ontology (a literal
    of the regulatory rule individual in the request's language), cited with
    its evidence id; only when the evidence shows the rule;
@@ -264,8 +265,9 @@ def _fact_grounds(
             if any(en.subject == e.subject and en.predicate == e.predicate for _, e, _ in said):
                 continue
             said.append((fact, _copula(en), zh))
-        for start in range(0, len(said), _PER_SENTENCE):
-            chunk = said[start : start + _PER_SENTENCE]
+        # The lead sentence says the group's most telling fact alone (short, to fit a budget).
+        chunks = [said[:1]] + [said[i : i + _PER_SENTENCE] for i in range(1, len(said), _PER_SENTENCE)]
+        for start, chunk in enumerate(c for c in chunks if c):
             ids = tuple(dict.fromkeys(
                 i for f, _, _ in chunk
                 if (i := cited.get((_key(f.triple[0]), _key(f.triple[1]), _key(f.triple[2])))) is not None
