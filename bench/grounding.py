@@ -36,6 +36,16 @@ languages and gold statuses (``--decode-cases``), steered and with
 ``complete_share`` is the share of steered answers
 that end on a sentence end or a closed structure.
 
+Every answer is also judged sentence by sentence (``bench.grounding_judge``,
+the benchmark's own general judge): ``grounding`` {``all``, ``en``, ``zh``:
+``grounds_stated``, ``why_not_stated``, ``unsupported_sentence_share``,
+``junk_sentence_share``, ``clean_answers``; ``unsteered``: the two shares of
+the ``steering: false`` answers}; flagged sentences are printed to stderr.
+``unseen`` holds the same for the unseen-domain arm (``bench/data/exports.ttl``,
+export licensing, written only from docs/decisions.md and docs/ontologies.md,
+with its own truth table :func:`gold_exports`): ``decision_accuracy``,
+``engine_accuracy``, ``grounding``, ``n_cases``, ``n_decoded``.
+
 The last stdout line is one JSON object: ``decision_accuracy`` {``steered``,
 ``unsteered``, ``en``, ``zh``}, ``contradiction_rate``,
 ``rule_citation_recall``, ``engine_accuracy``, ``undetermined_rate``,
@@ -61,7 +71,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
+from typing import Any
 
+from bench.grounding_judge import SentenceVerdicts, judge_sentences
 from bench.model_cache import add_cache_option, model_cache
 from inference.decisions import RULES_TIMEOUT_S, decision_engine
 from inference.decoder.endings import ends_complete
@@ -80,6 +92,7 @@ from reasoning.premises import extract_premises
 __all__ = [
     "Abandoned",
     "Answered",
+    "Decoded",
     "GroundingCase",
     "Judgement",
     "PipelineAnswers",
@@ -87,9 +100,11 @@ __all__ = [
     "generate_cases",
     "gold_aml",
     "gold_clinical",
+    "gold_exports",
     "is_complete",
     "judge_answer",
     "main",
+    "unseen_cases",
 ]
 
 TODAY = date(2026, 12, 1)
@@ -113,8 +128,16 @@ ACTION_PHRASES: dict[str, tuple[str, ...]] = {
     "fu-ct-6-12m": ("6 to 12 months", "6-12 months", "6至12个月", "6-12个月"),
     "fu-ct-3-6m": ("3 to 6 months", "3-6 months", "3至6个月", "3-6个月"),
     "fu-ct-by-size": ("nodule size and risk", "size and risk", "按结节大小"),
+    # The unseen arm's actions (bench/data/exports.ttl).
+    "act-halt": ("halt", "暂停发运"),
+    "act-licence": ("licence", "license", "许可证"),
+    "act-screen": ("screening", "筛查"),
 }
-MISSING_PHRASES = {"amount": ("amount", "金额"), "size": ("size", "大小")}
+MISSING_PHRASES = {
+    "amount": ("amount", "金额"),
+    "size": ("size", "大小"),
+    "value": ("value", "货值"),
+}
 # How an answer says that nothing is required (a no_rule_applies case must say it, not stay silent).
 NONE_PHRASES = (
     "no rule",
@@ -390,8 +413,89 @@ def _clinical_cases(quick: bool) -> Iterator[GroundingCase]:
 
 
 def generate_cases(quick: bool = False) -> list[GroundingCase]:
-    """Every case of the benchmark (fewer wordings and values with ``quick``)."""
+    """Every case of the bundled domains (fewer wordings and values with ``quick``)."""
     return list(_aml_cases(quick)) + list(_clinical_cases(quick))
+
+
+# --- the unseen-domain arm ------------------------------------------------------------
+#
+# bench/data/exports.ttl, an export-licensing domain written only from
+# docs/decisions.md and docs/ontologies.md: no code of the product names it.
+
+UNSEEN_DOMAIN = "exports"
+UNSEEN_ONTOLOGY = Path(__file__).parent / "data" / "exports.ttl"
+EXPORT_THRESHOLD = 50_000  # EXP-R-102's licence threshold, from its rule text
+
+
+def gold_exports(
+    *, embargoed: bool, denied: bool, value: int | None
+) -> tuple[str, set[str], set[str]]:
+    """(status, actions, rules) the export rule texts require for one shipment."""
+    actions: set[str] = set()
+    rules: set[str] = set()
+    if embargoed:
+        actions.add("act-halt")
+        rules.add("EXP-R-101")
+    if denied:
+        actions.add("act-screen")
+        rules.add("EXP-R-103")
+    if value is not None and value > EXPORT_THRESHOLD:
+        actions.add("act-licence")
+        rules.add("EXP-R-102")
+    status = "undetermined" if value is None else "decided" if actions else "no_rule_applies"
+    return status, actions, rules
+
+
+_EXPORTERS = (("Nordtech GmbH", "诺德科技公司"), ("Alder Systems Ltd", "桤木系统公司"))
+# name en, name zh, location (en, zh) when the request states it, embargoed, denied, fresh
+_CONSIGNEES = (
+    ("Borealis Ltd", "北极光有限公司", ("Freedonia", "自由尼亚"), True, False, True),
+    ("Lumen Instruments", "流明仪器公司", None, False, False, False),
+    ("Kestrel Trading", "红隼贸易公司", None, False, True, False),
+    ("Corvid Supply Ltd", "渡鸦供应公司", ("Sylvania", "西尔瓦尼亚"), False, False, True),
+)
+_VALUES = ((80_000, "EUR 80,000", "8万欧元"), (20_000, "EUR 20,000", "2万欧元"), (None, "", ""))
+
+
+def unseen_cases(quick: bool = False) -> list[GroundingCase]:
+    """The unseen arm's cases: every exporter, consignee and value, two wordings a language."""
+    out: list[GroundingCase] = []
+    n = 0
+    for lang in ("en", "zh"):
+        for e, (e_en, e_zh) in enumerate(_EXPORTERS[:1] if quick else _EXPORTERS):
+            for c_en, c_zh, where, embargoed, denied, fresh in _CONSIGNEES:
+                for value, v_en, v_zh in _VALUES:
+                    n += 1
+                    wording = (n + e) % 2
+                    if lang == "zh":
+                        place = f"（{where[1]}）" if where else ""
+                        goods = f"价值{v_zh}的传感器" if value else "一批传感器"
+                        verb = "出口" if wording == 0 else "发运"
+                        ask = "需要采取哪些管制措施？" if wording == 0 else "应如何处理？"
+                        text = f"{e_zh}向{c_zh}{place}{verb}{goods}。{ask}"
+                    else:
+                        place = f" ({where[0]})" if where else ""
+                        goods = f"sensors worth {v_en}" if value else "a batch of sensors"
+                        verb = "exports" if wording == 0 else "ships"
+                        ask = "Which controls apply?" if wording == 0 else "What must we do?"
+                        text = f"{e_en} {verb} {goods} to {c_en}{place}. {ask}"
+                    status, actions, rules = gold_exports(
+                        embargoed=embargoed, denied=denied, value=value
+                    )
+                    out.append(
+                        GroundingCase(
+                            id=f"exp-{n}",
+                            domain=UNSEEN_DOMAIN,
+                            lang=lang,
+                            text=text,
+                            status=status,
+                            actions=frozenset(actions),
+                            rules=frozenset(rules),
+                            missing="value" if status == "undetermined" else None,
+                            fresh=fresh,
+                        )
+                    )
+    return out
 
 
 # --- the answer judge -------------------------------------------------------------------
@@ -500,6 +604,12 @@ class PipelineAnswers:
         Raises :class:`Abandoned` at the first step of the decode that ends
         after ``deadline`` (a ``time.perf_counter()`` value).
         """
+        return self.decoded(case, steered, deadline=deadline).text
+
+    def decoded(
+        self, case: GroundingCase, steered: bool, *, deadline: float | None = None
+    ) -> Decoded:
+        """The answer of ``case`` with what the sentence judge reads (see :meth:`answer`)."""
         reasoner = self._reasoner()
         options = ReasonOptions(
             max_new_tokens=self.max_new_tokens.get(case.lang, max(self.max_new_tokens.values())),
@@ -514,12 +624,35 @@ class PipelineAnswers:
             if deadline is not None and time.perf_counter() > deadline:
                 raise Abandoned(case.id)
 
-        return reasoner.run(plan, on_step=on_step if deadline is not None else None).answer
+        result = reasoner.run(plan, on_step=on_step if deadline is not None else None)
+        b = result.answer_branch
+        facts = result.branch_specs[b].facts if b is not None and b < len(result.branch_specs) else ()
+        statement = plan.statement
+        stated = (
+            (statement.text, *getattr(statement, "grounds", ())) if statement is not None else ()
+        )
+        return Decoded(
+            text=result.answer,
+            evidence=tuple(f.text for f in facts),
+            stated=tuple(stated),
+            decision=result.decision,
+        )
 
     def close(self) -> None:
         """Stop the forward thread (the pipeline cannot answer afterwards)."""
         if self.batcher is not None:
             self.batcher.close()
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """One answer and what the sentence judge reads: the evidence its branch showed, the
+    decision sentence and grounds the plan stated (none without steering), the decision."""
+
+    text: str
+    evidence: tuple[str, ...] = ()
+    stated: tuple[str, ...] = ()
+    decision: Any = None
 
 
 @dataclass(frozen=True)
@@ -530,6 +663,7 @@ class Answered:
     steered: str
     unsteered: str
     seconds: float
+    details: dict[bool, Decoded] = field(default_factory=dict)  # by steered
 
 
 class Abandoned(Exception):
@@ -554,7 +688,7 @@ def decode_cases(
     is answered with an empty text, which the judge counts wrong.
     """
     lock = threading.Lock()
-    done: dict[tuple[str, bool], str] = {}
+    done: dict[tuple[str, bool], Decoded] = {}
     started_at: dict[str, float] = {}
     finished: list[Answered] = []
     by_id = {case.id: case for case in sample}
@@ -567,19 +701,18 @@ def decode_cases(
         with lock:
             started_at.setdefault(case.id, now)
         try:
-            answer = pipeline.answer(case, steered, deadline=deadline)
+            answer = pipeline.decoded(case, steered, deadline=deadline)
         except Abandoned:
             return
         except TenetError as exc:  # the service answers such a request with an error
             print(f"error {case.id} steered={steered}: {exc.detail}", file=sys.stderr)
-            answer = ""
+            answer = Decoded(text="")
         with lock:
             done[(case.id, steered)] = answer
             if (case.id, not steered) in done:
                 seconds = time.perf_counter() - started_at[case.id]
-                finished.append(
-                    Answered(case, done[(case.id, True)], done[(case.id, False)], seconds)
-                )
+                on, off = done[(case.id, True)], done[(case.id, False)]
+                finished.append(Answered(case, on.text, off.text, seconds, {True: on, False: off}))
                 print(
                     f"decoded {case.id} [{case.lang}] in {seconds:.0f} s ({len(finished)} done)",
                     file=sys.stderr,
@@ -624,6 +757,73 @@ def _decode_sample(cases: list[GroundingCase], n: int) -> list[GroundingCase]:
 # --- the run ----------------------------------------------------------------------------
 
 
+def _grounding(
+    answered: list[Answered],
+    indexes: dict[str, OntologyIndex],
+    shown: list[int],
+    show: int,
+) -> dict[str, Any]:
+    """The sentence judge's figures of ``answered`` (steered answers; the unsteered ones'
+    shares beside them), overall and per language; junk and unsupported sentences are
+    printed to stderr, ``show`` in all (``shown[0]`` counts them across calls)."""
+    per: dict[str, dict[str, list[int]]] = {}
+    unsteered = [0, 0, 0]  # unsupported, junk, judged
+    for item in answered:
+        for steered in (True, False):
+            decoded = item.details.get(steered)
+            if decoded is None:
+                continue
+            verdicts: SentenceVerdicts = judge_sentences(
+                decoded.text,
+                lang=item.case.lang,
+                request=item.case.text,
+                evidence=decoded.evidence,
+                stated=decoded.stated,
+                decision=decoded.decision,
+                index=indexes[item.case.domain],
+            )
+            if not steered:
+                unsteered[0] += len(verdicts.unsupported)
+                unsteered[1] += len(verdicts.junk)
+                unsteered[2] += verdicts.judged
+                continue
+            for sentence, why in (*verdicts.unsupported, *verdicts.junk):
+                if shown[0] < show:
+                    shown[0] += 1
+                    print(f"flagged {item.case.id} [{item.case.lang}] {why}: {sentence!r}", file=sys.stderr)
+            for key in ("all", item.case.lang):
+                f = per.setdefault(key, {k: [0, 0] for k in (
+                    "grounds", "why_not", "unsupported", "junk", "clean")})
+                if verdicts.grounds_stated is not None:
+                    f["grounds"][0] += verdicts.grounds_stated
+                    f["grounds"][1] += 1
+                if item.case.status == "no_rule_applies":
+                    f["why_not"][0] += bool(verdicts.why_not_stated)
+                    f["why_not"][1] += 1
+                f["unsupported"][0] += len(verdicts.unsupported)
+                f["junk"][0] += len(verdicts.junk)
+                f["unsupported"][1] += verdicts.judged + len(verdicts.rules)
+                f["junk"][1] += verdicts.judged + len(verdicts.rules)
+                f["clean"][0] += verdicts.clean
+                f["clean"][1] += 1
+    out: dict[str, Any] = {
+        key: {
+            "grounds_stated": _ratio(*f["grounds"]),
+            "why_not_stated": _ratio(*f["why_not"]),
+            "unsupported_sentence_share": _ratio(*f["unsupported"]),
+            "junk_sentence_share": _ratio(*f["junk"]),
+            "clean_answers": _ratio(*f["clean"]),
+        }
+        for key, f in sorted(per.items())
+    }
+    out["unsteered"] = {
+        "unsupported_sentence_share": _ratio(unsteered[0], unsteered[2]),
+        "junk_sentence_share": _ratio(unsteered[1], unsteered[2]),
+    }
+    return out
+
+
+
 def _percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
@@ -644,6 +844,15 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         default=None,
         help="cases answered by the real pipeline, steered and not (default 96, 48 with --quick)",
+    )
+    parser.add_argument(
+        "--unseen-cases",
+        type=int,
+        default=None,
+        help="cases of the unseen-domain arm answered by the pipeline (default 24, 12 with --quick)",
+    )
+    parser.add_argument(
+        "--show-flagged", type=int, default=12, help="junk / unsupported sentences printed to stderr"
     )
     parser.add_argument(
         "--concurrency",
@@ -673,8 +882,12 @@ def main(argv: list[str] | None = None) -> int:
         )
         for domain, path in bundled_domains()
     }
+    indexes[UNSEEN_DOMAIN] = ingest_ontology(
+        UNSEEN_ONTOLOGY.read_bytes(), "text/turtle"
+    ).index.with_version(f"{UNSEEN_DOMAIN}-bench")
     engines = {domain: decision_engine(index) for domain, index in indexes.items()}
     cases = generate_cases(args.quick)
+    unseen = unseen_cases(args.quick)
     for engine in engines.values():  # load spaCy, jieba and the query machinery untimed
         engine.decide("Acme Ltd sent EUR 5 to Jon Doe. 阿克米有限公司。", evaluation_date=TODAY)
     rules_ms: list[float] = []
@@ -683,7 +896,9 @@ def main(argv: list[str] | None = None) -> int:
     totals = {"all": 0, "en": 0, "zh": 0}
     undetermined = errors = 0
     shown = 0
-    for case in cases:
+    unseen_right = {"all": 0, "en": 0, "zh": 0}
+    unseen_totals = {"all": 0, "en": 0, "zh": 0}
+    for case in cases + unseen:
         engine = engines[case.domain]
         started = time.perf_counter()
         built = engine.build_case(
@@ -705,6 +920,17 @@ def main(argv: list[str] | None = None) -> int:
             and actions == set(case.actions)
             and set(decision.rule_ids()) == set(case.rules)
         )
+        if case.domain == UNSEEN_DOMAIN:
+            for key in ("all", case.lang):
+                unseen_totals[key] += 1
+                unseen_right[key] += ok
+            if not ok:
+                print(
+                    f"unseen miss {case.id}: {case.text!r} gold {case.status} {sorted(case.rules)} "
+                    f"engine {decision.status} {list(decision.rule_ids())}",
+                    file=sys.stderr,
+                )
+            continue
         undetermined += decision.status == "undetermined"
         for key in ("all", case.lang):
             totals[key] += 1
@@ -724,19 +950,31 @@ def main(argv: list[str] | None = None) -> int:
     pipeline = PipelineAnswers(indexes, max_new_tokens=budgets, cache=args.cache)
     wanted = args.decode_cases if args.decode_cases is not None else (48 if args.quick else 96)
     sample = _decode_sample(cases, wanted)
+    wanted_unseen = args.unseen_cases if args.unseen_cases is not None else (12 if args.quick else 24)
+    unseen_sample = _decode_sample(unseen, wanted_unseen)
+    # One queue, the unseen arm interleaved, so a time limit cuts both arms alike.
+    step = max(1, len(sample) // max(1, len(unseen_sample)))
+    queue: list[GroundingCase] = []
+    for i, case in enumerate(sample):
+        queue.append(case)
+        if (i + 1) % step == 0 and unseen_sample:
+            queue.append(unseen_sample.pop(0))
+    queue += unseen_sample
     limit_s = args.time_limit_s or (540.0 if args.quick else None)
     decode_started = time.perf_counter()
     try:
-        answered = decode_cases(
+        every = decode_cases(
             pipeline,
-            sample,
+            queue,
             concurrency=args.concurrency,
             deadline=run_started + limit_s if limit_s else None,
         )
     finally:
         pipeline.close()
-    if len(answered) < len(sample):
-        print(f"time limit: {len(answered)} of {len(sample)} cases decoded", file=sys.stderr)
+    if len(every) < len(queue):
+        print(f"time limit: {len(every)} of {len(queue)} cases decoded", file=sys.stderr)
+    answered = [a for a in every if a.case.domain != UNSEEN_DOMAIN]
+    answered_unseen = [a for a in every if a.case.domain == UNSEEN_DOMAIN]
     judged: dict[str, list[int]] = {k: [0, 0] for k in ("steered", "unsteered", "en", "zh")}
     contradictions = cited = to_cite = complete = 0
     for item in answered:
@@ -758,6 +996,22 @@ def main(argv: list[str] | None = None) -> int:
                 to_cite += judgement.to_cite
                 complete += is_complete(answer)
     n = len(answered)
+    flagged_shown = [0]
+    grounding = _grounding(answered, indexes, flagged_shown, args.show_flagged)
+    unseen_grounding = _grounding(answered_unseen, indexes, flagged_shown, args.show_flagged)
+    unseen_judged: dict[str, list[int]] = {k: [0, 0] for k in ("steered", "unsteered", "en", "zh")}
+    for item in answered_unseen:
+        for mode, answer in (("steered", item.steered), ("unsteered", item.unsteered)):
+            judgement = judge_answer(answer, item.case)
+            print(
+                f"unseen {mode} {item.case.id} [{item.case.lang} {item.case.status}] "
+                f"{judgement.correct} {answer!r} {'; '.join(judgement.notes)}",
+                file=sys.stderr,
+            )
+            keys = [mode, item.case.lang] if mode == "steered" else [mode]
+            for key in keys:
+                unseen_judged[key][0] += judgement.correct
+                unseen_judged[key][1] += 1
     result = {
         "decision_accuracy": {k: _ratio(*v) for k, v in judged.items()},
         "contradiction_rate": _ratio(contradictions, n),
@@ -774,6 +1028,15 @@ def main(argv: list[str] | None = None) -> int:
         "n_decoded": n,
         "n_decoded_by_lang": {
             lang: sum(a.case.lang == lang for a in answered) for lang in ("en", "zh")
+        },
+        "grounding": grounding,
+        "unseen": {
+            "domain": UNSEEN_DOMAIN,
+            "decision_accuracy": {k: _ratio(*v) for k, v in unseen_judged.items()},
+            "engine_accuracy": {k: _ratio(unseen_right[k], unseen_totals[k]) for k in unseen_totals},
+            "grounding": unseen_grounding,
+            "n_cases": len(unseen),
+            "n_decoded": len(answered_unseen),
         },
         "decode_s": round(time.perf_counter() - decode_started, 1),
         "run_s": round(time.perf_counter() - run_started, 1),

@@ -12,8 +12,11 @@ from bench.grounding import (
     generate_cases,
     gold_aml,
     gold_clinical,
+    gold_exports,
     judge_answer,
+    unseen_cases,
 )
+from bench.grounding_judge import judge_sentences
 
 
 def test_truth_table_follows_the_rule_texts() -> None:
@@ -102,3 +105,45 @@ def test_no_case_is_started_past_the_deadline() -> None:
     sample = generate_cases(quick=True)[:3]
     assert decode_cases(pipeline, sample, concurrency=2, deadline=time.perf_counter() - 1) == []
     assert pipeline.reasoner is None
+
+
+def test_the_unseen_arm_follows_its_rule_texts() -> None:
+    assert gold_exports(embargoed=True, denied=False, value=80_000) == (
+        "decided", {"act-halt", "act-licence"}, {"EXP-R-101", "EXP-R-102"}
+    )
+    assert gold_exports(embargoed=False, denied=False, value=20_000)[0] == "no_rule_applies"
+    assert gold_exports(embargoed=False, denied=True, value=None)[0] == "undetermined"
+    cases = unseen_cases(quick=True)
+    assert {c.lang for c in cases} == {"en", "zh"}
+    assert {c.status for c in cases} == {"decided", "no_rule_applies", "undetermined"}
+    assert all(c.domain == "exports" for c in cases)
+
+
+def test_the_sentence_judge() -> None:
+    request = "Acme Ltd sent EUR 2,000,000 to Jon Doe, who is on our PEP list. Should this be escalated?"
+    evidence = ["AML-R-017: Transfers to or from a politically exposed person require enhanced "
+                "due diligence and escalation to the MLRO."]
+    stated = ["This case requires escalation to the MLRO (AML-R-017)."]
+    answer = (
+        "This case requires escalation to the MLRO (AML-R-017). Evidence:\n"
+        "The rules require a 24-hour escalation. Enhanced due diligence is required for a "
+        "politically exposed person. The court will review the application of the law. "
+        "It cites AEM-R-009 for this transfer to Jon Doe."
+    )
+    verdicts = judge_sentences(
+        answer, lang="en", request=request, evidence=evidence, stated=stated, decision=None, index=None
+    )
+    assert verdicts.rules == [stated[0]]
+    assert [s for s, _ in verdicts.junk] == ["Evidence:"]
+    unsupported = dict(verdicts.unsupported)
+    assert set(unsupported) == {
+        "The rules require a 24-hour escalation.",
+        "The court will review the application of the law.",
+        "It cites AEM-R-009 for this transfer to Jon Doe.",
+    }
+    assert verdicts.supported == ["Enhanced due diligence is required for a politically exposed person."]
+    zh = judge_sentences(
+        "证据。禁止福制度需要上报。", lang="zh", request="是否需要上报？", evidence=[], stated=[],
+        decision=None, index=None,
+    )
+    assert len(zh.junk) == 2, zh
