@@ -121,8 +121,10 @@ def test_the_unseen_arm_follows_its_rule_texts() -> None:
 
 def test_the_sentence_judge() -> None:
     request = "Acme Ltd sent EUR 2,000,000 to Jon Doe, who is on our PEP list. Should this be escalated?"
-    evidence = ["AML-R-017: Transfers to or from a politically exposed person require enhanced "
-                "due diligence and escalation to the MLRO."]
+    evidence = [
+        "AML-R-017: Transfers to or from a politically exposed person require enhanced "
+        + "due diligence and escalation to the MLRO."
+    ]
     stated = ["This case requires escalation to the MLRO (AML-R-017)."]
     answer = (
         "This case requires escalation to the MLRO (AML-R-017). Evidence:\n"
