@@ -14,10 +14,10 @@ from pathlib import Path
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from app.services.ontologies import load_bundled_ontologies
 from store.db import transaction
 from store.keys import DEFAULT_TENANT, count_keys, create_key, get_or_create_tenant
 from store.locks import hold
-from store.ontologies import load_bundled_ontologies
 
 __all__ = ["bootstrap_admin_key", "bootstrap_domains", "write_secret_file"]
 

@@ -86,8 +86,8 @@ def measure(*, quick: bool, cache_root: Path) -> dict[str, Any]:
     from inference.loader import load_model
     from inference.pipeline import Reasoner, ReasonOptions
     from inference.prefix_cache import PrefixCache
+    from reasoning.evidence.bundled import bundled_domains
     from reasoning.evidence.ingest import ingest_ontology
-    from store.ontologies import bundled_domains
 
     started = time.perf_counter()
     loaded = load_model("bundled", device="cpu", cache_root=cache_root)

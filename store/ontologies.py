@@ -1,4 +1,4 @@
-"""Ontology versions: tenant-scoped storage, the current version per domain, bundled domains.
+"""Ontology versions: tenant-scoped rows and bytes, the current version per domain.
 
 Rules every function keeps:
 
@@ -10,8 +10,9 @@ Rules every function keeps:
   and its ``created_at`` is never rewritten;
 - the *current* version of a domain is its newest row that is not deleted,
   so deleting a version puts the previous one back in service;
-- heavy work (parsing, materialising, decoding an index) runs in a worker
-  thread, never on the event loop. Callers ingest *before* they write, so a
+- rows and bytes only: parsing, materialising and decoding an index are the
+  reasoning core's work, run by :mod:`app.services.ontologies` (which also
+  loads the bundled domains). Callers ingest *before* they write, so a
   refused file leaves no row behind.
 """
 
@@ -19,30 +20,27 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import msgspec
-from anyio import to_thread
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import defer
 
-from reasoning.errors import ConflictError, NotFound, Unavailable
-from reasoning.evidence.bundled import bundled_domains
-from reasoning.evidence.cache import IndexCache
-from reasoning.evidence.index import OntologyIndex
-from reasoning.evidence.ingest import IngestLimits, IngestResult, content_hash, ingest_ontology
+from reasoning.errors import ConflictError, NotFound
 from store.models import OntologyVersion, utcnow
 
+if TYPE_CHECKING:  # the ingest result's type only: the store runs no ingestion
+    from reasoning.evidence.ingest import IngestResult
+
 __all__ = [
-    "bundled_domains",
     "current_version",
     "delete_version",
+    "find_by_hash",
     "get_version",
     "list_versions",
-    "load_bundled_ontologies",
-    "load_index",
+    "materialised_index",
     "restore_version",
     "save_version",
 ]
@@ -66,7 +64,7 @@ async def save_version(
     is revived silently. Concurrent uploads of the same bytes race on the
     unique constraint; the loser gets the winner's row.
     """
-    existing = await _by_hash(session, tenant_id, domain, result.content_hash)
+    existing = await find_by_hash(session, tenant_id, domain, result.content_hash)
     if existing is not None:
         return existing, False
     row = OntologyVersion(
@@ -88,15 +86,16 @@ async def save_version(
             session.add(row)
             await session.flush()
     except IntegrityError:
-        winner = await _by_hash(session, tenant_id, domain, result.content_hash)
+        winner = await find_by_hash(session, tenant_id, domain, result.content_hash)
         if winner is None:
             raise
         return winner, False
     return row, True
 
 
-async def _by_hash(session: AsyncSession, tenant_id: str, domain: str, digest: str
-                   ) -> OntologyVersion | None:
+async def find_by_hash(session: AsyncSession, tenant_id: str, domain: str, digest: str
+                       ) -> OntologyVersion | None:
+    """The domain's version with these bytes (by SHA-256), deleted or not; None when there is none."""
     found = await session.scalars(
         select(OntologyVersion).options(*_LIGHT).where(
             OntologyVersion.tenant_id == tenant_id,
@@ -163,59 +162,9 @@ async def current_version(session: AsyncSession, tenant_id: str, domain: str
     return rows[0] if rows else None
 
 
-async def load_index(session: AsyncSession, cache: IndexCache, tenant_id: str, domain: str
-                     ) -> OntologyIndex:
-    """The in-memory index of the domain's current version (decoded once, then cached)."""
-    row = await current_version(session, tenant_id, domain)
-    if row is None:
-        raise NotFound(f"no ontology for domain {domain!r}; upload one to /v1/ontologies",
-                       resource="ontology", domain=domain)
-    cached = cache.get(row.id)
-    if cached is not None:
-        return cached
-    blob = await session.scalar(
-        select(OntologyVersion.materialised).where(OntologyVersion.id == row.id)
+async def materialised_index(session: AsyncSession, version_id: str) -> bytes | None:
+    """The stored index blob of one version (the caller has checked the tenant), None without one."""
+    blob: bytes | None = await session.scalar(
+        select(OntologyVersion.materialised).where(OntologyVersion.id == version_id)
     )
-    if blob is None:
-        raise Unavailable(f"ontology version {row.id} has no index; re-upload it",
-                          resource="ontology")
-    version = row.id
-    return await to_thread.run_sync(
-        lambda: cache.get_or_load(version, lambda: OntologyIndex.from_bytes(blob, version=version))
-    )
-
-
-async def load_bundled_ontologies(
-    db_session: AsyncSession,
-    tenant_id: str,
-    *,
-    cache: IndexCache | None = None,
-    limits: IngestLimits | None = None,
-) -> None:
-    """Load the bundled sample domains for ``tenant_id`` when missing (idempotent).
-
-    A domain is skipped when the tenant already has this exact file, or any
-    version of that domain that is in service (an uploaded newer version
-    must not be displaced by the sample).
-    """
-    for domain, path in bundled_domains():
-        data = path.read_bytes()
-        if await _by_hash(db_session, tenant_id, domain, content_hash(data)) is not None:
-            continue
-        if await current_version(db_session, tenant_id, domain) is not None:
-            continue
-        result = await to_thread.run_sync(_ingest_bundled, str(path), data, limits)
-        row, _ = await save_version(db_session, tenant_id, domain, data, result,
-                                    filename=path.name)
-        if cache is not None:
-            cache.put(result.index.with_version(row.id))
-
-
-def _ingest_bundled(path: str, data: bytes, limits: IngestLimits | None) -> IngestResult:
-    return _ingest_cached(path, content_hash(data), data, limits or IngestLimits())
-
-
-@lru_cache(maxsize=8)
-def _ingest_cached(path: str, digest: str, data: bytes, limits: IngestLimits) -> IngestResult:
-    """Bundled files are ingested once per process (keyed by path and content hash)."""
-    return ingest_ontology(data, "text/turtle", limits=limits)
+    return blob

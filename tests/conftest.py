@@ -25,12 +25,12 @@ import migrations
 from app.bootstrap import bootstrap_admin_key
 from app.factory import create_app
 from app.runtime import Runtime
+from app.services.ontologies import load_bundled_ontologies
 from app.settings import Settings
 from inference.loader import LoadedModel, load_model
 from store import keys as key_store
 from store.admin import accepts_connections, execute_on_server
 from store.db import transaction
-from store.ontologies import load_bundled_ontologies
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 POSTGRES_URL = os.environ.get(

@@ -34,3 +34,44 @@ def test_package_imports_stay_within_its_layer(package: str) -> None:
         str(m.relative_to(ROOT)): sorted(_imported_roots(m) & FORBIDDEN[package]) for m in modules
     }
     assert {m: found for m, found in crossing.items() if found} == {}
+
+
+#: The modules of ``reasoning.evidence`` the store may import when it runs: value objects only.
+#: Parsing, materialising, indexing and caching indexes are the core's work, run by the app's
+#: ontology service (``app/services/ontologies.py``); the store holds rows and bytes.
+STORE_EVIDENCE_ALLOWED = {"reasoning.evidence.model"}
+
+
+def _runtime_imports(tree: ast.AST) -> set[str]:
+    """Modules imported when the module runs (``if TYPE_CHECKING:`` blocks left out), with
+    ``from package import module`` counted as ``package.module``."""
+    found: set[str] = set()
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            for child in node.orelse:
+                found |= _runtime_imports(ast.Module(body=[child], type_ignores=[]))
+            continue
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+        else:
+            found |= _runtime_imports(node)
+    return found
+
+
+def test_store_imports_no_ontology_ingestion() -> None:
+    modules = sorted((ROOT / "store").rglob("*.py"))
+    assert modules
+    ingesting = {}
+    for module in modules:
+        tree = ast.parse(module.read_text(encoding="utf-8"), filename=str(module))
+        evidence = {
+            name for name in _runtime_imports(tree)
+            if name.startswith("reasoning.evidence.") and not any(
+                name == allowed or name.startswith(allowed + ".") for allowed in STORE_EVIDENCE_ALLOWED)
+        }
+        if evidence:
+            ingesting[str(module.relative_to(ROOT))] = sorted(evidence)
+    assert ingesting == {}

@@ -16,11 +16,11 @@ from app.auth import AuthContext
 from app.controllers.ontologies import requires_any_scope
 from app.runtime import Runtime
 from app.schemas.evidence import EvidenceQuery, EvidenceResponse
+from app.services.ontologies import load_index
 from reasoning.evidence.export import subgraphs_to_turtle
 from reasoning.evidence.index import OntologyIndex
 from reasoning.evidence.linking import link_mentions
 from reasoning.evidence.subgraph import build_evidence
-from store import ontologies as ontology_store
 
 __all__ = ["EvidenceController"]
 
@@ -69,8 +69,8 @@ class EvidenceController(Controller):
     async def query_evidence(self, data: EvidenceQuery, auth: AuthContext,
                              db_session: AsyncSession, runtime: Runtime) -> Response[Any]:
         """JSON by default; ``format: turtle`` answers ``text/turtle`` (facts as RDF statements)."""
-        index = await ontology_store.load_index(db_session, runtime.ontology_indexes,
-                                                auth.tenant_id, data.domain.strip().lower())
+        index = await load_index(db_session, runtime.ontology_indexes,
+                                 auth.tenant_id, data.domain.strip().lower())
         result = await to_thread.run_sync(_query, index, data)
         if data.format == "turtle" and result.turtle is not None:
             return Response(result.turtle, media_type="text/turtle")  # Litestar adds the charset

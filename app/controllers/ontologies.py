@@ -16,10 +16,8 @@ are audit events (``ontology.uploaded``, ``ontology.deleted``,
 from __future__ import annotations
 
 import re
-import threading
 from typing import Any, Final
 
-from anyio import to_thread
 from litestar import Controller, Request, Response, delete, get, post
 from litestar.connection import ASGIConnection
 from litestar.datastructures import UploadFile
@@ -33,8 +31,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.auth import AuthContext, Unauthorized, requires_scope
 from app.runtime import Runtime
 from app.schemas.ontologies import OntologyList, OntologyReportOut, OntologyVersionOut
+from app.services.ontologies import ingest_upload
 from reasoning.errors import Forbidden, InvalidInput, LimitExceeded
-from reasoning.evidence.ingest import IngestLimits, IngestResult, ingest_ontology
 from reasoning.evidence.safe_parse import media_type_for
 from store import ontologies as ontology_store
 from store.audit import append_event
@@ -47,15 +45,6 @@ MULTIPART_ALLOWANCE_BYTES: Final = 1024 * 1024
 room for multipart framing and form fields. The file itself is checked against the limit."""
 
 _DOMAIN_RE: Final = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
-_INGEST_SLOTS: Final = threading.BoundedSemaphore(2)
-"""At most two uploads parse and materialise at once (each may start a reasoner process
-and hold a large graph in memory); further uploads wait in their worker thread."""
-
-
-def _ingest(data: bytes, media_type: str, limits: IngestLimits) -> IngestResult:
-    with _INGEST_SLOTS:
-        return ingest_ontology(data, media_type, limits=limits)
-
 
 def requires_any_scope(*scopes: str) -> Guard:
     """A guard admitting keys that hold any of ``scopes`` (or ``admin``); 403 otherwise."""
@@ -189,7 +178,7 @@ class OntologiesController(Controller):
         if len(data) > limits.parse.max_bytes:
             raise LimitExceeded(f"the file is {len(data)} bytes; the limit is "
                                 f"{limits.parse.max_bytes} bytes", limit="max_bytes")
-        result = await to_thread.run_sync(_ingest, data, media, limits)
+        result = await ingest_upload(data, media, limits)
         row, created = await ontology_store.save_version(
             db_session, auth.tenant_id, chosen, data, result, filename=filename)
         if created:

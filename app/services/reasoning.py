@@ -25,6 +25,7 @@ from app.schemas.reason import (
     constraint_out,
     decision_out,
 )
+from app.services.ontologies import load_index
 from inference.loader import ModelIdentity
 from inference.pipeline import Plan, ReasonResult
 from reasoning.constraints.model import Constraint, Origin
@@ -39,7 +40,6 @@ from reasoning.provenance import (
     StepTrace,
 )
 from store.models import new_id
-from store.ontologies import load_index
 
 __all__ = [
     "build_response",

@@ -60,6 +60,7 @@ from app.schemas.sessions import (
     TurnStepOut,
     VerdictOut,
 )
+from app.services.ontologies import load_index
 from app.services.pending import PendingConfirmations
 from app.services.reasoning import check_prompt, lookup_domain_index, model_agent, profile_defaults
 from app.services.runs import RunService
@@ -82,7 +83,6 @@ from reasoning.feedback import Feedback, FeedbackKind, RunView, SessionPolicy, a
 from reasoning.premises import RetractionMatch, match_retraction
 from reasoning.provenance.record import Reinference, RunKind, RunRecord, StepTrace
 from reasoning.regraph import rebuild_graph
-from store import ontologies as ontology_store
 from store import runs as run_store
 from store import sessions as repo
 from store.audit import append_event
@@ -318,8 +318,8 @@ class SessionService:
     async def create(self, data: SessionCreate) -> SessionOut:
         async with transaction(self.factory) as db:
             if data.domain is not None:
-                await ontology_store.load_index(db, self.runtime.ontology_indexes, self.tenant_id,
-                                                data.domain.strip().lower())
+                await load_index(db, self.runtime.ontology_indexes, self.tenant_id,
+                                 data.domain.strip().lower())
             row = await repo.create_session(db, self.tenant_id, domain=data.domain and data.domain.strip().lower())
             row.state = {**row.state, "profile": msgspec.to_builtins(data.profile) if data.profile else None}
             await append_event(db, tenant_id=self.tenant_id, event_type="session.created",

@@ -20,8 +20,8 @@ cheap to import):
 
 Typical use by the request pipeline::
 
-    index = await store.ontologies.load_index(session, runtime.ontology_indexes,
-                                              tenant_id, domain)
+    index = await app.services.ontologies.load_index(session, runtime.ontology_indexes,
+                                                     tenant_id, domain)
     linked = link_mentions(index, prompt, doc=english_doc)
     graphs = build_evidence(index, linked, hops=budget.evidence_hops,
                             token_budget=512, today=date.today())

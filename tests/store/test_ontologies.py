@@ -7,7 +7,6 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from reasoning.errors import NotFound
-from reasoning.evidence.cache import IndexCache
 from reasoning.evidence.ingest import ingest_ontology
 from store import ontologies as repo
 from store.db import transaction
@@ -52,21 +51,3 @@ async def test_versions_are_idempotent_tenant_scoped_and_soft_deleted(
         assert deleted_at is not None and again_v2.deleted_at is None
         assert again_v2.created_at == uploaded_at
 
-
-async def test_bundled_domains_load_once_and_their_index_loads_from_the_blob(
-    factory: async_sessionmaker[AsyncSession], tenants: tuple[str, str]
-) -> None:
-    mine, other = tenants
-    for _ in range(2):
-        async with transaction(factory) as db:
-            await repo.load_bundled_ontologies(db, mine)
-    async with transaction(factory) as db:
-        rows = await repo.list_versions(db, mine)
-        assert sorted(r.domain for r in rows) == ["aml", "clinical"]
-        cache = IndexCache()
-        index = await repo.load_index(db, cache, mine, "clinical")
-        assert index.version == next(r.id for r in rows if r.domain == "clinical")
-        assert index.term_id("<https://tenet.dev/ontologies/clinical#RightLowerLobe>") >= 0
-        assert await repo.load_index(db, cache, mine, "clinical") is index
-        with pytest.raises(NotFound):
-            await repo.load_index(db, cache, other, "clinical")
