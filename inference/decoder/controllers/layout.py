@@ -121,7 +121,10 @@ class CompiledLayout:
         if self.limits.min_placeholders is None:
             allowed &= ~t.has_bracket
         else:
-            empty = torch.tensor(["[]" in x for x in t.texts], dtype=torch.bool, device=t.device)
+            empty = t.cached(  # once per tokenizer: a pass over every token's text
+                "empty-brackets",
+                lambda: torch.tensor(["[]" in x for x in t.texts], dtype=torch.bool, device=t.device),
+            )
             allowed &= ~empty
         stop = self.eos_mask.clone()
         if not seg.multiline:
