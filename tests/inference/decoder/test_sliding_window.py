@@ -39,9 +39,9 @@ _SMALL = {
 }
 
 
-def _tiny(config: Any) -> Any:
+def _tiny(config: Any, attention: str = "sdpa") -> Any:
     torch.manual_seed(0)
-    config._attn_implementation = "sdpa"
+    config._attn_implementation = attention
     model = AutoModelForCausalLM.from_config(config)
     with torch.no_grad():  # wider than the initialiser's scale: logits that differ by token
         for p in model.parameters():
@@ -108,9 +108,14 @@ def _decode_and_check(model: Any, runner: ModelRunner) -> None:
             _check_rows(model, state, ids, decode_step(runner, state, feed))
 
 
-@pytest.mark.parametrize("family", list(CONFIGS))
-def test_the_library_forward_on_the_slab_equals_the_library_forward_alone(family: str) -> None:
-    model = _tiny(CONFIGS[family]())
+@pytest.mark.parametrize(
+    ("family", "attention"),
+    [*((family, "sdpa") for family in CONFIGS), ("gemma3", "eager")],
+)
+def test_the_library_forward_on_the_slab_equals_the_library_forward_alone(
+    family: str, attention: str
+) -> None:
+    model = _tiny(CONFIGS[family](), attention)
     assert layer_windows(model.config) == WINDOWS[family]
     runner = ModelRunner(model, packed=False)
     assert runner.new_cache(1, 4).windows == WINDOWS[family]
