@@ -16,6 +16,13 @@ many distinct claims as possible get a contrast:
 - a claim takes as many of its ranked variants as its allowance holds (half
   the share left, or all of it when half would not buy one variant), at
   least one when one fits, instead of being skipped when all would not;
+- a ``deferrable`` claim (pruning off: a contrast only informs the step's
+  confidence), a claim is scored once its beam has outlived it -- the next
+  judge call on a beam whose answer extends the claim scores it over that
+  beam's row (``observe``) -- so a scarce share is not spent on the many
+  candidates the search never keeps (while the share left holds four such
+  checks, it is scored at once); claims whose beam was dropped first are
+  reported as ``dropped`` and not counted as wanted;
 - a claim skipped for budget is tried again whenever it is met later (the
   share grows with the decode), and ``settle`` gives the chosen answer's
   steps the contrasts other beams' checks computed, then scores the rest,
@@ -50,6 +57,7 @@ from inference.decoder.runner import ModelRunner
 from reasoning.counterfactual import Variant, variants
 
 __all__ = [
+    "DROPPED",
     "SKIP_BUDGET",
     "SKIP_NO_VARIANT",
     "CheckScheduler",
@@ -61,10 +69,12 @@ __all__ = [
 
 SKIP_BUDGET = "budget"  # no variant fitted in what was left of the share
 SKIP_NO_VARIANT = "no variant"  # the claim has no minimal variant to contrast with
+DROPPED = "dropped with its beam"  # deferred, and the search kept no beam that holds it
 _COUNTERFACTUAL = "counterfactual"
 _LOOKAHEAD = 2
+_PLENTY = 4  # a deferrable claim is scored at once while the share left holds this many checks
 _VARIANT_ORDER = {"number": 0, "date": 0, "threshold": 0, "entity": 1, "negation": 2}
-_QUANTITY = re.compile(r"\d")
+_QUANTITY = re.compile(r"(?<![\w.])\d")  # a number or date, not the digit of an id ('E2')
 
 
 class PromptOf(Protocol):
@@ -83,13 +93,15 @@ class PromptOf(Protocol):
 @dataclass(frozen=True)
 class ClaimTokens:
     """The claim as the decode holds it: ``tokens[start:end]``, the model's log-probability
-    of each chosen token (``logprobs``, empty when unknown) and the beam's row (or None)."""
+    of each chosen token (``logprobs``, empty when unknown) and the beam's row (or None);
+    ``deferrable``: its contrast may wait until its beam is kept (pruning off, not final)."""
 
     tokens: Sequence[int]
     start: int
     end: int
     logprobs: Sequence[float] = ()
     context: RowContext | None = None
+    deferrable: bool = False
 
 
 @dataclass(frozen=True)
@@ -103,7 +115,8 @@ class Checked:
 
 def claim_rank(text: str, relied: Sequence[str]) -> int:
     """How informative a check of ``text`` is (lower first): 0 a fact the decision or its
-    grounds rely on (it names one of ``relied``), 1 a number or date, 2 an entity."""
+    grounds rely on (it names one of ``relied``), 1 a number or date (not an id's digit,
+    as in a citation '[E2]'), 2 an entity."""
     lowered = text.lower()
     if any(r and r.lower() in lowered for r in relied):
         return 0
@@ -126,6 +139,11 @@ class CheckScheduler:
     _results: dict[tuple[int, str], Checked] = field(default_factory=dict)
     _skipped: dict[tuple[int, str], str] = field(default_factory=dict)
     _variants: dict[str, tuple[Variant, ...]] = field(default_factory=dict)
+    #: Deferred claims: (branch, claim) -> (the answer up to the claim's end, its start, the
+    #: decode's log-probabilities of those tokens).
+    _pending: dict[tuple[int, str], tuple[tuple[int, ...], int, tuple[float, ...]]] = field(
+        default_factory=dict
+    )
 
     @property
     def wanted(self) -> int:
@@ -139,8 +157,12 @@ class CheckScheduler:
 
     @property
     def skip_reasons(self) -> dict[str, int]:
-        """Why each unscored claim is unscored: reason -> claims."""
-        return dict(Counter(self._skipped.values()))
+        """Why each unscored claim is unscored: reason -> claims (``DROPPED``: deferred
+        claims no kept beam held, not counted as wanted)."""
+        reasons = dict(Counter(self._skipped.values()))
+        if self._pending:
+            reasons[DROPPED] = len(self._pending)
+        return reasons
 
     def left(self) -> float:
         """FLOPs of the share still unspent."""
@@ -153,7 +175,8 @@ class CheckScheduler:
         return self._results.get((branch, text.strip()))
 
     def check(self, branch: int, text: str, claim: ClaimTokens | None) -> Checked | None:
-        """Score the claim ``text`` (a step of ``branch``) or say why not (``skip_reasons``)."""
+        """Score the claim ``text`` (a step of ``branch``) or say why not (``skip_reasons``);
+        a ``deferrable`` claim is held until a kept beam is seen to extend it (``observe``)."""
         key = (branch, text.strip())
         hit = self._results.get(key)
         if hit is not None:
@@ -161,6 +184,7 @@ class CheckScheduler:
             return hit
         found = self._ranked(key[1])
         if not found:
+            self._pending.pop(key, None)
             self._skipped[key] = SKIP_NO_VARIANT
             return None
         usable = (
@@ -168,6 +192,26 @@ class CheckScheduler:
             and claim.context is not None
             and len(claim.logprobs) >= claim.end > claim.start
         )
+        if (
+            usable
+            and claim is not None
+            and claim.deferrable
+            and key not in self._skipped
+            and not self._plentiful(found, claim)
+        ):
+            if key not in self._pending:
+                end = claim.end
+                self._pending[key] = (
+                    tuple(claim.tokens[:end]),
+                    claim.start,
+                    tuple(float(x) for x in claim.logprobs[:end]),
+                )
+            return None
+        if claim is None and key in self._pending:
+            # Its beam ended right after it (no later judge call saw it): the tokens are known.
+            tokens, start, logprobs = self._pending[key]
+            claim = ClaimTokens(tokens, start, len(tokens), logprobs, None)
+        self._pending.pop(key, None)
         scored = (
             self._over_row(branch, found, claim)
             if usable and claim is not None
@@ -180,6 +224,41 @@ class CheckScheduler:
         self._results[key] = scored
         self.scored += 1
         return scored
+
+    def _plentiful(self, found: Sequence[Variant], claim: ClaimTokens) -> bool:
+        """The share left holds ``_PLENTY`` checks of the claim's first variant: no need to wait."""
+        ids = list(claim.tokens[claim.start : claim.end])
+        aligned = _aligned(ids, self.decode, self.encode, found[:1])
+        if not aligned:
+            return False
+        cost = 2.0 * self.runner.parameters * row_cost(ids, [aligned[0][1]], _LOOKAHEAD)
+        return cost * _PLENTY <= self.left()
+
+    def observe(self, branch: int, claim: ClaimTokens) -> None:
+        """A judge call on a beam whose answer is ``claim.tokens[:claim.start]``: every deferred
+        claim of ``branch`` that answer extends is scored now, over that beam's row."""
+        if not self._pending or claim.context is None:
+            return
+        tokens = claim.tokens
+        for key, (prefix, start, logprobs) in list(self._pending.items()):
+            end = len(prefix)
+            if (
+                key[0] != branch
+                or end > claim.start
+                or tokens[end - 1] != prefix[-1]
+                or tuple(tokens[:end]) != prefix
+            ):
+                continue
+            del self._pending[key]
+            held = ClaimTokens(prefix, start, end, logprobs, claim.context)
+            found = self._ranked(key[1])
+            scored = self._over_row(branch, found, held)
+            if scored is None:
+                self._skipped[key] = SKIP_BUDGET
+                continue
+            self._skipped.pop(key, None)
+            self._results[key] = scored
+            self.scored += 1
 
     def settle(self, branch: int, text: str) -> Checked | None:
         """A claim of the chosen answer: its known contrast, else one scored now over the
@@ -264,11 +343,14 @@ def _aligned(
     encode: Callable[[str], list[int]],
     found: Sequence[Variant],
 ) -> list[tuple[Variant, list[int]]]:
-    """Each variant as tokens: the claim's own tokens up to its change, then the rest tokenised.
+    """Each variant as tokens: the claim's own tokens before and after its change, the
+    changed text between them tokenised.
 
-    The shared prefix is token-identical to the claim (the decode's tokens),
-    so the variant departs from the claim where its text does. A variant that
-    tokenises back to the claim is left out.
+    The claim's tokens are the decode's, which need not be how the tokenizer
+    would split its text; keeping them on both sides of the change makes the
+    variant depart from the claim, and rejoin it, where its text does, so its
+    window (``contrast._windows``) is the change and not the rest of the
+    claim. A variant that tokenises back to the claim is left out.
     """
     text = decode(ids)
     lead = len(text) - len(text.lstrip())
@@ -283,8 +365,26 @@ def _aligned(
         change = 0
         while change < min(len(text), len(full)) and text[change] == full[change]:
             change += 1
+        same = 0  # characters both end with, not reaching into the shared start
+        while (
+            same < min(len(text), len(full)) - change
+            and text[len(text) - 1 - same] == full[len(full) - 1 - same]
+        ):
+            same += 1
         g = max((k for k, e in enumerate(ends) if 0 <= e <= change), default=0)
-        tokens = list(ids[:g]) + encode(full[ends[g] :])
-        if tokens != list(ids) and len(tokens) > g:
+        after = len(text) - same  # the claim's text from here on is the variant's too
+        h = min(
+            (k for k in range(g, len(ids) + 1) if ends[k] >= after and _suffix(decode, ids, k, text)),
+            default=len(ids),
+        )
+        tail = len(text) - ends[h] if h < len(ids) else 0
+        middle = full[ends[g] : len(full) - tail]
+        tokens = list(ids[:g]) + (encode(middle) if middle else []) + list(ids[h:])
+        if tokens and tokens != list(ids):
             out.append((variant, tokens))
     return out
+
+
+def _suffix(decode: Callable[[Sequence[int]], str], ids: Sequence[int], k: int, text: str) -> bool:
+    """The claim's tokens from ``k`` on decode to the end of its text (a clean token boundary)."""
+    return k == len(ids) or text.endswith(decode(ids[k:]))

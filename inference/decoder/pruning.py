@@ -354,7 +354,10 @@ class PruningJudge:
         text = self.tokenizer.decode(list(tokens[start:end]), skip_special_tokens=True)
         free = [k for k in range(start, end) if not (k < len(forced) and forced[k])]
         facts = self._measure(branch, tokens, start, end, entropies, text, free)
-        claim = ClaimTokens(tokens, start, end, logprobs, context)
+        deferrable = not self.options.prune and not final
+        claim = ClaimTokens(tokens, start, end, logprobs, context, deferrable)
+        if self.options.counterfactual_checks and context is not None:
+            self.checks.observe(branch, claim)  # deferred claims this beam kept are scored now
         rule, detail, facts = self._rule(branch, facts, final, chosen=bool(free), claim=claim)
         # A claim of a domain answer that cannot be repaired is left out: the answer ends before it.
         droppable = rule is not None and self._domain(branch)

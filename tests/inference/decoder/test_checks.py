@@ -8,13 +8,23 @@ from dataclasses import dataclass
 import pytest
 import torch
 
-from inference.decoder.batch import prefill_prefix
-from inference.decoder.checks import SKIP_BUDGET, SKIP_NO_VARIANT, CheckScheduler, claim_rank
-from inference.decoder.contrast import window_cost
+from inference.decoder.batch import prefill_branches, prefill_prefix
+from inference.decoder.beam import decode_step
+from inference.decoder.checks import (
+    DROPPED,
+    SKIP_BUDGET,
+    SKIP_NO_VARIANT,
+    CheckScheduler,
+    ClaimTokens,
+    _aligned,
+    claim_rank,
+)
+from inference.decoder.contrast import RowContext, _windows, window_cost
 from inference.decoder.kv_slab import PrefixKV
 from inference.decoder.options import DecodeOptions
 from inference.decoder.runner import ModelRunner
 from inference.loader import LoadedModel
+from reasoning.counterfactual import variants
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -34,6 +44,29 @@ def test_claims_rank_decision_facts_then_quantities_then_entities() -> None:
     assert claim_rank("Globex Corp owns Initech.", ["Initech"]) == 0
     assert claim_rank("Acme Ltd sent EUR 4,000.", ["Initech"]) == 1
     assert claim_rank("Acme Ltd owns Globex Corp.", []) == 2
+    assert claim_rank("[E2] Acme Ltd owns Globex Corp.", []) == 2
+
+
+def test_variants_keep_the_decodes_own_tokens_around_the_change(tokenizer: object) -> None:
+    """The decode may split a text as the tokenizer would not (' J' + 'on'); a variant keeps
+    those tokens before and after its change, so its window is the change, not the rest."""
+
+    def encode(text: str) -> list[int]:
+        return list(tokenizer(text, add_special_tokens=False)["input_ids"])  # type: ignore[operator]
+
+    def decode(ids: Sequence[int]) -> str:
+        return str(tokenizer.decode(list(ids), skip_special_tokens=True))  # type: ignore[attr-defined]
+
+    ids = encode(" Acme Ltd sent EUR 2,000,000 to") + encode(" J") + encode("on Doe.")
+    assert decode(ids) == " " + CLAIM and ids != encode(" " + CLAIM)
+    aligned = {v.kind: t for v, t in _aligned(ids, decode, encode, variants(CLAIM, LEXICON))}
+    assert set(aligned) == {"entity", "number"}
+    assert decode(aligned["number"]) == " " + CLAIM.replace("2,000,000", "3,000,000")
+    assert decode(aligned["entity"]) == " " + CLAIM.replace("Acme Ltd", "Globex Corp")
+    for tokens in aligned.values():
+        start, _, end = _windows(ids, tokens, 2)
+        assert tokens[end:] == ids[len(ids) - len(tokens) + end :]  # the claim's own tail
+        assert end - start <= 5
 
 
 @pytest.mark.model
@@ -91,3 +124,42 @@ def test_scheduler_counts_claims_once_takes_what_fits_and_retries(
         spent = runner.counters.flops["counterfactual"]
         others = sum(v for k, v in runner.counters.flops.items() if k != "counterfactual")
         assert spent <= options.counterfactual_flops_share * others
+
+
+@pytest.mark.model
+def test_deferred_claims_are_scored_over_the_beam_that_kept_them(loaded_model: LoadedModel) -> None:
+    """With a scarce share a deferrable claim waits: a later judge call on a beam whose answer
+    extends it scores it over that beam's row; a claim no such beam held is reported dropped."""
+    tok = loaded_model.tokenizer
+    runner = ModelRunner(loaded_model.model)
+
+    def encode(text: str) -> list[int]:
+        return list(tok(text, add_special_tokens=False)["input_ids"])
+
+    def decode(ids: Sequence[int]) -> str:
+        return str(tok.decode(list(ids), skip_special_tokens=True))
+
+    prompt = encode(PROMPT)
+    claim = encode(" " + CLAIM)
+    dropped = encode(" Acme Ltd sent EUR 9,000 to Jon Doe.")
+    answer = claim + encode(" It was")
+    with torch.inference_mode():
+        state, _ = prefill_branches(runner, 0, (), [prompt], width=1, max_new_tokens=len(answer) + 1)
+        for token in answer[:-1]:
+            decode_step(runner, state, torch.tensor([token]))
+        lp = [-1.0] * len(answer)
+        context = RowContext(state.cache, 0, state.mask[0, : state.columns], len(prompt), prompt[-1])
+        base = runner.counters.flops["prefill"] + runner.counters.flops["decode"]
+        per_token = 2.0 * runner.parameters
+        options = DecodeOptions(counterfactual_flops_share=8 * per_token / base)  # < four checks
+        checks = CheckScheduler(runner, options, encode, decode, [], LEXICON)
+        for ids in (claim, dropped):
+            held = ClaimTokens(ids, 0, len(ids), lp, context, deferrable=True)
+            assert checks.check(0, decode(ids), held) is None
+        assert runner.counters.flops["counterfactual"] == 0.0
+        # The beam that closed the claim was kept: its next step is judged on the same row.
+        checks.observe(0, ClaimTokens(answer, len(claim), len(answer), lp, context))
+        got = checks.known(0, CLAIM)
+        assert got is not None and checks.scored == 1
+        assert runner.counters.flops["counterfactual"] > 0
+        assert checks.skip_reasons == {DROPPED: 1} and checks.wanted == 1
