@@ -262,6 +262,7 @@ class Runtime:
                     ModelRunner(model.model).call,
                     max_rows=MAX_BATCH_ROWS,
                     max_wait_s=self.settings.batch_wait_ms / 1000,
+                    prefill_chunk=self.settings.prefill_chunk_tokens,
                     on_forward=lambda lanes, rows: BATCH_SIZE.observe(lanes),
                 )
                 self._reasoner = Reasoner(

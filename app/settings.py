@@ -72,6 +72,11 @@ SETTINGS_DOC: tuple[tuple[str, str, str], ...] = (
     ),
     ("TENET_MAX_PROMPT_CHARS", "8000", "Longest accepted prompt (characters)."),
     (
+        "TENET_MAX_PROMPT_TOKENS",
+        "4096",
+        "Longest accepted prompt in the loaded model's tokens (Chinese text is about one token a character, English about one per four); longer: 413 naming the limit. Checked beside TENET_MAX_PROMPT_CHARS.",
+    ),
+    (
         "TENET_ONTOLOGY_MAX_BYTES",
         "67108864",
         "Largest ontology file accepted by POST /v1/ontologies (bytes; the request body may exceed it by 1 MiB of multipart framing); larger: 413.",
@@ -122,6 +127,11 @@ SETTINGS_DOC: tuple[tuple[str, str, str], ...] = (
         "TENET_BATCH_WAIT_MS",
         "150",
         "Longest a decode step waits for the other running decodes' steps before the merged forward pass starts without them.",
+    ),
+    (
+        "TENET_PREFILL_CHUNK_TOKENS",
+        "256",
+        "Most prompt tokens one prefill forward pass takes: a longer prompt is prefilled in chunks, and the other running decodes each take a step between two chunks, so a short request's latency does not depend on a long prompt's prefill. 0: a prompt is prefilled in one forward pass.",
     ),
     (
         "TENET_DEFAULT_DEADLINE_S",
@@ -259,6 +269,7 @@ class Settings:
     packed_forward: bool = True
     max_body_bytes: int = 2 * 1024 * 1024
     max_prompt_chars: int = 8000
+    max_prompt_tokens: int = 4096
     ontology_max_bytes: int = 64 * 1024 * 1024
     ontology_max_triples: int = 2_000_000
     ontology_parse_timeout_s: float = 120.0
@@ -272,6 +283,7 @@ class Settings:
     queue_max: int = 64
     max_batch: int = 8
     batch_wait_ms: float = 150.0
+    prefill_chunk_tokens: int = 256
     default_deadline_s: float = 60.0
     shutdown_grace_s: float = 30.0
     header_timeout_s: float = 10.0
@@ -334,6 +346,14 @@ class Settings:
         if self.max_prompt_chars < 1:
             raise InvalidInput(
                 "TENET_MAX_PROMPT_CHARS must be positive", variable="TENET_MAX_PROMPT_CHARS"
+            )
+        if self.max_prompt_tokens < 1:
+            raise InvalidInput(
+                "TENET_MAX_PROMPT_TOKENS must be positive", variable="TENET_MAX_PROMPT_TOKENS"
+            )
+        if self.prefill_chunk_tokens < 0:
+            raise InvalidInput(
+                "TENET_PREFILL_CHUNK_TOKENS must not be negative", variable="TENET_PREFILL_CHUNK_TOKENS"
             )
         for name in (
             "ontology_max_bytes",

@@ -14,13 +14,21 @@ forward. Admission is decided once, when a job is submitted:
 - the predicted wait exceeds the job's deadline: :class:`Overloaded`
   (reason ``deadline``).
 
-The predicted wait of a new job is ``n * mean + 3 * std * sqrt(n)`` over the
-``n`` rounds of jobs ahead of it (a round frees every worker once; the jobs
-ahead are those running plus those queued at its priority or higher), from
-exponentially weighted estimates of a job's mean and standard deviation
-measured at the concurrency the service runs at: a p99-style bound that
-refuses at once instead of timing out. Before the first job has finished the
-estimate is zero and only the queue bound applies.
+The predicted wait is counted in tokens, not in requests: each job carries
+its size (prompt tokens plus new tokens, given to :meth:`Scheduler.submit`),
+and the scheduler keeps exponentially weighted estimates of the mean and
+standard deviation of the seconds a job takes per token, measured at the
+concurrency the service runs at. A new job starts when a worker is free:
+the running jobs free theirs after their predicted seconds (less those they
+have run), and the jobs queued ahead of it (at its priority or higher) take
+the workers that free first, in queue order. The prediction is when a worker
+frees for the new job plus three standard deviations of that worker's
+chain: a p99-style bound that refuses at once instead of timing out. So one
+long prompt makes the prediction longer for what queues behind it by its own
+tokens only, not every later request by a per-request mean it inflated. A
+job of unknown size counts as one of the mean size seen (one token before
+any). Before the first job has finished the estimate is zero and only the
+queue bound applies.
 
 An accepted job is never dropped: it runs to completion on the worker even
 when the awaiting request is cancelled (client gone), and a graceful
@@ -176,10 +184,12 @@ class SchedulerStats:
     accepted: int
     completed: int
     refused: dict[str, int]
-    job_mean_s: float
+    job_mean_s: float  # a job of the mean size
     job_p99_s: float
     closing: bool
     paused: bool
+    seconds_per_token: float = 0.0
+    mean_job_tokens: float = 1.0
 
 
 @dataclass
@@ -189,6 +199,8 @@ class _Job:
     enqueued: float
     loop: asyncio.AbstractEventLoop
     future: asyncio.Future[Any]
+    tokens: int | None = None  # prompt + new tokens; None: unknown
+    started: float = 0.0
 
 
 class Scheduler:
@@ -216,6 +228,9 @@ class Scheduler:
         self._heap: list[tuple[int, int, _Job]] = []
         self._seq = itertools.count()
         self._running = 0
+        self._active: list[_Job] = []  # running jobs
+        self._mean_tokens = 1.0  # EW mean size of the jobs seen (tokens)
+        self._sized = 0  # jobs of known size finished
         self._paused = False
         self._closing = False
         self._stopped = False
@@ -226,10 +241,29 @@ class Scheduler:
 
     # --- admission ---------------------------------------------------------------
 
-    def _jobs_ahead(self, priority: Priority) -> int:
-        """Rounds of jobs before a new one at ``priority`` starts (0: a worker is free)."""
-        queued = sum(1 for rank, _, _ in self._heap if rank <= priority.rank)
-        return math.ceil(max(0, queued + self._running - self.max_batch + 1) / self.max_batch)
+    def _tokens(self, job: _Job) -> float:
+        return float(job.tokens) if job.tokens is not None else self._mean_tokens
+
+    def _predicted_wait(self, priority: Priority) -> float:
+        """Seconds before a new job at ``priority`` starts, p99-style (module docstring)."""
+        ahead = [job for rank, _, job in sorted(self._heap, key=lambda e: (e[0], e[1])) if rank <= priority.rank]
+        if len(ahead) + len(self._active) < self.max_batch:
+            return 0.0
+        mean, std = self.estimate.mean, self.estimate.std
+        now = time.perf_counter()
+        # Per worker: (mean seconds until it is free, variance of that).
+        workers = [
+            (max(0.0, mean * self._tokens(job) - (now - job.started)), (std * self._tokens(job)) ** 2)
+            for job in self._active
+        ]
+        workers += [(0.0, 0.0)] * max(0, self.max_batch - len(workers))
+        heapq.heapify(workers)
+        for job in ahead:
+            free, var = heapq.heappop(workers)
+            size = self._tokens(job)
+            heapq.heappush(workers, (free + mean * size, var + (std * size) ** 2))
+        free, var = workers[0]
+        return free + 3 * math.sqrt(var)
 
     def _refuse(self, reason: str, exc: Overloaded) -> Overloaded:
         self._refused[reason] = self._refused.get(reason, 0) + 1
@@ -243,9 +277,9 @@ class Scheduler:
                 "shutting_down",
                 ShuttingDown("the service is shutting down; retry shortly", retry_after_s=5.0),
             )
-        ahead = self._jobs_ahead(hints.priority)
+        predicted = self._predicted_wait(hints.priority)
         if len(self._heap) >= self.max_queue:
-            retry = max(1.0, self.estimate.wait_for(ahead))
+            retry = max(1.0, predicted)
             raise self._refuse(
                 "queue_full",
                 Overloaded(
@@ -254,7 +288,6 @@ class Scheduler:
                 ),
             )
         deadline = hints.deadline_s if hints.deadline_s is not None else self.default_deadline_s
-        predicted = self.estimate.wait_for(ahead)
         if predicted > deadline:
             raise self._refuse(
                 "deadline",
@@ -270,9 +303,11 @@ class Scheduler:
         with self._cond:
             self._admit_locked(hints)
 
-    async def submit(self, fn: Callable[[], T], hints: JobHints) -> T:
+    async def submit(self, fn: Callable[[], T], hints: JobHints, tokens: int | None = None) -> T:
         """Queue ``fn`` for the worker and await its result (or its exception).
 
+        ``tokens`` is the job's size (prompt tokens plus new tokens), which
+        the wait predictions count; None: unknown (a job of the mean size).
         Raises :class:`Overloaded` / :class:`ShuttingDown` at once when refused.
         Once accepted the job runs to completion even if this coroutine is
         cancelled.
@@ -281,7 +316,8 @@ class Scheduler:
         future: asyncio.Future[T] = loop.create_future()
         with self._cond:
             self._admit_locked(hints)
-            job = _Job(fn=fn, priority=hints.priority, enqueued=time.perf_counter(), loop=loop, future=future)
+            job = _Job(fn=fn, priority=hints.priority, enqueued=time.perf_counter(), loop=loop, future=future,
+                       tokens=tokens if tokens is None else max(1, tokens))
             heapq.heappush(self._heap, (hints.priority.rank, next(self._seq), job))
             self._accepted += 1
             self.observer.queued(hints.priority, 1)
@@ -309,20 +345,28 @@ class Scheduler:
                 self._cond.wait()
             _, _, job = heapq.heappop(self._heap)
             self._running += 1
+            job.started = time.perf_counter()
+            self._active.append(job)
             self.observer.queued(job.priority, -1)
             return job
 
     def _work(self) -> None:
         while (job := self._next_job()) is not None:
-            started = time.perf_counter()
+            started = job.started
             self.observer.started(job.priority, started - job.enqueued)
             outcome: tuple[bool, Any]
             try:
                 outcome = (True, job.fn())
             except Exception as exc:  # noqa: BLE001 - delivered to the awaiting request
                 outcome = (False, exc)
-            self.estimate.observe(time.perf_counter() - started)
             with self._cond:
+                size = self._tokens(job)
+                self.estimate.observe((time.perf_counter() - started) / size)
+                if job.tokens is not None:
+                    weight = self.estimate.alpha if self._sized else 1.0
+                    self._mean_tokens += weight * (job.tokens - self._mean_tokens)
+                    self._sized += 1
+                self._active.remove(job)
                 self._running -= 1
                 self._completed += 1
                 self._cond.notify_all()
@@ -379,8 +423,10 @@ class Scheduler:
                 accepted=self._accepted,
                 completed=self._completed,
                 refused=dict(self._refused),
-                job_mean_s=self.estimate.mean,
-                job_p99_s=self.estimate.p99,
+                job_mean_s=self.estimate.mean * self._mean_tokens,
+                job_p99_s=self.estimate.p99 * self._mean_tokens,
+                seconds_per_token=self.estimate.mean,
+                mean_job_tokens=self._mean_tokens,
                 closing=self._closing,
                 paused=self._paused,
             )

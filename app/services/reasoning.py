@@ -44,6 +44,7 @@ from store.models import new_id
 __all__ = [
     "build_response",
     "check_prompt",
+    "check_prompt_tokens",
     "lookup_domain_index",
     "model_agent",
     "new_run_id",
@@ -68,6 +69,21 @@ def check_prompt(prompt: str, max_chars: int) -> None:
     if len(prompt) > max_chars:
         raise LimitExceeded(
             f"prompt has {len(prompt)} characters; the limit is {max_chars}", field="prompt", limit=max_chars
+        )
+
+
+def check_prompt_tokens(prompt: str, max_tokens: int, tokenizer: Any) -> None:
+    """Refuse a prompt longer than ``max_tokens`` of the model's tokens before it is planned.
+
+    Characters alone do not bound the prefill: 8,000 Chinese characters are
+    about 8,000 tokens, four times the English text of the same length. The
+    413 names the limit (``limit``, ``unit: "tokens"``).
+    """
+    count = len(tokenizer.encode(prompt, add_special_tokens=False))
+    if count > max_tokens:
+        raise LimitExceeded(
+            f"prompt has {count} tokens; the limit is {max_tokens} tokens", field="prompt", limit=max_tokens,
+            unit="tokens",
         )
 
 

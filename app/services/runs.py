@@ -40,6 +40,7 @@ from app.schemas.reason import ReasonResponse
 from app.services.pending import PendingConfirmations
 from app.services.reasoning import (
     build_response,
+    check_prompt_tokens,
     lookup_domain_index,
     new_run_id,
     profile_defaults,
@@ -56,7 +57,7 @@ from reasoning.regraph import settle_conflict
 from store.db import transaction
 from store.runs import record_run
 
-__all__ = ["RunRequest", "RunService", "Settlement"]
+__all__ = ["RunRequest", "RunService", "Settlement", "job_tokens"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,14 +109,22 @@ class RunService:
         """The tenant's current index of ``domain`` (``NotFound`` when it has none); None without one."""
         return await lookup_domain_index(self.runtime, auth.tenant_id, domain)
 
+    def check_tokens(self, prompt: str) -> None:
+        """Refuse (413) a prompt longer than ``TENET_MAX_PROMPT_TOKENS`` of the loaded model's tokens."""
+        model = self.runtime.require_model()
+        check_prompt_tokens(prompt, self.runtime.settings.max_prompt_tokens, model.tokenizer)
+
     def admit(self, hints: JobHints) -> None:
         """Refuse now what the decode scheduler would refuse (``Overloaded`` / ``ShuttingDown``)."""
         self.runtime.scheduler.check(hints)
 
-    async def decode(self, work: Callable[[], ReasonResult], hints: JobHints) -> ReasonResult:
+    async def decode(
+        self, work: Callable[[], ReasonResult], hints: JobHints, tokens: int | None = None
+    ) -> ReasonResult:
         """Run one decode (``work``, a call of the runtime's reasoner) on the decode scheduler.
 
-        The job is admitted and prioritised by ``hints``; an accepted job runs
+        The job is admitted and prioritised by ``hints``, its size (``tokens``:
+        prompt plus new tokens) counted in the scheduler's predictions; an accepted job runs
         to completion even if the caller is cancelled, and the decode's
         metrics are recorded on the worker thread before the result is handed
         back. An exception of ``work`` reaches the caller unchanged.
@@ -126,7 +135,7 @@ class RunService:
             observe_decode(result.decode)
             return result
 
-        return await self.runtime.scheduler.submit(observed, hints)
+        return await self.runtime.scheduler.submit(observed, hints, tokens)
 
     async def run_job(
         self, job: DecodeJob, hints: JobHints, on_step: Callable[[StepEvent], None] | None = None
@@ -147,7 +156,8 @@ class RunService:
         workers = self.runtime.workers
         if workers is None:
             reasoner = self.runtime.reasoner()
-            return await self.decode(lambda: execute(reasoner, job, on_step), hints)
+            tokens = job_tokens(job.plan, reasoner.model.tokenizer)
+            return await self.decode(lambda: execute(reasoner, job, on_step), hints, tokens)
         done = await workers.submit(job, on_step=on_step)
         observe_decode(done.result.decode)
         observe_worker_hop(done.hop_ms)
@@ -205,12 +215,13 @@ class RunService:
 
         Raises:
             Unavailable: no model is loaded.
+            LimitExceeded: the prompt is longer than ``TENET_MAX_PROMPT_TOKENS`` tokens (413).
             NotFound: the tenant has no ontology of ``request.domain``.
             Overloaded: admission refused the run (``ShuttingDown`` while draining).
             ConflictError: a settled choice no longer matches the prompt's constraints.
         """
         runtime = self.runtime
-        runtime.require_model()
+        self.check_tokens(request.prompt)
         started = datetime.now(UTC)
         if index is None:
             index = await self.index_for(auth, request.domain)
@@ -253,6 +264,19 @@ class RunService:
         if on_recorded is not None:
             await on_recorded(db, response)
         return response
+
+
+def job_tokens(plan: Plan, tokenizer: Any) -> int:
+    """A decode's size as admission counts it: prompt tokens plus new tokens.
+
+    The prompt is the request's tokens plus, per branch, the evidence it may
+    show (``options.evidence_token_budget``, the bound the evidence stage
+    keeps); the new tokens are ``max_new_tokens`` per branch.
+    """
+    branches = max(1, len(plan.branches))
+    evidence = plan.options.evidence_token_budget * sum(1 for b in plan.branches if b.facts)
+    prompt = len(tokenizer.encode(plan.prompt, add_special_tokens=False)) + evidence
+    return prompt + plan.decode_options.max_new_tokens * branches
 
 
 def _plan(reasoner: Reasoner, request: RunRequest, index: OntologyIndex | None, tenant: str) -> Plan:

@@ -459,6 +459,7 @@ class SessionService:
         return _apply_policy(plan, policy)
 
     async def _new_question(self, row: SessionRow, prompt: str, options: ReasonOptions) -> TurnResult:
+        self.runs.check_tokens(prompt)
         started = utcnow()
         expected = row.last_active_at
         index = await lookup_domain_index(self.runtime, self.tenant_id, row.domain)

@@ -8,11 +8,17 @@ worker runs, in this order:
    with more than one new token per row, exclusive jobs such as a profiling
    probe), one at a time in arrival order, so a newcomer's prefill waits at
    most one step;
-2. one-token decode steps, merged: it waits until every open lane has a step
-   pending or until
+2. one-token decode steps, merged: it waits until every open lane that is
+   not waiting on a call has a step pending or until
    ``max_wait_s`` has passed since the first step arrived, then runs all of
    them (up to ``max_rows`` rows) as one forward over a
    :class:`~inference.decoder.grouped_attention.GroupedCache`.
+
+Calls and steps take turns: after a call, the steps pending then run before
+the next call. A long prompt's prefill arrives as a call per chunk of at
+most ``prefill_chunk`` tokens (:class:`~inference.decoder.runner.ModelRunner`
+splits it), so while it runs every other decode still steps once per chunk:
+its latency does not depend on the long prompt's.
 
 Guarantees: every call submitted gets its own result or its own exception;
 only the worker thread runs the model, so forwards never compete for the
@@ -62,6 +68,7 @@ class BatcherStats:
 @dataclass(eq=False)
 class _Job:
     call: Call | None = None  # unmergeable: run as is
+    lane: bool = False  # a call of an open lane (that lane has no step pending meanwhile)
     step: tuple[torch.Tensor, torch.Tensor, torch.Tensor, SlabCache] | None = None  # ids, pos, mask, cache
     done: threading.Event = field(default_factory=threading.Event)
     ok: bool = True
@@ -88,15 +95,20 @@ class MicroBatcher:
         *,
         max_rows: int = 64,
         max_wait_s: float = 0.15,
+        prefill_chunk: int = 0,
         on_forward: Callable[[int, int], None] | None = None,
     ) -> None:
         if max_rows < 1:
             raise InvalidInput("max_rows must be at least 1", field="max_rows")
+        if prefill_chunk < 0:
+            raise InvalidInput("prefill_chunk must not be negative", field="prefill_chunk")
         if max_wait_s < 0:
             raise InvalidInput("max_wait_s must not be negative", field="max_wait_s")
         self.mergeable = use_grouped_attention(model)
         self.max_rows = max_rows
         self.max_wait_s = max_wait_s
+        #: Most tokens per prefill call of a lane's decode (0: a prefill is one call).
+        self.prefill_chunk = prefill_chunk
         self._forward_step = forward_step
         self._on_forward = on_forward
         self._cond = threading.Condition()
@@ -104,6 +116,7 @@ class MicroBatcher:
         self._steps: list[_Job] = []
         self._first_step_at = 0.0
         self._open = 0
+        self._after_call = False  # the last thing run was a call: pending steps go next
         self._closed = False
         self._forwards = self._merged = self._lane_steps = self._rows = self._solo = 0
         self._thread = threading.Thread(target=self._work, name="tenet-forward", daemon=True)
@@ -170,13 +183,17 @@ class MicroBatcher:
         """Block until there is work; return one call, or the steps to merge, or None to stop."""
         with self._cond:
             while True:
-                if self._calls:
+                if self._calls and not (self._steps and self._after_call):
+                    self._after_call = True
                     return [self._calls.pop(0)]
                 if self._steps:
-                    # Calls run first, so no lane is blocked in one here: every open lane
+                    # A lane waiting on a call sends no step meanwhile; every other open lane
                     # without a pending step is still working out its next token.
+                    calling = sum(1 for job in self._calls if job.lane)
                     waited = time.monotonic() - self._first_step_at
-                    if not self.mergeable or len(self._steps) >= self._open or waited >= self.max_wait_s:
+                    if (not self.mergeable or len(self._steps) >= self._open - calling
+                            or waited >= self.max_wait_s):
+                        self._after_call = False
                         return self._take_steps()
                     self._cond.wait(timeout=self.max_wait_s - waited)
                     continue
@@ -255,6 +272,11 @@ class Lane:
     def __init__(self, batcher: MicroBatcher) -> None:
         self._batcher = batcher
 
+    @property
+    def prefill_chunk(self) -> int:
+        """Most tokens per prefill call (the batcher's; 0: a prefill is one call)."""
+        return self._batcher.prefill_chunk
+
     def __enter__(self) -> Self:
         self._batcher._enter()
         return self
@@ -270,4 +292,4 @@ class Lane:
 
     def call(self, call: Call) -> Any:
         """Any other model call of this decode (prefill, scoring), run alone on the forward thread."""
-        return self._batcher._submit(_Job(call=call))
+        return self._batcher._submit(_Job(call=call, lane=True))

@@ -57,6 +57,12 @@ class ModelRunner:
     With a ``lane`` every model call goes through the process's
     :class:`~inference.decoder.microbatch.MicroBatcher`: one-token decode
     steps are merged with other decodes' steps, everything else runs alone.
+    A prefill into the KV slab longer than ``prefill_chunk`` tokens (the
+    lane's, by default) runs as successive calls of at most that many tokens,
+    each writing its keys and values after the previous one's, so the forward
+    thread serves other decodes' steps between them: one long prompt delays
+    another decode's step by one chunk, not by its whole prefill. The logits
+    are those of one call (up to floating-point summation order).
     A model with sliding-window layers gets, from the library forward, each
     layer kind's mask built here from the padding mask
     (:func:`~inference.decoder.kv_slab.visible`: windows counted in the rows'
@@ -75,6 +81,7 @@ class ModelRunner:
         lane: Lane | None = None,
         *,
         packed: bool = True,
+        prefill_chunk: int | None = None,
     ) -> None:
         #: Per layer, how far back it attends (None: the whole row), as the slabs are told.
         self.windows = layer_windows(model.config)
@@ -88,6 +95,9 @@ class ModelRunner:
         self.keeps_logits = "logits_to_keep" in params
         self.counters = counters or ForwardCounters()
         self.lane = lane
+        #: Most tokens per prefill call into the slab (None or 0: the whole prefill in one call).
+        self.prefill_chunk = prefill_chunk if prefill_chunk is not None else (
+            lane.prefill_chunk if lane is not None else None)
         self.packed = packed_forward(model) if packed else None
         #: The KV slabs' dtype: the lean forward's choice (float32 on the CPU, where attention
         #: over bfloat16 is several times slower), else the model's.
@@ -124,16 +134,14 @@ class ModelRunner:
         ``input_ids, position_ids: [B, S]``; ``attention_mask: [B, past + S]``.
         ``purpose`` is one of prefill / decode / counterfactual for accounting.
         """
-        if self.lane is None:
-            logits = self.call(input_ids, position_ids, attention_mask, cache, last_only=last_only)
-        elif purpose == "decode" and input_ids.shape[1] == 1 and isinstance(cache, SlabCache):
+        if self.lane is not None and purpose == "decode" and input_ids.shape[1] == 1 and isinstance(
+            cache, SlabCache
+        ):
             logits = self.lane.step(input_ids, position_ids, attention_mask, cache)
+        elif purpose == "prefill":
+            logits = self._prefill(input_ids, position_ids, attention_mask, cache, last_only)
         else:
-            logits = self.lane.call(
-                lambda: self.call(
-                    input_ids, position_ids, attention_mask, cache, last_only=last_only
-                )
-            )
+            logits = self._turn(input_ids, position_ids, attention_mask, cache, last_only)
         tokens = int(input_ids.numel())
         c = self.counters
         c.flops[purpose] = c.flops.get(purpose, 0.0) + 2.0 * self.parameters * tokens
@@ -148,6 +156,51 @@ class ModelRunner:
             c.scoring_tokens += tokens
         out: torch.Tensor = logits.float()
         return out
+
+    def _turn(
+        self,
+        input_ids: torch.Tensor,
+        position_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        cache: Any,
+        last_only: bool,
+    ) -> torch.Tensor:
+        """One model call: on the lane's forward thread (a turn of its own), else here."""
+        if self.lane is None:
+            return self.call(input_ids, position_ids, attention_mask, cache, last_only=last_only)
+        lane_logits: torch.Tensor = self.lane.call(
+            lambda: self.call(input_ids, position_ids, attention_mask, cache, last_only=last_only)
+        )
+        return lane_logits
+
+    def _prefill(
+        self,
+        input_ids: torch.Tensor,
+        position_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        cache: Any,
+        last_only: bool,
+    ) -> torch.Tensor:
+        """A prefill, in calls of at most ``prefill_chunk`` tokens when the cache is a slab.
+
+        Chunk ``[lo, hi)`` of the ``new`` input columns sees the mask's first
+        ``past + hi`` columns (``past``: columns the slab held before), so each
+        token attends to what it would in one call, and the slab appends the
+        chunk's keys and values after the previous chunk's.
+        """
+        chunk = self.prefill_chunk or 0
+        new = int(input_ids.shape[1])
+        if chunk <= 0 or new <= chunk or not isinstance(cache, SlabCache):
+            return self._turn(input_ids, position_ids, attention_mask, cache, last_only)
+        past = int(attention_mask.shape[1]) - new
+        parts: list[torch.Tensor] = []
+        for lo in range(0, new, chunk):
+            hi = min(new, lo + chunk)
+            parts.append(self._turn(
+                input_ids[:, lo:hi], position_ids[:, lo:hi], attention_mask[:, : past + hi], cache,
+                last_only,
+            ))
+        return parts[-1] if last_only else torch.cat(parts, dim=1)
 
     def call(
         self,

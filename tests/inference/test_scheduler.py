@@ -215,3 +215,46 @@ async def test_predicted_wait_counts_rounds_of_the_concurrent_workers() -> None:
     s.resume()
     await asyncio.gather(*queued)
     assert await s.drain(5)
+
+
+async def test_predicted_wait_counts_the_tokens_ahead_not_the_requests() -> None:
+    s = Scheduler(max_queue=50, default_deadline_s=60.0, concurrency=1)
+    s.estimate.observe(0.01)  # seconds per token
+    s.pause()
+    queued = [asyncio.create_task(s.submit(lambda: None, BATCH, tokens=n)) for n in (100, 200)]
+    await wait_until_queued(s, 2)
+    with pytest.raises(Overloaded) as refused:
+        s.check(JobHints(Priority.BATCH, deadline_s=2.5))
+    assert refused.value.extra["predicted_wait_s"] == pytest.approx(3.0)  # 300 tokens at 10 ms
+    queued.append(asyncio.create_task(s.submit(lambda: None, BATCH, tokens=10_000)))
+    await wait_until_queued(s, 3)
+    with pytest.raises(Overloaded) as refused:
+        s.check(JobHints(Priority.BATCH, deadline_s=60.0))
+    assert refused.value.extra["predicted_wait_s"] == pytest.approx(103.0)
+    s.check(INTERACTIVE)  # nothing of a higher or equal priority is ahead of it
+    s.resume()
+    await asyncio.gather(*queued)
+    assert await s.drain(5)
+
+
+async def test_a_long_job_makes_the_rate_per_token_not_every_jobs_duration() -> None:
+    """After a long job (10,000 tokens, 0.2 s) the rate is per token: a short job queued ahead
+    is predicted at its own 50 tokens, where a per-request mean would predict 0.2 s for it."""
+    s = Scheduler(max_queue=50, default_deadline_s=0.05, concurrency=1)
+
+    def long_job() -> str:
+        time.sleep(0.2)
+        return "long"
+
+    assert await s.submit(long_job, INTERACTIVE, tokens=10_000) == "long"
+    stats = s.stats()
+    assert stats.mean_job_tokens == 10_000
+    assert 0.2 / 10_000 <= stats.seconds_per_token < 1.0 / 10_000
+    s.pause()
+    short = asyncio.create_task(s.submit(lambda: "short", INTERACTIVE, tokens=50))
+    await wait_until_queued(s, 1)
+    s.check(INTERACTIVE)  # about 50 * 2e-5 s ahead, within 0.05 s
+    s.resume()
+    assert await short == "short"
+    assert s.stats().mean_job_tokens == pytest.approx(10_000 + 0.2 * (50 - 10_000))
+    assert await s.drain(5)
