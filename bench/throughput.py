@@ -1,7 +1,9 @@
 """Decode throughput: our beam search against ``model.generate(num_beams=k)``.
 
 ``python -m bench.throughput [--quick] [--limit N] [--width K] [--new-tokens T]
-[--device auto|cpu|cuda] [--widths 1,4,16] [--threads N] [--library-forward]``
+[--device auto|cpu|cuda] [--widths 1,4,16] [--threads N] [--library-forward] [--model REF]``
+
+``--model`` takes any model reference ``TENET_MODEL`` takes (default the bundled model).
 
 ``--weights all`` (or a list such as ``float32,int4``) compares the weight
 formats instead: speed per width, peak memory, KL divergence from float32,
@@ -142,6 +144,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--data", type=Path, default=DATA, help="IFEval input_data.jsonl")
     parser.add_argument(
+        "--model",
+        default="bundled",
+        help="the model: 'bundled', a model directory or a .gguf file (TENET_MODEL)",
+    )
+    parser.add_argument(
         "--weights",
         default="",
         help="compare weight formats instead (all, or e.g. float32,int4): see bench.weight_formats",
@@ -173,7 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from inference.loader import load_model
     from inference.prompting import plan_prompt
 
-    lm = load_model("bundled", device=args.device, cache_root=model_cache(args.cache))
+    lm = load_model(args.model, device=args.device, cache_root=model_cache(args.cache))
     model, tok = lm.model, lm.tokenizer
     new = args.new_tokens or (24 if args.quick else 64)
     prompts = steered_prompts(args.limit or (3 if args.quick else 12), args.data)
@@ -247,6 +254,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     tps_gen = gen_tok / gen_s if gen_s else 0.0
     base = flops["prefill"] + flops["decode"]
     report = {
+        "model": lm.identity.name,
+        "vocab_size": int(model.get_output_embeddings().out_features),
         "device": str(lm.device),
         "dtype": lm.identity.dtype,
         "forward": forward,
