@@ -234,8 +234,14 @@ def _fact_grounds(
         owned = {conclusion.rule_iri} | {
             f.object for f in conclusion.ontology_facts if f.subject == conclusion.rule_iri
         }
+        stated = {t for f in conclusion.case_facts if f.predicate != _MENTIONS for t in (f.subject, f.object)}
+        said_by_ontology = [f for f in conclusion.ontology_facts if f.subject not in owned]
+        stated |= {iri(f.subject) for f in said_by_ontology} | {f.object_term for f in said_by_ontology}
         for case_fact in conclusion.case_facts:
-            if case_fact.origin in _SKIPPED_ORIGINS or case_fact.predicate == _MENTIONS:
+            if case_fact.predicate == _MENTIONS and case_fact.object not in stated:
+                # A named individual no other fact of the rule says more about: "this case concerns X".
+                pass
+            elif case_fact.origin in _SKIPPED_ORIGINS or case_fact.predicate == _MENTIONS:
                 continue
             if money and phraser.kind_of(case_fact.predicate) == "Currency":
                 continue  # said with the amount ("EUR 2,000,000")
@@ -288,9 +294,11 @@ def _fact_grounds(
 
 
 def _telling(fact: _Fact) -> tuple[int, int, int]:
-    """Class memberships and case inputs say most; the request's own facts before the ontology's."""
+    """Class memberships and case inputs say most, dates (context) least; the request's own
+    facts before the ontology's."""
     _, p, o = fact.triple
-    kind = 0 if p == RDF_TYPE or is_literal(o) else 1
+    dated = is_literal(o) and (literal_parts(o)[2] or "").endswith(("#date", "#dateTime"))
+    kind = 3 if dated else 0 if p == RDF_TYPE or is_literal(o) else 2 if p == _MENTIONS else 1
     return (kind, 0 if fact.case_fact is not None else 1, fact.order)
 
 

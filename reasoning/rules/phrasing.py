@@ -31,6 +31,7 @@ __all__ = ["Clause", "Phraser", "cite_rules", "join_clauses", "sentence"]
 
 _GAP: Final = re.compile(r"\s*(?:\.\.\.|…)\s*")
 _CASE_CLASS: Final = f"<{TV}Case>"
+_MENTIONS: Final = f"<{TV}mentions>"
 _VOWEL_SOUND: Final = re.compile(r"^(?:[aeio]|u(?!ni|se|su)|h(?:our|onest))", re.IGNORECASE)
 
 
@@ -93,8 +94,14 @@ class Phraser:
         spec = self._kinds.get(predicate)
         return spec.kind if spec is not None else None
 
-    def value(self, literal: str, kind: str | None, lang: str) -> str:
-        """A literal as the answer writes it (amounts grouped, with the case's currency)."""
+    def unit_of(self, predicate: str) -> str | None:
+        """The ``tv:unit`` of a ``tv:Length`` input (``mm``, ``cm``, ``m``)."""
+        spec = self._kinds.get(predicate)
+        return spec.unit if spec is not None else None
+
+    def value(self, literal: str, kind: str | None, lang: str, unit: str | None = None) -> str:
+        """A literal as the answer writes it (amounts grouped, with the case's currency; a
+        length with its unit)."""
         text = literal_parts(literal)[0] if is_literal(literal) else literal
         datatype = literal_parts(literal)[2] if is_literal(literal) else None
         numeric = kind in ("MoneyAmount", "Percentage", "Count", "Length") or (
@@ -106,6 +113,8 @@ class Phraser:
             return f"{self._currency} {text}"
         if kind == "Percentage":
             return text + "%"
+        if kind == "Length" and unit:
+            return f"{text} {unit}"
         return text
 
     # --- clauses -----------------------------------------------------------------------
@@ -120,9 +129,12 @@ class Phraser:
                 return None
             label = self.lexicon.label(obj, lang)
             return Clause(subj, "是" + label if zh else "is " + _article(label) + " " + label)
+        if predicate == _MENTIONS:
+            # The case names it and no other stated fact says more ("this case concerns X").
+            return Clause(subj, "涉及" + self.name(obj, lang, names) if zh else "concerns " + self.name(obj, lang, names))
         label = self.lexicon.label(predicate, lang)
         if is_literal(obj):
-            value = self.value(obj, self.kind_of(predicate), lang)
+            value = self.value(obj, self.kind_of(predicate), lang, self.unit_of(predicate))
             if subject == self.case.case:
                 # A case input: "the amount is EUR 2,000,000" / "金额为EUR 2,000,000".
                 return Clause(label if zh else "the " + label, "为" + value if zh else "is " + value)

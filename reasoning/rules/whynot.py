@@ -113,7 +113,9 @@ def comparison(
         node = from_rdflib(value)
         if node is None:
             return None
-        return phraser.value(node, kind, lang) if isinstance(value, Literal) else phraser.name(node, lang)
+        if isinstance(value, Literal):
+            return phraser.value(node, kind, lang, phraser.unit_of(predicate))
+        return phraser.name(node, lang)
 
     required = said(sides[other])
     if required is None:
