@@ -191,6 +191,13 @@ _LAYOUT_UNITS: Mapping[Layout, frozenset[str]] = {
     Layout.NO_LIST: frozenset({"bullets", "lines"}),
     Layout.RESPONSES: frozenset({"responses", "paragraphs", "sections"}),
 }
+#: The edges of the answer a named kind writes (a postscript opens with its marker at the end).
+_KIND_OPS: Mapping[Kind | None, tuple[str, ...]] = {
+    Kind.START_PHRASE: ("starts_with",), Kind.END_PHRASE: ("ends_with",),
+    Kind.POSTSCRIPT: ("starts_with", "ends_with"), Kind.TITLE: ("starts_with",),
+    Kind.REPEAT_PROMPT: ("starts_with",), Kind.COPY: ("starts_with",), Kind.QUOTATION: ("starts_with", "ends_with"),
+    Kind.SECTIONS: ("starts_with",), Kind.NTH_PARAGRAPH_FIRST_WORD: ("starts_with",),
+}
 #: Kinds whose form is the whole answer's text or layout (they account for any unit named around them).
 _WHOLE = frozenset({Kind.REPEAT_PROMPT, Kind.COPY, Kind.REGEX_FORMAT, Kind.JSON_FORMAT})
 
@@ -210,6 +217,8 @@ class _Carries(msgspec.Struct, kw_only=True):
     positive: bool = False
     refusing: bool = False
     chars: str = ""
+    kind: Kind | None = None
+    edges: set[str] = msgspec.field(default_factory=set)
     answer_edge: bool = False
     ratio: bool = False
 
@@ -268,6 +277,7 @@ def _form_units(form: Form, carried: _Carries) -> None:
         carried.texts.append(form.text)
         if form.op in ("starts_with", "ends_with"):
             carried.ops.add(form.op)
+            carried.edges.add(form.op)
             carried.answer_edge = carried.answer_edge or form.unit is Unit.ANSWER
         if form.op in ("starts_with", "ends_with") and form.word is None:
             carried.positions.add(1 if form.op == "starts_with" else -1)
@@ -276,6 +286,7 @@ def _form_units(form: Form, carried: _Carries) -> None:
         if form.word_class in ("capital", "lowercase"):
             carried.units.add(Unit.LETTERS.value)
     elif isinstance(form, Wrap):
+        carried.edges.update({"starts_with", "ends_with"})
         carried.units.add(form.unit.value)
         carried.per.add(form.unit.value)
         carried.texts.extend((form.left, form.right))
@@ -291,6 +302,8 @@ def _form_units(form: Form, carried: _Carries) -> None:
             carried.numbers.add(1.0)
         if form.before or form.after:
             carried.units.update({Unit.PARAGRAPHS.value, Unit.SENTENCES.value})
+            carried.edges.update({"starts_with"} if form.before else set())
+            carried.edges.update({"ends_with"} if form.after else set())
         if form.marker:
             carried.texts.append(form.marker)
         carried.texts.extend(form.headers)
@@ -354,7 +367,7 @@ def _numbers(value: Any) -> Iterable[float]:
 def _carries(found: Found) -> _Carries:
     carried = _Carries(units=set(_KIND_UNITS.get(found.kind, frozenset())), numbers=set(), positions=set(),
                        texts=list(_strings(found.params)), filtered=False, per=set(),
-                       whole=found.kind in _WHOLE, marks=_KIND_MARKS.get(found.kind, ""))
+                       whole=found.kind in _WHOLE, marks=_KIND_MARKS.get(found.kind, ""), kind=found.kind)
     try:
         forms = form_of(found.kind, found.params) or ()
     except (ValueError, TypeError):
@@ -371,6 +384,8 @@ def _carries(found: Found) -> _Carries:
             carried.positions.add(-1)
     if found.kind is Kind.CONSTRAINED_RESPONSE:
         carried.numbers.add(1.0)
+    if found.kind in (Kind.HIGHLIGHTED_SECTIONS, Kind.PLACEHOLDERS, Kind.SECTIONS):
+        carried.per.add(Unit.SECTIONS.value)  # each highlight / placeholder / section is written the same way
     if found.kind in (Kind.KEYWORD_FREQUENCY, Kind.LETTER_FREQUENCY, Kind.WORD_COUNT, Kind.SENTENCE_COUNT,
                       Kind.CAPITAL_WORD_FREQUENCY) and found.params.get("relation") in ("at least", "more than", "exactly"):
         carried.positive = int(found.params.get("n") or 0) >= 1
@@ -395,7 +410,8 @@ _EXAMPLE = re.compile(r"\b(?:such\s+as|e\.\s?g\.|i\.\s?e\.|for\s+example|for\s+i
 _QUOTES = re.compile(r"\"[^\"\n]*\"|“[^”\n]*”|«[^»\n]*»|(?<![\w'])'[^'\n]+'(?![\w'])|‘[^’\n]*’|`[^`\n]*`")
 #: Punctuation of ordinary prose: such a mark is a separator only where the clause names it as one.
 _PROSE = frozenset(".,;:!?()'\"’‘“”-–—/。，、；：！？（）《》「」『』…[]【】")
-_NAMING = frozenset({"by", "with", "use", "as", "using", "of", "between", "mark", "symbol", "character",
+_NAMING = frozenset({"by", "with", "use", "as", "using", "of", "between", "mark", "symbol", "character", "emoji",
+                     "icon", "sign", "tag", "label",
                      "separator", "delimiter", "marker"})
 _LAST = {"last": -1, "final": -1, "penultimate": -2}
 _FROM_END = re.compile(r"^\s*(?:-\s*)?(?:[a-z]+\s+)?(?:to\s*-?\s*last|from\s+(?:the\s+)?(?:end|last|bottom))\b", re.IGNORECASE)
@@ -621,6 +637,17 @@ def _needs(text: str, tokens: Sequence[Token]) -> list[_Need]:
         if token.i in bound:
             needs.extend(_filters(token, unit, inside, examples, quoted))
     needs.extend(_marks(tokens, examples))
+    needs.extend(_edges(tokens, examples | quoted))
+    for token in tokens:
+        if token.lower_ in EN_EVERY and token.i not in examples:
+            following = list(token.doc[token.i + 1: token.i + 6])
+            rest = [t.lower_ for t in following]
+            size = 2 if rest[:2] == ["single", "one"] else 1 if rest[:1] == ["one"] else 0
+            if rest[size: size + 2] in (["of", "them"], ["of", "these"], ["of", "those"]):
+                size += 2
+            after = following[size] if size < len(following) else None
+            if size and not (after is not None and after.pos_ in ("NOUN", "ADJ", "PROPN")):
+                needs.append(_Need(what="unit", tokens=(token.i,), unit="*"))  # "in every one of them"
     for token in tokens:
         if token.i in examples or token.i in quoted or token.lemma_.lower() not in _RATIOS or token.pos_ != "NOUN":
             continue
@@ -631,6 +658,31 @@ def _needs(text: str, tokens: Sequence[Token]) -> list[_Need]:
 
 #: Nouns that state a ratio or share between counts ("the ratio of overlapping words", "half of the sentences").
 _RATIOS = frozenset({"ratio", "proportion", "percentage", "percent", "share", "fraction", "half", "balance"})
+
+
+#: Verbs that place a text at the start / the end of the answer or a piece ("begin with a verdict").
+_EDGE_VERBS: Mapping[str, str] = {"begin": "starts_with", "start": "starts_with", "open": "starts_with",
+                                  "lead": "starts_with", "preface": "starts_with", "kick": "starts_with",
+                                  "end": "ends_with", "finish": "ends_with", "close": "ends_with",
+                                  "conclude": "ends_with"}
+
+
+def _edges(tokens: Sequence[Token], masked: set[int]) -> list[_Need]:
+    """A verb placing something at a start or an end, with what it places ("begin with X", "close it with X")."""
+    needs: list[_Need] = []
+    for token in tokens:
+        op = _EDGE_VERBS.get(token.lemma_.lower())
+        if op is None or token.pos_ != "VERB" or token.i in masked or token.dep_ in ("amod", "acl", "relcl") \
+                or token.tag_ == "VBG":
+            continue
+        if any(c.dep_ in ("nsubj", "nsubjpass") and c.lower_ in ("that", "which", "who") for c in token.children):
+            continue  # a relative clause describes a piece ("a sub-bullet that starts with a dash")
+        preps = [c for c in token.children if c.dep_ in ("prep", "prt", "agent") and c.lower_ in ("with", "by", "off")]
+        if not preps and token.dep_ == "conj":
+            preps = [c for c in token.head.children if c.dep_ == "prep" and c.lower_ in ("with", "by")]
+        if preps:
+            needs.append(_Need(what="edge", tokens=(token.i,), text=op))
+    return needs
 
 
 _FILTER_DEPS = frozenset({"relcl", "acl"})
@@ -688,7 +740,9 @@ def _marks(tokens: Sequence[Token], examples: set[int]) -> list[_Need]:
             continue
         quoted = (before is not None and after is not None and before.text in _OPENERS and after.text in _CLOSERS
                   and not before.whitespace_ and not run[-1].whitespace_)
-        named = before is not None and before.lower_ in _NAMING and raw not in _CLAUSE_MARKS
+        final = after is None or after.is_sent_start or (after.is_punct and after.i == len(doc) - 1)
+        named = before is not None and before.lower_ in _NAMING and raw not in _CLAUSE_MARKS and not (
+            final and len(raw) == 1 and raw in "!?！？.") and raw not in ("—", "–")
         if quoted or named:
             needs.append(_Need(what="mark", tokens=tuple(t.i for t in run), text=raw))
     return needs
@@ -716,6 +770,8 @@ def _accounts(need: _Need, carried: _Carries) -> bool:
     if need.what == "position":
         return unit in carried.units and need.value is not None and int(need.value) in carried.positions
     if need.what == "unit":
+        if unit == "*":
+            return bool(carried.per)
         return unit in carried.units or unit in carried.per
     if need.what == "filter":
         if carried.filtered or unit in carried.per:
@@ -729,6 +785,8 @@ def _accounts(need: _Need, carried: _Carries) -> bool:
         return bool(quoted) and any(t and t.lower() in quoted for t in carried.texts)
     if need.what == "ratio":
         return carried.ratio
+    if need.what == "edge":
+        return need.text in carried.edges or carried.filtered or need.text in _KIND_OPS.get(carried.kind, ())
     if need.what == "mark":
         mark = need.text or ""
         return any(mark in t for t in carried.texts if t) or all(c in carried.marks for c in mark)

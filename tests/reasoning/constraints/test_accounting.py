@@ -41,6 +41,12 @@ def _inside(span_start: int, span_end: int, start: int, end: int) -> bool:
         ("Describe owls. Every 29th word must be in Japanese.", "Every 29th word must be in Japanese."),
         ("Plan a trip and give each step at least two sub-points marked with ~ under every main point.",
          "two sub-points"),
+        ("Write a memo about the audit. Begin with a one-word verdict, Approve, Reject or Escalate.",
+         "Begin with a one-word verdict"),
+        ("Write three paragraphs about dams; make sure the word 'silt' shows up in every one of them.",
+         "every one of them"),
+        ("Describe a harbour. The reply must not contain any colons or semicolons.",
+         "must not contain any colons or semicolons"),
     ],
 )
 def test_a_clause_saying_more_than_its_reading_is_unrecognised(prompt: str, clause: str) -> None:
