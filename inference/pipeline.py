@@ -617,18 +617,27 @@ def _decision_key(decision: Decision | None) -> tuple[object, ...]:
             tuple(m.input for m in decision.missing))
 
 
+_UNSPELLED = re.compile(r"[\s,，]+")
+
+
 def _restating(branch: BranchResult, statement: Statement) -> BranchResult:
     """``branch`` with the steps that state the decision or its grounds at full evidence support,
     each marked with its ``kind`` (``decision`` / ``grounds``) and ``support`` (the ids it cites)."""
     full = restated_confidence()
 
+    def plain(text: str) -> str:
+        # As a character policy may have spelled the statement (a letter case, no commas).
+        return _UNSPELLED.sub("", text).casefold()
+
+    decision, grounds = plain(statement.text), [plain(g) for g in statement.grounds]
+
     def kind(text: str) -> str | None:
-        text = text.strip()
+        text = plain(text)
         if len(text) < 8:
             return None
-        if text in statement.text:
+        if text in decision:
             return "decision"
-        return "grounds" if any(text in g for g in statement.grounds) else None
+        return "grounds" if any(text in g for g in grounds) else None
 
     steps = tuple(
         msgspec.structs.replace(s, confidence=full.value, calibration_hint=full.hint, kind=k,
