@@ -7,12 +7,13 @@ public response and the run record.
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import msgspec
 
-from app.auth import AuthContext
 from app.metrics import STAGES
 from app.runtime import Runtime
 from app.schemas.constraints import EntropyOut, Profile
@@ -27,7 +28,7 @@ from app.schemas.reason import (
 )
 from app.services.ontologies import load_index
 from inference.loader import ModelIdentity
-from inference.pipeline import Plan, ReasonResult
+from inference.pipeline import Plan, ReasonOptions, ReasonResult
 from reasoning.constraints.model import Constraint, Origin
 from reasoning.errors import InvalidInput, LimitExceeded
 from reasoning.evidence.index import OntologyIndex
@@ -35,6 +36,7 @@ from reasoning.provenance import (
     ActivitySpan,
     ModelAgent,
     OntologyArtifact,
+    Reinference,
     RunKind,
     RunRecord,
     StepTrace,
@@ -42,6 +44,7 @@ from reasoning.provenance import (
 from store.models import new_id
 
 __all__ = [
+    "TurnRun",
     "build_response",
     "check_prompt",
     "check_prompt_tokens",
@@ -217,22 +220,53 @@ def _activities(started: datetime, timings: dict[str, float]) -> tuple[ActivityS
     return tuple(spans)
 
 
+@dataclasses.dataclass(frozen=True)
+class TurnRun:
+    """What a session turn's run record holds beyond a plain run's.
+
+    ``premises`` maps the run's premise ids to the session's stored ones;
+    ``finished`` is when the turn's decode ended; ``reinference`` the
+    partial re-run a premise change made, if this run is one.
+    """
+
+    session_id: str
+    prompt: str
+    options: ReasonOptions
+    premises: Mapping[str, str]
+    finished: datetime
+    reinference: Reinference | None = None
+
+
 def run_record(
-    auth: AuthContext,
     plan: Plan,
     result: ReasonResult,
-    response: ReasonResponse,
-    request: dict[str, Any],
-    runtime: Runtime,
+    identity: ModelIdentity,
+    of: ReasonResponse | TurnRun,
     *,
+    tenant_id: str,
+    key_id: str | None,
     started: datetime,
     kind: RunKind = RunKind.REASON,
-    session_id: str | None = None,
+    request: Mapping[str, Any] | None = None,
     domain: str | None = None,
 ) -> RunRecord:
-    """What provenance and the store keep of a reasoning run."""
+    """What provenance and the store keep of a reasoning run: the one place a run record is built.
+
+    A run answered on its own is recorded from its public response (``of``;
+    ``request`` is the request as the caller sent it): the steps as the response shows them,
+    timed by the decode stage, the stages as timed activities and the
+    domain's ontology version. A session turn's run (``turn``) is recorded
+    from its ``result``: its steps keyed ``view/step id`` as the session's DAG
+    keys them, over the turn's time, with the premise ids of their branch;
+    the result names the recomputed and reused branches and the stored
+    premise ids, and a re-run carries its re-inference.
+    """
+    agent = model_agent(identity)
+    if isinstance(of, TurnRun):
+        return _turn_record(plan, result, agent, of, tenant_id=tenant_id, key_id=key_id, started=started,
+                            kind=kind)
+    response = of
     finished = datetime.now(UTC)
-    identity = runtime.require_model().identity
     step_times = _activities(started, response.timings)
     decode_span = next((a for a in step_times if a.name == "decode"), None)
     steps = tuple(
@@ -254,20 +288,19 @@ def run_record(
         (OntologyArtifact(version=plan.domain_version, domain=domain or ""),) if plan.domain_version else ()
     )
     return RunRecord(
-        tenant_id=auth.tenant_id,
-        key_id=auth.key_id,
+        tenant_id=tenant_id,
+        key_id=key_id,
         kind=kind,
         status=response.status,
         prompt=plan.prompt,
         started_at=started,
         finished_at=max(finished, started),
-        request=request,
+        request=dict(request or {}),
         result={
             "answer": response.answer, "status": response.status, "run_id": response.run_id,
             "decision": msgspec.to_builtins(response.decision),
         },
-        session_id=session_id,
-        model=model_agent(identity),
+        model=agent,
         timings=response.timings,
         activities=step_times,
         constraints=plan.analysis.constraints,
@@ -277,6 +310,40 @@ def run_record(
         answer=response.answer or None,
         verdicts=result.verdicts,
         ontologies=ontologies,
+    )
+
+
+def _turn_record(plan: Plan, result: ReasonResult, agent: ModelAgent, turn: TurnRun, *, tenant_id: str,
+                 key_id: str | None, started: datetime, kind: RunKind) -> RunRecord:
+    """A session turn's run record (see :func:`run_record`)."""
+    finished = turn.finished
+    steps = tuple(
+        StepTrace(
+            id=f"{spec.view}/{s.id}", text=s.text, started_at=started, ended_at=finished,
+            confidence=s.confidence, view=spec.view,
+            evidence_ids=tuple(dict.fromkeys((*s.evidence_cited, *s.evidence_used))),
+            premise_ids=tuple(p for p in s.premise_ids if p in spec.premise_ids),
+            verdicts=s.verdicts, calibration_hint=s.calibration_hint,
+        )
+        for spec, branch in zip(result.branch_specs, result.branches)
+        for s in branch.steps
+    )
+    return RunRecord(
+        tenant_id=tenant_id, key_id=key_id, kind=kind,
+        status=str(result.status), prompt=turn.prompt, started_at=started, finished_at=finished,
+        request={"prompt": turn.prompt, "options": msgspec.to_builtins(turn.options), "session_id": turn.session_id},
+        result={
+            "answer": result.answer, "status": str(result.status),
+            "recomputed": list(result.recomputed), "reused": list(result.reused),
+            "premises": dict(turn.premises), "conflict": result.conflict,
+        },
+        session_id=turn.session_id,
+        model=agent,
+        timings=dict(result.timings),
+        constraints=plan.active_constraints, premises=plan.premises,
+        evidence=tuple(f for s in plan.branches for f in s.facts),
+        steps=steps, answer=result.answer, verdicts=result.verdicts,
+        reinferences=(turn.reinference,) if turn.reinference is not None else (),
     )
 
 

@@ -234,8 +234,8 @@ class RunService:
         run_id = run_id or new_run_id()
         response = self.response(run_id, plan, result)
         record = run_record(
-            auth, plan, result, response, dict(request.stored), runtime,
-            started=started, kind=request.kind, domain=request.domain,
+            plan, result, runtime.require_model().identity, response, tenant_id=auth.tenant_id,
+            key_id=auth.key_id, started=started, kind=request.kind, request=request.stored, domain=request.domain,
         )
         if db_session is None:
             async with transaction(runtime.sessionmaker) as db:

@@ -62,7 +62,13 @@ from app.schemas.sessions import (
 )
 from app.services.ontologies import load_index
 from app.services.pending import PendingConfirmations
-from app.services.reasoning import check_prompt, lookup_domain_index, model_agent, profile_defaults
+from app.services.reasoning import (
+    TurnRun,
+    check_prompt,
+    lookup_domain_index,
+    profile_defaults,
+    run_record,
+)
 from app.services.runs import RunService
 from app.settings import Settings
 from inference.pipeline import Plan, ReasonOptions, ReasonResult
@@ -81,7 +87,7 @@ from reasoning.dag import (
 from reasoning.errors import ConflictError, InvalidInput
 from reasoning.feedback import Feedback, FeedbackKind, RunView, SessionPolicy, apply_feedback
 from reasoning.premises import RetractionMatch, match_retraction
-from reasoning.provenance.record import Reinference, RunKind, RunRecord, StepTrace
+from reasoning.provenance.record import Reinference, RunKind, RunRecord
 from reasoning.regraph import rebuild_graph
 from store import runs as run_store
 from store import sessions as repo
@@ -481,8 +487,9 @@ class SessionService:
                 constraints=_constraints_doc(plan.active_constraints), full_decode_ms=_decode_ms(result),
                 runs=[run_id],
             )
-            record = self._record(RunKind.REASON, session, prompt, plan, result, started, finished, mapping,
-                                  options=options)
+            record = self._record(RunKind.REASON, plan, result, started,
+                                  TurnRun(session_id=session.id, prompt=prompt, options=options,
+                                          premises=mapping, finished=finished))
             record_ms = await self.runs.record(db, record, run_id)
             for r in rows.values():
                 r.run_id = run_id
@@ -607,15 +614,15 @@ class SessionService:
                 removed += gone
                 elapsed += ms
                 full_estimate += t.full_decode_ms
-                record = self._record(
-                    RunKind.REINFERENCE, session, t.prompt, plan, result, started, finished, t.premises,
-                    options=msgspec.convert(t.options, ReasonOptions),
+                record = self._record(RunKind.REINFERENCE, plan, result, started, TurnRun(
+                    session_id=session.id, prompt=t.prompt, options=msgspec.convert(t.options, ReasonOptions),
+                    premises=t.premises, finished=finished,
                     reinference=Reinference(
                         started_at=started, ended_at=finished, retracted_premise_ids=(premise_id,),
                         recomputed=tuple(done), reused=tuple(kept), previous_run_id=t.run_id,
                         saved_ms=max(0.0, t.full_decode_ms - ms),
                     ),
-                )
+                ))
                 record_ms = await self.runs.record(db, record, run_id)
                 by_turn[t.turn] = msgspec.structs.replace(
                     t, run_id=run_id, result=msgspec.to_builtins(result), runs=[*t.runs, run_id],
@@ -660,39 +667,11 @@ class SessionService:
         response = _stored_ids(response, mapping)
         return msgspec.structs.replace(response, timings={**response.timings, "record": record_ms})
 
-    def _record(self, kind: RunKind, session: SessionRow, prompt: str, plan: Plan, result: ReasonResult,
-                started: datetime, finished: datetime, mapping: Mapping[str, str], *,
-                options: ReasonOptions, reinference: Reinference | None = None) -> RunRecord:
-        lm = self.runtime.require_model()
-        ident = lm.identity
-        steps = tuple(
-            StepTrace(
-                id=f"{spec.view}/{s.id}", text=s.text, started_at=started, ended_at=finished,
-                confidence=s.confidence, view=spec.view,
-                evidence_ids=tuple(dict.fromkeys((*s.evidence_cited, *s.evidence_used))),
-                premise_ids=tuple(p for p in s.premise_ids if p in spec.premise_ids),
-                verdicts=s.verdicts, calibration_hint=s.calibration_hint,
-            )
-            for spec, branch in zip(result.branch_specs, result.branches)
-            for s in branch.steps
-        )
-        return RunRecord(
-            tenant_id=self.tenant_id, key_id=self.key_id, kind=kind,
-            status=str(result.status), prompt=prompt, started_at=started, finished_at=finished,
-            request={"prompt": prompt, "options": msgspec.to_builtins(options), "session_id": session.id},
-            result={
-                "answer": result.answer, "status": str(result.status),
-                "recomputed": list(result.recomputed), "reused": list(result.reused),
-                "premises": dict(mapping), "conflict": result.conflict,
-            },
-            session_id=session.id,
-            model=model_agent(ident),
-            timings=dict(result.timings),
-            constraints=plan.active_constraints, premises=plan.premises,
-            evidence=tuple(f for s in plan.branches for f in s.facts),
-            steps=steps, answer=result.answer, verdicts=result.verdicts,
-            reinferences=(reinference,) if reinference is not None else (),
-        )
+    def _record(self, kind: RunKind, plan: Plan, result: ReasonResult, started: datetime,
+                turn: TurnRun) -> RunRecord:
+        """The turn's run record (:func:`~app.services.reasoning.run_record`, the one builder)."""
+        return run_record(plan, result, self.runtime.require_model().identity, turn, tenant_id=self.tenant_id,
+                          key_id=self.key_id, started=started, kind=kind)
 
     # -- feedback -------------------------------------------------------------------
 
