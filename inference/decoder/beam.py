@@ -443,9 +443,13 @@ def _select(
         kept, pruned = walk.run(top_v_l[b], top_i_l[b], top_raw[b])
         if not kept and not hyps[b] and pruned:
             fallback = _repair_or_accept(pruned[0], beams[pruned[0].parent], config, stats, room)
+            dropped = pruned[0]
             ended = (
-                _ended_before(pruned[0], beams[pruned[0].parent], steerings[b], config)
-                if fallback.unrepaired and pruned[0].check is not None and pruned[0].check.droppable
+                _ended_before(beams[dropped.parent], dropped.closes[0], steerings[b], config)
+                if fallback.unrepaired
+                and dropped.closes is not None
+                and dropped.check is not None
+                and dropped.check.droppable
                 else None
             )
             if ended is not None:
@@ -772,14 +776,12 @@ def _repair_or_accept(
 
 
 def _ended_before(
-    best: _Candidate, pb: _Beam, steering: Steering, config: BeamConfig
+    pb: _Beam, start: int, steering: Steering, config: BeamConfig
 ) -> Hypothesis | None:
-    """The answer ended before the step ``best`` closes, or None where it cannot end there:
-    nothing before the step, a text that does not end complete, or a steering that still
-    owes something at the step's start."""
-    assert best.closes is not None
-    start = best.closes[0]
-    if start <= 0 or start > len(pb.tokens):
+    """The answer of ``pb`` ended before its step starting at ``start``, or None where it
+    cannot end there: nothing before the step, a text that does not end complete, or a
+    steering that still owes something at the step's start."""
+    if start != pb.step_start or start <= 0 or start > len(pb.tokens):
         return None
     tokens = tuple(pb.tokens[:start])
     if config.lander is not None and config.lander.complete_length(tokens) != len(tokens):
@@ -961,6 +963,9 @@ def _finish(
 ) -> list[BranchOutcome]:
     """Close the pending step of beams alive at the token limit (judged, never pruned); rank branches.
 
+    A pending step the judge marks ``droppable`` (a domain answer's claim that
+    breaks a rule) is left out: the answer ends before it (``_ended_before``).
+
     Every hypothesis a budget ended is settled by ``_land`` (landed, rolled
     back to its last complete sentence, or ``budget_cut``). Ranking: complete
     answers before ``budget_cut`` ones; then hypotheses whose steering
@@ -987,6 +992,14 @@ def _finish(
                         logprobs=bm.logprobs,
                         context=_row_context(state, b * width + k),
                     )
+                    ended = (
+                        _ended_before(bm, bm.step_start, steerings[b], config)
+                        if check.rule is not None and check.droppable
+                        else None
+                    )
+                    if ended is not None:  # a claim the answer does not need: it ends before it
+                        branch_hyps.append(ended)
+                        continue
                     steps.append(ClosedStep(bm.step_start, len(bm.tokens), check))
                 length = max(1, len(bm.tokens))
                 branch_hyps.append(

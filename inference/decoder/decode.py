@@ -505,8 +505,9 @@ def _step(
         for fid in dict.fromkeys((*cited, *used))
         if fid in facts_by_id and facts_by_id[fid].stale_hint
     )
-    restates = bool(facts and facts.restates)
     checked = facts.supported if facts else None
+    # A claim that restates a conclusion but writes what no source holds has no full support.
+    restates = bool(facts and facts.restates) and checked is not False
     if checked is None:
         # Not a domain answer's sentence: the share of its mentions its evidence holds.
         support = (1 - len(unsupported) / len(mentions)) if (mentions and has_evidence) else None

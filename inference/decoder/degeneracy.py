@@ -106,6 +106,7 @@ _LABEL_WORDS = 4  # a sentence ending in a colon with at most this many words is
 _RARE_SINGLE = 20_000  # jieba frequency under which a Han character is rare as a word of its own
 _MARKER = re.compile(r"^\s*(?:\d+[.)、]|[-*•#]+)\s*")
 _CITE = re.compile(r"\[E\d+\]")
+_CODE_TOKEN = re.compile(r"[A-Za-z0-9]+(?:[-_./:][A-Za-z0-9]*)+")
 _LATIN_WORD = re.compile(r"[^\W\d_\u3400-\u4dbf\u4e00-\u9fff]+")
 _HAN_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 _HAN_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]+")
@@ -335,7 +336,8 @@ def _garbled(text: str, reference: str) -> str | None:
 def junk(step_text: str, rules: JunkRules) -> str | None:
     """Why a step of a domain answer is junk (a fragment, an echo, garbled script), or None."""
     body = _CITE.sub(" ", _MARKER.sub("", step_text, count=1)).strip()
-    latin = _LATIN_WORD.findall(body)
+    # A code ("AML-R-024", even cut short: "AML-R-") is one word, not three.
+    latin = _LATIN_WORD.findall(_CODE_TOKEN.sub(" code ", body))
     han = _HAN_CHAR.findall(body)
     if not latin and not han:
         return "fragment: a list marker or punctuation with nothing after it"

@@ -363,7 +363,10 @@ class PruningJudge:
         droppable = rule is not None and self._domain(branch)
         if rule is not None and self.options.prune and not final:
             return StepCheck(keep=False, rule=rule, detail=detail, payload=facts, droppable=droppable)
-        return StepCheck(keep=True, rule=rule, detail=detail, payload=facts)
+        # With pruning on, a final step (the budget's) the answer does not need is left out.
+        return StepCheck(
+            keep=True, rule=rule, detail=detail, payload=facts, droppable=droppable and self.options.prune
+        )
 
     def _measure(
         self,

@@ -160,6 +160,18 @@ class IdShapes:
     prefix: re.Pattern[str] | None = None
     chars: str = ""  # the separators ids use
     ids: frozenset[str] = frozenset()
+    partial: re.Pattern[str] | None = None  # ``prefix`` anywhere, as a whole token
+
+    def cut(self, text: str) -> list[str]:
+        """Id-shaped tokens of ``text`` cut short ("AML-R-" then a space), the text's
+        last token aside (it may still grow)."""
+        if self.partial is None or self.pattern is None:
+            return []
+        return [
+            m.group(0)
+            for m in self.partial.finditer(text)
+            if m.end() < len(text) and not self.pattern.fullmatch(m.group(0))
+        ]
 
     def find(self, text: str) -> list[tuple[int, int]]:
         """Spans of the whole id-shaped tokens of ``text``."""
@@ -184,6 +196,9 @@ class IdShapes:
                     return token
             elif token not in held:
                 return token
+        cut = self.cut(text)
+        if cut:
+            return cut[0]
         assert self.prefix is not None
         tail = self.prefix.search(text)
         if tail is not None and not any(h.startswith(tail.group(0)) for h in held):
@@ -246,8 +261,10 @@ def id_shapes(rule_ids: Iterable[str]) -> IdShapes:
                 prefixes.add(f"{head}{kind_class}{{1,{last_n + 1}}}")
             else:
                 prefixes.add(head + re.escape(last_kind))
-    prefix = re.compile(rf"(?<!{edge})(?:{'|'.join(sorted(prefixes, key=len, reverse=True))})$")
-    return IdShapes(pattern, prefix, "".join(sorted(chars)), frozenset(ids))
+    alternatives = "|".join(sorted(prefixes, key=len, reverse=True))
+    prefix = re.compile(rf"(?<!{edge})(?:{alternatives})$")
+    partial = re.compile(rf"(?<!{edge})(?:{whole}|{alternatives})(?!{edge})")
+    return IdShapes(pattern, prefix, "".join(sorted(chars)), frozenset(ids), partial)
 
 
 def proper_names(text: str) -> tuple[str, ...]:
@@ -441,6 +458,7 @@ class SupportIndex:
                 self._credit(hits, lambda r, t=token: t in r.ids, 3)
             else:
                 invented.append(token)
+        invented += self.shapes.cut(text.rstrip(" .。!?！？)）"))
         dates = _dates(text)
         for _, _, when in dates:
             if when in self._dates:
