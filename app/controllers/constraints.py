@@ -24,7 +24,7 @@ from app.auth import requires_scope
 from app.deps import provide_auth, provide_hints, provide_runtime, provide_services
 from app.schemas.constraints import ConflictOut, ConstraintsRequest, ConstraintsResponse, EntropyOut
 from app.services.analyses import AnalysisBatcher
-from app.services.reasoning import check_prompt, lookup_domain_index, profile_defaults
+from app.services.runs import check_prompt, lookup_domain_index, profile_defaults
 from reasoning.analysis import Analysis, analyse, extraction_cached
 from reasoning.constraints.model import Constraint
 from reasoning.evidence.index import OntologyIndex

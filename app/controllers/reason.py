@@ -18,8 +18,7 @@ from app.errors import problem_status, problem_title
 from app.schemas.constraints import EntropyOut
 from app.schemas.reason import ReasonRequest, ReasonResponse, constraint_out
 from app.schemas.sessions import TurnCreate
-from app.services.reasoning import check_prompt, new_run_id
-from app.services.runs import RunRequest, RunService
+from app.services.runs import RunRequest, RunService, check_prompt, new_run_id
 from app.services.sessions import SessionService
 from app.settings import Settings
 from app.tracing import trace_run

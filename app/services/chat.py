@@ -46,8 +46,7 @@ from app.schemas.chat import (
 )
 from app.schemas.reason import ReasonResponse
 from app.schemas.sessions import TurnCreate, TurnResult
-from app.services.reasoning import check_prompt
-from app.services.runs import RunRequest, RunService
+from app.services.runs import RunRequest, RunService, check_prompt
 from app.services.sessions import SessionService
 from app.settings import Settings
 from app.tracing import trace_run

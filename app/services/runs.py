@@ -18,6 +18,12 @@ settled conflicts applied), the decode through the scheduler (under the
 caller's :class:`~inference.scheduler.JobHints`), the public response, the
 run record (run, steps, PROV bundle and audit event), a pending confirmation
 when the constraints conflict, and the GenAI trace span.
+
+The parts that need no service state are functions here: the input checks
+(:func:`check_prompt`, :func:`check_prompt_tokens`), the domain's index
+(:func:`lookup_domain_index`) and the profile's defaults, which ``POST
+/v1/constraints`` (stages 1-3 only) uses too; what a run gives out, its
+public response and its record, is built in :mod:`app.services.run_output`.
 """
 
 from __future__ import annotations
@@ -37,27 +43,34 @@ from app.metrics import observe_decode, observe_stages, observe_worker_hop
 from app.runtime import Runtime
 from app.schemas.constraints import Profile
 from app.schemas.reason import ReasonResponse
+from app.services.ontologies import load_index
 from app.services.pending import PendingConfirmations
-from app.services.reasoning import (
-    build_response,
-    check_prompt_tokens,
-    lookup_domain_index,
-    new_run_id,
-    profile_defaults,
-    run_record,
-)
+from app.services.run_output import build_response, run_record
 from app.tracing import trace_run
 from inference.decoder.stream import StepEvent
 from inference.pipeline import Plan, Reasoner, ReasonOptions, ReasonResult
 from inference.scheduler import JobHints
 from inference.workers.job import DecodeJob, execute
+from reasoning.constraints.model import Constraint, Origin
+from reasoning.errors import InvalidInput, LimitExceeded
 from reasoning.evidence.index import OntologyIndex
 from reasoning.provenance import RunKind, RunRecord
 from reasoning.regraph import settle_conflict
 from store.db import transaction
+from store.models import new_id
 from store.runs import record_run
 
-__all__ = ["RunRequest", "RunService", "Settlement", "job_tokens"]
+__all__ = [
+    "RunRequest",
+    "RunService",
+    "Settlement",
+    "check_prompt",
+    "check_prompt_tokens",
+    "job_tokens",
+    "lookup_domain_index",
+    "new_run_id",
+    "profile_defaults",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,6 +109,61 @@ class RunRequest:
 
 #: Called in the run's transaction once it is recorded (e.g. to close the confirmation it continues).
 OnRecorded = Callable[[AsyncSession, ReasonResponse], Awaitable[None]]
+
+
+def profile_defaults(profile: Profile | None) -> tuple[Constraint, ...]:
+    """Profile defaults as constraints of origin ``profile`` (ids ``d1``, ``d2``...)."""
+    if profile is None:
+        return ()
+    return tuple(
+        Constraint(id=f"d{i}", kind=d.kind, params=d.params, hardness=d.hardness, origin=Origin.PROFILE)
+        for i, d in enumerate(profile.defaults, start=1)
+    )
+
+
+def check_prompt(prompt: str, max_chars: int) -> None:
+    """Refuse an empty or oversized prompt before any work is spent on it."""
+    if not prompt.strip():
+        raise InvalidInput("prompt must not be empty", field="prompt")
+    if len(prompt) > max_chars:
+        raise LimitExceeded(
+            f"prompt has {len(prompt)} characters; the limit is {max_chars}", field="prompt", limit=max_chars
+        )
+
+
+def check_prompt_tokens(prompt: str, max_tokens: int, tokenizer: Any) -> None:
+    """Refuse a prompt longer than ``max_tokens`` of the model's tokens before it is planned.
+
+    Characters alone do not bound the prefill: 8,000 Chinese characters are
+    8,000 to 16,000 tokens, four to eight times English text of the same length. The
+    413 names the limit (``limit``, ``unit: "tokens"``).
+    """
+    count = len(tokenizer.encode(prompt, add_special_tokens=False))
+    if count > max_tokens:
+        raise LimitExceeded(
+            f"prompt has {count} tokens; the limit is {max_tokens} tokens", field="prompt", limit=max_tokens,
+            unit="tokens",
+        )
+
+
+async def lookup_domain_index(
+    runtime: Runtime, tenant_id: str, domain: str | None
+) -> OntologyIndex | None:
+    """The tenant's current index of ``domain`` (404 when it has none); None without a domain.
+
+    The index is read in a short database session of its own, so no pooled
+    connection stays checked out while the request waits for and runs its
+    decode; the database is not touched at all when no domain is named.
+    """
+    if domain is None:
+        return None
+    async with runtime.sessionmaker() as session:
+        return await load_index(session, runtime.ontology_indexes, tenant_id, domain)
+
+
+def new_run_id() -> str:
+    """A fresh run id (the store's id format)."""
+    return new_id()
 
 
 class RunService:

@@ -62,14 +62,8 @@ from app.schemas.sessions import (
 )
 from app.services.ontologies import load_index
 from app.services.pending import PendingConfirmations
-from app.services.reasoning import (
-    TurnRun,
-    check_prompt,
-    lookup_domain_index,
-    profile_defaults,
-    run_record,
-)
-from app.services.runs import RunService
+from app.services.run_output import TurnRun, run_record
+from app.services.runs import RunService, check_prompt, lookup_domain_index, profile_defaults
 from app.settings import Settings
 from inference.pipeline import Plan, ReasonOptions, ReasonResult
 from inference.scheduler import JobHints
@@ -669,7 +663,7 @@ class SessionService:
 
     def _record(self, kind: RunKind, plan: Plan, result: ReasonResult, started: datetime,
                 turn: TurnRun) -> RunRecord:
-        """The turn's run record (:func:`~app.services.reasoning.run_record`, the one builder)."""
+        """The turn's run record (:func:`~app.services.run_output.run_record`, the one builder)."""
         return run_record(plan, result, self.runtime.require_model().identity, turn, tenant_id=self.tenant_id,
                           key_id=self.key_id, started=started, kind=kind)
 

@@ -21,7 +21,7 @@ from litestar.testing import AsyncTestClient
 from sqlalchemy import select
 
 from app.runtime import Runtime
-from app.services.reasoning import lookup_domain_index
+from app.services.runs import lookup_domain_index
 from inference.pipeline import ReasonOptions
 from store.models import Session as SessionRow
 from tests.conftest import load_bundled

@@ -33,7 +33,7 @@ def _planner() -> Reasoner:
 async def aml_index(model_app: Any) -> OntologyIndex:
     await load_bundled(model_app, "default")
     runtime = model_app.state.runtime
-    from app.services.reasoning import lookup_domain_index
+    from app.services.runs import lookup_domain_index
 
     tenant = await _tenant_id(runtime)
     index = await lookup_domain_index(runtime, tenant, "aml")
