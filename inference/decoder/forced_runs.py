@@ -23,7 +23,9 @@ stay in lockstep on the slab's columns); rows of finished branches and dead
 rows are fed their last token again, as the one-by-one loop feeds them.
 The logits of a multi-token pass equal the one-token passes' up to
 floating-point summation order (another kernel blocking and attention
-path), as a prefill's do.
+path), as a prefill's do. Where the run holds one live beam per branch and
+nothing else (the start of an answer: the beams have not spread yet), only
+those rows are fed, through a view of every ``width``-th row of the slab.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from typing import Any
 import torch
 
 from inference.decoder.batch import BatchState
+from inference.decoder.kv_slab import SlabCache
 from inference.decoder.runner import ModelRunner
 from inference.decoder.steering_protocol import Steering, SteeringState
 
@@ -165,13 +168,39 @@ def feed_run(runner: ModelRunner, state: BatchState, feed: torch.Tensor, run: Fo
     col = state.columns
     state.mask[:, col : col + 1 + k] = True
     pos = state.positions.view(-1, 1) + torch.arange(1 + k, device=feed.device)  # [N, 1 + K]
-    logits = runner.forward(
-        ids, pos, state.mask[:, : col + 1 + k], state.cache, purpose="decode", last_only=False
-    )
+    step = run.width
+    if step > 1 and drafted == list(range(0, n, step)):
+        # One live beam per branch (the start of an answer, where a decision is stated):
+        # only those rows are fed, over a view of the slab; a branch's dead rows read its
+        # live row's scores (they are never selected: their beams score -inf).
+        held = _strided(state.cache, step)
+        logits = runner.forward(
+            ids[::step], pos[::step], state.mask[::step, : col + 1 + k], held,
+            purpose="decode", last_only=False,
+        ).repeat_interleave(step, dim=0)
+        state.cache.set_length(col + 1 + k)
+    else:
+        logits = runner.forward(
+            ids, pos, state.mask[:, : col + 1 + k], state.cache, purpose="decode", last_only=False
+        )
     state.columns = col + 1
     state.positions += 1
     assert logits.shape[:2] == (n, 1 + k)
     return logits
+
+
+def _strided(cache: SlabCache, step: int) -> SlabCache:
+    """A slab over every ``step``-th row of ``cache``: views of its tensors, so the keys and
+    values a forward writes into it land in ``cache``'s rows (whose length the caller sets)."""
+    view = SlabCache(len(cache.slab_layers), cache.capacity, cache.windows)
+    for mine, whole in zip(view.slab_layers, cache.slab_layers):
+        assert whole._k is not None and whole._v is not None
+        mine._k, mine._v = whole._k[::step], whole._v[::step]
+        mine.device = whole.device
+        mine.is_initialized = True
+        mine.length = whole.length
+        mine._refresh_views()
+    return view
 
 
 def take(state: BatchState) -> None:

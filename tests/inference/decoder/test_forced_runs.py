@@ -1,7 +1,7 @@
 """Forced runs fed in one pass decode exactly what the one-token loop decodes (bundled model).
 
-A request whose steering writes text of its own (a copied request, an
-opening phrase, the rules' decision stated with its citations) is decoded
+A request whose steering writes text of its own (a copied request, a
+table's layout, the rules' decision stated with its citations) is decoded
 twice, with ``forced_runs`` on and off: the tokens, steps, verdicts and
 violations are the same, and with it on the forced text took fewer forward
 passes than positions.
@@ -26,6 +26,10 @@ from reasoning.rules.decide import DecisionEngine
 
 pytestmark = [pytest.mark.model, pytest.mark.usefixtures("one_torch_thread")]
 
+COPY_REQUEST = (
+    "First repeat the request word for word but replace 'cat' with 'dog', then answer it. "
+    "Tell me why a cat makes a good pet."
+)
 PEP_CASE = "Acme Ltd (Cyprus) sent EUR 2,000,000 to Jon Doe, who is on our PEP list. Should this be escalated?"
 
 
@@ -57,17 +61,17 @@ def _same(one: DecodeResult, fast: DecodeResult) -> None:
 
 
 @pytest.mark.parametrize(
-    "prompt",
+    ("prompt", "budget"),
     [
-        (
-            "First repeat the request word for word but replace 'cat' with 'dog', then answer it. "
-            "Tell me why a cat makes a good pet."
-        ),
-        "Explain what a compiler does. Start your first sentence with 'In simple terms'.",
+        (COPY_REQUEST, 24),
+        # the header row at the start (one live beam), then the rows' separators with both beams live
+        ("Suggest three houseplants for beginners in a table with the columns Plant and Care.", 40),
     ],
 )
-def test_text_the_steering_writes_decodes_the_same_in_one_pass(loaded_model: LoadedModel, prompt: str) -> None:
-    _same(*_both(loaded_model, prompt, 24))
+def test_text_the_steering_writes_decodes_the_same_in_one_pass(
+    loaded_model: LoadedModel, prompt: str, budget: int
+) -> None:
+    _same(*_both(loaded_model, prompt, budget))
 
 
 def test_a_stated_decision_decodes_the_same_in_one_pass(loaded_model: LoadedModel) -> None:
