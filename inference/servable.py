@@ -7,6 +7,10 @@ say so at load (``/readyz``), not let every request fail. :func:`steered_probe` 
 steered decode runs, on a short prompt: the runner over the model (the lean forward where one
 is attached), a prefill of a shared prefix, a two-beam branch prefill on it and one decode
 step, then compares that step's logits with the model's plain forward over the same tokens.
+A model with sliding-window layers whose smallest window is short enough (a prompt of at most
+:data:`PROBE_MAX_TOKENS` tokens passes it) is probed over a prompt longer than that window, so
+the window itself is compared, not only what fits inside it; a longer window keeps the short
+probe (the load must not prefill thousands of tokens).
 
 Guarantees: it returns None only when every stage ran, the logits are finite and they agree
 with the plain forward (within :data:`PROBE_TOLERANCE` of the plain logits' range, loose enough
@@ -27,7 +31,7 @@ from inference.decoder.beam import decode_step
 from inference.decoder.runner import ModelRunner
 from reasoning.errors import TenetError
 
-__all__ = ["PROBE_TEXT", "PROBE_TOLERANCE", "steered_probe"]
+__all__ = ["PROBE_MAX_TOKENS", "PROBE_TEXT", "PROBE_TOLERANCE", "steered_probe"]
 
 log = logging.getLogger("tenet.inference")
 
@@ -36,6 +40,8 @@ PROBE_TEXT = "The steered decoder probes this model with one short sentence."
 #: Largest difference between the decoder's and the plain forward's logits, as a share of the
 #: plain logits' range.
 PROBE_TOLERANCE = 0.05
+#: The longest prompt the probe runs to pass a sliding window (Gemma 3's 512 fits).
+PROBE_MAX_TOKENS = 640
 
 
 def steered_probe(model: Any, tokenizer: Any) -> str | None:
@@ -44,7 +50,14 @@ def steered_probe(model: Any, tokenizer: Any) -> str | None:
         runner = ModelRunner(model)
     except TenetError as exc:
         return exc.detail
-    ids = [int(t) for t in tokenizer(PROBE_TEXT)["input_ids"]]
+    shortest = min((w for w in runner.windows if w is not None), default=PROBE_MAX_TOKENS)
+    wanted = shortest + 8 if shortest + 8 <= PROBE_MAX_TOKENS else 0
+    text = PROBE_TEXT
+    ids = [int(t) for t in tokenizer(text)["input_ids"]]
+    while len(ids) < wanted:  # the sentence again and again: past the window
+        text = f"{text} {PROBE_TEXT}"
+        ids = [int(t) for t in tokenizer(text)["input_ids"]]
+    ids = ids[:wanted] if wanted else ids
     if len(ids) < 4:
         return f"the tokenizer gives the probe {len(ids)} tokens; it needs 4"
     try:

@@ -53,7 +53,7 @@ def test_the_probe_refuses_a_layer_kind_the_slab_cannot_hold(tokenizer: Any) -> 
 
 
 def test_the_probe_passes_a_sliding_window_model(tokenizer: Any) -> None:
-    config = Gemma3TextConfig(**_TINY, head_dim=16, sliding_window=4)
+    config = Gemma3TextConfig(**_TINY, head_dim=16, sliding_window=16)  # probed past it
     assert steered_probe(_tiny(config), tokenizer) is None
 
 
