@@ -22,7 +22,9 @@ many distinct claims as possible get a contrast:
   beam's row (``observe``) -- so a scarce share is not spent on the many
   candidates the search never keeps (while the share left holds four such
   checks, it is scored at once); claims whose beam was dropped first are
-  reported as ``dropped`` and not counted as wanted;
+  reported as ``dropped`` and not counted as wanted; a deferred claim the
+  share cannot pay for yet stays deferred and is tried again on a later
+  beam that holds it once the share has grown by what it needs;
 - a claim skipped for budget is tried again whenever it is met later (the
   share grows with the decode), and ``settle`` gives the chosen answer's
   steps the contrasts other beams' checks computed, then scores the rest,
@@ -144,6 +146,8 @@ class CheckScheduler:
     _pending: dict[tuple[int, str], tuple[tuple[int, ...], int, tuple[float, ...]]] = field(
         default_factory=dict
     )
+    _need: dict[tuple[int, str], float] = field(default_factory=dict)  # FLOPs a retry needs
+    _short: float = 0.0  # what the last check that did not fit needed for one variant
 
     @property
     def wanted(self) -> int:
@@ -160,8 +164,9 @@ class CheckScheduler:
         """Why each unscored claim is unscored: reason -> claims (``DROPPED``: deferred
         claims no kept beam held, not counted as wanted)."""
         reasons = dict(Counter(self._skipped.values()))
-        if self._pending:
-            reasons[DROPPED] = len(self._pending)
+        dropped = sum(1 for key in self._pending if key not in self._skipped)
+        if dropped:
+            reasons[DROPPED] = dropped
         return reasons
 
     def left(self) -> float:
@@ -196,7 +201,6 @@ class CheckScheduler:
             usable
             and claim is not None
             and claim.deferrable
-            and key not in self._skipped
             and not self._plentiful(found, claim)
         ):
             if key not in self._pending:
@@ -240,22 +244,27 @@ class CheckScheduler:
         if not self._pending or claim.context is None:
             return
         tokens = claim.tokens
+        left = self.left()
         for key, (prefix, start, logprobs) in list(self._pending.items()):
             end = len(prefix)
             if (
                 key[0] != branch
                 or end > claim.start
+                or self._need.get(key, 0.0) > left
                 or tokens[end - 1] != prefix[-1]
                 or tuple(tokens[:end]) != prefix
             ):
                 continue
-            del self._pending[key]
             held = ClaimTokens(prefix, start, end, logprobs, claim.context)
-            found = self._ranked(key[1])
-            scored = self._over_row(branch, found, held)
+            scored = self._over_row(branch, self._ranked(key[1]), held)
             if scored is None:
+                # Still short: it stays deferred, tried again once the share has grown enough.
                 self._skipped[key] = SKIP_BUDGET
+                self._need[key] = self._short
+                left = self.left()
                 continue
+            del self._pending[key]
+            self._need.pop(key, None)
             self._skipped.pop(key, None)
             self._results[key] = scored
             self.scored += 1
@@ -282,6 +291,7 @@ class CheckScheduler:
             if cost * per_token > allowance:
                 break
             take = k
+        self._short = costs[0] * per_token if costs else 0.0
         return take
 
     def _over_row(
