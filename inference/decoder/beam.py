@@ -349,6 +349,7 @@ def generate(
             eos_ids=config.eos_ids,
             max_new_tokens=config.options.max_new_tokens,
             room=state.cache.capacity - state.columns - 1,
+            vocab=logits.shape[-1],
         )
         t0 = time.perf_counter()
         if run is None:

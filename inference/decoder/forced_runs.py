@@ -41,10 +41,13 @@ from inference.decoder.kv_slab import SlabCache
 from inference.decoder.runner import ModelRunner
 from inference.decoder.steering_protocol import Steering, SteeringState
 
-__all__ = ["MAX_RUN", "ForcedRun", "draft_run", "feed_run", "rewind", "take"]
+__all__ = ["MAX_LOGITS", "MAX_RUN", "ForcedRun", "draft_run", "feed_run", "rewind", "take"]
 
-#: Most drafted tokens fed ahead in one pass (bounds the logits it returns: rows x run x vocabulary).
+#: Most drafted tokens fed ahead in one pass.
 MAX_RUN = 48
+#: Most logits one pass returns (rows x (1 + run) x vocabulary: 128 MiB of float32), so a wide
+#: batch feeds shorter runs.
+MAX_LOGITS = 1 << 25
 
 
 @dataclass
@@ -95,16 +98,18 @@ def draft_run(
     eos_ids: frozenset[int],
     max_new_tokens: int,
     room: int,
+    vocab: int,
 ) -> ForcedRun | None:
     """The forced run every live beam of every unfinished branch is held to, or None.
 
     A beam's run is the tokens its steering forces from its state on (EOS
     excluded: ending is the search's decision), at most up to the token
-    before its ``max_new_tokens`` and ``room`` slab columns; the run is cut
-    to the shortest of them. None when any such beam has none (or its
+    before its ``max_new_tokens`` and ``room`` slab columns, and as long as
+    the pass's logits over ``vocab`` stay within ``MAX_LOGITS``; the run is
+    cut to the shortest of them. None when any such beam has none (or its
     steering drafts nothing: no ``forced``).
     """
-    limit = min(MAX_RUN, room)
+    limit = min(MAX_RUN, room, MAX_LOGITS // max(1, len(beams) * vocab) - 1)
     tokens: list[list[int] | None] = [None] * len(beams)
     held = False
     for r, bm in enumerate(beams):
