@@ -55,10 +55,12 @@ class ChatController(Controller):
         problem response rather than a broken stream.
         """
         request = service.read_request(data, settings)
+        loaded = runs.runtime.require_model()
         response = await service.answer(
-            data, request, auth=auth, hints=hints, runs=runs, sessions=sessions, db_session=db_session
+            data, request, auth=auth, hints=hints, runs=runs, sessions=sessions, db_session=db_session,
+            model=loaded,
         )
-        model = msgspec.to_builtins(runs.runtime.require_model().identity.__dict__)
+        model = msgspec.to_builtins(loaded.identity.__dict__)
         if not data.stream:
             return Response(service.completion(response, request, model))
         include_usage = bool(data.stream_options and data.stream_options.include_usage)

@@ -23,6 +23,7 @@ from app.services.sessions import SessionService
 from app.settings import Settings
 from app.tracing import trace_run
 from inference.decoder.stream import StepEvent
+from inference.loader import LoadedModel
 from inference.pipeline import Plan
 from inference.scheduler import JobHints
 from reasoning.errors import InvalidInput, TenetError
@@ -62,14 +63,14 @@ class ReasonController(Controller):
         With ``session_id`` the prompt is a new question turn of that session
         (``_answer_in_session``)."""
         check_prompt(data.prompt, settings.max_prompt_chars)
-        runs.runtime.require_model()
+        model = runs.runtime.require_model()
         if data.session_id is not None:
-            return Response(await _answer_in_session(data, data.session_id, sessions))
+            return Response(await _answer_in_session(data, data.session_id, sessions, model))
         request = _run_request(data)
         if data.options.stream:
             index = await runs.index_for(auth, data.domain)
-            return ServerSentEvent(_stream(request, runs, auth, hints, index))
-        return Response(await runs.answer(request, auth=auth, hints=hints, db_session=db_session))
+            return ServerSentEvent(_stream(request, runs, auth, hints, index, model))
+        return Response(await runs.answer(request, auth=auth, hints=hints, db_session=db_session, model=model))
 
 
 def _run_request(data: ReasonRequest) -> RunRequest:
@@ -79,7 +80,9 @@ def _run_request(data: ReasonRequest) -> RunRequest:
     )
 
 
-async def _answer_in_session(data: ReasonRequest, session_id: str, sessions: SessionService) -> ReasonResponse:
+async def _answer_in_session(
+    data: ReasonRequest, session_id: str, sessions: SessionService, model: LoadedModel
+) -> ReasonResponse:
     """The prompt as a new question turn of the caller's session, as ``POST /v1/sessions/{id}/turns``
     runs one (the session's domain, profile and feedback policy; its premises join the session).
 
@@ -94,13 +97,14 @@ async def _answer_in_session(data: ReasonRequest, session_id: str, sessions: Ses
         )
     started = datetime.now(UTC)
     turn = TurnCreate(prompt=data.prompt, options=data.options)
-    response = await sessions.question(session_id, turn, domain=data.domain, profile=data.profile)
+    response = await sessions.question(session_id, turn, domain=data.domain, profile=data.profile, model=model)
     trace_run(response, started=started, prompt=data.prompt)
     return response
 
 
 async def _stream(
-    request: RunRequest, runs: RunService, auth: AuthContext, hints: JobHints, index: OntologyIndex | None
+    request: RunRequest, runs: RunService, auth: AuthContext, hints: JobHints, index: OntologyIndex | None,
+    model: LoadedModel,
 ) -> AsyncIterator[ServerSentEventMessage]:
     """Events as the run produces them: the decode thread hands each over to the loop.
 
@@ -130,7 +134,8 @@ async def _stream(
 
     async def work() -> ReasonResponse:
         return await runs.answer(
-            request, auth=auth, hints=hints, index=index, run_id=run_id, on_plan=on_plan, on_step=on_step
+            request, auth=auth, hints=hints, model=model, index=index, run_id=run_id, on_plan=on_plan,
+            on_step=on_step,
         )
 
     task = asyncio.ensure_future(work())

@@ -50,6 +50,7 @@ from app.services.runs import RunRequest, RunService, check_prompt
 from app.services.sessions import SessionService
 from app.settings import Settings
 from app.tracing import trace_run
+from inference.loader import LoadedModel
 from inference.pipeline import ReasonOptions
 from inference.scheduler import JobHints
 from reasoning.errors import InvalidInput
@@ -162,8 +163,11 @@ async def answer(
     runs: RunService,
     sessions: SessionService,
     db_session: AsyncSession,
+    model: LoadedModel,
 ) -> ReasonResponse | TurnResult:
     """Run the request: a session turn with ``session_id``, otherwise a chat run recorded as kind ``chat``.
+
+    ``model`` is the loaded model the caller looked up (once per request).
 
     A session turn that decoded nothing (an ambiguous premise, a change no
     branch depended on) answers its :class:`TurnResult`.
@@ -180,10 +184,10 @@ async def answer(
             prompt=request.prompt, options=request.options, stored=stored, domain=data.domain,
             profile=data.profile, kind=RunKind.CHAT, origin="chat", temperature=data.temperature,
         )
-        return await runs.answer(run, auth=auth, hints=hints, db_session=db_session)
-    runs.runtime.require_model()
+        return await runs.answer(run, auth=auth, hints=hints, db_session=db_session, model=model)
     started = datetime.now(UTC)
-    turn = await sessions.turn(data.session_id, TurnCreate(prompt=request.prompt, options=request.options))
+    turn = await sessions.turn(data.session_id, TurnCreate(prompt=request.prompt, options=request.options),
+                               model=model)
     if turn.response is None:
         return turn
     trace_run(turn.response, started=started, prompt=request.prompt, temperature=data.temperature)

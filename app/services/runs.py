@@ -11,6 +11,11 @@ admitted, decoded, recorded and traced alike:
   planning, :meth:`RunService.decode`, :meth:`RunService.response` and
   :meth:`RunService.record`.
 
+A request looks the loaded model up once (``Runtime.require_model``: 503
+while none is loaded) and passes it to every part that needs it (the token
+check, the reasoner, the decode job, the response, the record), so one
+request's parts all name the same model.
+
 The sequence of :meth:`RunService.answer`: the domain's index, the early
 admission check (an overloaded service refuses before any planning, with
 the scheduler's ``Overloaded`` / ``ShuttingDown``), the plan (with any
@@ -48,6 +53,7 @@ from app.services.pending import PendingConfirmations
 from app.services.run_output import build_response, run_record
 from app.tracing import trace_run
 from inference.decoder.stream import StepEvent
+from inference.loader import LoadedModel
 from inference.pipeline import Plan, Reasoner, ReasonOptions, ReasonResult
 from inference.scheduler import JobHints
 from inference.workers.job import DecodeJob, execute
@@ -177,9 +183,8 @@ class RunService:
         """The tenant's current index of ``domain`` (``NotFound`` when it has none); None without one."""
         return await lookup_domain_index(self.runtime, auth.tenant_id, domain)
 
-    def check_tokens(self, prompt: str) -> None:
-        """Refuse (413) a prompt longer than ``TENET_MAX_PROMPT_TOKENS`` of the loaded model's tokens."""
-        model = self.runtime.require_model()
+    def check_tokens(self, prompt: str, model: LoadedModel) -> None:
+        """Refuse (413) a prompt longer than ``TENET_MAX_PROMPT_TOKENS`` of ``model``'s tokens."""
         check_prompt_tokens(prompt, self.runtime.settings.max_prompt_tokens, model.tokenizer)
 
     def admit(self, hints: JobHints) -> None:
@@ -206,7 +211,8 @@ class RunService:
         return await self.runtime.scheduler.submit(observed, hints, tokens)
 
     async def run_job(
-        self, job: DecodeJob, hints: JobHints, on_step: Callable[[StepEvent], None] | None = None
+        self, job: DecodeJob, hints: JobHints, model: LoadedModel,
+        on_step: Callable[[StepEvent], None] | None = None,
     ) -> ReasonResult:
         """Decode ``job`` where the service's decodes run (``TENET_WORKERS``).
 
@@ -223,7 +229,7 @@ class RunService:
         """
         workers = self.runtime.workers
         if workers is None:
-            reasoner = self.runtime.reasoner()
+            reasoner = self.runtime.reasoner(model)
             tokens = job_tokens(job.plan, reasoner.model.tokenizer)
             return await self.decode(lambda: execute(reasoner, job, on_step), hints, tokens)
         done = await workers.submit(job, on_step=on_step)
@@ -231,18 +237,17 @@ class RunService:
         observe_worker_hop(done.hop_ms)
         return done.result
 
-    def job(self, plan: Plan, tenant: str, **fields: Any) -> DecodeJob:
-        """The decode job of ``plan`` for ``tenant``, naming the loaded model (``fields``: the
+    def job(self, plan: Plan, model: LoadedModel, tenant: str, **fields: Any) -> DecodeJob:
+        """The decode job of ``plan`` for ``tenant``, naming ``model`` (``fields``: the
         other :class:`~inference.workers.job.DecodeJob` fields)."""
-        model = self.runtime.require_model()
         return DecodeJob(plan=plan, tenant=tenant, model_sha256=model.identity.sha256, **fields)
 
     def response(
-        self, run_id: str, plan: Plan, result: ReasonResult, *, session_id: str | None = None
+        self, run_id: str, plan: Plan, result: ReasonResult, model: LoadedModel, *, session_id: str | None = None
     ) -> ReasonResponse:
-        """The public shape of a run on the loaded model."""
-        model = msgspec.to_builtins(self.runtime.require_model().identity.__dict__)
-        return build_response(run_id, plan, result, model, session_id=session_id)
+        """The public shape of a run on ``model``."""
+        identity = msgspec.to_builtins(model.identity.__dict__)
+        return build_response(run_id, plan, result, identity, session_id=session_id)
 
     async def record(self, db_session: AsyncSession, record: RunRecord, run_id: str) -> float:
         """Store the run and export its stage times; returns the milliseconds recording took.
@@ -265,6 +270,7 @@ class RunService:
         auth: AuthContext,
         hints: JobHints,
         db_session: AsyncSession | None = None,
+        model: LoadedModel | None = None,
         index: OntologyIndex | None = None,
         run_id: str | None = None,
         on_plan: Callable[[Plan], None] | None = None,
@@ -274,7 +280,8 @@ class RunService:
         """Run ``request`` through the whole sequence (module docstring) and answer it.
 
         The run is recorded in ``db_session``'s transaction, or in one of its
-        own (opened only after the decode) when None. ``index`` is the
+        own (opened only after the decode) when None. ``model`` is the loaded
+        model when the caller looked it up already (looked up here when None). ``index`` is the
         domain's index when the caller looked it up already (a stream does,
         so that an unknown domain is a plain 404). ``on_plan`` hears the
         plan before decoding starts and ``on_step`` every branch's steps as the
@@ -289,20 +296,21 @@ class RunService:
             ConflictError: a settled choice no longer matches the prompt's constraints.
         """
         runtime = self.runtime
-        self.check_tokens(request.prompt)
+        model = model if model is not None else runtime.require_model()
+        self.check_tokens(request.prompt, model)
         started = datetime.now(UTC)
         if index is None:
             index = await self.index_for(auth, request.domain)
         self.admit(hints)
-        reasoner = runtime.reasoner()
+        reasoner = runtime.reasoner(model)
         plan = await to_thread.run_sync(_plan, reasoner, request, index, auth.tenant_id)
         if on_plan is not None:
             on_plan(plan)
-        result = await self.run_job(self.job(plan, auth.tenant_id, index=index), hints, on_step)
+        result = await self.run_job(self.job(plan, model, auth.tenant_id, index=index), hints, model, on_step)
         run_id = run_id or new_run_id()
-        response = self.response(run_id, plan, result)
+        response = self.response(run_id, plan, result, model)
         record = run_record(
-            plan, result, runtime.require_model().identity, response, tenant_id=auth.tenant_id,
+            plan, result, model.identity, response, tenant_id=auth.tenant_id,
             key_id=auth.key_id, started=started, kind=request.kind, request=request.stored, domain=request.domain,
         )
         if db_session is None:

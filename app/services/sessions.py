@@ -65,6 +65,7 @@ from app.services.pending import PendingConfirmations
 from app.services.run_output import TurnRun, run_record
 from app.services.runs import RunService, check_prompt, lookup_domain_index, profile_defaults
 from app.settings import Settings
+from inference.loader import LoadedModel
 from inference.pipeline import Plan, ReasonOptions, ReasonResult
 from inference.scheduler import JobHints
 from reasoning.analysis import Status
@@ -389,8 +390,13 @@ class SessionService:
 
     # -- turns ----------------------------------------------------------------------
 
-    async def turn(self, session_id: str, data: TurnCreate) -> TurnResult:
-        """A new prompt: a retraction / amendment of earlier premises, or a new question."""
+    async def turn(self, session_id: str, data: TurnCreate, *, model: LoadedModel | None = None) -> TurnResult:
+        """A new prompt: a retraction / amendment of earlier premises, or a new question.
+
+        ``model`` is the loaded model when the caller looked it up already; a
+        turn that decodes looks it up once when None (a change no turn
+        depended on runs no model at all).
+        """
         check_prompt(data.prompt, self.settings.max_prompt_chars)
         options = data.options
         async with self.ws.lock(session_id):
@@ -399,21 +405,22 @@ class SessionService:
                 live = await repo.list_premises(db, self.tenant_id, session_id, statuses=("active", "amended"))
             match = match_retraction(data.prompt, [repo.premise_from_row(p) for p in live]) if live else None
             if match is None or match.kind == "none" or not match.premise_ids:
-                return await self._new_question(row, data.prompt, options)
+                return await self._new_question(row, data.prompt, options, model)
             by_id = {p.id: p for p in live}
             if match.ambiguous:
                 return await self._ask_confirmation(row, data.prompt, [by_id[i] for i in match.premise_ids], match)
             target = by_id[match.premise_ids[0]]
             if match.kind == "retract":
-                return await self._change_premise(row, target.id, "retracted", reason=data.prompt)
+                return await self._change_premise(row, target.id, "retracted", reason=data.prompt, model=model)
             value = match.new_value
             text = None
             if value is None or not (target.value and target.value in target.text):
                 text = data.prompt.strip()
-            return await self._change_premise(row, target.id, "amended", value=value, text=text, reason=data.prompt)
+            return await self._change_premise(row, target.id, "amended", value=value, text=text, reason=data.prompt,
+                                              model=model)
 
     async def question(self, session_id: str, data: TurnCreate, *, domain: str | None = None,
-                       profile: Profile | None = None) -> ReasonResponse:
+                       profile: Profile | None = None, model: LoadedModel | None = None) -> ReasonResponse:
         """A new question turn (``POST /v1/reason`` with a ``session_id``); its run as ``/v1/reason`` answers it.
 
         It runs exactly as a question turn of :meth:`turn` (premises added, run
@@ -427,7 +434,7 @@ class SessionService:
             async with transaction(self.factory) as db:
                 row = await self._load(db, session_id)
             _check_same_setup(row, domain, profile)
-            result = await self._new_question(row, data.prompt, data.options)
+            result = await self._new_question(row, data.prompt, data.options, model)
         assert result.response is not None, "a question turn always answers with its run"
         return result.response
 
@@ -448,25 +455,27 @@ class SessionService:
             return await self._change_premise(row, premise_id, "amended", value=data.value, text=data.text,
                                               reason="api")
 
-    def _plan(self, row: SessionRow, prompt: str, options: ReasonOptions, index: Any,
+    def _plan(self, row: SessionRow, prompt: str, options: ReasonOptions, index: Any, model: LoadedModel,
               excluded: Sequence[str] = (), overrides: Mapping[str, str] | None = None) -> Plan:
         """Plan a turn under the session's profile and feedback policy."""
         policy = msgspec.convert(row.state.get("policy") or {}, SessionPolicy)
-        plan = self.runtime.reasoner().plan(
+        plan = self.runtime.reasoner(model).plan(
             prompt, options=options, domain_index=index, defaults=_profile_defaults(row.state.get("profile")),
             excluded_premise_ids=tuple(excluded), premise_overrides=dict(overrides or {}), tenant=self.tenant_id,
         )
         return _apply_policy(plan, policy)
 
-    async def _new_question(self, row: SessionRow, prompt: str, options: ReasonOptions) -> TurnResult:
-        self.runs.check_tokens(prompt)
+    async def _new_question(self, row: SessionRow, prompt: str, options: ReasonOptions,
+                            model: LoadedModel | None = None) -> TurnResult:
+        model = model if model is not None else self.runtime.require_model()
+        self.runs.check_tokens(prompt, model)
         started = utcnow()
         expected = row.last_active_at
         index = await lookup_domain_index(self.runtime, self.tenant_id, row.domain)
         self.runs.admit(self.hints)
-        plan = await to_thread.run_sync(self._plan, row, prompt, options, index)
-        job = self.runs.job(plan, self.tenant_id, session_id=row.id, index=index)
-        result = await self.runs.run_job(job, self.hints)
+        plan = await to_thread.run_sync(self._plan, row, prompt, options, index, model)
+        job = self.runs.job(plan, model, self.tenant_id, session_id=row.id, index=index)
+        result = await self.runs.run_job(job, self.hints, model)
         finished = utcnow()
         turns = list(row.state.get("turns", []))
         number = len(turns) + 1
@@ -481,7 +490,7 @@ class SessionService:
                 constraints=_constraints_doc(plan.active_constraints), full_decode_ms=_decode_ms(result),
                 runs=[run_id],
             )
-            record = self._record(RunKind.REASON, plan, result, started,
+            record = self._record(RunKind.REASON, plan, result, started, model,
                                   TurnRun(session_id=session.id, prompt=prompt, options=options,
                                           premises=mapping, finished=finished))
             record_ms = await self.runs.record(db, record, run_id)
@@ -503,7 +512,7 @@ class SessionService:
             session_id=row.id, kind="reason", status=str(result.status), run_id=run_id,
             answer=_answer_out(msgspec.to_builtins(turn), result), premises=premises,
             message=result.conflict or "",
-            response=self._response(run_id, plan, result, row.id, record_ms, mapping),
+            response=self._response(run_id, plan, result, model, row.id, record_ms, mapping),
         )
 
     async def _ask_confirmation(
@@ -530,7 +539,8 @@ class SessionService:
         )
 
     async def _change_premise(self, row: SessionRow, premise_id: str, status: str, *, value: str | None = None,
-                              text: str | None = None, reason: str) -> TurnResult:
+                              text: str | None = None, reason: str, model: LoadedModel | None = None
+                              ) -> TurnResult:
         """Retract or amend one premise, then partially re-run every turn that used it."""
         started = utcnow()
         expected = row.last_active_at
@@ -551,6 +561,7 @@ class SessionService:
         if touched:
             index = await lookup_domain_index(self.runtime, self.tenant_id, row.domain)
             self.runs.admit(self.hints)
+            model = model if model is not None else self.runtime.require_model()
         reruns: list[tuple[_Turn, Plan, ReasonResult, float]] = []
         for t in turns:
             if t not in touched:
@@ -558,22 +569,25 @@ class SessionService:
             excluded = [pid for pid, dbid in t.premises.items() if now[dbid][0] == "retracted"]
             overrides = {pid: now[dbid][1] for pid, dbid in t.premises.items() if now[dbid][0] == "amended"}
             options = msgspec.convert(t.options, ReasonOptions)
-            plan = await to_thread.run_sync(self._plan, row, t.prompt, options, index, excluded, overrides)
+            assert model is not None, "a turn to re-run has its model"
+            plan = await to_thread.run_sync(self._plan, row, t.prompt, options, index, model, excluded, overrides)
             previous = msgspec.convert(t.result, ReasonResult)
             t0 = time.perf_counter()
             # rerun reuses exactly the branches whose prompt is unchanged (premise texts included)
             # and decodes everything when the shared prefix (constraints after feedback) moved.
-            job = self.runs.job(plan, self.tenant_id, previous=previous, session_id=row.id, index=index)
-            result = await self.runs.run_job(job, self.hints)
+            job = self.runs.job(plan, model, self.tenant_id, previous=previous, session_id=row.id, index=index)
+            result = await self.runs.run_job(job, self.hints, model)
             reruns.append((t, plan, result, (time.perf_counter() - t0) * 1000))
         finished = utcnow()
         return await self._commit_change(row, expected, premise_id, status, value, text, reason, turns, dag,
-                                         reruns, started, finished)
+                                         reruns, started, finished, model)
 
     async def _commit_change(self, row: SessionRow, expected: datetime, premise_id: str, status: str,
                              value: str | None, text: str | None, reason: str, turns: list[_Turn],
                              dag: ReasoningDag, reruns: list[tuple[_Turn, Plan, ReasonResult, float]],
-                             started: datetime, finished: datetime) -> TurnResult:
+                             started: datetime, finished: datetime, model: LoadedModel | None) -> TurnResult:
+        """Store a premise change and its re-runs in one transaction (``model``: the re-runs' model,
+        None when nothing was re-run)."""
         kind: Literal["retraction", "amendment"] = "retraction" if status == "retracted" else "amendment"
         recomputed: list[str] = []
         reused: list[str] = []
@@ -608,7 +622,8 @@ class SessionService:
                 removed += gone
                 elapsed += ms
                 full_estimate += t.full_decode_ms
-                record = self._record(RunKind.REINFERENCE, plan, result, started, TurnRun(
+                assert model is not None, "a re-run has its model"
+                record = self._record(RunKind.REINFERENCE, plan, result, started, model, TurnRun(
                     session_id=session.id, prompt=t.prompt, options=msgspec.convert(t.options, ReasonOptions),
                     premises=t.premises, finished=finished,
                     reinference=Reinference(
@@ -640,7 +655,8 @@ class SessionService:
             t = by_turn[changed_turn]
             answer = _answer_out(msgspec.to_builtins(t), msgspec.convert(t.result, ReasonResult))
             _, last_plan, last_result, _ = reruns[-1]
-            response = self._response(t.run_id, last_plan, last_result, row.id, record_ms, t.premises)
+            assert model is not None, "a re-run has its model"
+            response = self._response(t.run_id, last_plan, last_result, model, row.id, record_ms, t.premises)
         return TurnResult(
             session_id=row.id, kind=kind, status="ok", run_id=last_run, answer=answer, premises=premises,
             reinference=ReinferenceOut(
@@ -653,18 +669,18 @@ class SessionService:
             response=response,
         )
 
-    def _response(self, run_id: str, plan: Plan, result: ReasonResult, session_id: str,
+    def _response(self, run_id: str, plan: Plan, result: ReasonResult, model: LoadedModel, session_id: str,
                   record_ms: float, mapping: Mapping[str, str]) -> ReasonResponse:
         """The run in ``/v1/reason``'s shape, ``timings["record"]`` the time storing it took,
         its premise ids the session's (``mapping``: run id -> stored id; see ``_stored_ids``)."""
-        response = self.runs.response(run_id, plan, result, session_id=session_id)
+        response = self.runs.response(run_id, plan, result, model, session_id=session_id)
         response = _stored_ids(response, mapping)
         return msgspec.structs.replace(response, timings={**response.timings, "record": record_ms})
 
-    def _record(self, kind: RunKind, plan: Plan, result: ReasonResult, started: datetime,
+    def _record(self, kind: RunKind, plan: Plan, result: ReasonResult, started: datetime, model: LoadedModel,
                 turn: TurnRun) -> RunRecord:
         """The turn's run record (:func:`~app.services.run_output.run_record`, the one builder)."""
-        return run_record(plan, result, self.runtime.require_model().identity, turn, tenant_id=self.tenant_id,
+        return run_record(plan, result, model.identity, turn, tenant_id=self.tenant_id,
                           key_id=self.key_id, started=started, kind=kind)
 
     # -- feedback -------------------------------------------------------------------
