@@ -249,14 +249,10 @@ class Runtime:
             raise Unavailable("model loading is disabled (TENET_LOAD_MODEL=false)", model=state)
         raise Unavailable("the model is still loading; retry shortly", model=state)
 
-    def reasoner(self, model: LoadedModel | None = None) -> Reasoner:
+    def reasoner(self) -> Reasoner:
         """The one reasoner on the loaded model, with the tenant-scoped prefix KV cache and the
-        model's micro-batcher (503 while loading).
-
-        ``model`` is the loaded model as the request looked it up once
-        (:meth:`require_model`); None looks it up here.
-        """
-        model = model if model is not None else self.require_model()
+        model's micro-batcher (503 while loading)."""
+        model = self.require_model()
         with self._reasoner_lock:
             if self._reasoner is None or self._reasoner.model is not model:
                 if self.batcher is not None:
@@ -267,6 +263,7 @@ class Runtime:
                     max_rows=MAX_BATCH_ROWS,
                     max_wait_s=self.settings.batch_wait_ms / 1000,
                     prefill_chunk=self.settings.prefill_chunk_tokens,
+                    prefill_slice_s=self.settings.prefill_slice_ms / 1000,
                     on_forward=lambda lanes, rows: BATCH_SIZE.observe(lanes),
                 )
                 self._reasoner = Reasoner(

@@ -74,7 +74,7 @@ SETTINGS_DOC: tuple[tuple[str, str, str], ...] = (
     (
         "TENET_MAX_PROMPT_TOKENS",
         "4096",
-        "Longest accepted prompt in the loaded model's tokens (Chinese text is about one token a character, English about one per four); longer: 413 naming the limit. Checked beside TENET_MAX_PROMPT_CHARS.",
+        "Longest accepted prompt in the loaded model's tokens (the bundled model's tokenizer takes one to two tokens a Chinese character, about one per four English ones); longer: 413 naming the limit. Checked beside TENET_MAX_PROMPT_CHARS.",
     ),
     (
         "TENET_ONTOLOGY_MAX_BYTES",
@@ -130,8 +130,13 @@ SETTINGS_DOC: tuple[tuple[str, str, str], ...] = (
     ),
     (
         "TENET_PREFILL_CHUNK_TOKENS",
-        "256",
+        "512",
         "Most prompt tokens one prefill forward pass takes: a longer prompt is prefilled in chunks, and the other running decodes each take a step between two chunks, so a short request's latency does not depend on a long prompt's prefill. 0: a prompt is prefilled in one forward pass.",
+    ),
+    (
+        "TENET_PREFILL_SLICE_MS",
+        "250",
+        "How long one prefill chunk should take: chunk sizes adapt (16 tokens up to TENET_PREFILL_CHUNK_TOKENS) to what the last chunk took, so on a slow CPU another decode waits about this long per step beside a long prefill, and on a fast device the chunks stay large. 0: chunks of TENET_PREFILL_CHUNK_TOKENS tokens.",
     ),
     (
         "TENET_DEFAULT_DEADLINE_S",
@@ -283,7 +288,8 @@ class Settings:
     queue_max: int = 64
     max_batch: int = 8
     batch_wait_ms: float = 150.0
-    prefill_chunk_tokens: int = 256
+    prefill_chunk_tokens: int = 512
+    prefill_slice_ms: float = 250.0
     default_deadline_s: float = 60.0
     shutdown_grace_s: float = 30.0
     header_timeout_s: float = 10.0
@@ -354,6 +360,10 @@ class Settings:
         if self.prefill_chunk_tokens < 0:
             raise InvalidInput(
                 "TENET_PREFILL_CHUNK_TOKENS must not be negative", variable="TENET_PREFILL_CHUNK_TOKENS"
+            )
+        if not 0 <= self.prefill_slice_ms <= 10_000:
+            raise InvalidInput(
+                "TENET_PREFILL_SLICE_MS must be between 0 and 10000", variable="TENET_PREFILL_SLICE_MS"
             )
         for name in (
             "ontology_max_bytes",

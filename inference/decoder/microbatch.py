@@ -16,9 +16,10 @@ worker runs, in this order:
 
 Calls and steps take turns: after a call, the steps pending then run before
 the next call. A long prompt's prefill arrives as a call per chunk of at
-most ``prefill_chunk`` tokens (:class:`~inference.decoder.runner.ModelRunner`
-splits it), so while it runs every other decode still steps once per chunk:
-its latency does not depend on the long prompt's.
+most ``prefill_chunk`` tokens, sized to take about ``prefill_slice_s`` each
+(:class:`~inference.decoder.runner.ModelRunner` splits it), so while it runs
+every other decode still steps once per chunk: its latency does not depend
+on the long prompt's.
 
 Guarantees: every call submitted gets its own result or its own exception;
 only the worker thread runs the model, so forwards never compete for the
@@ -96,12 +97,15 @@ class MicroBatcher:
         max_rows: int = 64,
         max_wait_s: float = 0.15,
         prefill_chunk: int = 0,
+        prefill_slice_s: float = 0.0,
         on_forward: Callable[[int, int], None] | None = None,
     ) -> None:
         if max_rows < 1:
             raise InvalidInput("max_rows must be at least 1", field="max_rows")
         if prefill_chunk < 0:
             raise InvalidInput("prefill_chunk must not be negative", field="prefill_chunk")
+        if prefill_slice_s < 0:
+            raise InvalidInput("prefill_slice_s must not be negative", field="prefill_slice_s")
         if max_wait_s < 0:
             raise InvalidInput("max_wait_s must not be negative", field="max_wait_s")
         self.mergeable = use_grouped_attention(model)
@@ -109,6 +113,8 @@ class MicroBatcher:
         self.max_wait_s = max_wait_s
         #: Most tokens per prefill call of a lane's decode (0: a prefill is one call).
         self.prefill_chunk = prefill_chunk
+        #: Seconds a prefill chunk should take (its size adapts; 0: chunks of prefill_chunk tokens).
+        self.prefill_slice_s = prefill_slice_s
         self._forward_step = forward_step
         self._on_forward = on_forward
         self._cond = threading.Condition()
@@ -276,6 +282,11 @@ class Lane:
     def prefill_chunk(self) -> int:
         """Most tokens per prefill call (the batcher's; 0: a prefill is one call)."""
         return self._batcher.prefill_chunk
+
+    @property
+    def prefill_slice_s(self) -> float:
+        """Seconds a prefill chunk should take (the batcher's; 0: fixed chunks)."""
+        return self._batcher.prefill_slice_s
 
     def __enter__(self) -> Self:
         self._batcher._enter()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +28,10 @@ from reasoning.errors import TenetError, Unavailable
 if TYPE_CHECKING:
     from inference.decoder.microbatch import Lane
 
-__all__ = ["ForwardCounters", "ModelRunner"]
+__all__ = ["MIN_CHUNK", "ForwardCounters", "ModelRunner"]
+
+#: Fewest tokens of a prefill chunk sized by time (and the first chunk's size).
+MIN_CHUNK = 16
 
 log = logging.getLogger("tenet.inference")
 
@@ -61,8 +65,13 @@ class ModelRunner:
     lane's, by default) runs as successive calls of at most that many tokens,
     each writing its keys and values after the previous one's, so the forward
     thread serves other decodes' steps between them: one long prompt delays
-    another decode's step by one chunk, not by its whole prefill. The logits
-    are those of one call (up to floating-point summation order).
+    another decode's step by one chunk, not by its whole prefill. With a
+    ``prefill_slice_s`` (the lane's, by default) the chunks are sized to take
+    about that long each: the first has ``MIN_CHUNK`` tokens, each next one
+    is scaled by how long the last took on the forward thread (attention over
+    a longer context makes later tokens dearer), never above
+    ``prefill_chunk``. The logits are those of one call (up to floating-point
+    summation order).
     A model with sliding-window layers gets, from the library forward, each
     layer kind's mask built here from the padding mask
     (:func:`~inference.decoder.kv_slab.visible`: windows counted in the rows'
@@ -82,6 +91,7 @@ class ModelRunner:
         *,
         packed: bool = True,
         prefill_chunk: int | None = None,
+        prefill_slice_s: float | None = None,
     ) -> None:
         #: Per layer, how far back it attends (None: the whole row), as the slabs are told.
         self.windows = layer_windows(model.config)
@@ -98,6 +108,8 @@ class ModelRunner:
         #: Most tokens per prefill call into the slab (None or 0: the whole prefill in one call).
         self.prefill_chunk = prefill_chunk if prefill_chunk is not None else (
             lane.prefill_chunk if lane is not None else None)
+        self.prefill_slice_s = prefill_slice_s if prefill_slice_s is not None else (
+            lane.prefill_slice_s if lane is not None else 0.0)
         self.packed = packed_forward(model) if packed else None
         #: The KV slabs' dtype: the lean forward's choice (float32 on the CPU, where attention
         #: over bfloat16 is several times slower), else the model's.
@@ -166,12 +178,27 @@ class ModelRunner:
         last_only: bool,
     ) -> torch.Tensor:
         """One model call: on the lane's forward thread (a turn of its own), else here."""
+        return self._timed_turn(input_ids, position_ids, attention_mask, cache, last_only)[0]
+
+    def _timed_turn(
+        self,
+        input_ids: torch.Tensor,
+        position_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        cache: Any,
+        last_only: bool,
+    ) -> tuple[torch.Tensor, float]:
+        """:meth:`_turn` and the seconds the call itself took (not its wait for the thread)."""
+
+        def timed() -> tuple[torch.Tensor, float]:
+            started = time.perf_counter()
+            out = self.call(input_ids, position_ids, attention_mask, cache, last_only=last_only)
+            return out, time.perf_counter() - started
+
         if self.lane is None:
-            return self.call(input_ids, position_ids, attention_mask, cache, last_only=last_only)
-        lane_logits: torch.Tensor = self.lane.call(
-            lambda: self.call(input_ids, position_ids, attention_mask, cache, last_only=last_only)
-        )
-        return lane_logits
+            return timed()
+        result: tuple[torch.Tensor, float] = self.lane.call(timed)
+        return result
 
     def _prefill(
         self,
@@ -193,13 +220,20 @@ class ModelRunner:
         if chunk <= 0 or new <= chunk or not isinstance(cache, SlabCache):
             return self._turn(input_ids, position_ids, attention_mask, cache, last_only)
         past = int(attention_mask.shape[1]) - new
+        slice_s = self.prefill_slice_s
+        size = min(chunk, MIN_CHUNK) if slice_s > 0 else chunk
         parts: list[torch.Tensor] = []
-        for lo in range(0, new, chunk):
-            hi = min(new, lo + chunk)
-            parts.append(self._turn(
+        lo = 0
+        while lo < new:
+            hi = min(new, lo + size)
+            part, seconds = self._timed_turn(
                 input_ids[:, lo:hi], position_ids[:, lo:hi], attention_mask[:, : past + hi], cache,
                 last_only,
-            ))
+            )
+            parts.append(part)
+            if slice_s > 0:
+                size = max(MIN_CHUNK, min(chunk, int((hi - lo) * slice_s / max(seconds, 1e-4))))
+            lo = hi
         return parts[-1] if last_only else torch.cat(parts, dim=1)
 
     def call(

@@ -1,6 +1,6 @@
 """The prompt limit counts the model's tokens as well as characters (the real app and tokenizer).
 
-Chinese text is about one token a character: 5,000 characters are within the
+Chinese text takes one to two tokens a character: 5,000 characters are within the
 8,000-character limit and over the 4,096-token one, refused with 413 before
 any planning, the problem naming the count and the limit.
 """

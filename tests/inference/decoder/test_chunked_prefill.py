@@ -109,3 +109,23 @@ def test_a_short_decode_steps_between_the_chunks_of_a_long_prefill(loaded_model:
     assert not errors, errors
     assert long_done.is_set()
     assert batcher.stats().solo_calls >= 256 // 8 + 1
+
+
+@pytest.mark.parametrize(("slice_s", "calls"), [(1e-6, 13), (1000.0, 4)], ids=["tight", "loose"])
+def test_chunks_are_sized_by_the_time_the_last_one_took(
+    loaded_model: LoadedModel, slice_s: float, calls: int
+) -> None:
+    """200 tokens, at most 64 a call: a slice no chunk fits keeps every chunk at 16 tokens
+    (13 calls); one every chunk fits grows from 16 to 64 at once (16 + 64 + 64 + 56)."""
+    model = loaded_model.model
+    batcher = MicroBatcher(model, ModelRunner(model).call, prefill_chunk=64, prefill_slice_s=slice_s)
+    try:
+        with batcher.lane() as lane:
+            runner = ModelRunner(model, lane=lane)
+            assert (runner.prefill_chunk, runner.prefill_slice_s) == (64, slice_s)
+            ids = torch.randint(100, 5000, (200,), generator=torch.Generator().manual_seed(5)).tolist()
+            with torch.inference_mode():
+                prefill_prefix(runner, ids)
+        assert batcher.stats().solo_calls == calls
+    finally:
+        batcher.close()
