@@ -249,10 +249,14 @@ class Runtime:
             raise Unavailable("model loading is disabled (TENET_LOAD_MODEL=false)", model=state)
         raise Unavailable("the model is still loading; retry shortly", model=state)
 
-    def reasoner(self) -> Reasoner:
+    def reasoner(self, model: LoadedModel | None = None) -> Reasoner:
         """The one reasoner on the loaded model, with the tenant-scoped prefix KV cache and the
-        model's micro-batcher (503 while loading)."""
-        model = self.require_model()
+        model's micro-batcher (503 while loading).
+
+        ``model`` is the loaded model as the request looked it up once
+        (:meth:`require_model`); None looks it up here.
+        """
+        model = model if model is not None else self.require_model()
         with self._reasoner_lock:
             if self._reasoner is None or self._reasoner.model is not model:
                 if self.batcher is not None:
