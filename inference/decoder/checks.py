@@ -13,9 +13,10 @@ many distinct claims as possible get a contrast:
   (``contrast.row_contrast``) each variant runs its changed window, the
   claim's log-probabilities come from the decode (``window_contrast``, which
   re-runs the claim over the branch prompt, is the fallback without a row);
-- a claim takes as many of its ranked variants as its allowance holds (half
-  the share left, or all of it when half would not buy one variant), at
-  least one when one fits, instead of being skipped when all would not;
+- a claim takes as many of its ranked variants as its allowance holds (a
+  quarter of the share left, so later claims find some, or all of it when a
+  quarter would not buy one variant), at least one when one fits, instead
+  of being skipped when all would not;
 - a ``deferrable`` claim (pruning off: a contrast only informs the step's
   confidence), a claim is scored once its beam has outlived it -- the next
   judge call on a beam whose answer extends the claim scores it over that
@@ -285,7 +286,7 @@ class CheckScheduler:
         """How many of the ranked variants (costs: token positions of the first k) to score."""
         per_token = 2.0 * self.runner.parameters
         left = self.left()
-        allowance = left / 2 if costs and costs[0] * per_token <= left / 2 else left
+        allowance = left / 4 if costs and costs[0] * per_token <= left / 4 else left
         take = 0
         for k, cost in enumerate(costs, start=1):
             if cost * per_token > allowance:

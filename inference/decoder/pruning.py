@@ -359,6 +359,8 @@ class PruningJudge:
         if self.options.counterfactual_checks and context is not None:
             self.checks.observe(branch, claim)  # deferred claims this beam kept are scored now
         rule, detail, facts = self._rule(branch, facts, final, chosen=bool(free), claim=claim)
+        if rule is not None and (final or not self.options.prune):
+            facts = self._informed(branch, facts, final, claim)  # kept flagged: its contrast informs
         # A claim of a domain answer that cannot be repaired is left out: the answer ends before it.
         droppable = rule is not None and self._domain(branch)
         if rule is not None and self.options.prune and not final:
@@ -547,6 +549,22 @@ class PruningJudge:
     def counterfactual_reused(self) -> int:
         """Meetings of a claim answered by its contrast already scored."""
         return self.checks.reused
+
+    def _informed(
+        self, branch: int, facts: StepFacts, final: bool, claim: ClaimTokens | None
+    ) -> StepFacts:
+        """A step another rule flagged but the answer keeps (pruning off, or the last step)
+        still states its facts: it gets its contrast (for its confidence), not a second rule."""
+        if (
+            facts.contrast is None
+            and facts.mentions
+            and self.options.counterfactual_checks
+            and branch < len(self.branches)
+            and self.branches[branch].facts
+            and (final or _complete(facts.text))
+        ):
+            facts = self._contradiction(branch, facts, claim)[2]
+        return facts
 
     def _contradiction(
         self, branch: int, facts: StepFacts, claim: ClaimTokens | None = None
