@@ -26,12 +26,14 @@ and the request.
 
 ``grounds_stated``: a decided case names, for every conclusion, at least one
 fact that fired it (the span of the request it was read from, or its
-subject's and object's labels in one sentence). ``why_not_stated``: a
+subject's and object's labels in one sentence; a bare mention of an
+individual is no ground). ``why_not_stated``: a
 no-rule case names the rule that came nearest (its id).
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -56,6 +58,7 @@ _FIRST_WORDS = frozenset(["The", "This", "That", "These", "It", "In", "If", "A",
 _STOP = frozenset(
     ["about", "above", "after", "again", "against", "also", "among", "because", "been", "before", "being", "below", "between", "both", "could", "does", "doing", "down", "during", "each", "from", "further", "have", "having", "here", "into", "itself", "just", "more", "most", "must", "only", "other", "over", "same", "should", "some", "such", "than", "that", "their", "them", "then", "there", "these", "they", "this", "those", "through", "under", "until", "very", "were", "what", "when", "where", "which", "while", "will", "with", "would", "your", "shall", "need", "needs", "needed", "required", "requires", "require", "case", "answer", "therefore", "thus", "however", "please"]
 )
+_RARE = 20_000  # jieba frequency under which a character is rare as a word of its own
 _SCALE = {"million": 10**6, "thousand": 10**3, "万": 10**4, "亿": 10**8}
 
 
@@ -119,16 +122,28 @@ def _junk(sentence: str, request: str, reference: str) -> str | None:
     if len(own) >= 3 and sum(1 for b in own if b in theirs) >= 0.75 * len(own):
         return "an echo of the request"
     if han:
-        known = _dictionary_bigrams()
-        odd = [
-            run[i : i + 2]
-            for run in _HAN_RUN.findall(body)
-            for i in range(len(run) - 1)
-            if run[i : i + 2] not in known and run[i : i + 2] not in reference
-        ]
-        if len(odd) >= 2:
-            return "garbled: " + "".join(odd)
+        odd = _odd_pairs(body, reference)
+        if odd:
+            return "garbled: " + ", ".join(odd)
     return None
+
+
+def _odd_pairs(text: str, reference: str) -> list[str]:
+    """Adjacent characters the segmenter could not join into a word (both left alone) that
+    no word of the dictionary holds as a pair and the references do not spell."""
+    import jieba
+
+    known = _dictionary_bigrams()
+    freq = jieba.dt.FREQ
+    odd: list[str] = []
+    for run in _HAN_RUN.findall(text):
+        words = jieba.lcut(run, HMM=False)
+        for a, b in itertools.pairwise(words):
+            pair = a + b
+            alone = len(a) == len(b) == 1 and max(freq.get(a, 0), freq.get(b, 0)) < _RARE
+            if alone and pair not in known and pair not in reference:
+                odd.append(pair)
+    return odd
 
 
 def _unsupported(sentence: str, reference: str, numbers: set[Decimal]) -> str | None:
@@ -238,10 +253,13 @@ def judge_sentences(
             verdicts.supported.append(sentence)
     if decision is not None and decision.status == "decided":
         labels = {e.term: e.label for e in decision.case.entities}
-        verdicts.grounds_stated = all(
-            any(_fact_named(f, said, labels, index, lang) for f in c.case_facts)
+        # A mention alone ("the request names Jon Doe") grounds nothing: the facts that say something.
+        saying = [
+            [f for f in c.case_facts if not f.predicate.endswith("#mentions>")]
             for c in decision.conclusions
-            if c.case_facts
+        ]
+        verdicts.grounds_stated = all(
+            any(_fact_named(f, said, labels, index, lang) for f in facts) for facts in saying if facts
         )
     if decision is not None and decision.status == "no_rule_applies":
         nearest = decision.nearest

@@ -421,6 +421,8 @@ class PruningJudge:
             else None
         )
         unsupported = verdict.unsupported if verdict is not None else ()
+        if degenerate is None and verdict is not None and verdict.empty and _HAS_WORD.search(text):
+            degenerate = "junk: the step states nothing its evidence could hold"
         used = self._evidence_used(branch, mentions, text)
         t0 = time.perf_counter()
         verdicts = tuple(self.verify(c, earlier + text, partial=True) for c in self._checked)

@@ -145,6 +145,9 @@ class Support(msgspec.Struct, frozen=True, kw_only=True):
     content_share: float | None = None
     #: The ids, dates, numbers and names among ``unsupported`` (what content words cannot excuse).
     strict: tuple[str, ...] = ()
+    #: A complete sentence with nothing to check: no id, date, number, name or content word
+    #: ("其他方面都可。", "That is all."): it states nothing the sources could hold.
+    empty: bool = False
 
 
 @dataclass(frozen=True)
@@ -492,6 +495,10 @@ class SupportIndex:
                 missing.append(cores[-1])
         strict = (*invented, *missing)
         share: float | None = None
+        checked = bool(
+            id_spans or dates or strict or terms or _quantities(text, skip)
+            or proper_names(text) or chinese_names(text)
+        )
         if complete:
             plain = "".join(" " if any(a <= i < b for a, b in id_spans) else ch for i, ch in enumerate(text))
             share, absent = self._content(plain, hits)
@@ -506,6 +513,7 @@ class SupportIndex:
             invented_ids=tuple(dict.fromkeys(invented)),
             content_share=share,
             strict=tuple(dict.fromkeys(strict)),
+            empty=complete and share is None and not checked,
         )
 
     def _content(self, text: str, hits: dict[str, int]) -> tuple[float | None, list[str]]:

@@ -145,7 +145,7 @@ def test_the_sentence_judge() -> None:
     }
     assert verdicts.supported == ["Enhanced due diligence is required for a politically exposed person."]
     zh = judge_sentences(
-        "证据。禁止福制度需要上报。", lang="zh", request="是否需要上报？", evidence=[], stated=[],
+        "证据。本案禁止福制上报。", lang="zh", request="是否需要上报？", evidence=[], stated=[],
         decision=None, index=None,
     )
     assert len(zh.junk) == 2, zh
