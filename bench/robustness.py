@@ -9,6 +9,9 @@ answer their documented 503) on a loopback port and
 - runs the hardening cases of :mod:`bench.robustness_hardening` (SERVICE in targets and
   conditions, a catastrophic regex with ``/healthz`` probed meanwhile, delete-and-restore,
   dripped bodies, look-alike tenant names);
+- runs the long-prefill case of :mod:`bench.robustness_prefill` on a ``tenet serve`` of its
+  own with the bundled model (a 4,000-token Chinese prompt beside short requests:
+  ``short_request_p50_s_beside_long_prefill``; a burst after it; the token limit's 413);
 - runs schemathesis over the whole OpenAPI document (a few examples per operation with
   ``--quick``) and counts operations whose answers do not match it. It runs with scoped
   keys (:func:`scoped_keys`), never the admin key: a whole-document fuzz run with an admin
@@ -23,8 +26,9 @@ answer their documented 503) on a loopback port and
 
 The last stdout line is one JSON object: ``hostile_cases``, ``five_xx`` (must be 0),
 ``contract_mismatches`` (must be 0), ``faults_injected``, ``faults_survived``,
-``faults_skipped``, ``healthz_max_ms`` (the slowest ``/healthz`` while the regex rule ran)
-and ``hardening`` (each hardening case's findings); no model is needed.
+``faults_skipped``, ``healthz_max_ms`` (the slowest ``/healthz`` while the regex rule ran),
+``hardening`` (each hardening case's findings), ``short_request_p50_s_beside_long_prefill``
+and ``long_prefill`` (that case's findings); only the long-prefill case loads the model.
 """
 
 from __future__ import annotations
@@ -57,6 +61,7 @@ from app.factory import create_app
 from app.http_protocol import header_deadline_protocol
 from app.settings import Settings
 from bench.robustness_hardening import run_hardening
+from bench.robustness_prefill import run_long_prefill
 from store.db import create_engine, create_sessionmaker, sqlite_unwritable
 
 __all__ = ["main"]
@@ -354,6 +359,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     finally:
         server.should_exit = True
         thread.join(timeout=60)
+    prefill_statuses, prefill = run_long_prefill(quick=args.quick)
+    statuses += prefill_statuses
     start_injected, start_survived, skipped = _refusals_to_start(template)
     injected += start_injected
     survived += start_survived
@@ -366,6 +373,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "faults_skipped": skipped,
         "healthz_max_ms": hardening["healthz_max_ms"],
         "hardening": hardening,
+        "short_request_p50_s_beside_long_prefill": prefill["short_request_p50_s_beside_long_prefill"],
+        "long_prefill": prefill,
         "seconds": round(time.perf_counter() - started, 1),
         "quick": args.quick,
         "model": "not loaded: model routes answer their documented 503",
