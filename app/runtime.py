@@ -394,6 +394,8 @@ def _ray_workers(settings: Settings) -> RayWorkers:
         kv_cache_bytes=settings.kv_cache_bytes,
         max_new_tokens_cap=settings.max_new_tokens,
         batch_wait_ms=settings.batch_wait_ms,
+        prefill_chunk_tokens=settings.prefill_chunk_tokens,
+        prefill_slice_ms=settings.prefill_slice_ms,
         torch_threads=max(1, int(settings.ray_replica_cpus)),
     )
     return RayWorkers(options, config)

@@ -55,6 +55,8 @@ class WorkerConfig(msgspec.Struct, frozen=True, kw_only=True):
     kv_cache_bytes: int = 256 * 1024 * 1024
     max_new_tokens_cap: int = 256
     batch_wait_ms: float = 150.0
+    prefill_chunk_tokens: int = 512
+    prefill_slice_ms: float = 250.0
     torch_threads: int = 0
 
 
@@ -82,6 +84,8 @@ class DecodeWorker:
             ModelRunner(self.model.model).call,
             max_rows=MAX_BATCH_ROWS,
             max_wait_s=config.batch_wait_ms / 1000,
+            prefill_chunk=config.prefill_chunk_tokens,
+            prefill_slice_s=config.prefill_slice_ms / 1000,
         )
         self.reasoner = Reasoner(
             model=self.model,
