@@ -62,7 +62,7 @@ from reasoning.constraints.form import (
 from reasoning.constraints.found import Found
 from reasoning.constraints.lexicon import EN_EVERY, EN_UNITS
 from reasoning.constraints.model import Kind, Span
-from reasoning.constraints.quantities import ordinal, parse_number
+from reasoning.constraints.quantities import ordinal, parse_number, parse_zh_number
 
 __all__ = ["Accounting", "Reading", "account_readings"]
 
@@ -218,6 +218,7 @@ class _Carries(msgspec.Struct, kw_only=True):
     refusing: bool = False
     chars: str = ""
     kind: Kind | None = None
+    counted: set[int] = msgspec.field(default_factory=set)
     edges: set[str] = msgspec.field(default_factory=set)
     answer_edge: bool = False
     ratio: bool = False
@@ -227,6 +228,9 @@ def _form_units(form: Form, carried: _Carries) -> None:
     if isinstance(form, Count):
         carried.units.add(form.unit.value)
         carried.numbers.update(_said_numbers(form.relation.value, form.n))
+        carried.counted.add(form.n)
+        if form.unit is Unit.PUNCTUATION and form.filter.chars:
+            carried.numbers.add(float(form.n + 1))  # n separators stand between n + 1 items
         if form.relation.value in ("at least", "more than", "exactly") and form.n >= 1 and form.fraction is None:
             carried.positive = True
         if form.relation.value in ("at most", "less than"):
@@ -657,7 +661,8 @@ def _needs(text: str, tokens: Sequence[Token]) -> list[_Need]:
 
 
 #: Nouns that state a ratio or share between counts ("the ratio of overlapping words", "half of the sentences").
-_RATIOS = frozenset({"ratio", "proportion", "percentage", "percent", "share", "fraction", "half", "balance"})
+_RATIOS = frozenset({"ratio", "proportion", "percentage", "percent", "share", "fraction", "half", "balance",
+                     "third", "quarter", "fifth", "tenth"})
 
 
 #: Verbs that place a text at the start / the end of the answer or a piece ("begin with a verdict").
@@ -680,6 +685,9 @@ def _edges(tokens: Sequence[Token], masked: set[int]) -> list[_Need]:
         preps = [c for c in token.children if c.dep_ in ("prep", "prt", "agent") and c.lower_ in ("with", "by", "off")]
         if not preps and token.dep_ == "conj":
             preps = [c for c in token.head.children if c.dep_ == "prep" and c.lower_ in ("with", "by")]
+        if not preps:  # "open and close it with the same sentence": the coordinated verb's object is both's
+            preps = [c for conj in token.children if conj.dep_ == "conj" and conj.pos_ == "VERB"
+                     for c in conj.children if c.dep_ == "prep" and c.lower_ in ("with", "by")]
         if preps:
             needs.append(_Need(what="edge", tokens=(token.i,), text=op))
     return needs
@@ -805,8 +813,6 @@ def account_readings(doc: Doc | None, text: str, prompt: str, found: Sequence[Fo
     A clause that holds no reading but names a separator or marker ("use
     !?!? to separate the items") is reported too: no reader read it.
     """
-    if doc is None:
-        return Accounting(kept=tuple(found), used=(), dropped=(), unrecognised=())
     carried = [_carries(f) for f in found]
     dropped_ids: set[int] = set()
     clause_of: dict[int, Span] = {}
@@ -818,15 +824,25 @@ def account_readings(doc: Doc | None, text: str, prompt: str, found: Sequence[Fo
         if i in dropped_ids:
             return
         dropped_ids.add(i)
-        words = sorted(_own(doc, found[i]) | used_tokens.get(i, set()))
         dropped.append(Reading(kind=found[i].kind.value, constraint=None, clause=clause,
-                               used=tuple(_word_span(doc[t], prompt) for t in words), unaccounted=unaccounted))
+                               used=_words_of(doc, found[i], used_tokens.get(i, set()), prompt),
+                               unaccounted=unaccounted))
 
-    clauses = [sorted((t for t in tokens if not t.is_space), key=lambda t: t.i) for tokens in _clauses(doc)]
+    for i, f in enumerate(found):
+        invented = _invented(f, text)
+        if invented is not None:
+            start, end = _sentence_around(text, f.start, f.end)
+            sentence = Span(start=start, end=end, text=prompt[start:end])
+            dropped_ids.add(i)
+            dropped.append(Reading(kind=f.kind.value, constraint=None, clause=sentence,
+                                   used=_words_of(doc, f, set(), prompt), unaccounted=()))
+            unrecognised.append(sentence)
+    clauses = [sorted((t for t in tokens if not t.is_space), key=lambda t: t.i)
+               for tokens in (_clauses(doc) if doc is not None else [])]
     home = _homes(found, clauses)
     clause_index = {t.i: number for number, tokens in enumerate(clauses) for t in tokens}
     for number, ordered in enumerate(clauses):
-        if not ordered:
+        if not ordered or doc is None:
             continue
         start = ordered[0].idx
         end = max(t.idx + len(t) for t in ordered)
@@ -863,6 +879,13 @@ def account_readings(doc: Doc | None, text: str, prompt: str, found: Sequence[Fo
         for i in members:
             drop(i, clause, unaccounted)
         unrecognised.append(clause)
+    for index, clause, unaccounted in _chinese(text, prompt, found, carried, dropped_ids):
+        if index is None:
+            unrecognised.append(clause)
+        elif index not in dropped_ids:
+            dropped_ids.add(index)
+            dropped.append(Reading(kind=found[index].kind.value, constraint=None, clause=clause,
+                                   used=_words_of(doc, found[index], set(), prompt), unaccounted=unaccounted))
     kept: list[Found] = []
     used: list[tuple[Span, tuple[Span, ...]]] = []
     for i, f in enumerate(found):
@@ -870,9 +893,52 @@ def account_readings(doc: Doc | None, text: str, prompt: str, found: Sequence[Fo
             continue
         kept.append(f)
         clause = clause_of.get(i, Span(start=f.start, end=f.end, text=prompt[f.start:f.end]))
-        words = sorted(_own(doc, f) | used_tokens.get(i, set()))
-        used.append((clause, tuple(_word_span(doc[t], prompt) for t in words)))
+        used.append((clause, _words_of(doc, f, used_tokens.get(i, set()), prompt)))
     return Accounting(kept=tuple(kept), used=tuple(used), dropped=tuple(dropped), unrecognised=_merged(unrecognised))
+
+
+#: Marks a reader may write for words that name them ("bold": **, "italics": *, "HTML italics": <i>).
+_IMPLIED_MARK = re.compile(r"^(?:[*_#`~<>|\-+•.:;,!?\"'()\[\]{}«»“”‘’。，；：！？、…—]+|</?[a-z]+>)$")
+#: Chinese names of marks -> the marks they name (书名号 is 《》).
+_ZH_MARK_NAMES: Mapping[str, str] = {"书名号": "《》〈〉", "方括号": "[]【】", "括号": "()（）【】[]", "引号": "“”‘’「」『』",
+                                     "直角引号": "「」『』", "尖括号": "<>〈〉《》", "花括号": "{}", "大括号": "{}"}
+_GENERIC = frozenset({Kind.COUNT, Kind.POSITION, Kind.WRAP, Kind.STRUCTURE})
+
+
+def _invented(found: Found, text: str) -> str | None:
+    """A literal of a generic reading (a delimiter, a marker, a placed text) the prompt never wrote, or None.
+
+    A reading of "describe autumn in one sentence" with 「 」 around spans read
+    marks the request does not name; such a reading is no reading of it.
+    """
+    if found.kind not in _GENERIC:
+        return None
+    params = found.params
+    raw_filter = params.get("filter")
+    filters: Mapping[str, Any] = raw_filter if isinstance(raw_filter, Mapping) else {}
+    literals = [params.get("left"), params.get("right"), params.get("marker"),
+                filters.get("left"), filters.get("right"), filters.get("marker")]
+    lowered = text.casefold()
+    for literal in literals:
+        if not isinstance(literal, str) or not literal.strip():
+            continue
+        mark = literal.strip()
+        if _IMPLIED_MARK.match(mark) or mark.casefold() in lowered:
+            continue
+        if any(name in text and set(mark) <= set(marks) for name, marks in _ZH_MARK_NAMES.items()):
+            continue
+        return mark
+    return None
+
+
+def _sentence_around(text: str, start: int, end: int) -> tuple[int, int]:
+    """The sentence of ``text`` holding ``text[start:end]`` (split at sentence marks and line breaks)."""
+    left = max(text.rfind(c, 0, start) for c in ".!?。！？\n") + 1
+    rights = [i for i in (text.find(c, end) for c in ".!?。！？\n") if i >= 0]
+    right = min(rights) + 1 if rights else len(text)
+    while left < right and text[left].isspace():
+        left += 1
+    return left, min(right, len(text))
 
 
 def _homes(found: Sequence[Found], clauses: Sequence[Sequence[Token]]) -> list[set[int]]:
@@ -969,6 +1035,101 @@ def _supported(found: Found, carried: _Carries, lemmas: set[str] | None, each: S
     if "ends_with" in ops and not lemmas & _END_CUES:
         return False
     return not (carried.answer_edge and any(n.unit not in carried.units for n in each))
+
+
+_ZH_SENTENCE = re.compile(r"[^。！？；!?;\n]+[。！？；!?;]?")
+_ZH_NUMBER = r"(?:\d+|[零〇一二两三四五六七八九十百千]+)"
+#: Measure words and nouns that count a unit of the answer (characters, words, sentences, paragraphs, lines, items).
+_ZH_MEASURE = (r"(?:个)?(?:字|词|单词|句子|句话|句|段落|段|行|条|点|项|要点|部分|问句|陈述句|感叹句|标点|逗号|句号|问号"
+               r"|感叹号|表情|小标题|标题)")
+_ZH_COUNT = re.compile(rf"(?P<ord>第)?(?P<num>{_ZH_NUMBER})\s*(?P<measure>{_ZH_MEASURE})")
+_ZH_BACK = re.compile(r"(?:这|那|上述|以上|前面|这些|那些|[”」’\"'])\s*$")
+_ZH_EACH = re.compile(r"每(?:一)?(?:条|项|点|部分)")
+_ZH_QUOTED = re.compile(r"[“「『\"]([^”」』\"]{1,3})[”」』\"]")
+_HAN = re.compile(r"[\u3400-\u9fff]")
+
+
+def _carries_number(carried: _Carries, value: float) -> bool:
+    """Whether a reading carries ``value`` (within a quarter for 8 and more: "about 100 characters" is a range)."""
+    if value in carried.numbers:
+        return True
+    return value >= 8 and any(abs(n - value) <= 0.25 * value for n in carried.numbers)
+
+
+def _zh_value(raw: str) -> int | None:
+    if raw.isdigit():
+        return int(raw)
+    return parse_zh_number(raw)
+
+
+def _chinese(text: str, prompt: str, found: Sequence[Found], carried: Sequence[_Carries],
+             dropped: set[int]) -> list[tuple[int | None, Span, tuple[Span, ...]]]:
+    """The Chinese sentences' accounting: (reading index or None for a report, sentence, unaccounted words).
+
+    In a sentence holding Han characters and readings: a number counting a
+    unit of the answer (三个部分, 十五个字, 第一行) must be carried by a reading
+    of it; a number referring back (这两个词, “安全第一”四个字) is no count,
+    and a reading that counts it is dropped; 每条 / 每段 ... (each piece) needs
+    a reading that holds per piece; a short quoted mark (“/”, “- ”) must be a
+    text of a reading.
+    """
+    out: list[tuple[int | None, Span, tuple[Span, ...]]] = []
+    for match in _ZH_SENTENCE.finditer(text):
+        start, end = match.start(), match.end()
+        piece = match.group(0)
+        if not _HAN.search(piece):
+            continue
+        members = [i for i, f in enumerate(found) if i not in dropped and start <= f.start and f.end <= end + 1]
+        if not members:
+            continue
+        clause = Span(start=start, end=end, text=prompt[start:end])
+        quoted = [(m.start() + start, m.end() + start) for m in re.finditer(r"[“「『\"][^”」』\"]*[”」』\"]", piece)]
+        missing: list[tuple[int, int]] = []
+        for count in _ZH_COUNT.finditer(piece):
+            where = (count.start() + start, count.end() + start)
+            if any(a <= where[0] < b for a, b in quoted):
+                continue
+            value = _zh_value(count.group("num"))
+            if value is None:
+                continue
+            if _ZH_BACK.search(piece[: count.start()]) and not count.group("ord"):
+                back = (Span(start=where[0], end=where[1], text=prompt[where[0]:where[1]]),)
+                counting = [i for i in members
+                            if value in carried[i].counted and not carried[i].whole and carried[i].positive]
+                out.extend((i, clause, back) for i in counting)
+                if counting:
+                    out.append((None, clause, back))
+                continue
+            if count.group("ord"):
+                if not any(value in carried[i].positions or carried[i].whole for i in members):
+                    missing.append(where)
+            elif value >= 2 and not re.search(r"(?:每|最后|任何|哪|任一)\s*$", piece[: count.start()]) and not any(
+                    _carries_number(carried[i], float(value)) or carried[i].whole for i in members):
+                missing.append(where)  # 一 is too often "a" (一句话, 一段) to be a count
+        each = _ZH_EACH.search(piece)
+        if each is not None and not any(carried[i].per or carried[i].filtered or carried[i].whole for i in members):
+            missing.append((each.start() + start, each.end() + start))
+        for mark in _ZH_QUOTED.finditer(piece):
+            raw = mark.group(1)
+            if _HAN.search(raw) or raw.strip().isalnum() or not raw.strip():
+                continue
+            if not any(raw.strip() in t for i in members for t in carried[i].texts if t) and not any(
+                    set(raw.strip()) <= set(carried[i].marks) for i in members):
+                missing.append((mark.start() + start, mark.end() + start))
+        if not missing:
+            continue
+        unaccounted = tuple(Span(start=a, end=b, text=prompt[a:b]) for a, b in sorted(set(missing)))
+        for i in members:
+            out.append((i, clause, unaccounted))
+        out.append((None, clause, unaccounted))
+    return out
+
+
+def _words_of(doc: Doc | None, found: Found, extra: set[int], prompt: str) -> tuple[Span, ...]:
+    """The words a reading used: its own and ``extra`` (token indices); without an English parse, its span."""
+    if doc is None:
+        return (Span(start=found.start, end=found.end, text=prompt[found.start:found.end]),)
+    return tuple(_word_span(doc[t], prompt) for t in sorted(_own(doc, found) | extra))
 
 
 def _own(doc: Doc, found: Found) -> set[int]:

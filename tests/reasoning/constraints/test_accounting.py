@@ -47,6 +47,9 @@ def _inside(span_start: int, span_end: int, start: int, end: int) -> bool:
          "every one of them"),
         ("Describe a harbour. The reply must not contain any colons or semicolons.",
          "must not contain any colons or semicolons"),
+        # Chinese: a number referring back is no count; a count of items or a first line must be carried
+        ("介绍一下网络安全，回答里必须用到 firewall 和 VPN 这两个词。", "回答里必须用到 firewall 和 VPN 这两个词。"),
+        ("给出居家节能的建议，列出五条，每条不超过二十个字。", "列出五条，每条不超过二十个字。"),
     ],
 )
 def test_a_clause_saying_more_than_its_reading_is_unrecognised(prompt: str, clause: str) -> None:
