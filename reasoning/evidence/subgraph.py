@@ -46,7 +46,7 @@ import numpy.typing as npt
 from reasoning.errors import InvalidInput
 from reasoning.evidence.index import OntologyIndex
 from reasoning.evidence.model import EvidenceFact, EvidenceSubgraph, LinkedEntity
-from reasoning.evidence.terms import iri, iri_value, is_iri, is_literal
+from reasoning.evidence.terms import iri, iri_value, is_iri, is_literal, literal_parts
 
 __all__ = ["MAX_HOPS", "apply_time_window", "build_evidence", "estimate_tokens", "facts_about"]
 
@@ -108,6 +108,8 @@ def build_evidence(
                                             origins.tolist(), strict=True):
             if token_budget - spent < _MIN_FACT_TOKENS or misses >= _MAX_MISSES:
                 break
+            if _other_language(index, triple, lang):
+                continue
             text = _render(index, triple, lang)
             cost = estimate_tokens(text)
             if spent + cost > token_budget:
@@ -161,7 +163,7 @@ def facts_about(
         return (0 if wordy else 1 if p != index.type_id and p not in labels else 2, t)
 
     horizon = today - timedelta(days=stale_after_days)
-    chosen = sorted(triples, key=rank)[:limit]
+    chosen = sorted((t for t in triples if not _other_language(index, t, lang)), key=rank)[:limit]
     return tuple(
         _fact(index, t, f"E{first_id + k}", _render(index, t, lang), view, 1.0, 0, horizon, lang)
         for k, t in enumerate(chosen)
@@ -307,6 +309,27 @@ def _best_per_key(keys: npt.NDArray[np.int64], scores: npt.NDArray[np.float64],
 
 
 # --- facts -----------------------------------------------------------------------------
+
+
+def _other_language(index: OntologyIndex, triple: int, lang: str) -> bool:
+    """Whether the triple's object is a text tagged in another language than ``lang`` while
+    the same subject and predicate also have one in ``lang`` (a rule's text given in English
+    and in Chinese is shown once, in the request's language)."""
+    o = int(index.o[triple])
+    if not index.literal_mask[o]:
+        return False
+    tag = (literal_parts(index.terms[o])[1] or "").lower()
+    if not tag or tag.startswith(lang):
+        return False
+    s, p = int(index.s[triple]), int(index.p[triple])
+    start, stop = int(index.out_ptr[s]), int(index.out_ptr[s + 1])
+    for other in index.out_edges[start:stop].tolist():
+        if int(index.p[other]) != p:
+            continue
+        oo = int(index.o[other])
+        if index.literal_mask[oo] and (literal_parts(index.terms[oo])[1] or "").lower().startswith(lang):
+            return True
+    return False
 
 
 def _render(index: OntologyIndex, triple: int, lang: str) -> str:

@@ -10,7 +10,12 @@ from reasoning.errors import InvalidInput
 from reasoning.evidence.index import OntologyIndex
 from reasoning.evidence.ingest import ingest_ontology
 from reasoning.evidence.model import EvidenceSubgraph, LinkedEntity
-from reasoning.evidence.subgraph import apply_time_window, build_evidence, estimate_tokens
+from reasoning.evidence.subgraph import (
+    apply_time_window,
+    build_evidence,
+    estimate_tokens,
+    facts_about,
+)
 
 EX = "https://example.org/t#"
 HUB_LEAVES = "\n".join(f"ex:hub ex:link ex:h{i} ." for i in range(20))
@@ -178,3 +183,29 @@ def test_token_estimate_counts_chinese_characters() -> None:
     assert estimate_tokens("磨玻璃影") == 4
     assert estimate_tokens("ground glass") == 3
     assert estimate_tokens("") == 1
+
+
+BILINGUAL = f"""@prefix ex: <{EX}> .
+@prefix tv: <https://tenet.dev/ns/views#> .
+@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
+ex:r rdfs:label "Rule R"@en , "规则R"@zh ; ex:text "Large transfers are reported."@en ,
+    "大额转账须报告。"@zh ; ex:note "Only said in English."@en ; ex:link ex:a .
+ex:a rdfs:label "Alpha" .
+ex:main a tv:View ; tv:name "main" ; tv:includesProperty ex:text , ex:note , ex:link .
+"""
+
+
+@pytest.mark.parametrize(("lang", "shown", "hidden"), [
+    ("en", "Large transfers are reported.", "大额转账须报告。"),
+    ("zh", "大额转账须报告。", "Large transfers are reported."),
+])
+def test_a_text_given_in_several_languages_is_shown_in_the_requests_only(
+        lang: str, shown: str, hidden: str) -> None:
+    bilingual = ingest_ontology(BILINGUAL.encode(), "text/turtle").index.with_version("b-1")
+    graphs = build_evidence(bilingual, [seed("r")], hops=1, token_budget=10_000, lang=lang, today=TODAY)
+    objects = [f.object for g in graphs for f in g.facts]
+    assert any(shown in o for o in objects) and not any(hidden in o for o in objects)
+    # A text in one language only is shown whatever the request's language.
+    assert any("Only said in English." in o for o in objects)
+    about = facts_about(bilingual, EX + "r", first_id=1, view="rules", today=TODAY, lang=lang, limit=3)
+    assert any(shown in f.object for f in about) and not any(hidden in f.object for f in about)
