@@ -7,9 +7,10 @@ admitted, decoded, recorded and traced alike:
   /v1/chat/completions`` and the continuation of a resolved constraint
   conflict call :meth:`RunService.answer` with a :class:`RunRequest`;
 - session turns (:mod:`app.services.sessions`) keep their own premises, DAG
-  and state, and take the same parts: :meth:`RunService.admit` before
-  planning, :meth:`RunService.decode`, :meth:`RunService.response` and
-  :meth:`RunService.record`.
+  and state, and take the same parts: :meth:`RunService.check_tokens` and
+  :meth:`RunService.admit` before planning, :meth:`RunService.plan_and_decode`
+  with the session's planning as its hook, :meth:`RunService.response` and
+  :meth:`RunService.record` in the session's own transaction.
 
 A request looks the loaded model up once (``Runtime.require_model``: 503
 while none is loaded) and passes it to every part that needs it (the token
@@ -237,6 +238,33 @@ class RunService:
         observe_worker_hop(done.hop_ms)
         return done.result
 
+    async def plan_and_decode(
+        self,
+        planner: Callable[[Reasoner], Plan],
+        model: LoadedModel,
+        hints: JobHints,
+        tenant: str,
+        *,
+        index: OntologyIndex | None,
+        on_plan: Callable[[Plan], None] | None = None,
+        on_step: Callable[[StepEvent], None] | None = None,
+        **fields: Any,
+    ) -> tuple[Plan, ReasonResult]:
+        """Stages 1-7 of one admitted run: its plan, then its decode.
+
+        ``planner`` plans on the runtime's reasoner in a worker thread: a plain
+        request's plan, or a session turn's under the session's premises and
+        feedback policy (the session's hook). ``on_plan`` hears the plan
+        before its decode job (``fields``: a session id, the previous result a
+        re-run reuses) runs where the service's decodes run (:meth:`run_job`).
+        """
+        reasoner = self.runtime.reasoner(model)
+        plan = await to_thread.run_sync(planner, reasoner)
+        if on_plan is not None:
+            on_plan(plan)
+        result = await self.run_job(self.job(plan, model, tenant, index=index, **fields), hints, model, on_step)
+        return plan, result
+
     def job(self, plan: Plan, model: LoadedModel, tenant: str, **fields: Any) -> DecodeJob:
         """The decode job of ``plan`` for ``tenant``, naming ``model`` (``fields``: the
         other :class:`~inference.workers.job.DecodeJob` fields)."""
@@ -302,11 +330,10 @@ class RunService:
         if index is None:
             index = await self.index_for(auth, request.domain)
         self.admit(hints)
-        reasoner = runtime.reasoner(model)
-        plan = await to_thread.run_sync(_plan, reasoner, request, index, auth.tenant_id)
-        if on_plan is not None:
-            on_plan(plan)
-        result = await self.run_job(self.job(plan, model, auth.tenant_id, index=index), hints, model, on_step)
+        plan, result = await self.plan_and_decode(
+            lambda reasoner: _plan(reasoner, request, index, auth.tenant_id), model, hints, auth.tenant_id,
+            index=index, on_plan=on_plan, on_step=on_step,
+        )
         run_id = run_id or new_run_id()
         response = self.response(run_id, plan, result, model)
         record = run_record(

@@ -37,7 +37,6 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 import msgspec
-from anyio import to_thread
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.runtime import Runtime
@@ -66,7 +65,7 @@ from app.services.run_output import TurnRun, run_record
 from app.services.runs import RunService, check_prompt, lookup_domain_index, profile_defaults
 from app.settings import Settings
 from inference.loader import LoadedModel
-from inference.pipeline import Plan, ReasonOptions, ReasonResult
+from inference.pipeline import Plan, Reasoner, ReasonOptions, ReasonResult
 from inference.scheduler import JobHints
 from reasoning.analysis import Status
 from reasoning.constraints.model import Constraint, Hardness, Kind
@@ -455,11 +454,11 @@ class SessionService:
             return await self._change_premise(row, premise_id, "amended", value=data.value, text=data.text,
                                               reason="api")
 
-    def _plan(self, row: SessionRow, prompt: str, options: ReasonOptions, index: Any, model: LoadedModel,
+    def _plan(self, reasoner: Reasoner, row: SessionRow, prompt: str, options: ReasonOptions, index: Any,
               excluded: Sequence[str] = (), overrides: Mapping[str, str] | None = None) -> Plan:
-        """Plan a turn under the session's profile and feedback policy."""
+        """Plan a turn under the session's profile and feedback policy (the run service's planning hook)."""
         policy = msgspec.convert(row.state.get("policy") or {}, SessionPolicy)
-        plan = self.runtime.reasoner(model).plan(
+        plan = reasoner.plan(
             prompt, options=options, domain_index=index, defaults=_profile_defaults(row.state.get("profile")),
             excluded_premise_ids=tuple(excluded), premise_overrides=dict(overrides or {}), tenant=self.tenant_id,
         )
@@ -473,9 +472,10 @@ class SessionService:
         expected = row.last_active_at
         index = await lookup_domain_index(self.runtime, self.tenant_id, row.domain)
         self.runs.admit(self.hints)
-        plan = await to_thread.run_sync(self._plan, row, prompt, options, index, model)
-        job = self.runs.job(plan, model, self.tenant_id, session_id=row.id, index=index)
-        result = await self.runs.run_job(job, self.hints, model)
+        plan, result = await self.runs.plan_and_decode(
+            lambda reasoner: self._plan(reasoner, row, prompt, options, index), model, self.hints, self.tenant_id,
+            index=index, session_id=row.id,
+        )
         finished = utcnow()
         turns = list(row.state.get("turns", []))
         number = len(turns) + 1
@@ -568,19 +568,27 @@ class SessionService:
                 continue
             excluded = [pid for pid, dbid in t.premises.items() if now[dbid][0] == "retracted"]
             overrides = {pid: now[dbid][1] for pid, dbid in t.premises.items() if now[dbid][0] == "amended"}
-            options = msgspec.convert(t.options, ReasonOptions)
             assert model is not None, "a turn to re-run has its model"
-            plan = await to_thread.run_sync(self._plan, row, t.prompt, options, index, model, excluded, overrides)
-            previous = msgspec.convert(t.result, ReasonResult)
-            t0 = time.perf_counter()
-            # rerun reuses exactly the branches whose prompt is unchanged (premise texts included)
-            # and decodes everything when the shared prefix (constraints after feedback) moved.
-            job = self.runs.job(plan, model, self.tenant_id, previous=previous, session_id=row.id, index=index)
-            result = await self.runs.run_job(job, self.hints, model)
-            reruns.append((t, plan, result, (time.perf_counter() - t0) * 1000))
+            reruns.append((t, *await self._rerun(row, t, model, index, excluded, overrides)))
         finished = utcnow()
         return await self._commit_change(row, expected, premise_id, status, value, text, reason, turns, dag,
                                          reruns, started, finished, model)
+
+    async def _rerun(self, row: SessionRow, turn: _Turn, model: LoadedModel, index: Any, excluded: Sequence[str],
+                     overrides: Mapping[str, str]) -> tuple[Plan, ReasonResult, float]:
+        """One turn planned again under the changed premises and decoded through the run service;
+        the milliseconds are its decode's (planning left out)."""
+        options = msgspec.convert(turn.options, ReasonOptions)
+        previous = msgspec.convert(turn.result, ReasonResult)
+        planned: list[float] = []
+        # rerun reuses exactly the branches whose prompt is unchanged (premise texts included)
+        # and decodes everything when the shared prefix (constraints after feedback) moved.
+        plan, result = await self.runs.plan_and_decode(
+            lambda reasoner: self._plan(reasoner, row, turn.prompt, options, index, excluded, overrides),
+            model, self.hints, self.tenant_id, index=index,
+            on_plan=lambda _: planned.append(time.perf_counter()), previous=previous, session_id=row.id,
+        )
+        return plan, result, (time.perf_counter() - planned[0]) * 1000
 
     async def _commit_change(self, row: SessionRow, expected: datetime, premise_id: str, status: str,
                              value: str | None, text: str | None, reason: str, turns: list[_Turn],
