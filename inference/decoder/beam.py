@@ -779,26 +779,36 @@ def _repair_or_accept(
 def _ended_before(
     pb: _Beam, start: int, steering: Steering, config: BeamConfig
 ) -> Hypothesis | None:
-    """The answer of ``pb`` ended before its step starting at ``start``, or None where it
-    cannot end there: nothing before the step, a text that does not end complete, or a
-    steering that still owes something at the step's start."""
+    """The answer of ``pb`` ended before its step starting at ``start`` -- at the last
+    complete text there (a sentence longer than a step ends before its first piece) --,
+    or None where it cannot end so: no complete text before the step, or a steering that
+    still owes something there."""
     if start != pb.step_start or start <= 0 or start > len(pb.tokens):
         return None
-    tokens = tuple(pb.tokens[:start])
-    if config.lander is not None and config.lander.complete_length(tokens) != len(tokens):
+    n = start
+    if config.lander is not None:
+        n = config.lander.complete_length(tuple(pb.tokens[:start])) or 0
+    if n <= 0:
         return None
-    state = pb.step_state
+    tokens = tuple(pb.tokens[:n])
+    if n == start:
+        state = pb.step_state
+    else:  # replayed over the kept tokens, as a landing is
+        state = steering.initial_state()
+        for token in tokens:
+            state = steering.advance(state, token)
     if config.eos_ids:
         state = steering.advance(state, min(config.eos_ids))
     if unmet(steering, state):
         return None
+    score = pb.step_score - sum(pb.logprobs[n:start])
     return Hypothesis(
         tokens=tokens,
-        logprobs=tuple(pb.logprobs[:start]),
-        entropies=tuple(pb.entropies[:start]),
-        steps=tuple(s for s in pb.steps if s.end <= start),
-        score=pb.step_score,
-        normalized=pb.step_score / len(tokens) ** config.options.length_penalty,
+        logprobs=tuple(pb.logprobs[:n]),
+        entropies=tuple(pb.entropies[:n]),
+        steps=tuple(s for s in pb.steps if s.end <= n),
+        score=score,
+        normalized=score / n**config.options.length_penalty,
         state=state,
         end=END_LANDED,
     )

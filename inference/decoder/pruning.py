@@ -78,6 +78,7 @@ from inference.decoder.degeneracy import (
     answer_scripts,
     copy_grams,
     degeneracy,
+    junk,
     junk_rules,
     normalised_steps,
     repeat_bound,
@@ -129,6 +130,7 @@ _WORD = re.compile(r"\w+")
 _PREFIX_CACHE = 64  # answer prefixes kept (a few per live beam)
 _CLAIM_END = frozenset(".!?;:\n。！？；")
 _HAS_WORD = re.compile(r"[^\W\d_]", re.UNICODE)
+_SENTENCE_END = re.compile(r"[.!?。！？\n]")
 
 
 @dataclass(frozen=True)
@@ -404,16 +406,23 @@ class PruningJudge:
                 None
                 if len(free) == end - start or not self._instructions
                 else self.tokenizer.decode(own, skip_special_tokens=True),
-                self._junk_rules(branch) if _complete(text) else None,
             )
             if free
             else None
         )
+        # A sentence longer than a step (cut at ``max_step_tokens``) is judged whole where it ends.
+        sentence = text
+        if _complete(text):
+            ends = list(_SENTENCE_END.finditer(earlier))
+            sentence = earlier[ends[-1].end() if ends else 0 :] + text
+            rules = self._junk_rules(branch)
+            if degenerate is None and free and rules is not None:
+                degenerate = junk(sentence, rules)
         mentions = domain_mentions(text, self._labels)
         index = self.support_index(branch) if free else None
         verdict = (
             index.check(
-                text.strip(),
+                sentence.strip(),
                 complete=_complete(text),
                 terms=[m for m in mentions if m in self._label_set],
             )
