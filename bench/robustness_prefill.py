@@ -9,7 +9,8 @@ directory, the model cache ``bench.service`` uses) and
   default ``TENET_MAX_PROMPT_TOKENS``; 8 new tokens, greedy) and, while it runs, the short request
   again and again, one after another: ``short_request_p50_s_beside_long_prefill`` is the
   median of those that finished while the long one was still running
-  (``short_during_long``; the figure is null if none did), ``long_request_s`` how long the
+  (``short_during_long``; the figure is null if none did; ``short_requests_s`` are all of
+  them, the last possibly finished after the long one), ``long_request_s`` how long the
   long one took;
 - then sends ``BURST`` short requests at once: ``burst_refused`` counts the 429s admission
   gave them (a per-request mean inflated by the long one refused most of such a burst);
@@ -107,9 +108,11 @@ def run_long_prefill(*, quick: bool) -> tuple[list[int], dict[str, Any]]:
             thread.start()
             time.sleep(3.0)  # its analysis and planning; then it prefills
             beside: list[float] = []
+            sent: list[float] = []
             while not long_done.is_set() and len(beside) < (3 if quick else 8):
                 status, seconds = _short(http, headers)
                 statuses.append(status)
+                sent.append(round(seconds, 2))
                 if status == 200 and not long_done.is_set():
                     beside.append(seconds)
             thread.join(timeout=900)
@@ -128,6 +131,7 @@ def run_long_prefill(*, quick: bool) -> tuple[list[int], dict[str, Any]]:
         "short_request_p50_s_alone": _median([s for _, s in alone[1:]]),
         "short_request_p50_s_beside_long_prefill": _median(beside),
         "short_during_long": len(beside),
+        "short_requests_s": sent,
         "long_request_s": round(float(long_result.get("seconds", 0.0)), 1),
         "long_prompt_chars": len(long_prompt),
         "long_prompt_tokens": long_tokens,
