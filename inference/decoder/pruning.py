@@ -200,8 +200,9 @@ def _answer_language(constraints: Sequence[Constraint], request_language: str) -
 
 
 def _complete(text: str) -> bool:
-    """A step that ends a sentence or a line: a claim, not a periodic probe's partial text."""
-    return text.rstrip(" ")[-1:] in _CLAIM_END
+    """A step that ends a sentence or a line (a closing quote or bracket after its mark
+    aside): a claim, not a periodic probe's partial text."""
+    return text.rstrip(" ").rstrip("\"'”’」』)）")[-1:] in _CLAIM_END
 
 
 def _plain_number(text: str) -> str:
