@@ -34,7 +34,6 @@ from reasoning.evidence.model import EvidenceFact, EvidenceSubgraph, LinkedEntit
 from reasoning.evidence.subgraph import facts_about
 from reasoning.rules.decide import DecisionEngine, decision_sentence
 from reasoning.rules.model import Decision
-from reasoning.rules.support import id_shapes
 
 __all__ = [
     "RULES_VIEW",
@@ -249,7 +248,7 @@ def support_basis(
     texts = [statement.text, *statement.grounds] if statement is not None else [decision_sentence(decision, lang)]
     texts += [c.statement(lang) for c in decision.conclusions]
     texts += [m.label_zh if lang == "zh" else m.label_en for m in decision.missing]
-    return SupportBasis(texts=tuple(dict.fromkeys(texts)), shapes=id_shapes(engine.rule_ids))
+    return SupportBasis(texts=tuple(dict.fromkeys(texts)), rule_ids=tuple(engine.rule_ids))
 
 
 def refusing_invented_ids(statement: Statement, basis: SupportBasis, shown: Sequence[str]) -> Statement:

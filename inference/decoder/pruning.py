@@ -65,6 +65,7 @@ import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 import torch
@@ -89,7 +90,7 @@ from inference.decoder.options import DecodeOptions
 from inference.decoder.runner import ModelRunner
 from reasoning.constraints.model import Constraint, Hardness, Kind, Scope, Verdict
 from reasoning.evidence.model import EvidenceFact
-from reasoning.rules.support import IdShapes, Source, SupportIndex
+from reasoning.rules.support import IdShapes, Source, SupportIndex, id_shapes
 from reasoning.rules.support import proper_names as _proper_names
 
 __all__ = [
@@ -136,10 +137,17 @@ _SENTENCE_END = re.compile(r"[.!?。！？\n]")
 @dataclass(frozen=True)
 class SupportBasis:
     """What a domain answer rests on beside its evidence and request: the decision
-    and its grounds as written (``texts``), and the ontology's rule-id shapes."""
+    and its grounds as written (``texts``), and the ontology's rule ids, whose shapes
+    (``shapes``) are derived where the basis is used: the basis travels to a model
+    worker as plain data, the compiled patterns do not."""
 
     texts: tuple[str, ...] = ()
-    shapes: IdShapes = field(default_factory=IdShapes)
+    rule_ids: tuple[str, ...] = ()
+
+    @cached_property
+    def shapes(self) -> IdShapes:
+        """The shapes of ``rule_ids`` (:func:`reasoning.rules.support.id_shapes`)."""
+        return id_shapes(self.rule_ids)
 
 
 @dataclass(frozen=True)
