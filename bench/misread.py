@@ -38,11 +38,12 @@ pairs and nested mappings) are not compared.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import msgspec
 
+from reasoning.constraints.accounting import numbers_in, strings_in
 from reasoning.constraints.form import Copy, Count, Position, Spread, Structure, Wrap, form_of
 from reasoning.constraints.model import Kind
 
@@ -104,8 +105,8 @@ class _Reading:
         except ValueError:
             return
         params: Mapping[str, Any] = item.get("params", {})
-        self.texts.extend(_strings(params))
-        for value in _numbers(params):
+        self.texts.extend(strings_in(params))
+        for value in numbers_in(params):
             self.numbers.update({value, value - 1, value + 1, value * 100})
         for name in ("k", "nth", "word"):
             place = params.get(name)
@@ -121,8 +122,8 @@ class _Reading:
             self.units.add("lines")
         for form in forms:
             built = msgspec.to_builtins(form)
-            self.texts.extend(_strings(built))
-            for value in _numbers(built):
+            self.texts.extend(strings_in(built))
+            for value in numbers_in(built):
                 self.numbers.update({value, value - 1, value + 1})
             if isinstance(form, Count):
                 self._unit(form.unit.value)
@@ -169,30 +170,6 @@ class _Reading:
         if not wanted:
             return True
         return any(wanted in t.lower() or (len(t) > 1 and t.lower() in wanted) for t in self.texts if t)
-
-
-def _strings(value: Any) -> Iterable[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, Mapping):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            yield from _strings(item)
-
-
-def _numbers(value: Any) -> Iterable[float]:
-    if isinstance(value, bool):
-        return
-    if isinstance(value, (int, float)):
-        yield float(value)
-    elif isinstance(value, Mapping):
-        for item in value.values():
-            yield from _numbers(item)
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            yield from _numbers(item)
 
 
 def _interval(relation: str, n: int) -> tuple[float, float]:

@@ -64,7 +64,7 @@ from reasoning.constraints.lexicon import EN_EVERY, EN_UNITS
 from reasoning.constraints.model import Kind, Span
 from reasoning.constraints.quantities import ordinal, parse_number, parse_zh_number
 
-__all__ = ["Accounting", "Reading", "account_readings"]
+__all__ = ["Accounting", "Reading", "account_readings", "numbers_in", "strings_in"]
 
 
 class Reading(msgspec.Struct, frozen=True, kw_only=True):
@@ -344,33 +344,35 @@ def _said_numbers(relation: str, n: int) -> set[float]:
     return {float(n)}
 
 
-def _strings(value: Any) -> Iterable[str]:
+def strings_in(value: Any) -> Iterable[str]:
+    """Every string in a reading's parameters (nested mappings and sequences included)."""
     if isinstance(value, str):
         yield value
     elif isinstance(value, Mapping):
         for item in value.values():
-            yield from _strings(item)
+            yield from strings_in(item)
     elif isinstance(value, (list, tuple)):
         for item in value:
-            yield from _strings(item)
+            yield from strings_in(item)
 
 
-def _numbers(value: Any) -> Iterable[float]:
+def numbers_in(value: Any) -> Iterable[float]:
+    """Every number in a reading's parameters (booleans are no numbers)."""
     if isinstance(value, bool):
         return
     if isinstance(value, (int, float)):
         yield float(value)
     elif isinstance(value, Mapping):
         for item in value.values():
-            yield from _numbers(item)
+            yield from numbers_in(item)
     elif isinstance(value, (list, tuple)):
         for item in value:
-            yield from _numbers(item)
+            yield from numbers_in(item)
 
 
 def _carries(found: Found) -> _Carries:
     carried = _Carries(units=set(_KIND_UNITS.get(found.kind, frozenset())), numbers=set(), positions=set(),
-                       texts=list(_strings(found.params)), filtered=False, per=set(),
+                       texts=list(strings_in(found.params)), filtered=False, per=set(),
                        whole=found.kind in _WHOLE, marks=_KIND_MARKS.get(found.kind, ""), kind=found.kind)
     try:
         forms = form_of(found.kind, found.params) or ()
@@ -394,7 +396,7 @@ def _carries(found: Found) -> _Carries:
                       Kind.CAPITAL_WORD_FREQUENCY) and found.params.get("relation") in ("at least", "more than", "exactly"):
         carried.positive = int(found.params.get("n") or 0) >= 1
     if not forms:
-        carried.numbers.update(_numbers(found.params))
+        carried.numbers.update(numbers_in(found.params))
     for unit in tuple(carried.units):
         carried.units.update(_IMPLIED.get(unit, frozenset()))
     for unit in tuple(carried.units):
