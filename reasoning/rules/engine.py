@@ -55,7 +55,6 @@ from pyshacl.errors import ReportableRuntimeError
 from rdflib import BNode, Graph, Literal, URIRef, Variable
 from rdflib.paths import AlternativePath
 from rdflib.plugins.sparql.evaluate import evalPart
-from rdflib.plugins.sparql.parserutils import CompValue
 from rdflib.plugins.sparql.sparql import FrozenBindings, Query, QueryContext
 from rdflib.plugins.stores.memory import Memory
 from rdflib.term import Node
@@ -77,6 +76,7 @@ from reasoning.rules import sandbox
 from reasoning.rules.check import parse_rule_query
 from reasoning.rules.model import Conclusion, Decision, InputOutcome, MissingInput, OntologyFact
 from reasoning.rules.nearest import input_outcome, nearest_rule
+from reasoning.rules.relax import pattern_triples
 from reasoning.rules.shapes import LoadedRule, load_rules
 
 __all__ = ["RuleBook", "RuleFailure", "RuleLoop", "RuleTimeout"]
@@ -186,7 +186,7 @@ class _Explained:
         self, loaded: LoadedRule, query: Query | None, rule_id: str, rule_iri: str | None
     ) -> None:
         self.loaded, self.query = loaded, query
-        self.patterns = list(_patterns(query.algebra.p)) if query is not None else []
+        self.patterns = list(pattern_triples(query.algebra.p)) if query is not None else []
         self.template = list(query.algebra.get("template") or ()) if query is not None else []
         self.inputs = tuple(loaded.source.inputs)
         self.rule_id, self.rule_iri = rule_id, rule_iri
@@ -674,17 +674,6 @@ def _to_rdflib(term: str) -> Node:
         return BNode(term[2:])
     lexical, lang, datatype = literal_parts(term)
     return Literal(lexical, lang=lang, datatype=URIRef(datatype) if datatype else None)
-
-
-def _patterns(part: Any) -> Iterator[tuple[Any, Any, Any]]:
-    """The triple patterns of a query's graph pattern (not those inside FILTER expressions)."""
-    if isinstance(part, CompValue):
-        if part.name == "BGP":
-            yield from part.triples
-        for key in ("p", "p1", "p2"):
-            child = part.get(key)
-            if child is not None:
-                yield from _patterns(child)
 
 
 def _iris(term: Any) -> Iterator[str]:

@@ -27,7 +27,7 @@ from rdflib.plugins.sparql.parserutils import CompValue, Expr
 
 from reasoning.evidence.terms import TV
 
-__all__ = ["Unit", "alternatives", "relaxed", "units"]
+__all__ = ["Unit", "alternatives", "pattern_triples", "relaxed", "units"]
 
 _MENTIONS: Final = URIRef(TV + "mentions")
 _TRUE: Final = Literal(True)
@@ -62,17 +62,18 @@ def alternatives(union: Any) -> Iterator[list[tuple[Any, Any, Any]]]:
         if isinstance(child, CompValue) and child.name == "Union":
             yield from alternatives(child)
         elif isinstance(child, CompValue):
-            yield [t for t in _triples(child) if t[1] != _MENTIONS]
+            yield [t for t in pattern_triples(child) if t[1] != _MENTIONS]
 
 
-def _triples(part: Any) -> Iterator[tuple[Any, Any, Any]]:
+def pattern_triples(part: Any) -> Iterator[tuple[Any, Any, Any]]:
+    """The triple patterns of a query's graph pattern (not those inside FILTER expressions)."""
     if isinstance(part, CompValue):
         if part.name == "BGP":
             yield from part.triples
         for key in ("p", "p1", "p2"):
             child = part.get(key)
             if isinstance(child, CompValue):
-                yield from _triples(child)
+                yield from pattern_triples(child)
 
 
 def _condition(triple: tuple[Any, Any, Any]) -> bool:
