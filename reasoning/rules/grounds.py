@@ -152,14 +152,8 @@ def realise_grounds(
     rules = list(dict.fromkeys((c.rule_id, c.rule_iri) for c in decision.conclusions))
     if decision.nearest is not None:
         near = decision.nearest
-        ids = _rule_ids_shown(near.rule_iri, evidence)
-        grounds.append(Ground(
-            kind="nearest",
-            text_en=sentence(near.statement_en, "en", evidence=ids[:1]),
-            text_zh=sentence(near.statement_zh, "zh", evidence=ids[:1]),
-            rule_ids=(near.rule_id,),
-            evidence_ids=ids[:1],
-        ))
+        grounds.append(_said_of_rule("nearest", near.statement_en, near.statement_zh,
+                                     near.rule_id, near.rule_iri, evidence))
         rules.append((near.rule_id, near.rule_iri))
     seen_rules: set[str] = set()
     for missing in decision.missing:
@@ -167,14 +161,8 @@ def realise_grounds(
             if outcome.rule_id in seen_rules:
                 continue
             seen_rules.add(outcome.rule_id)
-            ids = _rule_ids_shown(outcome.rule_iri, evidence)
-            grounds.append(Ground(
-                kind="missing",
-                text_en=sentence(outcome.statement_en, "en", evidence=ids[:1]),
-                text_zh=sentence(outcome.statement_zh, "zh", evidence=ids[:1]),
-                rule_ids=(outcome.rule_id,),
-                evidence_ids=ids[:1],
-            ))
+            grounds.append(_said_of_rule("missing", outcome.statement_en, outcome.statement_zh,
+                                         outcome.rule_id, outcome.rule_iri, evidence))
     for rule_id, rule_iri in dict.fromkeys(rules):
         ground = _rule_text_ground(lexicon, rule_id, rule_iri, evidence)
         if ground is not None:
@@ -189,6 +177,16 @@ def realise_grounds(
 def _outcomes(outcomes: Sequence[InputOutcome]) -> list[InputOutcome]:
     """Outcomes with a stated value range before those that only need the input known."""
     return sorted(outcomes, key=lambda o: not o.condition_en)
+
+
+def _said_of_rule(kind: str, statement_en: str, statement_zh: str, rule_id: str,
+                  rule_iri: str | None, evidence: Sequence[EvidenceFact]) -> Ground:
+    """A ground that says something of one rule (the nearest, or what a missing input would
+    decide), cited with the first evidence fact shown about that rule."""
+    ids = _rule_ids_shown(rule_iri, evidence)[:1]
+    return Ground(kind=kind, text_en=sentence(statement_en, "en", evidence=ids),
+                  text_zh=sentence(statement_zh, "zh", evidence=ids), rule_ids=(rule_id,),
+                  evidence_ids=ids)
 
 
 def _rule_ids_shown(rule_iri: str | None, evidence: Sequence[EvidenceFact]) -> tuple[str, ...]:
