@@ -1,16 +1,20 @@
 """Held-out end-to-end benchmark: unseen instruction types and wordings, through the public API.
 
-``python -m bench.heldout [--quick] [--limit N] [--max-new-tokens N] [--port N] [--progress PATH] [--concurrency N] [--extraction-only]``
+``python -m bench.heldout [--set NAME] [--quick] [--limit N] [--max-new-tokens N] [--port N] [--progress PATH] [--concurrency N] [--extraction-only]``
 
-Each line of ``bench/data/heldout.jsonl`` is ``{"key", "language", "prompt",
-"instructions": [{"judge", "args", "span"}]}``: a user task with one or two
-form instructions of types IFEval has no family for (counts of marks,
-numbers, emoji, unique words, hashtags; a word at a position; words by their
-initial letter; nested or no lists; wrappers and quoted spans; lengths per
-sentence; a request restated with a change ...), in wordings written for
-this set. ``span`` is where the prompt states the instruction. The answers
-are judged by ``bench.heldout_judge``, which is written apart from the
-product (no self-grading).
+``--set`` names one of the held-out sets of ``bench/data/heldout_sets.json``
+(``heldout``, the default, to ``heldout5``; ``bench/data/README.md`` says who
+wrote each, when and how); ``python -m bench.heldout2`` ... are the same as
+``--set heldout2`` .... Each line of a set's data file (``bench/data/heldout.jsonl``
+...) is ``{"key", "language", "prompt", "instructions": [{"judge", "args",
+"span"}]}``: a user task with one to three form instructions, of types IFEval
+has no family for (counts of marks, numbers, emoji, unique words, hashtags; a
+word at a position; words by their initial letter; nested or no lists;
+wrappers and quoted spans; lengths per sentence; a request restated with a
+change ...) or of familiar types, in wordings written for the set. ``span`` is
+where the prompt states the instruction. The answers are judged by
+``bench.heldout_judge``, which is written apart from the product (no
+self-grading), with the set's table of instruction ids (:mod:`bench.heldout_judge.sets`).
 
 The bench starts ``tenet serve`` in a subprocess (``bench.service``) and, per
 prompt, sends:
@@ -39,8 +43,8 @@ in-process (what ``POST /v1/constraints`` returns) and the report holds the
 extraction counts, ``misread_share``, per-judge extraction and, per misread
 instruction, its reading and the reason (seconds for a whole set).
 
-Another held-out set reuses this harness through a ``Suite`` (its name, data
-file and judges): ``load``, ``run`` and ``main`` take one, ``HELDOUT`` by default.
+Every set runs through this harness as a ``Suite`` (its name, data file and
+judges): ``load``, ``run`` and ``main`` take one, ``HELDOUT`` (the first set) by default.
 """
 
 from __future__ import annotations
@@ -54,20 +58,21 @@ import tempfile
 import time
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from bench.heldout_judge import JUDGES, Judge
+from bench.heldout_judge import Judge, sets
+from bench.heldout_judge.sets import Suite
 from bench.misread import misread
 from bench.service import free_port, start_server, stop_server, wait_ready
 
 __all__ = ["DATA", "HELDOUT", "Suite", "extraction_report", "extraction_status", "instruction_rows", "load", "main",
            "run", "select"]
 
-DATA = Path(__file__).resolve().parent / "data" / "heldout.jsonl"
+HELDOUT = sets.suite("heldout")
+DATA = HELDOUT.data
 _BUDGET = 160
 _QUICK_BUDGET = 96
 _QUICK_STEP = 3
@@ -77,32 +82,8 @@ _ARMS = ("steered", "plain")
 _READY_TIMEOUT_S = 900.0
 
 
-@dataclass(frozen=True)
-class Suite:
-    """A held-out set the harness runs: its report name, data file and judge table.
-
-    ``judges`` maps a judge id to its function and its one-line reading;
-    ``judged_by`` names the judging module in the report.
-    """
-
-    name: str
-    data: Path
-    judges: Mapping[str, tuple[Judge, str]]
-    judged_by: str
-
-    def grade(self, judge_id: str, args: Mapping[str, Any], text: str) -> bool:
-        """Whether ``text`` meets instruction ``judge_id``; an unknown id is a ``KeyError``."""
-        function, _ = self.judges[judge_id]
-        return function(args, text)
-
-
-HELDOUT = Suite(
-    "heldout", DATA, JUDGES, "bench.heldout_judge (written apart from the product's verifiers)"
-)
-
-
 def load(
-    path: Path = DATA, judges: Mapping[str, tuple[Judge, str]] = JUDGES
+    path: Path = DATA, judges: Mapping[str, tuple[Judge, str]] = HELDOUT.judges
 ) -> list[dict[str, Any]]:
     """The set's rows; each instruction's judge must be in ``judges`` and its span in the prompt."""
     rows: list[dict[str, Any]] = []
@@ -409,8 +390,14 @@ async def _serve_and_run(
 
 
 def main(argv: Sequence[str] | None = None, suite: Suite = HELDOUT) -> int:
-    """Serve, run ``suite`` (or its ``--data``) through both arms, print the report."""
+    """Serve, run ``suite`` (or the ``--set`` named, or its ``--data``) through both arms, print the report."""
     parser = argparse.ArgumentParser(description=f"Held-out end-to-end benchmark: {suite.name}")
+    parser.add_argument(
+        "--set",
+        choices=sets.names(),
+        default=None,
+        help=f"the held-out set of bench/data/heldout_sets.json (default: {suite.name})",
+    )
     parser.add_argument(
         "--quick", action="store_true", help="every third prompt (16 at most), 96 tokens"
     )
@@ -419,7 +406,7 @@ def main(argv: Sequence[str] | None = None, suite: Suite = HELDOUT) -> int:
         "--max-new-tokens", type=int, default=None, help="override the token budget"
     )
     parser.add_argument(
-        "--data", type=Path, default=suite.data, help=f"the set (default: {suite.data.name})"
+        "--data", type=Path, default=None, help="the set's data file (default: the set's own)"
     )
     parser.add_argument(
         "--port", type=int, default=None, help="loopback port (default: a free one)"
@@ -439,6 +426,10 @@ def main(argv: Sequence[str] | None = None, suite: Suite = HELDOUT) -> int:
         help="no server or model: extract each prompt in-process and report the extraction counts and misread",
     )
     args = parser.parse_args(argv)
+    if args.set is not None:
+        suite = sets.suite(args.set)
+    if args.data is None:
+        args.data = suite.data
     if args.extraction_only:
         loaded = load(args.data, suite.judges)
         rows = loaded[: args.limit] if args.limit is not None else loaded

@@ -1,55 +1,25 @@
-"""Fourth held-out end-to-end benchmark: instruction types and wordings the product has not been shown, through the public API.
+"""The fourth held-out set through the public API: ``python -m bench.heldout --set heldout4``.
 
-``python -m bench.heldout4 [--quick] [--limit N] [--max-new-tokens N] [--port N] [--progress PATH] [--concurrency N]``
+``python -m bench.heldout4 [--quick] [--limit N] [--max-new-tokens N] [--port N] [--progress PATH] [--concurrency N] [--extraction-only]``
 
-``bench/data/heldout4.jsonl`` (60 prompts, 83 instructions, 20 prompts
-Chinese or mixed Chinese/English) was written on 2026-12-02, after the first
-three held-out sets had been measured and tuned against, by someone who read
-neither the product's extraction nor its controllers nor its verifiers, and
-it was committed before the product first ran on it. Its tasks are everyday
-ones away from the earlier sets' compliance domain (cooking, travel, pets,
-gardening, sport, school, weather, small adverts and notes), each with one
-to three form instructions; every prompt was checked against a hand-written
-answer (under 130 tokens of the bundled model's tokenizer, kept out of the
-repository) that meets all its instructions, so none asks for more than a
-160-token answer can give. About half the instructions are of types IFEval
-has no family for (shares of stop words and distinct words, kinds of
-conjunctions, pronouns, palindromes, alphabet-chained words, sentences
-chained last word to first word, a word at a position in a sentence,
-growing sentence lengths, emoji per sentence, punctuation allowed or
-required, custom separators, templates, title case, CSV, nested brackets,
-one word per line, a request repeated with a change); the other half are of
-familiar types in wordings neither IFEval nor the earlier sets use. The
-judges' table (``bench.heldout4_judge.JUDGES``) names each type; which prompt
-carries which is in the data file alone, which those tuning the product do
-not open.
-
-Each row's shape, the two arms (``steering`` true and false, 160 tokens;
-``--quick``: 16 prompts, 96 tokens), the extraction statuses and the report
-are those of ``bench.heldout``, whose harness runs this set through its
-``Suite``; the judges are ``bench.heldout4_judge``. The last stdout line is
-one JSON object; ``per_judge[id].steered_failed`` splits the steered misses
-into recognised-but-failed, unrecognised and missed.
+Kept so the command of earlier reports still runs. The harness, the two arms
+and the report are ``bench.heldout``'s; the set (``bench/data/heldout4.jsonl``,
+who wrote it, when and how: ``bench/data/README.md``) and its judges are
+described in ``bench/data/heldout_sets.json`` and judged by ``bench.heldout_judge``.
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from bench import heldout
-from bench.heldout4_judge import JUDGES
+from bench.heldout_judge import sets
 
 __all__ = ["DATA", "SUITE", "main"]
 
-DATA = Path(__file__).resolve().parent / "data" / "heldout4.jsonl"
-SUITE = heldout.Suite(
-    "heldout4",
-    DATA,
-    JUDGES,
-    "bench.heldout4_judge (written apart from the product's extraction, controllers and verifiers)",
-)
+SUITE = sets.suite("heldout4")
+DATA = SUITE.data
 
 
 def main(argv: Sequence[str] | None = None) -> int:

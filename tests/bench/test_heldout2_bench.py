@@ -5,11 +5,15 @@ from __future__ import annotations
 import pytest
 
 from bench.heldout import HELDOUT, load, select
-from bench.heldout2 import DATA, SUITE
-from bench.heldout2_judge import JUDGES, judge, list_items, paragraphs
+from bench.heldout_judge import sets
+from bench.heldout_judge.readings import list_items, paragraphs
 from tests.bench.judge_cases import Case, check_case, check_table
 
 PARENS = [["(", ")"], ["（", "）"]]
+SUITE = sets.suite("heldout2")
+DATA = SUITE.data
+JUDGES = SUITE.judges
+judge = SUITE.grade
 
 #: judge id -> (args, an answer that meets it, one that does not).
 CASES: dict[str, Case] = {

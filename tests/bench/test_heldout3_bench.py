@@ -6,14 +6,18 @@ import json
 
 import pytest
 
-from bench import heldout2
 from bench.heldout import DATA as FIRST_DATA
 from bench.heldout import HELDOUT, load, select
-from bench.heldout3 import DATA, SUITE
-from bench.heldout3_judge import JUDGES, judge, lines
+from bench.heldout_judge import sets
+from bench.heldout_judge.readings import lines
 from tests.bench.judge_cases import Case, check_case, check_table
 
 DQ = [['"', '"'], ["“", "”"]]
+SECOND = sets.suite("heldout2")
+SUITE = sets.suite("heldout3")
+DATA = SUITE.data
+JUDGES = SUITE.judges
+judge = SUITE.grade
 ISO = r"(?<!\d)\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])(?!\d)"
 
 #: judge id -> (args, an answer that meets it, one that does not).
@@ -241,7 +245,7 @@ def test_readings_added_by_this_set() -> None:
 
 def test_set_is_held_out_sized_and_consistent() -> None:
     rows = load(DATA, JUDGES)
-    assert SUITE.data == DATA and SUITE.name not in (HELDOUT.name, heldout2.SUITE.name)
+    assert SUITE.data == DATA and SUITE.name not in (HELDOUT.name, SECOND.name)
     assert len(rows) == 60
     assert 70 <= sum(len(r["instructions"]) for r in rows) <= 80
     assert len({r["key"] for r in rows}) == len(rows)
@@ -260,7 +264,7 @@ def test_set_is_held_out_sized_and_consistent() -> None:
 def test_no_prompt_is_taken_from_an_earlier_set() -> None:
     earlier = {
         json.loads(line)["prompt"]
-        for path in (FIRST_DATA, heldout2.DATA)
+        for path in (FIRST_DATA, SECOND.data)
         for line in path.read_text(encoding="utf-8").splitlines()
         if line.strip()
     }

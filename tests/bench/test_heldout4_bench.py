@@ -6,12 +6,17 @@ import json
 
 import pytest
 
-from bench import heldout2, heldout3
 from bench.heldout import DATA as FIRST_DATA
 from bench.heldout import HELDOUT, load, select
-from bench.heldout4 import DATA, SUITE
-from bench.heldout4_judge import CONJUNCTIONS, JUDGES, PRONOUNS, STOP_WORDS, emoji_sentences, judge
+from bench.heldout_judge import sets
+from bench.heldout_judge.readings import CONJUNCTIONS, PRONOUNS, STOP_WORDS, emoji_sentences
 from tests.bench.judge_cases import Case, check_case, check_table
+
+SECOND, THIRD = sets.suite("heldout2"), sets.suite("heldout3")
+SUITE = sets.suite("heldout4")
+DATA = SUITE.data
+JUDGES = SUITE.judges
+judge = SUITE.grade
 
 #: judge id -> (args, an answer that meets it, one that does not).
 CASES: dict[str, Case] = {
@@ -170,8 +175,8 @@ def test_set_is_held_out_sized_and_consistent() -> None:
     rows = load(DATA, JUDGES)
     assert SUITE.data == DATA and SUITE.name not in (
         HELDOUT.name,
-        heldout2.SUITE.name,
-        heldout3.SUITE.name,
+        SECOND.name,
+        THIRD.name,
     )
     assert len(rows) == 60
     assert 75 <= sum(len(r["instructions"]) for r in rows) <= 85
@@ -191,7 +196,7 @@ def test_set_is_held_out_sized_and_consistent() -> None:
 def test_no_prompt_is_taken_from_an_earlier_set() -> None:
     earlier = {
         json.loads(line)["prompt"]
-        for path in (FIRST_DATA, heldout2.DATA, heldout3.DATA)
+        for path in (FIRST_DATA, SECOND.data, THIRD.data)
         for line in path.read_text(encoding="utf-8").splitlines()
         if line.strip()
     }

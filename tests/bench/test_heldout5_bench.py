@@ -6,24 +6,19 @@ import json
 
 import pytest
 
-from bench import heldout2, heldout3, heldout4
 from bench.heldout import DATA as FIRST_DATA
 from bench.heldout import HELDOUT, load, select
-from bench.heldout2_judge import JUDGES as SECOND_SET_JUDGES
-from bench.heldout3_judge import JUDGES as THIRD_SET_JUDGES
-from bench.heldout4_judge import JUDGES as FOURTH_SET_JUDGES
-from bench.heldout5 import DATA, SUITE
-from bench.heldout5_judge import (
-    JUDGES,
-    NEW_FAMILIES,
-    judge,
-    paragraphs,
-    quote_depth,
-    sentence_kind,
-    split_sentences,
-)
-from bench.heldout_judge import JUDGES as FIRST_SET_JUDGES
+from bench.heldout_judge import sets
+from bench.heldout_judge.characters import quote_depth
+from bench.heldout_judge.readings import blocks, sentence_kind, split_sentences
 from tests.bench.judge_cases import Case, check_case, check_table
+
+SECOND, THIRD, FOURTH = (sets.suite(name) for name in ("heldout2", "heldout3", "heldout4"))
+SUITE = sets.suite("heldout5")
+DATA = SUITE.data
+JUDGES = SUITE.judges
+NEW_FAMILIES = SUITE.new_families
+judge = SUITE.grade
 
 Q, S, E = "questions", "statements", "exclamations"
 
@@ -202,7 +197,7 @@ def test_readings_added_by_this_set() -> None:
         "Next",
     ]
     assert [sentence_kind(s) for s in ("Why?”", "Wow!**", "Fine", "好吗？")] == [Q, E, S, Q]
-    assert paragraphs("One.\n  \nTwo.\n\n\n---") == ["One.", "Two."]
+    assert blocks("One.\n  \nTwo.\n\n\n---") == ["One.", "Two."]
     # Apostrophes are no quotation marks; Chinese corner and curly quotes nest; a pair left open fails.
     assert quote_depth("the dogs' bowls and don't \"x\"") == 1
     assert quote_depth("「小明说：『妈妈说“早点睡”。』」") == 3
@@ -227,10 +222,10 @@ def test_readings_added_by_this_set() -> None:
 
 def test_new_families_are_judged_by_no_earlier_set() -> None:
     earlier = (
-        set(FIRST_SET_JUDGES)
-        | set(SECOND_SET_JUDGES)
-        | set(THIRD_SET_JUDGES)
-        | set(FOURTH_SET_JUDGES)
+        set(HELDOUT.judges)
+        | set(SECOND.judges)
+        | set(THIRD.judges)
+        | set(FOURTH.judges)
     )
     assert NEW_FAMILIES <= set(JUDGES)
     assert not NEW_FAMILIES & earlier
@@ -241,9 +236,9 @@ def test_set_is_held_out_sized_and_consistent() -> None:
     rows = load(DATA, JUDGES)
     assert SUITE.data == DATA and SUITE.name not in (
         HELDOUT.name,
-        heldout2.SUITE.name,
-        heldout3.SUITE.name,
-        heldout4.SUITE.name,
+        SECOND.name,
+        THIRD.name,
+        FOURTH.name,
     )
     assert len(rows) == 60
     instructions = [i for r in rows for i in r["instructions"]]
@@ -265,7 +260,7 @@ def test_set_is_held_out_sized_and_consistent() -> None:
 def test_no_prompt_is_taken_from_an_earlier_set() -> None:
     earlier = {
         json.loads(line)["prompt"]
-        for path in (FIRST_DATA, heldout2.DATA, heldout3.DATA, heldout4.DATA)
+        for path in (FIRST_DATA, SECOND.data, THIRD.data, FOURTH.data)
         for line in path.read_text(encoding="utf-8").splitlines()
         if line.strip()
     }

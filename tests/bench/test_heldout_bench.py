@@ -6,12 +6,14 @@ from typing import Any
 
 import pytest
 
-from bench.heldout import DATA, extraction_status, load, run, select
-from bench.heldout_judge import JUDGES, emoji_count, judge, sentences, words
+from bench.heldout import DATA, HELDOUT, extraction_status, load, run, select
+from bench.heldout_judge.readings import emoji_count, sentences, words
 from tests.bench.judge_cases import Case, check_case, check_table
 
 PARENS = [["(", ")"], ["（", "）"]]
 QUOTES = [['"', '"'], ["“", "”"]]
+JUDGES = HELDOUT.judges
+judge = HELDOUT.grade
 
 #: judge id -> (args, an answer that meets it, one that does not).
 CASES: dict[str, Case] = {
