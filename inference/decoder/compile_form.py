@@ -41,7 +41,7 @@ guarantees it, and is reported ``controlled`` only then:
   (or the k-th) sentence / line / paragraph opening with a capital, a lowercase
   letter or a digit (``controllers.class_openings``);
   ``form_closing`` every sentence / line / paragraph (or the k-th line or paragraph)
-  ending with a text (``controllers.closings``); ``form_spans`` the counts
+  ending with a text (``controllers.closing_texts``); ``form_spans`` the counts
   of spans between delimiters of one to three marks, opened and closed in the
   model's prose (``controllers.spans``); ``form_sentence_mark`` every
   sentence ending with one mark (``controllers.sentence_marks``);
@@ -79,7 +79,7 @@ from itertools import combinations
 import msgspec
 
 from inference.decoder.controllers.class_openings import MASKED_CLASSES, ClassOpening
-from inference.decoder.controllers.closings import CLOSED_UNITS, Closing, piece_ends
+from inference.decoder.controllers.closing_texts import CLOSED_UNITS, Closing, piece_ends
 from inference.decoder.controllers.floors import (
     FLOOR_UNITS,
     INSERTED_ITEMS,
@@ -895,7 +895,7 @@ def _letter_opening(form: Count) -> bool:
 def form_closing(
     constraints: Sequence[Constraint], layout: Layout, controlled: set[str], *, inserts: bool, placed: bool
 ) -> Closing | None:
-    """The ``controllers.closings.Closing`` of every sentence, line or paragraph (``k = 0``), or the
+    """The ``controllers.closing_texts.Closing`` of every sentence, line or paragraph (``k = 0``), or the
     k-th line or paragraph, ending with a text (None: none, or not controllable here; the k-th
     sentence is ``form_sentence_end``'s).
 

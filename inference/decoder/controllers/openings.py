@@ -48,7 +48,7 @@ from typing import Any
 
 import torch
 
-from inference.decoder.controllers.closings import piece_ends
+from inference.decoder.controllers.closing_texts import piece_ends
 from inference.decoder.controllers.forcing import ForcedText, Writer
 from inference.decoder.controllers.layout import LayoutSegment
 from inference.decoder.controllers.protocol import (

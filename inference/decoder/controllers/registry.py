@@ -14,8 +14,7 @@ from inference.decoder.controllers.capitals import build_capitals
 from inference.decoder.controllers.charset import build_charset
 from inference.decoder.controllers.citing import build_citing
 from inference.decoder.controllers.class_openings import build_class_openings
-from inference.decoder.controllers.closing import build_sentence_close
-from inference.decoder.controllers.closings import build_closings
+from inference.decoder.controllers.closing_texts import build_closings
 from inference.decoder.controllers.floors import build_floors
 from inference.decoder.controllers.hashtags import build_hashtags
 from inference.decoder.controllers.initials import build_initials
@@ -29,6 +28,7 @@ from inference.decoder.controllers.piece_sentences import build_piece_sentences
 from inference.decoder.controllers.placeholders import build_placeholders
 from inference.decoder.controllers.placing import build_placing
 from inference.decoder.controllers.protocol import Builder
+from inference.decoder.controllers.sentence_close import build_sentence_close
 from inference.decoder.controllers.sentence_ends import build_sentence_ends
 from inference.decoder.controllers.sentence_marks import build_sentence_marks
 from inference.decoder.controllers.sentence_steps import build_sentence_steps
