@@ -22,7 +22,7 @@ guarantees it, and is reported ``controlled`` only then:
   the bullet layout of three items (numbered ``1.`` ... or with an indented
   sub-bullet).
 - ``form_*`` give the specs of the form's own controllers:
-  ``form_tally`` the ``controllers.tally.Tally`` of the upper bounds on
+  ``form_tally`` the ``controllers.count_maxima.Tally`` of the upper bounds on
   characters, letters, punctuation, digits, emoji, numbers, filtered and
   distinct words, in the whole answer or in each sentence / paragraph /
   line, of ratio maxima (at most a fraction of one such count's items are
@@ -32,9 +32,9 @@ guarantees it, and is reported ``controlled`` only then:
   may join any piece; distinct words: also the required keywords and the
   placed texts);
   ``form_floors`` the per-piece minima of words / characters / letters
-  (``controllers.floors``); ``form_minima`` the whole-answer minima of
+  (``controllers.count_piece_minima``); ``form_minima`` the whole-answer minima of
   characters and letters (kept) and of distinct words (assisted: the stop
-  is held) (``controllers.minima``); ``form_placement`` the k-th word
+  is held) (``controllers.count_minima``); ``form_placement`` the k-th word
   (``controllers.placing``); ``form_opening`` the k-th sentence or line,
   or every sentence / line / paragraph, opening with a text (``controllers.openings``;
   an emoji opening is the opening text ``✅``); ``form_class_opening`` every
@@ -80,7 +80,16 @@ import msgspec
 
 from inference.decoder.controllers.class_openings import MASKED_CLASSES, ClassOpening
 from inference.decoder.controllers.closing_texts import CLOSED_UNITS, Closing, piece_ends
-from inference.decoder.controllers.floors import (
+from inference.decoder.controllers.count_maxima import (
+    CAPPABLE_UNITS,
+    PIECE_UNITS,
+    Cap,
+    Share,
+    Tally,
+    most_per_piece,
+)
+from inference.decoder.controllers.count_minima import KEPT_UNITS, MOST_PER_TOKEN, Minimum, Minimums
+from inference.decoder.controllers.count_piece_minima import (
     FLOOR_UNITS,
     INSERTED_ITEMS,
     INSERTED_UNITS,
@@ -90,7 +99,6 @@ from inference.decoder.controllers.floors import (
 from inference.decoder.controllers.hashtags import HASHTAG_TOKENS, HashtagMinimum
 from inference.decoder.controllers.initials import Initial, Initials
 from inference.decoder.controllers.lines import LINE_TOKENS, LineCount
-from inference.decoder.controllers.minima import KEPT_UNITS, MOST_PER_TOKEN, Minimum, Minimums
 from inference.decoder.controllers.openings import EVERY_UNITS, OPENED_UNITS, Opening
 from inference.decoder.controllers.piece_sentences import PieceSentences
 from inference.decoder.controllers.placing import STRIPPED, Placement
@@ -98,14 +106,6 @@ from inference.decoder.controllers.sentence_ends import SentenceEnd
 from inference.decoder.controllers.sentence_marks import TERMINALS, SentenceMark
 from inference.decoder.controllers.shares import SentenceShare
 from inference.decoder.controllers.spans import SPAN_TOKENS, SpanCount
-from inference.decoder.controllers.tally import (
-    CAPPABLE_UNITS,
-    PIECE_UNITS,
-    Cap,
-    Share,
-    Tally,
-    most_per_piece,
-)
 from inference.decoder.controllers.template import Layout, Literal, build_layout
 from reasoning.constraints.form import units
 from reasoning.constraints.form.kinds import GENERIC_KINDS, form_of
@@ -716,7 +716,7 @@ def form_floors(
     max_new_tokens: int | None,
     inserts: bool,
 ) -> Floors | None:
-    """The ``controllers.floors.Floors`` of the per-piece minima (None: none controllable).
+    """The ``controllers.count_piece_minima.Floors`` of the per-piece minima (None: none controllable).
 
     Controlled: at least ``n`` words / characters / letters, or numbers / digits / emoji (an item
     inserted where the piece would end without it; not beside a cap that counts the item),
@@ -974,7 +974,7 @@ def form_minima(
     *,
     max_new_tokens: int | None,
 ) -> Minimums | None:
-    """The ``controllers.minima.Minimums`` of the whole-answer minima of characters, letters
+    """The ``controllers.count_minima.Minimums`` of the whole-answer minima of characters, letters
     (no filter: controlled) and distinct words (assisted), in a body that is not formal. A range
     (an exact count) is controlled when its cap is in ``tally`` too.
 

@@ -6,7 +6,7 @@ a capital letter", "begin each line with a lowercase letter", "each paragraph op
 the prompt) compiles to one ``ClassOpening``. The class is the verifier's
 (``form.classes.in_class``: the piece's first letter or digit is of that case, or a digit), and
 so are the pieces (``units.pieces``). A row's part of the state is where its current piece
-starts (``tally.piece_start``) and how many pieces come before it.
+starts (``count_maxima.piece_start``) and how many pieces come before it.
 
 - while the next letter or digit written will be the first of a piece the rule applies to,
   only tokens whose first letter or digit is of the class are allowed, with nothing before it
@@ -33,6 +33,7 @@ from typing import Any
 
 import torch
 
+from inference.decoder.controllers.count_maxima import piece_start
 from inference.decoder.controllers.layout import LayoutSegment
 from inference.decoder.controllers.openings import closed_pieces, opens_piece
 from inference.decoder.controllers.protocol import (
@@ -46,7 +47,6 @@ from inference.decoder.controllers.protocol import (
     SteerState,
     spec_of,
 )
-from inference.decoder.controllers.tally import piece_start
 from reasoning.constraints.form import units
 from reasoning.constraints.form.classes import CHARACTER_CLASSES, in_class
 from reasoning.constraints.form.model import Count, Filter, Form, Position, Unit, WordClass

@@ -6,7 +6,7 @@ to one ``Closing``. Pieces and the comparison are the verifier's
 (``units.pieces``, ``verify.matches``: a one-word text is the piece's last
 word without its punctuation, "... indeed." closes with "indeed"; a longer
 one a suffix, "... That is all."). A row's part of the state is where its
-current piece starts (``tally.piece_start``), how many pieces come before
+current piece starts (``count_maxima.piece_start``), how many pieces come before
 it, and the tokens of the text still to force. Where the rule applies (every
 piece, or the k-th):
 
@@ -46,6 +46,7 @@ from typing import Any
 
 import torch
 
+from inference.decoder.controllers.count_maxima import piece_start
 from inference.decoder.controllers.counts import good_last_word
 from inference.decoder.controllers.forcing import ForcedText, Writer
 from inference.decoder.controllers.layout import LayoutSegment
@@ -62,7 +63,6 @@ from inference.decoder.controllers.protocol import (
     spec_of,
 )
 from inference.decoder.controllers.sentence_marks import TERMINALS
-from inference.decoder.controllers.tally import piece_start
 from reasoning.constraints.form import units
 from reasoning.constraints.form.model import Position, Unit
 from reasoning.constraints.form.verify import check, matches

@@ -4,7 +4,7 @@ A generic ``count(hashtags)`` constraint with a lower bound compiles to one
 ``HashtagMinimum``. Hashtags are the verifier's (``reasoning.constraints.form.units``:
 ``#`` after whitespace or a mark, then word characters); a hashtag never
 crosses whitespace, so a row's count grows by what each token adds to the
-text after the last whitespace (``tally.added``), never by re-reading the
+text after the last whitespace (``count_maxima.added``), never by re-reading the
 answer. (A maximum is a cap of the tally.)
 
 - owed hashtags are paced over the token budget, the k-th of N once
@@ -29,6 +29,7 @@ from typing import Any
 
 import torch
 
+from inference.decoder.controllers.count_maxima import added
 from inference.decoder.controllers.forcing import ForcedText, Writer, write_mark_at_word_end
 from inference.decoder.controllers.layout import LayoutSegment
 from inference.decoder.controllers.pacing import next_due, tokens_left
@@ -43,7 +44,6 @@ from inference.decoder.controllers.protocol import (
     SteerState,
     spec_of,
 )
-from inference.decoder.controllers.tally import added
 from reasoning.constraints.form import units
 from reasoning.constraints.form.model import Measure, Unit
 

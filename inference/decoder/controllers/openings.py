@@ -4,7 +4,7 @@ or every piece does ("every sentence begins with 'Note'", ``k = 0``).
 Pieces and the comparison are the verifier's (``units.pieces``; a one-word
 text is compared with the piece's first word cut at ``.,?!'"``, a longer one
 as a prefix, ignoring case: ``reasoning.constraints.form.verify``). A row's
-part of the state is where its current piece starts (``tally.piece_start``,
+part of the state is where its current piece starts (``count_maxima.piece_start``,
 a settled boundary), how many pieces come before it, the tokens of the text
 still to force and whether the text is written.
 
@@ -49,6 +49,7 @@ from typing import Any
 import torch
 
 from inference.decoder.controllers.closing_texts import piece_ends
+from inference.decoder.controllers.count_maxima import piece_start
 from inference.decoder.controllers.forcing import ForcedText, Writer
 from inference.decoder.controllers.layout import LayoutSegment
 from inference.decoder.controllers.protocol import (
@@ -62,7 +63,6 @@ from inference.decoder.controllers.protocol import (
     SteerState,
     spec_of,
 )
-from inference.decoder.controllers.tally import piece_start
 from inference.decoder.vocab import VocabTables
 from reasoning.constraints.form import units
 from reasoning.constraints.form.model import Position, Unit

@@ -9,20 +9,21 @@ module doc says why it matters): adding a family is a new module with a
 
 from __future__ import annotations
 
-from inference.decoder.controllers.bounds import build_bounds, build_word_pace
 from inference.decoder.controllers.capitals import build_capitals
 from inference.decoder.controllers.charset import build_charset
 from inference.decoder.controllers.citing import build_citing
 from inference.decoder.controllers.class_openings import build_class_openings
 from inference.decoder.controllers.closing_texts import build_closings
-from inference.decoder.controllers.floors import build_floors
+from inference.decoder.controllers.count_limits import build_bounds, build_word_pace
+from inference.decoder.controllers.count_maxima import build_tally
+from inference.decoder.controllers.count_minima import build_minima
+from inference.decoder.controllers.count_piece_minima import build_floors
 from inference.decoder.controllers.hashtags import build_hashtags
 from inference.decoder.controllers.initials import build_initials
 from inference.decoder.controllers.keywords import build_keywords
 from inference.decoder.controllers.landing import build_landing
 from inference.decoder.controllers.lexical import build_forbidden
 from inference.decoder.controllers.lines import build_lines
-from inference.decoder.controllers.minima import build_minima
 from inference.decoder.controllers.openings import build_openings
 from inference.decoder.controllers.piece_sentences import build_piece_sentences
 from inference.decoder.controllers.placeholders import build_placeholders
@@ -36,7 +37,6 @@ from inference.decoder.controllers.sentence_types import build_sentence_types
 from inference.decoder.controllers.shares import build_shares
 from inference.decoder.controllers.spans import build_spans
 from inference.decoder.controllers.stating import build_stating
-from inference.decoder.controllers.tally import build_tally
 from inference.decoder.controllers.verb_opening import build_verb_openings
 
 __all__ = ["CONTROLLERS"]

@@ -5,7 +5,7 @@ sentence-ending mark and whose whole is every sentence, with a lower bound
 (``count(sentences, ends_with="?") / count(sentences) >= f``), compiles to one
 ``SentenceShare``. Sentences are the verifier's
 (``reasoning.constraints.textstats.split_sentences``); a row's part of the
-state is where its current sentence starts (``tally.piece_start``, a settled
+state is where its current sentence starts (``count_maxima.piece_start``, a settled
 boundary) and how many complete sentences before it there are, and how many
 of them end with the mark, kept as the text grows. The controller keeps:
 
@@ -40,6 +40,7 @@ from typing import Any
 
 import torch
 
+from inference.decoder.controllers.count_maxima import piece_start
 from inference.decoder.controllers.layout import LayoutSegment
 from inference.decoder.controllers.protocol import (
     HOLD_ALL,
@@ -53,7 +54,6 @@ from inference.decoder.controllers.protocol import (
     spec_of,
 )
 from inference.decoder.controllers.sentence_marks import CLOSERS, TERMINALS
-from inference.decoder.controllers.tally import piece_start
 from reasoning.constraints.form import units
 from reasoning.constraints.form.model import Count, Filter, Measure, Unit
 from reasoning.constraints.model import Relation

@@ -5,7 +5,7 @@ A generic ``count`` constraint with a lower bound and ``per`` compiles to one
 ``Floor``. Pieces and counts are the form's own (``units.pieces``,
 ``units.count``), so the controller and the verifier cannot disagree on
 where a piece ends or what it holds. A row's part of the state is, per
-floor, where its current piece starts (``tally.piece_start``: the boundary
+floor, where its current piece starts (``count_maxima.piece_start``: the boundary
 before it is settled, appending never moves it).
 
 How each minimum is kept:
@@ -53,6 +53,7 @@ from typing import Any
 import torch
 
 from inference.decoder.controllers.closing_texts import piece_ends
+from inference.decoder.controllers.count_maxima import piece_start
 from inference.decoder.controllers.forcing import ForcedText, Writer
 from inference.decoder.controllers.layout import LayoutSegment
 from inference.decoder.controllers.openings import opens_piece
@@ -66,7 +67,6 @@ from inference.decoder.controllers.protocol import (
     SteerState,
     spec_of,
 )
-from inference.decoder.controllers.tally import piece_start
 from reasoning.constraints.form import units
 from reasoning.constraints.form.model import Measure, Unit
 

@@ -4,7 +4,7 @@ characters, letters, distinct words.
 A generic ``count`` constraint with a lower bound on characters or letters
 (no filter), or on distinct words, compiles to one ``Minimum``. Counts are
 the form's own (``units.count``; characters and letters add up over tokens,
-``tally.item_vector``), so the controller and the verifier agree.
+``count_maxima.item_vector``), so the controller and the verifier agree.
 
 - the model's stop is held back while a minimum is unmet (as ``Bounds``
   holds a word minimum);
@@ -31,6 +31,7 @@ from typing import Any
 
 import torch
 
+from inference.decoder.controllers.count_maxima import added, item_vector
 from inference.decoder.controllers.layout import LayoutSegment
 from inference.decoder.controllers.pacing import tokens_left
 from inference.decoder.controllers.protocol import (
@@ -43,7 +44,6 @@ from inference.decoder.controllers.protocol import (
     SteerState,
     spec_of,
 )
-from inference.decoder.controllers.tally import added, item_vector
 from reasoning.constraints.form import units
 from reasoning.constraints.form.model import Measure, Unit
 
