@@ -6,7 +6,9 @@ Layout (through the model's own chat template):
   ``restate``, in the response language), and, when there is evidence, how
   to cite it;
 - user: the request, then -- per branch -- the evidence facts of that view,
-  numbered for citation (``[E1] ...``) with their dates;
+  numbered for citation (``[E1] ...``) with their dates: first, in a block
+  of their own, the facts every evidence branch shows (the deciding rules'
+  facts), then the view's own facts;
 - the template's generation prompt.
 
 Everything before the evidence block is identical across branches, so it is
@@ -15,6 +17,13 @@ a shared prefix whose KV is computed once (and cached across requests by
 common token prefix of all branch prompts and of the evidence-free prompt --
 so a BPE merge across the boundary can never make the "prefix" differ from
 the start of a branch's real tokenisation. Every suffix is non-empty.
+
+The evidence branches' suffixes in turn begin alike (the block of shared
+facts): ``PromptPlan.shared`` says per branch how many leading suffix tokens
+it shares with the other branches of its group, so the decoder prefills that
+part once and forks its KV into each branch (``inference.decoder.batch``).
+Its split is found on token ids the same way. A request with one evidence
+branch renders as before: no fact is shown by "every other" branch.
 """
 
 from __future__ import annotations
@@ -33,6 +42,7 @@ __all__ = [
     "PromptPlan",
     "common_prefix_length",
     "evidence_block",
+    "evidence_shared",
     "instruction_sentences",
     "messages_for",
     "plan_prompt",
@@ -64,6 +74,10 @@ class PromptPlan(msgspec.Struct, frozen=True, kw_only=True):
     facts: tuple[tuple[EvidenceFact, ...], ...]
     texts: tuple[str, ...]
     language: str = "en"
+    #: Per branch, the leading tokens of its suffix that the other branches of its group begin
+    #: with too (equal leading tokens form a group): prefilled once per group. 0 for a branch in
+    #: no group; empty when no branch shares any.
+    shared: tuple[int, ...] = ()
     #: What the model is told to do: the system message and the request's sentences that hold a constraint
     #: (an answer must not copy them; the facts a request states may be restated).
     instructions: str = ""
@@ -105,13 +119,30 @@ def instruction_sentences(request: str, constraints: Sequence[Constraint]) -> li
     return [found[k] for k in sorted(found) if found[k]]
 
 
+def _fact_line(fact: EvidenceFact) -> str:
+    dated = fact.effective or fact.modified
+    return f"[{fact.id}] {fact.text}" + (f" ({dated})" if dated else "")
+
+
 def evidence_block(subgraph: EvidenceSubgraph, language: str) -> str:
     """The facts of one view, one per line, each with its id and its date when known."""
     lines = [f"{_EVIDENCE[_lang(language)]} ({subgraph.view}):"]
-    for fact in subgraph.facts:
-        dated = fact.effective or fact.modified
-        lines.append(f"[{fact.id}] {fact.text}" + (f" ({dated})" if dated else ""))
+    lines += [_fact_line(fact) for fact in subgraph.facts]
     return "\n".join(lines)
+
+
+def evidence_shared(subgraphs: Sequence[EvidenceSubgraph]) -> tuple[EvidenceFact, ...]:
+    """The facts every view with evidence shows (the same id, text and date: the same line),
+    in the first such view's order.
+
+    Empty unless at least two views show evidence: one view has nothing to share.
+    """
+    shown = [g for g in subgraphs if g.facts]
+    if len(shown) < 2:
+        return ()
+    others = [{_fact_line(f) for f in g.facts} for g in shown[1:]]
+    first = {_fact_line(f): f for f in shown[0].facts}
+    return tuple(f for line, f in first.items() if all(line in lines for lines in others))
 
 
 def messages_for(
@@ -121,15 +152,24 @@ def messages_for(
     language: str,
     with_evidence: bool,
     notes: Sequence[str] = (),
+    shared: Sequence[EvidenceFact] = (),
 ) -> list[dict[str, str]]:
     """Chat messages of one branch (``subgraph`` None: the evidence-free prompt).
 
     ``notes`` are branch-only lines after the evidence (the premises this
-    branch was given), so the shared prefix never holds them.
+    branch was given), so the shared prefix never holds them. ``shared`` are
+    facts of ``subgraph`` shown first, under a header naming no view (the
+    facts every branch shows, ``evidence_shared``); the view's block holds the rest.
     """
     blocks = [request]
     if subgraph is not None and subgraph.facts:
-        blocks.append(evidence_block(subgraph, language))
+        lines = {_fact_line(f) for f in shared}
+        if lines:
+            header = _EVIDENCE[_lang(language)] + ":"
+            blocks.append("\n".join([header, *(_fact_line(f) for f in shared)]))
+        own = tuple(f for f in subgraph.facts if _fact_line(f) not in lines)
+        if own:
+            blocks.append(evidence_block(msgspec.structs.replace(subgraph, facts=own), language))
     if notes:
         blocks.append("\n".join(notes))
     return [
@@ -165,25 +205,31 @@ def plan_prompt(
     *,
     language: str = "en",
     notes: Sequence[Sequence[str]] | None = None,
+    share_evidence: bool = True,
 ) -> PromptPlan:
     """Render every branch (one per evidence view; one branch when there is none) and split it.
 
     Guarantees: ``plan.prefix_ids + plan.suffixes[b]`` is exactly the chat
     template's tokenisation of branch ``b``; every suffix is non-empty and
-    holds at least the template's generation prompt.
+    holds at least the template's generation prompt; branches with the same
+    non-zero ``plan.shared[b]`` begin their suffixes with the same that many
+    tokens, and each keeps more than the generation prompt after them.
+    ``share_evidence`` False shows every view's facts in its own order in
+    one block (``plan.shared`` empty): the reference layout.
     """
     with_evidence = any(g.facts for g in subgraphs)
     base = messages_for(request, constraints, None, language, with_evidence)
     branch_notes = list(notes) if notes is not None else [()] * max(len(subgraphs), 1)
     if len(branch_notes) != max(len(subgraphs), 1):
         raise InvalidInput("plan_prompt needs one notes entry per branch")
+    common = evidence_shared(subgraphs) if share_evidence else ()
     branches: list[tuple[str, float, tuple[EvidenceFact, ...], list[dict[str, str]]]] = (
         [
             (
                 g.view,
                 g.relevance,
                 g.facts,
-                messages_for(request, constraints, g, language, with_evidence, n),
+                messages_for(request, constraints, g, language, with_evidence, n, common),
             )
             for g, n in zip(subgraphs, branch_notes)
         ]
@@ -204,6 +250,8 @@ def plan_prompt(
     shared = common_prefix_length([*full, base_open])
     shared = min(shared, min(len(ids) for ids in full) - header)
     shared = max(0, shared)
+    group = [b for b, (_, _, facts, _) in enumerate(branches) if facts and common]
+    within = _group_lengths([ids[shared:] for ids in full], group, header)
     texts = tuple(
         tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
         for _, _, _, msgs in branches
@@ -216,5 +264,18 @@ def plan_prompt(
         facts=tuple(facts for _, _, facts, _ in branches),
         texts=texts,
         language=_lang(language),
+        shared=within,
         instructions="\n\n".join([base[0]["content"], *instruction_sentences(request, constraints)]),
     )
+
+
+def _group_lengths(suffixes: Sequence[Sequence[int]], group: Sequence[int], header: int) -> tuple[int, ...]:
+    """``PromptPlan.shared``: the common token prefix of ``group``'s suffixes for each of its
+    branches (each keeps at least ``header`` tokens past it), 0 elsewhere; () when it is 0."""
+    if len(group) < 2:
+        return ()
+    members = [suffixes[b] for b in group]
+    length = min(common_prefix_length(members), min(len(s) for s in members) - header)
+    if length <= 0:
+        return ()
+    return tuple(length if b in group else 0 for b in range(len(suffixes)))

@@ -85,40 +85,72 @@ def prefill_branches(
     slack: int = 0,
     pad_id: int = 0,
     request_ids: Sequence[str] | None = None,
+    shared: Sequence[int] = (),
 ) -> tuple[BatchState, torch.Tensor]:
     """Prefill every branch suffix on the shared prefix in one forward; expand to ``width`` beams.
 
     Returns the batch (rows ``b * width .. b * width + width - 1`` belong to
     branch ``b``) and the next-token logits of each branch ``[B, V]``.
     Suffixes are right-padded to the longest; the pad columns stay masked.
+
+    ``shared[b]`` (when given) is how many leading tokens of suffix ``b`` it
+    shares with the branches whose suffixes begin with the same tokens (a
+    group: ``prompting.PromptPlan.shared``). Each group's part is prefilled
+    once, in one forward for all groups, and its keys and values are copied
+    into its branches' rows before the rest of every suffix is prefilled:
+    the same keys, values and logits as prefilling each suffix whole, for
+    one group part's tokens instead of one per branch. A row then holds
+    ``prefix | its group's part | masked columns up to the longest part |
+    the rest of its suffix``; its positions are its own logical ones
+    (``prompt_last_column`` is the physical column of its last token, and
+    ``branch_kv`` its prompt's keys and values without the gap).
     """
     if not suffixes or any(len(s) == 0 for s in suffixes):
         raise InvalidInput("every branch needs a non-empty prompt suffix")
+    cut = [int(shared[b]) if shared else 0 for b in range(len(suffixes))]
+    if len(cut) != len(suffixes) or any(not 0 <= c < len(s) for c, s in zip(cut, suffixes)):
+        raise InvalidInput("a branch's shared part must be shorter than its suffix")
     dev = runner.device
     n_branch = len(suffixes)
-    s_max = max(len(s) for s in suffixes)
-    used = prefix_len + s_max
+    parts = list(dict.fromkeys(tuple(s[:c]) for s, c in zip(suffixes, cut) if c))
+    part_of = [parts.index(tuple(s[:c])) if c else -1 for s, c in zip(suffixes, cut)]
+    g_max = max((len(p) for p in parts), default=0)
+    rests = [s[c:] for s, c in zip(suffixes, cut)]
+    r_max = max(len(r) for r in rests)
+    start = prefix_len + g_max  # the physical column of every suffix rest's first token
+    used = start + r_max
     capacity = used + max_new_tokens + slack
     work = runner.new_cache(n_branch, used)
-    for layer, (keys, values) in zip(work.slab_layers, prefix_kv):
-        for b in range(n_branch):
-            layer.load_row(b, keys, values)
-    work.set_length(prefix_len)
-    ids = torch.full((n_branch, s_max), pad_id, dtype=torch.long, device=dev)  # [B, S]
+    if parts:
+        group_kv = _prefill_parts(runner, prefix_len, prefix_kv, parts, pad_id)
+        for i, (layer, (g_keys, g_values)) in enumerate(zip(work.slab_layers, group_kv)):
+            for b, g in enumerate(part_of):
+                if g >= 0:
+                    layer.load_row(b, g_keys[g : g + 1], g_values[g : g + 1])
+                elif prefix_kv:
+                    layer.load_row(b, *prefix_kv[i])
+    else:
+        for layer, (keys, values) in zip(work.slab_layers, prefix_kv):
+            for b in range(n_branch):
+                layer.load_row(b, keys, values)
+    work.set_length(start)
+    ids = torch.full((n_branch, r_max), pad_id, dtype=torch.long, device=dev)  # [B, S]
     mask = torch.zeros((n_branch, capacity), dtype=torch.bool, device=dev)  # [B, C]
     mask[:, :prefix_len] = True
-    for b, suffix in enumerate(suffixes):
-        ids[b, : len(suffix)] = torch.tensor(list(suffix), dtype=torch.long)
-        mask[b, prefix_len : prefix_len + len(suffix)] = True
-    pos = (prefix_len + torch.arange(s_max, device=dev)).unsqueeze(0).expand(n_branch, -1)  # [B, S]
-    # Suffixes of one length end on the last column: only its logits are computed (the LM
+    for b, rest in enumerate(rests):
+        ids[b, : len(rest)] = torch.tensor(list(rest), dtype=torch.long)
+        mask[b, prefix_len : prefix_len + cut[b]] = True
+        mask[b, start : start + len(rest)] = True
+    offsets = torch.tensor([prefix_len + c for c in cut], dtype=torch.long, device=dev)
+    pos = offsets.unsqueeze(1) + torch.arange(r_max, device=dev).unsqueeze(0)  # [B, S]
+    # Rests of one length end on the last column: only its logits are computed (the LM
     # head over every suffix position is most of a short prefill's cost in low precision).
-    uniform = len({len(s) for s in suffixes}) == 1
+    uniform = len({len(r) for r in rests}) == 1
     logits = runner.forward(ids, pos, mask[:, :used], work, purpose="prefill", last_only=uniform)
     if uniform:
         next_logits = logits[:, -1]  # [B, V]
     else:
-        last = torch.tensor([len(s) - 1 for s in suffixes], device=dev)
+        last = torch.tensor([len(r) - 1 for r in rests], device=dev)
         next_logits = logits[torch.arange(n_branch, device=dev), last]  # [B, V]
     cache = runner.new_cache(n_branch * width, capacity)
     for big, small in zip(cache.slab_layers, work.slab_layers):
@@ -145,16 +177,52 @@ def prefill_branches(
         request_of_row=tuple(request_ids[r // width] if request_ids else "" for r in range(rows)),
         prompt_lengths=lengths,
         prompt_last_token=tuple(int(s[-1]) for s in suffixes),
-        prompt_last_column=tuple(prefix_len + len(s) - 1 for s in suffixes),
+        prompt_last_column=tuple(start + len(r) - 1 for r in rests),
         width=width,
-        branch_kv=tuple(
-            tuple(
-                (k[b : b + 1, :, : lengths[b]], v[b : b + 1, :, : lengths[b]])
-                for k, v in (la.used() for la in work.slab_layers)
-            )
-            for b in range(n_branch)
-        ),
+        branch_kv=tuple(_prompt_kv(work, mask[b, :used], b, lengths[b]) for b in range(n_branch)),
         first_logits=next_logits,
         shared_columns=used,
     )
     return state, next_logits
+
+
+def _prefill_parts(
+    runner: ModelRunner,
+    prefix_len: int,
+    prefix_kv: PrefixKV,
+    parts: Sequence[Sequence[int]],
+    pad_id: int,
+) -> PrefixKV:
+    """Each group's shared part prefilled on the prefix, one row per group, in one forward:
+    per layer keys and values ``[G, H, prefix_len + longest part, D]`` (a shorter part's
+    trailing columns hold padding no row of its group will attend to)."""
+    dev = runner.device
+    longest = max(len(p) for p in parts)
+    used = prefix_len + longest
+    cache = runner.new_cache(len(parts), used)
+    for layer, (keys, values) in zip(cache.slab_layers, prefix_kv):
+        for g in range(len(parts)):
+            layer.load_row(g, keys, values)
+    cache.set_length(prefix_len)
+    ids = torch.full((len(parts), longest), pad_id, dtype=torch.long, device=dev)  # [G, S]
+    mask = torch.zeros((len(parts), used), dtype=torch.bool, device=dev)  # [G, C]
+    mask[:, :prefix_len] = True
+    for g, part in enumerate(parts):
+        ids[g, : len(part)] = torch.tensor(list(part), dtype=torch.long)
+        mask[g, prefix_len : prefix_len + len(part)] = True
+    pos = (prefix_len + torch.arange(longest, device=dev)).unsqueeze(0).expand(len(parts), -1)
+    runner.forward(ids, pos, mask, cache, purpose="prefill", last_only=True)
+    return tuple(layer.used() for layer in cache.slab_layers)
+
+
+def _prompt_kv(work: SlabCache, row_mask: torch.Tensor, row: int, length: int) -> PrefixKV:
+    """Row ``row``'s prompt keys and values ``[1, H, length, D]`` per layer: its unmasked
+    columns (a view when they are its first ``length``, else gathered past its gap)."""
+    layers = [layer.used() for layer in work.slab_layers]
+    if bool(row_mask[:length].all()):
+        return tuple((k[row : row + 1, :, :length], v[row : row + 1, :, :length]) for k, v in layers)
+    columns = row_mask.nonzero().squeeze(1)
+    return tuple(
+        (k[row : row + 1].index_select(2, columns), v[row : row + 1].index_select(2, columns))
+        for k, v in layers
+    )

@@ -1,8 +1,9 @@
 """``decode``: the steered decode of one request, from a prompt plan to a ``DecodeResult``.
 
 Stages, in order: the shared prefix is prefilled once (or taken from the
-tenant's prefix cache), the branch suffixes are prefilled together in one
-ragged batch, the beam search runs all branches in one batched forward per
+tenant's prefix cache), the evidence the branches share once more
+(``PromptPlan.shared``), the branch suffixes together in one ragged batch,
+the beam search runs all branches in one batched forward per
 step with pruning at step boundaries, then each branch's best hypothesis is
 cut into ``Step``s with confidence and hints, and the branches are aggregated.
 
@@ -242,6 +243,7 @@ def decode(
                 max_new_tokens=options.max_new_tokens,
                 slack=options.repair_slack,
                 pad_id=pad_id,
+                shared=plan.shared,
             )
             prefill_s = time.perf_counter() - t0
             stats = SearchStats()

@@ -67,6 +67,10 @@ class DecodeOptions(msgspec.Struct, frozen=True, kw_only=True):
     benchmarks' comparisons. ``forced_runs`` False feeds a run of tokens the
     steering forces one forward per token instead of in one pass
     (``forced_runs.py``; the same tokens either way): the reference path.
+    ``shared_evidence`` False renders each branch's evidence in its view's
+    order, with no block of the facts every branch shows, so each branch
+    prefills all its evidence itself (``inference.prompting``): the
+    reference layout (the same facts, in another order).
 
     Raises:
         InvalidInput: a value out of its range (the message names the field).
@@ -89,6 +93,7 @@ class DecodeOptions(msgspec.Struct, frozen=True, kw_only=True):
     max_variants: int = 3
     packed_forward: bool = True
     forced_runs: bool = True
+    shared_evidence: bool = True
 
     def __post_init__(self) -> None:
         BEAMS.check(self.width, "width")
