@@ -629,7 +629,7 @@ class PipelineAnswers:
         facts = result.branch_specs[b].facts if b is not None and b < len(result.branch_specs) else ()
         statement = plan.statement
         stated = (
-            (statement.text, *getattr(statement, "grounds", ())) if statement is not None else ()
+            (statement.text, *statement.ground_texts) if statement is not None else ()
         )
         return Decoded(
             text=result.answer,

@@ -16,6 +16,7 @@ rules are parsed once per version, never per request.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import re
 import threading
 import weakref
@@ -185,7 +186,9 @@ def statement_of(
     ``shown`` are the evidence ids every branch's prompt shows; each deciding
     rule is cited by its first id among them (a rule whose facts a citation
     time window cut is not cited). ``facts`` are the evidence facts; the
-    grounds cite those of them whose ids are ``shown``.
+    grounds cite those of them whose ids are ``shown``. The grounds that come
+    first with a brief form (the leads: a firing fact of each rule) give
+    ``Statement.briefs``.
     """
     engine = decision_engine(index)
     zh = lang == "zh"
@@ -198,12 +201,14 @@ def statement_of(
         cites = "".join(f"[{i}]" for i in ids) if zh else " " + " ".join(f"[{i}]" for i in ids)
         body = _END.sub("", sentence)
         sentence = body + cites + ("。" if zh else ".")
-    grounds = engine.grounds(decision, [f for f in {f.id: f for f in facts}.values() if f.id in visible])
+    grounds = [g for g in engine.grounds(decision, [f for f in {f.id: f for f in facts}.values() if f.id in visible])
+               if g.text(lang)]
     return Statement(
         text=sentence,
         contradicts=lambda text: engine.check_claim(text, decision).contradicts,
         sources=decision.rule_ids(),
-        grounds=tuple(t for g in grounds if (t := g.text(lang))),
+        grounds=tuple(g.text(lang) for g in grounds),
+        briefs=tuple(itertools.takewhile(bool, (g.brief(lang) for g in grounds))),
     )
 
 
@@ -245,10 +250,11 @@ def support_basis(
     with it, when the steering states it; else the decision sentence) and its
     conclusions, with the shapes of the ontology's rule ids (``support.id_shapes``)."""
     engine = decision_engine(index)
-    texts = [statement.text, *statement.grounds] if statement is not None else [decision_sentence(decision, lang)]
+    texts = [statement.text, *statement.ground_texts] if statement is not None else [decision_sentence(decision, lang)]
     texts += [c.statement(lang) for c in decision.conclusions]
     texts += [m.label_zh if lang == "zh" else m.label_en for m in decision.missing]
-    return SupportBasis(texts=tuple(dict.fromkeys(texts)), rule_ids=tuple(engine.rule_ids))
+    return SupportBasis(texts=tuple(dict.fromkeys(texts)), rule_ids=tuple(engine.rule_ids),
+                        thresholds=engine.thresholds)
 
 
 def refusing_invented_ids(statement: Statement, basis: SupportBasis, shown: Sequence[str]) -> Statement:

@@ -111,6 +111,7 @@ class _WireJob(msgspec.Struct, frozen=True, kw_only=True):
     statement_text: str | None = None
     statement_sources: tuple[str, ...] = ()
     statement_grounds: tuple[str, ...] = ()
+    statement_briefs: tuple[str, ...] = ()
     index: bytes | None = None
 
 
@@ -142,6 +143,7 @@ def encode_job(job: DecodeJob) -> bytes:
         statement_text=statement.text if statement is not None else None,
         statement_sources=statement.sources if statement is not None else (),
         statement_grounds=statement.grounds if statement is not None else (),
+        statement_briefs=statement.briefs if statement is not None else (),
         index=pickle.dumps(job.index)
         if job.index is not None and plan.decision is not None
         else None,
@@ -163,6 +165,7 @@ def decode_job(data: bytes) -> DecodeJob:
                 contradicts=_contradicts(plan.decision, index),
                 sources=wire.statement_sources,
                 grounds=wire.statement_grounds,
+                briefs=wire.statement_briefs,
             )
         plan = dataclasses.replace(
             plan, claims=claim_guard(plan.decision, index), statement=statement

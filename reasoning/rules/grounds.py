@@ -4,25 +4,31 @@
 sentences, English and Chinese, in the order a length budget keeps them
 (the steering states as many as fit after the decision sentence):
 
-1. ``facts``: the facts that fired the rules - the request's own facts (the
-   conclusion's ``case_facts``, with their spans) and the ontology's
+1. the leads (``facts``, ``Ground.lead``): for each deciding rule, in the
+   decision's order, the one fact that tells most why it fired - the
+   request's own fact (its case input, a class it names, a relation, with
+   the span it was read from) before the ontology's, a bare mention last -
+   one fact a sentence, a fact that leads several rules said once, citing
+   them all. Each lead has a brief form without citations: a budget too
+   tight for every lead with its citations still names a firing fact of
+   every rule;
+2. ``nearest`` (``no_rule_applies``): the rule that came nearest and what kept
+   it from firing;
+3. ``missing`` (``undetermined``): what each value of a missing input would
+   decide, one sentence a rule;
+4. ``rule_text``: each deciding rule's own text from the ontology (a literal
+   of the regulatory rule individual in the request's language), then the
+   nearest rule's, cited with its evidence id; only when the evidence shows
+   the rule;
+5. ``facts``: the other facts that fired the rules - the request's facts
+   (the conclusions' ``case_facts``) and the ontology's
    (``ontology_facts``), without the rule's own data (its threshold, its
-   dates: the rule text says them). A fact that fired several rules is said
-   once, citing all of them: facts are grouped by the rules they fired,
-   groups that fired more rules first, then in the rules' order (the
-   decision's); at most two facts a sentence, class memberships and case
-   inputs before relations. Each sentence cites its rules and the evidence
-   ids of the facts the evidence shows. Each group's first sentence (its
-   most telling fact alone) comes here, its others after the rule texts (so
-   a tight budget still names a firing fact of every rule and quotes the
-   rules);
-2. ``rule_text``: each deciding rule's own text from the ontology (a literal
-   of the regulatory rule individual in the request's language), cited with
-   its evidence id; only when the evidence shows the rule;
-3. ``nearest`` (``no_rule_applies``): the rule that came nearest and what kept
-   it from firing, then its text when shown;
-4. ``missing`` (``undetermined``): what each value of a missing input would
-   decide, one sentence a rule.
+   dates: the rule text says them) - grouped by the rules they fired
+   (groups that fired more rules first), at most two a sentence.
+
+A fact sentence cites the rules its facts fired when the decision has
+several (with one, the decision sentence names it) and the evidence ids of
+the facts the evidence shows.
 
 Everything is said through the ontology's labels (:mod:`reasoning.rules.phrasing`);
 no domain, rule or wording is known here, so an uploaded domain gets its
@@ -72,7 +78,9 @@ class Ground(msgspec.Struct, frozen=True, kw_only=True):
     evidence ids cited; one may be empty when the ontology has nothing to
     say in that language (a rule text given only in English). ``facts`` are
     the triples it states (N-Triples), ``spans`` the request spans of the
-    case facts among them, ``evidence_ids`` the ids it cites.
+    case facts among them, ``evidence_ids`` the ids it cites. A lead (see
+    the module doc) has ``brief_en`` / ``brief_zh``: the same sentence
+    without citations.
     """
 
     kind: str
@@ -82,10 +90,23 @@ class Ground(msgspec.Struct, frozen=True, kw_only=True):
     facts: tuple[Triple, ...] = ()
     spans: tuple[tuple[int, int], ...] = ()
     evidence_ids: tuple[str, ...] = ()
+    brief_en: str = ""
+    brief_zh: str = ""
+
+    @property
+    def lead(self) -> bool:
+        """Whether it is a lead (it has a brief form): said first, as the one fact that tells
+        most why a rule fired."""
+        return bool(self.brief_en or self.brief_zh)
 
     def text(self, lang: str = "en") -> str:
         """The sentence in ``lang`` (``zh`` or English; empty when there is none)."""
         return self.text_zh if lang == "zh" else self.text_en
+
+    def brief(self, lang: str = "en") -> str:
+        """A lead's sentence in ``lang`` without its citations (the shortest way to say
+        it, for a tight budget); empty for the other grounds."""
+        return self.brief_zh if lang == "zh" else self.brief_en
 
 
 class _Fact:
@@ -148,7 +169,7 @@ def realise_grounds(
     phraser = Phraser(lexicon, decision.case)
     cited = _evidence_ids(evidence)
     facts = _fact_grounds(decision, phraser, cited)
-    grounds: list[Ground] = [g for lead, g in facts if lead]
+    grounds: list[Ground] = [g for g in facts if g.lead]
     rules = list(dict.fromkeys((c.rule_id, c.rule_iri) for c in decision.conclusions))
     if decision.nearest is not None:
         near = decision.nearest
@@ -167,7 +188,7 @@ def realise_grounds(
         ground = _rule_text_ground(lexicon, rule_id, rule_iri, evidence)
         if ground is not None:
             grounds.append(ground)
-    grounds += [g for lead, g in facts if not lead]
+    grounds += [g for g in facts if not g.lead]
     if contradicts is not None:
         grounds = [g for g in grounds
                    if not any(t and contradicts(t) for t in (g.text_en, g.text_zh))]
@@ -219,13 +240,9 @@ def _rule_text_ground(
                   evidence_ids=tuple(dict.fromkeys(ids)))
 
 
-def _fact_grounds(
-    decision: Decision, phraser: Phraser, cited: dict[tuple[str, str, str], str]
-) -> list[tuple[bool, Ground]]:
-    """Sentences of the facts that fired the rules, grouped by the rules they fired; True
-    marks each group's first sentence (its most telling facts)."""
+def _fired_facts(decision: Decision, phraser: Phraser) -> dict[Triple, _Fact]:
+    """The facts that fired the deciding rules, each with the rules it fired (in decision order)."""
     facts: dict[Triple, _Fact] = {}
-    order = [c.rule_id for c in decision.conclusions]
     money = any(phraser.kind_of(f.predicate) == "MoneyAmount" for f in decision.case.facts
                 if f.subject == decision.case.case)
     for conclusion in decision.conclusions:
@@ -253,51 +270,106 @@ def _fact_grounds(
             fact = facts.setdefault(triple, _Fact(triple, None, len(facts)))
             if conclusion.rule_id not in fact.rules:
                 fact.rules.append(conclusion.rule_id)
+    return facts
+
+
+def _fact_grounds(
+    decision: Decision, phraser: Phraser, cited: dict[tuple[str, str, str], str]
+) -> list[Ground]:
+    """Sentences of the facts that fired the rules, the leads first.
+
+    The leads come first: for each deciding rule, in the decision's order,
+    the fact that tells most why it fired (:func:`_telling`), one fact a
+    sentence, a fact that leads several rules said once. The other facts
+    follow, grouped by the rules they fired (groups that fired more rules
+    first), at most two a sentence. A sentence cites the rules its facts
+    fired when the decision has several (one rule: the decision sentence
+    names it), and the evidence ids the evidence shows for its facts.
+    """
+    facts = _fired_facts(decision, phraser)
+    order = list(dict.fromkeys(c.rule_id for c in decision.conclusions))
+    named = {e.term for e in decision.case.entities}
+    several = len(order) > 1
+    clauses: dict[Triple, tuple[Clause, Clause]] = {}
+    for triple in facts:
+        en = phraser.clause(*triple, "en")
+        zh = phraser.clause(*triple, "zh")
+        if en is not None and zh is not None:
+            clauses[triple] = (_copula(en), zh)
+
+    def rank(fact: _Fact) -> tuple[int, int, int]:
+        return _telling(fact, named)
+
+    leads: list[_Fact] = []
+    for rule in order:
+        candidates = [f for f in facts.values() if rule in f.rules and f.triple in clauses]
+        if candidates and (best := min(candidates, key=rank)) not in leads:
+            leads.append(best)
+
+    def ground(chunk: Sequence[_Fact], lead: bool) -> Ground:
+        rules = tuple(sorted({r for f in chunk for r in f.rules}, key=order.index))
+        ids = tuple(dict.fromkeys(
+            i for f in chunk
+            if (i := cited.get((_key(f.triple[0]), _key(f.triple[1]), _key(f.triple[2])))) is not None
+        ))
+        en = join_clauses([clauses[f.triple][0] for f in chunk], "en")
+        zh = join_clauses([clauses[f.triple][1] for f in chunk], "zh")
+        cites = rules if several else ()
+        return Ground(
+            kind="facts",
+            text_en=sentence(en, "en", rules=cites, evidence=ids),
+            text_zh=sentence(zh, "zh", rules=cites, evidence=ids),
+            brief_en=sentence(en, "en") if lead else "",
+            brief_zh=sentence(zh, "zh") if lead else "",
+            rule_ids=rules,
+            facts=tuple(f.triple for f in chunk),
+            spans=tuple(
+                (f.case_fact.start, f.case_fact.end) for f in chunk
+                if f.case_fact is not None and f.case_fact.start is not None and f.case_fact.end is not None
+            ),
+            evidence_ids=ids,
+        )
+
+    out = [ground((f,), True) for f in leads]
+    said = {(clauses[f.triple][0].subject, clauses[f.triple][0].predicate) for f in leads}
     groups: dict[tuple[str, ...], list[_Fact]] = {}
     for fact in facts.values():
-        rules = tuple(sorted(fact.rules, key=order.index))
-        groups.setdefault(rules, []).append(fact)
-    out: list[tuple[bool, Ground]] = []
+        if fact in leads or fact.triple not in clauses:
+            continue
+        groups.setdefault(tuple(sorted(fact.rules, key=order.index)), []).append(fact)
     for rules in sorted(groups, key=lambda r: (-len(r), order.index(r[0]))):
-        members = sorted(groups[rules], key=_telling)
-        said: list[tuple[_Fact, Clause, Clause]] = []
-        for fact in members:
-            en = phraser.clause(*fact.triple, "en")
-            zh = phraser.clause(*fact.triple, "zh")
-            if en is None or zh is None:
-                continue
-            if any(en.subject == e.subject and en.predicate == e.predicate for _, e, _ in said):
-                continue
-            said.append((fact, _copula(en), zh))
-        # The lead sentence says the group's most telling fact alone (short, to fit a budget).
-        chunks = [said[:1]] + [said[i : i + _PER_SENTENCE] for i in range(1, len(said), _PER_SENTENCE)]
-        for start, chunk in enumerate(c for c in chunks if c):
-            ids = tuple(dict.fromkeys(
-                i for f, _, _ in chunk
-                if (i := cited.get((_key(f.triple[0]), _key(f.triple[1]), _key(f.triple[2])))) is not None
-            ))
-            out.append((start == 0, Ground(
-                kind="facts",
-                text_en=sentence(join_clauses([e for _, e, _ in chunk], "en"), "en", rules=rules, evidence=ids),
-                text_zh=sentence(join_clauses([z for _, _, z in chunk], "zh"), "zh", rules=rules, evidence=ids),
-                rule_ids=rules,
-                facts=tuple(f.triple for f, _, _ in chunk),
-                spans=tuple(
-                    (f.case_fact.start, f.case_fact.end) for f, _, _ in chunk
-                    if f.case_fact is not None and f.case_fact.start is not None and f.case_fact.end is not None
-                ),
-                evidence_ids=ids,
-            )))
+        rest: list[_Fact] = []
+        for fact in sorted(groups[rules], key=rank):
+            en = clauses[fact.triple][0]
+            if (en.subject, en.predicate) not in said:
+                said.add((en.subject, en.predicate))
+                rest.append(fact)
+        out += [ground(rest[i : i + _PER_SENTENCE], False) for i in range(0, len(rest), _PER_SENTENCE)]
     return out
 
 
-def _telling(fact: _Fact) -> tuple[int, int, int]:
-    """Class memberships and case inputs say most, dates (context) least; the request's own
-    facts before the ontology's."""
+def _telling(fact: _Fact, named: set[str]) -> tuple[int, int, int]:
+    """How much a fact tells of why its rule fired (lower first).
+
+    The request's own facts before the ontology's, and a bare mention
+    ("this case concerns X") last. Among the request's: a value the rule
+    reads (an amount, a size), then a class membership or a relation to
+    something the request does not name as a party (a list, a class), then
+    a relation between the parties it names, then a date (context).
+    """
     _, p, o = fact.triple
+    if p == _MENTIONS:
+        return (9, 0, fact.order)
     dated = is_literal(o) and (literal_parts(o)[2] or "").endswith(("#date", "#dateTime"))
-    kind = 3 if dated else 0 if p == RDF_TYPE or is_literal(o) else 2 if p == _MENTIONS else 1
-    return (kind, 0 if fact.case_fact is not None else 1, fact.order)
+    if dated:
+        kind = 3
+    elif is_literal(o):
+        kind = 0
+    elif p == RDF_TYPE or o not in named:
+        kind = 1
+    else:
+        kind = 2
+    return (0 if fact.case_fact is not None else 1, kind, fact.order)
 
 
 _PREPOSITIONS: Final = frozenset(

@@ -6,9 +6,10 @@ person" / "Jon Doe是政治公众人物"), relations ("Acme Ltd sent funds to Jo
 Doe"), case inputs ("the amount is EUR 2,000,000") and other literal
 values. Every word that names something comes from the ontology's labels
 (``rdfs:label``, ``skos:prefLabel``, ``skos:altLabel`` in the language, the
-English one, then the local name) or from the request (the label of a new
-individual); the connecting words are the few of this module, the same for
-every domain. A label with a gap ("sent ... to", "向…转账") takes the object
+English one, then the local name) or from the request (an individual it
+names is named in its words: the label it matched, the name of a new
+individual; a Chinese name only in Chinese); the connecting words are the
+few of this module, the same for every domain. A label with a gap ("sent ... to", "向…转账") takes the object
 in the gap when nothing follows it, else the object follows the label.
 
 Guarantees: a clause never starts with a capital it did not have (callers
@@ -32,6 +33,7 @@ __all__ = ["Clause", "Phraser", "cite_rules", "join_clauses", "sentence"]
 _GAP: Final = re.compile(r"\s*(?:\.\.\.|…)\s*")
 _CASE_CLASS: Final = f"<{TV}Case>"
 _MENTIONS: Final = f"<{TV}mentions>"
+_HAN: Final = re.compile(r"[\u3400-\u9fff]")
 _VOWEL_SOUND: Final = re.compile(r"^(?:[aeio]|u(?!ni|se|su)|h(?:our|onest))", re.IGNORECASE)
 
 
@@ -50,8 +52,15 @@ class Phraser:
     def __init__(self, lexicon: CaseLexicon, case: CaseGraph) -> None:
         self.lexicon = lexicon
         self.case = case
-        # A new individual is named as the request names it; an ontology one by its labels.
-        self._names = {e.term: e.label for e in case.entities if e.is_new}
+        # An individual the request names is named as the request names it (its own words, one
+        # of the ontology's labels for an ontology individual), in the language it is written in.
+        self._names: dict[str, dict[str, str]] = {"en": {}, "zh": {}}
+        for e in case.entities:
+            name = " ".join(e.label.split())
+            if not name:
+                continue
+            for lang in ("zh",) if _HAN.search(name) and not e.is_new else ("en", "zh"):
+                self._names[lang].setdefault(e.term, name)
         self._kinds = {spec.term: spec for spec in lexicon.inputs}
         self._currency = next(
             (
@@ -85,8 +94,9 @@ class Phraser:
                 label = self.lexicon.label(self._case_kind, lang)
                 return "本" + label if lang == "zh" else "this " + label
             return "本案" if lang == "zh" else "this case"
-        if term in self._names:
-            return self._names[term]
+        named = self._names["zh" if lang == "zh" else "en"]
+        if term in named:
+            return named[term]
         return self.lexicon.label(term, lang) if is_iri(term) else self.value(term, None, lang)
 
     def kind_of(self, predicate: str) -> str | None:

@@ -39,8 +39,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from inference.decoder.controllers.charset import CharPolicy
-from inference.decoder.controllers.counts import count_text
+from inference.decoder.controllers.charset import CharPolicy, SoftPolicy
+from inference.decoder.controllers.counts import Limits, count_text
 from inference.decoder.controllers.layout import LayoutSegment, bracket_token
 from inference.decoder.controllers.protocol import (
     Context,
@@ -58,8 +58,11 @@ _CITATION: Final = re.compile(r"(\s?\[E\d+\])")
 _SENTENCE_END: Final = re.compile(r"[.!?。！？\n]")
 _HAS_WORD: Final = re.compile(r"[^\W\d_]", re.UNICODE)
 _ID_PART: Final = re.compile(r"[\w\-./:]")
-#: Tokens the grounds leave free for the answer's ending (and what other controllers owe).
+#: Tokens the grounds leave free for what other controllers may owe (a keyword, a citation, ...),
+#: when the request has any beside the statement and the character and length bounds.
 _ROOM: Final = 8
+#: Tokens the planner keeps free before the budget's end (its forced exit: ``Planner.plan``).
+_END_MARGIN: Final = 2
 #: Words the grounds leave free under a word maximum.
 _WORD_ROOM: Final = 4
 #: Sentence ends after which the next sentence follows without a space.
@@ -79,6 +82,9 @@ class Statement:
     sentences with their citations in the order a budget keeps them; the
     controller states after ``text`` as many as the request's bounds leave
     room for (``build_stating``).
+    ``briefs``: the short forms (no citations) of the first ``len(briefs)``
+    grounds, the leads (one firing fact of each deciding rule), stated in
+    their place when the leads do not all fit with their citations.
     """
 
     text: str
@@ -86,6 +92,12 @@ class Statement:
     sources: tuple[str, ...] = ()
     invented: Callable[[str], str | None] | None = None
     grounds: tuple[str, ...] = ()
+    briefs: tuple[str, ...] = ()
+
+    @property
+    def ground_texts(self) -> tuple[str, ...]:
+        """Every sentence of the grounds the answer may state: each ground and each brief."""
+        return tuple(dict.fromkeys((*self.grounds, *self.briefs)))
 
     def refuses(self, sentence: str) -> bool:
         """Whether ``sentence`` (complete or being written) contradicts the decision or
@@ -203,9 +215,10 @@ def build_stating(ctx: Context, specs: Sequence[Any]) -> Controller | None:
     statement is spelled the way the policy allows (``CharPolicy.transform``).
     The grounds follow the decision sentence in one forced run, as many as
     fit, in order (one that does not fit is skipped, a shorter later one may
-    still fit): within the token budget less ``_ROOM`` tokens for the
-    answer's ending, a word maximum less ``_WORD_ROOM`` words, a sentence
-    maximum and a letter maximum.
+    still fit): within the token budget less the room the rest needs
+    (``_room``), a word maximum less ``_WORD_ROOM`` words, a sentence
+    maximum and a letter maximum. The leads (``Statement.briefs``) are
+    stated with their citations when all of them fit so, else briefly.
     """
     statement = spec_of(specs, Statement)
     if statement is None:
@@ -221,24 +234,53 @@ def build_stating(ctx: Context, specs: Sequence[Any]) -> Controller | None:
         # say less than the decision); claims are still checked and ``unmet`` reports it.
         tokens = ()
     elif statement.grounds:
-        statement, tokens = _with_grounds(ctx, statement, tokens, policy)
+        statement, tokens = _with_grounds(ctx, statement, tokens, policy, _room(ctx, specs))
     return Stating(ctx, statement, tokens)
 
 
+def _room(ctx: Context, specs: Sequence[Any]) -> int:
+    """Tokens the forced run leaves before the budget's end: what the layout needs after the
+    body (a closing literal), the planner's end margin, and ``_ROOM`` when another controller
+    may still owe text after the statement."""
+    body = next(c for c in ctx.layout.segments if isinstance(c.segment, Free) and c.segment.role == "body")
+    others = any(not isinstance(s, (Statement, CharPolicy, SoftPolicy, Limits)) for s in specs)
+    return body.reserve_tokens + _END_MARGIN + (_ROOM if others else 0)
+
+
 def _with_grounds(
-    ctx: Context, statement: Statement, tokens: tuple[int, ...], policy: CharPolicy | None
+    ctx: Context, statement: Statement, tokens: tuple[int, ...], policy: CharPolicy | None, room: int
 ) -> tuple[Statement, tuple[int, ...]]:
-    """The statement with as many of its grounds as the request's bounds leave room for."""
+    """The statement with as many of its grounds as the request's bounds leave room for.
+
+    The leads go first: with their citations when all of them fit so, else
+    their briefs (each that fits); then the other grounds in order, each
+    that fits."""
+    leads = len(statement.briefs)
+    full = _fitting(ctx, statement.text, tokens, statement.grounds[:leads], policy, room)
+    if len(full[2]) < leads:
+        full = _fitting(ctx, statement.text, tokens, statement.briefs, policy, room)
+    text, out, _ = _fitting(ctx, full[0], full[1], statement.grounds[leads:], policy, room)
+    if text == statement.text:
+        return statement, tokens
+    return dataclasses.replace(statement, text=text), out
+
+
+def _fitting(
+    ctx: Context, text: str, tokens: tuple[int, ...], grounds: Sequence[str], policy: CharPolicy | None,
+    room: int,
+) -> tuple[str, tuple[int, ...], tuple[str, ...]]:
+    """``text`` (spelled as ``tokens``) with each of ``grounds`` that still fits the
+    request's bounds appended, in order, and the grounds taken."""
     limits = ctx.limits
-    sep = "" if statement.text.endswith(_NO_SPACE_AFTER) else " "
-    text, out = statement.text, list(tokens)
-    for ground in statement.grounds:
+    out, taken = list(tokens), []
+    for ground in grounds:
         if policy is not None and policy.active and not policy.ok_text(ground):
             ground = policy.transform(ground)
+        sep = "" if text.endswith(_NO_SPACE_AFTER) else " "
         more = statement_tokens(ctx, sep + ground)
         trial = text + sep + ground
         counts = count_text(trial + " ", limits.letter)
-        if ctx.max_new_tokens is not None and len(out) + len(more) + _ROOM > ctx.max_new_tokens:
+        if ctx.max_new_tokens is not None and len(out) + len(more) + room > ctx.max_new_tokens:
             continue
         if limits.max_words is not None and counts.units > limits.max_words - _WORD_ROOM:
             continue
@@ -247,6 +289,5 @@ def _with_grounds(
         if limits.max_letter is not None and counts.letter > limits.max_letter:
             continue
         text, out = trial, out + list(more)
-    if text == statement.text:
-        return statement, tokens
-    return dataclasses.replace(statement, text=text), tuple(out)
+        taken.append(ground)
+    return text, tuple(out), tuple(taken)
