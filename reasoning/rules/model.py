@@ -103,11 +103,12 @@ class NearestRule(msgspec.Struct, frozen=True, kw_only=True):
     """The rule that came nearest to firing on a case nothing applies to, and what kept it off.
 
     Found symbolically: the rule whose condition, with the fewest of its
-    conditions dropped, would conclude something for the case (a near miss
-    on a compared input ranks before a missing fact at the same count).
-    ``statement_en`` / ``statement_zh`` say it ("The nearest rule, AML-R-024,
-    applies only when the amount is above EUR 1,000,000; here the amount is
-    EUR 750,000."); ``actions`` what it would have concluded.
+    conditions dropped, would conclude something for the case (the ranking:
+    ``reasoning.rules.nearest``). ``statement_en`` / ``statement_zh`` say it
+    ("AML-R-024 applies only when the amount is above EUR 1,000,000; here the
+    amount is EUR 750,000."); ``brief_en`` / ``brief_zh`` name it alone ("The
+    nearest rule is AML-R-024."), for a budget the statement does not fit;
+    ``actions`` what it would have concluded.
     """
 
     rule_id: str
@@ -117,6 +118,8 @@ class NearestRule(msgspec.Struct, frozen=True, kw_only=True):
     actions: tuple[str, ...]
     statement_en: str
     statement_zh: str
+    brief_en: str = ""
+    brief_zh: str = ""
 
     def statement(self, lang: str = "en") -> str:
         return self.statement_zh if lang == "zh" else self.statement_en

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
-from rdflib import Literal, URIRef, Variable
+from rdflib import RDF, Literal, URIRef, Variable
 from rdflib.paths import AlternativePath
 from rdflib.plugins.sparql.parserutils import CompValue
 from rdflib.plugins.sparql.sparql import FrozenBindings
@@ -32,7 +32,7 @@ from reasoning.rules.model import FailingCondition
 from reasoning.rules.phrasing import Clause, Phraser
 from reasoning.rules.relax import Unit, alternatives
 
-__all__ = ["Comparison", "comparison", "describe"]
+__all__ = ["Comparison", "compared_input", "comparison", "describe"]
 
 _THIS: Final = Variable("this")
 _MENTIONS: Final = URIRef(TV + "mentions")
@@ -79,6 +79,18 @@ def _binder(var: Variable, patterns: Sequence[tuple[Any, Any, Any]]) -> tuple[An
             predicate = p.args[0] if isinstance(p, AlternativePath) else p
             if isinstance(predicate, URIRef):
                 return s, f"<{predicate}>"
+    return None
+
+
+def compared_input(expr: Any, patterns: Sequence[tuple[Any, Any, Any]]) -> str | None:
+    """The case input (N-Triples predicate) a comparison ``expr`` reads, or None when it is no
+    comparison or compares nothing the case states (``$this :input ?v``)."""
+    if not (isinstance(expr, CompValue) and expr.name == "RelationalExpression"):
+        return None
+    for side in (expr.get("expr"), expr.get("other")):
+        binder = _binder(side, patterns) if isinstance(side, Variable) else None
+        if binder is not None and binder[0] == _THIS:
+            return binder[1]
     return None
 
 
@@ -140,7 +152,19 @@ def _term(term: Any, phraser: Phraser) -> str | None:
     return from_rdflib(term)
 
 
-def _clause(triple: tuple[Any, Any, Any], phraser: Phraser, lang: str, mentioned: set[Variable]) -> Clause | None:
+def _kind_phrase(var: Variable, group: Sequence[tuple[Any, Any, Any]], phraser: Phraser, lang: str) -> str | None:
+    """"a high-risk jurisdiction" for a variable its group types (``?x a C``), or None."""
+    for s, p, o in group:
+        if s == var and p == RDF.type and isinstance(o, URIRef):
+            said = phraser.clause(f"?{var}", f"<{RDF.type}>", f"<{o}>", lang)
+            if said is not None:
+                # "is a C" / "是C": the class with its article, as the phrasing says a membership.
+                return said.predicate.removeprefix("是") if lang == "zh" else said.predicate.removeprefix("is ")
+    return None
+
+
+def _clause(triple: tuple[Any, Any, Any], phraser: Phraser, lang: str, mentioned: set[Variable],
+            group: Sequence[tuple[Any, Any, Any]] = ()) -> Clause | None:
     s, p, o = triple
     predicate = p.args[0] if isinstance(p, AlternativePath) else p
     subject, obj = _term(s, phraser), _term(o, phraser)
@@ -149,9 +173,11 @@ def _clause(triple: tuple[Any, Any, Any], phraser: Phraser, lang: str, mentioned
     names: dict[str, str] = {}
     for v in (s, o):
         if isinstance(v, Variable) and v != _THIS and f"?{v}" not in names:
+            kind = None if v in mentioned else _kind_phrase(v, group, phraser, lang)
             # A second party of one clause is "another" one.
             phrases = _SOMEONE if v in mentioned else _SOMETHING
-            names[f"?{v}"] = phrases[lang] if not names else _ANOTHER[lang] if v in mentioned else phrases[lang]
+            names[f"?{v}"] = kind or (phrases[lang] if not names else _ANOTHER[lang] if v in mentioned
+                                      else phrases[lang])
     return phraser.clause(subject, f"<{predicate}>", obj, lang, names)
 
 
@@ -161,6 +187,13 @@ def _said(clauses: Sequence[Clause], lang: str) -> str:
     if clauses and all(c.subject == clauses[0].subject for c in clauses):
         return clauses[0].subject + ("" if lang == "zh" else " ") + joiner.join(c.predicate for c in clauses)
     return joiner.join(c.subject + ("" if lang == "zh" else " ") + c.predicate for c in clauses)
+
+
+def _whole(triple: tuple[Any, Any, Any], group: Sequence[tuple[Any, Any, Any]], mentioned: set[Variable]) -> bool:
+    """Whether the clause of ``triple`` says all of its alternative ``group``: the others only
+    type a variable the clause names by its class (``?x a C``)."""
+    named = {v for v in (triple[0], triple[2]) if isinstance(v, Variable) and v not in mentioned}
+    return all(t == triple or (t[1] == RDF.type and t[0] in named) for t in group)
 
 
 def describe(unit: Unit, solution: FrozenBindings, patterns: Sequence[tuple[Any, Any, Any]],
@@ -181,13 +214,16 @@ def describe(unit: Unit, solution: FrozenBindings, patterns: Sequence[tuple[Any,
             groups = [[unit.node]]
         else:
             groups = [alt for alt in alternatives(unit.node) if alt]
-        clauses: list[Clause] = []
+        said: list[tuple[Clause, bool]] = []
         for group in groups:
             # An alternative is said by its first pattern on something the case names.
             ordered = sorted(group, key=lambda t: not (t[0] == _THIS or t[0] in mentioned))
-            clause = next((c for t in ordered if (c := _clause(t, phraser, lang, mentioned))), None)
-            if clause is not None and all(clause.predicate != c.predicate or clause.subject != c.subject
-                                          for c in clauses):
-                clauses.append(clause)
-        texts[lang] = _said(clauses, lang)
+            found = next(((c, t) for t in ordered if (c := _clause(t, phraser, lang, mentioned, group))), None)
+            if found is not None and all(found[0].predicate != c.predicate or found[0].subject != c.subject
+                                         for c, _ in said):
+                said.append((found[0], _whole(found[1], group, mentioned)))
+        # Alternatives said whole (nothing of theirs left unsaid) stand for the others: "this case
+        # is a cross-border transfer", not the first pattern of a join across jurisdictions.
+        whole = [c for c, complete in said if complete]
+        texts[lang] = _said(whole or [c for c, _ in said], lang)
     return FailingCondition(kind="pattern", required_en=texts["en"], required_zh=texts["zh"])

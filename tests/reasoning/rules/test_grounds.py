@@ -92,46 +92,6 @@ def test_facts_that_fired_two_rules_are_said_once(aml_engine: DecisionEngine) ->
     assert any("EUR 2,000,000" in g.text_en and g.rule_ids == ("AML-R-024",) for g in grounds)
 
 
-@pytest.mark.parametrize(("prompt", "rule", "kind", "en", "zh"), [
-    # A threshold: the declared value is below the rule's limit.
-    ("Nord Foods imports from Freedonia a consignment declared at EUR 50,000.", "FI-9", "comparison",
-     ("The nearest rule, FI-9, applies only when the declared value is above EUR 100,000; "
-     "here the declared value is EUR 50,000."),
-     "最接近的规则FI-9仅在申报价值高于EUR 100,000时适用；本案申报价值为EUR 50,000。"),
-    # A relation: the case names both parties but not that one imports from the other.
-    ("Nord Foods and Ruritania: a consignment declared at EUR 50,000.", "FI-7", "pattern",
-     ("The nearest rule, FI-7, applies only when someone named in the case imports from another one "
-     "named in the case, which the case does not state."),
-     "最接近的规则FI-7仅在案中一方从案中另一方进口时适用，本案未述及。"),
-])
-def test_the_nearest_rule_of_an_unseen_domain(imports_engine: DecisionEngine, prompt: str, rule: str,
-                                              kind: str, en: str, zh: str) -> None:
-    decision = imports_engine.decide(prompt, evaluation_date=DAY)
-    assert decision.status == "no_rule_applies" and decision.nearest is not None
-    assert decision.nearest.rule_id == rule
-    assert [f.kind for f in decision.nearest.failing] == [kind]
-    assert (decision.nearest.statement_en, decision.nearest.statement_zh) == (en, zh)
-    nearest = [g for g in imports_engine.grounds(decision, _rule_evidence(imports_engine, decision))
-               if g.kind == "nearest"]
-    assert nearest and nearest[0].text_en.startswith(en[:-1]) and nearest[0].evidence_ids
-
-
-def test_the_nearest_rule_on_a_class_condition(aml_engine: DecisionEngine) -> None:
-    decision = aml_engine.decide("Acme Ltd sent funds to Maria Ioannou.", evaluation_date=DAY)
-    assert decision.status == "no_rule_applies" and decision.nearest is not None
-    assert decision.nearest.rule_id == "AML-R-017"
-    failing = decision.nearest.failing
-    assert len(failing) == 1 and failing[0].kind == "pattern"
-    assert "is a politically exposed person" in failing[0].required_en
-    assert "是政治公众人物" in failing[0].required_zh
-
-
-def test_a_decided_case_has_no_nearest_rule(imports_engine: DecisionEngine) -> None:
-    decision = imports_engine.decide("Nord Foods imports from Ruritania a consignment declared at EUR 50,000.",
-                                     evaluation_date=DAY)
-    assert decision.status == "decided" and decision.nearest is None
-
-
 def test_what_a_missing_input_would_decide(imports_engine: DecisionEngine) -> None:
     decision = imports_engine.decide("Nord Foods imports from Freedonia a consignment.", evaluation_date=DAY)
     assert decision.status == "undetermined"
