@@ -10,10 +10,10 @@ result. The token controllers (steering) are not shipped: the worker
 compiles them again from the plan's constraints on its own tokenizer, as the
 in-process decode does, so a job carries no tensors, closures or locks.
 
-Jobs and results cross process boundaries as msgpack (:func:`encode_job`,
-:func:`decode_job`, :func:`encode_reply`, :func:`decode_reply`); a decoded
-job equals the job that was encoded, so a worker decodes exactly the plan
-the API recorded. Two parts of a plan on a domain with decision rules are
+Jobs and results cross process boundaries as msgpack, packed and unpacked
+(:func:`pack_job`, :func:`unpack_job`, :func:`pack_reply`, :func:`unpack_reply`;
+"decode" here always means generating text); an unpacked job equals the job
+that was packed, so a worker decodes exactly the plan the API recorded. Two parts of a plan on a domain with decision rules are
 checks, not data: the claim guard of the pruning judge and the statement's
 contradiction check read the domain's decision engine. They travel as the
 domain's index (the ontology version the API planned on, pickled: the
@@ -43,11 +43,11 @@ from reasoning.rules.model import Decision
 __all__ = [
     "DecodeJob",
     "WorkerReply",
-    "decode_job",
-    "decode_reply",
-    "encode_job",
-    "encode_reply",
     "execute",
+    "pack_job",
+    "pack_reply",
+    "unpack_job",
+    "unpack_reply",
 ]
 
 
@@ -125,7 +125,7 @@ _INDEXES_KEPT = 16
 _INDEXES_LOCK = threading.Lock()
 
 
-def encode_job(job: DecodeJob) -> bytes:
+def pack_job(job: DecodeJob) -> bytes:
     """``job`` as msgpack bytes (what crosses to the worker).
 
     Raises:
@@ -151,8 +151,8 @@ def encode_job(job: DecodeJob) -> bytes:
     return _ENCODER.encode(wire)
 
 
-def decode_job(data: bytes) -> DecodeJob:
-    """The job :func:`encode_job` encoded, its checks bound again on the shipped index
+def unpack_job(data: bytes) -> DecodeJob:
+    """The job :func:`pack_job` packed, its checks bound again on the shipped index
     (``msgspec.ValidationError`` on anything else)."""
     wire = _JOB_DECODER.decode(data)
     plan = wire.plan
@@ -203,13 +203,13 @@ def _index(data: bytes) -> OntologyIndex:
     return index
 
 
-def encode_reply(reply: WorkerReply) -> bytes:
+def pack_reply(reply: WorkerReply) -> bytes:
     """``reply`` as msgpack bytes (what crosses back to the API)."""
     return _ENCODER.encode(reply)
 
 
-def decode_reply(data: bytes) -> WorkerReply:
-    """The reply :func:`encode_reply` encoded."""
+def unpack_reply(data: bytes) -> WorkerReply:
+    """The reply :func:`pack_reply` packed."""
     return _REPLY_DECODER.decode(data)
 
 

@@ -39,7 +39,7 @@ import msgspec
 
 from inference.decoder.stream import StepEvent
 from inference.pipeline import ReasonResult
-from inference.workers.job import DecodeJob, WorkerReply, decode_reply, encode_job
+from inference.workers.job import DecodeJob, WorkerReply, pack_job, unpack_reply
 from inference.workers.replica import WorkerConfig
 from reasoning.errors import Overloaded, TenetError, Unavailable
 
@@ -206,7 +206,7 @@ class RayWorkers:
             TenetError: the decode's own error.
         """
         handle = self._ready_handle().options(session_id=job.affinity)
-        data = encode_job(job)
+        data = pack_job(job)
         self._in_flight += 1
         try:
             return await self._submit(handle, job, data, on_step)
@@ -262,7 +262,7 @@ class RayWorkers:
                     f"the model workers are unreachable: {type(exc).__name__}",
                     retry_after_s=DOWN_RETRY_S,
                 ) from exc
-            reply = decode_reply(raw)
+            reply = unpack_reply(raw)
             return self._accepted(job, reply, started, attempt)
         raise Unavailable(
             "a model worker failed while decoding the run; nothing was recorded, retry",

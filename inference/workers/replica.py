@@ -29,7 +29,7 @@ from inference.decoder.vocab import vocab_tables
 from inference.loader import LoadedModel, load_model
 from inference.pipeline import Reasoner
 from inference.prefix_cache import PrefixCache
-from inference.workers.job import WorkerReply, decode_job, encode_reply, execute
+from inference.workers.job import WorkerReply, execute, pack_reply, unpack_job
 from reasoning.errors import Unavailable
 
 __all__ = ["DecodeWorker", "WorkerConfig"]
@@ -115,7 +115,7 @@ class DecodeWorker:
         if self._closed.is_set():
             raise Unavailable("this model worker is shutting down")
         received = time.perf_counter() if received is None else received
-        job = decode_job(data)
+        job = unpack_job(data)
         sha = self.model.identity.sha256
         if job.model_sha256 and job.model_sha256 != sha:
             raise Unavailable(
@@ -131,7 +131,7 @@ class DecodeWorker:
             prefix_hits=stats.hits,
             prefix_misses=stats.misses,
         )
-        return encode_reply(reply)
+        return pack_reply(reply)
 
     def close(self) -> None:
         """Stop the forward thread; later jobs are refused."""

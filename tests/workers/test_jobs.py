@@ -12,7 +12,7 @@ import msgspec
 import pytest
 
 from inference.pipeline import Reasoner, ReasonOptions
-from inference.workers.job import DecodeJob, decode_job, encode_job
+from inference.workers.job import DecodeJob, pack_job, unpack_job
 from inference.workers.replica import WorkerConfig
 from reasoning.evidence.index import OntologyIndex
 from tests.conftest import load_bundled
@@ -59,9 +59,9 @@ async def test_a_job_with_evidence_rules_and_a_previous_result_round_trips_exact
     job = DecodeJob(
         plan=plan, tenant="t1", session_id="s1", model_sha256="ab" * 32, index=aml_index
     )
-    data = encode_job(job)
+    data = pack_job(job)
     assert isinstance(data, bytes)
-    again = decode_job(data)
+    again = unpack_job(data)
     # The data crosses unchanged; the checks are bound again on the shipped index.
     assert again.plan.analysis == plan.analysis and again.plan.branches == plan.branches
     assert again.plan.decision == plan.decision and again.plan.shared_key == plan.shared_key
@@ -77,9 +77,9 @@ async def test_a_job_with_evidence_rules_and_a_previous_result_round_trips_exact
         assert again.plan.claims(sentence) == plan.claims(sentence)
     assert plan.claims(denial).contradiction  # the check is live, not a stub
     # One ontology version is unpickled once per worker and shared by its jobs.
-    assert decode_job(data).index is again.index
+    assert unpack_job(data).index is again.index
     with pytest.raises(ValueError, match="index"):
-        encode_job(DecodeJob(plan=plan, tenant="t1"))
+        pack_job(DecodeJob(plan=plan, tenant="t1"))
 
 
 def test_the_affinity_follows_the_session_else_the_tenant_and_shared_prefix() -> None:
@@ -101,7 +101,7 @@ def test_the_affinity_follows_the_session_else_the_tenant_and_shared_prefix() ->
 
 def test_a_foreign_payload_is_refused() -> None:
     with pytest.raises(msgspec.ValidationError):
-        decode_job(msgspec.msgpack.encode({"plan": "not a plan", "tenant": "t"}))
+        unpack_job(msgspec.msgpack.encode({"plan": "not a plan", "tenant": "t"}))
 
 
 def test_the_serve_config_arguments_of_the_manifests_build_the_decoder_application() -> None:
