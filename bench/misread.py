@@ -33,11 +33,22 @@ constraint). A reading contradicts the judge when any of these holds:
 
 Arguments a judge uses only internally (``regex``, ``type``, ``language``,
 pairs and nested mappings) are not compared.
+
+``python -m bench.misread [--sets heldout,heldout3,...]`` extracts every
+held-out set in-process (no server, no model; the ``--extraction-only`` report
+of each set's bench) and prints, per set, its misread instructions (the
+clause, the reading, why) to stderr, and as the last stdout line one JSON
+object: per set ``misread_share`` and the extraction counts, and
+``max_misread_share`` over the sets.
 """
 
 from __future__ import annotations
 
+import argparse
+import importlib
+import json
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -47,7 +58,7 @@ from reasoning.constraints.accounting import numbers_in, strings_in
 from reasoning.constraints.form import Copy, Count, Position, Spread, Structure, Wrap, form_of
 from reasoning.constraints.model import Kind
 
-__all__ = ["misread"]
+__all__ = ["SETS", "main", "misread"]
 
 #: Judge-id words naming a unit of the answer -> the class of units compared.
 _JUDGE_UNITS: Mapping[str, str] = {
@@ -241,3 +252,34 @@ def misread(
     if _bound_misread(judge_units, args, reading):
         return f"bound: the judge wants {args.get('relation')} {args.get('n')}, the readings allow more"
     return None
+
+
+#: The held-out sets' bench modules, in order.
+SETS = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Extract every held-out set in-process and report its misread instructions and shares."""
+    from bench import heldout
+
+    parser = argparse.ArgumentParser(description="Misread instructions of the held-out sets (extraction only)")
+    parser.add_argument("--sets", default=",".join(SETS), help="comma-separated set modules (default: all)")
+    args = parser.parse_args(argv)
+    figures: dict[str, Any] = {}
+    for name in (s.strip() for s in args.sets.split(",") if s.strip()):
+        module = importlib.import_module(f"bench.{name}")
+        suite = getattr(module, "SUITE", None) or heldout.HELDOUT
+        report = heldout.extraction_report(heldout.load(suite.data, suite.judges), suite)
+        for row in report["misreadings"]:
+            reading = "; ".join(f"{c['kind']} {json.dumps(c['params'], ensure_ascii=False)}" for c in row["extracted"])
+            print(f"{name} {row['key']} [{row['judge']}] {row['span']!r} -> {reading} ({row['why']})", file=sys.stderr)
+        figures[name] = {"n_instructions": report["n_instructions"], **report["extraction"],
+                         "misread_share": report["misread_share"]}
+    shares = [f["misread_share"] for f in figures.values()]
+    print(json.dumps({"benchmark": "misread", "mode": "extraction_only", "sets": figures,
+                      "max_misread_share": max(shares, default=0.0)}, ensure_ascii=False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

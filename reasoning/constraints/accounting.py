@@ -117,6 +117,7 @@ _UNIT_NOUNS: Mapping[str, str] = {
     "column": "columns", "level": "levels", "layer": "levels", "pronoun": "words",
     "conjunction": "words", "noun": "words", "verb": "words", "adjective": "words", "adverb": "words",
     "highlight": "highlights", "break": "breaks", "newline": "breaks",
+    "question": "sentences", "statement": "sentences",
 }
 #: Units a reading's unit implies it names too ("40 unique words" counts words).
 _IMPLIED: Mapping[str, frozenset[str]] = {
@@ -222,6 +223,9 @@ class _Carries(msgspec.Struct, kw_only=True):
     edges: set[str] = msgspec.field(default_factory=set)
     answer_edge: bool = False
     ratio: bool = False
+    answer_wrap: bool = False
+    no_list: bool = False
+    placed: list[str] = msgspec.field(default_factory=list)
 
 
 def _form_units(form: Form, carried: _Carries) -> None:
@@ -254,11 +258,14 @@ def _form_units(form: Form, carried: _Carries) -> None:
                 carried.numbers.add(float(value))
             elif isinstance(value, tuple):
                 carried.texts.extend(str(v) for v in value)
+        if form.filter.occurrence is not None:
+            carried.numbers.add(float(form.filter.occurrence - 1))  # "more than 3 times" is a fourth use
         for length in (form.filter.min_length, form.filter.max_length):
             if length is not None:
                 carried.numbers.update({float(length - 1), float(length + 1)})
                 carried.units.update({Unit.LETTERS.value, Unit.CHARACTERS.value})
         if form.filter.starts_with or form.filter.ends_with:
+            carried.placed.append(form.filter.starts_with or form.filter.ends_with or "")
             carried.positions.add(1 if form.filter.starts_with else -1)
             carried.units.add(Unit.LETTERS.value)
         if form.filter.same_as_previous is not None:
@@ -278,7 +285,9 @@ def _form_units(form: Form, carried: _Carries) -> None:
             carried.units.add(Unit.WORDS.value)
         if form.same_as is not None:
             carried.positions.update({1, -1})
+            carried.edges.update({"starts_with", "ends_with"})  # one text at both edges
         carried.texts.append(form.text)
+        carried.placed.append(form.text)
         if form.op in ("starts_with", "ends_with"):
             carried.ops.add(form.op)
             carried.edges.add(form.op)
@@ -290,11 +299,13 @@ def _form_units(form: Form, carried: _Carries) -> None:
         if form.word_class in ("capital", "lowercase"):
             carried.units.add(Unit.LETTERS.value)
     elif isinstance(form, Wrap):
+        carried.answer_wrap = carried.answer_wrap or form.unit is Unit.ANSWER
         carried.edges.update({"starts_with", "ends_with"})
         carried.units.add(form.unit.value)
         carried.per.add(form.unit.value)
         carried.texts.extend((form.left, form.right))
     elif isinstance(form, Structure):
+        carried.no_list = carried.no_list or form.layout is Layout.NO_LIST
         carried.units.update(_LAYOUT_UNITS.get(form.layout, frozenset()))
         for number in (form.n, form.columns, form.sub_items):
             if number is not None:
@@ -422,6 +433,7 @@ _NAMING = frozenset({"by", "with", "use", "as", "using", "of", "between", "mark"
 _LAST = {"last": -1, "final": -1, "penultimate": -2}
 _FROM_END = re.compile(r"^\s*(?:-\s*)?(?:[a-z]+\s+)?(?:to\s*-?\s*last|from\s+(?:the\s+)?(?:end|last|bottom))\b", re.IGNORECASE)
 _NO_COUNT = frozenset({"no", "not"})
+_TO_LAST = re.compile(r"\s*-?\s*to\s*-?\s*last\b", re.IGNORECASE)
 #: Nouns a section heading is labelled with ("Part 2", "Section 1", "Chapter 3").
 _LABELS = frozenset({"part", "section", "chapter"})
 
@@ -512,19 +524,38 @@ def _masked(text: str, tokens: Sequence[Token]) -> tuple[set[int], set[int]]:
         return set(), set()
     start, end = tokens[0].idx, tokens[-1].idx + len(tokens[-1])
     piece = text[start:end]
-    example_from = min((m.start() + start for m in _EXAMPLE.finditer(piece)), default=end)
     quoted = [(m.start() + start, m.end() + start) for m in _QUOTES.finditer(piece)]
-    examples = {t.i for t in tokens if t.idx >= example_from}
+    inside = {t.i for t in tokens if any(s < t.idx and t.idx + len(t) < e for s, e in quoted)}
+    examples: set[int] = set()
+    for cue in _EXAMPLE.finditer(piece):
+        cue_end = cue.end() + start
+        for t in tokens:
+            if t.idx < cue.start() + start:
+                continue
+            if t.idx >= cue_end and t.i not in inside and _ends_example(t):
+                break  # "such as 'the' or 'a' may make up a third of the words": the example ends at its verb
+            examples.add(t.i)
     depth = 0
+    opened: list[Token] = []
     for t in tokens:
         if t.text in ("(", "（"):
             depth += 1
+            opened = []
         elif t.text in (")", "）"):
             depth = max(0, depth - 1)
+            if any(c.isalnum() for o in opened for c in o.text):
+                examples.update(o.i for o in opened)
+            opened = []
         elif depth:
-            examples.add(t.i)
-    inside = {t.i for t in tokens if any(s < t.idx and t.idx + len(t) < e for s, e in quoted)}
+            opened.append(t)  # "an arrow (->)": a parenthesised mark alone is the named thing's literal
     return examples, inside
+
+
+def _ends_example(token: Token) -> bool:
+    """Whether ``token`` ends an example: a finite verb (the clause goes on) or a clause mark."""
+    if token.text in (";", "；") or token.is_sent_start:
+        return True
+    return token.pos_ in _VERBS and token.tag_ not in ("VBG", "VBN")
 
 
 def _ordinal_value(token: Token) -> int | None:
@@ -544,6 +575,8 @@ def _ordinal_from_start(token: Token) -> int | None:
     if token.lower_ in _LAST:
         before = [t.lower_ for t in token.doc[max(0, token.i - 2): token.i]]
         return None if "to" in before else _LAST[token.lower_]
+    if token.lower_ == "next" and _TO_LAST.match(token.doc.text, token.idx + len(token)):
+        return 2  # "the next-to-last sentence": the second from the end
     if token.like_num and token.text.isdigit():
         following = token.doc[token.i + 1: token.i + 3]
         words = [t.lower_ for t in following]
@@ -616,10 +649,15 @@ def _needs(text: str, tokens: Sequence[Token]) -> list[_Need]:
             if label.lemma_.lower() in _LABELS and label.text[:1].isupper():
                 continue  # a heading's own label ("Part 2.", "Section 1")
             noun, position, number = label, int(number), None
+        bounded = number is not None and _bounded(token)
         if noun is None or noun.i not in inside:
+            if bounded:
+                needs.append(_Need(what="quantity", tokens=(token.i,), unit="*", value=number))
             continue
         unit = _unit_of(noun)
         if unit is None:
+            if bounded:  # "exactly three notes in brackets": a bound on the answer, whatever it counts
+                needs.append(_Need(what="quantity", tokens=(token.i, noun.i), unit="*", value=number))
             continue
         bound.add(noun.i)
         if position is not None:
@@ -640,6 +678,9 @@ def _needs(text: str, tokens: Sequence[Token]) -> list[_Need]:
             every.append(token.head)
         if every:
             needs.append(_Need(what="unit", tokens=(every[0].i, token.i), unit=unit))
+        relative = [c for c in token.children if c.lower_ in _RELATIVE]
+        if relative and unit in _PIECE_UNITS and token.dep_ == "pobj" and token.head.lower_ in _PLACING:  # "on the next line", "on the line below": where a piece goes
+            needs.append(_Need(what="unit", tokens=(relative[0].i, token.i), unit=unit))
         if token.i in bound:
             needs.extend(_filters(token, unit, inside, examples, quoted))
     needs.extend(_marks(tokens, examples))
@@ -655,11 +696,48 @@ def _needs(text: str, tokens: Sequence[Token]) -> list[_Need]:
             if size and not (after is not None and after.pos_ in ("NOUN", "ADJ", "PROPN")):
                 needs.append(_Need(what="unit", tokens=(token.i,), unit="*"))  # "in every one of them"
     for token in tokens:
+        if token.i not in examples and token.i not in quoted and _multiplies(token):
+            needs.append(_Need(what="ratio", tokens=(token.i,)))
+    for token in tokens:
         if token.i in examples or token.i in quoted or token.lemma_.lower() not in _RATIOS or token.pos_ != "NOUN":
             continue
         if any(_unit_of(t) for t in tokens if t.pos_ in ("NOUN", "PROPN") and t.i != token.i):
             needs.append(_Need(what="ratio", tokens=(token.i,)))
     return needs
+
+
+#: Words before a number that bound it: the number is then a count the answer must meet, whatever it counts.
+_BOUNDS = frozenset({"exactly", "precisely", "least", "most", "than", "maximum", "minimum", "up"})
+#: Words placing a piece relative to another ("the next line", "the line below").
+_RELATIVE = frozenset({"next", "subsequent", "below", "above"})
+_PLACING = frozenset({"on", "in", "at", "onto", "into"})
+_PIECE_UNITS = frozenset({"lines", "paragraphs", "sentences", "sections", "bullets"})
+
+
+def _bounded(token: Token) -> bool:
+    """Whether a relation word bounds the number at ``token`` ("exactly three", "at least 2", "no more than 5")."""
+    if token.pos_ != "NUM" or token.lower_ == "one" and token.dep_ != "nummod":
+        return False  # "longer than the one before it": a pronoun
+    before = [t.lower_ for t in token.doc[max(0, token.i - 2): token.i]]
+    if before[-1:] == ["up"] or before[-2:-1] == ["up"]:
+        return before[-1:] == ["to"]
+    return bool(set(before) & _BOUNDS)
+
+
+def _multiplies(token: Token) -> bool:
+    """Whether ``token`` states a ratio between two counts: "twice as many", "three times as many
+    X as Y", "as many X as Y", "half as many"."""
+    doc = token.doc
+    rest = [t.lower_ for t in doc[token.i + 1: token.i + 3]]
+    if token.lower_ in ("twice", "thrice", "half") and rest[:1] == ["as"] and rest[1:2] in (["many"], ["much"]):
+        return True
+    if token.lemma_.lower() == "time" and token.i > 0 and doc[token.i - 1].like_num and rest[:1] in (
+            ["as"], ["more"], ["fewer"], ["less"]):
+        return True
+    if token.lower_ == "as" and rest[:1] in (["many"], ["much"]) and not (
+            token.i > 0 and doc[token.i - 1].lower_ in ("twice", "thrice", "half", "times")):
+        return any(t.lower_ == "as" for t in doc[token.i + 2: token.i + 8])
+    return False
 
 
 #: Nouns that state a ratio or share between counts ("the ratio of overlapping words", "half of the sentences").
@@ -692,7 +770,21 @@ def _edges(tokens: Sequence[Token], masked: set[int]) -> list[_Need]:
                      for c in conj.children if c.dep_ == "prep" and c.lower_ in ("with", "by")]
         if preps:
             needs.append(_Need(what="edge", tokens=(token.i,), text=op))
+            needs.extend(_Need(what="edge", tokens=(partner.i,), text=_EDGE_VERBS[partner.lemma_.lower()])
+                         for partner in _sharing(token))
     return needs
+
+
+def _sharing(verb: Token) -> list[Token]:
+    """Edge verbs coordinated with ``verb`` that have no object of their own: they place ``verb``'s
+    ("start and end the answer with the same line": the line opens it too)."""
+    partners = [c for c in verb.children if c.dep_ == "conj"]
+    if verb.dep_ == "conj":
+        partners.append(verb.head)
+    return [p for p in partners if p.lemma_.lower() in _EDGE_VERBS and _EDGE_VERBS[p.lemma_.lower()]
+            != _EDGE_VERBS.get(verb.lemma_.lower()) and not any(
+                c.dep_ in ("prep", "dobj") and c.lower_ not in ("and",) for c in p.children
+                if c.i > p.i and c.i < verb.i or c.dep_ == "prep" and c.lower_ in ("with", "by"))]
 
 
 _FILTER_DEPS = frozenset({"relcl", "acl"})
@@ -716,12 +808,23 @@ def _filters(noun: Token, unit: str, inside: set[int], examples: set[int], quote
                 needs.append(_Need(what="filter", tokens=(noun.i, child.i), unit=unit, named=(unit,)))
                 continue
             named = [t for t in sub if t.i not in quotes and t.pos_ in ("NOUN", "PROPN") and _unit_of(t) is not None]
-            quoted = [t for t in sub if t.i in quotes]
+            quoted = [t for t in sub if t.i in quotes or _letter(t)]
             if named or quoted:
                 needs.append(_Need(what="filter", tokens=(noun.i, child.i, *(t.i for t in named)), unit=unit,
                                    named=tuple(u for t in named if (u := _unit_of(t)) is not None),
                                    text=" ".join(t.text for t in quoted) or None))
     return needs
+
+
+def _letter(token: Token) -> bool:
+    """A letter named as a text ("lines beginning with R, A, I and N"): one capital, or one letter
+    coordinated with another; not the article "a" or the pronoun "I" alone."""
+    if len(token.text) != 1 or not token.text.isalpha():
+        return False
+    listed = any(len(t.text) == 1 and t.text.isalpha() for t in (*token.conjuncts, token.head) if t.i != token.i)
+    if listed:
+        return True
+    return token.text.isupper() and token.text not in ("A", "I") and token.pos_ != "DET"
 
 
 def _marks(tokens: Sequence[Token], examples: set[int]) -> list[_Need]:
@@ -776,7 +879,7 @@ def _accounts(need: _Need, carried: _Carries) -> bool:
             return unit in carried.units
         value = need.value or 0.0
         near = any(abs(n - value) <= 0.25 * value for n in carried.numbers) if value >= 8 else value in carried.numbers
-        return unit in carried.units and near
+        return (unit == "*" or unit in carried.units) and near
     if need.what == "position":
         return unit in carried.units and need.value is not None and int(need.value) in carried.positions
     if need.what == "unit":
@@ -864,10 +967,15 @@ def account_readings(doc: Doc | None, text: str, prompt: str, found: Sequence[Fo
             if not _supported(found[i], carried[i], _said(doc, found[i], ordered), each, negated):
                 drop(i, clause, tuple(_word_span(doc[t], prompt) for t in sorted(_own(doc, found[i]))))
                 members.remove(i)
+                continue
+            wrong = _described(doc, found[i], carried[i]) + _refused_elsewhere(doc, found[i], carried[i], ordered)
+            if wrong:
+                drop(i, clause, tuple(_word_span(doc[t], prompt) for t in wrong))
+                members.remove(i)
         open_needs: list[_Need] = []
         for need in needs:
             takers = [i for i in members if _accounts(need, carried[i])]
-            if not takers and need.what in ("quantity", "unit") and any(
+            if not takers and need.what in ("quantity", "unit") and need.unit != "*" and any(
                     _accounts(need, c) for i, c in enumerate(carried) if i not in members and i not in dropped_ids):
                 continue  # the clause restates what another clause asked ("your one-sentence answer")
             if not takers:
@@ -967,8 +1075,8 @@ def _unread(needs: Sequence[_Need], carried: Sequence[_Carries], tokens: Sequenc
     A question asks; it states nothing."""
     if any(t.text in ("?", "？") for t in tokens[-2:]) and not any(n.what == "mark" for n in needs):
         return False
-    return any(n.what in ("quantity", "position", "mark") and not any(_accounts(n, c) for c in carried)
-               for n in needs)
+    return any(n.what in ("quantity", "position", "mark") and n.unit != "*"
+               and not any(_accounts(n, c) for c in carried) for n in needs)
 
 
 #: Words that say where a text stands: a reading placing it at a start or an end needs one of them.
@@ -987,6 +1095,61 @@ def _said(doc: Doc, found: Found, clause: Sequence[Token]) -> set[str] | None:
     if any("\u3400" <= c <= "\u9fff" for t in tokens for c in t.text):
         return None
     return {t.lemma_.lower() for t in tokens} | {t.lower_ for t in tokens}
+
+
+#: Words naming the whole answer, or referring back to it, as what a wrapper holds.
+_WHOLE_ANSWER = frozenset({"response", "answer", "reply", "output", "entire", "whole", "full", "it", "everything",
+                           "all", "result"})
+
+
+def _described(doc: Doc, found: Found, carried: _Carries) -> list[int]:
+    """Words a reading took as a literal text that the clause uses as a description (empty when none).
+
+    A placed text (a start, an end, a filter's first or last letters) that the
+    clause writes as a common noun after "a" / "an" names a kind of text ("start
+    each item with an arrow", "words that begin with a consonant cluster"), not
+    the text to write.
+    """
+    span = doc.char_span(found.start, found.end, alignment_mode="expand")
+    if span is None:
+        return []
+    wrong: list[int] = []
+    for text in carried.placed:
+        word = text.strip().lower()
+        if len(word) < 2 or not word.isalpha():
+            continue
+        for token in span.sent if span.sent is not None else span:
+            if token.lower_ != word or token.pos_ not in ("NOUN", "ADJ") or token.text[:1].isupper():
+                continue
+            before = [t.lower_ for t in doc[max(0, token.i - 3): token.i] if t.pos_ != "ADJ"]
+            if before[-1:] in (["a"], ["an"]):
+                wrong.append(token.i)
+    return wrong
+
+
+def _refused_elsewhere(doc: Doc, found: Found, carried: _Carries, clause: Sequence[Token]) -> list[int]:
+    """Words of a refusal (no list; the whole answer wrapped) that its clause does not say (empty when none).
+
+    A refusal of lists read from a clause that names the list without a
+    negation took its negation from another clause ("give them as bullet
+    points, and don't start two bullets alike"); a wrapper around the whole
+    answer needs its sentence to name the whole answer ("wrap your entire
+    response"), not a piece of it ("two remarks in brackets", "within her
+    quote, in quotation marks of its own").
+    """
+    own = {t.i for t in clause}
+    span = doc.char_span(found.start, found.end, alignment_mode="expand")
+    if span is None:
+        return []
+    listed = any(t.lemma_.lower() in ("bullet", "list", "bullet-point") for t in clause)  # the layout itself
+    if carried.no_list and listed and not any(t.lower_ in _NEGATORS or t.dep_ == "neg" for t in clause) and any(
+            (t.lower_ in _NEGATORS or t.dep_ == "neg") and t.i not in own for t in span):
+        return [t.i for t in span if t.i in own and not t.is_punct]
+    sentences = {t.sent.start: t.sent for t in span}
+    if carried.answer_wrap and not any(t.lower_ in _WHOLE_ANSWER or t.lemma_.lower() in _WHOLE_ANSWER
+                                       for sent in sentences.values() for t in sent):
+        return [t.i for t in span if not t.is_punct]
+    return []
 
 
 #: Words that make a negated clause a bound rather than a refusal ("do not write fewer than 3 sentences").

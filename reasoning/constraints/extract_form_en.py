@@ -874,6 +874,10 @@ _PUNCT_NAMES: Mapping[str, str] = {"question": "?", "exclamation": "!", "period"
 def _ordinal_at(ctx: _Ctx, j: int) -> int | None:
     low = ctx.lowers[j]
     if low in ("last", "final", "closing"):
+        before = [w for w in ctx.lowers[max(0, j - 5): j] if w != "-"]
+        if before[-1:] == ["to"] and len(before) >= 2:  # "the next-to-last", "the third to last": from the end
+            back = 2 if before[-2] == "next" else ordinal(before[-2])
+            return -back if back is not None else None
         return -1
     if low == "opening":
         return 1

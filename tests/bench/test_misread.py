@@ -66,3 +66,16 @@ def test_the_extraction_only_report_counts_misread_beside_the_statuses() -> None
     assert counts["recognised"] + counts["unrecognised"] + counts["missed"] == report["n_instructions"]
     assert counts["misread"] == len(report["misreadings"]) <= counts["recognised"]
     assert report["misread_share"] == round(counts["misread"] / report["n_instructions"], 4)
+
+
+def test_the_command_reports_every_set_named_with_its_share(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from bench.misread import main
+
+    assert main(["--sets", "heldout"]) == 0
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    figures = report["sets"]["heldout"]
+    assert figures["n_instructions"] == sum(len(r["instructions"]) for r in load(HELDOUT.data, HELDOUT.judges))
+    assert figures["misread_share"] == round(figures["misread"] / figures["n_instructions"], 4)
+    assert report["max_misread_share"] == figures["misread_share"]

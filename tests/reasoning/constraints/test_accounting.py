@@ -50,6 +50,38 @@ def _inside(span_start: int, span_end: int, start: int, end: int) -> bool:
         # Chinese: a number referring back is no count; a count of items or a first line must be carried
         ("介绍一下网络安全，回答里必须用到 firewall 和 VPN 这两个词。", "回答里必须用到 firewall 和 VPN 这两个词。"),
         ("给出居家节能的建议，列出五条，每条不超过二十个字。", "列出五条，每条不超过二十个字。"),
+        # a verb coordinated with another edge verb places the shared text too (its opening is unread)
+        ("Describe your favourite city. Start and end the answer with the exact same sentence.",
+         "Start and end the answer with the exact same sentence."),
+        # "every one of them" needs a per-piece reading of its own clause, not one read in the next clause
+        (("Summarise recycling in three sentences and include the word 'bin' in every one of them; "
+         "no sentence may exceed 15 words."), "include the word 'bin' in every one of them"),
+        # an example ends at its verb: the share after it is said, not exemplified
+        (("Explain how to brew tea. Short words such as 'to', 'in' or 'it' should be no more than a quarter "
+         "of your words."), "no more than a quarter of your words"),
+        # a piece placed relative to another ("on the next line") is a unit no sentence count carries
+        ("Suggest a title for my blog about knitting, followed on the next line by a one-sentence description.",
+         "followed on the next line by a one-sentence description"),
+        ("Name a band for my cousin, with a one-sentence motto on the line below.",
+         "with a one-sentence motto on the line below"),
+        # a bounded number is a count the answer must meet, whatever it counts
+        ("Write a review of a cafe and include exactly two remarks in round brackets.",
+         "include exactly two remarks in round brackets"),
+        # the whole answer wrapped needs a word naming the whole answer
+        (("Write a story where the captain is quoted, and inside his quote he repeats what the cook said, "
+         "in quotation marks of its own."), "in quotation marks of its own"),
+        # a refusal of lists whose negation is in another clause than the list it names
+        ("Give me five tips for saving money as bullet points, and don't begin two bullets with the same word.",
+         "as bullet points"),
+        # letters named in a filter, a mark named in parentheses, a ratio between counts
+        ("Write a poem about snow: five lines starting with S, N, O, W and Y.", "five lines starting with S"),
+        ("Name four rivers, each on its own line introduced by a caret (^) rather than a dash.", "caret (^)"),
+        (("Review a phone in two bulleted lists, with twice as many strengths as weaknesses and exactly 3 "
+         "weaknesses."), "twice as many strengths as weaknesses"),
+        # a common noun after "a" describes the text placed; it is not the text
+        ("Start each bullet with a label in capitals.", "Start each bullet with a label in capitals."),
+        ("Write a tongue twister using at least four words that begin with a consonant cluster, like 'street'.",
+         "at least four words that begin with a consonant cluster"),
     ],
 )
 def test_a_clause_saying_more_than_its_reading_is_unrecognised(prompt: str, clause: str) -> None:
@@ -82,6 +114,12 @@ def test_a_named_separator_no_reader_reads_is_reported() -> None:
         ("Answer with at most one hundred and fifty words.", "word_count", {"hundred", "fifty", "words"}),
         ("Write a note. Mention the keyword sale in the second-to-last sentence.", "position",
          {"second", "sentence", "sale"}),
+        ("Tell a story about a fox where the next-to-last sentence ends with the word 'snow'.", "position",
+         {"next", "sentence", "snow"}),
+        ("Write a limerick and wrap it in double quotes.", "quotation", {"wrap", "quotes"}),
+        ("Put your whole poem in square brackets.", "wrap", {"whole", "brackets"}),
+        ("Open and close each sentence with the same word.", "position", {"Open", "close", "sentence"}),
+        ("Don't use any word more than 3 times.", "count", {"3", "word"}),
     ],
 )
 def test_a_reading_that_carries_its_clause_is_kept_with_the_words_it_used(
@@ -109,3 +147,21 @@ def test_a_number_in_an_example_or_a_quote_is_content() -> None:
               "Include the phrase 'step 2 of 5 lines'.")
     result = extract(prompt)
     assert any(c.kind.value == "bullet_count" and c.params == {"n": 3} for c in result.constraints)
+
+
+@pytest.mark.parametrize(
+    ("prompt", "k"),
+    [
+        ("Tell a story about a fox where the next-to-last sentence ends with the word 'snow'.", -2),
+        ("Write a fable in which the second to last sentence begins with the word 'Then'.", -2),
+        ("Write a poem whose last line ends with the word 'home'.", -1),
+    ],
+)
+def test_a_position_counted_from_the_end_is_read_with_its_distance(prompt: str, k: int) -> None:
+    [position] = [c for c in extract(prompt).constraints if c.kind.value == "position"]
+    assert position.params["k"] == k
+
+
+def test_the_whole_answer_wrapped_is_kept_where_the_sentence_names_it() -> None:
+    prompt = "Do you think tea is better than coffee? Wrap your response with double quotation marks."
+    assert [c.kind.value for c in extract(prompt).constraints] == ["quotation"]
