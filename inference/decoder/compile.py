@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
@@ -58,6 +58,8 @@ from inference.decoder.controllers.citing import Citations
 from inference.decoder.controllers.counts import Limits, count_text
 from inference.decoder.controllers.keywords import UNWRITABLE, Keyword, Keywords
 from inference.decoder.controllers.lexical import ForbiddenWords
+from inference.decoder.controllers.openings import Opening
+from inference.decoder.controllers.placing import Placement
 from inference.decoder.controllers.sentences import sentence_floor
 from inference.decoder.controllers.steering import ConstraintSteering
 from inference.decoder.controllers.template import Body, Layout, Literal, build_layout
@@ -67,7 +69,7 @@ from reasoning.constraints.model import Constraint, Hardness, Kind, Relation, Sc
 from reasoning.errors import ConflictError, InvalidInput, LimitExceeded
 from reasoning.language import LANGUAGE_SCRIPTS
 
-__all__ = ["CONTROLLED_KINDS", "branch_steerings", "compile_steering"]
+__all__ = ["CONTROLLED_KINDS", "FORM_FAMILIES", "FormContext", "branch_steerings", "compile_steering"]
 
 
 # Kinds with a token controller, as the catalog declares them (its
@@ -127,6 +129,69 @@ def _conflict(detail: str, *constraints: Constraint) -> ConflictError:
     return ConflictError(detail, constraint_ids=[c.id for c in constraints])
 
 
+@dataclass
+class FormContext:
+    """What a form family's compile step reads, and the shared state it adds to.
+
+    ``hard`` are the hard constraints (forms lowered); ``layout`` the answer's
+    layout so far; a step adds the ids it controls to ``controlled`` (or only
+    assists to ``assisted``); ``inserts``: citations or a stated decision
+    write text of their own in the body. ``compiled`` holds, by family name,
+    the spec of every family compiled before (None: not needed or not
+    controllable), in the order of ``FORM_FAMILIES``.
+    """
+
+    hard: list[Constraint]
+    layout: Layout
+    controlled: set[str]
+    assisted: set[str]
+    max_new_tokens: int | None
+    inserts: bool
+    compiled: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def placed(self) -> bool:
+        """Whether the k-th word's placement is compiled (the openings and closings yield to it)."""
+        return self.compiled.get("placement") is not None
+
+
+#: The constraint-form families, in the order they compile: each step reads
+#: what the shared stages (character policy, counted bounds, layout, citations,
+#: keywords, capitals) and the steps before it settled, and the order is part
+#: of the result (a step skips ids an earlier one controls; the first conflict
+#: found is the one refused). Each family's controller is built from its spec
+#: by ``controllers.registry.CONTROLLERS``, in the composer's own order.
+FORM_FAMILIES: tuple[tuple[str, Callable[[FormContext], Any]], ...] = (
+    ("tally", lambda f: form_tally(f.hard, f.layout, f.controlled)),
+    ("placement", lambda f: form_placement(f.hard, f.layout, f.controlled, inserts=f.inserts)),
+    ("floors", lambda f: form_floors(f.hard, f.layout, f.compiled["tally"], f.controlled,
+                                     max_new_tokens=f.max_new_tokens, inserts=f.inserts)),
+    ("minima", lambda f: form_minima(f.hard, f.layout, f.compiled["tally"], f.controlled, f.assisted,
+                                     max_new_tokens=f.max_new_tokens)),
+    ("initials", lambda f: form_initials(f.hard, f.layout, f.controlled, max_new_tokens=f.max_new_tokens)),
+    ("verb_opening", lambda f: form_verb_opening(f.hard, f.layout, f.controlled, inserts=f.inserts,
+                                                 placed=f.placed)),
+    ("class_opening", lambda f: form_class_opening(f.hard, f.layout, f.controlled, inserts=f.inserts,
+                                                   placed=f.placed)),
+    ("opening", lambda f: form_opening(f.hard, f.layout, f.controlled, inserts=f.inserts, placed=f.placed)),
+    ("spans", lambda f: form_spans(f.hard, f.layout, f.controlled, max_new_tokens=f.max_new_tokens,
+                                   inserts=f.inserts)),
+    ("sentence_mark", lambda f: form_sentence_mark(f.hard, f.layout, f.controlled, inserts=f.inserts)),
+    ("sentence_end", lambda f: form_sentence_end(f.hard, f.layout, f.controlled, inserts=f.inserts)),
+    ("sentence_word", lambda f: form_sentence_word(f.hard, f.layout, f.controlled, inserts=f.inserts,
+                                                   ending=f.compiled["sentence_end"])),
+    ("piece_sentences", lambda f: form_piece_sentences(f.hard, f.layout, f.controlled, inserts=f.inserts)),
+    ("closing", lambda f: form_closing(f.hard, f.layout, f.controlled, inserts=f.inserts, placed=f.placed)),
+    ("sentence_steps", lambda f: form_sentence_steps(f.hard, f.layout, f.controlled, inserts=f.inserts)),
+    ("sentence_types", lambda f: form_sentence_types(f.hard, f.layout, f.controlled, inserts=f.inserts)),
+    ("sentence_share", lambda f: form_sentence_share(f.hard, f.layout, f.controlled, inserts=f.inserts)),
+    ("hashtags", lambda f: form_hashtags(f.hard, f.layout, f.controlled, max_new_tokens=f.max_new_tokens,
+                                         inserts=f.inserts)),
+    ("lines", lambda f: form_lines(f.hard, f.layout, f.controlled, max_new_tokens=f.max_new_tokens,
+                                   inserts=f.inserts)),
+)
+
+
 def compile_steering(
     constraints: Sequence[Constraint],
     tokenizer: Any,
@@ -183,46 +248,23 @@ def compile_steering(
     citations = _citations(constraints, evidence_ids, layout, policy, policy_sources, controlled, uncontrolled)
     keywords = _keywords(hard, layout, policy, policy_sources, forbidden, controlled)
     capitals = _capitals(hard, layout, policy, policy_sources, limits, controlled)
-    tally = form_tally(hard, layout, controlled)
     inserts = citations is not None or statement is not None  # text of their own in the body
-    placement = form_placement(hard, layout, controlled, inserts=inserts)
-    floors = form_floors(hard, layout, tally, controlled, max_new_tokens=max_new_tokens,
-                         inserts=inserts)
-    minima = form_minima(hard, layout, tally, controlled, assisted, max_new_tokens=max_new_tokens)
-    initials = form_initials(hard, layout, controlled, max_new_tokens=max_new_tokens)
-    verb_opening = form_verb_opening(hard, layout, controlled, inserts=inserts,
-                                     placed=placement is not None)
-    class_opening = form_class_opening(hard, layout, controlled, inserts=inserts,
-                                       placed=placement is not None)
-    opening = form_opening(hard, layout, controlled, inserts=inserts,
-                           placed=placement is not None)
-    spans = form_spans(hard, layout, controlled, max_new_tokens=max_new_tokens,
-                       inserts=inserts)
-    marks = form_sentence_mark(hard, layout, controlled, inserts=inserts)
-    ending = form_sentence_end(hard, layout, controlled, inserts=inserts)
-    sentence_word = form_sentence_word(hard, layout, controlled, inserts=inserts,
-                                       ending=ending)
-    per_piece = form_piece_sentences(hard, layout, controlled, inserts=inserts)
-    closing = form_closing(hard, layout, controlled, inserts=inserts,
-                           placed=placement is not None)
-    steps = form_sentence_steps(hard, layout, controlled, inserts=inserts)
-    types = form_sentence_types(hard, layout, controlled, inserts=inserts)
-    share = form_sentence_share(hard, layout, controlled, inserts=inserts)
-    hashtags = form_hashtags(hard, layout, controlled, max_new_tokens=max_new_tokens,
-                             inserts=inserts)
-    lines = form_lines(hard, layout, controlled, max_new_tokens=max_new_tokens,
-                       inserts=inserts)
+    form = FormContext(hard, layout, controlled, assisted, max_new_tokens, inserts)
+    for name, compile_family in FORM_FAMILIES:
+        form.compiled[name] = compile_family(form)
+    placement: Placement | None = form.compiled["placement"]
+    opening: Opening | None = form.compiled["opening"]
     if placement is not None and policy.active:
         # Its tokens are forced: the character policy must allow every one of them.
         allowed = policy.allowed_mask(tables)
         if not all(bool(allowed[t]) for t in tables.encode(" " + placement.text) + tables.encode(placement.text)):
             controlled.difference_update(placement.sources)
-            placement = None
+            form.compiled["placement"] = None
     if opening is not None and policy.active:
         allowed = policy.allowed_mask(tables)
         if not all(bool(allowed[t]) for t in tables.encode(" " + opening.text) + tables.encode(opening.text)):
             controlled.difference_update(opening.sources)
-            opening = None
+            form.compiled["opening"] = None
 
     for c in hard:
         if c.id not in controlled and c.id not in assisted:
@@ -243,9 +285,7 @@ def compile_steering(
         specs=tuple(
             spec
             for spec in (policy, SoftPolicy(soft_policy), limits, forbidden, citations, keywords, capitals,
-                         tally, placement, floors, opening, minima, initials, spans, marks, share, types, steps, ending, sentence_word, per_piece, closing,
-                         hashtags, class_opening, verb_opening,
-                         lines, statement)
+                         *form.compiled.values(), statement)
             if spec is not None
         ),
         max_new_tokens=max_new_tokens,
