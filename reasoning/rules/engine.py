@@ -234,6 +234,14 @@ class RuleBook:
             if implements:
                 constants.add(implements)
         self._constants = sorted(c for c in constants if index.term_id(c) >= 0)
+        named: dict[str, set[tuple[str, str, str]]] = {}
+        for rule in self._explained:
+            for s, p, o in rule.patterns:
+                for predicate in _iris(p):
+                    for end, term in (("o", o), ("s", s)):
+                        if isinstance(term, (URIRef, Literal)) and (shown := from_rdflib(term)) is not None:
+                            named.setdefault(rule.rule_id, set()).add((predicate, shown, end))
+        self._named_in_condition = {rule_id: frozenset(v) for rule_id, v in named.items()}
         self._rule_predicates = {index.term_id(p) for p in predicates} - {-1}
         self._terms: dict[str, Node] = {}
         self._lock = threading.Lock()
@@ -241,6 +249,15 @@ class RuleBook:
     @property
     def has_rules(self) -> bool:
         return bool(self.rules)
+
+    def names_in_condition(self, rule_id: str, triple: Triple) -> bool:
+        """Whether ``triple`` (N-Triples terms) matches a triple pattern of a condition of
+        ``rule_id``'s rules that names its object or its subject (``?p aml:listedOn
+        aml:pepList``, ``?p a aml:PoliticallyExposedPerson``), not one that only joins
+        variables (``?a aml:sentFundsTo ?b``): what the rule asks of the case, specifically."""
+        named = self._named_in_condition.get(rule_id, frozenset())
+        s, p, o = triple
+        return (p, o, "o") in named or (p, s, "s") in named
 
     # --- evaluation ------------------------------------------------------------------
 

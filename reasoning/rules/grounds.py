@@ -6,14 +6,16 @@ sentences, English and Chinese, in the order a length budget keeps them
 
 1. the leads (``facts``, ``Ground.lead``): for each deciding rule, in the
    decision's order, the one fact that tells most why it fired - the
-   request's own fact (its case input, a class it names, a relation, with
-   the span it was read from) before the ontology's, a bare mention last -
+   request's own fact (with the span it was read from) before the
+   ontology's; a value the rule reads, then what the rule's condition names
+   (a class, a list), then a relation, a date; a bare mention last -
    one fact a sentence, a fact that leads several rules said once, citing
    them all. Each lead has a brief form without citations: a budget too
    tight for every lead with its citations still names a firing fact of
    every rule;
 2. ``nearest`` (``no_rule_applies``): the rule that came nearest and what kept
-   it from firing;
+   it from firing, with a brief form (the rule's name) a budget too tight for
+   it states instead (it leads: no fact does);
 3. ``missing`` (``undetermined``): what each value of a missing input would
    decide, one sentence a rule;
 4. ``rule_text``: each deciding rule's own text from the ontology (a literal
@@ -159,22 +161,26 @@ def realise_grounds(
     *,
     evidence: Sequence[EvidenceFact] = (),
     contradicts: Callable[[str], bool] | None = None,
+    specific: Callable[[str, Triple], bool] | None = None,
 ) -> tuple[Ground, ...]:
     """The grounds of ``decision`` in the order a budget keeps them (see the module doc).
 
     ``evidence`` are the facts the answer shows (their ids are cited);
     ``contradicts`` the claim check of one sentence against the decision (a
-    ground it flags, in either language, is left out).
+    ground it flags, in either language, is left out); ``specific(rule_id,
+    triple)`` whether a fact matches what that rule's condition names
+    (``RuleBook.names_in_condition``; without it, only class memberships do).
     """
     phraser = Phraser(lexicon, decision.case)
     cited = _evidence_ids(evidence)
-    facts = _fact_grounds(decision, phraser, cited)
+    facts = _fact_grounds(decision, phraser, cited, specific)
     grounds: list[Ground] = [g for g in facts if g.lead]
     rules = list(dict.fromkeys((c.rule_id, c.rule_iri) for c in decision.conclusions))
     if decision.nearest is not None:
         near = decision.nearest
         grounds.append(_said_of_rule("nearest", near.statement_en, near.statement_zh,
-                                     near.rule_id, near.rule_iri, evidence))
+                                     near.rule_id, near.rule_iri, evidence,
+                                     brief=(near.brief_en, near.brief_zh)))
         rules.append((near.rule_id, near.rule_iri))
     seen_rules: set[str] = set()
     for missing in decision.missing:
@@ -201,13 +207,15 @@ def _outcomes(outcomes: Sequence[InputOutcome]) -> list[InputOutcome]:
 
 
 def _said_of_rule(kind: str, statement_en: str, statement_zh: str, rule_id: str,
-                  rule_iri: str | None, evidence: Sequence[EvidenceFact]) -> Ground:
+                  rule_iri: str | None, evidence: Sequence[EvidenceFact],
+                  brief: tuple[str, str] = ("", "")) -> Ground:
     """A ground that says something of one rule (the nearest, or what a missing input would
-    decide), cited with the first evidence fact shown about that rule."""
+    decide), cited with the first evidence fact shown about that rule; ``brief`` (English,
+    Chinese) its shortest form, for a budget it does not fit (the nearest rule's name)."""
     ids = _rule_ids_shown(rule_iri, evidence)[:1]
     return Ground(kind=kind, text_en=sentence(statement_en, "en", evidence=ids),
                   text_zh=sentence(statement_zh, "zh", evidence=ids), rule_ids=(rule_id,),
-                  evidence_ids=ids)
+                  evidence_ids=ids, brief_en=brief[0], brief_zh=brief[1])
 
 
 def _rule_ids_shown(rule_iri: str | None, evidence: Sequence[EvidenceFact]) -> tuple[str, ...]:
@@ -274,7 +282,10 @@ def _fired_facts(decision: Decision, phraser: Phraser) -> dict[Triple, _Fact]:
 
 
 def _fact_grounds(
-    decision: Decision, phraser: Phraser, cited: dict[tuple[str, str, str], str]
+    decision: Decision,
+    phraser: Phraser,
+    cited: dict[tuple[str, str, str], str],
+    specific: Callable[[str, Triple], bool] | None,
 ) -> list[Ground]:
     """Sentences of the facts that fired the rules, the leads first.
 
@@ -288,7 +299,6 @@ def _fact_grounds(
     """
     facts = _fired_facts(decision, phraser)
     order = list(dict.fromkeys(c.rule_id for c in decision.conclusions))
-    named = {e.term for e in decision.case.entities}
     several = len(order) > 1
     clauses: dict[Triple, tuple[Clause, Clause]] = {}
     for triple in facts:
@@ -297,13 +307,14 @@ def _fact_grounds(
         if en is not None and zh is not None:
             clauses[triple] = (_copula(en), zh)
 
-    def rank(fact: _Fact) -> tuple[int, int, int]:
-        return _telling(fact, named)
+    def rank(fact: _Fact, rule: str) -> tuple[int, int, int]:
+        names = specific(rule, fact.triple) if specific is not None else fact.triple[1] == RDF_TYPE
+        return _telling(fact, names)
 
     leads: list[_Fact] = []
     for rule in order:
         candidates = [f for f in facts.values() if rule in f.rules and f.triple in clauses]
-        if candidates and (best := min(candidates, key=rank)) not in leads:
+        if candidates and (best := min(candidates, key=lambda f: rank(f, rule))) not in leads:
             leads.append(best)
 
     def ground(chunk: Sequence[_Fact], lead: bool) -> Ground:
@@ -339,7 +350,7 @@ def _fact_grounds(
         groups.setdefault(tuple(sorted(fact.rules, key=order.index)), []).append(fact)
     for rules in sorted(groups, key=lambda r: (-len(r), order.index(r[0]))):
         rest: list[_Fact] = []
-        for fact in sorted(groups[rules], key=rank):
+        for fact in sorted(groups[rules], key=lambda f: rank(f, rules[0])):
             en = clauses[fact.triple][0]
             if (en.subject, en.predicate) not in said:
                 said.add((en.subject, en.predicate))
@@ -348,27 +359,21 @@ def _fact_grounds(
     return out
 
 
-def _telling(fact: _Fact, named: set[str]) -> tuple[int, int, int]:
+def _telling(fact: _Fact, specific: bool) -> tuple[int, int, int]:
     """How much a fact tells of why its rule fired (lower first).
 
     The request's own facts before the ontology's, and a bare mention
-    ("this case concerns X") last. Among the request's: a value the rule
-    reads (an amount, a size), then a class membership or a relation to
-    something the request does not name as a party (a list, a class), then
-    a relation between the parties it names, then a date (context).
+    ("this case concerns X") last. Among either: a value the rule reads (an
+    amount, a size), then a fact that matches what the rule's condition
+    names (``specific``: a class, a list it asks a party to be on), then
+    any other class membership or relation (one that joins the parties),
+    then a date (context).
     """
     _, p, o = fact.triple
     if p == _MENTIONS:
         return (9, 0, fact.order)
     dated = is_literal(o) and (literal_parts(o)[2] or "").endswith(("#date", "#dateTime"))
-    if dated:
-        kind = 3
-    elif is_literal(o):
-        kind = 0
-    elif p == RDF_TYPE or o not in named:
-        kind = 1
-    else:
-        kind = 2
+    kind = 3 if dated else 0 if is_literal(o) else 1 if specific else 2
     return (0 if fact.case_fact is not None else 1, kind, fact.order)
 
 
