@@ -4,7 +4,11 @@ Each entry builds one family's controller from a request's compiled specs
 (``compile.compile_steering``), or None when the request does not need it.
 The order is the composer's fixed order for every hook (``steering``'s
 module doc says why it matters): adding a family is a new module with a
-``Controller`` subclass and its builder, plus one line here.
+``Controller`` subclass and its builder, plus one line here; a constraint-form
+family also adds its compile step (the function that returns its spec) as one
+line of ``compile.FORM_FAMILIES``. The two orders differ on purpose: the
+compile order decides which step controls an id first and which conflict is
+refused first, the composer order which controller acts first at each token.
 """
 
 from __future__ import annotations
