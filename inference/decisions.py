@@ -35,6 +35,7 @@ from reasoning.evidence.model import EvidenceFact, EvidenceSubgraph, LinkedEntit
 from reasoning.evidence.subgraph import facts_about
 from reasoning.rules.decide import DecisionEngine, decision_sentence
 from reasoning.rules.model import Decision
+from reasoning.rules.thresholds import rule_thresholds
 
 __all__ = [
     "RULES_VIEW",
@@ -254,7 +255,7 @@ def support_basis(
     texts += [c.statement(lang) for c in decision.conclusions]
     texts += [m.label_zh if lang == "zh" else m.label_en for m in decision.missing]
     return SupportBasis(texts=tuple(dict.fromkeys(texts)), rule_ids=tuple(engine.rule_ids),
-                        thresholds=engine.thresholds)
+                        thresholds=rule_thresholds(engine.rules))
 
 
 def refusing_invented_ids(statement: Statement, basis: SupportBasis, shown: Sequence[str]) -> Statement:

@@ -128,6 +128,12 @@ class StepJudge(Protocol):
         """
         ...
 
+    def ended(self, branch: int, tokens: Sequence[int], context: RowContext | None = None) -> None:
+        """A beam ended with ``tokens`` (filed as one of the branch's hypotheses, or alive
+        at the token limit); ``context`` is its row, valid during the call (fed every token
+        but the last): work the judge deferred on its steps is done now or never."""
+        ...
+
 
 @dataclass(frozen=True)
 class ClosedStep:
@@ -564,7 +570,9 @@ class _Walk:
                 self.stats.pruned[rule] = self.stats.pruned.get(rule, 0) + 1
                 pruned.append(cand)
             elif cand.finished:
-                _add_hypothesis(self.hyps, self.beams[cand.parent], cand, self.config)
+                filed = _add_hypothesis(self.hyps, self.beams[cand.parent], cand, self.config)
+                if filed is not None and self.judge is not None:
+                    self.judge.ended(self.branch, filed.tokens, _row_context(self.state, cand.parent))
             else:
                 kept.append(cand)
         return kept, pruned
@@ -713,28 +721,29 @@ def _closure(
 
 def _add_hypothesis(
     branch_hyps: list[Hypothesis], pb: _Beam, cand: _Candidate, config: BeamConfig
-) -> None:
-    """File a finished candidate (EOS not included in its tokens); keep the ``width`` best."""
+) -> Hypothesis | None:
+    """File a finished candidate (EOS not included in its tokens); keep the ``width`` best.
+    The filed hypothesis when it is now the branch's best, else None."""
     is_eos = cand.token in config.eos_ids
     tokens = tuple(pb.tokens) if is_eos else (*pb.tokens, cand.token)
     steps = list(pb.steps)
     if cand.closes is not None:
         steps.append(ClosedStep(cand.closes[0], cand.closes[1], cand.check or StepCheck(keep=True)))
     length = max(1, len(tokens))
-    branch_hyps.append(
-        Hypothesis(
-            tokens=tokens,
-            logprobs=tuple(pb.logprobs) if is_eos else (*pb.logprobs, cand.raw),
-            entropies=tuple(pb.entropies) if is_eos else (*pb.entropies, cand.entropy),
-            steps=tuple(steps),
-            score=cand.score,
-            normalized=cand.score / length**config.options.length_penalty,
-            state=cand.state,
-            end=END_MODEL if is_eos and not cand.forced else END_CUT,
-        )
+    filed = Hypothesis(
+        tokens=tokens,
+        logprobs=tuple(pb.logprobs) if is_eos else (*pb.logprobs, cand.raw),
+        entropies=tuple(pb.entropies) if is_eos else (*pb.entropies, cand.entropy),
+        steps=tuple(steps),
+        score=cand.score,
+        normalized=cand.score / length**config.options.length_penalty,
+        state=cand.state,
+        end=END_MODEL if is_eos and not cand.forced else END_CUT,
     )
+    branch_hyps.append(filed)
     branch_hyps.sort(key=lambda h: h.normalized, reverse=True)
     del branch_hyps[config.options.width :]
+    return filed if branch_hyps[0] is filed else None
 
 
 def _repair_or_accept(
@@ -987,6 +996,11 @@ def _finish(
     outcomes = []
     for b, branch_hyps in enumerate(hyps):
         if not done[b]:
+            alive = [
+                (bm.score / max(1, len(bm.tokens)) ** config.options.length_penalty, k)
+                for k, bm in enumerate(beams[b * width : (b + 1) * width])
+                if bm.alive and bm.score != _NEG_INF
+            ]
             for k, bm in enumerate(beams[b * width : (b + 1) * width]):
                 if not bm.alive or bm.score == _NEG_INF:
                     continue
@@ -1025,6 +1039,9 @@ def _finish(
                         end=END_CUT,
                     )
                 )
+            if alive and judge is not None:  # the best beam the limit ended: its deferred work
+                best = max(alive)[1]
+                judge.ended(b, beams[b * width + best].tokens, _row_context(state, b * width + best))
         settled = [_land(h, steerings[b], config) for h in branch_hyps]
         judged = config.lander is not None  # without a lander no end is known to be cut
         ranked = sorted(

@@ -1,40 +1,42 @@
 """The counterfactual checks of one request: which claims are scored, with how many variants, when.
 
-The pruning judge asks ``CheckScheduler.check`` for every complete claim
-that states a domain fact; the scheduler owns the FLOPs share
-(``DecodeOptions.counterfactual_flops_share`` of every other FLOPs purpose
-the runner counted: prefill, decode, forced runs) and spends it so that as
-many distinct claims as possible get a contrast:
+The pruning judge asks ``CheckScheduler.check`` for every claim that states
+a fact (``states_fact``: it names a label, a number or a date and is no junk)
+and is complete, or is the answer's last text; the scheduler owns the FLOPs
+share (``DecodeOptions.counterfactual_flops_share`` of every other FLOPs
+purpose the runner counted: prefill, decode, forced runs) and spends it so
+that the answer's claims get a contrast:
 
 - a claim is one check per (branch, claim text): the beams that meet it
   again reuse its contrast (``reused``), and ``wanted`` / ``skipped`` count
   distinct claims, not meetings;
 - a check costs only what is new: over the beam's own row of the KV slab
-  (``contrast.row_contrast``) each variant runs its changed window, the
-  claim's log-probabilities come from the decode (``window_contrast``, which
-  re-runs the claim over the branch prompt, is the fallback without a row);
-- a claim takes as many of its ranked variants as its allowance holds (a
-  quarter of the share left, so later claims find some, or all of it when a
-  quarter would not buy one variant), at least one when one fits, instead
-  of being skipped when all would not;
+  (``contrast.row_contrast``) each variant runs its changed window, all of a
+  claim's variants in one ragged batch, the claim's log-probabilities taken
+  from the decode (``window_contrast``, which re-runs the claim over the
+  branch prompt, is the fallback without a row);
+- a claim takes as many of its ranked variants as a quarter of the share
+  left pays for, and one when a quarter would not buy one (so the claims
+  after it still find some), instead of being skipped when all would not;
 - a ``deferrable`` claim (pruning off: a contrast only informs the step's
-  confidence), a claim is scored once its beam has outlived it -- the next
-  judge call on a beam whose answer extends the claim scores it over that
-  beam's row (``observe``) -- so a scarce share is not spent on the many
-  candidates the search never keeps (while the share left holds four such
-  checks, it is scored at once); claims whose beam was dropped first are
-  reported as ``dropped`` and not counted as wanted; a deferred claim the
-  share cannot pay for yet stays deferred and is tried again on a later
-  beam that holds it once the share has grown by what it needs;
-- a claim skipped for budget is tried again whenever it is met later (the
-  share grows with the decode), and ``settle`` gives the chosen answer's
-  steps the contrasts other beams' checks computed, then scores the rest,
-  most informative first (``claim_rank``), with what is left of the share;
+  confidence) waits for its beam's end: when the search files a hypothesis
+  that is its branch's best so far, or the token limit ends the best live
+  beam, ``ended`` scores every claim that answer holds over its row (the row
+  holds the whole answer, so each claim's variants see the text before it),
+  so the share is not spent on the many candidates the search never keeps;
+  a claim no such answer held is reported ``dropped`` and not counted as
+  wanted, one the share cannot pay for yet stays deferred;
+- with pruning on every claim is checked when it closes (a contrast may
+  prune it); a claim skipped for budget is tried again whenever it is met
+  later (the share grows with the decode), and ``settle`` gives the chosen
+  answer's steps the contrasts computed for the same claims, then scores the
+  rest, most informative first (``claim_rank``), with what is left;
 - every claim still unscored carries the reason (``skip_reasons``).
 
 Variants (``reasoning.counterfactual``) are ranked by what they change: a
-stated value first (number, date, threshold side), then an entity, then the
-negated action.
+stated value first (the other side of a threshold the domain's rules read,
+``thresholds``; a number; a date), then an entity (a sibling of the same
+ontology class, ``lexicon``), then the negated action.
 """
 
 from __future__ import annotations
@@ -57,7 +59,8 @@ from inference.decoder.contrast import (
 from inference.decoder.kv_slab import PrefixKV
 from inference.decoder.options import DecodeOptions
 from inference.decoder.runner import ModelRunner
-from reasoning.counterfactual import Variant, variants
+from reasoning.counterfactual import Threshold, Variant, variants
+from reasoning.errors import InvalidInput
 
 __all__ = [
     "DROPPED",
@@ -68,6 +71,7 @@ __all__ = [
     "ClaimTokens",
     "PromptOf",
     "claim_rank",
+    "states_fact",
 ]
 
 SKIP_BUDGET = "budget"  # no variant fitted in what was left of the share
@@ -75,9 +79,9 @@ SKIP_NO_VARIANT = "no variant"  # the claim has no minimal variant to contrast w
 DROPPED = "dropped with its beam"  # deferred, and the search kept no beam that holds it
 _COUNTERFACTUAL = "counterfactual"
 _LOOKAHEAD = 2
-_PLENTY = 4  # a deferrable claim is scored at once while the share left holds this many checks
 _VARIANT_ORDER = {"number": 0, "date": 0, "threshold": 0, "entity": 1, "negation": 2}
 _QUANTITY = re.compile(r"(?<![\w.])\d")  # a number or date, not the digit of an id ('E2')
+_WORD = re.compile(r"[^\W\d_]", re.UNICODE)
 
 
 class PromptOf(Protocol):
@@ -116,6 +120,15 @@ class Checked:
     variants: int  # how many variants were scored
 
 
+def states_fact(text: str, mentions: Sequence[str], degenerate: str | None) -> bool:
+    """Whether a step states a fact, what a counterfactual check is for: it names one
+    (``mentions``: a label of the case or its evidence, a number, a date), holds a word,
+    and is no junk (``degenerate``: a fragment, a repetition, an echo states nothing the
+    answer stands on). The judge asks it of every complete claim and of the answer's last
+    text; the benches count an answer's fact steps with it."""
+    return bool(mentions) and degenerate is None and bool(_WORD.search(text))
+
+
 def claim_rank(text: str, relied: Sequence[str]) -> int:
     """How informative a check of ``text`` is (lower first): 0 a fact the decision or its
     grounds rely on (it names one of ``relied``), 1 a number or date (not an id's digit,
@@ -137,6 +150,7 @@ class CheckScheduler:
     prompts: Sequence[PromptOf]
     lexicon: Mapping[str, str] = field(default_factory=dict)
     pad_id: int = 0
+    thresholds: Sequence[Threshold] = ()  # the rules' compared constants (threshold-side variants)
     scored: int = 0  # distinct claims scored
     reused: int = 0  # meetings answered by a claim already scored
     _results: dict[tuple[int, str], Checked] = field(default_factory=dict)
@@ -198,12 +212,7 @@ class CheckScheduler:
             and claim.context is not None
             and len(claim.logprobs) >= claim.end > claim.start
         )
-        if (
-            usable
-            and claim is not None
-            and claim.deferrable
-            and not self._plentiful(found, claim)
-        ):
+        if usable and claim is not None and claim.deferrable:
             if key not in self._pending:
                 end = claim.end
                 self._pending[key] = (
@@ -230,18 +239,10 @@ class CheckScheduler:
         self.scored += 1
         return scored
 
-    def _plentiful(self, found: Sequence[Variant], claim: ClaimTokens) -> bool:
-        """The share left holds ``_PLENTY`` checks of the claim's first variant: no need to wait."""
-        ids = list(claim.tokens[claim.start : claim.end])
-        aligned = _aligned(ids, self.decode, self.encode, found[:1])
-        if not aligned:
-            return False
-        cost = 2.0 * self.runner.parameters * row_cost(ids, [aligned[0][1]], _LOOKAHEAD)
-        return cost * _PLENTY <= self.left()
-
-    def observe(self, branch: int, claim: ClaimTokens) -> None:
+    def observe(self, branch: int, claim: ClaimTokens, *, skip: bool = True) -> None:
         """A judge call on a beam whose answer is ``claim.tokens[:claim.start]``: every deferred
-        claim of ``branch`` that answer extends is scored now, over that beam's row."""
+        claim of ``branch`` that answer extends is scored now, over that beam's row (one the
+        share cannot pay for yet is counted skipped for budget unless ``skip`` is False)."""
         if not self._pending or claim.context is None:
             return
         tokens = claim.tokens
@@ -257,10 +258,14 @@ class CheckScheduler:
             ):
                 continue
             held = ClaimTokens(prefix, start, end, logprobs, claim.context)
-            scored = self._over_row(branch, self._ranked(key[1]), held)
+            try:
+                scored = self._over_row(branch, self._ranked(key[1]), held)
+            except InvalidInput:
+                continue  # the row has not been fed the claim's changes: a later beam may be
             if scored is None:
                 # Still short: it stays deferred, tried again once the share has grown enough.
-                self._skipped[key] = SKIP_BUDGET
+                if skip:
+                    self._skipped[key] = SKIP_BUDGET
                 self._need[key] = self._short
                 left = self.left()
                 continue
@@ -270,6 +275,13 @@ class CheckScheduler:
             self._results[key] = scored
             self.scored += 1
 
+    def ended(self, branch: int, tokens: Sequence[int], context: RowContext | None) -> None:
+        """A beam ended with the answer ``tokens`` (filed as a hypothesis, or alive at the
+        token limit) on the row ``context``: no later judge call will see its deferred claims,
+        so they are scored now, over that row (not re-run over the prompt after the search)."""
+        # A claim the share cannot pay for now is not yet wanted: it is, if the answer keeps it.
+        self.observe(branch, ClaimTokens(tokens, len(tokens), len(tokens), (), context), skip=False)
+
     def settle(self, branch: int, text: str) -> Checked | None:
         """A claim of the chosen answer: its known contrast, else one scored now over the
         branch prompt with what is left of the share (None: skipped, reason kept)."""
@@ -277,7 +289,7 @@ class CheckScheduler:
 
     def _ranked(self, claim: str) -> tuple[Variant, ...]:
         if claim not in self._variants:
-            found = variants(claim, self.lexicon, limit=len(_VARIANT_ORDER))
+            found = variants(claim, self.lexicon, limit=len(_VARIANT_ORDER), thresholds=self.thresholds)
             ordered = sorted(found, key=lambda v: _VARIANT_ORDER.get(v.kind, 3))
             self._variants[claim] = tuple(ordered[: self.options.max_variants])
         return self._variants[claim]
@@ -286,13 +298,16 @@ class CheckScheduler:
         """How many of the ranked variants (costs: token positions of the first k) to score."""
         per_token = 2.0 * self.runner.parameters
         left = self.left()
-        allowance = left / 4 if costs and costs[0] * per_token <= left / 4 else left
+        self._short = costs[0] * per_token if costs else 0.0
+        if not costs or costs[0] * per_token > left:
+            return 0
+        if costs[0] * per_token > left / 4:
+            return 1  # scarce: one variant, so the claims after this one still find some
         take = 0
         for k, cost in enumerate(costs, start=1):
-            if cost * per_token > allowance:
+            if cost * per_token > left / 4:
                 break
             take = k
-        self._short = costs[0] * per_token if costs else 0.0
         return take
 
     def _over_row(

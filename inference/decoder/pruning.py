@@ -18,13 +18,14 @@ closes a step. Rules, cheapest first:
    them), the decision and its grounds (``SupportBasis.texts``) and the
    request: rule-id-shaped tokens, dates and numbers as whole quantities,
    names (capitalised multi-word and Chinese) must be held; most of its
-   content words too. An unsupported step is pruned (and repaired); with
+   content words (Chinese: character pairs) too. An unsupported step is pruned (and repaired); with
    pruning off it is kept, flagged (``StepFacts.supported`` False), its
    confidence capped with a hint naming what is unsupported. A sentence
    still being written is judged on what it already holds (ids, numbers,
    names before its last word), so a failure is final. A domain answer's
-   complete steps are also judged for junk (fragments, echoes, garbled
-   script: ``degeneracy.junk``) under the entropy rule;
+   complete steps are also judged for junk (fragments, a sentence broken
+   off, echoes of the request or of the answer before the sentence,
+   garbled script: ``degeneracy.junk``) under the entropy rule;
 1. semantic consistency: the step is a complete claim that contradicts the
    decision the domain's rules gave (``claims``, the symbolic claim check of
    ``reasoning.rules.claims``: it denies a concluded action, states one that
@@ -71,7 +72,7 @@ from typing import Any
 import torch
 
 from inference.decoder.beam import SearchStats, StepCheck
-from inference.decoder.checks import Checked, CheckScheduler, ClaimTokens, claim_rank
+from inference.decoder.checks import Checked, CheckScheduler, ClaimTokens, claim_rank, states_fact
 from inference.decoder.contrast import RowContext
 from inference.decoder.degeneracy import (
     JunkRules,
@@ -89,6 +90,7 @@ from inference.decoder.kv_slab import PrefixKV
 from inference.decoder.options import DecodeOptions
 from inference.decoder.runner import ModelRunner
 from reasoning.constraints.model import Constraint, Hardness, Kind, Scope, Verdict
+from reasoning.counterfactual import Threshold
 from reasoning.evidence.model import EvidenceFact
 from reasoning.rules.support import IdShapes, Source, SupportIndex, id_shapes
 from reasoning.rules.support import proper_names as _proper_names
@@ -102,6 +104,7 @@ __all__ = [
     "SupportBasis",
     "domain_mentions",
     "proper_names",
+    "step_states_fact",
 ]
 
 
@@ -131,6 +134,7 @@ _WORD = re.compile(r"\w+")
 _PREFIX_CACHE = 64  # answer prefixes kept (a few per live beam)
 _CLAIM_END = frozenset(".!?;:\n。！？；")
 _HAS_WORD = re.compile(r"[^\W\d_]", re.UNICODE)
+_DEGENERATE = "degenerate step: "  # how the entropy rule names a junk step
 _SENTENCE_END = re.compile(r"[.!?。！？\n]")
 
 
@@ -143,6 +147,9 @@ class SupportBasis:
 
     texts: tuple[str, ...] = ()
     rule_ids: tuple[str, ...] = ()
+    #: The lines the rules compare case values with (``reasoning.rules.thresholds``): a
+    #: stated number or date is contrasted with one on their other side.
+    thresholds: tuple[Threshold, ...] = ()
 
     @cached_property
     def shapes(self) -> IdShapes:
@@ -240,6 +247,14 @@ def domain_mentions(text: str, labels: Sequence[str]) -> tuple[str, ...]:
     return tuple(label for _, label in sorted(found))
 
 
+def step_states_fact(text: str, violation: str | None, labels: Sequence[str]) -> bool:
+    """``checks.states_fact`` of a decoded step (its text and the violation it carries):
+    what the judge wanted a contrast for, as a bench or a report counts it; ``labels``
+    are the domain labels it may name (the lexicon's, the evidence's)."""
+    junk = violation if violation is not None and violation.startswith(f"entropy: {_DEGENERATE}") else None
+    return states_fact(text, domain_mentions(text, labels), junk)
+
+
 @dataclass
 class PruningJudge:
     """Implements ``StepJudge`` for one decode (all branches of one request).
@@ -300,6 +315,7 @@ class PruningJudge:
             self.branches,
             self.lexicon,
             self.pad_id,
+            self.basis.thresholds if self.basis is not None else (),
         )
         self._prefixes: dict[tuple[int, ...], tuple[str, frozenset[str], Said]] = {}
         self._scripts = answer_scripts(_answer_language(self.constraints, self.language))
@@ -365,13 +381,15 @@ class PruningJudge:
         text = self.tokenizer.decode(list(tokens[start:end]), skip_special_tokens=True)
         free = [k for k in range(start, end) if not (k < len(forced) and forced[k])]
         facts = self._measure(branch, tokens, start, end, entropies, text, free)
-        deferrable = not self.options.prune and not final
+        # Pruning off, a contrast only informs the step's confidence: it waits for the beam's end.
+        deferrable = not self.options.prune
         claim = ClaimTokens(tokens, start, end, logprobs, context, deferrable)
-        if self.options.counterfactual_checks and context is not None:
-            self.checks.observe(branch, claim)  # deferred claims this beam kept are scored now
-        rule, detail, facts = self._rule(branch, facts, final, chosen=bool(free), claim=claim)
+        # The step the token limit ends is the answer's last text: a claim, complete or not
+        # (with pruning on it is judged as it was: the budget's end rolls it back or keeps it).
+        last = final or (not self.options.prune and end >= self.options.max_new_tokens)
+        rule, detail, facts = self._rule(branch, facts, last, chosen=bool(free), claim=claim)
         if rule is not None and (final or not self.options.prune):
-            facts = self._informed(branch, facts, final, claim)  # kept flagged: its contrast informs
+            facts = self._informed(branch, facts, last, claim)  # kept flagged: its contrast informs
         # A claim of a domain answer that cannot be repaired is left out: the answer ends before it.
         droppable = rule is not None and self._domain(branch)
         if rule is not None and self.options.prune and not final:
@@ -380,6 +398,14 @@ class PruningJudge:
         return StepCheck(
             keep=True, rule=rule, detail=detail, payload=facts, droppable=droppable and self.options.prune
         )
+
+    def ended(
+        self, branch: int, tokens: Sequence[int], context: RowContext | None = None
+    ) -> None:
+        """A beam of ``branch`` ended with the answer ``tokens`` on the row ``context``: the
+        contrasts its claims still wait for are scored now, while the row holds them."""
+        if self.options.counterfactual_checks and context is not None:
+            self.checks.ended(branch, tokens, context)
 
     def _measure(
         self,
@@ -423,10 +449,14 @@ class PruningJudge:
         sentence = text
         if _complete(text):
             ends = list(_SENTENCE_END.finditer(earlier))
-            sentence = earlier[ends[-1].end() if ends else 0 :] + text
+            opens = ends[-1].end() if ends else 0
+            sentence = earlier[opens:] + text
             rules = self._junk_rules(branch)
             if degenerate is None and free and rules is not None:
-                degenerate = junk(sentence, rules)
+                # The model's own sentence must not restate the answer before it; a step the
+                # steering forced tokens into (a stated decision or ground) is the rules' own.
+                own_step = len(free) == end - start
+                degenerate = junk(sentence, rules, earlier[:opens] if own_step else "")
         mentions = domain_mentions(text, self._labels)
         index = self.support_index(branch) if free else None
         verdict = (
@@ -515,7 +545,7 @@ class PruningJudge:
                 facts,
             )
         if facts.degenerate:
-            return "entropy", f"degenerate step: {facts.degenerate}", facts
+            return "entropy", f"{_DEGENERATE}{facts.degenerate}", facts
         if (
             self.claims is not None
             and chosen
@@ -548,8 +578,8 @@ class PruningJudge:
             return "semantic", "violates " + ", ".join(v.constraint_id for v in violated), facts
         if (
             has_evidence
-            and facts.mentions
             and self.options.counterfactual_checks
+            and states_fact(facts.text, facts.mentions, facts.degenerate)
             and (final or _complete(facts.text))
         ):
             return self._contradiction(branch, facts, claim)
@@ -577,7 +607,7 @@ class PruningJudge:
         still states its facts: it gets its contrast (for its confidence), not a second rule."""
         if (
             facts.contrast is None
-            and facts.mentions
+            and states_fact(facts.text, facts.mentions, facts.degenerate)
             and self.options.counterfactual_checks
             and branch < len(self.branches)
             and self.branches[branch].facts
@@ -626,7 +656,7 @@ class PruningJudge:
         if (
             not isinstance(facts, StepFacts)
             or facts.contrast is not None
-            or not facts.mentions
+            or not states_fact(facts.text, facts.mentions, facts.degenerate)
             or not self.options.counterfactual_checks
             or branch >= len(self.branches)
             or not self.branches[branch].facts
