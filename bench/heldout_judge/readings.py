@@ -59,11 +59,25 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+__all__ = [
+    "CONJUNCTIONS", "EMPHASIS", "END_MARKS", "HAN", "HAN_SCRIPT", "HAS_CONTENT", "LETTER", "MINOR_WORDS",
+    "PRONOUNS", "PUNCT", "SENTENCE_CLOSERS", "SENTENCE_MARKS", "STOP_WORDS", "Judge", "answered", "at",
+    "begins", "blocks", "bounded", "delimiter_pairs", "emoji_count", "emoji_sentences", "ends", "first_word",
+    "keyword_count", "line_body", "lines", "list_items", "mention_count", "mentions", "normal", "paragraphs",
+    "pick", "sentence_kind", "sentences", "split_sentences", "spread", "strip_closers",
+    "strip_quotes_and_brackets", "unlead", "words", "wrapped_in",
+]
+
+#: A verifier: (the instruction's args, the answer) -> whether the answer meets it.
 Judge = Callable[[Mapping[str, Any], str], bool]
+
 _WORD = re.compile(r"[^\W_]+(?:['’\-][^\W_]+)*")
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s*")
+#: A letter, digit or Han character: a piece holding one has text.
 HAS_CONTENT = re.compile(r"[^\W_]")
+#: A letter of any script (digits and underscores aside).
 LETTER = re.compile(r"[^\W\d_]")
+#: Anything but a letter or digit: spaces and punctuation.
 PUNCT = re.compile(r"[\W_]")
 _EMOJI_RANGES = (
     (0x1F000, 0x1F02F),
@@ -91,6 +105,7 @@ _SKIN_TONES = (0x1F3FB, 0x1F3FF)
 _ZWJ = "\u200d"
 _CLOSERS_OR_BRACKETS = "\"'”’»)]}*_`"
 _BLANK_LINE = re.compile(r"\n[ \t\u3000]*\n")
+#: A Han character (the unified and compatibility blocks; the fifth set reads ``HAN_SCRIPT``).
 HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _WORD_CHAR = re.compile(r"[^\W_]")
 _BULLET = r"[-*+•·▪●◦‣]\s+"
@@ -100,11 +115,16 @@ _BULLET_ITEM = re.compile(rf"^[ \t]*{_BULLET}(?P<body>\S.*)$")
 _LEAD = re.compile(rf"^(?:\s+|{_BULLET}|{_ORDINAL}|#+\s*|>\s*|[*_`\"'“‘「『])*")
 _CLOSERS = "\"'”’»」』*_`"
 _SENTENCE_STOPS = ".!。！"
+#: Markdown emphasis and code marks.
 EMPHASIS = "*_`"
 _CLOSING_MARK = ".,;!。，；！"
+#: The marks a statement or an exclamation ends with.
 SENTENCE_MARKS = ".!。！"
+#: Every sentence-ending mark.
 END_MARKS = ".!?。！？"
+#: Closing quotes, brackets and emphasis that belong to the sentence they follow (the fifth set).
 SENTENCE_CLOSERS = "\"'”’」』）)]】》*_"
+#: Han script as the fifth set reads it: U+3400..U+9FFF.
 HAN_SCRIPT = re.compile(r"[\u3400-\u9fff]")
 _SENTENCE = re.compile(
     r"(?:[^.!?。！？]|[.!?](?=[^\s.!?。！？" + re.escape(SENTENCE_CLOSERS) + r"]))+"
