@@ -66,6 +66,7 @@ from bench.steering_set import SET_DATA, run_set
 from inference.decoder.compile import compile_steering
 from inference.decoder.endings import ends_complete, required_closing
 from inference.decoder.packed_llama import packed_forward
+from inference.decoder.vocab import vocab_tables
 from reasoning.constraints.catalog import IFEVAL_TO_KIND
 from reasoning.constraints.model import Constraint, Kind
 from reasoning.errors import ConflictError, LimitExceeded
@@ -294,8 +295,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from inference.loader import load_model
 
     torch.manual_seed(0)
-    lm = load_model(args.model, cache_root=model_cache(args.cache), weights=args.weights)
+    cache = model_cache(args.cache)
+    lm = load_model(args.model, cache_root=cache, weights=args.weights)
     model, tokenizer = lm.model, lm.tokenizer
+    # As the service warms up: the vocabulary tables (and those derived later) kept in the cache.
+    vocab_tables(tokenizer, model.device, int(model.config.vocab_size), cache_dir=cache)
     if args.set is not None:
         print(json.dumps(run_set(args, model, tokenizer)))
         return 0

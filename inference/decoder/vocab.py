@@ -21,7 +21,10 @@ Guarantees:
   definition and the logits width: a later load, in any process, reads them
   (a 262,144-token vocabulary takes seconds to describe token by token, a
   fraction of that to read). A file that cannot be read is rebuilt and
-  replaced; the tables read equal the tables built.
+  replaced; the tables read equal the tables built. Tables derived from them
+  later (``VocabTables.kept``: a policy's mask, a variant map, the sentence-run
+  tables) are kept beside them under a versioned name, so a first request on a
+  large vocabulary reads them instead of walking every token again.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import re
 import threading
 import unicodedata
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -171,6 +175,8 @@ class VocabTables:
     ends_terminal: torch.Tensor  # last char in .!?
     llg_tokenizer: Any
     hf_tokenizer: Any
+    #: Where tables derived later are kept on disk (``kept``); None keeps them in this process.
+    kept_dir: Path | None = None
     _cache: dict[Any, Any] = field(default_factory=dict, repr=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
@@ -185,6 +191,38 @@ class VocabTables:
             if key not in self._cache:
                 self._cache[key] = build()
             return self._cache[key]
+
+    def kept(self, name: str, build: Callable[[], dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+        """A derived table (named tensors) memoised here and kept on disk beside these tables.
+
+        ``name`` must say everything the table depends on beyond the tokenizer,
+        a version of the rule that builds it included (a changed rule takes a
+        new name, so an older file is never read for it). A file that cannot
+        be read is rebuilt and replaced; what is read equals what was built.
+        """
+
+        def load_or_build() -> dict[str, torch.Tensor]:
+            path = None if self.kept_dir is None else self.kept_dir / f"{name}.pt"
+            if path is not None:
+                try:
+                    data = torch.load(path, map_location="cpu", weights_only=True)
+                    return {k: v.to(self.device) for k, v in data.items()}
+                except FileNotFoundError:
+                    pass
+                except Exception:  # a damaged or foreign file is rebuilt and replaced
+                    log.warning("derived vocabulary table %s is unreadable; rebuilding it", path, exc_info=True)
+            built = build()
+            if path is not None:
+                try:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    aside = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
+                    torch.save({k: v.cpu() for k, v in built.items()}, aside)
+                    os.replace(aside, path)
+                except OSError:
+                    log.warning("could not keep the derived vocabulary table at %s", path, exc_info=True)
+            return {k: v.to(self.device) for k, v in built.items()}
+
+        return self.cached(("kept", name), load_or_build)  # type: ignore[no-any-return]
 
     def holding(self, chars: str | frozenset[str]) -> torch.Tensor:
         """``[V]`` bool: tokens whose text holds any of the characters ``chars`` (memoised per set)."""
@@ -221,7 +259,9 @@ class VocabTables:
         """``[V]`` long: for each banned token, the token that carries the same text
         after ``transform`` (exact token if the vocabulary has it, else the first
         token of its tokenisation when that is a prefix of the transformed text);
-        ``-1`` where there is none or the token is allowed.
+        ``-1`` where there is none or the token is allowed. ``key`` names the
+        transform and the banned set (a file name's characters): the map is kept
+        on disk under it (``kept``).
         """
 
         def build() -> torch.Tensor:
@@ -246,7 +286,7 @@ class VocabTables:
                         out[idx] = ids[0]
             return out.to(self.device)
 
-        return self.cached(("variant", key), build)  # type: ignore[no-any-return]
+        return self.kept(f"variant-{key}-v1", lambda: {"map": build()})["map"]
 
 
 def _text_lookup(texts: tuple[str, ...], fragment: torch.Tensor) -> dict[str, int]:
@@ -295,7 +335,7 @@ def vocab_tables(
                 described = _describe_all(tokenizer, size)
                 if path is not None:
                     _write(path, described)
-            found = _assemble(tokenizer, described, dev)
+            found = _assemble(tokenizer, described, dev, None if path is None else path.with_suffix(".derived"))
             _tables[key] = found
         return found
 
@@ -398,7 +438,9 @@ def _write(path: Path, described: _Described) -> None:
         log.warning("could not keep the vocabulary tables at %s", path, exc_info=True)
 
 
-def _assemble(tokenizer: Any, described: _Described, device: torch.device) -> VocabTables:
+def _assemble(
+    tokenizer: Any, described: _Described, device: torch.device, kept_dir: Path | None = None
+) -> VocabTables:
     import llguidance.hf
 
     texts = tuple(raw.decode("utf-8", errors="replace") for raw in described.token_bytes)
@@ -434,6 +476,7 @@ def _assemble(tokenizer: Any, described: _Described, device: torch.device) -> Vo
         ends_terminal=cols["ends_terminal"],
         llg_tokenizer=llguidance.hf.from_tokenizer(tokenizer),
         hf_tokenizer=tokenizer,
+        kept_dir=kept_dir,
     )
 
 

@@ -15,6 +15,7 @@ import torch
 
 from inference.decoder.controllers.charset import split_utf8
 from inference.decoder.controllers.protocol import NEG_INF, Controller, Plan, SteerState
+from inference.decoder.topk import row_topk
 from inference.decoder.vocab import VocabTables
 
 __all__ = ["TOP_K", "CandidateChecks"]
@@ -48,13 +49,13 @@ class CandidateChecks:
         out of ``rows`` and come back from ``lp`` here (None for a formal
         row, whose grammar mask already holds them). Mid-character rows are
         narrowed to continuation bytes first (all of them are examined), then
-        the ``narrow`` hooks cut the pool.
+        the ``narrow`` hooks cut the pool. ``rows`` is the caller's to give:
+        it is narrowed in place and its memory holds the result.
         """
-        pool = rows
+        pool = rows  # narrowed in place: the caller hands its rows over
         if self._lazy_fragments and fragments is not None:
             # Fragments are a few hundred tokens: merge them in by index, not over [R, V].
             idx = self._fragment_ids
-            pool = rows.clone()
             pool[:, idx] = torch.maximum(rows[:, idx], lp[:, idx].masked_fill(~fragments[:, idx], NEG_INF))
         pending = [r for r, s in enumerate(states) if s.pending]
         if pending:
@@ -64,7 +65,7 @@ class CandidateChecks:
         for c in self.hooked["narrow"]:
             c.narrow(states, pool)
         k = min(pool.shape[-1], TOP_K * _MAX_LAZY_ROUNDS)
-        values, indices = torch.topk(pool, k, dim=-1)  # [R, k]
+        values, indices = row_topk(pool, k)  # [R, k]
         keep_rows: list[int] = []
         keep_cols: list[int] = []
         keep_vals: list[float] = []
@@ -85,7 +86,7 @@ class CandidateChecks:
                     found += 1
                     if found >= TOP_K:
                         break
-        kept = torch.full_like(rows, NEG_INF)
+        kept = pool.fill_(NEG_INF)  # the pool's memory again, not a fresh [R, V]
         if keep_rows:
             kept[keep_rows, keep_cols] = torch.tensor(keep_vals, dtype=kept.dtype, device=kept.device)
         return kept

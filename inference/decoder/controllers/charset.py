@@ -74,12 +74,18 @@ class CharPolicy:
     def allowed_mask(self, tables: VocabTables) -> torch.Tensor:
         """``[V]`` bool: complete, non-special tokens whose characters all pass."""
 
-        def build() -> torch.Tensor:
+        def build() -> dict[str, torch.Tensor]:
             values = [self.ok_text(t) for t in tables.texts]
             mask = torch.tensor(values, dtype=torch.bool, device=tables.device)
-            return mask & ~tables.fragment & ~tables.special
+            return {"mask": mask & ~tables.fragment & ~tables.special}
 
-        return tables.cached(("policy-mask", self), build)  # type: ignore[no-any-return]
+        return tables.kept(f"policy-mask-{self.key}-v1", build)["mask"]
+
+    @property
+    def key(self) -> str:
+        """The policy in a stable spelling (names the tables kept for it on disk)."""
+        scripts = "any" if self.scripts is None else "+".join(sorted(self.scripts))
+        return f"comma{int(self.no_comma)}-case{self.case or 'any'}-scripts{scripts}"
 
     def completes(self, tables: VocabTables, tail: bytes) -> bool:
         """Whether the unfinished UTF-8 ``tail`` can still become an allowed
@@ -101,7 +107,7 @@ class CharPolicy:
 
     def variants(self, tables: VocabTables, banned: torch.Tensor) -> torch.Tensor:
         """``[V]`` long map from a banned token to its allowed variant (or -1)."""
-        key = f"policy:{self.no_comma}:{self.case}"
+        key = f"policy-{self.key}"  # the banned set follows from the whole policy
         return tables.variant_map(self.transform, key, banned)
 
 
@@ -181,7 +187,8 @@ class Charset(Controller):
     def __init__(self, tables: VocabTables, policy: CharPolicy, soft: SoftPolicy | None) -> None:
         self.tables = tables
         self.policy = policy
-        self._variants: tuple[torch.Tensor, torch.Tensor] | None = None
+        #: (banned tokens, the variants they move to, each banned token's variant slot)
+        self._variants: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
         if policy.no_comma or policy.case:
             allowed = policy.allowed_mask(tables) if policy.active else ~tables.special
             banned = ~allowed & ~tables.special & ~tables.fragment
@@ -189,7 +196,9 @@ class Charset(Controller):
             src = torch.nonzero(vmap >= 0).flatten()
             dst = vmap[src]
             keep = allowed[dst]
-            self._variants = (src[keep], dst[keep])
+            src, dst = src[keep], dst[keep]
+            targets, slots = torch.unique(dst, return_inverse=True)
+            self._variants = (src, targets, slots)
         self._soft: torch.Tensor | None = None
         if soft is not None and soft.policy.active:
             soft_bad = ~soft.policy.allowed_mask(tables) & ~tables.special & ~tables.fragment
@@ -197,10 +206,11 @@ class Charset(Controller):
 
     def shift(self, lp: torch.Tensor) -> torch.Tensor:
         if self._variants is not None:
-            src, dst = self._variants
-            probs = lp.exp()  # [B, V]
-            probs.index_add_(1, dst, probs[:, src])
-            lp = probs.log()
+            # Only the variants' columns change: their probability gains the banned tokens'
+            # (a few thousand columns, not an exp and a log over the whole vocabulary).
+            src, targets, slots = self._variants
+            moved = lp.new_zeros((lp.shape[0], targets.shape[0])).index_add_(1, slots, lp[:, src].exp())
+            lp = lp.index_copy(1, targets, torch.logaddexp(lp[:, targets], moved.log()))
         if self._soft is not None:
             lp = lp + self._soft
         return lp

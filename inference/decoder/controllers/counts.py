@@ -18,10 +18,18 @@ room kept for what the rest of the layout adds (``Later``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import torch
 
-from inference.decoder.controllers.sentences import SentenceRoom, run_tables
+from inference.decoder.controllers.sentences import (
+    RUN_ARMED,
+    RUN_CLOSED,
+    RUN_OPEN,
+    SentenceRoom,
+    run_codes,
+    run_tables,
+)
 from inference.decoder.vocab import WORD_RE, VocabTables, joins_run, scan_sentences
 from reasoning.constraints.textstats import ABBREVIATIONS, count_words
 
@@ -200,33 +208,24 @@ class Limits:
         """
         reserve = later.reserve
         banned: torch.Tensor | None = None
+        # Each bound is one comparison (or look-up) per token: the running count moves to
+        # the right-hand side, the per-token tables stay as they are.
         if self.max_words is not None:
-            new = counts.units + tables.word_units
-            if counts.in_unit:
-                new = new - tables.starts_unit_char.to(torch.int32)
-            banned = new > self.max_words - reserve.units - 2 * later.parts
+            added = _units_added(tables, counts.in_unit)
+            banned = added > self.max_words - reserve.units - 2 * later.parts - counts.units
         if self.max_sentences is not None:
-            runs = run_tables(tables)
-            row = 1 if counts.sentence_run == "armed" else 0
-            ends = runs.ends[row]
-            room = later.sentences
-            open_after = runs.text[row] | ((ends == 0) & counts.open_text)
-            rest = torch.where(
-                runs.armed[row],
-                room.armed,
-                torch.where(open_after, room.open, room.closed),
+            codes = run_codes(tables, counts.sentence_run == "armed", counts.open_text)
+            closing = later.owes or (
+                self.min_words is not None and counts.words + reserve.words < self.min_words
             )
-            over = counts.sentences + ends + rest > self.max_sentences
-            if later.owes or (self.min_words is not None and counts.words + reserve.words < self.min_words):
-                # The last sentence the bound allows may not end (nor arm its
-                # end) before the word minimum is met or the owed keywords and
-                # capital words are written: the answer ends with it.
-                closing = (ends > 0) | runs.armed[row]
-                over = over | (closing & (counts.sentences + ends + rest >= self.max_sentences))
+            lookup = _sentence_lookup(
+                _most_ends(tables), counts.sentences, later.sentences, self.max_sentences, closing
+            )
+            over = lookup.to(codes.device)[codes]
             banned = over if banned is None else banned | over
         if self.max_letter is not None and self.letter is not None:
             row_counts = tables.char_counts(self.letter)
-            over = counts.letter + row_counts > self.max_letter - reserve.letter
+            over = row_counts > self.max_letter - reserve.letter - counts.letter
             banned = over if banned is None else banned | over
         return banned
 
@@ -262,6 +261,40 @@ class Limits:
             if ended + later.sentences.open > self.max_sentences:
                 return True
         return False
+
+
+def _units_added(tables: VocabTables, in_unit: bool) -> torch.Tensor:
+    """``[V]`` int32: the verifier's words each token adds (one fewer where it continues the
+    unit the text ends in)."""
+    if not in_unit:
+        return tables.word_units
+    return tables.cached(  # type: ignore[no-any-return]
+        "units-added-in-unit", lambda: tables.word_units - tables.starts_unit_char.to(torch.int32)
+    )
+
+
+def _most_ends(tables: VocabTables) -> int:
+    """The most sentence ends one token makes (the highest ``run_codes`` code is below ``3 * (this + 1)``)."""
+    return tables.cached("most-sentence-ends", lambda: int(run_tables(tables).ends.max()))  # type: ignore[no-any-return]
+
+
+@lru_cache(maxsize=4096)
+def _sentence_lookup(
+    most_ends: int, sentences: int, room: SentenceRoom, limit: int, closing: bool
+) -> torch.Tensor:
+    """Over ``run_codes``' codes: whether the token breaks the sentence bound. The sentences
+    after it are the ones counted, those it ends and those the rest of the answer adds given
+    how the text then ends (``room``). With ``closing``, the last sentence the bound allows
+    may not end (nor arm its end) either: the answer still owes words, keywords or capital
+    words, so it ends with that sentence."""
+    rest = {RUN_ARMED: room.armed, RUN_OPEN: room.open, RUN_CLOSED: room.closed}
+    over = []
+    for ends in range(most_ends + 1):
+        for cls in (RUN_ARMED, RUN_OPEN, RUN_CLOSED):
+            total = sentences + ends + rest[cls]
+            ending = ends > 0 or cls == RUN_ARMED
+            over.append(total > limit or (closing and ending and total >= limit))
+    return torch.tensor(over, dtype=torch.bool)
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,7 +31,17 @@ import torch
 from inference.decoder.controllers.template import Free, Literal, Segment
 from inference.decoder.vocab import VocabTables, scan_sentences
 
-__all__ = ["RunTables", "SentenceRoom", "run_tables", "sentence_floor", "sentence_plan"]
+__all__ = [
+    "RUN_ARMED",
+    "RUN_CLOSED",
+    "RUN_OPEN",
+    "RunTables",
+    "SentenceRoom",
+    "run_codes",
+    "run_tables",
+    "sentence_floor",
+    "sentence_plan",
+]
 
 _TERMINALS = re.compile("[.!?\u3002\uff01\uff1f]")
 _SPACE = re.compile(r"\s")
@@ -168,9 +178,9 @@ class RunTables:
 
 
 def run_tables(tables: VocabTables) -> RunTables:
-    """The ``RunTables`` of a vocabulary (built once, cached on ``tables``)."""
+    """The ``RunTables`` of a vocabulary (built once per tokenizer, kept with its tables)."""
 
-    def build() -> RunTables:
+    def build() -> dict[str, torch.Tensor]:
         ends: list[list[int]] = [[], []]
         armed: list[list[bool]] = [[], []]
         text: list[list[bool]] = [[], []]
@@ -188,11 +198,38 @@ def run_tables(tables: VocabTables) -> RunTables:
                 ends[row].append(count)
                 armed[row].append(run == "armed")
                 text[row].append(after)
-        device = tables.device
-        return RunTables(
-            ends=torch.tensor(ends, dtype=torch.int32, device=device),
-            armed=torch.tensor(armed, dtype=torch.bool, device=device),
-            text=torch.tensor(text, dtype=torch.bool, device=device),
-        )
+        return {
+            "ends": torch.tensor(ends, dtype=torch.int32),
+            "armed": torch.tensor(armed, dtype=torch.bool),
+            "text": torch.tensor(text, dtype=torch.bool),
+        }
 
-    return tables.cached("sentence-runs", build)  # type: ignore[no-any-return]
+    # Kept on disk with the vocabulary (a walk over every token: seconds at 262k tokens).
+    return tables.cached("sentence-runs", lambda: RunTables(**tables.kept("sentence-runs-v1", build)))  # type: ignore[no-any-return]
+
+
+#: ``run_codes``' token classes: how the text ends after the token (``SentenceRoom``'s cases).
+RUN_ARMED, RUN_OPEN, RUN_CLOSED = 0, 1, 2
+
+
+def run_codes(tables: VocabTables, armed: bool, open_text: bool) -> torch.Tensor:
+    """``[V]`` long: ``3 * ends + class`` per token after a text whose run is armed (or not)
+    and that has ``open_text`` since its last end, where ``ends`` are the ends the token
+    makes (``RunTables.ends``) and ``class`` how the text then ends (``RUN_ARMED``,
+    ``RUN_OPEN``, ``RUN_CLOSED``). A per-step sentence bound is then one look-up per token
+    in a table over the few codes (``Limits.over_max``), not a chain of ``[V]`` operations.
+    """
+
+    def build() -> torch.Tensor:
+        runs = run_tables(tables)
+        row = 1 if armed else 0
+        ends = runs.ends[row].long()
+        open_after = runs.text[row] | ((ends == 0) & open_text)
+        cls = torch.where(
+            runs.armed[row],
+            RUN_ARMED,
+            torch.where(open_after, RUN_OPEN, RUN_CLOSED),
+        )
+        return 3 * ends + cls
+
+    return tables.cached(("sentence-codes", armed, open_text), build)  # type: ignore[no-any-return]

@@ -35,3 +35,35 @@ def test_tables_read_from_disk_equal_the_built_ones(tokenizer: Any, tmp_path: Pa
 
     path.write_bytes(path.read_bytes()[:100])  # a torn or damaged file is not trusted
     assert vocab._read(path) is None
+
+
+def test_derived_tables_are_kept_beside_the_tables(tokenizer: Any, tmp_path: Path) -> None:
+    """A table derived later (a policy's mask, the sentence-run tables) is built once and kept
+    under its name: fresh tables over the same directory read it back equal, without building;
+    a damaged file is built again."""
+    from inference.decoder.controllers.charset import CharPolicy
+    from inference.decoder.controllers.sentences import run_tables
+
+    described = vocab._describe_all(tokenizer, len(tokenizer))
+    kept = tmp_path / "derived"
+    first = vocab._assemble(tokenizer, described, torch.device("cpu"), kept)
+    policy = CharPolicy(no_comma=True, case="lower")
+    mask, runs = policy.allowed_mask(first), run_tables(first)
+    assert bool(mask[tokenizer.convert_tokens_to_ids("Ġthe")])
+    assert not bool(mask[tokenizer.convert_tokens_to_ids("ĠThe")])
+    assert sorted(p.name for p in kept.iterdir()) == sorted(
+        [f"policy-mask-{policy.key}-v1.pt", "sentence-runs-v1.pt"]
+    )
+
+    def refuse() -> dict[str, torch.Tensor]:
+        raise AssertionError("a kept table was built again")
+
+    second = vocab._assemble(tokenizer, described, torch.device("cpu"), kept)
+    assert torch.equal(second.kept(f"policy-mask-{policy.key}-v1", refuse)["mask"], mask)
+    again = run_tables(second)
+    for name in ("ends", "armed", "text"):
+        assert torch.equal(getattr(again, name), getattr(runs, name)), name
+
+    (kept / "sentence-runs-v1.pt").write_bytes(b"torn")
+    third = vocab._assemble(tokenizer, described, torch.device("cpu"), kept)
+    assert torch.equal(run_tables(third).ends, runs.ends)
