@@ -206,27 +206,47 @@ class _Beam:
     rewind_column: int | None = None  # set by a repair: mask from this column, re-feed
     abandoned: Hypothesis | None = None  # the flagged text a repair replaced (used on a dead end)
 
+    @classmethod
+    def start(cls, state: SteeringState, score: float, *, alive: bool) -> _Beam:
+        """A beam with no token yet at steering ``state``: a branch's first beams, or a dead row."""
+        return cls(
+            tokens=[],
+            cols=[],
+            logprobs=[],
+            entropies=[],
+            forced=[],
+            score=score,
+            state=state,
+            step_start=0,
+            step_state=state,
+            step_score=0.0,
+            steps=[],
+            banned={},
+            repairs={},
+            alive=alive,
+        )
+
     def child(self, copy: bool) -> _Beam:
         """The beam itself (its last child) or an independent copy (earlier children)."""
         if not copy:
             return self
         return _Beam(
-            list(self.tokens),
-            list(self.cols),
-            list(self.logprobs),
-            list(self.entropies),
-            list(self.forced),
-            self.score,
-            self.state,
-            self.step_start,
-            self.step_state,
-            self.step_score,
-            list(self.steps),
-            dict(self.banned),
-            dict(self.repairs),
-            self.alive,
-            None,
-            self.abandoned,
+            tokens=list(self.tokens),
+            cols=list(self.cols),
+            logprobs=list(self.logprobs),
+            entropies=list(self.entropies),
+            forced=list(self.forced),
+            score=self.score,
+            state=self.state,
+            step_start=self.step_start,
+            step_state=self.step_state,
+            step_score=self.step_score,
+            steps=list(self.steps),
+            banned=dict(self.banned),
+            repairs=dict(self.repairs),
+            alive=self.alive,
+            rewind_column=None,
+            abandoned=self.abandoned,
         )
 
 
@@ -300,7 +320,7 @@ def generate(
         init = steering.initial_state()
         for k in range(width):
             score = 0.0 if k == 0 else _NEG_INF
-            beams.append(_Beam([], [], [], [], [], score, init, 0, init, 0.0, [], {}, {}, k == 0))
+            beams.append(_Beam.start(init, score, alive=k == 0))
     hyps: list[list[Hypothesis]] = [[] for _ in steerings]
     done = [False] * len(steerings)
     announced = [0] * len(steerings)
@@ -939,9 +959,7 @@ def _file_dead_end(
 
 
 def _dead(template: _Beam) -> _Beam:
-    return _Beam(
-        [], [], [], [], [], _NEG_INF, template.state, 0, template.state, 0.0, [], {}, {}, False
-    )
+    return _Beam.start(template.state, _NEG_INF, alive=False)
 
 
 def _branch_done(live: list[_Beam], branch_hyps: list[Hypothesis], config: BeamConfig) -> bool:
