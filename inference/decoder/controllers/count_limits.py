@@ -31,6 +31,7 @@ from inference.decoder.controllers.protocol import (
     Plan,
     SteerState,
 )
+from inference.decoder.controllers.sentences import run_tables
 
 __all__ = ["Bounds", "WordPace", "build_bounds", "build_word_pace"]
 
@@ -44,6 +45,8 @@ class Bounds(Controller):
         self.ctx = ctx
         self.limits = ctx.limits
         self._has_max = ctx.limits.has_max
+        if ctx.limits.max_sentences is not None:
+            run_tables(ctx.tables)  # built (or read) with the steering, not in its first step
 
     def holds(self, d: Draft) -> int:
         return HOLD_NONE if self.limits.mins_met(d.state.counts) else HOLD_TARGET
