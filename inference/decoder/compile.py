@@ -55,7 +55,7 @@ from inference.decoder.compile_verb_opening import form_verb_opening
 from inference.decoder.controllers.capitals import Capitals
 from inference.decoder.controllers.charset import CharPolicy, SoftPolicy
 from inference.decoder.controllers.citing import Citations
-from inference.decoder.controllers.counts import Limits, count_text
+from inference.decoder.controllers.count_tallies import Limits, count_text
 from inference.decoder.controllers.keywords import UNWRITABLE, Keyword, Keywords
 from inference.decoder.controllers.lexical import ForbiddenWords
 from inference.decoder.controllers.openings import Opening

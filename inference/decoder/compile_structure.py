@@ -41,7 +41,7 @@ import msgspec
 
 from inference.decoder.compile_form import LIST_ITEMS, form_of_constraint
 from inference.decoder.controllers.charset import CharPolicy
-from inference.decoder.controllers.counts import Limits, count_text
+from inference.decoder.controllers.count_tallies import Limits, count_text
 from inference.decoder.controllers.layout import MIN_SEGMENT_TOKENS
 from inference.decoder.controllers.sentences import sentence_floor
 from inference.decoder.controllers.template import (

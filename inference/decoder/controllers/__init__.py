@@ -10,7 +10,7 @@ The beam search talks to it only through the ``Steering`` protocol.
 from __future__ import annotations
 
 from inference.decoder.controllers.charset import CharPolicy
-from inference.decoder.controllers.counts import Counts, Limits
+from inference.decoder.controllers.count_tallies import Counts, Limits
 from inference.decoder.controllers.lexical import ForbiddenWords
 from inference.decoder.controllers.steering import ConstraintSteering, SteerState
 from inference.decoder.controllers.template import Body, Layout, build_layout

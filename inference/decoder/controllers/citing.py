@@ -35,7 +35,7 @@ from typing import Any
 
 import torch
 
-from inference.decoder.controllers.counts import Later
+from inference.decoder.controllers.count_tallies import Later
 from inference.decoder.controllers.layout import LayoutSegment, bracket_token
 from inference.decoder.controllers.protocol import (
     HOLD_NONE,

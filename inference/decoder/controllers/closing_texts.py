@@ -47,7 +47,7 @@ from typing import Any
 import torch
 
 from inference.decoder.controllers.count_maxima import piece_start
-from inference.decoder.controllers.counts import good_last_word
+from inference.decoder.controllers.count_tallies import good_last_word
 from inference.decoder.controllers.forcing import ForcedText, Writer
 from inference.decoder.controllers.layout import LayoutSegment
 from inference.decoder.controllers.pacing import tokens_left

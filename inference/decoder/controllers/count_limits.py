@@ -1,6 +1,6 @@
 """Counted bounds as controllers: maxima masked, minima held, the word pace kept.
 
-``Bounds`` enforces ``counts.Limits``: each upper bound (words, sentences,
+``Bounds`` enforces ``count_tallies.Limits``: each upper bound (words, sentences,
 a letter) masks the tokens that would break it, with room for what the
 rest of the layout and the owed text add (``Plan.later``); a reached bound
 forces the segment's end; a byte fragment is judged on the characters it
@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from inference.decoder.controllers.counts import Limits
+from inference.decoder.controllers.count_tallies import Limits
 from inference.decoder.controllers.pacing import tokens_left
 from inference.decoder.controllers.protocol import (
     HOLD_NONE,

@@ -68,7 +68,7 @@ import msgspec
 import torch
 
 from inference.decoder.controllers.charset import tail_completes
-from inference.decoder.controllers.counts import good_last_word
+from inference.decoder.controllers.count_tallies import good_last_word
 from inference.decoder.controllers.layout import LayoutSegment
 from inference.decoder.controllers.protocol import (
     Context,

@@ -47,7 +47,7 @@ from typing import Any
 
 import torch
 
-from inference.decoder.controllers.counts import count_text
+from inference.decoder.controllers.count_tallies import count_text
 from inference.decoder.controllers.forcing import ForcedText, Writer, force_token
 from inference.decoder.controllers.layout import LayoutSegment
 from inference.decoder.controllers.marks import (

@@ -41,7 +41,7 @@ from typing import Any
 
 import torch
 
-from inference.decoder.controllers.counts import good_last_word
+from inference.decoder.controllers.count_tallies import good_last_word
 from inference.decoder.controllers.pacing import tokens_left
 from inference.decoder.controllers.protocol import (
     NEG_INF,

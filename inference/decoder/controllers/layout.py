@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from inference.decoder.controllers.counts import Counts, Limits, count_text, good_last_word
+from inference.decoder.controllers.count_tallies import Counts, Limits, count_text, good_last_word
 from inference.decoder.controllers.sentences import SentenceRoom, sentence_plan
 from inference.decoder.controllers.state import SteerState
 from inference.decoder.controllers.template import Formal, Free, Literal, Segment

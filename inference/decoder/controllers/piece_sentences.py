@@ -36,7 +36,7 @@ from typing import Any
 
 import torch
 
-from inference.decoder.controllers.counts import good_last_word
+from inference.decoder.controllers.count_tallies import good_last_word
 from inference.decoder.controllers.openings import closed_pieces
 from inference.decoder.controllers.pacing import tokens_left
 from inference.decoder.controllers.protocol import (

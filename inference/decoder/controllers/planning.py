@@ -15,7 +15,7 @@ import dataclasses
 import re
 from collections.abc import Sequence
 
-from inference.decoder.controllers.counts import Later
+from inference.decoder.controllers.count_tallies import Later
 from inference.decoder.controllers.layout import CompiledLayout, bracket_token
 from inference.decoder.controllers.protocol import (
     HOLD_ALL,

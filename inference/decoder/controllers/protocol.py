@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import torch
 
-from inference.decoder.controllers.counts import Later, Limits
+from inference.decoder.controllers.count_tallies import Later, Limits
 from inference.decoder.controllers.layout import CompiledLayout, LayoutSegment
 from inference.decoder.controllers.state import SteerState
 

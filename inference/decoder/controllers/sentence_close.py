@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from inference.decoder.controllers.counts import good_last_word
+from inference.decoder.controllers.count_tallies import good_last_word
 from inference.decoder.controllers.pacing import tokens_left
 from inference.decoder.controllers.protocol import Context, Controller, Draft, Plan
 from inference.decoder.controllers.template import Free

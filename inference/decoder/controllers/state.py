@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from inference.decoder.controllers.counts import Counts
+from inference.decoder.controllers.count_tallies import Counts
 
 __all__ = ["SteerState"]
 

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from inference.decoder.controllers.charset import CharPolicy, SoftPolicy
-from inference.decoder.controllers.counts import Limits, count_text
+from inference.decoder.controllers.count_tallies import Limits, count_text
 from inference.decoder.controllers.layout import LayoutSegment, bracket_token
 from inference.decoder.controllers.protocol import (
     Context,

@@ -47,7 +47,7 @@ import torch
 
 from inference.decoder.controllers.candidates import TOP_K, CandidateChecks
 from inference.decoder.controllers.charset import CharPolicy, split_utf8
-from inference.decoder.controllers.counts import Limits
+from inference.decoder.controllers.count_tallies import Limits
 from inference.decoder.controllers.layout import CompiledLayout
 from inference.decoder.controllers.planning import Planner, later_of
 from inference.decoder.controllers.protocol import NEG_INF, Context, Controller, Plan, SteerState
