@@ -92,7 +92,8 @@ class DecisionEngine:
         """The grounds of ``decision`` (:func:`reasoning.rules.grounds.realise_grounds`), citing the
         ids of ``evidence`` (the facts the answer shows); none contradicts the decision."""
         return realise_grounds(decision, self.lexicon, evidence=evidence,
-                               contradicts=lambda text: self.check_claim(text, decision).contradicts)
+                               contradicts=lambda text: self.check_claim(text, decision).contradicts,
+                               specific=self.rules.names_in_condition)
 
     def check_claim(self, sentence: str, decision: Decision) -> ClaimCheck:
         """Whether one sentence contradicts the decision (cheap: no parsing, no model)."""
@@ -133,8 +134,8 @@ def decision_sentence(decision: Decision, lang: str = "en") -> str:
     if missing:
         return ("缺少" + "、".join(missing) + "，规则无法判定本案。") if zh else \
             ("The rules cannot decide this case without the " + _join_en(missing) + ".")
-    return "本领域的规则未要求对本案采取任何措施。" if zh else \
-        "No rule of this domain requires an action for this case."
+    # Short, so the nearest rule's why-not fits after it in a small budget.
+    return "规则未要求本案采取任何措施。" if zh else "No rule requires an action for this case."
 
 
 def _join_en(items: Sequence[str]) -> str:

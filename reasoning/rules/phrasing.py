@@ -7,10 +7,11 @@ Doe"), case inputs ("the amount is EUR 2,000,000") and other literal
 values. Every word that names something comes from the ontology's labels
 (``rdfs:label``, ``skos:prefLabel``, ``skos:altLabel`` in the language, the
 English one, then the local name) or from the request (an individual it
-names is named in its words: the label it matched, the name of a new
-individual; a Chinese name only in Chinese); the connecting words are the
-few of this module, the same for every domain. A label with a gap ("sent ... to", "向…转账") takes the object
-in the gap when nothing follows it, else the object follows the label.
+names is named in its words, in the language they are written in: the
+label it matched, the name of a new individual); the connecting words are
+the few of this module, the same for every domain. A label with a gap
+("sent ... to", "向…转账") takes the object in the gap when nothing follows
+it, else the object follows the label.
 
 Guarantees: a clause never starts with a capital it did not have (callers
 capitalise a sentence's first letter); amounts are grouped by thousands
@@ -59,7 +60,9 @@ class Phraser:
             name = " ".join(e.label.split())
             if not name:
                 continue
-            for lang in ("zh",) if _HAN.search(name) and not e.is_new else ("en", "zh"):
+            # A new individual has no other name; an ontology one keeps its label in the other language.
+            langs = ("en", "zh") if e.is_new else ("zh",) if _HAN.search(name) else ("en",)
+            for lang in langs:
                 self._names[lang].setdefault(e.term, name)
         self._kinds = {spec.term: spec for spec in lexicon.inputs}
         self._currency = next(

@@ -1,6 +1,6 @@
 """The analyst's steered answer states the decision and then its grounds, cited (real app, bundled
 model, the bundled AML domain's rules): the facts that fired AML-R-017 and AML-R-024 and the rules'
-own texts, each step saying what it is."""
+own texts, each step saying what it is; in Chinese too."""
 
 from __future__ import annotations
 
@@ -16,6 +16,10 @@ from tests.conftest import load_bundled
 pytestmark = pytest.mark.model
 
 Client = AsyncTestClient[Litestar]
+SCENARIO_ZH = (
+    "假设税率为20%。阿克米有限公司（塞浦路斯）向乔恩·多伊转账200万欧元，乔恩·多伊在我们的PEP名单上。是否需要上报？"
+    "请用80字以内回答，引用你所依据的规则，不要引用2020年以前生效的规则。"
+)
 SCENARIO = (
     "Assume the tax rate is 20%. Acme Ltd (Cyprus) sent EUR 2,000,000 to Jon Doe, who is on our PEP list. "
     "Should this be escalated? Answer in under 80 words, cite the rules you rely on, and do not cite rules "
@@ -48,9 +52,10 @@ async def test_the_analyst_answer_states_the_grounds_of_both_rules(
     grounds = [s for s in steps if s["kind"] == "grounds"]
     assert steps[0]["kind"] == "decision" and grounds
     said = " ".join(s["text"] for s in grounds)
-    # The facts that fired AML-R-017 (the PEP) and AML-R-024 (the amount), naming their rules.
-    assert "Jon Doe is a politically exposed person" in said and "AML-R-017" in said
-    assert "EUR 2,000,000" in said and "AML-R-024" in said
+    # The facts that fired AML-R-024 (the amount) and AML-R-017 (Jon Doe on the PEP list), first,
+    # naming their rules.
+    assert grounds[0]["text"].strip() == "The amount is EUR 2,000,000 (AML-R-024)."
+    assert grounds[1]["text"].strip() == "Jon Doe is listed on PEP list (AML-R-024, AML-R-017)."
     # The rules' own texts, each cited with an evidence id the response shows.
     shown = {f["id"] for g in body["evidence"] for f in g["facts"]}
     texts = [s for s in grounds if s["text"].strip().startswith(("AML-R-017:", "AML-R-024:"))]
@@ -58,3 +63,20 @@ async def test_the_analyst_answer_states_the_grounds_of_both_rules(
         answer, [(s["kind"], s["text"]) for s in steps], shown)
     assert set(_CITED.findall(said)) <= shown
     assert len(answer.split()) < 80
+
+
+async def test_the_chinese_analyst_answer_states_the_facts_that_fired_both_rules(
+    model_client: Client, model_admin_headers: dict[str, str], bundled_tenant: None
+) -> None:
+    response = await model_client.post("/v1/reason", headers=model_admin_headers,
+                                       json={"prompt": SCENARIO_ZH, "domain": "aml", "options": OPTIONS})
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    assert {c["rule_id"] for c in body["decision"]["conclusions"]} == {"AML-R-017", "AML-R-024"}
+    answer: str = body["answer"]
+    assert answer.startswith(body["decision"]["statement"].rstrip("。"))
+    path = set(body["reasoning_path"])
+    grounds = [s["text"].strip() for s in body["steps"] if s["id"] in path and s["kind"] == "grounds"]
+    # The request's own facts, in its words: the amount (AML-R-024) and Jon Doe on the PEP list (both).
+    assert grounds[:2] == ["金额为EUR 2,000,000（AML-R-024）。", "乔恩·多伊列入PEP名单（AML-R-024、AML-R-017）。"], (
+        answer, grounds)

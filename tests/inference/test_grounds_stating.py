@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from inference.decisions import statement_of
 from inference.decoder.compile import compile_steering
 from inference.decoder.controllers.stating import Statement, Stating
 from reasoning.constraints.model import Constraint, Hardness, Kind
@@ -61,3 +62,37 @@ def test_a_word_maximum_keeps_as_many_grounds_as_fit(tokenizer: Any, statement: 
     assert any(g in text for g in statement.grounds)
     assert len(text.split()) < 40 - 2
     assert not all(g in text for g in statement.grounds)
+
+
+@pytest.fixture(scope="module")
+def two_rules() -> Statement:
+    """The statement of a decision by two rules (AML-R-017, AML-R-024) as the pipeline builds it:
+    its grounds lead with one firing fact of each rule, each with a brief form."""
+    data = dict(bundled_domains())["aml"].read_bytes()
+    index = ingest_ontology(data, "text/turtle").index.with_version("aml-briefs")
+    decision = DecisionEngine(index).decide(PEP_CASE)
+    assert set(decision.rule_ids()) == {"AML-R-017", "AML-R-024"}
+    statement = statement_of(decision, index, "en", shown=())
+    assert len(statement.briefs) == 2 and statement.grounds[2:]
+    return statement
+
+
+def _tokens(tokenizer: Any, text: str) -> int:
+    return len(tokenizer.encode(text, add_special_tokens=False))
+
+
+def test_a_budget_too_small_for_the_cited_leads_states_them_briefly(tokenizer: Any, two_rules: Statement) -> None:
+    # Room for the decision and both briefs (and the planner's 2-token end margin), not for the cited leads.
+    briefs = sum(_tokens(tokenizer, " " + b) for b in two_rules.briefs)
+    budget = _tokens(tokenizer, two_rules.text) + briefs + 2
+    assert _tokens(tokenizer, two_rules.text) + sum(_tokens(tokenizer, " " + g) for g in two_rules.grounds[:2]) + 2 > budget
+    text = _forced(tokenizer, two_rules, budget)
+    assert text.strip() == " ".join((two_rules.text, *two_rules.briefs))
+    assert "EUR 2,000,000" in text and "PEP list" in text  # a firing fact of each rule
+
+
+def test_a_budget_for_the_cited_leads_states_them_with_their_rules(tokenizer: Any, two_rules: Statement) -> None:
+    leads = sum(_tokens(tokenizer, " " + g) for g in two_rules.grounds[:2])
+    text = _forced(tokenizer, two_rules, _tokens(tokenizer, two_rules.text) + leads + 2)
+    assert text.strip() == " ".join((two_rules.text, *two_rules.grounds[:2]))
+    assert "(AML-R-024)" in text and not any(b in text for b in two_rules.briefs)

@@ -1,7 +1,8 @@
 """The grounds of a decision and the nearest rule, said from the ontology's labels (English and Chinese).
 
-The food-imports domain (tests/data/imports.ttl) is one no code mentions: its
-grounds come from its own labels, rule texts and SHACL rules only.
+The food-imports and harbour domains (tests/data/imports.ttl, harbour.ttl) are
+ones no code mentions: their grounds come from their own labels, rule texts
+and SHACL rules only.
 """
 
 from __future__ import annotations
@@ -18,12 +19,18 @@ from reasoning.rules.decide import DecisionEngine
 from reasoning.rules.model import Decision
 
 IMPORTS_TTL = Path(__file__).resolve().parents[2] / "data" / "imports.ttl"
+HARBOUR_TTL = IMPORTS_TTL.with_name("harbour.ttl")
 DAY = date(2026, 12, 1)
 
 
 @pytest.fixture(scope="module")
 def imports_engine() -> DecisionEngine:
     return DecisionEngine(ingest_ontology(IMPORTS_TTL.read_bytes(), "text/turtle").index.with_version("imports-v1"))
+
+
+@pytest.fixture(scope="module")
+def harbour_engine() -> DecisionEngine:
+    return DecisionEngine(ingest_ontology(HARBOUR_TTL.read_bytes(), "text/turtle").index.with_version("harbour-v1"))
 
 
 def _rule_evidence(engine: DecisionEngine, decision: Decision) -> list[EvidenceFact]:
@@ -78,6 +85,47 @@ def test_grounds_of_an_unseen_domain(imports_engine: DecisionEngine, prompt: str
     first_text = [g.kind for g in grounds].index("rule_text")
     assert {r for g in grounds[:first_text] for r in g.rule_ids} == {"FI-7", "FI-9"}
     assert all(s.endswith("." if lang == "en" else "。") for s in said)
+    # The leads come first: the relation (FI-7's only fact from the request), the value FI-9 reads.
+    assert [g.lead for g in grounds[:3]] == [True, True, False]
+    assert grounds[:2] == (relation, value)
+
+
+@pytest.mark.parametrize(("prompt", "lang", "leads", "join"), [
+    ("The Aurora docks at Port Belmar with cargo worth EUR 80,000. The Aurora is listed in the watch register.",
+     "en", ["The cargo value is EUR 80,000 (HB-2).", "Aurora is listed in watch register (HB-1)."],
+     "Aurora docks at Port Belmar (HB-2, HB-1)."),
+    ("曙光号停靠贝尔马港，所载货物价值8万欧元。曙光号列入监视名册。",
+     "zh", ["货物价值为EUR 80,000（HB-2）。", "曙光号列入监视名册（HB-1）。"], "曙光号停靠贝尔马港（HB-2、HB-1）。"),
+])
+def test_each_rule_leads_with_the_fact_that_fired_it(harbour_engine: DecisionEngine, prompt: str, lang: str,
+                                                     leads: list[str], join: str) -> None:
+    decision = harbour_engine.decide(prompt, evaluation_date=DAY)
+    assert decision.status == "decided" and decision.rule_ids() == ("HB-2", "HB-1")
+    grounds = harbour_engine.grounds(decision)
+    # One lead per rule, first: the value HB-2 compares, and the register HB-1's condition names -
+    # not the vessel docking at the port (a join both rules share, said first in the request).
+    assert [g.text(lang) for g in grounds if g.lead] == leads
+    assert [g.lead for g in grounds[:3]] == [True, True, False]
+    for rule, lead in zip(decision.rule_ids(), grounds, strict=False):
+        fired = {f.triple: f for c in decision.conclusions if c.rule_id == rule
+                 for f in c.case_facts if f.origin != "mention"}
+        (fact,) = lead.facts
+        assert fact in fired and lead.spans == ((fired[fact].start, fired[fact].end),)
+        assert prompt[fired[fact].start:fired[fact].end] == fired[fact].text
+        # Its brief says the same without the citations (what a tight budget states).
+        assert lead.brief(lang) == lead.text(lang).replace(f" ({rule})", "").replace(f"（{rule}）", "")
+    # The join fired both rules: said once, after the leads, citing both.
+    assert [g.text(lang) for g in grounds if g.kind == "facts" and not g.lead] == [join]
+
+
+def test_one_rule_is_not_cited_again_after_the_decision(harbour_engine: DecisionEngine) -> None:
+    decision = harbour_engine.decide("The Aurora docks at Port Belmar. The Aurora is listed in the watch register.",
+                                     evaluation_date=DAY)
+    assert decision.rule_ids() == ("HB-1",) and decision.status == "undetermined"
+    (lead, *rest) = harbour_engine.grounds(decision)
+    assert lead.text_en == lead.brief_en == "Aurora is listed in watch register."
+    assert lead.text_zh == "曙光号列入监视名册。"  # an English name only in English
+    assert [g.kind for g in rest] == ["missing", "facts"] and not any(g.lead for g in rest)
 
 
 def test_facts_that_fired_two_rules_are_said_once(aml_engine: DecisionEngine) -> None:
@@ -90,6 +138,8 @@ def test_facts_that_fired_two_rules_are_said_once(aml_engine: DecisionEngine) ->
     stated = [t for g in grounds for t in g.facts]
     assert len(stated) == len(set(stated))
     assert any("EUR 2,000,000" in g.text_en and g.rule_ids == ("AML-R-024",) for g in grounds)
+    # The leads: the amount AML-R-024 compares, and the PEP list both rules name (not the transfer).
+    assert [g.brief_en for g in grounds if g.lead] == ["The amount is EUR 2,000,000.", "Jon Doe is listed on PEP list."]
 
 
 def test_what_a_missing_input_would_decide(imports_engine: DecisionEngine) -> None:
