@@ -25,7 +25,8 @@ constraint). A reading contradicts the judge when any of these holds:
   is carried by no constraint (within one for bounds, a quarter for
   approximate counts of 8 and more, a share as a fraction or a percentage);
 - *text*: a text argument (a keyword, a mark, a marker, a separator, a letter;
-  for a list, any of its items) appears in no constraint's params ("instead of
+  for a list, any of its items; for a template line with ``{}`` slots, each
+  of its literal pieces) appears in no constraint's params ("instead of
   bullet points use !?!?" read as a plain list);
 - *bound*: the judge bounds a count (``relation``, ``n``) and the readings of
   that count, taken together, allow values the judge's bound does not
@@ -177,6 +178,8 @@ class _Reading:
         return value >= 8 and any(abs(n - value) <= 0.25 * value for n in self.numbers)
 
     def carries_text(self, text: str) -> bool:
+        if "{}" in text:  # a template line with slots ("Name: {}"): its literal pieces
+            return all(self.carries_text(piece) for piece in text.split("{}"))
         wanted = text.strip().lower()
         if not wanted:
             return True

@@ -680,7 +680,7 @@ def _needs(text: str, tokens: Sequence[Token]) -> list[_Need]:
             needs.append(_Need(what="unit", tokens=(every[0].i, token.i), unit=unit))
         relative = [c for c in token.children if c.lower_ in _RELATIVE]
         if relative and unit in _PIECE_UNITS and token.dep_ == "pobj" and token.head.lower_ in _PLACING:  # "on the next line", "on the line below": where a piece goes
-            needs.append(_Need(what="unit", tokens=(relative[0].i, token.i), unit=unit))
+            needs.append(_Need(what="unit", tokens=(relative[0].i, token.i), unit=unit, text=_LAID_OUT))
         if token.i in bound:
             needs.extend(_filters(token, unit, inside, examples, quoted))
     needs.extend(_marks(tokens, examples))
@@ -711,6 +711,31 @@ _BOUNDS = frozenset({"exactly", "precisely", "least", "most", "than", "maximum",
 #: Words placing a piece relative to another ("the next line", "the line below").
 _RELATIVE = frozenset({"next", "subsequent", "below", "above"})
 _PLACING = frozenset({"on", "in", "at", "onto", "into"})
+#: The mark of a need placing a piece relative to another: its sentence lays out pieces of the answer.
+_LAID_OUT = "laid out"
+#: Kinds that hold the whole answer's words or case.
+_WHOLE_WORDS = frozenset({Kind.WORD_COUNT, Kind.SENTENCE_COUNT, Kind.ALL_CAPITALS, Kind.ALL_LOWERCASE,
+                          Kind.CAPITAL_WORD_FREQUENCY})
+
+
+def _of_whole_answer(found: Found) -> bool:
+    """Whether a reading holds the whole answer's words, sentences or case (a count with no piece it holds per).
+
+    A sentence laying out pieces ("a name in Title Case, followed on the next
+    line by a one-sentence summary") states each piece's properties, so such a
+    reading of one of its clauses is no reading of the whole answer.
+    """
+    if found.kind in _WHOLE_WORDS:
+        return True
+    if found.kind is not Kind.COUNT:
+        return False
+    try:
+        forms = form_of(found.kind, found.params) or ()
+    except (ValueError, TypeError):
+        return False
+    return all(isinstance(f, Count) and f.per is None and f.of is None and f.unit in (
+        Unit.WORDS, Unit.SENTENCES, Unit.CHARACTERS, Unit.LETTERS, Unit.UNIQUE_WORDS, Unit.CAPITAL_WORDS)
+        for f in forms) and bool(forms)
 _PIECE_UNITS = frozenset({"lines", "paragraphs", "sentences", "sections", "bullets"})
 
 
@@ -946,6 +971,11 @@ def account_readings(doc: Doc | None, text: str, prompt: str, found: Sequence[Fo
                for tokens in (_clauses(doc) if doc is not None else [])]
     home = _homes(found, clauses)
     clause_index = {t.i: number for number, tokens in enumerate(clauses) for t in tokens}
+    all_needs = [_needs(text, ordered) if ordered and doc is not None else [] for ordered in clauses]
+    laid_out: dict[int, list[int]] = {}
+    for need in (n for needs in all_needs for n in needs if n.what == "unit" and n.text == _LAID_OUT):
+        assert doc is not None
+        laid_out.setdefault(doc[need.tokens[-1]].sent.start, []).extend(need.tokens)
     for number, ordered in enumerate(clauses):
         if not ordered or doc is None:
             continue
@@ -953,7 +983,7 @@ def account_readings(doc: Doc | None, text: str, prompt: str, found: Sequence[Fo
         end = max(t.idx + len(t) for t in ordered)
         clause = Span(start=start, end=end, text=prompt[start:end])
         members = [i for i in range(len(found)) if number in home[i]]
-        needs = _needs(text, ordered)
+        needs = all_needs[number]
         if not members:
             if _unread(needs, carried, ordered):
                 unrecognised.append(clause)
@@ -969,6 +999,8 @@ def account_readings(doc: Doc | None, text: str, prompt: str, found: Sequence[Fo
                 members.remove(i)
                 continue
             wrong = _described(doc, found[i], carried[i]) + _refused_elsewhere(doc, found[i], carried[i], ordered)
+            if not wrong and ordered[0].sent.start in laid_out and _of_whole_answer(found[i]):
+                wrong = laid_out[ordered[0].sent.start]  # a piece's property, said beside another piece
             if wrong:
                 drop(i, clause, tuple(_word_span(doc[t], prompt) for t in wrong))
                 members.remove(i)
@@ -1115,7 +1147,8 @@ def _described(doc: Doc, found: Found, carried: _Carries) -> list[int]:
         return []
     wrong: list[int] = []
     for text in carried.placed:
-        word = text.strip().lower()
+        words = text.strip().lower().split()
+        word = words[0] if words else ""
         if len(word) < 2 or not word.isalpha():
             continue
         for token in span.sent if span.sent is not None else span:

@@ -7,7 +7,8 @@ columns ("with the columns A, B and C", "headers: A, B", "header id,title",
 header line of those names joined by commas, then the data rows, each as
 many comma-separated cells (no comma, quote or line break inside a cell),
 ``n`` rows when the request counts them ("4 rows", "five data rows",
-"3 records", 共3行 / 三行数据), else 1 to 20. The decoder runs the pattern as a
+"3 records", 共3行 / 三行数据, or the things it lists: "list three fruits",
+列出三种水果), else 1 to 20. The decoder runs the pattern as a
 grammar; the verifier matches the answer against it.
 
 The table readers take such a request for a Markdown table (a header row,
@@ -43,7 +44,12 @@ _COLUMNS = re.compile(
 _ROWS = re.compile(r"\b(?P<num>\d+|one|two|three|four|five|six|seven|eight|nine|ten|twelve|fifteen|twenty)\s+"
                    r"(?:data\s+|body\s+)?(?:rows?|records?|entries|lines\s+of\s+data)\b", re.IGNORECASE)
 _ZH_CSV = re.compile(r"csv|CSV|逗号分隔")
-_ZH_COLUMNS = re.compile(r"(?:列为|列名为|列是|表头为|表头是|字段为|字段是|包含以下列|列)[：:]?\s*(?P<list>[^\s，。,；;、：:和及]{1,12}(?:[、和及][^\s，。,；;、：:和及]{1,12})+)")
+_ZH_COLUMNS = re.compile(r"(?:列为|列名为|列是|表头为|表头是|字段为|字段是|包含以下列|列(?![出举表]))[：:]?\s*"
+                         r"(?P<list>[^\s，。,；;、：:和及]{1,12}(?:\s*[、和及,]\s*[^\s，。,；;、：:和及]{1,12})+)")
+#: The things a CSV request lists, one data row each: 列出三种水果, "list five cities".
+_ZH_ITEMS = re.compile(r"(?:列出|列举|给出|写出|举出)\s*(?P<num>\d+|[一二两三四五六七八九十]+)\s*(?:种|个|条|项|位|家|本|款|座)")
+_ITEMS = re.compile(r"\b(?:list|give|name|provide|suggest)\s+(?:me\s+)?(?P<num>\d+|one|two|three|four|five|six|seven|"
+                    r"eight|nine|ten|twelve|fifteen|twenty)\s+[a-z]+", re.IGNORECASE)
 _ZH_ROWS = re.compile(r"(?:共|一共|总共)?\s*(?P<num>\d+|[一二两三四五六七八九十]+)\s*(?:行数据|行|条数据|条记录|条)")
 _CELL = r"[^,\n\"]{1,40}"
 _MAX_ROWS = 20
@@ -98,7 +104,7 @@ def detect_csv(ctx: _Ctx) -> None:
     columns = _trim(_cells(columns_at.group("list")))
     if len(columns) < 2:
         return
-    rows_at = _ROWS.search(text)
+    rows_at = _ROWS.search(text) or _ITEMS.search(text, max(0, csv.start() - 200))
     rows = None
     if rows_at is not None:
         raw = rows_at.group("num")
@@ -120,8 +126,9 @@ def refine_csv_chinese(text: str, found: Sequence[Found]) -> list[Found]:
     columns = _cells(columns_at.group("list"))
     if len(columns) < 2:
         return list(found)
-    rows_at = _ZH_ROWS.search(text, columns_at.end())
-    rows = parse_zh_number(rows_at.group("num")) if rows_at is not None else None
+    rows_at = _ZH_ROWS.search(text, columns_at.end()) or _ZH_ITEMS.search(text, max(0, csv.start() - 40))
+    raw = rows_at.group("num") if rows_at is not None else ""
+    rows = int(raw) if raw.isdigit() else parse_zh_number(raw) if raw else None
     start, end = csv.start(), max(columns_at.end(), rows_at.end() if rows_at else 0)
     kept = [f for f in found if not _dropped(f, start, end)]
     return [*kept, _found(start, end, columns, rows if rows and 0 < rows <= _MAX_ROWS else None)]

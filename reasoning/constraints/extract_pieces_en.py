@@ -117,7 +117,9 @@ def _value_after_with(ctx: _Ctx, verb: int, end: int) -> tuple[str, int] | None:
     if with_i is None:
         return None
     j = with_i + 1
+    article = False
     while j < end and ctx.lowers[j] in ("a", "an", "the", "word", "phrase", "exact", "text", "mark", "symbol", ":"):
+        article = article or ctx.lowers[j] in ("a", "an")
         j += 1
     if j >= end:
         return None
@@ -131,7 +133,15 @@ def _value_after_with(ctx: _Ctx, verb: int, end: int) -> tuple[str, int] | None:
         return None  # a kind of opening, not a text to write
     if token.is_punct and token.text in ".,;":
         return None
+    if article and token.pos_ in ("NOUN", "ADJ") and not token.text[:1].isupper():
+        # "with an arrow (->)": a common noun names a kind of text; the mark after it in parentheses is the text
+        shown = _PARENTHESISED_MARK.match(ctx.text, token.idx + len(token.text))
+        return (shown.group(1), shown.end()) if shown is not None else None
     return token.text.strip("\"'“”‘’"), token.idx + len(token.text)
+
+
+#: A mark shown in parentheses right after the noun naming it ("an arrow (->)", "a tilde (~)").
+_PARENTHESISED_MARK = re.compile(r"\s*\(\s*([^\w\s()]{1,4})\s*\)")
 
 
 #: Words naming a class of openings (lemmas; "capital" / "lowercase" before "letter" or alone).

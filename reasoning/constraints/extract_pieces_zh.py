@@ -122,12 +122,12 @@ _SPREAD_LIMIT = re.compile(r"(?P<rel>不超过|不多于|不得超过|最多|少
                            + r")\s*个?(?P<unit>字符|字母|字|词|单词)")
 _PARAGRAPH_GAP = re.compile(r"(?:段落|段)(?:与段落?|和段落?)?(?:之间|间)(?:要|请|需|需要|必须|都|应)?"
                             r"(?:空|留|隔|用|以)(?:出|上)?(?:一|1)?(?:个)?(?:空白?)?行")
-_LISTED_FIELDS = re.compile(r"(?:包含|包括|含有|带有|有)(?P<list>[A-Za-z_][A-Za-z0-9_]*(?:\s*(?:、|，|,|和|及|与|以及)\s*"
+_LISTED_FIELDS = re.compile(r"(?:包含|包括|含有|带有|有)\s*(?P<list>[A-Za-z_][A-Za-z0-9_]*(?:\s*(?:、|，|,|和|及|与|以及)\s*"
                             r"[A-Za-z_][A-Za-z0-9_]*)+)"
-                            r"(?:这|等)?(?:" + ZH_NUMBER + r")?个?(?:字段|键|属性)")
+                            r"\s*(?:这|等)?(?:" + ZH_NUMBER + r")?个?(?:字段|键|属性)")
 _QUOTED_FIELDS = re.compile(r"(?P<list>(?:[“\"「][^”\"」\n]{1,20}[”\"」]\s*(?:、|，|,|和|及|与|以及)?\s*)+)(?:这|等)?"
                             r"(?:" + ZH_NUMBER + r")?个?(?:字段|键|属性)")
-_JSON_FIELDS = re.compile(r"(?:包含|包括|含有|带有|有)?(?:字段|键|属性)(?:名)?(?:为|是|有|包括|包含)?\s*[：:]?\s*"
+_JSON_FIELDS = re.compile(r"(?:包含|包括|含有|带有|有)?(?:字段|键|属性)(?:名)?(?:分别)?(?:为|是|有|包括|包含|用|使用|叫)?\s*[：:]?\s*"
                           r"(?P<list>(?:[“\"「]?[\w\u4e00-\u9fff]{1,20}[”\"」]?\s*(?:、|，|,|和|及|与|以及)\s*)*"
                           r"[“\"「]?[\w\u4e00-\u9fff]{1,20}?[”\"」]?)(?=[。；;，,\s]|$|(?:三|两|几)个字段)")
 
@@ -358,6 +358,8 @@ def _json_keys(r: _Reader) -> None:
     r.drop(match.start(), match.end(), _COUNTS)
     keys = [k.strip(" “”\"「」") for k in re.split(r"、|，|,|以及|和|及|与", match.group("list"))]
     keys = [k for k in keys if k]
+    if any(k.isascii() for k in keys):  # Latin names listed: the Chinese words after them are the sentence's
+        keys = [k for k in keys if k.isascii()]
     if not keys:
         return
     r.found = [f for f in r.found if f not in plain]

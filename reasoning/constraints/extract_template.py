@@ -3,8 +3,9 @@
 A request that names a template or a format to follow ("fill in this
 template", "use the following format exactly", "follow the template
 '...'", "answer in the form: ...", 按以下模板回答, 格式如下) and shows it, with
-two or more labelled slots in square brackets ("Summary: [summary]": a label
-and a colon or "=" before the slot), is the whole answer as a pattern
+two or more labelled slots in square brackets or blanks of underscores
+("Summary: [summary]", "Name: ___": a label and a colon or "=" before the
+slot), is the whole answer as a pattern
 (``regex_format``): the template's text verbatim (its runs of white space
 as any white space), each slot filled with text of its own (one line of 1
 to 120 characters, no bracket: a slot left as "[summary]" is not filled).
@@ -30,7 +31,7 @@ from reasoning.constraints.model import Kind
 __all__ = ["detect_template", "refine_template_chinese", "template_pattern"]
 
 _NAMED = re.compile(r"\b(?:template|format|form|layout|structure|fill\s+(?:in|out))\b|模板|格式|模版|填写|如下填", re.IGNORECASE)
-_SLOT = re.compile(r"\[[^\[\]\n]{1,40}\]")
+_SLOT = re.compile(r"\[[^\[\]\n]{1,40}\]|_{3,}")
 _FILL = r"[^\[\]\n]{1,120}"
 
 

@@ -146,7 +146,8 @@ def _hardness(found: Found, text: str, bounds: Sequence[tuple[int, int]]) -> Har
 
 
 def _dedupe(found: list[Found]) -> list[Found]:
-    """One constraint per (kind, params); of overlapping same-kind spans, the first.
+    """One constraint per (kind, params); of overlapping same-kind spans, the first, unless it has no
+    parameters and a later one has (``json_format`` with the keys named over a bare ``json_format``).
 
     The two bounds of a range ("20 to 25 sentences") share a span and differ
     in relation, the two sides of a word length ("every word has 3 to 7
@@ -158,9 +159,12 @@ def _dedupe(found: list[Found]) -> list[Found]:
         key = (str(item.kind), msgspec.json.encode(item.params).decode())
         if key in seen:
             continue
-        if any(k.kind == item.kind and overlaps(k, item.start, item.end)
-               and k.params.get("relation") == item.params.get("relation")
-               and k.params.get("filter") == item.params.get("filter") for k in kept):
+        same = [k for k in kept if k.kind == item.kind and overlaps(k, item.start, item.end)
+                and k.params.get("relation") == item.params.get("relation")
+                and k.params.get("filter") == item.params.get("filter")]
+        if same and item.params and all(not k.params for k in same):
+            kept = [k for k in kept if k not in same]  # the reading that says more of the same words
+        elif same:
             continue
         seen.add(key)
         kept.append(item)

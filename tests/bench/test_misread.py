@@ -20,6 +20,8 @@ Reading = list[dict[str, Any]]
         ("keyword_in_sentence", {"keyword": "eat", "k": 6},
          [{"kind": "keywords_present", "params": {"keywords": ["eat"]}}], "position"),
         ("separated_items", {"separator": "!?!?"}, [{"kind": "structure", "params": {"layout": "list"}}], "text"),
+        ("template", {"lines": ["Dish: {}", "Price: {}"]},
+         [{"kind": "count", "params": {"unit": "lines", "relation": "exactly", "n": 2}}], "text"),
         ("char_count", {"chars": ":;", "relation": "at most", "n": 0},
          [{"kind": "count", "params": {"unit": "punctuation", "relation": "at least", "n": 1,
                                         "filter": {"chars": ":："}}}], "bound"),
@@ -47,6 +49,9 @@ def test_a_reading_against_the_judge_is_misread(
         ("paragraph_balance", {"n": 2, "max_diff": 10},
          [{"kind": "spread", "params": {"unit": "words", "per": "paragraphs", "max_diff": 10}}],
          [{"kind": "count", "params": {"unit": "paragraphs", "relation": "exactly", "n": 2}}]),
+        # a template line's slots ({}) are compared by the line's literal pieces
+        ("template", {"lines": ["Dish: {}", "Price: {}"]},
+         [{"kind": "regex_format", "params": {"pattern": "Dish:\\s+[^\\n]{1,120}\\s+Price:\\s+[^\\n]{1,120}"}}], []),
     ],
 )
 def test_a_reading_that_carries_the_judges_parameters_is_not(

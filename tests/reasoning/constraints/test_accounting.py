@@ -78,7 +78,11 @@ def _inside(span_start: int, span_end: int, start: int, end: int) -> bool:
         ("Name four rivers, each on its own line introduced by a caret (^) rather than a dash.", "caret (^)"),
         (("Review a phone in two bulleted lists, with twice as many strengths as weaknesses and exactly 3 "
          "weaknesses."), "twice as many strengths as weaknesses"),
+        # a sentence laying out pieces states each piece's properties, not the whole answer's
+        (("Suggest a name for a new bakery, written in Title Case, followed on the next line by a one-sentence "
+         "slogan."), "written in Title Case"),
         # a common noun after "a" describes the text placed; it is not the text
+        ("Write about apples. Finish with a short joke.", "Finish with a short joke."),
         ("Start each bullet with a label in capitals.", "Start each bullet with a label in capitals."),
         ("Write a tongue twister using at least four words that begin with a consonant cluster, like 'street'.",
          "at least four words that begin with a consonant cluster"),
@@ -165,3 +169,16 @@ def test_a_position_counted_from_the_end_is_read_with_its_distance(prompt: str, 
 def test_the_whole_answer_wrapped_is_kept_where_the_sentence_names_it() -> None:
     prompt = "Do you think tea is better than coffee? Wrap your response with double quotation marks."
     assert [c.kind.value for c in extract(prompt).constraints] == ["quotation"]
+
+
+@pytest.mark.parametrize(
+    ("prompt", "text"),
+    [
+        ("Name four rivers. Don't number them; start each line with an arrow (=>) instead.", "=>"),
+        ("Begin every line with an asterisk (*) instead of a number.", "*"),
+        ("Start each paragraph with Note.", "Note"),
+    ],
+)
+def test_a_mark_shown_after_the_noun_naming_it_is_the_text_placed(prompt: str, text: str) -> None:
+    [position] = [c for c in extract(prompt).constraints if c.kind.value == "position"]
+    assert position.params["text"] == text and position.params["op"] == "starts_with"

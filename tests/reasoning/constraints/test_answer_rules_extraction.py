@@ -319,8 +319,11 @@ def test_a_bound_on_sub_bullets_or_an_item_opening_is_no_nested_list(prompt: str
         ("Answer in CSV with the columns name, age, city and 4 rows.", ["name", "age", "city"], 4),
         ("Give the data as a CSV table with columns: product, price. Include 3 rows.", ["product", "price"], 3),
         ("Your answer should be CSV format with headers id,title,year and five data rows.", ["id", "title", "year"], 5),
+        # the things the request lists are its data rows
         ("List three planets. Format the output as comma-separated values with the header fields planet and moons.",
-         ["planet", "moons"], None),
+         ["planet", "moons"], 3),
+        ("用 CSV 格式列出四座城市和它们的人口，表头是 city,population，不要其他文字。", ["city", "population"], 4),
+        ("List two rivers and their lengths in CSV with the columns river, length.", ["river", "length"], 2),
         ("请用CSV格式回答，列为姓名、年龄，共3行。", ["姓名", "年龄"], 3),
         ("以CSV格式输出，表头为城市、人口和面积。", ["城市", "人口", "面积"], None),
     ],
@@ -351,6 +354,10 @@ def test_a_table_or_a_csv_without_columns_is_no_csv_pattern(prompt: str) -> None
         ("Your answer should follow the template 'Title: [title] Body: [body]'.", "Title: [title] Body: [body]"),
         ("Answer in the form: Pros: [pros] Cons: [cons]", "Pros: [pros] Cons: [cons]"),
         ("按以下模板回答：摘要：[摘要] 风险：[风险]", "摘要：[摘要] 风险：[风险]"),
+        # blanks of underscores are slots too
+        ("Fill in this three-line form for a library card:\nName: ___\nAddress: ___\nPhone: ___",
+         "Name: ___\nAddress: ___\nPhone: ___"),
+        ("请按以下模板填写：姓名：____ 电话：____", "姓名：____ 电话：____"),
     ],
 )
 def test_a_template_of_slots_is_its_filled_pattern(prompt: str, template: str) -> None:

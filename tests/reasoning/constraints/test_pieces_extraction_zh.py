@@ -85,6 +85,11 @@ def test_lengths_compared_between_pieces_are_a_spread(prompt: str, expected: dic
                                                 "word_class": "capital"})]),
         ("段与段之间留一个空行。", [("count", {"unit": "paragraphs", "relation": "at least", "n": 2})]),
         ("以JSON对象返回，字段包括city、temp。", [("json_format", {"keys": ["city", "temp"]})]),
+        # keys named with 用 / 分别是, and Latin keys before the sentence goes on in Chinese
+        ("把这本书写成 JSON 对象，键名用 title、author、pages，只输出 JSON。",
+         [("json_format", {"keys": ["title", "author", "pages"]})]),
+        ("用 JSON 回答，字段分别是 city 和 temp。", [("json_format", {"keys": ["city", "temp"]})]),
+        ("把这本书的信息写成 JSON 对象，包含 title、author 两个键。", [("json_format", {"keys": ["title", "author"]})]),
         ("分成两个部分，分别用“阶段1”“阶段2”开头。", [("sections", {"splitter": "阶段", "n": 2})]),
     ],
 )
