@@ -79,6 +79,8 @@ def test_a_no_action_case_needs_the_no_action_decision_stated() -> None:
     ).correct
     assert judge_answer("No rule of this domain requires an action for this case.", case).correct
     assert judge_answer("本领域的规则未要求对本案采取任何措施。", case).correct
+    assert judge_answer("No rule requires an action for this case.", case).correct
+    assert judge_answer("规则未要求本案采取任何措施。", case).correct
     stated = judge_answer("No rule applies. The payment is blocked.", case)
     assert stated.contradiction and not stated.correct
 
@@ -149,3 +151,39 @@ def test_the_sentence_judge() -> None:
         decision=None, index=None,
     )
     assert len(zh.junk) == 2, zh
+
+
+def test_grounds_stated_asks_for_a_fact_that_fired_each_rule() -> None:
+    from pathlib import Path
+
+    from reasoning.evidence.bundled import bundled_domains
+    from reasoning.evidence.ingest import ingest_ontology
+    from reasoning.rules.decide import DecisionEngine
+
+    def stated(engine: DecisionEngine, request: str, answer: str, lang: str) -> bool | None:
+        decision = engine.decide(request, evaluation_date=date(2026, 12, 1))
+        assert decision.status == "decided"
+        return judge_sentences(answer, lang=lang, request=request, evidence=[], stated=[], decision=decision,
+                               index=engine.index).grounds_stated
+
+    aml = DecisionEngine(ingest_ontology(dict(bundled_domains())["aml"].read_bytes(), "text/turtle").index)
+    pep = "Acme Ltd sent funds to Jon Doe, who is on our PEP list."
+    decided = "This case requires enhanced due diligence and escalation to the MLRO (AML-R-017)."
+    assert stated(aml, pep, decided, "en") is False
+    # The PEP list by the request's words or by the ontology's label.
+    assert stated(aml, pep, decided + " Jon Doe is on the PEP list.", "en") is True
+    assert stated(aml, pep, decided + " Jon Doe is on the politically exposed persons list.", "en") is False
+    # The request fired the sanctions rule only by naming the party (and the service dated it):
+    # the ontology's fact that fired it is the ground.
+    sanctions = "Northwind GmbH received funds from Orion Freight Ltd in United Kingdom."
+    blocked = "This case requires blocking of the payment and asset freeze (AML-R-021)."
+    assert stated(aml, sanctions, blocked, "en") is False
+    assert stated(aml, sanctions, blocked + " The value date is 2026-12-01.", "en") is False
+    assert stated(aml, sanctions, blocked + " Northwind GmbH is a sanctioned party.", "en") is True
+    # A number right after a Chinese character is read.
+    imports = DecisionEngine(ingest_ontology(
+        (Path(__file__).resolve().parents[1] / "data" / "imports.ttl").read_bytes(), "text/turtle").index)
+    request = "诺德食品从鲁里塔尼亚进口一批货物，申报价值25万欧元。"
+    decided_zh = "本案需要实验室检测、单证审核（FI-7、FI-9）。"
+    assert stated(imports, request, decided_zh + "诺德食品从鲁里塔尼亚进口。", "zh") is False  # FI-9: its value
+    assert stated(imports, request, decided_zh + "诺德食品从鲁里塔尼亚进口。申报价值为250,000。", "zh") is True
