@@ -26,8 +26,11 @@ and the request.
 
 ``grounds_stated``: a decided case names, for every conclusion, at least one
 fact that fired it (the span of the request it was read from, or its
-subject's and object's labels in one sentence; a bare mention of an
-individual is no ground). ``why_not_stated``: a
+subject's and object's names in one sentence: as the request names them or
+by the ontology's labels; a literal: its subject and its number). A bare
+mention of an individual, or a value the service filled in (the evaluation
+date), is no ground; a conclusion the request fired only so is judged on
+the ontology's facts that fired it. ``why_not_stated``: a
 no-rule case names the rule that came nearest (its id).
 """
 
@@ -50,8 +53,9 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
 _MARKER = re.compile(r"^\s*(?:\(?\d{1,2}[.)、]|[-*•])\s*")
 _CITE = re.compile(r"\[[A-Za-z]?\d+\]")
 _CODE = re.compile(r"\b[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)+\b")
+# ASCII word characters only before a number: one right after a Han character ("货值为80,000") is read.
 _NUM = re.compile(
-    r"(?<![\w.,-])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?![\d])\s*(million|thousand|万|亿)?", re.IGNORECASE
+    r"(?<![A-Za-z0-9_.,-])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?![\d])\s*(million|thousand|万|亿)?", re.IGNORECASE
 )
 _NAME = re.compile(r"\b(?:[A-Z][a-z]+|[A-Z]{2,})(?:\s+(?:[A-Z][a-z]+|[A-Z]{2,}|GmbH|Ltd|Inc))+\b")
 _FIRST_WORDS = frozenset(["The", "This", "That", "These", "It", "In", "If", "A", "An", "As", "No", "Our"])
@@ -192,9 +196,15 @@ class SentenceVerdicts:
 
 
 def _label(index: Any, term: str, lang: str) -> str:
-    iri = term[1:-1] if term.startswith("<") else term
-    tid = index.term_id(iri)
+    """The ontology's label of ``term`` (an N-Triples IRI or a bare one) in ``lang``; "" when
+    the ontology does not hold it."""
+    tid = index.term_id(term if term.startswith("<") else f"<{term}>")
     return str(index.label(tid, lang)) if tid >= 0 else ""
+
+
+def _names(term: str, labels: dict[str, str], index: Any, lang: str) -> list[str]:
+    """How a sentence may name ``term``: as the request names it or by the ontology's label."""
+    return [n.lower() for n in dict.fromkeys((labels.get(term, ""), _label(index, term, lang))) if n]
 
 
 def _fact_named(fact: Any, answer_sentences: Sequence[str], labels: dict[str, str],
@@ -202,17 +212,39 @@ def _fact_named(fact: Any, answer_sentences: Sequence[str], labels: dict[str, st
     span = (fact.text or "").strip()
     if len(span) >= 2 and any(span.lower() in s.lower() for s in answer_sentences):
         return True
-    subject = labels.get(fact.subject) or _label(index, fact.subject, lang)
+    subject = _names(fact.subject, labels, index, lang)
     if fact.object.startswith('"'):
         values = _numbers(fact.object.split('"')[1])
         return any(
-            (not subject or subject.lower() in s.lower()) and values & _numbers(s)
+            (not subject or any(n in s.lower() for n in subject)) and values & _numbers(s)
             for s in answer_sentences
         )
-    obj = labels.get(fact.object) or _label(index, fact.object, lang)
+    obj = _names(fact.object, labels, index, lang)
     return bool(subject and obj) and any(
-        subject.lower() in s.lower() and obj.lower() in s.lower() for s in answer_sentences
+        any(n in s.lower() for n in subject) and any(n in s.lower() for n in obj) for s in answer_sentences
     )
+
+
+@dataclass(frozen=True)
+class _Fact:
+    subject: str
+    object: str
+    text: str = ""
+
+
+def _firing(conclusion: Any) -> list[Any]:
+    """The facts that fired a conclusion and say something: the request's, without a bare mention
+    ("the request names Jon Doe") or a value the service filled in (the evaluation date, no span);
+    when the request gave only those, the ontology's (not the rule's own data: its id, text,
+    threshold)."""
+    saying = [f for f in conclusion.case_facts
+              if not f.predicate.endswith("#mentions>") and f.origin != "default"]
+    if saying:
+        return saying
+    rule = conclusion.rule_iri
+    owned = {rule} | {f.object for f in conclusion.ontology_facts if f.subject == rule}
+    return [_Fact(f"<{f.subject}>", f.object_term) for f in conclusion.ontology_facts
+            if f.subject not in owned and f.object_term]
 
 
 def judge_sentences(
@@ -253,13 +285,9 @@ def judge_sentences(
             verdicts.supported.append(sentence)
     if decision is not None and decision.status == "decided":
         labels = {e.term: e.label for e in decision.case.entities}
-        # A mention alone ("the request names Jon Doe") grounds nothing: the facts that say something.
-        saying = [
-            [f for f in c.case_facts if not f.predicate.endswith("#mentions>")]
-            for c in decision.conclusions
-        ]
         verdicts.grounds_stated = all(
-            any(_fact_named(f, said, labels, index, lang) for f in facts) for facts in saying if facts
+            any(_fact_named(f, said, labels, index, lang) for f in facts)
+            for facts in (_firing(c) for c in decision.conclusions) if facts
         )
     if decision is not None and decision.status == "no_rule_applies":
         nearest = decision.nearest

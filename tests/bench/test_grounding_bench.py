@@ -154,8 +154,6 @@ def test_the_sentence_judge() -> None:
 
 
 def test_grounds_stated_asks_for_a_fact_that_fired_each_rule() -> None:
-    from pathlib import Path
-
     from reasoning.evidence.bundled import bundled_domains
     from reasoning.evidence.ingest import ingest_ontology
     from reasoning.rules.decide import DecisionEngine
@@ -181,9 +179,8 @@ def test_grounds_stated_asks_for_a_fact_that_fired_each_rule() -> None:
     assert stated(aml, sanctions, blocked + " The value date is 2026-12-01.", "en") is False
     assert stated(aml, sanctions, blocked + " Northwind GmbH is a sanctioned party.", "en") is True
     # A number right after a Chinese character is read.
-    imports = DecisionEngine(ingest_ontology(
-        (Path(__file__).resolve().parents[1] / "data" / "imports.ttl").read_bytes(), "text/turtle").index)
-    request = "诺德食品从鲁里塔尼亚进口一批货物，申报价值25万欧元。"
-    decided_zh = "本案需要实验室检测、单证审核（FI-7、FI-9）。"
-    assert stated(imports, request, decided_zh + "诺德食品从鲁里塔尼亚进口。", "zh") is False  # FI-9: its value
-    assert stated(imports, request, decided_zh + "诺德食品从鲁里塔尼亚进口。申报价值为250,000。", "zh") is True
+    clinical = DecisionEngine(ingest_ontology(dict(bundled_domains())["clinical"].read_bytes(), "text/turtle").index)
+    request = "CT示右肺下叶见7毫米纯磨玻璃结节，需要如何随访？"
+    decided_zh = "本案需要6至12个月复查CT。"
+    assert stated(clinical, request, decided_zh, "zh") is False
+    assert stated(clinical, request, decided_zh + "结节大小为7 mm。", "zh") is True
