@@ -87,11 +87,14 @@ def prefill_branches(
     request_ids: Sequence[str] | None = None,
     shared: Sequence[int] = (),
 ) -> tuple[BatchState, torch.Tensor]:
-    """Prefill every branch suffix on the shared prefix in one forward; expand to ``width`` beams.
+    """Prefill every branch suffix on the shared prefix; expand to ``width`` beams.
 
     Returns the batch (rows ``b * width .. b * width + width - 1`` belong to
     branch ``b``) and the next-token logits of each branch ``[B, V]``.
-    Suffixes are right-padded to the longest; the pad columns stay masked.
+    Suffixes of near lengths are prefilled in one forward (``_bins``: a much
+    shorter one gets its own rather than padding), right-padded, and each
+    forward's last tokens end on one column (``_prefill_rests``); the pad
+    columns stay masked. Every row's suffix starts on the same column.
 
     ``shared[b]`` (when given) is how many leading tokens of suffix ``b`` it
     shares with the branches whose suffixes begin with the same tokens (a
@@ -120,50 +123,40 @@ def prefill_branches(
     start = prefix_len + g_max  # the physical column of every suffix rest's first token
     used = start + r_max
     capacity = used + max_new_tokens + slack
-    work = runner.new_cache(n_branch, used)
-    if parts:
-        group_kv = _prefill_parts(runner, prefix_len, prefix_kv, parts, pad_id)
-        for i, (layer, (g_keys, g_values)) in enumerate(zip(work.slab_layers, group_kv)):
-            for b, g in enumerate(part_of):
-                if g >= 0:
-                    layer.load_row(b, g_keys[g : g + 1], g_values[g : g + 1])
-                elif prefix_kv:
-                    layer.load_row(b, *prefix_kv[i])
-    else:
-        for layer, (keys, values) in zip(work.slab_layers, prefix_kv):
-            for b in range(n_branch):
-                layer.load_row(b, keys, values)
-    work.set_length(start)
-    ids = torch.full((n_branch, r_max), pad_id, dtype=torch.long, device=dev)  # [B, S]
+    group_kv = _prefill_parts(runner, prefix_len, prefix_kv, parts, pad_id) if parts else ()
     mask = torch.zeros((n_branch, capacity), dtype=torch.bool, device=dev)  # [B, C]
     mask[:, :prefix_len] = True
-    for b, rest in enumerate(rests):
-        ids[b, : len(rest)] = torch.tensor(list(rest), dtype=torch.long)
-        mask[b, prefix_len : prefix_len + cut[b]] = True
-        mask[b, start : start + len(rest)] = True
-    offsets = torch.tensor([prefix_len + c for c in cut], dtype=torch.long, device=dev)
-    pos = offsets.unsqueeze(1) + torch.arange(r_max, device=dev).unsqueeze(0)  # [B, S]
-    # Rests of one length end on the last column: only its logits are computed (the LM
-    # head over every suffix position is most of a short prefill's cost in low precision).
-    uniform = len({len(r) for r in rests}) == 1
-    logits = runner.forward(ids, pos, mask[:, :used], work, purpose="prefill", last_only=uniform)
-    if uniform:
-        next_logits = logits[:, -1]  # [B, V]
-    else:
-        last = torch.tensor([len(r) - 1 for r in rests], device=dev)
-        next_logits = logits[torch.arange(n_branch, device=dev), last]  # [B, V]
     cache = runner.new_cache(n_branch * width, capacity)
-    for big, small in zip(cache.slab_layers, work.slab_layers):
-        assert (
-            big._k is not None
-            and big._v is not None
-            and small._k is not None
-            and small._v is not None
-        )
-        big._k[:, :, :used] = small._k.repeat_interleave(width, dim=0)
-        big._v[:, :, :used] = small._v.repeat_interleave(width, dim=0)
+    next_logits: list[torch.Tensor] = [torch.empty(0)] * n_branch
+    last_column = [0] * n_branch
+    kv_rows: list[PrefixKV] = [()] * n_branch
+    for members in _bins([len(r) for r in rests]):
+        longest = max(len(rests[b]) for b in members)
+        work = runner.new_cache(len(members), start + longest)
+        for i, layer in enumerate(work.slab_layers):
+            for j, b in enumerate(members):
+                if part_of[b] >= 0:
+                    g = part_of[b]
+                    layer.load_row(j, group_kv[i][0][g : g + 1], group_kv[i][1][g : g + 1])
+                elif prefix_kv:
+                    layer.load_row(j, *prefix_kv[i])
+        work.set_length(start)
+        for b in members:
+            mask[b, prefix_len : prefix_len + cut[b]] = True
+        logits = _prefill_rests(runner, work, mask, members, [rests[b] for b in members], start, longest,
+                                [prefix_len + cut[b] for b in members], pad_id)
+        for j, b in enumerate(members):
+            next_logits[b] = logits[j]
+            last_column[b] = start + longest - 1
+            kv_rows[b] = _prompt_kv(work, mask[b, : start + longest], j, prefix_len + len(suffixes[b]))
+        expand = torch.tensor([b * width + k for b in members for k in range(width)], device=dev)
+        for big, small in zip(cache.slab_layers, work.slab_layers):
+            assert big._k is not None and big._v is not None and small._k is not None and small._v is not None
+            big._k[:, :, : start + longest].index_copy_(0, expand, small._k.repeat_interleave(width, dim=0))
+            big._v[:, :, : start + longest].index_copy_(0, expand, small._v.repeat_interleave(width, dim=0))
     cache.set_length(used)
     cache.share(used, width)  # a branch's beams hold its prompt alike until they fork after it
+    first = torch.stack(next_logits)  # [B, V]
     lengths = tuple(prefix_len + len(s) for s in suffixes)
     rows = n_branch * width
     state = BatchState(
@@ -177,13 +170,67 @@ def prefill_branches(
         request_of_row=tuple(request_ids[r // width] if request_ids else "" for r in range(rows)),
         prompt_lengths=lengths,
         prompt_last_token=tuple(int(s[-1]) for s in suffixes),
-        prompt_last_column=tuple(start + len(r) - 1 for r in rests),
+        prompt_last_column=tuple(last_column),
         width=width,
-        branch_kv=tuple(_prompt_kv(work, mask[b, :used], b, lengths[b]) for b in range(n_branch)),
-        first_logits=next_logits,
+        branch_kv=tuple(kv_rows),
+        first_logits=first,
         shared_columns=used,
     )
-    return state, next_logits
+    return state, first
+
+
+def _bins(lengths: Sequence[int]) -> list[list[int]]:
+    """Branches grouped for their rests' forwards, longest first: a rest joins a forward while
+    the padding it needs is at most ``max(32, longest // 4)`` tokens, else it starts another
+    (a pad token costs a real one's compute; a forward more costs little beside 32 tokens)."""
+    bins: list[list[int]] = []
+    for b in sorted(range(len(lengths)), key=lambda i: -lengths[i]):
+        if bins and lengths[bins[-1][0]] - lengths[b] <= max(32, lengths[bins[-1][0]] // 4):
+            bins[-1].append(b)
+        else:
+            bins.append([b])
+    return bins
+
+
+def _prefill_rests(
+    runner: ModelRunner,
+    work: SlabCache,
+    mask: torch.Tensor,
+    rows: Sequence[int],
+    rests: Sequence[Sequence[int]],
+    start: int,
+    longest: int,
+    offsets: Sequence[int],
+    pad_id: int,
+) -> torch.Tensor:
+    """Prefill ``rests`` (branches ``rows``) into ``work`` from column ``start``; their next-token
+    logits ``[len(rows), V]``.
+
+    Rests of one length go in at once. Otherwise every rest but its last token goes in
+    right-padded; the last tokens then go in together at column ``start + longest - 1`` (a
+    shorter rest leaves masked columns before it), so only that column's logits are computed:
+    the LM head over every position of a ragged batch is most of a short prefill's cost in
+    low precision. ``mask`` rows ``rows`` are filled in.
+    """
+    dev = runner.device
+    n = len(rows)
+    ids = torch.full((n, longest), pad_id, dtype=torch.long, device=dev)  # [n, S]
+    pos = torch.zeros((n, longest), dtype=torch.long, device=dev)  # [n, S]
+    sub = torch.zeros((n, start + longest), dtype=torch.bool, device=dev)  # [n, C]
+    for j, (b, rest, offset) in enumerate(zip(rows, rests, offsets)):
+        body = len(rest) - 1
+        ids[j, :body] = torch.tensor(list(rest[:body]), dtype=torch.long)
+        ids[j, -1] = int(rest[-1])
+        pos[j] = offset + torch.arange(longest, device=dev)
+        pos[j, -1] = offset + body
+        mask[b, start : start + body] = True
+        mask[b, start + longest - 1] = True
+        sub[j] = mask[b, : start + longest]
+    if len({len(r) for r in rests}) == 1:  # they all end on the last column already
+        return runner.forward(ids, pos, sub, work, purpose="prefill", last_only=True)[:, -1]
+    runner.forward(ids[:, :-1], pos[:, :-1], sub[:, :-1], work, purpose="prefill", last_only=True)
+    logits = runner.forward(ids[:, -1:], pos[:, -1:], sub, work, purpose="prefill", last_only=True)
+    return logits[:, -1]
 
 
 def _prefill_parts(

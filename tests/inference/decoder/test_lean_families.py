@@ -82,7 +82,8 @@ def test_the_lean_forward_decodes_as_the_library_forward(family: str) -> None:
         ids = torch.zeros((state.rows, state.mask.shape[1]), dtype=torch.long)
         ids[:, :20] = prompt[:20]
         for b, suffix in enumerate(suffixes):
-            ids[2 * b : 2 * b + 2, 20 : 20 + len(suffix)] = torch.tensor(suffix)
+            for row in (2 * b, 2 * b + 1):  # a suffix's tokens lie on its row's unmasked columns
+                ids[row, 20 + state.mask[row, 20 : state.columns].nonzero().squeeze(1)] = torch.tensor(suffix)
             expected = _reference(model, torch.cat((prompt[:20], torch.tensor(suffix))))
             torch.testing.assert_close(first[b], expected, atol=1e-4, rtol=1e-4)
         worst = 0.0

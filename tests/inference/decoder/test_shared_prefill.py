@@ -26,8 +26,9 @@ ALONE = "\nAssumption: the rate is 20%.\nAnswer:"
 
 def _prefill(
     loaded_model: LoadedModel, shared: bool, packed: bool
-) -> tuple[BatchState, torch.Tensor, torch.Tensor]:
-    """Two branches sharing SHARED and one without it: their first logits and one decode step."""
+) -> tuple[BatchState, torch.Tensor, torch.Tensor, int]:
+    """Two branches sharing SHARED and one without it: their first logits, one decode step
+    and the prompt tokens fed."""
     tok = loaded_model.tokenizer
     runner = ModelRunner(loaded_model.model, packed=packed)
     prefix = tok.encode(PREFIX, add_special_tokens=False)
@@ -44,18 +45,17 @@ def _prefill(
         state.mask[:, state.columns] = True
         step = runner.forward(feed, state.positions.unsqueeze(1), state.mask[:, : state.columns + 1],
                               state.cache, purpose="decode", last_only=True)
-    tokens = runner.counters.prefill_tokens
-    whole = len(prefix) + 3 * max(len(s) for s in suffixes)
-    assert tokens < whole if shared else tokens == whole
-    return state, first, step[:, -1]
+    assert runner.counters.prefill_tokens <= len(prefix) + 3 * max(len(s) for s in suffixes)
+    return state, first, step[:, -1], runner.counters.prefill_tokens
 
 
 @pytest.mark.parametrize("packed", [True, False], ids=["lean", "library"])
 def test_a_forked_shared_part_gives_the_logits_and_keys_of_whole_suffixes(
     loaded_model: LoadedModel, packed: bool
 ) -> None:
-    forked, first, step = _prefill(loaded_model, True, packed)
-    whole, first_w, step_w = _prefill(loaded_model, False, packed)
+    forked, first, step, fed = _prefill(loaded_model, True, packed)
+    whole, first_w, step_w, fed_whole = _prefill(loaded_model, False, packed)
+    assert fed < fed_whole
     assert forked.prompt_lengths == whole.prompt_lengths
     assert forked.prompt_last_token == whole.prompt_last_token
     assert torch.equal(forked.positions, whole.positions)
@@ -93,3 +93,24 @@ def test_decoding_on_the_forked_evidence_gives_the_same_tokens(loaded_model: Loa
     whole = decode(loaded_model.model, loaded_model.tokenizer, msgspec.structs.replace(plan, shared=()), options)
     assert [b.text for b in forked.branches] == [b.text for b in whole.branches]
     assert forked.generated_tokens == whole.generated_tokens
+
+
+@pytest.mark.parametrize("packed", [True, False], ids=["lean", "library"])
+def test_ragged_suffixes_give_the_logits_of_each_prompt_alone(loaded_model: LoadedModel, packed: bool) -> None:
+    """Suffixes of 1 to 60 tokens, no prefix: each branch's first logits and prompt keys are
+    those of its prompt prefilled alone (pads, gaps and separate forwards change nothing)."""
+    tok = loaded_model.tokenizer
+    runner = ModelRunner(loaded_model.model, packed=packed)
+    texts = [SHARED * 3, SHARED + RESTS[0], RESTS[1], "Yes"]
+    prompts = [tok.encode(t, add_special_tokens=False) for t in texts]
+    assert len(prompts[0]) > 60 and len(prompts[3]) == 1
+    with torch.inference_mode():
+        state, first = prefill_branches(runner, 0, (), prompts, width=2, max_new_tokens=2)
+        for b, prompt in enumerate(prompts):
+            alone, logits = prefill_branches(runner, 0, (), [prompt], width=1, max_new_tokens=2)
+            torch.testing.assert_close(first[b], logits[0], atol=1e-3, rtol=1e-4)
+            for (k, v), (k1, v1) in zip(state.branch_kv[b], alone.branch_kv[0]):
+                torch.testing.assert_close(k, k1, atol=1e-4, rtol=1e-4)
+                torch.testing.assert_close(v, v1, atol=1e-4, rtol=1e-4)
+    assert state.prompt_lengths == tuple(len(p) for p in prompts)
+    assert torch.isfinite(first).all()

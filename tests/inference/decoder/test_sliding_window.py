@@ -91,8 +91,9 @@ def _decode_and_check(model: Any, runner: ModelRunner) -> None:
         state, first = prefill_branches(runner, prefix, kv, suffixes, width=2, max_new_tokens=12)
         ids = torch.zeros((state.rows, state.mask.shape[1]), dtype=torch.long)  # token per column
         ids[:, :prefix] = prompt[:prefix]
-        for b, suffix in enumerate(suffixes):
-            ids[2 * b : 2 * b + 2, prefix : prefix + len(suffix)] = torch.tensor(suffix)
+        for row in range(state.rows):  # a suffix's tokens lie on its row's unmasked columns
+            columns = prefix + state.mask[row, prefix : state.columns].nonzero().squeeze(1)
+            ids[row, columns] = torch.tensor(suffixes[row // 2])
         for b in range(3):
             expected = _reference(model, torch.cat((prompt[:prefix], torch.tensor(suffixes[b]))))
             torch.testing.assert_close(first[b], expected, atol=1e-4, rtol=1e-4)
