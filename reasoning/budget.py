@@ -12,9 +12,13 @@
 - ``evidence_hops = min(max_hops, 1 + floor(s * max_hops))``: 1..3 hops with
   the default limits, since expanding further pulls in facts two relations
   removed from anything the user named;
-- ``counterfactual_checks``: on when ``s >= counterfactual_threshold``; the
-  checks cost an extra batched forward pass per step boundary, worth paying
-  only when the request is hard enough for a wrong step to be likely.
+- ``counterfactual_checks``: on when ``s >= counterfactual_threshold`` (0 by
+  default: always). The checks are rationed to a fixed share of the decode's
+  own FLOPs (``DecodeOptions.counterfactual_flops_share``, 5%), so their cost
+  already scales with the rest of the budget; turning them off for easy
+  requests saved at most that share and left every fact-stating step of
+  those answers without its contrast. A deployment may set a threshold to
+  keep them for hard requests only.
 
 A request's explicit options (e.g. ``max_new_tokens``) override the budget
 later, in the decoder; the budget is the default, not a cap on the client.
@@ -49,7 +53,7 @@ class BudgetLimits(msgspec.Struct, frozen=True, kw_only=True):
     min_new_tokens: int = 128
     max_new_tokens: int = 1024
     max_hops: int = 3
-    counterfactual_threshold: float = 0.5
+    counterfactual_threshold: float = 0.0
 
     def __post_init__(self) -> None:
         if self.max_beam_width < 1:
@@ -77,7 +81,7 @@ def budget_for(
     """The budget for an entropy ``score`` (clamped to [0, 1]); see the module docstring.
 
     >>> budget_for(0.0)
-    Budget(beam_width=1, max_new_tokens=128, evidence_hops=1, counterfactual_checks=False)
+    Budget(beam_width=1, max_new_tokens=128, evidence_hops=1, counterfactual_checks=True)
     >>> budget_for(1.0)
     Budget(beam_width=4, max_new_tokens=1024, evidence_hops=3, counterfactual_checks=True)
     """

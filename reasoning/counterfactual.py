@@ -85,7 +85,8 @@ _ZH_NEGATIONS: tuple[tuple[str, str], ...] = (
     ("是", "不是"),
     ("有", "没有"),
 )
-_NUMBER = re.compile(r"(?<![\w.])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?![\w])")
+# A number, not the digits of an id ('AML-R-024', 'E2'): none follows a letter or 'X-'.
+_NUMBER = re.compile(r"(?<![\w.])(?<!\w-)(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?![\w])")
 _ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
 _YEAR = re.compile(r"\b(1[89]\d{2}|20\d{2})\b")
 _LIST_MARKER = re.compile(r"^\s*\d+[.)]\s")

@@ -80,7 +80,7 @@ DROPPED = "dropped with its beam"  # deferred, and the search kept no beam that 
 _COUNTERFACTUAL = "counterfactual"
 _LOOKAHEAD = 2
 _VARIANT_ORDER = {"number": 0, "date": 0, "threshold": 0, "entity": 1, "negation": 2}
-_QUANTITY = re.compile(r"(?<![\w.])\d")  # a number or date, not the digit of an id ('E2')
+_QUANTITY = re.compile(r"(?<![\w.])(?<!\w-)\d")  # a number or date, not an id's digit ('E2', 'R-024')
 _WORD = re.compile(r"[^\W\d_]", re.UNICODE)
 
 

@@ -135,6 +135,7 @@ _PREFIX_CACHE = 64  # answer prefixes kept (a few per live beam)
 _CLAIM_END = frozenset(".!?;:\n。！？；")
 _HAS_WORD = re.compile(r"[^\W\d_]", re.UNICODE)
 _DEGENERATE = "degenerate step: "  # how the entropy rule names a junk step
+_RULE_CLASS = "urn:tenet:rule-id"  # the class the counterfactual swaps give the ontology's rule ids
 _SENTENCE_END = re.compile(r"[.!?。！？\n]")
 
 
@@ -313,7 +314,8 @@ class PruningJudge:
             self._ids,
             lambda ids: str(self.tokenizer.decode(list(ids), skip_special_tokens=True)),
             self.branches,
-            self.lexicon,
+            # The ontology's rule ids are siblings too: a cited rule is contrasted with another.
+            {**dict.fromkeys(self.basis.rule_ids if self.basis else (), _RULE_CLASS), **self.lexicon},
             self.pad_id,
             self.basis.thresholds if self.basis is not None else (),
         )
@@ -582,7 +584,10 @@ class PruningJudge:
             and states_fact(facts.text, facts.mentions, facts.degenerate)
             and (final or _complete(facts.text))
         ):
-            return self._contradiction(branch, facts, claim)
+            rule, detail, facts = self._contradiction(branch, facts, claim)
+            # A step the steering wrote whole (the decision, its grounds) is the rules' own
+            # statement: its contrast informs its confidence, it is no reason to prune it.
+            return (rule, detail, facts) if chosen else (None, "", facts)
         return None, "", facts
 
     @property

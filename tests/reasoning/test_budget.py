@@ -30,9 +30,14 @@ def test_fields_stay_within_limits_for_any_score(score: float) -> None:
 
 def test_ends_of_the_range() -> None:
     low, high = budget_for(0.0), budget_for(1.0)
-    assert (low.beam_width, low.evidence_hops, low.counterfactual_checks) == (1, 1, False)
+    assert (low.beam_width, low.evidence_hops, low.counterfactual_checks) == (1, 1, True)
     assert (high.beam_width, high.evidence_hops, high.counterfactual_checks) == (4, 3, True)
     assert (low.max_new_tokens, high.max_new_tokens) == (128, 1024)
+
+
+def test_counterfactual_checks_are_on_by_default_the_share_caps_them() -> None:
+    assert DEFAULT_LIMITS.counterfactual_threshold == 0.0
+    assert all(budget_for(s).counterfactual_checks for s in (0.0, 0.3, 1.0))
 
 
 def test_counterfactual_threshold_is_inclusive() -> None:

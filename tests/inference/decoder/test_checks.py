@@ -1,9 +1,11 @@
-"""The counterfactual check scheduler: distinct claims, partial variants, retries, reasons."""
+"""The counterfactual check scheduler: distinct claims, partial variants, retries, reasons;
+every fact-stating step of a short answer contrasted; threshold variants from an ontology."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 import torch
@@ -20,17 +22,25 @@ from inference.decoder.checks import (
     claim_rank,
 )
 from inference.decoder.contrast import RowContext, _windows, window_cost
+from inference.decoder.decode import DecodeResult, decode
 from inference.decoder.kv_slab import PrefixKV
 from inference.decoder.options import DecodeOptions
+from inference.decoder.pruning import step_states_fact
 from inference.decoder.runner import ModelRunner
 from inference.loader import LoadedModel
+from inference.prompting import plan_prompt
 from reasoning.counterfactual import variants
+from reasoning.evidence.ingest import ingest_ontology
+from reasoning.evidence.model import EvidenceFact, EvidenceSubgraph
+from reasoning.rules.engine import RuleBook
+from reasoning.rules.thresholds import rule_thresholds
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 PROMPT = "Evidence: Acme Ltd sent EUR 2,000,000 to Jon Doe.\nState one fact:"
 CLAIM = "Acme Ltd sent EUR 2,000,000 to Jon Doe."
 LEXICON = {"Acme Ltd": "Company", "Globex Corp": "Company"}
+IMPORTS_TTL = Path(__file__).resolve().parents[2] / "data" / "imports.ttl"
 
 
 @dataclass(frozen=True)
@@ -163,3 +173,110 @@ def test_deferred_claims_are_scored_over_the_beam_that_kept_them(loaded_model: L
         assert got is not None and checks.scored == 1
         assert runner.counters.flops["counterfactual"] > 0
         assert checks.skip_reasons == {DROPPED: 1} and checks.wanted == 1
+
+
+def _evidence() -> list[EvidenceSubgraph]:
+    facts = (
+        ("E1", "Acme Ltd", "Jon Doe", "Acme Ltd sent EUR 2,000,000 to Jon Doe on 2024-03-02."),
+        ("E2", "Jon Doe", "Malta", "Jon Doe holds an account in Malta."),
+    )
+    return [
+        EvidenceSubgraph(
+            view="fund_flow",
+            relevance=1.0,
+            seeds=(),
+            facts=tuple(
+                EvidenceFact(
+                    id=i, subject=s, predicate="related", object=o, text=t, view="fund_flow",
+                    score=1.0, hops=1, ontology_version="v1", modified="2024-05-11",
+                )
+                for i, s, o, t in facts
+            ),
+        )
+    ]
+
+
+def _answer(loaded_model: LoadedModel, share: float) -> DecodeResult:
+    request = "Where did Acme Ltd send the money, and how much?"
+    plan = plan_prompt(loaded_model.tokenizer, request, [], _evidence())
+    options = DecodeOptions(
+        width=2,
+        max_new_tokens=40,
+        counterfactual_checks=True,
+        counterfactual_flops_share=share,
+        prune=False,
+    )
+    return decode(
+        loaded_model.model,
+        loaded_model.tokenizer,
+        plan,
+        options=options,
+        lexicon={"Malta": "Country", "Cyprus": "Country", "Jon Doe": "Person", "Mary Major": "Person"},
+        request_text=request,
+    )
+
+
+@pytest.mark.model
+def test_every_step_of_the_answer_that_states_a_fact_carries_a_contrast(
+    loaded_model: LoadedModel,
+) -> None:
+    """Within the 5% share: claims wait for their answer's end and are scored over its row,
+    the last text the token limit cut included; junk states no fact and gets none."""
+    result = _answer(loaded_model, 0.05)
+    labels = ["Acme Ltd", "Jon Doe", "Malta", "Cyprus", "Mary Major"]
+    facts = [s for s in result.steps if step_states_fact(s.text, s.violation, labels)]
+    assert facts, [s.text for s in result.steps]
+    assert all(s.contrast is not None and s.contrast_variant for s in facts), [
+        (s.text, s.contrast) for s in result.steps
+    ]
+    assert result.counterfactual_flops_share <= 0.05
+    pruning = result.pruning
+    assert pruning.counterfactual_skipped == 0
+    assert pruning.counterfactual_wanted == pruning.counterfactual_scored >= len(facts)
+
+
+@pytest.mark.model
+def test_a_skipped_check_names_its_reason(loaded_model: LoadedModel) -> None:
+    """No share at all: every claim the answer holds is wanted, none scored, each with its reason."""
+    result = _answer(loaded_model, 0.0)
+    pruning = result.pruning
+    assert pruning.counterfactual_wanted >= 1 and pruning.counterfactual_scored == 0
+    assert result.flops.get("counterfactual", 0.0) == 0.0
+    wanted_reasons = {k: v for k, v in pruning.counterfactual_skip_reasons.items() if k != DROPPED}
+    assert wanted_reasons.get(SKIP_BUDGET, 0) >= 1
+    assert sum(wanted_reasons.values()) == pruning.counterfactual_skipped == pruning.counterfactual_wanted
+    assert all(s.contrast is None for s in result.steps)
+
+
+@pytest.mark.model
+def test_a_threshold_the_ontology_holds_gives_the_first_variant_scored(
+    loaded_model: LoadedModel,
+) -> None:
+    """The food-imports rules (a domain no code mentions) read EUR 100,000: a claim of EUR
+    150,000 is contrasted with EUR 90,000 first, within the share."""
+    tok = loaded_model.tokenizer
+    runner = ModelRunner(loaded_model.model)
+    index = ingest_ontology(IMPORTS_TTL.read_bytes(), "text/turtle").index.with_version("imports-cf")
+    lines = rule_thresholds(RuleBook(index))
+
+    def encode(text: str) -> list[int]:
+        return list(tok(text, add_special_tokens=False)["input_ids"])
+
+    def decode_ids(ids: Sequence[int]) -> str:
+        return str(tok.decode(list(ids), skip_special_tokens=True))
+
+    prompt = encode("Evidence: Nord Foods declared a consignment at EUR 150,000.\nState one fact:")
+    claim = "Nord Foods declared a consignment at EUR 150,000."
+    with torch.inference_mode():
+        kv = prefill_prefix(runner, prompt)
+        first = torch.log_softmax(
+            loaded_model.model(torch.tensor([prompt], device=loaded_model.device)).logits[0, -1].float(),
+            -1,
+        )
+        options = DecodeOptions(counterfactual_flops_share=10.0, max_variants=1)
+        checks = CheckScheduler(
+            runner, options, encode, decode_ids, [_Prompt(kv, len(prompt), first)], {}, thresholds=lines
+        )
+        got = checks.settle(0, claim)
+    assert got is not None and got.variants == 1
+    assert got.variant.kind == "threshold" and got.variant.replacement == "90,000"
