@@ -25,13 +25,20 @@ marker, the text to repeat).
 A domain answer (one with evidence or a decision to rest on) is also judged
 for junk (``junk``, with the ``JunkRules`` of its request): a fragment (a
 list marker or punctuation with nothing after it, a bare label such as
-"请求说明：" or "Evidence:", a sentence of fewer than three words or six
-Han characters: "证据。", "例如。"), an echo of the request or of the
-evidence block's headings (nearly all of its word 3-grams are theirs), and
-garbled script: two or more adjacent Han characters the segmenter leaves
-as single words, each rare as a word of its own in the language's
-dictionary (jieba's frequencies), that neither the request nor the
-evidence spells ("禁止福制": 福 / 制). Those rules are not applied to other
+"请求说明：" or "Evidence:", a sentence of fewer than three words or six Han
+characters: "证据。", "例如。"; a number, a date or a code is one item, and a
+sentence needs two words beside its items: "(2017-06-26) 2022年5月3日，港湾。" has
+one), a sentence that breaks off after a word that needs what follows it (an
+article, a preposition, a conjunction, an auxiliary: "The rules apply to.",
+"若货值高于。"; or, in Chinese, inside a word the request or the evidence goes on
+with: "请求上报反洗。" where they say 反洗钱: a budget's landing closed it where it
+stood), an echo of the request or of the evidence block's headings (nearly
+all of its word 3-grams are theirs), an echo of the answer so far (nearly
+all of its 3-grams are in the sentences before it: "缺少结节大小。" after
+"缺少结节大小，规则无法判定本案。"), and garbled script: two or more adjacent Han characters
+the segmenter leaves as single words, each rare as a word of its own in the
+language's dictionary (jieba's frequencies), that neither the request nor
+the evidence spells ("禁止福制": 福 / 制). Those rules are not applied to other
 answers, where a short heading or a label may be what the constraints ask.
 
 Script drift is judged against the scripts of the answer's language
@@ -110,6 +117,33 @@ _CODE_TOKEN = re.compile(r"[A-Za-z0-9]+(?:[-_./:][A-Za-z0-9]*)+")
 _LATIN_WORD = re.compile(r"[^\W\d_\u3400-\u4dbf\u4e00-\u9fff]+")
 _HAN_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 _HAN_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]+")
+# A date, or a number with the Han characters that write its unit ("2022年5月3日", "200万",
+# "6个月"): one item of a sentence, not words.
+_QUANTITY = re.compile(
+    r"\d{4}\s*年\s*\d{1,2}\s*月(?:\s*\d{1,2}\s*[日号])?"
+    r"|\d[\d,.:/-]*\s*(?:个月|个|年|月|日|号|时|万|亿|千|百)?"
+    r"|[零〇一二两三四五六七八九十百千万亿]+(?=[年月日个])"
+)
+# Words after which a sentence cannot end: it was closed where it stood (articles, prepositions,
+# conjunctions, auxiliaries, comparatives). English by word; Chinese by jieba's word.
+_OPEN_EN = frozenset(
+    [
+        "a", "an", "the", "of", "to", "for", "with", "from", "by", "than", "and", "or", "but",
+        "nor", "if", "because", "whose", "is", "are", "was", "were", "be", "been", "being",
+        "will", "shall", "must", "should", "would", "can", "could", "may", "might", "per",
+        "via", "into", "onto", "between", "in", "on", "at", "such", "very", "more", "less",
+    ]
+)
+_OPEN_ZH = frozenset(
+    [
+        "于", "向", "和", "与", "或", "及", "以及", "并", "并且", "而", "而且", "但", "但是", "或者", "如果", "若",
+        "假如", "因为", "由于", "所以", "对", "对于", "在", "将", "把", "被", "从", "给", "为", "是", "高于", "低于",
+        "超过", "不低于", "不高于", "不超过", "少于", "多于", "不少于", "等于", "达到", "包括", "根据", "按照", "依据", "关于",
+        "通过", "须", "应", "应当", "必须", "需", "的话", "即", "即为",
+    ]
+)
+_LAST_WORD = re.compile(r"([A-Za-z]+)[\s\W]*$")
+_SENTENCE_MARKS = " \t\n.!?;:,。！？；：，、\"'”’」』"
 
 
 def _copy_tokens(text: str) -> list[str]:
@@ -333,22 +367,77 @@ def _garbled(text: str, reference: str) -> str | None:
     return None
 
 
-def junk(step_text: str, rules: JunkRules) -> str | None:
-    """Why a step of a domain answer is junk (a fragment, an echo, garbled script), or None."""
+def _cut_word(run: str, reference: str) -> str | None:
+    """The end of a Chinese sentence's last run where the budget cut a word short: its last
+    two words occur in ``reference``, and everywhere they do, a word of the reference goes
+    on past their end ("上报反洗" in "上报反洗钱报告官": 反洗钱)."""
+    jieba = _jieba()
+    words = jieba.lcut(run, HMM=False)
+    tail = "".join(words[-2:])
+    if len(tail) < 2:
+        return None
+    seen = False
+    for m in re.finditer(re.escape(tail), reference):
+        host = next(h for h in _HAN_RUN.finditer(reference) if h.start() <= m.start() < h.end())
+        at, end = host.start(), m.end()
+        for word in jieba.lcut(host.group(0), HMM=False):
+            if at < end < at + len(word):
+                seen = True
+                break
+            if at + len(word) >= end:
+                return None  # here the tail ends where a word ends
+            at += len(word)
+    return str(words[-1]) if seen else None
+
+
+def _broken_off(body: str, reference: str = "") -> str | None:
+    """The word a sentence ends on when it cannot end there (see the module doc), or None.
+
+    A sentence ending in a citation or a closing bracket ends on what it cites.
+    ``reference``: the texts the answer rests on, where a Chinese word cut short goes on.
+    """
+    text = body.rstrip(_SENTENCE_MARKS)
+    if not text or text[-1] in ")]）】":
+        return None
+    if _HAN_CHAR.match(text[-1]):
+        run = _HAN_RUN.findall(text)[-1]
+        last = str(_jieba().lcut(run, HMM=False)[-1])
+        if last in _OPEN_ZH:
+            return last
+        return _cut_word(run, reference) if reference else None
+    m = _LAST_WORD.search(text)
+    if m is not None and m.end(1) == len(text) and m.group(1).lower() in _OPEN_EN:
+        return m.group(1)
+    return None
+
+
+def junk(step_text: str, rules: JunkRules, before: str = "") -> str | None:
+    """Why a sentence of a domain answer is junk (a fragment, a sentence broken off, an echo,
+    garbled script), or None. ``before``: the answer before the sentence, which it must not echo."""
     body = _CITE.sub(" ", _MARKER.sub("", step_text, count=1)).strip()
-    # A code ("AML-R-024", even cut short: "AML-R-") is one word, not three.
-    latin = _LATIN_WORD.findall(_CODE_TOKEN.sub(" code ", body))
-    han = _HAN_CHAR.findall(body)
-    if not latin and not han:
+    if not _LATIN_WORD.search(body) and not _HAN_CHAR.search(body):
         return "fragment: a list marker or punctuation with nothing after it"
-    words = len(latin) + len(han) / 2
-    if body.rstrip()[-1:] in (":", "：") and words <= _LABEL_WORDS:
+    # A code ("AML-R-024", even cut short: "AML-R-") and a quantity are one item each, not words.
+    items = len(_CODE_TOKEN.findall(body))
+    plain = _CODE_TOKEN.sub(" ", body)
+    items += len(_QUANTITY.findall(plain))
+    plain = _QUANTITY.sub(" ", plain)
+    words = len(_LATIN_WORD.findall(plain)) + len(_HAN_CHAR.findall(plain)) / 2
+    han = _HAN_CHAR.search(body) is not None
+    if body.rstrip()[-1:] in (":", "：") and words + items <= _LABEL_WORDS:
         return "fragment: a bare label"
-    if words < _JUNK_WORDS:
+    if words + items < _JUNK_WORDS or words < _JUNK_WORDS - 1:
         return "fragment: too short to state anything"
+    broken = _broken_off(step_text, rules.reference)
+    if broken is not None:
+        return f"fragment: the sentence breaks off after {broken!r}"
     own = _grams(body, _ECHO_GRAM)
     if own and sum(1 for g in own if g in rules.echo) >= _ECHO_SHARE * len(own):
         return "echo: the step repeats the request or the evidence headings"
+    if own and before:
+        earlier = frozenset(_grams(_CITE.sub(" ", before), _ECHO_GRAM))
+        if sum(1 for g in own if g in earlier) >= _ECHO_SHARE * len(own):
+            return "echo: the sentence restates the answer before it"
     garbled = _garbled(body, rules.reference) if han else None
     if garbled:
         return f"garbled script: {garbled!r}"

@@ -18,18 +18,30 @@ What a sentence states, and how each item is checked:
   ``May 3, 2022``) as whole dates;
 - **numbers** as whole quantities: ``2,000,000``, ``2 million`` and
   ``200万`` are the same quantity; a number is never found inside another
-  token ("24" is not in "AML-R-024", "2" not in "2,000,000"). A list
-  marker opening the sentence is no number;
+  token ("24" is not in "AML-R-024", "2" not in "2,000,000"). Chinese
+  numerals are quantities too where they are numbers beyond doubt: a run
+  of two or more numeral characters that parses as one number ("两百万",
+  "十二", "一百五十万"; "万一" does not parse), or a single one other than
+  一 ("a", "one") before a unit ("三个月", "六毫米"). A list marker opening
+  the sentence is no number;
 - **names**: two or more capitalised words ("European Economic Area", a
   leading article dropped) and Chinese names (transliterations joined by
-  ``·``, organisation names ending in a company or body suffix), each
-  found in the sources as written (case-insensitively);
+  ``·``, organisation names ending in a company or body suffix, words
+  jieba's dictionary tags as a person's or a place's name: "王小明",
+  "德国"), each found in the sources as written (case-insensitively);
 - **content words**: English words of three letters or more that are not
   stop words, compared by a crude stem (so "escalated" meets
-  "escalation"); Chinese words of two characters or more (jieba), found
-  in the sources' text. A sentence whose content words are mostly not in
-  the sources (less than ``CONTENT_SHARE``) is unsupported, naming the
-  missing words: a paraphrase of a rule text keeps most of its words, an
+  "escalation"). Chinese is written without spaces, and a segmenter's
+  words are too coarse a unit: known words composed into a claim no source
+  makes ("检查实良性肺炎": 检查, 良性, 肺炎 are each common) pass word by
+  word. So Chinese content is measured in character pairs: the sentence is
+  segmented (jieba), its stop and discourse words break it into content
+  stretches, and every adjacent pair of characters of a stretch (the pairs
+  inside words and across the joins of words) must be in the sources'
+  text; a single-character stretch counts as one unit. A sentence whose
+  content units are mostly not in the sources (less than
+  ``CONTENT_SHARE``) is unsupported, naming the missing words: a
+  paraphrase of a rule text keeps most of its words and their order, an
   invented claim does not.
 
 Every strict item (id, date, number, name) must be supported; content words
@@ -59,11 +71,15 @@ __all__ = [
     "Source",
     "Support",
     "SupportIndex",
+    "chinese_names",
+    "chinese_stretches",
+    "chinese_words",
     "id_shapes",
     "proper_names",
+    "zh_numeral",
 ]
 
-#: Share of a sentence's content words the sources must hold.
+#: Share of a sentence's content units (words; Chinese character pairs) the sources must hold.
 CONTENT_SHARE: Final = 0.6
 
 _CITATION: Final = re.compile(r"\[(E\d+)\]")
@@ -104,6 +120,21 @@ _NAME_LEAD: Final = re.compile(
     r"^(?:(?:The|A|An|This|That|These|Those|Our|Its|In|On|At|By|For|If|As|Under|Per|Since|"
     r"Because|When|Where|Both|Each|Every|No|Any|All|Some|Such|Then|Thus|So|And|But|Or)\s+)+"
 )
+# Chinese numerals (``_zh_quantities``): digits, the units inside a section, the section scales.
+_ZH_DIGITS: Final = {
+    "零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8,
+    "九": 9,
+}
+_ZH_UNITS: Final = {"十": 10, "百": 100, "千": 1000}
+_ZH_SCALES: Final = {"万": 10**4, "亿": 10**8}
+_ZH_NUMERAL: Final = re.compile("[零〇一二两三四五六七八九十百千万亿]+")
+# What a single numeral character is counted before (a period, a size, money, a count of times):
+# dates ("五月", "三日") and years are left to the date forms.
+_ZH_COUNTED: Final = re.compile(
+    r"\s*(?:个月|个小时|小时|周|天|岁|次|倍|毫米|厘米|公里|欧元|美元|英镑|元|mm|cm|%|％)", re.IGNORECASE
+)
+# The dictionary's tags of a person's name (and a transliterated one) and a place's name.
+_NAME_TAGS: Final = frozenset({"nr", "nrt", "ns"})
 _ZH_TRANSLIT: Final = re.compile(rf"[{_HAN}]+(?:[·・•][{_HAN}]+)+")
 _ZH_SUFFIXES: Final = "有限责任公司|股份有限公司|有限公司|集团|公司|协会|基金会|事务所|研究所"
 _ZH_ORG: Final = re.compile(rf"[{_HAN}]{{2,12}}?(?:{_ZH_SUFFIXES})")
@@ -282,11 +313,30 @@ def proper_names(text: str) -> tuple[str, ...]:
 
 
 def chinese_names(text: str) -> tuple[str, ...]:
-    """Chinese names in ``text``: transliterations joined by ``·`` and organisation names."""
+    """Chinese names in ``text``: transliterations joined by ``·``, organisation names, and
+    the words the segmenter's dictionary tags as a person's or a place's name ("王小明",
+    "托马斯", "德国") that are no part of those (the words touching a dot, the four
+    characters before a suffix and the suffix)."""
     found: dict[str, None] = {}
-    for pattern in (_ZH_TRANSLIT, _ZH_ORG):
-        for m in pattern.finditer(text):
-            found[m.group(0)] = None
+    taken: set[int] = set()
+    for m in _ZH_TRANSLIT.finditer(text):
+        found[m.group(0)] = None
+        for i in range(m.start(), m.end()):
+            if text[i] in "·・•":
+                taken.update((i - 1, i + 1))
+    for m in _ZH_ORG.finditer(text):
+        found[m.group(0)] = None
+        suffix = _ZH_SUFFIX.search(m.group(0))
+        head = m.start() + (suffix.start() if suffix else 0)
+        taken.update(range(max(m.start(), head - 4), m.end()))
+    tags = _name_tags()
+    for run in _HAN_RUN.finditer(text):
+        at = run.start()
+        for word in _jieba().lcut(run.group(0), HMM=False):  # type: ignore[attr-defined]
+            own = set(range(at, at + len(word)))
+            if len(word) >= 2 and not own & taken and tags.get(word) in _NAME_TAGS:
+                found[word] = None
+            at += len(word)
     return tuple(found)
 
 
@@ -305,8 +355,9 @@ def _name_cores(name: str) -> list[str]:
         rights = range(len(name), min(len(name), last + 3) - 1, -1)
         return [name[a:b] for a in lefts for b in rights]
     suffix = _ZH_SUFFIX.search(name)
-    cut = suffix.start() if suffix else len(name)
-    return [name[a:] for a in range(max(0, cut - 2) + 1)]
+    if suffix is None:  # a name the dictionary tags: as it is written
+        return [name]
+    return [name[a:] for a in range(max(0, suffix.start() - 2) + 1)]
 
 
 def _to_date(groups: tuple[str, ...], order: str) -> date | None:
@@ -344,21 +395,70 @@ def _value(digits: str, decimals: str | None, scale: str | None) -> Decimal | No
     return value.normalize()
 
 
+def zh_numeral(run: str) -> int | None:
+    """The value of a run of Chinese numeral characters, or None where it is no one number.
+
+    Sections of digit-unit pairs ("一百五十") closed by a scale ("万", "亿");
+    a leading 十 is ten ("十二"); two digits in a row, a unit or scale with
+    no digit before it ("万一", "千万" as an adverb) parse as nothing.
+    """
+    total = section = 0
+    digit: int | None = None
+    for i, ch in enumerate(run):
+        if ch in _ZH_DIGITS:
+            if digit is not None and digit != 0:
+                return None
+            digit = _ZH_DIGITS[ch]
+        elif ch in _ZH_UNITS:
+            if digit is None and ch == "十" and (i == 0 or run[i - 1] in _ZH_SCALES):
+                digit = 1
+            if not digit:
+                return None
+            section += digit * _ZH_UNITS[ch]
+            digit = None
+        else:
+            section += digit or 0
+            if not section:
+                return None
+            total = (total + section) * _ZH_SCALES[ch] if ch == "亿" else total + section * _ZH_SCALES[ch]
+            section, digit = 0, None
+    return total + section + (digit or 0)
+
+
+def _zh_numerals(text: str, skip: Sequence[tuple[int, int]] = ()) -> list[tuple[int, int, Decimal]]:
+    """The Chinese numerals of ``text`` outside ``skip`` that are numbers beyond doubt
+    (see the module doc): (start, end, value)."""
+    out: list[tuple[int, int, Decimal]] = []
+    for m in _ZH_NUMERAL.finditer(text):
+        if any(a <= m.start() < b for a, b in skip):
+            continue
+        run = m.group(0)
+        if len(run) == 1 and (run not in _ZH_DIGITS or run in "一零〇" or not _ZH_COUNTED.match(text, m.end())):
+            continue
+        value = zh_numeral(run)
+        if value is not None:
+            out.append((m.start(), m.end(), Decimal(value).normalize()))
+    return out
+
+
 def _quantities(text: str, skip: Sequence[tuple[int, int]]) -> list[tuple[str, frozenset[Decimal]]]:
     """The whole numbers of ``text`` outside ``skip``: (as written, its values).
 
     A scaled number ("2 million", "200万") has its scaled value; the bare
     digits' value is kept beside it only where the sources are read, so a
     sentence's "200" finds "200万" but a sentence's "200万" needs 2,000,000.
+    Chinese numerals ("两百万") are read after the digits (``_zh_numerals``).
     """
     out: list[tuple[str, frozenset[Decimal]]] = []
+    spans = list(skip)
     for m in _NUMBER.finditer(text):
         if any(a <= m.start() < b for a, b in skip):
             continue
         value = _value(m.group(1), m.group(2), m.group(3))
         if value is not None:
             out.append((m.group(0).strip(), frozenset({value})))
-    return out
+            spans.append(m.span())
+    return out + [(text[a:b], frozenset({v})) for a, b, v in _zh_numerals(text, spans)]
 
 
 @lru_cache(maxsize=1)
@@ -370,6 +470,15 @@ def _jieba() -> object:
     return jieba
 
 
+@lru_cache(maxsize=1)
+def _name_tags() -> dict[str, str]:
+    """The part-of-speech tag of every word of jieba's dictionary."""
+    _jieba()
+    import jieba.posseg
+
+    return dict(jieba.posseg.dt.word_tag_tab)
+
+
 def chinese_words(text: str) -> list[str]:
     """The words of two or more Han characters of ``text`` (jieba, no HMM guesses)."""
     jieba = _jieba()
@@ -377,6 +486,23 @@ def chinese_words(text: str) -> list[str]:
     for run in _HAN_RUN.findall(text):
         words.extend(w for w in jieba.lcut(run, HMM=False) if len(w) >= 2)  # type: ignore[attr-defined]
     return words
+
+
+def chinese_stretches(text: str) -> list[tuple[str, ...]]:
+    """The content stretches of ``text``'s Chinese: runs of jieba words between stop words,
+    discourse words and anything not Han, each of two characters or more (see the module doc)."""
+    jieba = _jieba()
+    out: list[tuple[str, ...]] = []
+    for run in _HAN_RUN.findall(text):
+        current: list[str] = []
+        for word in [*jieba.lcut(run, HMM=False), ""]:  # type: ignore[attr-defined]
+            if word and word not in ZH_STOP and word not in _ZH_DISCOURSE:
+                current.append(word)
+                continue
+            if len("".join(current)) >= 2:
+                out.append(tuple(current))
+            current = []
+    return out
 
 
 def _content_en(text: str) -> list[str]:
@@ -500,7 +626,9 @@ class SupportIndex:
             or proper_names(text) or chinese_names(text)
         )
         if complete:
-            plain = "".join(" " if any(a <= i < b for a, b in id_spans) else ch for i, ch in enumerate(text))
+            # Ids and Chinese numerals are judged above, not as content ("两百万" is a quantity).
+            blank = [*id_spans, *((a, b) for a, b, _ in _zh_numerals(text))]
+            plain = "".join(" " if any(a <= i < b for a, b in blank) else ch for i, ch in enumerate(text))
             share, absent = self._content(plain, hits)
             if share is not None and share < CONTENT_SHARE:
                 missing.extend(absent)
@@ -517,25 +645,33 @@ class SupportIndex:
         )
 
     def _content(self, text: str, hits: dict[str, int]) -> tuple[float | None, list[str]]:
-        """The share of the content words the sources hold, and the missing ones."""
+        """The share of the content units (English words, Chinese character pairs) the
+        sources hold, and the missing words."""
         en = _content_en(re.sub(rf"[{_HAN}]+", " ", text))
-        zh = [w for w in chinese_words(text) if w not in ZH_STOP and w not in _ZH_DISCOURSE]
-        total = len(en) + len(zh)
-        if not total:
-            return None, []
+        total, held = len(en), 0
         absent: list[str] = []
         for word in en:
             s = stem(word)
             if s in self._stems:
+                held += 1
                 self._credit(hits, lambda r, x=s: x in r.stems, 1)
             else:
                 absent.append(word)
-        for word in zh:
-            if word in self._text:
-                self._credit(hits, lambda r, x=word: x in r.lowered, 1)
-            else:
-                absent.append(word)
-        return (total - len(absent)) / total, absent
+        for stretch in chinese_stretches(text):
+            joined = "".join(stretch)
+            owner = [i for i, word in enumerate(stretch) for _ in word]  # the word of each character
+            for k in range(len(joined) - 1):
+                total += 1
+                if joined[k : k + 2] in self._text:
+                    held += 1
+                else:
+                    absent.append("".join(stretch[owner[k] : owner[k + 1] + 1]))
+            for word in stretch:
+                if len(word) >= 2 and word in self._text:
+                    self._credit(hits, lambda r, x=word: x in r.lowered, 1)
+        if not total:
+            return None, []
+        return held / total, list(dict.fromkeys(absent))
 
     def _credit(self, hits: dict[str, int], holds: object, weight: int) -> None:
         for r in self._read:

@@ -13,6 +13,8 @@ from inference.decoder.degeneracy import (
     answer_scripts,
     copy_grams,
     degeneracy,
+    junk,
+    junk_rules,
     repeat_bound,
     said,
 )
@@ -248,3 +250,63 @@ def test_the_judge_prunes_the_step_that_says_a_phrase_again(tokenizer: Any) -> N
     assert not check.keep and check.rule == "entropy" and "says a phrase again" in check.detail
     first = judge.judge(0, tokens, ends[1], ends[2], [0.1] * len(tokens), final=False)
     assert first.keep, first.detail
+
+
+JUNK_RULES = junk_rules(
+    "诺德科技公司向流明仪器公司出口一批传感器。需要采取哪些管制措施？",
+    ("Evidence (compliance):", "证据 (compliance):"),
+    "货值超过5万欧元的出口需要出口许可证。",
+)
+
+
+@pytest.mark.parametrize(
+    ("sentence", "reason"),
+    [
+        ("证据。", "fragment"),
+        ("请求说明：", "fragment: a bare label"),
+        ("1.", "fragment"),
+        # A number, a date and a code are one item each: dates and half a name state nothing.
+        ("(2017-06-26) 2022年5月3日，港湾。", "fragment: too short"),
+        ("EUR 750,000.", "fragment: too short"),
+        # A budget's landing closed the sentence where it stood.
+        ("同时，若货值高于。", "fragment: the sentence breaks off after '高于'"),
+        ("The rules apply to transfers to.", "fragment: the sentence breaks off after 'to'"),
+        ("The licence is required because.", "fragment: the sentence breaks off after 'because'"),
+    ],
+)
+def test_junk_sentences_of_a_domain_answer(sentence: str, reason: str) -> None:
+    why = junk(sentence, JUNK_RULES)
+    assert why is not None and why.startswith(reason), why
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "金额为200万欧元。",
+        "检查日期为2010-06-01。",
+        "The amount is EUR 2,000,000.",
+        "本案需要出口许可证，依据[E5]。",  # it ends on what it cites
+        "这笔货物是从诺德科技公司发运的。",
+        "Escalation to the MLRO is required [E2].",
+    ],
+)
+def test_a_short_complete_sentence_is_no_junk(sentence: str) -> None:
+    assert junk(sentence, JUNK_RULES) is None
+
+
+def test_a_sentence_that_restates_the_answer_before_it_is_junk() -> None:
+    before = "缺少货值，规则无法判定本案。货值超过5万欧元的出口需要出口许可证。"
+    for sentence in ("缺少货值。", "货值超过5万欧元的出口需要许可证。", "货值超过5万欧元的出口需要。"):
+        why = junk(sentence, JUNK_RULES, before)
+        assert why is not None and why.startswith(("echo", "fragment")), (sentence, why)
+    # A sentence of its own after it is kept; so is the same sentence where nothing came before.
+    assert junk("流明仪器公司是这批传感器的收货人。", JUNK_RULES, before) is None
+    assert junk("货值超过5万欧元的出口需要许可证。", JUNK_RULES) is None
+
+
+def test_a_chinese_sentence_closed_inside_a_word_is_broken_off() -> None:
+    # The budget's landing closed the sentence where it stood: 反洗 of 反洗钱, 情 of 情报.
+    rules = junk_rules("林娜是政治公众人物。是否需要上报？", (), "上报反洗钱报告官。须向金融情报机构报告。")
+    for sentence, cut in (("请求上报反洗。", "反洗"), ("跨境转账须向金融情。", "情")):
+        assert junk(sentence, rules) == f"fragment: the sentence breaks off after {cut!r}"
+    assert junk("跨境转账须向金融情报机构报告。", rules) is None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from reasoning.rules.support import Source, SupportIndex, id_shapes
+from reasoning.rules.support import Source, SupportIndex, id_shapes, zh_numeral
 
 RULE_IDS = ("AML-R-003", "AML-R-017", "AML-R-024", "Fleischner 2017: solid nodule")
 EN = [
@@ -85,3 +85,30 @@ def test_a_sentence_being_written_is_judged_on_what_it_holds(en: SupportIndex) -
     assert en.check("Acme Ltd sent EUR 2", complete=False).supported
     assert not en.check("Acme Ltd sent EUR 7 to", complete=False).supported
     assert en.check("The court will review", complete=False).supported
+
+
+def test_chinese_content_is_measured_in_character_pairs(zh: SupportIndex) -> None:
+    # Each word is common in the sources (跨境, 转账, 涉及, 政治), their composition is not:
+    # four of five words are held, but most of the character pairs are new.
+    composed = zh.check("跨境转账涉及政治慈善。")
+    assert not composed.supported and "政治慈善" in composed.unsupported, composed
+    # A paraphrase that reorders a rule text's phrases keeps its pairs.
+    assert zh.check("超过100万欧元、涉及高风险司法管辖区的跨境转账须上报MLRO。").supported
+
+
+def test_chinese_numerals_are_quantities(zh: SupportIndex) -> None:
+    assert zh.check("阿克米有限公司向乔恩·多伊转账两百万欧元。").supported
+    assert zh.check("阿克米有限公司向乔恩·多伊转账三百万欧元。").strict == ("三百万",)
+    # A numeral that is no number ("万一": in case) is no quantity; 一 before a measure word is "a".
+    assert zh.check("万一转账超过一百万欧元，须上报MLRO。").supported
+    assert [zh_numeral(r) for r in ("两百万", "十二", "一百五十万", "一千零五", "一亿两千万")] == [
+        2_000_000, 12, 1_500_000, 1005, 120_000_000,
+    ]
+    assert [zh_numeral(r) for r in ("万一", "千万", "二二")] == [None, None, None]
+
+
+def test_chinese_names_the_dictionary_tags(zh: SupportIndex) -> None:
+    # Persons and places the sources never name, written without a middle dot or a suffix.
+    assert zh.check("王小明是政治公众人物。").strict == ("王小明",)
+    assert "德国" in zh.check("乔恩·多伊向德国转账。").strict
+    assert zh.check("乔恩·多伊向塞浦路斯转账。").supported
