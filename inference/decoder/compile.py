@@ -55,21 +55,38 @@ from inference.decoder.compile_verb_opening import form_verb_opening
 from inference.decoder.controllers.capitals import Capitals
 from inference.decoder.controllers.charset import CharPolicy, SoftPolicy
 from inference.decoder.controllers.citing import Citations
+from inference.decoder.controllers.class_openings import build_class_openings
+from inference.decoder.controllers.closing_texts import build_closings
+from inference.decoder.controllers.count_maxima import build_tally
+from inference.decoder.controllers.count_minima import build_minima
+from inference.decoder.controllers.count_piece_minima import build_floors
 from inference.decoder.controllers.count_tallies import Limits, count_text
+from inference.decoder.controllers.hashtags import build_hashtags
+from inference.decoder.controllers.initials import build_initials
 from inference.decoder.controllers.keywords import UNWRITABLE, Keyword, Keywords
 from inference.decoder.controllers.lexical import ForbiddenWords
-from inference.decoder.controllers.openings import Opening
-from inference.decoder.controllers.placing import Placement
+from inference.decoder.controllers.lines import build_lines
+from inference.decoder.controllers.openings import Opening, build_openings
+from inference.decoder.controllers.piece_sentences import build_piece_sentences
+from inference.decoder.controllers.placing import Placement, build_placing
+from inference.decoder.controllers.protocol import Builder
+from inference.decoder.controllers.sentence_ends import build_sentence_ends
+from inference.decoder.controllers.sentence_marks import build_sentence_marks
+from inference.decoder.controllers.sentence_steps import build_sentence_steps
+from inference.decoder.controllers.sentence_types import build_sentence_types
 from inference.decoder.controllers.sentences import sentence_floor
+from inference.decoder.controllers.shares import build_shares
+from inference.decoder.controllers.spans import build_spans
 from inference.decoder.controllers.steering import ConstraintSteering
 from inference.decoder.controllers.template import Body, Layout, Literal, build_layout
+from inference.decoder.controllers.verb_opening import build_verb_openings
 from inference.decoder.vocab import VocabTables, vocab_tables
 from reasoning.constraints.catalog import CATALOG
 from reasoning.constraints.model import Constraint, Hardness, Kind, Relation, Scope
 from reasoning.errors import ConflictError, InvalidInput, LimitExceeded
 from reasoning.language import LANGUAGE_SCRIPTS
 
-__all__ = ["CONTROLLED_KINDS", "FORM_FAMILIES", "FormContext", "branch_steerings", "compile_steering"]
+__all__ = ["CONTROLLED_KINDS", "FORM_FAMILIES", "FormContext", "FormFamily", "branch_steerings", "compile_steering"]
 
 
 # Kinds with a token controller, as the catalog declares them (its
@@ -155,40 +172,134 @@ class FormContext:
         return self.compiled.get("placement") is not None
 
 
+@dataclass(frozen=True)
+class FormFamily:
+    """A constraint-form family: its name, its controller's builder, and its compile step.
+
+    ``compile`` returns the family's spec (None: not needed, or not
+    controllable here), which ``build`` reads among the request's specs.
+    """
+
+    name: str
+    build: Builder
+    compile: Callable[[FormContext], Any]
+
+
 #: The constraint-form families, in the order they compile: each step reads
 #: what the shared stages (character policy, counted bounds, layout, citations,
 #: keywords, capitals) and the steps before it settled, and the order is part
 #: of the result (a step skips ids an earlier one controls; the first conflict
-#: found is the one refused). Each family's controller is built from its spec
-#: by ``controllers.registry.CONTROLLERS``, in the composer's own order.
-FORM_FAMILIES: tuple[tuple[str, Callable[[FormContext], Any]], ...] = (
-    ("tally", lambda f: form_tally(f.hard, f.layout, f.controlled)),
-    ("placement", lambda f: form_placement(f.hard, f.layout, f.controlled, inserts=f.inserts)),
-    ("floors", lambda f: form_floors(f.hard, f.layout, f.compiled["tally"], f.controlled,
-                                     max_new_tokens=f.max_new_tokens, inserts=f.inserts)),
-    ("minima", lambda f: form_minima(f.hard, f.layout, f.compiled["tally"], f.controlled, f.assisted,
-                                     max_new_tokens=f.max_new_tokens)),
-    ("initials", lambda f: form_initials(f.hard, f.layout, f.controlled, max_new_tokens=f.max_new_tokens)),
-    ("verb_opening", lambda f: form_verb_opening(f.hard, f.layout, f.controlled, inserts=f.inserts,
-                                                 placed=f.placed)),
-    ("class_opening", lambda f: form_class_opening(f.hard, f.layout, f.controlled, inserts=f.inserts,
-                                                   placed=f.placed)),
-    ("opening", lambda f: form_opening(f.hard, f.layout, f.controlled, inserts=f.inserts, placed=f.placed)),
-    ("spans", lambda f: form_spans(f.hard, f.layout, f.controlled, max_new_tokens=f.max_new_tokens,
-                                   inserts=f.inserts)),
-    ("sentence_mark", lambda f: form_sentence_mark(f.hard, f.layout, f.controlled, inserts=f.inserts)),
-    ("sentence_end", lambda f: form_sentence_end(f.hard, f.layout, f.controlled, inserts=f.inserts)),
-    ("sentence_word", lambda f: form_sentence_word(f.hard, f.layout, f.controlled, inserts=f.inserts,
-                                                   ending=f.compiled["sentence_end"])),
-    ("piece_sentences", lambda f: form_piece_sentences(f.hard, f.layout, f.controlled, inserts=f.inserts)),
-    ("closing", lambda f: form_closing(f.hard, f.layout, f.controlled, inserts=f.inserts, placed=f.placed)),
-    ("sentence_steps", lambda f: form_sentence_steps(f.hard, f.layout, f.controlled, inserts=f.inserts)),
-    ("sentence_types", lambda f: form_sentence_types(f.hard, f.layout, f.controlled, inserts=f.inserts)),
-    ("sentence_share", lambda f: form_sentence_share(f.hard, f.layout, f.controlled, inserts=f.inserts)),
-    ("hashtags", lambda f: form_hashtags(f.hard, f.layout, f.controlled, max_new_tokens=f.max_new_tokens,
-                                         inserts=f.inserts)),
-    ("lines", lambda f: form_lines(f.hard, f.layout, f.controlled, max_new_tokens=f.max_new_tokens,
-                                   inserts=f.inserts)),
+#: found is the one refused). Each pairs its compile step with the builder of
+#: its controller, which ``controllers.registry.CONTROLLERS`` runs in the
+#: composer's own order (a test keeps the two lists in step).
+FORM_FAMILIES: tuple[FormFamily, ...] = (
+    FormFamily("tally", build_tally, lambda f: form_tally(f.hard, f.layout, f.controlled)),
+    FormFamily(
+        "placement",
+        build_placing,
+        lambda f: form_placement(f.hard, f.layout, f.controlled, inserts=f.inserts),
+    ),
+    FormFamily(
+        "floors",
+        build_floors,
+        lambda f: form_floors(
+            f.hard, f.layout, f.compiled["tally"], f.controlled, max_new_tokens=f.max_new_tokens, inserts=f.inserts
+        ),
+    ),
+    FormFamily(
+        "minima",
+        build_minima,
+        lambda f: form_minima(
+            f.hard, f.layout, f.compiled["tally"], f.controlled, f.assisted, max_new_tokens=f.max_new_tokens
+        ),
+    ),
+    FormFamily(
+        "initials",
+        build_initials,
+        lambda f: form_initials(f.hard, f.layout, f.controlled, max_new_tokens=f.max_new_tokens),
+    ),
+    FormFamily(
+        "verb_opening",
+        build_verb_openings,
+        lambda f: form_verb_opening(
+            f.hard, f.layout, f.controlled, inserts=f.inserts, placed=f.placed
+        ),
+    ),
+    FormFamily(
+        "class_opening",
+        build_class_openings,
+        lambda f: form_class_opening(
+            f.hard, f.layout, f.controlled, inserts=f.inserts, placed=f.placed
+        ),
+    ),
+    FormFamily(
+        "opening",
+        build_openings,
+        lambda f: form_opening(f.hard, f.layout, f.controlled, inserts=f.inserts, placed=f.placed),
+    ),
+    FormFamily(
+        "spans",
+        build_spans,
+        lambda f: form_spans(
+            f.hard, f.layout, f.controlled, max_new_tokens=f.max_new_tokens, inserts=f.inserts
+        ),
+    ),
+    FormFamily(
+        "sentence_mark",
+        build_sentence_marks,
+        lambda f: form_sentence_mark(f.hard, f.layout, f.controlled, inserts=f.inserts),
+    ),
+    FormFamily(
+        "sentence_end",
+        build_sentence_ends,
+        lambda f: form_sentence_end(f.hard, f.layout, f.controlled, inserts=f.inserts),
+    ),
+    FormFamily(
+        "sentence_word",
+        build_sentence_ends,
+        lambda f: form_sentence_word(
+            f.hard, f.layout, f.controlled, inserts=f.inserts, ending=f.compiled["sentence_end"]
+        ),
+    ),
+    FormFamily(
+        "piece_sentences",
+        build_piece_sentences,
+        lambda f: form_piece_sentences(f.hard, f.layout, f.controlled, inserts=f.inserts),
+    ),
+    FormFamily(
+        "closing",
+        build_closings,
+        lambda f: form_closing(f.hard, f.layout, f.controlled, inserts=f.inserts, placed=f.placed),
+    ),
+    FormFamily(
+        "sentence_steps",
+        build_sentence_steps,
+        lambda f: form_sentence_steps(f.hard, f.layout, f.controlled, inserts=f.inserts),
+    ),
+    FormFamily(
+        "sentence_types",
+        build_sentence_types,
+        lambda f: form_sentence_types(f.hard, f.layout, f.controlled, inserts=f.inserts),
+    ),
+    FormFamily(
+        "sentence_share",
+        build_shares,
+        lambda f: form_sentence_share(f.hard, f.layout, f.controlled, inserts=f.inserts),
+    ),
+    FormFamily(
+        "hashtags",
+        build_hashtags,
+        lambda f: form_hashtags(
+            f.hard, f.layout, f.controlled, max_new_tokens=f.max_new_tokens, inserts=f.inserts
+        ),
+    ),
+    FormFamily(
+        "lines",
+        build_lines,
+        lambda f: form_lines(
+            f.hard, f.layout, f.controlled, max_new_tokens=f.max_new_tokens, inserts=f.inserts
+        ),
+    ),
 )
 
 
@@ -250,8 +361,8 @@ def compile_steering(
     capitals = _capitals(hard, layout, policy, policy_sources, limits, controlled)
     inserts = citations is not None or statement is not None  # text of their own in the body
     form = FormContext(hard, layout, controlled, assisted, max_new_tokens, inserts)
-    for name, compile_family in FORM_FAMILIES:
-        form.compiled[name] = compile_family(form)
+    for family in FORM_FAMILIES:
+        form.compiled[family.name] = family.compile(form)
     placement: Placement | None = form.compiled["placement"]
     opening: Opening | None = form.compiled["opening"]
     if placement is not None and policy.active:
