@@ -1,6 +1,6 @@
 """Counterfactual check coverage: how many of the claims the judge meets get a contrast.
 
-``python -m bench.counterfactual [--share 0.05] [--width 4] [--tokens 96]``
+``python -m bench.counterfactual [--share 0.05] [--width 4] [--tokens 96] [--flagship]``
 
 A fixed set of evidence-backed requests (facts with companies, people,
 countries, amounts and dates, a lexicon for entity swaps) is decoded with
@@ -11,6 +11,18 @@ and how often a scored claim was met again; the share of the answers'
 fact-stating steps that carry a contrast (each one without is named on
 stderr); and the counterfactual FLOPs share actually spent (over every other
 FLOPs purpose counted: prefill, decode, forced runs).
+
+A step states a fact as the judge decides it wants a check
+(``pruning.step_states_fact``): it names a label, a number or a date and is
+no junk (a fragment, a repetition the entropy rule flagged).
+
+``--flagship`` runs the AML analyst's request of the acceptance
+walk-throughs instead (SCENARIOS.md flow 1, ``bench.latency.ANALYST_PROMPT``)
+through the service's ``Reasoner`` on the bundled ``aml`` ontology, steered,
+with the service's own budget and options (``--tokens`` new tokens): the
+JSON line says whether the budget turned the checks on, the answer's
+fact-stating steps (decision and grounds included), how many carry a
+contrast, and the request's ``counterfactual_scored`` / skipped / share.
 
 Checks are counted once per (branch, claim): ``checks_wanted`` distinct
 claims, of which ``checks_scored`` got a contrast and ``checks_skipped``
@@ -24,6 +36,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -111,9 +124,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--width", type=int, default=4)
     parser.add_argument("--tokens", type=int, default=96)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--flagship", action="store_true", help="the AML analyst's request instead")
     add_cache_option(parser)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
+    if args.flagship:
+        print(json.dumps(_flagship(args.tokens, args.cache), ensure_ascii=False))
+        return 0
 
     from inference.decoder.decode import decode
     from inference.decoder.options import DecodeOptions
@@ -147,12 +164,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         wanted += p.counterfactual_wanted
         for reason, n in p.counterfactual_skip_reasons.items():
             reasons[reason] = reasons.get(reason, 0) + n
+        labels = _labels(case)
         for step in result.steps:
-            if step.contrast is not None or _states_fact(step):
+            if _states_fact(step, labels):
                 fact_steps += 1
                 contrasted += int(step.contrast is not None)
                 if step.contrast is None:
                     print(f"no contrast: {step.text!r} ({step.violation})", file=sys.stderr)
+            elif step.contrast is not None:
+                print(f"contrast on a step stating no fact: {step.text!r}", file=sys.stderr)
         cf_flops += result.flops.get("counterfactual", 0.0)
         base_flops += sum(v for k, v in result.flops.items() if k != "counterfactual")
     report = {
@@ -175,11 +195,71 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _states_fact(step: Any) -> bool:
-    """The step names a lexicon label, a number or a date (what the judge checks)."""
-    from inference.decoder.pruning import domain_mentions
+def _flagship(tokens: int, cache: Path | None) -> dict[str, Any]:
+    """The analyst's request through the service's reasoner (see the module doc)."""
+    from bench.latency import ANALYST_PROMPT, _index
+    from inference.loader import load_model
+    from inference.pipeline import Reasoner, ReasonOptions
+    from inference.prefix_cache import PrefixCache
 
-    return bool(domain_mentions(step.text, sorted(LEXICON, key=len, reverse=True)))
+    lm = load_model("bundled", cache_root=model_cache(cache))
+    reasoner = Reasoner(lm, prefix_cache=PrefixCache())
+    index = _index("aml")
+    plan = reasoner.plan(
+        ANALYST_PROMPT,
+        options=ReasonOptions(max_new_tokens=tokens, steering=True),
+        domain_index=index,
+        tenant="bench-counterfactual",
+    )
+    result = reasoner.run(plan, tenant="bench-counterfactual")
+    decoded = result.decode
+    labels = sorted(
+        {*plan.entities, *(x for b in plan.branches for f in b.facts for x in (f.subject, f.object))},
+        key=len,
+        reverse=True,
+    )
+    labels = [label for label in labels if len(label) >= 3 and not label.startswith(("http", "urn:"))]
+    steps = result.answer_steps
+    facts = [s for s in steps if _states_fact(s, labels)]
+    for step in facts:
+        if step.contrast is None:
+            print(f"no contrast: [{step.kind}] {step.text!r}", file=sys.stderr)
+    pruning = decoded.pruning if decoded is not None else None
+    return {
+        "benchmark": "counterfactual_flagship",
+        "scenario": "analyst/aml",
+        "max_new_tokens": tokens,
+        "width": plan.decode_options.width,
+        "checks_on_by_budget": plan.budget.counterfactual_checks,
+        "answer_steps": len(steps),
+        "answer_fact_steps": len(facts),
+        "answer_fact_steps_with_contrast": sum(1 for s in facts if s.contrast is not None),
+        "fact_steps_by_kind": {k: sum(1 for s in facts if s.kind == k) for k in sorted({s.kind for s in facts})},
+        "counterfactual_wanted": pruning.counterfactual_wanted if pruning else 0,
+        "counterfactual_scored": pruning.counterfactual_scored if pruning else 0,
+        "counterfactual_skipped": pruning.counterfactual_skipped if pruning else 0,
+        "skip_reasons": dict(pruning.counterfactual_skip_reasons) if pruning else {},
+        "counterfactual_flops_share": round(decoded.counterfactual_flops_share, 4) if decoded else 0.0,
+        "contrasts": [[s.kind, s.text.strip(), round(s.contrast, 3) if s.contrast is not None else None,
+                       s.contrast_variant] for s in facts],
+        "answer": result.answer,
+    }
+
+
+def _states_fact(step: Any, labels: Sequence[str]) -> bool:
+    """The step states a fact (``pruning.step_states_fact``, the judge's own test): it names
+    one of ``labels``, a number or a date, and is no junk (a fragment, a repetition)."""
+    from inference.decoder.pruning import step_states_fact
+
+    return step_states_fact(step.text, step.violation, labels)
+
+
+def _labels(case: dict[str, Any]) -> list[str]:
+    """The labels a step of ``case`` may name: the lexicon's and its evidence's (as the judge)."""
+    found = set(LEXICON)
+    for subgraph in case["evidence"]:
+        found.update(x for f in subgraph.facts for x in (f.subject, f.object) if len(x) >= 3)
+    return sorted(found, key=len, reverse=True)
 
 
 if __name__ == "__main__":

@@ -54,6 +54,7 @@ from reasoning.constraints.verifiers import VerifyContext, verify_all
 from reasoning.errors import ConflictError, LimitExceeded
 from reasoning.evidence.index import OntologyIndex
 from reasoning.evidence.model import EvidenceFact, EvidenceSubgraph, LinkedEntity
+from reasoning.evidence.siblings import sibling_lexicon
 from reasoning.evidence.subgraph import apply_time_window, build_evidence
 from reasoning.rules.model import Decision
 from reasoning.steps import Step
@@ -152,6 +153,9 @@ class Plan:
     #: What the answer's sentences may rest on beside evidence and request (the decision, its
     #: grounds, the rule-id shapes): the pruning judge's support check (steered or not).
     basis: SupportBasis | None = None
+    #: Label -> ontology class of the linked individuals and their siblings (other members of
+    #: the class): the entity swaps of the counterfactual checks (``evidence.siblings``).
+    entities: dict[str, str] = field(default_factory=dict)
 
     @property
     def language_code(self) -> str:
@@ -180,7 +184,7 @@ class Plan:
             _decision_key(self.decision),
             # Inserted into every branch's answer: a branch decoded under another statement is stale.
             self.statement.text if self.statement is not None else None,
-            self.statement.grounds if self.statement is not None else (),
+            self.statement.ground_texts if self.statement is not None else (),
         )
 
 
@@ -417,6 +421,7 @@ class Reasoner:
             if decision is not None and domain_index is not None
             else None,
             basis=basis,
+            entities=sibling_lexicon(domain_index, linked, lang=lang) if domain_index is not None else {},
         )
 
     def run(
@@ -559,6 +564,7 @@ class Reasoner:
             subgraphs,
             language=language,
             notes=notes,
+            share_evidence=plan.decode_options.shared_evidence,
         )
 
 
@@ -585,8 +591,9 @@ def _iso_date(value: Any) -> date | None:
 
 
 def _lexicon(plan: Plan) -> dict[str, str]:
-    """Label -> class of the linked entities, for counterfactual sibling swaps."""
-    return {e.label: e.iri for e in plan.linked if e.label}
+    """Label -> class of the linked entities and their siblings, for counterfactual swaps
+    (without a domain: each entity its own class, so none is swapped)."""
+    return plan.entities or {e.label: e.iri for e in plan.linked if e.label}
 
 
 def _verify_context(plan: Plan) -> VerifyContext:
@@ -629,7 +636,7 @@ def _restating(branch: BranchResult, statement: Statement) -> BranchResult:
         # As a character policy may have spelled the statement (a letter case, no commas).
         return _UNSPELLED.sub("", text).casefold()
 
-    decision, grounds = plain(statement.text), [plain(g) for g in statement.grounds]
+    decision, grounds = plain(statement.text), [plain(g) for g in statement.ground_texts]
 
     def kind(text: str) -> str | None:
         text = plain(text)

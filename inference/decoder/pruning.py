@@ -389,7 +389,7 @@ class PruningJudge:
         # The step the token limit ends is the answer's last text: a claim, complete or not
         # (with pruning on it is judged as it was: the budget's end rolls it back or keeps it).
         last = final or (not self.options.prune and end >= self.options.max_new_tokens)
-        rule, detail, facts = self._rule(branch, facts, last, chosen=bool(free), claim=claim)
+        rule, detail, facts = self._rule(branch, facts, final, chosen=bool(free), claim=claim, last=last)
         if rule is not None and (final or not self.options.prune):
             facts = self._informed(branch, facts, last, claim)  # kept flagged: its contrast informs
         # A claim of a domain answer that cannot be repaired is left out: the answer ends before it.
@@ -533,12 +533,15 @@ class PruningJudge:
         *,
         chosen: bool = True,
         claim: ClaimTokens | None = None,
+        last: bool = False,
     ) -> tuple[str | None, str, StepFacts]:
         """The first rule the step breaks (entropy, evidence, semantic), its reason, the facts.
 
         ``chosen`` is False for a step made only of tokens the steering forced
         (the inserted decision statement itself): the claim check has nothing
-        of the model's to judge there.
+        of the model's to judge there. ``last``: the step is the answer's last
+        text (``final``, or the token limit cut it): its facts get their
+        contrast even when it is no complete sentence.
         """
         if facts.entropy > self.options.entropy_bound:
             return (
@@ -582,7 +585,7 @@ class PruningJudge:
             has_evidence
             and self.options.counterfactual_checks
             and states_fact(facts.text, facts.mentions, facts.degenerate)
-            and (final or _complete(facts.text))
+            and (final or last or _complete(facts.text))
         ):
             rule, detail, facts = self._contradiction(branch, facts, claim)
             # A step the steering wrote whole (the decision, its grounds) is the rules' own
