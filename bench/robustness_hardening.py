@@ -39,7 +39,7 @@ from reasoning.evidence.ingest import ingest_ontology
 from reasoning.rules.decide import DecisionEngine
 from reasoning.rules.engine import RuleTimeout
 
-__all__ = ["SLOW_BODIES", "run_hardening"]
+__all__ = ["RULE_SHAPE", "SLOW_BODIES", "one_rule_ontology", "run_hardening"]
 
 SLOW_BODIES: Final = 20
 REGEX_N: Final = 30
@@ -62,29 +62,33 @@ ex:r a sh:SPARQLRule ; sh:prefixes ex:p ;
 #: A join without bound: stopped by the rule time limit (RuleTimeout) after 1 s of its CPU time.
 _JOIN: Final = (". ?a ?b ?c . ?d ?e ?f . ?g ?h ?i . ?j ?k ?l . ?m ?n ?o . ?q ?r ?s . ?t ?u ?v . "
                 "?w ?x ?y . FILTER (STR(?a) = STR(?y) && STR(?a) = 'never')")
-_SHAPE: Final = "ex:shape a sh:NodeShape ; sh:targetClass tv:Case ; sh:rule ex:r .\n"
+#: The shape that runs the one rule ``ex:r`` on every case.
+RULE_SHAPE: Final = "ex:shape a sh:NodeShape ; sh:targetClass tv:Case ; sh:rule ex:r .\n"
 _TENANTS: Final = ("\u3164", "\u2800", "default\u3164", "d\u0435fault",
                    "\uff24\uff25\uff26\uff21\uff35\uff2c\uff34")
 
 
-def _ontology(extra: str, *, where: str = "", note: str = "n") -> bytes:
+def one_rule_ontology(extra: str, *, where: str = "", note: str = "n") -> bytes:
+    """A small domain whose one rule ``ex:r`` concludes ``ex:needs ex:a1`` for a case, with
+    ``where`` appended to its graph pattern, ``note`` as ``ex:a1``'s text and ``extra`` Turtle
+    after it: the frame the hostile rules of this bench and of the rule-check tests are put in."""
     return (_HEAD % {"where": where, "note": note} + extra).encode()
 
 
 def _hostile(url: str) -> dict[str, bytes]:
     service = f"SERVICE <{url}> {{ ?s ?p ?o }}"
-    return {name: _ontology(extra) for name, extra in {
+    return {name: one_rule_ontology(extra) for name, extra in {
         "target": "ex:shape a sh:NodeShape ; sh:rule ex:r ; sh:target [ a sh:SPARQLTarget ; "
                   f'sh:prefixes ex:p ; sh:select "SELECT ?this WHERE {{ {service} }}" ] .',
-        "condition": _SHAPE + "ex:r sh:condition [ a sh:NodeShape ; sh:sparql [ "
+        "condition": RULE_SHAPE + "ex:r sh:condition [ a sh:NodeShape ; sh:sparql [ "
                      f'a sh:SPARQLConstraint ; sh:select "SELECT $this WHERE {{ {service} }}" ] ] .',
-        "function": _SHAPE + "ex:f a sh:SPARQLFunction ; "
+        "function": RULE_SHAPE + "ex:f a sh:SPARQLFunction ; "
                     f'sh:select "SELECT ?r WHERE {{ {service} BIND(1 AS ?r) }}" .',
-        "rule": _SHAPE + 'ex:r2 a sh:SPARQLRule ; sh:construct "CONSTRUCT { ?s ?p ?o } WHERE { '
+        "rule": RULE_SHAPE + 'ex:r2 a sh:SPARQLRule ; sh:construct "CONSTRUCT { ?s ?p ?o } WHERE { '
                 f'FILTER EXISTS {{ {service} }} }}" . ex:shape sh:rule ex:r2 .',
         "target FROM": "ex:shape a sh:NodeShape ; sh:rule ex:r ; sh:target [ a sh:SPARQLTarget ; "
                        f'sh:select "SELECT ?this FROM <{url}> WHERE {{ ?this ?p ?o }}" ] .',
-        "update": _SHAPE + f'ex:u sh:update "LOAD <{url}>" .',
+        "update": RULE_SHAPE + f'ex:u sh:update "LOAD <{url}>" .',
     }.items()}
 
 
@@ -123,7 +127,7 @@ def _upload(http: httpx.Client, headers: dict[str, str], domain: str, data: byte
 def _regex_case(http: httpx.Client, headers: dict[str, str], seconds: float,
                 where: str = '. ex:a1 ex:note ?t FILTER(regex(?t, "^(a+)+$"))',
                 domain: str = "regex") -> tuple[int, dict[str, Any]]:
-    data = _ontology(_SHAPE, where=where, note="a" * REGEX_N + "!")
+    data = one_rule_ontology(RULE_SHAPE, where=where, note="a" * REGEX_N + "!")
     uploaded = _upload(http, headers, domain, data).status_code
     engine = DecisionEngine(ingest_ontology(data, "text/turtle").index.with_version(domain))
     engine.build_case("A gadget.", evaluation_date=date(2026, 12, 1))  # warm: spaCy
@@ -164,7 +168,7 @@ def _regex_case(http: httpx.Client, headers: dict[str, str], seconds: float,
 
 
 def _restore_case(http: httpx.Client, headers: dict[str, str]) -> tuple[list[int], bool]:
-    data = _ontology(_SHAPE)
+    data = one_rule_ontology(RULE_SHAPE)
     first = _upload(http, headers, "restore", data)
     deleted = http.delete(f"/v1/ontologies/{first.json()['id']}", headers=headers)
     again = _upload(http, headers, "restore", data)

@@ -11,6 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from bench.robustness_hardening import RULE_SHAPE, one_rule_ontology
 from reasoning.errors import InvalidInput, TenetError, UnsafeContent
 from reasoning.evidence.index import build_index
 from reasoning.evidence.ingest import ingest_ontology
@@ -19,28 +20,6 @@ from reasoning.evidence.views import read_profile
 from reasoning.rules.decide import DecisionEngine
 from reasoning.rules.engine import RuleFailure
 from reasoning.rules.sandbox import OutsideCall
-
-_HEAD = """
-@prefix ex: <https://example.org/t#> .
-@prefix tv: <https://tenet.dev/ns/views#> .
-@prefix sh: <http://www.w3.org/ns/shacl#> .
-@prefix owl: <http://www.w3.org/2002/07/owl#> .
-@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
-@prefix xsd: <http://www.w3.org/2001/XMLSchema#> .
-ex:Thing a owl:Class ; rdfs:label "gadget"@en .
-ex:needs a owl:ObjectProperty , tv:DecisionProperty ; rdfs:label "needs"@en .
-ex:note a owl:DatatypeProperty .
-ex:a1 ex:note "%(note)s" .
-ex:p sh:declare [ sh:prefix "ex" ; sh:namespace "https://example.org/t#"^^xsd:anyURI ] ,
-    [ sh:prefix "tv" ; sh:namespace "https://tenet.dev/ns/views#"^^xsd:anyURI ] .
-ex:r a sh:SPARQLRule ; sh:prefixes ex:p ;
-    sh:construct '''CONSTRUCT { $this ex:needs ex:a1 } WHERE { $this a tv:Case %(where)s }''' .
-"""
-_SHAPE = "ex:shape a sh:NodeShape ; sh:targetClass tv:Case ; sh:rule ex:r .\n"
-
-
-def _ontology(extra: str, *, where: str = "", note: str = "n") -> bytes:
-    return (_HEAD % {"where": where, "note": note} + extra).encode()
 
 
 class _Listener:
@@ -88,23 +67,23 @@ def _places(url: str) -> dict[str, str]:
         "condition": "ex:shape a sh:NodeShape ; sh:targetClass tv:Case ; sh:rule ex:r . "
                      "ex:r sh:condition [ a sh:NodeShape ; sh:sparql [ a sh:SPARQLConstraint ; "
                      f'sh:select "SELECT $this WHERE {{ {_service(url)} }}" ] ] .',
-        "ask validator": _SHAPE + "ex:C a sh:ConstraintComponent ; sh:parameter [ sh:path ex:v ] ; "
+        "ask validator": RULE_SHAPE + "ex:C a sh:ConstraintComponent ; sh:parameter [ sh:path ex:v ] ; "
                          f'sh:validator [ a sh:SPARQLAskValidator ; sh:ask "ASK {{ {_service(url)} }}" ] .',
-        "function": _SHAPE + "ex:f a sh:SPARQLFunction ; sh:returnType xsd:string ; "
+        "function": RULE_SHAPE + "ex:f a sh:SPARQLFunction ; sh:returnType xsd:string ; "
                     f'sh:select "SELECT ?r WHERE {{ {_service(url)} BIND(1 AS ?r) }}" .',
-        "rule, in FILTER EXISTS": _SHAPE.replace("ex:r .", "ex:r2 . ex:r2 a sh:SPARQLRule ; "
+        "rule, in FILTER EXISTS": RULE_SHAPE.replace("ex:r .", "ex:r2 . ex:r2 a sh:SPARQLRule ; "
             'sh:prefixes ex:p ; sh:construct "CONSTRUCT { $this ex:needs ex:a1 } WHERE { '
             f'$this a tv:Case FILTER EXISTS {{ {_service(url)} }} }}" .'),
         "target, FROM": "ex:shape a sh:NodeShape ; sh:rule ex:r ; sh:target [ a sh:SPARQLTarget ; "
                         f'sh:select "SELECT ?this FROM <{url}> WHERE {{ ?this ?p ?o }}" ] .',
-        "update": _SHAPE + f'ex:u sh:update "LOAD <{url}>" .',
+        "update": RULE_SHAPE + f'ex:u sh:update "LOAD <{url}>" .',
     }
 
 
 @pytest.mark.parametrize("place", list(_places("http://127.0.0.1:9/x")))
 def test_sparql_reaching_out_is_refused_at_upload_wherever_it_sits(place: str) -> None:
     with pytest.raises(UnsafeContent) as caught:
-        ingest_ontology(_ontology(_places("http://127.0.0.1:9/x")[place]), "text/turtle")
+        ingest_ontology(one_rule_ontology(_places("http://127.0.0.1:9/x")[place]), "text/turtle")
     listed = caught.value.extra["sparql"]
     assert isinstance(listed, list)
     refused = [t for t in listed if not t["ok"]]
@@ -122,7 +101,7 @@ def test_sparql_reaching_out_is_refused_at_upload_wherever_it_sits(place: str) -
         (("ex:shape a sh:NodeShape ; sh:targetClass tv:Case ; sh:rule ex:r . ex:r sh:condition "
          '[ sh:sparql [ sh:select "SELECT $this WHERE { $this ?p ?o MINUS { $this ?p 1 } }" ] ] .'),
          "MINUS"),
-        (_SHAPE + 'ex:r sh:condition [ sh:property [ sh:path ex:note ; sh:pattern "(a)\\\\1" ] ] .',
+        (RULE_SHAPE + 'ex:r sh:condition [ sh:property [ sh:path ex:note ; sh:pattern "(a)\\\\1" ] ] .',
          "not supported"),
     ],
 )
@@ -130,14 +109,14 @@ def test_a_target_condition_or_pattern_that_cannot_run_is_refused_at_upload(
     extra: str, words: str
 ) -> None:
     with pytest.raises(InvalidInput) as caught:
-        ingest_ontology(_ontology(extra), "text/turtle")
+        ingest_ontology(one_rule_ontology(extra), "text/turtle")
     assert not isinstance(caught.value, UnsafeContent)
     assert words in caught.value.detail
 
 
 def test_a_regex_rdflib_cannot_run_on_re2_is_refused_at_upload() -> None:
     with pytest.raises(InvalidInput) as caught:
-        ingest_ontology(_ontology(_SHAPE, where='. ex:a1 ex:note ?t FILTER(regex(?t, "(?=a)"))'),
+        ingest_ontology(one_rule_ontology(RULE_SHAPE, where='. ex:a1 ex:note ?t FILTER(regex(?t, "(?=a)"))'),
                         "text/turtle")
     assert "not supported" in caught.value.detail
 
@@ -153,7 +132,7 @@ def _unchecked_engine(data: bytes) -> DecisionEngine:
 def test_evaluation_never_calls_out_even_for_an_unchecked_ontology(
     listener: _Listener, place: str
 ) -> None:
-    engine = _unchecked_engine(_ontology(_places(listener.url)[place]))
+    engine = _unchecked_engine(one_rule_ontology(_places(listener.url)[place]))
     with pytest.raises(TenetError) as caught:
         engine.decide("A gadget.", evaluation_date=date(2026, 12, 1), timeout_s=2.0)
     # pyshacl refuses SERVICE in a constraint itself: a clear RuleFailure, never an internal error.
@@ -166,8 +145,8 @@ def test_a_catastrophic_regex_does_not_freeze_the_process() -> None:
     # ^(a+)+$ over 30 a's and a '!' backtracks for minutes on a backtracking engine, holding
     # the interpreter lock; on RE2 it is linear. A ticking thread measures the stall.
     note = "a" * 30 + "!"
-    engine = _unchecked_engine(_ontology(
-        _SHAPE + 'ex:r sh:condition [ sh:property [ sh:path ex:missing ; sh:pattern "^(b+)+$" ] ] .',
+    engine = _unchecked_engine(one_rule_ontology(
+        RULE_SHAPE + 'ex:r sh:condition [ sh:property [ sh:path ex:missing ; sh:pattern "^(b+)+$" ] ] .',
         where='. ex:a1 ex:note ?t FILTER(regex(?t, "^(a+)+$") || regex(REPLACE(?t, "^(a+)+$", ""), '
               '"^(a+)+$"))', note=note))
     gaps: list[float] = []
