@@ -643,6 +643,8 @@ def _needs(text: str, tokens: Sequence[Token]) -> list[_Need]:
             continue
         if number is not None and token.i > 0 and token.doc[token.i - 1].lower_ in _NO_COUNT:
             continue
+        if number is not None and token.i > 0 and token.doc[token.i - 1].lower_ in _BACK:
+            continue  # "keep the two paragraphs balanced": the paragraphs counted elsewhere
         noun = _counted_noun(token)
         label = token.head if token.dep_ in ("nummod", "appos", "npadvmod", "dobj") and token.head.i == token.i - 1 else None
         if number is not None and label is not None and label.pos_ in ("NOUN", "PROPN") and _unit_of(label):
@@ -660,6 +662,9 @@ def _needs(text: str, tokens: Sequence[Token]) -> list[_Need]:
                 needs.append(_Need(what="quantity", tokens=(token.i, noun.i), unit="*", value=number))
             continue
         bound.add(noun.i)
+        if number is not None and _for_each(noun):
+            needs.append(_Need(what="unit", tokens=(token.i, noun.i), unit="*"))  # "one paragraph for each"
+            continue
         if position is not None:
             if token.lower_ == "first" and noun.lemma_.lower() not in ("sentence", "paragraph", "line", "bullet",
                                                                        "item", "section", "word", "letter"):
@@ -737,6 +742,19 @@ def _of_whole_answer(found: Found) -> bool:
         Unit.WORDS, Unit.SENTENCES, Unit.CHARACTERS, Unit.LETTERS, Unit.UNIQUE_WORDS, Unit.CAPITAL_WORDS)
         for f in forms) and bool(forms)
 _PIECE_UNITS = frozenset({"lines", "paragraphs", "sentences", "sections", "bullets"})
+
+
+#: Words before a number that refer back to pieces counted elsewhere ("the two paragraphs", "these three").
+_BACK = frozenset({"the", "these", "those", "both", "its", "their"})
+
+
+def _for_each(noun: Token) -> bool:
+    """Whether a counted noun is counted per piece ("one paragraph for each", "two examples per point")."""
+    following = noun.doc[noun.i + 1: noun.i + 3]
+    rest = [t.lower_ for t in following]
+    if rest[:1] == ["each"]:  # "two examples each.", not "3 paragraphs each separated by ***"
+        return len(following) < 2 or following[1].is_punct
+    return rest[:2] in (["for", "each"], ["for", "every"]) or rest[:1] == ["per"]
 
 
 def _bounded(token: Token) -> bool:
@@ -969,7 +987,7 @@ def account_readings(doc: Doc | None, text: str, prompt: str, found: Sequence[Fo
             unrecognised.append(sentence)
     clauses = [sorted((t for t in tokens if not t.is_space), key=lambda t: t.i)
                for tokens in (_clauses(doc) if doc is not None else [])]
-    home = _homes(found, clauses)
+    home = _homes(found, clauses, carried)
     clause_index = {t.i: number for number, tokens in enumerate(clauses) for t in tokens}
     all_needs = [_needs(text, ordered) if ordered and doc is not None else [] for ordered in clauses]
     laid_out: dict[int, list[int]] = {}
@@ -1033,10 +1051,32 @@ def account_readings(doc: Doc | None, text: str, prompt: str, found: Sequence[Fo
     for i, f in enumerate(found):
         if i in dropped_ids:
             continue
-        kept.append(f)
+        kept.append(_clipped(f, clause_of.get(i), unrecognised))
         clause = clause_of.get(i, Span(start=f.start, end=f.end, text=prompt[f.start:f.end]))
         used.append((clause, _words_of(doc, f, used_tokens.get(i, set()), prompt)))
     return Accounting(kept=tuple(kept), used=tuple(used), dropped=tuple(dropped), unrecognised=_merged(unrecognised))
+
+
+def _clipped(found: Found, clause: Span | None, unrecognised: Sequence[Span]) -> Found:
+    """``found`` with its span cut to its clause where the rest of the span is a clause left unrecognised.
+
+    A reader may take a whole sentence as its span ("list the risks as bullet
+    points, and open each bullet with a label: ..."); the reading came from
+    one clause, and the other clause, which no reading carries, is no source of it.
+    """
+    if clause is None:
+        return found
+    start, end = found.start, found.end
+    for other in unrecognised:
+        if not (other.start < end and start < other.end) or other.start <= clause.start < other.end:
+            continue
+        if other.start > clause.start:
+            end = min(end, other.start)
+        else:
+            start = max(start, other.end)
+    if start >= end or (start, end) == (found.start, found.end):
+        return found
+    return msgspec.structs.replace(found, start=start, end=end)
 
 
 #: Marks a reader may write for words that name them ("bold": **, "italics": *, "HTML italics": <i>).
@@ -1083,17 +1123,29 @@ def _sentence_around(text: str, start: int, end: int) -> tuple[int, int]:
     return left, min(right, len(text))
 
 
-def _homes(found: Sequence[Found], clauses: Sequence[Sequence[Token]]) -> list[set[int]]:
-    """The clause (or clauses, on a tie) holding most of each reading's words: where it came from.
+def _homes(found: Sequence[Found], clauses: Sequence[Sequence[Token]],
+           carried: Sequence[_Carries] = ()) -> list[set[int]]:
+    """The clause (or clauses, on a tie) holding the reading's own texts and numbers, else most of its
+    words: where it came from.
 
     A reader may take a whole sentence as its span ("Write three sections;
-    each section begins with a thesis"); the reading comes from the clause
-    that holds most of what it read, not from every clause its span touches.
+    each section begins with a thesis", "write two paragraphs, and close each
+    with the phrase 'at a price'"); the reading comes from the clause that
+    holds what it carries ('at a price'), else most of what it read, not
+    from every clause its span touches.
     """
     homes: list[set[int]] = []
-    for f in found:
-        shares = [sum(1 for t in tokens if f.start < t.idx + len(t) and t.idx < f.end and not t.is_punct)
+    for index, f in enumerate(found):
+        inside = [[t for t in tokens if f.start < t.idx + len(t) and t.idx < f.end and not t.is_punct]
                   for tokens in clauses]
+        if index < len(carried):
+            own = _carried_words(carried[index])
+            hits = [sum(1 for t in tokens if t.lower_ in own[0] or _number_value(t) in own[1]) for tokens in inside]
+            best_hit = max(hits, default=0)
+            if best_hit > 0 and hits.count(best_hit) < len([x for x in inside if x]):
+                homes.append({n for n, hit in enumerate(hits) if hit == best_hit})
+                continue
+        shares = [len(tokens) for tokens in inside]
         best = max(shares, default=0)
         homes.append({n for n, share in enumerate(shares) if share == best and best > 0}
                      or {n for n, tokens in enumerate(clauses)
@@ -1101,12 +1153,23 @@ def _homes(found: Sequence[Found], clauses: Sequence[Sequence[Token]]) -> list[s
     return homes
 
 
+def _carried_words(carried: _Carries) -> tuple[set[str], set[float]]:
+    """The words of the texts a reading carries (two letters or more) and its numbers (no 0 or 1, too common)."""
+    words = {w for text in carried.texts if text for w in re.findall(r"\w{2,}", text.lower())}
+    return words, {n for n in carried.numbers if n >= 2}
+
+
 def _unread(needs: Sequence[_Need], carried: Sequence[_Carries], tokens: Sequence[Token]) -> bool:
     """Whether a clause no reading came from states a quantity, position or mark of the answer that no
-    reading of the prompt carries (reported unrecognised: "Write three sections", "use !?!? to separate").
-    A question asks; it states nothing."""
+    reading of the prompt carries, or places a text at the edge of every piece (reported unrecognised:
+    "Write three sections", "use !?!? to separate", "open each bullet with a label"). A question asks; it
+    states nothing."""
     if any(t.text in ("?", "？") for t in tokens[-2:]) and not any(n.what == "mark" for n in needs):
         return False
+    edges = [n for n in needs if n.what == "edge"]
+    pieces = [n for n in needs if n.what == "unit" and n.unit != "*"]
+    if edges and pieces and not any(all(_accounts(n, c) for n in (*edges, *pieces)) for c in carried):
+        return True  # "open each bullet with a severity label": a start of every piece no reading placed
     return any(n.what in ("quantity", "position", "mark") and n.unit != "*"
                and not any(_accounts(n, c) for c in carried) for n in needs)
 

@@ -182,3 +182,28 @@ def test_the_whole_answer_wrapped_is_kept_where_the_sentence_names_it() -> None:
 def test_a_mark_shown_after_the_noun_naming_it_is_the_text_placed(prompt: str, text: str) -> None:
     [position] = [c for c in extract(prompt).constraints if c.kind.value == "position"]
     assert position.params["text"] == text and position.params["op"] == "starts_with"
+
+
+def test_a_reading_spanning_a_clause_left_unrecognised_has_its_own_clause_as_source() -> None:
+    prompt = "List the risks of a new bridge as bullet points, and open each bullet with a severity label: [Major] or [Minor]."
+    result = extract(prompt)
+    label = prompt.index("open each bullet")
+    [structure] = [c for c in result.constraints if c.kind.value == "structure"]
+    assert structure.source is not None and structure.source.end <= label
+    assert any(s.start <= label < s.end for s in result.unrecognised)
+
+
+def test_a_reading_comes_from_the_clause_holding_what_it_carries() -> None:
+    prompt = "Write three short paragraphs about tides, and end each paragraph with the phrase 'and so on'."
+    result = extract(prompt)
+    assert result.unrecognised == ()
+    [position] = [c for c in result.constraints if c.kind.value == "position"]
+    assert position.params["text"] == "and so on" and position.params["k"] == 0
+
+
+def test_a_count_per_piece_is_no_total_and_the_pieces_counted_before_are_no_new_count() -> None:
+    prompt = ("Compare cats and dogs, one paragraph for each, and keep the two paragraphs within eight words of "
+              "each other in length.")
+    result = extract(prompt)
+    assert not any(c.kind.value == "count" and c.params.get("n") == 1 for c in result.constraints)
+    assert [c.kind.value for c in result.constraints] == ["spread"]
