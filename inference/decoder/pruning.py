@@ -50,11 +50,14 @@ violation, so its branch ranks below every branch that kept the rules
 Counterfactual scoring is rationed by ``checks.CheckScheduler``: the checks
 spend at most ``counterfactual_flops_share`` of every other FLOPs the decode
 counted (prefill, decode, forced runs); skipped checks are counted with their
-reason, not hidden. Only complete claims are scored (a periodic probe's
-partial step is not), once per (branch, claim), each variant on its changed
-window over the beam's own row of the KV slab, the claim's log-probabilities
-taken from the decode (``contrast.row_contrast``); the chosen answer's
-unscored claims are settled after the search (``settle_answer``).
+reason, not hidden. Only steps that state a fact (``checks.states_fact``)
+and are complete claims, or the answer's last text, are scored (a periodic
+probe's partial step is not), once per (branch, claim), each variant on its
+changed window over the beam's own row of the KV slab, the claim's
+log-probabilities taken from the decode (``contrast.row_contrast``); with
+pruning off they wait for the end of an answer that holds them (``ended``);
+the chosen answer's unscored claims are settled after the search
+(``settle_answer``).
 
 Time spent in constraint verification is added to the search's
 ``check_seconds`` (with the steering's apply / advance).
