@@ -60,6 +60,7 @@ from inference.decoder.forced_runs import ForcedRun, draft_run, feed_run, rewind
 from inference.decoder.options import DecodeOptions
 from inference.decoder.runner import ModelRunner
 from inference.decoder.steering_protocol import Steering, SteeringState
+from inference.decoder.topk import row_topk
 
 __all__ = [
     "BeamConfig",
@@ -447,13 +448,14 @@ def _select(
     probs = torch.softmax(logits, dim=-1)  # [N, V]: one pass, not exp(raw)
     entropy = (-torch.nansum(probs * raw, dim=-1) / math.log(vocab)).tolist()
     adjusted = _steer(raw, beams, steerings, width, stats)  # [N, V]
-    # [N]: the steering left one token (counted over -inf entries: a fast path on the CPU)
-    banned = adjusted.isneginf().view(torch.uint8).sum(-1, dtype=torch.int32)
-    forced = (banned >= vocab - 1).tolist()
+    # [N]: the steering left one token (at most one finite entry: the second best is -inf)
+    forced = (
+        (row_topk(adjusted, 2)[0][:, 1] == _NEG_INF).tolist() if vocab > 1 else [True] * len(beams)
+    )
     _mask_rows(adjusted, beams, config)
     scores = torch.tensor([bm.score for bm in beams], dtype=adjusted.dtype, device=adjusted.device)
     cand = (adjusted + scores[:, None]).view(n_branch, width * vocab)  # [B, W*V]
-    top_v, top_i = cand.topk(2 * width, dim=-1)  # [B, 2W]
+    top_v, top_i = row_topk(cand, 2 * width)  # [B, 2W]: torch.topk's values, in two short passes
     top_raw = raw.view(n_branch, width * vocab).gather(1, top_i).tolist()  # [B, 2W]
     top_v_l, top_i_l = top_v.tolist(), top_i.tolist()
     new_beams: list[_Beam] = []

@@ -5,7 +5,8 @@ it on the CPU (its selection is branchy work per element); the steering and
 the beam search ask for a few dozen of the best entries of such rows every
 step. :func:`row_topk` first takes each chunk's maximum (one vectorised pass),
 keeps the ``k`` chunks with the highest maxima, and selects among their
-entries only.
+entries only. On an accelerator ``torch.topk`` (a radix select) is used as it
+is: there the extra launches would cost more than they save.
 
 Guarantee: the values returned are exactly ``torch.topk(x, k)``'s (sorted,
 largest first) and each index holds its value; indices may differ from
@@ -33,7 +34,7 @@ def row_topk(x: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
     k = min(k, width)
     chunk = 1 << max(4, round(math.log2(math.sqrt(width / max(k, 1)))))
     whole = width // chunk
-    if k <= 0 or whole < _MIN_CHUNKS_PER_K * k:
+    if k <= 0 or whole < _MIN_CHUNKS_PER_K * k or x.device.type != "cpu":
         values, indices = torch.topk(x, k, dim=-1)
         return values, indices
     x = x.contiguous()
