@@ -16,15 +16,19 @@ One warm-up run (it loads spaCy and the query machinery and fills the
 prefix cache, as the service's first request does), then ``--runs`` timed
 runs; the figures are medians. ``answer_identical`` says whether every
 timed run gave the same answer text (the decode is deterministic). With
-``--reference`` each round also runs the one-token decode loop
-(``DecodeOptions.forced_runs`` off: every forced token its own forward
-pass), before the default run, so both see the same load.
+``--reference`` each round also runs the path before the fast paths of
+issue 35, before the default run, so both see the same load: the one-token
+decode loop (``DecodeOptions.forced_runs`` off: every forced token its own
+forward pass) and each branch prefilling all of its evidence
+(``DecodeOptions.shared_evidence`` off: no block of the facts every branch
+shows, prefilled once and forked).
 
 The last stdout line is one JSON object: ``p50_s`` (wall seconds of a
 run), ``runs_s``, ``stages_ms`` (median per stage: the plan's stages,
 ``prefill``, ``decode``, ``verify``), ``decode`` (forward seconds,
 positions decoded, forward passes, tokens fed by forced runs, positions per
-forward pass, generated tokens, prompt tokens, prefix cache hit),
+forward pass, generated tokens, prompt tokens, ``prefill_gflop`` (the
+prefill's work: shared parts count once), prefix cache hit),
 ``num_beams``, ``answer``, ``answer_identical``; with ``--reference``
 also ``reference`` (the same figures of the one-token loop),
 ``speedup_p50`` and ``answer_same_as_reference``; then
@@ -74,17 +78,22 @@ def _index(domain: str) -> OntologyIndex:
 
 
 def _run(
-    reasoner: Reasoner, index: OntologyIndex, options: ReasonOptions, *, forced_runs: bool = True
+    reasoner: Reasoner, index: OntologyIndex, options: ReasonOptions, *, reference: bool = False
 ) -> tuple[float, int, ReasonResult]:
     """Wall seconds of one run (plan and decode), its beam width, and its result.
 
-    ``forced_runs`` False decodes through the one-token loop (``DecodeOptions.forced_runs``).
+    ``reference`` decodes as before issue 35's fast paths: the one-token loop
+    (``DecodeOptions.forced_runs``) and every branch prefilling all its evidence
+    (``DecodeOptions.shared_evidence``).
     """
     t0 = time.perf_counter()
     plan = reasoner.plan(ANALYST_PROMPT, options=options, domain_index=index, tenant=_TENANT)
-    if not forced_runs:
+    if reference:
         plan = dataclasses.replace(
-            plan, decode_options=msgspec.structs.replace(plan.decode_options, forced_runs=False)
+            plan,
+            decode_options=msgspec.structs.replace(
+                plan.decode_options, forced_runs=False, shared_evidence=False
+            ),
         )
     result = reasoner.run(plan, tenant=_TENANT)
     return time.perf_counter() - t0, plan.decode_options.width, result
@@ -121,6 +130,7 @@ def _decode_figures(result: ReasonResult) -> dict[str, Any]:
         "positions_per_forward": round(d.decode_steps / d.decode_forwards, 3) if d.decode_forwards else None,
         "generated_tokens": d.generated_tokens,
         "prompt_tokens": d.prompt_tokens,
+        "prefill_gflop": round(d.flops.get("prefill", 0.0) / 1e9, 1),
         "prefix_cache_hit": d.prefix_cache_hit,
         "branches": len(d.branches),
         "violations": list(d.violations),
@@ -137,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--reference",
         action="store_true",
-        help="also time the one-token decode loop (forced runs off), paired run by run",
+        help="also time the path before issue 35 (forced runs and shared evidence off), paired run by run",
     )
     add_cache_option(parser)
     args = parser.parse_args(argv)
@@ -154,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         _run(reasoner, index, options)  # warm-up: loads, caches the shared prefix
         for _ in range(args.runs):
             if args.reference:  # paired: the same load for both, round by round
-                reference.append(_run(reasoner, index, options, forced_runs=False))
+                reference.append(_run(reasoner, index, options, reference=True))
             fast.append(_run(reasoner, index, options))
     finally:
         batcher.close()
