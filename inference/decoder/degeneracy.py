@@ -23,23 +23,30 @@ words the constraints' own texts hold (a keyword asked ten times, a section
 marker, the text to repeat).
 
 A domain answer (one with evidence or a decision to rest on) is also judged
-for junk (``junk``, with the ``JunkRules`` of its request): a fragment (a
-list marker or punctuation with nothing after it, a bare label such as
-"请求说明：" or "Evidence:", a sentence of fewer than three words or six Han
-characters: "证据。", "例如。"; a number, a date or a code is one item, and a
-sentence needs two words beside its items: "(2017-06-26) 2022年5月3日，港湾。" has
-one), a sentence that breaks off after a word that needs what follows it (an
-article, a preposition, a conjunction, an auxiliary: "The rules apply to.",
-"若货值高于。"; or, in Chinese, inside a word the request or the evidence goes on
-with: "请求上报反洗。" where they say 反洗钱: a budget's landing closed it where it
-stood), an echo of the request or of the evidence block's headings (nearly
-all of its word 3-grams are theirs), an echo of the answer so far (nearly
-all of its 3-grams are in the sentences before it: "缺少结节大小。" after
-"缺少结节大小，规则无法判定本案。"), and garbled script: two or more adjacent Han characters
-the segmenter leaves as single words, each rare as a word of its own in the
-language's dictionary (jieba's frequencies), that neither the request nor
-the evidence spells ("禁止福制": 福 / 制). Those rules are not applied to other
-answers, where a short heading or a label may be what the constraints ask.
+for junk (``junk``, with the ``JunkRules`` of its request):
+
+- a fragment: a list marker or punctuation with nothing after it, a bare
+  label ("请求说明：", "Evidence:"), a sentence of fewer than three words or
+  six Han characters ("证据。", "例如。"); a number, a date or a code is one
+  item, and a sentence needs two words beside its items
+  ("(2017-06-26) 2022年5月3日，港湾。" has one);
+- a sentence broken off (a budget's landing closed it where it stood): after
+  a word that needs what follows it, an article, a preposition, a
+  conjunction, an auxiliary ("The rules apply to.", "若货值高于。"); in
+  Chinese, inside a word the request or the evidence goes on with
+  ("请求上报反洗。" where they say 反洗钱), or before the number they always
+  follow it with ("EXP-R-101许可门槛。" where they say "许可门槛50000");
+- an echo of the request or of the evidence block's headings (nearly all of
+  its word 3-grams are theirs), or of the answer so far (nearly all of its
+  words lie in 3-grams of the sentences before it: "缺少结节大小。" after
+  "缺少结节大小，规则无法判定本案。");
+- garbled script: two or more adjacent Han characters the segmenter leaves
+  as single words, each rare as a word of its own in the language's
+  dictionary (jieba's frequencies), that neither the request nor the
+  evidence spells ("禁止福制": 福 / 制).
+
+Those rules are not applied to other answers, where a short heading or a
+label may be what the constraints ask.
 
 Script drift is judged against the scripts of the answer's language
 (``answer_scripts``: the table the script controller uses,
@@ -368,9 +375,10 @@ def _garbled(text: str, reference: str) -> str | None:
 
 
 def _cut_word(run: str, reference: str) -> str | None:
-    """The end of a Chinese sentence's last run where the budget cut a word short: its last
-    two words occur in ``reference``, and everywhere they do, a word of the reference goes
-    on past their end ("上报反洗" in "上报反洗钱报告官": 反洗钱)."""
+    """The end of a Chinese sentence's last run where the budget cut it short: its last two
+    words occur in ``reference``, and everywhere they do, a word of the reference goes on
+    past their end ("上报反洗" in "上报反洗钱报告官": 反洗钱) or a number follows at once
+    (a relation without its value: "许可门槛" in "EXP-R-102许可门槛50000")."""
     jieba = _jieba()
     words = jieba.lcut(run, HMM=False)
     tail = "".join(words[-2:])
@@ -378,8 +386,12 @@ def _cut_word(run: str, reference: str) -> str | None:
         return None
     seen = False
     for m in re.finditer(re.escape(tail), reference):
+        end = m.end()
+        if reference[end : end + 1].isdigit():
+            seen = True
+            continue
         host = next(h for h in _HAN_RUN.finditer(reference) if h.start() <= m.start() < h.end())
-        at, end = host.start(), m.end()
+        at = host.start()
         for word in jieba.lcut(host.group(0), HMM=False):
             if at < end < at + len(word):
                 seen = True
@@ -411,6 +423,19 @@ def _broken_off(body: str, reference: str = "") -> str | None:
     return None
 
 
+def _restates(body: str, before: str) -> bool:
+    """Whether nearly all (80 %) of the words or Han characters of ``body`` lie in a 3-gram
+    the answer ``before`` it holds: pieces of earlier sentences put back together
+    ("缺少货值，则适用。" after "缺少货值，…则适用EXP-R-102…") restate them."""
+    tokens = _copy_tokens(body)
+    earlier = frozenset(_grams(_CITE.sub(" ", before), _ECHO_GRAM))
+    covered = [False] * len(tokens)
+    for i in range(len(tokens) - _ECHO_GRAM + 1):
+        if tuple(tokens[i : i + _ECHO_GRAM]) in earlier:
+            covered[i : i + _ECHO_GRAM] = [True] * _ECHO_GRAM
+    return bool(tokens) and sum(covered) >= _ECHO_SHARE * len(tokens)
+
+
 def junk(step_text: str, rules: JunkRules, before: str = "") -> str | None:
     """Why a sentence of a domain answer is junk (a fragment, a sentence broken off, an echo,
     garbled script), or None. ``before``: the answer before the sentence, which it must not echo."""
@@ -434,10 +459,8 @@ def junk(step_text: str, rules: JunkRules, before: str = "") -> str | None:
     own = _grams(body, _ECHO_GRAM)
     if own and sum(1 for g in own if g in rules.echo) >= _ECHO_SHARE * len(own):
         return "echo: the step repeats the request or the evidence headings"
-    if own and before:
-        earlier = frozenset(_grams(_CITE.sub(" ", before), _ECHO_GRAM))
-        if sum(1 for g in own if g in earlier) >= _ECHO_SHARE * len(own):
-            return "echo: the sentence restates the answer before it"
+    if own and before and _restates(body, before):
+        return "echo: the sentence restates the answer before it"
     garbled = _garbled(body, rules.reference) if han else None
     if garbled:
         return f"garbled script: {garbled!r}"

@@ -310,3 +310,12 @@ def test_a_chinese_sentence_closed_inside_a_word_is_broken_off() -> None:
     for sentence, cut in (("请求上报反洗。", "反洗"), ("跨境转账须向金融情。", "情")):
         assert junk(sentence, rules) == f"fragment: the sentence breaks off after {cut!r}"
     assert junk("跨境转账须向金融情报机构报告。", rules) is None
+
+
+def test_pieces_of_the_answer_put_back_together_restate_it() -> None:
+    rules = junk_rules("诺德科技公司向流明仪器公司出口一批传感器。", (), "EXP-R-102许可门槛50000。")
+    before = "缺少货值，规则无法判定本案。若货值高于50,000，则适用EXP-R-102，本案需要出口许可证[E4]。"
+    assert junk("缺少货值，则适用。", rules, before) == "echo: the sentence restates the answer before it"
+    # A relation the evidence always gives a value, written without one.
+    assert junk("EXP-R-101许可门槛。", rules) == "fragment: the sentence breaks off after '门槛'"
+    assert junk("流明仪器公司是这批传感器的收货人。", rules, before) is None

@@ -178,3 +178,60 @@ def test_an_invented_rule_id_cannot_be_written(
     # An id the evidence holds is written as it is.
     held = refusing_invented_ids(statement, basis, [CASE, RULE_TEXT]).invented
     assert held is not None and held("see AML-R-017.") is None and held("see AML-R-01") is None
+
+
+CASE_ZH = "阿克米有限公司（塞浦路斯）向乔恩·多伊转账200万欧元，乔恩·多伊在我们的PEP名单上。是否需要上报？"
+RULE_TEXT_ZH = "AML-R-017：与政治公众人物之间的转账须进行强化尽职调查并上报反洗钱报告官。"
+FIRST_ZH = "乔恩·多伊是政治公众人物[E1]。"
+
+
+@pytest.fixture(scope="module")
+def domain_zh(domain: tuple[OntologyIndex, Decision]) -> tuple[OntologyIndex, Decision, SupportBasis]:
+    index = domain[0]
+    decision = DecisionEngine(index).decide(CASE_ZH)
+    assert decision.status == "decided" and "AML-R-017" in decision.rule_ids()
+    return index, decision, support_basis(decision, index, "zh")
+
+
+def _decode_zh(lm: LoadedModel, text: str, domain_zh: tuple[OntologyIndex, Decision, SupportBasis]) -> DecodeResult:
+    index, decision, basis = domain_zh
+    tok = lm.tokenizer
+    target = list(tok(text, add_special_tokens=False)["input_ids"])
+    facts = tuple(
+        EvidenceFact(
+            id=fid, subject=subject, predicate="text", object="", text=fact, view="compliance",
+            score=1.0, hops=1, ontology_version="v1",
+        )
+        for fid, subject, fact in (("E1", "乔恩·多伊", "乔恩·多伊是政治公众人物。"), ("E2", "AML-R-017", RULE_TEXT_ZH))
+    )
+    evidence = [EvidenceSubgraph(view="compliance", relevance=1.0, seeds=(), facts=facts)]
+    return decode(
+        lm.model,
+        tok,
+        plan_prompt(tok, CASE_ZH, [], evidence, language="zh"),
+        steering=Push(target),  # type: ignore[arg-type]
+        options=DecodeOptions(width=1, max_new_tokens=len(target) + 6, prune=True),
+        request_text=CASE_ZH,
+        claims=claim_guard(decision, index),
+        basis=basis,
+    )
+
+
+@pytest.mark.model
+@pytest.mark.usefixtures("one_torch_thread")
+@pytest.mark.parametrize(
+    ("second", "rule"),
+    [
+        ("法院将审查本案的适用法律。", "evidence"),  # no source holds it
+        ("乔恩·多伊是政治公众。", "entropy"),  # an echo of the sentence before it
+        ("本案需要上报反洗。", "entropy"),  # closed inside a word (反洗钱)
+    ],
+    ids=["unsupported", "echo", "broken-off"],
+)
+def test_a_chinese_answer_ends_before_its_unsupported_or_junk_sentence(
+    loaded_model: LoadedModel, domain_zh: tuple[OntologyIndex, Decision, SupportBasis], second: str, rule: str
+) -> None:
+    result = _decode_zh(loaded_model, FIRST_ZH + second, domain_zh)
+    assert result.pruning.pruned.get(rule, 0) >= 1, result.pruning
+    assert result.answer.startswith(FIRST_ZH), result.answer
+    assert second not in result.answer, result.answer
