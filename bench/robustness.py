@@ -45,7 +45,6 @@ import socket
 import sqlite3
 import subprocess
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -53,17 +52,15 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import uvicorn
 
 import migrations
-from app.bootstrap import bootstrap_admin_key
 from app.cli import main as cli_main
 from app.factory import create_app
-from app.http_protocol import header_deadline_protocol
 from app.settings import Settings
 from bench.robustness_hardening import run_hardening
 from bench.robustness_prefill import run_long_prefill
-from store.db import create_engine, create_sessionmaker, sqlite_unwritable
+from bench.threaded_server import admin_key, serve_in_thread, served_protocol
+from store.db import sqlite_unwritable
 
 __all__ = ["main"]
 
@@ -78,30 +75,6 @@ JSON_ROUTES = (
     ("POST", "/v1/sessions/s/turns"), ("PATCH", "/v1/sessions/s/premises/p"),
     ("POST", "/v1/runs/r/feedback"), ("POST", "/v1/confirmations/c"),
 )
-
-
-async def _admin_key(url: str) -> str:
-    engine = create_engine(url)
-    try:
-        token = await bootstrap_admin_key(create_sessionmaker(engine), None)
-    finally:
-        await engine.dispose()
-    assert token is not None
-    return token
-
-
-def _serve(settings: Settings) -> tuple[uvicorn.Server, threading.Thread, str]:
-    """The app served as ``tenet serve`` serves it (its HTTP protocol with the header deadline)."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(
-        create_app(settings), log_level="critical", lifespan="on",
-        http=header_deadline_protocol(settings.header_timeout_s, settings.body_timeout_s)))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.05)
-    return server, thread, f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
 def _hostile(base: str, headers: dict[str, str]) -> list[int]:
@@ -350,9 +323,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     migrations.upgrade(settings.database_url)
     template = Path(tempfile.mkdtemp(prefix="tenet-robustness-template-")) / "tenet.db"
     shutil.copy(data_dir / "tenet.db", template)
-    token = asyncio.run(_admin_key(settings.database_url))
+    token = asyncio.run(admin_key(settings.database_url))
     headers = {"Authorization": f"Bearer {token}"}
-    server, thread, base = _serve(settings)
+    served = serve_in_thread(create_app(settings), http=served_protocol(settings))
+    base = served.base_url
     started = time.perf_counter()
     try:
         statuses = _hostile(base, headers)
@@ -361,8 +335,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         mismatches = _contract(base, headers, 3 if args.quick else 20)
         injected, survived = _faults(base, headers, data_dir / "tenet.db")
     finally:
-        server.should_exit = True
-        thread.join(timeout=60)
+        served.close()
     prefill: dict[str, Any] = {"short_request_p50_s_beside_long_prefill": None, "skipped": True}
     if not args.skip_long_prefill:
         prefill_statuses, prefill = run_long_prefill(quick=args.quick)

@@ -12,16 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import schemathesis
-import uvicorn
 from hypothesis import HealthCheck, Phase, given, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.core.failures import FailureGroup
@@ -31,13 +27,12 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from app.bootstrap import bootstrap_admin_key
 from app.factory import create_app
 from app.runtime import Runtime
 from app.settings import Settings
 from bench.robustness import headers_for, scoped_keys
+from bench.threaded_server import admin_key, serve_in_thread
 from inference.loader import LoadedModel
-from store.db import create_engine, create_sessionmaker
 from tests.conftest import MODEL_CACHE, bearer
 
 pytestmark = pytest.mark.model
@@ -48,40 +43,19 @@ CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
 EXAMPLES = 6
 
 
-async def _admin_key(url: str) -> str:
-    engine = create_engine(url)
-    try:
-        token = await bootstrap_admin_key(create_sessionmaker(engine), None)
-    finally:
-        await engine.dispose()
-    assert token is not None
-    return token
-
-
 class Server:
     """The app on a loopback port in a background thread, with the default tenant's admin key."""
 
     def __init__(self, settings_: Settings, model: LoadedModel) -> None:
-        self.token = asyncio.run(_admin_key(settings_.database_url))
+        self.token = asyncio.run(admin_key(settings_.database_url))
         runtime = Runtime(settings_)
         runtime.set_model(model)
         self.app = create_app(settings_, runtime=runtime)
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.bind(("127.0.0.1", 0))
-        self.base_url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        self.server = uvicorn.Server(uvicorn.Config(self.app, log_level="warning", lifespan="on"))
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]},
-                                       daemon=True)
-        self.thread.start()
-        deadline = time.monotonic() + 60
-        while not self.server.started:
-            assert time.monotonic() < deadline, "uvicorn did not start"
-            time.sleep(0.05)
+        self.served = serve_in_thread(self.app, log_level="warning")
+        self.base_url = self.served.base_url
 
     def close(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=60)
-        self.sock.close()
+        self.served.close()
 
 
 @pytest.fixture(scope="module")

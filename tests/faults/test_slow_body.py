@@ -12,34 +12,20 @@ import logging
 import select
 import shutil
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 
-from app.bootstrap import bootstrap_admin_key
 from app.factory import create_app
-from app.http_protocol import header_deadline_protocol
 from app.settings import Settings
-from store.db import create_engine, create_sessionmaker
+from bench.threaded_server import admin_key, serve_in_thread, served_protocol
 from tests.conftest import MODEL_CACHE
 
 BODY_TIMEOUT_S = 1.0
 DRIPPING = 20
-
-
-async def _admin_key(url: str) -> str:
-    engine = create_engine(url)
-    try:
-        token = await bootstrap_admin_key(create_sessionmaker(engine), None)
-    finally:
-        await engine.dispose()
-    assert token is not None
-    return token
 
 
 @pytest.fixture(scope="module")
@@ -49,22 +35,10 @@ def served(tmp_path_factory: pytest.TempPathFactory, migrated_sqlite_template: P
     shutil.copy(migrated_sqlite_template, data_dir / "tenet.db")
     settings = Settings(data_dir=data_dir, load_model=False, model_cache_dir=MODEL_CACHE,
                         header_timeout_s=5.0, body_timeout_s=BODY_TIMEOUT_S)
-    token = asyncio.run(_admin_key(settings.database_url))
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(
-        create_app(settings), log_level="critical", lifespan="on",
-        http=header_deadline_protocol(settings.header_timeout_s, settings.body_timeout_s)))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started:
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.05)
-    yield sock.getsockname()[1], token
-    server.should_exit = True
-    thread.join(timeout=60)
-    sock.close()
+    token = asyncio.run(admin_key(settings.database_url))
+    served_app = serve_in_thread(create_app(settings), http=served_protocol(settings))
+    yield served_app.port, token
+    served_app.close()
 
 
 def _closed_by_peer(sock: socket.socket, within_s: float) -> bool:
