@@ -18,9 +18,10 @@ closes a step. Rules, cheapest first:
    them), the decision and its grounds (``SupportBasis.texts``) and the
    request: rule-id-shaped tokens, dates and numbers as whole quantities,
    names (capitalised multi-word and Chinese) must be held; most of its
-   content words (Chinese: character pairs) too. An unsupported step is pruned (and repaired); with
-   pruning off it is kept, flagged (``StepFacts.supported`` False), its
-   confidence capped with a hint naming what is unsupported. A sentence
+   content words (Chinese: character pairs) too. An unsupported step is
+   pruned (and repaired); with pruning off it is kept, flagged
+   (``StepFacts.supported`` False), its confidence capped with a hint
+   naming what is unsupported. A sentence
    still being written is judged on what it already holds (ids, numbers,
    names before its last word), so a failure is final. A domain answer's
    complete steps are also judged for junk (fragments, a sentence broken

@@ -235,3 +235,32 @@ def test_a_chinese_answer_ends_before_its_unsupported_or_junk_sentence(
     assert result.pruning.pruned.get(rule, 0) >= 1, result.pruning
     assert result.answer.startswith(FIRST_ZH), result.answer
     assert second not in result.answer, result.answer
+
+
+def test_an_answer_may_end_right_after_the_decision_and_its_grounds(
+    tokenizer: Any, domain: tuple[OntologyIndex, Decision]
+) -> None:
+    # A model with nothing supported left to say (it wants to stop) ends the answer after the
+    # sentences the rules stated: nothing of its own is owed.
+    index, decision = domain
+    engine = DecisionEngine(index)
+    grounds = tuple(g.text_en for g in engine.grounds(decision) if g.text_en)
+    statement = Statement(
+        text="This case requires escalation to the MLRO (AML-R-017).",
+        contradicts=lambda s: engine.check_claim(s, decision).contradicts,
+        grounds=grounds,
+    )
+    steering = compile_steering([], tokenizer, prompt=CASE, max_new_tokens=400, statement=statement)
+    vocab = len(steering.tables.token_bytes)
+    state = steering.initial_state()
+    for _ in range(400):
+        logits = torch.full((1, vocab), -10.0)
+        logits[0, tokenizer.eos_token_id] = 0.0
+        out = steering.apply([state], torch.log_softmax(logits, dim=-1))
+        token = int(out[0].argmax())
+        if token == tokenizer.eos_token_id:
+            break
+        state = steering.advance(state, token)
+    else:
+        pytest.fail("the answer never ended")
+    assert grounds and str(state.text).strip() == " ".join((statement.text, *grounds)), state.text
