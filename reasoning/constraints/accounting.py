@@ -850,7 +850,8 @@ def _filters(noun: Token, unit: str, inside: set[int], examples: set[int], quote
             if child.lemma_.lower() in _SEPARATING:
                 needs.append(_Need(what="filter", tokens=(noun.i, child.i), unit=unit, named=(unit,)))
                 continue
-            named = [t for t in sub if t.i not in quotes and t.pos_ in ("NOUN", "PROPN") and _unit_of(t) is not None]
+            named = [t for t in sub if t.i not in quotes and _unit_of(t) is not None and (
+                t.pos_ in ("NOUN", "PROPN") or t.dep_ in ("amod", "compound") and t.head.pos_ == "NOUN")]
             quoted = [t for t in sub if t.i in quotes or _letter(t)]
             if named or quoted:
                 needs.append(_Need(what="filter", tokens=(noun.i, child.i, *(t.i for t in named)), unit=unit,

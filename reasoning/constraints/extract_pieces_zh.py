@@ -44,6 +44,7 @@ from reasoning.constraints.form import (
     Spread,
     Unit,
     WordClass,
+    Wrap,
     canonical,
 )
 from reasoning.constraints.found import Found, counts_paragraphs, overlaps
@@ -92,6 +93,12 @@ _COUNT_BEFORE_BOLD = re.compile(r"(?P<num>" + ZH_NUMBER + r")\s*(?:个|处|条)[
 _PAIRS = ("【】", "《》", "〈〉", "「」", "『』", "〔〕", "（）", "()", "[]", "{}")
 _PAIR = re.compile("|".join(re.escape(p) for p in _PAIRS))
 _SPANS_COUNT = re.compile(r"(?P<num>" + ZH_NUMBER + r")\s*(?:处|个|条|段|句)")
+#: Words placing a piece at the answer's opening (开头先给一个标题, 第一行写标题).
+_OPENING_LINE = re.compile(r"开头|第一行|首行|最前面|开篇")
+#: A count of the answer's own sentences or paragraphs (用一句话, 两段话), not of spans in brackets.
+_ANSWER_SENTENCES = re.compile(r"(?:" + ZH_NUMBER + r")\s*(?:句|段)话")
+#: The whole answer (or the sentence / passage it is, referred back) put in a pair: 整个, 全部, 这句话.
+_WHOLE_ZH = re.compile(r"整个|全部|整段|整篇|全文|[这那](?:句|段)话")
 _ONE_PER_LINE = re.compile(
     r"(?P<num>" + ZH_NUMBER + r")\s*(?:个|条|句|项|首)?(?P<noun>[^\s，,。；0-9]{1,6}?)[，,]?\s*每(?:行|一行)(?:一|1)(?:个|条|句|项|首)?")
 _VERDICT = re.compile(
@@ -237,8 +244,18 @@ def _bracket_pairs(r: _Reader) -> None:
             r.drop(begin, end, _COUNTS | _PHRASES)
             r.add(Count(unit=Unit.SPANS, filter=Filter(left=left, right=right, nonempty=True),
                         relation=Relation.AT_LEAST, n=1), begin, end)
+            if _OPENING_LINE.search(clause):  # 开头先给一个标题: the title is the first line, opening with the mark
+                r.add(Position(unit=Unit.LINES, k=1, op="starts_with", text=left), begin, end)
             continue
-        counted = _SPANS_COUNT.search(clause)
+        shown_at = match.start() - begin
+        counts = [m for m in _SPANS_COUNT.finditer(clause) if not _ANSWER_SENTENCES.match(clause, m.start())
+                  and not re.search(r"[这那]\s*$", clause[: m.start()])]
+        # the number the pair's own verb counts (用（）加入两处旁白), else one before it
+        counted = next((m for m in counts if m.start() > shown_at), counts[0] if counts else None)
+        if counted is None and _WHOLE_ZH.search(clause):
+            # 把这句话整个放在「」里: the whole answer in the pair (一句话 counts the answer's sentences)
+            r.add(Wrap(left=left, right=right, unit=Unit.ANSWER), begin, end)
+            continue
         value = parse_zh_number(counted.group("num")) if counted is not None else None
         if value is None or any(f.kind is Kind.COUNT and f.params.get("unit") == "spans" and overlaps(f, begin, end)
                                 for f in r.found):

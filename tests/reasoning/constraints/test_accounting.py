@@ -81,6 +81,10 @@ def _inside(span_start: int, span_end: int, start: int, end: int) -> bool:
         # a sentence laying out pieces states each piece's properties, not the whole answer's
         (("Suggest a name for a new bakery, written in Title Case, followed on the next line by a one-sentence "
          "slogan."), "written in Title Case"),
+        # a unit named as an adjective in a filter ("a consonant cluster", "a vowel") must be carried
+        (("Write a short poem for my niece that uses at least five different words starting with a consonant "
+         "cluster, like 'tree', 'plum' or 'snow'."), "starting with a consonant cluster"),
+        ("Use at least ten words that start with a vowel.", "Use at least ten words that start with a vowel."),
         # a common noun after "a" describes the text placed; it is not the text
         ("Write about apples. Finish with a short joke.", "Finish with a short joke."),
         ("Start each bullet with a label in capitals.", "Start each bullet with a label in capitals."),

@@ -113,3 +113,27 @@ def test_a_numbered_label_opening_each_part_is_its_sections() -> None:
     form = Count(unit=Unit.SECTIONS, filter=Filter(marker="第{n}章"), relation=Relation.EXACTLY, n=3)
     assert check(form, "第一章 山\n第二章 水\n第三章 云").satisfied
     assert not check(form, "第一章 山\n第二章 水").satisfied
+
+
+@pytest.mark.parametrize(
+    ("prompt", "expected"),
+    [
+        # the whole answer (the one sentence asked, referred back) in a shown pair: a wrap, and the sentence count
+        ("用一句话介绍你的家乡，并把这句话整个放在直角引号「」里。",
+         [("sentence_count", {"n": 1, "relation": "exactly"}),
+          ("wrap", {"left": "「", "right": "」", "unit": "answer"})]),
+        # the number the pair's own verb counts, not the answer's paragraph before it
+        ("写一段关于春天的话，用（）加入两处旁白。",
+         [("count", {"unit": "spans", "relation": "exactly", "n": 2,
+                     "filter": {"left": "（", "right": "）", "nonempty": True}})]),
+        # a title said to open the answer is its first line, opening with the pair's left mark
+        ("写一篇关于读书的短文，开头先给一个标题，标题放在书名号《》里。",
+         [("count", {"unit": "spans", "relation": "at least", "n": 1,
+                     "filter": {"left": "《", "right": "》", "nonempty": True}}),
+          ("position", {"unit": "lines", "op": "starts_with", "text": "《", "k": 1})]),
+    ],
+)
+def test_a_shown_pair_holds_the_whole_answer_asides_or_an_opening_title(
+    prompt: str, expected: list[tuple[str, dict[str, Any]]]
+) -> None:
+    assert sorted(_read(prompt), key=lambda c: c[0]) == sorted(expected, key=lambda c: c[0])
