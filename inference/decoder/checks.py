@@ -50,9 +50,11 @@ from typing import Protocol
 import torch
 
 from inference.decoder.contrast import (
+    RowClaim,
     RowContext,
     row_contrast,
     row_cost,
+    rows_contrast,
     window_contrast,
     window_cost,
 )
@@ -241,13 +243,17 @@ class CheckScheduler:
 
     def observe(self, branch: int, claim: ClaimTokens, *, skip: bool = True) -> None:
         """A judge call on a beam whose answer is ``claim.tokens[:claim.start]``: every deferred
-        claim of ``branch`` that answer extends is scored now, over that beam's row (one the
-        share cannot pay for yet is counted skipped for budget unless ``skip`` is False)."""
+        claim of ``branch`` that answer extends is scored now, over that beam's row, all of
+        them in one ragged batch (``contrast.rows_contrast``); one the share cannot pay for
+        yet stays deferred, counted skipped for budget unless ``skip`` is False."""
         if not self._pending or claim.context is None:
             return
         tokens = claim.tokens
         left = self.left()
-        for key, (prefix, start, logprobs) in list(self._pending.items()):
+        per_token = 2.0 * self.runner.parameters
+        planned: list[tuple[tuple[int, str], RowClaim, list[Variant]]] = []
+        logprobs: tuple[float, ...] = ()
+        for key, (prefix, start, lps) in list(self._pending.items()):
             end = len(prefix)
             if (
                 key[0] != branch
@@ -257,22 +263,40 @@ class CheckScheduler:
                 or tuple(tokens[:end]) != prefix
             ):
                 continue
-            held = ClaimTokens(prefix, start, end, logprobs, claim.context)
-            try:
-                scored = self._over_row(branch, self._ranked(key[1]), held)
-            except InvalidInput:
-                continue  # the row has not been fed the claim's changes: a later beam may be
-            if scored is None:
-                # Still short: it stays deferred, tried again once the share has grown enough.
+            ids = list(prefix[start:end])
+            aligned = _aligned(ids, self.decode, self.encode, self._ranked(key[1]))
+            costs = [
+                row_cost(ids, [v for _, v in aligned[:k]], _LOOKAHEAD)
+                for k in range(1, len(aligned) + 1)
+            ]
+            take = self._take(costs, left)
+            if take == 0:
+                # Still short (or nothing aligns over the row): it stays deferred.
                 if skip:
                     self._skipped[key] = SKIP_BUDGET
                 self._need[key] = self._short
-                left = self.left()
                 continue
+            chosen = aligned[:take]
+            planned.append((key, RowClaim(start, end, tuple(tuple(t) for _, t in chosen)),
+                            [v for v, _ in chosen]))
+            left -= costs[take - 1] * per_token
+            logprobs = lps if len(lps) > len(logprobs) else logprobs
+        if not planned:
+            return
+        claims = [c for _, c, _ in planned]
+        answer = list(tokens[: max(c.end for c in claims)])
+        try:
+            results = rows_contrast(
+                self.runner, claim.context, answer, logprobs, claims,
+                lookahead=_LOOKAHEAD, pad_id=self.pad_id,
+            )
+        except InvalidInput:
+            return  # the row has not been fed some claim's change: they wait for another
+        for (key, _, chosen_variants), result in zip(planned, results):
             del self._pending[key]
             self._need.pop(key, None)
             self._skipped.pop(key, None)
-            self._results[key] = scored
+            self._results[key] = Checked(result.value, chosen_variants[result.best - 1], len(chosen_variants))
             self.scored += 1
 
     def ended(self, branch: int, tokens: Sequence[int], context: RowContext | None) -> None:
@@ -294,10 +318,11 @@ class CheckScheduler:
             self._variants[claim] = tuple(ordered[: self.options.max_variants])
         return self._variants[claim]
 
-    def _take(self, costs: Sequence[int]) -> int:
-        """How many of the ranked variants (costs: token positions of the first k) to score."""
+    def _take(self, costs: Sequence[int], left: float | None = None) -> int:
+        """How many of the ranked variants (costs: token positions of the first k) to score
+        with ``left`` FLOPs (default: what is left of the share)."""
         per_token = 2.0 * self.runner.parameters
-        left = self.left()
+        left = self.left() if left is None else left
         self._short = costs[0] * per_token if costs else 0.0
         if not costs or costs[0] * per_token > left:
             return 0

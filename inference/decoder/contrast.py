@@ -24,9 +24,12 @@ keeps them): nothing of the claim is re-run. Each variant's row gets the
 row's keys and values before its change (the prompt and the answer so far,
 gathered from the visible columns; keys are stored rotary-embedded at their
 logical positions, so a gather keeps them exact), then runs the token just
-before the change and its window, all variants as one ragged ``[K, W]``
-batch. The claim and its variants are thus scored in the answer's own
-context (the text before the claim included), at ``K * W`` token positions.
+before the change and its window. The claim and its variants are thus
+scored in the answer's own context (the text before the claim included), at
+the sum of the variants' window widths in token positions. ``rows_contrast``
+does it for every claim of one answer at once: all their variant rows are
+one ragged batch over the row, a forward per window width (rows of equal
+width together, so no padded position is run or counted).
 
 ``token_logprobs`` scores whole continuations (their shared leading tokens run
 once); ``score_continuations`` averages them.
@@ -47,10 +50,13 @@ from reasoning.errors import InvalidInput
 
 __all__ = [
     "Contrast",
+    "RowClaim",
     "RowContext",
     "contrast",
     "row_contrast",
     "row_cost",
+    "rows_contrast",
+    "rows_cost",
     "score_continuations",
     "scored_tokens",
     "shared_prefix",
@@ -294,9 +300,24 @@ class RowContext:
 def row_cost(
     claim: Sequence[int], variants: Sequence[Sequence[int]], lookahead: int = 2
 ) -> int:
-    """The token positions ``row_contrast`` runs (its FLOPs measure): ``K * W``."""
-    spans = [_windows(claim, v, lookahead) for v in variants]
-    return len(spans) * max((end - start for start, _, end in spans), default=0)
+    """The token positions ``row_contrast`` runs (its FLOPs measure): each variant its window
+    (variants of equal window width share a forward, so none is padded)."""
+    return sum(end - start for start, _, end in (_windows(claim, v, lookahead) for v in variants))
+
+
+@dataclass(frozen=True)
+class RowClaim:
+    """One claim of a row's answer, ``tokens[start:end]``, and its variants (each a whole
+    alternative of the claim's tokens)."""
+
+    start: int
+    end: int
+    variants: tuple[tuple[int, ...], ...]
+
+
+def rows_cost(tokens: Sequence[int], claims: Sequence[RowClaim], lookahead: int = 2) -> int:
+    """The token positions ``rows_contrast`` runs for ``claims`` of the answer ``tokens``."""
+    return sum(row_cost(tokens[c.start : c.end], c.variants, lookahead) for c in claims)
 
 
 def row_contrast(
@@ -319,22 +340,82 @@ def row_contrast(
     answer before the claim. The row must have been fed every answer token
     before the last one of the claim (the beam search's parent row is).
     """
-    claim = list(tokens[start:])
-    if not claim or not variants or any(not v or list(v) == claim for v in variants):
-        raise InvalidInput("a claim and its variants must be non-empty and differ")
-    if len(logprobs) < len(tokens):
-        raise InvalidInput("every claim token needs its log-probability")
-    dev = runner.device
-    spans = [_windows(claim, v, lookahead) for v in variants]
+    claim = RowClaim(start, len(tokens), tuple(tuple(v) for v in variants))
+    return rows_contrast(runner, context, tokens, logprobs, [claim], lookahead=lookahead, pad_id=pad_id)[0]
+
+
+def rows_contrast(
+    runner: ModelRunner,
+    context: RowContext,
+    tokens: Sequence[int],
+    logprobs: Sequence[float],
+    claims: Sequence[RowClaim],
+    *,
+    lookahead: int = 2,
+    pad_id: int = 0,
+) -> list[Contrast]:
+    """Every claim of one answer (``tokens``, the row's) against its variants, as
+    ``row_contrast`` scores one: all their variant rows in one ragged batch over the row's
+    KV, one forward per window width (rows of equal width together, so no row is padded)."""
+    if not claims:
+        return []
+    jobs: list[tuple[int, tuple[int, ...], tuple[int, int, int]]] = []  # (claim, variant, span)
+    for n, c in enumerate(claims):
+        body = list(tokens[c.start : c.end])
+        if not body or not c.variants or any(not v or list(v) == body for v in c.variants):
+            raise InvalidInput("a claim and its variants must be non-empty and differ")
+        if len(logprobs) < c.end:
+            raise InvalidInput("every claim token needs its log-probability")
+        jobs.extend((n, tuple(v), _windows(body, v, lookahead)) for v in c.variants)
     columns = context.visible.nonzero().squeeze(1)  # [P + fed] in logical order
-    base = context.prompt_length + start  # the claim's first logical position
     # Row r keeps the logical positions before its change's input token: base + s - 1.
-    kept = [base + s - 1 for s, _, _ in spans]
+    kept = [context.prompt_length + claims[n].start + span[0] - 1 for n, _, span in jobs]
     if max(kept) > int(columns.numel()):
-        raise InvalidInput("the row has not been fed the answer before the claim's changes")
-    k = len(variants)
-    width = max(v_end - s for s, _, v_end in spans)
-    held = max(kept)
+        raise InvalidInput("the row has not been fed the answer before the claims' changes")
+    v_scores: list[list[float]] = [[] for _ in jobs]
+    widths = sorted({end - s for _, _, (s, _, end) in jobs})
+    for width in widths:
+        group = [j for j, (_, _, (s, _, end)) in enumerate(jobs) if end - s == width]
+        held = max(kept[j] for j in group)
+        _score_group(runner, context, tokens, claims, jobs, kept, group, held, width, columns, v_scores, pad_id)
+    out: list[Contrast] = []
+    for n, c in enumerate(claims):
+        scores: list[float] = []
+        for j, (m, _, (s, c_end, _)) in enumerate(jobs):
+            if m != n:
+                continue
+            c_lp = [float(x) for x in logprobs[c.start + s : c.start + c_end]]
+            v_lp = v_scores[j]
+            scores.append(sum(c_lp) / len(c_lp) - sum(v_lp) / len(v_lp))
+        best = min(range(len(scores)), key=lambda i: scores[i])
+        out.append(
+            Contrast(
+                value=scores[best],
+                best=best + 1,
+                claim_logprobs=tuple(float(x) for x in logprobs[c.start : c.end]),
+            )
+        )
+    return out
+
+
+def _score_group(
+    runner: ModelRunner,
+    context: RowContext,
+    tokens: Sequence[int],
+    claims: Sequence[RowClaim],
+    jobs: Sequence[tuple[int, tuple[int, ...], tuple[int, int, int]]],
+    kept: Sequence[int],
+    group: Sequence[int],
+    held: int,
+    width: int,
+    columns: torch.Tensor,
+    v_scores: list[list[float]],
+    pad_id: int,
+) -> None:
+    """One forward for the variant rows ``group`` (all ``width`` wide): each row gets the
+    row's keys and values before its change, then runs its window; fills ``v_scores``."""
+    dev = runner.device
+    k = len(group)
     cache = runner.new_cache(k, held + width)
     index = columns[:held]
     for source, target in zip(context.cache.slab_layers, cache.slab_layers):
@@ -347,25 +428,19 @@ def row_contrast(
     ids = torch.full((k, width), pad_id, dtype=torch.long, device=dev)  # [K, W]
     pos = torch.zeros((k, width), dtype=torch.long, device=dev)  # [K, W]
     mask = torch.zeros((k, held + width), dtype=torch.bool, device=dev)  # [K, held + W]
-    for row, (variant, (s, _, v_end), n) in enumerate(zip(variants, spans, kept)):
-        before = claim[s - 1] if s > 0 else (tokens[start - 1] if start > 0 else None)
+    for row, j in enumerate(group):
+        n, variant, (s, _, v_end) = jobs[j]
+        start = claims[n].start
+        before = tokens[start + s - 1] if start + s > 0 else None
         prior = context.prompt_last_token if before is None else before
         feed = [prior, *variant[s : v_end - 1]]
         ids[row, : len(feed)] = torch.tensor(feed, dtype=torch.long)
-        pos[row] = n + torch.arange(width, device=dev)
-        mask[row, :n] = True
+        pos[row] = kept[j] + torch.arange(width, device=dev)
+        mask[row, : kept[j]] = True
         mask[row, held : held + len(feed)] = True
     logits = runner.forward(ids, pos, mask, cache, purpose="counterfactual", last_only=False)
     lp = torch.log_softmax(logits, dim=-1)  # [K, W, V]
-    scores: list[float] = []
-    for row, (variant, (s, c_end, v_end)) in enumerate(zip(variants, spans)):
+    for row, j in enumerate(group):
+        _, variant, (s, _, v_end) = jobs[j]
         target_ids = torch.tensor(list(variant[s:v_end]), dtype=torch.long, device=lp.device)
-        v_lp = lp[row, : v_end - s].gather(1, target_ids.unsqueeze(1)).squeeze(1).tolist()
-        c_lp = [float(x) for x in logprobs[start + s : start + c_end]]
-        scores.append(sum(c_lp) / len(c_lp) - sum(v_lp) / len(v_lp))
-    best = min(range(k), key=lambda i: scores[i])
-    return Contrast(
-        value=scores[best],
-        best=best + 1,
-        claim_logprobs=tuple(float(x) for x in logprobs[start:]),
-    )
+        v_scores[j] = lp[row, : v_end - s].gather(1, target_ids.unsqueeze(1)).squeeze(1).tolist()

@@ -8,10 +8,13 @@ import torch
 from inference.decoder.batch import prefill_branches, prefill_prefix
 from inference.decoder.beam import decode_step
 from inference.decoder.contrast import (
+    RowClaim,
     RowContext,
     _windows,
     row_contrast,
     row_cost,
+    rows_contrast,
+    rows_cost,
     scored_tokens,
     shared_prefix,
     token_logprobs,
@@ -172,3 +175,50 @@ def test_row_contrast_equals_scoring_prompt_answer_and_variant_whole(
     flops = runner.counters.flops["counterfactual"]
     assert flops == pytest.approx(2.0 * runner.parameters * row_cost(claim, variants))
     assert row_cost(claim, variants) < window_cost(claim, variants)
+
+
+@pytest.mark.model
+def test_the_claims_of_one_answer_are_scored_together_as_each_alone(
+    loaded_model: LoadedModel,
+) -> None:
+    """Two claims of one answer and their variants in one ragged batch over the row give each
+    claim's contrast alone; one forward per window width, no padded position run."""
+    tok = loaded_model.tokenizer
+    runner = ModelRunner(loaded_model.model)
+
+    def ids(text: str) -> list[int]:
+        return list(tok(text, add_special_tokens=False)["input_ids"])
+
+    prompt = ids(PROMPT)
+    first, *first_variants = [ids(" " + c) for c in CLAIMS]
+    second = ids(" Jon Doe holds an account in Malta.")
+    second_variants = [ids(" Jon Doe holds an account in Cyprus."), ids(" Jon Doe holds no account in Malta.")]
+    answer = first + second
+    with torch.inference_mode():
+        state, _ = prefill_branches(runner, 0, (), [prompt], width=1, max_new_tokens=len(answer) + 2)
+        for token in answer[:-1]:
+            decode_step(runner, state, torch.tensor([token]))
+        context = RowContext(state.cache, 0, state.mask[0, : state.columns], len(prompt), prompt[-1])
+        lps = [-0.5 - 0.01 * k for k in range(len(answer))]  # the decode's, as the beam keeps them
+        alone = [
+            row_contrast(runner, context, answer[: len(first)], 0, lps, first_variants),
+            row_contrast(runner, context, answer, len(first), lps, second_variants),
+        ]
+        claims = [
+            RowClaim(0, len(first), tuple(tuple(v) for v in first_variants)),
+            RowClaim(len(first), len(answer), tuple(tuple(v) for v in second_variants)),
+        ]
+        runner.counters.flops.clear()
+        calls = runner.counters.scoring_calls
+        together = rows_contrast(runner, context, answer, lps, claims)
+    for got, one in zip(together, alone, strict=True):
+        assert got.best == one.best and got.value == pytest.approx(one.value, abs=2e-3)
+    assert runner.counters.flops["counterfactual"] == pytest.approx(
+        2.0 * runner.parameters * rows_cost(answer, claims)
+    )
+    widths = {
+        end - start
+        for claim, variants in ((first, first_variants), (second, second_variants))
+        for start, _, end in (_windows(claim, v, 2) for v in variants)
+    }
+    assert runner.counters.scoring_calls - calls == len(widths) < len(first_variants) + len(second_variants)
