@@ -128,9 +128,10 @@ class NearestRule(msgspec.Struct, frozen=True, kw_only=True):
 class InputOutcome(msgspec.Struct, frozen=True, kw_only=True):
     """What one value range of a missing input would decide under one rule.
 
-    ``statement_en``: "With the amount above EUR 1,000,000, AML-R-024 would
-    require escalation to the MLRO." (``condition_*`` the value range, empty
-    when the rule compares nothing on the input: any value would do).
+    ``statement_en``: "If the amount is above 1,000,000, AML-R-024 applies."
+    (``condition_*`` the value range, empty when the rule compares nothing on
+    the input: any value would do); ``actions`` what the rule would then
+    conclude (not in the sentence: the rules have not decided them).
     """
 
     rule_id: str

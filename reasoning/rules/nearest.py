@@ -29,7 +29,9 @@ Both are found symbolically, on the graph the rules were evaluated on:
 - :func:`input_outcome` (for ``undetermined``): the probe value that made a
   rule conclude something gives the comparison the rule makes on the
   missing input ("the amount is above EUR 1,000,000") and the actions it
-  would conclude.
+  would conclude; its sentence names the rule, not the actions ("If the
+  amount is above 1,000,000, AML-R-024 applies."), which the rules have not
+  decided.
 
 The search runs under the caller's time limit (the engine gives it a budget
 of its own, so it never fails a decision: the limit's expiry ends it with
@@ -228,9 +230,7 @@ def input_outcome(
     """What a value of the missing input ``term`` (N-Triples) would decide under ``rule``, from the
     ``solutions`` of the probe that made it conclude something."""
     phraser = Phraser(lexicon, case)
-    found = decisions(rule, solutions, focus)
-    actions = tuple(dict.fromkeys(o for _, _, o in found))
-    predicate = found[0][1] if found else None
+    actions = tuple(dict.fromkeys(o for _, _, o in decisions(rule, solutions, focus)))
     variable = next(
         (o for s, p, o in rule.patterns
          if s == _THIS and isinstance(p, URIRef) and f"<{p}>" == term and isinstance(o, Variable)),
@@ -246,14 +246,15 @@ def input_outcome(
             and (c := comparison(unit.node, solutions[0], rule.patterns, phraser, lang)) is not None
         ]
         conditions[lang] = ("且" if lang == "zh" else " and ").join(said)
-        labels = [lexicon.label(a, lang) for a in actions]
-        verb = lexicon.label(predicate, lang) if predicate else ("需要" if lang == "zh" else "requires")
+        # The rule, not its actions: the answer must not state an action the rules have not
+        # decided, even in a condition (a reader, or a judge, takes it for the decision); the
+        # actions are in ``InputOutcome.actions`` and the rule's own text.
         if lang == "zh":
             condition = conditions[lang] or f"{lexicon.label(term, 'zh')}已知"
-            statements[lang] = f"若{condition}，则适用{rule.rule_id}，本案{verb}{'、'.join(labels)}。"
+            statements[lang] = f"若{condition}，则适用{rule.rule_id}。"
         else:
             condition = conditions[lang] or f"the {lexicon.label(term, 'en')} is known"
-            statements[lang] = f"If {condition}, {rule.rule_id} applies and this case {verb} {_join(labels)}."
+            statements[lang] = f"If {condition}, {rule.rule_id} applies."
     return InputOutcome(
         rule_id=rule.rule_id,
         rule_iri=rule.rule_iri,

@@ -148,7 +148,8 @@ def test_what_a_missing_input_would_decide(imports_engine: DecisionEngine) -> No
     (missing,) = decision.missing
     (outcome,) = missing.outcomes
     assert outcome.rule_id == "FI-9" and outcome.condition_en == "the declared value is above 100,000"
-    assert outcome.statement_en == "If the declared value is above 100,000, FI-9 applies and this case needs document review."
-    assert outcome.statement_zh == "若申报价值高于100,000，则适用FI-9，本案需要单证审核。"
+    assert outcome.statement_en == "If the declared value is above 100,000, FI-9 applies."
+    assert outcome.statement_zh == "若申报价值高于100,000，则适用FI-9。"
+    assert outcome.actions == ("https://example.org/food-imports#chk-docs",)
     grounds = imports_engine.grounds(decision, _rule_evidence(imports_engine, decision))
     assert [g.kind for g in grounds][:1] == ["missing"]
