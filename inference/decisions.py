@@ -32,7 +32,8 @@ from reasoning.case.amend import amend_request, restore_spans
 from reasoning.constraints.model import Premise
 from reasoning.evidence.index import OntologyIndex
 from reasoning.evidence.model import EvidenceFact, EvidenceSubgraph, LinkedEntity
-from reasoning.evidence.subgraph import facts_about
+from reasoning.evidence.subgraph import fact_of, facts_about
+from reasoning.evidence.terms import iri_value, is_iri
 from reasoning.rules.decide import DecisionEngine, decision_sentence
 from reasoning.rules.model import Decision
 from reasoning.rules.thresholds import rule_thresholds
@@ -120,10 +121,13 @@ def with_rule_evidence(
 
     A rule fact already shown keeps its id; new ones are numbered after the
     highest shown id; a rule whose shown facts lack its own text gets its text
-    too (the grounds quote it). Every rule fact is shown by every view (each branch
-    may be the answer, and it may cite only what it shows); they form the
-    ``rules`` view when no view has evidence. Each conclusion's ``evidence_ids`` become the
-    ids of its rule's facts.
+    too (the grounds quote it). The ontology's record of each fact a lead of the
+    grounds states (one firing fact of each rule, e.g. "Jon Doe listed on PEP
+    list") is added the same way, so the lead cites it. Every such fact is shown by
+    every view (each branch may be the answer, and it may cite only what it
+    shows), whatever the evidence budget; they form the ``rules`` view when no
+    view has evidence. Each conclusion's ``evidence_ids`` become the ids of its
+    rule's facts.
     """
     shown = [f for g in subgraphs for f in g.facts]
     next_id = 1 + max((int(m.group(1)) for f in shown if (m := _ID_NUMBER.fullmatch(f.id))), default=0)
@@ -143,6 +147,15 @@ def with_rule_evidence(
             facts, next_id = (*text, *facts), next_id + len(text)
         rule_facts.update((f.id, f) for f in facts)
         by_rule[rule_iri] = tuple(f.id for f in facts)
+    for triple in _lead_facts(decision, index):
+        # The ontology's record of a fact a lead ground states, so the ground can cite it.
+        key = tuple(_bare(t) for t in triple)
+        fact = next((f for f in shown if (f.subject, f.predicate, f.object) == key), None)
+        if fact is None:
+            fact = fact_of(index, triple, fact_id=f"E{next_id}", view=RULES_VIEW, today=today, lang=lang)
+            next_id += fact is not None
+        if fact is not None:
+            rule_facts.setdefault(fact.id, fact)
     if rule_facts and subgraphs:
         subgraphs = tuple(
             msgspec.structs.replace(g, facts=g.facts + tuple(
@@ -158,6 +171,17 @@ def with_rule_evidence(
         for c in decision.conclusions
     )
     return subgraphs, msgspec.structs.replace(decision, conclusions=conclusions)
+
+
+def _lead_facts(decision: Decision, index: OntologyIndex) -> list[tuple[str, str, str]]:
+    """The facts the leads of the decision's grounds state (one firing fact of each rule)."""
+    grounds = decision_engine(index).grounds(decision) if decision.conclusions else ()
+    return list(dict.fromkeys(t for g in grounds if g.lead for t in g.facts))
+
+
+def _bare(term: str) -> str:
+    """An N-Triples term as evidence facts hold it (an IRI bare, a literal as it is)."""
+    return iri_value(term) if is_iri(term) else term
 
 
 def _is_text(fact: EvidenceFact) -> bool:

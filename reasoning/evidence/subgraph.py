@@ -48,7 +48,7 @@ from reasoning.evidence.index import OntologyIndex
 from reasoning.evidence.model import EvidenceFact, EvidenceSubgraph, LinkedEntity
 from reasoning.evidence.terms import iri, iri_value, is_iri, is_literal, literal_parts
 
-__all__ = ["MAX_HOPS", "apply_time_window", "build_evidence", "estimate_tokens", "facts_about"]
+__all__ = ["MAX_HOPS", "apply_time_window", "build_evidence", "estimate_tokens", "fact_of", "facts_about"]
 
 MAX_HOPS: Final = 4
 _DECAY: Final = 0.6
@@ -168,6 +168,29 @@ def facts_about(
         _fact(index, t, f"E{first_id + k}", _render(index, t, lang), view, 1.0, 0, horizon, lang)
         for k, t in enumerate(chosen)
     )
+
+
+def fact_of(
+    index: OntologyIndex,
+    triple: tuple[str, str, str],
+    *,
+    fact_id: str,
+    view: str,
+    today: date,
+    lang: str = "en",
+    stale_after_days: int = 365,
+) -> EvidenceFact | None:
+    """The ontology's ``triple`` (N-Triples terms) as an evidence fact with id ``fact_id``,
+    rendered as :func:`build_evidence` renders it; None when the ontology does not hold it."""
+    s, p, o = (index.term_id(t) for t in triple)
+    if min(s, p, o) < 0:
+        return None
+    start, stop = int(index.out_ptr[s]), int(index.out_ptr[s + 1])
+    for t in index.out_edges[start:stop].tolist():
+        if int(index.p[t]) == p and int(index.o[t]) == o:
+            horizon = today - timedelta(days=stale_after_days)
+            return _fact(index, t, fact_id, _render(index, t, lang), view, 1.0, 0, horizon, lang)
+    return None
 
 
 def apply_time_window(

@@ -3,16 +3,18 @@ leave room for (real tokenizer, the grounds of a real decision of the bundled AM
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Any
 
 import pytest
 
-from inference.decisions import statement_of
+from inference.decisions import statement_of, with_rule_evidence
 from inference.decoder.compile import compile_steering
 from inference.decoder.controllers.stating import Statement, Stating
 from reasoning.constraints.model import Constraint, Hardness, Kind
 from reasoning.evidence.bundled import bundled_domains
 from reasoning.evidence.ingest import ingest_ontology
+from reasoning.evidence.model import EvidenceSubgraph
 from reasoning.rules.decide import DecisionEngine, decision_sentence
 
 PEP_CASE = "Acme Ltd (Cyprus) sent EUR 2,000,000 to Jon Doe, who is on our PEP list. Should this be escalated?"
@@ -96,3 +98,17 @@ def test_a_budget_for_the_cited_leads_states_them_with_their_rules(tokenizer: An
     text = _forced(tokenizer, two_rules, _tokens(tokenizer, two_rules.text) + leads + 2)
     assert text.strip() == " ".join((two_rules.text, *two_rules.grounds[:2]))
     assert "(AML-R-024)" in text and not any(b in text for b in two_rules.briefs)
+
+
+def test_a_leads_ontology_record_is_shown_by_every_view_and_cited() -> None:
+    data = dict(bundled_domains())["aml"].read_bytes()
+    index = ingest_ontology(data, "text/turtle").index.with_version("aml-lead-evidence")
+    decision = DecisionEngine(index).decide(PEP_CASE)
+    views = tuple(EvidenceSubgraph(view=v, relevance=1.0, seeds=(), facts=()) for v in ("rules-a", "path-b"))
+    views, decision = with_rule_evidence(decision, views, index, today=date(2026, 12, 1), lang="en")
+    (listed,) = [f for f in views[0].facts if f.subject.endswith("#JonDoe") and f.predicate.endswith("#listedOn")]
+    assert all(listed.id in {f.id for f in g.facts} for g in views)
+    shown = sorted({f.id for f in views[0].facts} & {f.id for f in views[1].facts})
+    statement = statement_of(decision, index, "en", shown, [f for g in views for f in g.facts])
+    assert f"Jon Doe is listed on PEP list (AML-R-024, AML-R-017) [{listed.id}]." in statement.grounds[:2]
+    assert "Jon Doe is listed on PEP list." in statement.briefs
