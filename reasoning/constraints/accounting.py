@@ -264,6 +264,8 @@ def _form_units(form: Form, carried: _Carries) -> None:
             if length is not None:
                 carried.numbers.update({float(length - 1), float(length + 1)})
                 carried.units.update({Unit.LETTERS.value, Unit.CHARACTERS.value})
+        if form.unit is Unit.SENTENCES and form.filter.ends_with and not form.filter.ends_with.strip("?!.？！。"):
+            carried.units.add("punctuation")  # sentences by their end mark count those marks ("one exclamation")
         if form.filter.starts_with or form.filter.ends_with:
             carried.placed.append(form.filter.starts_with or form.filter.ends_with or "")
             carried.positions.add(1 if form.filter.starts_with else -1)

@@ -13,7 +13,13 @@ with the other:
   questions and exclamations", "the same number of questions and
   statements", 问句和陈述句数量相同: each type against the first, exactly 1;
 - a number of each (问句和陈述句各两句, "two questions and two statements
-  each"): each type exactly that many.
+  each"): each type exactly that many;
+- a list of numbers of types ("exactly two questions, two exclamations and
+  one plain statement", 两个问句、一个感叹句和三个陈述句): each type that many,
+  under the relation said before the list ("at least" ...), exactly by
+  default; "at least two of each" after a ratio, each type at least that
+  many; a type refused beside them ("... and no exclamations"): at most 0
+  of that type (the count of its mark read from the same words goes).
 
 The sentence count read from the same words (各两句 is no two-sentence
 answer) is replaced.
@@ -45,6 +51,18 @@ _EN_TYPES: Mapping[str, str] = {
 }
 _EN_TYPE = (r"(?:question|interrogative|statement|declarative|assertion|exclamation|exclamatory|exclamative)s?"
             r"(?:\s+(?:sentence|one)s?)?")
+_QUALITY = r"(?:(?:plain|ordinary|simple|regular|normal|full)\s+)?"
+_EN_NUMBER = r"(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten)"
+_EN_RELATION = r"(?:exactly|precisely|at\s+least|at\s+most|no\s+more\s+than|no\s+fewer\s+than|up\s+to)"
+_EN_ITEM = rf"{_EN_NUMBER}\s+{_QUALITY}{_EN_TYPE}"
+#: "exactly two questions, two exclamations and one plain statement": a number of each of two or more types.
+_EN_LIST = re.compile(rf"\b(?:(?P<rel>{_EN_RELATION})\s+)?(?P<list>{_EN_ITEM}(?:\s*(?:,|and|,\s*and)\s*{_EN_ITEM})+)\b",
+                      re.IGNORECASE)
+_EN_ITEM_RE = re.compile(rf"(?P<n>{_EN_NUMBER})\s+{_QUALITY}(?P<t>{_EN_TYPE})", re.IGNORECASE)
+#: "at least two of each" said after a ratio or a list of types.
+_EN_OF_EACH = re.compile(rf"\b(?P<rel>{_EN_RELATION})\s+(?P<n>{_EN_NUMBER})\s+of\s+each\b", re.IGNORECASE)
+#: "no exclamations", "without any questions": a type refused.
+_EN_NONE = re.compile(rf"\b(?:no|without\s+any|without|zero)\s+{_QUALITY}(?P<t>{_EN_TYPE})", re.IGNORECASE)
 _MULTIPLIER = (r"(?P<mult>twice|thrice|double|half|(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten)"
                r"\s+times)\s+")
 _EN_RATIO = re.compile(rf"\b(?:{_MULTIPLIER})?as\s+many\s+(?P<a>{_EN_TYPE})\s+as\s+(?:there\s+are\s+)?(?P<b>{_EN_TYPE})",
@@ -57,6 +75,10 @@ _EN_EQUAL = re.compile(
 )
 _ZH_TYPES: Mapping[str, str] = {"疑问句": "question", "问句": "question", "陈述句": "statement", "感叹句": "exclamation"}
 _ZH_TYPE = rf"(?:{alternation(_ZH_TYPES)})"
+_ZH_ITEM = rf"{ZH_NUMBER}\s*(?:个|句)\s*{_ZH_TYPE}"
+#: 两个问句、一个感叹句和三个陈述句: a number of each of two or more types.
+_ZH_LIST = re.compile(rf"(?P<list>{_ZH_ITEM}(?:\s*[、，,和与及]\s*{_ZH_ITEM})+)")
+_ZH_ITEM_RE = re.compile(rf"(?P<n>{ZH_NUMBER})\s*(?:个|句)\s*(?P<t>{_ZH_TYPE})")
 _ZH_EACH = re.compile(rf"(?P<list>{_ZH_TYPE}(?:[和与及、跟]{_ZH_TYPE})+)各(?:写|用|有)?(?P<n>{ZH_NUMBER})(?:句|个)")
 _ZH_RATIO = re.compile(rf"(?P<a>{_ZH_TYPE})(?:的数量|的句数|的数目)?(?:要|应|必须|应该)?是(?P<b>{_ZH_TYPE})(?:的数量)?的"
                        rf"(?P<mult>{ZH_NUMBER}|半)倍?")
@@ -101,25 +123,66 @@ def _multiplier(word: str | None) -> float:
 
 
 def _replace(found: list[Found], start: int, end: int, forms: list[Count]) -> list[Found]:
-    """``found`` without the sentence counts inside the span, with ``forms`` added over it."""
-    kept = [f for f in found if not (f.kind in (Kind.SENTENCE_COUNT, Kind.COUNT) and overlaps(f, start, end)
-                                     and f.params.get("unit", "sentences") == "sentences"
-                                     and not f.params.get("filter"))]
+    """``found`` without the sentence counts, and the counts of a type's end mark, inside the span, with
+    ``forms`` added over it."""
+    marks = set("".join(TYPE_MARKS.values()))
+    kept = [f for f in found if not (f.kind in (Kind.SENTENCE_COUNT, Kind.COUNT) and overlaps(f, start, end) and (
+        f.params.get("unit", "sentences") == "sentences" and not f.params.get("filter")
+        or f.params.get("unit") in ("punctuation", "characters")
+        and set(str((f.params.get("filter") or {}).get("chars", ""))) & marks))]
     for form in forms:
         kind, params = canonical(form)
         kept.append(Found(kind=kind, params=params, start=start, end=end, confidence=0.85))
     return kept
 
 
+def _en_relation(said: str | None) -> Relation:
+    low = " ".join((said or "").lower().split())
+    return {"at least": Relation.AT_LEAST, "no fewer than": Relation.AT_LEAST, "at most": Relation.AT_MOST,
+            "no more than": Relation.AT_MOST, "up to": Relation.AT_MOST}.get(low, Relation.EXACTLY)
+
+
+def _numbered(kinds: Sequence[tuple[str, int]], relation: Relation) -> list[Count]:
+    return [Count(unit=Unit.SENTENCES, filter=_measure(k).filter, relation=relation, n=n) for k, n in kinds]
+
+
+def _sentence_of(text: str, start: int, end: int) -> tuple[int, int]:
+    left = max(text.rfind(c, 0, start) for c in ".!?\n") + 1
+    rights = [i for i in (text.find(c, end) for c in ".!?\n") if i >= 0]
+    return left, (min(rights) + 1 if rights else len(text))
+
+
 def refine_sentence_types_english(ctx: _Ctx) -> None:
-    """"Twice as many statements as questions", "equal numbers of statements, questions and exclamations"."""
+    """"Twice as many statements as questions", "equal numbers of statements, questions and exclamations",
+    "exactly two questions, two exclamations and one statement", "at least two of each", "no exclamations"."""
+    typed: list[tuple[int, int, list[str]]] = []
     for m in _EN_RATIO.finditer(ctx.text):
-        forms = type_forms([_en_kind(m.group("a")), _en_kind(m.group("b"))], ratio=_multiplier(m.group("mult")))
+        kinds = [_en_kind(m.group("a")), _en_kind(m.group("b"))]
+        forms = type_forms(kinds, ratio=_multiplier(m.group("mult")))
         ctx.found = _replace(ctx.found, m.start(), m.end(), forms)
+        typed.append((m.start(), m.end(), kinds))
     for m in _EN_EQUAL.finditer(ctx.text):
         listed = m.group("list") or m.group("list2")
         kinds = [_EN_TYPES[w.lower()] for w in re.findall(r"[A-Za-z]+", listed) if w.lower() in _EN_TYPES]
         ctx.found = _replace(ctx.found, m.start(), m.end(), type_forms(kinds))
+        typed.append((m.start(), m.end(), kinds))
+    for m in _EN_LIST.finditer(ctx.text):
+        items = [(_en_kind(i.group("t")), parse_number([i.group("n")])) for i in _EN_ITEM_RE.finditer(m.group("list"))]
+        numbered = [(k, n) for k, n in items if n is not None]
+        if len({k for k, _ in numbered}) < 2:
+            continue
+        ctx.found = _replace(ctx.found, m.start(), m.end(), _numbered(numbered, _en_relation(m.group("rel"))))
+        typed.append((m.start(), m.end(), [k for k, _ in numbered]))
+    for start, end, kinds in typed:
+        begin, stop = _sentence_of(ctx.text, start, end)
+        each = _EN_OF_EACH.search(ctx.text, end, stop)
+        n = parse_number([each.group("n")]) if each is not None else None
+        if each is not None and n is not None:
+            forms = _numbered([(k, n) for k in dict.fromkeys(kinds)], _en_relation(each.group("rel")))
+            ctx.found = _replace(ctx.found, each.start(), each.end(), forms)
+        for refused in _EN_NONE.finditer(ctx.text, begin, stop):
+            kind = _en_kind(refused.group("t"))
+            ctx.found = _replace(ctx.found, refused.start(), refused.end(), _numbered([(kind, 0)], Relation.AT_MOST))
 
 
 def _zh_kinds(listed: str) -> list[str]:
@@ -139,4 +202,9 @@ def refine_sentence_types_chinese(text: str, found: list[Found]) -> list[Found]:
             found = _replace(found, m.start(), m.end(), forms)
     for m in _ZH_EQUAL.finditer(text):
         found = _replace(found, m.start(), m.end(), type_forms(_zh_kinds(m.group("list"))))
+    for m in _ZH_LIST.finditer(text):
+        items = [(_ZH_TYPES[i.group("t")], parse_zh_number(i.group("n"))) for i in _ZH_ITEM_RE.finditer(m.group("list"))]
+        numbered = [(k, n) for k, n in items if n is not None]
+        if len({k for k, _ in numbered}) >= 2:
+            found = _replace(found, m.start(), m.end(), _numbered(numbered, Relation.EXACTLY))
     return found

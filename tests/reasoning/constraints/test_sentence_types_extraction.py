@@ -38,6 +38,12 @@ def _each(mark: str, n: int) -> tuple[str, dict[str, Any]]:
         ("请写问句和陈述句各两句。", [_each("?", 2), _each(".", 2)]),
         ("陈述句的数量是问句的两倍。", [_ratio(".", "?", 2.0)]),
         ("问句和感叹句的数量要相同。", [_ratio("!", "?", 1.0)]),
+        # a number of each of several types, under the relation said before the list
+        ("Write a short ad for a bakery: exactly three questions, one exclamation and two plain statements.",
+         [_each("?", 3), _each("!", 1), _each(".", 2)]),
+        ("写一段广告词，包含两个问句、一个感叹句和三个陈述句。",
+         [("count", {"unit": "paragraphs", "relation": "exactly", "n": 1}), _each("?", 2), _each("!", 1),
+          _each(".", 3)]),
     ],
 )
 def test_sentence_types(prompt: str, expected: list[tuple[str, dict[str, Any]]]) -> None:
@@ -53,3 +59,16 @@ def test_the_ratio_is_verified() -> None:
 
 def test_asking_questions_is_no_ratio() -> None:
     assert not any(p.get("of") for _, p in _read("Ask me many questions and answer in statements."))
+
+
+def test_a_bound_of_each_type_and_a_refused_type_beside_a_ratio() -> None:
+    read = _read("Write a toast with as many questions as statements, at least two of each, and no exclamations.")
+    at_least = [p for _, p in read if p.get("relation") == "at least"]
+    assert sorted(p["filter"]["ends_with"] for p in at_least) == [".", "?"] and {p["n"] for p in at_least} == {2}
+    assert ("count", {"unit": "sentences", "relation": "at most", "n": 0, "filter": {"ends_with": "!"}}) in read
+    assert not any(p.get("unit") == "punctuation" for _, p in read)
+
+
+def test_a_refused_mark_without_sentence_types_stays_a_mark() -> None:
+    assert _read("Write a story with no exclamation marks.") == [
+        ("count", {"unit": "punctuation", "relation": "at most", "n": 0, "filter": {"chars": "!！"}})]
