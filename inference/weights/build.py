@@ -35,7 +35,7 @@ from torch import nn
 
 from inference.decoder.packed_llama import LeanLayer, LeanLlama, Linear, attach, layer_norms
 from inference.lean.family import Family, family_of
-from inference.weights.gguf_q4 import Q4Block
+from inference.weights.gguf_q4 import Q4Block, finer_names
 from inference.weights.kernels import INT4_GROUP, Int4Linear, Int8Linear, PackedLinear
 
 __all__ = ["build_forward", "convert", "install", "onednn_packs"]
@@ -148,24 +148,47 @@ def _projections(layer: Any) -> dict[str, Any]:
 
 
 def _kernel(weights: str, name: str, linear: Any, blocks: Mapping[str, Q4Block]) -> nn.Module:
-    """One projection's kernel in ``weights`` (bfloat16 activations)."""
+    """One projection's kernel in ``weights`` (bfloat16 activations); in int4, a projection
+    the GGUF holds finer than four bits takes the int8 kernel (``gguf_q4.finer_names``)."""
     bias = getattr(linear, "bias", None)
-    if weights == "int8":
+    if weights == "int8" or (weights == "int4" and name in finer_names(blocks)):
         return Int8Linear.from_weight(linear.weight, bias, torch.bfloat16)
     if weights == "int4":
         return _int4(name, linear, blocks, torch.bfloat16)
     return _dense(linear.weight, bias, torch.bfloat16)
 
 
-def _fused_qkv(weights: str, prefix: str, attn: Any, blocks: Mapping[str, Q4Block]) -> Linear:
+def _fused_qkv(
+    weights: str, prefix: str, attn: Any, blocks: Mapping[str, Q4Block]
+) -> tuple[Linear, ...]:
+    """The query, key and value projections as one kernel, or in int4 one per run of
+    projections of one kind (four-bit codes, or int8 for those the GGUF holds finer)."""
     linears = (attn.q_proj, attn.k_proj, attn.v_proj)
     bias = _cat_bias(*linears)
     if weights == "int8":
-        return Int8Linear.from_weight(_cat_weight(*linears), bias)
+        return (Int8Linear.from_weight(_cat_weight(*linears), bias),)
     if weights == "int4":
         names = tuple(f"{prefix}.self_attn.{n}" for n in ("q_proj", "k_proj", "v_proj"))
-        return _fused_int4(names, linears, blocks, torch.bfloat16)
-    return _dense(_cat_weight(*linears), bias, torch.bfloat16)
+        finer = finer_names(blocks)
+        runs: list[list[int]] = []
+        for index, name in enumerate(names):
+            if runs and (names[runs[-1][0]] in finer) == (name in finer):
+                runs[-1].append(index)
+            else:
+                runs.append([index])
+        kernels: list[Linear] = []
+        for run in runs:
+            part = tuple(linears[i] for i in run)
+            if names[run[0]] in finer:
+                kernels.append(
+                    Int8Linear.from_weight(_cat_weight(*part), _cat_bias(*part), torch.bfloat16)
+                )
+            else:
+                kernels.append(
+                    _fused_int4(tuple(names[i] for i in run), part, blocks, torch.bfloat16)
+                )
+        return tuple(kernels)
+    return (_dense(_cat_weight(*linears), bias, torch.bfloat16),)
 
 
 def _float32_forward(model: Any) -> LeanLlama:
@@ -210,7 +233,7 @@ def build_forward(
     """
     if weights == "float32":
         return _float32_forward(model), {}
-    blocks = blocks or {}
+    blocks = {} if blocks is None else blocks  # an empty table may still name finer projections
     dtype = torch.bfloat16
     replacements: dict[str, nn.Module] = {}
     layers = []
@@ -228,9 +251,9 @@ def build_forward(
                 LeanLayer(
                     **layer_norms(layer, family, dtype),
                     qkv=(
-                        kernels["qkv_proj"]  # already one module (Phi-3)
+                        (kernels["qkv_proj"],)  # already one module (Phi-3)
                         if "qkv_proj" in kernels
-                        else _fused_qkv(weights, prefix, layer.self_attn, blocks),
+                        else _fused_qkv(weights, prefix, layer.self_attn, blocks)
                     ),
                     o=kernels["o_proj"],
                     gate_up=tuple(kernels[n] for n in _gate_up_names(layer.mlp)),

@@ -49,7 +49,7 @@ from torch import nn
 from inference.decoder.packed_llama import LeanLayer, LeanLlama, attach, unsupported_reason
 from inference.lean.config import lean_reason, read_config
 from inference.lean.model import LeanCausalLM
-from inference.weights.gguf_q4 import Q4Block
+from inference.weights.gguf_q4 import Q4Block, finer_names
 from inference.weights.kernels import (
     INT4_GROUP,
     Int4Linear,
@@ -183,7 +183,11 @@ class _Reader:
             )
         else:
             weight = torch.cat([self.source.read(f"{n}.weight") for n in names]).to(self.device)
-            kernel = _kernel(self.weights, weight, None if bias is None else bias.to(self.device))
+            # int4 rounds no projection the GGUF holds finer than four bits again: int8 keeps it.
+            finer = self.weights == "int4" and any(n in finer_names(self.blocks) for n in names)
+            kernel = _kernel(
+                "int8" if finer else self.weights, weight, None if bias is None else bias.to(self.device)
+            )
             del weight
         return kernel, sizes
 
@@ -236,7 +240,7 @@ def load_direct(
     if reason is not None:
         raise InvalidInput(f"weights {weights} need a Llama-family model: {reason}")
     source = SafetensorsSource(directory)
-    reader = _Reader(source, blocks or {}, weights, device)
+    reader = _Reader(source, {} if blocks is None else blocks, weights, device)
     with torch.no_grad():
         layers = []
         for index in range(len(model.model.layers)):

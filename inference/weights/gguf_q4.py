@@ -8,8 +8,11 @@ eight sub-blocks of 32, each with a six-bit scale ``sc`` and minimum ``mn``
 under the super-block's float16 ``d`` and ``dmin``: ``w = d * sc * q - dmin *
 mn``, the same form with scale ``d * sc`` and minimum ``-dmin * mn`` per group
 of 32. Reading the blocks as they are lets the int4 forward run on the
-model's own codes, with no second rounding of the weights (other types, such
-as a Q4_K_M file's Q6_K tensors, are quantised from their float values).
+model's own codes, with no second rounding of the weights. Projections the
+file holds in a finer type (Q5_0, Q6_K, Q8_0, ...: a Q4_K_M file keeps
+Gemma 3's query, key, gate and up projections in Q5_0) are named in
+``Q4Blocks.finer``: rounding them to four bits again would lose what the file
+kept, so the int4 format serves them with the int8 kernel instead.
 
 Guarantees: :func:`q4_1_blocks` gives, per Hugging Face module name, codes
 and per-group scales and minimums such that ``codes * scale + min`` equals the
@@ -29,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-__all__ = ["Q4Block", "Q4Blocks", "q4_1_blocks"]
+__all__ = ["Q4Block", "Q4Blocks", "finer_names", "q4_1_blocks"]
 
 _GROUP = 32
 _BLOCK_BYTES = 20  # float16 d, float16 m, 16 bytes of paired nibbles
@@ -38,7 +41,9 @@ _K_BLOCK_BYTES = 144  # float16 d, float16 dmin, 12 bytes of 6-bit scales and mi
 #: Architectures whose block layout is read here, and whether their q / k rows are permuted.
 _ARCHITECTURES = {"llama": True, "gemma3": False}
 #: Bumped when what a kept table holds changes (older tables are scanned again).
-_TABLE_FORMAT = 2
+_TABLE_FORMAT = 3
+#: GGUF types finer than four bits per weight: the int4 format keeps them in int8.
+_FINER = frozenset({"Q5_0", "Q5_1", "Q5_K", "Q6_K", "Q8_0", "Q8_1", "Q8_K", "F16", "BF16", "F32"})
 _LAYER_NAMES = {
     "attn_q": "self_attn.q_proj",
     "attn_k": "self_attn.k_proj",
@@ -113,11 +118,16 @@ class Q4Blocks(Mapping[str, Q4Block]):
     """
 
     def __init__(
-        self, path: Path, tensors: Mapping[str, tuple[int, int, int, int, int, str]]
+        self,
+        path: Path,
+        tensors: Mapping[str, tuple[int, int, int, int, int, str]],
+        finer: frozenset[str] = frozenset(),
     ) -> None:
         self._path = path
         # name -> (file offset, bytes, rows, cols, heads to un-permute, "Q4_1" or "Q4_K")
         self._tensors = dict(tensors)
+        #: Projections the file holds in a type finer than four bits (by module name).
+        self.finer = finer
 
     def __getitem__(self, name: str) -> Q4Block:
         offset, size, rows, cols, heads, kind = self._tensors[name]
@@ -148,7 +158,11 @@ def q4_1_blocks(path: Path, *, heads: int, kv_heads: int, table: Path | None = N
         try:
             kept = json.loads(table.read_text())
             if kept["heads"] == [heads, kv_heads] and kept.get("format") == _TABLE_FORMAT:
-                return Q4Blocks(path, {name: tuple(row) for name, row in kept["blocks"].items()})
+                return Q4Blocks(
+                    path,
+                    {name: tuple(row) for name, row in kept["blocks"].items()},
+                    frozenset(kept["finer"]),
+                )
         except (OSError, ValueError, KeyError, TypeError):
             pass
     blocks = _scan(path, heads=heads, kv_heads=kv_heads)
@@ -161,6 +175,7 @@ def q4_1_blocks(path: Path, *, heads: int, kv_heads: int, table: Path | None = N
                         "format": _TABLE_FORMAT,
                         "heads": [heads, kv_heads],
                         "blocks": blocks._tensors,
+                        "finer": sorted(blocks.finer),
                     }
                 )
             )
@@ -181,14 +196,14 @@ def _scan(path: Path, *, heads: int, kv_heads: int) -> Q4Blocks:
     permutes = _ARCHITECTURES[name]
     kinds = {GGMLQuantizationType.Q4_1: "Q4_1", GGMLQuantizationType.Q4_K: "Q4_K"}
     found: dict[str, tuple[int, int, int, int, int, str]] = {}
+    finer: set[str] = set()
     for tensor in reader.tensors:
         parts = tensor.name.split(".")
-        if (
-            tensor.tensor_type not in kinds
-            or len(parts) != 4
-            or parts[0] != "blk"
-            or parts[2] not in _LAYER_NAMES
-        ):
+        if len(parts) != 4 or parts[0] != "blk" or parts[2] not in _LAYER_NAMES:
+            continue
+        if tensor.tensor_type.name in _FINER:
+            finer.add(f"model.layers.{parts[1]}.{_LAYER_NAMES[parts[2]]}")
+        if tensor.tensor_type not in kinds:
             continue
         cols, rows = (int(n) for n in tensor.shape)
         permuted = {"attn_q": heads, "attn_k": kv_heads}.get(parts[2], 0) if permutes else 0
@@ -200,4 +215,9 @@ def _scan(path: Path, *, heads: int, kv_heads: int) -> Q4Blocks:
             permuted,
             kinds[tensor.tensor_type],
         )
-    return Q4Blocks(path, found)
+    return Q4Blocks(path, found, frozenset(finer))
+
+
+def finer_names(blocks: Mapping[str, Q4Block]) -> frozenset[str]:
+    """The projections ``blocks``' file holds finer than four bits (none for a plain mapping)."""
+    return blocks.finer if isinstance(blocks, Q4Blocks) else frozenset()

@@ -119,3 +119,45 @@ def test_int8_kernels_stay_close_to_float32(family: str) -> None:
         F.log_softmax(logits, -1), F.log_softmax(reference, -1), log_target=True, reduction="batchmean"
     )
     assert float(kl) < 0.05, f"{family}: KL(float32 || int8) {float(kl):.4f}"
+
+
+def test_int4_keeps_projections_a_gguf_holds_finer_in_int8() -> None:
+    """A Q4_K_M file holds some projections finer than four bits (Gemma 3's q / k / gate / up in
+    Q5_0, half its v in Q8_0): the int4 format serves those with the int8 kernel, the fused
+    q / k / v split into runs of one kind, and its logits come closer to float32's than when
+    every projection is rounded to four bits."""
+    from pathlib import Path
+
+    from inference.weights.gguf_q4 import Q4Blocks
+    from inference.weights.kernels import Int4Linear, Int8Linear
+
+    model = _tiny("gemma3")
+    layers = range(len(model.model.layers))
+    finer = frozenset(
+        f"model.layers.{i}.{name}" for i in layers for name in ("self_attn.v_proj", "mlp.gate_proj")
+    )
+    tokens = torch.randint(1, VOCAB, (1, 24), generator=torch.Generator().manual_seed(4))
+    kls = []
+    with torch.inference_mode():
+        reference = model(input_ids=tokens).logits[0].float()
+        for blocks in (Q4Blocks(Path("no.gguf"), {}), Q4Blocks(Path("no.gguf"), {}, finer)):
+            forward, replacements = build_forward(model, "int4", blocks)
+            runner = ModelRunner(model, packed=False)
+            cache = runner.new_cache(1, 24)
+            mask = torch.ones((1, 24), dtype=torch.bool)
+            logits = forward(tokens, torch.arange(24)[None], mask, cache, last_only=False)[0].float()
+            kls.append(
+                float(
+                    F.kl_div(
+                        F.log_softmax(logits, -1),
+                        F.log_softmax(reference, -1),
+                        log_target=True,
+                        reduction="batchmean",
+                    )
+                )
+            )
+    kinds = [type(k) for k in forward.layers[0].qkv]
+    assert kinds == [Int4Linear, Int8Linear], kinds  # (q, k) in four bits, v in int8
+    assert isinstance(replacements["model.layers.0.mlp.gate_proj"], Int8Linear)
+    assert isinstance(replacements["model.layers.0.mlp.up_proj"], Int4Linear)
+    assert kls[1] < kls[0], f"KL(float32 || int4) all four-bit {kls[0]:.4f}, finer kept {kls[1]:.4f}"

@@ -11,7 +11,7 @@ from gguf import GGUFReader, dequantize
 from transformers.modeling_gguf_pytorch_utils import TENSOR_PROCESSORS
 
 from inference.loader import bundled_gguf_path
-from inference.weights.gguf_q4 import Q4Blocks, q4_1_blocks
+from inference.weights.gguf_q4 import Q4Blocks, finer_names, q4_1_blocks
 from inference.weights.kernels import Int4Linear
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -117,8 +117,12 @@ def test_q4_k_blocks_read_as_int4_groups_equal_the_ggufs_values(tmp_path: object
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
-    blocks = q4_1_blocks(path, heads=2, kv_heads=1)
+    table = Path(str(tmp_path)) / "blocks.json"
+    blocks = q4_1_blocks(path, heads=2, kv_heads=1, table=table)
     assert list(blocks) == ["model.layers.0.self_attn.q_proj"]  # the float32 tensor is left out
+    # ... and named finer than four bits: the int4 format keeps it in int8, as a later load reads
+    assert finer_names(blocks) == {"model.layers.0.mlp.up_proj"}
+    assert finer_names(q4_1_blocks(path, heads=2, kv_heads=1, table=table)) == finer_names(blocks)
     block = blocks["model.layers.0.self_attn.q_proj"]
     assert block.codes.shape == (rows, cols) and int(block.codes.max()) <= 15
     ours = block.codes.float() * block.scales.repeat_interleave(
