@@ -73,7 +73,9 @@ __all__ = ["refine_pieces_english"]
 
 #: Piece nouns (lemmas) a predicate may be said of, each one.
 _PIECES: Mapping[str, Unit] = {**EN_PIECES, "entry": Unit.BULLETS}
-_OPENING = frozenset({"start", "begin", "open", "lead", "preface", "prefix"})
+_OPENING = frozenset({"start", "begin", "open", "lead", "preface", "prefix", "introduce", "precede"})
+#: Opening verbs said in the passive, with "by" ("each line introduced by a tilde", "preceded by an arrow").
+_BY_OPENING = frozenset({"introduce", "precede", "preface", "prefix", "lead"})
 _ENDING = frozenset({"end", "finish", "close", "conclude"})
 _PHRASAL_OPENING = frozenset({"kick", "lead", "start", "set"})
 _MARK_NAMES: Mapping[str, str] = {"question": "?", "exclamation": "!", "period": ".", "colon": ":",
@@ -113,7 +115,8 @@ def _every_piece(ctx: _Ctx, start: int, end: int) -> tuple[Unit, int] | None:
 
 def _value_after_with(ctx: _Ctx, verb: int, end: int) -> tuple[str, int] | None:
     """The text after the predicate's "with": a quote, a mark's name, or a bare symbol or word; (text, end char)."""
-    with_i = next((x for x in range(verb + 1, end) if ctx.lowers[x] == "with"), None)
+    with_i = next((x for x in range(verb + 1, end) if ctx.lowers[x] == "with"
+                   or ctx.lowers[x] == "by" and ctx.lemmas[verb] in _BY_OPENING and x == verb + 1), None)
     if with_i is None:
         return None
     j = with_i + 1
@@ -135,7 +138,10 @@ def _value_after_with(ctx: _Ctx, verb: int, end: int) -> tuple[str, int] | None:
         return None
     if article and token.pos_ in ("NOUN", "ADJ") and not token.text[:1].isupper():
         # "with an arrow (->)": a common noun names a kind of text; the mark after it in parentheses is the text
-        shown = _PARENTHESISED_MARK.match(ctx.text, token.idx + len(token.text))
+        last = j
+        while last + 1 < end and ctx.tokens[last + 1].pos_ in ("NOUN", "PROPN") and ctx.tokens[last + 1].text.isalpha():
+            last += 1  # "a plus sign (+)": the noun's compound
+        shown = _PARENTHESISED_MARK.match(ctx.text, ctx.tokens[last].idx + len(ctx.tokens[last].text))
         return (shown.group(1), shown.end()) if shown is not None else None
     return token.text.strip("\"'“”‘’"), token.idx + len(token.text)
 

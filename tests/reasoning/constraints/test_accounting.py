@@ -75,7 +75,7 @@ def _inside(span_start: int, span_end: int, start: int, end: int) -> bool:
          "as bullet points"),
         # letters named in a filter, a mark named in parentheses, a ratio between counts
         ("Write a poem about snow: five lines starting with S, N, O, W and Y.", "five lines starting with S"),
-        ("Name four rivers, each on its own line introduced by a caret (^) rather than a dash.", "caret (^)"),
+        ("Name four rivers, each on its own line marked by a caret (^) rather than a dash.", "caret (^)"),
         (("Review a phone in two bulleted lists, with twice as many strengths as weaknesses and exactly 3 "
          "weaknesses."), "twice as many strengths as weaknesses"),
         # a sentence laying out pieces states each piece's properties, not the whole answer's
@@ -180,6 +180,8 @@ def test_the_whole_answer_wrapped_is_kept_where_the_sentence_names_it() -> None:
     [
         ("Name four rivers. Don't number them; start each line with an arrow (=>) instead.", "=>"),
         ("Begin every line with an asterisk (*) instead of a number.", "*"),
+        ("Brainstorm four names for a cafe, each on its own line introduced by a caret (^) rather than a bullet.", "^"),
+        ("List three fruits, each line preceded by a plus sign (+).", "+"),
         ("Start each paragraph with Note.", "Note"),
     ],
 )
