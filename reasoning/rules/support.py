@@ -73,7 +73,6 @@ __all__ = [
     "SupportIndex",
     "chinese_names",
     "chinese_stretches",
-    "chinese_words",
     "id_shapes",
     "proper_names",
     "zh_numeral",
@@ -477,15 +476,6 @@ def _name_tags() -> dict[str, str]:
     import jieba.posseg
 
     return dict(jieba.posseg.dt.word_tag_tab)
-
-
-def chinese_words(text: str) -> list[str]:
-    """The words of two or more Han characters of ``text`` (jieba, no HMM guesses)."""
-    jieba = _jieba()
-    words: list[str] = []
-    for run in _HAN_RUN.findall(text):
-        words.extend(w for w in jieba.lcut(run, HMM=False) if len(w) >= 2)  # type: ignore[attr-defined]
-    return words
 
 
 def chinese_stretches(text: str) -> list[tuple[str, ...]]:
