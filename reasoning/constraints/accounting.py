@@ -1365,6 +1365,8 @@ def _chinese(text: str, prompt: str, found: Sequence[Found], carried: Sequence[_
                     out.append((None, clause, back))
                 continue
             if count.group("ord"):
+                if piece[: count.start()].endswith("倒数"):
+                    value = -value  # 倒数第二句: the second from the end
                 if not any(value in carried[i].positions or carried[i].whole for i in members):
                     missing.append(where)
             elif value >= 2 and not re.search(r"(?:每|最后|任何|哪|任一)\s*$", piece[: count.start()]) and not any(

@@ -881,7 +881,10 @@ def _ordinal_at(ctx: _Ctx, j: int) -> int | None:
         return -1
     if low == "opening":
         return 1
-    return ordinal(low)
+    value = ordinal(low)
+    if value is not None and ctx.lowers[j + 2: j + 5] in (["from", "the", "end"], ["from", "the", "bottom"]):
+        return -value  # "the third line from the end"
+    return value
 
 
 def _predicate_value(ctx: _Ctx, j: int, stop: int) -> tuple[str, int] | None:

@@ -109,7 +109,7 @@ _NESTED = re.compile(
     r"(?P<n1>" + ZH_NUMBER + r")\s*(?:个|条)(?:要点|条目|点|项)[，,、]?\s*每(?:个|一个|一|条)?(?:要点|条目|点|项)(?:下面|下方|下)?(?:再|都)?"
     r"(?:分出|列出|包含|有|写|分成|分为)(?P<n2>" + ZH_NUMBER + r")\s*(?:个|条)(?:小点|子要点|子项|子条目|小项)")
 _NO_LIST = re.compile(_NEG + r"(?:使用|用|出现|列出|写成|采用)?(?:任何)?(?:" + alternation(list(ZH_NO_LIST)) + r")")
-_ORDINAL = r"(?P<ord>第[一二三四五六七八九十\d]+|最后一|最后)"
+_ORDINAL = r"(?P<ord>倒数第[一二三四五六七八九十\d]+|第[一二三四五六七八九十\d]+|最后一|最后)"
 _POSITION = re.compile(
     _ORDINAL + r"(?P<unit>" + alternation(list(ZH_POSITION_UNITS)) + r")(?:话)?(?:必须|应该|应|要|须|需|只能)?"
     r"(?:(?P<is>是)\s*(?:" + _QUOTE + r"|(?P<w>[A-Za-z][\w'-]*))|以\s*" + _QUOTE.replace("?P<q>", "?P<q2>")
@@ -131,8 +131,12 @@ def _relation(before: str | None, after: str | None) -> Relation:
 
 
 def _k(label: str) -> int | None:
+    """1 for 第一, -1 for 最后, -2 for 倒数第二 (counted from the end)."""
     if label.startswith("最后"):
         return -1
+    if label.startswith("倒数第"):
+        back = parse_zh_number(label.removeprefix("倒数第"))
+        return -back if back is not None else None
     return parse_zh_number(label.removeprefix("第"))
 
 

@@ -165,6 +165,11 @@ def _named_word(ctx: _Ctx, s: _Sentence) -> str | None:
     for f in ctx.found:
         if f.kind is Kind.KEYWORDS_PRESENT and s.start <= f.start < s.end and len(f.params.get("keywords", [])) == 1:
             return str(f.params["keywords"][0])
+    named = re.search(r"\bthe\s+(?:key)?word\s+([A-Za-z][\w'-]*)", s.text, re.IGNORECASE)
+    if named is not None:  # "the word hive must appear in the second paragraph": the word after "the word"
+        token = next((t for t in ctx.doc if t.idx == s.start + named.start(1)), None)
+        if token is not None and token.pos_ in ("NOUN", "PROPN", "ADJ", "VERB", "X") and token.tag_ != "MD":
+            return named.group(1)
     match = re.search(r"\bbe\s+(?:the\s+word\s+)?([A-Za-z][\w'-]*)\s*[.!;]?\s*$", s.text)
     return match.group(1) if match else None
 

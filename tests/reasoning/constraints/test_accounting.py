@@ -36,8 +36,6 @@ def _inside(span_start: int, span_end: int, start: int, end: int) -> bool:
         # new wordings of the same kinds
         ("Describe tea in words that contain only three types of vowels.", "three types of vowels"),
         ("Describe a forest using words built from exactly two kinds of consonants.", "two kinds of consonants"),
-        ("Write about tea. Use the word green in the second paragraph.", "Use the word green in the second paragraph."),
-        ("Write about rivers. Put the word delta in the 4th sentence.", "Put the word delta in the 4th sentence."),
         ("Describe owls. Every 29th word must be in Japanese.", "Every 29th word must be in Japanese."),
         ("Plan a trip and give each step at least two sub-points marked with ~ under every main point.",
          "two sub-points"),
@@ -213,3 +211,24 @@ def test_a_count_per_piece_is_no_total_and_the_pieces_counted_before_are_no_new_
     result = extract(prompt)
     assert not any(c.kind.value == "count" and c.params.get("n") == 1 for c in result.constraints)
     assert [c.kind.value for c in result.constraints] == ["spread"]
+
+
+@pytest.mark.parametrize(
+    ("prompt", "unit", "text", "k"),
+    [
+        # a word in the k-th piece, counted from the start or the end, is its position (no longer a start or nothing)
+        ("Write about tea. Use the word green in the second paragraph.", "paragraphs", "green", 2),
+        ("Write about rivers. Put the word delta in the 4th sentence.", "sentences", "delta", 4),
+        ("Write three paragraphs; the word hive must appear in the second paragraph.", "paragraphs", "hive", 2),
+        ("Write about owls. The last paragraph should mention the word night.", "paragraphs", "night", -1),
+        ("Write a poem. The third line from the end must be 'and then the rain'.", "lines", "and then the rain", -3),
+        ("Write a story. The second sentence from the end must start with the word 'Finally'.", "sentences", "Finally",
+         -2),
+        ("写一首诗，倒数第二句必须以“月亮”结尾。", "sentences", "月亮", -2),
+        ("写一首诗，倒数第三行必须是“晚安”。", "lines", "晚安", -3),
+        ("写三段话，在第二段中使用关键词“森林”。", "paragraphs", "森林", 2),
+    ],
+)
+def test_a_text_at_the_kth_piece_from_the_start_or_the_end(prompt: str, unit: str, text: str, k: int) -> None:
+    [position] = [c for c in extract(prompt).constraints if c.kind.value == "position"]
+    assert (position.params["unit"], position.params["text"], position.params["k"]) == (unit, text, k)
