@@ -21,7 +21,9 @@ issue 35, before the default run, so both see the same load: the one-token
 decode loop (``DecodeOptions.forced_runs`` off: every forced token its own
 forward pass) and each branch prefilling all of its evidence
 (``DecodeOptions.shared_evidence`` off: no block of the facts every branch
-shows, prefilled once and forked).
+shows, prefilled once and forked), on a ``Reasoner`` that compacts no
+evidence (``Reasoner.evidence_compact_tokens`` None: every fact the evidence
+stage chose, ``reasoning.evidence.compact``).
 
 The last stdout line is one JSON object: ``p50_s`` (wall seconds of a
 run), ``runs_s``, ``stages_ms`` (median per stage: the plan's stages,
@@ -29,6 +31,8 @@ run), ``runs_s``, ``stages_ms`` (median per stage: the plan's stages,
 positions decoded, forward passes, tokens fed by forced runs, positions per
 forward pass, generated tokens, prompt tokens, ``prefill_gflop`` (the
 prefill's work: shared parts count once), prefix cache hit),
+``evidence_tokens`` (estimated tokens of the facts the branches show, summed
+over branches; ``subgraph.estimate_tokens``),
 ``num_beams``, ``answer``, ``answer_identical``; with ``--reference``
 also ``reference`` (the same figures of the one-token loop),
 ``speedup_p50`` and ``answer_same_as_reference``; then
@@ -55,6 +59,7 @@ from inference.loader import load_model
 from inference.pipeline import Reasoner, ReasonOptions, ReasonResult
 from inference.prefix_cache import PrefixCache
 from reasoning.evidence.bundled import bundled_domains
+from reasoning.evidence.compact import fact_tokens
 from reasoning.evidence.index import OntologyIndex
 from reasoning.evidence.ingest import ingest_ontology
 
@@ -79,8 +84,9 @@ def _index(domain: str) -> OntologyIndex:
 
 def _run(
     reasoner: Reasoner, index: OntologyIndex, options: ReasonOptions, *, reference: bool = False
-) -> tuple[float, int, ReasonResult]:
-    """Wall seconds of one run (plan and decode), its beam width, and its result.
+) -> tuple[float, int, ReasonResult, int]:
+    """Wall seconds of one run (plan and decode), its beam width, its result and its evidence
+    tokens (estimated, over every branch).
 
     ``reference`` decodes as before issue 35's fast paths: the one-token loop
     (``DecodeOptions.forced_runs``) and every branch prefilling all its evidence
@@ -96,13 +102,14 @@ def _run(
             ),
         )
     result = reasoner.run(plan, tenant=_TENANT)
-    return time.perf_counter() - t0, plan.decode_options.width, result
+    evidence = sum(fact_tokens(spec.facts) for spec in plan.branches)
+    return time.perf_counter() - t0, plan.decode_options.width, result, evidence
 
 
-def _summary(runs: list[tuple[float, int, ReasonResult]]) -> dict[str, Any]:
+def _summary(runs: list[tuple[float, int, ReasonResult, int]]) -> dict[str, Any]:
     """Median wall seconds and stages of ``runs``, the last run's decode figures and answer."""
-    walls = [w for w, _, _ in runs]
-    results = [r for _, _, r in runs]
+    walls = [w for w, _, _, _ in runs]
+    results = [r for _, _, r, _ in runs]
     stages = sorted({k for r in results for k in r.timings})
     last = results[-1]
     return {
@@ -111,6 +118,7 @@ def _summary(runs: list[tuple[float, int, ReasonResult]]) -> dict[str, Any]:
         "stages_ms": {k: round(statistics.median(r.timings.get(k, 0.0) for r in results), 1) for k in stages},
         "decode": _decode_figures(last),
         "num_beams": runs[-1][1],
+        "evidence_tokens": runs[-1][3],
         "status": str(last.status),
         "answer": last.answer,
         "answer_identical": all(r.answer == last.answer for r in results),
@@ -158,13 +166,14 @@ def main(argv: list[str] | None = None) -> int:
     reasoner = Reasoner(model, prefix_cache=PrefixCache(), batcher=batcher)
     index = _index(_DOMAIN)
     options = ReasonOptions(max_new_tokens=args.new_tokens, num_beams=args.beams, steering=True)
-    fast: list[tuple[float, int, ReasonResult]] = []
-    reference: list[tuple[float, int, ReasonResult]] = []
+    before = Reasoner(model, prefix_cache=reasoner.prefix_cache, batcher=batcher, evidence_compact_tokens=None)
+    fast: list[tuple[float, int, ReasonResult, int]] = []
+    reference: list[tuple[float, int, ReasonResult, int]] = []
     try:
         _run(reasoner, index, options)  # warm-up: loads, caches the shared prefix
         for _ in range(args.runs):
             if args.reference:  # paired: the same load for both, round by round
-                reference.append(_run(reasoner, index, options, reference=True))
+                reference.append(_run(before, index, options, reference=True))
             fast.append(_run(reasoner, index, options))
     finally:
         batcher.close()

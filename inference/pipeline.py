@@ -45,17 +45,19 @@ from inference.decoder.pruning import ClaimGuard, SupportBasis
 from inference.decoder.stream import StepEvent
 from inference.loader import LoadedModel
 from inference.prefix_cache import PrefixCache, PrefixScope
-from inference.prompting import PromptPlan, plan_prompt
+from inference.prompting import PromptPlan, evidence_shared, plan_prompt
 from reasoning.analysis import Analysis, Status, analyse
 from reasoning.budget import Budget
 from reasoning.confidence import restated_confidence
 from reasoning.constraints.model import Constraint, Hardness, Kind, Premise, Scope, Verdict
 from reasoning.constraints.verifiers import VerifyContext, verify_all
 from reasoning.errors import ConflictError, LimitExceeded
+from reasoning.evidence.compact import compact_facts
 from reasoning.evidence.index import OntologyIndex
 from reasoning.evidence.model import EvidenceFact, EvidenceSubgraph, LinkedEntity
 from reasoning.evidence.siblings import sibling_lexicon
 from reasoning.evidence.subgraph import apply_time_window, build_evidence
+from reasoning.evidence.terms import iri_value, is_iri, is_literal, literal_parts
 from reasoning.rules.model import Decision
 from reasoning.steps import Step
 
@@ -174,7 +176,7 @@ class Plan:
     def shared_key(self) -> tuple[object, ...]:
         """Equal keys mean every branch is decoded under the same shared inputs: the same
         question, language, active constraints, steering, decode options (seed included),
-        decision and inserted decision statement."""
+        decision, inserted decision statement and evidence every branch shows."""
         return (
             self.question,
             self.analysis.language,
@@ -185,6 +187,8 @@ class Plan:
             # Inserted into every branch's answer: a branch decoded under another statement is stale.
             self.statement.text if self.statement is not None else None,
             self.statement.ground_texts if self.statement is not None else (),
+            # Shown first by every evidence branch (``prompting.evidence_shared``): part of each prompt.
+            tuple(f.id for f in evidence_shared([_view_of(b) for b in self.branches])),
         )
 
 
@@ -295,6 +299,9 @@ class Reasoner:
     batcher: MicroBatcher | None = None
     max_new_tokens_cap: int = 512
     today: Callable[[], date] = date.today
+    #: Estimated tokens of a branch's facts besides those the decision and its grounds cite
+    #: (``reasoning.evidence.compact``); None shows every fact the evidence stage chose.
+    evidence_compact_tokens: int | None = 96
 
     def plan(
         self,
@@ -373,7 +380,13 @@ class Reasoner:
                 premise_texts=tuple(texts[i] for i in ids),
             )
 
-        branches = tuple(spec(g.view, g.relevance, g.facts) for g in subgraphs)
+        keep = _cited_by(decision)
+        compact = self.evidence_compact_tokens
+        branches = tuple(
+            spec(g.view, g.relevance,
+                 g.facts if compact is None else compact_facts(g.facts, keep=keep, token_budget=compact))
+            for g in subgraphs
+        )
         if ASSUMPTIONS_VIEW in assignment:
             branches += (spec(ASSUMPTIONS_VIEW, _ASSUMPTIONS_RELEVANCE, ()),)
         if not branches:
@@ -566,6 +579,34 @@ class Reasoner:
             notes=notes,
             share_evidence=plan.decode_options.shared_evidence,
         )
+
+
+def _view_of(spec: BranchSpec) -> EvidenceSubgraph:
+    return EvidenceSubgraph(view=spec.view, relevance=spec.relevance, seeds=(), facts=spec.facts)
+
+
+def _bare(term: str) -> str:
+    """A term as evidence facts write it: bare IRI, or a literal's text."""
+    if is_iri(term):
+        return iri_value(term)
+    return literal_parts(term)[0] if is_literal(term) else term
+
+
+def _cited_by(decision: Decision | None) -> Callable[[EvidenceFact], bool]:
+    """Whether a fact is one the decision and its grounds may cite, so compaction keeps it:
+    a fact about a rule the decision states (deciding, nearest, or decided by a missing input)
+    or a fact that fired a deciding rule (a conclusion's request or ontology fact)."""
+    if decision is None:
+        return lambda fact: False
+    rules = {c.rule_iri for c in decision.conclusions}
+    if decision.nearest is not None:
+        rules.add(decision.nearest.rule_iri)
+    rules |= {o.rule_iri for m in decision.missing for o in m.outcomes}
+    fired = {(_bare(f.subject), _bare(f.predicate), _bare(f.object)) for c in decision.conclusions
+             for f in c.case_facts}
+    fired |= {(_bare(f.subject), _bare(f.predicate), _bare(f.object)) for c in decision.conclusions
+              for f in c.ontology_facts}
+    return lambda fact: fact.subject in rules or (fact.subject, fact.predicate, _bare(fact.object)) in fired
 
 
 def _within_windows(
