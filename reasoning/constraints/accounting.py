@@ -27,6 +27,19 @@ reader made the readings:
   !?!? instead", "separated by ~") must be a text of some reading's form or
   a mark its kind implies (``*`` and ``-`` for bullets).
 
+- a *ratio* between counts ("the ratio of ...", "twice as many X as Y") must
+  be carried by a share or a spread; a *bounded number* ("exactly three
+  remarks") by a reading carrying that number, whatever it counts;
+- an *edge* (a verb placing a text at a start or an end, with the verbs
+  coordinated with it) must be carried by a reading placing there.
+
+A reading is also dropped when its clause uses its text as a description (a
+common noun after "a" / "an": "start each item with an arrow"), when it
+refuses lists with a negation of another clause, when it wraps the whole
+answer and its sentence names no whole answer, and when it holds the whole
+answer's words in a sentence that lays out pieces relative to one another
+("..., followed on the next line by a one-sentence summary").
+
 A clause with something unaccounted keeps none of its readings: they are
 dropped and the clause is reported ``unrecognised`` (the model is left to
 follow it). Words in an example ("such as ...", "e.g. ...") or in quotes
