@@ -35,6 +35,7 @@ _GAP: Final = re.compile(r"\s*(?:\.\.\.|…)\s*")
 _CASE_CLASS: Final = f"<{TV}Case>"
 _MENTIONS: Final = f"<{TV}mentions>"
 _HAN: Final = re.compile(r"[\u3400-\u9fff]")
+_DETERMINERS: Final = frozenset(("the", "a", "an", "this", "that", "our", "its", "their"))
 _VOWEL_SOUND: Final = re.compile(r"^(?:[aeio]|u(?!ni|se|su)|h(?:our|onest))", re.IGNORECASE)
 
 
@@ -152,7 +153,10 @@ class Phraser:
                 # A case input: "the amount is EUR 2,000,000" / "金额为EUR 2,000,000".
                 return Clause(label if zh else "the " + label, "为" + value if zh else "is " + value)
             return Clause(subj, "的" + label + "为" + value if zh else "has " + label + " " + value)
-        return Clause(subj, _fill(label, self.name(obj, lang, names), zh))
+        target = self.name(obj, lang, names)
+        if not zh and is_iri(obj) and obj != self.case.case and not (names and obj in names):
+            target = _definite(target)
+        return Clause(subj, _fill(label, target, zh))
 
 
 def _fill(label: str, obj: str, zh: bool) -> str:
@@ -164,6 +168,15 @@ def _fill(label: str, obj: str, zh: bool) -> str:
             return head + obj + tail
         return f"{head} {obj} {tail}".strip() if not tail else f"{head} {tail} {obj}".strip()
     return label + obj if zh else f"{label} {obj}"
+
+
+def _definite(name: str) -> str:
+    """An individual named by a common noun phrase takes "the" ("listed on the PEP list"); a
+    proper name (every word capitalised: "Port Belmar", "Jon Doe") does not."""
+    words = name.split()
+    if not words or words[0].lower() in _DETERMINERS or not any(w[:1].islower() for w in words):
+        return name
+    return "the " + name
 
 
 def _article(label: str) -> str:

@@ -56,7 +56,7 @@ async def test_the_analyst_answer_states_the_grounds_of_both_rules(
     # naming their rules; the PEP list's entry cited with the ontology's record of it.
     shown = {f["id"]: f for g in body["evidence"] for f in g["facts"]}
     assert grounds[0]["text"].strip() == "The amount is EUR 2,000,000 (AML-R-024)."
-    listed = re.fullmatch(r"Jon Doe is listed on PEP list \(AML-R-024, AML-R-017\) \[(E\d+)\]\.", grounds[1]["text"].strip())
+    listed = re.fullmatch(r"Jon Doe is listed on the PEP list \(AML-R-024, AML-R-017\) \[(E\d+)\]\.", grounds[1]["text"].strip())
     assert listed and shown[listed.group(1)]["predicate"].endswith("#listedOn"), grounds[1]
     # The rules' own texts, each cited with an evidence id the response shows.
     texts = [s for s in grounds if s["text"].strip().startswith(("AML-R-017:", "AML-R-024:"))]

@@ -110,5 +110,5 @@ def test_a_leads_ontology_record_is_shown_by_every_view_and_cited() -> None:
     assert all(listed.id in {f.id for f in g.facts} for g in views)
     shown = sorted({f.id for f in views[0].facts} & {f.id for f in views[1].facts})
     statement = statement_of(decision, index, "en", shown, [f for g in views for f in g.facts])
-    assert f"Jon Doe is listed on PEP list (AML-R-024, AML-R-017) [{listed.id}]." in statement.grounds[:2]
-    assert "Jon Doe is listed on PEP list." in statement.briefs
+    assert f"Jon Doe is listed on the PEP list (AML-R-024, AML-R-017) [{listed.id}]." in statement.grounds[:2]
+    assert "Jon Doe is listed on the PEP list." in statement.briefs

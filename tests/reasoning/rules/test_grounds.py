@@ -92,7 +92,7 @@ def test_grounds_of_an_unseen_domain(imports_engine: DecisionEngine, prompt: str
 
 @pytest.mark.parametrize(("prompt", "lang", "leads", "join"), [
     ("The Aurora docks at Port Belmar with cargo worth EUR 80,000. The Aurora is listed in the watch register.",
-     "en", ["The cargo value is EUR 80,000 (HB-2).", "Aurora is listed in watch register (HB-1)."],
+     "en", ["The cargo value is EUR 80,000 (HB-2).", "Aurora is listed in the watch register (HB-1)."],
      "Aurora docks at Port Belmar (HB-2, HB-1)."),
     ("曙光号停靠贝尔马港，所载货物价值8万欧元。曙光号列入监视名册。",
      "zh", ["货物价值为EUR 80,000（HB-2）。", "曙光号列入监视名册（HB-1）。"], "曙光号停靠贝尔马港（HB-2、HB-1）。"),
@@ -123,7 +123,7 @@ def test_one_rule_is_not_cited_again_after_the_decision(harbour_engine: Decision
                                      evaluation_date=DAY)
     assert decision.rule_ids() == ("HB-1",) and decision.status == "undetermined"
     (lead, *rest) = harbour_engine.grounds(decision)
-    assert lead.text_en == lead.brief_en == "Aurora is listed in watch register."
+    assert lead.text_en == lead.brief_en == "Aurora is listed in the watch register."
     assert lead.text_zh == "曙光号列入监视名册。"  # an English name only in English
     assert [g.kind for g in rest] == ["missing", "facts"] and not any(g.lead for g in rest)
 
@@ -139,7 +139,7 @@ def test_facts_that_fired_two_rules_are_said_once(aml_engine: DecisionEngine) ->
     assert len(stated) == len(set(stated))
     assert any("EUR 2,000,000" in g.text_en and g.rule_ids == ("AML-R-024",) for g in grounds)
     # The leads: the amount AML-R-024 compares, and the PEP list both rules name (not the transfer).
-    assert [g.brief_en for g in grounds if g.lead] == ["The amount is EUR 2,000,000.", "Jon Doe is listed on PEP list."]
+    assert [g.brief_en for g in grounds if g.lead] == ["The amount is EUR 2,000,000.", "Jon Doe is listed on the PEP list."]
 
 
 def test_what_a_missing_input_would_decide(imports_engine: DecisionEngine) -> None:
