@@ -1259,9 +1259,43 @@ def _refused_elsewhere(doc: Doc, found: Found, carried: _Carries, clause: Sequen
         return [t.i for t in span if t.i in own and not t.is_punct]
     sentences = {t.sent.start: t.sent for t in span}
     if carried.answer_wrap and not any(t.lower_ in _WHOLE_ANSWER or t.lemma_.lower() in _WHOLE_ANSWER
-                                       for sent in sentences.values() for t in sent):
+                                       for sent in sentences.values() for t in sent) and not any(
+            _wraps_the_request(t) for sent in sentences.values() for t in sent):
         return [t.i for t in span if not t.is_punct]
     return []
+
+
+#: Verbs asking for the answer itself ("write a haiku"): their object is the whole answer.
+_CREATE = frozenset({"write", "compose", "create", "draft", "give", "produce", "generate", "tell", "make", "put"})
+_WRAPPERS = frozenset({"quote", "quotation", "mark", "bracket", "parenthesis", "parentheses", "brace"})
+
+
+def _wraps_the_request(token: Token) -> bool:
+    """Whether ``token`` names marks put around what the prompt asks to write ("write a haiku in double
+    quotation marks", "put the haiku in quotes"), not around a piece of it ("within her quote ..., in
+    quotation marks of its own")."""
+    if token.lemma_.lower() not in _WRAPPERS or token.pos_ != "NOUN":
+        return False
+    node = token
+    while node.dep_ in ("compound", "amod", "conj") and node.head.i != node.i:
+        node = node.head
+    if node.dep_ != "pobj" or node.head.dep_ != "prep":
+        return False
+    holder = node.head.head
+    if _clause_head(holder).i != _clause_head(token).i:
+        return False  # the marks said in another clause than what holds them ("..., and within her quote ...")
+    asked = {t.lemma_.lower() for t in token.doc if t.dep_ == "dobj" and t.head.lemma_.lower() in _CREATE
+             and _imperative(t.head) and t.pos_ in ("NOUN", "PROPN")}
+    if holder.pos_ in ("NOUN", "PROPN"):
+        return holder.lemma_.lower() in asked
+    if holder.lemma_.lower() in _CREATE and holder.lemma_.lower() != "put" and _imperative(holder):
+        return True  # "write a haiku in double quotation marks", not "what a resident told her, in quotation marks"
+    return _imperative(holder) and any(c.dep_ == "dobj" and c.lemma_.lower() in asked for c in holder.children)
+
+
+def _imperative(verb: Token) -> bool:
+    """Whether ``verb`` is a request of the prompt: a main or coordinated verb with no subject."""
+    return verb.dep_ in ("ROOT", "conj") and not any(c.dep_ in ("nsubj", "nsubjpass", "expl") for c in verb.children)
 
 
 #: Words that make a negated clause a bound rather than a refusal ("do not write fewer than 3 sentences").

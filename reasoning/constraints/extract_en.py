@@ -1064,7 +1064,7 @@ def _detect_flags(ctx: _Ctx) -> None:
             ctx.add(Kind.NO_COMMA, {}, *ctx.chars(left, i))
             break
     quote = re.search(
-        r"(?:wrap|enclose|put|surround|place|in)[^.]{0,60}?(?:double\s+quot\w*(?:\s+marks?)?|quotation\s+marks?)"
+        r"\b(?:wrap|enclose|put|surround|place|in)[^.]{0,60}?(?:double\s+quot\w*(?:\s+marks?)?|quotation\s+marks?)"
         r"|(?:double\s+quot\w*(?:\s+marks?)?|quotation\s+marks)[^.]{0,40}?\b(?:around|wrapping)\b",
         text, re.IGNORECASE,
     )

@@ -124,6 +124,8 @@ def test_a_named_separator_no_reader_reads_is_reported() -> None:
          {"next", "sentence", "snow"}),
         ("Write a limerick and wrap it in double quotes.", "quotation", {"wrap", "quotes"}),
         ("Put your whole poem in square brackets.", "wrap", {"whole", "brackets"}),
+        ("Write a haiku about rain in double quotation marks.", "quotation", {"quotation", "marks"}),
+        ("Write a haiku about rain and put the haiku in double quotes.", "quotation", {"haiku", "quotes"}),
         ("Open and close each sentence with the same word.", "position", {"Open", "close", "sentence"}),
         ("Don't use any word more than 3 times.", "count", {"3", "word"}),
     ],
