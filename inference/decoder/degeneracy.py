@@ -28,14 +28,17 @@ for junk (``junk``, with the ``JunkRules`` of its request):
 - a fragment: a list marker or punctuation with nothing after it, a bare
   label ("请求说明：", "Evidence:"), a sentence of fewer than three words or
   six Han characters ("证据。", "例如。"); a number, a date or a code is one
-  item, and a sentence needs two words beside its items
-  ("(2017-06-26) 2022年5月3日，港湾。" has one);
+  item, and a sentence needs two words beside its items, more than two in
+  Chinese ("(2017-06-26) 2022年5月3日，港湾。" has one, "EXP-R-102许可货值。"
+  two);
 - a sentence broken off (a budget's landing closed it where it stood): after
   a word that needs what follows it, an article, a preposition, a
   conjunction, an auxiliary ("The rules apply to.", "若货值高于。"); in
   Chinese, inside a word the request or the evidence goes on with
   ("请求上报反洗。" where they say 反洗钱), or before the number they always
-  follow it with ("EXP-R-101许可门槛。" where they say "许可门槛50000");
+  follow it with ("出口货物的许可门槛。" where they say "许可门槛50000"); or a
+  condition with no main clause ("If the nodule size is less than 6 mm.",
+  "同时，若结节大小。");
 - an echo of the request or of the evidence block's headings (nearly all of
   its word 3-grams are theirs), or of the answer so far (nearly all of its
   words lie in 3-grams of the sentences before it: "缺少结节大小。" after
@@ -120,7 +123,11 @@ _LABEL_WORDS = 4  # a sentence ending in a colon with at most this many words is
 _RARE_SINGLE = 20_000  # jieba frequency under which a Han character is rare as a word of its own
 _MARKER = re.compile(r"^\s*(?:\d+[.)、]|[-*•#]+)\s*")
 _CITE = re.compile(r"\[E\d+\]")
-_CODE_TOKEN = re.compile(r"[A-Za-z0-9]+(?:[-_./:][A-Za-z0-9]*)+")
+# A code: letters and digits joined by separators, with a digit or a capital before a separator
+# ("AML-R-024", cut short "AML-R-", "COVID-19"); not a hyphenated word, not a word before a period.
+_CODE_TOKEN = re.compile(
+    r"(?<![\w-])(?=[\w./:-]*(?:\d|[A-Z][-_/:]))[A-Za-z0-9]+(?:[-_/:][A-Za-z0-9]*|\.[A-Za-z0-9]+)+"
+)
 _LATIN_WORD = re.compile(r"[^\W\d_\u3400-\u4dbf\u4e00-\u9fff]+")
 _HAN_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 _HAN_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]+")
@@ -150,6 +157,10 @@ _OPEN_ZH = frozenset(
     ]
 )
 _LAST_WORD = re.compile(r"([A-Za-z]+)[\s\W]*$")
+# Words that open a condition: a sentence that is one such clause has no main clause.
+_CONDITION_EN = frozenset(["if", "unless", "when", "whenever", "once", "provided"])
+_CONDITION_ZH = frozenset(["若", "如果", "假如", "倘若", "如", "当", "只要", "一旦", "除非", "要是"])
+_CLAUSE = re.compile(r"[,;:，；：]")
 _SENTENCE_MARKS = " \t\n.!?;:,。！？；：，、\"'”’」』"
 
 
@@ -402,6 +413,28 @@ def _cut_word(run: str, reference: str) -> str | None:
     return str(words[-1]) if seen else None
 
 
+def _first_word(clause: str) -> tuple[str, int]:
+    """The first word of ``clause`` (lower case; a jieba word in Chinese) and its count of words."""
+    clause = clause.strip()
+    if _HAN_CHAR.match(clause[:1]):
+        words = [w for w in _jieba().lcut(clause, HMM=False) if w.strip()]
+    else:
+        words = _LATIN_WORD.findall(clause)
+    return (str(words[0]).lower(), len(words)) if words else ("", 0)
+
+
+def _condition_alone(body: str) -> str | None:
+    """The opener of a sentence that is a condition with no main clause ("If the nodule size is
+    less than 6 mm.", "同时，若结节大小。"; a one-word opening clause such as "同时" aside)."""
+    clauses = [c for c in _CLAUSE.split(body.rstrip(_SENTENCE_MARKS)) if c.strip()]
+    while len(clauses) > 1 and _first_word(clauses[0])[1] <= 1:
+        clauses = clauses[1:]
+    if len(clauses) != 1:
+        return None
+    first, _ = _first_word(clauses[0])
+    return first if first in _CONDITION_EN or first in _CONDITION_ZH else None
+
+
 def _broken_off(body: str, reference: str = "") -> str | None:
     """The word a sentence ends on when it cannot end there (see the module doc), or None.
 
@@ -451,11 +484,17 @@ def junk(step_text: str, rules: JunkRules, before: str = "") -> str | None:
     han = _HAN_CHAR.search(body) is not None
     if body.rstrip()[-1:] in (":", "：") and words + items <= _LABEL_WORDS:
         return "fragment: a bare label"
-    if words + items < _JUNK_WORDS or words < _JUNK_WORDS - 1:
+    # Beside its items a sentence needs two words, and more than two in Chinese (whose words
+    # are counted as half their characters: "EXP-R-102许可货值。" is a code and a label).
+    least = _JUNK_WORDS - 0.5 if han else _JUNK_WORDS - 1
+    if words + items < _JUNK_WORDS or words < least:
         return "fragment: too short to state anything"
     broken = _broken_off(step_text, rules.reference)
     if broken is not None:
         return f"fragment: the sentence breaks off after {broken!r}"
+    condition = _condition_alone(body)
+    if condition is not None:
+        return f"fragment: a condition ({condition!r}) with no main clause"
     own = _grams(body, _ECHO_GRAM)
     if own and sum(1 for g in own if g in rules.echo) >= _ECHO_SHARE * len(own):
         return "echo: the step repeats the request or the evidence headings"

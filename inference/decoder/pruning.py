@@ -458,7 +458,9 @@ class PruningJudge:
             opens = ends[-1].end() if ends else 0
             sentence = earlier[opens:] + text
             rules = self._junk_rules(branch)
-            if degenerate is None and free and rules is not None:
+            # A sentence the rules stated (the decision, a ground) is theirs, whoever closed it.
+            stated = self.basis is not None and any(sentence.strip() in t for t in self.basis.texts)
+            if degenerate is None and free and rules is not None and not stated:
                 # The model's own sentence must not restate the answer before it; a step the
                 # steering forced tokens into (a stated decision or ground) is the rules' own.
                 own_step = len(free) == end - start

@@ -34,15 +34,17 @@ What a sentence states, and how each item is checked:
   "escalation"). Chinese is written without spaces, and a segmenter's
   words are too coarse a unit: known words composed into a claim no source
   makes ("检查实良性肺炎": 检查, 良性, 肺炎 are each common) pass word by
-  word. So Chinese content is measured in character pairs: the sentence is
-  segmented (jieba), its stop and discourse words break it into content
-  stretches, and every adjacent pair of characters of a stretch (the pairs
-  inside words and across the joins of words) must be in the sources'
-  text; a single-character stretch counts as one unit. A sentence whose
-  content units are mostly not in the sources (less than
-  ``CONTENT_SHARE``) is unsupported, naming the missing words: a
-  paraphrase of a rule text keeps most of its words and their order, an
-  invented claim does not.
+  word, and dropping function words drops what a vague sentence claims
+  ("这是一种公众人物": this is a kind of public figure). So Chinese content
+  is measured in character pairs (``chinese_pairs``): every adjacent pair of
+  Han characters, inside words and across their joins, each of which must
+  be in the sources' text; pairs touching a discourse word ("因此", "本案")
+  are left out. A sentence whose content units are mostly not in the
+  sources (less than ``CONTENT_SHARE``) is unsupported, naming the missing
+  words: a paraphrase of a rule text keeps most of its words and their
+  order, an invented claim does not. A sentence with no content word (no
+  English word beyond stop words, no Chinese word of two characters that is
+  no stop word) states nothing to check.
 
 Every strict item (id, date, number, name) must be supported; content words
 by share. ``Support.support`` lists the evidence ids of the sources that
@@ -72,7 +74,7 @@ __all__ = [
     "Support",
     "SupportIndex",
     "chinese_names",
-    "chinese_stretches",
+    "chinese_pairs",
     "id_shapes",
     "proper_names",
     "zh_numeral",
@@ -478,21 +480,27 @@ def _name_tags() -> dict[str, str]:
     return dict(jieba.posseg.dt.word_tag_tab)
 
 
-def chinese_stretches(text: str) -> list[tuple[str, ...]]:
-    """The content stretches of ``text``'s Chinese: runs of jieba words between stop words,
-    discourse words and anything not Han, each of two characters or more (see the module doc)."""
+def chinese_pairs(text: str) -> tuple[list[tuple[str, str]], list[str]]:
+    """The character pairs of ``text``'s Chinese that carry its claim, each with the words it
+    touches (for a report), and its content words (two characters or more, no stop word).
+
+    Every adjacent pair of Han characters counts -- inside words and across their joins,
+    function words included ("这是一种…" claims a type) -- except those touching a
+    discourse word ("因此", "本案"), which says how the answer is put, not what it claims.
+    """
     jieba = _jieba()
-    out: list[tuple[str, ...]] = []
+    pairs: list[tuple[str, str]] = []
+    content: list[str] = []
     for run in _HAN_RUN.findall(text):
-        current: list[str] = []
-        for word in [*jieba.lcut(run, HMM=False), ""]:  # type: ignore[attr-defined]
-            if word and word not in ZH_STOP and word not in _ZH_DISCOURSE:
-                current.append(word)
+        words = jieba.lcut(run, HMM=False)  # type: ignore[attr-defined]
+        owner = [i for i, word in enumerate(words) for _ in word]  # the word of each character
+        content.extend(w for w in words if len(w) >= 2 and w not in ZH_STOP and w not in _ZH_DISCOURSE)
+        for k in range(len(run) - 1):
+            first, second = words[owner[k]], words[owner[k + 1]]
+            if first in _ZH_DISCOURSE or second in _ZH_DISCOURSE:
                 continue
-            if len("".join(current)) >= 2:
-                out.append(tuple(current))
-            current = []
-    return out
+            pairs.append((run[k : k + 2], first if first is second else first + second))
+    return pairs, content
 
 
 def _content_en(text: str) -> list[str]:
@@ -647,18 +655,18 @@ class SupportIndex:
                 self._credit(hits, lambda r, x=s: x in r.stems, 1)
             else:
                 absent.append(word)
-        for stretch in chinese_stretches(text):
-            joined = "".join(stretch)
-            owner = [i for i, word in enumerate(stretch) for _ in word]  # the word of each character
-            for k in range(len(joined) - 1):
-                total += 1
-                if joined[k : k + 2] in self._text:
-                    held += 1
-                else:
-                    absent.append("".join(stretch[owner[k] : owner[k + 1] + 1]))
-            for word in stretch:
-                if len(word) >= 2 and word in self._text:
-                    self._credit(hits, lambda r, x=word: x in r.lowered, 1)
+        pairs, words = chinese_pairs(text)
+        if not en and not words:
+            return None, []  # nothing the sentence claims: no content word
+        for pair, touched in pairs:
+            total += 1
+            if pair in self._text:
+                held += 1
+            else:
+                absent.append(touched)
+        for word in words:
+            if word in self._text:
+                self._credit(hits, lambda r, x=word: x in r.lowered, 1)
         if not total:
             return None, []
         return held / total, list(dict.fromkeys(absent))

@@ -272,6 +272,10 @@ JUNK_RULES = junk_rules(
         ("同时，若货值高于。", "fragment: the sentence breaks off after '高于'"),
         ("The rules apply to transfers to.", "fragment: the sentence breaks off after 'to'"),
         ("The licence is required because.", "fragment: the sentence breaks off after 'because'"),
+        # A condition with no main clause; a code and a two-word label.
+        ("If the nodule size is less than 6 mm.", "fragment: a condition ('if') with no main clause"),
+        ("同时，若结节大小。", "fragment: a condition ('若') with no main clause"),
+        ("EXP-R-102许可货值。", "fragment: too short"),
     ],
 )
 def test_junk_sentences_of_a_domain_answer(sentence: str, reason: str) -> None:
@@ -288,6 +292,10 @@ def test_junk_sentences_of_a_domain_answer(sentence: str, reason: str) -> None:
         "本案需要出口许可证，依据[E5]。",  # it ends on what it cites
         "这笔货物是从诺德科技公司发运的。",
         "Escalation to the MLRO is required [E2].",
+        "AML-R-017 requires escalation.",
+        "This case requires a multi-step escalation to the MLRO.",
+        "If the nodule size is at least 6 mm, Fleischner 2017 applies [E12].",
+        "若结节大小不低于6 mm，则适用Fleischner 2017[E13]。",
     ],
 )
 def test_a_short_complete_sentence_is_no_junk(sentence: str) -> None:
@@ -317,5 +325,5 @@ def test_pieces_of_the_answer_put_back_together_restate_it() -> None:
     before = "缺少货值，规则无法判定本案。若货值高于50,000，则适用EXP-R-102，本案需要出口许可证[E4]。"
     assert junk("缺少货值，则适用。", rules, before) == "echo: the sentence restates the answer before it"
     # A relation the evidence always gives a value, written without one.
-    assert junk("EXP-R-101许可门槛。", rules) == "fragment: the sentence breaks off after '门槛'"
+    assert junk("出口货物的许可门槛。", rules) == "fragment: the sentence breaks off after '门槛'"
     assert junk("流明仪器公司是这批传感器的收货人。", rules, before) is None

@@ -92,6 +92,10 @@ def test_chinese_content_is_measured_in_character_pairs(zh: SupportIndex) -> Non
     # four of five words are held, but most of the character pairs are new.
     composed = zh.check("跨境转账涉及政治慈善。")
     assert not composed.supported and "政治慈善" in composed.unsupported, composed
+    # Function words say what a vague sentence claims ("this is a kind of public figure"): its
+    # only content word is held, its claim is not.
+    assert not zh.check("这是一种公众人物。").supported
+    assert zh.check("乔恩·多伊是政治公众人物，因此需要上报MLRO。").supported
     # A paraphrase that reorders a rule text's phrases keeps its pairs.
     assert zh.check("超过100万欧元、涉及高风险司法管辖区的跨境转账须上报MLRO。").supported
 
