@@ -487,7 +487,11 @@ def _unit_of(noun: Token) -> str | None:
             return None
         node = objects[0]
     lemma = node.lemma_.lower()
-    before = [t.lemma_.lower() for t in node.doc[max(node.left_edge.i, node.i - 4): node.i]]
+    doc = node.doc
+    joined = node.i >= 2 and doc[node.i - 1].text == "-" and not doc[node.i - 1].whitespace_ \
+        and not doc[node.i - 2].whitespace_  # "sub-bullets": the hyphen's first part is the noun's own
+    before = [t.lemma_.lower() for t in doc[min(node.i - 2 if joined else node.i, max(node.left_edge.i, node.i - 4)):
+                                            node.i]]
     words = (*before, lemma)
     for size in range(len(words), 0, -1):
         entry = EN_UNITS.get(words[-size:])
@@ -513,13 +517,22 @@ def _counted_noun(token: Token) -> Token | None:
             break
         node = node.head
         if node.pos_ in ("NOUN", "PROPN"):
-            return node
+            return _compound_end(node)
     for nxt in token.doc[token.i + 1: token.i + 5]:
         if nxt.pos_ in ("NOUN", "PROPN"):
-            return nxt
+            return _compound_end(nxt)
         if nxt.pos_ in ("VERB", "AUX", "ADP", "PUNCT") and nxt.text != "-":
             break
     return None
+
+
+def _compound_end(noun: Token) -> Token:
+    """The last noun of a hyphenated compound starting at ``noun`` ("sub-bullets": bullets)."""
+    doc = noun.doc
+    while noun.i + 2 < len(doc) and doc[noun.i + 1].text == "-" and not noun.whitespace_ \
+            and not doc[noun.i + 1].whitespace_ and doc[noun.i + 2].pos_ in ("NOUN", "PROPN"):
+        noun = doc[noun.i + 2]
+    return noun
 
 
 class _Need(msgspec.Struct, frozen=True, kw_only=True):
@@ -965,6 +978,23 @@ def _accounts(need: _Need, carried: _Carries) -> bool:
     return False
 
 
+def _per_piece(need: _Need, needs: Sequence[_Need], carried: _Carries) -> bool:
+    """Whether a reading carrying a count of sub-items (or of what no unit names) holds it per piece where the
+    clause counts it under every piece of a list or text ("at least three sub-bullets under every bullet point"
+    is no total of three)."""
+    if need.what != "quantity" or carried.whole or need.unit not in ("nested_bullets", "*") or carried.filtered:
+        return True
+    every = {n.unit for n in needs if n.what == "unit" and n.unit in _PIECE_UNITS and n.unit != need.unit
+             and n.text != _LAID_OUT}
+    held = {u for p in carried.per for u in (p, *_SAME_PIECES.get(p, ()))}
+    return not every or bool(every & held)
+
+
+#: Pieces a reading per one of them holds per the other too (a bullet is a line of the list).
+_SAME_PIECES: Mapping[str, tuple[str, ...]] = {"lines": ("bullets",), "bullets": ("lines",),
+                                               "paragraphs": ("sections",), "sections": ("paragraphs",)}
+
+
 def _word_span(token: Token, prompt: str) -> Span:
     return Span(start=token.idx, end=token.idx + len(token), text=prompt[token.idx: token.idx + len(token)])
 
@@ -1040,7 +1070,7 @@ def account_readings(doc: Doc | None, text: str, prompt: str, found: Sequence[Fo
                 members.remove(i)
         open_needs: list[_Need] = []
         for need in needs:
-            takers = [i for i in members if _accounts(need, carried[i])]
+            takers = [i for i in members if _accounts(need, carried[i]) and _per_piece(need, needs, carried[i])]
             if not takers and need.what in ("quantity", "unit") and need.unit != "*" and any(
                     _accounts(need, c) for i, c in enumerate(carried) if i not in members and i not in dropped_ids):
                 continue  # the clause restates what another clause asked ("your one-sentence answer")

@@ -14,8 +14,9 @@ grammar; the verifier matches the answer against it.
 The table readers take such a request for a Markdown table (a header row,
 a ``---`` rule) and the number for a count of lines (共3行: the header makes
 it 4), which steer away from CSV; those readings in the request's
-sentences are dropped. CSV without named columns is left to them and to the
-unrecognised report.
+sentences are dropped. CSV without named columns is no pattern; a Markdown
+table read from its sentence is dropped too (it steers away from CSV), and the
+sentence is left to the unrecognised report.
 """
 
 from __future__ import annotations
@@ -99,10 +100,14 @@ def detect_csv(ctx: _Ctx) -> None:
     if csv is None or _AS_CSV.search(text) is None:
         return
     columns_at = _COLUMNS.search(text, max(0, csv.start() - 200))
-    if columns_at is None:
-        return
-    columns = _trim(_cells(columns_at.group("list")))
-    if len(columns) < 2:
+    columns = _trim(_cells(columns_at.group("list"))) if columns_at is not None else []
+    if columns_at is None or len(columns) < 2:
+        # CSV asked without its columns: a Markdown table read from the same sentence steers away from CSV
+        begin = max(text.rfind(c, 0, csv.start()) for c in ".!?\n") + 1
+        stops = [i for i in (text.find(c, csv.end()) for c in ".!?\n") if i >= 0]
+        end = min(stops) if stops else len(text)
+        ctx.found = [f for f in ctx.found if not (f.kind is Kind.STRUCTURE and f.params.get("layout") == "table"
+                                                  and overlaps(f, begin, end))]
         return
     rows_at = _ROWS.search(text) or _ITEMS.search(text, max(0, csv.start() - 200))
     rows = None

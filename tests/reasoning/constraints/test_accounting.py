@@ -83,6 +83,12 @@ def _inside(span_start: int, span_end: int, start: int, end: int) -> bool:
         (("Write a short poem for my niece that uses at least five different words starting with a consonant "
          "cluster, like 'tree', 'plum' or 'snow'."), "starting with a consonant cluster"),
         ("Use at least ten words that start with a vowel.", "Use at least ten words that start with a vowel."),
+        # a count of sub-items under every item is no total
+        ("Use at least three sub-bullets under every bullet point.",
+         "Use at least three sub-bullets under every bullet point."),
+        # CSV asked without its columns is no Markdown table
+        ("Write a table as CSV where every cell containing a comma is wrapped in double quotes.",
+         "Write a table as CSV"),
         # a common noun after "a" describes the text placed; it is not the text
         ("Write about apples. Finish with a short joke.", "Finish with a short joke."),
         ("Start each bullet with a label in capitals.", "Start each bullet with a label in capitals."),
