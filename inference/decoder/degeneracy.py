@@ -36,7 +36,10 @@ for junk (``junk``, with the ``JunkRules`` of its request):
   conjunction, an auxiliary ("The rules apply to.", "若货值高于。"); in
   Chinese, inside a word the request or the evidence goes on with
   ("请求上报反洗。" where they say 反洗钱), or before the number they always
-  follow it with ("出口货物的许可门槛。" where they say "许可门槛50000"); or a
+  follow it with ("出口货物的许可门槛。" where they say "许可门槛50000"); in
+  English, inside a term the references always go on with a content word
+  ("AML-R-017 applies to politically exposed." where they say "politically
+  exposed person"); or a
   condition with no main clause ("If the nodule size is less than 6 mm.",
   "同时，若结节大小。");
 - an echo of the request or of the evidence block's headings (nearly all of
@@ -68,6 +71,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
+
+from spacy.lang.en.stop_words import STOP_WORDS as EN_STOP
 
 from inference.decoder.vocab import letter_script
 from reasoning.constraints.model import Constraint, Kind
@@ -157,6 +162,8 @@ _OPEN_ZH = frozenset(
     ]
 )
 _LAST_WORD = re.compile(r"([A-Za-z]+)[\s\W]*$")
+_EN_WORD = re.compile(r"[A-Za-z0-9][\w'-]*")
+_NEXT_WORD = re.compile(r"[ \t]+([A-Za-z][\w'-]*)")
 # Words that open a condition: a sentence that is one such clause has no main clause.
 _CONDITION_EN = frozenset(["if", "unless", "when", "whenever", "once", "provided"])
 _CONDITION_ZH = frozenset(["若", "如果", "假如", "倘若", "如", "当", "只要", "一旦", "除非", "要是"])
@@ -435,6 +442,24 @@ def _condition_alone(body: str) -> str | None:
     return first if first in _CONDITION_EN or first in _CONDITION_ZH else None
 
 
+def _cut_term(text: str, reference: str) -> str | None:
+    """The last word of an English sentence that ends inside a term: its last two words occur
+    in ``reference``, and everywhere they do, a content word follows them ("politically
+    exposed" of "politically exposed person", "the Financial" of "the Financial Intelligence
+    Unit"); one occurrence followed by a mark or a function word ("due diligence and") ends it."""
+    words = _EN_WORD.findall(text)
+    if len(words) < 2:
+        return None
+    tail = r"\s+".join(re.escape(w) for w in words[-2:])
+    seen = False
+    for m in re.finditer(rf"(?<![\w-]){tail}(?![\w-])", reference, re.IGNORECASE):
+        after = _NEXT_WORD.match(reference, m.end())
+        if after is None or after.group(1).lower() in EN_STOP:
+            return None
+        seen = True
+    return words[-1] if seen else None
+
+
 def _broken_off(body: str, reference: str = "") -> str | None:
     """The word a sentence ends on when it cannot end there (see the module doc), or None.
 
@@ -453,7 +478,7 @@ def _broken_off(body: str, reference: str = "") -> str | None:
     m = _LAST_WORD.search(text)
     if m is not None and m.end(1) == len(text) and m.group(1).lower() in _OPEN_EN:
         return m.group(1)
-    return None
+    return _cut_term(text, reference) if reference else None
 
 
 def _restates(body: str, before: str) -> bool:

@@ -327,3 +327,19 @@ def test_pieces_of_the_answer_put_back_together_restate_it() -> None:
     # A relation the evidence always gives a value, written without one.
     assert junk("出口货物的许可门槛。", rules) == "fragment: the sentence breaks off after '门槛'"
     assert junk("流明仪器公司是这批传感器的收货人。", rules, before) is None
+
+
+def test_an_english_sentence_closed_inside_a_term_is_broken_off() -> None:
+    reference = ("Lena Park is a politically exposed person. Transfers to or from a politically exposed "
+                 "person require enhanced due diligence and escalation to the MLRO. AML-R-003 requires "
+                 "a report to the Financial Intelligence Unit.")
+    rules = junk_rules("Acme Ltd sent EUR 500,000 to Lena Park. Should this be escalated?", (), reference)
+    assert junk("AML-R-017 applies to politically exposed.", rules) == (
+        "fragment: the sentence breaks off after 'exposed'"
+    )
+    assert junk("The action is reported to the Financial.", rules) == (
+        "fragment: the sentence breaks off after 'Financial'"
+    )
+    # A term that ends where the references go on with a function word ("due diligence and").
+    assert junk("The transfer requires enhanced due diligence.", rules) is None
+    assert junk("Lena Park is a politically exposed person.", rules) is None
