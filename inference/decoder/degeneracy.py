@@ -35,8 +35,9 @@ for junk (``junk``, with the ``JunkRules`` of its request):
   a word that needs what follows it, an article, a preposition, a
   conjunction, an auxiliary ("The rules apply to.", "若货值高于。"); in
   Chinese, inside a word the request or the evidence goes on with
-  ("请求上报反洗。" where they say 反洗钱), or before the number they always
-  follow it with ("出口货物的许可门槛。" where they say "许可门槛50000"); in
+  ("请求上报反洗。" where they say 反洗钱) or before the content word they
+  always follow it with ("请求上报反洗钱。" where they say 反洗钱报告官), or
+  before the number they always follow it with ("出口货物的许可门槛。" where they say "许可门槛50000"); in
   English, inside a term the references always go on with a content word
   ("AML-R-017 applies to politically exposed." where they say "politically
   exposed person"); or a
@@ -73,6 +74,7 @@ from functools import lru_cache
 from typing import Any
 
 from spacy.lang.en.stop_words import STOP_WORDS as EN_STOP
+from spacy.lang.zh.stop_words import STOP_WORDS as ZH_STOP
 
 from inference.decoder.vocab import letter_script
 from reasoning.constraints.model import Constraint, Kind
@@ -395,8 +397,10 @@ def _garbled(text: str, reference: str) -> str | None:
 def _cut_word(run: str, reference: str) -> str | None:
     """The end of a Chinese sentence's last run where the budget cut it short: its last two
     words occur in ``reference``, and everywhere they do, a word of the reference goes on
-    past their end ("上报反洗" in "上报反洗钱报告官": 反洗钱) or a number follows at once
-    (a relation without its value: "许可门槛" in "EXP-R-102许可门槛50000")."""
+    past their end ("上报反洗" in "上报反洗钱报告官": 反洗钱), a content word follows them
+    (a term cut short: "上报反洗钱" of "上报反洗钱报告官") or a number follows at once (a
+    relation without its value: "许可门槛" in "EXP-R-102许可门槛50000"). One occurrence
+    followed by a mark, a function word or nothing of its run ends it."""
     jieba = _jieba()
     words = jieba.lcut(run, HMM=False)
     tail = "".join(words[-2:])
@@ -410,12 +414,17 @@ def _cut_word(run: str, reference: str) -> str | None:
             continue
         host = next(h for h in _HAN_RUN.finditer(reference) if h.start() <= m.start() < h.end())
         at = host.start()
-        for word in jieba.lcut(host.group(0), HMM=False):
+        hosted = jieba.lcut(host.group(0), HMM=False)
+        for k, word in enumerate(hosted):
             if at < end < at + len(word):
                 seen = True
                 break
             if at + len(word) >= end:
-                return None  # here the tail ends where a word ends
+                after = hosted[k + 1] if k + 1 < len(hosted) else ""
+                if not after or after in ZH_STOP:
+                    return None  # here the tail ends where a word ends
+                seen = True
+                break
             at += len(word)
     return str(words[-1]) if seen else None
 

@@ -318,6 +318,12 @@ def test_a_chinese_sentence_closed_inside_a_word_is_broken_off() -> None:
     for sentence, cut in (("请求上报反洗。", "反洗"), ("跨境转账须向金融情。", "情")):
         assert junk(sentence, rules) == f"fragment: the sentence breaks off after {cut!r}"
     assert junk("跨境转账须向金融情报机构报告。", rules) is None
+    # A term the references always go on with a content word (反洗钱报告官, 金融情报机构报告).
+    for sentence, cut in (("请求上报反洗钱。", "反洗钱"), ("跨境转账须向金融情报机构。", "情报机构")):
+        assert junk(sentence, rules) == f"fragment: the sentence breaks off after {cut!r}"
+    # Where they also end it (a mark, a function word), it ends there.
+    ends = junk_rules("林娜需要上报吗？", (), "AML-R-017比对政治公众人物名单。林娜是政治公众人物。")
+    assert junk("林娜是政治公众人物。", ends) is None
 
 
 def test_pieces_of_the_answer_put_back_together_restate_it() -> None:
