@@ -133,7 +133,7 @@ _CITE = re.compile(r"\[E\d+\]")
 # A code: letters and digits joined by separators, with a digit or a capital before a separator
 # ("AML-R-024", cut short "AML-R-", "COVID-19"); not a hyphenated word, not a word before a period.
 _CODE_TOKEN = re.compile(
-    r"(?<![\w-])(?=[\w./:-]*(?:\d|[A-Z][-_/:]))[A-Za-z0-9]+(?:[-_/:][A-Za-z0-9]*|\.[A-Za-z0-9]+)+"
+    r"(?<![A-Za-z0-9_-])(?=[\w./:-]*(?:\d|[A-Z][-_/:]))[A-Za-z0-9]+(?:[-_/:][A-Za-z0-9]*|\.[A-Za-z0-9]+)+"
 )
 _LATIN_WORD = re.compile(r"[^\W\d_\u3400-\u4dbf\u4e00-\u9fff]+")
 _HAN_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
@@ -439,6 +439,15 @@ def _first_word(clause: str) -> tuple[str, int]:
     return (str(words[0]).lower(), len(words)) if words else ("", 0)
 
 
+def _all_clauses_short(body: str) -> bool:
+    """Whether every clause of an English sentence has fewer than three words and items
+    ("In 2021, Lena Park.": pieces, no clause)."""
+    clauses = [c for c in _CLAUSE.split(body.rstrip(_SENTENCE_MARKS)) if c.strip()]
+    return len(clauses) > 1 and all(
+        len(_LATIN_WORD.findall(c)) + len(re.findall(r"\d+", c)) < _JUNK_WORDS for c in clauses
+    )
+
+
 def _condition_alone(body: str) -> str | None:
     """The opener of a sentence that is a condition with no main clause ("If the nodule size is
     less than 6 mm.", "同时，若结节大小。"; a one-word opening clause such as "同时" aside)."""
@@ -529,6 +538,8 @@ def junk(step_text: str, rules: JunkRules, before: str = "") -> str | None:
     condition = _condition_alone(body)
     if condition is not None:
         return f"fragment: a condition ({condition!r}) with no main clause"
+    if not han and _all_clauses_short(body):
+        return "fragment: no clause of three words"
     own = _grams(body, _ECHO_GRAM)
     if own and sum(1 for g in own if g in rules.echo) >= _ECHO_SHARE * len(own):
         return "echo: the step repeats the request or the evidence headings"

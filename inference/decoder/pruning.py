@@ -141,6 +141,8 @@ _HAS_WORD = re.compile(r"[^\W\d_]", re.UNICODE)
 _DEGENERATE = "degenerate step: "  # how the entropy rule names a junk step
 _RULE_CLASS = "urn:tenet:rule-id"  # the class the counterfactual swaps give the ontology's rule ids
 _SENTENCE_END = re.compile(r"[.!?。！？\n]")
+#: Content share a sentence restating a concluded action still needs (``CONTENT_SHARE`` otherwise).
+_RESTATED_SHARE = 0.4
 
 
 @dataclass(frozen=True)
@@ -202,6 +204,8 @@ class StepFacts:
     support: tuple[str, ...] = ()
     #: The ids, numbers, dates and names among ``unsupported``.
     strict: tuple[str, ...] = ()
+    #: The share of its content units the sources hold (None: no content word, or not judged).
+    content_share: float | None = None
     contrast: float | None = None
     contrast_kind: str | None = None
     contrast_variant: str | None = None
@@ -495,6 +499,7 @@ class PruningJudge:
             supported=verdict.supported if verdict is not None else None,
             support=verdict.support if verdict is not None else (),
             strict=verdict.strict if verdict is not None else (),
+            content_share=verdict.content_share if verdict is not None else None,
         )
 
     def _earlier(self, tokens: Sequence[int], start: int) -> tuple[str, frozenset[str], Said]:
@@ -575,9 +580,16 @@ class PruningJudge:
                 self.claims_contradicted += 1
                 return "semantic", f"contradicts the decision: {reading.contradiction}", facts
         has_evidence = branch < len(self.branches) and bool(self.branches[branch].facts)
-        if facts.supported is False and facts.restates and not facts.strict:
+        if (
+            facts.supported is False
+            and facts.restates
+            and not facts.strict
+            and (facts.content_share is None or facts.content_share >= _RESTATED_SHARE)
+        ):
             # It states what the rules concluded: the decision holds its words; only its
-            # ids, numbers, dates and names still need a source.
+            # ids, numbers, dates and names still need a source, and a fair part of its
+            # content (a concluded action named amid claims no source holds is no restatement:
+            # '以上是阿克米的上报。').
             facts = replace(facts, supported=True, unsupported=())
         if facts.supported is False:
             detail = "unsupported: no evidence, rule, decision or request holds " + ", ".join(

@@ -19,7 +19,7 @@ from inference.decoder.degeneracy import (
     said,
 )
 from inference.decoder.options import DecodeOptions
-from inference.decoder.pruning import PruningJudge
+from inference.decoder.pruning import PruningJudge, StepFacts
 from inference.decoder.runner import ModelRunner
 from inference.loader import LoadedModel
 from inference.prompting import instruction_sentences, plan_prompt
@@ -349,3 +349,25 @@ def test_an_english_sentence_closed_inside_a_term_is_broken_off() -> None:
     # A term that ends where the references go on with a function word ("due diligence and").
     assert junk("The transfer requires enhanced due diligence.", rules) is None
     assert junk("Lena Park is a politically exposed person.", rules) is None
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    ["AML-R-017规则编号AML-R-017。", "这将在EXP-R-102许。", "In 2021, Lena Park."],
+)
+def test_codes_after_han_characters_and_clauses_of_pieces_are_fragments(sentence: str) -> None:
+    why = junk(sentence, JUNK_RULES)
+    assert why is not None and why.startswith("fragment"), why
+
+
+def test_a_restated_action_excuses_a_sentences_words_only_when_enough_are_held(tokenizer: Any) -> None:
+    judge = PruningJudge(
+        tokenizer=tokenizer, runner=None, constraints=[], branches=[], options=DecodeOptions(),  # type: ignore[arg-type]
+        stats=SearchStats(), verify=verify, language="zh",
+    )
+    # It names a concluded action (上报) amid words no source holds: still unsupported.
+    vague = StepFacts(text="以上是阿克米的上报。", supported=False, restates=True, content_share=0.375,
+                      unsupported=("以上",))
+    assert judge._rule(0, vague)[0] == "evidence"
+    kept = StepFacts(text="本案须上报反洗钱报告官。", supported=False, restates=True, content_share=0.5)
+    assert judge._rule(0, kept)[0] is None
