@@ -177,8 +177,9 @@ class Support(msgspec.Struct, frozen=True, kw_only=True):
     content_share: float | None = None
     #: The ids, dates, numbers and names among ``unsupported`` (what content words cannot excuse).
     strict: tuple[str, ...] = ()
-    #: A complete sentence with nothing to check: no id, date, number, name or content word
-    #: ("其他方面都可。", "That is all."): it states nothing the sources could hold.
+    #: A complete sentence with nothing to check: no id, name or content word, at most
+    #: numbers and dates held ("其他方面都可。", "That is all.", "这将在第二天。"): it states
+    #: nothing the sources could hold.
     empty: bool = False
 
 
@@ -619,10 +620,8 @@ class SupportIndex:
                 missing.append(cores[-1])
         strict = (*invented, *missing)
         share: float | None = None
-        checked = bool(
-            id_spans or dates or strict or terms or _quantities(text, skip)
-            or proper_names(text) or chinese_names(text)
-        )
+        # A number or date alone claims nothing ("这将在第二天。"): it needs a word to be about.
+        checked = bool(id_spans or strict or terms or proper_names(text) or chinese_names(text))
         if complete:
             # Ids and Chinese numerals are judged above, not as content ("两百万" is a quantity).
             blank = [*id_spans, *((a, b) for a, b, _ in _zh_numerals(text))]

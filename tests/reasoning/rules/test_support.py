@@ -116,3 +116,12 @@ def test_chinese_names_the_dictionary_tags(zh: SupportIndex) -> None:
     assert zh.check("王小明是政治公众人物。").strict == ("王小明",)
     assert "德国" in zh.check("乔恩·多伊向德国转账。").strict
     assert zh.check("乔恩·多伊向塞浦路斯转账。").supported
+
+
+def test_a_sentence_with_nothing_to_be_about_is_empty(zh: SupportIndex, en: SupportIndex) -> None:
+    # No content word, no id, no name: a held number alone states nothing ("on the second day").
+    held = SupportIndex([Source(text="诺德科技公司发运价值2万欧元的传感器。")])
+    verdict = held.check("这将在第二天。")
+    assert verdict.supported and verdict.empty, verdict
+    assert en.check("That is all.").empty
+    assert not zh.check("金额为200万欧元。").empty
