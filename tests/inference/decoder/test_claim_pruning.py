@@ -24,17 +24,19 @@ from dataclasses import dataclass
 import pytest
 import torch
 
-from inference.decisions import claim_guard
+from inference.decisions import claim_guard, support_basis
 from inference.decoder.decode import DecodeResult, decode
 from inference.decoder.options import DecodeOptions
-from inference.decoder.pruning import ClaimGuard
+from inference.decoder.pruning import ClaimGuard, SupportBasis
 from inference.loader import LoadedModel
 from inference.prompting import plan_prompt
 from reasoning.confidence import CONTRADICTION_CAP, UNSUPPORTED_CAP
 from reasoning.evidence.bundled import bundled_domains
+from reasoning.evidence.index import OntologyIndex
 from reasoning.evidence.ingest import ingest_ontology
 from reasoning.evidence.model import EvidenceFact, EvidenceSubgraph
 from reasoning.rules.decide import DecisionEngine
+from reasoning.rules.model import Decision
 from tests.inference.decoder.steering_doubles import Push
 
 pytestmark = [pytest.mark.model, pytest.mark.usefixtures("one_torch_thread")]
@@ -46,13 +48,24 @@ _DENIED = re.compile(r"\bnot\s+be\s+escalat", re.IGNORECASE)
 
 
 @pytest.fixture(scope="module")
-def guard() -> ClaimGuard:
+def domain() -> tuple[OntologyIndex, Decision]:
     data = dict(bundled_domains())["aml"].read_bytes()
     index = ingest_ontology(data, "text/turtle").index.with_version("aml-claims-test")
     decision = DecisionEngine(index).decide(CASE)
     assert decision.status == "decided"
     assert any("escalat" in c.action_label_en for c in decision.conclusions)
-    return claim_guard(decision, index)
+    return index, decision
+
+
+@pytest.fixture(scope="module")
+def guard(domain: tuple[OntologyIndex, Decision]) -> ClaimGuard:
+    return claim_guard(domain[1], domain[0])
+
+
+@pytest.fixture(scope="module")
+def basis(domain: tuple[OntologyIndex, Decision]) -> SupportBasis:
+    """What a decided answer may rest on beside its evidence, as the pipeline passes it."""
+    return support_basis(domain[1], domain[0], "en")
 
 
 def _view(view: str, relevance: float) -> EvidenceSubgraph:
@@ -70,7 +83,8 @@ def _view(view: str, relevance: float) -> EvidenceSubgraph:
     return EvidenceSubgraph(view=view, relevance=relevance, seeds=(), facts=(fact,))
 
 
-def _decode(lm: LoadedModel, targets: list[str], guard: ClaimGuard, *, prune: bool) -> DecodeResult:
+def _decode(lm: LoadedModel, targets: list[str], guard: ClaimGuard, *, prune: bool,
+            basis: SupportBasis | None = None) -> DecodeResult:
     tok = lm.tokenizer
     views = [_view("fund_flow", 1.0), _view("parties", 0.5)][: len(targets)]
     ids = [list(tok(t, add_special_tokens=False)["input_ids"]) for t in targets]
@@ -82,6 +96,7 @@ def _decode(lm: LoadedModel, targets: list[str], guard: ClaimGuard, *, prune: bo
         options=DecodeOptions(width=1, max_new_tokens=max(len(t) for t in ids) + 6, prune=prune),
         request_text=CASE,
         claims=guard,
+        basis=basis,
     )
 
 
@@ -98,10 +113,10 @@ def test_a_step_that_denies_the_conclusion_is_pruned_and_repaired(
 
 
 def test_unpruned_a_denial_is_flagged_lowered_and_ranked_below(
-    loaded_model: LoadedModel, guard: ClaimGuard
+    loaded_model: LoadedModel, guard: ClaimGuard, basis: SupportBasis
 ) -> None:
     # The denying branch has the higher relevance; only the claim check can rank it below.
-    result = _decode(loaded_model, [DENIAL, AFFIRMATION], guard, prune=False)
+    result = _decode(loaded_model, [DENIAL, AFFIRMATION], guard, prune=False, basis=basis)
     assert result.pruning.pruned == {} and result.pruning.repairs == 0
     assert result.pruning.claims_contradicted >= 1
     denying, affirming = result.branches
