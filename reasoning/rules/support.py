@@ -65,6 +65,7 @@ import msgspec
 from spacy.lang.en.stop_words import STOP_WORDS as EN_STOP
 from spacy.lang.zh.stop_words import STOP_WORDS as ZH_STOP
 
+from reasoning.nlp import jieba_segmenter
 from reasoning.rules.claims import stem
 
 __all__ = [
@@ -334,7 +335,7 @@ def chinese_names(text: str) -> tuple[str, ...]:
     tags = _name_tags()
     for run in _HAN_RUN.finditer(text):
         at = run.start()
-        for word in _jieba().lcut(run.group(0), HMM=False):  # type: ignore[attr-defined]
+        for word in jieba_segmenter().lcut(run.group(0), HMM=False):
             own = set(range(at, at + len(word)))
             if len(word) >= 2 and not own & taken and tags.get(word) in _NAME_TAGS:
                 found[word] = None
@@ -464,18 +465,9 @@ def _quantities(text: str, skip: Sequence[tuple[int, int]]) -> list[tuple[str, f
 
 
 @lru_cache(maxsize=1)
-def _jieba() -> object:
-    import jieba
-
-    jieba.setLogLevel(60)
-    jieba.initialize()
-    return jieba
-
-
-@lru_cache(maxsize=1)
 def _name_tags() -> dict[str, str]:
     """The part-of-speech tag of every word of jieba's dictionary."""
-    _jieba()
+    jieba_segmenter()
     import jieba.posseg
 
     return dict(jieba.posseg.dt.word_tag_tab)
@@ -489,11 +481,11 @@ def chinese_pairs(text: str) -> tuple[list[tuple[str, str]], list[str]]:
     function words included ("这是一种…" claims a type) -- except those touching a
     discourse word ("因此", "本案"), which says how the answer is put, not what it claims.
     """
-    jieba = _jieba()
+    jieba = jieba_segmenter()
     pairs: list[tuple[str, str]] = []
     content: list[str] = []
     for run in _HAN_RUN.findall(text):
-        words = jieba.lcut(run, HMM=False)  # type: ignore[attr-defined]
+        words = jieba.lcut(run, HMM=False)
         owner = [i for i, word in enumerate(words) for _ in word]  # the word of each character
         content.extend(w for w in words if len(w) >= 2 and w not in ZH_STOP and w not in _ZH_DISCOURSE)
         for k in range(len(run) - 1):
