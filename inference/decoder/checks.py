@@ -41,6 +41,7 @@ ontology class, ``lexicon``), then the negated action.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -265,10 +266,7 @@ class CheckScheduler:
                 continue
             ids = list(prefix[start:end])
             aligned = _aligned(ids, self.decode, self.encode, self._ranked(key[1]))
-            costs = [
-                row_cost(ids, [v for _, v in aligned[:k]], _LOOKAHEAD)
-                for k in range(1, len(aligned) + 1)
-            ]
+            costs = _prefix_costs(ids, aligned)
             take = self._take(costs, left)
             if take == 0:
                 # Still short (or nothing aligns over the row): it stays deferred.
@@ -342,10 +340,7 @@ class CheckScheduler:
         aligned = _aligned(ids, self.decode, self.encode, found)
         if not aligned:
             return self._over_prompt(branch, self.decode(ids).strip(), found)
-        costs = [
-            row_cost(ids, [v for _, v in aligned[:k]], _LOOKAHEAD)
-            for k in range(1, len(aligned) + 1)
-        ]
+        costs = _prefix_costs(ids, aligned)
         take = self._take(costs)
         if take == 0:
             return None
@@ -439,3 +434,9 @@ def _aligned(
 def _suffix(decode: Callable[[Sequence[int]], str], ids: Sequence[int], k: int, text: str) -> bool:
     """The claim's tokens from ``k`` on decode to the end of its text (a clean token boundary)."""
     return k == len(ids) or text.endswith(decode(ids[k:]))
+
+
+def _prefix_costs(ids: Sequence[int], aligned: Sequence[tuple[Variant, list[int]]]) -> list[int]:
+    """The cost of scoring the first 1, 2, ... of ``aligned``'s variants over the claim ``ids``
+    (``row_cost`` is a sum over variants, so the costs accumulate)."""
+    return list(itertools.accumulate(row_cost(ids, [v], _LOOKAHEAD) for _, v in aligned))
