@@ -70,6 +70,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from spacy.lang.en.stop_words import STOP_WORDS as EN_STOP
 from spacy.lang.zh.stop_words import STOP_WORDS as ZH_STOP
@@ -402,9 +403,7 @@ def _cut_word(run: str, reference: str) -> str | None:
         if reference[end : end + 1].isdigit():
             seen = True
             continue
-        host = next(h for h in _HAN_RUN.finditer(reference) if h.start() <= m.start() < h.end())
-        at = host.start()
-        hosted = jieba.lcut(host.group(0), HMM=False)
+        at, hosted = next((a, w) for a, b, w in _han_words(reference) if a <= m.start() < b)
         for k, word in enumerate(hosted):
             if at < end < at + len(word):
                 seen = True
@@ -489,12 +488,28 @@ def _broken_off(body: str, reference: str = "") -> str | None:
     return _cut_term(text, reference) if reference else None
 
 
+@lru_cache(maxsize=256)
+def _han_words(text: str) -> tuple[tuple[int, int, tuple[str, ...]], ...]:
+    """Each Han run of ``text`` (a request's fixed reference: asked again for every sentence
+    of every beam) with its start, end and jieba words."""
+    jieba = jieba_segmenter()
+    return tuple(
+        (m.start(), m.end(), tuple(jieba.lcut(m.group(0), HMM=False))) for m in _HAN_RUN.finditer(text)
+    )
+
+
+@lru_cache(maxsize=256)
+def _answer_grams(before: str) -> frozenset[tuple[str, ...]]:
+    """The word 3-grams of the answer so far (beams sharing a prefix ask for the same one)."""
+    return frozenset(_grams(_CITE.sub(" ", before), _ECHO_GRAM))
+
+
 def _restates(body: str, before: str) -> bool:
     """Whether nearly all (80 %) of the words or Han characters of ``body`` lie in a 3-gram
     the answer ``before`` it holds: pieces of earlier sentences put back together
     ("缺少货值，则适用。" after "缺少货值，…则适用EXP-R-102…") restate them."""
     tokens = _copy_tokens(body)
-    earlier = frozenset(_grams(_CITE.sub(" ", before), _ECHO_GRAM))
+    earlier = _answer_grams(before)
     covered = [False] * len(tokens)
     for i in range(len(tokens) - _ECHO_GRAM + 1):
         if tuple(tokens[i : i + _ECHO_GRAM]) in earlier:
