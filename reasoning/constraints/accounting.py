@@ -1397,12 +1397,6 @@ def _carries_number(carried: _Carries, value: float) -> bool:
     return value >= 8 and any(abs(n - value) <= 0.25 * value for n in carried.numbers)
 
 
-def _zh_value(raw: str) -> int | None:
-    if raw.isdigit():
-        return int(raw)
-    return parse_zh_number(raw)
-
-
 def _chinese(text: str, prompt: str, found: Sequence[Found], carried: Sequence[_Carries],
              dropped: set[int]) -> list[tuple[int | None, Span, tuple[Span, ...]]]:
     """The Chinese sentences' accounting: (reading index or None for a report, sentence, unaccounted words).
@@ -1430,7 +1424,7 @@ def _chinese(text: str, prompt: str, found: Sequence[Found], carried: Sequence[_
             where = (count.start() + start, count.end() + start)
             if any(a <= where[0] < b for a, b in quoted):
                 continue
-            value = _zh_value(count.group("num"))
+            value = parse_zh_number(count.group("num"))
             if value is None:
                 continue
             if _ZH_BACK.search(piece[: count.start()]) and not count.group("ord"):

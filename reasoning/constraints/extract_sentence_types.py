@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from typing import Final
 
 from reasoning.constraints.extract_en import _Ctx
 from reasoning.constraints.form import Count, Filter, Measure, Unit, canonical
@@ -122,10 +123,14 @@ def _multiplier(word: str | None) -> float:
     return float(n) if n else 1.0
 
 
+#: Every end mark of a sentence type.
+_TYPE_MARK_CHARS: Final = frozenset("".join(TYPE_MARKS.values()))
+
+
 def _replace(found: list[Found], start: int, end: int, forms: list[Count]) -> list[Found]:
     """``found`` without the sentence counts, and the counts of a type's end mark, inside the span, with
     ``forms`` added over it."""
-    marks = set("".join(TYPE_MARKS.values()))
+    marks = _TYPE_MARK_CHARS
     kept = [f for f in found if not (f.kind in (Kind.SENTENCE_COUNT, Kind.COUNT) and overlaps(f, start, end) and (
         f.params.get("unit", "sentences") == "sentences" and not f.params.get("filter")
         or f.params.get("unit") in ("punctuation", "characters")
