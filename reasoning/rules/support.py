@@ -597,13 +597,14 @@ class SupportIndex:
                 self._credit(hits, lambda r, n=needle: n in r.lowered, 2)
             else:
                 missing.append(term)
-        for name in proper_names(text):
+        names, zh_names = proper_names(text), chinese_names(text)
+        for name in names:
             needle = name.lower()
             if needle in self._text:
                 self._credit(hits, lambda r, n=needle: n in r.lowered, 2)
             else:
                 missing.append(name)
-        for name in chinese_names(text):
+        for name in zh_names:
             cores = _name_cores(name)
             found = next((n for n in cores if n in self._text), None)
             if found is not None:
@@ -613,7 +614,7 @@ class SupportIndex:
         strict = (*invented, *missing)
         share: float | None = None
         # A number or date alone claims nothing ("这将在第二天。"): it needs a word to be about.
-        checked = bool(id_spans or strict or terms or proper_names(text) or chinese_names(text))
+        checked = bool(id_spans or strict or terms or names or zh_names)
         if complete:
             # Ids and Chinese numerals are judged above, not as content ("两百万" is a quantity).
             blank = [*id_spans, *((a, b) for a, b, _ in _zh_numerals(text))]
