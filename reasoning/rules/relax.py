@@ -27,7 +27,10 @@ from rdflib.plugins.sparql.parserutils import CompValue, Expr
 
 from reasoning.evidence.terms import TV
 
-__all__ = ["Unit", "alternatives", "pattern_triples", "relaxed", "units"]
+__all__ = ["FLIPPED", "Unit", "alternatives", "pattern_triples", "relaxed", "units"]
+
+#: A rule's comparison operator said from its other side (``?a > 5`` is ``5 < ?a``).
+FLIPPED: Final = {">": "<", "<": ">", ">=": "<=", "<=": ">=", "=": "=", "!=": "!="}
 
 _MENTIONS: Final = URIRef(TV + "mentions")
 _TRUE: Final = Literal(True)

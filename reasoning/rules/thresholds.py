@@ -30,11 +30,12 @@ from reasoning.evidence.index import OntologyIndex
 from reasoning.evidence.terms import is_literal, literal_parts
 from reasoning.rules.check import parse_rule_query
 from reasoning.rules.engine import RuleBook
-from reasoning.rules.relax import pattern_triples, units
+from reasoning.rules.relax import FLIPPED, pattern_triples, units
 
 __all__ = ["rule_thresholds"]
 
-_FLIP: Final = {">": "<", "<": ">", ">=": "<=", "<=": ">="}
+#: The comparisons that draw a line a case value can cross.
+_ORDERED: Final = frozenset({">", "<", ">=", "<="})
 _DATED: Final = ("#date", "#dateTime")
 _MAX_VALUES: Final = 16  # values one constant chain may hold (a threshold is one or a few)
 _READ: weakref.WeakKeyDictionary[RuleBook, tuple[Threshold, ...]] = weakref.WeakKeyDictionary()
@@ -113,13 +114,13 @@ def _compared(expr: Any, data: dict[Variable, list[str]]) -> Iterator[Threshold]
     if not (isinstance(expr, CompValue) and expr.name == "RelationalExpression"):
         return
     left, op, right = expr.get("expr"), str(expr.get("op")), expr.get("other")
-    if op not in _FLIP or isinstance(right, list):
+    if op not in _ORDERED or isinstance(right, list):
         return
     sides = [_constants(left, data), _constants(right, data)]
     if (sides[0] is None) == (sides[1] is None):
         return  # two case values, or two constants: no line a case crosses
     case_side = 0 if sides[0] is None else 1
-    said = op if case_side == 0 else _FLIP[op]
+    said = op if case_side == 0 else FLIPPED[op]
     for term in sides[1 - case_side] or ():
         threshold = _threshold(term, said)
         if threshold is not None:

@@ -30,7 +30,7 @@ from rdflib.plugins.sparql.sparql import FrozenBindings
 from reasoning.evidence.terms import TV, from_rdflib
 from reasoning.rules.model import FailingCondition
 from reasoning.rules.phrasing import Clause, Phraser
-from reasoning.rules.relax import Unit, alternatives
+from reasoning.rules.relax import FLIPPED, Unit, alternatives
 
 __all__ = ["Comparison", "compared_input", "comparison", "describe"]
 
@@ -39,7 +39,6 @@ _MENTIONS: Final = URIRef(TV + "mentions")
 _SOMEONE: Final = {"en": "someone named in the case", "zh": "案中一方"}
 _SOMETHING: Final = {"en": "something", "zh": "某项"}
 _ANOTHER: Final = {"en": "another one named in the case", "zh": "案中另一方"}
-_FLIP: Final = {">": "<", "<": ">", ">=": "<=", "<=": ">=", "=": "=", "!=": "!="}
 _WORDS: Final = {
     ("en", False): {">": "above", ">=": "at least", "<": "below", "<=": "at most", "=": "", "!=": "other than"},
     ("en", True): {">": "after", ">=": "on or after", "<": "before", "<=": "on or before", "=": "",
@@ -101,7 +100,7 @@ def comparison(
     if not (isinstance(expr, CompValue) and expr.name == "RelationalExpression"):
         return None
     left, op, right = expr.get("expr"), str(expr.get("op")), expr.get("other")
-    if op not in _FLIP or isinstance(right, list):
+    if op not in FLIPPED or isinstance(right, list):
         return None
     sides = [left, right]
     binders = [_binder(v, patterns) if isinstance(v, Variable) else None for v in sides]
@@ -112,7 +111,7 @@ def comparison(
         return None
     other = 1 - case_side
     if case_side == 1:
-        op = _FLIP[op]
+        op = FLIPPED[op]
     binder = binders[case_side]
     assert binder is not None
     predicate = binder[1]
