@@ -29,6 +29,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from app.metrics import ADMISSION_REFUSED, BATCH_SIZE, QUEUE_DEPTH, QUEUE_WAIT_SECONDS
 from app.ratelimits import KeyLimits
 from app.settings import Settings
+from inference.decoder.boundaries import boundary_table
 from inference.decoder.microbatch import MicroBatcher
 from inference.decoder.runner import ModelRunner
 from inference.decoder.vocab import vocab_tables
@@ -402,12 +403,13 @@ def _ray_workers(settings: Settings) -> RayWorkers:
 
 
 def _warm_up(loaded: LoadedModel, cache_dir: Path | None) -> None:
-    """One short forward pass, the steering's vocabulary tables (kept on disk under
-    ``cache_dir``, built once per tokenizer) and the NLP pipelines, so the first request pays
-    for no lazy initialisation."""
+    """One short forward pass, the steering's vocabulary tables and the step-boundary table
+    (kept on disk under ``cache_dir``, built once per tokenizer) and the NLP pipelines, so the
+    first request pays for no lazy initialisation."""
     inputs = loaded.tokenizer("Hello", return_tensors="pt").to(loaded.device)
     with torch.inference_mode():
         loaded.model(**inputs)
     width = int(loaded.model.get_output_embeddings().out_features)
     vocab_tables(loaded.tokenizer, loaded.device, width, cache_dir=cache_dir)
+    boundary_table(loaded.tokenizer, width)
     warm_up_nlp()

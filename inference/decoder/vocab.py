@@ -51,6 +51,7 @@ __all__ = [
     "WORD_RE",
     "VocabTables",
     "joins_run",
+    "kept_dir_of",
     "letter_script",
     "scan_sentences",
     "script_prefixes",
@@ -338,6 +339,18 @@ def vocab_tables(
             found = _assemble(tokenizer, described, dev, None if path is None else path.with_suffix(".derived"))
             _tables[key] = found
         return found
+
+
+def kept_dir_of(tokenizer: Any) -> Path | None:
+    """Where tables derived from ``tokenizer``'s are kept on disk: the directory of the tables
+    :func:`vocab_tables` built for the same tokenizer content with a ``cache_dir`` (on any
+    device), or None when none was (nothing is then kept on disk)."""
+    with _tables_lock:
+        content = _content_key(tokenizer)
+        for (key, _), tables in _tables.items():
+            if key == content and tables.kept_dir is not None:
+                return tables.kept_dir
+    return None
 
 
 def _content_key(tokenizer: Any) -> str:

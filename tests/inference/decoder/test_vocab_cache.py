@@ -67,3 +67,47 @@ def test_derived_tables_are_kept_beside_the_tables(tokenizer: Any, tmp_path: Pat
     (kept / "sentence-runs-v1.pt").write_bytes(b"torn")
     third = vocab._assemble(tokenizer, described, torch.device("cpu"), kept)
     assert torch.equal(run_tables(third).ends, runs.ends)
+
+
+def test_boundary_table_is_kept_on_disk(tokenizer: Any, tmp_path: Path, monkeypatch: Any) -> None:
+    """The boundary table (every token decoded one by one) is built once and kept beside the
+    vocabulary tables: a fresh process (the in-process memo cleared) reads it back equal
+    without decoding a token; a damaged file, or one of another width, is built again."""
+    from inference.decoder import boundaries
+
+    size = len(tokenizer) + 2
+    monkeypatch.setattr(boundaries, "_tables", {})
+    built = boundaries.boundary_table(tokenizer, size, tmp_path)
+    path = tmp_path / f"boundaries-v{boundaries._RULE}-{size}.pt"
+    assert path.is_file()
+    assert built.hard[tokenizer.convert_tokens_to_ids("Ċ")] and not built.hard[size - 1]
+    assert built.space[tokenizer.convert_tokens_to_ids("Ġthe")]
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the boundary table was built again")
+
+    monkeypatch.setattr(boundaries, "_tables", {})
+    monkeypatch.setattr(tokenizer, "batch_decode", refuse)
+    assert boundaries.boundary_table(tokenizer, size, tmp_path) == built
+    assert boundaries._read(path, size + 1) is None  # another width is never read for this one
+
+    path.write_bytes(b"torn")
+    monkeypatch.undo()
+    monkeypatch.setattr(boundaries, "_tables", {})
+    assert boundaries.boundary_table(tokenizer, size, tmp_path) == built
+    assert boundaries._read(path, size) == built  # replaced by the rebuilt one
+
+
+def test_boundary_table_follows_the_vocabulary_tables_directory(tokenizer: Any, tmp_path: Path,
+                                                                 monkeypatch: Any) -> None:
+    """Without a directory of its own the table is kept where the vocabulary tables built for
+    the same tokenizer with a cache directory keep their derived tables (the decoder passes none)."""
+    from inference.decoder import boundaries
+
+    monkeypatch.setattr(boundaries, "_tables", {})
+    monkeypatch.setattr(vocab, "_tables", {})
+    assert vocab.kept_dir_of(tokenizer) is None
+    tables = vocab.vocab_tables(tokenizer, "cpu", len(tokenizer), cache_dir=tmp_path)
+    assert tables.kept_dir is not None and vocab.kept_dir_of(tokenizer) == tables.kept_dir
+    boundaries.boundary_table(tokenizer, len(tokenizer))
+    assert (tables.kept_dir / f"boundaries-v{boundaries._RULE}-{len(tokenizer)}.pt").is_file()
