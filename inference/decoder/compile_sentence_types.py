@@ -1,7 +1,7 @@
 """The compile step of sentences counted by type (``controllers.sentence_types``).
 
 Counts of the sentences ending with one mark (``.``, ``?``, ``!``; the sentence-type readings of
-``reasoning.constraints.extract_sentence_types``) compile to one ``SentenceTypes``: exact
+``reasoning.constraints.extract.common.sentence_types``) compile to one ``SentenceTypes``: exact
 counts of each type ("问句和陈述句各两句": two of each) are a pattern written once; ratios of two
 types with a common type between them ("twice as many statements as questions", "equal numbers
 of statements, questions and exclamations") the smallest whole round of marks, repeated.

@@ -11,22 +11,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from reasoning.constraints.extract_bullet_separator import detect_bullet_separator
+from reasoning.constraints.extract.common.bullet_separator import detect_bullet_separator
+from reasoning.constraints.extract.common.comma_separated import detect_csv
+from reasoning.constraints.extract.common.italic_thesis import detect_italic_thesis
+from reasoning.constraints.extract.common.mark_set import detect_mark_set
+from reasoning.constraints.extract.common.nesting import detect_nesting
+from reasoning.constraints.extract.common.stop_share import detect_stop_share
+from reasoning.constraints.extract.common.sub_bullets import detect_sub_bullets
+from reasoning.constraints.extract.common.template import detect_template
+from reasoning.constraints.extract.common.word_classes import detect_word_classes
 from reasoning.constraints.extract_choice_en import detect_choice
 from reasoning.constraints.extract_copy_words import (
     detect_copied_characters,
     detect_copied_words,
     detect_first_word_replaced,
 )
-from reasoning.constraints.extract_csv import detect_csv
 from reasoning.constraints.extract_en import _Ctx
-from reasoning.constraints.extract_italic_thesis import detect_italic_thesis
-from reasoning.constraints.extract_mark_set import detect_mark_set
-from reasoning.constraints.extract_nesting import detect_nesting
-from reasoning.constraints.extract_stop_share import detect_stop_share
-from reasoning.constraints.extract_sub_bullets import detect_sub_bullets
-from reasoning.constraints.extract_template import detect_template
-from reasoning.constraints.extract_word_classes import detect_word_classes
 
 __all__ = ["refine_answer_rules_english"]
 

@@ -8,17 +8,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from reasoning.constraints.extract_bullet_separator import refine_bullet_separator_chinese
+from reasoning.constraints.extract.common.bullet_separator import refine_bullet_separator_chinese
+from reasoning.constraints.extract.common.comma_separated import refine_csv_chinese
+from reasoning.constraints.extract.common.italic_thesis import refine_italic_thesis_chinese
+from reasoning.constraints.extract.common.mark_set import refine_mark_set_chinese
+from reasoning.constraints.extract.common.nesting import refine_nesting_chinese
+from reasoning.constraints.extract.common.stop_share import refine_stop_share_chinese
+from reasoning.constraints.extract.common.sub_bullets import refine_sub_bullets_chinese
+from reasoning.constraints.extract.common.template import refine_template_chinese
+from reasoning.constraints.extract.common.word_classes import refine_word_classes_chinese
 from reasoning.constraints.extract_choice_zh import refine_choice_chinese
-from reasoning.constraints.extract_csv import refine_csv_chinese
-from reasoning.constraints.extract_italic_thesis import refine_italic_thesis_chinese
-from reasoning.constraints.extract_mark_set import refine_mark_set_chinese
 from reasoning.constraints.extract_neighbour_zh import refine_neighbour_chinese
-from reasoning.constraints.extract_nesting import refine_nesting_chinese
-from reasoning.constraints.extract_stop_share import refine_stop_share_chinese
-from reasoning.constraints.extract_sub_bullets import refine_sub_bullets_chinese
-from reasoning.constraints.extract_template import refine_template_chinese
-from reasoning.constraints.extract_word_classes import refine_word_classes_chinese
 from reasoning.constraints.found import Found
 
 __all__ = ["refine_answer_rules_chinese"]

@@ -28,6 +28,8 @@ from typing import Any, TypeVar
 from spacy.tokens import Doc
 
 from reasoning.constraints import extract_structure
+from reasoning.constraints.extract.common.sentence_types import refine_sentence_types_english
+from reasoning.constraints.extract.common.word_shape import refine_word_shape_english
 from reasoning.constraints.extract_amounts_en import refine_amounts_english
 from reasoning.constraints.extract_answer_rules_en import refine_answer_rules_english
 from reasoning.constraints.extract_en import (
@@ -44,10 +46,8 @@ from reasoning.constraints.extract_en import (
     repeat_text,
 )
 from reasoning.constraints.extract_pieces_en import refine_pieces_english
-from reasoning.constraints.extract_sentence_types import refine_sentence_types_english
 from reasoning.constraints.extract_sequence_en import refine_sequence_english
 from reasoning.constraints.extract_word_rules_en import refine_word_rules_english
-from reasoning.constraints.extract_word_shape import refine_word_shape_english
 from reasoning.constraints.form import (
     Copy,
     Count,

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from reasoning.constraints.extract_csv import csv_pattern
-from reasoning.constraints.extract_template import template_pattern
-from reasoning.constraints.extract_word_classes import COORDINATING_CONJUNCTIONS, PRONOUNS
+from reasoning.constraints.extract.common.comma_separated import csv_pattern
+from reasoning.constraints.extract.common.template import template_pattern
+from reasoning.constraints.extract.common.word_classes import COORDINATING_CONJUNCTIONS, PRONOUNS
 from reasoning.constraints.extraction import extract
 from reasoning.constraints.form import Count, Filter, Unit, check
 from reasoning.constraints.model import Relation
