@@ -9,20 +9,23 @@ This runs :func:`~reasoning.constraints.extraction.extract` in process (what
 broad corpus: the paraphrase set (``tests/data``), IFEval, every held-out set
 and the steering set (``bench/data``), and the prompt-like string literals of
 the extraction tests (``tests/reasoning/constraints``: every literal with a
-space in it, so the wordings the tests were written for are covered without
+space in it, docstrings aside, so the wordings the tests were written for are covered without
 listing them). It writes one JSON line per prompt: its id and the whole result
 without ``features["parse_ms"]`` (a wall-clock figure, never equal twice).
 With ``--against`` (a file an earlier run wrote) it reports how many results
 differ and the first differing ids.
 
 The last stdout line is one JSON object: ``n``, ``identical``, ``differing``
-(count) and ``first_differences`` (ids), or with no ``--against`` just ``n``.
+(count), ``first_differences`` (ids) and ``only_in_against`` (prompts the
+earlier run had and this one has not: a test literal edited since), or with
+no ``--against`` just ``n``. Test docstrings are no prompts and are left out.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import hashlib
 import json
 import sys
 from collections.abc import Sequence
@@ -43,17 +46,24 @@ _BATCH = 32
 
 
 def _test_literals() -> list[tuple[str, str]]:
-    """(id, text) of every string literal with a space in the extraction tests, first occurrence only."""
+    """(id, text) of every string literal with a space in the extraction tests, first occurrence only.
+
+    The id is the file and a digest of the text, so that moving a literal within its file keeps its id.
+    """
     out: list[tuple[str, str]] = []
     seen: set[str] = set()
     for path in sorted(_TESTS.glob("test_*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
+        docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                      if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                      and node.body and isinstance(node.body[0], ast.Expr)}
         for node in ast.walk(tree):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
                 text = node.value
                 if " " in text.strip() and text not in seen:
                     seen.add(text)
-                    out.append((f"test:{path.stem}:{node.lineno}:{node.col_offset}", text))
+                    digest = hashlib.sha1(text.encode("utf-8")).hexdigest()[:12]
+                    out.append((f"test:{path.stem}:{digest}", text))
     return out
 
 
@@ -95,9 +105,9 @@ def compare(ours: Sequence[dict[str, Any]], theirs: Sequence[dict[str, Any]]) ->
     """Counts of identical and differing results by id, and the first 20 differing ids."""
     earlier = {row["id"]: _canonical(row["result"]) for row in theirs}
     differing = [row["id"] for row in ours if earlier.get(row["id"]) != _canonical(row["result"])]
-    differing += [key for key in earlier if key not in {row["id"] for row in ours}]
+    missing = sorted(set(earlier) - {row["id"] for row in ours})
     return {"n": len(ours), "identical": len(ours) - len(differing), "differing": len(differing),
-            "first_differences": differing[:20]}
+            "first_differences": differing[:20], "only_in_against": len(missing)}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,9 +1,9 @@
-"""Amounts said loosely or in two halves (Chinese), as :mod:`.extract_amounts_en` reads them in English.
+"""Amounts said loosely or in two halves (Chinese), as :mod:`reasoning.constraints.extract.en.amounts` reads them in English.
 
 - 字数不少于50且不超过80: the second bound, its unit left out, is added to the count read from the first;
 - 字数在50到80之间, 写50至80个字, 三到五句, 句数控制在3到5: at least the first, at most the second;
 - 大约100字, 100字左右, 约三段: the number within the tolerance either side
-  (:func:`.extract_amounts_en.approximate`; up to three pieces, one either side), in place of an exact count.
+  (:func:`reasoning.constraints.extract.en.amounts.approximate`; up to three pieces, one either side), in place of an exact count.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from reasoning.constraints.extract_amounts_en import approximate
+from reasoning.constraints.extract.en.amounts import approximate
 from reasoning.constraints.form import Count, Unit, canonical
 from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.model import Kind, Relation

@@ -1,6 +1,6 @@
 """The Chinese readers of answer rules that run after every other form step.
 
-Each reader is a module of its own (the English ones: :mod:`.extract_answer_rules_en`);
+Each reader is a module of its own (the English ones: :mod:`reasoning.constraints.extract.en.answer_rules`);
 they run last because each replaces a reading the earlier steps give to its wording.
 """
 

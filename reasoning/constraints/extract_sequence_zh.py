@@ -1,6 +1,6 @@
 """Requirements that relate the pieces of the answer to one another or name a word inside one (Chinese).
 
-The Chinese side of :mod:`.extract_sequence_en`:
+The Chinese side of :mod:`reasoning.constraints.extract.en.sequence`:
 
 - 第二句话必须包含“风险”这个词 / “风险”一词要出现在第三段 / 最后一句要提到“未来”:
   ``position(sentences, k=2, contains, 风险)``; 第四句的第二个词是“河流”: the word
@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from reasoning.constraints.extract_sequence_en import inside_word
+from reasoning.constraints.extract.en.sequence import inside_word
 from reasoning.constraints.form import Position, Spread, Unit, canonical
 from reasoning.constraints.form.model import Echo, Form
 from reasoning.constraints.found import Found, overlaps

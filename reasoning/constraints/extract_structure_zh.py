@@ -1,6 +1,6 @@
 """Chinese readings of a structure's parameters, after the form's Chinese readings (:mod:`.extract_form_zh`).
 
-The Chinese counterpart of :mod:`.extract_structure`, read from the
+The Chinese counterpart of :mod:`reasoning.constraints.extract.en.structure`, read from the
 lexicon's words and their order in the clause:
 
 - a copy's case or dropped sentence said in the copying phrase

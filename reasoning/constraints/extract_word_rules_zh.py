@@ -1,6 +1,6 @@
 """Rules said of every word (or of consecutive words) in Chinese, read onto word counts.
 
-The same forms as :mod:`.extract_word_rules_en` reads from English:
+The same forms as :mod:`reasoning.constraints.extract.en.word_rules` reads from English:
 每个单词的首字母按字母表顺序排列 (words off the alphabet after the word
 before), 每个单词的长度必须是质数 (words of another length class),
 只能使用元音字母a和e (characters of the other vowels), 不要有任何空格 (white
@@ -18,7 +18,7 @@ import re
 import string
 from collections.abc import Callable, Sequence
 
-from reasoning.constraints.extract_word_rules_en import SPACES, VOWELS, both_cases
+from reasoning.constraints.extract.en.word_rules import SPACES, VOWELS, both_cases
 from reasoning.constraints.form import Count, Filter, Position, Unit, canonical
 from reasoning.constraints.form.model import Form, LengthClass
 from reasoning.constraints.found import Found, overlaps

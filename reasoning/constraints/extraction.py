@@ -24,7 +24,7 @@ Guarantees:
   verifier could not check it, so no constraint is invented. Explicit words
   ("do not use the words 'cheap' or 'free'") are;
 - requirements are read onto the compositional form (:mod:`.form`) from the
-  parse and the lexicon (:mod:`.extract_form_en`, :mod:`.extract_form_zh`);
+  parse and the lexicon (:mod:`reasoning.constraints.extract.en.form`, :mod:`.extract_form_zh`);
   one that a named kind means exactly keeps that kind;
 - a sentence that reads as a requirement on the answer's form but yields
   no constraint is reported in ``unrecognised`` with its span.
@@ -51,8 +51,8 @@ from spacy.tokens import Doc
 
 from reasoning.constraints.accounting import Reading, account_readings
 from reasoning.constraints.catalog import CATALOG
-from reasoning.constraints.extract_en import extract_english
-from reasoning.constraints.extract_form_en import refine_english
+from reasoning.constraints.extract.en.form import refine_english
+from reasoning.constraints.extract.en.named import extract_english
 from reasoning.constraints.extract_form_zh import refine_chinese
 from reasoning.constraints.extract_zh import extract_chinese
 from reasoning.constraints.found import Found, overlaps

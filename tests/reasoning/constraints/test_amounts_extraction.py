@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from reasoning.constraints.extract_amounts_en import approximate
+from reasoning.constraints.extract.en.amounts import approximate
 from reasoning.constraints.extraction import extract
 
 

@@ -1,4 +1,4 @@
-"""Answer rules read after the other form readers (:mod:`reasoning.constraints.extract_answer_rules_en` /
+"""Answer rules read after the other form readers (:mod:`reasoning.constraints.extract.en.answer_rules` /
 ``_zh``): a choice among listed options, a separator instead of bullet points, a copy the request
 names, every mark of a set, a share of stop words, a nesting depth, a thesis in HTML italics,
 sub-bullets, a CSV answer, a template of slots, counts of pronouns, conjunctions and listed names; each in wordings of several grammars, English and Chinese, with near

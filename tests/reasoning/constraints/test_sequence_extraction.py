@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from reasoning.constraints.extract_sequence_en import ordinal_phrase
+from reasoning.constraints.extract.en.sequence import ordinal_phrase
 from reasoning.constraints.extraction import extract
 
 

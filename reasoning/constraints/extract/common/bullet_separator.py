@@ -27,7 +27,7 @@ import re
 import unicodedata
 from collections.abc import Mapping, Sequence
 
-from reasoning.constraints.extract_en import _QUOTED, _Ctx
+from reasoning.constraints.extract.en.named import _QUOTED, _Ctx
 from reasoning.constraints.form import Count, Filter, Structure, Unit, canonical
 from reasoning.constraints.form.model import Layout
 from reasoning.constraints.found import Found, overlaps

@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from reasoning.constraints.extract_en import _Ctx
+from reasoning.constraints.extract.en.named import _Ctx
 from reasoning.constraints.form import Count, Filter, Unit, canonical
 from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.lexicon import EN_UNITS, STANDARD_MARKS, ZH_UNITS

@@ -31,7 +31,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Final
 
-from reasoning.constraints.extract_en import _Ctx
+from reasoning.constraints.extract.en.named import _Ctx
 from reasoning.constraints.form import Count, Filter, Measure, Unit, canonical
 from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.model import Kind, Relation

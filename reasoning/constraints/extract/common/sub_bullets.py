@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from reasoning.constraints.extract_en import _Ctx, _number_at
+from reasoning.constraints.extract.en.named import _Ctx, _number_at
 from reasoning.constraints.form import Structure, canonical
 from reasoning.constraints.form.model import Layout
 from reasoning.constraints.found import Found

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from reasoning.constraints.extract_en import _QUOTED, _Ctx
+from reasoning.constraints.extract.en.named import _QUOTED, _Ctx
 from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.model import Kind
 

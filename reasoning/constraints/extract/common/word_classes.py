@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from reasoning.constraints.extract_en import _Ctx, _number_at
+from reasoning.constraints.extract.en.named import _Ctx, _number_at
 from reasoning.constraints.form import Count, Filter, Unit, canonical
 from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.model import Kind, Relation

@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from reasoning.constraints.extract_en import _Ctx, _negated, _Quantity, _quantity_left
+from reasoning.constraints.extract.en.named import _Ctx, _negated, _Quantity, _quantity_left
 from reasoning.constraints.form import Count, Filter, Unit, canonical
 from reasoning.constraints.form.model import Adjacency
 from reasoning.constraints.found import Found, overlaps

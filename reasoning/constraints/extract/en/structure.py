@@ -1,6 +1,6 @@
 """English readings of a structure's or a copy's parameters, from the parse.
 
-Runs as the last English form detector (:mod:`.extract_form_en`), on the
+Runs as the last English form detector (:mod:`reasoning.constraints.extract.en.form`), on the
 readings the earlier detectors made, and adds what they leave out:
 
 - a bulleted or numbered list of an exact number of items ("a bulleted list
@@ -35,7 +35,7 @@ import re
 import msgspec
 from spacy.tokens import Token
 
-from reasoning.constraints.extract_en import _Ctx, repeat_text
+from reasoning.constraints.extract.en.named import _Ctx, repeat_text
 from reasoning.constraints.form import Copy, Layout, Structure, canonical
 from reasoning.constraints.form.model import Beside
 from reasoning.constraints.found import Found, overlaps

@@ -23,7 +23,7 @@ import math
 import re
 from collections.abc import Mapping
 
-from reasoning.constraints.extract_en import _Ctx
+from reasoning.constraints.extract.en.named import _Ctx
 from reasoning.constraints.form import Count, Unit, canonical
 from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.lexicon import EN_PIECES

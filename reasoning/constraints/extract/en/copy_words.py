@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 
-from reasoning.constraints.extract_en import _QUOTED, _Ctx, repeat_text
+from reasoning.constraints.extract.en.named import _QUOTED, _Ctx, repeat_text
 from reasoning.constraints.form import Copy, Count, Unit, canonical
 from reasoning.constraints.form import units as form_units
 from reasoning.constraints.form.model import Measure

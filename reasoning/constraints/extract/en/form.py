@@ -1,6 +1,6 @@
 """English requirements read onto the constraint form, from the parse and the lexicon.
 
-Runs after the named-kind detectors of :mod:`.extract_en`, on the same
+Runs after the named-kind detectors of :mod:`reasoning.constraints.extract.en.named`, on the same
 parse. A requirement is read as its parts: a unit term of
 :data:`~reasoning.constraints.lexicon.EN_UNITS` (its longest match of lemmas),
 the quantity the typed parsers find around it, its polarity from the
@@ -27,12 +27,11 @@ from typing import Any, TypeVar
 
 from spacy.tokens import Doc
 
-from reasoning.constraints import extract_structure
 from reasoning.constraints.extract.common.sentence_types import refine_sentence_types_english
 from reasoning.constraints.extract.common.word_shape import refine_word_shape_english
-from reasoning.constraints.extract_amounts_en import refine_amounts_english
-from reasoning.constraints.extract_answer_rules_en import refine_answer_rules_english
-from reasoning.constraints.extract_en import (
+from reasoning.constraints.extract.en.amounts import refine_amounts_english
+from reasoning.constraints.extract.en.answer_rules import refine_answer_rules_english
+from reasoning.constraints.extract.en.named import (
     _QUOTED,
     _count_after,
     _Ctx,
@@ -45,9 +44,10 @@ from reasoning.constraints.extract_en import (
     relation_after_unit,
     repeat_text,
 )
-from reasoning.constraints.extract_pieces_en import refine_pieces_english
-from reasoning.constraints.extract_sequence_en import refine_sequence_english
-from reasoning.constraints.extract_word_rules_en import refine_word_rules_english
+from reasoning.constraints.extract.en.pieces import refine_pieces_english
+from reasoning.constraints.extract.en.sequence import refine_sequence_english
+from reasoning.constraints.extract.en.structure import refine_structure
+from reasoning.constraints.extract.en.word_rules import refine_word_rules_english
 from reasoning.constraints.form import (
     Copy,
     Count,
@@ -1256,8 +1256,8 @@ def _detect_items_per_piece(ctx: _Ctx) -> None:
 
 
 def _detect_structure(ctx: _Ctx) -> None:
-    """A copy's case or dropped sentence, prose beside a list, table headers, marked responses (:mod:`.extract_structure`)."""
-    extract_structure.refine_structure(ctx)
+    """A copy's case or dropped sentence, prose beside a list, table headers, marked responses (:mod:`reasoning.constraints.extract.en.structure`)."""
+    refine_structure(ctx)
 
 
 _DETECTORS: Sequence[Callable[[_Ctx], None]] = (

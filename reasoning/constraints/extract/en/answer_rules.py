@@ -20,13 +20,13 @@ from reasoning.constraints.extract.common.stop_share import detect_stop_share
 from reasoning.constraints.extract.common.sub_bullets import detect_sub_bullets
 from reasoning.constraints.extract.common.template import detect_template
 from reasoning.constraints.extract.common.word_classes import detect_word_classes
-from reasoning.constraints.extract_choice_en import detect_choice
-from reasoning.constraints.extract_copy_words import (
+from reasoning.constraints.extract.en.choice import detect_choice
+from reasoning.constraints.extract.en.copy_words import (
     detect_copied_characters,
     detect_copied_words,
     detect_first_word_replaced,
 )
-from reasoning.constraints.extract_en import _Ctx
+from reasoning.constraints.extract.en.named import _Ctx
 
 __all__ = ["refine_answer_rules_english"]
 

@@ -47,7 +47,7 @@ import string
 
 from spacy.tokens import Span as DocSpan
 
-from reasoning.constraints.extract_en import _Ctx, _Quantity, _quantity_left
+from reasoning.constraints.extract.en.named import _Ctx, _Quantity, _quantity_left
 from reasoning.constraints.form import Count, Filter, Position, Unit, canonical
 from reasoning.constraints.form.model import Form
 from reasoning.constraints.found import Found, overlaps

@@ -1,6 +1,6 @@
 """English requirements said of every piece, of a share of the pieces, or of marked-up spans.
 
-Runs last inside :func:`~reasoning.constraints.extract_form_en.refine_english`,
+Runs last inside :func:`~reasoning.constraints.extract.en.form.refine_english`,
 after its counts, wraps, layouts, positions and structure, on the same parse,
 and reads what the unit lexicon alone does not:
 
@@ -36,7 +36,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 
-from reasoning.constraints.extract_en import (
+from reasoning.constraints.extract.en.named import (
     _QUOTED,
     _counted,
     _Ctx,

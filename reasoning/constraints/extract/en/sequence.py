@@ -40,7 +40,7 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from reasoning.constraints.extract_en import _Ctx
+from reasoning.constraints.extract.en.named import _Ctx
 from reasoning.constraints.form import Layout, Position, Spread, Structure, Unit, canonical, units
 from reasoning.constraints.form.model import Form
 from reasoning.constraints.found import Found

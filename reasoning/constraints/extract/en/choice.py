@@ -1,6 +1,6 @@
 """An answer that is exactly one of listed options: "answer with exactly one of the following: yes, no, or maybe".
 
-The one-word reader (:mod:`.extract_pieces_en`, "reply with one word: yes,
+The one-word reader (:mod:`reasoning.constraints.extract.en.pieces`, "reply with one word: yes,
 no or maybe") needs the words "one word"; a choice is also said as one *of*
 a list ("exactly one of the following options", "one of these answers",
 "choose one: agree, disagree, neutral", "your answer must be either 'A' or
@@ -26,7 +26,7 @@ import re
 
 from spacy.tokens import Span
 
-from reasoning.constraints.extract_en import _Ctx, _quoted_list
+from reasoning.constraints.extract.en.named import _Ctx, _quoted_list
 from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.model import Kind
 
