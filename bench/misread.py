@@ -55,7 +55,7 @@ from typing import Any
 
 import msgspec
 
-from reasoning.constraints.accounting import numbers_in, strings_in
+from reasoning.constraints.extract.accounting import numbers_in, strings_in
 from reasoning.constraints.form import Copy, Count, Position, Spread, Structure, Wrap, form_of
 from reasoning.constraints.model import Kind
 

@@ -18,7 +18,7 @@ import msgspec
 from spacy.tokens import Doc
 
 from reasoning.budget import DEFAULT_LIMITS, Budget, BudgetLimits, budget_for
-from reasoning.constraints.accounting import Reading
+from reasoning.constraints.extract.accounting import Reading
 from reasoning.constraints.extraction import ExtractionResult, extract, parse_english_many
 from reasoning.constraints.model import Constraint, Premise, Span
 from reasoning.entropy import Entropy, cognitive_entropy
@@ -134,7 +134,7 @@ class Analysis(msgspec.Struct, frozen=True, kw_only=True):
     map to no constraint kind (never silently dropped), and the clauses whose
     readings did not account for all they say. ``readings`` says which words
     of its clause each constraint's reading used, and what a dropped reading
-    left unaccounted (:class:`reasoning.constraints.accounting.Reading`).
+    left unaccounted (:class:`reasoning.constraints.extract.accounting.Reading`).
     """
 
     status: Status

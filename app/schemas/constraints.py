@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from reasoning.budget import Budget
-from reasoning.constraints.accounting import Reading
+from reasoning.constraints.extract.accounting import Reading
 from reasoning.constraints.form import GENERIC_KINDS
 from reasoning.constraints.model import Constraint, Hardness, Kind, Premise, Relation, Span
 from reasoning.entropy import Entropy

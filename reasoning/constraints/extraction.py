@@ -24,7 +24,7 @@ Guarantees:
   verifier could not check it, so no constraint is invented. Explicit words
   ("do not use the words 'cheap' or 'free'") are;
 - requirements are read onto the compositional form (:mod:`.form`) from the
-  parse and the lexicon (:mod:`reasoning.constraints.extract.en.form`, :mod:`.extract_form_zh`);
+  parse and the lexicon (:mod:`reasoning.constraints.extract.en.form`, :mod:`reasoning.constraints.extract.zh.form`);
   one that a named kind means exactly keeps that kind;
 - a sentence that reads as a requirement on the answer's form but yields
   no constraint is reported in ``unrecognised`` with its span.
@@ -49,15 +49,15 @@ from collections.abc import Mapping, Sequence
 import msgspec
 from spacy.tokens import Doc
 
-from reasoning.constraints.accounting import Reading, account_readings
 from reasoning.constraints.catalog import CATALOG
+from reasoning.constraints.extract.accounting import Reading, account_readings
 from reasoning.constraints.extract.en.form import refine_english
 from reasoning.constraints.extract.en.named import extract_english
-from reasoning.constraints.extract_form_zh import refine_chinese
-from reasoning.constraints.extract_zh import extract_chinese
+from reasoning.constraints.extract.unrecognised import unrecognised_requirements
+from reasoning.constraints.extract.zh.form import refine_chinese
+from reasoning.constraints.extract.zh.named import extract_chinese
 from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.model import Constraint, Hardness, Origin, Premise, Span
-from reasoning.constraints.unrecognised import unrecognised_requirements
 from reasoning.errors import LimitExceeded
 from reasoning.language import detect_prompt_language, script_counts
 from reasoning.nlp import chinese, english
@@ -79,9 +79,9 @@ class ExtractionResult(msgspec.Struct, frozen=True, kw_only=True):
     """Everything the ``extract`` stage read from one prompt.
 
     ``unrecognised`` holds the sentences that read as requirements on the
-    answer's form but map to no kind (see :mod:`.unrecognised`), and the
+    answer's form but map to no kind (see :mod:`reasoning.constraints.extract.unrecognised`), and the
     clauses whose readings did not account for all they say (see
-    :mod:`.accounting`). ``readings`` says which words of its clause each
+    :mod:`reasoning.constraints.extract.accounting`). ``readings`` says which words of its clause each
     constraint's reading used, and which readings were dropped and why.
     """
 

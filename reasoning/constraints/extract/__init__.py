@@ -9,6 +9,6 @@ cases, wraps, layouts, positions and copies onto the compositional form, and
 ``amounts``, ``pieces``, ``sequence``, ``structure``, ``word_rules``,
 ``answer_rules`` ... what their names say. :mod:`.registry` lists every
 reader of each language in the order they run and is the one entry point
-(:func:`.registry.read`); :mod:`.accounting` then checks each reading against
-the words of its clause and :mod:`.unrecognised` reports what no reader took.
+(:func:`.registry.read`); :mod:`reasoning.constraints.extract.accounting` then checks each reading against
+the words of its clause and :mod:`reasoning.constraints.extract.unrecognised` reports what no reader took.
 """

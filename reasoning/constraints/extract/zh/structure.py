@@ -1,4 +1,4 @@
-"""Chinese readings of a structure's parameters, after the form's Chinese readings (:mod:`.extract_form_zh`).
+"""Chinese readings of a structure's parameters, after the form's Chinese readings (:mod:`reasoning.constraints.extract.zh.form`).
 
 The Chinese counterpart of :mod:`reasoning.constraints.extract.en.structure`, read from the
 lexicon's words and their order in the clause:

@@ -1,6 +1,6 @@
 """A Chinese answer that is one of listed options: 只回答以下选项之一：是、否、也许.
 
-The one-word reader (:mod:`.extract_pieces_zh`, 只用一个词回答：是、否或不确定)
+The one-word reader (:mod:`reasoning.constraints.extract.zh.pieces`, 只用一个词回答：是、否或不确定)
 needs 一个词; a choice is also said as one of a list: 回答以下选项之一：A、B、C,
 从“同意”“不同意”中选一个回答, 你的回答只能是“是”或“否”. Read here: a clause with
 an answering or choosing verb (回答, 回复, 答复, 选择, 选) or 你的回答 / 答案, naming one

@@ -17,8 +17,8 @@ from reasoning.constraints.extract.common.stop_share import refine_stop_share_ch
 from reasoning.constraints.extract.common.sub_bullets import refine_sub_bullets_chinese
 from reasoning.constraints.extract.common.template import refine_template_chinese
 from reasoning.constraints.extract.common.word_classes import refine_word_classes_chinese
-from reasoning.constraints.extract_choice_zh import refine_choice_chinese
-from reasoning.constraints.extract_neighbour_zh import refine_neighbour_chinese
+from reasoning.constraints.extract.zh.choice import refine_choice_chinese
+from reasoning.constraints.extract.zh.neighbour import refine_neighbour_chinese
 from reasoning.constraints.found import Found
 
 __all__ = ["refine_answer_rules_chinese"]

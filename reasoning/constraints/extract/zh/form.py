@@ -19,12 +19,12 @@ from spacy.tokens import Doc
 
 from reasoning.constraints.extract.common.sentence_types import refine_sentence_types_chinese
 from reasoning.constraints.extract.common.word_shape import refine_word_shape_chinese
-from reasoning.constraints.extract_amounts_zh import refine_amounts_chinese
-from reasoning.constraints.extract_answer_rules_zh import refine_answer_rules_chinese
-from reasoning.constraints.extract_pieces_zh import refine_pieces_chinese
-from reasoning.constraints.extract_sequence_zh import refine_sequence_chinese
-from reasoning.constraints.extract_structure_zh import refine_structure_chinese
-from reasoning.constraints.extract_word_rules_zh import refine_word_rules_chinese
+from reasoning.constraints.extract.zh.amounts import refine_amounts_chinese
+from reasoning.constraints.extract.zh.answer_rules import refine_answer_rules_chinese
+from reasoning.constraints.extract.zh.pieces import refine_pieces_chinese
+from reasoning.constraints.extract.zh.sequence import refine_sequence_chinese
+from reasoning.constraints.extract.zh.structure import refine_structure_chinese
+from reasoning.constraints.extract.zh.word_rules import refine_word_rules_chinese
 from reasoning.constraints.form import (
     Copy,
     Count,
