@@ -117,7 +117,16 @@ def decoder_deployment(
         "ray_actor_options": {"num_cpus": replica_cpus, "num_gpus": replica_gpus},
         "max_ongoing_requests": max_ongoing,
         "max_queued_requests": max_queued,
-        "request_router_config": {"request_router_class": CONSISTENT_HASH_ROUTER},
+        # Strict affinity: a key goes to its ring owner only. Ray's default of two fallback
+        # replicas also moves a request when the owner's queue-length probe is not answered
+        # within Serve's deadline (0.1 s at first, which a loaded replica misses), so identical
+        # requests landed on another replica and missed the prefix the owner held. With none, a
+        # busy or slow owner is probed again with a longer deadline and the request waits for
+        # it; a dead owner leaves the ring when the controller reports the set without it.
+        "request_router_config": {
+            "request_router_class": CONSISTENT_HASH_ROUTER,
+            "request_router_kwargs": {"num_fallback_replicas": 0},
+        },
         "health_check_period_s": 5.0,
     }
     if max_replicas > replicas:
