@@ -24,7 +24,8 @@ Guarantees:
   verifier could not check it, so no constraint is invented. Explicit words
   ("do not use the words 'cheap' or 'free'") are;
 - requirements are read onto the compositional form (:mod:`.form`) from the
-  parse and the lexicon (:mod:`reasoning.constraints.extract.en.form`, :mod:`reasoning.constraints.extract.zh.form`);
+  parse and the lexicon by the readers of :mod:`reasoning.constraints.extract`,
+  run in the order :mod:`reasoning.constraints.extract.registry` lists them;
   one that a named kind means exactly keeps that kind;
 - a sentence that reads as a requirement on the answer's form but yields
   no constraint is reported in ``unrecognised`` with its span.
@@ -51,11 +52,8 @@ from spacy.tokens import Doc
 
 from reasoning.constraints.catalog import CATALOG
 from reasoning.constraints.extract.accounting import Reading, account_readings
-from reasoning.constraints.extract.en.form import refine_english
-from reasoning.constraints.extract.en.named import extract_english
+from reasoning.constraints.extract.registry import read
 from reasoning.constraints.extract.unrecognised import unrecognised_requirements
-from reasoning.constraints.extract.zh.form import refine_chinese
-from reasoning.constraints.extract.zh.named import extract_chinese
 from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.model import Constraint, Hardness, Origin, Premise, Span
 from reasoning.errors import LimitExceeded
@@ -278,7 +276,6 @@ def extract(
     language = detect_prompt_language(text)
     scripts = script_counts(text)
     docs: dict[str, Doc] = {}
-    found: list[Found] = []
     parse_started = time.perf_counter()
     if english_doc is not None and english_doc.text == text:
         docs["en"] = english_doc
@@ -293,10 +290,7 @@ def extract(
     if scripts.get("Han", 0) > 0:
         docs["zh"] = chinese()(text)
     parse_ms = (time.perf_counter() - parse_started) * 1000
-    if "en" in docs:
-        found.extend(refine_english(docs["en"], text, extract_english(docs["en"], text)))
-    if "zh" in docs:
-        found.extend(refine_chinese(docs["zh"], text, extract_chinese(docs["zh"], text)))
+    found = read(docs, text)
     main_doc = docs.get(language) or next(iter(docs.values()))
     bounds = _sentence_bounds(main_doc)
     sentences = tuple(Span(start=s, end=e, text=prompt[s:e]) for s, e in bounds)

@@ -7,7 +7,7 @@ such as a mark set or a CSV layout). Within a language each module reads one
 family of requirement: ``named`` the catalog's named kinds, ``form`` counts,
 cases, wraps, layouts, positions and copies onto the compositional form, and
 ``amounts``, ``pieces``, ``sequence``, ``structure``, ``word_rules``,
-``answer_rules`` ... what their names say. :mod:`.registry` lists every
+``choice`` ... what their names say. :mod:`.registry` lists every
 reader of each language in the order they run and is the one entry point
 (:func:`.registry.read`); :mod:`reasoning.constraints.extract.accounting` then checks each reading against
 the words of its clause and :mod:`reasoning.constraints.extract.unrecognised` reports what no reader took.

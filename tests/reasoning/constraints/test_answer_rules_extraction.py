@@ -1,5 +1,5 @@
-"""Answer rules read after the other form readers (:mod:`reasoning.constraints.extract.en.answer_rules` /
-``_zh``): a choice among listed options, a separator instead of bullet points, a copy the request
+"""Answer rules read after the other form readers (the answer-rule readers of
+:mod:`reasoning.constraints.extract.registry`): a choice among listed options, a separator instead of bullet points, a copy the request
 names, every mark of a set, a share of stop words, a nesting depth, a thesis in HTML italics,
 sub-bullets, a CSV answer, a template of slots, counts of pronouns, conjunctions and listed names; each in wordings of several grammars, English and Chinese, with near
 misses that must not be read."""

@@ -27,7 +27,8 @@ import re
 import unicodedata
 from collections.abc import Mapping, Sequence
 
-from reasoning.constraints.extract.en.named import _QUOTED, _Ctx
+from reasoning.constraints.extract.en.context import Context
+from reasoning.constraints.extract.en.named import _QUOTED
 from reasoning.constraints.form import Count, Filter, Structure, Unit, canonical
 from reasoning.constraints.form.model import Layout
 from reasoning.constraints.found import Found, overlaps
@@ -95,7 +96,7 @@ def _replace(found: list[Found], start: int, end: int, separator: str, items: in
     return kept
 
 
-def _named_separator(ctx: _Ctx, start: int, end: int) -> str | None:
+def _named_separator(ctx: Context, start: int, end: int) -> str | None:
     """The mark the items are joined with: the first named after "with" / "by" / "using", else the first."""
     joined = next((j for j in range(start, end) if ctx.lowers[j] in ("with", "by", "using")), start)
     for j in [*range(joined, end), *range(start, joined)]:
@@ -105,7 +106,7 @@ def _named_separator(ctx: _Ctx, start: int, end: int) -> str | None:
     return None
 
 
-def _count_before_noun(ctx: _Ctx, j: int) -> int | None:
+def _count_before_noun(ctx: Context, j: int) -> int | None:
     """The number at token ``j`` when a plural noun follows it ("four tips", "5 fruits")."""
     token = ctx.tokens[j]
     if not token.like_num or ctx.tokens[j + 1].tag_ not in ("NNS", "NNPS"):
@@ -114,7 +115,7 @@ def _count_before_noun(ctx: _Ctx, j: int) -> int | None:
     return value if value is not None and 1 < value <= 100 else None
 
 
-def detect_bullet_separator(ctx: _Ctx) -> None:
+def detect_bullet_separator(ctx: Context) -> None:
     """Replace a bullet reading by no list and the separator's count (see the module doc)."""
     for sent in ctx.doc.sents:
         lemmas = ctx.lemmas[sent.start:sent.end]

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from reasoning.constraints.extract.en.named import _Ctx
+from reasoning.constraints.extract.en.context import Context
 from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.model import Kind
 from reasoning.constraints.quantities import parse_number, parse_zh_number
@@ -93,7 +93,7 @@ def _dropped(f: Found, start: int, end: int) -> bool:
         or f.kind is Kind.COUNT and f.params.get("unit") in ("lines", "sentences", "words"))
 
 
-def detect_csv(ctx: _Ctx) -> None:
+def detect_csv(ctx: Context) -> None:
     """The CSV answer of the columns named (see the module doc)."""
     text = ctx.text
     csv = _CSV.search(text)

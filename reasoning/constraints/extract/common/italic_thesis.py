@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from reasoning.constraints.extract.en.named import _Ctx
+from reasoning.constraints.extract.en.context import Context
 from reasoning.constraints.form import Count, Filter, Position, Unit, canonical
 from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.lexicon import EN_EVERY
@@ -52,7 +52,7 @@ def _without(found: Sequence[Found], start: int, end: int) -> list[Found]:
             f.params.get("unit") == "spans" or f.params.get("per") == "paragraphs")))]
 
 
-def detect_italic_thesis(ctx: _Ctx) -> None:
+def detect_italic_thesis(ctx: Context) -> None:
     """Every paragraph opens with an HTML-italic thesis (see the module doc)."""
     for sent in ctx.doc.sents:
         if not _ITALIC.search(sent.text) and not _HTML_ITALIC.search(sent.text):

@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from reasoning.constraints.extract.en.named import _Ctx
+from reasoning.constraints.extract.en.context import Context
 from reasoning.constraints.form import Count, Filter, Unit, canonical
 from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.lexicon import EN_UNITS, STANDARD_MARKS, ZH_UNITS
@@ -62,7 +62,7 @@ _ZH_ASKING = re.compile(r"使用|用到|包含|包括|出现|至少|每个|每�
 _ZH_CAPPING = re.compile(r"不要|不得|不能|禁止|避免|最多|不超过|至多|不用")
 
 
-def _marks_in(ctx: _Ctx, start: int, end: int) -> list[tuple[str, int, int]]:
+def _marks_in(ctx: Context, start: int, end: int) -> list[tuple[str, int, int]]:
     """The marks named in tokens ``start..end``: (characters, first token, last token)."""
     found: list[tuple[str, int, int]] = []
     j = start
@@ -104,7 +104,7 @@ def _replace(found: Sequence[Found], marks: Sequence[str], start: int, end: int,
     return kept
 
 
-def _refuse_marks(ctx: _Ctx, start: int, end: int) -> None:
+def _refuse_marks(ctx: Context, start: int, end: int) -> None:
     """"Do not use semicolons, colons or dashes": none of each named mark (the count readers read the first)."""
     end = next((j for j in range(start + 1, end) if ctx.lowers[j] in (";", "but", "instead", "rather", "separate")
                 or ctx.lemmas[j] in ("use", "separate") and j > start + 2), end)  # the refusing clause only
@@ -120,14 +120,14 @@ def _refuse_marks(ctx: _Ctx, start: int, end: int) -> None:
     ctx.found = kept
 
 
-def _list_end(ctx: _Ctx, end: int) -> int:
+def _list_end(ctx: Context, end: int) -> int:
     """Past a sentence ending in a colon, the end of the lines after it (up to a blank line)."""
     while end < len(ctx.tokens) and "\n\n" not in ctx.tokens[end].text and "\n\n" not in ctx.tokens[end - 1].whitespace_:
         end += 1
     return end
 
 
-def detect_mark_set(ctx: _Ctx) -> None:
+def detect_mark_set(ctx: Context) -> None:
     """One minimum per named mark (see the module doc)."""
     for sent in ctx.doc.sents:
         lemmas = set(ctx.lemmas[sent.start:sent.end])

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from reasoning.constraints.extract.en.named import _Ctx
+from reasoning.constraints.extract.en.context import Context
 from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.model import Kind
 
@@ -39,7 +39,7 @@ def _dropped(f: Found, start: int, end: int) -> bool:
     return f.kind in (Kind.WRAP, Kind.QUOTATION) or f.kind is Kind.COUNT and f.params.get("unit") == "spans"
 
 
-def detect_nesting(ctx: _Ctx) -> None:
+def detect_nesting(ctx: Context) -> None:
     """Drop the span counts and wrappers read from a nesting depth (see the module doc)."""
     for sent in ctx.doc.sents:
         if _NESTED_DELIMITERS.search(sent.text) and _DEPTH.search(sent.text):

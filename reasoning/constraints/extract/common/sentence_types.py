@@ -31,7 +31,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Final
 
-from reasoning.constraints.extract.en.named import _Ctx
+from reasoning.constraints.extract.en.context import Context
 from reasoning.constraints.form import Count, Filter, Measure, Unit, canonical
 from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.model import Kind, Relation
@@ -157,7 +157,7 @@ def _sentence_of(text: str, start: int, end: int) -> tuple[int, int]:
     return left, (min(rights) + 1 if rights else len(text))
 
 
-def refine_sentence_types_english(ctx: _Ctx) -> None:
+def refine_sentence_types_english(ctx: Context) -> None:
     """"Twice as many statements as questions", "equal numbers of statements, questions and exclamations",
     "exactly two questions, two exclamations and one statement", "at least two of each", "no exclamations"."""
     typed: list[tuple[int, int, list[str]]] = []

@@ -17,7 +17,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from reasoning.constraints.extract.en.named import _Ctx, _number_at
+from reasoning.constraints.extract.en.context import Context
+from reasoning.constraints.extract.en.named import _number_at
 from reasoning.constraints.form import Count, Filter, Measure, Unit, canonical
 from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.model import Kind, Relation
@@ -34,12 +35,12 @@ _FLOORS = re.compile(r"\b(?:at\s+least|no\s+less\s+than|no\s+fewer\s+than|minimu
                      re.IGNORECASE)
 
 
-def _stop_words_at(ctx: _Ctx, start: int, end: int) -> bool:
+def _stop_words_at(ctx: Context, start: int, end: int) -> bool:
     return any(ctx.lowers[j] in ("stopword", "stopwords", "stop-words", "stop-word")
                or ctx.lowers[j] == "stop" and j + 1 < end and ctx.lemmas[j + 1] == "word" for j in range(start, end))
 
 
-def _share(ctx: _Ctx, start: int, end: int) -> tuple[float, int] | None:
+def _share(ctx: Context, start: int, end: int) -> tuple[float, int] | None:
     """The share said in tokens ``start..end`` and its first token."""
     for j in range(start, end):
         lower = ctx.lowers[j]
@@ -61,7 +62,7 @@ def _share(ctx: _Ctx, start: int, end: int) -> tuple[float, int] | None:
     return None
 
 
-def detect_stop_share(ctx: _Ctx) -> None:
+def detect_stop_share(ctx: Context) -> None:
     """A bound on the share of stop words among the answer's words (see the module doc)."""
     for sent in ctx.doc.sents:
         if not _stop_words_at(ctx, sent.start, sent.end):

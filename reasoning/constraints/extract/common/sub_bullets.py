@@ -21,7 +21,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from reasoning.constraints.extract.en.named import _Ctx, _number_at
+from reasoning.constraints.extract.en.context import Context
+from reasoning.constraints.extract.en.named import _number_at
 from reasoning.constraints.form import Structure, canonical
 from reasoning.constraints.form.model import Layout
 from reasoning.constraints.found import Found
@@ -52,7 +53,7 @@ def _items(found: Sequence[Found]) -> int | None:
     return None
 
 
-def _sub_word(ctx: _Ctx, j: int) -> int:
+def _sub_word(ctx: Context, j: int) -> int:
     """Tokens the sub-bullet noun at ``j`` spans (0: none): "sub-bullet", "sub - bullet", "subpoint"."""
     if _SUB.match(ctx.lowers[j]):
         return 1
@@ -64,7 +65,7 @@ def _sub_word(ctx: _Ctx, j: int) -> int:
     return 0
 
 
-def _number_before(ctx: _Ctx, j: int, floor: int) -> int | None:
+def _number_before(ctx: Context, j: int, floor: int) -> int | None:
     """The exact number of the noun at ``j``: "one", "two", "a" (1); None for a bound or none."""
     k = j - 1
     while k >= floor and (ctx.tokens[k].pos_ == "ADJ" or ctx.tokens[k].text in _MARKERS):
@@ -86,7 +87,7 @@ def _replace(found: Sequence[Found], n: int | None, sub_items: int, start: int, 
     return [*kept, Found(kind=kind, params=params, start=start, end=end, confidence=0.85)]
 
 
-def detect_sub_bullets(ctx: _Ctx) -> None:
+def detect_sub_bullets(ctx: Context) -> None:
     """A nested list of so many sub-bullets under every bullet (see the module doc)."""
     for sent in ctx.doc.sents:
         lemmas = set(ctx.lemmas[sent.start:sent.end])

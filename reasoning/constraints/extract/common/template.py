@@ -24,7 +24,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from reasoning.constraints.extract.en.named import _QUOTED, _Ctx
+from reasoning.constraints.extract.en.context import Context
+from reasoning.constraints.extract.en.named import _QUOTED
 from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.model import Kind
 
@@ -100,7 +101,7 @@ def _read(text: str, found: Sequence[Found]) -> list[Found] | None:
     return None
 
 
-def detect_template(ctx: _Ctx) -> None:
+def detect_template(ctx: Context) -> None:
     """The template's answer pattern (see the module doc)."""
     if any(f.kind is Kind.REGEX_FORMAT for f in ctx.found):
         return

@@ -19,7 +19,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from reasoning.constraints.extract.en.named import _Ctx, _number_at
+from reasoning.constraints.extract.en.context import Context
+from reasoning.constraints.extract.en.named import _number_at
 from reasoning.constraints.form import Count, Filter, Unit, canonical
 from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.model import Kind, Relation
@@ -42,7 +43,7 @@ def _count_form(words: Sequence[str], relation: Relation, n: int, distinct: bool
     return canonical(Count(unit=unit, relation=relation, n=n, filter=Filter(one_of=tuple(words))))
 
 
-def _quantity(ctx: _Ctx, head: int, floor: int) -> tuple[Relation, int, int] | None:
+def _quantity(ctx: Context, head: int, floor: int) -> tuple[Relation, int, int] | None:
     """(relation, n, first token) of the number before the class noun at ``head``."""
     k = head - 1
     while k >= floor and (ctx.tokens[k].pos_ in ("ADJ", "PROPN", "DET") or ctx.lemmas[k] in _DISTINCT
@@ -63,7 +64,7 @@ def _quantity(ctx: _Ctx, head: int, floor: int) -> tuple[Relation, int, int] | N
     return relation, value, first
 
 
-def _listed_names(ctx: _Ctx, start: int, end: int) -> list[str]:
+def _listed_names(ctx: Context, start: int, end: int) -> list[str]:
     """One-word proper names listed after a colon in ``start..end``: "these people: Alice, Bob, Carol"."""
     colon = next((j for j in range(start, end) if ctx.tokens[j].text == ":"), None)
     if colon is None:
@@ -73,7 +74,7 @@ def _listed_names(ctx: _Ctx, start: int, end: int) -> list[str]:
     return names if len(names) >= 2 and len(joined) >= len(names) - 1 else []
 
 
-def detect_word_classes(ctx: _Ctx) -> None:
+def detect_word_classes(ctx: Context) -> None:
     """Counts of pronouns, coordinating conjunctions and listed names (see the module doc)."""
     for sent in ctx.doc.sents:
         for j in range(sent.start, sent.end):

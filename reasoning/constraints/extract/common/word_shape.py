@@ -30,7 +30,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from reasoning.constraints.extract.en.named import _Ctx, _negated, _Quantity, _quantity_left
+from reasoning.constraints.extract.en.context import Context, Quantity
+from reasoning.constraints.extract.en.named import _negated, _quantity_left
 from reasoning.constraints.form import Count, Filter, Unit, canonical
 from reasoning.constraints.form.model import Adjacency
 from reasoning.constraints.found import Found, overlaps
@@ -114,7 +115,7 @@ def _replace(found: list[Found], start: int, end: int) -> list[Found]:
     return [f for f in found if not (counts_letters(f) and overlaps(f, start, end))]
 
 
-def _word_before(ctx: _Ctx, at: int, first: int, start: int) -> int | None:
+def _word_before(ctx: Context, at: int, first: int, start: int) -> int | None:
     """The word noun a length at token ``at`` (its number from ``first``) is said of: before it in its
     clause, or "per / in each word" after."""
     for j in range(first - 1, max(start, first - 10) - 1, -1):
@@ -130,21 +131,21 @@ def _word_before(ctx: _Ctx, at: int, first: int, start: int) -> int | None:
     return None
 
 
-def _comparative(ctx: _Ctx, q: _Quantity) -> _Quantity:
+def _comparative(ctx: Context, q: Quantity) -> Quantity:
     """"exceed 8 letters" is more than 8 (the typed parser leaves the verb's number unrelated)."""
     if q.relation is None and q.first > 0 and ctx.lemmas[q.first - 1] in ("exceed", "surpass", "pass"):
-        return _Quantity(Relation.MORE_THAN, q.n, q.first - 1, q.last)
+        return Quantity(Relation.MORE_THAN, q.n, q.first - 1, q.last)
     if q.relation is None and q.last + 2 < len(ctx.tokens) and ctx.lowers[q.last + 1] in ("letters", "characters") \
             and ctx.lowers[q.last + 2] in ("or", "and") and q.last + 3 < len(ctx.tokens):
         after = ctx.lowers[q.last + 3]
         if after in ("fewer", "less", "shorter", "under"):
-            return _Quantity(Relation.AT_MOST, q.n, q.first, q.last + 3)
+            return Quantity(Relation.AT_MOST, q.n, q.first, q.last + 3)
         if after in ("more", "longer", "over"):
-            return _Quantity(Relation.AT_LEAST, q.n, q.first, q.last + 3)
+            return Quantity(Relation.AT_LEAST, q.n, q.first, q.last + 3)
     return q
 
 
-def _every(ctx: _Ctx, word: int, start: int) -> bool:
+def _every(ctx: Context, word: int, start: int) -> bool:
     """Whether the length is said of every word: a universal determiner, "per word", or words as a modal's subject."""
     window = ctx.lowers[max(start, word - 3) : word]
     if any(w in EN_UNIVERSAL for w in window) or (word > 0 and ctx.lowers[word - 1] == "per"):
@@ -156,13 +157,13 @@ def _every(ctx: _Ctx, word: int, start: int) -> bool:
         c.lower_ in _MODALS or c.lemma_ in _MODALS for c in token.head.children if c.dep_ == "aux")
 
 
-def _denied(ctx: _Ctx, word: int, at: int, start: int) -> bool:
+def _denied(ctx: Context, word: int, at: int, start: int) -> bool:
     if any(ctx.lowers[j] in _DENIAL or ctx.lemmas[j] in _SHUN for j in range(max(start, word - 4), word)):
         return True
     return any(ctx.lowers[j] in ("not", "n't", "never") for j in range(word + 1, at))
 
 
-def _lengths(ctx: _Ctx) -> None:
+def _lengths(ctx: Context) -> None:
     for at, lemma in enumerate(ctx.lemmas):
         if lemma not in _LENGTH_LEMMAS:
             continue
@@ -199,7 +200,7 @@ def _lengths(ctx: _Ctx) -> None:
             _add(ctx.found, form, begin, end)
 
 
-def _adjacency(ctx: _Ctx) -> None:
+def _adjacency(ctx: Context) -> None:
     for sent in ctx.doc.sents:
         lemmas = ctx.lemmas[sent.start : sent.end]
         lowers = ctx.lowers[sent.start : sent.end]
@@ -232,7 +233,7 @@ def _adjacency(ctx: _Ctx) -> None:
         _add(ctx.found, form, begin, end)
 
 
-def refine_word_shape_english(ctx: _Ctx) -> None:
+def refine_word_shape_english(ctx: Context) -> None:
     """Word lengths and adjacent words' shared initials or repeats, read into ``ctx.found``."""
     if any(lemma in _LENGTH_LEMMAS for lemma in ctx.lemmas):
         _lengths(ctx)

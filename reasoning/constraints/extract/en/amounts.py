@@ -23,7 +23,7 @@ import math
 import re
 from collections.abc import Mapping
 
-from reasoning.constraints.extract.en.named import _Ctx
+from reasoning.constraints.extract.en.context import Context
 from reasoning.constraints.form import Count, Unit, canonical
 from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.lexicon import EN_PIECES
@@ -63,7 +63,7 @@ def _number(text: str) -> int | None:
     return parse_number(re.split(r"[\s-]+", text.replace(",", "").strip()))
 
 
-def _counted(ctx: _Ctx, unit: Unit, start: int, end: int) -> bool:
+def _counted(ctx: Context, unit: Unit, start: int, end: int) -> bool:
     """Whether a reading already bounds this unit's count over the span (a bound said before the amount)."""
     for f in ctx.found:
         if overlaps(f, start, end) and f.params.get("relation") is not None:
@@ -78,7 +78,7 @@ _EACH_BEFORE = re.compile(r"\b(?:each|every|per)\s+(?:single\s+)?(?P<piece>sente
 _PIECE_BEFORE = re.compile(r"\b(?P<piece>sentence|paragraph|line|bullet|item|point)s\b[^.!?;]*$", re.IGNORECASE)
 
 
-def _per(ctx: _Ctx, unit: Unit, start: int, end: int) -> Unit | None:
+def _per(ctx: Context, unit: Unit, start: int, end: int) -> Unit | None:
     """The piece an amount holds for ("3 paragraphs of about 50 words each", "each sentence should be around
     10 words"), None for the whole answer."""
     before = ctx.text[max(0, start - 80) : start]
@@ -94,14 +94,14 @@ def _per(ctx: _Ctx, unit: Unit, start: int, end: int) -> Unit | None:
     return piece if piece is not unit else None
 
 
-def _add_range(ctx: _Ctx, unit: Unit, low: int, high: int, start: int, end: int) -> None:
+def _add_range(ctx: Context, unit: Unit, low: int, high: int, start: int, end: int) -> None:
     per = _per(ctx, unit, start, end)
     for relation, n in ((Relation.AT_LEAST, low), (Relation.AT_MOST, high)):
         kind, params = canonical(Count(unit=unit, relation=relation, n=n, per=per))
         ctx.add(kind, params, start, end, confidence=0.8)
 
 
-def _approximate(ctx: _Ctx) -> None:
+def _approximate(ctx: Context) -> None:
     """"About 80 words", "Write 100 words about dogs": within the tolerance of the number."""
     for pattern in (_APPROX, _TARGET):
         for m in pattern.finditer(ctx.text):
@@ -116,7 +116,7 @@ def _approximate(ctx: _Ctx) -> None:
             _add_range(ctx, unit, low, high, m.start(), m.end())
 
 
-def _vague(ctx: _Ctx) -> None:
+def _vague(ctx: Context) -> None:
     """"A few sentences", "several paragraphs": a range of the pieces."""
     for m in _VAGUE.finditer(ctx.text):
         unit = _UNITS[m.group("unit").lower()]
@@ -126,7 +126,7 @@ def _vague(ctx: _Ctx) -> None:
         _add_range(ctx, unit, low, high, m.start(), m.end())
 
 
-def _first_bounds(ctx: _Ctx) -> None:
+def _first_bounds(ctx: Context) -> None:
     """"No fewer than 40 and no more than 60 words": the bound before the count read from the unit's side."""
     added: list[Found] = []
     for f in ctx.found:
@@ -155,7 +155,7 @@ def _first_bounds(ctx: _Ctx) -> None:
     ctx.found.extend(added)
 
 
-def refine_amounts_english(ctx: _Ctx) -> None:
+def refine_amounts_english(ctx: Context) -> None:
     """Add the amounts of ``ctx`` said loosely or in two halves (see the module docstring)."""
     _first_bounds(ctx)
     _approximate(ctx)

@@ -26,7 +26,8 @@ import re
 
 from spacy.tokens import Span
 
-from reasoning.constraints.extract.en.named import _Ctx, _quoted_list
+from reasoning.constraints.extract.en.context import Context
+from reasoning.constraints.extract.en.named import _quoted_list
 from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.model import Kind
 
@@ -48,7 +49,7 @@ _MAX_OPTION_WORDS = 2
 _NOT_LITERAL = frozenset({"a", "an", "the", "then", "your", "my", "and", "but", "explain", "why"})
 
 
-def _asks_answer(ctx: _Ctx, start: int, end: int) -> bool:
+def _asks_answer(ctx: Context, start: int, end: int) -> bool:
     """Whether the sentence's verb answers or chooses, or its subject is the answer."""
     for j in range(start, end):
         token = ctx.tokens[j]
@@ -60,7 +61,7 @@ def _asks_answer(ctx: _Ctx, start: int, end: int) -> bool:
     return False
 
 
-def _choice_at(ctx: _Ctx, start: int, end: int) -> int | None:
+def _choice_at(ctx: Context, start: int, end: int) -> int | None:
     """The token after which the options begin: "one of (the following options)", "one:", "either"."""
     for j in range(start, end):
         lower = ctx.lowers[j]
@@ -85,7 +86,7 @@ def _choice_at(ctx: _Ctx, start: int, end: int) -> int | None:
     return None
 
 
-def _bare(ctx: _Ctx, j: int, end: int) -> tuple[list[str], int]:
+def _bare(ctx: Context, j: int, end: int) -> tuple[list[str], int]:
     """Unquoted options from token ``j`` to the sentence's end: short runs of words between joiners."""
     options: list[str] = []
     current: list[int] = []
@@ -119,7 +120,7 @@ def _bare(ctx: _Ctx, j: int, end: int) -> tuple[list[str], int]:
     return options, last_char
 
 
-def _direct(ctx: _Ctx, start: int, end: int) -> int | None:
+def _direct(ctx: Context, start: int, end: int) -> int | None:
     """The options right after an answering verb that opens the sentence, running to its end:
     "answer yes or no.", "reply with yes or no only", "respond: true or false"."""
     j = start + (1 if ctx.lowers[start] in ("please", "just", "simply", "only") else 0)
@@ -137,7 +138,7 @@ def _direct(ctx: _Ctx, start: int, end: int) -> int | None:
     return k
 
 
-def _picks_topic(ctx: _Ctx, sent: Span) -> bool:
+def _picks_topic(ctx: Context, sent: Span) -> bool:
     """Whether the options are picked (choose, pick, select) for a task asked of the pick, not given as the answer.
 
     "Choose one of the following animals: cat, dog or horse. Write a poem about it." picks
@@ -160,13 +161,13 @@ def _picks_topic(ctx: _Ctx, sent: Span) -> bool:
         for j in later)
 
 
-def _in_manner(ctx: _Ctx, start: int, first: int) -> bool:
+def _in_manner(ctx: Context, start: int, first: int) -> bool:
     """Whether "in" stands before the "one" / "either" the options follow."""
     at = next((j for j in range(first - 1, start - 1, -1) if ctx.lowers[j] in ("one", "1", "either")), None)
     return at is not None and at > start and ctx.lowers[at - 1] == "in"
 
 
-def detect_choice(ctx: _Ctx) -> None:
+def detect_choice(ctx: Context) -> None:
     """Add ``constrained_response`` for a choice among listed options (see the module doc)."""
     if any(f.kind is Kind.CONSTRAINED_RESPONSE for f in ctx.found):
         return

@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import re
 
-from reasoning.constraints.extract.en.named import _QUOTED, _Ctx, repeat_text
+from reasoning.constraints.extract.en.context import Context
+from reasoning.constraints.extract.en.named import _QUOTED, repeat_text
 from reasoning.constraints.form import Copy, Count, Unit, canonical
 from reasoning.constraints.form import units as form_units
 from reasoning.constraints.form.model import Measure
@@ -74,7 +75,7 @@ def _sentence_bounds(text: str, at: int) -> tuple[int, int]:
     return start, (min(ends) + 1 if ends else len(text))
 
 
-def _source(ctx: _Ctx, match: re.Match[str]) -> str | None:
+def _source(ctx: Context, match: re.Match[str]) -> str | None:
     """The text whose words the range counts (see the module doc)."""
     text = ctx.text
     if _OWN.match(text, match.end()):
@@ -93,11 +94,11 @@ def _source(ctx: _Ctx, match: re.Match[str]) -> str | None:
     return repeat_text(text, start, end)
 
 
-def _alone(ctx: _Ctx, start: int, end: int) -> bool:
+def _alone(ctx: Context, start: int, end: int) -> bool:
     return _ALONE.search(ctx.text, start, end) is not None
 
 
-def _add_copy(ctx: _Ctx, copied: str, start: int, end: int, alone: bool) -> None:
+def _add_copy(ctx: Context, copied: str, start: int, end: int, alone: bool) -> None:
     kind, params = canonical(Copy(text=copied))
     ctx.found.append(Found(kind=kind, params=params, start=start, end=end, confidence=0.85))
     if alone:
@@ -106,7 +107,7 @@ def _add_copy(ctx: _Ctx, copied: str, start: int, end: int, alone: bool) -> None
         ctx.found.append(Found(kind=kind, params=params, start=start, end=end, confidence=0.8))
 
 
-def detect_copied_words(ctx: _Ctx) -> None:
+def detect_copied_words(ctx: Context) -> None:
     """Words i to j of a text, copied (see the module doc)."""
     for match in _RANGE.finditer(ctx.text):
         start, end = _sentence_bounds(ctx.text, match.start())
@@ -128,7 +129,7 @@ def detect_copied_words(ctx: _Ctx) -> None:
         return
 
 
-def detect_copied_characters(ctx: _Ctx) -> None:
+def detect_copied_characters(ctx: Context) -> None:
     """"Copy the span between (and including) index 10 and 45; the indices are character indices": the
     request's characters ``a..b`` (0-based, both included), read only where characters are named."""
     for match in _CHAR_RANGE.finditer(ctx.text):
@@ -150,7 +151,7 @@ _LABELLED = re.compile(r"\b(?:request|question|prompt|task|query|instruction)\s*
 _META = re.compile(r"\b(?:answer|answering|request|repeat|respond)\b", re.IGNORECASE)
 
 
-def _request(ctx: _Ctx, read: str, at: int) -> str:
+def _request(ctx: Context, read: str, at: int) -> str:
     """The request a copy instruction at ``at`` repeats: ``read`` (the repeat reader's text), unless that is
     the instruction's own rider ("Do not answer it.") and the request stands before it in its block
     ("Write a poem about cats. Repeat the request, but change its first word ...")."""
@@ -165,7 +166,7 @@ def _request(ctx: _Ctx, read: str, at: int) -> str:
     return before or read
 
 
-def detect_first_word_replaced(ctx: _Ctx) -> None:
+def detect_first_word_replaced(ctx: Context) -> None:
     """A copy with its first word replaced (see the module doc)."""
     match = _FIRST_WORD.search(ctx.text)
     if match is None:

@@ -22,32 +22,21 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from spacy.tokens import Doc
-
-from reasoning.constraints.extract.common.sentence_types import refine_sentence_types_english
-from reasoning.constraints.extract.common.word_shape import refine_word_shape_english
-from reasoning.constraints.extract.en.amounts import refine_amounts_english
-from reasoning.constraints.extract.en.answer_rules import refine_answer_rules_english
+from reasoning.constraints.extract.en.context import Context, Quantity
 from reasoning.constraints.extract.en.named import (
     _QUOTED,
     _count_after,
-    _Ctx,
     _flip_if_negated,
     _negated,
     _number_at,
-    _Quantity,
     _quantity_left,
     _quantity_right,
     relation_after_unit,
     repeat_text,
 )
-from reasoning.constraints.extract.en.pieces import refine_pieces_english
-from reasoning.constraints.extract.en.sequence import refine_sequence_english
-from reasoning.constraints.extract.en.structure import refine_structure
-from reasoning.constraints.extract.en.word_rules import refine_word_rules_english
 from reasoning.constraints.form import (
     Copy,
     Count,
@@ -75,7 +64,18 @@ from reasoning.constraints.lexicon import (
 from reasoning.constraints.model import Kind, Relation
 from reasoning.constraints.quantities import ordinal, parse_number, relation_before
 
-__all__ = ["refine_english"]
+__all__ = [
+    "detect_case",
+    "detect_copies",
+    "detect_elliptical_ranges",
+    "detect_items_per_piece",
+    "detect_keywords_per_item",
+    "detect_layouts",
+    "detect_positions",
+    "detect_quoted_symbols",
+    "detect_unit_counts",
+    "detect_wraps",
+]
 
 T = TypeVar("T")
 
@@ -119,7 +119,7 @@ _DELIMITER_INDEX = _index(EN_DELIMITERS)
 _LAYOUT_INDEX = _index(EN_LAYOUTS)
 
 
-def _term_at(ctx: _Ctx, i: int, index: _Index[T]) -> tuple[int, T] | None:
+def _term_at(ctx: Context, i: int, index: _Index[T]) -> tuple[int, T] | None:
     """The longest lexicon term starting at token ``i``: (tokens it spans, its entry)."""
     candidates = index.get(ctx.lemmas[i], []) + index.get(ctx.lowers[i], [])
     for key, entry in sorted(candidates, key=lambda item: -len(item[0])):
@@ -131,17 +131,17 @@ def _term_at(ctx: _Ctx, i: int, index: _Index[T]) -> tuple[int, T] | None:
     return None
 
 
-def _sentence(ctx: _Ctx, i: int) -> tuple[int, int]:
+def _sentence(ctx: Context, i: int) -> tuple[int, int]:
     sent = ctx.tokens[i].sent
     return sent.start, sent.end
 
 
-def _add_form(ctx: _Ctx, form: Form, start: int, end: int, confidence: float = 0.85) -> None:
+def _add_form(ctx: Context, form: Form, start: int, end: int, confidence: float = 0.85) -> None:
     kind, params = canonical(form)
     ctx.add(kind, params, start, end, confidence=confidence)
 
 
-def _partitive(ctx: _Ctx, first: int) -> _Quantity | None:
+def _partitive(ctx: Context, first: int) -> Quantity | None:
     """"At least five of the words ...": the count written before "of (the / your)" and the unit."""
     j = first - 1
     while j > ctx.tokens[first].sent.start and ctx.lowers[j] in ("the", "your", "these", "those"):
@@ -149,11 +149,11 @@ def _partitive(ctx: _Ctx, first: int) -> _Quantity | None:
     if j <= ctx.tokens[first].sent.start or ctx.lowers[j] != "of":
         return None
     if ctx.lowers[j - 1] == "none":
-        return _Quantity(Relation.AT_MOST, 0, j - 1, j - 1)
+        return Quantity(Relation.AT_MOST, 0, j - 1, j - 1)
     return _quantity_left(ctx, j)
 
 
-def _written_as(ctx: _Ctx, first: int) -> _Quantity | None:
+def _written_as(ctx: Context, first: int) -> Quantity | None:
     """"Give at least four quantities as numbers": the count of the things written as the unit.
 
     Only for numbers, where "as numbers" / "in numerals" says how those
@@ -164,7 +164,7 @@ def _written_as(ctx: _Ctx, first: int) -> _Quantity | None:
     return _quantity_left(ctx, first - 2)
 
 
-def _quantity(ctx: _Ctx, first: int, head: int, unit: Unit | None = None) -> _Quantity | None:
+def _quantity(ctx: Context, first: int, head: int, unit: Unit | None = None) -> Quantity | None:
     quantity = _quantity_left(ctx, first) or _partitive(ctx, first)
     if quantity is None and unit is Unit.NUMBERS:
         quantity = _written_as(ctx, first)
@@ -175,7 +175,7 @@ def _quantity(ctx: _Ctx, first: int, head: int, unit: Unit | None = None) -> _Qu
     return relation_after_unit(ctx, quantity, head) if quantity is not None else None
 
 
-def _negated_here(ctx: _Ctx, first: int, head: int) -> bool:
+def _negated_here(ctx: Context, first: int, head: int) -> bool:
     """Polarity of the requirement whose term spans ``first..head``: the parse's, within its conjunct."""
     if _negated_in_conjunct(ctx, first, head):
         return True
@@ -185,7 +185,7 @@ def _negated_here(ctx: _Ctx, first: int, head: int) -> bool:
     return any(w in _NEG_AFTER for w in after) or " ".join(after).startswith(("are not allowed", "is not allowed"))
 
 
-def _negated_in_conjunct(ctx: _Ctx, first: int, head: int) -> bool:
+def _negated_in_conjunct(ctx: Context, first: int, head: int) -> bool:
     """:func:`_negated`, but a negation in another conjunct ("avoid X and use Y") does not reach Y."""
     if not _negated(ctx, head):
         return False
@@ -205,7 +205,7 @@ def _negated_in_conjunct(ctx: _Ctx, first: int, head: int) -> bool:
     return True
 
 
-def _quoted_or_word(ctx: _Ctx, j: int, stop: int) -> tuple[str, int] | None:
+def _quoted_or_word(ctx: Context, j: int, stop: int) -> tuple[str, int] | None:
     """A quoted string or a bare word (or "the letter x") starting at token ``j``: (text, last char)."""
     while j < stop and ctx.lowers[j] in ("the", "a", "an", "letter", "word", "phrase", "character", ":", "exact"):
         j += 1
@@ -227,7 +227,7 @@ _FILTER_VERBS: Mapping[str, str] = {"start": "starts_with", "begin": "starts_wit
                                     "contain": "contains", "include": "contains", "have": "contains"}
 
 
-def _word_filter(ctx: _Ctx, head: int, stop: int) -> tuple[dict[str, Any], int] | None:
+def _word_filter(ctx: Context, head: int, stop: int) -> tuple[dict[str, Any], int] | None:
     """"words that start with b", "words beginning with 'th'", "words ending in -ing".
 
     The filter is the relative clause ("that / which ...") or the participle
@@ -276,7 +276,7 @@ def _word_filter(ctx: _Ctx, head: int, stop: int) -> tuple[dict[str, Any], int] 
 _PER_QUANTIFIERS = frozenset({"per", "each", "every", "no", "any"})
 
 
-def _per_at(ctx: _Ctx, unit: Unit, first: int, last: int) -> tuple[Unit, int] | None:
+def _per_at(ctx: Context, unit: Unit, first: int, last: int) -> tuple[Unit, int] | None:
     """The item a count holds for and the quantifier's token ("in each sentence", "no paragraph may ...").
 
     "Each", "every", "per" and a quantifier over the items ("no paragraph
@@ -332,19 +332,19 @@ def _per_at(ctx: _Ctx, unit: Unit, first: int, last: int) -> tuple[Unit, int] | 
     return None
 
 
-def _per(ctx: _Ctx, unit: Unit, first: int, last: int) -> Unit | None:
+def _per(ctx: Context, unit: Unit, first: int, last: int) -> Unit | None:
     """The item a count holds for ("in each sentence", "every paragraph should have ...")."""
     found = _per_at(ctx, unit, first, last)
     return found[0] if found is not None else None
 
 
-def _denied_for_every_item(ctx: _Ctx, unit: Unit, first: int, last: int) -> bool:
+def _denied_for_every_item(ctx: Context, unit: Unit, first: int, last: int) -> bool:
     """"No paragraph may contain more than two sentences": the bound said of no item is its opposite for each."""
     found = _per_at(ctx, unit, first, last)
     return found is not None and ctx.lowers[found[1]] in ("no", "none")
 
 
-def _detect_counts(ctx: _Ctx) -> None:
+def detect_unit_counts(ctx: Context) -> None:
     """Counts of every unit of the lexicon, with their filters and per-item scope."""
     i = 0
     while i < len(ctx.tokens):
@@ -370,7 +370,7 @@ def _detect_counts(ctx: _Ctx) -> None:
         if quantity is None and unit in _PER_UNITS and first > 0 and ctx.lowers[first - 1] in ("a", "an") \
                 and ctx.tokens[head].head.lemma_.lower() in _HOLDING_VERBS \
                 and _per(ctx, unit, first, head) is not None and not _negated_here(ctx, first, head):
-            quantity = _Quantity(Relation.AT_LEAST, 1, first - 1, first - 1)  # "every sentence must contain a number"
+            quantity = Quantity(Relation.AT_LEAST, 1, first - 1, first - 1)  # "every sentence must contain a number"
         filter_fields = dict(fields)
         end_char = ctx.chars(head, head)[1]
         if unit is Unit.WORDS:
@@ -390,7 +390,7 @@ def _detect_counts(ctx: _Ctx) -> None:
                 quantity = quantity or _quantity(ctx, level[1], head, unit)
             if quantity is not None and ctx.lowers[quantity.first] == "under" and quantity.high is None:
                 # "organize it under two headings": beneath them, not fewer than two
-                quantity = _Quantity(None, quantity.n, quantity.first + 1, quantity.last)
+                quantity = Quantity(None, quantity.n, quantity.first + 1, quantity.last)
         per_at = _per_at(ctx, unit, first, head) if unit in _PER_UNITS else None
         per = per_at[0] if per_at is not None else None
         each_named = per_at is not None and ctx.lowers[per_at[1]] == "each" and ctx.lowers[per_at[1] - 1] == ","
@@ -420,7 +420,7 @@ _ASKING_VERBS = frozenset({"use", "organize", "organise", "include", "add", "str
                            "split", "break", "group", "put", "give", "arrange", "separate", "start", "begin", "mark"})
 
 
-def _asks_for(ctx: _Ctx, head: int) -> bool:
+def _asks_for(ctx: Context, head: int) -> bool:
     """Whether the sentence of ``head`` asks for it: an imperative or modal of writing, not a question about it."""
     sent = ctx.tokens[head].sent
     if sent.text.rstrip().endswith("?"):
@@ -428,7 +428,7 @@ def _asks_for(ctx: _Ctx, head: int) -> bool:
     return sent.root.lemma_.lower() in _ASKING_VERBS or any(t.lower_ in ("must", "should") for t in sent)
 
 
-def _heading_level(ctx: _Ctx, first: int) -> tuple[str, int] | None:
+def _heading_level(ctx: Context, first: int) -> tuple[str, int] | None:
     """The '#' run written just before a heading word ("### headings") and its first token, if any."""
     j = first - 1
     while j >= 0 and ctx.lowers[j] in ("(", ")", "markdown", "-", "style"):
@@ -440,7 +440,7 @@ def _heading_level(ctx: _Ctx, first: int) -> tuple[str, int] | None:
     return (marks, j + 1) if 1 <= len(marks) <= 6 else None
 
 
-def _counts_another_unit(ctx: _Ctx, head: int, quantity: _Quantity, unit: Unit) -> bool:
+def _counts_another_unit(ctx: Context, head: int, quantity: Quantity, unit: Unit) -> bool:
     """Whether a quantity found after the unit word is followed by another unit word, whose count it is."""
     after = quantity.last + 1
     if quantity.last <= head or after >= len(ctx.tokens):
@@ -453,7 +453,7 @@ _LEAVING_OUT = frozenset({"exclude", "excluding", "without", "except", "ignore",
                           "minus", "not", "non", "nonspace", "non-space", "non-whitespace"})
 
 
-def _spaces_left_out(ctx: _Ctx, start: int, stop: int) -> bool:
+def _spaces_left_out(ctx: Context, start: int, stop: int) -> bool:
     """"Excluding spaces", "not counting spaces", "non-space characters": a character count without white space."""
     for j in range(start, stop):
         if ctx.lowers[j] in ("nonspace", "non-space", "non-whitespace"):
@@ -464,7 +464,7 @@ def _spaces_left_out(ctx: _Ctx, start: int, stop: int) -> bool:
     return False
 
 
-def _plausible_unit(ctx: _Ctx, first: int, head: int, unit: Unit) -> bool:
+def _plausible_unit(ctx: Context, first: int, head: int, unit: Unit) -> bool:
     nxt = ctx.lowers[head + 1] if head + 1 < len(ctx.tokens) else ""
     prev = ctx.lowers[first - 1] if first > 0 else ""
     if ctx.tokens[head].pos_ in ("VERB", "AUX", "ADP") and ctx.lemmas[head] in _VERB_SENSES:
@@ -499,7 +499,7 @@ def _plausible_unit(ctx: _Ctx, first: int, head: int, unit: Unit) -> bool:
 
 
 def _bounds(
-    ctx: _Ctx, unit: Unit, first: int, head: int, quantity: _Quantity | None, *, filtered: bool = False
+    ctx: Context, unit: Unit, first: int, head: int, quantity: Quantity | None, *, filtered: bool = False
 ) -> list[tuple[Relation, int]]:
     if quantity is not None:
         pairs = quantity.bounds()
@@ -530,7 +530,7 @@ def _symbol_count(f: Found) -> bool:
     return f.kind is Kind.LETTER_FREQUENCY and not str(f.params.get("letter", "a")).isalpha()
 
 
-def _replace_refined(ctx: _Ctx, start: int, end: int, unit: Unit, per: Unit | None) -> None:
+def _replace_refined(ctx: Context, start: int, end: int, unit: Unit, per: Unit | None) -> None:
     """Drop the named readings the form reading refines (same requirement, coarser kind).
 
     Word and sentence counts give way only to a count of the same unit with a
@@ -552,7 +552,7 @@ def _replace_refined(ctx: _Ctx, start: int, end: int, unit: Unit, per: Unit | No
     ctx.found = [f for f in ctx.found if not refined(f)]
 
 
-def _case_term(ctx: _Ctx, i: int) -> str | None:
+def _case_term(ctx: Context, i: int) -> str | None:
     """"upper" / "lower" when token ``i`` names a letter case; None otherwise."""
     low, lemma = ctx.lowers[i], ctx.lemmas[i]
     nxt = ctx.lowers[i + 1] if i + 1 < len(ctx.tokens) else ""
@@ -571,7 +571,7 @@ def _case_term(ctx: _Ctx, i: int) -> str | None:
     return None
 
 
-def _about_some_words(ctx: _Ctx, start: int, i: int) -> bool:
+def _about_some_words(ctx: Context, start: int, i: int) -> bool:
     """"Include some words in all capital letters": the case of some words, a capital-word count."""
     for j in range(max(start, i - 6), i):
         if ctx.lemmas[j] in ("word", "phrase") and not any(
@@ -580,7 +580,7 @@ def _about_some_words(ctx: _Ctx, start: int, i: int) -> bool:
     return False
 
 
-def _detect_case(ctx: _Ctx) -> None:
+def detect_case(ctx: Context) -> None:
     """The whole answer in one letter case, read from case words, polarity and scope."""
     for i in range(len(ctx.tokens)):
         case = _case_term(ctx, i)
@@ -616,7 +616,7 @@ def _detect_case(ctx: _Ctx) -> None:
         ctx.add(kind, {}, *ctx.chars(max(start, i - 3), min(end - 1, i + 2)), confidence=0.85)
 
 
-def _wrap_target(ctx: _Ctx, start: int, end: int) -> Unit | None:
+def _wrap_target(ctx: Context, start: int, end: int) -> Unit | None:
     for j in range(start, end):
         if ctx.lowers[j] in EN_EVERY and j + 1 < end:
             per = {"sentence": Unit.SENTENCES, "line": Unit.LINES, "paragraph": Unit.PARAGRAPHS}.get(ctx.lemmas[j + 1])
@@ -631,7 +631,7 @@ _WRAP_VERBS = frozenset({"wrap", "enclose", "put", "place", "surround", "write",
                          "bracket", "present", "give", "deliver", "return"})
 
 
-def _detect_wraps(ctx: _Ctx) -> None:
+def detect_wraps(ctx: Context) -> None:
     """"Wrap your entire answer in parentheses", "put each sentence in square brackets"."""
     i = 0
     while i < len(ctx.tokens):
@@ -665,7 +665,7 @@ def _detect_wraps(ctx: _Ctx) -> None:
         _add_form(ctx, Wrap(left=left, right=right, unit=target), sentence.start_char, sentence.end_char)
 
 
-def _spans_count(ctx: _Ctx, left: str, right: str, start: int, end: int) -> None:
+def _spans_count(ctx: Context, left: str, right: str, start: int, end: int) -> None:
     """"Put at least two side comments in parentheses": a count of delimited spans, not the answer wrapped.
 
     Read only with a stated quantity in the sentence (a number with a
@@ -696,7 +696,7 @@ _LAYOUT_VERBS = frozenset({"use", "format", "present", "organize", "organise", "
                            "turn", "transform", "reformat", "rewrite", "copy", "tabulate", "compile", "render"})
 
 
-def _detect_layouts(ctx: _Ctx) -> None:
+def detect_layouts(ctx: Context) -> None:
     """Tables, lists, nested and numbered lists, and "no bullet points"."""
     i = 0
     done: set[int] = set()
@@ -749,7 +749,7 @@ _COLUMN_WORDS = frozenset({"column"})
 _NOT_ITEMS = frozenset({"word", "sentence", "paragraph", "character", "letter", "line", "time"})
 
 
-def _exact_number(ctx: _Ctx, j: int, floor: int) -> int | None:
+def _exact_number(ctx: Context, j: int, floor: int) -> int | None:
     """The number ending at token ``j`` when it is exact (bare, "exactly", "only"), else None."""
     number = _number_at(ctx.doc, j)
     if number is None:
@@ -759,7 +759,7 @@ def _exact_number(ctx: _Ctx, j: int, floor: int) -> int | None:
     return value if before is None or before[0] is Relation.EXACTLY else None
 
 
-def _sub_items(ctx: _Ctx, chars: tuple[int, int]) -> int | None:
+def _sub_items(ctx: Context, chars: tuple[int, int]) -> int | None:
     """"Three points, each with two sub-points": the exact count of sub-items under every item, its count dropped.
 
     Only an exact per-item count ("each with (exactly) two") is the nested
@@ -775,7 +775,7 @@ def _sub_items(ctx: _Ctx, chars: tuple[int, int]) -> int | None:
     return None
 
 
-def _scale_per_item(ctx: _Ctx, items: int, chars: tuple[int, int]) -> None:
+def _scale_per_item(ctx: Context, items: int, chars: tuple[int, int]) -> None:
     """"Three categories, each with at least two sub-items": the nested count holds per top item, so in all ``items`` times it."""
     scaled: list[Found] = []
     for f in ctx.found:
@@ -787,7 +787,7 @@ def _scale_per_item(ctx: _Ctx, items: int, chars: tuple[int, int]) -> None:
     ctx.found = scaled
 
 
-def _counted_noun(ctx: _Ctx, j: int, stop: int) -> tuple[int, str] | None:
+def _counted_noun(ctx: Context, j: int, stop: int) -> tuple[int, str] | None:
     """(value, noun lemma) of an exact number at ``j`` counting the noun after it ("exactly 10 possible names")."""
     if _number_at(ctx.doc, j) is None or (j + 1 < stop and _number_at(ctx.doc, j + 1) is not None):
         return None
@@ -806,7 +806,7 @@ def _counted_noun(ctx: _Ctx, j: int, stop: int) -> tuple[int, str] | None:
 _LIST_TERMS = frozenset({"bullet", "point", "list", "item", "step", "section", "part", "row", "column", "table"})
 
 
-def _listed_number(ctx: _Ctx, start: int, first: int, end: int) -> int | None:
+def _listed_number(ctx: Context, start: int, first: int, end: int) -> int | None:
     """The number of things a list holds when the request counts them rather than the list's items.
 
     "Name exactly 3 names ... using markdown bullet points" (the number in the
@@ -830,7 +830,7 @@ def _listed_number(ctx: _Ctx, start: int, first: int, end: int) -> int | None:
     return None
 
 
-def _layout_size(ctx: _Ctx, layout: Layout, head: int, end: int) -> tuple[int | None, int | None]:
+def _layout_size(ctx: Context, layout: Layout, head: int, end: int) -> tuple[int | None, int | None]:
     """(items or body rows, columns) a layout's sentence states exactly after its term.
 
     A table's "N (data / body) rows" and "N columns"; a list's "of / with N
@@ -871,7 +871,7 @@ _PUNCT_NAMES: Mapping[str, str] = {"question": "?", "exclamation": "!", "period"
                                    "ellipsis": "...", "semicolon": ";"}
 
 
-def _ordinal_at(ctx: _Ctx, j: int) -> int | None:
+def _ordinal_at(ctx: Context, j: int) -> int | None:
     low = ctx.lowers[j]
     if low in ("last", "final", "closing"):
         before = [w for w in ctx.lowers[max(0, j - 5): j] if w != "-"]
@@ -887,7 +887,7 @@ def _ordinal_at(ctx: _Ctx, j: int) -> int | None:
     return value
 
 
-def _predicate_value(ctx: _Ctx, j: int, stop: int) -> tuple[str, int] | None:
+def _predicate_value(ctx: Context, j: int, stop: int) -> tuple[str, int] | None:
     """The text a position predicate names at token ``j``: a quote, a punctuation name, a word."""
     while j < stop and ctx.lowers[j] in ("a", "an", "the", "word", "phrase", "exact", "with", ":"):
         j += 1
@@ -896,7 +896,7 @@ def _predicate_value(ctx: _Ctx, j: int, stop: int) -> tuple[str, int] | None:
     return _quoted_or_word(ctx, j, stop)
 
 
-def _value_after_unit(ctx: _Ctx, unit_i: int, stop: int) -> tuple[str, int] | None:
+def _value_after_unit(ctx: Context, unit_i: int, stop: int) -> tuple[str, int] | None:
     """The quoted text after "the fourth word [of your summary]" ("make the fourth word of it 'glass'")."""
     x = unit_i + 1
     if x < stop and ctx.lowers[x] == "of":
@@ -910,7 +910,7 @@ def _value_after_unit(ctx: _Ctx, unit_i: int, stop: int) -> tuple[str, int] | No
     return _quoted_or_word(ctx, x, stop)
 
 
-def _subject_of_copula(ctx: _Ctx, start: int, j: int) -> tuple[str, int] | None:
+def _subject_of_copula(ctx: Context, start: int, j: int) -> tuple[str, int] | None:
     """"The word 'because' must be the tenth word": the quoted subject of "be the <ordinal>"."""
     if j - 2 < start or ctx.lowers[j - 1] != "the" or ctx.lemmas[j - 2] != "be":
         return None
@@ -922,7 +922,7 @@ def _subject_of_copula(ctx: _Ctx, start: int, j: int) -> tuple[str, int] | None:
     return text, ctx.tokens[j - 2].idx
 
 
-def _elliptical_piece(ctx: _Ctx, j: int) -> tuple[Unit, int] | None:
+def _elliptical_piece(ctx: Context, j: int) -> tuple[Unit, int] | None:
     """The pieces an ordinal without its noun stands for ("write two paragraphs; the first must begin with
     'Yesterday'", "the last one ends with ..."): the plural piece named last before it in the sentence,
     and the token the ordinal's phrase ends at."""
@@ -939,7 +939,7 @@ def _elliptical_piece(ctx: _Ctx, j: int) -> tuple[Unit, int] | None:
     return None
 
 
-def _detect_positions(ctx: _Ctx) -> None:
+def detect_positions(ctx: Context) -> None:
     """"The third word must be 'river'", "start the last paragraph with 'Finally'"."""
     for j in range(len(ctx.tokens) - 1):
         k = _ordinal_at(ctx, j)
@@ -1004,7 +1004,7 @@ def _detect_positions(ctx: _Ctx) -> None:
         _add_form(ctx, Position(unit=unit, k=k, op=op, text=value[0]), first_char, end_char)  # type: ignore[arg-type]
 
 
-def _changed(ctx: _Ctx, start: int, end: int) -> bool:
+def _changed(ctx: Context, start: int, end: int) -> bool:
     span = ctx.doc.char_span(start, end, alignment_mode="expand")
     if span is None:
         return False
@@ -1029,7 +1029,7 @@ _SWAPS = (
 _LABEL = re.compile(r"^(?:question|request|prompt|task|query|instruction)\s*[:：]\s*", re.IGNORECASE)
 
 
-def _stated_swaps(ctx: _Ctx) -> tuple[tuple[tuple[str, str], ...], list[tuple[int, int]]]:
+def _stated_swaps(ctx: Context) -> tuple[tuple[tuple[str, str], ...], list[tuple[int, int]]]:
     """The (old, new) word swaps the prompt states for a changed copy, and where it states them."""
     pairs: list[tuple[str, str]] = []
     spans: list[tuple[int, int]] = []
@@ -1040,7 +1040,7 @@ def _stated_swaps(ctx: _Ctx) -> tuple[tuple[tuple[str, str], ...], list[tuple[in
     return tuple(pairs), spans
 
 
-def _copy_form(ctx: _Ctx, text: str, change: bool) -> Copy:
+def _copy_form(ctx: Context, text: str, change: bool) -> Copy:
     """The copy of ``text`` (its "Question:" label left out), with the swaps the prompt states."""
     text = _LABEL.sub("", text.strip().lstrip(" .!?;:"))
     if not change:
@@ -1053,7 +1053,7 @@ def _copy_form(ctx: _Ctx, text: str, change: bool) -> Copy:
     return Copy(text=text, change=True, replace=pairs)
 
 
-def _detect_copies(ctx: _Ctx) -> None:
+def detect_copies(ctx: Context) -> None:
     """A repetition asked with a change ("repeat the question but replace X", "paraphrase the request")."""
     kept: list[Found] = []
     for f in list(ctx.found):
@@ -1084,7 +1084,7 @@ def _detect_copies(ctx: _Ctx) -> None:
         return
 
 
-def _token_at(ctx: _Ctx, char: int) -> int | None:
+def _token_at(ctx: Context, char: int) -> int | None:
     """Index of the token that covers character offset ``char`` (None: whitespace there)."""
     for token in ctx.tokens:
         if token.idx <= char < token.idx + len(token.text):
@@ -1092,7 +1092,7 @@ def _token_at(ctx: _Ctx, char: int) -> int | None:
     return None
 
 
-def _detect_quoted_symbols(ctx: _Ctx) -> None:
+def detect_quoted_symbols(ctx: Context) -> None:
     """Counts of a quoted symbol with no unit word: "at least 3 '!'", "do not use '#' at all".
 
     The symbol (one character, neither a letter nor a digit nor a space) is
@@ -1135,7 +1135,7 @@ _UPPER = frozenset({Relation.AT_MOST, Relation.LESS_THAN})
 _CONJUNCTIONS = frozenset({"but", "and", "yet", ",", "while"})
 
 
-def _elliptical_bound(ctx: _Ctx, f: Found) -> tuple[Relation, int, int] | None:
+def _elliptical_bound(ctx: Context, f: Found) -> tuple[Relation, int, int] | None:
     """The other end of a range whose unit is left out: "at least 400 characters but no more than 700".
 
     After the count's span: a conjunction, a comparison phrase, a number and
@@ -1166,7 +1166,7 @@ def _elliptical_bound(ctx: _Ctx, f: Found) -> tuple[Relation, int, int] | None:
     return None
 
 
-def _detect_elliptical_ranges(ctx: _Ctx) -> None:
+def detect_elliptical_ranges(ctx: Context) -> None:
     """A second bound, its unit left out, on a count already read (any kind with ``relation`` and ``n``)."""
     added: list[Found] = []
     for f in ctx.found:
@@ -1186,7 +1186,7 @@ def _detect_elliptical_ranges(ctx: _Ctx) -> None:
     ctx.found.extend(added)
 
 
-def _detect_keywords_per_item(ctx: _Ctx) -> None:
+def detect_keywords_per_item(ctx: Context) -> None:
     """"Each sentence should contain the keyword 'river'": a keyword count that holds per sentence / paragraph / line.
 
     The named readings (``keywords_present``, ``keyword_frequency``) count in
@@ -1217,7 +1217,7 @@ _ONE_PER = (("one", "per"), ("one", "on", "each"), ("one", "to", "a"), ("each", 
 _ONE_PER_FIRST = frozenset(p[0] for p in _ONE_PER)
 
 
-def _detect_items_per_piece(ctx: _Ctx) -> None:
+def detect_items_per_piece(ctx: Context) -> None:
     """"Four slogans, one per line", "three tips, each on its own line": as many lines (or paragraphs) as items.
 
     The items are a noun with an exact number that is no unit of the form
@@ -1253,39 +1253,3 @@ def _detect_items_per_piece(ctx: _Ctx) -> None:
                for f in ctx.found):
             continue
         _add_form(ctx, Count(unit=piece, relation=Relation.EXACTLY, n=items[0]), begin, end)
-
-
-def _detect_structure(ctx: _Ctx) -> None:
-    """A copy's case or dropped sentence, prose beside a list, table headers, marked responses (:mod:`reasoning.constraints.extract.en.structure`)."""
-    refine_structure(ctx)
-
-
-_DETECTORS: Sequence[Callable[[_Ctx], None]] = (
-    _detect_counts,
-    refine_word_shape_english,
-    _detect_quoted_symbols,
-    _detect_case,
-    _detect_wraps,
-    _detect_layouts,
-    _detect_positions,
-    _detect_copies,
-    _detect_elliptical_ranges,
-    _detect_keywords_per_item,
-    _detect_items_per_piece,
-    _detect_structure,
-    refine_pieces_english,
-    refine_answer_rules_english,
-    refine_word_rules_english,
-    refine_sequence_english,
-    refine_amounts_english,
-    refine_sentence_types_english,
-)
-
-
-def refine_english(doc: Doc, text: str, found: Sequence[Found]) -> list[Found]:
-    """``found`` (the named-kind readings of ``doc``) with the form's readings added or substituted."""
-    ctx = _Ctx(doc, text)
-    ctx.found = list(found)
-    for detector in _DETECTORS:
-        detector(ctx)
-    return ctx.found

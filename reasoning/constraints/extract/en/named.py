@@ -25,67 +25,43 @@ Reading rules worth knowing:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
 
 from spacy.tokens import Doc, Token
 
+from reasoning.constraints.extract.en.context import Context, Quantity
 from reasoning.constraints.found import Found
-from reasoning.constraints.model import Hardness, Kind, Relation
+from reasoning.constraints.model import Kind, Relation
 from reasoning.constraints.patterns import alternation
 from reasoning.constraints.quantities import ordinal, parse_number, relation_after, relation_before
 from reasoning.language import LANGUAGE_NAMES, language_code
 
-__all__ = ["extract_english"]
+__all__ = [
+    "detect_capital_words",
+    "detect_case",
+    "detect_citation_window",
+    "detect_cite_sources",
+    "detect_constrained",
+    "detect_divider_template",
+    "detect_flags",
+    "detect_highlights",
+    "detect_jurisdiction",
+    "detect_keywords",
+    "detect_language",
+    "detect_letters",
+    "detect_named_counts",
+    "detect_nth_paragraph",
+    "detect_postscript",
+    "detect_precision",
+    "detect_repeat",
+    "detect_start_end",
+    "drop_blank_line_paragraphs",
+    "prune_restated",
+]
 
 _NEG_VERBS = frozenset({"avoid", "refrain", "exclude", "omit", "forbid", "prohibit", "ban", "skip"})
 _DOUBLE_NEG = frozenset({"forget", "fail", "hesitate", "neglect"})
 _QUOTED = re.compile(r"\"([^\"\n]{1,80})\"|“([^”\n]{1,80})”|(?<!\w)'([^'\n]{1,80})'(?!\w)|‘([^’\n]{1,80})’")
 _STOPS = (".", ";", "!", "?")
-
-
-class _Quantity:
-    """A parsed count: ``relation`` ``n`` or the range ``n``..``high``."""
-
-    __slots__ = ("first", "high", "last", "n", "relation")
-
-    def __init__(self, relation: Relation | None, n: int, first: int, last: int, high: int | None = None) -> None:
-        self.relation = relation
-        self.n = n
-        self.high = high
-        self.first = first
-        self.last = last
-
-    def bounds(self) -> list[tuple[Relation, int]]:
-        """(relation, n) pairs: one for a comparison, two for a range."""
-        if self.high is not None:
-            return [(Relation.AT_LEAST, self.n), (Relation.AT_MOST, self.high)]
-        return [(self.relation, self.n)] if self.relation is not None else []
-
-
-class _Ctx:
-    """The doc, the text, per-token caches and prompt-wide cues."""
-
-    def __init__(self, doc: Doc, text: str) -> None:
-        self.doc = doc
-        self.text = text
-        self.tokens: list[Token] = list(doc)
-        self.lowers = [t.lower_ for t in self.tokens]
-        self.lemmas = [t.lemma_.lower() for t in self.tokens]
-        lowered = text.lower()
-        self.has_divider = re.search(r"(?<!\*)\*\*\*(?!\*)", text) is not None or "markdown divider" in lowered
-        self.has_markdown_example = re.search(r"\*[^*\n]{1,60}\*", text) is not None
-        self.found: list[Found] = []
-
-    def add(self, kind: Kind, params: dict[str, object], start: int, end: int,
-            confidence: float = 0.9, hardness: Hardness | None = None) -> None:
-        self.found.append(Found(kind=kind, params=dict(params), start=start, end=max(end, start),
-                                confidence=confidence, hardness=hardness))
-
-    def chars(self, first: int, last: int) -> tuple[int, int]:
-        return self.tokens[first].idx, self.tokens[last].idx + len(self.tokens[last].text)
-
-    def has(self, kind: Kind) -> bool:
-        return any(f.kind == kind for f in self.found)
 
 
 # ---------------------------------------------------------------- numbers
@@ -114,7 +90,7 @@ def _number_at(doc: Doc, i: int) -> tuple[int, int, int] | None:
     return (joined, first, i) if joined is not None else (value, i, i)
 
 
-def _with_range(doc: Doc, value: int, first: int, last: int, floor: int) -> _Quantity | None:
+def _with_range(doc: Doc, value: int, first: int, last: int, floor: int) -> Quantity | None:
     """"20 to 25" / "5 or 6" / "between 3 and 5" ending at the number ``first..last``."""
     if first - 2 < floor or doc[first - 1].lower_ not in ("to", "or", "-", "–", "and"):
         return None
@@ -124,7 +100,7 @@ def _with_range(doc: Doc, value: int, first: int, last: int, floor: int) -> _Qua
     start = low[1]
     if start - 1 >= floor and doc[start - 1].lower_ == "between":
         start -= 1
-    return _Quantity(None, low[0], start, last, high=value)
+    return Quantity(None, low[0], start, last, high=value)
 
 
 _SKIPPABLE = frozenset(
@@ -132,7 +108,7 @@ _SKIPPABLE = frozenset(
 )
 
 
-def _quantity_left(ctx: _Ctx, unit: int) -> _Quantity | None:
+def _quantity_left(ctx: Context, unit: int) -> Quantity | None:
     """The count written a few tokens before the unit noun at ``unit``."""
     doc = ctx.doc
     floor = doc[unit].sent.start
@@ -147,15 +123,15 @@ def _quantity_left(ctx: _Ctx, unit: int) -> _Quantity | None:
                 return ranged
             after = relation_after([x.lower_ for x in doc[last + 1 : unit]])
             if after is not None:
-                return _Quantity(after[0], value, first, unit)
+                return Quantity(after[0], value, first, unit)
             before = relation_before([x.lower_ for x in doc[max(floor, first - 6) : first]])
             if before is not None:
-                return _Quantity(before[0], value, first - before[1], last)
+                return Quantity(before[0], value, first - before[1], last)
             if first > floor and ctx.lemmas[first - 1] in ("exceed", "surpass", "top"):
-                return _Quantity(Relation.MORE_THAN, value, first - 1, last)
+                return Quantity(Relation.MORE_THAN, value, first - 1, last)
             if _limited(ctx, first, floor):
-                return _Quantity(Relation.AT_MOST, value, first - 1, last)
-            return _Quantity(None, value, first, last)
+                return Quantity(Relation.AT_MOST, value, first - 1, last)
+            return Quantity(None, value, first, last)
         if t.lower_ == "example":
             return None
         if t.lower_ == "of" and j > floor and ctx.lowers[j - 1] in ("couple", "dozen", "pair"):
@@ -166,10 +142,10 @@ def _quantity_left(ctx: _Ctx, unit: int) -> _Quantity | None:
             if amount is None:
                 return None
             if before is not None:
-                return _Quantity(before[0], amount, start - before[1], j - 1)
+                return Quantity(before[0], amount, start - before[1], j - 1)
             if ctx.lowers[j - 1] == "couple":
-                return _Quantity(Relation.AT_LEAST, amount, start, j - 1)  # a vague amount: two or more, never exactly
-            return _Quantity(None, amount, start, j - 1)
+                return Quantity(Relation.AT_LEAST, amount, start, j - 1)  # a vague amount: two or more, never exactly
+            return Quantity(None, amount, start, j - 1)
         if not (t.text in ("-", "+") or t.lower_ in _SKIPPABLE or t.lower_ in ("or", "more", "fewer", "less")
                 or t.pos_ in ("ADJ", "ADV") or t.dep_ == "compound"):
             return None
@@ -180,7 +156,7 @@ def _quantity_left(ctx: _Ctx, unit: int) -> _Quantity | None:
 _LIMIT_VERBS = frozenset({"limit", "cap", "restrict", "confine", "keep", "hold"})
 
 
-def _limited(ctx: _Ctx, first: int, floor: int) -> bool:
+def _limited(ctx: Context, first: int, floor: int) -> bool:
     """"Limit yourself to 3 sentences", "cap the answer at 50 words": a number a limiting verb bounds from above."""
     if first <= floor or ctx.lowers[first - 1] not in ("to", "at"):
         return False
@@ -198,7 +174,7 @@ _UNIT_LEMMAS = frozenset(
 )
 
 
-def _quantity_right(ctx: _Ctx, head: int, limit: int = 16) -> _Quantity | None:
+def _quantity_right(ctx: Context, head: int, limit: int = 16) -> Quantity | None:
     """A comparison after ``head``: "words ... should be at least 300", "in the range of 40 to 60"."""
     doc = ctx.doc
     end = min(doc[head].sent.end, head + limit)
@@ -228,14 +204,14 @@ def _quantity_right(ctx: _Ctx, head: int, limit: int = 16) -> _Quantity | None:
         after = relation_after(following)
         if before is None and after is None:
             if first > 0 and ctx.lemmas[first - 1] in ("exceed", "surpass"):
-                return _Quantity(Relation.MORE_THAN, value, head, last)
+                return Quantity(Relation.MORE_THAN, value, head, last)
             return None
         relation = after[0] if after is not None else before[0]  # type: ignore[index]
-        return _Quantity(relation, value, head, last + (after[1] if after else 0))
+        return Quantity(relation, value, head, last + (after[1] if after else 0))
     return None
 
 
-def relation_after_unit(ctx: _Ctx, quantity: _Quantity, head: int) -> _Quantity:
+def relation_after_unit(ctx: Context, quantity: Quantity, head: int) -> Quantity:
     """``quantity`` with the relation written after its unit ("twelve words or fewer", "two emoji at minimum").
 
     Only a bare number before the unit takes it; a range or a stated relation stays.
@@ -245,10 +221,10 @@ def relation_after_unit(ctx: _Ctx, quantity: _Quantity, head: int) -> _Quantity:
     after = relation_after(ctx.lowers[head + 1 : head + 8])
     if after is None:
         return quantity
-    return _Quantity(after[0], quantity.n, quantity.first, head + after[1])
+    return Quantity(after[0], quantity.n, quantity.first, head + after[1])
 
 
-def _flip_if_negated(ctx: _Ctx, at: int, relation: Relation) -> Relation:
+def _flip_if_negated(ctx: Context, at: int, relation: Relation) -> Relation:
     """"should not exceed 50 words" / "nothing longer than 30 words" / "avoid using the letter i
     more than twice" (a verb of avoiding in the same clause) -> at most."""
     if relation not in (Relation.MORE_THAN, Relation.LESS_THAN):
@@ -269,7 +245,7 @@ def _flip_if_negated(ctx: _Ctx, at: int, relation: Relation) -> Relation:
 # ---------------------------------------------------------------- negation and payloads
 
 
-def _negated(ctx: _Ctx, i: int) -> bool:
+def _negated(ctx: Context, i: int) -> bool:
     """Whether the requirement headed at token ``i`` is negated in its clause."""
     token = ctx.tokens[i]
     node = token
@@ -301,11 +277,11 @@ def _negated(ctx: _Ctx, i: int) -> bool:
     return False
 
 
-def _in_quotes(ctx: _Ctx, i: int) -> bool:
+def _in_quotes(ctx: Context, i: int) -> bool:
     return 0 < i < len(ctx.tokens) - 1 and ctx.tokens[i - 1].is_quote and ctx.tokens[i + 1].is_quote
 
 
-def _clause_end(ctx: _Ctx, i: int) -> int:
+def _clause_end(ctx: Context, i: int) -> int:
     """Index of the token ending the sentence of token ``i`` (exclusive)."""
     sent_end = ctx.tokens[i].sent.end
     for j in range(i + 1, sent_end):
@@ -327,7 +303,7 @@ def _intro_only(gap: str) -> bool:
 
 
 def _quoted_list(
-ctx: _Ctx, start_char: int, end_char: int) -> tuple[list[str], int]:
+ctx: Context, start_char: int, end_char: int) -> tuple[list[str], int]:
     """Quoted strings chained by commas / "and" / "or" from the first one."""
     text = ctx.text
     chained: list[tuple[str, int, int]] = []
@@ -348,7 +324,7 @@ _LIST_STOP = frozenset(
 )
 
 
-def _bare_list(ctx: _Ctx, first: int, stop: int) -> tuple[list[str], int]:
+def _bare_list(ctx: Context, first: int, stop: int) -> tuple[list[str], int]:
     """Unquoted "a, b and c" from token ``first``; stops at the first non-list token."""
     words: list[str] = []
     end_char = ctx.tokens[first].idx if first < len(ctx.tokens) else len(ctx.text)
@@ -374,7 +350,7 @@ _CLAUSE_LINKS = frozenset({"but", "yet", "so", "then", "while", "although", "tho
                            "instead", "rather", "whereas"})
 
 
-def _payload(ctx: _Ctx, head: int, *, allow_bare: bool) -> tuple[list[str], int, bool]:
+def _payload(ctx: Context, head: int, *, allow_bare: bool) -> tuple[list[str], int, bool]:
     """(words, end char, quoted) named by the requirement headed at ``head``."""
     stop = _clause_end(ctx, head)
     head_tok = ctx.tokens[head]
@@ -415,7 +391,7 @@ def _splitter(text: str, unit_lemma: str) -> str | None:
     return None
 
 
-def _capital_context(ctx: _Ctx, i: int) -> bool:
+def _capital_context(ctx: Context, i: int) -> bool:
     """Whether "words" at ``i`` are words in capital letters (a different kind)."""
     window: list[str] = []
     for lower in ctx.lowers[i + 1 : min(len(ctx.lowers), i + 9)]:
@@ -430,7 +406,7 @@ _WRITING_VERBS = frozenset({"write", "give", "answer", "respond", "reply", "use"
                             "draft", "create", "make", "return", "output", "deliver", "present"})
 
 
-def _asked_to_write(ctx: _Ctx, first: int, unit: int) -> bool:
+def _asked_to_write(ctx: Context, first: int, unit: int) -> bool:
     """Whether a bare number of sentences / paragraphs is how many to write ("give three sentences").
 
     The unit's governing verb (through "in" / "with" / "of": "answer in two
@@ -455,7 +431,7 @@ def _asked_to_write(ctx: _Ctx, first: int, unit: int) -> bool:
     return False
 
 
-def _hyphenated_length(ctx: _Ctx, quantity: _Quantity, unit: int) -> bool:
+def _hyphenated_length(ctx: Context, quantity: Quantity, unit: int) -> bool:
     """Whether the count is a length joined to the unit before a noun ("a 100-word ad", "a three-sentence reply").
 
     The compound names the length of the thing to write, so its count is
@@ -471,7 +447,7 @@ def _hyphenated_length(ctx: _Ctx, quantity: _Quantity, unit: int) -> bool:
         "the", "these", "those", "following", "above", "my", "his", "her", "their", "its"))
 
 
-def _detect_counts(ctx: _Ctx) -> None:
+def detect_named_counts(ctx: Context) -> None:
     doc = ctx.doc
     for i, lemma in enumerate(ctx.lemmas):
         if lemma not in ("word", "sentence", "paragraph", "bullet", "point", "section", "part",
@@ -540,7 +516,7 @@ def _detect_counts(ctx: _Ctx) -> None:
                             start, end, confidence=0.6)
 
 
-def _stated_pieces(ctx: _Ctx, before_char: int) -> tuple[int, int, int] | None:
+def _stated_pieces(ctx: Context, before_char: int) -> tuple[int, int, int] | None:
     """(n, start, end) of the last exact count of a plural noun before ``before_char`` ("just the first 5 steps")."""
     found: tuple[int, int, int] | None = None
     for i, token in enumerate(ctx.tokens):
@@ -554,7 +530,7 @@ def _stated_pieces(ctx: _Ctx, before_char: int) -> tuple[int, int, int] | None:
     return found
 
 
-def _detect_divider_template(ctx: _Ctx) -> None:
+def detect_divider_template(ctx: Context) -> None:
     """A format shown with ``***`` lines: as many paragraphs as the template has (an open one, ending
     in "...", as many as the request counts: "the first 5 steps")."""
     if not ctx.has_divider or any(f.kind == Kind.PARAGRAPH_COUNT and "_blank_lines" not in f.params for f in ctx.found):
@@ -603,7 +579,7 @@ _NTH = re.compile(
 )
 
 
-def _detect_nth_paragraph(ctx: _Ctx) -> None:
+def detect_nth_paragraph(ctx: Context) -> None:
     """"The second paragraph must start with the word X" with the paragraph count."""
     match = _NTH.search(ctx.text)
     if match is None:
@@ -631,7 +607,7 @@ def _detect_nth_paragraph(ctx: _Ctx) -> None:
     ctx.add(Kind.NTH_PARAGRAPH_FIRST_WORD, {"n": total, "nth": nth, "first_word": word}, start, end)
 
 
-def _drop_blank_line_paragraphs(ctx: _Ctx) -> None:
+def drop_blank_line_paragraphs(ctx: Context) -> None:
     """Blank-line paragraph counts without a first-word rule are counts of the form's (blank-line) paragraphs.
 
     Only a count whose relation is stated ("in exactly two paragraphs", "at
@@ -656,7 +632,7 @@ _HIGHLIGHT_LEMMAS = frozenset({"highlight", "italicize", "italicise", "italic", 
 _HIGHLIGHT_UNITS = frozenset({"section", "part", "phrase", "word", "keyword", "text", "name", "sentence", "area", "point", "span"})
 
 
-def _each_counted(ctx: _Ctx, i: int, start: int, end: int) -> int | None:
+def _each_counted(ctx: Context, i: int, start: int, end: int) -> int | None:
     """The number of the pieces a highlight is asked of one by one ("highlight each section name" after
     "the proposal should contain 5 or more sections"): the count of that noun elsewhere in the prompt."""
     for j in range(max(start, i - 6), min(end - 1, i + 6)):
@@ -668,7 +644,7 @@ def _each_counted(ctx: _Ctx, i: int, start: int, end: int) -> int | None:
     return None
 
 
-def _counted(ctx: _Ctx, noun: str, start: int = 0, end: int = 0) -> int | None:
+def _counted(ctx: Context, noun: str, start: int = 0, end: int = 0) -> int | None:
     """The count written before a mention of ``noun`` (a lemma) outside the tokens ``start..end``, the
     first mention that has one above 0 ("the proposal should contain 5 or more sections": 5); what "each
     section" asks of one by one is that many pieces."""
@@ -680,7 +656,7 @@ def _counted(ctx: _Ctx, noun: str, start: int = 0, end: int = 0) -> int | None:
     return None
 
 
-def _detect_highlights(ctx: _Ctx) -> None:
+def detect_highlights(ctx: Context) -> None:
     """"Highlight at least 3 sections with markdown, i.e. *highlighted section*".
 
     Several mentions (an instruction and its example sentence) make one
@@ -733,7 +709,7 @@ _KEYWORD_HEADS = frozenset({"word", "keyword", "term", "phrase", "line", "name"}
 _VERB_HEADS = frozenset({"include", "mention", "contain", "use", "say", "write"})
 
 
-def _count_after(ctx: _Ctx, start: int, limit: int = 16) -> _Quantity | None:
+def _count_after(ctx: Context, start: int, limit: int = 16) -> Quantity | None:
     """"N times" / "twice" / "at least once" / "N or more times" after token ``start``."""
     doc = ctx.doc
     end = min(len(doc), start + limit)
@@ -764,14 +740,14 @@ def _count_after(ctx: _Ctx, start: int, limit: int = 16) -> _Quantity | None:
         after = relation_after(ctx.lowers[j + 1 : j + 8])
         before = relation_before(ctx.lowers[max(start, first - 6) : first])
         relation = (between or after or before or (Relation.EXACTLY, 0))[0]
-        return _Quantity(relation, value, first, j + (after[1] if after else 0))
+        return Quantity(relation, value, first, j + (after[1] if after else 0))
     return None
 
 
 _LISTING = frozenset({"the", "following", "these", "keywords", "words", "terms", "items", "phrases", "keyword", "word"})
 
 
-def _listing_colon(ctx: _Ctx, i: int) -> bool:
+def _listing_colon(ctx: Context, i: int) -> bool:
     """"include the following keywords: a, b" (only keyword-ish words before the colon)."""
     if ctx.lemmas[i] not in ("include", "mention", "contain"):
         return False
@@ -783,7 +759,7 @@ def _listing_colon(ctx: _Ctx, i: int) -> bool:
     return False
 
 
-def _governed_by(ctx: _Ctx, i: int, lemmas: frozenset[str]) -> bool:
+def _governed_by(ctx: Context, i: int, lemmas: frozenset[str]) -> bool:
     node = ctx.tokens[i]
     for _ in range(4):
         if node.lemma_.lower() in lemmas:
@@ -812,7 +788,7 @@ _INCLUDING_VERBS = frozenset({"include", "use", "mention", "contain", "have", "f
                               "say", "write", "repeat", "appear", "insert", "end", "start", "begin"})
 
 
-def _word_as_topic(ctx: _Ctx, i: int) -> bool:
+def _word_as_topic(ctx: Context, i: int) -> bool:
     """Whether "the word X" at ``i`` is what the request is about, not a word to write.
 
     "What does the word 'jock' mean?", "explain what the word 'entropy'
@@ -834,7 +810,7 @@ def _word_as_topic(ctx: _Ctx, i: int) -> bool:
     return question and not any(t.lemma_.lower() in _INCLUDING_VERBS for t in sent)
 
 
-def _detect_keywords(ctx: _Ctx) -> None:
+def detect_keywords(ctx: Context) -> None:
     """Keyword presence, absence and frequency."""
     for i, lemma in enumerate(ctx.lemmas):
         if lemma not in _KEYWORD_HEADS and lemma not in _VERB_HEADS:
@@ -892,7 +868,7 @@ def _detect_keywords(ctx: _Ctx) -> None:
 _SYMBOL_NAMES = {"exclamation": "!", "hashtag": "#", "hash": "#", "question": "?", "dollar": "$", "ampersand": "&"}
 
 
-def _detect_letters(ctx: _Ctx) -> None:
+def detect_letters(ctx: Context) -> None:
     """"The letter q should appear at least 6 times", "6 or more exclamation marks"."""
     doc = ctx.doc
     for i, lemma in enumerate(ctx.lemmas):
@@ -944,7 +920,7 @@ def _detect_letters(ctx: _Ctx) -> None:
 _CAPITAL_TOKENS = frozenset({"capital", "capitals", "caps", "capitalized", "capitalised", "uppercase"})
 
 
-def _detect_capital_words(ctx: _Ctx) -> None:
+def detect_capital_words(ctx: Context) -> None:
     """Counts of words in capital letters ("at least 5 words in all caps")."""
     doc = ctx.doc
     for i, lower in enumerate(ctx.lowers):
@@ -1004,7 +980,7 @@ _CASE_UPPER = re.compile(
 )
 
 
-def _detect_case(ctx: _Ctx) -> None:
+def detect_case(ctx: Context) -> None:
     text = ctx.text
     capital_words = [(f.start, f.end) for f in ctx.found if f.kind == Kind.CAPITAL_WORD_FREQUENCY]
     upper_spans: list[tuple[int, int]] = []
@@ -1030,7 +1006,7 @@ def _detect_case(ctx: _Ctx) -> None:
 # ---------------------------------------------------------------- detectors: format
 
 
-def _sentence_chars(ctx: _Ctx, char: int) -> tuple[int, int]:
+def _sentence_chars(ctx: Context, char: int) -> tuple[int, int]:
     span = ctx.doc.char_span(char, min(len(ctx.text), char + 1), alignment_mode="expand")
     if span is None or not len(span):
         return char, min(len(ctx.text), char + 1)
@@ -1051,7 +1027,7 @@ def _quotes_each_item(text: str, start: int, end: int) -> bool:
     return _EACH_ITEM.search(sentence) is not None and _WHOLE.search(sentence) is None
 
 
-def _detect_flags(ctx: _Ctx) -> None:
+def detect_flags(ctx: Context) -> None:
     """Kinds without parameters, read from trigger lemmas with their negation."""
     text = ctx.text
     for i, lemma in enumerate(ctx.lemmas):
@@ -1085,7 +1061,7 @@ def _detect_flags(ctx: _Ctx) -> None:
         ctx.add(Kind.TWO_RESPONSES, {}, two.start(), two.end())
 
 
-def _detect_postscript(ctx: _Ctx) -> None:
+def detect_postscript(ctx: Context) -> None:
     text = ctx.text
     match = re.search(r"post\s?-?script|\bP\.\s?P\.\s?S\b|\bP\.\s?S\.", text, re.IGNORECASE)
     if match is None:
@@ -1127,7 +1103,7 @@ _END_MARK = re.compile(
 _MARKS = {"question": "?", "exclamation": "!", "period": ".", "full stop": "."}
 
 
-def _end_mark(ctx: _Ctx) -> tuple[int, int] | None:
+def _end_mark(ctx: Context) -> tuple[int, int] | None:
     """"Finish with a question", "end your reply with an exclamation mark": the answer's last character.
 
     Read as the end phrase ``?`` / ``!`` / ``.`` for the whole answer; said of
@@ -1155,7 +1131,7 @@ def _end_mark(ctx: _Ctx) -> tuple[int, int] | None:
     return None
 
 
-def _detect_start_end(ctx: _Ctx) -> None:
+def detect_start_end(ctx: Context) -> None:
     marked = _end_mark(ctx)
     for match in _END.finditer(ctx.text):
         if marked is not None and match.start() < marked[1] and marked[0] < match.end():
@@ -1179,7 +1155,7 @@ def _detect_start_end(ctx: _Ctx) -> None:
 _OPTIONS = ("My answer is yes.", "My answer is no.", "My answer is maybe.")
 
 
-def _detect_constrained(ctx: _Ctx) -> None:
+def detect_constrained(ctx: Context) -> None:
     text = ctx.text
     found = [m for o in _OPTIONS if (m := re.search(re.escape(o.rstrip(".")), text))]
     if len(found) >= 2:
@@ -1228,7 +1204,7 @@ def repeat_text(text: str, start: int, end: int) -> str | None:
     return prompt_to_repeat.strip() or None
 
 
-def _detect_repeat(ctx: _Ctx) -> None:
+def detect_repeat(ctx: Context) -> None:
     """"First repeat the request above word for word": the text to repeat is the other block."""
     text = ctx.text
     match = _REPEAT.search(text)
@@ -1251,7 +1227,7 @@ _LANGUAGE = re.compile(
 )
 
 
-def _detect_language(ctx: _Ctx) -> None:
+def detect_language(ctx: Context) -> None:
     for match in _LANGUAGE.finditer(ctx.text):
         name = match.group("name")
         code = language_code(name)
@@ -1270,7 +1246,7 @@ def _detect_language(ctx: _Ctx) -> None:
 _YEAR = r"(?P<year>1[5-9]\d\d|20\d\d)"
 
 
-def _detect_citation_window(ctx: _Ctx) -> None:
+def detect_citation_window(ctx: Context) -> None:
     text = ctx.text
     before = re.compile(
         r"(?:do\s+not|don't|never|not|no)\s+(?:cite|use|reference|rely\s+on|quote|include|citing|sources?|literature|rules?|references?)\b[^.;]{0,60}?"
@@ -1294,7 +1270,7 @@ def _detect_citation_window(ctx: _Ctx) -> None:
 _CITE_OBJECTS = frozenset({"source", "rule", "reference", "regulation", "paper", "study", "evidence", "law", "fact", "citation"})
 
 
-def _detect_cite_sources(ctx: _Ctx) -> None:
+def detect_cite_sources(ctx: Context) -> None:
     for i, lemma in enumerate(ctx.lemmas):
         if lemma not in ("cite", "citation") or _negated(ctx, i):
             continue
@@ -1332,7 +1308,7 @@ _JURISDICTION = re.compile(
 )
 
 
-def _detect_jurisdiction(ctx: _Ctx) -> None:
+def detect_jurisdiction(ctx: Context) -> None:
     match = _JURISDICTION.search(ctx.text)
     if match is None:
         return
@@ -1341,7 +1317,7 @@ def _detect_jurisdiction(ctx: _Ctx) -> None:
         ctx.add(Kind.JURISDICTION, {"code": code}, match.start(), match.end(), confidence=0.8)
 
 
-def _detect_precision(ctx: _Ctx) -> None:
+def detect_precision(ctx: Context) -> None:
     match = re.search(r"(?:to|with|at)\s+(?:exactly\s+)?(?P<n>\d+|one|two|three|four|five|zero)\s+decimal(?:\s+places?|s)?",
                       ctx.text, re.IGNORECASE)
     if match is None:
@@ -1359,7 +1335,7 @@ def _inside_parentheses(text: str, start: int) -> bool:
 _LITERAL_ESCAPES = re.compile(r"(?:\\[ntr])+")
 
 
-def _prune(ctx: _Ctx) -> None:
+def prune_restated(ctx: Context) -> None:
     """Drop readings that restate or are implied by another reading.
 
     - a count in parentheses restating a count of the same kind outside them
@@ -1393,36 +1369,3 @@ def _prune(ctx: _Ctx) -> None:
             continue
         kept.append(f)
     ctx.found = kept
-
-
-_DETECTORS: Sequence[Callable[[_Ctx], None]] = (
-
-    _detect_counts,
-    _detect_divider_template,
-    _detect_nth_paragraph,
-    _drop_blank_line_paragraphs,
-    _detect_highlights,
-    _detect_capital_words,
-    _detect_keywords,
-    _detect_letters,
-    _detect_case,
-    _detect_flags,
-    _detect_postscript,
-    _detect_start_end,
-    _detect_constrained,
-    _detect_repeat,
-    _detect_language,
-    _detect_citation_window,
-    _detect_cite_sources,
-    _detect_jurisdiction,
-    _detect_precision,
-    _prune,
-)
-
-
-def extract_english(doc: Doc, text: str) -> list[Found]:
-    """Every constraint the detectors read in ``doc`` (parsed from ``text``)."""
-    ctx = _Ctx(doc, text)
-    for detector in _DETECTORS:
-        detector(ctx)
-    return ctx.found

@@ -1,7 +1,7 @@
 """English requirements said of every piece, of a share of the pieces, or of marked-up spans.
 
-Runs last inside :func:`~reasoning.constraints.extract.en.form.refine_english`,
-after its counts, wraps, layouts, positions and structure, on the same parse,
+Runs after the form readers of :mod:`reasoning.constraints.extract.en.form`
+(:data:`reasoning.constraints.extract.registry.ENGLISH`), after their counts, wraps, layouts, positions and structure, on the same parse,
 and reads what the unit lexicon alone does not:
 
 - an opening or ending said of every sentence / paragraph / line / list
@@ -36,10 +36,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 
+from reasoning.constraints.extract.en.context import Context
 from reasoning.constraints.extract.en.named import (
     _QUOTED,
     _counted,
-    _Ctx,
     _negated,
     _number_at,
     _quoted_list,
@@ -82,17 +82,17 @@ _MARK_NAMES: Mapping[str, str] = {"question": "?", "exclamation": "!", "period":
                                   "semicolon": ";", "ellipsis": "...", "dash": "-", "hyphen": "-", "asterisk": "*"}
 
 
-def _sentence(ctx: _Ctx, i: int) -> tuple[int, int]:
+def _sentence(ctx: Context, i: int) -> tuple[int, int]:
     sent = ctx.tokens[i].sent
     return sent.start, sent.end
 
 
-def _add(ctx: _Ctx, form: Form, start: int, end: int, confidence: float = 0.85) -> None:
+def _add(ctx: Context, form: Form, start: int, end: int, confidence: float = 0.85) -> None:
     kind, params = canonical(form)
     ctx.add(kind, params, start, end, confidence=confidence)
 
 
-def _every_piece(ctx: _Ctx, start: int, end: int) -> tuple[Unit, int] | None:
+def _every_piece(ctx: Context, start: int, end: int) -> tuple[Unit, int] | None:
     """The piece a quantifier names in the sentence ("every sentence", "each list item", "all bullet points")."""
     for j in range(start, end - 1):
         if ctx.lowers[j] not in EN_EVERY:
@@ -113,7 +113,7 @@ def _every_piece(ctx: _Ctx, start: int, end: int) -> tuple[Unit, int] | None:
     return None
 
 
-def _value_after_with(ctx: _Ctx, verb: int, end: int) -> tuple[str, int] | None:
+def _value_after_with(ctx: Context, verb: int, end: int) -> tuple[str, int] | None:
     """The text after the predicate's "with": a quote, a mark's name, or a bare symbol or word; (text, end char)."""
     with_i = next((x for x in range(verb + 1, end) if ctx.lowers[x] == "with"
                    or ctx.lowers[x] == "by" and ctx.lemmas[verb] in _BY_OPENING and x == verb + 1), None)
@@ -158,7 +158,7 @@ _CLASS_WORDS: Mapping[str, WordClass] = {"emoji": "emoji", "emojis": "emoji", "e
                                          "verb": "verb", "imperative": "verb"}
 
 
-def _class_after_with(ctx: _Ctx, verb: int, end: int) -> tuple[WordClass, int] | None:
+def _class_after_with(ctx: Context, verb: int, end: int) -> tuple[WordClass, int] | None:
     """The class an opening names after the predicate's "with" ("with an emoji", "with a capital
     letter", "with an action verb"); (class, end char). A mark's name or a quoted text is no class."""
     with_i = next((x for x in range(verb + 1, end) if ctx.lowers[x] == "with"), None)
@@ -190,7 +190,7 @@ def _class_after_with(ctx: _Ctx, verb: int, end: int) -> tuple[WordClass, int] |
 _OTHER_CASE: Mapping[str, WordClass] = {"capital": "lowercase", "lowercase": "capital"}
 
 
-def _any_piece(ctx: _Ctx, start: int, end: int) -> tuple[Unit, int] | None:
+def _any_piece(ctx: Context, start: int, end: int) -> tuple[Unit, int] | None:
     """The piece "any" / "a single" names under a negation ("don't start any sentence with ...")."""
     for j in range(start, end - 1):
         if ctx.lowers[j] in ("any", "a") and ctx.lemmas[j + 1] in _PIECES:
@@ -198,7 +198,7 @@ def _any_piece(ctx: _Ctx, start: int, end: int) -> tuple[Unit, int] | None:
     return None
 
 
-def _classed_whole(ctx: _Ctx, verb: int, start: int, end: int) -> tuple[Unit, int] | None:
+def _classed_whole(ctx: Context, verb: int, start: int, end: int) -> tuple[Unit, int] | None:
     """The answer or every word as what opens with a class ("start your answer with a capital
     letter": the answer; "each word should start with a capital letter": every word)."""
     for j in range(start, end):
@@ -214,7 +214,7 @@ _EDGE_NOUNS: Mapping[str, Predicate] = {"beginning": "starts_with", "start": "st
                                         "head": "starts_with", "end": "ends_with", "close": "ends_with"}
 
 
-def _detect_class_at_edge(ctx: _Ctx) -> None:
+def _detect_class_at_edge(ctx: Context) -> None:
     """"Put an emoji at the beginning of every line", "use a capital letter at the start of each sentence",
     "every bullet point must be preceded by an emoji": an opening (closing) of every piece by a class; a
     named mark there ("a period at the end of every line") is that mark closing (opening) each piece."""
@@ -257,7 +257,7 @@ def _detect_class_at_edge(ctx: _Ctx) -> None:
         _add(ctx, Position(unit=piece[0], k=0, op=op, text="", word_class=word_class), first, last)
 
 
-def _detect_first_letter_case(ctx: _Ctx) -> None:
+def _detect_first_letter_case(ctx: Context) -> None:
     """"The first letter of every sentence must be uppercase", "capitalize the first letter of each line":
     every piece opening with a letter of that case (not the whole answer in capitals)."""
     if not {"first", "initial", "opening"}.intersection(ctx.lowers):
@@ -280,7 +280,7 @@ def _detect_first_letter_case(ctx: _Ctx) -> None:
         _add(ctx, Position(unit=piece[0], k=0, op="starts_with", text="", word_class=word_class), first, last)
 
 
-def _detect_every_piece(ctx: _Ctx) -> None:
+def _detect_every_piece(ctx: Context) -> None:
     """"Every sentence must begin with 'Today'", "end each paragraph with 'Over.'", "start every list item with ✅";
     "begin each bullet with an emoji", "every sentence starts with a capital letter" (a class of openings)."""
     for i, lemma in enumerate(ctx.lemmas):
@@ -338,12 +338,12 @@ def _detect_every_piece(ctx: _Ctx) -> None:
             and int(f.params.get("n", 0)) == 1 and overlaps(f, first, last))]
 
 
-def _noun_after(ctx: _Ctx, j: int, end: int) -> str | None:
+def _noun_after(ctx: Context, j: int, end: int) -> str | None:
     """The lemma of the first noun after the quantifier at ``j`` ("every single word", "all of the words")."""
     return next((ctx.lemmas[k] for k in range(j + 1, end) if ctx.tokens[k].pos_ in ("NOUN", "PROPN")), None)
 
 
-def _detect_every_word_opening(ctx: _Ctx) -> None:
+def _detect_every_word_opening(ctx: Context) -> None:
     """"Every word must start with the letter s", "all words begin with s", "each word starting with T".
 
     A named letter opening every word of the answer is its position in
@@ -378,7 +378,7 @@ _FRACTIONS: Mapping[str, float] = {"half": 0.5, "third": 1 / 3, "quarter": 0.25,
 _SHARE_MARKS: Mapping[str, str] = {"question": "?", "exclamation": "!"}
 
 
-def _share_before(ctx: _Ctx, of_i: int, start: int) -> tuple[float, Relation, int] | None:
+def _share_before(ctx: Context, of_i: int, start: int) -> tuple[float, Relation, int] | None:
     """The share written before "of the sentences": "half", "a third", "two thirds", "30%", "30 percent", "most"."""
     j = of_i - 1
     if j < start:
@@ -410,7 +410,7 @@ def _share_before(ctx: _Ctx, of_i: int, start: int) -> tuple[float, Relation, in
     return fraction, relation, first - (before[1] if before is not None else 0)
 
 
-def _detect_question_share(ctx: _Ctx) -> None:
+def _detect_question_share(ctx: Context) -> None:
     """"At least half of the sentences must be questions", "30% of your sentences should end with a question mark"."""
     for i, lemma in enumerate(ctx.lemmas):
         if lemma != "sentence" or i < 2:
@@ -440,7 +440,7 @@ _NOT_MARKED = frozenset({"time", "sentence", "paragraph", "section", "part", "li
 _SINGLE_ASTERISKS = re.compile(r"(?<!\*)\*[^*\s][^*\n]*\*(?!\*)")
 
 
-def _stated_number(ctx: _Ctx, start: int, end: int) -> tuple[Relation, int] | None:
+def _stated_number(ctx: Context, start: int, end: int) -> tuple[Relation, int] | None:
     """A count of things in the sentence: a number before a noun that is no piece of the answer."""
     for j in range(start, end):
         number = _number_at(ctx.doc, j)
@@ -460,7 +460,7 @@ def _stated_number(ctx: _Ctx, start: int, end: int) -> tuple[Relation, int] | No
 _BOLD_NOUNS = frozenset({"text", "font", "type", "face", "formatting", "format", "letter", "print", "style", "markdown"})
 
 
-def _formatting(ctx: _Ctx, i: int) -> bool:
+def _formatting(ctx: Context, i: int) -> bool:
     """Whether "bold" at ``i`` names the text's weight ("in bold", "bold the names", "bold text"), not boldness."""
     if ctx.lowers[i] != "bold":
         return True  # boldface, embolden, bolded
@@ -471,7 +471,7 @@ def _formatting(ctx: _Ctx, i: int) -> bool:
         or (token.i == token.sent.start and token.pos_ != "ADJ") or token.dep_ in ("dobj", "pobj")
 
 
-def _detect_bold(ctx: _Ctx) -> None:
+def _detect_bold(ctx: Context) -> None:
     """"Put the key term in bold", "use bold for exactly three terms", "do not use bold": ``**`` spans."""
     done: set[int] = set()
     for i, lemma in enumerate(ctx.lemmas):
@@ -497,7 +497,7 @@ def _detect_bold(ctx: _Ctx) -> None:
         _add(ctx, form, sentence.start_char, sentence.end_char)
 
 
-def _detect_quoted_counts(ctx: _Ctx) -> None:
+def _detect_quoted_counts(ctx: Context) -> None:
     """"Put three phrases in double quotes": a count of quoted spans, not the whole answer quoted."""
     kept: list[Found] = []
     added: list[tuple[Form, int, int]] = []
@@ -526,7 +526,7 @@ def _detect_quoted_counts(ctx: _Ctx) -> None:
 _BRACKETS = re.compile(r"【】|《》|〈〉|「」|『』|〔〕|\[\]|<<>>|\(\)|（）|\{\}")
 
 
-def _detect_bracketed_title(ctx: _Ctx) -> None:
+def _detect_bracketed_title(ctx: Context) -> None:
     """"Put a title in 【】 on the first line": a span between the brackets shown, not a count of lines."""
     for match in _BRACKETS.finditer(ctx.text):
         pair = match.group(0)
@@ -550,7 +550,7 @@ def _detect_bracketed_title(ctx: _Ctx) -> None:
 _ANSWER_VERBS = frozenset({"answer", "reply", "respond", "choose", "pick", "select", "give", "return", "say"})
 
 
-def _detect_verdict(ctx: _Ctx) -> None:
+def _detect_verdict(ctx: Context) -> None:
     """"Answer with one word: yes, no or maybe", "reply with a single word, either 'approve' or 'reject'"."""
     for i, lemma in enumerate(ctx.lemmas):
         if lemma != "word" or i < 1 or ctx.lowers[i - 1] not in ("one", "single") or ctx.lowers[i] != "word":
@@ -578,7 +578,7 @@ def _detect_verdict(ctx: _Ctx) -> None:
         return
 
 
-def _bare_options(ctx: _Ctx, j: int, end: int) -> tuple[list[str], int]:
+def _bare_options(ctx: Context, j: int, end: int) -> tuple[list[str], int]:
     """Unquoted options "yes, no or maybe" from token ``j``: single words joined by commas and one "or"."""
     options: list[str] = []
     last_char = ctx.tokens[j].idx
@@ -607,7 +607,7 @@ _SPREAD_UNITS: Mapping[str, Unit] = {"word": Unit.WORDS, "character": Unit.CHARA
 """``max_ratio`` of "roughly equal in length" with no number: the longest at most half as long again as the shortest."""
 
 
-def _spread_number(ctx: _Ctx, start: int, end: int) -> tuple[int, Unit | None] | None:
+def _spread_number(ctx: Context, start: int, end: int) -> tuple[int, Unit | None] | None:
     """The most difference a sentence allows, and the unit it counts: "more than four words longer" (4),
     "differ by less than 5 words" (4), "give or take three words" (3), "within 20 words of each other" (20)."""
     for j in range(start, end):
@@ -627,7 +627,7 @@ def _spread_number(ctx: _Ctx, start: int, end: int) -> tuple[int, Unit | None] |
     return None
 
 
-def _detect_spread(ctx: _Ctx) -> None:
+def _detect_spread(ctx: Context) -> None:
     """Lengths compared between pieces: ``spread(unit, per, max_diff | max_ratio)``.
 
     "No sentence more than four words longer than any other" (``max_diff`` 4
@@ -679,7 +679,7 @@ _LABELLING = frozenset({"mark", "label", "title", "head", "number", "start", "be
                         "prefix", "introduce", "precede", "lead", "tag"})
 
 
-def _detect_labelled_sections(ctx: _Ctx) -> None:
+def _detect_labelled_sections(ctx: Context) -> None:
     """Pieces opened by a numbered label ("mark each advertisement with Audience 1 and Audience 2",
     "sections labelled Step 1, Step 2 and Step 3", "each starting with Part N:"): sections of that marker.
 
@@ -720,7 +720,7 @@ def _detect_labelled_sections(ctx: _Ctx) -> None:
         return
 
 
-def _labelled_pieces(ctx: _Ctx, start: int, end: int) -> int | None:
+def _labelled_pieces(ctx: Context, start: int, end: int) -> int | None:
     """The number of the pieces "each <noun>" names in the sentence, counted anywhere in the prompt."""
     noun = next((ctx.lemmas[j + 1] for j in range(start, end - 1) if ctx.lowers[j] in EN_EVERY
                  and ctx.tokens[j + 1].pos_ == "NOUN"), None)
@@ -730,7 +730,7 @@ def _labelled_pieces(ctx: _Ctx, start: int, end: int) -> int | None:
 _JSON_ARRAY = re.compile(r"\bJSON\s+(?:array|list)\b|\barray\s+(?:in|of)\s+JSON\b", re.IGNORECASE)
 
 
-def _detect_json_array(ctx: _Ctx) -> None:
+def _detect_json_array(ctx: Context) -> None:
     """"Answer as a JSON array": JSON whose top level is an array (the schema the JSON grammar is built from)."""
     match = _JSON_ARRAY.search(ctx.text)
     if match is None or not any(f.kind is Kind.JSON_FORMAT and not f.params for f in ctx.found):
@@ -748,7 +748,7 @@ _KEY_LEADS = frozenset({":", "named", "called", "for", "of", "like", "such", "as
                         "include", "including", "containing", "be", "should", "must"})
 
 
-def _quoted_before(ctx: _Ctx, noun: int, floor: int) -> tuple[list[str], int] | None:
+def _quoted_before(ctx: Context, noun: int, floor: int) -> tuple[list[str], int] | None:
     """Quoted names chained right before the key noun ("'a' and 'b' fields"): (names, start char)."""
     chain: list[re.Match[str]] = []
     for match in _QUOTED.finditer(ctx.text, floor, ctx.tokens[noun].idx):
@@ -760,7 +760,7 @@ def _quoted_before(ctx: _Ctx, noun: int, floor: int) -> tuple[list[str], int] | 
     return [next(g for g in m.groups() if g is not None).strip() for m in chain], chain[0].start()
 
 
-def _detect_json_keys(ctx: _Ctx) -> None:
+def _detect_json_keys(ctx: Context) -> None:
     """"A JSON object with keys name and role", "the fields 'title', 'year' and 'author'": ``json_format``
     with those ``keys`` (the object must hold each), read in the JSON sentence or the one after it."""
     plain = [f for f in ctx.found if f.kind is Kind.JSON_FORMAT and not f.params]
@@ -810,7 +810,7 @@ def _detect_json_keys(ctx: _Ctx) -> None:
 _BLANK = frozenset({"blank", "empty"})
 
 
-def _detect_paragraph_separator(ctx: _Ctx) -> None:
+def _detect_paragraph_separator(ctx: Context) -> None:
     """"A blank line between paragraphs", "separate the paragraphs with an empty line": how paragraphs are
     divided, not a count of lines; said alone, the answer has paragraphs (at least two) to divide."""
     if not _BLANK.intersection(ctx.lowers):
@@ -827,7 +827,7 @@ def _detect_paragraph_separator(ctx: _Ctx) -> None:
             _add(ctx, Count(unit=Unit.PARAGRAPHS, relation=Relation.AT_LEAST, n=2), sent.start_char, sent.end_char)
 
 
-_DETECTORS: Sequence[Callable[[_Ctx], None]] = (
+_DETECTORS: Sequence[Callable[[Context], None]] = (
     _detect_json_keys,
     _detect_paragraph_separator,
     _detect_json_array,
@@ -845,7 +845,7 @@ _DETECTORS: Sequence[Callable[[_Ctx], None]] = (
 )
 
 
-def refine_pieces_english(ctx: _Ctx) -> None:
+def refine_pieces_english(ctx: Context) -> None:
     """``ctx.found`` (the named and form readings so far) with the per-piece, share and markup readings."""
     for detector in _DETECTORS:
         detector(ctx)

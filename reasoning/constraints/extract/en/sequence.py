@@ -40,7 +40,7 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from reasoning.constraints.extract.en.named import _Ctx
+from reasoning.constraints.extract.en.context import Context
 from reasoning.constraints.form import Layout, Position, Spread, Structure, Unit, canonical, units
 from reasoning.constraints.form.model import Form
 from reasoning.constraints.found import Found
@@ -118,13 +118,13 @@ class _Sentence:
         return any(w in words for w in self.lemmas) or any(w in words for w in self.lowers)
 
 
-def _sentences(ctx: _Ctx) -> Iterator[_Sentence]:
+def _sentences(ctx: Context) -> Iterator[_Sentence]:
     for sent in ctx.doc.sents:
         yield _Sentence(sent.start_char, sent.end_char, ctx.text[sent.start_char : sent.end_char],
                         tuple(ctx.lemmas[sent.start : sent.end]), tuple(ctx.lowers[sent.start : sent.end]))
 
 
-def _replace(ctx: _Ctx, s: _Sentence, kinds: frozenset[Kind], forms: list[Form], *, keep_word: str = "",
+def _replace(ctx: Context, s: _Sentence, kinds: frozenset[Kind], forms: list[Form], *, keep_word: str = "",
              spans: list[tuple[int, int]] | None = None) -> None:
     """Drop the readings of ``kinds`` inside the sentence (a keyword list loses only ``keep_word``) and add
     ``forms``, each over the sentence or its own span in ``spans`` (forms of one kind over one span would be
@@ -155,7 +155,7 @@ def _quoted(s: _Sentence) -> list[str]:
     return [next(g for g in m.groups() if g is not None) for m in _QUOTED.finditer(s.text)]
 
 
-def _named_word(ctx: _Ctx, s: _Sentence) -> str | None:
+def _named_word(ctx: Context, s: _Sentence) -> str | None:
     """The one text the sentence names: quoted, else a keyword read from it, else the word after a final 'be'."""
     quoted = _quoted(s)
     if len({q.lower() for q in quoted}) == 1:
@@ -191,7 +191,7 @@ _STEPS = (
 _GROWING = ("longer", "more", "extra", "increas", "grow", "grew")
 
 
-def _step(ctx: _Ctx, s: _Sentence) -> bool:
+def _step(ctx: Context, s: _Sentence) -> bool:
     """"Each sentence exactly two words longer than the previous one", "every paragraph should have 5 fewer
     words than the one before it", "each line grows by three words": a step between consecutive pieces."""
     piece = next((EN_PIECES[w] for w in s.lemmas if w in EN_PIECES), None)
@@ -211,7 +211,7 @@ def _step(ctx: _Ctx, s: _Sentence) -> bool:
     return False
 
 
-def _echo(ctx: _Ctx, s: _Sentence) -> bool:
+def _echo(ctx: Context, s: _Sentence) -> bool:
     """A piece repeating a word of the answer: its own first word at its end, or the previous piece's last."""
     if "word" not in s.lemmas or _quoted(s) or not (s.has(_OPENING) and s.has(_CLOSING) or s.has(_SAME)):
         return False
@@ -272,7 +272,7 @@ def inside_word(unit: Unit, k: int, word: int, text: str) -> Position:
     return Position(unit=unit, k=k, op="is", text=text, word=word)
 
 
-def _inside_piece(ctx: _Ctx, s: _Sentence) -> bool:
+def _inside_piece(ctx: Context, s: _Sentence) -> bool:
     """A word in the k-th piece (``contains``), or the m-th word of it."""
     pieces = _piece_refs(s)
     if len(pieces) != 1:
@@ -295,7 +295,7 @@ def _inside_piece(ctx: _Ctx, s: _Sentence) -> bool:
     return True
 
 
-def _word_positions(ctx: _Ctx, s: _Sentence) -> bool:
+def _word_positions(ctx: Context, s: _Sentence) -> bool:
     """Several word positions of one text, or one counted from the end beyond the last ("penultimate")."""
     if _piece_refs(s):
         return False
@@ -315,7 +315,7 @@ _LIST_NOUN = re.compile(r"\b(?:bullet(?:ed)?(?:\s+points?|\s+list)?|bullets|(?:n
 _THEN = re.compile(r"\b(?:then|followed\s+by|after\s+(?:that|which|this)|afterwards|next)\b", re.IGNORECASE)
 
 
-def _prose_and_list(ctx: _Ctx, s: _Sentence) -> bool:
+def _prose_and_list(ctx: Context, s: _Sentence) -> bool:
     """"Write two sentences first, then at least two bullet points": the sentences are prose before (or,
     said after the list, after) it, not the whole answer's sentence count."""
     listed = _LIST_NOUN.search(s.text)
@@ -352,7 +352,7 @@ def _prose_and_list(ctx: _Ctx, s: _Sentence) -> bool:
     return True
 
 
-def refine_sequence_english(ctx: _Ctx) -> None:
+def refine_sequence_english(ctx: Context) -> None:
     """Read the sentences of ``ctx`` that relate pieces to one another or name a word inside one."""
     for s in _sentences(ctx):
         if not any(w in EN_PIECES or w == "word" for w in s.lemmas):

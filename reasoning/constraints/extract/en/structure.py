@@ -35,7 +35,8 @@ import re
 import msgspec
 from spacy.tokens import Token
 
-from reasoning.constraints.extract.en.named import _Ctx, repeat_text
+from reasoning.constraints.extract.en.context import Context
+from reasoning.constraints.extract.en.named import repeat_text
 from reasoning.constraints.form import Copy, Layout, Structure, canonical
 from reasoning.constraints.form.model import Beside
 from reasoning.constraints.found import Found, overlaps
@@ -66,7 +67,7 @@ def _governing_verb(token: Token) -> Token | None:
     return None
 
 
-def _case_word(ctx: _Ctx, i: int) -> str | None:
+def _case_word(ctx: Context, i: int) -> str | None:
     low, lemma = ctx.lowers[i], ctx.lemmas[i]
     nxt = ctx.lowers[i + 1] if i + 1 < len(ctx.tokens) else ""
     if low in ("upper", "lower") and nxt in ("case", "-"):
@@ -80,7 +81,7 @@ def _case_word(ctx: _Ctx, i: int) -> str | None:
     return None
 
 
-def _copy_change(ctx: _Ctx, first: int, stop: int) -> tuple[str | None, str | None, tuple[int, int] | None]:
+def _copy_change(ctx: Context, first: int, stop: int) -> tuple[str | None, str | None, tuple[int, int] | None]:
     """(case, drop, where the case is said) a copying verb governs in tokens ``first`` .. ``stop``."""
     case: str | None = None
     drop: str | None = None
@@ -102,7 +103,7 @@ def _copy_change(ctx: _Ctx, first: int, stop: int) -> tuple[str | None, str | No
     return case, drop, case_at
 
 
-def _after_colon(ctx: _Ctx, f: Found, text: str) -> str:
+def _after_colon(ctx: Context, f: Found, text: str) -> str:
     """``text``, or the whole block after the colon that ends the copy's request when ``text`` is its tail.
 
     "Repeat the request below without the last sentence, then answer it:
@@ -121,7 +122,7 @@ _ECHO_VERBS = frozenset({"copy", "echo", "reproduce", "recite", "repeat"})
 _REQUEST_NOUNS = frozenset({"question", "request", "prompt", "instruction", "query", "task"})
 
 
-def _detect_copy_verbs(ctx: _Ctx) -> None:
+def _detect_copy_verbs(ctx: Context) -> None:
     """A copy asked with a copying verb the named repeat reading has no pattern for
     ("copy the question in lower case", "echo my request back first"): the verb and its request object."""
     if any(f.kind in (Kind.REPEAT_PROMPT, Kind.COPY) for f in ctx.found):
@@ -141,7 +142,7 @@ def _detect_copy_verbs(ctx: _Ctx) -> None:
         return
 
 
-def _detect_copy_changes(ctx: _Ctx) -> None:
+def _detect_copy_changes(ctx: Context) -> None:
     """A copy in one letter case or without its first / last sentence."""
     for index, f in enumerate(list(ctx.found)):
         if f.kind not in (Kind.REPEAT_PROMPT, Kind.COPY):
@@ -180,7 +181,7 @@ _PROSE_KINDS = frozenset({Kind.PARAGRAPH_COUNT, Kind.SENTENCE_COUNT, Kind.COUNT}
 _ONE = frozenset({"one", "single", "a", "1"})
 
 
-def _prose_size(ctx: _Ctx, i: int, floor: int) -> Beside:
+def _prose_size(ctx: Context, i: int, floor: int) -> Beside:
     """``sentence`` for "one sentence" / "a one-sentence summary" / "a single sentence", else ``paragraph``."""
     window = ctx.lowers[max(floor, i - 4) : i + 1]
     if "sentence" in ctx.lemmas[max(floor, i - 2) : i + 1]:
@@ -196,7 +197,7 @@ _PLACED = frozenset({"introductory", "opening", "closing", "concluding", "final"
                      "summary", "conclusion", "overview", "preamble"})
 
 
-def _counted(ctx: _Ctx, t: Token) -> bool:
+def _counted(ctx: Context, t: Token) -> bool:
     """Whether prose noun ``t`` carries a number other than one ("3 paragraphs", "less than 7 sentences")."""
     for child in t.children:
         if child.dep_ == "nummod" and child.lower_ not in _ONE:
@@ -204,7 +205,7 @@ def _counted(ctx: _Ctx, t: Token) -> bool:
     return False
 
 
-def _placed(ctx: _Ctx, t: Token) -> bool:
+def _placed(ctx: Context, t: Token) -> bool:
     """Whether prose noun ``t`` says where it stands: its own word ("an introduction", "a closing paragraph")
     or a placing verb over it ("start with a paragraph", "end with a sentence")."""
     if ctx.lemmas[t.i] in _PLACED or any(ctx.lemmas[c.i] in _PLACED for c in t.children):
@@ -213,7 +214,7 @@ def _placed(ctx: _Ctx, t: Token) -> bool:
     return verb is not None and verb.lemma_.lower() in _PLACING
 
 
-def _beside(ctx: _Ctx, f: Found) -> tuple[Beside | None, Beside | None, list[tuple[int, int]]]:
+def _beside(ctx: Context, f: Found) -> tuple[Beside | None, Beside | None, list[tuple[int, int]]]:
     """(before, after, where the prose is said) for the list or table ``f`` reads.
 
     The span said runs from a few words before the prose noun to its end, so
@@ -261,7 +262,7 @@ def _beside(ctx: _Ctx, f: Found) -> tuple[Beside | None, Beside | None, list[tup
     return before, after, said
 
 
-def _number_in(ctx: _Ctx, start: int, end: int) -> int | None:
+def _number_in(ctx: Context, start: int, end: int) -> int | None:
     """The first number written in ``text[start:end]`` ("one-sentence" is one)."""
     for t in ctx.tokens:
         if start <= t.idx < end:
@@ -276,7 +277,7 @@ def _names_prose(phrase: str) -> bool:
     return any(word.strip(".,;:!?").lower().rstrip("s") in _PROSE for word in phrase.split())
 
 
-def _detect_prose_beside(ctx: _Ctx) -> None:
+def _detect_prose_beside(ctx: Context) -> None:
     lists = (Layout.LIST, Layout.NUMBERED_LIST, Layout.NESTED_LIST, Layout.TABLE)
     for index, f in enumerate(list(ctx.found)):
         if f.kind is Kind.BULLET_COUNT:
@@ -309,7 +310,7 @@ _HEADER_LINKS = frozenset({":", "named", "called", "labelled", "labeled", "title
 _CELL_SPLIT = re.compile(r"\s*(?:\||,\s*and\s+|,|;|\band\b|、)\s*")
 
 
-def _headers_after(ctx: _Ctx, i: int, stop: int) -> tuple[str, ...]:
+def _headers_after(ctx: Context, i: int, stop: int) -> tuple[str, ...]:
     """The header cells listed after the header word at token ``i`` (before sentence end ``stop``)."""
     j = i + 1
     linked = False
@@ -329,7 +330,7 @@ def _headers_after(ctx: _Ctx, i: int, stop: int) -> tuple[str, ...]:
     return cells
 
 
-def _detect_headers(ctx: _Ctx) -> None:
+def _detect_headers(ctx: Context) -> None:
     for index, f in enumerate(list(ctx.found)):
         if f.kind is not Kind.STRUCTURE or f.params.get("layout") != Layout.TABLE:
             continue
@@ -356,7 +357,7 @@ _SYMBOL_NAMES = {"asterisk": "*", "hash": "#", "pound": "#", "dash": "-", "hyphe
 _SYMBOLS = re.compile(r"[^\w\s\"'“”‘’.,;:!?()]{2,}")
 
 
-def _marker(ctx: _Ctx, j: int, stop: int) -> str | None:
+def _marker(ctx: Context, j: int, stop: int) -> str | None:
     """The marker named after token ``j``: a run of symbols ("###") or "six asterisks"."""
     end = ctx.tokens[stop - 1].idx + len(ctx.tokens[stop - 1].text)
     run = _SYMBOLS.search(ctx.text, ctx.tokens[j].idx, end)
@@ -370,7 +371,7 @@ def _marker(ctx: _Ctx, j: int, stop: int) -> str | None:
     return None
 
 
-def _detect_responses(ctx: _Ctx) -> None:
+def _detect_responses(ctx: Context) -> None:
     """``n`` responses separated by a marker, in one sentence."""
     for sentence in ctx.doc.sents:
         sep = next((t.i for t in sentence if ctx.lemmas[t.i] in _SEPARATED), None)
@@ -407,7 +408,7 @@ _TEXT_UNITS = frozenset({"word", "sentence", "paragraph", "character", "letter",
 _NEGATING = frozenset({"not", "n't", "no", "never", "without", "avoid", "nor"})
 
 
-def _detect_counted_lists(ctx: _Ctx) -> None:
+def _detect_counted_lists(ctx: Context) -> None:
     """"A bulleted list of three tips": a list and its exact item count, where no list was read in the sentence."""
     if "of" not in ctx.lowers or not any(lemma in _LIST_FIRST for lemma in ctx.lemmas):
         return
@@ -435,7 +436,7 @@ def _detect_counted_lists(ctx: _Ctx) -> None:
             break
 
 
-def refine_structure(ctx: _Ctx) -> None:
+def refine_structure(ctx: Context) -> None:
     """Add a copy's case / dropped sentence, prose beside a list, table headers and marked responses."""
     _detect_copy_verbs(ctx)
     _detect_copy_changes(ctx)

@@ -47,7 +47,8 @@ import string
 
 from spacy.tokens import Span as DocSpan
 
-from reasoning.constraints.extract.en.named import _Ctx, _Quantity, _quantity_left
+from reasoning.constraints.extract.en.context import Context, Quantity
+from reasoning.constraints.extract.en.named import _quantity_left
 from reasoning.constraints.form import Count, Filter, Position, Unit, canonical
 from reasoning.constraints.form.model import Form
 from reasoning.constraints.found import Found, overlaps
@@ -85,7 +86,7 @@ _LETTERS = frozenset({"letters", "characters"})
 _SPACE_WORDS = frozenset({"space", "whitespace", "break", "line break", "newline", "blank"})
 
 
-def _add(ctx: _Ctx, form: Form, start: int, end: int, *, drop: tuple[Kind, ...] = (),
+def _add(ctx: Context, form: Form, start: int, end: int, *, drop: tuple[Kind, ...] = (),
          units: frozenset[str] = _WORDISH) -> None:
     """Add ``form`` over ``start..end``, dropping the readings it replaces there (see :func:`_misread`)."""
     ctx.found = [f for f in ctx.found if not (_misread(f, drop, units) and overlaps(f, start, end))]
@@ -145,7 +146,7 @@ def _letters_named(sent: DocSpan, after: int, lead: int = 1) -> list[str]:
     return out
 
 
-def _alphabet(ctx: _Ctx, sent: DocSpan) -> None:
+def _alphabet(ctx: Context, sent: DocSpan) -> None:
     lemmas = _lemmas(sent)
     lowered = sent.text.lower()
     chained = "letter" in lemmas and "same" not in lemmas and re.search(
@@ -166,7 +167,7 @@ def _alphabet(ctx: _Ctx, sent: DocSpan) -> None:
 _LENGTH_CLASSES = {"prime": "prime", "even": "even", "odd": "odd"}
 
 
-def _length_class(ctx: _Ctx, sent: DocSpan) -> None:
+def _length_class(ctx: Context, sent: DocSpan) -> None:
     lemmas = _lemmas(sent)
     if not _said_of_words(lemmas) or not ({"letter", "character", "length", "long"} & set(lemmas)):
         return
@@ -181,7 +182,7 @@ def _length_class(ctx: _Ctx, sent: DocSpan) -> None:
     _add(ctx, form, start, end, drop=(Kind.LETTER_FREQUENCY,), units=_LETTERS)
 
 
-def _every_contains(ctx: _Ctx, sent: DocSpan) -> None:
+def _every_contains(ctx: Context, sent: DocSpan) -> None:
     lemmas = _lemmas(sent)
     if not _every_word(sent) or not ({"contain", "include", "have", "feature", "use"} & set(lemmas)):
         return
@@ -201,7 +202,7 @@ def both_cases(letters: str) -> str:
     return "".join(sorted(letters)) + "".join(sorted(letters.upper()))
 
 
-def _letter_set(ctx: _Ctx, sent: DocSpan) -> None:
+def _letter_set(ctx: Context, sent: DocSpan) -> None:
     lemmas = _lemmas(sent)
     lowers = _lowers(sent)
     vowel = "vowel" in lemmas
@@ -238,7 +239,7 @@ def _letter_set(ctx: _Ctx, sent: DocSpan) -> None:
 SPACES = {"space": " ", "whitespace": " \t\n\r\u3000", "blank": " ", "break": "\n", "newline": "\n"}
 
 
-def _no_spaces(ctx: _Ctx, sent: DocSpan) -> None:
+def _no_spaces(ctx: Context, sent: DocSpan) -> None:
     lemmas = _lemmas(sent)
     lowers = _lowers(sent)
     if not ({"space", "whitespace", "newline"} & set(lemmas)) or not any(w in _NEG for w in lowers):
@@ -264,7 +265,7 @@ def _one_per_line(f: Found) -> bool:
         and f.params.get("n") == 1 and f.params.get("relation") == "exactly"
 
 
-def _own_line(ctx: _Ctx, sent: DocSpan) -> None:
+def _own_line(ctx: Context, sent: DocSpan) -> None:
     start, end = _span(sent)
     if any(_one_per_line(f) and overlaps(f, start, end) for f in ctx.found):
         # "one word per line and at least 20 words": the other count is of the answer, not per line
@@ -293,7 +294,7 @@ def _times(lowered: str) -> int | None:
     return parse_number([match.group("n") or match.group("w")])
 
 
-def _recurrence(ctx: _Ctx, sent: DocSpan) -> None:
+def _recurrence(ctx: Context, sent: DocSpan) -> None:
     lowered = sent.text.lower()
     if re.search(r"[\"'“‘][^\"'”’]+[\"'”’]", sent.text):
         return  # a quoted word's frequency is the keyword's
@@ -330,7 +331,7 @@ def _recurrence(ctx: _Ctx, sent: DocSpan) -> None:
     _add(ctx, form, start, end, drop=(Kind.KEYWORD_FREQUENCY,), units=frozenset())
 
 
-def _title_case(ctx: _Ctx, sent: DocSpan) -> None:
+def _title_case(ctx: Context, sent: DocSpan) -> None:
     lowered = sent.text.lower()
     titled = "title case" in lowered or "title-case" in lowered or "titlecase" in lowered
     majors = r"\b(?:major|important|main|significant|principal|key|content)\s+words?\b"
@@ -348,7 +349,7 @@ def _title_case(ctx: _Ctx, sent: DocSpan) -> None:
          units=frozenset())
 
 
-def _piece_letter(ctx: _Ctx, sent: DocSpan) -> None:
+def _piece_letter(ctx: Context, sent: DocSpan) -> None:
     lemmas = _lemmas(sent)
     lowers = _lowers(sent)
     first_letter = re.search(r"\bfirst\s+letter\s+of\b", sent.text.lower()) is not None
@@ -382,7 +383,7 @@ def _quoted(sent: DocSpan) -> bool:
     return re.search(r"[\"“‘']\w[^\"”’']*[\"”’']", sent.text) is not None
 
 
-def _word_letter(ctx: _Ctx, sent: DocSpan) -> None:
+def _word_letter(ctx: Context, sent: DocSpan) -> None:
     """"Use only words that begin with 'm'": every word opens with the letter (``position(words, k=0)``)."""
     lemmas = _lemmas(sent)
     lowers = _lowers(sent)
@@ -405,7 +406,7 @@ def _word_letter(ctx: _Ctx, sent: DocSpan) -> None:
          drop=(Kind.LETTER_FREQUENCY, Kind.KEYWORDS_PRESENT), units=frozenset())
 
 
-def _quantity_before(ctx: _Ctx, at: int) -> _Quantity | None:
+def _quantity_before(ctx: Context, at: int) -> Quantity | None:
     q = _quantity_left(ctx, at)
     if q is not None:
         return q
@@ -413,11 +414,11 @@ def _quantity_before(ctx: _Ctx, at: int) -> _Quantity | None:
     for j in range(max(token.sent.start, at - 4), at):
         n = parse_number([ctx.tokens[j].text]) if ctx.tokens[j].like_num or ctx.lowers[j] in ("one", "a") else None
         if n is not None or ctx.lowers[j] in ("a", "an"):
-            return _Quantity(Relation.AT_LEAST, n if n is not None else 1, j, at)
+            return Quantity(Relation.AT_LEAST, n if n is not None else 1, j, at)
     return None
 
 
-def _palindromes(ctx: _Ctx, sent: DocSpan) -> None:
+def _palindromes(ctx: Context, sent: DocSpan) -> None:
     at = next((t.i for t in sent if t.lemma_.lower().startswith("palindrom")), None)
     if at is None:
         return
@@ -443,7 +444,7 @@ def _palindromes(ctx: _Ctx, sent: DocSpan) -> None:
     _add(ctx, form, start, end, drop=(Kind.LETTER_FREQUENCY,))
 
 
-def _nth_word_language(ctx: _Ctx, sent: DocSpan) -> None:
+def _nth_word_language(ctx: Context, sent: DocSpan) -> None:
     """"Every fifth word must be in French" says nothing of the answer's language: that reading is dropped."""
     lowers = _lowers(sent)
     for i, t in enumerate(sent):
@@ -464,7 +465,7 @@ _READERS = (_alphabet, _length_class, _every_contains, _letter_set, _no_spaces, 
             _piece_letter, _word_letter, _palindromes, _nth_word_language)
 
 
-def refine_word_rules_english(ctx: _Ctx) -> None:
+def refine_word_rules_english(ctx: Context) -> None:
     """The rules said of every word or of consecutive words, read into ``ctx.found`` (see the module doc)."""
     for sent in ctx.doc.sents:
         for reader in _READERS:

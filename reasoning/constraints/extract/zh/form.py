@@ -13,18 +13,8 @@ kind (全部使用大写字母 is ``all_capitals``).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 
-from spacy.tokens import Doc
-
-from reasoning.constraints.extract.common.sentence_types import refine_sentence_types_chinese
-from reasoning.constraints.extract.common.word_shape import refine_word_shape_chinese
-from reasoning.constraints.extract.zh.amounts import refine_amounts_chinese
-from reasoning.constraints.extract.zh.answer_rules import refine_answer_rules_chinese
-from reasoning.constraints.extract.zh.pieces import refine_pieces_chinese
-from reasoning.constraints.extract.zh.sequence import refine_sequence_chinese
-from reasoning.constraints.extract.zh.structure import refine_structure_chinese
-from reasoning.constraints.extract.zh.word_rules import refine_word_rules_chinese
+from reasoning.constraints.extract.zh.context import Context
 from reasoning.constraints.form import (
     Copy,
     Count,
@@ -34,10 +24,9 @@ from reasoning.constraints.form import (
     Structure,
     Unit,
     Wrap,
-    canonical,
 )
-from reasoning.constraints.form.model import Form, Predicate
-from reasoning.constraints.found import Found, overlaps
+from reasoning.constraints.form.model import Predicate
+from reasoning.constraints.found import Found
 from reasoning.constraints.lexicon import (
     ZH_DELIMITERS,
     ZH_LAYOUTS,
@@ -55,7 +44,17 @@ from reasoning.constraints.quantities import (
     parse_zh_number,
 )
 
-__all__ = ["refine_chinese"]
+__all__ = [
+    "read_answer_ends",
+    "read_case",
+    "read_copies",
+    "read_counts",
+    "read_layouts",
+    "read_named_counts",
+    "read_positions",
+    "read_quoted_spans",
+    "read_wraps",
+]
 
 
 _NEG = r"(?:禁止|不要|不得|不能|不可|请勿|勿|切勿|避免|不许|不准|严禁|别|不用|无需|不使用|不出现|没有)"
@@ -140,26 +139,6 @@ def _k(label: str) -> int | None:
     return parse_zh_number(label.removeprefix("第"))
 
 
-class _Reader:
-    def __init__(self, doc: Doc, text: str, found: Sequence[Found]) -> None:
-        self.text = text
-        self.starts = {t.idx for t in doc} | {len(text)}
-        self.found = list(found)
-
-    def add(self, form: Form, start: int, end: int) -> None:
-        kind, params = canonical(form)
-        key = (kind, params)
-        if any((f.kind, f.params) == key for f in self.found):
-            return
-        self.found.append(Found(kind=kind, params=params, start=start, end=end, confidence=0.85))
-
-    def taken(self, start: int, end: int, kinds: frozenset[Kind] | None = None) -> bool:
-        return any(overlaps(f, start, end) and (kinds is None or f.kind in kinds) for f in self.found)
-
-    def drop(self, start: int, end: int, kinds: frozenset[Kind]) -> None:
-        self.found = [f for f in self.found if not (f.kind in kinds and overlaps(f, start, end))]
-
-
 _COUNTED_KINDS = frozenset({Kind.WORD_COUNT, Kind.SENTENCE_COUNT, Kind.PARAGRAPH_COUNT})
 
 
@@ -172,7 +151,7 @@ def _ordinal_or_each(text: str, at: int) -> bool:
 _SPACES_LEFT_OUT = re.compile(r"(?:不含|不计|不算|不包括|不包含|除去|去掉|除)空格|空格(?:不计|不算|除外)|非空白")
 
 
-def _counts(r: _Reader) -> None:
+def read_counts(r: Context) -> None:
     for match in _PER_WORDS.finditer(r.text):
         n = parse_zh_number(match.group("num"))
         if n is None:
@@ -225,7 +204,7 @@ _NAMED_COUNT = re.compile(
 )
 
 
-def _named_counts(r: _Reader) -> None:
+def read_named_counts(r: Context) -> None:
     """"至少写3句话": a relation before a verb before the number, which the named rules read as exact."""
     for match in _NAMED_COUNT.finditer(r.text):
         n = parse_zh_number(match.group("num"))
@@ -237,7 +216,7 @@ def _named_counts(r: _Reader) -> None:
                              start=match.start(), end=match.end()))
 
 
-def _case(r: _Reader) -> None:
+def read_case(r: Context) -> None:
     for match in _CASE_NEG.finditer(r.text):
         forbidden = "upper" if match.group("case") == "大写" else "lower"
         r.add(Count(unit=Unit.LETTERS, filter=Filter(case=forbidden), relation=Relation.AT_MOST, n=0),  # type: ignore[arg-type]
@@ -257,7 +236,7 @@ def _case(r: _Reader) -> None:
         return
 
 
-def _wraps(r: _Reader) -> None:
+def read_wraps(r: Context) -> None:
     for match in _WRAP.finditer(r.text):
         delimiter = match.group("d1") or match.group("d2")
         target = match.group("t1") or match.group("t2")
@@ -265,7 +244,7 @@ def _wraps(r: _Reader) -> None:
         r.add(Wrap(left=left, right=right, unit=_TARGETS.get(target, Unit.ANSWER)), match.start(), match.end())
 
 
-def _layouts(r: _Reader) -> None:
+def read_layouts(r: Context) -> None:
     for match in _NO_LIST.finditer(r.text):
         r.add(Structure(layout=Layout.NO_LIST), match.start(), match.end())
         return
@@ -307,7 +286,7 @@ def _layouts(r: _Reader) -> None:
         return
 
 
-def _quoted_spans(r: _Reader) -> None:
+def read_quoted_spans(r: Context) -> None:
     """"用引号引用至少两句别人说过的话": a count of delimited spans in the answer."""
     for match in _QUOTED_SPANS.finditer(r.text):
         n = parse_zh_number(match.group("num"))
@@ -319,7 +298,7 @@ def _quoted_spans(r: _Reader) -> None:
                     relation=_relation(match.group("rel"), None), n=n), match.start(), match.end())
 
 
-def _answer_ends(r: _Reader) -> None:
+def read_answer_ends(r: Context) -> None:
     """"答案的开头必须是“是的”": the answer's first (or last) text."""
     for match in _ANSWER_END.finditer(r.text):
         if r.taken(match.start(), match.end(), frozenset({Kind.START_PHRASE, Kind.END_PHRASE, Kind.POSITION})):
@@ -328,7 +307,7 @@ def _answer_ends(r: _Reader) -> None:
         r.add(Position(unit=Unit.ANSWER, op=op, text=match.group("q")), match.start(), match.end())
 
 
-def _positions(r: _Reader) -> None:
+def read_positions(r: Context) -> None:
     for match in _POSITION.finditer(r.text):
         k = _k(match.group("ord"))
         if k is None:
@@ -353,7 +332,7 @@ _COPY_TAIL = re.compile(
 (然后用大写字母回答：), ending at its colon or full stop, and a 问题： label."""
 
 
-def _copies(r: _Reader) -> None:
+def read_copies(r: Context) -> None:
     match = _COPY.search(r.text)
     if match is None:
         return
@@ -362,13 +341,3 @@ def _copies(r: _Reader) -> None:
     text = before or rest
     if text:
         r.add(Copy(text=text, change=match.group("how") is not None), match.start(), match.end())
-
-
-def refine_chinese(doc: Doc, text: str, found: Sequence[Found]) -> list[Found]:
-    """``found`` (the named-kind readings of ``text``) with the form's readings added or substituted."""
-    reader = _Reader(doc, text, found)
-    for step in (_counts, _named_counts, _case, _wraps, _layouts, _quoted_spans, _positions, _answer_ends, _copies):
-        step(reader)
-    found = refine_pieces_chinese(text, refine_word_shape_chinese(text, refine_structure_chinese(text, reader.found)))
-    found = refine_word_rules_chinese(text, refine_answer_rules_chinese(text, found))
-    return refine_amounts_chinese(text, refine_sequence_chinese(text, refine_sentence_types_chinese(text, found)))

@@ -14,6 +14,7 @@ import re
 
 from spacy.tokens import Doc
 
+from reasoning.constraints.extract.zh.context import Context
 from reasoning.constraints.form.units import NUMBER_SLOT
 from reasoning.constraints.found import Found
 from reasoning.constraints.model import Kind, Relation
@@ -27,7 +28,7 @@ from reasoning.constraints.quantities import (
 )
 from reasoning.language import LANGUAGE_NAMES, language_code
 
-__all__ = ["extract_chinese"]
+__all__ = ["extract_chinese", "read_named"]
 
 _NEG = r"(?:禁止|不要|不得|不能|不可|请勿|勿|切勿|避免|不许|不准|严禁|别)"
 _REL_BEFORE = alternation(ZH_RELATIONS_BEFORE)
@@ -285,3 +286,8 @@ def _zh_relation(before: str | None, after: str | None) -> Relation:
     if after:
         return ZH_RELATIONS_AFTER[after]
     return Relation.EXACTLY
+
+
+def read_named(ctx: Context) -> None:
+    """The named kinds of :func:`extract_chinese`: the first Chinese reader, which the form readers refine."""
+    ctx.found = [*ctx.found, *extract_chinese(ctx.doc, ctx.text)]

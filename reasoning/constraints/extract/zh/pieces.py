@@ -1,7 +1,7 @@
 """Chinese requirements said of every piece, of a share of the pieces, or of marked-up spans.
 
 The Chinese side of :mod:`reasoning.constraints.extract.en.pieces`, run after the form's Chinese
-steps (:func:`~reasoning.constraints.extract.zh.form.refine_chinese`) over
+steps (:data:`reasoning.constraints.extract.registry.CHINESE`) over
 the same text, with the lexicon's per-item words (每句 / 每段 / 每行 / 每个要点
 ...), delimiters and marks:
 
