@@ -59,7 +59,9 @@ from typing import Any
 
 import msgspec
 from spacy.tokens import Doc, Token
+from spacy.tokens import Span as DocSpan
 
+from reasoning.constraints.extract.sentence_bounds import MARKS, sentence_bounds
 from reasoning.constraints.form import (
     Copy,
     Count,
@@ -1057,12 +1059,13 @@ def account_readings(doc: Doc | None, text: str, prompt: str, found: Sequence[Fo
                 clause_of[i] = clause
         each = [n for n in needs if n.what == "unit"]
         for i in list(members):
-            negated = _negated(doc, found[i], carried[i], clause_index)
+            span = _reading_span(doc, found[i])
+            negated = _negated(span, carried[i], clause_index)
             if not _supported(found[i], carried[i], _said(doc, found[i], ordered), each, negated):
                 drop(i, clause, tuple(_word_span(doc[t], prompt) for t in sorted(_own(doc, found[i]))))
                 members.remove(i)
                 continue
-            wrong = _described(doc, found[i], carried[i]) + _refused_elsewhere(doc, found[i], carried[i], ordered)
+            wrong = _described(span, carried[i]) + _refused_elsewhere(span, carried[i], ordered)
             if not wrong and ordered[0].sent.start in laid_out and _of_whole_answer(found[i]):
                 wrong = laid_out[ordered[0].sent.start]  # a piece's property, said beside another piece
             if wrong:
@@ -1161,9 +1164,7 @@ def _invented(found: Found, text: str) -> str | None:
 
 def _sentence_around(text: str, start: int, end: int) -> tuple[int, int]:
     """The sentence of ``text`` holding ``text[start:end]`` (split at sentence marks and line breaks)."""
-    left = max(text.rfind(c, 0, start) for c in ".!?。！？\n") + 1
-    rights = [i for i in (text.find(c, end) for c in ".!?。！？\n") if i >= 0]
-    right = min(rights) + 1 if rights else len(text)
+    left, right = sentence_bounds(text, start, end, MARKS)
     while left < right and text[left].isspace():
         left += 1
     return left, min(right, len(text))
@@ -1243,7 +1244,16 @@ _WHOLE_ANSWER = frozenset({"response", "answer", "reply", "output", "entire", "w
                            "all", "result"})
 
 
-def _described(doc: Doc, found: Found, carried: _Carries) -> list[int]:
+def _reading_span(doc: Doc, found: Found) -> DocSpan | None:
+    """The tokens a reading was read from (its characters widened to whole tokens), or None where none fit.
+
+    Found once per reading and clause by :func:`account_readings`, then handed to
+    the checks that read it (:func:`_negated`, :func:`_described`, :func:`_refused_elsewhere`).
+    """
+    return doc.char_span(found.start, found.end, alignment_mode="expand")
+
+
+def _described(span: DocSpan | None, carried: _Carries) -> list[int]:
     """Words a reading took as a literal text that the clause uses as a description (empty when none).
 
     A placed text (a start, an end, a filter's first or last letters) that the
@@ -1251,7 +1261,6 @@ def _described(doc: Doc, found: Found, carried: _Carries) -> list[int]:
     each item with an arrow", "words that begin with a consonant cluster"), not
     the text to write.
     """
-    span = doc.char_span(found.start, found.end, alignment_mode="expand")
     if span is None:
         return []
     wrong: list[int] = []
@@ -1263,13 +1272,13 @@ def _described(doc: Doc, found: Found, carried: _Carries) -> list[int]:
         for token in span.sent if span.sent is not None else span:
             if token.lower_ != word or token.pos_ not in ("NOUN", "ADJ") or token.text[:1].isupper():
                 continue
-            before = [t.lower_ for t in doc[max(0, token.i - 3): token.i] if t.pos_ != "ADJ"]
+            before = [t.lower_ for t in span.doc[max(0, token.i - 3): token.i] if t.pos_ != "ADJ"]
             if before[-1:] in (["a"], ["an"]):
                 wrong.append(token.i)
     return wrong
 
 
-def _refused_elsewhere(doc: Doc, found: Found, carried: _Carries, clause: Sequence[Token]) -> list[int]:
+def _refused_elsewhere(span: DocSpan | None, carried: _Carries, clause: Sequence[Token]) -> list[int]:
     """Words of a refusal (no list; the whole answer wrapped) that its clause does not say (empty when none).
 
     A refusal of lists read from a clause that names the list without a
@@ -1280,7 +1289,6 @@ def _refused_elsewhere(doc: Doc, found: Found, carried: _Carries, clause: Sequen
     quote, in quotation marks of its own").
     """
     own = {t.i for t in clause}
-    span = doc.char_span(found.start, found.end, alignment_mode="expand")
     if span is None:
         return []
     listed = any(t.lemma_.lower() in ("bullet", "list", "bullet-point") for t in clause)  # the layout itself
@@ -1343,9 +1351,8 @@ def _names_counted(token: Token, carried: _Carries) -> bool:
     return not (marks and carried.chars) or bool(set(marks) & set(carried.chars))
 
 
-def _negated(doc: Doc, found: Found, carried: _Carries, clause_of: Mapping[int, int]) -> bool:
+def _negated(span: DocSpan | None, carried: _Carries, clause_of: Mapping[int, int]) -> bool:
     """Whether the words a reading was read from negate, in one clause, a unit the reading counts."""
-    span = doc.char_span(found.start, found.end, alignment_mode="expand")
     if span is None or len(span) > _NEGATION_REACH:
         return False  # a reading of a long stretch: a negation in it need not be of what it counts
     negating = {clause_of.get(t.i) for t in span if t.lower_ in _NEGATORS or t.dep_ == "neg"}
@@ -1471,7 +1478,7 @@ def _words_of(doc: Doc | None, found: Found, extra: set[int], prompt: str) -> tu
 
 def _own(doc: Doc, found: Found) -> set[int]:
     """The words (not punctuation or white space) a reading was read from."""
-    span = doc.char_span(found.start, found.end, alignment_mode="expand")
+    span = _reading_span(doc, found)
     if span is None:
         return set()
     return {t.i for t in span if not t.is_space and not (t.is_punct and len(t.text) == 1 and t.text in _PROSE)}

@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 
 from reasoning.constraints.extract.en.context import Context
 from reasoning.constraints.extract.en.named import _QUOTED
+from reasoning.constraints.extract.sentence_bounds import sentence_bounds
 from reasoning.constraints.form import Count, Filter, Structure, Unit, canonical
 from reasoning.constraints.form.model import Layout
 from reasoning.constraints.found import Found, overlaps
@@ -154,9 +155,7 @@ def refine_bullet_separator_chinese(text: str, found: Sequence[Found]) -> list[F
         separator = _ZH_MARKS.get(raw, raw.strip("“”\"「」‘’'"))
         if not separator.strip():
             continue
-        start = max(text.rfind(c, 0, match.start()) for c in "\n。！？") + 1
-        stops = [i for c in "\n。！？" if (i := text.find(c, match.end())) >= 0]
-        end = min(stops) if stops else len(text)
+        start, end = sentence_bounds(text, match.start(), match.end(), "\n。！？", with_mark=False)
         counted = _ZH_ITEMS.search(text, start, end)
         items = parse_zh_number(counted.group("num")) if counted is not None else None
         kept = [f for f in kept if not (f.kind in _LIST_KINDS and overlaps(f, start, end))]

@@ -25,6 +25,7 @@ import re
 from collections.abc import Sequence
 
 from reasoning.constraints.extract.en.context import Context
+from reasoning.constraints.extract.sentence_bounds import sentence_bounds
 from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.model import Kind
 from reasoning.constraints.quantities import parse_number, parse_zh_number
@@ -103,9 +104,7 @@ def detect_csv(ctx: Context) -> None:
     columns = _trim(_cells(columns_at.group("list"))) if columns_at is not None else []
     if columns_at is None or len(columns) < 2:
         # CSV asked without its columns: a Markdown table read from the same sentence steers away from CSV
-        begin = max(text.rfind(c, 0, csv.start()) for c in ".!?\n") + 1
-        stops = [i for i in (text.find(c, csv.end()) for c in ".!?\n") if i >= 0]
-        end = min(stops) if stops else len(text)
+        begin, end = sentence_bounds(text, csv.start(), csv.end(), with_mark=False)
         ctx.found = [f for f in ctx.found if not (f.kind is Kind.STRUCTURE and f.params.get("layout") == "table"
                                                   and overlaps(f, begin, end))]
         return

@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from typing import Final
 
 from reasoning.constraints.extract.en.context import Context
+from reasoning.constraints.extract.sentence_bounds import sentence_bounds
 from reasoning.constraints.form import Count, Filter, Measure, Unit, canonical
 from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.model import Kind, Relation
@@ -151,12 +152,6 @@ def _numbered(kinds: Sequence[tuple[str, int]], relation: Relation) -> list[Coun
     return [Count(unit=Unit.SENTENCES, filter=_measure(k).filter, relation=relation, n=n) for k, n in kinds]
 
 
-def _sentence_of(text: str, start: int, end: int) -> tuple[int, int]:
-    left = max(text.rfind(c, 0, start) for c in ".!?\n") + 1
-    rights = [i for i in (text.find(c, end) for c in ".!?\n") if i >= 0]
-    return left, (min(rights) + 1 if rights else len(text))
-
-
 def refine_sentence_types_english(ctx: Context) -> None:
     """"Twice as many statements as questions", "equal numbers of statements, questions and exclamations",
     "exactly two questions, two exclamations and one statement", "at least two of each", "no exclamations"."""
@@ -179,7 +174,7 @@ def refine_sentence_types_english(ctx: Context) -> None:
         ctx.found = _replace(ctx.found, m.start(), m.end(), _numbered(numbered, _en_relation(m.group("rel"))))
         typed.append((m.start(), m.end(), [k for k, _ in numbered]))
     for start, end, kinds in typed:
-        begin, stop = _sentence_of(ctx.text, start, end)
+        begin, stop = sentence_bounds(ctx.text, start, end)
         each = _EN_OF_EACH.search(ctx.text, end, stop)
         n = parse_number([each.group("n")]) if each is not None else None
         if each is not None and n is not None:

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 
 from reasoning.constraints.extract.en.context import Context
 from reasoning.constraints.extract.en.named import _QUOTED
+from reasoning.constraints.extract.sentence_bounds import MARKS, sentence_bounds
 from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.model import Kind
 
@@ -84,7 +85,7 @@ def _template_at(text: str, start: int) -> tuple[int, int] | None:
 
 def _read(text: str, found: Sequence[Found]) -> list[Found] | None:
     for named in _NAMED.finditer(text):
-        sentence_start = max(text.rfind(c, 0, named.start()) for c in ".!?\n。！？") + 1
+        sentence_start = sentence_bounds(text, named.start(), named.start(), MARKS)[0]
         at = _template_at(text, sentence_start)
         if at is None:
             continue

@@ -29,6 +29,7 @@ import re
 
 from reasoning.constraints.extract.en.context import Context
 from reasoning.constraints.extract.en.named import _QUOTED, repeat_text
+from reasoning.constraints.extract.sentence_bounds import sentence_bounds
 from reasoning.constraints.form import Copy, Count, Unit, canonical
 from reasoning.constraints.form import units as form_units
 from reasoning.constraints.form.model import Measure
@@ -70,9 +71,7 @@ def _number(word: str) -> int | None:
 
 
 def _sentence_bounds(text: str, at: int) -> tuple[int, int]:
-    start = max(text.rfind(c, 0, at) for c in ".!?\n") + 1
-    ends = [i for c in ".!?\n" if (i := text.find(c, at)) >= 0]
-    return start, (min(ends) + 1 if ends else len(text))
+    return sentence_bounds(text, at, at)
 
 
 def _source(ctx: Context, match: re.Match[str]) -> str | None:

@@ -29,6 +29,7 @@ import re
 from spacy.tokens import Doc, Token
 
 from reasoning.constraints.extract.en.context import Context, Quantity
+from reasoning.constraints.extract.sentence_bounds import sentence_bounds
 from reasoning.constraints.found import Found
 from reasoning.constraints.model import Kind, Relation
 from reasoning.constraints.patterns import alternation
@@ -985,7 +986,7 @@ def detect_case(ctx: Context) -> None:
     capital_words = [(f.start, f.end) for f in ctx.found if f.kind == Kind.CAPITAL_WORD_FREQUENCY]
     upper_spans: list[tuple[int, int]] = []
     for match in _CASE_UPPER.finditer(text):
-        sentence_start = max(text.rfind(".", 0, match.start()), text.rfind("\n", 0, match.start())) + 1
+        sentence_start = sentence_bounds(text, match.start(), match.start(), ".\n")[0]
         before = text[sentence_start : match.start()].lower()
         if re.search(r"\b(?:words?|phrases?)\b", before) and not re.search(r"\b(?:all|every|each)\s+(?:your\s+|the\s+)?words?\b|entire|whole", before):
             continue
@@ -1021,9 +1022,8 @@ _WHOLE = re.compile(r"\b(?:entire|whole|full)\b|\b(?:your|the)\s+(?:response|ans
 
 def _quotes_each_item(text: str, start: int, end: int) -> bool:
     """"With double quotes around each quotation": quoted items in the answer, not the answer quoted."""
-    sentence_start = max(text.rfind(stop, 0, start) for stop in (".", "!", "?", "\n")) + 1
-    stops = [i for i in (text.find(stop, end) for stop in (".", "!", "?", "\n")) if i >= 0]
-    sentence = text[sentence_start : min(stops) if stops else len(text)]
+    sentence_start, sentence_end = sentence_bounds(text, start, end, with_mark=False)
+    sentence = text[sentence_start:sentence_end]
     return _EACH_ITEM.search(sentence) is not None and _WHOLE.search(sentence) is None
 
 
@@ -1115,7 +1115,7 @@ def _end_mark(ctx: Context) -> tuple[int, int] | None:
     for match in _END_MARK.finditer(ctx.text):
         if any(q in match.group("rest") for q in "\"'“‘"):
             continue
-        sentence_start = max(ctx.text.rfind(stop, 0, match.start()) for stop in (".", "!", "?", "\n")) + 1
+        sentence_start = sentence_bounds(ctx.text, match.start(), match.start())[0]
         # "every sentence must end with ..." or "end every sentence with ...": the pieces before the mark word
         before = ctx.text[sentence_start : match.start("mark")].lower()
         span = (match.start(), match.start("rest"))

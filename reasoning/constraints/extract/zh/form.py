@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+from reasoning.constraints.extract.sentence_bounds import sentence_bounds
 from reasoning.constraints.extract.zh.context import Context
 from reasoning.constraints.form import (
     Copy,
@@ -258,8 +259,7 @@ def read_layouts(r: Context) -> None:
         r.add(Count(unit=Unit.NESTED_BULLETS, relation=Relation.EXACTLY, n=top * sub), match.start(), match.end())
         return
     for match in _LAYOUT.finditer(r.text):
-        clause_start = max(r.text.rfind(c, 0, match.start()) for c in "。；;\n") + 1
-        clause_end = min((i for i in (r.text.find(c, match.end()) for c in "。；;\n") if i >= 0), default=len(r.text))
+        clause_start, clause_end = sentence_bounds(r.text, match.start(), match.end(), "。；;\n", with_mark=False)
         if r.taken(clause_start, clause_end, frozenset({Kind.BULLET_COUNT})):
             continue  # the bullet count of the same sentence already says the list
         layout = ZH_LAYOUTS[match.group("layout")]
@@ -269,7 +269,7 @@ def read_layouts(r: Context) -> None:
             stop = min((i for i in (r.text.find(c, match.end()) for c in "。；;\n") if i >= 0), default=len(r.text))
             items = _LIST_ITEMS.search(r.text, match.end(), stop)
             if items is None:  # "列出三个要点，用项目符号": the items are said before the layout, in its sentence
-                begin = max(r.text.rfind(c, 0, match.start()) for c in "。；;\n") + 1
+                begin = sentence_bounds(r.text, match.start(), match.start(), "。；;\n")[0]
                 items = next((m for m in _LIST_ITEMS.finditer(r.text, begin, match.start())
                               if re.match(r"列出|写出|给出|举出", m.group(0))), None)
             if items is not None:  # "用编号列表列出五个步骤": the list's items

@@ -33,6 +33,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 
+from reasoning.constraints.extract.sentence_bounds import sentence_bounds
 from reasoning.constraints.form import (
     ROUGHLY_EQUAL,
     Count,
@@ -141,9 +142,7 @@ _JSON_FIELDS = re.compile(r"(?:包含|包括|含有|带有|有)?(?:字段|键|�
 
 def _clause(text: str, start: int, end: int) -> tuple[int, int]:
     """The sentence around ``start..end`` (between 。；！？ or line breaks)."""
-    begin = max(text.rfind(c, 0, start) for c in "。；;！!？?\n") + 1
-    stops = [i for i in (text.find(c, end) for c in "。；;！!？?\n") if i >= 0]
-    return begin, min(stops, default=len(text))
+    return sentence_bounds(text, start, end, "。；;！!？?\n", with_mark=False)
 
 
 class _Reader:

@@ -26,6 +26,7 @@ from typing import Literal
 
 import msgspec
 
+from reasoning.constraints.extract.sentence_bounds import sentence_bounds
 from reasoning.constraints.form import Copy, Layout, Structure, canonical
 from reasoning.constraints.form.model import Beside, Drop
 from reasoning.constraints.found import Found, overlaps
@@ -45,9 +46,7 @@ _PROSE_KINDS = frozenset({Kind.PARAGRAPH_COUNT, Kind.SENTENCE_COUNT, Kind.COUNT}
 
 def _clause(text: str, at: int) -> tuple[int, int]:
     """The sentence around ``at`` (its ends at 。；！？ or a newline)."""
-    start = max((text.rfind(c, 0, at) for c in _CLAUSE_END), default=-1) + 1
-    ends = [i for i in (text.find(c, at) for c in _CLAUSE_END) if i >= 0]
-    return start, min(ends, default=len(text))
+    return sentence_bounds(text, at, at, _CLAUSE_END, with_mark=False)
 
 
 def _structure_of(f: Found) -> Structure | None:
@@ -157,9 +156,7 @@ _PIECE_END = "，,。；;！!？?\n"
 
 def _piece(text: str, start: int, end: int) -> tuple[int, int]:
     """The comma-bounded piece of ``text`` around ``text[start:end]``."""
-    left = max((text.rfind(c, 0, start) for c in _PIECE_END), default=-1) + 1
-    rights = [i for i in (text.find(c, end) for c in _PIECE_END) if i >= 0]
-    return left, min(rights, default=len(text))
+    return sentence_bounds(text, start, end, _PIECE_END, with_mark=False)
 
 
 def _copy_changes(text: str, found: list[Found]) -> list[Found]:
