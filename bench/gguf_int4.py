@@ -1,6 +1,6 @@
 """How close a GGUF model's int4 format stays to its float32 weights, and what it holds.
 
-``python -m bench.gguf_int4 [--model REF] [--prompts N] [--cache DIR] [--threads N]``
+``python -m bench.gguf_int4 [--model REF] [--prompts N] [--cache DIR] [--threads N] [--no-memory]``
 
 The model (``--model``: a ``.gguf`` file or ``bundled``; any model reference
 ``TENET_MODEL`` takes) is loaded in float32 (the GGUF's values, dequantised),
@@ -15,6 +15,12 @@ kernels (the embedding and the head are the same in both). The GGUF's
 projection types are counted (``q4_projections``: read as they are;
 ``finer_projections``).
 
+``memory_after_load``: for float32 and int4, the model loaded as the service
+loads it (``load_model``), each in a fresh process: the resident set after
+the load (``rss_mb``), its peak during the load (``peak_rss_mb``) and the
+bytes of the weights as held (``weights_mb``: the model's storages and the
+lean forward's kernels, each counted once). ``--no-memory`` leaves it out.
+
 The last stdout line is one JSON object.
 """
 
@@ -22,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -77,14 +84,59 @@ def _gap(model: Any, forward: Any, references: list[tuple[torch.Tensor, torch.Te
     }
 
 
+def _memory_after_load(model: str, cache: Path, weights: str) -> dict[str, Any]:
+    """The resident memory and held weight bytes after loading ``model`` in ``weights`` (this
+    process: run it in a fresh one, :func:`_memory_in_fresh_process`)."""
+    import resource
+
+    import psutil
+    from torch import nn
+
+    from inference.decoder.packed_llama import packed_forward
+    from inference.loader import load_model
+    from inference.weights.kernels import stored_bytes
+
+    loaded = load_model(model, cache_root=cache, weights=weights)
+    forward = packed_forward(loaded.model)
+    held: list[nn.Module] = [loaded.model]
+    if forward is not None:  # the lean forward's fused kernels, where it holds its own
+        held += [m for layer in forward.layers for m in (*layer.qkv, layer.o, *layer.gate_up, layer.down)
+                 if isinstance(m, nn.Module)]
+    return {
+        "weights": loaded.identity.weights,
+        "forward": "lean" if forward is not None else "library",
+        "rss_mb": round(psutil.Process().memory_info().rss / 2**20, 1),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "weights_mb": round(stored_bytes(nn.ModuleList(held)) / 2**20, 1),
+    }
+
+
+def _memory_in_fresh_process(model: str, cache: Path, weights: str, threads: int) -> dict[str, Any]:
+    """:func:`_memory_after_load` in a child process (a load's memory is not another's)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.gguf_int4", "--model", model, "--cache", str(cache),
+         "--threads", str(threads), "--memory-of", weights],
+        capture_output=True, text=True, check=False,
+    )
+    if done.returncode != 0:
+        return {"weights": weights, "error": done.stderr.strip().splitlines()[-1:]}
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="bundled", help="a .gguf file or 'bundled' (TENET_MODEL)")
     parser.add_argument("--prompts", type=int, default=len(PROMPTS), help="how many of the prompts")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    parser.add_argument("--no-memory", action="store_true", help="leave out memory_after_load")
+    parser.add_argument("--memory-of", default="", help=argparse.SUPPRESS)  # the child's one load
     add_cache_option(parser)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
+    if args.memory_of:
+        print(json.dumps(_memory_after_load(args.model, model_cache(args.cache), args.memory_of)))
+        return 0
 
     from inference.loader import load_model
     from inference.weights.build import build_forward
@@ -115,6 +167,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             forward, _ = build_forward(model, "int4", variant)
             report[label] = _gap(model, forward, references)
             del forward
+    if not args.no_memory:
+        report["memory_after_load"] = {
+            weights: _memory_in_fresh_process(args.model, cache, weights, args.threads)
+            for weights in ("float32", "int4")
+        }
     print(json.dumps(report))
     return 0
 

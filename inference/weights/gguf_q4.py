@@ -1,9 +1,10 @@
-"""The Q4_1 and Q4_K blocks of a GGUF's linear weights, as codes, scales and minimums per group.
+"""The Q4_0, Q4_1 and Q4_K blocks of a GGUF's linear weights, as codes, scales and minimums per group.
 
 Q4_1 stores each run of 32 input columns of a row as a float16 scale ``d``, a
 float16 minimum ``m`` and 32 four-bit codes ``q`` with ``w = d * q + m``:
 asymmetric per-group quantisation with group 32, the form torch's int4
-kernels take. Q4_K (the bulk of a ``Q4_K_M`` file) groups 256 columns into
+kernels take. Q4_0 is its symmetric form, a float16 scale ``d`` and 32 codes with
+``w = d * (q - 8)``: the same with minimum ``-8 d``. Q4_K (the bulk of a ``Q4_K_M`` file) groups 256 columns into
 eight sub-blocks of 32, each with a six-bit scale ``sc`` and minimum ``mn``
 under the super-block's float16 ``d`` and ``dmin``: ``w = d * sc * q - dmin *
 mn``, the same form with scale ``d * sc`` and minimum ``-dmin * mn`` per group
@@ -12,7 +13,11 @@ model's own codes, with no second rounding of the weights. Projections the
 file holds in a finer type (Q5_0, Q6_K, Q8_0, ...: a Q4_K_M file keeps
 Gemma 3's query, key, gate and up projections in Q5_0) are named in
 ``Q4Blocks.finer``: rounding them to four bits again would lose what the file
-kept, so the int4 format serves them with the int8 kernel instead.
+kept, so the int4 format serves them with the int8 kernel instead. That kernel
+(torch's weight-only int8 product) takes one scale per output row, while
+Q5_0 / Q8_0 keep one per 32 columns and Q6_K one per 16: no such block fits it
+as it is, so those projections are quantised per row from the file's exact
+values (the float weights the model holds), each once, at load.
 
 Guarantees: :func:`q4_1_blocks` gives, per Hugging Face module name, codes
 and per-group scales and minimums such that ``codes * scale + min`` equals the
@@ -36,12 +41,13 @@ __all__ = ["Q4Block", "Q4Blocks", "finer_names", "q4_1_blocks"]
 
 _GROUP = 32
 _BLOCK_BYTES = 20  # float16 d, float16 m, 16 bytes of paired nibbles
+_Q4_0_BLOCK_BYTES = 18  # float16 d, 16 bytes of paired nibbles
 _K_ELEMENTS = 256  # a Q4_K super-block: 8 groups of 32
 _K_BLOCK_BYTES = 144  # float16 d, float16 dmin, 12 bytes of 6-bit scales and mins, 128 of nibbles
 #: Architectures whose block layout is read here, and whether their q / k rows are permuted.
 _ARCHITECTURES = {"llama": True, "gemma3": False}
 #: Bumped when what a kept table holds changes (older tables are scanned again).
-_TABLE_FORMAT = 3
+_TABLE_FORMAT = 4
 #: GGUF types finer than four bits per weight: the int4 format keeps them in int8.
 _FINER = frozenset({"Q5_0", "Q5_1", "Q5_K", "Q6_K", "Q8_0", "Q8_1", "Q8_K", "F16", "BF16", "F32"})
 _LAYER_NAMES = {
@@ -73,6 +79,20 @@ def _decode(raw: np.ndarray, rows: int, cols: int) -> Q4Block:
     codes = np.concatenate([packed & 0x0F, packed >> 4], axis=-1).reshape(rows, cols)
     return Q4Block(
         torch.from_numpy(np.ascontiguousarray(codes)), torch.from_numpy(d), torch.from_numpy(m)
+    )
+
+
+def _decode_0(raw: np.ndarray, rows: int, cols: int) -> Q4Block:
+    """Split Q4_0 bytes ``[rows, cols / 32 * 18]`` into codes, scales ``d`` and minimums ``-8 d``
+    (``d * q - 8 d`` is ``d * (q - 8)`` exactly: both products fit float32's mantissa)."""
+    blocks = raw.reshape(rows, cols // _GROUP, _Q4_0_BLOCK_BYTES)
+    d = blocks[..., 0:2].copy().view(np.float16)[..., 0].astype(np.float32)
+    packed = blocks[..., 2:]  # [rows, groups, 16]: element j low nibble, j + 16 high nibble
+    codes = np.concatenate([packed & 0x0F, packed >> 4], axis=-1).reshape(rows, cols)
+    return Q4Block(
+        torch.from_numpy(np.ascontiguousarray(codes)),
+        torch.from_numpy(d),
+        torch.from_numpy(np.ascontiguousarray(-8.0 * d)),
     )
 
 
@@ -110,7 +130,7 @@ def _unpermute(block: Q4Block, heads: int) -> Q4Block:
 
 
 class Q4Blocks(Mapping[str, Q4Block]):
-    """A GGUF's Q4_1 projections by module name, each read from the file and decoded when asked for.
+    """A GGUF's four-bit (Q4_0, Q4_1, Q4_K) projections by module name, each read from the file and decoded when asked for.
 
     Only the block being read is in memory (read, not mapped: no page of the
     file stays in this process's resident set), so a model is converted one
@@ -124,7 +144,7 @@ class Q4Blocks(Mapping[str, Q4Block]):
         finer: frozenset[str] = frozenset(),
     ) -> None:
         self._path = path
-        # name -> (file offset, bytes, rows, cols, heads to un-permute, "Q4_1" or "Q4_K")
+        # name -> (file offset, bytes, rows, cols, heads to un-permute, "Q4_0", "Q4_1" or "Q4_K")
         self._tensors = dict(tensors)
         #: Projections the file holds in a type finer than four bits (by module name).
         self.finer = finer
@@ -132,7 +152,8 @@ class Q4Blocks(Mapping[str, Q4Block]):
     def __getitem__(self, name: str) -> Q4Block:
         offset, size, rows, cols, heads, kind = self._tensors[name]
         raw = np.fromfile(self._path, dtype=np.uint8, count=size, offset=offset)
-        block = _decode_k(raw, rows, cols) if kind == "Q4_K" else _decode(raw, rows, cols)
+        decode = {"Q4_K": _decode_k, "Q4_0": _decode_0}.get(kind, _decode)
+        block = decode(raw, rows, cols)
         return _unpermute(block, heads) if heads else block
 
     def __iter__(self) -> Iterator[str]:
@@ -143,7 +164,7 @@ class Q4Blocks(Mapping[str, Q4Block]):
 
 
 def q4_1_blocks(path: Path, *, heads: int, kv_heads: int, table: Path | None = None) -> Q4Blocks:
-    """Every Q4_1 projection of a Llama-architecture GGUF by module name (``model.layers.0.mlp.up_proj``).
+    """Every four-bit projection (Q4_0, Q4_1, Q4_K) of a Llama or Gemma 3 GGUF by module name (``model.layers.0.mlp.up_proj``).
 
     Empty for other architectures: their row orders are not known here, and
     their weights are then quantised from the float values instead.
@@ -194,7 +215,11 @@ def _scan(path: Path, *, heads: int, kv_heads: int) -> Q4Blocks:
     if name not in _ARCHITECTURES:
         return Q4Blocks(path, {})
     permutes = _ARCHITECTURES[name]
-    kinds = {GGMLQuantizationType.Q4_1: "Q4_1", GGMLQuantizationType.Q4_K: "Q4_K"}
+    kinds = {
+        GGMLQuantizationType.Q4_0: "Q4_0",
+        GGMLQuantizationType.Q4_1: "Q4_1",
+        GGMLQuantizationType.Q4_K: "Q4_K",
+    }
     found: dict[str, tuple[int, int, int, int, int, str]] = {}
     finer: set[str] = set()
     for tensor in reader.tensors:

@@ -130,3 +130,48 @@ def test_q4_k_blocks_read_as_int4_groups_equal_the_ggufs_values(tmp_path: object
     ) + block.mins.repeat_interleave(32, 1)
     theirs = torch.from_numpy(dequantize(data, GGMLQuantizationType.Q4_K)).reshape(rows, cols)
     torch.testing.assert_close(ours, theirs, rtol=1e-6, atol=1e-6)
+
+
+def test_q4_0_blocks_read_as_int4_groups_equal_the_ggufs_values(tmp_path: object) -> None:
+    """A Q4_0 tensor (symmetric: ``d * (q - 8)``) is read as four-bit codes with scale ``d`` and
+    minimum ``-8 d``: exactly gguf's own dequantised values, and the int4 kernel built on them
+    holds that weight; the rows of a Llama query are un-permuted as the library's loader does."""
+    from pathlib import Path
+
+    from gguf import GGMLQuantizationType, GGUFWriter
+
+    rows, cols = 16, 64  # two 32-element blocks per row (the int4 kernel takes rows by 16)
+    gen = np.random.default_rng(1)
+    raw = gen.integers(0, 256, size=(rows, cols // 32, 18), dtype=np.uint8)
+    scales = gen.uniform(0.001, 0.05, size=(rows, cols // 32, 1)).astype(np.float16)
+    raw[..., 0:2] = scales.view(np.uint8).reshape(rows, cols // 32, 2)
+    data = raw.reshape(rows, -1)
+    path = Path(str(tmp_path)) / "llama.gguf"
+    writer = GGUFWriter(str(path), "llama")
+    writer.add_tensor("blk.0.attn_q.weight", data, raw_dtype=GGMLQuantizationType.Q4_0)
+    writer.add_tensor("blk.0.attn_output.weight", data, raw_dtype=GGMLQuantizationType.Q4_0)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    blocks = q4_1_blocks(path, heads=2, kv_heads=1)
+    assert sorted(blocks) == ["model.layers.0.self_attn.o_proj", "model.layers.0.self_attn.q_proj"]
+    assert finer_names(blocks) == frozenset()
+    theirs = torch.from_numpy(dequantize(data, GGMLQuantizationType.Q4_0)).reshape(rows, cols)
+    for name, heads in (("model.layers.0.self_attn.o_proj", 0), ("model.layers.0.self_attn.q_proj", 2)):
+        block = blocks[name]
+        assert block.codes.shape == (rows, cols) and int(block.codes.max()) <= 15
+        ours = block.codes.float() * block.scales.repeat_interleave(
+            32, 1
+        ) + block.mins.repeat_interleave(32, 1)
+        expected = theirs
+        if heads:
+            processor = TENSOR_PROCESSORS["llama"](
+                config={"num_attention_heads": heads, "num_key_value_heads": 1}
+            )
+            expected = torch.from_numpy(
+                np.ascontiguousarray(processor.process(theirs.numpy(), "blk.0.attn_q.weight").weights)
+            )
+        assert torch.equal(ours, expected), name
+        kernel = Int4Linear(block.codes, block.scales, block.mins, None, dtype=torch.float32)
+        assert torch.equal(kernel(torch.eye(cols)).T, expected), name
