@@ -1,6 +1,6 @@
 """Latency of the analyst's question: one ``POST /v1/reason`` on the ``aml`` domain, end to end.
 
-``python -m bench.latency [--runs 5] [--new-tokens 96] [--beams N] [--threads N] [--cache DIR]``
+``python -m bench.latency [--runs 5] [--new-tokens 96] [--beams N] [--threads N] [--reference] [--no-drafts] [--cache DIR]``
 
 The request is the AML analyst's of the acceptance walk-throughs (a
 transfer to a PEP, asked whether to escalate, with a length limit, cited
@@ -28,14 +28,20 @@ stage chose, ``reasoning.evidence.compact``).
 The last stdout line is one JSON object: ``p50_s`` (wall seconds of a
 run), ``runs_s``, ``stages_ms`` (median per stage: the plan's stages,
 ``prefill``, ``decode``, ``verify``), ``decode`` (forward seconds,
-positions decoded, forward passes, tokens fed by forced runs, positions per
-forward pass, generated tokens, prompt tokens, ``prefill_gflop`` (the
+positions decoded, forward passes, positions the steering forced and
+positions prompt lookup guessed that the search took (``forced_tokens``,
+``draft_tokens``), guessed positions fed (``draft_fed``), their share taken
+(``draft_acceptance``), positions per forward pass (``tokens_per_forward``),
+generated tokens, prompt tokens, ``prefill_gflop`` (the
 prefill's work: shared parts count once), prefix cache hit),
 ``evidence_tokens`` (estimated tokens of the facts the branches show, summed
 over branches; ``subgraph.estimate_tokens``),
 ``num_beams``, ``answer``, ``answer_identical``; with ``--reference``
 also ``reference`` (the same figures of the one-token loop),
-``speedup_p50`` and ``answer_same_as_reference``; then
+``speedup_p50`` and ``answer_same_as_reference``; with ``--no-drafts`` also
+``no_drafts`` (the fast path with ``DecodeOptions.draft_tokens`` 0, run
+after the reference in each round), ``drafts_speedup_p50`` and
+``answer_same_without_drafts``; then
 ``max_new_tokens``, ``threads`` and ``weights``.
 """
 
@@ -83,14 +89,20 @@ def _index(domain: str) -> OntologyIndex:
 
 
 def _run(
-    reasoner: Reasoner, index: OntologyIndex, options: ReasonOptions, *, reference: bool = False
+    reasoner: Reasoner,
+    index: OntologyIndex,
+    options: ReasonOptions,
+    *,
+    reference: bool = False,
+    drafts: bool = True,
 ) -> tuple[float, int, ReasonResult, int]:
     """Wall seconds of one run (plan and decode), its beam width, its result and its evidence
     tokens (estimated, over every branch).
 
     ``reference`` decodes as before issue 35's fast paths: the one-token loop
     (``DecodeOptions.forced_runs``) and every branch prefilling all its evidence
-    (``DecodeOptions.shared_evidence``).
+    (``DecodeOptions.shared_evidence``). ``drafts`` False decodes the fast path
+    without prompt-lookup guesses (``DecodeOptions.draft_tokens`` 0).
     """
     t0 = time.perf_counter()
     plan = reasoner.plan(ANALYST_PROMPT, options=options, domain_index=index, tenant=_TENANT)
@@ -100,6 +112,10 @@ def _run(
             decode_options=msgspec.structs.replace(
                 plan.decode_options, forced_runs=False, shared_evidence=False
             ),
+        )
+    elif not drafts:
+        plan = dataclasses.replace(
+            plan, decode_options=msgspec.structs.replace(plan.decode_options, draft_tokens=0)
         )
     result = reasoner.run(plan, tenant=_TENANT)
     evidence = sum(fact_tokens(spec.facts) for spec in plan.branches)
@@ -135,7 +151,10 @@ def _decode_figures(result: ReasonResult) -> dict[str, Any]:
         "decode_steps": d.decode_steps,
         "decode_forwards": d.decode_forwards,
         "forced_tokens": d.forced_tokens,
-        "positions_per_forward": round(d.decode_steps / d.decode_forwards, 3) if d.decode_forwards else None,
+        "draft_tokens": d.draft_tokens,
+        "draft_fed": d.draft_fed,
+        "draft_acceptance": round(d.draft_tokens / d.draft_fed, 3) if d.draft_fed else None,
+        "tokens_per_forward": round(d.decode_steps / d.decode_forwards, 3) if d.decode_forwards else None,
         "generated_tokens": d.generated_tokens,
         "prompt_tokens": d.prompt_tokens,
         "prefill_gflop": round(d.flops.get("prefill", 0.0) / 1e9, 1),
@@ -157,6 +176,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="also time the path before issue 35 (forced runs and shared evidence off), paired run by run",
     )
+    parser.add_argument(
+        "--no-drafts",
+        action="store_true",
+        help="also time the fast path without prompt-lookup drafts (draft_tokens 0), paired run by run",
+    )
     add_cache_option(parser)
     args = parser.parse_args(argv)
     if args.threads:
@@ -169,11 +193,14 @@ def main(argv: list[str] | None = None) -> int:
     before = Reasoner(model, prefix_cache=reasoner.prefix_cache, batcher=batcher, evidence_compact_tokens=None)
     fast: list[tuple[float, int, ReasonResult, int]] = []
     reference: list[tuple[float, int, ReasonResult, int]] = []
+    undrafted: list[tuple[float, int, ReasonResult, int]] = []
     try:
         _run(reasoner, index, options)  # warm-up: loads, caches the shared prefix
         for _ in range(args.runs):
             if args.reference:  # paired: the same load for both, round by round
                 reference.append(_run(before, index, options, reference=True))
+            if args.no_drafts:
+                undrafted.append(_run(reasoner, index, options, drafts=False))
             fast.append(_run(reasoner, index, options))
     finally:
         batcher.close()
@@ -183,6 +210,11 @@ def main(argv: list[str] | None = None) -> int:
         out["reference"] = ref
         out["speedup_p50"] = round(ref["p50_s"] / out["p50_s"], 3) if out["p50_s"] else None
         out["answer_same_as_reference"] = ref["answer"] == out["answer"]
+    if undrafted:
+        plain = _summary(undrafted)
+        out["no_drafts"] = plain
+        out["drafts_speedup_p50"] = round(plain["p50_s"] / out["p50_s"], 3) if out["p50_s"] else None
+        out["answer_same_without_drafts"] = plain["answer"] == out["answer"]
     out.update(
         max_new_tokens=args.new_tokens,
         threads=torch.get_num_threads(),

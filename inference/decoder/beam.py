@@ -5,9 +5,10 @@ Call order (gpt-fast style): ``prefill_prefix`` / ``prefill_branches`` (in
 ``select`` -> ``decode_step`` until every branch is done. ``select`` is the
 only Python-per-candidate code and touches ``2 * width`` candidates per
 branch, never the vocabulary; everything over the vocabulary is a tensor op.
-Where the steering holds every live beam to a run of forced tokens, the run
-is fed in one multi-token forward and the selects of its positions read that
-forward's logits (``forced_runs.py``); the selects themselves are the same.
+Where the steering holds every live beam to a run of forced tokens, or
+prompt lookup drafts one (``drafts.py``), the run is fed in one multi-token
+forward and the selects of its positions read that forward's logits
+(``forced_runs.py``); the selects themselves are the same.
 
 Scores: a live beam's score is the sum of its steered log-probabilities; a
 finished hypothesis is ranked by ``score / generated_tokens ** length_penalty``
@@ -55,6 +56,7 @@ import torch
 from inference.decoder.batch import BatchState
 from inference.decoder.boundaries import BoundaryTable
 from inference.decoder.contrast import RowContext
+from inference.decoder.drafts import PromptLookup
 from inference.decoder.endings import END_CUT, END_LANDED, END_MODEL, End, Lander
 from inference.decoder.forced_runs import ForcedRun, draft_run, feed_run, rewind, take
 from inference.decoder.options import DecodeOptions
@@ -81,13 +83,15 @@ _NEG_INF = float("-inf")
 @dataclass(frozen=True)
 class BeamConfig:
     """What one search reads: the decode's ``options``, the ids that end an
-    answer and the ``lander`` that finds complete prefixes (None: answers a
+    answer, the ``lander`` that finds complete prefixes (None: answers a
     budget ends are neither rolled back nor ranked by how they end, and
-    report ``budget_cut``)."""
+    report ``budget_cut``) and the branches' prompts for drafting ``lookup``
+    (None: only forced text is fed ahead)."""
 
     options: DecodeOptions
     eos_ids: frozenset[int] = frozenset()
     lander: Lander | None = None
+    lookup: PromptLookup | None = None
 
 
 @dataclass(frozen=True)
@@ -182,8 +186,15 @@ class SearchStats:
     forward_seconds: float = 0.0
     steps_decoded: int = 0  # positions fed and selected from
     forwards: int = 0  # decode forward passes (a forced run feeds several positions in one)
-    forced_fed: int = 0  # drafted tokens of forced runs fed ahead
+    forced_fed: int = 0  # forced positions of runs fed ahead (every row's token certain)
     forced_taken: int = 0  # of those, positions the search followed (the rest were given back)
+    draft_fed: int = 0  # positions of runs fed ahead where some row's token was a lookup's guess
+    draft_taken: int = 0  # of those, positions the search followed
+
+    @property
+    def draft_acceptance(self) -> float | None:
+        """The share of guessed positions fed ahead that the search followed (None: none fed)."""
+        return self.draft_taken / self.draft_fed if self.draft_fed else None
 
 
 @dataclass
@@ -350,9 +361,12 @@ def generate(
                         bm.cols.append(state.columns)
                 take(state)
                 logits = ahead.pop(0)
+                if run.guessed(run.taken - 1):
+                    stats.draft_taken += 1
+                else:
+                    stats.forced_taken += 1
                 run = run if ahead else None
                 stats.steps_decoded += 1
-                stats.forced_taken += 1
                 continue
             rewind(state, len(ahead))
             ahead, run = [], None
@@ -377,6 +391,9 @@ def generate(
             max_new_tokens=config.options.max_new_tokens,
             room=state.cache.capacity - state.columns - 1,
             vocab=logits.shape[-1],
+            lookup=config.lookup if config.options.draft_tokens else None,
+            guesses=config.options.draft_tokens,
+            device=where,
         )
         t0 = time.perf_counter()
         if run is None:
@@ -384,7 +401,9 @@ def generate(
         else:
             block = feed_run(runner, state, feed, run).to(where)  # [N, 1 + K, V]
             logits, ahead = block[:, 0], list(block[:, 1:].unbind(1))
-            stats.forced_fed += run.length
+            guessed = sum(run.guessed(k) for k in range(run.length))
+            stats.forced_fed += run.length - guessed
+            stats.draft_fed += guessed
         stats.forward_seconds += time.perf_counter() - t0
         stats.steps_decoded += 1
         stats.forwards += 1

@@ -37,6 +37,7 @@ from inference.decoder.beam import (
     unmet,
 )
 from inference.decoder.boundaries import boundary_table
+from inference.decoder.drafts import PromptLookup
 from inference.decoder.endings import END_MODEL, End, Lander, required_closing
 from inference.decoder.microbatch import MicroBatcher
 from inference.decoder.options import DecodeOptions
@@ -151,9 +152,13 @@ class DecodeResult(msgspec.Struct, frozen=True, kw_only=True):
     generated_tokens: int
     decode_steps: int
     #: Forward passes of the decode; fewer than ``decode_steps`` where forced runs were fed
-    #: several positions at once (``forced_runs.py``), with ``forced_tokens`` such positions.
+    #: several positions at once (``forced_runs.py``), with ``forced_tokens`` such positions
+    #: the steering forced and ``draft_tokens`` such positions prompt lookup guessed
+    #: (``drafts.py``) of ``draft_fed`` guessed positions fed ahead.
     decode_forwards: int = 0
     forced_tokens: int = 0
+    draft_tokens: int = 0
+    draft_fed: int = 0
     flops: dict[str, float]
     counterfactual_flops_share: float
     constraint_check_share: float
@@ -279,6 +284,9 @@ def decode(
                     lambda ids: str(tokenizer.decode(list(ids), skip_special_tokens=True)),
                     closing=required_closing(constraints),
                 ),
+                lookup=PromptLookup([[*plan.prefix_ids, *suffix] for suffix in plan.suffixes])
+                if options.forced_runs and options.draft_tokens
+                else None,
             )
             table = boundary_table(tokenizer, int(first.shape[-1]))
             stream = StepStream(plan.views, tokenizer, on_step) if on_step is not None else None
@@ -383,6 +391,8 @@ def _result(
         decode_steps=stats.steps_decoded,
         decode_forwards=stats.forwards,
         forced_tokens=stats.forced_taken,
+        draft_tokens=stats.draft_taken,
+        draft_fed=stats.draft_fed,
         flops=flops,
         counterfactual_flops_share=flops.get("counterfactual", 0.0) / base if base else 0.0,
         constraint_check_share=stats.check_seconds / stats.decode_seconds

@@ -13,7 +13,10 @@ would have one by one, and the run is followed only while every held row
 chose its drafted token with no fork. At the first position where the
 search does anything else (a pruned step, a finished beam, a fork, a repair)
 the columns fed ahead are given back (:func:`rewind`) and decoding goes on
-one token at a time from there.
+one token at a time from there. With a prompt lookup (``drafts.py``) a row's
+run also takes guessed tokens where the steering leaves a choice (the text
+the prompt shows after the answer's tail): a forced run is the draft that is
+certain, and both are verified alike.
 
 Guarantees: the selects, and so the tokens, scores, steering states, step
 verdicts and announcements, are those of the one-by-one loop: a drafted
@@ -30,16 +33,17 @@ those rows are fed, through a view of every ``width``-th row of the slab.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
 from inference.decoder.batch import BatchState
+from inference.decoder.drafts import PromptLookup, row_draft
 from inference.decoder.kv_slab import SlabCache
 from inference.decoder.runner import ModelRunner
-from inference.decoder.steering_protocol import Steering, SteeringState
+from inference.decoder.steering_protocol import Steering
 
 __all__ = ["MAX_LOGITS", "MAX_RUN", "ForcedRun", "draft_run", "feed_run", "rewind", "take"]
 
@@ -59,11 +63,17 @@ class ForcedRun:
     beams: list[Any]
     lengths: list[int]
     width: int
+    #: Per position: every row's token there was forced (certain); else a row's was a guess.
+    certain: list[bool] = field(default_factory=list)
     taken: int = 0
     length: int = field(init=False)
 
     def __post_init__(self) -> None:
         self.length = max((len(t) for t in self.tokens if t is not None), default=0)
+
+    def guessed(self, position: int) -> bool:
+        """Whether some row's token at ``position`` was a lookup's guess (not forced)."""
+        return position < len(self.certain) and not self.certain[position]
 
     def followed(self, beams: Sequence[Any], forks: Sequence[tuple[int, int]], held: Sequence[bool]) -> bool:
         """Whether the last select chose the drafted token on every held row, with no fork.
@@ -99,55 +109,53 @@ def draft_run(
     max_new_tokens: int,
     room: int,
     vocab: int,
+    lookup: PromptLookup | None = None,
+    guesses: int = 0,
+    device: torch.device | None = None,
 ) -> ForcedRun | None:
-    """The forced run every live beam of every unfinished branch is held to, or None.
+    """The run every live beam of every unfinished branch is drafted, or None.
 
-    A beam's run is the tokens its steering forces from its state on (EOS
-    excluded: ending is the search's decision), at most up to the token
-    before its ``max_new_tokens`` and ``room`` slab columns, and as long as
-    the pass's logits over ``vocab`` stay within ``MAX_LOGITS``; the run is
-    cut to the shortest of them. None when any such beam has none (or its
-    steering drafts nothing: no ``forced``).
+    A beam's run is its draft (``drafts.row_draft``): the tokens its steering
+    forces from its state on, and with a ``lookup`` up to ``guesses`` tokens
+    the prompt proposes where the steering leaves a choice (each allowed by
+    the steering's masks at its position, checked over ``vocab`` scores on
+    ``device``); EOS excluded (ending is the search's decision); at most up
+    to the token before its ``max_new_tokens`` and ``room`` slab columns, and
+    as long as the pass's logits stay within ``MAX_LOGITS``. The run is cut
+    to the shortest of them; None when any such beam has none.
     """
     limit = min(MAX_RUN, room, MAX_LOGITS // max(1, len(beams) * vocab) - 1)
     tokens: list[list[int] | None] = [None] * len(beams)
+    certain: list[bool] = []
     held = False
     for r, bm in enumerate(beams):
         b = r // width
         if done[b] or not bm.alive:
             continue
-        forced: Callable[[SteeringState], int | None] | None = getattr(steerings[b], "forced", None)
-        if forced is None:
+        if lookup is None and getattr(steerings[b], "forced", None) is None:
             return None
-        run = _forced_tokens(
-            steerings[b], forced, bm.state, min(limit, max_new_tokens - 1 - len(bm.tokens)), eos_ids
+        draft = row_draft(
+            steerings[b],
+            bm.state,
+            bm.tokens,
+            limit=min(limit, max_new_tokens - 1 - len(bm.tokens)),
+            eos_ids=eos_ids,
+            lookup=lookup,
+            branch=b,
+            guesses=guesses,
+            vocab=vocab,
+            device=device or torch.device("cpu"),
         )
-        if not run:
+        if not draft.tokens:
             return None
-        limit = min(limit, len(run))
-        tokens[r] = run
+        limit = min(limit, len(draft.tokens))
+        tokens[r] = list(draft.tokens)
+        certain = list(draft.certain) if not held else [a and c for a, c in zip(certain, draft.certain)]
         held = True
     if not held or limit <= 0:
         return None
     cut: list[list[int] | None] = [t[:limit] if t is not None else None for t in tokens]
-    return ForcedRun(cut, list(beams), [len(bm.tokens) for bm in beams], width)
-
-
-def _forced_tokens(
-    steering: Steering,
-    forced: Callable[[SteeringState], int | None],
-    state: SteeringState,
-    limit: int,
-    eos_ids: frozenset[int],
-) -> list[int]:
-    out: list[int] = []
-    while len(out) < limit:
-        token = forced(state)
-        if token is None or token in eos_ids:
-            break
-        out.append(token)
-        state = steering.advance(state, token)
-    return out
+    return ForcedRun(cut, list(beams), [len(bm.tokens) for bm in beams], width, certain[:limit])
 
 
 def feed_run(runner: ModelRunner, state: BatchState, feed: torch.Tensor, run: ForcedRun) -> torch.Tensor:

@@ -18,7 +18,7 @@ import msgspec
 from reasoning.budget import Budget
 from reasoning.errors import InvalidInput
 
-__all__ = ["BEAMS", "NEW_TOKENS", "SEEDS", "DecodeOptions", "Limit"]
+__all__ = ["BEAMS", "DRAFTS", "NEW_TOKENS", "SEEDS", "DecodeOptions", "Limit"]
 
 
 class Limit(msgspec.Struct, frozen=True):
@@ -39,6 +39,9 @@ class Limit(msgspec.Struct, frozen=True):
 BEAMS = Limit(1, 16)
 #: New tokens of one branch's answer.
 NEW_TOKENS = Limit(1, 4096)
+#: Tokens prompt lookup may guess ahead in one forward (0: none; ``forced_runs.MAX_RUN`` feeds
+#: at most 48 positions in one pass).
+DRAFTS = Limit(0, 48)
 #: ``torch.manual_seed`` values.
 SEEDS = Limit(0, 2**32 - 1, "2**32 - 1")
 
@@ -71,6 +74,12 @@ class DecodeOptions(msgspec.Struct, frozen=True, kw_only=True):
     order, with no block of the facts every branch shows, so each branch
     prefills all its evidence itself (``inference.prompting``): the
     reference layout (the same facts, in another order).
+    ``draft_tokens`` is how many tokens prompt lookup may guess ahead in one
+    forward where the steering leaves a choice (``drafts.py``: the answer's
+    tail matched in the branch's prompt; 0: only forced text is fed ahead);
+    every guess is verified by the search's own select, so the tokens are
+    the same either way. It rides on the forced-run feed: ``forced_runs``
+    False turns it off too.
 
     Raises:
         InvalidInput: a value out of its range (the message names the field).
@@ -94,6 +103,7 @@ class DecodeOptions(msgspec.Struct, frozen=True, kw_only=True):
     packed_forward: bool = True
     forced_runs: bool = True
     shared_evidence: bool = True
+    draft_tokens: int = 8
 
     def __post_init__(self) -> None:
         BEAMS.check(self.width, "width")
@@ -108,6 +118,7 @@ class DecodeOptions(msgspec.Struct, frozen=True, kw_only=True):
         _at_least(self.probe_every, 1, "probe_every")
         _at_least(self.min_violations, 1, "min_violations")
         _at_least(self.max_variants, 0, "max_variants")
+        DRAFTS.check(self.draft_tokens, "draft_tokens")
         _within(self.length_penalty, -math.inf, math.inf, "length_penalty")
         _within(self.entropy_bound, 0.0, 1.0, "entropy_bound")
         _within(self.contrast_margin, 0.0, math.inf, "contrast_margin")
