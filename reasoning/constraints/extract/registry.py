@@ -20,6 +20,7 @@ calls it once per prompt.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 
 from spacy.tokens import Doc
@@ -89,12 +90,15 @@ ChineseReader = Callable[[zh_context.Context], None]
 
 
 def _on_text(step: Callable[[str, list[Found]], list[Found]]) -> ChineseReader:
-    """A Chinese reader written over the text and the readings so far, as a reader of the context."""
+    """A Chinese reader written over the text and the readings so far, as a reader of the context.
 
+    The reader keeps ``step``'s name, and ``step`` as its ``__wrapped__``.
+    """
+
+    @functools.wraps(step)
     def read_step(ctx: zh_context.Context) -> None:
         ctx.found = step(ctx.text, ctx.found)
 
-    read_step.__name__ = read_step.__qualname__ = getattr(step, "__name__", "read_step")
     return read_step
 
 
