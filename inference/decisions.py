@@ -35,6 +35,7 @@ from reasoning.evidence.model import EvidenceFact, EvidenceSubgraph, LinkedEntit
 from reasoning.evidence.subgraph import fact_of, facts_about
 from reasoning.evidence.terms import iri_value, is_iri
 from reasoning.rules.decide import DecisionEngine, decision_sentence
+from reasoning.rules.grounds import GroundDraft
 from reasoning.rules.model import Decision
 from reasoning.rules.thresholds import rule_thresholds
 
@@ -116,6 +117,7 @@ def with_rule_evidence(
     *,
     today: date,
     lang: str,
+    draft: GroundDraft | None = None,
 ) -> tuple[tuple[EvidenceSubgraph, ...], Decision]:
     """Every view's evidence with the deciding rules' facts, and the decision citing them.
 
@@ -127,7 +129,9 @@ def with_rule_evidence(
     every view (each branch may be the answer, and it may cite only what it
     shows), whatever the evidence budget; they form the ``rules`` view when no
     view has evidence. Each conclusion's ``evidence_ids`` become the ids of its
-    rule's facts.
+    rule's facts. ``draft`` is the decision's grounds drafted once
+    (``DecisionEngine.draft_grounds``), for the caller to pass on to
+    :func:`statement_of` too; without it they are drafted here.
     """
     shown = [f for g in subgraphs for f in g.facts]
     next_id = 1 + max((int(m.group(1)) for f in shown if (m := _ID_NUMBER.fullmatch(f.id))), default=0)
@@ -147,7 +151,7 @@ def with_rule_evidence(
             facts, next_id = (*text, *facts), next_id + len(text)
         rule_facts.update((f.id, f) for f in facts)
         by_rule[rule_iri] = tuple(f.id for f in facts)
-    for triple in _lead_facts(decision, index):
+    for triple in _lead_facts(decision, index, draft):
         # The ontology's record of a fact a lead ground states, so the ground can cite it.
         key = tuple(_bare(t) for t in triple)
         fact = next((f for f in shown if (f.subject, f.predicate, f.object) == key), None)
@@ -173,9 +177,11 @@ def with_rule_evidence(
     return subgraphs, msgspec.structs.replace(decision, conclusions=conclusions)
 
 
-def _lead_facts(decision: Decision, index: OntologyIndex) -> list[tuple[str, str, str]]:
+def _lead_facts(
+    decision: Decision, index: OntologyIndex, draft: GroundDraft | None
+) -> list[tuple[str, str, str]]:
     """The facts the leads of the decision's grounds state (one firing fact of each rule)."""
-    grounds = decision_engine(index).grounds(decision) if decision.conclusions else ()
+    grounds = decision_engine(index).grounds(decision, draft=draft) if decision.conclusions else ()
     return list(dict.fromkeys(t for g in grounds if g.lead for t in g.facts))
 
 
@@ -204,6 +210,7 @@ def statement_of(
     lang: str,
     shown: Sequence[str],
     facts: Sequence[EvidenceFact] = (),
+    draft: GroundDraft | None = None,
 ) -> Statement:
     """The sentence the answer states for ``decision``, citing the rules' ``shown`` evidence ids,
     and its grounds (``reasoning.rules.grounds``) in ``lang``.
@@ -213,7 +220,8 @@ def statement_of(
     time window cut is not cited). ``facts`` are the evidence facts; the
     grounds cite those of them whose ids are ``shown``. The grounds that come
     first with a brief form (the leads: a firing fact of each rule) give
-    ``Statement.briefs``.
+    ``Statement.briefs``. ``draft``: the grounds already drafted for this
+    decision (as :func:`with_rule_evidence` takes them), cited here.
     """
     engine = decision_engine(index)
     zh = lang == "zh"
@@ -226,8 +234,8 @@ def statement_of(
         cites = "".join(f"[{i}]" for i in ids) if zh else " " + " ".join(f"[{i}]" for i in ids)
         body = _END.sub("", sentence)
         sentence = body + cites + ("。" if zh else ".")
-    grounds = [g for g in engine.grounds(decision, [f for f in {f.id: f for f in facts}.values() if f.id in visible])
-               if g.text(lang)]
+    cited = [f for f in {f.id: f for f in facts}.values() if f.id in visible]
+    grounds = [g for g in engine.grounds(decision, cited, draft=draft) if g.text(lang)]
     return Statement(
         text=sentence,
         contradicts=lambda text: engine.check_claim(text, decision).contradicts,

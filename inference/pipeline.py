@@ -30,6 +30,7 @@ import msgspec
 from inference.decisions import (
     claim_guard,
     decide,
+    decision_engine,
     refusing_invented_ids,
     statement_of,
     support_basis,
@@ -58,6 +59,7 @@ from reasoning.evidence.model import EvidenceFact, EvidenceSubgraph, LinkedEntit
 from reasoning.evidence.siblings import sibling_lexicon
 from reasoning.evidence.subgraph import apply_time_window, build_evidence
 from reasoning.evidence.terms import iri_value, is_iri, is_literal, literal_parts
+from reasoning.rules.grounds import GroundDraft
 from reasoning.rules.model import Decision
 from reasoning.steps import Step
 
@@ -355,6 +357,7 @@ class Reasoner:
             subgraphs = tuple(g for g in subgraphs if g.facts)
         timings["evidence"] = round((time.perf_counter() - t0) * 1000, 3)
         decision: Decision | None = None
+        draft: GroundDraft | None = None
         lang = "zh" if analysis.language.startswith("zh") else "en"
         if domain_index is not None:
             # Stage "rules": the case graph and the domain's decision rules give the decision;
@@ -365,8 +368,10 @@ class Reasoner:
                 linked=linked, today=self.today(), amended=premise_overrides,
             )
             if decision is not None:
+                # The grounds are drafted once: their leads join the evidence, the statement cites them.
+                draft = decision_engine(domain_index).draft_grounds(decision)
                 subgraphs, decision = with_rule_evidence(
-                    decision, subgraphs, domain_index, today=self.today(), lang=lang
+                    decision, subgraphs, domain_index, today=self.today(), lang=lang, draft=draft
                 )
                 subgraphs = _within_windows(subgraphs, analysis.graph.active())
             timings["rules"] = round((time.perf_counter() - t0) * 1000, 3)
@@ -394,7 +399,7 @@ class Reasoner:
         statement: Statement | None = None
         if decision is not None and domain_index is not None and options.steering:
             statement = statement_of(decision, domain_index, lang, _statement_ids(branches),
-                                     [f for b in branches for f in b.facts])
+                                     [f for b in branches for f in b.facts], draft=draft)
         basis: SupportBasis | None = None
         if decision is not None and domain_index is not None:
             basis = support_basis(decision, domain_index, lang, statement)

@@ -31,7 +31,7 @@ from reasoning.evidence.model import EvidenceFact, LinkedEntity
 from reasoning.evidence.terms import iri_value
 from reasoning.rules.claims import ClaimCheck, ClaimChecker
 from reasoning.rules.engine import RuleBook
-from reasoning.rules.grounds import Ground, realise_grounds
+from reasoning.rules.grounds import Ground, GroundDraft, draft_grounds
 from reasoning.rules.model import Decision
 
 __all__ = ["DecisionEngine", "decision_sentence"]
@@ -88,12 +88,21 @@ class DecisionEngine:
                                evaluation_date=evaluation_date)
         return self.evaluate(case, timeout_s=timeout_s, evidence=evidence)
 
-    def grounds(self, decision: Decision, evidence: Sequence[EvidenceFact] = ()) -> tuple[Ground, ...]:
+    def grounds(
+        self, decision: Decision, evidence: Sequence[EvidenceFact] = (), draft: GroundDraft | None = None
+    ) -> tuple[Ground, ...]:
         """The grounds of ``decision`` (:func:`reasoning.rules.grounds.realise_grounds`), citing the
-        ids of ``evidence`` (the facts the answer shows); none contradicts the decision."""
-        return realise_grounds(decision, self.lexicon, evidence=evidence,
-                               contradicts=lambda text: self.check_claim(text, decision).contradicts,
-                               specific=self.rules.names_in_condition)
+        ids of ``evidence`` (the facts the answer shows); none contradicts the decision.
+        ``draft`` is :meth:`draft_grounds`'s of this decision when the caller has it (so
+        the grounds are not drafted again)."""
+        if draft is None:
+            draft = self.draft_grounds(decision)
+        return draft.cite(evidence, contradicts=lambda text: self.check_claim(text, decision).contradicts)
+
+    def draft_grounds(self, decision: Decision) -> GroundDraft:
+        """The grounds of ``decision`` before citing evidence (:func:`reasoning.rules.grounds.draft_grounds`):
+        draft once, then :meth:`grounds` cites them with whatever evidence an answer shows."""
+        return draft_grounds(decision, self.lexicon, specific=self.rules.names_in_condition)
 
     def check_claim(self, sentence: str, decision: Decision) -> ClaimCheck:
         """Whether one sentence contradicts the decision (cheap: no parsing, no model)."""

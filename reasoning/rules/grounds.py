@@ -63,7 +63,7 @@ from reasoning.evidence.terms import (
 from reasoning.rules.model import Decision, InputOutcome
 from reasoning.rules.phrasing import Clause, Phraser, join_clauses, sentence
 
-__all__ = ["GROUND_KINDS", "Ground", "realise_grounds", "rule_text"]
+__all__ = ["GROUND_KINDS", "Ground", "GroundDraft", "draft_grounds", "realise_grounds", "rule_text"]
 
 #: What a ground says (``Ground.kind``).
 GROUND_KINDS: Final = ("facts", "rule_text", "nearest", "missing")
@@ -170,17 +170,111 @@ def realise_grounds(
     ground it flags, in either language, is left out); ``specific(rule_id,
     triple)`` whether a fact matches what that rule's condition names
     (``RuleBook.names_in_condition``; without it, only class memberships do).
+    The same as ``draft_grounds(...).cite(evidence, contradicts)``.
     """
-    phraser = Phraser(lexicon, decision.case)
-    cited = _evidence_ids(evidence)
-    facts = _fact_grounds(decision, phraser, cited, specific)
-    grounds: list[Ground] = [g for g in facts if g.lead]
+    return draft_grounds(decision, lexicon, specific=specific).cite(evidence, contradicts)
+
+
+class _FactSentence(msgspec.Struct, frozen=True):
+    """A sentence of fired facts before citing evidence: its bodies and what it may cite."""
+
+    lead: bool
+    rules: tuple[str, ...]
+    cites: tuple[str, ...]
+    body_en: str
+    body_zh: str
+    facts: tuple[Triple, ...]
+    keys: tuple[tuple[str, str, str], ...]
+    spans: tuple[tuple[int, int], ...]
+
+    def ground(self, cited: dict[tuple[str, str, str], str]) -> Ground:
+        ids = tuple(dict.fromkeys(i for k in self.keys if (i := cited.get(k)) is not None))
+        return Ground(
+            kind="facts",
+            text_en=sentence(self.body_en, "en", rules=self.cites, evidence=ids),
+            text_zh=sentence(self.body_zh, "zh", rules=self.cites, evidence=ids),
+            brief_en=sentence(self.body_en, "en") if self.lead else "",
+            brief_zh=sentence(self.body_zh, "zh") if self.lead else "",
+            rule_ids=self.rules,
+            facts=self.facts,
+            spans=self.spans,
+            evidence_ids=ids,
+        )
+
+
+class _RuleSaying(msgspec.Struct, frozen=True):
+    """A ground said of one rule (the nearest, what a missing input would decide)."""
+
+    kind: str
+    statement_en: str
+    statement_zh: str
+    rule_id: str
+    rule_iri: str | None
+    brief: tuple[str, str] = ("", "")
+
+    def ground(self, evidence: Sequence[EvidenceFact]) -> Ground:
+        return _said_of_rule(self.kind, self.statement_en, self.statement_zh, self.rule_id,
+                             self.rule_iri, evidence, brief=self.brief)
+
+
+class _RuleText(msgspec.Struct, frozen=True):
+    """A rule's own text per language (with the predicate that holds it), when it has one."""
+
+    rule_id: str
+    rule_iri: str
+    found: tuple[tuple[str, tuple[str, str] | None], ...]
+
+    def ground(self, evidence: Sequence[EvidenceFact]) -> Ground | None:
+        return _rule_text_ground(self.rule_id, self.rule_iri, self.found, evidence)
+
+
+class GroundDraft(msgspec.Struct, frozen=True):
+    """The grounds of one decision before any evidence is cited (:func:`draft_grounds`).
+
+    Everything that reads the rules, the case and the ontology (which facts
+    fired which rules, the leads, the phrasing, the rules' own texts) is done
+    once here; :meth:`cite` only numbers the evidence it is given, so the
+    grounds are drafted once per decision and cited with whatever evidence an
+    answer shows. A decision that differs only in its conclusions'
+    ``evidence_ids`` has the same draft.
+    """
+
+    leads: tuple[_FactSentence, ...]
+    said: tuple[_RuleSaying, ...]
+    texts: tuple[_RuleText, ...]
+    rest: tuple[_FactSentence, ...]
+
+    def cite(
+        self,
+        evidence: Sequence[EvidenceFact] = (),
+        contradicts: Callable[[str], bool] | None = None,
+    ) -> tuple[Ground, ...]:
+        """The grounds citing ``evidence`` (:func:`realise_grounds`), without those ``contradicts`` flags."""
+        cited = _evidence_ids(evidence)
+        grounds = [s.ground(cited) for s in self.leads]
+        grounds += [s.ground(evidence) for s in self.said]
+        grounds += [g for t in self.texts if (g := t.ground(evidence)) is not None]
+        grounds += [s.ground(cited) for s in self.rest]
+        if contradicts is not None:
+            grounds = [g for g in grounds
+                       if not any(t and contradicts(t) for t in (g.text_en, g.text_zh))]
+        return tuple(grounds)
+
+
+def draft_grounds(
+    decision: Decision,
+    lexicon: CaseLexicon,
+    *,
+    specific: Callable[[str, Triple], bool] | None = None,
+) -> GroundDraft:
+    """The grounds of ``decision`` before citing evidence (``specific`` as :func:`realise_grounds`)."""
+    facts = _fact_sentences(decision, Phraser(lexicon, decision.case), specific)
+    said: list[_RuleSaying] = []
     rules = list(dict.fromkeys((c.rule_id, c.rule_iri) for c in decision.conclusions))
     if decision.nearest is not None:
         near = decision.nearest
-        grounds.append(_said_of_rule("nearest", near.statement_en, near.statement_zh,
-                                     near.rule_id, near.rule_iri, evidence,
-                                     brief=(near.brief_en, near.brief_zh)))
+        said.append(_RuleSaying("nearest", near.statement_en, near.statement_zh, near.rule_id,
+                                near.rule_iri, (near.brief_en, near.brief_zh)))
         rules.append((near.rule_id, near.rule_iri))
     seen_rules: set[str] = set()
     for missing in decision.missing:
@@ -188,17 +282,19 @@ def realise_grounds(
             if outcome.rule_id in seen_rules:
                 continue
             seen_rules.add(outcome.rule_id)
-            grounds.append(_said_of_rule("missing", outcome.statement_en, outcome.statement_zh,
-                                         outcome.rule_id, outcome.rule_iri, evidence))
-    for rule_id, rule_iri in dict.fromkeys(rules):
-        ground = _rule_text_ground(lexicon, rule_id, rule_iri, evidence)
-        if ground is not None:
-            grounds.append(ground)
-    grounds += [g for g in facts if not g.lead]
-    if contradicts is not None:
-        grounds = [g for g in grounds
-                   if not any(t and contradicts(t) for t in (g.text_en, g.text_zh))]
-    return tuple(grounds)
+            said.append(_RuleSaying("missing", outcome.statement_en, outcome.statement_zh,
+                                    outcome.rule_id, outcome.rule_iri))
+    texts = tuple(
+        _RuleText(rule_id, rule_iri, tuple((lang, rule_text(lexicon, rule_iri, lang)) for lang in ("en", "zh")))
+        for rule_id, rule_iri in dict.fromkeys(rules)
+        if rule_iri is not None
+    )
+    return GroundDraft(
+        leads=tuple(f for f in facts if f.lead),
+        said=tuple(said),
+        texts=texts,
+        rest=tuple(f for f in facts if not f.lead),
+    )
 
 
 def _outcomes(outcomes: Sequence[InputOutcome]) -> list[InputOutcome]:
@@ -223,14 +319,16 @@ def _rule_ids_shown(rule_iri: str | None, evidence: Sequence[EvidenceFact]) -> t
 
 
 def _rule_text_ground(
-    lexicon: CaseLexicon, rule_id: str, rule_iri: str | None, evidence: Sequence[EvidenceFact]
+    rule_id: str,
+    rule_iri: str,
+    found_by_lang: Sequence[tuple[str, tuple[str, str] | None]],
+    evidence: Sequence[EvidenceFact],
 ) -> Ground | None:
-    if rule_iri is None:
-        return None
+    """The rule's own text (``found_by_lang``: per language, :func:`rule_text`'s answer), cited
+    with the evidence fact that shows it; None when the evidence shows it in no language."""
     texts: dict[str, str] = {}
     ids: list[str] = []
-    for lang in ("en", "zh"):
-        found = rule_text(lexicon, rule_iri, lang)
+    for lang, found in found_by_lang:
         if found is None:
             texts[lang] = ""
             continue
@@ -281,12 +379,11 @@ def _fired_facts(decision: Decision, phraser: Phraser) -> dict[Triple, _Fact]:
     return facts
 
 
-def _fact_grounds(
+def _fact_sentences(
     decision: Decision,
     phraser: Phraser,
-    cited: dict[tuple[str, str, str], str],
     specific: Callable[[str, Triple], bool] | None,
-) -> list[Ground]:
+) -> list[_FactSentence]:
     """Sentences of the facts that fired the rules, the leads first.
 
     The leads come first: for each deciding rule, in the decision's order,
@@ -295,7 +392,8 @@ def _fact_grounds(
     follow, grouped by the rules they fired (groups that fired more rules
     first), at most two a sentence. A sentence cites the rules its facts
     fired when the decision has several (one rule: the decision sentence
-    names it), and the evidence ids the evidence shows for its facts.
+    names it); :meth:`_FactSentence.ground` adds the evidence ids the
+    evidence shows for its facts.
     """
     facts = _fired_facts(decision, phraser)
     order = list(dict.fromkeys(c.rule_id for c in decision.conclusions))
@@ -317,31 +415,23 @@ def _fact_grounds(
         if candidates and (best := min(candidates, key=lambda f: rank(f, rule))) not in leads:
             leads.append(best)
 
-    def ground(chunk: Sequence[_Fact], lead: bool) -> Ground:
+    def drafted(chunk: Sequence[_Fact], lead: bool) -> _FactSentence:
         rules = tuple(sorted({r for f in chunk for r in f.rules}, key=order.index))
-        ids = tuple(dict.fromkeys(
-            i for f in chunk
-            if (i := cited.get((_key(f.triple[0]), _key(f.triple[1]), _key(f.triple[2])))) is not None
-        ))
-        en = join_clauses([clauses[f.triple][0] for f in chunk], "en")
-        zh = join_clauses([clauses[f.triple][1] for f in chunk], "zh")
-        cites = rules if several else ()
-        return Ground(
-            kind="facts",
-            text_en=sentence(en, "en", rules=cites, evidence=ids),
-            text_zh=sentence(zh, "zh", rules=cites, evidence=ids),
-            brief_en=sentence(en, "en") if lead else "",
-            brief_zh=sentence(zh, "zh") if lead else "",
-            rule_ids=rules,
+        return _FactSentence(
+            lead=lead,
+            rules=rules,
+            cites=rules if several else (),
+            body_en=join_clauses([clauses[f.triple][0] for f in chunk], "en"),
+            body_zh=join_clauses([clauses[f.triple][1] for f in chunk], "zh"),
             facts=tuple(f.triple for f in chunk),
+            keys=tuple((_key(f.triple[0]), _key(f.triple[1]), _key(f.triple[2])) for f in chunk),
             spans=tuple(
                 (f.case_fact.start, f.case_fact.end) for f in chunk
                 if f.case_fact is not None and f.case_fact.start is not None and f.case_fact.end is not None
             ),
-            evidence_ids=ids,
         )
 
-    out = [ground((f,), True) for f in leads]
+    out = [drafted((f,), True) for f in leads]
     said = {(clauses[f.triple][0].subject, clauses[f.triple][0].predicate) for f in leads}
     groups: dict[tuple[str, ...], list[_Fact]] = {}
     for fact in facts.values():
@@ -355,7 +445,7 @@ def _fact_grounds(
             if (en.subject, en.predicate) not in said:
                 said.add((en.subject, en.predicate))
                 rest.append(fact)
-        out += [ground(rest[i : i + _PER_SENTENCE], False) for i in range(0, len(rest), _PER_SENTENCE)]
+        out += [drafted(rest[i : i + _PER_SENTENCE], False) for i in range(0, len(rest), _PER_SENTENCE)]
     return out
 
 

@@ -153,3 +153,21 @@ def test_what_a_missing_input_would_decide(imports_engine: DecisionEngine) -> No
     assert outcome.actions == ("https://example.org/food-imports#chk-docs",)
     grounds = imports_engine.grounds(decision, _rule_evidence(imports_engine, decision))
     assert [g.kind for g in grounds][:1] == ["missing"]
+
+
+@pytest.mark.parametrize(("prompt", "kinds"), [
+    ("Nord Foods imports from Ruritania a consignment declared at EUR 250,000.", {"facts", "rule_text"}),
+    ("Nord Foods imports from Freedonia a consignment.", {"missing"}),
+])
+def test_grounds_drafted_once_are_cited_as_drafted_anew(imports_engine: DecisionEngine, prompt: str,
+                                                        kinds: set[str]) -> None:
+    # The pipeline drafts a decision's grounds once and cites them twice (no evidence, then the
+    # evidence the answer shows): every citation is the grounds realised from scratch with it.
+    decision = imports_engine.decide(prompt, evaluation_date=DAY)
+    evidence = _rule_evidence(imports_engine, decision)
+    draft = imports_engine.draft_grounds(decision)
+    for shown in ((), evidence, evidence[:1]):
+        cited = imports_engine.grounds(decision, shown, draft=draft)
+        assert cited == imports_engine.grounds(decision, shown)
+    assert kinds <= {g.kind for g in imports_engine.grounds(decision, evidence, draft=draft)}
+    assert any(g.evidence_ids for g in imports_engine.grounds(decision, evidence, draft=draft))
