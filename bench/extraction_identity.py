@@ -16,9 +16,9 @@ With ``--against`` (a file an earlier run wrote) it reports how many results
 differ and the first differing ids.
 
 The last stdout line is one JSON object: ``n``, ``identical``, ``differing``
-(count), ``first_differences`` (ids) and ``only_in_against`` (prompts the
-earlier run had and this one has not: a test literal edited since), or with
-no ``--against`` just ``n``. Test docstrings are no prompts and are left out.
+(count) among the prompts both runs have, ``first_differences`` (ids),
+``only_in_against`` and ``only_here`` (prompts one run has and the other has
+not: a test literal edited or added since), or with no ``--against`` just ``n``. Test docstrings are no prompts and are left out.
 """
 
 from __future__ import annotations
@@ -102,12 +102,15 @@ def _canonical(value: Any) -> str:
 
 
 def compare(ours: Sequence[dict[str, Any]], theirs: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Counts of identical and differing results by id, and the first 20 differing ids."""
+    """Counts of identical and differing results among the ids both runs have, the first 20 differing ids,
+    and how many ids only one run has."""
     earlier = {row["id"]: _canonical(row["result"]) for row in theirs}
-    differing = [row["id"] for row in ours if earlier.get(row["id"]) != _canonical(row["result"])]
-    missing = sorted(set(earlier) - {row["id"] for row in ours})
-    return {"n": len(ours), "identical": len(ours) - len(differing), "differing": len(differing),
-            "first_differences": differing[:20], "only_in_against": len(missing)}
+    shared = [row for row in ours if row["id"] in earlier]
+    differing = [row["id"] for row in shared if earlier[row["id"]] != _canonical(row["result"])]
+    missing = set(earlier) - {row["id"] for row in ours}
+    return {"n": len(shared), "identical": len(shared) - len(differing), "differing": len(differing),
+            "first_differences": differing[:20], "only_in_against": len(missing),
+            "only_here": len(ours) - len(shared)}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

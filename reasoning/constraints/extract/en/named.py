@@ -465,12 +465,9 @@ def detect_named_counts(ctx: Context) -> None:
         ):
             continue
         quantity = _quantity_left(ctx, i)
+        if quantity is not None:
+            quantity = relation_after_unit(ctx, quantity, i)  # "twelve words or fewer"
         end_i = i
-        if quantity is not None and quantity.relation is None and quantity.high is None:
-            tail = relation_after(ctx.lowers[i + 1 : i + 8])
-            if tail is not None:
-                quantity.relation = tail[0]
-                end_i = i + tail[1]
         if quantity is not None and quantity.relation is None and quantity.high is None \
                 and lemma in ("word", "sentence", "paragraph") and _hyphenated_length(ctx, quantity, i):
             quantity.relation = Relation.EXACTLY  # "a 100-word advertisement", "a three-sentence reply"
