@@ -12,6 +12,16 @@ choice read as a word count, a copied word range read as a length, a
 separator "instead of bullet points" read as a bullet count): an earlier
 reading that steers against the request is worse than none.
 
+Counts are read in two passes of the one English context, on purpose:
+``named.detect_named_counts`` runs first because the named readers after it
+work on its readings (the divider template, the n-th paragraph, blank-line
+paragraphs read paragraph counts), and ``form.detect_unit_counts`` runs
+after every named reader because it must see their spans (a count inside a
+keyword or an end phrase is no count) and replaces the named word and
+sentence counts it refines; it leaves a plain count of words, sentences or
+paragraphs to the first pass. Both take a relation written after the unit
+through :func:`.en.named.relation_after_unit`.
+
 Adding a reader is a function in the module of its family (``en/``, ``zh/``,
 ``common/`` for one with an English and a Chinese half) plus one line here.
 :func:`read` runs them; :func:`reasoning.constraints.extraction.extract`
