@@ -1,9 +1,15 @@
 """Decode throughput: our beam search against ``model.generate(num_beams=k)``.
 
 ``python -m bench.throughput [--quick] [--limit N] [--width K] [--new-tokens T]
-[--device auto|cpu|cuda] [--widths 1,4,16] [--threads N] [--library-forward] [--model REF]``
+[--device auto|cpu|cuda] [--widths 1,4,16] [--threads N] [--library-forward] [--model REF]
+[--lean-weights FORMAT]``
 
 ``--model`` takes any model reference ``TENET_MODEL`` takes (default the bundled model).
+``forwards_width1`` times our unsteered width-1 decode of the first prompt through the
+lean forward and through the library forward over the same (float32) weights, in the
+same run; ``--lean-weights int4`` (or another format) also loads the model in that
+format and times its lean forward, against the same library float32 figure (what a
+model the lean forward could not compute was served with).
 
 ``--weights all`` (or a list such as ``float32,int4``) compares the weight
 formats instead: speed per width, peak memory, KL divergence from float32,
@@ -153,6 +159,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="",
         help="compare weight formats instead (all, or e.g. float32,int4): see bench.weight_formats",
     )
+    parser.add_argument(
+        "--lean-weights",
+        default="",
+        help="also time the lean forward of the model loaded in this format (e.g. int4) at width 1",
+    )
     add_cache_option(parser)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -250,6 +261,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         n, t, _ = timed_decode(model, tok, plan, None, [], width, new, "", False, lm.device, packed)
         widths[str(width)] = round(n / t, 2)
 
+    forwards: dict[str, float] = {}
+    if packed_forward(model) is not None:  # the lean forward against the library's, width 1
+        plan = plan_prompt(tok, prompts[0]["prompt"])
+        for name, lean in (("lean", True), ("library", False)):
+            n, t, _ = timed_decode(model, tok, plan, None, [], 1, new, "", False, lm.device, lean)
+            forwards[name] = round(n / t, 2)
+        forwards["ratio"] = round(forwards["lean"] / forwards["library"], 3)
+        if args.lean_weights:
+            other = load_model(
+                args.model, device=args.device, cache_root=model_cache(args.cache), weights=args.lean_weights
+            )
+            timed_decode(other.model, tok, warm, None, [], 1, 4, "", False, other.device, True)
+            n, t, _ = timed_decode(other.model, tok, plan, None, [], 1, new, "", False, other.device, True)
+            fmt = other.identity.weights
+            forwards[f"lean_{fmt}"] = round(n / t, 2)
+            forwards[f"ratio_lean_{fmt}_vs_library"] = round(forwards[f"lean_{fmt}"] / forwards["library"], 3)
+            del other
+
     tps_ours = ours_tok / ours_s if ours_s else 0.0
     tps_gen = gen_tok / gen_s if gen_s else 0.0
     base = flops["prefill"] + flops["decode"]
@@ -274,12 +303,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "aml_seconds": round(t_aml, 2),
         "aml_pruned": dict(aml_result.pruning.pruned),
         "tokens_per_s_by_width": widths,
+        "forwards_width1": forwards,
         "per_prompt": per_prompt,
         "note": "tokens/s: new tokens of the returned sequence per wall second incl. prefill, same prompt ids, "
         "exactly new_tokens each (EOS masked in both); ours includes steering where compile_steering "
         "accepts the prompt's IFEval constraints. forward: packed when ours runs the lean CPU forward with "
         "oneDNN-packed weights (generate always runs the library forward; --library-forward compares "
-        "the search alone).",
+        "the search alone). forwards_width1: our unsteered decode of the first prompt at width 1 through the lean "
+        "forward and through the library forward over the same weights, same run (empty without a lean forward); "
+        "lean_<format>: the lean forward of the model loaded in --lean-weights, against the same library figure.",
     }
     print(json.dumps(report))
     return 0
