@@ -1,6 +1,6 @@
 """Held-out end-to-end benchmark: unseen instruction types and wordings, through the public API.
 
-``python -m bench.heldout [--set NAME] [--quick] [--limit N] [--max-new-tokens N] [--port N] [--progress PATH] [--concurrency N] [--extraction-only]``
+``python -m bench.heldout [--set NAME] [--quick] [--limit N] [--max-new-tokens N] [--port N] [--progress PATH] [--concurrency N] [--ready-timeout S] [--extraction-only]``
 
 ``--set`` names one of the held-out sets of ``bench/data/heldout_sets.json``
 (``heldout``, the default, to ``heldout5``; ``bench/data/README.md`` says who
@@ -421,6 +421,12 @@ def main(argv: Sequence[str] | None = None, suite: Suite = HELDOUT) -> int:
         help="prompts in flight at once (their decodes share merged forward passes; default 1)",
     )
     parser.add_argument(
+        "--ready-timeout",
+        type=float,
+        default=_READY_TIMEOUT_S,
+        help=f"seconds the server may take to get ready (default {_READY_TIMEOUT_S:.0f}; a loaded machine needs more)",
+    )
+    parser.add_argument(
         "--extraction-only",
         action="store_true",
         help="no server or model: extract each prompt in-process and report the extraction counts and misread",
@@ -442,7 +448,7 @@ def main(argv: Sequence[str] | None = None, suite: Suite = HELDOUT) -> int:
         base = f"http://127.0.0.1:{port}"
         process = start_server(Path(data_dir), port, Path(data_dir) / "server.log")
         try:
-            wait_ready(base, process, timeout_s=_READY_TIMEOUT_S)
+            wait_ready(base, process, timeout_s=args.ready_timeout)
             key = (Path(data_dir) / "admin-key.txt").read_text(encoding="utf-8").strip()
             report = asyncio.run(_serve_and_run(rows, base, key, budget, args, suite))
         finally:

@@ -55,6 +55,7 @@ from inference.decoder.compile_verb_opening import form_verb_opening
 from inference.decoder.controllers.capitals import Capitals
 from inference.decoder.controllers.charset import CharPolicy, SoftPolicy
 from inference.decoder.controllers.citing import Citations
+from inference.decoder.controllers.class_closings import build_class_closings, form_class_closing
 from inference.decoder.controllers.class_openings import build_class_openings
 from inference.decoder.controllers.closing_texts import build_closings
 from inference.decoder.controllers.count_maxima import build_tally
@@ -270,6 +271,11 @@ FORM_FAMILIES: tuple[FormFamily, ...] = (
         "closing",
         build_closings,
         lambda f: form_closing(f.hard, f.layout, f.controlled, inserts=f.inserts, placed=f.placed),
+    ),
+    FormFamily(
+        "class_closing",
+        build_class_closings,
+        lambda f: form_class_closing(f.hard, f.layout, f.controlled, inserts=f.inserts, placed=f.placed),
     ),
     FormFamily(
         "sentence_steps",

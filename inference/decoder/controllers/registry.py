@@ -16,6 +16,7 @@ from __future__ import annotations
 from inference.decoder.controllers.capitals import build_capitals
 from inference.decoder.controllers.charset import build_charset
 from inference.decoder.controllers.citing import build_citing
+from inference.decoder.controllers.class_closings import build_class_closings
 from inference.decoder.controllers.class_openings import build_class_openings
 from inference.decoder.controllers.closing_texts import build_closings
 from inference.decoder.controllers.count_limits import build_bounds, build_word_pace
@@ -59,6 +60,7 @@ CONTROLLERS: tuple[Builder, ...] = (
     build_class_openings,  # every / the k-th piece opening with a case or a digit: its first character masked
     build_verb_openings,  # the answer opening with a verb: its first word spelled from a list of verbs
     build_closings,  # every / the k-th piece: its closing text forced where the model would end it
+    build_class_closings,  # every piece ends with an item of a class (an emoji): the model's pick where it ends
     build_tally,  # capped form counts masked or checked per candidate; no list line
     build_floors,  # per-piece minima: no short piece closes; withdraws a close demand from those before it
     build_minima,  # whole-answer minima of characters / letters (paced) and distinct words (stop held)
