@@ -1,7 +1,11 @@
 """Steering benchmark: IFEval accuracy with token controllers on and off.
 
 ``python -m bench.steering [--quick] [--skip N] [--limit N] [--width K] [--set PATH]
-[--weights F] [--record-gate [--ship]] [--steered-only] [--model REF]``
+[--weights F] [--record-gate [--ship]] [--steered-only] [--model REF] [--dump-answers PATH]``
+
+``--dump-answers PATH`` writes each decoded prompt's key and answer texts
+(steered, and unsteered unless ``--steered-only``) as JSON lines, so two
+trees' answers can be compared as text (a refactor must not change them).
 
 ``--model`` takes any model reference ``TENET_MODEL`` takes (a model
 directory, a ``.gguf`` file; default the bundled model); the report names
@@ -246,6 +250,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--verbose", action="store_true", help="print each answer to stderr")
     parser.add_argument(
+        "--dump-answers",
+        type=Path,
+        default=None,
+        help="write each prompt's key and answer texts here (JSON lines), to compare trees as text",
+    )
+    parser.add_argument(
         "--no-prune",
         dest="prune",
         action="store_false",
@@ -411,6 +421,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         }
         return report
 
+    dump = args.dump_answers.open("w", encoding="utf-8") if args.dump_answers is not None else None
     for index, row in enumerate(chosen):
         steered = run_steered(model, tokenizer, row, args.width, args.prune)
         s_ok = judge(evaluate, row, steered["text"])
@@ -418,11 +429,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         closing = required_closing(row["constraints"])  # an end phrase closes the answer
         complete["steered"].append(ends_complete(steered["text"], closing))
         p_ok: list[bool] = []
+        plain_text: str | None = None
         if not args.steered_only:
             plain_text, _ = run_generate(model, tokenizer, row["prompt"], row["budget"])
             p_ok = judge(evaluate, row, plain_text)
             plain_ok.append(p_ok)
             complete["unsteered"].append(ends_complete(plain_text, closing))
+        if dump is not None:
+            answer = {"key": row["key"], "steered": steered["text"], "unsteered": plain_text}
+            dump.write(json.dumps(answer, ensure_ascii=False) + "\n")
+            dump.flush()
         ends[steered["end"]] += 1
         for ifeval_id, ok in zip(row["instruction_id_list"], s_ok):
             tally = per_kind.setdefault(ifeval_id, [0, 0])
@@ -466,6 +482,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             print(steered["text"][:600], file=sys.stderr)
 
+    if dump is not None:
+        dump.close()
     report = build()
     if args.record_gate and args.set is None:
         report["gate_recorded"] = str(_record_gate(args, lm, report))
