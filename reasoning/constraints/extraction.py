@@ -52,9 +52,9 @@ from spacy.tokens import Doc
 
 from reasoning.constraints.catalog import CATALOG
 from reasoning.constraints.extract.accounting import Reading, account_readings
+from reasoning.constraints.extract.found import Found, overlaps
 from reasoning.constraints.extract.registry import read
 from reasoning.constraints.extract.unrecognised import unrecognised_requirements
-from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.model import Constraint, Hardness, Origin, Premise, Span
 from reasoning.errors import LimitExceeded
 from reasoning.language import detect_prompt_language, script_counts

@@ -1,4 +1,4 @@
-"""The readers that turn a prompt's wording into constraint readings (:class:`~reasoning.constraints.found.Found`).
+"""The readers that turn a prompt's wording into constraint readings (:class:`~reasoning.constraints.extract.found.Found`).
 
 ``en/`` reads English over the spaCy parse, ``zh/`` Chinese over the jieba
 segmentation, ``common/`` holds the readers whose English and Chinese halves

@@ -61,6 +61,8 @@ import msgspec
 from spacy.tokens import Doc, Token
 from spacy.tokens import Span as DocSpan
 
+from reasoning.constraints.extract.found import Found
+from reasoning.constraints.extract.lexicon import EN_EVERY, EN_UNITS
 from reasoning.constraints.extract.sentence_bounds import MARKS, sentence_bounds
 from reasoning.constraints.form import (
     Copy,
@@ -74,8 +76,6 @@ from reasoning.constraints.form import (
     Wrap,
     form_of,
 )
-from reasoning.constraints.found import Found
-from reasoning.constraints.lexicon import EN_EVERY, EN_UNITS
 from reasoning.constraints.model import Kind, Span
 from reasoning.constraints.quantities import ordinal, parse_number, parse_zh_number
 

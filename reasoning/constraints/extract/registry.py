@@ -81,6 +81,7 @@ from reasoning.constraints.extract.en.pieces import refine_pieces_english
 from reasoning.constraints.extract.en.sequence import refine_sequence_english
 from reasoning.constraints.extract.en.structure import refine_structure
 from reasoning.constraints.extract.en.word_rules import refine_word_rules_english
+from reasoning.constraints.extract.found import Found
 from reasoning.constraints.extract.zh import context as zh_context
 from reasoning.constraints.extract.zh import form as zh_form
 from reasoning.constraints.extract.zh.amounts import refine_amounts_chinese
@@ -91,7 +92,6 @@ from reasoning.constraints.extract.zh.pieces import refine_pieces_chinese
 from reasoning.constraints.extract.zh.sequence import refine_sequence_chinese
 from reasoning.constraints.extract.zh.structure import refine_structure_chinese
 from reasoning.constraints.extract.zh.word_rules import refine_word_rules_chinese
-from reasoning.constraints.found import Found
 
 __all__ = ["CHINESE", "ENGLISH", "ChineseReader", "EnglishReader", "read"]
 

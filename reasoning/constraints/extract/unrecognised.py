@@ -2,8 +2,8 @@
 
 A sentence is such a requirement when it is phrased as one (a modal such as
 "must" / "should" / 必须 / 不得, an imperative, "do not ...") and speaks of
-the answer's form (a word of :data:`~reasoning.constraints.lexicon.EN_FORM_WORDS`
-or :data:`~reasoning.constraints.lexicon.ZH_FORM_WORDS`: units, letter case,
+the answer's form (a word of :data:`~reasoning.constraints.extract.lexicon.EN_FORM_WORDS`
+or :data:`~reasoning.constraints.extract.lexicon.ZH_FORM_WORDS`: units, letter case,
 rhyme, order, formatting ...), yet no extracted constraint lies in it.
 Questions and requests about content ("Explain what the word X means") are
 not requirements on the form.
@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from spacy.tokens import Doc, Token
 from spacy.tokens import Span as DocSpan
 
-from reasoning.constraints.found import Found, overlaps
-from reasoning.constraints.lexicon import EN_FORM_WORDS, EN_LOWER, EN_UPPER, ZH_FORM_WORDS
+from reasoning.constraints.extract.found import Found, overlaps
+from reasoning.constraints.extract.lexicon import EN_FORM_WORDS, EN_LOWER, EN_UPPER, ZH_FORM_WORDS
 from reasoning.constraints.model import Span
 
 __all__ = ["unrecognised_requirements"]

@@ -29,13 +29,13 @@ from collections.abc import Mapping, Sequence
 
 from reasoning.constraints.extract.en.context import Context
 from reasoning.constraints.extract.en.named import _QUOTED
+from reasoning.constraints.extract.found import Found, overlaps
+from reasoning.constraints.extract.lexicon import STANDARD_MARKS
+from reasoning.constraints.extract.patterns import alternation
 from reasoning.constraints.extract.sentence_bounds import sentence_bounds
 from reasoning.constraints.form import Count, Filter, Structure, Unit, canonical
 from reasoning.constraints.form.model import Layout
-from reasoning.constraints.found import Found, overlaps
-from reasoning.constraints.lexicon import STANDARD_MARKS
 from reasoning.constraints.model import Kind, Relation
-from reasoning.constraints.patterns import alternation
 from reasoning.constraints.quantities import parse_number, parse_zh_number
 
 __all__ = ["detect_bullet_separator", "refine_bullet_separator_chinese"]

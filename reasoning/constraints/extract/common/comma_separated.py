@@ -25,8 +25,8 @@ import re
 from collections.abc import Sequence
 
 from reasoning.constraints.extract.en.context import Context
+from reasoning.constraints.extract.found import Found, overlaps
 from reasoning.constraints.extract.sentence_bounds import sentence_bounds
-from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.model import Kind
 from reasoning.constraints.quantities import parse_number, parse_zh_number
 

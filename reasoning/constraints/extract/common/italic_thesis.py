@@ -25,9 +25,9 @@ import re
 from collections.abc import Sequence
 
 from reasoning.constraints.extract.en.context import Context
+from reasoning.constraints.extract.found import Found, overlaps
+from reasoning.constraints.extract.lexicon import EN_EVERY
 from reasoning.constraints.form import Count, Filter, Position, Unit, canonical
-from reasoning.constraints.found import Found, overlaps
-from reasoning.constraints.lexicon import EN_EVERY
 from reasoning.constraints.model import Kind, Relation
 
 __all__ = ["detect_italic_thesis", "refine_italic_thesis_chinese"]

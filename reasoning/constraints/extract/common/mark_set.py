@@ -1,7 +1,7 @@
 """Every mark of a named set at least once: "use each of these at least once: a comma, a semicolon and a colon".
 
 A sentence that names two or more punctuation marks (the lexicon's mark
-words, :data:`~reasoning.constraints.lexicon.EN_UNITS` / ``ZH_UNITS`` entries
+words, :data:`~reasoning.constraints.extract.lexicon.EN_UNITS` / ``ZH_UNITS`` entries
 with their characters, and the interrobang ``?!``) and asks for them with an
 inclusion verb or "at least once" / "each" / "every" (使用 / 包含 / 出现 / 至少 /
 每个) is one minimum per mark: ``count(punctuation, chars=<the mark in both
@@ -29,9 +29,9 @@ import re
 from collections.abc import Mapping, Sequence
 
 from reasoning.constraints.extract.en.context import Context
+from reasoning.constraints.extract.found import Found, overlaps
+from reasoning.constraints.extract.lexicon import EN_UNITS, STANDARD_MARKS, ZH_UNITS
 from reasoning.constraints.form import Count, Filter, Unit, canonical
-from reasoning.constraints.found import Found, overlaps
-from reasoning.constraints.lexicon import EN_UNITS, STANDARD_MARKS, ZH_UNITS
 from reasoning.constraints.model import Kind, Relation
 
 __all__ = ["detect_mark_set", "refine_mark_set_chinese"]

@@ -15,7 +15,7 @@ import re
 from collections.abc import Sequence
 
 from reasoning.constraints.extract.en.context import Context
-from reasoning.constraints.found import Found, overlaps
+from reasoning.constraints.extract.found import Found, overlaps
 from reasoning.constraints.model import Kind
 
 __all__ = ["detect_nesting", "refine_nesting_chinese"]

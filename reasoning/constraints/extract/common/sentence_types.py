@@ -32,11 +32,11 @@ from collections.abc import Mapping, Sequence
 from typing import Final
 
 from reasoning.constraints.extract.en.context import Context
+from reasoning.constraints.extract.found import Found, overlaps
+from reasoning.constraints.extract.patterns import alternation
 from reasoning.constraints.extract.sentence_bounds import sentence_bounds
 from reasoning.constraints.form import Count, Filter, Measure, Unit, canonical
-from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.model import Kind, Relation
-from reasoning.constraints.patterns import alternation
 from reasoning.constraints.quantities import ZH_NUMBER, parse_number, parse_zh_number
 
 __all__ = ["TYPE_MARKS", "refine_sentence_types_chinese", "refine_sentence_types_english", "type_forms"]

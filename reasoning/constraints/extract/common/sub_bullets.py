@@ -23,10 +23,10 @@ from collections.abc import Sequence
 
 from reasoning.constraints.extract.en.context import Context
 from reasoning.constraints.extract.en.named import _number_at
+from reasoning.constraints.extract.found import Found
+from reasoning.constraints.extract.lexicon import EN_EVERY
 from reasoning.constraints.form import Structure, canonical
 from reasoning.constraints.form.model import Layout
-from reasoning.constraints.found import Found
-from reasoning.constraints.lexicon import EN_EVERY
 from reasoning.constraints.model import Kind
 from reasoning.constraints.quantities import parse_zh_number, relation_before
 

@@ -26,8 +26,8 @@ from collections.abc import Sequence
 
 from reasoning.constraints.extract.en.context import Context
 from reasoning.constraints.extract.en.named import _QUOTED
+from reasoning.constraints.extract.found import Found, overlaps
 from reasoning.constraints.extract.sentence_bounds import MARKS, sentence_bounds
-from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.model import Kind
 
 __all__ = ["detect_template", "refine_template_chinese", "template_pattern"]

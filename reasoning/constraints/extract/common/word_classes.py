@@ -21,8 +21,8 @@ from collections.abc import Mapping, Sequence
 
 from reasoning.constraints.extract.en.context import Context
 from reasoning.constraints.extract.en.named import _number_at
+from reasoning.constraints.extract.found import Found, overlaps
 from reasoning.constraints.form import Count, Filter, Unit, canonical
-from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.model import Kind, Relation
 from reasoning.constraints.quantities import parse_zh_number, relation_before
 

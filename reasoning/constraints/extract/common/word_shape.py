@@ -32,12 +32,12 @@ from collections.abc import Sequence
 
 from reasoning.constraints.extract.en.context import Context, Quantity
 from reasoning.constraints.extract.en.named import _negated, _quantity_left
+from reasoning.constraints.extract.found import Found, overlaps
+from reasoning.constraints.extract.lexicon import EN_UNIVERSAL
+from reasoning.constraints.extract.patterns import alternation
 from reasoning.constraints.form import Count, Filter, Unit, canonical
 from reasoning.constraints.form.model import Adjacency
-from reasoning.constraints.found import Found, overlaps
-from reasoning.constraints.lexicon import EN_UNIVERSAL
 from reasoning.constraints.model import Kind, Relation
-from reasoning.constraints.patterns import alternation
 from reasoning.constraints.quantities import (
     ZH_NUMBER,
     ZH_RELATIONS_AFTER,

@@ -24,9 +24,9 @@ import re
 from collections.abc import Mapping
 
 from reasoning.constraints.extract.en.context import Context
+from reasoning.constraints.extract.found import Found, overlaps
+from reasoning.constraints.extract.lexicon import EN_PIECES
 from reasoning.constraints.form import Count, Unit, canonical
-from reasoning.constraints.found import Found, overlaps
-from reasoning.constraints.lexicon import EN_PIECES
 from reasoning.constraints.model import Relation
 from reasoning.constraints.quantities import parse_number, relation_before
 

@@ -28,7 +28,7 @@ from spacy.tokens import Span
 
 from reasoning.constraints.extract.en.context import Context
 from reasoning.constraints.extract.en.named import _quoted_list
-from reasoning.constraints.found import Found, overlaps
+from reasoning.constraints.extract.found import Found, overlaps
 from reasoning.constraints.model import Kind
 
 __all__ = ["detect_choice"]

@@ -12,7 +12,7 @@ import re
 
 from spacy.tokens import Doc, Token
 
-from reasoning.constraints.found import Found
+from reasoning.constraints.extract.found import Found
 from reasoning.constraints.model import Hardness, Kind, Relation
 
 __all__ = ["Context", "Quantity"]

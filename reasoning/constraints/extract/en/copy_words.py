@@ -29,11 +29,11 @@ import re
 
 from reasoning.constraints.extract.en.context import Context
 from reasoning.constraints.extract.en.named import _QUOTED, repeat_text
+from reasoning.constraints.extract.found import Found, overlaps
 from reasoning.constraints.extract.sentence_bounds import sentence_bounds
 from reasoning.constraints.form import Copy, Count, Unit, canonical
 from reasoning.constraints.form import units as form_units
 from reasoning.constraints.form.model import Measure
-from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.model import Kind, Relation
 from reasoning.constraints.quantities import ordinal, parse_number
 

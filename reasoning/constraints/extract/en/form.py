@@ -2,7 +2,7 @@
 
 Runs after the named-kind detectors of :mod:`reasoning.constraints.extract.en.named`, on the same
 parse. A requirement is read as its parts: a unit term of
-:data:`~reasoning.constraints.lexicon.EN_UNITS` (its longest match of lemmas),
+:data:`~reasoning.constraints.extract.lexicon.EN_UNITS` (its longest match of lemmas),
 the quantity the typed parsers find around it, its polarity from the
 dependency parse (a ``neg`` child of the governing verb, "no", "without",
 "avoid"), and the modifiers the parse attaches to it: a relative or
@@ -37,6 +37,18 @@ from reasoning.constraints.extract.en.named import (
     relation_after_unit,
     repeat_text,
 )
+from reasoning.constraints.extract.found import Found, overlaps
+from reasoning.constraints.extract.lexicon import (
+    EN_ANSWER_NOUNS,
+    EN_CHANGE,
+    EN_DELIMITERS,
+    EN_EVERY,
+    EN_LAYOUTS,
+    EN_LOWER,
+    EN_PER,
+    EN_UNITS,
+    EN_UPPER,
+)
 from reasoning.constraints.form import (
     Copy,
     Count,
@@ -48,18 +60,6 @@ from reasoning.constraints.form import (
     Unit,
     Wrap,
     canonical,
-)
-from reasoning.constraints.found import Found, overlaps
-from reasoning.constraints.lexicon import (
-    EN_ANSWER_NOUNS,
-    EN_CHANGE,
-    EN_DELIMITERS,
-    EN_EVERY,
-    EN_LAYOUTS,
-    EN_LOWER,
-    EN_PER,
-    EN_UNITS,
-    EN_UPPER,
 )
 from reasoning.constraints.model import Kind, Relation
 from reasoning.constraints.quantities import ordinal, parse_number, relation_before

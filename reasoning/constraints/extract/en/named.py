@@ -29,10 +29,10 @@ import re
 from spacy.tokens import Doc, Token
 
 from reasoning.constraints.extract.en.context import Context, Quantity
+from reasoning.constraints.extract.found import Found
+from reasoning.constraints.extract.patterns import alternation
 from reasoning.constraints.extract.sentence_bounds import sentence_bounds
-from reasoning.constraints.found import Found
 from reasoning.constraints.model import Kind, Relation
-from reasoning.constraints.patterns import alternation
 from reasoning.constraints.quantities import ordinal, parse_number, relation_after, relation_before
 from reasoning.language import LANGUAGE_NAMES, language_code
 

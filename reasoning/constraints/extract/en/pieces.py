@@ -44,6 +44,15 @@ from reasoning.constraints.extract.en.named import (
     _number_at,
     _quoted_list,
 )
+from reasoning.constraints.extract.found import Found, counts_paragraphs, overlaps
+from reasoning.constraints.extract.lexicon import (
+    EN_ANSWER_NOUNS,
+    EN_EVERY,
+    EN_LOWER_SAID,
+    EN_PIECES,
+    EN_UNITS,
+    EN_UPPER_SAID,
+)
 from reasoning.constraints.form import (
     ROUGHLY_EQUAL,
     Count,
@@ -56,15 +65,6 @@ from reasoning.constraints.form import (
     Unit,
     WordClass,
     canonical,
-)
-from reasoning.constraints.found import Found, counts_paragraphs, overlaps
-from reasoning.constraints.lexicon import (
-    EN_ANSWER_NOUNS,
-    EN_EVERY,
-    EN_LOWER_SAID,
-    EN_PIECES,
-    EN_UNITS,
-    EN_UPPER_SAID,
 )
 from reasoning.constraints.model import Kind, Relation
 from reasoning.constraints.quantities import labels_through, relation_before

@@ -31,7 +31,7 @@ sentence" as two unrelated positions):
 
 Ordinals come from one lexicon (first ... tenth, 1st, "number 3", last,
 penultimate, second-to-last, third from the end); pieces from
-:data:`.lexicon.EN_PIECES` (lemmas, so plurals and inflected verbs read alike).
+:data:`reasoning.constraints.extract.lexicon.EN_PIECES` (lemmas, so plurals and inflected verbs read alike).
 """
 
 from __future__ import annotations
@@ -41,10 +41,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from reasoning.constraints.extract.en.context import Context
+from reasoning.constraints.extract.found import Found
+from reasoning.constraints.extract.lexicon import EN_PIECES
 from reasoning.constraints.form import Layout, Position, Spread, Structure, Unit, canonical, units
 from reasoning.constraints.form.model import Form
-from reasoning.constraints.found import Found
-from reasoning.constraints.lexicon import EN_PIECES
 from reasoning.constraints.model import Kind
 from reasoning.constraints.quantities import ordinal, parse_number
 

@@ -37,10 +37,10 @@ from spacy.tokens import Token
 
 from reasoning.constraints.extract.en.context import Context
 from reasoning.constraints.extract.en.named import repeat_text
+from reasoning.constraints.extract.found import Found, overlaps
+from reasoning.constraints.extract.lexicon import EN_LAYOUTS, EN_LOWER, EN_UPPER
 from reasoning.constraints.form import Copy, Layout, Structure, canonical
 from reasoning.constraints.form.model import Beside
-from reasoning.constraints.found import Found, overlaps
-from reasoning.constraints.lexicon import EN_LAYOUTS, EN_LOWER, EN_UPPER
 from reasoning.constraints.model import Kind
 from reasoning.constraints.quantities import parse_number
 

@@ -49,10 +49,10 @@ from spacy.tokens import Span as DocSpan
 
 from reasoning.constraints.extract.en.context import Context, Quantity
 from reasoning.constraints.extract.en.named import _quantity_left
+from reasoning.constraints.extract.found import Found, overlaps
+from reasoning.constraints.extract.lexicon import EN_UNIVERSAL
 from reasoning.constraints.form import Count, Filter, Position, Unit, canonical
 from reasoning.constraints.form.model import Form
-from reasoning.constraints.found import Found, overlaps
-from reasoning.constraints.lexicon import EN_UNIVERSAL
 from reasoning.constraints.model import Kind, Relation
 from reasoning.constraints.quantities import ordinal, parse_number
 

@@ -12,10 +12,10 @@ import re
 from collections.abc import Mapping
 
 from reasoning.constraints.extract.en.amounts import approximate
+from reasoning.constraints.extract.found import Found, overlaps
+from reasoning.constraints.extract.patterns import alternation
 from reasoning.constraints.form import Count, Unit, canonical
-from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.model import Kind, Relation
-from reasoning.constraints.patterns import alternation
 from reasoning.constraints.quantities import ZH_NUMBER, ZH_RELATIONS_BEFORE, parse_zh_number
 
 __all__ = ["refine_amounts_chinese"]

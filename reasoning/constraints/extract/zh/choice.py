@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from reasoning.constraints.found import Found, overlaps
+from reasoning.constraints.extract.found import Found, overlaps
 from reasoning.constraints.model import Kind
 
 __all__ = ["refine_choice_chinese"]

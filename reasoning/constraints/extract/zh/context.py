@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from spacy.tokens import Doc
 
+from reasoning.constraints.extract.found import Found, overlaps
 from reasoning.constraints.form import canonical
 from reasoning.constraints.form.model import Form
-from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.model import Kind
 
 __all__ = ["Context"]

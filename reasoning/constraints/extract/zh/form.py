@@ -1,7 +1,7 @@
 """Chinese requirements read onto the constraint form, from the lexicon and the segmentation.
 
 The same parts as in English: a unit word of
-:data:`~reasoning.constraints.lexicon.ZH_UNITS`, a number and a relation word
+:data:`~reasoning.constraints.extract.lexicon.ZH_UNITS`, a number and a relation word
 (至少 / 不超过 / 以内 ...) on either side of it, a negation (不要 / 禁止 / 不得
 ...), a per-item word (每句话 / 每段), a delimiter, a layout, an ordinal
 position (第三个词 / 最后一句话) and a predicate (是 / 以…开头 / 以…结尾). Matches
@@ -14,6 +14,16 @@ from __future__ import annotations
 
 import re
 
+from reasoning.constraints.extract.found import Found
+from reasoning.constraints.extract.lexicon import (
+    ZH_DELIMITERS,
+    ZH_LAYOUTS,
+    ZH_NO_LIST,
+    ZH_PER,
+    ZH_POSITION_UNITS,
+    ZH_UNITS,
+)
+from reasoning.constraints.extract.patterns import alternation
 from reasoning.constraints.extract.sentence_bounds import sentence_bounds
 from reasoning.constraints.extract.zh.context import Context
 from reasoning.constraints.form import (
@@ -27,17 +37,7 @@ from reasoning.constraints.form import (
     Wrap,
 )
 from reasoning.constraints.form.model import Predicate
-from reasoning.constraints.found import Found
-from reasoning.constraints.lexicon import (
-    ZH_DELIMITERS,
-    ZH_LAYOUTS,
-    ZH_NO_LIST,
-    ZH_PER,
-    ZH_POSITION_UNITS,
-    ZH_UNITS,
-)
 from reasoning.constraints.model import Kind, Relation
-from reasoning.constraints.patterns import alternation
 from reasoning.constraints.quantities import (
     ZH_NUMBER,
     ZH_RELATIONS_AFTER,

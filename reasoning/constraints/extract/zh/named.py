@@ -14,11 +14,11 @@ import re
 
 from spacy.tokens import Doc
 
+from reasoning.constraints.extract.found import Found
+from reasoning.constraints.extract.patterns import alternation
 from reasoning.constraints.extract.zh.context import Context
 from reasoning.constraints.form.units import NUMBER_SLOT
-from reasoning.constraints.found import Found
 from reasoning.constraints.model import Kind, Relation
-from reasoning.constraints.patterns import alternation
 from reasoning.constraints.quantities import (
     ZH_NUMBER,
     ZH_RELATIONS_AFTER,

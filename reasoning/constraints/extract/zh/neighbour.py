@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from reasoning.constraints.found import Found
+from reasoning.constraints.extract.found import Found
 from reasoning.constraints.model import Kind
 
 __all__ = ["refine_neighbour_chinese"]

@@ -33,6 +33,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 
+from reasoning.constraints.extract.found import Found, counts_paragraphs, overlaps
+from reasoning.constraints.extract.lexicon import ZH_PER
+from reasoning.constraints.extract.patterns import alternation
 from reasoning.constraints.extract.sentence_bounds import sentence_bounds
 from reasoning.constraints.form import (
     ROUGHLY_EQUAL,
@@ -48,10 +51,7 @@ from reasoning.constraints.form import (
     Wrap,
     canonical,
 )
-from reasoning.constraints.found import Found, counts_paragraphs, overlaps
-from reasoning.constraints.lexicon import ZH_PER
 from reasoning.constraints.model import Kind, Relation
-from reasoning.constraints.patterns import alternation
 from reasoning.constraints.quantities import ZH_NUMBER, ZH_RELATIONS_BEFORE, parse_zh_number
 
 __all__ = ["refine_pieces_chinese"]

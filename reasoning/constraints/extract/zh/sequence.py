@@ -20,9 +20,9 @@ import re
 from collections.abc import Mapping
 
 from reasoning.constraints.extract.en.sequence import inside_word
+from reasoning.constraints.extract.found import Found, overlaps
 from reasoning.constraints.form import Position, Spread, Unit, canonical
 from reasoning.constraints.form.model import Echo, Form
-from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.model import Kind
 from reasoning.constraints.quantities import ZH_NUMBER, parse_zh_number
 

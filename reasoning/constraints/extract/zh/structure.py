@@ -26,10 +26,10 @@ from typing import Literal
 
 import msgspec
 
+from reasoning.constraints.extract.found import Found, overlaps
 from reasoning.constraints.extract.sentence_bounds import sentence_bounds
 from reasoning.constraints.form import Copy, Layout, Structure, canonical
 from reasoning.constraints.form.model import Beside, Drop
-from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.model import Kind
 from reasoning.constraints.quantities import ZH_NUMBER, parse_zh_number
 

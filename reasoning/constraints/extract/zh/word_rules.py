@@ -19,9 +19,9 @@ import string
 from collections.abc import Callable, Sequence
 
 from reasoning.constraints.extract.en.word_rules import SPACES, VOWELS, both_cases
+from reasoning.constraints.extract.found import Found, overlaps
 from reasoning.constraints.form import Count, Filter, Position, Unit, canonical
 from reasoning.constraints.form.model import Form, LengthClass
-from reasoning.constraints.found import Found, overlaps
 from reasoning.constraints.model import Kind, Relation
 from reasoning.constraints.quantities import ZH_NUMBER, parse_zh_number
 
