@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-import torch
 
 from inference.decoder.compile import compile_steering
 from inference.decoder.controllers.citing import Citing
@@ -16,6 +15,7 @@ from reasoning.evidence.bundled import bundled_domains
 from reasoning.evidence.ingest import ingest_ontology
 from reasoning.rules.decide import DecisionEngine
 from reasoning.rules.model import Decision
+from tests.inference.decoder.steering_doubles import drive_towards
 
 PEP_CASE = "Acme Ltd (Cyprus) sent EUR 2,000,000 to Jon Doe, who is on our PEP list. Should this be escalated?"
 
@@ -37,24 +37,6 @@ def _statement(engine: DecisionEngine, decision: Decision, text: str) -> Stateme
     return Statement(text=text, contradicts=lambda s: engine.check_claim(s, decision).contradicts)
 
 
-def _drive(steering: Any, wanted: str, tokenizer: Any, steps: int) -> str:
-    """Greedy decoding under the steering from logits that want ``wanted``: the next
-    token of its rest while the text follows it, and its words always a little."""
-    vocab = len(steering.tables.token_bytes)
-    words = tokenizer.encode(wanted, add_special_tokens=False)
-    state = steering.initial_state()
-    for _ in range(steps):
-        logits = torch.full((1, vocab), -10.0)
-        logits[0, words] = -2.0
-        if wanted.startswith(state.text) and len(state.text) < len(wanted):
-            logits[0, tokenizer.encode(wanted[len(state.text):], add_special_tokens=False)[0]] = 0.0
-        out = steering.apply([state], torch.log_softmax(logits, dim=-1))
-        state = steering.advance(state, int(out[0].argmax()))
-        if state.finished:
-            break
-    return str(state.text)
-
-
 def test_the_statement_is_written_first_and_its_citation_counts(
     tokenizer: Any, engine: DecisionEngine, decision: Decision
 ) -> None:
@@ -65,7 +47,7 @@ def test_the_statement_is_written_first_and_its_citation_counts(
         statement=_statement(engine, decision, text),
     )
     assert any(isinstance(c, Stating) for c in steering.controllers)
-    written = _drive(steering, " The payment is fine.", tokenizer, 60)
+    written = drive_towards(steering, " The payment is fine.", tokenizer, 60)
     assert written.startswith(text)
     state = steering.initial_state()
     for token in steering.controllers[0].tokens:  # type: ignore[attr-defined]
@@ -80,13 +62,13 @@ def test_a_contradicting_claim_cannot_be_written(tokenizer: Any, engine: Decisio
         [], tokenizer, prompt=PEP_CASE, max_new_tokens=40, statement=_statement(engine, decision, text),
     )
     wanted = text + " This transfer should not be escalated to anyone."
-    written = _drive(steering, wanted, tokenizer, 40)
+    written = drive_towards(steering, wanted, tokenizer, 40)
     assert written.startswith(text)
     rest = written[len(text):]
     assert not engine.check_claim(rest, decision).contradicts, written
     # Without the statement the same logits write the denial.
     plain = compile_steering([], tokenizer, prompt=PEP_CASE, max_new_tokens=40)
-    denial = _drive(plain, wanted, tokenizer, 40)
+    denial = drive_towards(plain, wanted, tokenizer, 40)
     assert engine.check_claim(denial, decision).contradicts, denial
 
 
@@ -102,7 +84,7 @@ def test_a_chinese_statement_is_written_whole(tokenizer: Any, engine: DecisionEn
         [], tokenizer, prompt=PEP_CASE, max_new_tokens=60, evidence_ids=["E2"],
         statement=_statement(engine, decision, text),
     )
-    assert _drive(steering, "好的。", tokenizer, 60).startswith(text)
+    assert drive_towards(steering, "好的。", tokenizer, 60).startswith(text)
 
 
 def test_a_budget_too_small_for_the_statement_inserts_none_of_it(
@@ -112,7 +94,7 @@ def test_a_budget_too_small_for_the_statement_inserts_none_of_it(
     steering = compile_steering(
         [], tokenizer, prompt=PEP_CASE, max_new_tokens=8, statement=_statement(engine, decision, text),
     )
-    written = _drive(steering, " Escalate it now.", tokenizer, 8)
+    written = drive_towards(steering, " Escalate it now.", tokenizer, 8)
     assert not written.startswith("This case")
     state = steering.initial_state()
     assert "decision" in steering.unmet(state)

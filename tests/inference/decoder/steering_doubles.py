@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -43,3 +44,21 @@ class Push:
         if 0 <= state.index < len(self.target) and token_id == self.target[state.index]:
             return At(state.index + 1)
         return At(-1)
+
+
+def drive_towards(steering: Any, wanted: str, tokenizer: Any, steps: int) -> str:
+    """The text greedy decoding writes under ``steering`` (a real one) from logits that want
+    ``wanted``: the next token of its rest while the text follows it, and its words always a little."""
+    vocab = len(steering.tables.token_bytes)
+    words = tokenizer.encode(wanted, add_special_tokens=False)
+    state = steering.initial_state()
+    for _ in range(steps):
+        logits = torch.full((1, vocab), -10.0)
+        logits[0, words] = -2.0
+        if wanted.startswith(state.text) and len(state.text) < len(wanted):
+            logits[0, tokenizer.encode(wanted[len(state.text):], add_special_tokens=False)[0]] = 0.0
+        out = steering.apply([state], torch.log_softmax(logits, dim=-1))
+        state = steering.advance(state, int(out[0].argmax()))
+        if state.finished:
+            break
+    return str(state.text)

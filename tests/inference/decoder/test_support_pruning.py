@@ -30,7 +30,7 @@ from reasoning.evidence.ingest import ingest_ontology
 from reasoning.evidence.model import EvidenceFact, EvidenceSubgraph
 from reasoning.rules.decide import DecisionEngine
 from reasoning.rules.model import Decision
-from tests.inference.decoder.steering_doubles import Push
+from tests.inference.decoder.steering_doubles import Push, drive_towards
 
 CASE = "Acme Ltd (Cyprus) sent EUR 2,000,000 to Jon Doe, who is on our PEP list. Should this be escalated?"
 RULE_TEXT = (
@@ -135,23 +135,6 @@ def test_a_supported_paraphrase_of_a_rule_text_is_kept(
     assert "E2" in step.support, step
 
 
-def _drive(steering: Any, wanted: str, tokenizer: Any, steps: int) -> str:
-    """Greedy decoding under the steering from logits that want ``wanted`` (see test_stating)."""
-    vocab = len(steering.tables.token_bytes)
-    words = tokenizer.encode(wanted, add_special_tokens=False)
-    state = steering.initial_state()
-    for _ in range(steps):
-        logits = torch.full((1, vocab), -10.0)
-        logits[0, words] = -2.0
-        if wanted.startswith(state.text) and len(state.text) < len(wanted):
-            logits[0, tokenizer.encode(wanted[len(state.text):], add_special_tokens=False)[0]] = 0.0
-        out = steering.apply([state], torch.log_softmax(logits, dim=-1))
-        state = steering.advance(state, int(out[0].argmax()))
-        if state.finished:
-            break
-    return str(state.text)
-
-
 def test_an_invented_rule_id_cannot_be_written(
     tokenizer: Any, domain: tuple[OntologyIndex, Decision], basis: SupportBasis
 ) -> None:
@@ -168,7 +151,7 @@ def test_an_invented_rule_id_cannot_be_written(
         steering = compile_steering(
             [], tokenizer, prompt=CASE, max_new_tokens=120, statement=stating
         )
-        return _drive(steering, wanted, tokenizer, 120)
+        return drive_towards(steering, wanted, tokenizer, 120)
 
     plain = written(statement)
     assert "AEM-R-009" in plain, plain  # the same logits write it without the check
