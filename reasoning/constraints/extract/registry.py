@@ -20,7 +20,7 @@ after every named reader because it must see their spans (a count inside a
 keyword or an end phrase is no count) and replaces the named word and
 sentence counts it refines; it leaves a plain count of words, sentences or
 paragraphs to the first pass. Both take a relation written after the unit
-through :func:`.en.named.relation_after_unit`.
+through :func:`.en.phrases.relation_after_unit`.
 
 Adding a reader is a function in the module of its family (``en/``, ``zh/``,
 ``common/`` for one with an English and a Chinese half) plus one line here.

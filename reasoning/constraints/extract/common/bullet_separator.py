@@ -28,7 +28,7 @@ import unicodedata
 from collections.abc import Mapping, Sequence
 
 from reasoning.constraints.extract.en.context import Context
-from reasoning.constraints.extract.en.named import _QUOTED
+from reasoning.constraints.extract.en.phrases import _QUOTED
 from reasoning.constraints.extract.found import Found, overlaps
 from reasoning.constraints.extract.lexicon import STANDARD_MARKS
 from reasoning.constraints.extract.patterns import alternation

@@ -18,7 +18,7 @@ import re
 from collections.abc import Sequence
 
 from reasoning.constraints.extract.en.context import Context
-from reasoning.constraints.extract.en.named import _number_at
+from reasoning.constraints.extract.en.phrases import _number_at
 from reasoning.constraints.extract.found import Found, overlaps
 from reasoning.constraints.form import Count, Filter, Measure, Unit, canonical
 from reasoning.constraints.model import Kind, Relation

@@ -22,7 +22,7 @@ import re
 from collections.abc import Sequence
 
 from reasoning.constraints.extract.en.context import Context
-from reasoning.constraints.extract.en.named import _number_at
+from reasoning.constraints.extract.en.phrases import _number_at
 from reasoning.constraints.extract.found import Found
 from reasoning.constraints.extract.lexicon import EN_EVERY
 from reasoning.constraints.form import Structure, canonical

@@ -25,7 +25,7 @@ import re
 from collections.abc import Sequence
 
 from reasoning.constraints.extract.en.context import Context
-from reasoning.constraints.extract.en.named import _QUOTED
+from reasoning.constraints.extract.en.phrases import _QUOTED
 from reasoning.constraints.extract.found import Found, overlaps
 from reasoning.constraints.extract.sentence_bounds import MARKS, sentence_bounds
 from reasoning.constraints.model import Kind

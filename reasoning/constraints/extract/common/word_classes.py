@@ -20,7 +20,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from reasoning.constraints.extract.en.context import Context
-from reasoning.constraints.extract.en.named import _number_at
+from reasoning.constraints.extract.en.phrases import _number_at
 from reasoning.constraints.extract.found import Found, overlaps
 from reasoning.constraints.form import Count, Filter, Unit, canonical
 from reasoning.constraints.model import Kind, Relation

@@ -31,7 +31,7 @@ import re
 from collections.abc import Sequence
 
 from reasoning.constraints.extract.en.context import Context, Quantity
-from reasoning.constraints.extract.en.named import _negated, _quantity_left
+from reasoning.constraints.extract.en.phrases import _negated, _quantity_left
 from reasoning.constraints.extract.found import Found, overlaps
 from reasoning.constraints.extract.lexicon import EN_UNIVERSAL
 from reasoning.constraints.extract.patterns import alternation

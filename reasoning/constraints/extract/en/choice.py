@@ -27,7 +27,7 @@ import re
 from spacy.tokens import Span
 
 from reasoning.constraints.extract.en.context import Context
-from reasoning.constraints.extract.en.named import _quoted_list
+from reasoning.constraints.extract.en.phrases import _quoted_list
 from reasoning.constraints.extract.found import Found, overlaps
 from reasoning.constraints.model import Kind
 

@@ -28,7 +28,8 @@ from __future__ import annotations
 import re
 
 from reasoning.constraints.extract.en.context import Context
-from reasoning.constraints.extract.en.named import _QUOTED, repeat_text
+from reasoning.constraints.extract.en.named import repeat_text
+from reasoning.constraints.extract.en.phrases import _QUOTED
 from reasoning.constraints.extract.found import Found, overlaps
 from reasoning.constraints.extract.sentence_bounds import sentence_bounds
 from reasoning.constraints.form import Copy, Count, Unit, canonical

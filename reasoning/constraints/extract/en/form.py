@@ -26,16 +26,15 @@ from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from reasoning.constraints.extract.en.context import Context, Quantity
-from reasoning.constraints.extract.en.named import (
+from reasoning.constraints.extract.en.named import _count_after, repeat_text
+from reasoning.constraints.extract.en.phrases import (
     _QUOTED,
-    _count_after,
     _flip_if_negated,
     _negated,
     _number_at,
     _quantity_left,
     _quantity_right,
     relation_after_unit,
-    repeat_text,
 )
 from reasoning.constraints.extract.found import Found, overlaps
 from reasoning.constraints.extract.lexicon import (

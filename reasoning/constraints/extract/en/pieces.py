@@ -37,13 +37,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 
 from reasoning.constraints.extract.en.context import Context
-from reasoning.constraints.extract.en.named import (
-    _QUOTED,
-    _counted,
-    _negated,
-    _number_at,
-    _quoted_list,
-)
+from reasoning.constraints.extract.en.named import _counted
+from reasoning.constraints.extract.en.phrases import _QUOTED, _negated, _number_at, _quoted_list
 from reasoning.constraints.extract.found import Found, counts_paragraphs, overlaps
 from reasoning.constraints.extract.lexicon import (
     EN_ANSWER_NOUNS,

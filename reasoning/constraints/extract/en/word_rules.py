@@ -48,7 +48,7 @@ import string
 from spacy.tokens import Span as DocSpan
 
 from reasoning.constraints.extract.en.context import Context, Quantity
-from reasoning.constraints.extract.en.named import _quantity_left
+from reasoning.constraints.extract.en.phrases import _quantity_left
 from reasoning.constraints.extract.found import Found, overlaps
 from reasoning.constraints.extract.lexicon import EN_UNIVERSAL
 from reasoning.constraints.form import Count, Filter, Position, Unit, canonical
