@@ -284,9 +284,7 @@ def decode(
                     lambda ids: str(tokenizer.decode(list(ids), skip_special_tokens=True)),
                     closing=required_closing(constraints),
                 ),
-                lookup=PromptLookup([[*plan.prefix_ids, *suffix] for suffix in plan.suffixes])
-                if options.forced_runs and options.draft_tokens
-                else None,
+                lookup=_lookup(plan, options),
             )
             table = boundary_table(tokenizer, int(first.shape[-1]))
             stream = StepStream(plan.views, tokenizer, on_step) if on_step is not None else None
@@ -300,6 +298,16 @@ def decode(
     if stream is not None:
         stream.finish([branch.steps for branch in result.branches])
     return result
+
+
+def _lookup(plan: PromptPlan, options: DecodeOptions) -> PromptLookup | None:
+    """The branches' prompts for drafting guesses (``drafts.py``), where guesses may pay: a
+    greedy decode with the forced-run feed on and ``draft_tokens`` to guess (see
+    ``DecodeOptions``: in a beam search every beam must follow its guess, in lockstep, with
+    no fork, and they seldom do)."""
+    if not (options.forced_runs and options.draft_tokens and options.width == 1):
+        return None
+    return PromptLookup([[*plan.prefix_ids, *suffix] for suffix in plan.suffixes])
 
 
 def _per_branch(steering: Steering | Sequence[Steering] | None, n: int) -> list[Steering]:

@@ -149,6 +149,8 @@ def test_steering_set_prompts_decode_the_same_with_drafts(loaded_model: LoadedMo
     fed += drafted.draft_fed
     if width == 1:
         assert fed > 0 and drafted.draft_tokens > 0  # the summary copies its text: guesses were taken
+    else:
+        assert fed == 0  # a beam search feeds forced text ahead only (DecodeOptions.draft_tokens)
 
 
 @pytest.mark.model
