@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Final
 
 import msgspec
@@ -209,6 +209,14 @@ class OntologyIndex:
             found = literal_parts(term)[0] if is_literal(term) else local_name(term)
             self._fallback_labels[node] = found
         return found
+
+    def out_of(self, node: int) -> IntArray:
+        """The triples (ids) whose subject is ``node``, in document order: one CSR slice."""
+        return self.out_edges[self.out_ptr[node] : self.out_ptr[node + 1]]
+
+    def into(self, node: int) -> IntArray:
+        """The triples (ids) whose object is ``node``, in document order: one CSR slice."""
+        return self.in_edges[self.in_ptr[node] : self.in_ptr[node + 1]]
 
     def view(self, name: str) -> ViewSpec:
         for spec in self.views:
@@ -427,47 +435,44 @@ def _dates(
         current = modified.get(node)
         if current is None or date > current[0]:
             modified[node] = (date, node)
-    for predicate in profile.freshness_via:
-        pid = ids.get(predicate, -1)
-        if pid < 0:
+    for subject, obj in _pairs(ids, s_ids, p_ids, o_ids, profile.freshness_via):
+        own = modified.get(subject)
+        via = modified.get(obj)
+        if via is None or (own is not None and own[1] == subject):
             continue
-        rows = np.nonzero(p_ids == pid)[0]
-        for subject, obj in zip(s_ids[rows].tolist(), o_ids[rows].tolist(), strict=True):
-            own = modified.get(subject)
-            via = modified.get(obj)
-            if via is None or (own is not None and own[1] == subject):
-                continue
-            if own is None or via[0] < own[0]:
-                modified[subject] = (via[0], via[1])
+        if own is None or via[0] < own[0]:
+            modified[subject] = (via[0], via[1])
     effective: dict[int, str] = {}
     for node, date in _dated(terms, ids, s_ids, p_ids, o_ids, profile.effective_properties):
         if node not in effective or date < effective[node]:
             effective[node] = date
     inherited: dict[int, str] = {}
-    for predicate in profile.freshness_via:
-        pid = ids.get(predicate, -1)
-        if pid < 0:
-            continue
-        rows = np.nonzero(p_ids == pid)[0]
-        for subject, obj in zip(s_ids[rows].tolist(), o_ids[rows].tolist(), strict=True):
-            found = effective.get(obj)
-            if found is not None and subject not in effective:
-                inherited[subject] = max(found, inherited.get(subject, found))
+    for subject, obj in _pairs(ids, s_ids, p_ids, o_ids, profile.freshness_via):
+        found = effective.get(obj)
+        if found is not None and subject not in effective:
+            inherited[subject] = max(found, inherited.get(subject, found))
     effective.update(inherited)
     return modified, effective
 
 
 def _dated(terms: list[str], ids: dict[str, int], s_ids: IntArray, p_ids: IntArray,
            o_ids: IntArray, predicates: Iterable[str]) -> Iterable[tuple[int, str]]:
+    for subject, obj in _pairs(ids, s_ids, p_ids, o_ids, predicates):
+        date = parse_date(terms[obj])
+        if date is not None:
+            yield subject, date
+
+
+def _pairs(ids: dict[str, int], s_ids: IntArray, p_ids: IntArray, o_ids: IntArray,
+           predicates: Iterable[str]) -> Iterator[tuple[int, int]]:
+    """``(subject, object)`` ids of the triples of each of ``predicates`` (the predicates in
+    their order, each one's triples in document order); a predicate the ontology lacks has none."""
     for predicate in predicates:
         pid = ids.get(predicate, -1)
         if pid < 0:
             continue
         rows = np.nonzero(p_ids == pid)[0]
-        for subject, obj in zip(s_ids[rows].tolist(), o_ids[rows].tolist(), strict=True):
-            date = parse_date(terms[obj])
-            if date is not None:
-                yield subject, date
+        yield from zip(s_ids[rows].tolist(), o_ids[rows].tolist(), strict=True)
 
 
 def _compute_view_mask(index: OntologyIndex, spec: ViewSpec) -> BoolArray:

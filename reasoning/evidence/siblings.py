@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from reasoning.evidence.index import OntologyIndex
+from reasoning.evidence.index import IntArray, OntologyIndex
 from reasoning.evidence.model import LinkedEntity
 
 __all__ = ["sibling_lexicon"]
@@ -33,7 +33,6 @@ def sibling_lexicon(
     out: dict[str, str] = {}
     if index.type_id < 0:
         return {e.label: e.iri for e in linked if e.label}
-    typed = index.p == index.type_id
     for entity in linked:
         if not entity.label:
             continue
@@ -41,10 +40,10 @@ def sibling_lexicon(
         if entity.is_class or node < 0:
             out.setdefault(entity.label, entity.iri)
             continue
-        classes = index.o[typed & (index.s == node)].tolist()
+        classes = index.o[_typed(index, index.out_of(node))].tolist()
         best: tuple[int, int, list[int]] | None = None
         for cls in classes:
-            members = [m for m in index.s[typed & (index.o == cls)].tolist() if m != node]
+            members = [m for m in index.s[_typed(index, index.into(cls))].tolist() if m != node]
             if members and not _generic(index.terms[cls]) and (best is None or len(members) < best[0]):
                 best = (len(members), cls, members)
         if best is None:
@@ -58,6 +57,12 @@ def sibling_lexicon(
             if label and label not in out:
                 out[label] = name
     return out
+
+
+def _typed(index: OntologyIndex, edges: IntArray) -> IntArray:
+    """The ``rdf:type`` triples among ``edges`` (triple ids, their order kept)."""
+    typed: IntArray = edges[index.p[edges] == index.type_id]
+    return typed
 
 
 def _generic(term: str) -> bool:

@@ -196,6 +196,12 @@ class _Explained:
         return iri_value(self.loaded.node)
 
 
+def _parsed(text: str, prefixes: dict[str, str]) -> Query | None:
+    """One ``sh:construct`` text parsed (:func:`~reasoning.rules.check.parse_rule_query`); None when refused."""
+    problem, _, query = parse_rule_query(text, prefixes)
+    return None if problem is not None else query
+
+
 class RuleBook:
     """The decision rules of one ontology version, ready to evaluate cases (thread-safe)."""
 
@@ -209,15 +215,17 @@ class RuleBook:
             for s, p, o in zip(index.s.tolist(), index.p.tolist(), index.o.tolist(), strict=True)
         ]
         self.rules = load_rules(triples)
+        #: Per rule (as ``rules``), each ``sh:construct`` parsed (None: refused), parsed once here
+        #: for every reader of the rules (the first is the one explained; the thresholds read all).
+        self.queries: tuple[tuple[Query | None, ...], ...] = tuple(
+            tuple(_parsed(text, loaded.source.prefixes) for text in loaded.source.constructs)
+            for loaded in self.rules
+        )
         self._explained: list[_Explained] = []
         constants: set[str] = set()
         predicates: set[str] = set()
-        for loaded in self.rules:
-            query = None
-            for text in loaded.source.constructs[:1]:
-                problem, _, query = parse_rule_query(text, loaded.source.prefixes)
-                if problem is not None:
-                    query = None
+        for loaded, queries in zip(self.rules, self.queries, strict=True):
+            query = queries[0] if queries else None
             implements = loaded.source.implements
             rule_id = (
                 index.label(index.term_id(implements), "en")

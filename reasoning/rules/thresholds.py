@@ -28,7 +28,6 @@ from rdflib.plugins.sparql.parserutils import CompValue
 from reasoning.counterfactual import Threshold
 from reasoning.evidence.index import OntologyIndex
 from reasoning.evidence.terms import is_literal, literal_parts
-from reasoning.rules.check import parse_rule_query
 from reasoning.rules.engine import RuleBook
 from reasoning.rules.relax import FLIPPED, pattern_triples, units
 
@@ -56,10 +55,9 @@ def rule_thresholds(book: RuleBook) -> tuple[Threshold, ...]:
 
 def _read(book: RuleBook) -> tuple[Threshold, ...]:
     found: dict[Threshold, None] = {}
-    for loaded in book.rules:
-        for text in loaded.source.constructs:
-            problem, _, query = parse_rule_query(text, loaded.source.prefixes)
-            if problem is not None or query is None:
+    for queries in book.queries:
+        for query in queries:
+            if query is None:
                 continue
             part = query.algebra.p
             patterns = list(pattern_triples(part))
@@ -105,7 +103,9 @@ def _objects(index: OntologyIndex, subjects: list[str], predicate: str) -> list[
     sids = [i for i in (index.term_id(s) for s in subjects) if i >= 0]
     if pid < 0 or not sids:
         return []
-    rows = np.nonzero((index.p == pid) & np.isin(index.s, sids))[0][:_MAX_VALUES]
+    # The subjects' triples (CSR slices), in document order as a scan of every triple would find them.
+    edges = np.sort(np.concatenate([index.out_of(s) for s in dict.fromkeys(sids)]))
+    rows = edges[index.p[edges] == pid][:_MAX_VALUES]
     return [index.terms[o] for o in index.o[rows].tolist()]
 
 

@@ -31,6 +31,10 @@ def test_csr_slices_are_the_node_triples(aml: OntologyIndex) -> None:
     incoming = aml.in_edges[aml.in_ptr[node]:aml.in_ptr[node + 1]]
     assert set(incoming.tolist()) == set((aml.o == node).nonzero()[0].tolist())
     assert int(aml.degree[node]) == len(out) + len(incoming)
+    # out_of / into are those slices, in document order (the order a scan of every triple finds).
+    for n in (node, aml.type_id, aml.term_id(f"<{AML}PoliticallyExposedPerson>")):
+        assert aml.out_of(n).tolist() == (aml.s == n).nonzero()[0].tolist()
+        assert aml.into(n).tolist() == (aml.o == n).nonzero()[0].tolist()
 
 
 def test_labels_dates_and_classes(aml: OntologyIndex, clinical: OntologyIndex) -> None:
