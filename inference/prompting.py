@@ -126,9 +126,11 @@ def _fact_line(fact: EvidenceFact) -> str:
 
 def evidence_block(subgraph: EvidenceSubgraph, language: str) -> str:
     """The facts of one view, one per line, each with its id and its date when known."""
-    lines = [f"{_EVIDENCE[_lang(language)]} ({subgraph.view}):"]
-    lines += [_fact_line(fact) for fact in subgraph.facts]
-    return "\n".join(lines)
+    return _view_block(subgraph.view, [_fact_line(fact) for fact in subgraph.facts], language)
+
+
+def _view_block(view: str, lines: Sequence[str], language: str) -> str:
+    return "\n".join([f"{_EVIDENCE[_lang(language)]} ({view}):", *lines])
 
 
 def evidence_shared(subgraphs: Sequence[EvidenceSubgraph]) -> tuple[EvidenceFact, ...]:
@@ -161,19 +163,45 @@ def messages_for(
     facts of ``subgraph`` shown first, under a header naming no view (the
     facts every branch shows, ``evidence_shared``); the view's block holds the rest.
     """
+    system = system_message(constraints, language, with_evidence)
+    return _branch_messages(request, system, subgraph, language, notes, _SharedBlock.of(shared, language))
+
+
+class _SharedBlock(msgspec.Struct, frozen=True):
+    """The block of the facts every branch shows (its text, and its lines to leave out of a
+    view's own block), formatted once for all the branches of a prompt."""
+
+    text: str = ""
+    lines: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, shared: Sequence[EvidenceFact], language: str) -> _SharedBlock:
+        lines = [_fact_line(f) for f in shared]
+        if not lines:
+            return cls()
+        return cls(text="\n".join([_EVIDENCE[_lang(language)] + ":", *lines]), lines=frozenset(lines))
+
+
+def _branch_messages(
+    request: str,
+    system: str,
+    subgraph: EvidenceSubgraph | None,
+    language: str,
+    notes: Sequence[str],
+    shared: _SharedBlock,
+) -> list[dict[str, str]]:
+    """:func:`messages_for` with its system message and its shared block already formatted."""
     blocks = [request]
     if subgraph is not None and subgraph.facts:
-        lines = {_fact_line(f) for f in shared}
-        if lines:
-            header = _EVIDENCE[_lang(language)] + ":"
-            blocks.append("\n".join([header, *(_fact_line(f) for f in shared)]))
-        own = tuple(f for f in subgraph.facts if _fact_line(f) not in lines)
+        if shared.lines:
+            blocks.append(shared.text)
+        own = [line for line in map(_fact_line, subgraph.facts) if line not in shared.lines]
         if own:
-            blocks.append(evidence_block(msgspec.structs.replace(subgraph, facts=own), language))
+            blocks.append(_view_block(subgraph.view, own, language))
     if notes:
         blocks.append("\n".join(notes))
     return [
-        {"role": "system", "content": system_message(constraints, language, with_evidence)},
+        {"role": "system", "content": system},
         {"role": "user", "content": "\n\n".join(blocks)},
     ]
 
@@ -218,18 +246,21 @@ def plan_prompt(
     one block (``plan.shared`` empty): the reference layout.
     """
     with_evidence = any(g.facts for g in subgraphs)
-    base = messages_for(request, constraints, None, language, with_evidence)
+    # What every branch says alike is formatted once: the system message, the shared facts' block.
+    system = system_message(constraints, language, with_evidence)
+    base = _branch_messages(request, system, None, language, (), _SharedBlock())
     branch_notes = list(notes) if notes is not None else [()] * max(len(subgraphs), 1)
     if len(branch_notes) != max(len(subgraphs), 1):
         raise InvalidInput("plan_prompt needs one notes entry per branch")
     common = evidence_shared(subgraphs) if share_evidence else ()
+    block = _SharedBlock.of(common, language)
     branches: list[tuple[str, float, tuple[EvidenceFact, ...], list[dict[str, str]]]] = (
         [
             (
                 g.view,
                 g.relevance,
                 g.facts,
-                messages_for(request, constraints, g, language, with_evidence, n, common),
+                _branch_messages(request, system, g, language, n, block),
             )
             for g, n in zip(subgraphs, branch_notes)
         ]
@@ -239,7 +270,7 @@ def plan_prompt(
                 "",
                 1.0,
                 (),
-                messages_for(request, constraints, None, language, with_evidence, branch_notes[0]),
+                _branch_messages(request, system, None, language, branch_notes[0], _SharedBlock()),
             )
         ]
     )
