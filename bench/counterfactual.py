@@ -35,7 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -213,12 +213,9 @@ def _flagship(tokens: int, cache: Path | None) -> dict[str, Any]:
     )
     result = reasoner.run(plan, tenant="bench-counterfactual")
     decoded = result.decode
-    labels = sorted(
-        {*plan.entities, *(x for b in plan.branches for f in b.facts for x in (f.subject, f.object))},
-        key=len,
-        reverse=True,
+    labels = _step_labels(
+        [*plan.entities, *(x for b in plan.branches for f in b.facts for x in (f.subject, f.object))]
     )
-    labels = [label for label in labels if len(label) >= 3 and not label.startswith(("http", "urn:"))]
     steps = result.answer_steps
     facts = [s for s in steps if _states_fact(s, labels)]
     for step in facts:
@@ -256,9 +253,15 @@ def _states_fact(step: Any, labels: Sequence[str]) -> bool:
 
 def _labels(case: dict[str, Any]) -> list[str]:
     """The labels a step of ``case`` may name: the lexicon's and its evidence's (as the judge)."""
-    found = set(LEXICON)
-    for subgraph in case["evidence"]:
-        found.update(x for f in subgraph.facts for x in (f.subject, f.object) if len(x) >= 3)
+    return _step_labels(
+        [*LEXICON, *(x for g in case["evidence"] for f in g.facts for x in (f.subject, f.object))]
+    )
+
+
+def _step_labels(names: Iterable[str]) -> list[str]:
+    """The names a fact-stating step is matched against (``_states_fact``), longest first: each
+    once, none shorter than three characters, no IRI."""
+    found = {n for n in names if len(n) >= 3 and not n.startswith(("http", "urn:"))}
     return sorted(found, key=len, reverse=True)
 
 
