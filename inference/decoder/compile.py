@@ -75,6 +75,7 @@ from inference.decoder.controllers.sentence_ends import build_sentence_ends
 from inference.decoder.controllers.sentence_marks import build_sentence_marks
 from inference.decoder.controllers.sentence_steps import build_sentence_steps
 from inference.decoder.controllers.sentence_types import build_sentence_types
+from inference.decoder.controllers.sentence_words import build_sentence_words
 from inference.decoder.controllers.sentences import sentence_floor
 from inference.decoder.controllers.shares import build_shares
 from inference.decoder.controllers.spans import build_spans
@@ -257,7 +258,7 @@ FORM_FAMILIES: tuple[FormFamily, ...] = (
     ),
     FormFamily(
         "sentence_word",
-        build_sentence_ends,
+        build_sentence_words,
         lambda f: form_sentence_word(
             f.hard, f.layout, f.controlled, inserts=f.inserts, ending=f.compiled["sentence_end"]
         ),

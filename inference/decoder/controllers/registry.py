@@ -39,6 +39,7 @@ from inference.decoder.controllers.sentence_ends import build_sentence_ends
 from inference.decoder.controllers.sentence_marks import build_sentence_marks
 from inference.decoder.controllers.sentence_steps import build_sentence_steps
 from inference.decoder.controllers.sentence_types import build_sentence_types
+from inference.decoder.controllers.sentence_words import build_sentence_words
 from inference.decoder.controllers.shares import build_shares
 from inference.decoder.controllers.spans import build_spans
 from inference.decoder.controllers.stating import build_stating
@@ -68,6 +69,7 @@ CONTROLLERS: tuple[Builder, ...] = (
     build_sentence_types,  # sentences counted by type: each ends with its round's mark, the stop at a round's end
     build_sentence_steps,  # each sentence a step longer: its end masked short of the length, no word past it
     build_sentence_ends,  # the k-th sentence ends with a text: its terminals masked until the text is written
+    build_sentence_words,  # the k-th sentence holds a text: no end before it, its first token favoured more per word
     build_piece_sentences,  # sentences per paragraph: a short one's exit masked, a full one ended
     build_shares,  # a share of the sentences ends with one mark: the other terminals masked while it is owed
     build_spans,  # delimited spans: opened and closed where the model ends a word, capped by their openings
