@@ -87,11 +87,10 @@ def _gap(model: Any, forward: Any, references: list[tuple[torch.Tensor, torch.Te
 def _memory_after_load(model: str, cache: Path, weights: str) -> dict[str, Any]:
     """The resident memory and held weight bytes after loading ``model`` in ``weights`` (this
     process: run it in a fresh one, :func:`_memory_in_fresh_process`)."""
-    import resource
-
     import psutil
     from torch import nn
 
+    from bench.weight_formats import _peak_rss_mb
     from inference.decoder.packed_llama import packed_forward
     from inference.loader import load_model
     from inference.weights.kernels import stored_bytes
@@ -106,7 +105,7 @@ def _memory_after_load(model: str, cache: Path, weights: str) -> dict[str, Any]:
         "weights": loaded.identity.weights,
         "forward": "lean" if forward is not None else "library",
         "rss_mb": round(psutil.Process().memory_info().rss / 2**20, 1),
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "peak_rss_mb": _peak_rss_mb(),  # VmHWM: ru_maxrss would carry the parent's peak over exec
         "weights_mb": round(stored_bytes(nn.ModuleList(held)) / 2**20, 1),
     }
 

@@ -36,7 +36,13 @@ from torch import nn
 from inference.decoder.packed_llama import LeanLayer, LeanLlama, Linear, attach, layer_norms
 from inference.lean.family import Family, family_of
 from inference.weights.gguf_q4 import Q4Block, finer_names
-from inference.weights.kernels import INT4_GROUP, Int4Linear, Int8Linear, PackedLinear
+from inference.weights.kernels import (
+    INT4_GROUP,
+    Int4Linear,
+    Int8Embedding,
+    Int8Linear,
+    PackedLinear,
+)
 
 __all__ = ["build_forward", "convert", "install", "onednn_packs"]
 
@@ -277,9 +283,14 @@ def install(model: Any, forward: LeanLlama, replacements: Mapping[str, nn.Module
     """Run ``model`` on ``forward``'s kernels: swap the modules in, cast the rest, attach a forward.
 
     Returns the attached forward, which reads the model's own (cast)
-    embedding and norms, so no second copy of them stays alive.
+    embedding and norms, so no second copy of them stays alive. In int8 and
+    int4 an input embedding tied to the LM head becomes a lookup over the
+    head's int8 codes (:class:`~inference.weights.kernels.Int8Embedding`, a
+    scaled embedding's factor kept), so the table is held once.
     """
     if forward.dtype != torch.float32:
+        embedding = model.model.embed_tokens
+        tied = getattr(model.lm_head, "weight", None) is getattr(embedding, "weight", None)
         for name, module in replacements.items():
             parent_name, _, child = name.rpartition(".")
             parent = model.get_submodule(parent_name) if parent_name else model
@@ -291,6 +302,13 @@ def install(model: Any, forward: LeanLlama, replacements: Mapping[str, nn.Module
         model.to(forward.dtype)
         for name, table in tables.items():
             setattr(rotary, name, table)
+        if tied and isinstance(forward.lm_head, Int8Linear):
+            # A tied input embedding reads the head's int8 codes (as a direct load does) rather
+            # than keeping its float table beside them: Gemma 3 270M's is 320 MB in bfloat16.
+            scale = getattr(embedding, "embed_scale", None)
+            model.model.embed_tokens = Int8Embedding(
+                forward.lm_head, scale if isinstance(scale, torch.Tensor) else None
+            )
         # bfloat16 runs on the model's own cast modules (a tied LM head stays
         # tied); the quantised formats on the swapped-in kernels.
         own = forward.weights == "bfloat16"

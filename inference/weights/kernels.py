@@ -340,10 +340,16 @@ class Int8Embedding(nn.Module):
     49152 x 576 rather than 54 MB in bfloat16 beside the head's codes).
     """
 
-    def __init__(self, head: Int8Linear) -> None:
+    def __init__(self, head: Int8Linear, scale: torch.Tensor | None = None) -> None:
         super().__init__()
         self.head = head
         self.num_embeddings, self.embedding_dim = head.out_features, head.in_features
+        #: A scaled embedding's factor (Gemma: the square root of the hidden size), applied as
+        #: the library applies it: cast to the table's dtype, after the lookup; None: none.
+        self.embed_scale: torch.Tensor | None
+        self.register_buffer(
+            "embed_scale", None if scale is None else scale.detach().to(head.scales.dtype), persistent=False
+        )
 
     @property
     def weight(self) -> torch.Tensor:
@@ -352,7 +358,8 @@ class Int8Embedding(nn.Module):
 
     def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
         codes = F.embedding(input_ids, self.head.codes.view(torch.uint8)).view(torch.int8)
-        return codes.to(self.head.scales.dtype) * self.head.scales[input_ids].unsqueeze(-1)
+        rows = codes.to(self.head.scales.dtype) * self.head.scales[input_ids].unsqueeze(-1)
+        return rows if self.embed_scale is None else rows * self.embed_scale
 
 
 def parameter_count(model: nn.Module) -> int:

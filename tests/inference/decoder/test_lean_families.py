@@ -161,3 +161,37 @@ def test_int4_keeps_projections_a_gguf_holds_finer_in_int8() -> None:
     assert isinstance(replacements["model.layers.0.mlp.gate_proj"], Int8Linear)
     assert isinstance(replacements["model.layers.0.mlp.up_proj"], Int4Linear)
     assert kls[1] < kls[0], f"KL(float32 || int4) all four-bit {kls[0]:.4f}, finer kept {kls[1]:.4f}"
+
+
+@pytest.mark.parametrize("weights", ["int8", "int4"])
+def test_a_tied_scaled_embedding_reads_the_int8_heads_codes(weights: str) -> None:
+    """Gemma 3 ties its (scaled) input embedding to the LM head: in int8 / int4 the lookup reads
+    the head's int8 codes, its factor kept (no float table held beside them), and the model
+    stays close to float32 through the lean forward and through the library forward alike."""
+    from inference.weights.kernels import Int8Embedding, Int8Linear
+
+    model = _tiny("gemma3")
+    assert model.lm_head.weight is model.model.embed_tokens.weight
+    tokens = torch.randint(1, VOCAB, (1, 24), generator=torch.Generator().manual_seed(5))
+    with torch.inference_mode():
+        reference = model(input_ids=tokens).logits[0].float()
+        convert(model, weights)
+        embedding = model.model.embed_tokens
+        assert isinstance(embedding, Int8Embedding) and isinstance(model.lm_head, Int8Linear)
+        assert embedding.head is model.lm_head and embedding.embed_scale is not None
+        assert float(embedding.embed_scale) == float(torch.tensor(64**0.5).to(torch.bfloat16))
+        table = model.lm_head.codes.to(torch.bfloat16) * model.lm_head.scales[:, None]
+        torch.testing.assert_close(embedding(tokens)[0], table[tokens[0]] * embedding.embed_scale)
+        held = [t for t in [*model.parameters(), *model.buffers()] if t.shape == (VOCAB, 64)]
+        assert [t.dtype for t in held] == [torch.int8], "a float table is held beside the codes"
+        mask = torch.ones((1, 24), dtype=torch.bool)
+        outs = {}
+        for name, packed in (("lean", True), ("library", False)):
+            runner = ModelRunner(model, packed=packed)
+            cache = runner.new_cache(1, 24)
+            outs[name] = runner.call(tokens, torch.arange(24)[None], mask, cache, last_only=False)[0].float()
+    for name, logits in outs.items():
+        kl = F.kl_div(
+            F.log_softmax(logits, -1), F.log_softmax(reference, -1), log_target=True, reduction="batchmean"
+        )
+        assert float(kl) < 0.05, f"{weights} {name}: KL(float32 || {weights}) {float(kl):.4f}"
