@@ -72,12 +72,21 @@ allowed.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
-from functools import lru_cache
-from itertools import combinations
 
-import msgspec
-
+from inference.decoder.compile.forms import (
+    INSERTING,
+    WORD_INSERTING,
+    bounds,
+    case_of,
+    fixed_texts,
+    form_of_constraint,
+    forms_of,
+    free_body,
+    literal_text,
+    opening_text,
+    required_keywords,
+    whole_length,
+)
 from inference.decoder.controllers.class_openings import MASKED_CLASSES, ClassOpening
 from inference.decoder.controllers.closing_texts import CLOSED_UNITS, Closing, piece_ends
 from inference.decoder.controllers.count_maxima import (
@@ -106,9 +115,9 @@ from inference.decoder.controllers.sentence_ends import SentenceEnd
 from inference.decoder.controllers.sentence_marks import TERMINALS, SentenceMark
 from inference.decoder.controllers.shares import SentenceShare
 from inference.decoder.controllers.spans import SPAN_TOKENS, SpanCount
-from inference.decoder.controllers.template import Layout, Literal, build_layout
+from inference.decoder.controllers.template import Layout
 from reasoning.constraints.form import units
-from reasoning.constraints.form.kinds import GENERIC_KINDS, form_of
+from reasoning.constraints.form.kinds import form_of
 from reasoning.constraints.form.model import (
     Count,
     Filter,
@@ -124,19 +133,14 @@ from reasoning.constraints.model import Constraint, Kind, Relation
 from reasoning.errors import ConflictError, LimitExceeded
 
 __all__ = [
-    "DIGIT_ITEM",
-    "EMOJI_ITEM",
     "form_class_opening",
     "form_closing",
     "form_floors",
     "form_hashtags",
     "form_initials",
-    "form_layout",
     "form_lines",
     "form_minima",
-    "form_of_constraint",
     "form_opening",
-    "form_paragraph_words",
     "form_piece_sentences",
     "form_placement",
     "form_sentence_end",
@@ -144,336 +148,8 @@ __all__ = [
     "form_sentence_share",
     "form_spans",
     "form_tally",
-    "free_body",
-    "lower_forms",
     "sentence_text_rule",
 ]
-
-#: The item inserted to meet a minimum of digits or emoji (any one counts).
-DIGIT_ITEM = "7"
-EMOJI_ITEM = "\u2705"  # ✅, one code point, no variation selector
-_PLACES = (Unit.WORDS, Unit.SENTENCES, Unit.PARAGRAPHS, Unit.LINES)
-_PREFIXED = (Kind.START_PHRASE, Kind.REPEAT_PROMPT)
-
-
-def form_of_constraint(c: Constraint) -> Form | None:
-    """The form a generic constraint carries (None: not a generic kind, malformed params, or a form no
-    controller here reads: a position inside a piece, echoing the answer's own words or a containment
-    (``Position.plain``), and a spread's step, are verified only)."""
-    shape = GENERIC_KINDS.get(c.kind)
-    if shape is None:
-        return None
-    try:
-        form = msgspec.convert(dict(c.params), shape)
-    except msgspec.ValidationError:
-        return None
-    if isinstance(form, Position) and not form.plain:
-        return None
-    return form
-
-
-def _bounds(relation: Relation, n: int) -> tuple[int, int | None]:
-    return {
-        Relation.LESS_THAN: (0, n - 1),
-        Relation.AT_MOST: (0, n),
-        Relation.AT_LEAST: (n, None),
-        Relation.MORE_THAN: (n + 1, None),
-        Relation.EXACTLY: (n, n),
-    }[relation]
-
-
-def _whole_length(form: Count) -> bool:
-    """An unfiltered count, or a count of the characters that are not white space (every token
-    can add such items: the minima and floors keep them)."""
-    return form.filter == Filter() or (form.unit is Unit.CHARACTERS and form.filter == Filter(nonspace=True))
-
-
-def _plain(f: Filter, **allowed: object) -> bool:
-    return msgspec.structs.replace(f, **dict.fromkeys(allowed)) == Filter()
-
-
-def _keyword(c: Constraint, text: str, relation: Relation, n: int) -> Constraint:
-    params = {"keyword": text, "relation": str(relation), "n": n}
-    return msgspec.structs.replace(c, kind=Kind.KEYWORD_FREQUENCY, params=params)
-
-
-def _lower_count(c: Constraint, form: Count) -> list[Constraint]:
-    """A count with a minimum that a keyword's insertions meet, as that keyword
-    (maxima alone are caps of the tally, see ``form_tally``)."""
-    lo, hi = _bounds(form.relation, form.n)
-    if form.per is not None or form.of is not None or not lo:
-        return [c]
-    f = form.filter
-    if form.unit in (Unit.CHARACTERS, Unit.PUNCTUATION) and f.chars and _plain(f, chars=True):
-        marks = list(dict.fromkeys(f.chars))  # one mark, or its variants (';' and '；')
-        if all(form.unit is Unit.CHARACTERS or units.count(form.measure, m) == 1 for m in marks):
-            # The first is inserted and paced; where a maximum counts the others too, they are not written.
-            rest = [_keyword(c, m, Relation.AT_MOST, 0) for m in marks[1:]] if hi is not None else []
-            return [_keyword(c, marks[0], form.relation, form.n), *rest]
-    item = {Unit.DIGITS: DIGIT_ITEM, Unit.EMOJI: EMOJI_ITEM}.get(form.unit)
-    if item is not None and hi is None and _plain(f):
-        return [_keyword(c, item, Relation.AT_LEAST, lo)]
-    return [c]
-
-
-def _opening_text(form: Position) -> str:
-    """The text that meets a position's predicate when written: its own, or for the emoji class
-    the one emoji the controllers write (any emoji meets it); "" for the other classes."""
-    return EMOJI_ITEM if form.word_class == "emoji" and form.op == "starts_with" else form.text.strip()
-
-
-def _lower_position(
-    c: Constraint, form: Position, constraints: Sequence[Constraint], taken: set[Kind], fold: str | None
-) -> list[Constraint]:
-    text = _opening_text(form)
-    if fold == "lower":
-        text = text.lower()
-    elif fold == "upper":
-        text = text.upper()
-    one_word = len(text.split()) == 1
-    if form.unit is Unit.BULLETS and form.k == 0 and form.op == "starts_with" and text:
-        return _lower_item_lead(c, text, constraints, taken)
-    if not text or form.unit not in _PLACES:
-        return [c]
-    starts = form.k == 1 and (form.op == "starts_with" or (form.op == "is" and form.unit is Unit.WORDS and one_word))
-    if starts and not taken & set(_PREFIXED):
-        taken.add(Kind.START_PHRASE)
-        return [msgspec.structs.replace(c, kind=Kind.START_PHRASE, params={"phrase": text})]
-    ends = form.k == -1 and (form.op == "ends_with" or (form.op == "is" and form.unit is Unit.WORDS and one_word))
-    if ends and Kind.END_PHRASE not in taken and (one_word or Kind.QUOTATION not in taken):
-        taken.add(Kind.END_PHRASE)
-        return [msgspec.structs.replace(c, kind=Kind.END_PHRASE, params={"phrase": text})]
-    opens_paragraph = form.unit is Unit.PARAGRAPHS and form.k >= 2 and form.op == "starts_with" and one_word
-    if opens_paragraph and not taken & _BODY_KINDS and not _counts_unit(constraints, Unit.PARAGRAPHS, c.id):
-        # The blank-line paragraph body of k paragraphs, the k-th opened by the word (a literal).
-        taken.add(Kind.NTH_PARAGRAPH_FIRST_WORD)
-        params = {"n": form.k, "nth": form.k, "first_word": text.strip(STRIPPED)}
-        return [msgspec.structs.replace(c, kind=Kind.NTH_PARAGRAPH_FIRST_WORD, params=params)]
-    return [c]
-
-
-def _lower_paragraphs(
-    c: Constraint, form: Count, constraints: Sequence[Constraint], taken: set[Kind]
-) -> list[Constraint]:
-    """A count of the answer's blank-line paragraphs with a minimum ("exactly three paragraphs",
-    "at least two") as the blank-line body of that many paragraphs, when nothing else shapes the
-    body and no other count or second placement of paragraphs is there; the k-th paragraph opened
-    by one word ``position(paragraphs, k, starts_with)``, ``k`` within the count, is that body's
-    first word (``form_paragraph_words`` reports it controlled). Empty: not such a count."""
-    lo = _bounds(form.relation, form.n)[0]
-    if form.unit is not Unit.PARAGRAPHS or form.per is not None or form.of is not None or form.filter != Filter():
-        return []
-    if not lo or taken & _BODY_KINDS:
-        return []
-    placed: list[Position] = []
-    for q in constraints:
-        if q.id == c.id:
-            continue
-        for f in _forms(q):
-            if isinstance(f, Count) and f.unit is Unit.PARAGRAPHS and f.per is None:
-                return []
-            if isinstance(f, Position) and f.unit is Unit.PARAGRAPHS:
-                placed.append(f)
-    params: dict[str, object] = {"n": lo}
-    if placed:
-        place = placed[0]
-        word = place.text.strip()
-        if len(placed) > 1 or place.op != "starts_with" or not 1 <= place.k <= lo or len(word.split()) != 1:
-            return []
-        params.update(nth=place.k, first_word=word.strip(STRIPPED))
-    taken.add(Kind.NTH_PARAGRAPH_FIRST_WORD)
-    return [msgspec.structs.replace(c, kind=Kind.NTH_PARAGRAPH_FIRST_WORD, params=params)]
-
-
-def form_paragraph_words(constraints: Sequence[Constraint], layout: Layout, controlled: set[str]) -> None:
-    """Report controlled the k-th paragraph's first word that a lowered paragraph count's body
-    writes (``_lower_paragraphs``): the same word as the body's literal, in paragraph ``nth``."""
-    body = layout.body
-    if body.kind != "blank_paragraphs" or not body.first_word or body.nth is None:
-        return
-    for c in constraints:
-        form = form_of_constraint(c)
-        if isinstance(form, Position) and form.unit is Unit.PARAGRAPHS and form.op == "starts_with" \
-                and form.k == body.nth and form.text.strip().strip(STRIPPED).lower() == body.first_word.lower():
-            controlled.add(c.id)
-
-
-def _counts_unit(constraints: Sequence[Constraint], unit: Unit, own: str) -> bool:
-    """Whether a constraint other than ``own`` counts or places ``unit`` (a layout made for one
-    placement would have to agree with it)."""
-    for q in constraints:
-        if q.id == own:
-            continue
-        try:
-            forms = form_of(q.kind, q.params) or ()
-        except (TypeError, ValueError, KeyError):
-            return True
-        if any(isinstance(f, (Count, Position)) and f.unit is unit for f in forms):
-            return True
-    return False
-
-
-#: Named kinds that give the answer its body (a list of its own would compete with them).
-_BODY_KINDS = frozenset({
-    Kind.BULLET_COUNT, Kind.SECTIONS, Kind.PARAGRAPH_COUNT, Kind.NTH_PARAGRAPH_FIRST_WORD, Kind.JSON_FORMAT,
-    Kind.REGEX_FORMAT, Kind.CONSTRAINED_RESPONSE, Kind.TWO_RESPONSES,
-})
-_LISTS = (FormLayout.LIST, FormLayout.NUMBERED_LIST, FormLayout.NESTED_LIST)
-#: Items of a list the request asks for without saying how many.
-LIST_ITEMS = 3
-
-
-def _lower_structure(c: Constraint, form: Structure, constraints: Sequence[Constraint], taken: set[Kind]) -> list[Constraint]:
-    """A list to write (bulleted, numbered, nested) as the bullet layout of ``LIST_ITEMS`` items,
-    when no other constraint gives the answer its body."""
-    if form.layout not in _LISTS or taken & _BODY_KINDS:
-        return [c]
-    rivals = [q for q in constraints if q.id != c.id and isinstance(form_of_constraint(q), Structure)]
-    if rivals:
-        return [c]
-    taken.add(Kind.BULLET_COUNT)
-    params = {"n": LIST_ITEMS, "numbered": form.layout is FormLayout.NUMBERED_LIST,
-              "nested": form.layout is FormLayout.NESTED_LIST}
-    return [msgspec.structs.replace(c, kind=Kind.BULLET_COUNT, params=params)]
-
-
-def _lower_item_lead(c: Constraint, text: str, constraints: Sequence[Constraint], taken: set[Kind]) -> list[Constraint]:
-    """Every list item opening with ``text`` as the bullet layout of ``LIST_ITEMS`` items, each
-    opened by it, when no other constraint gives the answer its body (beside a list that another
-    constraint lowers, ``form_layout`` adds the lead to its items)."""
-    if taken & _BODY_KINDS or any(q.id != c.id and isinstance(form_of_constraint(q), Structure) for q in constraints):
-        return [c]
-    taken.add(Kind.BULLET_COUNT)
-    return [msgspec.structs.replace(c, kind=Kind.BULLET_COUNT, params={"n": LIST_ITEMS, "lead": text})]
-
-
-def _item_leads(constraints: Sequence[Constraint]) -> list[tuple[Constraint, str]]:
-    """The texts every list item must open with (``position(bullets, 0, starts_with)``), by constraint."""
-    found = []
-    for c in constraints:
-        form = form_of_constraint(c)
-        if isinstance(form, Position) and form.unit is Unit.BULLETS and form.k == 0 and form.op == "starts_with" \
-                and _opening_text(form):
-            found.append((c, " ".join(_opening_text(form).split())))
-    return found
-
-
-def lower_forms(constraints: Sequence[Constraint]) -> list[Constraint]:
-    """The hard response constraints with the form constraints a named kind's
-    controller keeps rewritten into that kind (see the module doc)."""
-    _check_positions_fit(constraints)
-    leads = _item_leads(constraints)
-    for (c, text), (q, other) in combinations(leads, 2):
-        if not (text.lower().startswith(other.lower()) or other.lower().startswith(text.lower())):
-            raise ConflictError("every list item cannot open with two texts", constraint_ids=[c.id, q.id])
-    taken = {c.kind for c in constraints}
-    fold = "lower" if Kind.ALL_LOWERCASE in taken else "upper" if Kind.ALL_CAPITALS in taken else None
-    out: list[Constraint] = []
-    for c in constraints:
-        form = form_of_constraint(c)
-        if isinstance(form, Count):
-            out += _lower_paragraphs(c, form, constraints, taken) or _lower_count(c, form)
-        elif isinstance(form, Position):
-            out += _lower_position(c, form, constraints, taken, fold)
-        elif isinstance(form, Structure):
-            out += _lower_structure(c, form, constraints, taken)
-        else:
-            out.append(_lower_mark_frequency(c))
-    return out
-
-
-def _lower_mark_frequency(c: Constraint) -> Constraint:
-    """A ``letter_frequency`` minimum of a mark that is no letter or digit ("exactly three '?'")
-    as that keyword's frequency: the keyword's insertions meet the minimum (a letter's is only
-    assisted, as a letter alone is no word to insert), and the substring count it keeps is the
-    letter count's."""
-    letter = str(c.params.get("letter", ""))
-    if c.kind != Kind.LETTER_FREQUENCY or len(letter) != 1 or letter.isalnum() or letter.isspace():
-        return c
-    try:
-        relation, n = Relation(c.params.get("relation", "at least")), int(c.params.get("n", 0))
-    except (TypeError, ValueError):
-        return c
-    return _keyword(c, letter, relation, n) if _bounds(relation, n)[0] else c
-
-
-def _check_positions_fit(constraints: Sequence[Constraint]) -> None:
-    """A text placed at the k-th word / sentence / paragraph / line of an answer that may hold
-    fewer than k of them cannot be written: ``ConflictError``."""
-    most: dict[Unit, tuple[int, str]] = {}
-    for q in constraints:
-        for f in _forms(q):
-            if isinstance(f, Count) and f.unit in _PLACES and f.per is None and f.of is None and f.filter == Filter():
-                hi = _bounds(f.relation, f.n)[1]
-                if hi is not None and (f.unit not in most or hi < most[f.unit][0]):
-                    most[f.unit] = (hi, q.id)
-    for c in constraints:
-        form = form_of_constraint(c)
-        if isinstance(form, Position) and form.unit in most and form.k > most[form.unit][0]:
-            hi, source = most[form.unit]
-            raise ConflictError(
-                f"the {form.unit.value[:-1]} {form.k} cannot be placed in an answer of at most {hi} {form.unit.value}",
-                constraint_ids=[c.id, source],
-            )
-
-
-def _case_of(constraints: Sequence[Constraint]) -> str | None:
-    """The letter case every letter of the answer must have ("lower", "upper"; None: any)."""
-    kinds = {q.kind for q in constraints}
-    return "lower" if Kind.ALL_LOWERCASE in kinds else "upper" if Kind.ALL_CAPITALS in kinds else None
-
-
-@lru_cache(maxsize=64)
-def _fixed_texts(layout: Layout) -> tuple[str, ...]:
-    """The texts of ``layout``'s literal segments, in order (its segments built once per layout:
-    the lowering asks each form's question of the same one)."""
-    return tuple(s.text for s in build_layout(layout) if isinstance(s, Literal))
-
-
-def free_body(layout: Layout) -> bool:
-    """Whether the body is free text without fixed text anywhere: where a controller that counts
-    or places words in the model's own text controls its rule."""
-    return layout.body.kind == "free" and not _fixed_texts(layout)
-
-
-def _literal_text(layout: Layout) -> str:
-    return "\n".join(_fixed_texts(layout))
-
-
-def form_layout(constraints: Sequence[Constraint], layout: Layout, controlled: set[str]) -> Layout:
-    """``layout`` with an answer-level wrapper's delimiters (first and last), and the text every
-    list item opens with on the items of a bulleted body (a literal after each marker).
-
-    Raises:
-        ConflictError: an answer wrapped in two ways.
-    """
-    leads = _item_leads(constraints)
-    if leads and layout.body.kind == "bullets":
-        lead = layout.body.item_lead or max((text for _, text in leads), key=len)
-        if all(lead.lower().startswith(text.lower()) for _, text in leads):
-            fold = {"lower": str.lower, "upper": str.upper}.get(_case_of(constraints) or "", str)
-            layout = replace(layout, body=replace(layout.body, item_lead=fold(lead)))
-            controlled.update(c.id for c, _ in leads)
-    for c in constraints:
-        form = form_of_constraint(c)
-        if not isinstance(form, Wrap) or form.unit is not Unit.ANSWER or not form.left or not form.right:
-            continue
-        if layout.body.kind == "formal":
-            continue
-        quoted = next((q for q in constraints if q.kind == Kind.QUOTATION), None)
-        current = ('"', '"') if quoted is not None else layout.wrap
-        if current is not None:
-            if current != (form.left, form.right):
-                rivals = [q.id for q in constraints if q.kind == Kind.QUOTATION or form_of_constraint(q) is not None
-                          and q.id in controlled and q.kind == Kind.WRAP]
-                raise ConflictError("the answer cannot be wrapped in two ways", constraint_ids=[c.id, *rivals])
-            controlled.add(c.id)
-            continue
-        if layout.end_phrase and not layout.end_phrase.endswith(form.right):
-            continue
-        layout = replace(layout, wrap=(form.left, form.right))
-        controlled.add(c.id)
-    return layout
 
 
 def _every_word_opening(form: Form | None) -> Form | None:
@@ -496,7 +172,7 @@ def form_tally(
     constraints: Sequence[Constraint], layout: Layout, controlled: set[str]
 ) -> Tally | None:
     """The capped form counts and the no-list rule of ``constraints`` (None: none)."""
-    literals = _literal_text(layout)
+    literals = literal_text(layout)
     caps: list[Cap] = []
     shares: list[Share] = []
     no_list: list[str] = []
@@ -525,22 +201,22 @@ def form_tally(
             cap = _piece_cap(c, form, layout)
             if cap is not None:
                 caps.append(cap)
-                if not _bounds(form.relation, form.n)[0]:
+                if not bounds(form.relation, form.n)[0]:
                     controlled.add(c.id)  # an exact count also needs its floor (``form_floors``)
             continue
         if form.filter.separator or form.filter.marker or form.filter.left or form.filter.text and form.unit is not Unit.LETTERS:
             continue
-        lo, hi = _bounds(form.relation, form.n)
+        lo, hi = bounds(form.relation, form.n)
         # A range of characters, letters or hashtags is capped here, its minimum kept by ``form_minima`` /
         # ``form_hashtags``; other ranges are left to the prompt.
-        if hi is None or lo and not (form.unit in KEPT_UNITS and _whole_length(form) or form.unit is Unit.HASHTAGS):
+        if hi is None or lo and not (form.unit in KEPT_UNITS and whole_length(form) or form.unit is Unit.HASHTAGS):
             continue
         fixed = literals
         if form.unit is Unit.UNIQUE_WORDS:
-            if any(q.kind in _WORD_INSERTING for q in constraints):
+            if any(q.kind in WORD_INSERTING for q in constraints):
                 continue  # words chosen at decode time would be forced past the check
             placed = [f.text for q in constraints if isinstance(f := form_of_constraint(q), Position)]
-            fixed = "\n".join([literals, *_required_keywords(constraints), *placed])
+            fixed = "\n".join([literals, *required_keywords(constraints), *placed])
         reserved = units.count(form.measure, fixed)
         if reserved > hi:
             raise ConflictError(
@@ -577,24 +253,9 @@ def _share(c: Constraint, form: Count, constraints: Sequence[Constraint], layout
         return None
     if not free_body(layout):
         return None
-    if any(q.kind in _INSERTING | _WORD_INSERTING for q in constraints):
+    if any(q.kind in INSERTING | WORD_INSERTING for q in constraints):
         return None
     return Share(form.measure, form.of, float(form.fraction), form.relation is Relation.LESS_THAN, (c.id,))
-
-
-#: Kinds whose controllers force words not known at compile time (a distinct-words cap cannot reserve them).
-_WORD_INSERTING = frozenset({Kind.CAPITAL_WORD_FREQUENCY, Kind.PLACEHOLDERS, Kind.CITE_SOURCES})
-
-
-def _required_keywords(constraints: Sequence[Constraint]) -> list[str]:
-    """The keyword texts the keyword controller may insert (each required at least once)."""
-    found: list[str] = []
-    for q in constraints:
-        if q.kind == Kind.KEYWORDS_PRESENT:
-            found += [str(w) for w in q.params.get("keywords", [])]
-        elif q.kind == Kind.KEYWORD_FREQUENCY:
-            found.append(str(q.params.get("keyword", "")))
-    return found
 
 
 def _piece_cap(c: Constraint, form: Count, layout: Layout) -> Cap | None:
@@ -603,14 +264,14 @@ def _piece_cap(c: Constraint, form: Count, layout: Layout) -> Cap | None:
     Raises:
         ConflictError: a piece of the layout's own literals already holds more than the cap.
     """
-    hi = _bounds(form.relation, form.n)[1]
+    hi = bounds(form.relation, form.n)[1]
     if form.per not in PIECE_UNITS or hi is None:
         return None
     f = form.filter
     if f.separator or f.marker or f.left or (f.text and form.unit is not Unit.LETTERS):
         return None
     probe = Cap(form.measure, hi, (c.id,), per=form.per)
-    pieces = list(_fixed_texts(layout))
+    pieces = list(fixed_texts(layout))
     reserved = max((most_per_piece(probe, text, 0) for text in pieces), default=0)
     if reserved > hi:
         raise ConflictError(
@@ -636,7 +297,7 @@ def _check_words_fit(constraints: Sequence[Constraint], caps: Sequence[Cap]) -> 
         if not isinstance(n, int) or isinstance(n, bool):
             continue
         try:
-            lo, hi = _bounds(Relation(str(relation)), n)
+            lo, hi = bounds(Relation(str(relation)), n)
         except ValueError:
             continue
         if c.kind == Kind.SENTENCE_COUNT and hi is not None and (most_sentences is None or hi < most_sentences[0]):
@@ -654,13 +315,6 @@ def _check_words_fit(constraints: Sequence[Constraint], caps: Sequence[Cap]) -> 
         )
 
 
-#: Kinds whose controllers write or pace words of their own (a placement would refuse them).
-_INSERTING = frozenset({
-    Kind.KEYWORDS_PRESENT, Kind.KEYWORD_FREQUENCY, Kind.CAPITAL_WORD_FREQUENCY, Kind.PLACEHOLDERS,
-    Kind.CITE_SOURCES, Kind.POSTSCRIPT, Kind.END_PHRASE, Kind.WORD_COUNT, Kind.SENTENCE_COUNT,
-})
-
-
 def form_placement(
     constraints: Sequence[Constraint], layout: Layout, controlled: set[str], *, inserts: bool
 ) -> Placement | None:
@@ -669,7 +323,7 @@ def form_placement(
 
     Controlled: the k-th word (``k >= 2``) is / starts with one word, in a free body whose fixed
     text before it holds fewer than ``k - 1`` words, with no controller that inserts or paces
-    words (``inserts``: citations or a stated decision; the kinds of ``_INSERTING``) and
+    words (``inserts``: citations or a stated decision; the kinds of ``INSERTING``) and
     no other placement.
     """
     found: list[tuple[Constraint, Position]] = []
@@ -677,7 +331,7 @@ def form_placement(
         form = form_of_constraint(c)
         if isinstance(form, Position) and form.unit is Unit.WORDS and form.k >= 2 and form.op in ("is", "starts_with"):
             found.append((c, form))
-    if len(found) != 1 or inserts or any(c.kind in _INSERTING for c in constraints):
+    if len(found) != 1 or inserts or any(c.kind in INSERTING for c in constraints):
         return None
     c, form = found[0]
     word = form.text.strip().strip(STRIPPED)
@@ -697,7 +351,7 @@ def form_placement(
             return None
         for cap in forms:
             if isinstance(cap, Count) and cap.per is None and cap.of is None and cap.unit is not Unit.UNIQUE_WORDS \
-                    and _bounds(cap.relation, cap.n)[1] is not None and units.count(cap.measure, " " + word + " ") > 0:
+                    and bounds(cap.relation, cap.n)[1] is not None and units.count(cap.measure, " " + word + " ") > 0:
                 return None  # (a distinct-words cap reserves the placed words: ``form_tally``)
     controlled.add(c.id)
     return Placement(k=form.k, text=word, op=form.op, sources=(c.id,))
@@ -734,25 +388,25 @@ def form_floors(
     """
     floors: list[Floor] = []
     found = [(c, f) for c in constraints if isinstance(f := form_of_constraint(c), Count)
-             and f.per is not None and f.of is None and _bounds(f.relation, f.n)[0]]
+             and f.per is not None and f.of is None and bounds(f.relation, f.n)[0]]
     for c, form in found:
-        lo = _bounds(form.relation, form.n)[0]
+        lo = bounds(form.relation, form.n)[0]
         _check_floor_fits(c, form, lo, constraints)
-        if form.per not in PIECE_UNITS or form.unit not in FLOOR_UNITS | INSERTED_UNITS or not _whole_length(form):
+        if form.per not in PIECE_UNITS or form.unit not in FLOOR_UNITS | INSERTED_UNITS or not whole_length(form):
             continue
         if form.unit in INSERTED_UNITS and any(
-                isinstance(cap, Count) and cap.of is None and _bounds(cap.relation, cap.n)[1] is not None
+                isinstance(cap, Count) and cap.of is None and bounds(cap.relation, cap.n)[1] is not None
                 and units.count(cap.measure, " " + INSERTED_ITEMS[form.unit] + " ") > 0
-                for q in constraints for cap in _forms(q)):
+                for q in constraints for cap in forms_of(q)):
             continue  # the inserted item is forced past the masks: a cap that counts it leaves the floor to the prompt
         if not free_body(layout) or inserts:
             continue
-        if any(set(text) & _PIECE_ENDS for text in _required_keywords(constraints)):
+        if any(set(text) & _PIECE_ENDS for text in required_keywords(constraints)):
             continue
         if max_new_tokens is not None and form.unit is Unit.WORDS and lo > max_new_tokens:
             raise LimitExceeded(f"{lo} words per {form.per.value[:-1]} cannot fit in {max_new_tokens} new tokens",
                                 constraint_ids=[c.id])
-        hi = _bounds(form.relation, form.n)[1]
+        hi = bounds(form.relation, form.n)[1]
         if hi is not None and not (tally is not None and any(c.id in cap.sources for cap in tally.caps)):
             continue
         floors.append(Floor(form.measure, lo, form.per, (c.id,)))
@@ -766,17 +420,17 @@ def _check_floor_fits(c: Constraint, floor: Count, lo: int, constraints: Sequenc
     assert per is not None
     least_pieces, pieces_ids = 1, []
     for q in constraints:
-        for f in _forms(q):
+        for f in forms_of(q):
             if isinstance(f, Count) and f.unit is per and f.per is None and f.of is None \
-                    and f.filter == Filter() and _bounds(f.relation, f.n)[0] > least_pieces:
-                least_pieces, pieces_ids = _bounds(f.relation, f.n)[0], [q.id]
+                    and f.filter == Filter() and bounds(f.relation, f.n)[0] > least_pieces:
+                least_pieces, pieces_ids = bounds(f.relation, f.n)[0], [q.id]
     for q in constraints:
         if q.id == c.id:
             continue
-        for f in _forms(q):
+        for f in forms_of(q):
             if not isinstance(f, Count) or f.of is not None or f.measure != floor.measure:
                 continue
-            hi = _bounds(f.relation, f.n)[1]
+            hi = bounds(f.relation, f.n)[1]
             if hi is None:
                 continue
             if f.per is per and hi < lo:
@@ -798,7 +452,7 @@ def form_opening(
 
     Controlled: one such position (``k >= 2`` or every piece), in a free body without fixed text, with no
     controller that forces words of its own (``inserts``: citations or a stated decision;
-    ``placed``: a word placement; the kinds of ``_INSERTING``), and no maximum that counts an
+    ``placed``: a word placement; the kinds of ``INSERTING``), and no maximum that counts an
     item of the text (its tokens are forced past the masks).
 
     Raises:
@@ -812,11 +466,11 @@ def form_opening(
                 form.unit in OPENED_UNITS and form.k >= 2 or form.unit in EVERY_UNITS and form.k == 0):
             found.append((c, form))
     _check_openings_agree(constraints, found)
-    if len(found) != 1 or inserts or placed or any(c.kind in _INSERTING for c in constraints):
+    if len(found) != 1 or inserts or placed or any(c.kind in INSERTING for c in constraints):
         return None
     c, form = found[0]
     kinds = {q.kind for q in constraints}
-    text = " ".join(_opening_text(form).split())
+    text = " ".join(opening_text(form).split())
     text = text.lower() if Kind.ALL_LOWERCASE in kinds else text.upper() if Kind.ALL_CAPITALS in kinds else text
     if not text or not free_body(layout):
         return None
@@ -829,7 +483,7 @@ def form_opening(
             return None
         for cap in forms:
             if isinstance(cap, Count) and cap.of is None and cap.unit is not Unit.UNIQUE_WORDS \
-                    and _bounds(cap.relation, cap.n)[1] is not None and units.count(cap.measure, " " + text + " ") > 0:
+                    and bounds(cap.relation, cap.n)[1] is not None and units.count(cap.measure, " " + text + " ") > 0:
                 return None  # (a distinct-words cap reserves the placed words: ``form_tally``)
     controlled.add(c.id)
     return Opening(per=form.unit, k=form.k, text=text, sources=(c.id,))
@@ -859,21 +513,21 @@ def form_class_opening(
                                 "in an answer of the other case", constraint_ids=[c.id, kinds[against]])
         if form.word_class == "number":
             for q in constraints:
-                for cap in _forms(q):
+                for cap in forms_of(q):
                     if isinstance(cap, Count) and cap.unit in (Unit.DIGITS, Unit.NUMBERS) and cap.per is None \
-                            and cap.of is None and _bounds(cap.relation, cap.n)[1] == 0:
+                            and cap.of is None and bounds(cap.relation, cap.n)[1] == 0:
                         raise ConflictError("a piece cannot open with a digit in an answer without digits",
                                             constraint_ids=[c.id, q.id])
     letters = [(c, form) for c in constraints if isinstance(form := form_of_constraint(c), Count)
                and _letter_opening(form)]
-    if len(found) + len(letters) != 1 or inserts or placed or any(c.kind in _INSERTING for c in constraints):
+    if len(found) + len(letters) != 1 or inserts or placed or any(c.kind in INSERTING for c in constraints):
         return None
     c, opening = (found or letters)[0]
     if not free_body(layout):
         return None
     for q in constraints:
         if q.id != c.id and any(isinstance(f, Position) and f.op == "starts_with"
-                                and f.unit in (opening.unit, Unit.ANSWER) for f in _forms(q)):
+                                and f.unit in (opening.unit, Unit.ANSWER) for f in forms_of(q)):
             return None  # another opening of these pieces: left to the prompt
     controlled.add(c.id)
     if isinstance(opening, Count):
@@ -887,7 +541,7 @@ def _letter_opening(form: Count) -> bool:
     """Whether ``form`` says every sentence / line / paragraph opens with a letter: none of them
     starts otherwise ("every sentence must start with the letter T")."""
     f = form.filter
-    return form.unit in EVERY_UNITS and form.per is None and form.of is None and _bounds(form.relation, form.n)[1] == 0 \
+    return form.unit in EVERY_UNITS and form.per is None and form.of is None and bounds(form.relation, form.n)[1] == 0 \
         and f.negated and f.starts_with is not None and len(f.starts_with) == 1 and f.starts_with.isalpha() \
         and f == Filter(starts_with=f.starts_with, negated=True)
 
@@ -915,20 +569,20 @@ def form_closing(
         return every.closed(text) or Closing(form.unit, 0, text).closed(every.text)
 
     _check_pieces_agree(constraints, found, Kind.END_PHRASE, "end with", agree)
-    if len(found) != 1 or inserts or placed or any(c.kind in _INSERTING for c in constraints):
+    if len(found) != 1 or inserts or placed or any(c.kind in INSERTING for c in constraints):
         return None
     c, form = found[0]
     text = " ".join(form.text.split())
-    case = _case_of(constraints)
+    case = case_of(constraints)
     text = text.lower() if case == "lower" else text.upper() if case == "upper" else text
     if not free_body(layout):
         return None
     if any(ch in piece_ends(form.unit) for ch in text.rstrip(piece_ends(form.unit))) or "\n" in text:
         return None  # the text would end a piece before its own end
     for q in constraints:
-        for cap in _forms(q):
+        for cap in forms_of(q):
             if isinstance(cap, Count) and cap.of is None and cap.unit is not Unit.UNIQUE_WORDS \
-                    and _bounds(cap.relation, cap.n)[1] is not None and units.count(cap.measure, " " + text + " ") > 0:
+                    and bounds(cap.relation, cap.n)[1] is not None and units.count(cap.measure, " " + text + " ") > 0:
                 return None
     controlled.add(c.id)
     return Closing(per=form.unit, k=form.k, text=text, sources=(c.id,))
@@ -983,20 +637,20 @@ def form_minima(
         LimitExceeded: more characters or letters than the token budget can add
             (``MOST_PER_TOKEN`` per token, besides what the fixed text holds).
     """
-    literals = _literal_text(layout)
+    literals = literal_text(layout)
     found: list[Minimum] = []
     for c in constraints:
         form = form_of_constraint(c)
         if not isinstance(form, Count) or form.per is not None or form.of is not None:
             continue
-        lo = _bounds(form.relation, form.n)[0]
-        kept = form.unit in KEPT_UNITS and _whole_length(form)
+        lo = bounds(form.relation, form.n)[0]
+        kept = form.unit in KEPT_UNITS and whole_length(form)
         if not lo or not (kept or form.unit is Unit.UNIQUE_WORDS) or layout.body.kind == "formal":
             continue
         for q in constraints:
             other = form_of_constraint(q) if q.id != c.id else None
             if isinstance(other, Count) and other.per is None and other.of is None and other.measure == form.measure:
-                hi = _bounds(other.relation, other.n)[1]
+                hi = bounds(other.relation, other.n)[1]
                 if hi is not None and hi < lo:
                     raise ConflictError(f"at least {lo} {form.unit.value.replace('_', ' ')} but at most {hi}",
                                         constraint_ids=[c.id, q.id])
@@ -1004,7 +658,7 @@ def form_minima(
             raise LimitExceeded(f"at least {lo} {form.unit.value} cannot fit in {max_new_tokens} new tokens",
                                 constraint_ids=[c.id])
         capped = tally is not None and any(c.id in cap.sources for cap in tally.caps)
-        if _bounds(form.relation, form.n)[1] is not None and not capped:
+        if bounds(form.relation, form.n)[1] is not None and not capped:
             continue  # a range whose cap is not kept: left to the prompt
         found.append(Minimum(form.measure, lo, (c.id,)))
         (controlled if kept else assisted).add(c.id)
@@ -1029,15 +683,15 @@ def form_initials(
         if not isinstance(form, Count) or form.unit is not Unit.WORDS or form.per is not None or form.of is not None:
             continue
         prefix = form.filter.starts_with or form.filter.ends_with or ""
-        lo, hi = _bounds(form.relation, form.n)
+        lo, hi = bounds(form.relation, form.n)
         if not lo or hi is not None or not prefix.isalpha() \
                 or form.filter not in (Filter(starts_with=prefix), Filter(ends_with=prefix)):
             continue
         for q in constraints:
-            for f in _forms(q) if q.id != c.id else ():
+            for f in forms_of(q) if q.id != c.id else ():
                 if isinstance(f, Count) and f.per is None and f.of is None and f.unit is Unit.WORDS \
                         and f.filter in (Filter(), form.filter):
-                    most = _bounds(f.relation, f.n)[1]
+                    most = bounds(f.relation, f.n)[1]
                     if most is not None and most < lo:
                         raise ConflictError(f"at least {lo} words with {prefix!r} but at most {most} words",
                                             constraint_ids=[c.id, q.id])
@@ -1078,8 +732,8 @@ def form_spans(
     f = found[0][1].filter
     left, right = f.left or "", f.right or ""
     same = [(c, form) for c, form in found if form.filter == f]
-    lo = max(_bounds(form.relation, form.n)[0] for _, form in same)
-    his = [hi for _, form in same if (hi := _bounds(form.relation, form.n)[1]) is not None]
+    lo = max(bounds(form.relation, form.n)[0] for _, form in same)
+    his = [hi for _, form in same if (hi := bounds(form.relation, form.n)[1]) is not None]
     hi = min(his) if his else None
     ids = tuple(c.id for c, _ in same)
     if hi is not None and lo > hi:
@@ -1090,7 +744,7 @@ def form_spans(
     if not 1 <= len(left) <= _MOST_DELIMITER or not 1 <= len(right) <= _MOST_DELIMITER \
             or any(ch.isalnum() or ch.isspace() for ch in left + right):
         return None  # a delimiter of marks only (a word or a line break is not written inside prose)
-    fixed = list(_fixed_texts(layout)) + _required_keywords(constraints)
+    fixed = list(fixed_texts(layout)) + required_keywords(constraints)
     if inserts or layout.wrap is not None or layout.body.kind != "free" \
             or any(ch in text for text in fixed for ch in (left, right, "\n")):
         return None
@@ -1109,23 +763,23 @@ def form_piece_sentences(
     Controlled: in the blank-line body of a counted number of paragraphs (``_lower_paragraphs``),
     or alone in a free body without fixed text whose paragraphs the model writes (``free``: no
     other rule on paragraphs or lines), with no controller that writes text of its own
-    (``inserts``, the kinds of ``_INSERTING``) and no other rule on sentences.
+    (``inserts``, the kinds of ``INSERTING``) and no other rule on sentences.
     """
     found = [(c, form) for c in constraints if isinstance(form := form_of_constraint(c), Count)
              and form.unit is Unit.SENTENCES and form.per is Unit.PARAGRAPHS and form.of is None
              and form.filter == Filter()]
     free = free_body(layout)
     if len(found) != 1 or inserts or not (free or layout.body.kind == "blank_paragraphs") \
-            or any(c.kind in _INSERTING for c in constraints):
+            or any(c.kind in INSERTING for c in constraints):
         return None
     c, form = found[0]
     pieces = (Unit.SENTENCES, Unit.PARAGRAPHS, Unit.LINES) if free else (Unit.SENTENCES,)
     for q in constraints:
-        for f in _forms(q) if q.id != c.id else ():
+        for f in forms_of(q) if q.id != c.id else ():
             if isinstance(f, (Count, Position, Wrap)) and (
                     getattr(f, "unit", None) in pieces or getattr(f, "per", None) in pieces):
                 return None
-    lo, hi = _bounds(form.relation, form.n)
+    lo, hi = bounds(form.relation, form.n)
     if hi is not None and hi < max(lo, 1):
         return None
     controlled.add(c.id)
@@ -1140,7 +794,7 @@ def form_sentence_end(
 
     Controlled: one such position, its text without a terminal or a line break, in a free body
     without fixed text, with no controller that writes words of its own (``inserts``: citations
-    or a stated decision; the kinds of ``_INSERTING``), no other rule on sentence ends or
+    or a stated decision; the kinds of ``INSERTING``), no other rule on sentence ends or
     openings, and no maximum that counts an item of the text (its tokens are forced past the masks).
     """
     found = [(c, form) for c in constraints if isinstance(form := form_of_constraint(c), Position)
@@ -1155,7 +809,7 @@ def sentence_text_rule(
     """The ``SentenceEnd`` of the one position in ``found``, the k-th sentence ending with its text
     or (``op="contains"``) holding it, where the sentence-end controller can keep it: on the terms
     :func:`form_sentence_end` names, the same for both (None: not one position, or not here)."""
-    if len(found) != 1 or inserts or any(c.kind in _INSERTING for c in constraints):
+    if len(found) != 1 or inserts or any(c.kind in INSERTING for c in constraints):
         return None
     c, form = found[0]
     kinds = {q.kind for q in constraints}
@@ -1164,13 +818,13 @@ def sentence_text_rule(
     if not text or any(ch in TERMINALS or ch == "\n" for ch in text) or not free_body(layout):
         return None
     for q in constraints:
-        for f in _forms(q) if q.id != c.id else ():
+        for f in forms_of(q) if q.id != c.id else ():
             if isinstance(f, Wrap) and f.unit is Unit.SENTENCES or isinstance(f, Position) and f.unit is Unit.SENTENCES:
                 return None
             if isinstance(f, Count) and (f.of is not None or f.unit is Unit.SENTENCES and f.filter.ends_with):
                 return None
             if isinstance(f, Count) and f.of is None and f.unit not in (Unit.UNIQUE_WORDS, *PIECE_UNITS) \
-                    and _bounds(f.relation, f.n)[1] is not None and units.count(f.measure, " " + text + " ") > 0:
+                    and bounds(f.relation, f.n)[1] is not None and units.count(f.measure, " " + text + " ") > 0:
                 return None  # (a count of lines or paragraphs: the text adds none)
     controlled.add(c.id)
     return SentenceEnd(k=form.k, text=text, sources=(c.id,), op="contains" if form.op == "contains" else "ends_with")
@@ -1198,7 +852,7 @@ def form_sentence_mark(
                             constraint_ids=[c.id for c, _ in found])
     if inserts or not free_body(layout):
         return None
-    if any(ch in TERMINALS for text in _required_keywords(constraints) for ch in text):
+    if any(ch in TERMINALS for text in required_keywords(constraints) for ch in text):
         return None
     ids = tuple(c.id for c, _ in found)
     controlled.update(ids)
@@ -1253,7 +907,7 @@ def form_sentence_share(
         raise ConflictError(f"more than every sentence cannot end with {mark!r}", constraint_ids=[c.id])
     if inserts or not free_body(layout):
         return None
-    if any(ch in TERMINALS for text in _required_keywords(constraints) for ch in text):
+    if any(ch in TERMINALS for text in required_keywords(constraints) for ch in text):
         return None
     if any(isinstance(q_form := form_of_constraint(q), Wrap) and q_form.unit is Unit.SENTENCES for q in constraints):
         return None  # every sentence's end is another controller's
@@ -1276,12 +930,12 @@ def form_hashtags(
     """
     found = [(c, form) for c in constraints if isinstance(form := form_of_constraint(c), Count)
              and form.unit is Unit.HASHTAGS and form.per is None and form.of is None and form.filter == Filter()]
-    lows = [(c, lo) for c, form in found if (lo := _bounds(form.relation, form.n)[0])]
+    lows = [(c, lo) for c, form in found if (lo := bounds(form.relation, form.n)[0])]
     if not lows:
         return None
     source, lo = max(lows, key=lambda pair: pair[1])
     for c, form in found:
-        hi = _bounds(form.relation, form.n)[1]
+        hi = bounds(form.relation, form.n)[1]
         if hi is not None and hi < lo:
             raise ConflictError(f"at least {lo} hashtags but at most {hi}", constraint_ids=[source.id, c.id])
     if max_new_tokens is not None and lo * HASHTAG_TOKENS > max_new_tokens:
@@ -1312,8 +966,8 @@ def form_lines(
              and form.unit is Unit.LINES and form.per is None and form.of is None and form.filter == Filter()]
     if not found:
         return None
-    lo = max(_bounds(form.relation, form.n)[0] for _, form in found)
-    his = [hi for _, form in found if (hi := _bounds(form.relation, form.n)[1]) is not None]
+    lo = max(bounds(form.relation, form.n)[0] for _, form in found)
+    his = [hi for _, form in found if (hi := bounds(form.relation, form.n)[1]) is not None]
     hi = min(his) if his else None
     ids = tuple(c.id for c, _ in found)
     if hi is not None and lo > hi:
@@ -1326,11 +980,3 @@ def form_lines(
         return None
     controlled.update(ids)
     return LineCount(at_least=lo, at_most=hi, sources=ids)
-
-
-def _forms(c: Constraint) -> tuple[Form, ...]:
-    """The forms of any constraint (none where its parameters do not fit its kind)."""
-    try:
-        return form_of(c.kind, c.params) or ()
-    except (TypeError, ValueError, KeyError):
-        return ()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from inference.decoder.compile_form import _INSERTING, _forms, form_of_constraint, free_body
+from inference.decoder.compile.forms import INSERTING, form_of_constraint, forms_of, free_body
 from inference.decoder.controllers.sentence_steps import SentenceSteps
 from inference.decoder.controllers.template import Layout
 from reasoning.constraints.form.model import Count, Position, Spread, Unit, Wrap
@@ -29,14 +29,14 @@ def form_sentence_steps(
     """The ``SentenceSteps`` of a step between sentences (None: none, or not controllable here)."""
     found = [(c, f) for c in constraints if isinstance(f := form_of_constraint(c), Spread) and f.step is not None
              and f.unit is Unit.WORDS and f.per is Unit.SENTENCES]
-    if len(found) != 1 or inserts or any(c.kind in _INSERTING for c in constraints):
+    if len(found) != 1 or inserts or any(c.kind in INSERTING for c in constraints):
         return None
     c, form = found[0]
     assert form.step is not None
     if form.step == 0 or abs(form.step) > MOST_STEP or not free_body(layout):
         return None
     for q in constraints:
-        for f in _forms(q) if q.id != c.id else ():
+        for f in forms_of(q) if q.id != c.id else ():
             if isinstance(f, (Wrap, Position, Spread)) or isinstance(f, Count) and (
                     f.unit in (Unit.SENTENCES, Unit.WORDS) or f.per is not None or f.of is not None):
                 return None

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from fractions import Fraction
 from math import lcm
 
-from inference.decoder.compile_form import _INSERTING, _forms, form_of_constraint, free_body
+from inference.decoder.compile.forms import INSERTING, form_of_constraint, forms_of, free_body
 from inference.decoder.controllers.sentence_types import SentenceTypes
 from inference.decoder.controllers.template import Layout
 from reasoning.constraints.form.model import Count, Filter, Measure, Position, Spread, Unit, Wrap
@@ -92,7 +92,7 @@ def form_sentence_types(
         else:
             return None
         ids.append(c.id)
-    if not ids or (exact and ratios) or inserts or any(c.kind in _INSERTING for c in constraints):
+    if not ids or (exact and ratios) or inserts or any(c.kind in INSERTING for c in constraints):
         return None
     pattern = pattern_of(exact, ratios)
     if pattern is None or not free_body(layout):
@@ -100,7 +100,7 @@ def form_sentence_types(
     for q in constraints:
         if q.id in ids:
             continue
-        for f in _forms(q):
+        for f in forms_of(q):
             if isinstance(f, (Wrap, Position, Spread)) and Unit.SENTENCES in (getattr(f, "unit", None),
                                                                               getattr(f, "per", None)):
                 return None

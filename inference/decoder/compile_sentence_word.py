@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from inference.decoder.compile_form import _forms, sentence_text_rule
+from inference.decoder.compile.forms import forms_of
+from inference.decoder.compile_form import sentence_text_rule
 from inference.decoder.controllers.sentence_ends import SentenceEnd
 from inference.decoder.controllers.sentence_words import SentenceWord
 from inference.decoder.controllers.template import Layout
@@ -27,7 +28,7 @@ __all__ = ["form_sentence_word"]
 def _contained(c: Constraint) -> Position | None:
     if GENERIC_KINDS.get(c.kind) is not Position:
         return None
-    form = next(iter(_forms(c)), None)
+    form = next(iter(forms_of(c)), None)
     if isinstance(form, Position) and form.unit is Unit.SENTENCES and form.op == "contains" and form.k >= 1 \
             and form.word is None and form.same_as is None:
         return form

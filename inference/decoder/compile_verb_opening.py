@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from inference.decoder.compile_form import form_of_constraint, free_body
+from inference.decoder.compile.forms import form_of_constraint, free_body
 from inference.decoder.controllers.template import Layout
 from inference.decoder.controllers.verb_opening import VerbOpening
 from reasoning.constraints.form.kinds import form_of

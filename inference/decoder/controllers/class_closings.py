@@ -308,7 +308,7 @@ def form_class_closing(
     rule on the ends of the same pieces (a closing text, one mark ending every sentence).
     """
     # The shared compile helpers import every controller module: read them when the step runs.
-    from inference.decoder.compile_form import _INSERTING, _forms, form_of_constraint, free_body
+    from inference.decoder.compile.forms import INSERTING, form_of_constraint, forms_of, free_body
 
     found = [
         (c, form)
@@ -322,7 +322,7 @@ def form_class_closing(
     if len(found) != 1 or inserts or placed or not free_body(layout):
         return None
     c, form = found[0]
-    writes = _INSERTING - {Kind.WORD_COUNT, Kind.SENTENCE_COUNT}  # counts land on the model's ends
+    writes = INSERTING - {Kind.WORD_COUNT, Kind.SENTENCE_COUNT}  # counts land on the model's ends
     if any(q.kind in writes for q in constraints):
         return None
     for q in constraints:
@@ -332,7 +332,7 @@ def form_class_closing(
             and f.unit in (form.unit, Unit.ANSWER)
             or isinstance(f, Wrap)
             and f.unit is form.unit
-            for f in _forms(q)
+            for f in forms_of(q)
         ):
             return None  # another rule on these pieces' ends: left to the prompt
     assert form.word_class is not None

@@ -11,7 +11,8 @@ from typing import Any
 
 from test_form_controllers import gen
 
-from inference.decoder.compile import FORM_FAMILIES, compile_steering
+from inference.decoder.compile import compile_steering
+from inference.decoder.compile.steering import FORM_FAMILIES
 from inference.decoder.controllers.count_limits import build_bounds, build_word_pace
 from inference.decoder.controllers.keywords import build_keywords
 from inference.decoder.controllers.registry import CONTROLLERS

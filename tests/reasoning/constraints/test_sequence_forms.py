@@ -75,7 +75,7 @@ def test_an_answer_that_contains_a_text_is_no_end_phrase() -> None:
 
 
 def test_the_position_controllers_leave_inside_positions_to_the_verifier() -> None:
-    from inference.decoder.compile_form import form_of_constraint
+    from inference.decoder.compile.forms import form_of_constraint
 
     inside = Constraint(id="p", kind=Kind.POSITION, params={"unit": "sentences", "k": 4, "op": "is", "text": "river",
                                                          "word": 2})

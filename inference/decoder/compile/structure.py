@@ -39,7 +39,7 @@ from dataclasses import replace
 
 import msgspec
 
-from inference.decoder.compile_form import LIST_ITEMS, form_of_constraint
+from inference.decoder.compile.forms import BODY_KINDS, LIST_ITEMS, LISTS, form_of_constraint
 from inference.decoder.controllers.charset import CharPolicy
 from inference.decoder.controllers.count_tallies import Limits, count_text
 from inference.decoder.controllers.layout import MIN_SEGMENT_TOKENS
@@ -61,15 +61,10 @@ from reasoning.errors import ConflictError, InvalidInput, LimitExceeded
 
 __all__ = ["TABLE_COLUMNS", "TABLE_ROWS", "lower_structures", "structure_layout"]
 
+
 #: Body rows and columns of a table the request asks for without saying how many.
 TABLE_ROWS = 3
 TABLE_COLUMNS = 2
-_LISTS = (FormLayout.LIST, FormLayout.NUMBERED_LIST, FormLayout.NESTED_LIST)
-#: Named kinds that give the answer its body (a list of its own would compete with them).
-_BODY_KINDS = frozenset({
-    Kind.BULLET_COUNT, Kind.SECTIONS, Kind.PARAGRAPH_COUNT, Kind.NTH_PARAGRAPH_FIRST_WORD, Kind.JSON_FORMAT,
-    Kind.REGEX_FORMAT, Kind.CONSTRAINED_RESPONSE, Kind.TWO_RESPONSES,
-})
 
 
 def _lower_copy(c: Constraint, form: Copy) -> Constraint:
@@ -88,7 +83,7 @@ def _shaped(form: Structure) -> bool:
 def lower_structures(constraints: Sequence[Constraint]) -> list[Constraint]:
     """``constraints`` with the copies and lists the layout writes rewritten (see the module doc)."""
     taken = {c.kind for c in constraints}
-    # "No list" beside a list is no rival structure: the lowered list meets it and is refused (form_tally).
+    # "No list" beside a list is no rival structure: the lowered list meets it and is refused (the tally family's step).
     structures = [c for c in constraints if isinstance(f := form_of_constraint(c), Structure)
                   and f.layout is not FormLayout.NO_LIST]
     out: list[Constraint] = []
@@ -97,8 +92,8 @@ def lower_structures(constraints: Sequence[Constraint]) -> list[Constraint]:
         if isinstance(form, Copy):
             out.append(_lower_copy(c, form))
             continue
-        if isinstance(form, Structure) and form.layout in _LISTS and _shaped(form) \
-                and not taken & _BODY_KINDS and len(structures) == 1:
+        if isinstance(form, Structure) and form.layout in LISTS and _shaped(form) \
+                and not taken & BODY_KINDS and len(structures) == 1:
             if form.n is not None and form.n < 1:
                 raise InvalidInput(f"a list needs at least one item, not {form.n}")
             taken.add(Kind.BULLET_COUNT)
