@@ -30,7 +30,7 @@ AML_PROMPT = (
     "our PEP list. Should this be escalated? Answer in under 80 words, cite the rules you rely "
     "on, and do not cite rules in force before 2020."
 )
-FAST = {"max_new_tokens": 12, "num_beams": 1}
+FAST = {"max_new_tokens": 12, "num_beams": 1, "counterfactual": False}
 
 
 # --- without the model ------------------------------------------------------------------

@@ -19,7 +19,7 @@ from reasoning.evidence.ingest import ingest_ontology
 QUESTION = (
     "Acme Ltd (Cyprus) sent EUR 2,000,000 to Jon Doe, who is on our PEP list. Should this be escalated?"
 )
-OPTIONS = ReasonOptions(max_new_tokens=32, num_beams=1, evidence_token_budget=96)
+OPTIONS = ReasonOptions(max_new_tokens=32, num_beams=1, evidence_token_budget=96, counterfactual=False)
 
 
 @pytest.fixture(scope="module")
