@@ -359,7 +359,7 @@ def generate(
                 for bm in beams:
                     if bm.tokens:
                         bm.cols.append(state.columns)
-                take(state)
+                take(runner, state)
                 logits = ahead.pop(0)
                 if run.guessed(run.taken - 1):
                     stats.draft_taken += 1

@@ -301,11 +301,11 @@ def decode(
 
 
 def _lookup(plan: PromptPlan, options: DecodeOptions) -> PromptLookup | None:
-    """The branches' prompts for drafting guesses (``drafts.py``), where guesses may pay: a
-    greedy decode with the forced-run feed on and ``draft_tokens`` to guess (see
-    ``DecodeOptions``: in a beam search every beam must follow its guess, in lockstep, with
-    no fork, and they seldom do)."""
-    if not (options.forced_runs and options.draft_tokens and options.width == 1):
+    """The branch's prompt for drafting guesses (``drafts.py``), where guesses pay: one row
+    (a greedy decode of one branch) with the forced-run feed on and ``draft_tokens`` to
+    guess (see ``DecodeOptions``: a run is followed only while every row takes its guess,
+    in lockstep, and over several rows they seldom all do)."""
+    if not (options.forced_runs and options.draft_tokens and options.width == 1 and len(plan.suffixes) == 1):
         return None
     return PromptLookup([[*plan.prefix_ids, *suffix] for suffix in plan.suffixes])
 

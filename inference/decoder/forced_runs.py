@@ -179,6 +179,7 @@ def feed_run(runner: ModelRunner, state: BatchState, feed: torch.Tensor, run: Fo
         [run.tokens[r] for r in drafted], dtype=torch.long, device=feed.device
     )
     col = state.columns
+    before = runner.counters.flops.get("decode", 0.0)
     state.mask[:, col : col + 1 + k] = True
     pos = state.positions.view(-1, 1) + torch.arange(1 + k, device=feed.device)  # [N, 1 + K]
     step = run.width
@@ -198,8 +199,18 @@ def feed_run(runner: ModelRunner, state: BatchState, feed: torch.Tensor, run: Fo
         )
     state.columns = col + 1
     state.positions += 1
+    _count_position(runner, n, before)
     assert logits.shape[:2] == (n, 1 + k)
     return logits
+
+
+def _count_position(runner: ModelRunner, rows: int, before: float) -> None:
+    """Count the decode FLOPs of one position of ``rows`` rows on top of ``before``: what the
+    one-token loop counts per select, whatever was fed ahead (or given back). The
+    counterfactual checks spend a share of these FLOPs, so their budget, and so the
+    verdicts, do not depend on the feed; the real cost of a run shows in the forwards and
+    in ``SearchStats.forced_fed`` / ``draft_fed``."""
+    runner.counters.flops["decode"] = before + 2.0 * runner.parameters * rows
 
 
 def _strided(cache: SlabCache, step: int) -> SlabCache:
@@ -216,10 +227,12 @@ def _strided(cache: SlabCache, step: int) -> SlabCache:
     return view
 
 
-def take(state: BatchState) -> None:
-    """Enter the next column fed ahead: the search followed the run one position on."""
+def take(runner: ModelRunner, state: BatchState) -> None:
+    """Enter the next column fed ahead: the search followed the run one position on (its
+    decode FLOPs counted as the one-token loop's step would count them)."""
     state.columns += 1
     state.positions += 1
+    _count_position(runner, state.rows, runner.counters.flops.get("decode", 0.0))
 
 
 def rewind(state: BatchState, columns: int) -> None:

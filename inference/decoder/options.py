@@ -79,12 +79,16 @@ class DecodeOptions(msgspec.Struct, frozen=True, kw_only=True):
     tail matched in the branch's prompt; 0: only forced text is fed ahead);
     every guess is verified by the search's own select, so the tokens are
     the same either way. It rides on the forced-run feed: ``forced_runs``
-    False turns it off too. Guesses are drafted for a greedy decode only
-    (``width`` 1): a run is followed while every beam of every branch takes
-    its guess, in lockstep, with no fork, and beams seldom do (measured on
-    the analyst's question, 2 beams x 4 branches: 10 guessed positions fed,
-    none taken; width 4 on copying prompts: 0-26 % taken, decode no faster),
-    so a beam search feeds forced text ahead only.
+    False turns it off too. Guesses are drafted for one row only (a greedy
+    decode, ``width`` 1, of one branch): a run is followed while every row
+    of every branch takes its guess, in lockstep, with no fork, and over
+    several rows they seldom all do (measured on the analyst's question,
+    2 beams x 4 branches: 10 guessed positions fed, none taken; 1 beam x 4
+    branches: 29 fed, 3 taken; width 4 on copying prompts: 0-26 % taken,
+    decode no faster; one greedy row copying its prompt: 70 % taken, 35 ->
+    16 forwards), so elsewhere only forced text is fed ahead. The tokens are
+    the search's own up to the floating-point difference between a
+    multi-token and a one-token forward (``forced_runs.py``).
 
     Raises:
         InvalidInput: a value out of its range (the message names the field).

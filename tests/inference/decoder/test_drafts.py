@@ -150,7 +150,7 @@ def test_steering_set_prompts_decode_the_same_with_drafts(loaded_model: LoadedMo
     if width == 1:
         assert fed > 0 and drafted.draft_tokens > 0  # the summary copies its text: guesses were taken
     else:
-        assert fed == 0  # a beam search feeds forced text ahead only (DecodeOptions.draft_tokens)
+        assert fed == 0  # guesses are drafted for one row only (DecodeOptions.draft_tokens)
 
 
 @pytest.mark.model
