@@ -183,20 +183,8 @@ def worker(argv: Sequence[str]) -> int:
         for width in [int(w) for w in args.widths.split(",") if w]:
             tokens = seconds = 0.0
             for item, plan in plans:
-                steering = steering_or_none(item["constraints"], tok, item["prompt"], args.new, lm.device)
-                steered += steering is not None
-                n, t, _ = timed_decode(
-                    lm.model,
-                    tok,
-                    plan,
-                    steering,
-                    item["constraints"],
-                    width,
-                    args.new,
-                    item["prompt"],
-                    False,
-                    lm.device,
-                )
+                n, t, was_steered = _steered_decode(lm, item, plan, width, args.new)
+                steered += was_steered
                 tokens, seconds = tokens + n, seconds + t
             out[f"tokens_per_s_w{width}"] = round(tokens / seconds, 2)
         out["steered_decodes"] = steered
@@ -240,29 +228,12 @@ def _paired(args: Any) -> int:
     timed_decode(lm.model, tok, warm, None, [], 4, 4, "", False, lm.device)
     timed_generate(reference.model, warm.branch_ids(0), 4, 4, pad, reference.device)
 
-    def steered(item: dict[str, Any], plan: Any, width: int) -> tuple[float, float]:
-        """Our steered decode of ``item`` at ``width``: tokens and seconds (steering compiled anew)."""
-        steering = steering_or_none(item["constraints"], tok, item["prompt"], args.new, lm.device)
-        n, t, _ = timed_decode(
-            lm.model,
-            tok,
-            plan,
-            steering,
-            item["constraints"],
-            width,
-            args.new,
-            item["prompt"],
-            False,
-            lm.device,
-        )
-        return n, t
-
     rounds: list[tuple[float, float]] = []  # (ours, generate) tokens per second, per round
     for _ in range(_PAIRED_ROUNDS):
         ours_n = ours_s = gen_n = gen_s = 0.0
         for item in items:
             plan = plan_prompt(tok, item["prompt"], item["constraints"])
-            n, t = steered(item, plan, 4)
+            n, t, _ = _steered_decode(lm, item, plan, 4, args.new)
             ours_n, ours_s = ours_n + n, ours_s + t
             n, t = timed_generate(
                 reference.model, plan.branch_ids(0), 4, args.new, pad, reference.device
@@ -292,7 +263,7 @@ def _paired(args: Any) -> int:
         if speed is None:
             break
         peer.append(speed)
-        n, t = steered(item, plan, 1)
+        n, t, _ = _steered_decode(lm, item, plan, 1, args.new)
         w1_n, w1_s = w1_n + n, w1_s + t
     if peer and w1_s:
         w1, llama = w1_n / w1_s, sum(peer) / len(peer)
@@ -303,6 +274,16 @@ def _paired(args: Any) -> int:
         )
     print(json.dumps(out))
     return 0
+
+
+def _steered_decode(lm: Any, item: dict[str, Any], plan: Any, width: int, new: int) -> tuple[int, float, bool]:
+    """Our decode of ``item``'s ``plan`` at ``width``, ``new`` tokens, under its steering compiled
+    anew (none when its constraints steer nothing): tokens, seconds, whether it was steered."""
+    steering = steering_or_none(item["constraints"], lm.tokenizer, item["prompt"], new, lm.device)
+    n, t, _ = timed_decode(
+        lm.model, lm.tokenizer, plan, steering, item["constraints"], width, new, item["prompt"], False, lm.device
+    )
+    return n, t, steering is not None
 
 
 def _peak_rss_mb() -> float:
