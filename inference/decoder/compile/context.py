@@ -9,23 +9,24 @@ from inference.decoder.controllers.template import Layout
 from reasoning.constraints.model import Constraint
 from reasoning.errors import ConflictError
 
-__all__ = ["FormContext", "conflict"]
+__all__ = ["CompileContext", "conflict"]
 
 
 def conflict(detail: str, *constraints: Constraint) -> ConflictError:
+    """The refusal of ``constraints`` together (``extra["constraint_ids"]`` names them)."""
     return ConflictError(detail, constraint_ids=[c.id for c in constraints])
 
 
 @dataclass
-class FormContext:
-    """What a form family's compile step reads, and the shared state it adds to.
+class CompileContext:
+    """What a family's compile step reads, and the shared state it adds to.
 
     ``hard`` are the hard constraints (forms lowered); ``layout`` the answer's
     layout so far; a step adds the ids it controls to ``controlled`` (or only
     assists to ``assisted``); ``inserts``: citations or a stated decision
     write text of their own in the body. ``compiled`` holds, by family name,
     the spec of every family compiled before (None: not needed or not
-    controllable), in the order of ``FORM_FAMILIES``.
+    controllable), in the compile order (``controllers.registry.compile_steps``).
     """
 
     hard: list[Constraint]

@@ -10,7 +10,7 @@ controllers write words of their own, which most families yield to.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 
 import msgspec
@@ -20,18 +20,21 @@ from reasoning.constraints.form.kinds import GENERIC_KINDS, form_of
 from reasoning.constraints.form.model import Count, Filter, Form, Position, Unit
 from reasoning.constraints.form.model import Layout as FormLayout
 from reasoning.constraints.model import Constraint, Kind, Relation
+from reasoning.errors import ConflictError
 
 __all__ = [
     "BODY_KINDS",
     "DIGIT_ITEM",
     "EMOJI_ITEM",
     "INSERTING",
+    "KEPT_UNITS",
     "LISTS",
     "LIST_ITEMS",
     "PLACES",
     "WORD_INSERTING",
     "bounds",
     "case_of",
+    "check_pieces_agree",
     "counts_unit",
     "fixed_texts",
     "form_of_constraint",
@@ -53,6 +56,8 @@ EMOJI_ITEM = "\u2705"  # ✅, one code point, no variation selector
 
 
 PLACES = (Unit.WORDS, Unit.SENTENCES, Unit.PARAGRAPHS, Unit.LINES)
+#: Units whose minimum is kept (every token can add an item): the others are assisted.
+KEPT_UNITS = frozenset({Unit.CHARACTERS, Unit.LETTERS})
 
 
 def form_of_constraint(c: Constraint) -> Form | None:
@@ -184,3 +189,24 @@ INSERTING = frozenset({
     Kind.KEYWORDS_PRESENT, Kind.KEYWORD_FREQUENCY, Kind.CAPITAL_WORD_FREQUENCY, Kind.PLACEHOLDERS,
     Kind.CITE_SOURCES, Kind.POSTSCRIPT, Kind.END_PHRASE, Kind.WORD_COUNT, Kind.SENTENCE_COUNT,
 })
+
+
+def check_pieces_agree(
+    constraints: Sequence[Constraint],
+    found: Sequence[tuple[Constraint, Position]],
+    fixed: Kind,
+    verb: str,
+    agree: Callable[[Position, str], bool],
+) -> None:
+    """``ConflictError`` for an every-piece position (``k = 0``) that does not ``agree`` with the
+    answer's fixed text of kind ``fixed`` (its start or end phrase) or with another position of
+    the same pieces."""
+    for c, form in found:
+        if form.k != 0:
+            continue
+        fixed_texts = [(q.id, str(q.params.get("phrase", ""))) for q in constraints if q.kind == fixed]
+        others = [(q.id, other.text) for q, other in found if q.id != c.id and other.unit is form.unit]
+        for source, text in [*fixed_texts, *others]:
+            if text.strip() and not agree(form, text):
+                raise ConflictError(f"every {form.unit.value[:-1]} cannot {verb} {form.text!r} and the text "
+                                    f"{text.strip()!r}", constraint_ids=[c.id, source])

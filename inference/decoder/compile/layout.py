@@ -192,7 +192,7 @@ def _body(c: Constraint, literal: Any) -> Body:
         if c.kind == Kind.PARAGRAPH_COUNT:
             return Body(kind="paragraphs", n=int(p["n"]))
         if c.kind == Kind.NTH_PARAGRAPH_FIRST_WORD and "first_word" not in p:
-            return Body(kind="blank_paragraphs", n=int(p["n"]))  # a paragraph count (compile_form)
+            return Body(kind="blank_paragraphs", n=int(p["n"]))  # a paragraph count (compile.lowering)
         if c.kind == Kind.NTH_PARAGRAPH_FIRST_WORD:
             n, nth = int(p["n"]), int(p["nth"])
             if not 1 <= nth <= n:
@@ -201,7 +201,7 @@ def _body(c: Constraint, literal: Any) -> Body:
             return Body(kind="blank_paragraphs", n=n, nth=nth, first_word=word)
         if c.kind == Kind.BULLET_COUNT:
             # numbered / nested / intro / outro: a list structure of the form lowered to bullets
-            # (compile_form.lower_forms, compile_structure.lower_structures)
+            # (compile.lowering.lower_forms, compile.structure.lower_structures)
             return Body(kind="bullets", n=int(p["n"]), numbered=bool(p.get("numbered")), nested=bool(p.get("nested")),
                         sub_items=int(p.get("sub_items") or 0), item_lead=literal(c, str(p["lead"])) if p.get("lead") else "",
                         intro=p.get("intro"), outro=p.get("outro"))

@@ -9,6 +9,14 @@ shares its script with others) and which it leaves to the prompt
 (``uncontrolled``: a capital-word maximum, evidence rules, a keyword minimum
 in a formal answer).
 
+The shared stages run first (the form lowered to named kinds, the character
+policy, the counted bounds, the layout, citations, keywords, capital words:
+``compile.lowering``, ``stages``, ``layout``, ``structure``), then every
+family's compile step in the registry's compile order
+(``controllers.registry.compile_steps``) over one ``CompileContext``, then the
+final refusals (``compile.checks``). The composer builds the controllers from
+the specs in the registry's own order (``controllers.registry.FAMILIES``).
+
 Contradictions that no decode can satisfy are refused before decoding with
 ``ConflictError`` (``extra["constraint_ids"]`` names them), e.g. all-lowercase
 with all-capitals, an end phrase with a comma under no-comma, a JSON answer
@@ -19,8 +27,8 @@ small for a minimum raises ``LimitExceeded``. The pipeline answers both with
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -32,7 +40,7 @@ from inference.decoder.compile.checks import (
     check_literals,
     check_sentences,
 )
-from inference.decoder.compile.context import FormContext, conflict
+from inference.decoder.compile.context import CompileContext, conflict
 from inference.decoder.compile.layout import form_layout, form_paragraph_words, named_layout
 from inference.decoder.compile.lowering import lower_forms
 from inference.decoder.compile.stages import (
@@ -43,53 +51,14 @@ from inference.decoder.compile.stages import (
     compile_policy,
 )
 from inference.decoder.compile.structure import lower_structures, structure_layout
-from inference.decoder.compile_form import (
-    form_class_opening,
-    form_closing,
-    form_floors,
-    form_hashtags,
-    form_initials,
-    form_lines,
-    form_minima,
-    form_opening,
-    form_piece_sentences,
-    form_placement,
-    form_sentence_end,
-    form_sentence_mark,
-    form_sentence_share,
-    form_spans,
-    form_tally,
-)
-from inference.decoder.compile_sentence_steps import form_sentence_steps
-from inference.decoder.compile_sentence_types import form_sentence_types
-from inference.decoder.compile_sentence_word import form_sentence_word
-from inference.decoder.compile_verb_opening import form_verb_opening
 from inference.decoder.controllers.charset import CharPolicy, SoftPolicy
 from inference.decoder.controllers.citing import Citations
-from inference.decoder.controllers.class_closings import build_class_closings, form_class_closing
-from inference.decoder.controllers.class_openings import build_class_openings
-from inference.decoder.controllers.closing_texts import build_closings
-from inference.decoder.controllers.count_maxima import build_tally
-from inference.decoder.controllers.count_minima import build_minima
-from inference.decoder.controllers.count_piece_minima import build_floors
 from inference.decoder.controllers.count_tallies import Limits
-from inference.decoder.controllers.hashtags import build_hashtags
-from inference.decoder.controllers.initials import build_initials
-from inference.decoder.controllers.lines import build_lines
-from inference.decoder.controllers.openings import Opening, build_openings
-from inference.decoder.controllers.piece_sentences import build_piece_sentences
-from inference.decoder.controllers.placing import Placement, build_placing
-from inference.decoder.controllers.protocol import Builder
-from inference.decoder.controllers.sentence_ends import build_sentence_ends
-from inference.decoder.controllers.sentence_marks import build_sentence_marks
-from inference.decoder.controllers.sentence_steps import build_sentence_steps
-from inference.decoder.controllers.sentence_types import build_sentence_types
-from inference.decoder.controllers.sentence_words import build_sentence_words
-from inference.decoder.controllers.shares import build_shares
-from inference.decoder.controllers.spans import build_spans
+from inference.decoder.controllers.openings import Opening
+from inference.decoder.controllers.placing import Placement
+from inference.decoder.controllers.registry import compile_steps
 from inference.decoder.controllers.steering import ConstraintSteering
 from inference.decoder.controllers.template import Layout, build_layout
-from inference.decoder.controllers.verb_opening import build_verb_openings
 from inference.decoder.vocab import vocab_tables
 from reasoning.constraints.catalog import CATALOG
 from reasoning.constraints.model import Constraint, Hardness, Kind, Scope
@@ -97,10 +66,7 @@ from reasoning.errors import LimitExceeded
 
 __all__ = [
     "CONTROLLED_KINDS",
-    "FORM_FAMILIES",
     "IDENTIFIABLE_WORDS",
-    "FormContext",
-    "FormFamily",
     "branch_steerings",
     "compile_steering",
 ]
@@ -116,142 +82,6 @@ CONTROLLED_KINDS: frozenset[Kind] = frozenset(kind for kind, spec in CATALOG.ite
 #: langdetect or lingua) names reliably. Shorter answers are misread, and
 #: all-capital ones worst: "THE LAW IS NOT ALLOWABLE." reads as Vietnamese.
 IDENTIFIABLE_WORDS = 20
-
-
-@dataclass(frozen=True)
-class FormFamily:
-    """A constraint-form family: its name, its controller's builder, and its compile step.
-
-    ``compile`` returns the family's spec (None: not needed, or not
-    controllable here), which ``build`` reads among the request's specs.
-    """
-
-    name: str
-    build: Builder
-    compile: Callable[[FormContext], Any]
-
-
-#: The constraint-form families, in the order they compile: each step reads
-#: what the shared stages (character policy, counted bounds, layout, citations,
-#: keywords, capitals) and the steps before it settled, and the order is part
-#: of the result (a step skips ids an earlier one controls; the first conflict
-#: found is the one refused). Each pairs its compile step with the builder of
-#: its controller, which ``controllers.registry.CONTROLLERS`` runs in the
-#: composer's own order (a test keeps the two lists in step).
-FORM_FAMILIES: tuple[FormFamily, ...] = (
-    FormFamily("tally", build_tally, lambda f: form_tally(f.hard, f.layout, f.controlled)),
-    FormFamily(
-        "placement",
-        build_placing,
-        lambda f: form_placement(f.hard, f.layout, f.controlled, inserts=f.inserts),
-    ),
-    FormFamily(
-        "floors",
-        build_floors,
-        lambda f: form_floors(
-            f.hard, f.layout, f.compiled["tally"], f.controlled, max_new_tokens=f.max_new_tokens, inserts=f.inserts
-        ),
-    ),
-    FormFamily(
-        "minima",
-        build_minima,
-        lambda f: form_minima(
-            f.hard, f.layout, f.compiled["tally"], f.controlled, f.assisted, max_new_tokens=f.max_new_tokens
-        ),
-    ),
-    FormFamily(
-        "initials",
-        build_initials,
-        lambda f: form_initials(f.hard, f.layout, f.controlled, max_new_tokens=f.max_new_tokens),
-    ),
-    FormFamily(
-        "verb_opening",
-        build_verb_openings,
-        lambda f: form_verb_opening(
-            f.hard, f.layout, f.controlled, inserts=f.inserts, placed=f.placed
-        ),
-    ),
-    FormFamily(
-        "class_opening",
-        build_class_openings,
-        lambda f: form_class_opening(
-            f.hard, f.layout, f.controlled, inserts=f.inserts, placed=f.placed
-        ),
-    ),
-    FormFamily(
-        "opening",
-        build_openings,
-        lambda f: form_opening(f.hard, f.layout, f.controlled, inserts=f.inserts, placed=f.placed),
-    ),
-    FormFamily(
-        "spans",
-        build_spans,
-        lambda f: form_spans(
-            f.hard, f.layout, f.controlled, max_new_tokens=f.max_new_tokens, inserts=f.inserts
-        ),
-    ),
-    FormFamily(
-        "sentence_mark",
-        build_sentence_marks,
-        lambda f: form_sentence_mark(f.hard, f.layout, f.controlled, inserts=f.inserts),
-    ),
-    FormFamily(
-        "sentence_end",
-        build_sentence_ends,
-        lambda f: form_sentence_end(f.hard, f.layout, f.controlled, inserts=f.inserts),
-    ),
-    FormFamily(
-        "sentence_word",
-        build_sentence_words,
-        lambda f: form_sentence_word(
-            f.hard, f.layout, f.controlled, inserts=f.inserts, ending=f.compiled["sentence_end"]
-        ),
-    ),
-    FormFamily(
-        "piece_sentences",
-        build_piece_sentences,
-        lambda f: form_piece_sentences(f.hard, f.layout, f.controlled, inserts=f.inserts),
-    ),
-    FormFamily(
-        "closing",
-        build_closings,
-        lambda f: form_closing(f.hard, f.layout, f.controlled, inserts=f.inserts, placed=f.placed),
-    ),
-    FormFamily(
-        "class_closing",
-        build_class_closings,
-        lambda f: form_class_closing(f.hard, f.layout, f.controlled, inserts=f.inserts, placed=f.placed),
-    ),
-    FormFamily(
-        "sentence_steps",
-        build_sentence_steps,
-        lambda f: form_sentence_steps(f.hard, f.layout, f.controlled, inserts=f.inserts),
-    ),
-    FormFamily(
-        "sentence_types",
-        build_sentence_types,
-        lambda f: form_sentence_types(f.hard, f.layout, f.controlled, inserts=f.inserts),
-    ),
-    FormFamily(
-        "sentence_share",
-        build_shares,
-        lambda f: form_sentence_share(f.hard, f.layout, f.controlled, inserts=f.inserts),
-    ),
-    FormFamily(
-        "hashtags",
-        build_hashtags,
-        lambda f: form_hashtags(
-            f.hard, f.layout, f.controlled, max_new_tokens=f.max_new_tokens, inserts=f.inserts
-        ),
-    ),
-    FormFamily(
-        "lines",
-        build_lines,
-        lambda f: form_lines(
-            f.hard, f.layout, f.controlled, max_new_tokens=f.max_new_tokens, inserts=f.inserts
-        ),
-    ),
-)
 
 
 def compile_steering(
@@ -311,22 +141,23 @@ def compile_steering(
     keywords = compile_keywords(hard, layout, policy, policy_sources, forbidden, controlled)
     capitals = compile_capitals(hard, layout, policy, policy_sources, limits, controlled)
     inserts = citations is not None or statement is not None  # text of their own in the body
-    form = FormContext(hard, layout, controlled, assisted, max_new_tokens, inserts)
-    for family in FORM_FAMILIES:
-        form.compiled[family.name] = family.compile(form)
-    placement: Placement | None = form.compiled["placement"]
-    opening: Opening | None = form.compiled["opening"]
+    ctx = CompileContext(hard, layout, controlled, assisted, max_new_tokens, inserts)
+    for family in compile_steps():
+        assert family.compile is not None  # compile_steps holds only families with a step
+        ctx.compiled[family.name] = family.compile(ctx)
+    placement: Placement | None = ctx.compiled["placement"]
+    opening: Opening | None = ctx.compiled["opening"]
     if placement is not None and policy.active:
         # Its tokens are forced: the character policy must allow every one of them.
         allowed = policy.allowed_mask(tables)
         if not all(bool(allowed[t]) for t in tables.encode(" " + placement.text) + tables.encode(placement.text)):
             controlled.difference_update(placement.sources)
-            form.compiled["placement"] = None
+            ctx.compiled["placement"] = None
     if opening is not None and policy.active:
         allowed = policy.allowed_mask(tables)
         if not all(bool(allowed[t]) for t in tables.encode(" " + opening.text) + tables.encode(opening.text)):
             controlled.difference_update(opening.sources)
-            form.compiled["opening"] = None
+            ctx.compiled["opening"] = None
 
     for c in hard:
         if c.id not in controlled and c.id not in assisted:
@@ -347,7 +178,7 @@ def compile_steering(
         specs=tuple(
             spec
             for spec in (policy, SoftPolicy(soft_policy), limits, forbidden, citations, keywords, capitals,
-                         *form.compiled.values(), statement)
+                         *ctx.compiled.values(), statement)
             if spec is not None
         ),
         max_new_tokens=max_new_tokens,

@@ -5,15 +5,24 @@ the families in the composer's order, ``layout`` is the compiled layout they
 hang on, and ``steering.ConstraintSteering`` composes them; ``compile_steering``
 (``inference.decoder.compile``) builds one per request from the compiled specs.
 The beam search talks to it only through the ``Steering`` protocol.
+
+``ConstraintSteering`` is loaded on first use: the composer imports the registry, whose
+families' compile steps import ``inference.decoder.compile``'s shared modules, which import
+this package's ``template``; loading it here would make that an import cycle.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from inference.decoder.controllers.charset import CharPolicy
 from inference.decoder.controllers.count_tallies import Counts, Limits
 from inference.decoder.controllers.lexical import ForbiddenWords
-from inference.decoder.controllers.steering import ConstraintSteering, SteerState
+from inference.decoder.controllers.state import SteerState
 from inference.decoder.controllers.template import Body, Layout, build_layout
+
+if TYPE_CHECKING:
+    from inference.decoder.controllers.steering import ConstraintSteering
 
 __all__ = [
     "Body",
@@ -26,3 +35,11 @@ __all__ = [
     "SteerState",
     "build_layout",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ConstraintSteering":
+        from inference.decoder.controllers.steering import ConstraintSteering
+
+        return ConstraintSteering
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

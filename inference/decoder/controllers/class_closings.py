@@ -38,6 +38,8 @@ from typing import Any
 import emoji
 import torch
 
+from inference.decoder.compile.context import CompileContext
+from inference.decoder.compile.forms import INSERTING, form_of_constraint, forms_of, free_body
 from inference.decoder.controllers.closing_texts import CLOSED_UNITS, piece_ends
 from inference.decoder.controllers.count_maxima import piece_start
 from inference.decoder.controllers.layout import LayoutSegment
@@ -54,12 +56,11 @@ from inference.decoder.controllers.protocol import (
     SteerState,
     spec_of,
 )
-from inference.decoder.controllers.template import Layout
 from inference.decoder.vocab import VocabTables
 from reasoning.constraints.form import units
 from reasoning.constraints.form.classes import in_class
 from reasoning.constraints.form.model import Position, Unit, WordClass, Wrap
-from reasoning.constraints.model import Constraint, Kind
+from reasoning.constraints.model import Kind
 
 __all__ = [
     "CLOSED_CLASSES",
@@ -68,7 +69,7 @@ __all__ = [
     "ClassClosings",
     "build_class_closings",
     "class_items",
-    "form_class_closing",
+    "compile_class_closing",
 ]
 
 #: The classes whose items a one-token mask can offer at a piece's end.
@@ -292,14 +293,7 @@ def build_class_closings(ctx: Context, specs: Sequence[Any]) -> Controller | Non
     return ClassClosings(ctx, spec) if spec is not None else None
 
 
-def form_class_closing(
-    constraints: Sequence[Constraint],
-    layout: Layout,
-    controlled: set[str],
-    *,
-    inserts: bool,
-    placed: bool,
-) -> ClassClosing | None:
+def compile_class_closing(ctx: CompileContext) -> ClassClosing | None:
     """The ``ClassClosing`` of every sentence, line or paragraph ending with an item of a class
     (None: none, or not controllable here).
 
@@ -307,9 +301,8 @@ def form_class_closing(
     writes words of its own (citations, a stated decision, keywords, a placed word) and no other
     rule on the ends of the same pieces (a closing text, one mark ending every sentence).
     """
-    # The shared compile helpers import every controller module: read them when the step runs.
-    from inference.decoder.compile.forms import INSERTING, form_of_constraint, forms_of, free_body
-
+    constraints, layout, controlled = ctx.hard, ctx.layout, ctx.controlled
+    inserts, placed = ctx.inserts, ctx.placed
     found = [
         (c, form)
         for c in constraints

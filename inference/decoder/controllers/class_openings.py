@@ -33,9 +33,17 @@ from typing import Any
 
 import torch
 
+from inference.decoder.compile.context import CompileContext
+from inference.decoder.compile.forms import (
+    INSERTING,
+    bounds,
+    form_of_constraint,
+    forms_of,
+    free_body,
+)
 from inference.decoder.controllers.count_maxima import piece_start
 from inference.decoder.controllers.layout import LayoutSegment
-from inference.decoder.controllers.openings import closed_pieces, opens_piece
+from inference.decoder.controllers.openings import EVERY_UNITS, closed_pieces, opens_piece
 from inference.decoder.controllers.protocol import (
     HOLD_ALL,
     HOLD_NONE,
@@ -51,9 +59,18 @@ from reasoning.constraints.form import units
 from reasoning.constraints.form.classes import CHARACTER_CLASSES, in_class
 from reasoning.constraints.form.model import Count, Filter, Form, Position, Unit, WordClass
 from reasoning.constraints.form.verify import check
-from reasoning.constraints.model import Relation
+from reasoning.constraints.model import Kind, Relation
+from reasoning.errors import ConflictError
 
-__all__ = ["MASKED_CLASSES", "ClassOpening", "ClassOpeningState", "ClassOpenings", "build_class_openings"]
+__all__ = [
+    "MASKED_CLASSES",
+    "ClassOpening",
+    "ClassOpeningState",
+    "ClassOpenings",
+    "build_class_openings",
+    "compile_class_opening",
+]
+
 
 #: The classes whose first character a mask can promise.
 MASKED_CLASSES: frozenset[str] = frozenset(CHARACTER_CLASSES)
@@ -194,3 +211,60 @@ def build_class_openings(ctx: Context, specs: Sequence[Any]) -> Controller | Non
     """The class-opening controller, when a request opens every (or the k-th) piece with a class."""
     spec = spec_of(specs, ClassOpening)
     return ClassOpenings(ctx, spec) if spec is not None else None
+
+
+def compile_class_opening(ctx: CompileContext) -> ClassOpening | None:
+    """The ``controllers.class_openings.ClassOpening`` of every (or the k-th) sentence, line or
+    paragraph opening with a capital letter, a lowercase letter or a digit (None: none, or not
+    controllable here; an emoji is an opening text, a verb is left to the prompt).
+
+    Controlled: one such position, in a free body without fixed text, with no controller that
+    writes words of its own (as for ``compile_opening``) and no other opening of the same pieces.
+
+    Raises:
+        ConflictError: a capital opening beside an all-lowercase answer, a lowercase one beside
+            an all-capitals answer, a digit opening beside a cap of no digits.
+    """
+    constraints, layout, controlled = ctx.hard, ctx.layout, ctx.controlled
+    inserts, placed = ctx.inserts, ctx.placed
+    found = [(c, form) for c in constraints if isinstance(form := form_of_constraint(c), Position)
+             and form.op == "starts_with" and form.word_class in MASKED_CLASSES and form.unit in EVERY_UNITS]
+    kinds = {q.kind: q.id for q in constraints}
+    for c, form in found:
+        against = {"capital": Kind.ALL_LOWERCASE, "lowercase": Kind.ALL_CAPITALS}.get(str(form.word_class))
+        if against in kinds:
+            raise ConflictError(f"every {form.unit.value[:-1]} cannot open with {form.word_class} letters "
+                                "in an answer of the other case", constraint_ids=[c.id, kinds[against]])
+        if form.word_class == "number":
+            for q in constraints:
+                for cap in forms_of(q):
+                    if isinstance(cap, Count) and cap.unit in (Unit.DIGITS, Unit.NUMBERS) and cap.per is None \
+                            and cap.of is None and bounds(cap.relation, cap.n)[1] == 0:
+                        raise ConflictError("a piece cannot open with a digit in an answer without digits",
+                                            constraint_ids=[c.id, q.id])
+    letters = [(c, form) for c in constraints if isinstance(form := form_of_constraint(c), Count)
+               and _letter_opening(form)]
+    if len(found) + len(letters) != 1 or inserts or placed or any(c.kind in INSERTING for c in constraints):
+        return None
+    c, opening = (found or letters)[0]
+    if not free_body(layout):
+        return None
+    for q in constraints:
+        if q.id != c.id and any(isinstance(f, Position) and f.op == "starts_with"
+                                and f.unit in (opening.unit, Unit.ANSWER) for f in forms_of(q)):
+            return None  # another opening of these pieces: left to the prompt
+    controlled.add(c.id)
+    if isinstance(opening, Count):
+        return ClassOpening(per=opening.unit, k=0, word_class=None, sources=(c.id,),
+                            letter=(opening.filter.starts_with or "").lower())
+    assert isinstance(opening, Position) and opening.word_class is not None
+    return ClassOpening(per=opening.unit, k=opening.k, word_class=opening.word_class, sources=(c.id,))
+
+
+def _letter_opening(form: Count) -> bool:
+    """Whether ``form`` says every sentence / line / paragraph opens with a letter: none of them
+    starts otherwise ("every sentence must start with the letter T")."""
+    f = form.filter
+    return form.unit in EVERY_UNITS and form.per is None and form.of is None and bounds(form.relation, form.n)[1] == 0 \
+        and f.negated and f.starts_with is not None and len(f.starts_with) == 1 and f.starts_with.isalpha() \
+        and f == Filter(starts_with=f.starts_with, negated=True)

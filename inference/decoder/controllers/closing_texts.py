@@ -1,7 +1,7 @@
 """A piece ends with a text: every sentence / line / paragraph (``k = 0``), or the k-th one.
 
 ``position(unit, k, ends_with, text)`` for sentences, lines or paragraphs
-(the last piece is the end phrase's: ``compile_form.lower_forms``) compiles
+(the last piece is the end phrase's: ``compile.lowering.lower_forms``) compiles
 to one ``Closing``. Pieces and the comparison are the verifier's
 (``units.pieces``, ``verify.matches``: a one-word text is the piece's last
 word without its punctuation, "... indeed." closes with "indeed"; a longer
@@ -46,6 +46,16 @@ from typing import Any
 
 import torch
 
+from inference.decoder.compile.context import CompileContext
+from inference.decoder.compile.forms import (
+    INSERTING,
+    bounds,
+    case_of,
+    check_pieces_agree,
+    form_of_constraint,
+    forms_of,
+    free_body,
+)
 from inference.decoder.controllers.count_maxima import piece_start
 from inference.decoder.controllers.count_tallies import good_last_word
 from inference.decoder.controllers.forcing import ForcedText, Writer
@@ -64,10 +74,20 @@ from inference.decoder.controllers.protocol import (
 )
 from inference.decoder.controllers.sentence_marks import TERMINALS
 from reasoning.constraints.form import units
-from reasoning.constraints.form.model import Position, Unit
+from reasoning.constraints.form.model import Count, Position, Unit
 from reasoning.constraints.form.verify import check, matches
+from reasoning.constraints.model import Kind
 
-__all__ = ["CLOSED_UNITS", "Closing", "ClosingState", "Closings", "build_closings", "piece_ends"]
+__all__ = [
+    "CLOSED_UNITS",
+    "Closing",
+    "ClosingState",
+    "Closings",
+    "build_closings",
+    "compile_closing",
+    "piece_ends",
+]
+
 
 #: Pieces a closing text can be placed at the end of.
 CLOSED_UNITS = frozenset({Unit.SENTENCES, Unit.LINES, Unit.PARAGRAPHS})
@@ -269,3 +289,45 @@ def build_closings(ctx: Context, specs: Sequence[Any]) -> Controller | None:
     """The closing controller, when a request ends every (or the k-th) sentence, line or paragraph with a text."""
     closing = spec_of(specs, Closing)
     return Closings(ctx, closing) if closing is not None else None
+
+
+def compile_closing(ctx: CompileContext) -> Closing | None:
+    """The ``controllers.closing_texts.Closing`` of every sentence, line or paragraph (``k = 0``), or the
+    k-th line or paragraph, ending with a text (None: none, or not controllable here; the k-th
+    sentence is ``compile_sentence_end``'s).
+
+    Controlled: one such position, in a free body without fixed text, with no controller that
+    forces words of its own (as for ``compile_opening``), a text that ends no piece before its own
+    end, and no maximum that counts an item of the text (its tokens are forced past the masks).
+
+    Raises:
+        ConflictError: every piece ending with a text that the end phrase, or another closing
+            of the same pieces, does not end with.
+    """
+    constraints, layout, controlled = ctx.hard, ctx.layout, ctx.controlled
+    inserts, placed = ctx.inserts, ctx.placed
+    found = [(c, form) for c in constraints if isinstance(form := form_of_constraint(c), Position)
+             and form.op == "ends_with" and form.unit in CLOSED_UNITS and form.text.strip()
+             and (form.k == 0 or form.k >= 1 and form.unit in (Unit.LINES, Unit.PARAGRAPHS))]
+    def agree(form: Position, text: str) -> bool:
+        every = Closing(per=form.unit, k=0, text=" ".join(form.text.split()))
+        return every.closed(text) or Closing(form.unit, 0, text).closed(every.text)
+
+    check_pieces_agree(constraints, found, Kind.END_PHRASE, "end with", agree)
+    if len(found) != 1 or inserts or placed or any(c.kind in INSERTING for c in constraints):
+        return None
+    c, form = found[0]
+    text = " ".join(form.text.split())
+    case = case_of(constraints)
+    text = text.lower() if case == "lower" else text.upper() if case == "upper" else text
+    if not free_body(layout):
+        return None
+    if any(ch in piece_ends(form.unit) for ch in text.rstrip(piece_ends(form.unit))) or "\n" in text:
+        return None  # the text would end a piece before its own end
+    for q in constraints:
+        for cap in forms_of(q):
+            if isinstance(cap, Count) and cap.of is None and cap.unit is not Unit.UNIQUE_WORDS \
+                    and bounds(cap.relation, cap.n)[1] is not None and units.count(cap.measure, " " + text + " ") > 0:
+                return None
+    controlled.add(c.id)
+    return Closing(per=form.unit, k=form.k, text=text, sources=(c.id,))

@@ -67,6 +67,19 @@ from typing import Any
 import msgspec
 import torch
 
+from inference.decoder.compile.context import CompileContext
+from inference.decoder.compile.forms import (
+    INSERTING,
+    KEPT_UNITS,
+    WORD_INSERTING,
+    bounds,
+    fixed_texts,
+    form_of_constraint,
+    free_body,
+    literal_text,
+    required_keywords,
+    whole_length,
+)
 from inference.decoder.controllers.charset import tail_completes
 from inference.decoder.controllers.count_tallies import good_last_word
 from inference.decoder.controllers.layout import LayoutSegment
@@ -78,9 +91,13 @@ from inference.decoder.controllers.protocol import (
     SteerState,
     spec_of,
 )
+from inference.decoder.controllers.template import Layout
 from inference.decoder.vocab import VocabTables
 from reasoning.constraints.form import units
-from reasoning.constraints.form.model import Filter, Measure, Unit
+from reasoning.constraints.form.model import Count, Filter, Form, Measure, Position, Structure, Unit
+from reasoning.constraints.form.model import Layout as FormLayout
+from reasoning.constraints.model import Constraint, Kind, Relation
+from reasoning.errors import ConflictError
 
 __all__ = [
     "ADDITIVE_UNITS",
@@ -92,6 +109,7 @@ __all__ = [
     "Tallying",
     "added",
     "build_tally",
+    "compile_tally",
     "item_vector",
     "list_line",
     "most_per_piece",
@@ -440,3 +458,165 @@ def build_tally(ctx: Context, specs: Sequence[Any]) -> Controller | None:
     if tally is None or not (tally.caps or tally.no_list or tally.shares):
         return None
     return Tallying(ctx, tally)
+
+
+def compile_tally(ctx: CompileContext) -> Tally | None:
+    """The capped form counts and the no-list rule of ``constraints`` (None: none)."""
+    constraints, layout, controlled = ctx.hard, ctx.layout, ctx.controlled
+    literals = literal_text(layout)
+    caps: list[Cap] = []
+    shares: list[Share] = []
+    no_list: list[str] = []
+    for c in constraints:
+        form = _every_word_opening(form_of_constraint(c))
+        if isinstance(form, Structure) and form.layout is FormLayout.NO_LIST:
+            if layout.body.kind == "formal":
+                continue
+            if layout.body.kind == "bullets":
+                bullets = [b.id for b in constraints if b.kind == Kind.BULLET_COUNT]
+                raise ConflictError("an answer without a list cannot hold bullets", constraint_ids=[c.id, *bullets])
+            no_list.append(c.id)
+            controlled.add(c.id)
+            continue
+        if isinstance(form, Count) and form.of is not None:
+            share = _share(c, form, constraints, layout)
+            if share is not None:
+                shares.append(share)
+                controlled.add(c.id)
+            continue
+        if not isinstance(form, Count):
+            continue
+        if form.unit not in CAPPABLE_UNITS or layout.body.kind == "formal":
+            continue
+        if form.per is not None:
+            cap = _piece_cap(c, form, layout)
+            if cap is not None:
+                caps.append(cap)
+                if not bounds(form.relation, form.n)[0]:
+                    controlled.add(c.id)  # an exact count also needs its floor (``compile_floors``)
+            continue
+        if form.filter.separator or form.filter.marker or form.filter.left or form.filter.text and form.unit is not Unit.LETTERS:
+            continue
+        lo, hi = bounds(form.relation, form.n)
+        # A range of characters, letters or hashtags is capped here, its minimum kept by ``compile_minima`` /
+        # ``compile_hashtags``; other ranges are left to the prompt.
+        if hi is None or lo and not (form.unit in KEPT_UNITS and whole_length(form) or form.unit is Unit.HASHTAGS):
+            continue
+        fixed = literals
+        if form.unit is Unit.UNIQUE_WORDS:
+            if any(q.kind in WORD_INSERTING for q in constraints):
+                continue  # words chosen at decode time would be forced past the check
+            placed = [f.text for q in constraints if isinstance(f := form_of_constraint(q), Position)]
+            fixed = "\n".join([literals, *required_keywords(constraints), *placed])
+        reserved = units.count(form.measure, fixed)
+        if reserved > hi:
+            raise ConflictError(
+                f"the answer's fixed text already holds {reserved} {form.unit.value}, more than {hi}",
+                constraint_ids=[c.id],
+            )
+        caps.append(Cap(form.measure, hi - reserved, (c.id,), reserved=reserved))
+        if not lo:
+            controlled.add(c.id)
+    _check_words_fit(constraints, caps)
+    if not caps and not no_list and not shares:
+        return None
+    return Tally(tuple(caps), bool(no_list), tuple(no_list), tuple(shares))
+
+
+def _every_word_opening(form: Form | None) -> Form | None:
+    """``form``, or for an opening of every word (``position(words, k=0, starts_with)``: a letter, or a
+    capital) the count it is capped as: the words that do not open so, none (``Filter.negated``; the
+    verifier judges every word as the counter splits them). A word's start is settled by its first
+    token, so the cap refuses only tokens that open a word wrongly."""
+    if not isinstance(form, Position) or form.unit is not Unit.WORDS or form.k != 0 or form.op != "starts_with":
+        return form
+    if form.word_class == "capital":
+        wrong = Filter(case="title", negated=True)
+    elif form.word_class is None and form.text.isalpha():
+        wrong = Filter(starts_with=form.text, negated=True)
+    else:
+        return form
+    return Count(unit=Unit.WORDS, filter=wrong, relation=Relation.AT_MOST, n=0)
+
+
+#: Units a capped ratio can count on both sides (each item is judged within one word or character).
+_SHARED_UNITS = CAPPABLE_UNITS - {Unit.UNIQUE_WORDS}
+
+
+def _countable(measure: Measure) -> bool:
+    f = measure.filter
+    return measure.unit in _SHARED_UNITS and not (f.separator or f.marker or f.left) \
+        and not (f.text and measure.unit is not Unit.LETTERS)
+
+
+def _share(c: Constraint, form: Count, constraints: Sequence[Constraint], layout: Layout) -> Share | None:
+    """The capped ratio of ``form`` (None: not an upper bound of a share of two countable
+    measures in a free body without fixed text or words forced by another controller)."""
+    if form.of is None or form.fraction is None or form.per is not None:
+        return None
+    if form.relation not in (Relation.AT_MOST, Relation.LESS_THAN):
+        return None
+    if not (_countable(form.measure) and _countable(form.of)):
+        return None
+    if not free_body(layout):
+        return None
+    if any(q.kind in INSERTING | WORD_INSERTING for q in constraints):
+        return None
+    return Share(form.measure, form.of, float(form.fraction), form.relation is Relation.LESS_THAN, (c.id,))
+
+
+def _piece_cap(c: Constraint, form: Count, layout: Layout) -> Cap | None:
+    """The per-piece cap of ``form`` (None: not a maximum per sentence / paragraph / line, or no room).
+
+    Raises:
+        ConflictError: a piece of the layout's own literals already holds more than the cap.
+    """
+    hi = bounds(form.relation, form.n)[1]
+    if form.per not in PIECE_UNITS or hi is None:
+        return None
+    f = form.filter
+    if f.separator or f.marker or f.left or (f.text and form.unit is not Unit.LETTERS):
+        return None
+    probe = Cap(form.measure, hi, (c.id,), per=form.per)
+    pieces = list(fixed_texts(layout))
+    reserved = max((most_per_piece(probe, text, 0) for text in pieces), default=0)
+    if reserved > hi:
+        raise ConflictError(
+            f"a {form.per.value[:-1]} of the answer's fixed text already holds {reserved} {form.unit.value}, "
+            f"more than {hi}",
+            constraint_ids=[c.id],
+        )
+    if hi - reserved < 1:
+        return None  # the free text could add nothing to a piece: left to the prompt
+    return Cap(form.measure, hi - reserved, (c.id,), per=form.per, reserved=reserved)
+
+
+def _check_words_fit(constraints: Sequence[Constraint], caps: Sequence[Cap]) -> None:
+    """A word minimum above (words per sentence) x (most sentences) cannot be met: ``ConflictError``."""
+    per_sentence = [cap for cap in caps if cap.per is Unit.SENTENCES and cap.measure.unit is Unit.WORDS
+                    and cap.measure.filter == Filter()]
+    if not per_sentence:
+        return
+    most_sentences: tuple[int, str] | None = None
+    least_words: tuple[int, str] | None = None
+    for c in constraints:
+        relation, n = c.params.get("relation"), c.params.get("n")
+        if not isinstance(n, int) or isinstance(n, bool):
+            continue
+        try:
+            lo, hi = bounds(Relation(str(relation)), n)
+        except ValueError:
+            continue
+        if c.kind == Kind.SENTENCE_COUNT and hi is not None and (most_sentences is None or hi < most_sentences[0]):
+            most_sentences = (hi, c.id)
+        if c.kind == Kind.WORD_COUNT and lo and (least_words is None or lo > least_words[0]):
+            least_words = (lo, c.id)
+    if most_sentences is None or least_words is None:
+        return
+    cap = min(per_sentence, key=lambda k: k.at_most)
+    if least_words[0] > cap.at_most * most_sentences[0]:
+        raise ConflictError(
+            f"at least {least_words[0]} words do not fit in at most {most_sentences[0]} sentences "
+            f"of at most {cap.at_most} words",
+            constraint_ids=[least_words[1], most_sentences[1], *cap.sources],
+        )

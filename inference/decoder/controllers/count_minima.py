@@ -31,6 +31,14 @@ from typing import Any
 
 import torch
 
+from inference.decoder.compile.context import CompileContext
+from inference.decoder.compile.forms import (
+    KEPT_UNITS,
+    bounds,
+    form_of_constraint,
+    literal_text,
+    whole_length,
+)
 from inference.decoder.controllers.count_maxima import added, item_vector
 from inference.decoder.controllers.layout import LayoutSegment
 from inference.decoder.controllers.pacing import tokens_left
@@ -45,12 +53,20 @@ from inference.decoder.controllers.protocol import (
     spec_of,
 )
 from reasoning.constraints.form import units
-from reasoning.constraints.form.model import Measure, Unit
+from reasoning.constraints.form.model import Count, Measure, Unit
+from reasoning.errors import ConflictError, LimitExceeded
 
-__all__ = ["KEPT_UNITS", "MOST_PER_TOKEN", "Minima", "Minimum", "Minimums", "build_minima"]
+__all__ = [
+    "KEPT_UNITS",
+    "MOST_PER_TOKEN",
+    "Minima",
+    "Minimum",
+    "Minimums",
+    "build_minima",
+    "compile_minima",
+]
 
-#: Units whose minimum is kept (every token can add an item): the others are assisted.
-KEPT_UNITS = frozenset({Unit.CHARACTERS, Unit.LETTERS})
+
 _SLACK = 3  # budget tokens kept beyond the owed items (a closing period, an end)
 #: The most items per token a minimum may need from the start (many tokens of the vocabulary
 #: are words this long with their space; the model still chooses which).
@@ -163,3 +179,43 @@ def build_minima(ctx: Context, specs: Sequence[Any]) -> Controller | None:
     """The minima controller, when a request sets a minimum of characters, letters or distinct words."""
     minimums = spec_of(specs, Minimums)
     return Minima(ctx, minimums) if minimums is not None and minimums.items else None
+
+
+def compile_minima(ctx: CompileContext) -> Minimums | None:
+    """The ``controllers.count_minima.Minimums`` of the whole-answer minima of characters, letters
+    (no filter: controlled) and distinct words (assisted), in a body that is not formal. A range
+    (an exact count) is controlled when its cap is in ``tally`` too.
+
+    Raises:
+        ConflictError: a minimum above a maximum of the same count.
+        LimitExceeded: more characters or letters than the token budget can add
+            (``MOST_PER_TOKEN`` per token, besides what the fixed text holds).
+    """
+    constraints, layout, tally = ctx.hard, ctx.layout, ctx.compiled["tally"]
+    controlled, assisted, max_new_tokens = ctx.controlled, ctx.assisted, ctx.max_new_tokens
+    literals = literal_text(layout)
+    found: list[Minimum] = []
+    for c in constraints:
+        form = form_of_constraint(c)
+        if not isinstance(form, Count) or form.per is not None or form.of is not None:
+            continue
+        lo = bounds(form.relation, form.n)[0]
+        kept = form.unit in KEPT_UNITS and whole_length(form)
+        if not lo or not (kept or form.unit is Unit.UNIQUE_WORDS) or layout.body.kind == "formal":
+            continue
+        for q in constraints:
+            other = form_of_constraint(q) if q.id != c.id else None
+            if isinstance(other, Count) and other.per is None and other.of is None and other.measure == form.measure:
+                hi = bounds(other.relation, other.n)[1]
+                if hi is not None and hi < lo:
+                    raise ConflictError(f"at least {lo} {form.unit.value.replace('_', ' ')} but at most {hi}",
+                                        constraint_ids=[c.id, q.id])
+        if kept and max_new_tokens is not None and lo - units.count(form.measure, literals) > MOST_PER_TOKEN * max_new_tokens:
+            raise LimitExceeded(f"at least {lo} {form.unit.value} cannot fit in {max_new_tokens} new tokens",
+                                constraint_ids=[c.id])
+        capped = tally is not None and any(c.id in cap.sources for cap in tally.caps)
+        if bounds(form.relation, form.n)[1] is not None and not capped:
+            continue  # a range whose cap is not kept: left to the prompt
+        found.append(Minimum(form.measure, lo, (c.id,)))
+        (controlled if kept else assisted).add(c.id)
+    return Minimums(tuple(found)) if found else None

@@ -52,8 +52,17 @@ from typing import Any
 
 import torch
 
+from inference.decoder.compile.context import CompileContext
+from inference.decoder.compile.forms import (
+    bounds,
+    form_of_constraint,
+    forms_of,
+    free_body,
+    required_keywords,
+    whole_length,
+)
 from inference.decoder.controllers.closing_texts import piece_ends
-from inference.decoder.controllers.count_maxima import piece_start
+from inference.decoder.controllers.count_maxima import PIECE_UNITS, piece_start
 from inference.decoder.controllers.forcing import ForcedText, Writer
 from inference.decoder.controllers.layout import LayoutSegment
 from inference.decoder.controllers.openings import opens_piece
@@ -68,10 +77,23 @@ from inference.decoder.controllers.protocol import (
     spec_of,
 )
 from reasoning.constraints.form import units
-from reasoning.constraints.form.model import Measure, Unit
+from reasoning.constraints.form.model import Count, Filter, Measure, Unit
+from reasoning.constraints.model import Constraint
+from reasoning.errors import ConflictError, LimitExceeded
 
-__all__ = ["FLOOR_UNITS", "INSERTED_ITEMS", "INSERTED_UNITS", "Floor", "FloorState", "Flooring", "Floors", "build_floors",
-           "tokens_for"]
+__all__ = [
+    "FLOOR_UNITS",
+    "INSERTED_ITEMS",
+    "INSERTED_UNITS",
+    "Floor",
+    "FloorState",
+    "Flooring",
+    "Floors",
+    "build_floors",
+    "compile_floors",
+    "tokens_for",
+]
+
 
 #: Units a floor can hold per piece: the model writes them in every piece anyway.
 FLOOR_UNITS = frozenset({Unit.WORDS, Unit.CHARACTERS, Unit.LETTERS})
@@ -251,3 +273,83 @@ def build_floors(ctx: Context, specs: Sequence[Any]) -> Controller | None:
     """The floor controller, when a request sets a minimum per sentence, paragraph or line."""
     floors = spec_of(specs, Floors)
     return Flooring(ctx, floors) if floors is not None and floors.items else None
+
+
+def compile_floors(ctx: CompileContext) -> Floors | None:
+    """The ``controllers.count_piece_minima.Floors`` of the per-piece minima (None: none controllable).
+
+    Controlled: at least ``n`` words / characters / letters, or numbers / digits / emoji (an item
+    inserted where the piece would end without it; not beside a cap that counts the item),
+    with no filter, in each sentence, paragraph or line, in a free body without fixed text
+    (literals are forced past the
+    checks), with nothing that inserts a sentence or a piece end (``inserts``: citations
+    or a stated decision; a keyword holding one). An exact count per piece is controlled
+    when its cap is in ``tally`` too.
+
+    Raises:
+        ConflictError: a minimum per piece above a maximum per piece, or above a maximum of
+            the whole answer (it has a piece), or a sentence minimum times a per-sentence
+            word minimum above a word maximum.
+        LimitExceeded: more words per piece than the token budget holds.
+    """
+    constraints, layout, tally, controlled = ctx.hard, ctx.layout, ctx.compiled["tally"], ctx.controlled
+    max_new_tokens, inserts = ctx.max_new_tokens, ctx.inserts
+    floors: list[Floor] = []
+    found = [(c, f) for c in constraints if isinstance(f := form_of_constraint(c), Count)
+             and f.per is not None and f.of is None and bounds(f.relation, f.n)[0]]
+    for c, form in found:
+        lo = bounds(form.relation, form.n)[0]
+        _check_floor_fits(c, form, lo, constraints)
+        if form.per not in PIECE_UNITS or form.unit not in FLOOR_UNITS | INSERTED_UNITS or not whole_length(form):
+            continue
+        if form.unit in INSERTED_UNITS and any(
+                isinstance(cap, Count) and cap.of is None and bounds(cap.relation, cap.n)[1] is not None
+                and units.count(cap.measure, " " + INSERTED_ITEMS[form.unit] + " ") > 0
+                for q in constraints for cap in forms_of(q)):
+            continue  # the inserted item is forced past the masks: a cap that counts it leaves the floor to the prompt
+        if not free_body(layout) or inserts:
+            continue
+        if any(set(text) & _PIECE_ENDS for text in required_keywords(constraints)):
+            continue
+        if max_new_tokens is not None and form.unit is Unit.WORDS and lo > max_new_tokens:
+            raise LimitExceeded(f"{lo} words per {form.per.value[:-1]} cannot fit in {max_new_tokens} new tokens",
+                                constraint_ids=[c.id])
+        hi = bounds(form.relation, form.n)[1]
+        if hi is not None and not (tally is not None and any(c.id in cap.sources for cap in tally.caps)):
+            continue
+        floors.append(Floor(form.measure, lo, form.per, (c.id,)))
+        controlled.add(c.id)
+    return Floors(tuple(floors)) if floors else None
+
+
+#: What would end a sentence, a line or a paragraph inside an inserted text.
+_PIECE_ENDS = frozenset(".!?\u3002\uff01\uff1f\n")
+
+
+def _check_floor_fits(c: Constraint, floor: Count, lo: int, constraints: Sequence[Constraint]) -> None:
+    """Refuse a per-piece minimum that a maximum makes impossible (see ``compile_floors``)."""
+    per = floor.per
+    assert per is not None
+    least_pieces, pieces_ids = 1, []
+    for q in constraints:
+        for f in forms_of(q):
+            if isinstance(f, Count) and f.unit is per and f.per is None and f.of is None \
+                    and f.filter == Filter() and bounds(f.relation, f.n)[0] > least_pieces:
+                least_pieces, pieces_ids = bounds(f.relation, f.n)[0], [q.id]
+    for q in constraints:
+        if q.id == c.id:
+            continue
+        for f in forms_of(q):
+            if not isinstance(f, Count) or f.of is not None or f.measure != floor.measure:
+                continue
+            hi = bounds(f.relation, f.n)[1]
+            if hi is None:
+                continue
+            if f.per is per and hi < lo:
+                raise ConflictError(f"at least {lo} {floor.unit.value} per {per.value[:-1]} but at most {hi}",
+                                    constraint_ids=[c.id, q.id])
+            if f.per is None and hi < lo * least_pieces:
+                raise ConflictError(
+                    f"{least_pieces} {per.value} of at least {lo} {floor.unit.value} do not fit in at most {hi}",
+                    constraint_ids=[c.id, q.id, *pieces_ids],
+                )

@@ -29,6 +29,8 @@ from typing import Any
 
 import torch
 
+from inference.decoder.compile.context import CompileContext
+from inference.decoder.compile.forms import bounds, form_of_constraint
 from inference.decoder.controllers.count_maxima import added
 from inference.decoder.controllers.forcing import ForcedText, Writer, write_mark_at_word_end
 from inference.decoder.controllers.layout import LayoutSegment
@@ -45,9 +47,17 @@ from inference.decoder.controllers.protocol import (
     spec_of,
 )
 from reasoning.constraints.form import units
-from reasoning.constraints.form.model import Measure, Unit
+from reasoning.constraints.form.model import Count, Filter, Measure, Unit
+from reasoning.errors import ConflictError, LimitExceeded
 
-__all__ = ["HASHTAG_TOKENS", "HashtagMinimum", "Hashtagging", "build_hashtags"]
+__all__ = [
+    "HASHTAG_TOKENS",
+    "HashtagMinimum",
+    "Hashtagging",
+    "build_hashtags",
+    "compile_hashtags",
+]
+
 
 #: Budget tokens one owed hashtag is planned to take: its mark and a word.
 HASHTAG_TOKENS = 3
@@ -159,3 +169,36 @@ def build_hashtags(ctx: Context, specs: Sequence[Any]) -> Controller | None:
     """The hashtag controller, when a request sets a minimum of hashtags."""
     spec = spec_of(specs, HashtagMinimum)
     return Hashtagging(ctx, spec) if spec is not None else None
+
+
+def compile_hashtags(ctx: CompileContext) -> HashtagMinimum | None:
+    """The ``controllers.hashtags.HashtagMinimum`` of a minimum of hashtags (None: none, or not
+    controllable here: a formal body, citations or a stated decision beside it). A range is
+    controlled when its cap is controlled too (``compile_tally``).
+
+    Raises:
+        ConflictError: the minimum above a maximum of hashtags.
+        LimitExceeded: more hashtags than the token budget holds.
+    """
+    constraints, layout, controlled = ctx.hard, ctx.layout, ctx.controlled
+    max_new_tokens, inserts = ctx.max_new_tokens, ctx.inserts
+    found = [(c, form) for c in constraints if isinstance(form := form_of_constraint(c), Count)
+             and form.unit is Unit.HASHTAGS and form.per is None and form.of is None and form.filter == Filter()]
+    lows = [(c, lo) for c, form in found if (lo := bounds(form.relation, form.n)[0])]
+    if not lows:
+        return None
+    source, lo = max(lows, key=lambda pair: pair[1])
+    for c, form in found:
+        hi = bounds(form.relation, form.n)[1]
+        if hi is not None and hi < lo:
+            raise ConflictError(f"at least {lo} hashtags but at most {hi}", constraint_ids=[source.id, c.id])
+    if max_new_tokens is not None and lo * HASHTAG_TOKENS > max_new_tokens:
+        raise LimitExceeded(f"{lo} hashtags cannot fit in {max_new_tokens} new tokens", constraint_ids=[source.id])
+    if inserts or layout.body.kind == "formal":
+        return None
+    ids = tuple(c.id for c, _ in lows)
+    for c, form in found:
+        if c.id not in ids and c.id not in controlled:
+            return None  # a cap left to the prompt: the range is too
+    controlled.update(c.id for c, _ in found)
+    return HashtagMinimum(at_least=lo, sources=ids)

@@ -25,14 +25,26 @@ from typing import Any
 
 import torch
 
+from inference.decoder.compile.context import CompileContext
+from inference.decoder.compile.forms import bounds, form_of_constraint, forms_of
 from inference.decoder.controllers.capitals import Capitals, CapitalState, CapitalWords
 from inference.decoder.controllers.layout import LayoutSegment
 from inference.decoder.controllers.protocol import Context, Controller, Plan, SteerState, spec_of
 from inference.decoder.vocab import VocabTables
 from reasoning.constraints.form import units
-from reasoning.constraints.form.model import Measure, Unit
+from reasoning.constraints.form.model import Count, Filter, Measure, Unit
+from reasoning.constraints.model import Kind
+from reasoning.errors import ConflictError, LimitExceeded
 
-__all__ = ["Initial", "InitialWords", "Initials", "build_initials", "final_words", "initial_starts"]
+__all__ = [
+    "Initial",
+    "InitialWords",
+    "Initials",
+    "build_initials",
+    "compile_initials",
+    "final_words",
+    "initial_starts",
+]
 
 
 @dataclass(frozen=True)
@@ -149,3 +161,39 @@ def build_initials(ctx: Context, specs: Sequence[Any]) -> Controller | None:
     given letters."""
     found = spec_of(specs, Initials)
     return InitialWords(ctx, found.item) if found is not None else None
+
+
+def compile_initials(ctx: CompileContext) -> Initials | None:
+    """The ``controllers.initials.Initials`` of a minimum of words starting, or ending, with given
+    letters (no other filter, no maximum of its own), in a body that is not formal, beside no
+    capital-word minimum (both would pace their words over the same budget).
+
+    Raises:
+        ConflictError: the minimum above a maximum of the same words or of all words.
+        LimitExceeded: more such words than the token budget holds.
+    """
+    constraints, layout, controlled, max_new_tokens = ctx.hard, ctx.layout, ctx.controlled, ctx.max_new_tokens
+    if layout.body.kind == "formal" or any(q.kind == Kind.CAPITAL_WORD_FREQUENCY for q in constraints):
+        return None
+    for c in constraints:
+        form = form_of_constraint(c)
+        if not isinstance(form, Count) or form.unit is not Unit.WORDS or form.per is not None or form.of is not None:
+            continue
+        prefix = form.filter.starts_with or form.filter.ends_with or ""
+        lo, hi = bounds(form.relation, form.n)
+        if not lo or hi is not None or not prefix.isalpha() \
+                or form.filter not in (Filter(starts_with=prefix), Filter(ends_with=prefix)):
+            continue
+        for q in constraints:
+            for f in forms_of(q) if q.id != c.id else ():
+                if isinstance(f, Count) and f.per is None and f.of is None and f.unit is Unit.WORDS \
+                        and f.filter in (Filter(), form.filter):
+                    most = bounds(f.relation, f.n)[1]
+                    if most is not None and most < lo:
+                        raise ConflictError(f"at least {lo} words with {prefix!r} but at most {most} words",
+                                            constraint_ids=[c.id, q.id])
+        if max_new_tokens is not None and lo > max_new_tokens:
+            raise LimitExceeded(f"{lo} words cannot fit in {max_new_tokens} new tokens", constraint_ids=[c.id])
+        controlled.add(c.id)
+        return Initials(Initial(need=lo, sources=(c.id,), measure=form.measure))
+    return None

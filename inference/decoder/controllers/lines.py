@@ -29,6 +29,8 @@ from typing import Any
 
 import torch
 
+from inference.decoder.compile.context import CompileContext
+from inference.decoder.compile.forms import bounds, form_of_constraint, free_body
 from inference.decoder.controllers.forcing import write_mark_at_word_end
 from inference.decoder.controllers.layout import LayoutSegment
 from inference.decoder.controllers.pacing import tokens_left
@@ -43,8 +45,19 @@ from inference.decoder.controllers.protocol import (
     SteerState,
     spec_of,
 )
+from reasoning.constraints.form.model import Count, Filter, Unit
+from reasoning.errors import ConflictError, LimitExceeded
 
-__all__ = ["BREAKS", "LINE_TOKENS", "LineCount", "LineState", "Lining", "build_lines"]
+__all__ = [
+    "BREAKS",
+    "LINE_TOKENS",
+    "LineCount",
+    "LineState",
+    "Lining",
+    "build_lines",
+    "compile_lines",
+]
+
 
 #: The characters ``str.splitlines`` breaks a line at.
 BREAKS = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
@@ -172,3 +185,34 @@ def build_lines(ctx: Context, specs: Sequence[Any]) -> Controller | None:
     """The line controller, when a request counts the answer's lines."""
     spec = spec_of(specs, LineCount)
     return Lining(ctx, spec) if spec is not None else None
+
+
+def compile_lines(ctx: CompileContext) -> LineCount | None:
+    """The ``controllers.lines.LineCount`` of the counts of the answer's lines (a range is two
+    constraints; None: none, or not controllable here: a body that is not free, fixed text,
+    citations or a stated decision).
+
+    Raises:
+        ConflictError: a minimum above a maximum of lines.
+        LimitExceeded: more lines than the token budget holds.
+    """
+    constraints, layout, controlled = ctx.hard, ctx.layout, ctx.controlled
+    max_new_tokens, inserts = ctx.max_new_tokens, ctx.inserts
+    found = [(c, form) for c in constraints if isinstance(form := form_of_constraint(c), Count)
+             and form.unit is Unit.LINES and form.per is None and form.of is None and form.filter == Filter()]
+    if not found:
+        return None
+    lo = max(bounds(form.relation, form.n)[0] for _, form in found)
+    his = [hi for _, form in found if (hi := bounds(form.relation, form.n)[1]) is not None]
+    hi = min(his) if his else None
+    ids = tuple(c.id for c, _ in found)
+    if hi is not None and lo > hi:
+        raise ConflictError(f"at least {lo} lines but at most {hi}", constraint_ids=list(ids))
+    if max_new_tokens is not None and lo * LINE_TOKENS > max_new_tokens:
+        raise LimitExceeded(f"{lo} lines cannot fit in {max_new_tokens} new tokens", constraint_ids=list(ids))
+    if inserts or not free_body(layout):
+        return None
+    if hi is not None and hi < 1:
+        return None
+    controlled.update(ids)
+    return LineCount(at_least=lo, at_most=hi, sources=ids)

@@ -48,6 +48,15 @@ from typing import Any
 
 import torch
 
+from inference.decoder.compile.context import CompileContext
+from inference.decoder.compile.forms import (
+    INSERTING,
+    bounds,
+    check_pieces_agree,
+    form_of_constraint,
+    free_body,
+    opening_text,
+)
 from inference.decoder.controllers.closing_texts import piece_ends
 from inference.decoder.controllers.count_maxima import piece_start
 from inference.decoder.controllers.forcing import ForcedText, Writer
@@ -65,12 +74,25 @@ from inference.decoder.controllers.protocol import (
 )
 from inference.decoder.vocab import VocabTables
 from reasoning.constraints.form import units
-from reasoning.constraints.form.model import Position, Unit
+from reasoning.constraints.form.kinds import form_of
+from reasoning.constraints.form.model import Count, Position, Unit
 from reasoning.constraints.form.verify import check
+from reasoning.constraints.model import Constraint, Kind
 
-__all__ = ["EVERY_UNITS", "OPENED_UNITS", "Opening", "OpeningState", "Openings", "build_openings", "closed_pieces", "opens_piece"]
+__all__ = [
+    "EVERY_UNITS",
+    "OPENED_UNITS",
+    "Opening",
+    "OpeningState",
+    "Openings",
+    "build_openings",
+    "closed_pieces",
+    "compile_opening",
+    "opens_piece",
+]
 
-#: Pieces an opening can be placed in (paragraphs are the layout's: ``compile_form.lower_forms``).
+
+#: Pieces an opening can be placed in (paragraphs are the layout's: ``compile.lowering.lower_forms``).
 OPENED_UNITS = frozenset({Unit.SENTENCES, Unit.LINES})
 #: Pieces every one of which an opening can be placed in (a blank-line paragraph is free text's too).
 EVERY_UNITS = OPENED_UNITS | {Unit.PARAGRAPHS}
@@ -285,3 +307,59 @@ def build_openings(ctx: Context, specs: Sequence[Any]) -> Controller | None:
     """The opening controller, when a request opens a middle sentence or line with a text."""
     opening = spec_of(specs, Opening)
     return Openings(ctx, opening) if opening is not None else None
+
+
+def compile_opening(ctx: CompileContext) -> Opening | None:
+    """The ``controllers.openings.Opening`` of a sentence or line at a middle position, or of every
+    sentence, line or paragraph (``k = 0``), that starts with a text (None: none, or not
+    controllable here).
+
+    Controlled: one such position (``k >= 2`` or every piece), in a free body without fixed text, with no
+    controller that forces words of its own (``inserts``: citations or a stated decision;
+    ``placed``: a word placement; the kinds of ``INSERTING``), and no maximum that counts an
+    item of the text (its tokens are forced past the masks).
+
+    Raises:
+        ConflictError: every piece opening with a text that the start phrase, or another
+            opening of the same pieces, cannot begin with.
+    """
+    constraints, layout, controlled = ctx.hard, ctx.layout, ctx.controlled
+    inserts, placed = ctx.inserts, ctx.placed
+    found: list[tuple[Constraint, Position]] = []
+    for c in constraints:
+        form = form_of_constraint(c)
+        if isinstance(form, Position) and form.op == "starts_with" and (
+                form.unit in OPENED_UNITS and form.k >= 2 or form.unit in EVERY_UNITS and form.k == 0):
+            found.append((c, form))
+    _check_openings_agree(constraints, found)
+    if len(found) != 1 or inserts or placed or any(c.kind in INSERTING for c in constraints):
+        return None
+    c, form = found[0]
+    kinds = {q.kind for q in constraints}
+    text = " ".join(opening_text(form).split())
+    text = text.lower() if Kind.ALL_LOWERCASE in kinds else text.upper() if Kind.ALL_CAPITALS in kinds else text
+    if not text or not free_body(layout):
+        return None
+    if units.pieces(form.unit, text + " X")[:-1] or "\n" in text:
+        return None  # the text would itself end a piece
+    for q in constraints:
+        try:
+            forms = form_of(q.kind, q.params) or ()
+        except (TypeError, ValueError, KeyError):
+            return None
+        for cap in forms:
+            if isinstance(cap, Count) and cap.of is None and cap.unit is not Unit.UNIQUE_WORDS \
+                    and bounds(cap.relation, cap.n)[1] is not None and units.count(cap.measure, " " + text + " ") > 0:
+                return None  # (a distinct-words cap reserves the placed words: ``compile_tally``)
+    controlled.add(c.id)
+    return Opening(per=form.unit, k=form.k, text=text, sources=(c.id,))
+
+
+def _check_openings_agree(constraints: Sequence[Constraint], found: Sequence[tuple[Constraint, Position]]) -> None:
+    """Every piece opening with a text beside the answer's start phrase, or another opening of
+    the same pieces, that the text cannot begin: ``ConflictError`` ("every sentence begins with
+    'Note'" and "start your answer with 'Hello'")."""
+    def agree(form: Position, text: str) -> bool:
+        return Opening(per=form.unit, k=0, text=" ".join(form.text.split())).may_open(text)
+
+    check_pieces_agree(constraints, found, Kind.START_PHRASE, "begin with", agree)

@@ -1,7 +1,7 @@
 """Sentences per paragraph: "exactly two sentences in every paragraph", "at most three each".
 
 A generic ``count(sentences, per=paragraphs)`` bound compiles to one
-``PieceSentences``, in one of two bodies (``compile_form``): the blank-line
+``PieceSentences``, in one of two bodies (``compile_piece_sentences``): the blank-line
 body of a counted number of paragraphs (each paragraph is one free segment,
 left at its exit token), or a free body whose paragraphs are the model's own
 (``free``: it writes the blank lines, as many as it likes). Sentences and
@@ -36,6 +36,14 @@ from typing import Any
 
 import torch
 
+from inference.decoder.compile.context import CompileContext
+from inference.decoder.compile.forms import (
+    INSERTING,
+    bounds,
+    form_of_constraint,
+    forms_of,
+    free_body,
+)
 from inference.decoder.controllers.count_tallies import good_last_word
 from inference.decoder.controllers.openings import closed_pieces
 from inference.decoder.controllers.pacing import tokens_left
@@ -52,9 +60,16 @@ from inference.decoder.controllers.protocol import (
 )
 from inference.decoder.controllers.template import Free
 from reasoning.constraints.form import units
-from reasoning.constraints.form.model import Unit
+from reasoning.constraints.form.model import Count, Filter, Position, Unit, Wrap
 
-__all__ = ["PieceSentences", "PieceSentencing", "build_piece_sentences", "closed_sentences"]
+__all__ = [
+    "PieceSentences",
+    "PieceSentencing",
+    "build_piece_sentences",
+    "closed_sentences",
+    "compile_piece_sentences",
+]
+
 
 _TOKENS_PER_SENTENCE = 10  # budget tokens an owed sentence is planned to take at the least
 _CHARS_PER_TOKEN = 4  # a rough token length of running text, to pace a sentence's share
@@ -219,3 +234,34 @@ def build_piece_sentences(ctx: Context, specs: Sequence[Any]) -> Controller | No
     """The sentences-per-paragraph controller, when a request bounds them (see the module doc)."""
     spec = spec_of(specs, PieceSentences)
     return PieceSentencing(ctx, spec) if spec is not None else None
+
+
+def compile_piece_sentences(ctx: CompileContext) -> PieceSentences | None:
+    """The ``controllers.piece_sentences.PieceSentences`` of a bound on the sentences of every
+    paragraph ("exactly two sentences in each paragraph"; None: none, or not controllable here).
+
+    Controlled: in the blank-line body of a counted number of paragraphs (``_lower_paragraphs``),
+    or alone in a free body without fixed text whose paragraphs the model writes (``free``: no
+    other rule on paragraphs or lines), with no controller that writes text of its own
+    (``inserts``, the kinds of ``INSERTING``) and no other rule on sentences.
+    """
+    constraints, layout, controlled, inserts = ctx.hard, ctx.layout, ctx.controlled, ctx.inserts
+    found = [(c, form) for c in constraints if isinstance(form := form_of_constraint(c), Count)
+             and form.unit is Unit.SENTENCES and form.per is Unit.PARAGRAPHS and form.of is None
+             and form.filter == Filter()]
+    free = free_body(layout)
+    if len(found) != 1 or inserts or not (free or layout.body.kind == "blank_paragraphs") \
+            or any(c.kind in INSERTING for c in constraints):
+        return None
+    c, form = found[0]
+    pieces = (Unit.SENTENCES, Unit.PARAGRAPHS, Unit.LINES) if free else (Unit.SENTENCES,)
+    for q in constraints:
+        for f in forms_of(q) if q.id != c.id else ():
+            if isinstance(f, (Count, Position, Wrap)) and (
+                    getattr(f, "unit", None) in pieces or getattr(f, "per", None) in pieces):
+                return None
+    lo, hi = bounds(form.relation, form.n)
+    if hi is not None and hi < max(lo, 1):
+        return None
+    controlled.add(c.id)
+    return PieceSentences(at_least=lo, at_most=hi, sources=(c.id,), free=free)

@@ -36,6 +36,8 @@ from typing import Any
 
 import torch
 
+from inference.decoder.compile.context import CompileContext
+from inference.decoder.compile.forms import INSERTING, bounds, form_of_constraint
 from inference.decoder.controllers.forcing import ForcedText, Spelling, Writer, allow_only
 from inference.decoder.controllers.layout import LayoutSegment
 from inference.decoder.controllers.protocol import (
@@ -47,8 +49,20 @@ from inference.decoder.controllers.protocol import (
     spec_of,
 )
 from inference.decoder.vocab import VocabTables
+from reasoning.constraints.form import units
+from reasoning.constraints.form.kinds import form_of
+from reasoning.constraints.form.model import Count, Position, Unit
+from reasoning.constraints.model import Constraint, Kind
 
-__all__ = ["STRIPPED", "Placement", "Placing", "build_placing", "placement_holds"]
+__all__ = [
+    "STRIPPED",
+    "Placement",
+    "Placing",
+    "build_placing",
+    "compile_placement",
+    "placement_holds",
+]
+
 
 #: What the verifier strips from both ends of a word before comparing it.
 STRIPPED = ".,;:!?\"'“”‘’()[]{}*`"
@@ -223,3 +237,44 @@ def build_placing(ctx: Context, specs: Sequence[Any]) -> Controller | None:
     """The placing controller, when a request places a word at a middle position."""
     placement = spec_of(specs, Placement)
     return Placing(ctx, placement) if placement is not None else None
+
+
+def compile_placement(ctx: CompileContext) -> Placement | None:
+    """The ``controllers.placing.Placement`` of a word at a middle position (None: none, or not
+    controllable here).
+
+    Controlled: the k-th word (``k >= 2``) is / starts with one word, in a free body whose fixed
+    text before it holds fewer than ``k - 1`` words, with no controller that inserts or paces
+    words (``inserts``: citations or a stated decision; the kinds of ``INSERTING``) and
+    no other placement.
+    """
+    constraints, layout, controlled, inserts = ctx.hard, ctx.layout, ctx.controlled, ctx.inserts
+    found: list[tuple[Constraint, Position]] = []
+    for c in constraints:
+        form = form_of_constraint(c)
+        if isinstance(form, Position) and form.unit is Unit.WORDS and form.k >= 2 and form.op in ("is", "starts_with"):
+            found.append((c, form))
+    if len(found) != 1 or inserts or any(c.kind in INSERTING for c in constraints):
+        return None
+    c, form = found[0]
+    word = form.text.strip().strip(STRIPPED)
+    kinds = {q.kind for q in constraints}
+    word = word.lower() if Kind.ALL_LOWERCASE in kinds else word.upper() if Kind.ALL_CAPITALS in kinds else word
+    if not word or any(ch.isspace() for ch in word) or layout.body.kind != "free" or layout.end_phrase \
+            or layout.postscript or layout.title or layout.highlights:
+        return None
+    if layout.prefix is not None and len(layout.prefix.split()) >= form.k - 1:
+        return None
+    for q in constraints:
+        # The word's tokens are forced past the masks: an item in it that any maximum counts
+        # (a capped letter, a forbidden word, a letter of the wrong case) leaves it to the prompt.
+        try:
+            forms = form_of(q.kind, q.params) or ()
+        except (TypeError, ValueError, KeyError):
+            return None
+        for cap in forms:
+            if isinstance(cap, Count) and cap.per is None and cap.of is None and cap.unit is not Unit.UNIQUE_WORDS \
+                    and bounds(cap.relation, cap.n)[1] is not None and units.count(cap.measure, " " + word + " ") > 0:
+                return None  # (a distinct-words cap reserves the placed words: ``compile_tally``)
+    controlled.add(c.id)
+    return Placement(k=form.k, text=word, op=form.op, sources=(c.id,))

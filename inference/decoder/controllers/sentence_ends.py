@@ -52,6 +52,15 @@ from typing import Any, Literal
 
 import torch
 
+from inference.decoder.compile.context import CompileContext
+from inference.decoder.compile.forms import (
+    INSERTING,
+    bounds,
+    form_of_constraint,
+    forms_of,
+    free_body,
+)
+from inference.decoder.controllers.count_maxima import PIECE_UNITS
 from inference.decoder.controllers.forcing import (
     ForcedText,
     Writer,
@@ -73,12 +82,22 @@ from inference.decoder.controllers.protocol import (
     spec_of,
 )
 from inference.decoder.controllers.sentence_marks import CLOSERS as _CLOSERS
+from inference.decoder.controllers.sentence_marks import TERMINALS
 from inference.decoder.controllers.sentence_marks import TERMINALS as _TERMINALS
+from inference.decoder.controllers.template import Layout
 from reasoning.constraints.form import units
-from reasoning.constraints.form.model import Position, Unit
+from reasoning.constraints.form.model import Count, Position, Unit, Wrap
 from reasoning.constraints.form.verify import check, matches
+from reasoning.constraints.model import Constraint, Kind
 
-__all__ = ["SentenceEnd", "SentenceEndState", "SentenceEnding", "build_sentence_ends"]
+__all__ = [
+    "SentenceEnd",
+    "SentenceEndState",
+    "SentenceEnding",
+    "build_sentence_ends",
+    "compile_sentence_end",
+]
+
 
 #: The characters that end a sentence for the verifier, and the closers that may follow them.
 _BARE = ".,;:!?\"'\u201c\u201d\u2018\u2019()[]{}*`"  # the verifier's punctuation around a last word
@@ -256,3 +275,46 @@ def build_sentence_ends(ctx: Context, specs: Sequence[Any]) -> Controller | None
     """The sentence-ending controller, when a request ends the k-th sentence with a text."""
     spec = spec_of(specs, SentenceEnd)
     return SentenceEnding(ctx, spec) if spec is not None else None
+
+
+def compile_sentence_end(ctx: CompileContext) -> SentenceEnd | None:
+    """The ``SentenceEnd`` of the k-th sentence (``k >= 1``) ending with
+    a text ("the first sentence ends with the word 'friends'"; None: none, or not controllable here).
+
+    Controlled: one such position, its text without a terminal or a line break, in a free body
+    without fixed text, with no controller that writes words of its own (``inserts``: citations
+    or a stated decision; the kinds of ``INSERTING``), no other rule on sentence ends or
+    openings, and no maximum that counts an item of the text (its tokens are forced past the masks).
+    """
+    constraints, layout, controlled, inserts = ctx.hard, ctx.layout, ctx.controlled, ctx.inserts
+    found = [(c, form) for c in constraints if isinstance(form := form_of_constraint(c), Position)
+             and form.unit is Unit.SENTENCES and form.op == "ends_with" and form.k >= 1]
+    return sentence_text_rule(constraints, layout, controlled, found, inserts=inserts)
+
+
+def sentence_text_rule(
+    constraints: Sequence[Constraint], layout: Layout, controlled: set[str],
+    found: Sequence[tuple[Constraint, Position]], *, inserts: bool,
+) -> SentenceEnd | None:
+    """The ``SentenceEnd`` of the one position in ``found``, the k-th sentence ending with its text
+    or (``op="contains"``) holding it, where the sentence-end controller can keep it: on the terms
+    :func:`compile_sentence_end` names, the same for both (None: not one position, or not here)."""
+    if len(found) != 1 or inserts or any(c.kind in INSERTING for c in constraints):
+        return None
+    c, form = found[0]
+    kinds = {q.kind for q in constraints}
+    text = " ".join(form.text.split())
+    text = text.lower() if Kind.ALL_LOWERCASE in kinds else text.upper() if Kind.ALL_CAPITALS in kinds else text
+    if not text or any(ch in TERMINALS or ch == "\n" for ch in text) or not free_body(layout):
+        return None
+    for q in constraints:
+        for f in forms_of(q) if q.id != c.id else ():
+            if isinstance(f, Wrap) and f.unit is Unit.SENTENCES or isinstance(f, Position) and f.unit is Unit.SENTENCES:
+                return None
+            if isinstance(f, Count) and (f.of is not None or f.unit is Unit.SENTENCES and f.filter.ends_with):
+                return None
+            if isinstance(f, Count) and f.of is None and f.unit not in (Unit.UNIQUE_WORDS, *PIECE_UNITS) \
+                    and bounds(f.relation, f.n)[1] is not None and units.count(f.measure, " " + text + " ") > 0:
+                return None  # (a count of lines or paragraphs: the text adds none)
+    controlled.add(c.id)
+    return SentenceEnd(k=form.k, text=text, sources=(c.id,), op="contains" if form.op == "contains" else "ends_with")

@@ -32,6 +32,8 @@ from typing import Any
 
 import torch
 
+from inference.decoder.compile.context import CompileContext
+from inference.decoder.compile.forms import form_of_constraint, free_body, required_keywords
 from inference.decoder.controllers.pacing import tokens_left
 from inference.decoder.controllers.protocol import (
     Context,
@@ -41,8 +43,18 @@ from inference.decoder.controllers.protocol import (
     SteerState,
     spec_of,
 )
+from reasoning.constraints.form.model import Unit, Wrap
+from reasoning.errors import ConflictError
 
-__all__ = ["CLOSERS", "TERMINALS", "SentenceMark", "SentenceMarking", "build_sentence_marks"]
+__all__ = [
+    "CLOSERS",
+    "TERMINALS",
+    "SentenceMark",
+    "SentenceMarking",
+    "build_sentence_marks",
+    "compile_sentence_mark",
+]
+
 
 #: The characters that end a sentence for the verifier.
 TERMINALS = ".!?\u3002\uff01\uff1f"
@@ -130,3 +142,31 @@ def build_sentence_marks(ctx: Context, specs: Sequence[Any]) -> Controller | Non
     """The sentence-mark controller, when every sentence must end with one mark."""
     spec = spec_of(specs, SentenceMark)
     return SentenceMarking(ctx, spec) if spec is not None else None
+
+
+def compile_sentence_mark(ctx: CompileContext) -> SentenceMark | None:
+    """The ``controllers.sentence_marks.SentenceMark`` of every sentence ending with one
+    sentence-ending mark (``wrap(sentences, "", mark)``; None: none, or not controllable here).
+
+    Controlled: in a free body without fixed text, citations or a stated decision (``inserts``),
+    whose required keywords hold no terminal.
+
+    Raises:
+        ConflictError: two different marks for every sentence.
+    """
+    constraints, layout, controlled, inserts = ctx.hard, ctx.layout, ctx.controlled, ctx.inserts
+    found = [(c, form) for c in constraints if isinstance(form := form_of_constraint(c), Wrap)
+             and form.unit is Unit.SENTENCES and not form.left and len(form.right) == 1 and form.right in TERMINALS]
+    if not found:
+        return None
+    marks = {form.right for _, form in found}
+    if len(marks) > 1:
+        raise ConflictError("every sentence cannot end with two different marks",
+                            constraint_ids=[c.id for c, _ in found])
+    if inserts or not free_body(layout):
+        return None
+    if any(ch in TERMINALS for text in required_keywords(constraints) for ch in text):
+        return None
+    ids = tuple(c.id for c, _ in found)
+    controlled.update(ids)
+    return SentenceMark(mark=found[0][1].right, sources=ids)

@@ -27,6 +27,8 @@ from typing import Any
 
 import torch
 
+from inference.decoder.compile.context import CompileContext
+from inference.decoder.compile.forms import INSERTING, form_of_constraint, forms_of, free_body
 from inference.decoder.controllers.openings import opens_piece
 from inference.decoder.controllers.pacing import tokens_left
 from inference.decoder.controllers.protocol import (
@@ -42,9 +44,18 @@ from inference.decoder.controllers.protocol import (
 )
 from inference.decoder.controllers.sentence_marks import CLOSERS, TERMINALS
 from reasoning.constraints.form import units
-from reasoning.constraints.form.model import Unit
+from reasoning.constraints.form.model import Count, Position, Spread, Unit, Wrap
 
-__all__ = ["FIRST_WORDS", "SentenceStepping", "SentenceSteps", "build_sentence_steps", "targets"]
+__all__ = [
+    "FIRST_WORDS",
+    "MOST_STEP",
+    "SentenceStepping",
+    "SentenceSteps",
+    "build_sentence_steps",
+    "compile_sentence_steps",
+    "targets",
+]
+
 
 #: The first sentence's length in words: at least, at most.
 FIRST_WORDS = (3, 10)
@@ -153,3 +164,33 @@ def build_sentence_steps(ctx: Context, specs: Sequence[Any]) -> Controller | Non
     """The sentence-steps controller, when each sentence is a step longer than the one before."""
     spec = spec_of(specs, SentenceSteps)
     return SentenceStepping(ctx, spec) if spec is not None else None
+
+
+#: The largest step (words) between consecutive sentences the controller takes on.
+MOST_STEP = 5
+
+
+def compile_sentence_steps(ctx: CompileContext) -> SentenceSteps | None:
+    """The ``SentenceSteps`` of a step between sentences (None: none, or not controllable here).
+
+    ``spread(words, sentences, step=n)`` ("each sentence exactly two words longer than the
+    previous one", 每句话比前一句多两个字) is controlled where the controller can promise it: a
+    step of at most :data:`MOST_STEP` words either way, in a free body without fixed text, with no
+    controller that inserts words and no other rule on sentences or words (their counts would
+    pull the lengths elsewhere)."""
+    constraints, layout, controlled, inserts = ctx.hard, ctx.layout, ctx.controlled, ctx.inserts
+    found = [(c, f) for c in constraints if isinstance(f := form_of_constraint(c), Spread) and f.step is not None
+             and f.unit is Unit.WORDS and f.per is Unit.SENTENCES]
+    if len(found) != 1 or inserts or any(c.kind in INSERTING for c in constraints):
+        return None
+    c, form = found[0]
+    assert form.step is not None
+    if form.step == 0 or abs(form.step) > MOST_STEP or not free_body(layout):
+        return None
+    for q in constraints:
+        for f in forms_of(q) if q.id != c.id else ():
+            if isinstance(f, (Wrap, Position, Spread)) or isinstance(f, Count) and (
+                    f.unit in (Unit.SENTENCES, Unit.WORDS) or f.per is not None or f.of is not None):
+                return None
+    controlled.add(c.id)
+    return SentenceSteps(step=form.step, sources=(c.id,))

@@ -34,6 +34,8 @@ from typing import Any
 
 import torch
 
+from inference.decoder.compile.context import CompileContext
+from inference.decoder.compile.forms import forms_of
 from inference.decoder.controllers.protocol import (
     Context,
     Controller,
@@ -46,11 +48,14 @@ from inference.decoder.controllers.sentence_ends import (
     SentenceEnd,
     SentenceEnding,
     SentenceEndState,
+    sentence_text_rule,
 )
 from reasoning.constraints.form import units
+from reasoning.constraints.form.kinds import GENERIC_KINDS
 from reasoning.constraints.form.model import Position, Unit
+from reasoning.constraints.model import Constraint
 
-__all__ = ["SentenceWord", "SentenceWording", "build_sentence_words"]
+__all__ = ["SentenceWord", "SentenceWording", "build_sentence_words", "compile_sentence_word"]
 
 _BONUS = 1.0  # log-probability added to the text's first token in the open sentence
 _GROWTH = 0.15  # and per word the sentence already holds
@@ -163,3 +168,32 @@ def build_sentence_words(ctx: Context, specs: Sequence[Any]) -> Controller | Non
     """The sentence-word controller, when a request puts a text in the k-th sentence."""
     spec = spec_of(specs, SentenceWord)
     return SentenceWording(ctx, spec) if spec is not None else None
+
+
+def _contained(c: Constraint) -> Position | None:
+    if GENERIC_KINDS.get(c.kind) is not Position:
+        return None
+    form = next(iter(forms_of(c)), None)
+    if isinstance(form, Position) and form.unit is Unit.SENTENCES and form.op == "contains" and form.k >= 1 \
+            and form.word is None and form.same_as is None:
+        return form
+    return None
+
+
+def compile_sentence_word(ctx: CompileContext) -> SentenceWord | None:
+    """The ``SentenceWord`` of a word in the k-th sentence (None: none, or not controllable here).
+
+    ``position(sentences, k, contains, text)`` with ``k >= 1`` ("the word 'ocean' must appear in
+    the third sentence", 第二句话必须包含“风险”这个词): the k-th sentence may not end before it holds
+    the text, which the model is led to continue into. Controlled on the terms of the k-th
+    sentence's ending (``sentence_ends.sentence_text_rule``): one such position, no ending of a
+    sentence controlled beside it (``compiled["sentence_end"]``: one controller of sentence ends),
+    a text without a terminal or a line break, a free body without fixed text, no controller that
+    writes words of its own, no other rule on sentences' ends or openings, and no maximum that
+    counts an item of the text.
+    """
+    if ctx.compiled["sentence_end"] is not None:
+        return None
+    found = [(c, form) for c in ctx.hard if (form := _contained(c)) is not None]
+    rule = sentence_text_rule(ctx.hard, ctx.layout, ctx.controlled, found, inserts=ctx.inserts)
+    return SentenceWord.of(rule) if rule is not None else None

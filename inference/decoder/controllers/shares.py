@@ -40,6 +40,8 @@ from typing import Any
 
 import torch
 
+from inference.decoder.compile.context import CompileContext
+from inference.decoder.compile.forms import form_of_constraint, free_body, required_keywords
 from inference.decoder.controllers.count_maxima import piece_start
 from inference.decoder.controllers.layout import LayoutSegment
 from inference.decoder.controllers.protocol import (
@@ -55,10 +57,18 @@ from inference.decoder.controllers.protocol import (
 )
 from inference.decoder.controllers.sentence_marks import CLOSERS, TERMINALS
 from reasoning.constraints.form import units
-from reasoning.constraints.form.model import Count, Filter, Measure, Unit
-from reasoning.constraints.model import Relation
+from reasoning.constraints.form.model import Count, Filter, Measure, Unit, Wrap
+from reasoning.constraints.model import Constraint, Relation
+from reasoning.errors import ConflictError
 
-__all__ = ["SentenceShare", "ShareState", "Sharing", "build_shares"]
+__all__ = [
+    "SentenceShare",
+    "ShareState",
+    "Sharing",
+    "build_shares",
+    "compile_sentence_share",
+]
+
 
 _LAST_TOKENS = 3  # budget tokens left at which an open sentence gets its mark
 
@@ -237,3 +247,59 @@ def build_shares(ctx: Context, specs: Sequence[Any]) -> Controller | None:
     """The sentence-share controller, when a share of the sentences must end with one mark."""
     spec = spec_of(specs, SentenceShare)
     return Sharing(ctx, spec) if spec is not None else None
+
+
+def compile_sentence_share(ctx: CompileContext) -> SentenceShare | None:
+    """The ``controllers.shares.SentenceShare`` of a lower bound on the share of the sentences
+    ending with one sentence-ending mark ("at least half of the sentences are questions":
+    ``count(sentences, ends_with="?") / count(sentences) >= 0.5``; None: none, or not
+    controllable here).
+
+    Controlled: in a free body without fixed text, citations or a stated decision
+    (``inserts``), whose required keywords hold no terminal, beside no other rule on every
+    sentence's end mark.
+
+    Raises:
+        ConflictError: a share of sentences with the mark above a maximum share of them, or
+            beside every sentence ending with another mark.
+    """
+    constraints, layout, controlled, inserts = ctx.hard, ctx.layout, ctx.controlled, ctx.inserts
+    found: list[tuple[Constraint, Count, str]] = []
+    for c in constraints:
+        form = form_of_constraint(c)
+        if not isinstance(form, Count) or form.of is None or form.fraction is None or form.per is not None:
+            continue
+        mark = form.filter.ends_with or ""
+        if form.unit is Unit.SENTENCES and form.of == Measure(unit=Unit.SENTENCES) and len(mark) == 1 \
+                and mark in TERMINALS and form.filter == Filter(ends_with=mark) \
+                and form.relation in (Relation.AT_LEAST, Relation.MORE_THAN) and form.fraction > 0:
+            found.append((c, form, mark))
+    if not found:
+        return None
+    c, form, mark = max(found, key=lambda item: (item[1].fraction or 0.0, item[1].relation is Relation.MORE_THAN))
+    fraction = float(form.fraction or 0.0)
+    for q in constraints:
+        other = form_of_constraint(q)
+        if isinstance(other, Wrap) and other.unit is Unit.SENTENCES and not other.left and other.right != mark \
+                and other.right in TERMINALS:
+            raise ConflictError(f"every sentence cannot end with {other.right!r} when some must end with {mark!r}",
+                                constraint_ids=[c.id, q.id])
+        capped = isinstance(other, Count) and other.of == form.of and other.measure == form.measure \
+            and other.per is None and other.fraction is not None and other.relation in (Relation.AT_MOST,
+                                                                                        Relation.LESS_THAN)
+        if capped and isinstance(other, Count) and other.fraction is not None and (
+                other.fraction < fraction or other.fraction == fraction
+                and (other.relation is Relation.LESS_THAN or form.relation is Relation.MORE_THAN)):
+            raise ConflictError(f"a share of the sentences ending with {mark!r} of at least {fraction:g} "
+                                f"and at most {other.fraction:g}", constraint_ids=[c.id, q.id])
+    if fraction > 1 or fraction == 1 and form.relation is Relation.MORE_THAN:
+        raise ConflictError(f"more than every sentence cannot end with {mark!r}", constraint_ids=[c.id])
+    if inserts or not free_body(layout):
+        return None
+    if any(ch in TERMINALS for text in required_keywords(constraints) for ch in text):
+        return None
+    if any(isinstance(q_form := form_of_constraint(q), Wrap) and q_form.unit is Unit.SENTENCES for q in constraints):
+        return None  # every sentence's end is another controller's
+    ids = tuple(q.id for q, _, m in found if m == mark)
+    controlled.update(ids)
+    return SentenceShare(mark=mark, fraction=fraction, strict=form.relation is Relation.MORE_THAN, sources=ids)

@@ -47,6 +47,13 @@ from typing import Any
 
 import torch
 
+from inference.decoder.compile.context import CompileContext
+from inference.decoder.compile.forms import (
+    bounds,
+    fixed_texts,
+    form_of_constraint,
+    required_keywords,
+)
 from inference.decoder.controllers.forcing import ForcedText, Writer, write_mark_at_word_end
 from inference.decoder.controllers.layout import LayoutSegment
 from inference.decoder.controllers.pacing import next_due, tokens_left
@@ -63,9 +70,19 @@ from inference.decoder.controllers.protocol import (
     spec_of,
 )
 from reasoning.constraints.form import units
-from reasoning.constraints.form.model import Filter, Measure, Unit
+from reasoning.constraints.form.model import Count, Filter, Measure, Unit
+from reasoning.constraints.model import Constraint, Kind
+from reasoning.errors import ConflictError, LimitExceeded
 
-__all__ = ["SPAN_TOKENS", "SpanCount", "SpanState", "Spanning", "build_spans"]
+__all__ = [
+    "SPAN_TOKENS",
+    "SpanCount",
+    "SpanState",
+    "Spanning",
+    "build_spans",
+    "compile_spans",
+]
+
 
 #: Budget tokens one owed span is planned to take: its opening, a few words, its close.
 SPAN_TOKENS = 7
@@ -265,3 +282,54 @@ def build_spans(ctx: Context, specs: Sequence[Any]) -> Controller | None:
     """The span controller, when a request counts spans between delimiters made of marks."""
     spec = spec_of(specs, SpanCount)
     return Spanning(ctx, spec) if spec is not None else None
+
+
+#: The most characters a controlled span delimiter has ("**", "<<", a fence of three backquotes).
+_MOST_DELIMITER = 3
+
+
+def compile_spans(ctx: CompileContext) -> SpanCount | None:
+    """The ``controllers.spans.SpanCount`` of the counts of spans between one pair of
+    delimiters made of one to three marks (None: none, or not controllable here).
+
+    Controlled: every whole-answer count of those spans (a range is two constraints), in a free
+    body whose fixed text (literals, required keywords) holds neither delimiter, with
+    no citations or stated decision (``inserts``: their brackets and sentences are forced) and
+    no wrapper of the answer.
+
+    Raises:
+        ConflictError: a minimum above a maximum of the same spans.
+        LimitExceeded: more spans than the token budget holds.
+    """
+    constraints, layout, controlled = ctx.hard, ctx.layout, ctx.controlled
+    max_new_tokens, inserts = ctx.max_new_tokens, ctx.inserts
+    found: list[tuple[Constraint, Count]] = []
+    for c in constraints:
+        form = form_of_constraint(c)
+        if isinstance(form, Count) and form.unit is Unit.SPANS and form.per is None and form.of is None:
+            found.append((c, form))
+    if not found:
+        return None
+    f = found[0][1].filter
+    left, right = f.left or "", f.right or ""
+    same = [(c, form) for c, form in found if form.filter == f]
+    lo = max(bounds(form.relation, form.n)[0] for _, form in same)
+    his = [hi for _, form in same if (hi := bounds(form.relation, form.n)[1]) is not None]
+    hi = min(his) if his else None
+    ids = tuple(c.id for c, _ in same)
+    if hi is not None and lo > hi:
+        raise ConflictError(f"at least {lo} spans in {left}...{right} but at most {hi}", constraint_ids=list(ids))
+    if max_new_tokens is not None and lo * SPAN_TOKENS > max_new_tokens:
+        raise LimitExceeded(f"{lo} spans in {left}...{right} cannot fit in {max_new_tokens} new tokens",
+                            constraint_ids=list(ids))
+    if not 1 <= len(left) <= _MOST_DELIMITER or not 1 <= len(right) <= _MOST_DELIMITER \
+            or any(ch.isalnum() or ch.isspace() for ch in left + right):
+        return None  # a delimiter of marks only (a word or a line break is not written inside prose)
+    fixed = list(fixed_texts(layout)) + required_keywords(constraints)
+    if inserts or layout.wrap is not None or layout.body.kind != "free" \
+            or any(ch in text for text in fixed for ch in (left, right, "\n")):
+        return None
+    if any(c.kind == Kind.QUOTATION for c in constraints) and '"' in (left, right):
+        return None
+    controlled.update(ids)
+    return SpanCount(left=left, right=right, at_least=lo, at_most=hi, nonempty=f.nonempty, sources=ids)

@@ -3,7 +3,7 @@
 One object implements the ``Steering`` protocol for a request. It drives the
 compiled layout (``controllers.layout``: literal / free / formal segments)
 and the controllers the request needs, each a plug-in of
-``controllers.protocol`` built from ``controllers.registry.CONTROLLERS`` in
+``controllers.protocol`` built from ``controllers.registry.FAMILIES`` in
 that fixed order:
 
 1. ``bounds`` (counted maxima and minima: words, sentences, a letter),
@@ -51,7 +51,7 @@ from inference.decoder.controllers.count_tallies import Limits
 from inference.decoder.controllers.layout import CompiledLayout
 from inference.decoder.controllers.planning import Planner, later_of
 from inference.decoder.controllers.protocol import NEG_INF, Context, Controller, Plan, SteerState
-from inference.decoder.controllers.registry import CONTROLLERS
+from inference.decoder.controllers.registry import FAMILIES
 from inference.decoder.controllers.template import Formal, Literal, Segment
 from inference.decoder.vocab import VocabTables
 
@@ -101,7 +101,7 @@ class ConstraintSteering:
         )
         self._segments = self.layout.segments
         ctx = Context(tables, self.layout, self.limits, max_new_tokens, lambda s, owed: later_of(self.layout, s, owed))
-        built = [build(ctx, specs) for build in CONTROLLERS]
+        built = [family.build(ctx, specs) for family in FAMILIES]
         self._bind(tuple(c for c in built if c is not None))
 
     def _bind(self, controllers: tuple[Controller, ...]) -> None:
