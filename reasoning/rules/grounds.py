@@ -32,6 +32,10 @@ A fact sentence cites the rules its facts fired when the decision has
 several (with one, the decision sentence names it) and the evidence ids of
 the facts the evidence shows.
 
+:func:`draft_grounds` does all of this but the evidence ids once per decision
+(a :class:`GroundDraft`); ``GroundDraft.cite`` adds the ids of the evidence an
+answer shows, so one draft serves every citation of the same decision.
+
 Everything is said through the ontology's labels (:mod:`reasoning.rules.phrasing`);
 no domain, rule or wording is known here, so an uploaded domain gets its
 grounds too. A ground whose text the claim check reads as contradicting the
