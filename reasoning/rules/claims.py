@@ -41,6 +41,8 @@ _SUFFIXES: Final = ("ational", "ation", "ition", "ions", "ion", "ings", "ing", "
                     "ate", "ied", "ies", "ed", "es", "e", "s", "y")
 _PREFIX_MIN: Final = 5
 _CJK_RE: Final = re.compile(r"[\u3400-\u9fff]")
+#: Clauses a checker keeps the actions of (emptied when full): more than one request's sentences.
+_CLAUSES_KEPT: Final = 4096
 
 
 def stem(word: str) -> str:
@@ -79,6 +81,7 @@ class ClaimChecker:
         self.lexicon = lexicon
         self._en: list[tuple[str, tuple[str, ...]]] = []
         self._zh: list[tuple[str, str]] = []
+        self._clauses: dict[str, tuple[tuple[str, bool], ...]] = {}
         for action in sorted(lexicon.actions):
             for text, zh in lexicon.all_labels(action):
                 if zh or _CJK_RE.search(text):
@@ -111,11 +114,25 @@ class ClaimChecker:
         for clause in _CLAUSE_RE.split(sentence):
             if not clause or not clause.strip():
                 continue
+            yield from self._clause(clause)
+
+    def _clause(self, clause: str) -> tuple[tuple[str, bool], ...]:
+        """The actions ``clause`` names, each with whether the clause negates (kept per clause).
+
+        The decoder asks about every candidate token's sentence so far, so the
+        clauses before the last one come again and again; what a clause names
+        depends only on its text and this checker's labels, which never change.
+        """
+        hit = self._clauses.get(clause)
+        if hit is None:
             words = [w.lower() for w in _WORD_RE.findall(clause)]
             negated = any(w in _EN_NEG for w in words) or bool(_ZH_NEG.search(clause))
             stems = [stem(w) for w in words if w not in _SKIP]
-            for action in self._actions_in(clause, stems):
-                yield action, negated
+            hit = tuple((action, negated) for action in self._actions_in(clause, stems))
+            if len(self._clauses) >= _CLAUSES_KEPT:
+                self._clauses.clear()
+            self._clauses[clause] = hit
+        return hit
 
     def _actions_in(self, clause: str, stems: list[str]) -> list[str]:
         found: dict[str, None] = {}

@@ -6,6 +6,7 @@ from datetime import date
 
 import pytest
 
+from reasoning.rules.claims import ClaimChecker
 from reasoning.rules.decide import DecisionEngine
 from reasoning.rules.model import Decision
 
@@ -46,3 +47,17 @@ def test_a_denial_names_the_rules_it_contradicts(aml_engine: DecisionEngine,
                                                 decisions: dict[str, Decision]) -> None:
     verdict = aml_engine.check_claim("This should not be escalated.", decisions[PEP_CASE])
     assert set(verdict.rule_ids) == {"AML-R-017", "AML-R-024"}
+
+
+def test_a_checker_that_kept_earlier_clauses_judges_as_a_fresh_one(
+    aml_engine: DecisionEngine, decisions: dict[str, Decision]
+) -> None:
+    # The decoder asks about every prefix of a sentence; the checker keeps each clause's
+    # actions, so a later prefix must still be judged on its own clauses.
+    sentence = "The analyst escalates it, but no SAR is filed, and the case should not be escalated."
+    warm = aml_engine.claims
+    for case in (PEP_CASE, QUIET_CASE):
+        for end in range(1, len(sentence) + 1):
+            fresh = ClaimChecker(aml_engine.lexicon)
+            assert warm.check(sentence[:end], decisions[case]) == fresh.check(sentence[:end], decisions[case])
+    assert warm.check(sentence, decisions[PEP_CASE]).kind == "negation"
