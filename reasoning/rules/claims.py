@@ -41,7 +41,7 @@ _SUFFIXES: Final = ("ational", "ation", "ition", "ions", "ion", "ings", "ing", "
                     "ate", "ied", "ies", "ed", "es", "e", "s", "y")
 _PREFIX_MIN: Final = 5
 _CJK_RE: Final = re.compile(r"[\u3400-\u9fff]")
-#: Clauses a checker keeps the actions of (emptied when full): more than one request's sentences.
+#: Clauses a checker keeps the actions of for one decision (emptied when full).
 _CLAUSES_KEPT: Final = 4096
 
 
@@ -81,7 +81,8 @@ class ClaimChecker:
         self.lexicon = lexicon
         self._en: list[tuple[str, tuple[str, ...]]] = []
         self._zh: list[tuple[str, str]] = []
-        self._clauses: dict[str, tuple[tuple[str, bool], ...]] = {}
+        # The clauses of the decision last checked: one request's, never another's.
+        self._clauses: tuple[Decision | None, dict[str, tuple[tuple[str, bool], ...]]] = (None, {})
         for action in sorted(lexicon.actions):
             for text, zh in lexicon.all_labels(action):
                 if zh or _CJK_RE.search(text):
@@ -95,7 +96,11 @@ class ClaimChecker:
         """Whether ``sentence`` contradicts ``decision`` (see the module doc)."""
         concluded = {f"<{a}>" for a in decision.actions()}
         complete = decision.status in ("decided", "no_rule_applies")
-        for action, negated in self._mentions(sentence):
+        owner, kept = self._clauses
+        if owner is not decision:
+            kept = {}
+            self._clauses = (decision, kept)
+        for action, negated in self._mentions(sentence, kept):
             verdict = self._judge(action, negated, concluded, complete, decision)
             if verdict is not None:
                 return verdict
@@ -105,39 +110,49 @@ class ClaimChecker:
         """The actions ``sentence`` names (bare IRIs, first mention first), each with
         whether its clause negates it: what a claim says, whatever the decision."""
         found: dict[str, bool] = {}
-        for action, negated in self._mentions(sentence):
+        for action, negated in self._mentions(sentence, {}):
             found.setdefault(iri_value(action), negated)
         return tuple(found.items())
 
-    def _mentions(self, sentence: str) -> Iterator[tuple[str, bool]]:
+    def _mentions(
+        self, sentence: str, kept: dict[str, tuple[tuple[str, bool], ...]]
+    ) -> Iterator[tuple[str, bool]]:
         """Each action a clause of ``sentence`` names, in order, with whether that clause negates."""
         for clause in _CLAUSE_RE.split(sentence):
             if not clause or not clause.strip():
                 continue
-            yield from self._clause(clause)
+            yield from self._clause(clause, kept)
 
-    def _clause(self, clause: str) -> tuple[tuple[str, bool], ...]:
-        """The actions ``clause`` names, each with whether the clause negates (kept per clause).
+    def _clause(
+        self, clause: str, kept: dict[str, tuple[tuple[str, bool], ...]]
+    ) -> tuple[tuple[str, bool], ...]:
+        """The actions ``clause`` names, each with whether the clause negates (kept in ``kept``).
 
         The decoder asks about every candidate token's sentence so far, so the
         clauses before the last one come again and again; what a clause names
         depends only on its text and this checker's labels, which never change.
+        ``check`` keeps them per decision, so one request's clauses never answer
+        (nor speed up) another's.
         """
-        hit = self._clauses.get(clause)
+        hit = kept.get(clause)
         if hit is None:
             words = [w.lower() for w in _WORD_RE.findall(clause)]
             negated = any(w in _EN_NEG for w in words) or bool(_ZH_NEG.search(clause))
             stems = [stem(w) for w in words if w not in _SKIP]
             hit = tuple((action, negated) for action in self._actions_in(clause, stems))
-            if len(self._clauses) >= _CLAUSES_KEPT:
-                self._clauses.clear()
-            self._clauses[clause] = hit
+            if len(kept) >= _CLAUSES_KEPT:
+                kept.clear()
+            kept[clause] = hit
         return hit
 
     def _actions_in(self, clause: str, stems: list[str]) -> list[str]:
         found: dict[str, None] = {}
+        # Two stems are the same only if they share their first _PREFIX_MIN letters (equal,
+        # or the shorter, of at least that length, starts the longer): a label whose first
+        # stem shares them with no stem of the clause cannot be in it.
+        heads = {s[:_PREFIX_MIN] for s in stems}
         for action, label in self._en:
-            if _contains(stems, label):
+            if label[0][:_PREFIX_MIN] in heads and _contains(stems, label):
                 found[action] = None
         for action, text in self._zh:
             if text in clause:
