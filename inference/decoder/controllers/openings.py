@@ -58,7 +58,7 @@ from inference.decoder.compile.forms import (
     opening_text,
 )
 from inference.decoder.controllers.closing_texts import piece_ends
-from inference.decoder.controllers.count_maxima import piece_start
+from inference.decoder.controllers.count_maxima import PIECE_UNITS, piece_start
 from inference.decoder.controllers.forcing import ForcedText, Writer
 from inference.decoder.controllers.layout import LayoutSegment
 from inference.decoder.controllers.protocol import (
@@ -349,10 +349,18 @@ def compile_opening(ctx: CompileContext) -> Opening | None:
             return None
         for cap in forms:
             if isinstance(cap, Count) and cap.of is None and cap.unit is not Unit.UNIQUE_WORDS \
-                    and bounds(cap.relation, cap.n)[1] is not None and units.count(cap.measure, " " + text + " ") > 0:
+                    and bounds(cap.relation, cap.n)[1] is not None and units.count(cap.measure, " " + text + " ") > 0 \
+                    and not _adds_no_piece(cap.unit, text):
                 return None  # (a distinct-words cap reserves the placed words: ``compile_tally``)
     controlled.add(c.id)
     return Opening(per=form.unit, k=form.k, text=text, sources=(c.id,))
+
+
+def _adds_no_piece(unit: Unit, text: str) -> bool:
+    """Whether an opening text leaves a cap on sentences, lines or paragraphs untouched: it opens a
+    piece the answer writes anyway and ends none, so it counts no piece of its own ("every line
+    opens with '~'" beside "exactly 5 lines")."""
+    return unit in PIECE_UNITS and not units.pieces(unit, text + " X")[:-1]
 
 
 def _check_openings_agree(constraints: Sequence[Constraint], found: Sequence[tuple[Constraint, Position]]) -> None:

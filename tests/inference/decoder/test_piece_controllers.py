@@ -409,3 +409,26 @@ def test_bundled_model_ends_every_sentence_with_the_word(loaded_model: Any) -> N
     assert steering.controlled == {"f"}
     assert all(_last_word(p) == "indeed" for p in _sentences(answer)), answer
     assert judged(constraints, answer) == [], answer
+
+
+def test_an_opening_mark_beside_a_count_of_lines_is_controlled_and_both_hold(tokenizer: Any) -> None:
+    """The opening text ends no line, so a cap on lines leaves it controllable (it was refused:
+    the mark counted as a line of its own)."""
+    constraints = [gen(Kind.POSITION, "open", unit="lines", k=0, op="starts_with", text="~"),
+                   gen(Kind.COUNT, "lines", unit="lines", relation="exactly", n=5)]
+    steering = compile_steering(constraints, tokenizer, prompt="Name five lemonade stands.", max_new_tokens=BUDGET)
+    assert steering.controlled == {"open", "lines"}
+    bias = bias_towards(tokenizer, r"^\n$", 6.0)
+    bias.update(bias_towards(tokenizer, r"^ ?[A-Za-z]+$", 3.0))
+    for seed in SEEDS:
+        state = drive_with_bias(steering, BUDGET, seed, bias)
+        lines = [ln for ln in state.text.splitlines() if ln.strip()]
+        assert len(lines) == 5 and all(ln.startswith("~") for ln in lines), state.text
+        assert judged(constraints, state.text) == [], state.text
+
+
+def test_an_opening_word_beside_a_cap_on_words_stays_uncontrolled(tokenizer: Any) -> None:
+    constraints = [gen(Kind.POSITION, "open", unit="sentences", k=0, op="starts_with", text="Note"),
+                   gen(Kind.COUNT, "words", unit="words", relation="at most", n=40)]
+    steering = compile_steering(constraints, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
+    assert "open" in steering.uncontrolled  # the placed word counts against a cap on words
