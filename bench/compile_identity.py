@@ -50,7 +50,7 @@ from bench.extraction import PARAPHRASES, load
 from bench.steering import ifeval_constraints, token_budget
 from bench.steering_set import SET_DATA, load_set
 from inference.decoder.compile import compile_steering
-from inference.decoder.controllers.stating import Statement
+from inference.decoder.token_controllers.stating import Statement
 from reasoning.constraints.extraction import extract, parse_english_many
 from reasoning.constraints.model import Constraint, Kind
 from reasoning.errors import ConflictError, InvalidInput, LimitExceeded

@@ -6,7 +6,7 @@ graph of the request and the domain's decision rules give a
 added to the evidence every branch shows (so the answer can cite them, and
 their ids are the ids the citation controller accepts); the decision
 becomes the ``Statement`` the steering inserts and checks every claim
-against (``inference.decoder.controllers.stating``).
+against (``inference.decoder.token_controllers.stating``).
 
 One :class:`~reasoning.rules.decide.DecisionEngine` is built per ontology
 version (its index object) and kept as long as that index lives, so the
@@ -26,8 +26,8 @@ from typing import Final
 
 import msgspec
 
-from inference.decoder.controllers.stating import Statement
 from inference.decoder.pruning import ClaimGuard, ClaimReading, SupportBasis
+from inference.decoder.token_controllers.stating import Statement
 from reasoning.case.amend import amend_request, restore_spans
 from reasoning.constraints.model import Premise
 from reasoning.evidence.index import OntologyIndex

@@ -37,13 +37,13 @@ from inference.decisions import (
     with_rule_evidence,
 )
 from inference.decoder.compile import branch_steerings, compile_steering
-from inference.decoder.controllers import ConstraintSteering
-from inference.decoder.controllers.stating import Statement
 from inference.decoder.decode import BranchResult, DecodeResult, choose_answer, decode
 from inference.decoder.microbatch import MicroBatcher
 from inference.decoder.options import BEAMS, NEW_TOKENS, SEEDS, DecodeOptions, Limit
 from inference.decoder.pruning import ClaimGuard, SupportBasis
 from inference.decoder.stream import StepEvent
+from inference.decoder.token_controllers import ConstraintSteering
+from inference.decoder.token_controllers.stating import Statement
 from inference.loader import LoadedModel
 from inference.prefix_cache import PrefixCache, PrefixScope
 from inference.prompting import PromptPlan, evidence_shared, plan_prompt

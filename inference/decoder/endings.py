@@ -27,7 +27,7 @@ item: an open structure, though it ends in a period.
 
 A list item, a heading or a line of a list is none of these on its own: the
 text cannot tell a finished bare line from a cut one, so the steering ends
-the answer's last part on a sentence end (``controllers.landing``), which
+the answer's last part on a sentence end (``token_controllers.landing``), which
 changes no count of sentences, as the text after the last end counts as
 one sentence for every judge.
 """

@@ -34,8 +34,8 @@ from collections.abc import Callable
 import msgspec
 
 from inference.decisions import claim_guard, decision_engine
-from inference.decoder.controllers.stating import Statement
 from inference.decoder.stream import StepEvent
+from inference.decoder.token_controllers.stating import Statement
 from inference.pipeline import Plan, Reasoner, ReasonResult
 from reasoning.evidence.index import OntologyIndex
 from reasoning.rules.model import Decision

@@ -10,7 +10,7 @@ import pytest
 
 from inference.decisions import statement_of, with_rule_evidence
 from inference.decoder.compile import compile_steering
-from inference.decoder.controllers.stating import Statement, Stating
+from inference.decoder.token_controllers.stating import Statement, Stating
 from reasoning.constraints.model import Constraint, Hardness, Kind
 from reasoning.evidence.bundled import bundled_domains
 from reasoning.evidence.ingest import ingest_ontology

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from inference.decoder.compile import compile_steering
-from inference.decoder.controllers.citing import Citing
-from inference.decoder.controllers.stating import Statement, Stating
+from inference.decoder.token_controllers.citing import Citing
+from inference.decoder.token_controllers.stating import Statement, Stating
 from reasoning.constraints.model import Constraint, Hardness, Kind
 from reasoning.evidence.bundled import bundled_domains
 from reasoning.evidence.ingest import ingest_ontology

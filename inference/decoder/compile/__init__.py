@@ -3,7 +3,7 @@
 ``compile_steering`` (``steering``) runs the shared stages (``lowering``: the form's named kinds;
 ``stages``: the character policy, the counted bounds, citations, keywords, capital words;
 ``layout`` and ``structure``: the answer's layout), then each constraint family's compile step
-in the order of ``controllers.registry.FAMILIES`` over one compile context (``context``), then
+in the order of ``token_controllers.registry.FAMILIES`` over one compile context (``context``), then
 the refusals of ``checks``. ``forms`` is what every step reads of the form constraints.
 
 The names below are loaded on first use: the families' compile steps import this package's

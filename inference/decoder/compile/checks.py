@@ -8,12 +8,12 @@ from dataclasses import replace
 
 from inference.decoder.compile.context import conflict
 from inference.decoder.compile.layout import BODY_PRIORITY
-from inference.decoder.controllers.charset import CharPolicy
-from inference.decoder.controllers.count_tallies import Limits, count_text
-from inference.decoder.controllers.keywords import Keywords
-from inference.decoder.controllers.lexical import ForbiddenWords
-from inference.decoder.controllers.sentences import sentence_floor
-from inference.decoder.controllers.template import Layout, Literal, build_layout
+from inference.decoder.token_controllers.charset import CharPolicy
+from inference.decoder.token_controllers.count_tallies import Limits, count_text
+from inference.decoder.token_controllers.keywords import Keywords
+from inference.decoder.token_controllers.lexical import ForbiddenWords
+from inference.decoder.token_controllers.sentences import sentence_floor
+from inference.decoder.token_controllers.template import Layout, Literal, build_layout
 from inference.decoder.vocab import VocabTables
 from reasoning.constraints.model import Constraint, Kind
 from reasoning.errors import LimitExceeded

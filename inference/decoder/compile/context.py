@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from inference.decoder.controllers.template import Layout
+from inference.decoder.token_controllers.template import Layout
 from reasoning.constraints.model import Constraint
 from reasoning.errors import ConflictError
 
@@ -26,7 +26,7 @@ class CompileContext:
     assists to ``assisted``); ``inserts``: citations or a stated decision
     write text of their own in the body. ``compiled`` holds, by family name,
     the spec of every family compiled before (None: not needed or not
-    controllable), in the compile order (``controllers.registry.compile_steps``).
+    controllable), in the compile order (``token_controllers.registry.compile_steps``).
     """
 
     hard: list[Constraint]

@@ -15,7 +15,7 @@ from functools import lru_cache
 
 import msgspec
 
-from inference.decoder.controllers.template import Layout, Literal, build_layout
+from inference.decoder.token_controllers.template import Layout, Literal, build_layout
 from reasoning.constraints.form.kinds import GENERIC_KINDS, form_of
 from reasoning.constraints.form.model import Count, Filter, Form, Position, Unit
 from reasoning.constraints.form.model import Layout as FormLayout

@@ -18,9 +18,9 @@ from typing import Any
 
 from inference.decoder.compile.context import conflict
 from inference.decoder.compile.forms import case_of, form_of_constraint, item_leads
-from inference.decoder.controllers.charset import CharPolicy
-from inference.decoder.controllers.placing import STRIPPED
-from inference.decoder.controllers.template import Body, Layout
+from inference.decoder.token_controllers.charset import CharPolicy
+from inference.decoder.token_controllers.placing import STRIPPED
+from inference.decoder.token_controllers.template import Body, Layout
 from reasoning.constraints.form.model import Position, Unit, Wrap
 from reasoning.constraints.model import Constraint, Kind
 from reasoning.errors import ConflictError, InvalidInput

@@ -16,7 +16,7 @@ the body, becomes the bullet layout of three items (numbered ``1.`` ... or with 
 sub-bullet); a ``letter_frequency`` minimum of a mark becomes that keyword's frequency.
 
 Copies and lists with a shape are ``structure.lower_structures``'; what the lowering leaves as a
-form is compiled by the form families' own steps (``controllers.registry.FAMILIES``).
+form is compiled by the form families' own steps (``token_controllers.registry.FAMILIES``).
 
 Raises ``ConflictError`` for a position beyond the most pieces allowed and for every list item
 opening with two texts.
@@ -43,7 +43,7 @@ from inference.decoder.compile.forms import (
     item_leads,
     opening_text,
 )
-from inference.decoder.controllers.placing import STRIPPED
+from inference.decoder.token_controllers.placing import STRIPPED
 from reasoning.constraints.form import units
 from reasoning.constraints.form.model import Count, Filter, Position, Structure, Unit
 from reasoning.constraints.form.model import Layout as FormLayout
@@ -67,7 +67,7 @@ def _keyword(c: Constraint, text: str, relation: Relation, n: int) -> Constraint
 
 def _lower_count(c: Constraint, form: Count) -> list[Constraint]:
     """A count with a minimum that a keyword's insertions meet, as that keyword
-    (maxima alone are caps of the tally, see ``controllers.count_maxima.compile_tally``)."""
+    (maxima alone are caps of the tally, see ``token_controllers.count_maxima.compile_tally``)."""
     lo, hi = bounds(form.relation, form.n)
     if form.per is not None or form.of is not None or not lo:
         return [c]

@@ -13,13 +13,13 @@ from dataclasses import replace
 from typing import Any
 
 from inference.decoder.compile.context import conflict
-from inference.decoder.controllers.capitals import Capitals
-from inference.decoder.controllers.charset import CharPolicy
-from inference.decoder.controllers.citing import Citations
-from inference.decoder.controllers.count_tallies import Limits
-from inference.decoder.controllers.keywords import UNWRITABLE, Keyword, Keywords
-from inference.decoder.controllers.lexical import ForbiddenWords
-from inference.decoder.controllers.template import Layout
+from inference.decoder.token_controllers.capitals import Capitals
+from inference.decoder.token_controllers.charset import CharPolicy
+from inference.decoder.token_controllers.citing import Citations
+from inference.decoder.token_controllers.count_tallies import Limits
+from inference.decoder.token_controllers.keywords import UNWRITABLE, Keyword, Keywords
+from inference.decoder.token_controllers.lexical import ForbiddenWords
+from inference.decoder.token_controllers.template import Layout
 from reasoning.constraints.model import Constraint, Hardness, Kind, Relation
 from reasoning.errors import InvalidInput, LimitExceeded
 from reasoning.language import LANGUAGE_SCRIPTS
@@ -185,7 +185,7 @@ def compile_keywords(
     controlled: set[str],
 ) -> Keywords | None:
     """The keyword controller of the hard ``keywords_present`` and ``keyword_frequency``
-    constraints (see ``controllers.keywords``).
+    constraints (see ``token_controllers.keywords``).
 
     Counting ignores case, so a keyword is inserted folded to the answer's
     case policy. Bounds on one keyword (compared case-insensitively) merge. A
@@ -244,7 +244,7 @@ def compile_capitals(
     controlled: set[str],
 ) -> Capitals | None:
     """The capital-word minimum of the hard ``capital_word_frequency`` constraints
-    (see ``controllers.capitals``). Only a minimum without a maximum is
+    (see ``token_controllers.capitals``). Only a minimum without a maximum is
     controlled, in running text whose script has capitals (Latin); an
     all-lowercase answer cannot meet one (a conflict), nor can a word maximum
     below it."""

@@ -13,9 +13,9 @@ The shared stages run first (the form lowered to named kinds, the character
 policy, the counted bounds, the layout, citations, keywords, capital words:
 ``compile.lowering``, ``stages``, ``layout``, ``structure``), then every
 family's compile step in the registry's compile order
-(``controllers.registry.compile_steps``) over one ``CompileContext``, then the
+(``token_controllers.registry.compile_steps``) over one ``CompileContext``, then the
 final refusals (``compile.checks``). The composer builds the controllers from
-the specs in the registry's own order (``controllers.registry.FAMILIES``).
+the specs in the registry's own order (``token_controllers.registry.FAMILIES``).
 
 Contradictions that no decode can satisfy are refused before decoding with
 ``ConflictError`` (``extra["constraint_ids"]`` names them), e.g. all-lowercase
@@ -51,14 +51,14 @@ from inference.decoder.compile.stages import (
     compile_policy,
 )
 from inference.decoder.compile.structure import lower_structures, structure_layout
-from inference.decoder.controllers.charset import CharPolicy, SoftPolicy
-from inference.decoder.controllers.citing import Citations
-from inference.decoder.controllers.count_tallies import Limits
-from inference.decoder.controllers.openings import Opening
-from inference.decoder.controllers.placing import Placement
-from inference.decoder.controllers.registry import compile_steps
-from inference.decoder.controllers.steering import ConstraintSteering
-from inference.decoder.controllers.template import Layout, build_layout
+from inference.decoder.token_controllers.charset import CharPolicy, SoftPolicy
+from inference.decoder.token_controllers.citing import Citations
+from inference.decoder.token_controllers.count_tallies import Limits
+from inference.decoder.token_controllers.openings import Opening
+from inference.decoder.token_controllers.placing import Placement
+from inference.decoder.token_controllers.registry import compile_steps
+from inference.decoder.token_controllers.steering import ConstraintSteering
+from inference.decoder.token_controllers.template import Layout, build_layout
 from inference.decoder.vocab import vocab_tables
 from reasoning.constraints.catalog import CATALOG
 from reasoning.constraints.model import Constraint, Hardness, Kind, Scope
@@ -107,7 +107,7 @@ def compile_steering(
     the model); without them it is left to the prompt and the verifier.
     For a decode of several evidence branches pass the ids of all of them
     and bind each branch to its own with ``branch_steerings``.
-    ``statement`` (a ``controllers.stating.Statement``) is the decision the
+    ``statement`` (a ``token_controllers.stating.Statement``) is the decision the
     answer must state and may not contradict (the rules stage's).
 
     Example::

@@ -40,11 +40,11 @@ from dataclasses import replace
 import msgspec
 
 from inference.decoder.compile.forms import BODY_KINDS, LIST_ITEMS, LISTS, form_of_constraint
-from inference.decoder.controllers.charset import CharPolicy
-from inference.decoder.controllers.count_tallies import Limits, count_text
-from inference.decoder.controllers.layout import MIN_SEGMENT_TOKENS
-from inference.decoder.controllers.sentences import sentence_floor
-from inference.decoder.controllers.template import (
+from inference.decoder.token_controllers.charset import CharPolicy
+from inference.decoder.token_controllers.count_tallies import Limits, count_text
+from inference.decoder.token_controllers.layout import MIN_SEGMENT_TOKENS
+from inference.decoder.token_controllers.sentences import sentence_floor
+from inference.decoder.token_controllers.template import (
     Body,
     Free,
     Layout,

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from inference.decoder.controllers.charset import CharPolicy, tail_completes
+from inference.decoder.token_controllers.charset import CharPolicy, tail_completes
 from inference.decoder.vocab import vocab_tables
 
 

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from inference.decoder.compile import branch_steerings, compile_steering
-from inference.decoder.controllers.citing import Citations
-from inference.decoder.controllers.keywords import Keywords
-from inference.decoder.controllers.template import Free, Literal
+from inference.decoder.token_controllers.citing import Citations
+from inference.decoder.token_controllers.keywords import Keywords
+from inference.decoder.token_controllers.template import Free, Literal
 from reasoning.constraints.model import Constraint, Hardness, Kind, Scope
 from reasoning.errors import ConflictError, InvalidInput, LimitExceeded
 

@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from inference.decoder.compile import compile_steering
-from inference.decoder.controllers import CharPolicy, ForbiddenWords
-from inference.decoder.controllers.charset import split_utf8
-from inference.decoder.controllers.count_tallies import Counts, count_text
+from inference.decoder.token_controllers import CharPolicy, ForbiddenWords
+from inference.decoder.token_controllers.charset import split_utf8
+from inference.decoder.token_controllers.count_tallies import Counts, count_text
 from inference.decoder.vocab import vocab_tables
 from reasoning.constraints.model import Constraint, Kind, Scope
 from reasoning.constraints.verifiers import verify as verify_constraint

@@ -1,4 +1,4 @@
-"""controllers.registry.FAMILIES: one entry per constraint family, its compile step beside its builder.
+"""token_controllers.registry.FAMILIES: one entry per constraint family, its compile step beside its builder.
 
 A family with a compile step of its own keeps both halves in its controller module and is one
 line of ``FAMILIES``; these tests fail when the compile order is ambiguous, when a step lives
@@ -12,8 +12,8 @@ from typing import Any
 from test_form_controllers import gen
 
 from inference.decoder.compile import compile_steering
-from inference.decoder.controllers.registry import FAMILIES, compile_steps
-from inference.decoder.controllers.steering import ConstraintSteering
+from inference.decoder.token_controllers.registry import FAMILIES, compile_steps
+from inference.decoder.token_controllers.steering import ConstraintSteering
 from reasoning.constraints.model import Kind
 
 
@@ -31,7 +31,7 @@ def test_a_familys_compile_step_lives_in_its_controllers_module() -> None:
     for family in compile_steps():
         assert family.compile is not None
         assert family.compile.__module__ == family.build.__module__, family.name
-        assert family.compile.__module__.startswith("inference.decoder.controllers."), family.name
+        assert family.compile.__module__.startswith("inference.decoder.token_controllers."), family.name
 
 
 def test_a_form_familys_spec_reaches_its_controller(tokenizer: Any) -> None:

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from test_controllers import drive_with_bias
 
 from inference.decoder.compile import compile_steering
-from inference.decoder.controllers.keywords import Keyword, Keywording
+from inference.decoder.token_controllers.keywords import Keyword, Keywording
 from reasoning.constraints.model import Constraint, Kind
 from reasoning.constraints.verifiers import verify_all
 from reasoning.errors import ConflictError
@@ -250,8 +250,8 @@ def test_capital_words_are_controlled_only_where_they_can_be_promised(tokenizer:
 def test_running_counts_equal_a_recount(pieces: list[str], keyword: str) -> None:
     """The steering counts keywords and capital words chunk by chunk; the
     running counts always equal a count of the whole text."""
-    from inference.decoder.controllers.capitals import Capitals
-    from inference.decoder.controllers.keywords import Keywords
+    from inference.decoder.token_controllers.capitals import Capitals
+    from inference.decoder.token_controllers.keywords import Keywords
 
     keywords, capitals = Keywords((Keyword(keyword, at_least=1),)), Capitals(1)
     text, counts, caps = "", (0,), 0

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from inference.decoder.controllers.layout import LayoutSegment
-from inference.decoder.controllers.pacing import SLACK, insert_urgent, next_due, tokens_left
-from inference.decoder.controllers.protocol import Draft, SteerState
-from inference.decoder.controllers.template import Free
+from inference.decoder.token_controllers.layout import LayoutSegment
+from inference.decoder.token_controllers.pacing import SLACK, insert_urgent, next_due, tokens_left
+from inference.decoder.token_controllers.protocol import Draft, SteerState
+from inference.decoder.token_controllers.template import Free
 
 
 def _draft(n_tokens: int, reserve: int = 0, inserts: int = 0) -> Draft:

@@ -17,8 +17,8 @@ import pytest
 
 from bench.steering import _prepare_judge, ifeval_constraints, judge
 from inference.decoder.compile import compile_steering
-from inference.decoder.controllers.sentences import sentence_floor
-from inference.decoder.controllers.template import Body, Layout, Literal, build_layout
+from inference.decoder.token_controllers.sentences import sentence_floor
+from inference.decoder.token_controllers.template import Body, Layout, Literal, build_layout
 from reasoning.constraints.form import Count, Filter, Unit, check
 from reasoning.constraints.model import Constraint, Kind, Relation
 from reasoning.constraints.textstats import count_sentences

@@ -12,7 +12,7 @@ from test_controllers import drive_with_bias
 from test_form_controllers import bias_towards, gen, judged
 
 from inference.decoder.compile import compile_steering
-from inference.decoder.controllers.sentence_types import pattern_of
+from inference.decoder.token_controllers.sentence_types import pattern_of
 from reasoning.constraints.form import units
 from reasoning.constraints.form.model import Unit
 from reasoning.constraints.model import Constraint, Kind

@@ -13,7 +13,7 @@ import torch
 from test_form_controllers import gen, judged
 
 from inference.decoder.compile import compile_steering
-from inference.decoder.controllers.sentence_words import SentenceWord
+from inference.decoder.token_controllers.sentence_words import SentenceWord
 from reasoning.constraints.extraction import extract
 from reasoning.constraints.model import Kind
 

@@ -18,10 +18,10 @@ import torch
 
 from inference.decisions import claim_guard, refusing_invented_ids, support_basis
 from inference.decoder.compile import compile_steering
-from inference.decoder.controllers.stating import Statement
 from inference.decoder.decode import DecodeResult, decode
 from inference.decoder.options import DecodeOptions
 from inference.decoder.pruning import ClaimGuard, SupportBasis
+from inference.decoder.token_controllers.stating import Statement
 from inference.loader import LoadedModel
 from inference.prompting import plan_prompt
 from reasoning.evidence.bundled import bundled_domains

@@ -11,7 +11,7 @@ from test_controllers import drive_with_bias
 from test_form_controllers import bias_towards, gen, judged
 
 from inference.decoder.compile import compile_steering
-from inference.decoder.controllers.verb_opening import OPENING_VERBS, opens_with_listed_verb
+from inference.decoder.token_controllers.verb_opening import OPENING_VERBS, opens_with_listed_verb
 from reasoning.constraints.form.classes import in_class
 from reasoning.constraints.model import Constraint, Kind
 

@@ -41,8 +41,8 @@ def test_derived_tables_are_kept_beside_the_tables(tokenizer: Any, tmp_path: Pat
     """A table derived later (a policy's mask, the sentence-run tables) is built once and kept
     under its name: fresh tables over the same directory read it back equal, without building;
     a damaged file is built again."""
-    from inference.decoder.controllers.charset import CharPolicy
-    from inference.decoder.controllers.sentences import run_tables
+    from inference.decoder.token_controllers.charset import CharPolicy
+    from inference.decoder.token_controllers.sentences import run_tables
 
     described = vocab._describe_all(tokenizer, len(tokenizer))
     kept = tmp_path / "derived"

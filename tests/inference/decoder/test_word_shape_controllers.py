@@ -13,7 +13,7 @@ from test_controllers import drive_with_bias
 from test_form_controllers import bias_towards, gen, judged
 
 from inference.decoder.compile import compile_steering
-from inference.decoder.controllers.count_maxima import added
+from inference.decoder.token_controllers.count_maxima import added
 from reasoning.constraints.form.model import Filter, Measure, Unit
 from reasoning.constraints.model import Kind
 
