@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from inference.decoder.token_controllers.charset import split_utf8
-from inference.decoder.token_controllers.protocol import NEG_INF, Controller, Plan, SteerState
+from inference.decoder.token_controllers.protocol import NEG_INF, Controller, RowPlan, SteerState
 from inference.decoder.topk import row_topk
 from inference.decoder.vocab import VocabTables
 
@@ -39,7 +39,7 @@ class CandidateChecks:
         self._continuation: torch.Tensor = tables.cached("continuation", lambda: _continuation(tables))
 
     def cut(
-        self, states: list[SteerState], plans: list[Plan], rows: torch.Tensor, lp: torch.Tensor,
+        self, states: list[SteerState], plans: list[RowPlan], rows: torch.Tensor, lp: torch.Tensor,
         fragments: torch.Tensor | None,
     ) -> torch.Tensor:
         """Cut each row to its best candidates that pass the per-token checks.

@@ -35,9 +35,9 @@ from inference.decoder.token_controllers.protocol import (
     HOLD_NONE,
     Context,
     Controller,
-    Draft,
     Owed,
-    Plan,
+    RowPlan,
+    RowPlanDraft,
     SteerState,
     spec_of,
 )
@@ -126,22 +126,22 @@ class CapitalWords(Controller):
         n = self._owed_now(state)
         return Owed(tokens=CAPITAL_WORD_TOKENS * n, words=n, units=n, insert=True, writes=n > 0) if n else Owed()
 
-    def _running(self, d: Draft) -> int:
+    def _running(self, d: RowPlanDraft) -> int:
         """Capital words owed where they are written (running text), else 0."""
         segment = d.comp.segment
         return d.owed[self.slot].words if isinstance(segment, Free) and segment.role in RUNNING_TEXT else 0
 
-    def holds(self, d: Draft) -> int:
+    def holds(self, d: RowPlanDraft) -> int:
         return HOLD_ALL if self._running(d) else HOLD_NONE
 
-    def forced(self, d: Draft) -> Plan | None:
+    def forced(self, d: RowPlanDraft) -> RowPlan | None:
         if self._running(d) and not d.state.counts.bracket_open and d.exit == d.target:
             # The budget kept room for the owed capital words: one begins now.
             marks = {self.slot: "now"}
-            return Plan("free", d.exit, seg=d.state.seg, forced=True, marks=marks, later=d.later, owed=d.owed)
+            return RowPlan("free", d.exit, seg=d.state.seg, forced=True, marks=marks, later=d.later, owed=d.owed)
         return None
 
-    def _due(self, d: Draft) -> bool:
+    def _due(self, d: RowPlanDraft) -> bool:
         """Whether an owed capital word should begin now (paced as keywords are,
         over the budget the keywords leave)."""
         budget = self.ctx.max_new_tokens
@@ -151,7 +151,7 @@ class CapitalWords(Controller):
         need = self.capitals.need
         return insert_urgent(d, budget) or next_due(d, budget, need - owed, need, kept=d.inserts_before(self.slot))
 
-    def pace(self, d: Draft) -> Plan | None:
+    def pace(self, d: RowPlanDraft) -> RowPlan | None:
         state = d.state
         running = self._running(d)
         caps = ""
@@ -169,7 +169,7 @@ class CapitalWords(Controller):
     def mask(
         self,
         states: Sequence[SteerState],
-        plans: Sequence[Plan],
+        plans: Sequence[RowPlan],
         allowed: torch.Tensor,
         fragments: torch.Tensor,
         base: torch.Tensor,
@@ -216,7 +216,7 @@ class CapitalWords(Controller):
         new: SteerState,
         token_id: int,
         comp: LayoutSegment | None,
-        plan_of: Callable[[SteerState], Plan],
+        plan_of: Callable[[SteerState], RowPlan],
     ) -> Any:
         part: CapitalState = before.parts[self.slot]
         chunk = new.text[len(before.text) :]

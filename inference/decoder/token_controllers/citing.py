@@ -42,9 +42,9 @@ from inference.decoder.token_controllers.protocol import (
     HOLD_TARGET,
     Context,
     Controller,
-    Draft,
     Owed,
-    Plan,
+    RowPlan,
+    RowPlanDraft,
     SteerState,
     spec_of,
 )
@@ -172,12 +172,12 @@ class Citing(Controller):
             return Owed()
         return Owed(tokens=CITATION_TOKENS * missing, words=missing, units=missing)
 
-    def route(self, state: SteerState) -> Plan | None:
+    def route(self, state: SteerState) -> RowPlan | None:
         if state.parts[self.slot].cite is None:
             return None
-        return Plan("cite", self._close if self._close >= 0 else self.ctx.layout.eos, seg=state.seg, owner=self.slot)
+        return RowPlan("cite", self._close if self._close >= 0 else self.ctx.layout.eos, seg=state.seg, owner=self.slot)
 
-    def route_row(self, state: SteerState, plan: Plan, lp: torch.Tensor, out: torch.Tensor) -> None:
+    def route_row(self, state: SteerState, plan: RowPlan, lp: torch.Tensor, out: torch.Tensor) -> None:
         part = state.parts[self.slot]
         ids = self.citations.next_tokens(self.ctx.tables, part.cite, part.cited)
         out[ids] = lp[ids]
@@ -185,7 +185,7 @@ class Citing(Controller):
     def holding(self, state: SteerState) -> bool:
         return state.parts[self.slot].cite is not None
 
-    def exit(self, d: Draft) -> None:
+    def exit(self, d: RowPlanDraft) -> None:
         # An owed citation opens with a bracket where the model would stop.
         segment = d.comp.segment
         if d.exit != d.target or d.state.counts.bracket_open or not self._open:
@@ -195,10 +195,10 @@ class Citing(Controller):
             if token >= 0:
                 d.exit, d.opens = token, token != d.target
 
-    def holds(self, d: Draft) -> int:
+    def holds(self, d: RowPlanDraft) -> int:
         return HOLD_TARGET if d.owed[self.slot].tokens else HOLD_NONE
 
-    def _may_open(self, state: SteerState, plan: Plan) -> bool:
+    def _may_open(self, state: SteerState, plan: RowPlan) -> bool:
         """A free row may open a citation while one is owed, in running text."""
         if not self.citations.owed(state.parts[self.slot].cited) or state.counts.bracket_open or state.pending:
             return False
@@ -215,7 +215,7 @@ class Citing(Controller):
     def mask(
         self,
         states: Sequence[SteerState],
-        plans: Sequence[Plan],
+        plans: Sequence[RowPlan],
         allowed: torch.Tensor,
         fragments: torch.Tensor,
         base: torch.Tensor,
@@ -236,7 +236,7 @@ class Citing(Controller):
         new: SteerState,
         token_id: int,
         comp: LayoutSegment | None,
-        plan_of: Callable[[SteerState], Plan],
+        plan_of: Callable[[SteerState], RowPlan],
     ) -> Any:
         """Enter, continue or close citation mode after ``token_id``."""
         part: CitationState = before.parts[self.slot]

@@ -15,7 +15,7 @@ While the current piece holds a letter or digit and does not end with an item of
   paragraphs) is masked;
 - where the model's own best token would end the piece or stop, only the class's one-token
   items (``class_items``) are allowed: the model picks among them; so it is where a
-  sentence-closing demand (``Draft.close``, from the landing or a sentence count) would end
+  sentence-closing demand (``RowPlanDraft.close``, from the landing or a sentence count) would end
   the piece: the demand is taken over, and the item is written at the model's next word end
   (the demand comes back once the piece ends with the item, and its mark follows);
 - when the token budget is about to run out, the item is written at once (the model's pick);
@@ -49,10 +49,10 @@ from inference.decoder.token_controllers.protocol import (
     HOLD_NONE,
     Context,
     Controller,
-    Draft,
     JudgesText,
     Owed,
-    Plan,
+    RowPlan,
+    RowPlanDraft,
     SteerState,
     spec_of,
 )
@@ -196,13 +196,13 @@ class ClassClosings(JudgesText):
     def owed(self, state: SteerState) -> Owed:
         return Owed(tokens=2) if self._open(state) else Owed()
 
-    def holds(self, d: Draft) -> int:
+    def holds(self, d: RowPlanDraft) -> int:
         return HOLD_NONE if self.ends_ok(d.state) else HOLD_ALL
 
     def ends_ok(self, state: SteerState) -> bool:
         return not self._open(state)
 
-    def pace(self, d: Draft) -> Plan | None:
+    def pace(self, d: RowPlanDraft) -> RowPlan | None:
         """The item at once when the budget is about to run out inside an open piece; a closing
         demand on an open piece is taken over (its item comes first, at the model's word end)."""
         state = d.state
@@ -220,7 +220,7 @@ class ClassClosings(JudgesText):
     def mask(
         self,
         states: Sequence[SteerState],
-        plans: Sequence[Plan],
+        plans: Sequence[RowPlan],
         allowed: torch.Tensor,
         fragments: torch.Tensor,
         base: torch.Tensor,
@@ -274,7 +274,7 @@ class ClassClosings(JudgesText):
         new: SteerState,
         token_id: int,
         comp: LayoutSegment | None,
-        plan_of: Callable[[SteerState], Plan],
+        plan_of: Callable[[SteerState], RowPlan],
     ) -> Any:
         part: ClassClosingState = before.parts[self.slot]
         if len(new.text) == len(before.text):

@@ -49,9 +49,9 @@ from inference.decoder.token_controllers.protocol import (
     HOLD_NONE,
     Context,
     Controller,
-    Draft,
     JudgesText,
-    Plan,
+    RowPlan,
+    RowPlanDraft,
     SteerState,
     spec_of,
 )
@@ -162,7 +162,7 @@ class ClassOpenings(JudgesText):
     def mask(
         self,
         states: Sequence[SteerState],
-        plans: Sequence[Plan],
+        plans: Sequence[RowPlan],
         allowed: torch.Tensor,
         fragments: torch.Tensor,
         base: torch.Tensor,
@@ -182,7 +182,7 @@ class ClassOpenings(JudgesText):
         return all(self.want.opens(piece) for i, piece in enumerate(pieces)
                    if self.want.applies(part.before + i) and (i < complete or self.want.begun(piece)))
 
-    def holds(self, d: Draft) -> int:
+    def holds(self, d: RowPlanDraft) -> int:
         return HOLD_NONE if self.ends_ok(d.state) else HOLD_ALL
 
     def ends_ok(self, state: SteerState) -> bool:
@@ -194,7 +194,7 @@ class ClassOpenings(JudgesText):
         new: SteerState,
         token_id: int,
         comp: LayoutSegment | None,
-        plan_of: Callable[[SteerState], Plan],
+        plan_of: Callable[[SteerState], RowPlan],
     ) -> Any:
         part: ClassOpeningState = before.parts[self.slot]
         if len(new.text) == len(before.text):

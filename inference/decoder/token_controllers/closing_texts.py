@@ -66,9 +66,9 @@ from inference.decoder.token_controllers.protocol import (
     HOLD_NONE,
     Context,
     Controller,
-    Draft,
     JudgesText,
-    Plan,
+    RowPlan,
+    RowPlanDraft,
     SteerState,
     spec_of,
 )
@@ -164,7 +164,7 @@ class Closings(Writer, JudgesText):
         current = state.text[part.start :]
         return any(ch.isalnum() for ch in current) and not self.closing.closed(current)
 
-    def holds(self, d: Draft) -> int:
+    def holds(self, d: RowPlanDraft) -> int:
         return HOLD_NONE if self.ends_ok(d.state) else HOLD_ALL
 
     def _budget_due(self, state: SteerState, reserve: int) -> bool:
@@ -173,7 +173,7 @@ class Closings(Writer, JudgesText):
             return False
         return budget - state.n_tokens - reserve <= self._text.tokens(state.text) + 2
 
-    def pace(self, d: Draft) -> Plan | None:
+    def pace(self, d: RowPlanDraft) -> RowPlan | None:
         """Write the text when the budget is about to run out inside a piece that owes it; break
         the paragraph at a sentence end when the k-th paragraph must begin to fit the budget."""
         if self._budget_due(d.state, d.comp.reserve_tokens):
@@ -196,7 +196,7 @@ class Closings(Writer, JudgesText):
             and not state.pending and part.before < self.closing.k - 1 \
             and any(ch.isalnum() for ch in state.text[part.start :])
 
-    def _break_due(self, d: Draft) -> bool:
+    def _break_due(self, d: RowPlanDraft) -> bool:
         """Whether the paragraph before the k-th must end for the k-th to fit the budget left."""
         budget = self.ctx.max_new_tokens
         if budget is None or not self._may_break(d.state):
@@ -204,7 +204,7 @@ class Closings(Writer, JudgesText):
         part: ClosingState = d.state.parts[self.slot]
         return tokens_left(budget, d) <= (self.closing.k - part.before) * _PARAGRAPH_TOKENS
 
-    def _break_begun(self, state: SteerState, token_id: int, plan_of: Callable[[SteerState], Plan]) -> bool:
+    def _break_begun(self, state: SteerState, token_id: int, plan_of: Callable[[SteerState], RowPlan]) -> bool:
         """Whether ``token_id`` is the paragraph break ``pace`` began on ``state``'s row: its first
         token, forced alone after a sentence end where a break may be due (the row's plan is
         rebuilt only then), so a tokenizer that spells ``\n\n`` in two writes the second too."""
@@ -218,7 +218,7 @@ class Closings(Writer, JudgesText):
     def mask(
         self,
         states: Sequence[SteerState],
-        plans: Sequence[Plan],
+        plans: Sequence[RowPlan],
         allowed: torch.Tensor,
         fragments: torch.Tensor,
         base: torch.Tensor,
@@ -232,7 +232,7 @@ class Closings(Writer, JudgesText):
                 self._text.intend(state, allowed[r])
             allowed[r] &= ~self._enders
 
-    def reweigh(self, states: Sequence[SteerState], plans: Sequence[Plan], rows: torch.Tensor) -> None:
+    def reweigh(self, states: Sequence[SteerState], plans: Sequence[RowPlan], rows: torch.Tensor) -> None:
         """Force the text's first token where the model would end the piece (or stop) without it."""
         for r, state in enumerate(states):
             self._text.force_intended(rows, r, state)
@@ -267,7 +267,7 @@ class Closings(Writer, JudgesText):
         new: SteerState,
         token_id: int,
         comp: LayoutSegment | None,
-        plan_of: Callable[[SteerState], Plan],
+        plan_of: Callable[[SteerState], RowPlan],
     ) -> Any:
         part: ClosingState = before.parts[self.slot]
         began = not part.pending and (self._text.began(before, token_id)

@@ -2,7 +2,7 @@
 
 ``Bounds`` enforces ``count_tallies.Limits``: each upper bound (words, sentences,
 a letter) masks the tokens that would break it, with room for what the
-rest of the layout and the owed text add (``Plan.later``); a reached bound
+rest of the layout and the owed text add (``RowPlan.later``); a reached bound
 forces the segment's end; a byte fragment is judged on the characters it
 completes, an unfinished character as the worst it can become (a Han
 character is one more word, a space or "。" may end a sentence), so a bound
@@ -27,8 +27,8 @@ from inference.decoder.token_controllers.protocol import (
     HOLD_TARGET,
     Context,
     Controller,
-    Draft,
-    Plan,
+    RowPlan,
+    RowPlanDraft,
     SteerState,
 )
 from inference.decoder.token_controllers.sentences import run_tables
@@ -48,10 +48,10 @@ class Bounds(Controller):
         if ctx.limits.max_sentences is not None:
             run_tables(ctx.tables)  # built (or read) with the steering, not in its first step
 
-    def holds(self, d: Draft) -> int:
+    def holds(self, d: RowPlanDraft) -> int:
         return HOLD_NONE if self.limits.mins_met(d.state.counts) else HOLD_TARGET
 
-    def forces(self, d: Draft) -> bool:
+    def forces(self, d: RowPlanDraft) -> bool:
         if not self._has_max or d.state.counts.bracket_open:
             return False
         assert d.later is not None
@@ -60,7 +60,7 @@ class Bounds(Controller):
     def mask(
         self,
         states: Sequence[SteerState],
-        plans: Sequence[Plan],
+        plans: Sequence[RowPlan],
         allowed: torch.Tensor,
         fragments: torch.Tensor,
         base: torch.Tensor,
@@ -76,7 +76,7 @@ class Bounds(Controller):
             rows.append(over)
         allowed &= ~torch.stack(rows)
 
-    def prepare(self, state: SteerState, plan: Plan) -> Any:
+    def prepare(self, state: SteerState, plan: RowPlan) -> Any:
         return plan.later
 
     def check_pieced(self, state: SteerState, memo: Any, raw: bytes, text: str, tail: bytes) -> bool:
@@ -105,7 +105,7 @@ class WordPace(Controller):
         self._adds_word = tables.word_runs >= 1
         self._adds_word_after_word = (tables.word_runs - tables.starts_wordchar.to(torch.int32)) >= 1
 
-    def pace(self, d: Draft) -> Plan | None:
+    def pace(self, d: RowPlanDraft) -> RowPlan | None:
         state = d.state
         segment = d.comp.segment
         if getattr(segment, "gate", False) and not state.pending:
@@ -117,7 +117,7 @@ class WordPace(Controller):
     def mask(
         self,
         states: Sequence[SteerState],
-        plans: Sequence[Plan],
+        plans: Sequence[RowPlan],
         allowed: torch.Tensor,
         fragments: torch.Tensor,
         base: torch.Tensor,

@@ -39,7 +39,7 @@ How each bound is kept:
   undoes it), so a piece that could still merge with the next one is
   always inside the window. Tokens that add no item (a full stop, a comma)
   stay allowed, so a sentence at its cap can still end; a sentence one word
-  short of a plain words-per-sentence cap asks to close (``Draft.close``
+  short of a plain words-per-sentence cap asks to close (``RowPlanDraft.close``
   "end", where its last word may end a sentence), so the model ends it
   rather than gluing word pieces onto the last word.
 
@@ -86,8 +86,8 @@ from inference.decoder.token_controllers.layout import LayoutSegment
 from inference.decoder.token_controllers.protocol import (
     Context,
     Controller,
-    Draft,
-    Plan,
+    RowPlan,
+    RowPlanDraft,
     SteerState,
     spec_of,
 )
@@ -332,7 +332,7 @@ class Tallying(Controller):
         caps: tuple[Any, ...] = tuple(frozenset() if i in self._unique else 0 for i in range(len(self.caps)))
         return caps + ((0, 0),) * len(self.shares)
 
-    def pace(self, d: Draft) -> Plan | None:
+    def pace(self, d: RowPlanDraft) -> RowPlan | None:
         """Ask the current sentence to end when it is one word short of a words-per-sentence cap."""
         if not self._closing or d.close:
             return None
@@ -350,7 +350,7 @@ class Tallying(Controller):
     def mask(
         self,
         states: Sequence[SteerState],
-        plans: Sequence[Plan],
+        plans: Sequence[RowPlan],
         allowed: torch.Tensor,
         fragments: torch.Tensor,
         base: torch.Tensor,
@@ -417,7 +417,7 @@ class Tallying(Controller):
         new: SteerState,
         token_id: int,
         comp: LayoutSegment | None,
-        plan_of: Callable[[SteerState], Plan],
+        plan_of: Callable[[SteerState], RowPlan],
     ) -> Any:
         counts: tuple[Any, ...] = before.parts[self.slot]
         chunk = new.text[len(before.text) :]

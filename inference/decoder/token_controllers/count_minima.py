@@ -47,8 +47,8 @@ from inference.decoder.token_controllers.protocol import (
     HOLD_TARGET,
     Context,
     Controller,
-    Draft,
-    Plan,
+    RowPlan,
+    RowPlanDraft,
     SteerState,
     spec_of,
 )
@@ -112,13 +112,13 @@ class Minima(Controller):
         have = state.parts[self.slot][i] if m.kept else units.count(m.measure, state.text)
         return bool(have >= m.at_least)
 
-    def holds(self, d: Draft) -> int:
+    def holds(self, d: RowPlanDraft) -> int:
         return HOLD_NONE if all(self._met(d.state, i) for i in range(len(self.items))) else HOLD_TARGET
 
     def ends_ok(self, state: SteerState) -> bool:
         return all(self._met(state, i) for i in self._kept)
 
-    def pace(self, d: Draft) -> Plan | None:
+    def pace(self, d: RowPlanDraft) -> RowPlan | None:
         """Mark, per kept minimum behind its pace, the items every token must add now."""
         if self.budget is None or d.state.pending:
             return None
@@ -139,7 +139,7 @@ class Minima(Controller):
     def mask(
         self,
         states: Sequence[SteerState],
-        plans: Sequence[Plan],
+        plans: Sequence[RowPlan],
         allowed: torch.Tensor,
         fragments: torch.Tensor,
         base: torch.Tensor,
@@ -160,7 +160,7 @@ class Minima(Controller):
         new: SteerState,
         token_id: int,
         comp: LayoutSegment | None,
-        plan_of: Callable[[SteerState], Plan],
+        plan_of: Callable[[SteerState], RowPlan],
     ) -> Any:
         counts: tuple[int, ...] = before.parts[self.slot]
         chunk = new.text[len(before.text) :]

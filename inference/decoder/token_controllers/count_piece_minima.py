@@ -18,7 +18,7 @@ How each minimum is kept:
   spells it;
 - the answer may not end short (``ends_ok``): all its pieces hold the
   minimum, and it has one;
-- a sentence-closing demand (``Draft.close``, from the landing or a
+- a sentence-closing demand (``RowPlanDraft.close``, from the landing or a
   per-sentence cap) is withdrawn while the current piece is short: the
   piece goes on;
 - the answer ends where a new piece would not fit (``forces``): once the
@@ -70,9 +70,9 @@ from inference.decoder.token_controllers.pacing import tokens_left
 from inference.decoder.token_controllers.protocol import (
     Context,
     Controller,
-    Draft,
     JudgesText,
-    Plan,
+    RowPlan,
+    RowPlanDraft,
     SteerState,
     spec_of,
 )
@@ -179,7 +179,7 @@ class Flooring(Writer, JudgesText):
         owing = self._owing(state)
         return self._items[self.floors[owing[0]].measure.unit] if owing else None
 
-    def reweigh(self, states: Sequence[SteerState], plans: Sequence[Plan], rows: torch.Tensor) -> None:
+    def reweigh(self, states: Sequence[SteerState], plans: Sequence[RowPlan], rows: torch.Tensor) -> None:
         """Force the item where the model's best token would end a piece that still owes one."""
         for item in self._items.values():
             item.clear()
@@ -208,7 +208,7 @@ class Flooring(Writer, JudgesText):
             for f, s in zip(self.floors, starts)
         )
 
-    def forces(self, d: Draft) -> bool:
+    def forces(self, d: RowPlanDraft) -> bool:
         """End the answer at a closed piece when a new one would not fit in the budget left."""
         if self.budget is None:
             return False
@@ -234,7 +234,7 @@ class Flooring(Writer, JudgesText):
             return None
         return item
 
-    def pace(self, d: Draft) -> Plan | None:
+    def pace(self, d: RowPlanDraft) -> RowPlan | None:
         """Withdraw a demand to close the sentence while the current piece is short; insert the
         item when the budget is about to run out inside a piece that owes one."""
         due = self._budget_due(d.state, d.comp.reserve_tokens)
@@ -250,7 +250,7 @@ class Flooring(Writer, JudgesText):
         new: SteerState,
         token_id: int,
         comp: LayoutSegment | None,
-        plan_of: Callable[[SteerState], Plan],
+        plan_of: Callable[[SteerState], RowPlan],
     ) -> Any:
         part: FloorState = before.parts[self.slot]
         pending: tuple[int, ...] = part.pending[1:]

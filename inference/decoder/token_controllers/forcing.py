@@ -11,7 +11,7 @@ keyword, a span's delimiters, a hashtag, a stated decision):
   token is written now (``begin``: a plan that takes the row), where the
   model's own best token would end what the text must precede (``intend``
   in the mask, ``force_intended`` / ``force`` on the masked rows), or where
-  the model ends its word (``write_mark_at_word_end`` over ``Draft.marks``);
+  the model ends its word (``write_mark_at_word_end`` over ``RowPlanDraft.marks``);
   once begun, the rest of that spelling (or of the tokens still pending) is
   what ``rest`` gives;
 - ``Writer``: the base of a controller whose row part carries ``pending``
@@ -31,7 +31,7 @@ from typing import Any
 
 import torch
 
-from inference.decoder.token_controllers.protocol import NEG_INF, Controller, Plan, SteerState
+from inference.decoder.token_controllers.protocol import NEG_INF, Controller, RowPlan, SteerState
 from inference.decoder.vocab import VocabTables
 
 __all__ = ["ForcedText", "Spelling", "Writer", "allow_only", "force_token", "write_mark_at_word_end"]
@@ -89,7 +89,7 @@ def allow_only(allowed: torch.Tensor, fragments: torch.Tensor, r: int, token: in
 
 
 def write_mark_at_word_end(
-    plans: Sequence[Plan], slot: int, rows: torch.Tensor, starts_wordchar: torch.Tensor
+    plans: Sequence[RowPlan], slot: int, rows: torch.Tensor, starts_wordchar: torch.Tensor
 ) -> None:
     """Force each row's marked token (``plans[r].marks[slot]``, a token id) where the
     model's own best token would not continue a word, so an inserted text never splits
@@ -121,10 +121,10 @@ class ForcedText:
         """How many tokens the text takes after ``text``."""
         return len(self.spelling.fitting(text))
 
-    def begin(self, state: SteerState) -> Plan | None:
+    def begin(self, state: SteerState) -> RowPlan | None:
         """A plan that writes the text's first token on ``state``'s row now (None: no token)."""
         token = self.first(state.text)
-        return Plan("only", token, seg=state.seg) if token >= 0 else None
+        return RowPlan("only", token, seg=state.seg) if token >= 0 else None
 
     def clear(self) -> None:
         """Forget the rows begun on the last step."""
@@ -180,9 +180,9 @@ class Writer(Controller):
         pending: tuple[int, ...] = part.pending
         return pending
 
-    def route(self, state: SteerState) -> Plan | None:
+    def route(self, state: SteerState) -> RowPlan | None:
         pending = self.pending(state)
-        return Plan("only", pending[0], seg=state.seg) if pending else None
+        return RowPlan("only", pending[0], seg=state.seg) if pending else None
 
     def holding(self, state: SteerState) -> bool:
         return bool(self.pending(state))

@@ -40,9 +40,9 @@ from inference.decoder.token_controllers.protocol import (
     HOLD_TARGET,
     Context,
     Controller,
-    Draft,
     Owed,
-    Plan,
+    RowPlan,
+    RowPlanDraft,
     SteerState,
     spec_of,
 )
@@ -109,13 +109,13 @@ class Hashtagging(Writer):
         pending: tuple[int, ...] = state.parts[self.slot][1]
         return pending
 
-    def holds(self, d: Draft) -> int:
+    def holds(self, d: RowPlanDraft) -> int:
         return HOLD_TARGET if self._need(d.state) or _begins_hashtag(d.state.text) else HOLD_NONE
 
     def ends_ok(self, state: SteerState) -> bool:
         return not self._need(state)
 
-    def pace(self, d: Draft) -> Plan | None:
+    def pace(self, d: RowPlanDraft) -> RowPlan | None:
         state = d.state
         need = self._need(state)
         if not need or state.parts[self.slot][1] or _begins_hashtag(state.text) or state.pending:
@@ -133,7 +133,7 @@ class Hashtagging(Writer):
     def mask(
         self,
         states: Sequence[SteerState],
-        plans: Sequence[Plan],
+        plans: Sequence[RowPlan],
         allowed: torch.Tensor,
         fragments: torch.Tensor,
         base: torch.Tensor,
@@ -144,7 +144,7 @@ class Hashtagging(Writer):
                 allowed[r] &= self._word_first
                 fragments[r] = False
 
-    def reweigh(self, states: Sequence[SteerState], plans: Sequence[Plan], rows: torch.Tensor) -> None:
+    def reweigh(self, states: Sequence[SteerState], plans: Sequence[RowPlan], rows: torch.Tensor) -> None:
         """Begin a due hashtag where the model ends its word."""
         write_mark_at_word_end(plans, self.slot, rows, self.ctx.tables.starts_wordchar)
 
@@ -154,7 +154,7 @@ class Hashtagging(Writer):
         new: SteerState,
         token_id: int,
         comp: LayoutSegment | None,
-        plan_of: Callable[[SteerState], Plan],
+        plan_of: Callable[[SteerState], RowPlan],
     ) -> Any:
         count, pending = before.parts[self.slot]
         pending = self._mark.rest(pending, True, token_id) or ()

@@ -32,7 +32,7 @@ from inference.decoder.token_controllers.layout import LayoutSegment
 from inference.decoder.token_controllers.protocol import (
     Context,
     Controller,
-    Plan,
+    RowPlan,
     SteerState,
     spec_of,
 )
@@ -130,7 +130,7 @@ class InitialWords(CapitalWords):
     def mask(
         self,
         states: Sequence[SteerState],
-        plans: Sequence[Plan],
+        plans: Sequence[RowPlan],
         allowed: torch.Tensor,
         fragments: torch.Tensor,
         base: torch.Tensor,
@@ -152,7 +152,7 @@ class InitialWords(CapitalWords):
         new: SteerState,
         token_id: int,
         comp: LayoutSegment | None,
-        plan_of: Callable[[SteerState], Plan],
+        plan_of: Callable[[SteerState], RowPlan],
     ) -> Any:
         part: CapitalState = super().advance(before, new, token_id, comp, plan_of)
         # A begun word counts however it goes on; a word with the ending closes after its token.

@@ -62,9 +62,9 @@ from inference.decoder.token_controllers.protocol import (
     HOLD_TARGET,
     Context,
     Controller,
-    Draft,
     Owed,
-    Plan,
+    RowPlan,
+    RowPlanDraft,
     SteerState,
     spec_of,
 )
@@ -267,7 +267,7 @@ class Keywording(Writer):
             return -1
         return next((t.first(state.text) for n, t in zip(self._owed_each(state), self.texts) if n), -1)
 
-    def exit(self, d: Draft) -> None:
+    def exit(self, d: RowPlanDraft) -> None:
         segment = d.comp.segment
         assert isinstance(segment, Free)
         keyword = -1
@@ -280,10 +280,10 @@ class Keywording(Writer):
             d.exit, d.opens = keyword, False
         d.marks[self.slot] = keyword
 
-    def holds(self, d: Draft) -> int:
+    def holds(self, d: RowPlanDraft) -> int:
         return HOLD_TARGET if d.marks.get(self.slot, -1) >= 0 else HOLD_NONE
 
-    def _due(self, d: Draft) -> bool:
+    def _due(self, d: RowPlanDraft) -> bool:
         """Whether an owed keyword should be inserted now: the k-th of N once
         k / (N + 1) of the budget is spent, or at once when the budget is urgent."""
         budget = self.ctx.max_new_tokens
@@ -294,7 +294,7 @@ class Keywording(Writer):
             return False
         return insert_urgent(d, budget) or next_due(d, budget, self._need - owed, self._need)
 
-    def pace(self, d: Draft) -> Plan | None:
+    def pace(self, d: RowPlanDraft) -> RowPlan | None:
         state = d.state
         keyword = d.marks.get(self.slot, -1)
         due = keyword >= 0 and not state.pending and d.ends_clean and self._due(d)
@@ -303,14 +303,14 @@ class Keywording(Writer):
         last = state.text[-1:]
         budget = self.ctx.max_new_tokens
         if due and (last == "" or not joins_run(last) or (budget is not None and insert_urgent(d, budget))):
-            return Plan("only", keyword)
+            return RowPlan("only", keyword)
         if d.close and keyword >= 0 and d.ends_clean:
             # Owed text is written before the sentence ends, not after it.
-            return Plan("only", keyword)
+            return RowPlan("only", keyword)
         d.marks[self.slot] = keyword if due else -1
         return None
 
-    def _pace_mark(self, d: Draft, mark: int, due: bool) -> Plan | None:
+    def _pace_mark(self, d: RowPlanDraft, mark: int, due: bool) -> RowPlan | None:
         """An owed mark, once due, waits for a word end where the model would end the sentence
         (or the clause) and takes that end's place (``reweigh``); it is written at once when the
         budget is urgent, and it ends the sentence when the sentence is asked to close (a
@@ -321,9 +321,9 @@ class Keywording(Writer):
         budget = self.ctx.max_new_tokens
         terminal = self.ctx.tables.texts[mark] in TERMINAL_MARKS
         if due and after_word and budget is not None and insert_urgent(d, budget):
-            return Plan("only", mark)
+            return RowPlan("only", mark)
         if d.close and after_word and terminal and d.ends_clean and not state.pending:
-            return Plan("only", mark)  # the sentence ends on the owed mark
+            return RowPlan("only", mark)  # the sentence ends on the owed mark
         if due and after_word and terminal and budget is not None and not d.close:
             owed = sum(n for n, place in zip(self._owed_each(state), self._places) if n and place is not None)
             if tokens_left(budget, d) <= owed * _MARK_ROOM:
@@ -334,7 +334,7 @@ class Keywording(Writer):
     def mask(
         self,
         states: Sequence[SteerState],
-        plans: Sequence[Plan],
+        plans: Sequence[RowPlan],
         allowed: torch.Tensor,
         fragments: torch.Tensor,
         base: torch.Tensor,
@@ -347,7 +347,7 @@ class Keywording(Writer):
             if state.parts[self.slot].marked:
                 allowed[r] &= self._after_mark
 
-    def reweigh(self, states: Sequence[SteerState], plans: Sequence[Plan], rows: torch.Tensor) -> None:
+    def reweigh(self, states: Sequence[SteerState], plans: Sequence[RowPlan], rows: torch.Tensor) -> None:
         """Favour the first tokens of owed keywords; insert a due one where the
         model ends its word (its likeliest token does not continue the word)."""
         if not self._need:
@@ -365,7 +365,7 @@ class Keywording(Writer):
             if ids and not state.counts.bracket_open:
                 rows[r, ids] += _KEYWORD_BONUS
 
-    def prepare(self, state: SteerState, plan: Plan) -> Any:
+    def prepare(self, state: SteerState, plan: RowPlan) -> Any:
         """Occurrences of each capped keyword that the rest of the answer will
         bring (see ``Keywords.held``); None when no keyword is capped here."""
         if not self.keywords.has_max or state.seg >= len(self._later):
@@ -381,7 +381,7 @@ class Keywording(Writer):
         new: SteerState,
         token_id: int,
         comp: LayoutSegment | None,
-        plan_of: Callable[[SteerState], Plan],
+        plan_of: Callable[[SteerState], RowPlan],
     ) -> Any:
         part: KeywordState = before.parts[self.slot]
         chunk = new.text[len(before.text) :]
@@ -395,14 +395,14 @@ class Keywording(Writer):
         marked = bool(self._place_of) and token_id in self._place_of and any(self._owed_each(before))
         return KeywordState(counts, pending, marked)
 
-    def _commit(self, state: SteerState, token_id: int, plan_of: Callable[[SteerState], Plan]) -> tuple[int, ...]:
+    def _commit(self, state: SteerState, token_id: int, plan_of: Callable[[SteerState], RowPlan]) -> tuple[int, ...]:
         """The tokens forced after ``token_id`` when it begins an owed keyword
         (none when it does not). The model's own choice commits only when the
         token spells enough of the keyword; the steering's exit always does."""
         owed = self._owed_each(state)
         if state.counts.bracket_open or not any(owed):
             return ()
-        plan: Plan | None = None
+        plan: RowPlan | None = None
         for i, rest, eligible in self._starts[token_id]:
             if not owed[i]:
                 continue

@@ -11,7 +11,7 @@ of the layout keeps) -- the room left in the current part of running text
   period may follow gain up to ``_BONUS`` nats, and once the sentence is
   closed, so does the segment's exit (the stop, or the next literal);
 - within ``_HARD_TOKENS`` tokens (or ``_HARD_WORDS`` words) the sentence
-  must close (``Draft.close``: "end", or first a "word" to end on, the
+  must close (``RowPlanDraft.close``: "end", or first a "word" to end on, the
   mechanism the sentence minimum uses), and a closed sentence ends the part
   now where it may stop, so no new sentence opens that the budget would cut.
 
@@ -48,8 +48,8 @@ from inference.decoder.token_controllers.protocol import (
     NEG_INF,
     Context,
     Controller,
-    Draft,
-    Plan,
+    RowPlan,
+    RowPlanDraft,
     SteerState,
 )
 from inference.decoder.token_controllers.template import Free, Literal
@@ -81,7 +81,7 @@ class Landing(Controller):
         self._gain_end = torch.where(self.ends_sentence[self._gain_idx], 1.0, 0.0)  # [G]
         self._gain_cjk = torch.where(self.cjk_ends[self._gain_idx], 2.0 * _BONUS, 0.0)  # [G]
 
-    def _room(self, d: Draft) -> float:
+    def _room(self, d: RowPlanDraft) -> float:
         """How close the part is to its end: 0 outside the soft window, up to 1
         at its end; above 1 inside the hard window."""
         state = d.state
@@ -105,7 +105,7 @@ class Landing(Controller):
         )
         return 1.0 + used if hard else used
 
-    def pace(self, d: Draft) -> Plan | None:
+    def pace(self, d: RowPlanDraft) -> RowPlan | None:
         state, segment = d.state, d.comp.segment
         if not isinstance(segment, Free) or segment.sentences <= 0 and not segment.bare:
             return None
@@ -126,7 +126,7 @@ class Landing(Controller):
         ) and ends_complete(state.text)
         if closed:
             if hard and d.may_stop:
-                return Plan("only", d.exit)
+                return RowPlan("only", d.exit)
             d.marks[self.slot] = ("exit", min(room, 1.0))
             return None
         ends_ok = counts.sentence_words > 0 and good_last_word(counts.word_tail)
@@ -145,7 +145,7 @@ class Landing(Controller):
             d.marks[self.slot] = (hold, 0.0)
         return None
 
-    def _holds_stop(self, d: Draft) -> str:
+    def _holds_stop(self, d: RowPlanDraft) -> str:
         """How the model's stop waits in the answer's last part (see the module doc):
         "move" (its mass goes to the sentence ends), "wait" (the text goes on)
         or "" (the stop is free: the text ends complete, or it is not the last part)."""
@@ -161,7 +161,7 @@ class Landing(Controller):
         return "move" if last.isalnum() or last in _CLOSES_AFTER else "wait"
 
     def reweigh(
-        self, states: Sequence[SteerState], plans: Sequence[Plan], rows: torch.Tensor
+        self, states: Sequence[SteerState], plans: Sequence[RowPlan], rows: torch.Tensor
     ) -> None:
         for r, plan in enumerate(plans):
             mark: Any = plan.marks.get(self.slot)

@@ -39,9 +39,9 @@ from inference.decoder.token_controllers.protocol import (
     HOLD_TARGET,
     Context,
     Controller,
-    Draft,
     Owed,
-    Plan,
+    RowPlan,
+    RowPlanDraft,
     SteerState,
     spec_of,
 )
@@ -121,13 +121,13 @@ class Lining(Controller):
         need = self._need(state)
         return Owed(tokens=need * LINE_TOKENS) if need else Owed()
 
-    def holds(self, d: Draft) -> int:
+    def holds(self, d: RowPlanDraft) -> int:
         return HOLD_TARGET if self._need(d.state) else HOLD_NONE
 
     def ends_ok(self, state: SteerState) -> bool:
         return not self._need(state)
 
-    def pace(self, d: Draft) -> Plan | None:
+    def pace(self, d: RowPlanDraft) -> RowPlan | None:
         state = d.state
         part: LineState = state.parts[self.slot]
         budget = self.ctx.max_new_tokens
@@ -138,7 +138,7 @@ class Lining(Controller):
             return None
         left = tokens_left(budget, d)
         if left <= need * LINE_TOKENS:
-            return Plan("only", self._newline)
+            return RowPlan("only", self._newline)
         share = left / (need + 1)
         if part.tokens >= share and (state.text.rstrip(" ")[-1:] in _SENTENCE_END or part.tokens >= 2 * share):
             d.marks[self.slot] = self._newline
@@ -147,7 +147,7 @@ class Lining(Controller):
     def mask(
         self,
         states: Sequence[SteerState],
-        plans: Sequence[Plan],
+        plans: Sequence[RowPlan],
         allowed: torch.Tensor,
         fragments: torch.Tensor,
         base: torch.Tensor,
@@ -161,7 +161,7 @@ class Lining(Controller):
             if part.current and part.lines >= at_most:
                 allowed[r] &= ~self._breaks
 
-    def reweigh(self, states: Sequence[SteerState], plans: Sequence[Plan], rows: torch.Tensor) -> None:
+    def reweigh(self, states: Sequence[SteerState], plans: Sequence[RowPlan], rows: torch.Tensor) -> None:
         """Break a due line where the model ends its word."""
         write_mark_at_word_end(plans, self.slot, rows, self.ctx.tables.starts_wordchar)
 
@@ -171,7 +171,7 @@ class Lining(Controller):
         new: SteerState,
         token_id: int,
         comp: LayoutSegment | None,
-        plan_of: Callable[[SteerState], Plan],
+        plan_of: Callable[[SteerState], RowPlan],
     ) -> Any:
         return step(before.parts[self.slot], new.text[len(before.text) :])
 

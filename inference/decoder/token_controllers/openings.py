@@ -66,9 +66,9 @@ from inference.decoder.token_controllers.protocol import (
     HOLD_NONE,
     Context,
     Controller,
-    Draft,
     JudgesText,
-    Plan,
+    RowPlan,
+    RowPlanDraft,
     SteerState,
     spec_of,
 )
@@ -215,7 +215,7 @@ class Openings(Writer, JudgesText):
         pieces = units.pieces(self.opening.per, window)
         return part.before + len(pieces) == self.opening.k - 1 and opens_piece(self.opening.per, window, pieces)
 
-    def route(self, state: SteerState) -> Plan | None:
+    def route(self, state: SteerState) -> RowPlan | None:
         writing = super().route(state)
         if writing is not None or state.pending or not self._due(state):
             return writing
@@ -228,7 +228,7 @@ class Openings(Writer, JudgesText):
             return False
         return len(state.text[part.start :].split()) <= self._words
 
-    def holds(self, d: Draft) -> int:
+    def holds(self, d: RowPlanDraft) -> int:
         part: OpeningState = d.state.parts[self.slot]
         if self.opening.every:
             return HOLD_ALL if part.pending or self._bare(d.state) else HOLD_NONE
@@ -237,7 +237,7 @@ class Openings(Writer, JudgesText):
     def mask(
         self,
         states: Sequence[SteerState],
-        plans: Sequence[Plan],
+        plans: Sequence[RowPlan],
         allowed: torch.Tensor,
         fragments: torch.Tensor,
         base: torch.Tensor,
@@ -277,7 +277,7 @@ class Openings(Writer, JudgesText):
         new: SteerState,
         token_id: int,
         comp: LayoutSegment | None,
-        plan_of: Callable[[SteerState], Plan],
+        plan_of: Callable[[SteerState], RowPlan],
     ) -> Any:
         part: OpeningState = before.parts[self.slot]
         if part.done and not self.opening.every or len(new.text) == len(before.text) and not part.pending:

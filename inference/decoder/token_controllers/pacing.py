@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from inference.decoder.token_controllers.protocol import Draft
+    from inference.decoder.token_controllers.protocol import RowPlanDraft
 
 __all__ = ["SLACK", "insert_urgent", "next_due", "tokens_left"]
 
@@ -33,13 +33,13 @@ __all__ = ["SLACK", "insert_urgent", "next_due", "tokens_left"]
 SLACK = 2
 
 
-def tokens_left(budget: int, d: Draft, *, slack: int = SLACK, owed: int = 0) -> int:
+def tokens_left(budget: int, d: RowPlanDraft, *, slack: int = SLACK, owed: int = 0) -> int:
     """The budget tokens row ``d`` has left: ``budget`` less the tokens written, the later
     segments' reserve, ``slack`` and ``owed`` (tokens the owed text of others keeps)."""
     return budget - d.state.n_tokens - d.comp.reserve_tokens - slack - owed
 
 
-def next_due(d: Draft, budget: int, done: int, total: int, *, kept: int = 0, slack: int = SLACK) -> bool:
+def next_due(d: RowPlanDraft, budget: int, done: int, total: int, *, kept: int = 0, slack: int = SLACK) -> bool:
     """Whether the (``done`` + 1)-th of ``total`` owed items is due on row ``d``: once
     (``done`` + 1) / (``total`` + 1) of the usable budget (``budget`` less the later
     segments' reserve, ``slack`` and ``kept``) is spent."""
@@ -47,7 +47,7 @@ def next_due(d: Draft, budget: int, done: int, total: int, *, kept: int = 0, sla
     return d.state.n_tokens >= usable * (done + 1) / (total + 1)
 
 
-def insert_urgent(d: Draft, budget: int) -> bool:
+def insert_urgent(d: RowPlanDraft, budget: int) -> bool:
     """Whether the budget left holds little more than the owed insertions
     (``d.inserts``: keywords, capital words): they are written at once then."""
     return tokens_left(budget, d) <= d.inserts + 1

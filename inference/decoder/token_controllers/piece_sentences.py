@@ -53,8 +53,8 @@ from inference.decoder.token_controllers.protocol import (
     NEG_INF,
     Context,
     Controller,
-    Draft,
-    Plan,
+    RowPlan,
+    RowPlanDraft,
     SteerState,
     spec_of,
 )
@@ -128,20 +128,20 @@ class PieceSentencing(Controller):
         self._eos = frozenset(tables.eos_ids)
         self._breaking: list[int] = []
 
-    def _body(self, d: Draft) -> bool:
+    def _body(self, d: RowPlanDraft) -> bool:
         segment = d.comp.segment
         return isinstance(segment, Free) and segment.role == "body"
 
     def _short(self, state: SteerState) -> bool:
         return closed_sentences(current_paragraph(state.text))[0] < self.want.at_least
 
-    def holds(self, d: Draft) -> int:
+    def holds(self, d: RowPlanDraft) -> int:
         return HOLD_ALL if self._short(d.state) else HOLD_NONE
 
     def ends_ok(self, state: SteerState) -> bool:
         return not self._short(state)
 
-    def forces(self, d: Draft) -> bool:
+    def forces(self, d: RowPlanDraft) -> bool:
         """End the paragraph once it holds the most sentences allowed, at their end."""
         most = self.want.at_most
         if most is None or self.want.free or not self._body(d) or d.state.pending:
@@ -149,7 +149,7 @@ class PieceSentencing(Controller):
         closed, open_text = closed_sentences(current_paragraph(d.state.text))
         return closed >= most and not open_text
 
-    def pace(self, d: Draft) -> Plan | None:
+    def pace(self, d: RowPlanDraft) -> RowPlan | None:
         """Ask the open sentence to close when the sentences still owed need the budget left;
         mark the row for the masks (whether the paragraph is short, whether its last allowed
         sentence is open)."""
@@ -179,7 +179,7 @@ class PieceSentencing(Controller):
     def mask(
         self,
         states: Sequence[SteerState],
-        plans: Sequence[Plan],
+        plans: Sequence[RowPlan],
         allowed: torch.Tensor,
         fragments: torch.Tensor,
         base: torch.Tensor,
@@ -209,7 +209,7 @@ class PieceSentencing(Controller):
                     allowed[r] = keep
                     fragments[r] = False
 
-    def reweigh(self, states: Sequence[SteerState], plans: Sequence[Plan], rows: torch.Tensor) -> None:
+    def reweigh(self, states: Sequence[SteerState], plans: Sequence[RowPlan], rows: torch.Tensor) -> None:
         """A full paragraph the model would go on with breaks: the stop mass moved to its exit
         is taken back."""
         for r in self._breaking:

@@ -25,8 +25,8 @@ from inference.decoder.token_controllers.pacing import next_due, tokens_left
 from inference.decoder.token_controllers.protocol import (
     Context,
     Controller,
-    Draft,
-    Plan,
+    RowPlan,
+    RowPlanDraft,
     SteerState,
 )
 from inference.decoder.token_controllers.template import Free
@@ -46,37 +46,37 @@ class Placeholders(Controller):
         self._open_spaced = bracket_token(ctx.tables, " [")
         self._open_bare = bracket_token(ctx.tables, "[")
 
-    def _needed(self, d: Draft) -> bool:
+    def _needed(self, d: RowPlanDraft) -> bool:
         segment = d.comp.segment
         return isinstance(segment, Free) and segment.gate and d.state.counts.placeholders < self.need
 
-    def exit(self, d: Draft) -> None:
+    def exit(self, d: RowPlanDraft) -> None:
         if d.exit != d.target or d.state.counts.bracket_open or not self._needed(d):
             return
         token = self._open_bare if d.state.text[-1:].isspace() else self._open_spaced
         if token >= 0:
             d.exit, d.opens = token, token != d.target
 
-    def _urgent(self, d: Draft) -> bool:
+    def _urgent(self, d: RowPlanDraft) -> bool:
         """Whether the budget left (less the owed insertions) holds only the placeholders still owed."""
         assert self.budget is not None
         owed = self.need - d.state.counts.placeholders
         return tokens_left(self.budget, d, owed=d.inserts) <= owed * PLACEHOLDER_TOKENS
 
-    def _due(self, d: Draft) -> bool:
+    def _due(self, d: RowPlanDraft) -> bool:
         """Paced over the budget less the owed insertions."""
         have = d.state.counts.placeholders
         if self.budget is None or have >= self.need:
             return False
         return self._urgent(d) or next_due(d, self.budget, have, self.need, kept=d.inserts)
 
-    def pace(self, d: Draft) -> Plan | None:
+    def pace(self, d: RowPlanDraft) -> RowPlan | None:
         state = d.state
         opens = d.exit in (self._open_spaced, self._open_bare)
         due = self._needed(d) and opens and not state.pending and self._due(d)
         last = state.text[-1:]
         if due and (last == "" or not last.isalnum() or self._urgent(d)):
-            return Plan("only", d.exit)
+            return RowPlan("only", d.exit)
         if due:
             d.marks[self.slot] = True
         return None
@@ -84,7 +84,7 @@ class Placeholders(Controller):
     def mask(
         self,
         states: Sequence[SteerState],
-        plans: Sequence[Plan],
+        plans: Sequence[RowPlan],
         allowed: torch.Tensor,
         fragments: torch.Tensor,
         base: torch.Tensor,

@@ -44,7 +44,7 @@ from inference.decoder.token_controllers.protocol import (
     Context,
     Controller,
     JudgesText,
-    Plan,
+    RowPlan,
     SteerState,
     spec_of,
 )
@@ -155,7 +155,7 @@ class Placing(Writer, JudgesText):
         part: PlacingState = state.parts[self.slot]
         return not part.written and not part.pending and part.pieces == self.placement.k - 1
 
-    def route(self, state: SteerState) -> Plan | None:
+    def route(self, state: SteerState) -> RowPlan | None:
         writing = super().route(state)
         if writing is None and self._due(state) and Spelling.bare_after(state.text):
             return self._text.begin(state)
@@ -164,7 +164,7 @@ class Placing(Writer, JudgesText):
     def mask(
         self,
         states: Sequence[SteerState],
-        plans: Sequence[Plan],
+        plans: Sequence[RowPlan],
         allowed: torch.Tensor,
         fragments: torch.Tensor,
         base: torch.Tensor,
@@ -215,7 +215,7 @@ class Placing(Writer, JudgesText):
         new: SteerState,
         token_id: int,
         comp: LayoutSegment | None,
-        plan_of: Callable[[SteerState], Plan],
+        plan_of: Callable[[SteerState], RowPlan],
     ) -> Any:
         part: PlacingState = before.parts[self.slot]
         if part.done:

@@ -22,9 +22,9 @@ from inference.decoder.token_controllers.protocol import (
     HOLD_TARGET,
     NOTHING_OWED,
     Controller,
-    Draft,
     Owed,
-    Plan,
+    RowPlan,
+    RowPlanDraft,
     SteerState,
 )
 from inference.decoder.token_controllers.template import Formal, Free, Literal
@@ -66,13 +66,13 @@ class Planner:
             owed[c.slot] = c.owed(state)
         return tuple(owed)
 
-    def plan(self, state: SteerState) -> Plan:
+    def plan(self, state: SteerState) -> RowPlan:
         """What a row needs: one forced token, a controller's mode, a free-text or a grammar mask."""
         if state.finished or state.seg >= len(self.layout.segments):
-            return Plan("only", self.layout.eos)
+            return RowPlan("only", self.layout.eos)
         comp = self.layout.segments[state.seg]
         if isinstance(comp.segment, Literal):
-            return Plan("only", comp.tokens[state.lit_pos])
+            return RowPlan("only", comp.tokens[state.lit_pos])
         for c in self.hooked["route"]:
             routed = c.route(state)
             if routed is not None:
@@ -84,9 +84,9 @@ class Planner:
             self.layout.max_new_tokens - state.n_tokens <= comp.reserve_tokens + 2 + owed_tokens
         )
         if isinstance(comp.segment, Formal):
-            return Plan("formal", comp.target, seg=state.seg, forced=budget_out, later=later, owed=owed)
+            return RowPlan("formal", comp.target, seg=state.seg, forced=budget_out, later=later, owed=owed)
         inserts = sum(o.tokens for o in owed if o.insert)
-        d = Draft(state, comp, comp.target, comp.target, owed, owed_tokens, inserts, later=later)
+        d = RowPlanDraft(state, comp, comp.target, comp.target, owed, owed_tokens, inserts, later=later)
         bracket_open = state.counts.bracket_open
         if bracket_open and self.close_bracket >= 0:
             d.exit = self.close_bracket
@@ -102,7 +102,7 @@ class Planner:
         if segment.single and may_stop and _ENDED.search(state.text[-_ENDED_TAIL:]):
             # A one-sentence part ends with its first sentence end (a token that
             # would open another sentence after it is masked: ``mask_structure``).
-            return Plan("only", d.exit)
+            return RowPlan("only", d.exit)
         d.forced = (
             budget_out
             or (state.seg_deadline is not None and state.n_tokens >= state.seg_deadline)
@@ -115,12 +115,12 @@ class Planner:
                 kept = c.forced(d)
                 if kept is not None:
                     return kept
-            return Plan("only", d.exit)
+            return RowPlan("only", d.exit)
         for c in self.hooked["pace"]:
             taken = c.pace(d)
             if taken is not None:
                 return taken
-        return Plan(
+        return RowPlan(
             "free", d.exit, seg=state.seg, may_stop=d.may_stop, forced=d.forced, close=d.close,
             marks=d.marks, later=later, owed=owed,
         )

@@ -13,15 +13,15 @@ Per step and per row the composer:
 
 1. ``shift``: moves mass on the whole batch before planning (banned
    variants to allowed ones, soft penalties);
-2. plans the row (``Draft``): ``route`` may claim it outright (a forced token
+2. plans the row (``RowPlanDraft``): ``route`` may claim it outright (a forced token
    sequence such as an insertion, or a mode of its own such as a citation);
    ``owed`` is what each controller still has to write (its room in the
    token budget, its words for the upper bounds); ``exit`` may change the
    token that leaves the segment; ``holds`` may hold back the model's stop;
    ``forces`` may force the end; ``ends_ok`` may make a forced end wait;
    ``forced`` may keep a forced row free for one more word; ``pace`` may
-   force a token now or leave marks (``Draft.mark``) and a sentence-closing
-   demand (``Draft.close``) for the masks;
+   force a token now or leave marks (``RowPlanDraft.marks``) and a sentence-closing
+   demand (``RowPlanDraft.close``) for the masks;
 3. masks free rows: ``mask`` narrows the allowed ``[R, V]`` set (rows in
    free segments only); ``reweigh`` moves mass on the masked log-probs;
 4. checks the best candidates one by one when any controller is ``lazy``
@@ -68,10 +68,10 @@ __all__ = [
     "Builder",
     "Context",
     "Controller",
-    "Draft",
     "JudgesText",
     "Owed",
-    "Plan",
+    "RowPlan",
+    "RowPlanDraft",
     "SteerState",
     "spec_of",
 ]
@@ -103,8 +103,9 @@ NOTHING_OWED = Owed()
 
 
 @dataclass(frozen=True, slots=True)
-class Plan:
-    """One row's plan for this step: ``kind`` is "only" (``exit`` alone),
+class RowPlan:
+    """One row's plan for this step (named for the row: ``inference.pipeline.Plan`` is a
+    request's plan): ``kind`` is "only" (``exit`` alone),
     "free", "formal" or a controller's own (``owner`` is its slot: its
     ``route_row`` fills the row). ``marks``: per-slot decisions for masks."""
 
@@ -121,8 +122,9 @@ class Plan:
 
 
 @dataclass(slots=True)
-class Draft:
-    """A row's plan under construction (mutable, per row and step)."""
+class RowPlanDraft:
+    """A row's plan under construction (mutable, per row and step), from which the planner
+    makes the step's ``RowPlan``. Not a speculative draft (``inference.decoder.drafts``)."""
 
     state: SteerState
     comp: LayoutSegment
@@ -175,21 +177,21 @@ class Controller:
         """What the row still owes this controller (see ``Owed``)."""
         return NOTHING_OWED
 
-    def route(self, state: SteerState) -> Plan | None:
+    def route(self, state: SteerState) -> RowPlan | None:
         """Claim the row before any other planning (a forced token, a mode of its own)."""
         return None
 
-    def route_row(self, state: SteerState, plan: Plan, lp: torch.Tensor, out: torch.Tensor) -> None:
+    def route_row(self, state: SteerState, plan: RowPlan, lp: torch.Tensor, out: torch.Tensor) -> None:
         """Fill row ``out: [V]`` of a row this controller routed (``lp: [V]``)."""
 
-    def exit(self, d: Draft) -> None:
+    def exit(self, d: RowPlanDraft) -> None:
         """Change ``d.exit`` (and ``d.opens``) where the model would stop."""
 
-    def holds(self, d: Draft) -> int:
+    def holds(self, d: RowPlanDraft) -> int:
         """``HOLD_NONE``, ``HOLD_TARGET`` or ``HOLD_ALL`` (gate segments only)."""
         return HOLD_NONE
 
-    def forces(self, d: Draft) -> bool:
+    def forces(self, d: RowPlanDraft) -> bool:
         """Whether the segment must end now."""
         return False
 
@@ -197,18 +199,18 @@ class Controller:
         """Whether the text may end here (a forced end waits, EOS fails, otherwise)."""
         return True
 
-    def forced(self, d: Draft) -> Plan | None:
+    def forced(self, d: RowPlanDraft) -> RowPlan | None:
         """A plan that replaces a forced end (None: the end is taken)."""
         return None
 
-    def pace(self, d: Draft) -> Plan | None:
+    def pace(self, d: RowPlanDraft) -> RowPlan | None:
         """Decide for a free row: a plan to take now, or marks on ``d`` (None)."""
         return None
 
     def mask(
         self,
         states: Sequence[SteerState],
-        plans: Sequence[Plan],
+        plans: Sequence[RowPlan],
         allowed: torch.Tensor,
         fragments: torch.Tensor,
         base: torch.Tensor,
@@ -216,10 +218,10 @@ class Controller:
     ) -> None:
         """Narrow the free rows in place. ``allowed, fragments, base, lp: [R, V]``."""
 
-    def reweigh(self, states: Sequence[SteerState], plans: Sequence[Plan], rows: torch.Tensor) -> None:
+    def reweigh(self, states: Sequence[SteerState], plans: Sequence[RowPlan], rows: torch.Tensor) -> None:
         """Move mass on the masked free rows in place. ``rows: [R, V]``."""
 
-    def prepare(self, state: SteerState, plan: Plan) -> Any:
+    def prepare(self, state: SteerState, plan: RowPlan) -> Any:
         """Per-row data for ``check`` (computed once per row and step)."""
         return None
 
@@ -246,7 +248,7 @@ class Controller:
         new: SteerState,
         token_id: int,
         comp: LayoutSegment | None,
-        plan_of: Callable[[SteerState], Plan],
+        plan_of: Callable[[SteerState], RowPlan],
     ) -> Any:
         """This controller's part after ``token_id`` (``before``: the row before it,
         already in the segment it enters; ``new``: the text after it)."""

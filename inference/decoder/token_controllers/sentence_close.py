@@ -4,7 +4,7 @@ When the token budget left (or the words a word maximum leaves) is too
 tight for the sentences a minimum still owes (fewer than
 ``_TOKENS_PER_SENTENCE`` tokens or ``_WORDS_PER_SENTENCE`` words per missing
 sentence), the gate segment asks the current sentence to close
-(``Draft.close``, masked by the layout): "end" when it has a word and either
+(``RowPlanDraft.close``, masked by the layout): "end" when it has a word and either
 ends in a word a period may follow (``good_last_word``) or in an end that
 only waits for whitespace (``Counts.firm_run``); "word" when such a word must
 come first (the text ends in a single letter, a number, an abbreviation).
@@ -19,7 +19,7 @@ from typing import Any
 
 from inference.decoder.token_controllers.count_tallies import good_last_word
 from inference.decoder.token_controllers.pacing import tokens_left
-from inference.decoder.token_controllers.protocol import Context, Controller, Draft, Plan
+from inference.decoder.token_controllers.protocol import Context, Controller, RowPlan, RowPlanDraft
 from inference.decoder.token_controllers.template import Free
 
 __all__ = ["SentenceClose", "build_sentence_close"]
@@ -36,7 +36,7 @@ class SentenceClose(Controller):
         self.budget = budget
         self.max_words = ctx.limits.max_words
 
-    def pace(self, d: Draft) -> Plan | None:
+    def pace(self, d: RowPlanDraft) -> RowPlan | None:
         state, comp = d.state, d.comp
         segment = comp.segment
         if not isinstance(segment, Free) or not segment.gate or state.counts.bracket_open or state.pending:

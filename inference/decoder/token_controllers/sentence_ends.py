@@ -75,9 +75,9 @@ from inference.decoder.token_controllers.protocol import (
     HOLD_NONE,
     Context,
     Controller,
-    Draft,
     Owed,
-    Plan,
+    RowPlan,
+    RowPlanDraft,
     SteerState,
     spec_of,
 )
@@ -190,13 +190,13 @@ class SentenceEnding(Writer):
             return Owed(tokens=len(self._text.spelling.spaced) + 3, insert=True, writes=True)
         return Owed(tokens=2) if phase not in ("done", "held") else Owed()
 
-    def holds(self, d: Draft) -> int:
+    def holds(self, d: RowPlanDraft) -> int:
         return HOLD_NONE if self.ends_ok(d.state) else HOLD_ALL
 
     def ends_ok(self, state: SteerState) -> bool:
         return state.parts[self.slot].phase in ("marked", "done", "held")
 
-    def pace(self, d: Draft) -> Plan | None:
+    def pace(self, d: RowPlanDraft) -> RowPlan | None:
         """Write the text at once when the budget is short; at the next word end where the
         landing asks the sentence to close or the sentence runs long."""
         state = d.state
@@ -218,7 +218,7 @@ class SentenceEnding(Writer):
     def mask(
         self,
         states: Sequence[SteerState],
-        plans: Sequence[Plan],
+        plans: Sequence[RowPlan],
         allowed: torch.Tensor,
         fragments: torch.Tensor,
         base: torch.Tensor,
@@ -249,7 +249,7 @@ class SentenceEnding(Writer):
         left = budget - state.n_tokens if budget is not None else 1 << 30
         return left <= self._text.tokens(state.text) + 4
 
-    def reweigh(self, states: Sequence[SteerState], plans: Sequence[Plan], rows: torch.Tensor) -> None:
+    def reweigh(self, states: Sequence[SteerState], plans: Sequence[RowPlan], rows: torch.Tensor) -> None:
         """Write a due text where the model ends its word."""
         write_mark_at_word_end(plans, self.slot, rows, self.ctx.tables.starts_wordchar)
 
@@ -259,7 +259,7 @@ class SentenceEnding(Writer):
         new: SteerState,
         token_id: int,
         comp: LayoutSegment | None,
-        plan_of: Callable[[SteerState], Plan],
+        plan_of: Callable[[SteerState], RowPlan],
     ) -> Any:
         part: SentenceEndState = before.parts[self.slot]
         pending = self._text.rest(part.pending, part.phase == "open", token_id) or ()

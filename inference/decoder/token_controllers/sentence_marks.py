@@ -38,8 +38,8 @@ from inference.decoder.token_controllers.pacing import tokens_left
 from inference.decoder.token_controllers.protocol import (
     Context,
     Controller,
-    Draft,
-    Plan,
+    RowPlan,
+    RowPlanDraft,
     SteerState,
     spec_of,
 )
@@ -99,7 +99,7 @@ class SentenceMarking(Controller):
         marks = tables.encode(spec.mark)
         self._mark_id = marks[0] if len(marks) == 1 else -1
 
-    def pace(self, d: Draft) -> Plan | None:
+    def pace(self, d: RowPlanDraft) -> RowPlan | None:
         """Write the mark after the last word when the budget is about to run out inside a sentence."""
         budget = self.ctx.max_new_tokens
         state = d.state
@@ -108,13 +108,13 @@ class SentenceMarking(Controller):
         left = tokens_left(budget, d, slack=0)
         last = state.text.rstrip()[-1:]
         if left <= _LAST_TOKENS and last.isalnum() and state.text[-1:] == last:
-            return Plan("only", self._mark_id)
+            return RowPlan("only", self._mark_id)
         return None
 
     def mask(
         self,
         states: Sequence[SteerState],
-        plans: Sequence[Plan],
+        plans: Sequence[RowPlan],
         allowed: torch.Tensor,
         fragments: torch.Tensor,
         base: torch.Tensor,

@@ -36,9 +36,9 @@ from inference.decoder.token_controllers.protocol import (
     HOLD_NONE,
     Context,
     Controller,
-    Draft,
     JudgesText,
-    Plan,
+    RowPlan,
+    RowPlanDraft,
     SteerState,
     spec_of,
 )
@@ -107,7 +107,7 @@ class SentenceStepping(JudgesText):
     def _most(self, target: int | None) -> int:
         return FIRST_WORDS[1] if target is None else target
 
-    def pace(self, d: Draft) -> Plan | None:
+    def pace(self, d: RowPlanDraft) -> RowPlan | None:
         """The stop at a new sentence the budget (or a step down) cannot hold; the period once a
         sentence at its length ends its last word where the budget runs out."""
         state = d.state
@@ -119,13 +119,13 @@ class SentenceStepping(JudgesText):
             budget = self.ctx.max_new_tokens
             short = budget is not None and tokens_left(budget, d, slack=0) <= target * _TOKENS_PER_WORD + 2
             if target < 1 or short:
-                return Plan("only", self._eos[0])
+                return RowPlan("only", self._eos[0])
         return None
 
     def mask(
         self,
         states: Sequence[SteerState],
-        plans: Sequence[Plan],
+        plans: Sequence[RowPlan],
         allowed: torch.Tensor,
         fragments: torch.Tensor,
         base: torch.Tensor,
@@ -146,7 +146,7 @@ class SentenceStepping(JudgesText):
         lengths = [len(units.words(p)) for p in units.pieces(Unit.SENTENCES, full)[:closed]]
         return _in_step(lengths, self.spec.step) and words <= self._most(target)
 
-    def holds(self, d: Draft) -> int:
+    def holds(self, d: RowPlanDraft) -> int:
         return HOLD_NONE if self.ends_ok(d.state) else HOLD_ALL
 
     def ends_ok(self, state: SteerState) -> bool:

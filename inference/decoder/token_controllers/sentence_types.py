@@ -41,9 +41,9 @@ from inference.decoder.token_controllers.protocol import (
     HOLD_NONE,
     Context,
     Controller,
-    Draft,
     JudgesText,
-    Plan,
+    RowPlan,
+    RowPlanDraft,
     SteerState,
     spec_of,
 )
@@ -97,14 +97,14 @@ class SentenceTyping(JudgesText):
         due: str = self.spec.pattern[closed % len(self.spec.pattern)]
         return due
 
-    def pace(self, d: Draft) -> Plan | None:
+    def pace(self, d: RowPlanDraft) -> RowPlan | None:
         """The stop once a pattern written once is complete; the due mark when the budget runs out."""
         state = d.state
         if state.pending:
             return None
         due = self._due(state)
         if due is None:
-            return Plan("only", self._eos[0]) if self._eos else None
+            return RowPlan("only", self._eos[0]) if self._eos else None
         budget = self.ctx.max_new_tokens
         mark_id = self._mark_ids.get(due, -1)
         if budget is None or mark_id < 0:
@@ -116,13 +116,13 @@ class SentenceTyping(JudgesText):
         # Near the end of the budget every word closes a sentence: the round is finished in time.
         if tokens_left(budget, d, slack=0) <= _LAST_TOKENS + _PER_SENTENCE * (owed - 1) and last.isalnum() \
                 and state.text[-1:] == last and closed_sentences(state.text + due + " ")[0] > closed:
-            return Plan("only", mark_id)  # (not after an abbreviation: "A." closes no sentence)
+            return RowPlan("only", mark_id)  # (not after an abbreviation: "A." closes no sentence)
         return None
 
     def mask(
         self,
         states: Sequence[SteerState],
-        plans: Sequence[Plan],
+        plans: Sequence[RowPlan],
         allowed: torch.Tensor,
         fragments: torch.Tensor,
         base: torch.Tensor,
@@ -153,7 +153,7 @@ class SentenceTyping(JudgesText):
                 closed = closed_sentences(written)[0]
         return True
 
-    def holds(self, d: Draft) -> int:
+    def holds(self, d: RowPlanDraft) -> int:
         return HOLD_NONE if self.ends_ok(d.state) else HOLD_ALL
 
     def ends_ok(self, state: SteerState) -> bool:
@@ -170,7 +170,7 @@ class SentenceTyping(JudgesText):
         new: SteerState,
         token_id: int,
         comp: LayoutSegment | None,
-        plan_of: Callable[[SteerState], Plan],
+        plan_of: Callable[[SteerState], RowPlan],
     ) -> Any:
         if len(new.text) == len(before.text):
             return before.parts[self.slot]

@@ -16,7 +16,7 @@ where it continues the sentence:
   of it is highest against the alternatives, which is where the words before lead to it;
   once its first token is chosen the rest of the text is forced;
 - as a last resort, where the sentence runs past ``_LONG_CHARS`` characters, where a
-  sentence-closing demand comes (``Draft.close``) or the budget left holds little more than
+  sentence-closing demand comes (``RowPlanDraft.close``) or the budget left holds little more than
   the text, the text is written at the model's next word end (at once when the budget is
   short), as before.
 
@@ -39,8 +39,8 @@ from inference.decoder.compile.forms import forms_of
 from inference.decoder.token_controllers.protocol import (
     Context,
     Controller,
-    Draft,
-    Plan,
+    RowPlan,
+    RowPlanDraft,
     SteerState,
     spec_of,
 )
@@ -93,7 +93,7 @@ class SentenceWording(SentenceEnding):
         self.spec = spec
         self._wants_end: dict[int, bool] = {}
 
-    def pace(self, d: Draft) -> Plan | None:
+    def pace(self, d: RowPlanDraft) -> RowPlan | None:
         """The text at once when the budget is short; at the next word end on a closing demand or
         a long sentence (the sentence goes on otherwise: a close demand is no end here)."""
         state = d.state
@@ -118,7 +118,7 @@ class SentenceWording(SentenceEnding):
     def mask(
         self,
         states: Sequence[SteerState],
-        plans: Sequence[Plan],
+        plans: Sequence[RowPlan],
         allowed: torch.Tensor,
         fragments: torch.Tensor,
         base: torch.Tensor,
@@ -141,7 +141,7 @@ class SentenceWording(SentenceEnding):
                 fragments[r] = False
 
     def reweigh(
-        self, states: Sequence[SteerState], plans: Sequence[Plan], rows: torch.Tensor
+        self, states: Sequence[SteerState], plans: Sequence[RowPlan], rows: torch.Tensor
     ) -> None:
         """The growing bonus on the text's first token; a due text where the model ends its word."""
         for r, state in enumerate(states):

@@ -50,8 +50,8 @@ from inference.decoder.token_controllers.protocol import (
     NEG_INF,
     Context,
     Controller,
-    Draft,
-    Plan,
+    RowPlan,
+    RowPlanDraft,
     SteerState,
     spec_of,
 )
@@ -134,7 +134,7 @@ class Sharing(Controller):
     def mask(
         self,
         states: Sequence[SteerState],
-        plans: Sequence[Plan],
+        plans: Sequence[RowPlan],
         allowed: torch.Tensor,
         fragments: torch.Tensor,
         base: torch.Tensor,
@@ -148,7 +148,7 @@ class Sharing(Controller):
                     moved[r] = torch.logsumexp(lp[r, self._other_ids], dim=0)
         self._moved = moved
 
-    def reweigh(self, states: Sequence[SteerState], plans: Sequence[Plan], rows: torch.Tensor) -> None:
+    def reweigh(self, states: Sequence[SteerState], plans: Sequence[RowPlan], rows: torch.Tensor) -> None:
         """The mass the model put on ending the sentence otherwise goes to the mark, in the rows
         whose other ends were masked (so the sentence ends where the model would end it)."""
         mark = self._mark_ids[0] if self._mark_ids else -1
@@ -188,19 +188,19 @@ class Sharing(Controller):
             return False
         return budget - state.n_tokens - reserve <= max(_LAST_TOKENS, len(self._mark_ids) + 1)
 
-    def route(self, state: SteerState) -> Plan | None:
+    def route(self, state: SteerState) -> RowPlan | None:
         part: ShareState = state.parts[self.slot]
         if 0 < part.forcing < len(self._mark_ids):
-            return Plan("only", self._mark_ids[part.forcing], seg=state.seg)
+            return RowPlan("only", self._mark_ids[part.forcing], seg=state.seg)
         return None
 
     def holding(self, state: SteerState) -> bool:
         return bool(state.parts[self.slot].forcing)
 
-    def pace(self, d: Draft) -> Plan | None:
+    def pace(self, d: RowPlanDraft) -> RowPlan | None:
         """Write the mark after the current sentence's text when the budget is about to run
         out inside a sentence that must end with it."""
-        return Plan("only", self._mark_ids[0]) if self._must_mark(d.state, d.comp.reserve_tokens) else None
+        return RowPlan("only", self._mark_ids[0]) if self._must_mark(d.state, d.comp.reserve_tokens) else None
 
     def ends_ok(self, state: SteerState) -> bool:
         part: ShareState = state.parts[self.slot]
@@ -209,7 +209,7 @@ class Sharing(Controller):
             return self.want.holds(part.marked, part.sentences)
         return self.want.holds(part.marked + current.endswith(self.want.mark), part.sentences + 1)
 
-    def holds(self, d: Draft) -> int:
+    def holds(self, d: RowPlanDraft) -> int:
         return HOLD_NONE if self.ends_ok(d.state) else HOLD_ALL
 
     def advance(
@@ -218,7 +218,7 @@ class Sharing(Controller):
         new: SteerState,
         token_id: int,
         comp: LayoutSegment | None,
-        plan_of: Callable[[SteerState], Plan],
+        plan_of: Callable[[SteerState], RowPlan],
     ) -> Any:
         part: ShareState = before.parts[self.slot]
         forcing = part.forcing

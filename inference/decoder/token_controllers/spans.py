@@ -62,10 +62,10 @@ from inference.decoder.token_controllers.protocol import (
     HOLD_TARGET,
     Context,
     Controller,
-    Draft,
     JudgesText,
     Owed,
-    Plan,
+    RowPlan,
+    RowPlanDraft,
     SteerState,
     spec_of,
 )
@@ -161,20 +161,20 @@ class Spanning(Writer, JudgesText):
         tokens = need * SPAN_TOKENS + (self._close_tokens + 1 if self._open(state) else 0)
         return Owed(tokens=tokens, insert=True, writes=True) if tokens else Owed()
 
-    def holds(self, d: Draft) -> int:
+    def holds(self, d: RowPlanDraft) -> int:
         return HOLD_NONE if self.ends_ok(d.state) else HOLD_TARGET
 
     def ends_ok(self, state: SteerState) -> bool:
         part: SpanState = state.parts[self.slot]
         return part.closed >= self.want.at_least and not (self.want.at_least and self._open(state))
 
-    def _left_tokens(self, d: Draft) -> int:
+    def _left_tokens(self, d: RowPlanDraft) -> int:
         budget = self.ctx.max_new_tokens
         if budget is None:
             return 1 << 30
         return tokens_left(budget, d)
 
-    def pace(self, d: Draft) -> Plan | None:
+    def pace(self, d: RowPlanDraft) -> RowPlan | None:
         """Open a due span, or close one that is long enough, where the model ends a word;
         at once when the budget left holds only what is owed."""
         state = d.state
@@ -206,7 +206,7 @@ class Spanning(Writer, JudgesText):
     def mask(
         self,
         states: Sequence[SteerState],
-        plans: Sequence[Plan],
+        plans: Sequence[RowPlan],
         allowed: torch.Tensor,
         fragments: torch.Tensor,
         base: torch.Tensor,
@@ -231,7 +231,7 @@ class Spanning(Writer, JudgesText):
                 if not any(ch.isalnum() for ch in content):
                     allowed[r] &= ~self._has_right
 
-    def reweigh(self, states: Sequence[SteerState], plans: Sequence[Plan], rows: torch.Tensor) -> None:
+    def reweigh(self, states: Sequence[SteerState], plans: Sequence[RowPlan], rows: torch.Tensor) -> None:
         """Write a due opening or close where the model ends its word."""
         write_mark_at_word_end(plans, self.slot, rows, self.ctx.tables.starts_wordchar)
 
@@ -248,7 +248,7 @@ class Spanning(Writer, JudgesText):
         new: SteerState,
         token_id: int,
         comp: LayoutSegment | None,
-        plan_of: Callable[[SteerState], Plan],
+        plan_of: Callable[[SteerState], RowPlan],
     ) -> Any:
         part: SpanState = before.parts[self.slot]
         chunk = new.text[len(before.text) :]

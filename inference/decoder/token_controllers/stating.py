@@ -46,7 +46,7 @@ from inference.decoder.token_controllers.protocol import (
     Context,
     Controller,
     Owed,
-    Plan,
+    RowPlan,
     SteerState,
     spec_of,
 )
@@ -137,17 +137,17 @@ class Stating(Controller):
         return Owed(tokens=len(rest), words=r.words if whole else 0, units=r.units if whole else 0,
                     letter=r.letter if whole else 0, insert=True, writes=True)
 
-    def route(self, state: SteerState) -> Plan | None:
+    def route(self, state: SteerState) -> RowPlan | None:
         rest: tuple[int, ...] = state.parts[self.slot]
         if rest and self._in_body(state.seg):
-            return Plan("only", rest[0], seg=state.seg)
+            return RowPlan("only", rest[0], seg=state.seg)
         return None
 
     def holding(self, state: SteerState) -> bool:
         rest: tuple[int, ...] = state.parts[self.slot]
         return bool(rest) and len(rest) < len(self.tokens)
 
-    def prepare(self, state: SteerState, plan: Plan) -> Any:
+    def prepare(self, state: SteerState, plan: RowPlan) -> Any:
         """The current sentence so far (the candidates complete it); None when
         nothing is checked (the statement is still owed, or the sentence
         already contradicts: the forced exit's violation is reported by ``unmet``)."""
@@ -172,7 +172,7 @@ class Stating(Controller):
         new: SteerState,
         token_id: int,
         comp: LayoutSegment | None,
-        plan_of: Callable[[SteerState], Plan],
+        plan_of: Callable[[SteerState], RowPlan],
     ) -> Any:
         rest: tuple[int, ...] = before.parts[self.slot]
         if rest and token_id == rest[0] and self._in_body(before.seg):

@@ -54,7 +54,7 @@ from inference.decoder.token_controllers.protocol import (
     NEG_INF,
     Context,
     Controller,
-    Plan,
+    RowPlan,
     SteerState,
 )
 from inference.decoder.token_controllers.registry import FAMILIES
@@ -263,7 +263,7 @@ class ConstraintSteering:
 
     # --- masking -----------------------------------------------------
 
-    def _free_rows(self, states: list[SteerState], plans: list[Plan], lp: torch.Tensor) -> torch.Tensor:
+    def _free_rows(self, states: list[SteerState], plans: list[RowPlan], lp: torch.Tensor) -> torch.Tensor:
         """Masked rows of beams in free segments. ``lp: [R, V]`` -> ``[R, V]``."""
         layout = self.layout
         seg_ids = torch.tensor([p.seg for p in plans], device=lp.device)
@@ -282,14 +282,14 @@ class ConstraintSteering:
             rows = self._checks.cut(states, plans, rows, lp, fragments)
         return rows
 
-    def _formal_row(self, state: SteerState, plan: Plan, lp: torch.Tensor) -> torch.Tensor:
+    def _formal_row(self, state: SteerState, plan: RowPlan, lp: torch.Tensor) -> torch.Tensor:
         over = self._over if self.limits.has_max else None
         row = self.layout.formal_row(state, plan, lp, over)
         if self._lazy_always or state.pending:
             row = self._checks.cut([state], [plan], row.unsqueeze(0), lp.unsqueeze(0), None)[0]
         return row
 
-    def _over(self, state: SteerState, plan: Plan) -> torch.Tensor:
+    def _over(self, state: SteerState, plan: RowPlan) -> torch.Tensor:
         later = plan.later or later_of(self.layout, state, self._planner.owed(state))
         over = self.limits.over_max(self.tables, state.counts, later)
         assert over is not None

@@ -34,9 +34,9 @@ from inference.decoder.token_controllers.protocol import (
     HOLD_NONE,
     Context,
     Controller,
-    Draft,
     JudgesText,
-    Plan,
+    RowPlan,
+    RowPlanDraft,
     SteerState,
     spec_of,
 )
@@ -111,7 +111,7 @@ class VerbOpenings(JudgesText):
     def mask(
         self,
         states: Sequence[SteerState],
-        plans: Sequence[Plan],
+        plans: Sequence[RowPlan],
         allowed: torch.Tensor,
         fragments: torch.Tensor,
         base: torch.Tensor,
@@ -128,7 +128,7 @@ class VerbOpenings(JudgesText):
         return opens_with_listed_verb(state.text + text, complete=False) or \
             opens_with_listed_verb(state.text + text, complete=True)
 
-    def holds(self, d: Draft) -> int:
+    def holds(self, d: RowPlanDraft) -> int:
         return HOLD_NONE if self.ends_ok(d.state) else HOLD_ALL
 
     def ends_ok(self, state: SteerState) -> bool:

@@ -7,13 +7,13 @@ import pytest
 
 from inference.decoder.token_controllers.layout import LayoutSegment
 from inference.decoder.token_controllers.pacing import SLACK, insert_urgent, next_due, tokens_left
-from inference.decoder.token_controllers.protocol import Draft, SteerState
+from inference.decoder.token_controllers.protocol import RowPlanDraft, SteerState
 from inference.decoder.token_controllers.template import Free
 
 
-def _draft(n_tokens: int, reserve: int = 0, inserts: int = 0) -> Draft:
+def _draft(n_tokens: int, reserve: int = 0, inserts: int = 0) -> RowPlanDraft:
     comp = LayoutSegment(segment=Free(role="body"), reserve_tokens=reserve)
-    return Draft(state=SteerState(n_tokens=n_tokens), comp=comp, target=0, exit=0, owed=(), owed_tokens=0,
+    return RowPlanDraft(state=SteerState(n_tokens=n_tokens), comp=comp, target=0, exit=0, owed=(), owed_tokens=0,
                  inserts=inserts)
 
 
