@@ -40,6 +40,8 @@ windowed or not, so they need nothing of their own.
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -60,6 +62,70 @@ __all__ = [
 
 # Per-layer (keys, values), each [1, H, L, D]: a prefilled prompt prefix.
 PrefixKV = tuple[tuple[torch.Tensor, torch.Tensor], ...]
+
+
+def _storage_refs(tensor: torch.Tensor) -> int:
+    return int(torch._C._storage_Use_Count(tensor.untyped_storage()._cdata))
+
+
+class _SlabPool:
+    """Zeroed slab buffers, reused: a freed cache's memory serves the next cache of no more size.
+
+    A fresh ``torch.zeros`` of a slab (hundreds of MB for a width-4 decode) faults in every
+    page; the prefill's work caches, the counterfactual checks' caches and every request's
+    decode cache came new each time (about a tenth of the flagship decode's main thread).
+    A buffer is handed out again only when no tensor still views its memory (a prompt's
+    keys and values kept past their cache, ``SlabLayer.used``) and is zeroed before, so a
+    cache from the pool reads exactly as a new one. A new buffer is made a quarter longer than
+    asked (only the part handed out is written), so that a cache a little longer than the last
+    one of its kind (the counterfactual checks' grow with the answer) still finds it. At most
+    ``limit`` bytes are kept idle.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._idle: list[torch.Tensor] = []  # contiguous buffers whose caches are gone
+        self._lock = threading.Lock()
+        self._sole = _storage_refs(torch.empty(1))  # the count of a buffer nothing else views
+
+    def zeros(
+        self, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device
+    ) -> torch.Tensor:
+        numel = 1
+        for size in shape:
+            numel *= size
+        with self._lock:
+            best = None
+            for i, buffer in enumerate(self._idle):
+                if (
+                    buffer.dtype == dtype
+                    and buffer.device == device
+                    and numel <= buffer.numel() <= 2 * numel
+                    and (best is None or buffer.numel() < self._idle[best].numel())
+                    and _storage_refs(buffer) == self._sole
+                ):
+                    best = i
+            chosen = self._idle.pop(best) if best is not None else None
+        if numel == 0:
+            return torch.zeros(shape, dtype=dtype, device=device)
+        if (
+            chosen is None
+        ):  # room for a somewhat longer cache later; pages past numel stay untouched
+            chosen = torch.empty(numel + numel // 4, dtype=dtype, device=device)
+        return chosen.view(-1)[:numel].view(shape).zero_()
+
+    def give(self, *tensors: torch.Tensor) -> None:
+        with self._lock:
+            for tensor in tensors:
+                buffer = tensor._base if tensor._base is not None else tensor
+                if buffer.is_contiguous() and 0 < buffer.nbytes <= self.limit:
+                    self._idle.append(buffer)
+            while sum(t.nbytes for t in self._idle) > self.limit:
+                self._idle.pop(0)  # the oldest go first
+
+
+#: Idle slab memory kept for reuse: one width-4 flagship decode's keys and values, about.
+_POOL = _SlabPool(limit=640 * 2**20)
 
 
 class SlabLayer(DynamicLayer):
@@ -123,9 +189,9 @@ class SlabLayer(DynamicLayer):
         """
         if self._k is None or self._v is None or self.length <= start:
             return
+        pairs = _moves(dst.tolist(), src.tolist())
         for slab in (self._k, self._v):
-            window = slab[:, :, start : self.length]
-            window.index_copy_(0, dst, window.index_select(0, src))
+            _copy_moves(slab[:, :, start : self.length], 0, pairs)
 
     def load_row(self, row: int, keys: torch.Tensor, values: torch.Tensor) -> None:
         """Write one prefilled sequence ``[1, H, L, D]`` at the start of ``row``."""
@@ -213,8 +279,10 @@ class SlabCache(Cache):
         """Allocate every layer's slab up front (rows x capacity), length 0, in one tensor."""
         layers = self.slab_layers
         shape = (len(layers), rows, heads, self.capacity, head_dim)
-        keys = torch.zeros(shape, dtype=dtype, device=device)
-        values = torch.zeros(shape, dtype=dtype, device=device)
+        keys = _POOL.zeros(shape, dtype, device)
+        values = _POOL.zeros(shape, dtype, device)
+        if layers:  # once this cache is gone, its buffers may serve another (see _SlabPool)
+            weakref.finalize(self, _POOL.give, keys, values)
         for index, layer in enumerate(layers):
             layer.capacity = self.capacity
             layer._k, layer._v = keys[index], values[index]
@@ -247,25 +315,27 @@ class SlabCache(Cache):
         columns, span = self._shared
         if start < columns and any(d // span != s // span for d, s in zip(dst, src)):
             self._narrow(start)  # another span's columns now sit in these rows
+        pairs = _moves(dst, src)
+        if not pairs:
+            return
         layers = self.slab_layers
-        device = layers[0].device
-        d = torch.tensor(list(dst), dtype=torch.long, device=device)
-        s = torch.tensor(list(src), dtype=torch.long, device=device)
         length = layers[0].length
         joint = self._joint
         if (
             joint is not None
-            and length > start
             and len(self._joint_views) == len(layers)
             and all(
                 layer._k is view and layer.length == length
                 for layer, view in zip(layers, self._joint_views)
             )
         ):
-            for both in joint:  # every layer at once: all sources read before any write
-                window = both[:, :, :, start:length]
-                window.index_copy_(1, d, window.index_select(1, s))
+            if length > start:
+                for both in joint:  # every layer at once, one strided copy per moved row
+                    _copy_moves(both[:, :, :, start:length], 1, pairs)
             return
+        device = layers[0].device
+        d = torch.tensor([p[0] for p in pairs], dtype=torch.long, device=device)
+        s = torch.tensor([p[1] for p in pairs], dtype=torch.long, device=device)
         for layer in layers:
             layer.copy_rows(d, s, start)
 
@@ -275,6 +345,25 @@ class SlabCache(Cache):
             if layer._k is not None and layer._v is not None:
                 total += layer._k.nbytes + layer._v.nbytes
         return total
+
+
+def _moves(dst: Sequence[int], src: Sequence[int]) -> tuple[tuple[int, int], ...]:
+    """The ``(dst, src)`` row pairs that move something: a row copied onto itself is left out."""
+    return tuple((int(d), int(s)) for d, s in zip(dst, src) if int(d) != int(s))
+
+
+def _copy_moves(window: torch.Tensor, dim: int, pairs: Sequence[tuple[int, int]]) -> None:
+    """Rows ``d`` of ``window`` (along ``dim``) take the values rows ``s`` held before any write.
+
+    One strided copy per moved row (a gather over a non-contiguous slab, ``index_select`` /
+    ``index_copy_``, takes tens of times longer on the CPU); a source that is also a
+    destination is read into a copy first, so the result is the gather's, bit for bit.
+    """
+    targets = {d for d, _ in pairs}
+    staged = {s: window.select(dim, s).clone() for _, s in pairs if s in targets}
+    for d, s in pairs:
+        source = staged.get(s)
+        window.select(dim, d).copy_(source if source is not None else window.select(dim, s))
 
 
 def _text_config(config: Any) -> Any:

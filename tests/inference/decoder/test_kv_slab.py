@@ -86,3 +86,51 @@ def test_a_fork_over_the_one_tensor_of_all_layers_equals_a_fork_layer_by_layer()
             assert torch.equal(a, b)
             assert torch.equal(a[[0, 1, 3], :, 2:], o[[1, 2, 0], :, 2:])
             assert torch.equal(a[:, :, :2], o[:, :, :2]) and torch.equal(a[2], o[2])
+
+
+def test_a_fork_with_swaps_and_self_copies_equals_one_gather() -> None:
+    """Rows that trade places (a cycle) and rows copied onto themselves: the same keys and
+    values as gathering every source row before writing any (index_select, index_copy_)."""
+    gen = torch.Generator().manual_seed(1)
+    cache = SlabCache(num_layers=2, capacity=8)
+    cache.allocate(5, heads=2, head_dim=3, dtype=torch.float32, device=torch.device("cpu"))
+    for layer in cache.slab_layers:
+        layer.update(torch.randn(5, 2, 6, 3, generator=gen), torch.randn(5, 2, 6, 3, generator=gen))
+    dst, src = [0, 1, 2, 3], [1, 0, 2, 1]
+    expected = []
+    for layer in cache.slab_layers:
+        pair = []
+        for slab in layer.used():
+            window = slab[:, :, 1:].clone()
+            window.index_copy_(0, torch.tensor(dst), window.index_select(0, torch.tensor(src)))
+            pair.append(torch.cat([slab[:, :, :1], window], dim=2))
+        expected.append(pair)
+    cache.copy_rows(dst, src, start=1)
+    for layer, pair in zip(cache.slab_layers, expected):
+        for got, want in zip(layer.used(), pair):
+            assert torch.equal(got, want)
+
+
+def test_a_freed_slab_serves_the_next_cache_zeroed_unless_still_viewed() -> None:
+    """A cache's memory comes back for a later cache once nothing views it, reading all zeros;
+    keys kept past their cache (a prompt's ``used()`` views) keep theirs untouched."""
+    cpu = torch.device("cpu")
+    first = SlabCache(num_layers=2, capacity=40)
+    first.allocate(3, heads=2, head_dim=4, dtype=torch.float32, device=cpu)
+    for written in first.slab_layers:
+        written.update(torch.full((3, 2, 30, 4), 7.0), torch.full((3, 2, 30, 4), -7.0))
+    del written  # a layer outliving its cache keeps its memory from the pool as a view does
+    assert first._joint is not None
+    address = first._joint[0].data_ptr()
+    kept = first.slab_layers[0].used()  # views that outlive their cache
+    del first
+    second = SlabCache(num_layers=2, capacity=40)
+    second.allocate(3, heads=2, head_dim=4, dtype=torch.float32, device=cpu)
+    assert second._joint is not None and second._joint[0].data_ptr() != address
+    assert bool((kept[0] == 7.0).all()) and bool((kept[1] == -7.0).all())
+    del kept, second
+    third = SlabCache(num_layers=2, capacity=40)
+    third.allocate(3, heads=2, head_dim=4, dtype=torch.float32, device=cpu)
+    assert third._joint is not None
+    assert {third._joint[0].data_ptr(), third._joint[1].data_ptr()} & {address}
+    assert not third._joint[0].any() and not third._joint[1].any()
