@@ -31,6 +31,14 @@ written at a sentence end once the budget left holds little more than the
 paragraphs still to begin (``_PARAGRAPH_TOKENS`` each; the open sentence is
 asked to end then), so it begins in time.
 
+A wrap of every piece with nothing before it (``wrap(lines, "", ";")``: "a
+semicolon at the end of each line", "end every sentence with '!?'") is the
+same closing, judged as the wrap is (the piece's last characters, so
+"done;!" is open). A text of marks follows the last word without a space;
+its first token is forced even where it ends the piece ("!"), the rest
+follows. Where another controller ends an open piece now (a count of lines
+breaking the line late in the budget), the text comes first (``precede``).
+
 So a text this controller lets end closes every (or its k-th) piece with
 the text, provided nothing else forces tokens into the answer: the compiler
 controls a closing only in a free body without fixed text and without
@@ -40,6 +48,7 @@ controllers that insert words. A budget that runs out first is reported
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -56,7 +65,7 @@ from inference.decoder.compile.forms import (
     forms_of,
     free_body,
 )
-from inference.decoder.token_controllers.count_maxima import piece_start
+from inference.decoder.token_controllers.count_maxima import PIECE_UNITS, piece_start
 from inference.decoder.token_controllers.count_tallies import good_last_word
 from inference.decoder.token_controllers.forcing import ForcedText, Writer
 from inference.decoder.token_controllers.layout import LayoutSegment
@@ -74,7 +83,7 @@ from inference.decoder.token_controllers.protocol import (
 )
 from inference.decoder.token_controllers.sentence_marks import TERMINALS
 from reasoning.constraints.form import units
-from reasoning.constraints.form.model import Count, Position, Unit
+from reasoning.constraints.form.model import Count, Form, Position, Unit, Wrap
 from reasoning.constraints.form.verify import check, matches
 from reasoning.constraints.model import Kind
 
@@ -107,13 +116,18 @@ class Closing:
     k: int
     text: str
     sources: tuple[str, ...] = ()
+    wrap: bool = False  # read as a wrap ("a semicolon at the end of each line"): the piece's last characters
 
     @property
-    def form(self) -> Position:
+    def form(self) -> Position | Wrap:
+        if self.wrap:
+            return Wrap(left="", right=self.text, unit=self.per)
         return Position(unit=self.per, op="ends_with", text=self.text, k=self.k)
 
     def closed(self, piece: str) -> bool:
-        """Whether ``piece`` ends with the text."""
+        """Whether ``piece`` ends with the text (a wrap's: nothing after it, "done;!" is open)."""
+        if self.wrap:
+            return piece.strip().endswith(self.text)
         return matches(piece, "ends_with", self.text, self.per)
 
 
@@ -146,7 +160,8 @@ class Closings(Writer, JudgesText):
         self._stops = torch.zeros_like(self._enders)
         self._stops[list(tables.eos_ids)] = True
         self._stops |= self._enders
-        self._text = ForcedText(tables, closing.text)
+        # A text of marks follows the piece's last word ("... doors;"); words stand apart.
+        self._text = ForcedText(tables, closing.text, lead=" " if re.search(r"\w", closing.text) else "")
         self._counts_empty = closing.k > 0 and closing.per is Unit.PARAGRAPHS  # the verifier counts them
         self._break = ForcedText(tables, "\n\n", lead="")
 
@@ -228,17 +243,29 @@ class Closings(Writer, JudgesText):
         for r, state in enumerate(states):
             if not self._open(state) or state.pending:
                 continue
-            if bool(self._stops[int(lp[r].argmax())]):
-                self._text.intend(state, allowed[r])
+            intended = bool(self._stops[int(lp[r].argmax())]) and self._text.intend(state, allowed[r])
             allowed[r] &= ~self._enders
+            if intended:  # the text's first token, though it may end the piece ("!?"): the rest follows
+                allowed[r, self._text.first(state.text)] = True
 
     def reweigh(self, states: Sequence[SteerState], plans: Sequence[RowPlan], rows: torch.Tensor) -> None:
         """Force the text's first token where the model would end the piece (or stop) without it."""
         for r, state in enumerate(states):
             self._text.force_intended(rows, r, state)
 
+    def precede(self, d: Draft, plan: Plan) -> Plan | None:
+        """The text first where another controller writes a piece end now in a piece that owes it
+        (a count of lines breaking the line when the budget left holds little more than its lines)."""
+        exit_ends = plan.kind == "only" and 0 <= plan.exit < len(self._stops) and bool(self._stops[plan.exit])
+        if not exit_ends or d.state.pending or not self._open(d.state):
+            return None
+        return self._text.begin(d.state)
+
     def fits(self, state: SteerState, text: str) -> bool:
         part: ClosingState = state.parts[self.slot]
+        first = self._text.first(state.text)
+        if first >= 0 and self._text.began(state, first) and text == self.ctx.tables.texts[first]:
+            return True  # the text's first token, forced here: the rest follows (``pending``)
         if self.closing.k and part.before > self.closing.k - 1:
             return True
         if self._counts_empty and "\n" in text and _empty_paragraph(state.text + text):
@@ -306,7 +333,8 @@ def compile_closing(ctx: CompileContext) -> Closing | None:
     """
     constraints, layout, controlled = ctx.hard, ctx.layout, ctx.controlled
     inserts, placed = ctx.inserts, ctx.placed
-    found = [(c, form) for c in constraints if isinstance(form := form_of_constraint(c), Position)
+    found = [(c, form) for c in constraints if c.id not in controlled
+             and isinstance(form := _closing_form(form_of_constraint(c)), Position)
              and form.op == "ends_with" and form.unit in CLOSED_UNITS and form.text.strip()
              and (form.k == 0 or form.k >= 1 and form.unit in (Unit.LINES, Unit.PARAGRAPHS))]
     def agree(form: Position, text: str) -> bool:
@@ -327,7 +355,28 @@ def compile_closing(ctx: CompileContext) -> Closing | None:
     for q in constraints:
         for cap in forms_of(q):
             if isinstance(cap, Count) and cap.of is None and cap.unit is not Unit.UNIQUE_WORDS \
-                    and bounds(cap.relation, cap.n)[1] is not None and units.count(cap.measure, " " + text + " ") > 0:
+                    and bounds(cap.relation, cap.n)[1] is not None and units.count(cap.measure, " " + text + " ") > 0 \
+                    and not _adds_no_piece(cap.unit, form.unit, text):
                 return None
     controlled.add(c.id)
-    return Closing(per=form.unit, k=form.k, text=text, sources=(c.id,))
+    wrap = isinstance(form_of_constraint(c), Wrap)
+    return Closing(per=form.unit, k=form.k, text=form.text if wrap else text, sources=(c.id,), wrap=wrap)
+
+
+def _closing_form(form: Form | None) -> Form | None:
+    """A wrap of every sentence, line or paragraph with nothing before it (``wrap(lines, "", ";")``:
+    "a semicolon at the end of each line") as the closing text it is; any other form unchanged.
+    The verifiers agree: a wrap's piece ends with ``right``, as ``matches`` compares a text
+    without a word of its own (a suffix)."""
+    if isinstance(form, Wrap) and not form.left and form.unit in CLOSED_UNITS and form.right.strip() \
+            and re.search(r"\w", form.right) is None:
+        return Position(unit=form.unit, op="ends_with", text=form.right, k=0)
+    return form
+
+
+def _adds_no_piece(cap: Unit, per: Unit, text: str) -> bool:
+    """Whether a closing text leaves a cap on sentences, lines or paragraphs untouched: it ends
+    the piece the answer ends anyway (``cap`` is ``per``: the compiler has checked it ends no piece
+    before its own end), or it holds no end of a ``cap`` piece ("every line ends with ';'" beside
+    "exactly 4 lines"; "every sentence ends with '!?'" beside "at most 3 lines")."""
+    return cap in PIECE_UNITS and (cap is per or len(units.pieces(cap, "X" + text + " X")) <= 1)

@@ -119,7 +119,8 @@ class Planner:
         for c in self.hooked["pace"]:
             taken = c.pace(d)
             if taken is not None:
-                return taken
+                first = (p for e in self.hooked["precede"] if e is not c and (p := e.precede(d, taken)) is not None)
+                return next(first, taken)
         return RowPlan(
             "free", d.exit, seg=state.seg, may_stop=d.may_stop, forced=d.forced, close=d.close,
             marks=d.marks, later=later, owed=owed,

@@ -65,7 +65,7 @@ __all__ = ["TOP_K", "ConstraintSteering", "SteerState"]
 
 _S = TypeVar("_S")
 _HOOKS = (
-    "shift", "owed", "route", "exit", "holds", "forces", "ends_ok", "forced", "pace", "mask",
+    "shift", "owed", "route", "exit", "holds", "forces", "ends_ok", "forced", "pace", "precede", "mask",
     "reweigh", "prepare", "narrow", "check", "check_pieced", "holding", "advance", "unmet",
 )
 

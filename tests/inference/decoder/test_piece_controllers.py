@@ -432,3 +432,57 @@ def test_an_opening_word_beside_a_cap_on_words_stays_uncontrolled(tokenizer: Any
                    gen(Kind.COUNT, "words", unit="words", relation="at most", n=40)]
     steering = compile_steering(constraints, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
     assert "open" in steering.uncontrolled  # the placed word counts against a cap on words
+
+
+WRAP_CLOSINGS = [
+    ("a semicolon on every line, four lines", "lines", ";",
+     [gen(Kind.COUNT, "lines", unit="lines", relation="exactly", n=4)], str.splitlines),
+    ("'!?' after every sentence", "sentences", "!?", [], _sentences),
+    ("' ~' after every paragraph", "paragraphs", " ~", [], lambda t: re.split(r"\n\s*\n", t)),
+]
+
+
+@pytest.mark.parametrize(("name", "unit", "right", "others", "split"), WRAP_CLOSINGS,
+                         ids=[row[0] for row in WRAP_CLOSINGS])
+def test_a_text_after_every_piece_holds_on_random_logits(tokenizer: Any, name: str, unit: str, right: str,
+                                                         others: list[Constraint], split: Any) -> None:
+    """A wrap with nothing before the piece ("a semicolon at the end of each line") is a closing
+    text: written where the model ends the piece or stops, whatever the mark (it was left to the
+    prompt, and beside a count of lines refused: ';' counted as a line of its own)."""
+    constraints = [gen(Kind.WRAP, left="", right=right, unit=unit), *others]
+    steering = compile_steering(constraints, tokenizer, prompt="Write a checklist.", max_new_tokens=BUDGET)
+    assert steering.controlled == {c.id for c in constraints}
+    bias = bias_towards(tokenizer, r"^ [A-Za-z]+$", 4.0)
+    bias.update(bias_towards(tokenizer, r"^[.!?]$|^\n\n?$", 14.0))  # pieces end everywhere, with another mark
+    bias.update(dict.fromkeys((int(t) for t in steering.tables.eos_ids), 6.0))
+    ended = 0
+    for seed in SEEDS:
+        state = drive_with_bias(steering, BUDGET, seed, bias)
+        pieces = [p.strip() for p in split(state.text) if p.strip()]
+        assert pieces and all(p.endswith(right.strip()) for p in pieces), state.text
+        assert judged(constraints, state.text) == [], state.text
+        assert "closing" not in steering.unmet(state)
+        ended += len(pieces)
+    assert ended >= 2 * len(SEEDS)
+
+
+def test_a_one_mark_wrap_of_sentences_stays_the_sentence_marks(tokenizer: Any) -> None:
+    """"End every sentence with '!'" keeps its own controller (one mask, no forcing); the
+    closing takes only what no family before it controls."""
+    constraints = [gen(Kind.WRAP, left="", right="!", unit="sentences")]
+    steering = compile_steering(constraints, tokenizer, prompt="Describe a river.", max_new_tokens=BUDGET)
+    assert steering.controlled == {"f"}
+    assert [type(c).__name__ for c in steering.controllers if type(c).__name__ in {"Closings", "SentenceMarking"}] \
+        == ["SentenceMarking"]
+
+
+@pytest.mark.model
+def test_bundled_model_ends_every_line_of_a_checklist_with_a_semicolon(loaded_model: Any) -> None:
+    constraints = [gen(Kind.WRAP, "semi", left="", right=";", unit="lines"),
+                   gen(Kind.COUNT, "lines", unit="lines", relation="exactly", n=4)]
+    steering, answer = _decode(loaded_model, "Write a four-line checklist for closing a shop at night, with a "
+                               "semicolon at the end of each line.", constraints, 60)
+    assert steering.controlled == {"semi", "lines"}
+    lines = [ln.strip() for ln in answer.splitlines() if ln.strip()]
+    assert len(lines) == 4 and all(ln.endswith(";") for ln in lines), answer
+    assert judged(constraints, answer) == [], answer
