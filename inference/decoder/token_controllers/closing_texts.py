@@ -341,7 +341,8 @@ def compile_closing(ctx: CompileContext) -> Closing | None:
         every = Closing(per=form.unit, k=0, text=" ".join(form.text.split()))
         return every.closed(text) or Closing(form.unit, 0, text).closed(every.text)
 
-    check_pieces_agree(constraints, found, Kind.END_PHRASE, "end with", agree)
+    read = [(c, form) for c, form in found if isinstance(form_of_constraint(c), Position)]  # a wrap: the prompt's
+    check_pieces_agree(constraints, read, Kind.END_PHRASE, "end with", agree)
     if len(found) != 1 or inserts or placed or any(c.kind in INSERTING for c in constraints):
         return None
     c, form = found[0]
