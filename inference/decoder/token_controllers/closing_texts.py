@@ -253,7 +253,7 @@ class Closings(Writer, JudgesText):
         for r, state in enumerate(states):
             self._text.force_intended(rows, r, state)
 
-    def precede(self, d: Draft, plan: Plan) -> Plan | None:
+    def precede(self, d: RowPlanDraft, plan: RowPlan) -> RowPlan | None:
         """The text first where another controller writes a piece end now in a piece that owes it
         (a count of lines breaking the line when the budget left holds little more than its lines)."""
         exit_ends = plan.kind == "only" and 0 <= plan.exit < len(self._stops) and bool(self._stops[plan.exit])

@@ -207,7 +207,7 @@ class Controller:
         """Decide for a free row: a plan to take now, or marks on ``d`` (None)."""
         return None
 
-    def precede(self, d: Draft, plan: Plan) -> Plan | None:
+    def precede(self, d: RowPlanDraft, plan: RowPlan) -> RowPlan | None:
         """A plan to take before ``plan``, the one another controller's ``pace`` took for a free
         row (None: ``plan`` stands): a text owed before the piece end ``plan`` writes."""
         return None
