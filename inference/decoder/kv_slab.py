@@ -94,6 +94,9 @@ class _SlabPool:
         numel = 1
         for size in shape:
             numel *= size
+        # An inference-mode buffer cannot be written outside inference mode, and one made
+        # outside would leak autograd version tracking into inference: each mode reuses its own.
+        inference = torch.is_inference_mode_enabled()
         with self._lock:
             best = None
             for i, buffer in enumerate(self._idle):
@@ -101,6 +104,7 @@ class _SlabPool:
                     buffer.dtype == dtype
                     and buffer.device == device
                     and numel <= buffer.numel() <= 2 * numel
+                    and buffer.is_inference() == inference
                     and (best is None or buffer.numel() < self._idle[best].numel())
                     and _storage_refs(buffer) == self._sole
                 ):

@@ -134,3 +134,22 @@ def test_a_freed_slab_serves_the_next_cache_zeroed_unless_still_viewed() -> None
     assert third._joint is not None
     assert {third._joint[0].data_ptr(), third._joint[1].data_ptr()} & {address}
     assert not third._joint[0].any() and not third._joint[1].any()
+
+
+def test_a_slab_freed_in_inference_mode_serves_only_inference_mode() -> None:
+    """A buffer made under ``torch.inference_mode`` cannot be written outside it: a cache
+    allocated outside gets a buffer of its own mode (it failed with an in-place update error)."""
+    cpu = torch.device("cpu")
+    with torch.inference_mode():
+        inside = SlabCache(num_layers=2, capacity=24)
+        inside.allocate(2, heads=2, head_dim=4, dtype=torch.float32, device=cpu)
+        assert inside._joint is not None and inside._joint[0].is_inference()
+        del inside
+    outside = SlabCache(num_layers=2, capacity=24)
+    outside.allocate(2, heads=2, head_dim=4, dtype=torch.float32, device=cpu)
+    assert outside._joint is not None and not outside._joint[0].is_inference()
+    outside._joint[0].add_(1.0)  # writable outside inference mode
+    with torch.inference_mode():
+        again = SlabCache(num_layers=2, capacity=24)
+        again.allocate(2, heads=2, head_dim=4, dtype=torch.float32, device=cpu)
+        assert again._joint is not None and not again._joint[0].any()
