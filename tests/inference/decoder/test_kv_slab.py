@@ -3,8 +3,10 @@ the claim that spans of rows hold their first columns alike narrows when it coul
 
 from __future__ import annotations
 
+import pytest
 import torch
 
+from inference.decoder import kv_slab
 from inference.decoder.kv_slab import SlabCache
 
 
@@ -111,9 +113,11 @@ def test_a_fork_with_swaps_and_self_copies_equals_one_gather() -> None:
             assert torch.equal(got, want)
 
 
-def test_a_freed_slab_serves_the_next_cache_zeroed_unless_still_viewed() -> None:
+def test_a_freed_slab_serves_the_next_cache_zeroed_unless_still_viewed(monkeypatch: pytest.MonkeyPatch) -> None:
     """A cache's memory comes back for a later cache once nothing views it, reading all zeros;
-    keys kept past their cache (a prompt's ``used()`` views) keep theirs untouched."""
+    keys kept past their cache (a prompt's ``used()`` views) keep theirs untouched. (A pool of
+    its own: the process's pool holds whatever earlier tests freed, which a smaller fit would win.)"""
+    monkeypatch.setattr(kv_slab, "_POOL", kv_slab._SlabPool(limit=kv_slab._POOL.limit))
     cpu = torch.device("cpu")
     first = SlabCache(num_layers=2, capacity=40)
     first.allocate(3, heads=2, head_dim=4, dtype=torch.float32, device=cpu)
