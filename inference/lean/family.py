@@ -36,6 +36,10 @@ class Family:
     #: The configuration attribute naming the MLP activation, and the activations accepted.
     activation_key: str = "hidden_act"
     activations: tuple[str, ...] = ("silu",)
+    #: Whether the input embeddings are multiplied by the square root of the hidden size.
+    scaled_embedding: bool = False
+    #: transformers' default of ``tie_word_embeddings`` when ``config.json`` omits it.
+    tied_by_default: bool = False
 
 
 _LLAMA = Family()
@@ -43,6 +47,8 @@ _GEMMA = Family(
     norm_offset=1.0,
     activation_key="hidden_activation",
     activations=("gelu_pytorch_tanh", "gelu_tanh"),
+    scaled_embedding=True,
+    tied_by_default=True,
 )
 
 #: Every model type the lean forward computes, by its configuration's ``model_type``.

@@ -70,8 +70,11 @@ def _build(tree: nn.Module) -> Any:
             setattr(layer.self_attn, name, getattr(mine.self_attn, name))
         for name in _MLP:
             setattr(layer.mlp, name, getattr(mine.mlp, name))
-        layer.input_layernorm.weight = mine.input_layernorm.weight
-        layer.post_attention_layernorm.weight = mine.post_attention_layernorm.weight
+        # Every norm by its name (Gemma's q / k and sandwich norms too): the same parameters.
+        for name, param in mine.named_parameters():
+            if name.endswith("norm.weight"):
+                owner, _, child = name.rpartition(".")
+                setattr(layer.get_submodule(owner), child, param)
     theirs.norm.weight = ours.norm.weight
     view.lm_head = model.lm_head
     rotary = type(theirs.rotary_emb)(config.get_text_config(decoder=True))

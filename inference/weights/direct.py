@@ -46,9 +46,15 @@ from typing import Any
 import torch
 from torch import nn
 
-from inference.decoder.packed_llama import LeanLayer, LeanLlama, attach, unsupported_reason
+from inference.decoder.packed_llama import (
+    LeanLayer,
+    LeanLlama,
+    attach,
+    layer_norms,
+    unsupported_reason,
+)
 from inference.lean.config import lean_reason, read_config
-from inference.lean.model import LeanCausalLM
+from inference.lean.model import LeanCausalLM, ScaledEmbedding
 from inference.weights.gguf_q4 import Q4Block, finer_names
 from inference.weights.kernels import (
     INT4_GROUP,
@@ -186,7 +192,9 @@ class _Reader:
             # int4 rounds no projection the GGUF holds finer than four bits again: int8 keeps it.
             finer = self.weights == "int4" and any(n in finer_names(self.blocks) for n in names)
             kernel = _kernel(
-                "int8" if finer else self.weights, weight, None if bias is None else bias.to(self.device)
+                "int8" if finer else self.weights,
+                weight,
+                None if bias is None else bias.to(self.device),
             )
             del weight
         return kernel, sizes
@@ -274,24 +282,32 @@ def _load_layer(model: Any, index: int, reader: _Reader) -> LeanLayer:
     down = reader.single(f"{prefix}.mlp.down_proj")
     attn.q_proj, attn.k_proj, attn.v_proj, attn.o_proj = q, k, v, o
     mlp.gate_proj, mlp.up_proj, mlp.down_proj = gate, up, down
-    source = reader.source
-    for name in ("input_layernorm", "post_attention_layernorm"):
-        getattr(layer, name).weight = nn.Parameter(
-            source.read(f"{prefix}.{name}.weight").to(torch.bfloat16), requires_grad=False
-        )
-    return LeanLayer(
-        layer.input_layernorm.weight.detach(),
-        layer.post_attention_layernorm.weight.detach(),
-        float(layer.input_layernorm.variance_epsilon),
-        qkv=(qkv,),
-        o=o,
-        gate_up=(gate_up,),
-        down=down,
-    )
+    # The layer's norms (Gemma's q / k and sandwich norms among them), each as stored.
+    _read_left(layer, reader.source, f"{prefix}.")
+    family = model.config.family
+    return LeanLayer(**layer_norms(layer, family), qkv=(qkv,), o=o, gate_up=(gate_up,), down=down)
 
 
-def _embedding(weight: torch.Tensor) -> nn.Embedding:
-    """An embedding whose table is ``weight`` itself (a tied head's parameter stays one object)."""
+def _read_left(module: nn.Module, source: SafetensorsSource, prefix: str) -> None:
+    """Every parameter of ``module`` still on the meta device, read (bfloat16) from ``source``."""
+    for name, param in list(module.named_parameters()):
+        if param.is_meta and f"{prefix}{name}" in source:
+            parent_name, _, child = name.rpartition(".")
+            setattr(
+                module.get_submodule(parent_name),
+                child,
+                nn.Parameter(
+                    source.read(f"{prefix}{name}").to(torch.bfloat16), requires_grad=False
+                ),
+            )
+
+
+def _embedding(weight: torch.Tensor, scale: float | None) -> nn.Module:
+    """An embedding whose table is ``weight`` itself (a tied head's parameter stays one object),
+    its rows multiplied by ``scale`` when given (Gemma's scaled embedding)."""
+    if scale is not None:
+        assert isinstance(weight, nn.Parameter)
+        return ScaledEmbedding(weight, scale)
     rows, cols = (int(n) for n in weight.shape)
     embedding = nn.Embedding(rows, cols, _weight=weight.detach(), _freeze=True)
     embedding.weight = weight
@@ -306,19 +322,14 @@ def _load_rest(model: Any, source: SafetensorsSource, weights: str) -> None:
     head_name = embed_name if tied or "lm_head.weight" not in source else "lm_head.weight"
     head = _head(weights, source, head_name, source.shape(head_name))
     model.lm_head = head
+    config = model.config
+    scale = float(config.hidden_size) ** 0.5 if config.family.scaled_embedding else None
     if tied and isinstance(head, Int8Linear):
-        inner.embed_tokens = Int8Embedding(head)
+        inner.embed_tokens = Int8Embedding(head, None if scale is None else torch.tensor(scale))
     elif tied:
         assert isinstance(head, nn.Linear)
-        inner.embed_tokens = _embedding(head.weight)
+        inner.embed_tokens = _embedding(head.weight, scale)
     else:
         table = source.read(embed_name).to(torch.bfloat16)
-        inner.embed_tokens = _embedding(nn.Parameter(table, requires_grad=False))
-    for name, param in list(model.named_parameters()):
-        if param.is_meta and name in source:
-            parent_name, _, child = name.rpartition(".")
-            setattr(
-                model.get_submodule(parent_name),
-                child,
-                nn.Parameter(source.read(name).to(torch.bfloat16), requires_grad=False),
-            )
+        inner.embed_tokens = _embedding(nn.Parameter(table, requires_grad=False), scale)
+    _read_left(model, source, "")

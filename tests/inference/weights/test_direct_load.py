@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import torch
-from transformers import AutoModelForCausalLM, LlamaConfig
+from transformers import AutoModelForCausalLM, Gemma3TextConfig, LlamaConfig
 
 from inference.decoder.kv_slab import SlabCache
 from inference.decoder.packed_llama import LeanLlama, packed_forward
@@ -89,6 +89,49 @@ def test_a_direct_load_computes_what_a_float_load_converted_computes(
         library = library_view(model)(ids, use_cache=False).logits[0].float()
     assert distribution_gap(own, _logits(forward, ids))[0] < 1e-4
     assert distribution_gap(library, _logits(forward, ids))[0] < 0.02
+
+
+@pytest.mark.parametrize("weights", ["bfloat16", "int8", "int4"])
+def test_gemma3_loads_directly_into_our_tree_and_computes_as_the_library(
+    tmp_path: Path, weights: str
+) -> None:
+    """Gemma 3 (``1 + w`` norms, q / k norms, sandwich norms, GELU, scaled tied embeddings, a
+    rotary base per layer kind, a sliding window shorter than the prompt, soft-capped logits)
+    is built as our own tree and read straight into its kernels."""
+    config = Gemma3TextConfig(
+        **_CONFIG,
+        sliding_window=5,
+        layer_types=["sliding_attention", "full_attention"],
+        final_logit_softcapping=3.0,
+        query_pre_attn_scalar=24,
+    )
+    library = _tiny(config)
+    library.save_pretrained(tmp_path)
+    assert direct_reason(tmp_path) is None
+    reference = convert(
+        AutoModelForCausalLM.from_pretrained(tmp_path, dtype=torch.float32).eval(), weights
+    )
+    model, forward = load_direct(tmp_path, weights, blocks=None, device=torch.device("cpu"))
+    assert isinstance(model, LeanCausalLM) and packed_forward(model) is forward
+    ids = torch.randint(
+        0, _CONFIG["vocab_size"], (1, 24), generator=torch.Generator().manual_seed(3)
+    )
+    lean = _logits(forward, ids)
+    # The kernels a float load converted to computes, through the library's model.
+    assert distribution_gap(_logits(reference, ids), lean)[0] < 1e-3
+    with torch.inference_mode():
+        own = model(ids).logits[0].float()
+        view = library_view(model)(ids, use_cache=False).logits[0].float()
+        float32 = library(ids).logits[0].float()
+    assert distribution_gap(own, lean)[0] < 1e-5
+    assert distribution_gap(view, lean)[0] < 1e-3
+    kl, top1 = distribution_gap(float32, lean)
+    worst = float((float32 - lean).abs().max())
+    # bfloat16 activations (and int8 / int4 weights) against the library's float32 forward.
+    bound = {"bfloat16": 1e-3, "int8": 2e-3, "int4": 0.05}[weights]
+    assert kl < bound and top1 >= 0.9, (
+        f"{weights}: KL {kl:.2e}, top-1 {top1:.2f}, max abs {worst:.3f}"
+    )
 
 
 def test_the_library_view_shares_the_trees_weights_and_generates(tmp_path: Path) -> None:
