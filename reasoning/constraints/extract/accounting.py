@@ -1224,6 +1224,8 @@ def _unread(needs: Sequence[_Need], carried: Sequence[_Carries], tokens: Sequenc
 #: Words that say where a text stands: a reading placing it at a start or an end needs one of them.
 _START_CUES = frozenset({"start", "begin", "open", "first", "lead", "beginning", "opening", "precede", "preface",
                          "prefix", "initial", "introduce", "head", "opener", "starting", "kick", "top"})
+#: Sentence types by the mark that ends them ("the third sentence is a question": it ends with '?').
+_TYPED_ENDS: Mapping[str, str] = {"question": "?", "exclamation": "!"}
 _END_CUES = frozenset({"end", "finish", "close", "last", "conclude", "final", "ending", "closing", "terminate",
                        "sign", "suffix", "append", "follow", "conclusion", "wrap", "finally"})
 
@@ -1380,8 +1382,9 @@ def _supported(found: Found, carried: _Carries, lemmas: set[str] | None, each: S
         return False  # "must not contain any colons" is no minimum of colons
     if "starts_with" in ops and not lemmas & _START_CUES:
         return False
-    if "ends_with" in ops and not lemmas & _END_CUES:
-        return False
+    if "ends_with" in ops and not lemmas & _END_CUES and not (
+            lemmas & _TYPED_ENDS.keys() and carried.placed and {_TYPED_ENDS.get(w) for w in lemmas} >= set(carried.placed)):
+        return False  # (a sentence said to be a question ends with '?': its type names its end)
     return not (carried.answer_edge and any(n.unit not in carried.units for n in each))
 
 

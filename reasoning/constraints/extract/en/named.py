@@ -106,6 +106,9 @@ _WRITING_VERBS = frozenset({"write", "give", "answer", "respond", "reply", "use"
 def _asked_to_write(ctx: Context, first: int, unit: int) -> bool:
     """Whether a bare number of sentences / paragraphs is how many to write ("give three sentences").
 
+    A sentence that is only the number and its unit (with what is said of it:
+    "Three sentences, each ending with '!'") asks for that many, as a verb of writing would.
+
     The unit's governing verb (through "in" / "with" / "of": "answer in two
     paragraphs", "a reply of four sentences") is a verb of writing, and no
     determiner points at sentences already there ("translate the two
@@ -119,6 +122,8 @@ def _asked_to_write(ctx: Context, first: int, unit: int) -> bool:
             following[1:] and following[1] in ("the", "this", "that", "your", "my", "his", "her", "their", "it"))):
         return False
     node = ctx.tokens[unit]
+    if first == node.sent.start and (node.dep_ == "ROOT" or ctx.lowers[unit + 1 : unit + 2] in ([","], ["."], [";"])):
+        return True  # a verbless request of its own: "Three sentences." / "Two paragraphs, each under 50 words."
     for _ in range(4):
         if node.head is node:
             break

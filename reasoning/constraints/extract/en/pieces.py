@@ -99,8 +99,10 @@ def _every_piece(ctx: Context, start: int, end: int) -> tuple[Unit, int] | None:
             k += 1
         if k < end and ctx.lemmas[k] in _PIECES:
             return _PIECES[ctx.lemmas[k]], k
+        anaphor = ctx.lowers[j + 1 : j + 3] in (["one", "of"], ["of", "them"], ["of", "these"], ["of", "those"])
         if ctx.lowers[j] == "each" and (k >= end or ctx.lowers[k] in ("one", "of")
-                                        or ctx.tokens[k].pos_ not in ("NOUN", "PROPN", "ADJ")):
+                                        or ctx.tokens[k].pos_ not in ("NOUN", "PROPN", "ADJ")) or anaphor:
+            # ("every one of them", "all of them": the pieces named before, as "each one" says)
             # "5 bullet points, each one starting with ...", "three lines, each of them ...": the pieces named before
             back = next((x for x in [*range(j - 1, start - 1, -1), *range(k, end)] if ctx.lemmas[x] in _PIECES), None)
             if back is not None:  # (or named after it: "four chores, each one ..., as bullet points")
@@ -322,6 +324,10 @@ def _detect_every_piece(ctx: Context) -> None:
             # a mark closing each piece: a wrapper with nothing on its left, as the end-mark reader writes it
             if any(f.kind is Kind.WRAP and overlaps(f, first, last) for f in ctx.found):
                 continue
+            # an ending of the answer read from the same predicate ("end with a semicolon") is this mark on the
+            # last piece: implied by the wrapper, not a text of its own
+            ctx.found = [f for f in ctx.found if not (f.kind is Kind.END_PHRASE
+                                                      and overlaps(f, ctx.tokens[i].idx, value[1]))]
             ctx.add(Kind.WRAP, {"left": "", "right": text, "unit": unit.value}, first, last, confidence=0.85)
         else:
             ctx.found = [f for f in ctx.found if not (

@@ -36,6 +36,7 @@ penultimate, second-to-last, third from the end); pieces from
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -66,7 +67,7 @@ _ORD_WORDS = ("first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|
 #: "next to last", "second last", "last but one", "third from the end").
 _ORDINAL = re.compile(
     rf"\b(?:(?P<fromend>{_ORD_WORDS})(?:[\s-]+to[\s-]+|[\s-]+)last|(?P<end2>{_ORD_WORDS})\s+from\s+the\s+end"
-    rf"|(?P<pen>penultimate|next[\s-]+to[\s-]+last|last[\s-]+but[\s-]+one)|(?P<last>last|final)"
+    rf"|(?P<pen>penultimate|next[\s-]+to[\s-]+last|last[\s-]+but[\s-]+one)|(?P<last>last|final|closing|concluding)|(?P<open>opening|initial)"
     rf"|(?P<nth>{_ORD_WORDS}))\b",
     re.IGNORECASE,
 )
@@ -77,6 +78,10 @@ _ORD_PIECE = re.compile(rf"(?P<ord>{_ORDINAL.pattern})[\s-]+(?P<piece>{_PIECE_RE
 #: "sentence 3", "paragraph number two".
 _PIECE_NUM = re.compile(rf"\b(?P<piece>{_PIECE_RE})\s+(?:number\s+|no\.\s*|#)?(?P<num>{_NUMBER_WORDS})\b",
                         re.IGNORECASE)
+_FROM_THE_END = re.compile(r"\s+(?:counting\s+)?from\s+the\s+(?:end|bottom)\b", re.IGNORECASE)
+#: "the line before last", "the sentence before the last one": the second-to-last piece.
+_PIECE_BEFORE_LAST = re.compile(rf"\b(?P<piece>{_PIECE_RE})\s+(?:just\s+|right\s+)?before\s+(?:the\s+)?last\b"
+                                r"(?!\s+(?:one\s+)?(?:that|which|you|we|i|is|was)\b)", re.IGNORECASE)
 _ORD_WORD = re.compile(rf"(?P<ord>{_ORDINAL.pattern})[\s-]+words?\b", re.IGNORECASE)
 _WORD_NUM = re.compile(rf"\bword\s+(?:number\s+|no\.\s*|#)?(?P<num>{_NUMBER_WORDS})\b", re.IGNORECASE)
 _QUOTED = re.compile(r"\"([^\"\n]{1,60})\"|“([^”\n]{1,60})”|(?<!\w)'([^'\n]{1,60})'(?!\w)|‘([^’\n]{1,60})’")
@@ -92,6 +97,8 @@ def ordinal_phrase(phrase: str) -> int | None:
         return -2
     if match.group("last"):
         return -1
+    if match.group("open"):
+        return 1
     back = match.group("fromend") or match.group("end2")
     if back:
         k = ordinal(back)
@@ -171,7 +178,44 @@ def _named_word(ctx: Context, s: _Sentence) -> str | None:
         if token is not None and token.pos_ in ("NOUN", "PROPN", "ADJ", "VERB", "X") and token.tag_ != "MD":
             return named.group(1)
     match = re.search(r"\bbe\s+(?:the\s+word\s+)?([A-Za-z][\w'-]*)\s*[.!;]?\s*$", s.text)
-    return match.group(1) if match else None
+    return match.group(1) if match else _contained_object(ctx, s)
+
+
+#: Verbs whose object (or the object of their "about" / "of") is a word to put in a piece.
+_NAMING_VERBS = frozenset({"mention", "include", "use", "name", "feature", "talk", "speak", "write"})
+
+
+def _contained_object(ctx: Context, s: _Sentence) -> str | None:
+    """"mention ice in the last paragraph", "the second paragraph has to talk about the rain": the one bare
+    noun a verb of naming takes as its object (directly or through "about" / "of"), as the word to contain.
+
+    Only a noun with nothing but "the" / "a" before it reads: "your childhood" or "the local weather" name a
+    topic, not a word, and are left to the model."""
+    objects: list[str] = []
+    pieces = [t for t in ctx.tokens if s.start <= t.idx < s.end and t.lemma_.lower() in EN_PIECES]
+    for token in ctx.doc.char_span(s.start, s.end, alignment_mode="expand") or []:
+        if token.lemma_.lower() not in _NAMING_VERBS or token.pos_ != "VERB":
+            continue
+        clause = token
+        while clause.dep_ == "xcomp" and clause.head is not clause:
+            clause = clause.head  # "the paragraph has to talk about ...": the piece is the subject of "has"
+        if not any(p in clause.subtree for p in pieces):
+            continue  # a verb of another clause ("..., then reply: Name a bird")
+        heads = [c for c in token.children if c.dep_ == "dobj"]
+        heads += [g for c in token.children if c.dep_ == "prep" and c.lower_ in ("about", "of")
+                  for g in c.children if g.dep_ == "pobj"]
+        for noun in heads:
+            if noun.pos_ not in ("NOUN", "PROPN") or noun.lemma_.lower() in EN_PIECES or noun.lemma_.lower() in (
+                    "word", "keyword", "term", "phrase", "name", "thing", "topic", "something", "it"):
+                continue
+            if any(c.dep_ not in ("det", "prep") or c.dep_ == "det" and c.lower_ not in ("the", "a", "an")
+                   for c in noun.children):
+                continue
+            if any(c.dep_ == "prep" and not any(EN_PIECES.get(g.lemma_.lower()) for g in c.children)
+                   for c in noun.children):
+                continue  # "mention the price of tea": a phrase, not a word
+            objects.append(noun.text)
+    return objects[0] if len(objects) == 1 else None
 
 
 _NUM = r"(?P<n>one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|\d+)"
@@ -239,12 +283,16 @@ def _piece_refs(s: _Sentence) -> list[tuple[Unit, int]]:
     found: list[tuple[Unit, int]] = []
     for m in _ORD_PIECE.finditer(s.text):
         k = ordinal_phrase(m.group("ord"))
+        if k is not None and k > 0 and _FROM_THE_END.match(s.text, m.end()):
+            k = -k  # "the third sentence from the end"
         if k is not None:
             found.append((_piece_unit(m.group("piece")), k))
     for m in _PIECE_NUM.finditer(s.text):
         n = parse_number([m.group("num")])
         if n is not None and n > 0:
             found.append((_piece_unit(m.group("piece")), n))
+    for m in _PIECE_BEFORE_LAST.finditer(s.text):
+        found.append((_piece_unit(m.group("piece")), -2))
     return found
 
 
@@ -272,8 +320,36 @@ def inside_word(unit: Unit, k: int, word: int, text: str) -> Position:
     return Position(unit=unit, k=k, op="is", text=text, word=word)
 
 
+#: Verbs by which a piece is a text ("the last line must say 'Thanks'", "should read", "is").
+_SAYING = frozenset({"say", "read", "be", "consist"})
+
+
+def _says(s: _Sentence) -> bool:
+    return any(w in _SAYING for w in s.lemmas)
+
+
+#: "the third sentence from the end is a question", "make the second sentence an exclamation": its closing mark.
+_SENTENCE_TYPE = re.compile(r"\b(?:is|be|are|as|into|an?)\s+(?:an?\s+)?(?:(?:single|direct|rhetorical)\s+)?"
+                            r"(?P<type>question|exclamation)s?\s*[.!;]?\s*$", re.IGNORECASE)
+
+
+def _typed_piece(ctx: Context, s: _Sentence) -> bool:
+    """The k-th sentence is a question (an exclamation): it ends with that mark."""
+    pieces = _piece_refs(s)
+    match = _SENTENCE_TYPE.search(s.text)
+    if len(pieces) != 1 or match is None or pieces[0][0] is not Unit.SENTENCES or _quoted(s):
+        return False
+    mark = "?" if match.group("type").lower() == "question" else "!"
+    if _already(ctx, s, Position(unit=Unit.SENTENCES, k=pieces[0][1], op="ends_with", text=mark)):
+        return True
+    _replace(ctx, s, _POSITIONS | frozenset({Kind.SENTENCE_COUNT}),
+             [Position(unit=Unit.SENTENCES, k=pieces[0][1], op="ends_with", text=mark)])
+    return True
+
+
 def _inside_piece(ctx: Context, s: _Sentence) -> bool:
-    """A word in the k-th piece (``contains``), or the m-th word of it."""
+    """A word in the k-th piece (``contains``), or the m-th word of it; a piece that must say a quoted text
+    (``is``)."""
     pieces = _piece_refs(s)
     if len(pieces) != 1:
         return False
@@ -284,7 +360,11 @@ def _inside_piece(ctx: Context, s: _Sentence) -> bool:
         return False
     if words:
         form = inside_word(unit, k, next(iter(words)), text)
-    elif s.has(_CONTAIN) or re.search(r"\b(?:in|within|inside)\s+(?:the\s+|your\s+)?(?:\w+[\s-]+)?"
+    elif _says(s) and _quoted(s) and (unit is Unit.LINES or s.has(frozenset({"exactly", "only", "just"}))):
+        form = Position(unit=unit, k=k, op="is", text=text)  # "the line before last must say exactly 'Cheers,'"
+        if _already(ctx, s, form):
+            return True  # the position readers' own reading, with its narrower span
+    elif s.has(_CONTAIN | _NAMING_VERBS) or re.search(r"\b(?:in|within|inside)\s+(?:the\s+|your\s+)?(?:\w+[\s-]+)?"
                                       + _PIECE_RE, s.text, re.IGNORECASE):
         if s.has(_EDGE_VERBS):
             return False  # an opening or ending of the piece: the position readers' own
@@ -293,6 +373,12 @@ def _inside_piece(ctx: Context, s: _Sentence) -> bool:
         return False
     _replace(ctx, s, _POSITIONS, [form], keep_word=text)
     return True
+
+
+def _already(ctx: Context, s: _Sentence, form: Form) -> bool:
+    """Whether an earlier reader read ``form`` itself inside the sentence (its narrower span is kept)."""
+    kind, params = canonical(form)
+    return any(f.kind is kind and f.params == params and s.start <= f.start < s.end for f in ctx.found)
 
 
 def _word_positions(ctx: Context, s: _Sentence) -> bool:
@@ -352,9 +438,33 @@ def _prose_and_list(ctx: Context, s: _Sentence) -> bool:
     return True
 
 
+#: Where a sentence naming several pieces divides into its clauses ("..., and the last line is ...").
+_CLAUSE_BREAK = re.compile(r"\s*;\s*|,?\s+and\s+(?=(?:the|your|its|in|make|put)\b)|,\s+(?=the\b)", re.IGNORECASE)
+
+
+def _clauses(ctx: Context, s: _Sentence) -> list[_Sentence]:
+    """The clauses of a sentence that names more than one k-th piece, each naming one; else the sentence."""
+    if len(_piece_refs(s)) < 2:
+        return [s]
+    cuts = [0, *(m.end() for m in _CLAUSE_BREAK.finditer(s.text)), len(s.text)]
+    parts: list[_Sentence] = []
+    for a, b in itertools.pairwise(cuts):
+        start, end = s.start + a, s.start + b
+        tokens = [t for t in ctx.tokens if start <= t.idx < end]
+        parts.append(_Sentence(start, end, ctx.text[start:end], tuple(t.lemma_.lower() for t in tokens),
+                               tuple(t.lower_ for t in tokens)))
+    if sum(len(_piece_refs(p)) for p in parts) != len(_piece_refs(s)) or any(len(_piece_refs(p)) > 1 for p in parts):
+        return [s]
+    return [p for p in parts if _piece_refs(p)]
+
+
 def refine_sequence_english(ctx: Context) -> None:
     """Read the sentences of ``ctx`` that relate pieces to one another or name a word inside one."""
     for s in _sentences(ctx):
         if not any(w in EN_PIECES or w == "word" for w in s.lemmas):
             continue
-        _step(ctx, s) or _echo(ctx, s) or _inside_piece(ctx, s) or _word_positions(ctx, s) or _prose_and_list(ctx, s)
+        if _step(ctx, s) or _echo(ctx, s):
+            continue
+        for part in _clauses(ctx, s):
+            _typed_piece(ctx, part) or _inside_piece(ctx, part) or _word_positions(ctx, part) \
+                or _prose_and_list(ctx, part)

@@ -114,7 +114,7 @@ _EVERY_CLASS = re.compile(
 _EDGE_CLASS = re.compile(
     r"(?P<per>" + _CLASS_PER + r")(?:话)?的?(?P<op>开头|结尾|末尾|开始|前面|前边|之前|最前面|后面|最后)(?:处)?(?:都|均)?"
     r"(?:必须|应该|应|要|须|需|需要|一律)?"
-    r"(?:放|加|加上|用|是|有|写|放上)?(?:一个|一)?(?P<cls>" + alternation(list(_CLASSES)) + r")", re.IGNORECASE)
+    r"(?:放|加|加上|用|是|有|写|放上)?\s*(?:一个|一)?\s*(?P<cls>" + alternation(list(_CLASSES)) + r")", re.IGNORECASE)
 _FIRST_LETTER_CASE = re.compile(
     r"(?P<per>" + _CLASS_PER + r")(?:话)?的?(?:(?:第一个|首个|开头的?|首)字母|开头)(?:都|均)?(?:必须|应该|应|要|须|需|需要|一律)?"
     r"(?:是|为|用)?(?P<case>大写|小写)")
