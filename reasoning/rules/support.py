@@ -29,6 +29,12 @@ What a sentence states, and how each item is checked:
   ``·``, organisation names ending in a company or body suffix, words
   jieba's dictionary tags as a person's or a place's name: "王小明",
   "德国"), each found in the sources as written (case-insensitively);
+- **codes**: other identifiers -- letters and digits joined by separators,
+  with a capital and a digit ("TRF-2026-0042", "CY-4411") -- are held
+  whole, as rule ids are: a code must be one the sources hold, no number
+  is read inside one, and a piece of one is no word ("TRF" of
+  "TRF-2026-0042" is not a word the sources hold, so "The evidence is a
+  transfer of TRF." restates a fragment of an identifier, not a claim);
 - **content words**: English words of three letters or more that are not
   stop words, compared by a crude stem (so "escalated" meets
   "escalation"). Chinese is written without spaces, and a segmenter's
@@ -46,7 +52,7 @@ What a sentence states, and how each item is checked:
   English word beyond stop words, no Chinese word of two characters that is
   no stop word) states nothing to check.
 
-Every strict item (id, date, number, name) must be supported; content words
+Every strict item (id, code, date, number, name) must be supported; content words
 by share. ``Support.support`` lists the evidence ids of the sources that
 hold the sentence's items (best first): the step's evidence.
 """
@@ -76,6 +82,7 @@ __all__ = [
     "SupportIndex",
     "chinese_names",
     "chinese_pairs",
+    "codes",
     "id_shapes",
     "proper_names",
     "zh_numeral",
@@ -142,6 +149,10 @@ _ZH_SUFFIXES: Final = "有限责任公司|股份有限公司|有限公司|集团
 _ZH_ORG: Final = re.compile(rf"[{_HAN}]{{2,12}}?(?:{_ZH_SUFFIXES})")
 _ZH_SUFFIX: Final = re.compile(rf"(?:{_ZH_SUFFIXES})$")
 _EN_WORD: Final = re.compile(r"[A-Za-z][A-Za-z'-]*[A-Za-z]|[A-Za-z]")
+# A code-like token (``codes``): letters and digits joined by separators.
+_CODE: Final = re.compile(
+    r"(?<![A-Za-z0-9_-])[A-Za-z0-9]+(?:[-_./:][A-Za-z0-9]+)+(?![A-Za-z0-9_-]|[-_./:][A-Za-z0-9])"
+)
 _HAN_RUN: Final = re.compile(rf"[{_HAN}]+")
 # Words that say how an answer is put, not what it claims (they carry no fact to support).
 _DISCOURSE: Final = frozenset(
@@ -496,6 +507,27 @@ def chinese_pairs(text: str) -> tuple[list[tuple[str, str]], list[str]]:
     return pairs, content
 
 
+def codes(text: str, skip: Sequence[tuple[int, int]] = ()) -> list[tuple[int, int]]:
+    """Spans of the codes of ``text`` outside ``skip``: tokens of letters and digits joined
+    by separators that hold a capital and a digit ("TRF-2026-0042", "CY-4411", "COVID-19";
+    not "24-hour", "2021-03-01" or "e.g."). A code names something as a whole: a piece
+    of one is neither a word nor a number of the text."""
+    return [
+        m.span()
+        for m in _CODE.finditer(text)
+        if re.search(r"[A-Z]", m.group(0))
+        and re.search(r"\d", m.group(0))
+        and not any(a <= m.start() < b for a, b in skip)
+    ]
+
+
+def _blanked(text: str, spans: Sequence[tuple[int, int]]) -> str:
+    """``text`` with ``spans`` turned to spaces (what is judged there is judged as a whole)."""
+    for a, b in spans:
+        text = text[:a] + " " * (b - a) + text[b:]
+    return text
+
+
 def _content_en(text: str) -> list[str]:
     return [
         w
@@ -511,6 +543,7 @@ class _Read:
     id: str
     lowered: str
     ids: frozenset[str]
+    codes: frozenset[str]
     values: frozenset[Decimal]
     dates: frozenset[date]
     stems: frozenset[str]
@@ -529,6 +562,7 @@ class SupportIndex:
     def __post_init__(self) -> None:
         self._read = [self._read_one(s) for s in self.sources if s.text.strip()]
         self.held_ids: frozenset[str] = frozenset().union(*(r.ids for r in self._read))
+        self._codes: frozenset[str] = frozenset().union(*(r.codes for r in self._read))
         self._values = frozenset().union(*(r.values for r in self._read))
         self._dates = frozenset().union(*(r.dates for r in self._read))
         self._stems = frozenset().union(*(r.stems for r in self._read))
@@ -539,8 +573,10 @@ class SupportIndex:
         id_spans = self.shapes.find(text)
         ids = frozenset(text[a:b] for a, b in id_spans)
         cites = [m.span() for m in _CITATION.finditer(text)]
+        code_spans = codes(text, id_spans)
+        held_codes = frozenset(text[a:b].casefold() for a, b in code_spans)
         dates = _dates(text)
-        skip = [*id_spans, *cites, *((a, b) for a, b, _ in dates)]
+        skip = [*id_spans, *code_spans, *cites, *((a, b) for a, b, _ in dates)]
         values: set[Decimal] = set()
         for _, found in _quantities(text, skip):
             values |= found
@@ -551,8 +587,10 @@ class SupportIndex:
                     values.add(bare)
         when = {d for _, _, d in dates}
         values |= {Decimal(d.year) for d in when}
-        stems = frozenset(stem(w) for w in _content_en(text))
-        return _Read(source.id, text.lower(), ids, frozenset(values), frozenset(when), stems)
+        stems = frozenset(stem(w) for w in _content_en(_blanked(text, code_spans)))
+        return _Read(
+            source.id, text.lower(), ids, held_codes, frozenset(values), frozenset(when), stems
+        )
 
     def check(self, sentence: str, *, complete: bool = True, terms: Sequence[str] = ()) -> Support:
         """Judge ``sentence`` (see the module doc).
@@ -579,13 +617,20 @@ class SupportIndex:
             else:
                 invented.append(token)
         invented += self.shapes.cut(text.rstrip(" .。!?！？)）"))
+        code_spans = codes(text, id_spans)
+        for a, b in code_spans:
+            code = text[a:b].casefold()
+            if code in self._codes:
+                self._credit(hits, lambda r, c=code: c in r.codes, 2)
+            else:
+                missing.append(text[a:b])
         dates = _dates(text)
         for _, _, when in dates:
             if when in self._dates:
                 self._credit(hits, lambda r, d=when: d in r.dates, 3)
             else:
                 missing.append(when.isoformat())
-        skip = [*id_spans, *((a, b) for a, b, _ in dates)]
+        skip = [*id_spans, *code_spans, *((a, b) for a, b, _ in dates)]
         for written, values in _quantities(text, skip):
             if values & self._values:
                 self._credit(hits, lambda r, v=values: bool(v & r.values), 2)
@@ -614,10 +659,11 @@ class SupportIndex:
         strict = (*invented, *missing)
         share: float | None = None
         # A number or date alone claims nothing ("这将在第二天。"): it needs a word to be about.
-        checked = bool(id_spans or strict or terms or names or zh_names)
+        checked = bool(id_spans or code_spans or strict or terms or names or zh_names)
         if complete:
-            # Ids and Chinese numerals are judged above, not as content ("两百万" is a quantity).
-            blank = [*id_spans, *((a, b) for a, b, _ in _zh_numerals(text))]
+            # Ids, codes and Chinese numerals are judged above, not as content ("两百万" is a
+            # quantity).
+            blank = [*id_spans, *code_spans, *((a, b) for a, b, _ in _zh_numerals(text))]
             plain = "".join(" " if any(a <= i < b for a, b in blank) else ch for i, ch in enumerate(text))
             share, absent = self._content(plain, hits)
             if share is not None and share < CONTENT_SHARE:

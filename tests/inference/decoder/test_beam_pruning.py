@@ -274,3 +274,35 @@ def test_dates_shown_with_the_evidence_count_as_support(loaded_model: LoadedMode
     assert result.answer.startswith("Acme Ltd sent EUR 2,000,000 to Jon Doe (2024-05-11).")
     wrong = _run(loaded_model, "Acme Ltd sent EUR 2,000,000 to Jon Doe (2024-05-12).")
     assert wrong.pruning.pruned.get("evidence", 0) >= 1
+
+
+def test_a_sentence_restating_a_piece_of_an_identifier_is_not_earned(
+    loaded_model: LoadedModel,
+) -> None:
+    # "TRF" is only a piece of the code "TRF-2026-0042": no word the evidence holds. The
+    # sentence's other content word the evidence holds ("transfer") is no claim to audit.
+    transfer = [
+        EvidenceSubgraph(
+            view="fund_flow",
+            relevance=1.0,
+            seeds=(),
+            facts=(
+                _fact("E1", "transfer TRF-2026-0042 originator Acme Ltd."),
+                _fact("E2", "transfer TRF-2026-0042 is a cross-border transfer."),
+            ),
+        )
+    ]
+    echo = _run(
+        loaded_model, "The evidence is a transfer of TRF.", evidence=transfer, max_repairs=0
+    )
+    assert echo.pruning.pruned.get("evidence", 0) >= 1
+    assert echo.violations and "'trf'" in echo.violations[0]
+    # The whole code, in a sentence the evidence holds, is earned.
+    whole = _run(
+        loaded_model,
+        "The transfer TRF-2026-0042 is a cross-border transfer.",
+        evidence=transfer,
+        max_repairs=0,
+    )
+    assert whole.pruning.pruned.get("evidence", 0) == 0
+    assert whole.answer.startswith("The transfer TRF-2026-0042 is a cross-border transfer.")

@@ -125,3 +125,17 @@ def test_a_sentence_with_nothing_to_be_about_is_empty(zh: SupportIndex, en: Supp
     assert verdict.supported and verdict.empty, verdict
     assert en.check("That is all.").empty
     assert not zh.check("金额为200万欧元。").empty
+
+
+def test_codes_are_held_whole_and_a_piece_of_one_is_no_word() -> None:
+    index = SupportIndex(
+        [Source(id="E8", text="transfer TRF-2026-0042 originator Acme Ltd.")], id_shapes(RULE_IDS)
+    )
+    # "TRF" is only a piece of the code: the sentence's one held word left is no claim.
+    echo = index.check("The evidence is a transfer of TRF.")
+    assert not echo.supported and "trf" in echo.unsupported
+    assert index.check("The transfer TRF-2026-0042 originator is Acme Ltd [E8].").supported
+    # Another code is no code the sources hold, and no number is read inside one.
+    other = index.check("The transfer TRF-2026-0043 originator is Acme Ltd.")
+    assert other.strict == ("TRF-2026-0043",)
+    assert index.check("The transfer originator sent 42.").strict == ("42",)
