@@ -187,6 +187,7 @@ def feed_run(runner: ModelRunner, state: BatchState, feed: torch.Tensor, run: Fo
         # One live beam per branch (the start of an answer, where a decision is stated):
         # only those rows are fed, over a view of the slab; a branch's dead rows read its
         # live row's scores (they are never selected: their beams score -inf).
+        state.cache.hold(state.mask[:, : col + 1 + k], 1 + k)  # the whole cache, before a view
         held = _strided(state.cache, step)
         logits = runner.forward(
             ids[::step], pos[::step], state.mask[::step, : col + 1 + k], held,
@@ -216,15 +217,7 @@ def _count_position(runner: ModelRunner, rows: int, before: float) -> None:
 def _strided(cache: SlabCache, step: int) -> SlabCache:
     """A slab over every ``step``-th row of ``cache``: views of its tensors, so the keys and
     values a forward writes into it land in ``cache``'s rows (whose length the caller sets)."""
-    view = SlabCache(len(cache.slab_layers), cache.capacity, cache.windows)
-    for mine, whole in zip(view.slab_layers, cache.slab_layers):
-        assert whole._k is not None and whole._v is not None
-        mine._k, mine._v = whole._k[::step], whole._v[::step]
-        mine.device = whole.device
-        mine.is_initialized = True
-        mine.length = whole.length
-        mine._refresh_views()
-    return view
+    return cache.every(step)
 
 
 def take(runner: ModelRunner, state: BatchState) -> None:

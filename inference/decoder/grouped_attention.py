@@ -57,6 +57,8 @@ class GroupedCache(Cache):
         num_layers = len(groups[0][0].layers)
         super().__init__(layers=[DynamicLayer() for _ in range(num_layers)])  # type: ignore[no-untyped-call]
         self.groups = tuple(groups)
+        for cache, mask in self.groups:  # held sliding layers give up what no row reaches
+            cache.hold(mask, 1)
         bounds: list[tuple[int, int]] = []
         start = 0
         for _, mask in self.groups:
@@ -66,7 +68,7 @@ class GroupedCache(Cache):
         self.masks = tuple(mask[:, None, None, :] for _, mask in self.groups)
         self.windows = self.groups[0][0].windows
         self._windowed = {
-            w: tuple(visible(mask, 1, w) for _, mask in self.groups)
+            w: tuple(visible(mask, 1, w)[..., cache.held_from(w) :] for cache, mask in self.groups)
             for w in set(self.windows)
             if w is not None
         }

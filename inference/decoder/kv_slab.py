@@ -26,7 +26,7 @@ that an attention may read those keys and values once per span of rows
 instead of once per row. The claim is kept true or withdrawn: a copy between
 spans over shared columns, a reorder or a shortening narrows it.
 
-Sliding-window and hybrid models: every layer's slab keeps every column, and
+Sliding-window and hybrid models: by default every layer's slab keeps every column, and
 :attr:`SlabCache.windows` says per layer how far back that layer looks
 (None: the whole row, ``w``: the ``w`` latest logical positions, the
 library's ``q - k < w``). What a layer attends to is therefore a mask, built
@@ -36,6 +36,19 @@ count its unmasked columns (the ragged batch's invariant,
 physical columns, and a rolled-back or padded column never takes a place in
 it. Forks, beam reorders and the prefix cache move whole rows of every layer,
 windowed or not, so they need nothing of their own.
+
+A cache made with a ``hold`` (``SlabCache(..., hold=margin)``) keeps, for each sliding layer,
+only the columns its window can still reach (:class:`WindowLayer`): memory ``O(window +
+margin)`` per row instead of ``O(length)``. Physical column numbers stay global (``length``,
+``set_length``, the padding mask and forks speak of the same columns as before); a sliding
+layer also has a ``held_from``, the first column it still holds, and its ``keys`` /
+``values`` / :meth:`SlabLayer.used` are the columns ``[held_from, length)``. Columns are given
+up only in :meth:`SlabCache.hold`, called with the padding mask before each forward: it
+keeps, for every row, the columns of the ``window + margin`` logical positions before the
+row's first new query, so a row may still roll back up to ``margin`` tokens (forced runs,
+drafts, a repaired step) and see its window again; a forward that needs a column already
+given up raises rather than attend over less. Whoever attends over a held layer slices its
+mask from the layer's ``held_from`` (the runner and the lean forward do).
 """
 
 from __future__ import annotations
@@ -51,14 +64,20 @@ from transformers.cache_utils import Cache, DynamicLayer
 from reasoning.errors import InvalidInput, LimitExceeded, Unavailable
 
 __all__ = [
+    "ROLLBACK_MARGIN",
     "PrefixKV",
     "SlabCache",
     "SlabLayer",
+    "WindowLayer",
     "layer_windows",
     "slab_refusal",
     "supports_slab_cache",
     "visible",
 ]
+
+#: Tokens a row may roll back and still find its sliding layers' window held: a forced run or a
+#: draft (at most this many columns fed ahead) given back, a repaired step re-fed.
+ROLLBACK_MARGIN = 48
 
 # Per-layer (keys, values), each [1, H, L, D]: a prefilled prompt prefix.
 PrefixKV = tuple[tuple[torch.Tensor, torch.Tensor], ...]
@@ -224,20 +243,169 @@ class SlabLayer(DynamicLayer):
         self._refresh_views()
 
 
+class WindowLayer(SlabLayer):  # type: ignore[no-untyped-call]
+    """A sliding layer's slab that holds only the columns ``[held_from, length)``.
+
+    Buffer column ``i`` is physical column ``held_from + i``. In a steady decode the buffer has
+    ``base`` columns (the window, the rollback margin and as much again of slack, so that the
+    held columns move down once per ``window`` steps, not every step). Columns are given up
+    only by :meth:`make_room`, which :meth:`SlabCache.hold` calls with what the rows' padding
+    mask still reaches; writing more than the buffer holds otherwise grows it (a long prefill
+    in one call, a caller that never calls ``hold``): nothing is lost without the mask's word.
+    """
+
+    def __init__(self, capacity: int, window: int, margin: int) -> None:
+        super().__init__(capacity)
+        self.window = window
+        self.margin = margin
+        #: The first physical column still held (every earlier one is given up).
+        self.held_from = 0
+        #: Buffer columns of a steady decode.
+        self.base = min(capacity, 2 * window + margin)
+
+    def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
+        rows, heads, _, kdim = key_states.shape
+        self.device = key_states.device
+        self._k = key_states.new_zeros((rows, heads, self.base, kdim))
+        self._v = value_states.new_zeros((rows, heads, self.base, value_states.shape[-1]))
+        self.is_initialized = True
+
+    def update(
+        self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        if not self.is_initialized:
+            self.lazy_initialization(key_states, value_states)
+        assert self._k is not None and self._v is not None
+        end = self.length + key_states.shape[-2]
+        if end > self.capacity:
+            raise LimitExceeded(f"KV slab full: {end} columns needed, capacity {self.capacity}")
+        held = self.held_from
+        if end - held > self._k.shape[2]:  # grow, with slack: nothing is given up here
+            self._resize(held, min(self.capacity - held, max(end - held, 2 * self._k.shape[2])))
+        self._k[:, :, self.length - held : end - held] = key_states
+        self._v[:, :, self.length - held : end - held] = value_states
+        self.length = end
+        self._refresh_views()
+        return self._held()
+
+    def make_room(self, start: int, end: int) -> None:
+        """Give up the columns before ``start`` if the buffer needs the room, so that columns up
+        to ``end`` fit; a buffer grown past ``base`` shrinks back once ``base`` is enough."""
+        if self._k is None or self._v is None:
+            return
+        start = min(max(start, self.held_from), self.length)
+        size, need = self._k.shape[2], end - start
+        if end - self.held_from <= size and (size <= self.base or need > self.base):
+            return
+        self._resize(start, self.base if need <= self.base else max(need, size))
+
+    def _resize(self, start: int, columns: int) -> None:
+        """Hold the columns ``[start, length)`` at the head of a buffer of ``columns`` columns."""
+        assert self._k is not None and self._v is not None
+        keep, lo = self.length - start, start - self.held_from
+        if columns == self._k.shape[2]:
+            if lo:
+                for slab in (self._k, self._v):
+                    slab[:, :, :keep] = slab[:, :, lo : lo + keep].clone()
+        else:
+            grown = []
+            for slab in (self._k, self._v):
+                fresh = slab.new_zeros((*slab.shape[:2], columns, slab.shape[-1]))
+                fresh[:, :, :keep] = slab[:, :, lo : lo + keep]
+                grown.append(fresh)
+            self._k, self._v = grown
+        self.held_from = start
+        self._refresh_views()
+
+    def _held(self) -> tuple[torch.Tensor, torch.Tensor]:
+        if self._k is None or self._v is None:
+            raise InvalidInput("KV slab used before allocation")
+        held = self.length - self.held_from
+        return self._k[:, :, :held], self._v[:, :, :held]
+
+    def _refresh_views(self) -> None:
+        if self._k is not None and self._v is not None:
+            self.keys, self.values = self._held()
+
+    def reset(self) -> None:
+        super().reset()
+        self.held_from = 0
+
+    def crop(self, tokens_to_remove: int) -> None:
+        if tokens_to_remove > 0:
+            raise InvalidInput("crop takes a negative number of columns to remove")
+        self.set_length(max(0, self.length + tokens_to_remove))
+
+    def set_length(self, columns: int) -> None:
+        """Set the column count; a column before ``held_from`` cannot be written again."""
+        if columns < self.held_from:
+            raise LimitExceeded(
+                f"a sliding layer holds columns from {self.held_from}; cannot go back to {columns}"
+            )
+        self.length = columns
+        self._refresh_views()
+
+    def copy_rows(self, dst: torch.Tensor, src: torch.Tensor, start: int = 0) -> None:
+        if self._k is None or self._v is None or self.length <= start:
+            return
+        pairs = _moves(dst.tolist(), src.tolist())
+        lo, hi = max(start, self.held_from) - self.held_from, self.length - self.held_from
+        for slab in (self._k, self._v):
+            _copy_moves(slab[:, :, lo:hi], 0, pairs)
+
+    def load_row(self, row: int, keys: torch.Tensor, values: torch.Tensor) -> None:
+        """Write one prefilled sequence ``[1, H, L, D]`` at columns ``[0, L)`` (before any is
+        given up; the buffer grows to hold them until the next :meth:`make_room`)."""
+        assert self._k is not None and self._v is not None
+        if self.held_from:
+            raise InvalidInput("a sliding layer that gave up columns cannot load a row from 0")
+        n = keys.shape[-2]
+        if n > self._k.shape[2]:
+            self._resize(0, n)
+        self._k[row, :, :n] = keys[0]
+        self._v[row, :, :n] = values[0]
+
+    def used(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Views of the held columns ``[held_from, length)``: keys and values ``[N, H, n, D]``."""
+        return self._held()
+
+    def reorder_cache(self, beam_idx: torch.LongTensor) -> None:
+        if self._k is None or self._v is None:
+            return
+        held = self.length - self.held_from
+        self._k[:, :, :held] = self._k[:, :, :held].index_select(0, beam_idx)
+        self._v[:, :, :held] = self._v[:, :, :held].index_select(0, beam_idx)
+        self._refresh_views()
+
+
 class SlabCache(Cache):
     """A ``transformers.Cache`` of ``SlabLayer``s, one per decoder layer."""
 
     def __init__(
-        self, num_layers: int, capacity: int, windows: Sequence[int | None] | None = None
+        self,
+        num_layers: int,
+        capacity: int,
+        windows: Sequence[int | None] | None = None,
+        *,
+        hold: int | None = None,
     ) -> None:
-        super().__init__(layers=[SlabLayer(capacity) for _ in range(num_layers)])
+        """``hold``: None keeps every column of every layer; a number (the rollback margin,
+        :data:`ROLLBACK_MARGIN`) makes each sliding layer a :class:`WindowLayer` that keeps only
+        the columns its window and that many more tokens reach (see :meth:`hold`)."""
+        layer_windows_ = (None,) * num_layers if windows is None else tuple(windows)
+        if len(layer_windows_) != num_layers:
+            raise InvalidInput(f"{len(layer_windows_)} layer windows for {num_layers} layers")
+        super().__init__(
+            layers=[
+                SlabLayer(capacity) if w is None or hold is None else WindowLayer(capacity, w, hold)
+                for w in layer_windows_
+            ]
+        )
         self.capacity = capacity
         #: Per layer, the logical positions it looks back over (None: all; :func:`layer_windows`).
-        self.windows: tuple[int | None, ...] = (
-            (None,) * num_layers if windows is None else tuple(windows)
-        )
-        if len(self.windows) != num_layers:
-            raise InvalidInput(f"{len(self.windows)} layer windows for {num_layers} layers")
+        self.windows: tuple[int | None, ...] = layer_windows_
+        #: The rollback margin of the sliding layers' held columns (None: they hold every column).
+        self.margin = hold
         self._shared = (0, 1)
         #: Every layer's keys and values, ``[L, N, H, C, D]`` each, when :meth:`allocate` made
         #: them one tensor, and the layers' key slabs it made (its views, while they last).
@@ -281,7 +449,7 @@ class SlabCache(Cache):
         self, rows: int, heads: int, head_dim: int, dtype: torch.dtype, device: torch.device
     ) -> None:
         """Allocate every layer's slab up front (rows x capacity), length 0, in one tensor."""
-        layers = self.slab_layers
+        layers = [layer for layer in self.slab_layers if not isinstance(layer, WindowLayer)]
         shape = (len(layers), rows, heads, self.capacity, head_dim)
         keys = _POOL.zeros(shape, dtype, device)
         values = _POOL.zeros(shape, dtype, device)
@@ -296,12 +464,95 @@ class SlabCache(Cache):
             layer._refresh_views()
         self._joint = (keys, values) if layers else None
         self._joint_views = tuple(layer._k for layer in layers if layer._k is not None)
+        for window in self.held_layers:  # a buffer of its own each (it may grow or shrink)
+            window.capacity = self.capacity
+            window.base = min(self.capacity, window.base)
+            window._k = torch.zeros(
+                (rows, heads, window.base, head_dim), dtype=dtype, device=device
+            )
+            window._v = torch.zeros_like(window._k)
+            window.device = device
+            window.is_initialized = True
+            window.length = window.held_from = 0
+            window._refresh_views()
+
+    @property
+    def held_layers(self) -> list[WindowLayer]:
+        """The sliding layers that hold only their window's columns (none without ``hold``)."""
+        return [layer for layer in self.layers if isinstance(layer, WindowLayer)]
+
+    def held_from(self, window: int | None) -> int:
+        """The first column the layers of this ``window`` hold (0 for full layers, or without
+        ``hold``): a mask over every column is sliced from here for them."""
+        for layer in self.held_layers:
+            if layer.window == window:
+                return layer.held_from
+        return 0
+
+    def hold(self, mask: torch.Tensor, new: int) -> None:
+        """Before a forward of ``new`` columns whose padding mask is ``mask [B, past + new]``:
+        in each held sliding layer, give up (when its buffer needs the room) the columns no row
+        can reach any more, and make room for the new ones.
+
+        A row keeps every column from the first one whose logical position lies within its
+        window plus :attr:`margin` tokens before the row's first new query, so a later forward
+        after a rollback of up to ``margin`` tokens still finds its window held.
+
+        Raises:
+            LimitExceeded: a row's window reaches a column already given up (the decode rolled
+                back further than the margin): the forward would attend over less than the
+                library's, so it does not run.
+        """
+        held = self.held_layers
+        if not held or self.margin is None:
+            return
+        columns = int(mask.shape[-1])
+        position = mask.long().cumsum(-1) - 1  # [B, C]: each column's logical position
+        first = position[:, columns - new : columns - new + 1]  # [B, 1]: first new query's
+        reach: dict[int, tuple[int, int]] = {}
+        for layer in held:
+            if layer.window not in reach:
+                edge = first - (layer.window - 1)
+                reach[layer.window] = (
+                    int((position < edge).sum(-1).min()),
+                    int((position < edge - self.margin).sum(-1).min()),
+                )
+            needed, keep_from = reach[layer.window]
+            if needed < layer.held_from:
+                raise LimitExceeded(
+                    f"a sliding layer's window reaches column {needed}, given up already (held "
+                    f"from {layer.held_from}): a rollback past the margin of {self.margin} tokens"
+                )
+            layer.make_room(keep_from, columns)
+
+    def every(self, step: int) -> SlabCache:
+        """A slab over every ``step``-th row: views of this cache's tensors, so the keys and
+        values a forward writes into it land in these rows (whose length the caller sets).
+
+        The view gives up no column of its own (its sliding layers hold what this cache's
+        do): call :meth:`hold` on this cache, with every row's mask, before the view's forward.
+        """
+        view = SlabCache(len(self.slab_layers), self.capacity, self.windows, hold=self.margin)
+        view.margin = None  # this cache decides what its held layers keep
+        for mine, whole in zip(view.slab_layers, self.slab_layers):
+            assert whole._k is not None and whole._v is not None
+            mine._k, mine._v = whole._k[::step], whole._v[::step]
+            mine.device = whole.device
+            mine.is_initialized = True
+            mine.length = whole.length
+            if isinstance(mine, WindowLayer) and isinstance(whole, WindowLayer):
+                mine.held_from, mine.base = whole.held_from, whole._k.shape[2]
+            mine._refresh_views()
+        return view
 
     def set_length(self, columns: int) -> None:
         self._narrow(columns)
         for layer in self.slab_layers:
-            layer.length = columns
-            layer._refresh_views()
+            if isinstance(layer, WindowLayer):
+                layer.set_length(columns)
+            else:
+                layer.length = columns
+                layer._refresh_views()
 
     def crop(self, tokens_to_remove: int) -> None:
         super().crop(tokens_to_remove)
@@ -323,24 +574,29 @@ class SlabCache(Cache):
         if not pairs:
             return
         layers = self.slab_layers
+        plain = [layer for layer in layers if not isinstance(layer, WindowLayer)]
+        rest: list[SlabLayer] = [layer for layer in layers if isinstance(layer, WindowLayer)]
         length = layers[0].length
         joint = self._joint
         if (
             joint is not None
-            and len(self._joint_views) == len(layers)
+            and len(self._joint_views) == len(plain)
             and all(
                 layer._k is view and layer.length == length
-                for layer, view in zip(layers, self._joint_views)
+                for layer, view in zip(plain, self._joint_views)
             )
         ):
             if length > start:
                 for both in joint:  # every layer at once, one strided copy per moved row
                     _copy_moves(both[:, :, :, start:length], 1, pairs)
+        else:
+            rest = layers
+        if not rest:
             return
         device = layers[0].device
         d = torch.tensor([p[0] for p in pairs], dtype=torch.long, device=device)
         s = torch.tensor([p[1] for p in pairs], dtype=torch.long, device=device)
-        for layer in layers:
+        for layer in rest:
             layer.copy_rows(d, s, start)
 
     def nbytes(self) -> int:

@@ -279,7 +279,9 @@ class LeanLlama:
         self._angles_like = torch.empty(0, dtype=self.kv_dtype, device=device)
         self.norm_eps = norm_eps(inner.norm)
         self.activation: Callable[[torch.Tensor], torch.Tensor] = (
-            F.silu if family.activations == ("silu",) else functools.partial(F.gelu, approximate="tanh")
+            F.silu
+            if family.activations == ("silu",)
+            else functools.partial(F.gelu, approximate="tanh")
         )
         #: Gemma's final soft-capping of the logits (``cap * tanh(logits / cap)``), if any.
         self.softcap: float | None = getattr(config, "final_logit_softcapping", None)
@@ -377,6 +379,10 @@ class LeanLlama:
                 k[g.lo : g.hi].transpose(1, 2), v[g.lo : g.hi].transpose(1, 2)
             )
             mask, bias = g.view(window)
+            held = int(getattr(layer, "held_from", 0))  # a held sliding layer's first column
+            if held:
+                mask = mask[..., held:]
+                bias = None if bias is None else bias[..., held:]
             if bias is None:
                 out = F.scaled_dot_product_attention(
                     q[g.lo : g.hi].transpose(1, 2).to(keys.dtype),
@@ -387,7 +393,9 @@ class LeanLlama:
                     enable_gqa=True,
                 ).transpose(1, 2)  # [n, S, H, D]
             else:
-                out = self._attend_one(q[g.lo : g.hi].to(keys.dtype), keys, values, g, bias)
+                out = self._attend_one(
+                    q[g.lo : g.hi].to(keys.dtype), keys, values, g, bias, max(0, g.shared - held)
+                )
             outputs.append(out.reshape(g.hi - g.lo, new, self.heads * self.head_dim))
         return outputs[0] if len(outputs) == 1 else torch.cat(outputs, dim=0)
 
@@ -398,6 +406,7 @@ class LeanLlama:
         values: torch.Tensor,
         g: _Group,
         bias: torch.Tensor,
+        shared: int,
     ) -> torch.Tensor:
         """One new token per row: ``q [n, 1, H, D]`` over ``keys, values [n, KV, C, D]`` -> ``[n, KV, G, D]``.
 
@@ -410,12 +419,12 @@ class LeanLlama:
         n, kv_heads, dim = g.hi - g.lo, self.kv_heads, self.head_dim
         rep = self.heads // kv_heads
         qg = q.view(n, kv_heads, rep, dim)
-        shared, span = g.shared, g.span
-        if shared == 0:
+        span = g.span  # ``shared``: the span's shared columns among ``keys`` (g.shared, less
+        if shared == 0:  # any a held sliding layer gave up)
             scores = torch.matmul(qg, keys.transpose(-1, -2))  # [n, KV, G, C]
             weights = torch.softmax(torch.add(bias, scores, alpha=self.scaling), dim=-1)
             return torch.matmul(weights, values)
-        spans, columns = n // span, keys.shape[2]
+        spans = n // span
 
         def by_span(t: torch.Tensor) -> torch.Tensor:  # [n, KV, G, X] -> [spans, KV, span * G, X]
             t = t.reshape(spans, span, kv_heads, rep, t.shape[-1]).transpose(1, 2)
@@ -425,14 +434,23 @@ class LeanLlama:
             t = t.reshape(spans, kv_heads, span, rep, t.shape[-1]).transpose(1, 2)
             return t.reshape(n, kv_heads, rep, -1)
 
-        first_k = keys.view(spans, span, kv_heads, columns, dim)[:, 0, :, :shared]
-        first_v = values.view(spans, span, kv_heads, columns, dim)[:, 0, :, :shared]
-        common = by_row(torch.matmul(by_span(qg), first_k.transpose(-1, -2)))  # [n, KV, G, shared]
+        # One product per span against its first row's keys ``[KV, shared, D]``: a single
+        # product over ``[spans, KV]`` would first copy every span's keys into one tensor
+        # (the two batch dimensions do not merge into one stride), which measured costlier
+        # than the products themselves.
+        queries = by_span(qg)  # [spans, KV, span * G, D]
+        common = queries.new_empty((spans, kv_heads, span * rep, shared))
+        for s in range(spans):
+            torch.matmul(queries[s], keys[s * span, :, :shared].transpose(-1, -2), out=common[s])
         own = torch.matmul(qg, keys[:, :, shared:].transpose(-1, -2))  # [n, KV, G, C - shared]
-        scores = torch.add(bias, torch.cat((common, own), dim=-1), alpha=self.scaling)
+        scores = torch.add(bias, torch.cat((by_row(common), own), dim=-1), alpha=self.scaling)
         weights = torch.softmax(scores, dim=-1)
         out = torch.matmul(weights[..., shared:], values[:, :, shared:])
-        return out.add_(by_row(torch.matmul(by_span(weights[..., :shared]), first_v)))
+        spread = by_span(weights[..., :shared])  # [spans, KV, span * G, shared]
+        mixed = queries.new_empty((spans, kv_heads, span * rep, dim))
+        for s in range(spans):
+            torch.matmul(spread[s], values[s * span, :, :shared], out=mixed[s])
+        return out.add_(by_row(mixed))
 
     def _groups(
         self, attention_mask: torch.Tensor, cache: SlabCache | GroupedCache, rows: int, new: int

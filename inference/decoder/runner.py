@@ -125,9 +125,10 @@ class ModelRunner:
             or self.config.hidden_size // self.config.num_attention_heads
         )
 
-    def new_cache(self, rows: int, capacity: int) -> SlabCache:
-        """A slab cache allocated for ``rows`` sequences of ``capacity`` columns."""
-        cache = SlabCache(self.num_layers, capacity, self.windows)
+    def new_cache(self, rows: int, capacity: int, *, hold: int | None = None) -> SlabCache:
+        """A slab cache allocated for ``rows`` sequences of ``capacity`` columns (with a ``hold``,
+        its sliding layers keep only their window and ``hold`` tokens more: ``SlabCache``)."""
+        cache = SlabCache(self.num_layers, capacity, self.windows, hold=hold)
         cache.allocate(rows, self.kv_heads, self.head_dim, self.kv_dtype, self.device)
         return cache
 
@@ -274,6 +275,8 @@ class ModelRunner:
         cache: Any,
         last_only: bool,
     ) -> torch.Tensor:
+        if isinstance(cache, SlabCache):  # held sliding layers give up what no row reaches
+            cache.hold(attention_mask, int(input_ids.shape[1]))
         if self.packed is not None and isinstance(cache, (SlabCache, GroupedCache)):
             packed: torch.Tensor = self.packed(
                 input_ids, position_ids, attention_mask, cache, last_only=last_only
@@ -301,7 +304,10 @@ class ModelRunner:
             return attention_mask
         kinds = getattr(self.config, "layer_types", None)
         windows = dict(zip(kinds, self.windows)) if kinds else {"": self.windows[0]}
-        masks = {kind: self._as_library(visible(attention_mask, new, w)) for kind, w in windows.items()}
+        masks = {
+            kind: self._as_library(visible(attention_mask, new, w)[..., cache.held_from(w) :])
+            for kind, w in windows.items()
+        }
         return masks if kinds else masks[""]
 
     def _as_library(self, seen: torch.Tensor) -> torch.Tensor:
