@@ -35,6 +35,7 @@ from torch import nn
 
 from inference.decoder.packed_llama import LeanLayer, LeanLlama, Linear, attach, layer_norms
 from inference.lean.family import Family, family_of
+from inference.weights.dynamic_int8 import dynamic_head
 from inference.weights.gguf_q4 import Q4Block, finer_names
 from inference.weights.kernels import (
     INT4_GROUP,
@@ -271,7 +272,7 @@ def build_forward(
         if weights in ("int8", "int4"):
             # int4 groups re-rounding the bundled head (stored as Q8_0) cost 20x the
             # KL divergence of an int8 head (0.059 against 0.0026 nats measured).
-            head = Int8Linear.from_weight(model.lm_head.weight, head_bias, dtype)
+            head = dynamic_head(Int8Linear.from_weight(model.lm_head.weight, head_bias, dtype))
         else:
             head = _dense(model.lm_head.weight, head_bias, dtype)
         if weights != "bfloat16":

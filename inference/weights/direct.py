@@ -18,7 +18,9 @@ weight is read once, straight into its final kernel:
   takes a Q4_1 GGUF's codes as they are (``gguf_q4``) and quantises other
   projections from their float values, as ``build`` does;
 - the LM head: int8 per output row for ``int8`` and ``int4`` (as ``build``
-  keeps it: the head decides the next token directly), bfloat16 otherwise.
+  keeps it: the head decides the next token directly), bfloat16 otherwise;
+  a head of a large vocabulary multiplies through fbgemm's dynamic int8
+  product over the same codes (:mod:`inference.weights.dynamic_int8`).
   A tied input embedding reads the head's int8 codes
   (:class:`~inference.weights.kernels.Int8Embedding`) rather than keeping a
   bfloat16 table beside them;
@@ -55,6 +57,7 @@ from inference.decoder.packed_llama import (
 )
 from inference.lean.config import lean_reason, read_config
 from inference.lean.model import LeanCausalLM, ScaledEmbedding
+from inference.weights.dynamic_int8 import dynamic_head
 from inference.weights.gguf_q4 import Q4Block, finer_names
 from inference.weights.kernels import (
     INT4_GROUP,
@@ -218,8 +221,10 @@ def _head(weights: str, source: SafetensorsSource, name: str, shape: tuple[int, 
     """The LM head: int8 per row (built in bands of rows) for int8 / int4, else bfloat16."""
     rows, cols = int(shape[0]), int(shape[1])
     if weights in ("int8", "int4"):
-        return Int8Linear.from_rows(
-            lambda lo, hi: source.read(name, lo, hi), (rows, cols), chunk=_HEAD_CHUNK
+        return dynamic_head(
+            Int8Linear.from_rows(
+                lambda lo, hi: source.read(name, lo, hi), (rows, cols), chunk=_HEAD_CHUNK
+            )
         )
     table = torch.empty((rows, cols), dtype=torch.bfloat16)
     for lo in range(0, rows, _HEAD_CHUNK):
