@@ -33,7 +33,10 @@ positions prompt lookup guessed that the search took (``forced_tokens``,
 ``draft_tokens``), guessed positions fed (``draft_fed``), their share taken
 (``draft_acceptance``), positions per forward pass (``tokens_per_forward``),
 generated tokens, prompt tokens, ``prefill_gflop`` (the
-prefill's work: shared parts count once), prefix cache hit),
+prefill's work: shared parts count once), prefix cache hit, the steps
+pruned per rule (``pruned``), ``repairs``, ``unrepaired`` and how the
+answer ended (``end``): what decides whether an answer stops after its
+grounds),
 ``evidence_tokens`` (estimated tokens of the facts the branches show, summed
 over branches; ``subgraph.estimate_tokens``),
 ``num_beams``, ``answer``, ``answer_identical``; with ``--reference``
@@ -161,6 +164,11 @@ def _decode_figures(result: ReasonResult) -> dict[str, Any]:
         "prefix_cache_hit": d.prefix_cache_hit,
         "branches": len(d.branches),
         "violations": list(d.violations),
+        # Why an answer ends where it does: steps pruned per rule, repaired, left out.
+        "pruned": dict(d.pruning.pruned),
+        "repairs": d.pruning.repairs,
+        "unrepaired": d.pruning.unrepaired,
+        "end": str(d.end),
     }
 
 
