@@ -24,7 +24,8 @@ constraint). A reading contradicts the judge when any of these holds:
 - *number*: another number of the args (a count, a bound, a depth, a share)
   is carried by no constraint (within one for bounds, a quarter for
   approximate counts of 8 and more, a share as a fraction or a percentage);
-- *text*: a text argument (a keyword, a mark, a marker, a separator, a letter;
+- *text*: a text argument (a keyword, a mark, a marker, a separator, a letter, a
+  sentence type, which the form writes as its end mark;
   for a list, any of its items; for a template line with ``{}`` slots, each
   of its literal pieces) appears in no constraint's params ("instead of
   bullet points use !?!?" read as a plain list);
@@ -90,6 +91,8 @@ _LAYOUT_UNITS: Mapping[str, frozenset[str]] = {
 #: Kinds whose reading is the whole answer's text or shape: any unit is theirs.
 _ANY_UNIT = frozenset({Kind.REPEAT_PROMPT, Kind.COPY, Kind.JSON_FORMAT, Kind.REGEX_FORMAT,
                        Kind.CONSTRAINED_RESPONSE, Kind.RESPONSE_LANGUAGE})
+#: A sentence type's name by the mark that ends it (the judges name types, the form marks).
+_TYPE_NAMES: Mapping[str, str] = {"?": "question", ".": "statement", "!": "exclamation"}
 _INTERNAL = frozenset({"relation", "type", "regex", "language", "pairs", "counts"})
 _POSITION = re.compile(r"^(?:k|nth|.*position.*|.*index.*)$")
 _NAMED_POSITIONS = {"last": -1, "first": 1, "every": 0, "each": 0, "all": 0}
@@ -138,6 +141,10 @@ class _Reading:
             for value in numbers_in(built):
                 self.numbers.update({value, value - 1, value + 1})
             if isinstance(form, Count):
+                for measure in (form.measure, form.of):  # a sentence type is its end mark in the form
+                    if measure is not None and measure.unit.value == "sentences":
+                        named = _TYPE_NAMES.get(measure.filter.ends_with or "")
+                        self.texts.extend((named, f"{named}s") if named else ())
                 self._unit(form.unit.value)
                 if form.per is not None:
                     self._unit(form.per.value)

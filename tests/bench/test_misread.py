@@ -27,6 +27,10 @@ Reading = list[dict[str, Any]]
                                         "filter": {"chars": ":："}}}], "bound"),
         ("bullet_items", {"relation": "exactly", "n": 6}, [{"kind": "structure", "params": {"layout": "list"}}],
          "number"),
+        # a type the reading does not mark is still missing
+        ("sentence_type_balance", {"kinds": ["questions", "statements"], "min": 2},
+         [{"kind": "count", "params": {"unit": "sentences", "relation": "at least", "n": 2,
+                                       "filter": {"ends_with": "!"}}}], "text"),
     ],
 )
 def test_a_reading_against_the_judge_is_misread(
@@ -49,6 +53,14 @@ def test_a_reading_against_the_judge_is_misread(
         ("paragraph_balance", {"n": 2, "max_diff": 10},
          [{"kind": "spread", "params": {"unit": "words", "per": "paragraphs", "max_diff": 10}}],
          [{"kind": "count", "params": {"unit": "paragraphs", "relation": "exactly", "n": 2}}]),
+        # a sentence type named by the judge is its end mark in the form
+        ("sentence_type_balance", {"kinds": ["questions", "statements"], "min": 2},
+         [{"kind": "count", "params": {"unit": "sentences", "relation": "exactly", "n": 0,
+                                       "filter": {"ends_with": "?"}, "of": {"unit": "sentences",
+                                                                            "filter": {"ends_with": "."}},
+                                       "fraction": 1.0}},
+          {"kind": "count", "params": {"unit": "sentences", "relation": "at least", "n": 2,
+                                       "filter": {"ends_with": "?"}}}], []),
         # a template line's slots ({}) are compared by the line's literal pieces
         ("template", {"lines": ["Dish: {}", "Price: {}"]},
          [{"kind": "regex_format", "params": {"pattern": "Dish:\\s+[^\\n]{1,120}\\s+Price:\\s+[^\\n]{1,120}"}}], []),

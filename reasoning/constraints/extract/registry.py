@@ -63,6 +63,10 @@ from reasoning.constraints.extract.common.word_classes import (
     detect_word_classes,
     refine_word_classes_chinese,
 )
+from reasoning.constraints.extract.common.word_ratio import (
+    detect_word_ratio,
+    refine_word_ratio_chinese,
+)
 from reasoning.constraints.extract.common.word_shape import (
     refine_word_shape_chinese,
     refine_word_shape_english,
@@ -167,6 +171,7 @@ ENGLISH: tuple[EnglishReader, ...] = (
     refine_sequence_english,
     refine_amounts_english,
     refine_sentence_types_english,
+    detect_word_ratio,
 )
 
 CHINESE: tuple[ChineseReader, ...] = (
@@ -201,6 +206,7 @@ CHINESE: tuple[ChineseReader, ...] = (
     _on_text(refine_sentence_types_chinese),
     _on_text(refine_sequence_chinese),
     _on_text(refine_amounts_chinese),
+    _on_text(refine_word_ratio_chinese),
 )
 
 

@@ -63,8 +63,9 @@ def _inside(span_start: int, span_end: int, start: int, end: int) -> bool:
         ("Name a band for my cousin, with a one-sentence motto on the line below.",
          "with a one-sentence motto on the line below"),
         # a bounded number is a count the answer must meet, whatever it counts
-        ("Write a review of a cafe and include exactly two remarks in round brackets.",
-         "include exactly two remarks in round brackets"),
+        # (two remarks in round brackets is a count of bracketed spans: test_ratio_extraction)
+        ("Write a review of a cafe and include exactly two remarks in italics.",
+         "include exactly two remarks in italics"),
         # the whole answer wrapped needs a word naming the whole answer
         (("Write a story where the captain is quoted, and inside his quote he repeats what the cook said, "
          "in quotation marks of its own."), "in quotation marks of its own"),

@@ -67,7 +67,8 @@ _EN_OF_EACH = re.compile(rf"\b(?P<rel>{_EN_RELATION})\s+(?P<n>{_EN_NUMBER})\s+of
 _EN_NONE = re.compile(rf"\b(?:no|without\s+any|without|zero)\s+{_QUALITY}(?P<t>{_EN_TYPE})", re.IGNORECASE)
 _MULTIPLIER = (r"(?P<mult>twice|thrice|double|half|(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten)"
                r"\s+times)\s+")
-_EN_RATIO = re.compile(rf"\b(?:{_MULTIPLIER})?as\s+many\s+(?P<a>{_EN_TYPE})\s+as\s+(?:there\s+are\s+)?(?P<b>{_EN_TYPE})",
+_EN_RATIO = re.compile(rf"\b(?:{_MULTIPLIER})?as\s+many\s+{_QUALITY}(?P<a>{_EN_TYPE})\s+as\s+(?:there\s+are\s+)?"
+                       rf"{_QUALITY}(?P<b>{_EN_TYPE})",
                        re.IGNORECASE)
 _EN_EQUAL = re.compile(
     rf"\b(?:an?\s+|the\s+)?(?:equal|same|identical|matching)\s+(?:numbers?|amounts?|counts?)\s+of\s+"

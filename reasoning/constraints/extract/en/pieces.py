@@ -62,7 +62,7 @@ from reasoning.constraints.form import (
     canonical,
 )
 from reasoning.constraints.model import Kind, Relation
-from reasoning.constraints.quantities import labels_through, relation_before
+from reasoning.constraints.quantities import labels_through, parse_number, relation_before
 
 __all__ = ["refine_pieces_english"]
 
@@ -498,12 +498,43 @@ def _detect_bold(ctx: Context) -> None:
         _add(ctx, form, sentence.start_char, sentence.end_char)
 
 
+#: Nouns naming the marks a span is written between.
+_MARK_NOUNS = frozenset({"bracket", "parenthesis", "parentheses", "brace", "quote", "quotation"})
+
+
+def _counted_in_marks(ctx: Context, start: int, end: int) -> tuple[Relation, int] | None:
+    """"Add exactly three notes in square brackets": the number of the noun the marks hold ("in" + the
+    marks' noun hangs on it), with the relation said before it; None when the marks hold no counted noun."""
+    for j in range(start, end):
+        token = ctx.tokens[j]
+        if ctx.lemmas[j] not in _MARK_NOUNS or token.dep_ != "pobj" or token.head.lower_ not in ("in", "inside",
+                                                                                                "within", "between"):
+            continue
+        held = token.head.head
+        if held.pos_ == "VERB":  # "add three notes in brackets": the marks hang on the verb, its object is held
+            objects = [c for c in held.children if c.dep_ == "dobj"]
+            held = objects[0] if len(objects) == 1 else held
+        if held.pos_ not in ("NOUN", "PROPN"):
+            continue
+        numbers = [c for h in (held, *(c for c in held.children if c.dep_ == "poss")) for c in h.children
+                   if c.dep_ == "nummod"]  # ("two editor's notes": the number hangs on the possessive)
+        value = parse_number([numbers[0].text]) if len(numbers) == 1 else None
+        if value is None or value <= 0:
+            continue
+        before = relation_before(ctx.lowers[max(start, numbers[0].i - 4) : numbers[0].i])
+        return (before[0] if before is not None else Relation.EXACTLY), value
+    return None
+
+
 def _detect_quoted_counts(ctx: Context) -> None:
-    """"Put three phrases in double quotes": a count of quoted spans, not the whole answer quoted."""
+    """"Put three phrases in double quotes", "add exactly two asides in square brackets": a count of the
+    spans between the marks, not the whole answer wrapped in them."""
     kept: list[Found] = []
     added: list[tuple[Form, int, int]] = []
     for f in ctx.found:
-        if f.kind is not Kind.QUOTATION:
+        pair = ('"', '"') if f.kind is Kind.QUOTATION else (str(f.params.get("left")), str(f.params.get("right"))) \
+            if f.kind is Kind.WRAP and f.params.get("unit", "answer") == "answer" and f.params.get("left") else None
+        if pair is None:
             kept.append(f)
             continue
         span = ctx.doc.char_span(f.start, f.end, alignment_mode="expand")
@@ -511,12 +542,16 @@ def _detect_quoted_counts(ctx: Context) -> None:
             kept.append(f)
             continue
         start, end = span[0].sent.start, span[0].sent.end
-        whole = any(ctx.lemmas[j] in EN_ANSWER_NOUNS or ctx.lowers[j] in ("entire", "whole") for j in range(start, end))
-        counted = None if whole else _stated_number(ctx, start, end)
+        if f.kind is Kind.WRAP:
+            counted = _counted_in_marks(ctx, start, end)
+        else:
+            whole = any(ctx.lemmas[j] in EN_ANSWER_NOUNS or ctx.lowers[j] in ("entire", "whole")
+                        for j in range(start, end))
+            counted = None if whole else _stated_number(ctx, start, end)
         if counted is None:
             kept.append(f)
             continue
-        form = Count(unit=Unit.SPANS, filter=Filter(left='"', right='"', nonempty=True), relation=counted[0],
+        form = Count(unit=Unit.SPANS, filter=Filter(left=pair[0], right=pair[1], nonempty=True), relation=counted[0],
                      n=counted[1])
         added.append((form, f.start, f.end))
     ctx.found = kept
