@@ -76,7 +76,9 @@ __all__ = [
 ]
 
 #: Tokens a row may roll back and still find its sliding layers' window held: a forced run or a
-#: draft (at most this many columns fed ahead) given back, a repaired step re-fed.
+#: draft given back. A repaired step rolls back to the step's start, which may lie further back:
+#: a decode that holds windows must keep that start in reach too (not done yet: the decode's
+#: slabs keep every column), or its forward is refused (``SlabCache.hold``).
 ROLLBACK_MARGIN = 48
 
 # Per-layer (keys, values), each [1, H, L, D]: a prefilled prompt prefix.
@@ -247,8 +249,9 @@ class WindowLayer(SlabLayer):  # type: ignore[no-untyped-call]
     """A sliding layer's slab that holds only the columns ``[held_from, length)``.
 
     Buffer column ``i`` is physical column ``held_from + i``. In a steady decode the buffer has
-    ``base`` columns (the window, the rollback margin and as much again of slack, so that the
-    held columns move down once per ``window`` steps, not every step). Columns are given up
+    ``base`` columns: the window, the rollback margin and a slack of a quarter window (at least
+    16), so that the held columns move down once per slack's worth of steps, not every step
+    (about four columns copied per step, against the window's columns each step reads). Columns are given up
     only by :meth:`make_room`, which :meth:`SlabCache.hold` calls with what the rows' padding
     mask still reaches; writing more than the buffer holds otherwise grows it (a long prefill
     in one call, a caller that never calls ``hold``): nothing is lost without the mask's word.
@@ -261,7 +264,7 @@ class WindowLayer(SlabLayer):  # type: ignore[no-untyped-call]
         #: The first physical column still held (every earlier one is given up).
         self.held_from = 0
         #: Buffer columns of a steady decode.
-        self.base = min(capacity, 2 * window + margin)
+        self.base = min(capacity, window + margin + max(16, window // 4))
 
     def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
         rows, heads, _, kdim = key_states.shape

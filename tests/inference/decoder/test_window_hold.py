@@ -158,7 +158,7 @@ def test_held_sliding_layers_give_the_logits_of_a_slab_that_keeps_every_column(
             if step in (21, 39):
                 rows.check_alone(model, held)
     assert rows.held.held_from(WINDOW) > 0  # columns were given up ...
-    assert max(_sliding_columns(rows.held)) <= 2 * WINDOW + MARGIN  # ... and stayed given up
+    assert max(_sliding_columns(rows.held)) <= WINDOW + MARGIN + 16  # ... and stayed given up
     assert rows.held.nbytes() < rows.full.nbytes()
 
 
