@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import torch
 
@@ -21,7 +22,7 @@ from inference.decoder.kv_slab import PrefixKV, SlabCache
 from inference.decoder.runner import ModelRunner
 from reasoning.errors import InvalidInput
 
-__all__ = ["BatchState", "prefill_branches", "prefill_prefix"]
+__all__ = ["BatchState", "PartStore", "prefill_branches", "prefill_prefix"]
 
 
 @dataclass
@@ -86,6 +87,8 @@ def prefill_branches(
     pad_id: int = 0,
     request_ids: Sequence[str] | None = None,
     shared: Sequence[int] = (),
+    parts_store: PartStore | None = None,
+    prefix_ids: Sequence[int] = (),
 ) -> tuple[BatchState, torch.Tensor]:
     """Prefill every branch suffix on the shared prefix; expand to ``width`` beams.
 
@@ -107,6 +110,14 @@ def prefill_branches(
     the rest of its suffix``; its positions are its own logical ones
     (``prompt_last_column`` is the physical column of its last token, and
     ``branch_kv`` its prompt's keys and values without the gap).
+
+    ``parts_store`` (with the prefix's ``prefix_ids``) keeps each group part's
+    keys and values across decodes, keyed by the prefix and the part's tokens
+    (a tenant's ``PrefixScope``): a part found there is not prefilled again,
+    one prefilled is stored. The FLOPs a found part saves are counted under
+    ``prefill_reused`` (what its forward would have counted), so the
+    counterfactual checks' budget, a share of every FLOPs count, is the same
+    whether the parts were found or prefilled.
     """
     if not suffixes or any(len(s) == 0 for s in suffixes):
         raise InvalidInput("every branch needs a non-empty prompt suffix")
@@ -123,7 +134,11 @@ def prefill_branches(
     start = prefix_len + g_max  # the physical column of every suffix rest's first token
     used = start + r_max
     capacity = used + max_new_tokens + slack
-    group_kv = _prefill_parts(runner, prefix_len, prefix_kv, parts, pad_id) if parts else ()
+    group_kv = (
+        _group_parts(runner, prefix_len, prefix_kv, parts, pad_id, parts_store, tuple(prefix_ids))
+        if parts
+        else []
+    )
     mask = torch.zeros((n_branch, capacity), dtype=torch.bool, device=dev)  # [B, C]
     mask[:, :prefix_len] = True
     cache = runner.new_cache(n_branch * width, capacity)
@@ -136,8 +151,7 @@ def prefill_branches(
         for i, layer in enumerate(work.slab_layers):
             for j, b in enumerate(members):
                 if part_of[b] >= 0:
-                    g = part_of[b]
-                    layer.load_row(j, group_kv[i][0][g : g + 1], group_kv[i][1][g : g + 1])
+                    layer.load_row(j, *group_kv[part_of[b]][i])
                 elif prefix_kv:
                     layer.load_row(j, *prefix_kv[i])
         work.set_length(start)
@@ -231,6 +245,50 @@ def _prefill_rests(
     runner.forward(ids[:, :-1], pos[:, :-1], sub[:, :-1], work, purpose="prefill", last_only=True)
     logits = runner.forward(ids[:, -1:], pos[:, -1:], sub, work, purpose="prefill", last_only=True)
     return logits[:, -1]
+
+
+class PartStore(Protocol):
+    """Where prefilled group parts are kept across decodes (``prefix_cache.PrefixScope``)."""
+
+    def get(self, token_ids: Sequence[int]) -> PrefixKV | None: ...
+
+    def put(self, token_ids: Sequence[int], kv: PrefixKV) -> bool: ...
+
+
+def _group_parts(
+    runner: ModelRunner,
+    prefix_len: int,
+    prefix_kv: PrefixKV,
+    parts: Sequence[Sequence[int]],
+    pad_id: int,
+    store: PartStore | None,
+    prefix_ids: tuple[int, ...],
+) -> list[PrefixKV]:
+    """Per group part, the keys and values of the prefix and the part ``[1, H, prefix_len +
+    len(part), D]`` per layer: found in ``store`` (keyed by ``prefix_ids + part``), the rest
+    prefilled together in one forward (``_prefill_parts``) and stored (a copy of their own)."""
+    keys = [prefix_ids + tuple(part) for part in parts]
+    found: list[PrefixKV | None] = [
+        store.get(key) if store is not None and len(prefix_ids) == prefix_len else None
+        for key in keys
+    ]
+    missing = [g for g, kv in enumerate(found) if kv is None]
+    flops = runner.counters.flops
+    before = flops.get("prefill", 0.0)
+    if missing:
+        fresh = _prefill_parts(runner, prefix_len, prefix_kv, [parts[g] for g in missing], pad_id)
+        for j, g in enumerate(missing):
+            used = prefix_len + len(parts[g])
+            kv = tuple((k[j : j + 1, :, :used], v[j : j + 1, :, :used]) for k, v in fresh)
+            if store is not None and len(prefix_ids) == prefix_len:
+                kv = tuple((k.clone(), v.clone()) for k, v in kv)
+                store.put(keys[g], kv)
+            found[g] = kv
+    if len(missing) < len(parts):  # what one forward of every part would have counted
+        whole = 2.0 * runner.parameters * len(parts) * max(len(p) for p in parts)
+        spent = flops.get("prefill", 0.0) - before
+        flops["prefill_reused"] = flops.get("prefill_reused", 0.0) + whole - spent
+    return [kv for kv in found if kv is not None]
 
 
 def _prefill_parts(

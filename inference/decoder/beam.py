@@ -45,6 +45,7 @@ prompts of different length.
 
 from __future__ import annotations
 
+import copy
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -59,6 +60,7 @@ from inference.decoder.contrast import RowContext
 from inference.decoder.drafts import PromptLookup
 from inference.decoder.endings import END_CUT, END_LANDED, END_MODEL, End, Lander
 from inference.decoder.forced_runs import ForcedRun, draft_run, feed_run, rewind, take
+from inference.decoder.kv_slab import SlabCache
 from inference.decoder.options import DecodeOptions
 from inference.decoder.runner import ModelRunner
 from inference.decoder.steering_protocol import Steering, SteeringState
@@ -294,18 +296,85 @@ def select_device(steerings: Sequence[Steering], model_device: torch.device) -> 
     return devices.pop() if devices else model_device
 
 
-def decode_step(runner: ModelRunner, state: BatchState, feed: torch.Tensor) -> torch.Tensor:
-    """One forward for every row: ``feed: [N]`` token ids -> next-token logits ``[N, V]``."""
+def decode_step(
+    runner: ModelRunner,
+    state: BatchState,
+    feed: torch.Tensor,
+    rows: tuple[int, int] | None = None,
+    stale: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """One forward: ``feed: [N]`` token ids -> next-token logits ``[N, V]``.
+
+    ``rows`` ``(lo, hi)`` feeds only rows ``lo .. hi - 1`` (through a view of
+    the slab, :func:`row_slice`; ``lo`` a multiple of the batch's ``width``):
+    the other rows' new column is masked in but not written, and their logits
+    are ``stale``'s rows (the previous step's; zeros when None). Only rows no
+    select reads are left out (the rows of finished branches). The decode
+    FLOPs are counted for every row, as a forward of all of them counts
+    them: the counterfactual checks' budget is a share of them, so their
+    verdicts do not depend on which rows were fed.
+    """
     col = state.columns
+    n = state.rows
     state.mask[:, col] = True
     ids = feed.view(-1, 1)  # [N, 1]
     pos = state.positions.view(-1, 1)  # [N, 1]
-    logits = runner.forward(
-        ids, pos, state.mask[:, : col + 1], state.cache, purpose="decode", last_only=True
-    )
+    lo, hi = rows if rows is not None else (0, n)
+    if (lo, hi) == (0, n):
+        logits = runner.forward(
+            ids, pos, state.mask[:, : col + 1], state.cache, purpose="decode", last_only=True
+        )[:, 0]
+    else:
+        hold = getattr(state.cache, "hold", None)
+        if hold is not None:  # the whole cache decides what its sliding layers keep
+            hold(state.mask[:, : col + 1], 1)
+        part = runner.forward(
+            ids[lo:hi],
+            pos[lo:hi],
+            state.mask[lo:hi, : col + 1],
+            row_slice(state.cache, lo, hi),
+            purpose="decode",
+            last_only=True,
+        )[:, 0]
+        state.cache.set_length(col + 1)
+        runner.counters.flops["decode"] += 2.0 * runner.parameters * (n - (hi - lo))
+        logits = (
+            stale.to(part.device, copy=True)
+            if stale is not None
+            else part.new_zeros((n, part.shape[-1]))
+        )
+        logits[lo:hi] = part
     state.columns = col + 1
     state.positions += 1
-    return logits[:, 0]  # [N, V]
+    return logits  # [N, V]
+
+
+def row_slice(cache: SlabCache, lo: int, hi: int) -> SlabCache:
+    """Rows ``lo .. hi - 1`` of ``cache`` as a slab of their own: views of its tensors, so the
+    keys and values a forward writes into it land in ``cache``'s rows (whose length the caller
+    sets afterwards). The view keeps the cache's claim of rows that share their prompt
+    (``SlabCache.shared``) when ``lo`` starts a span, and gives up no column itself (the
+    whole cache's ``hold``, when it has one, runs before the view's forward)."""
+    view = copy.copy(cache)
+    view.layers = [copy.copy(layer) for layer in cache.layers]
+    for layer in view.slab_layers:
+        assert layer._k is not None and layer._v is not None
+        layer._k, layer._v = layer._k[lo:hi], layer._v[lo:hi]
+        layer._refresh_views()
+    view._joint, view._joint_views = None, ()
+    if getattr(view, "margin", None) is not None:
+        view.margin = None
+    columns, span = cache.shared
+    view._shared = (columns, span) if lo % span == 0 else (0, 1)
+    return view
+
+
+def _fed_rows(done: Sequence[bool], width: int) -> tuple[int, int]:
+    """The rows a decode step feeds: from the first unfinished branch's first row to the last
+    unfinished branch's last row (a finished branch's rows are never selected from again; one
+    between two unfinished ones is fed, so the rows stay one slice of the slab)."""
+    live = [b for b, d in enumerate(done) if not d]
+    return (live[0] * width, (live[-1] + 1) * width) if live else (0, len(done) * width)
 
 
 def generate(
@@ -397,7 +466,8 @@ def generate(
         )
         t0 = time.perf_counter()
         if run is None:
-            logits = decode_step(runner, state, feed).to(where)
+            fed = _fed_rows(done, width) if config.options.drop_finished else None
+            logits = decode_step(runner, state, feed, fed, logits).to(where)
         else:
             block = feed_run(runner, state, feed, run).to(where)  # [N, 1 + K, V]
             logits, ahead = block[:, 0], list(block[:, 1:].unbind(1))

@@ -2,7 +2,8 @@
 
 Stages, in order: the shared prefix is prefilled once (or taken from the
 tenant's prefix cache), the evidence the branches share once more
-(``PromptPlan.shared``), the branch suffixes together in one ragged batch,
+(``PromptPlan.shared``; kept in the tenant's prefix cache too,
+``DecodeOptions.reuse_parts``), the branch suffixes together in one ragged batch,
 the beam search runs all branches in one batched forward per
 step with pruning at step boundaries, then each branch's best hypothesis is
 cut into ``Step``s with confidence and hints, and the branches are aggregated.
@@ -249,6 +250,8 @@ def decode(
                 slack=options.repair_slack,
                 pad_id=pad_id,
                 shared=plan.shared,
+                parts_store=prefix if options.reuse_parts else None,
+                prefix_ids=plan.prefix_ids,
             )
             prefill_s = time.perf_counter() - t0
             stats = SearchStats()

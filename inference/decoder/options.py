@@ -74,6 +74,16 @@ class DecodeOptions(msgspec.Struct, frozen=True, kw_only=True):
     order, with no block of the facts every branch shows, so each branch
     prefills all its evidence itself (``inference.prompting``): the
     reference layout (the same facts, in another order).
+    ``drop_finished`` True leaves the rows of branches that are done (every
+    beam finished) out of the one-token decode forwards, which then feed the
+    slice of rows from the first unfinished branch to the last
+    (``beam.decode_step``); False feeds every row every step, as before: the
+    same selects either way.
+    ``reuse_parts`` True keeps the evidence a group of branches shares
+    (``PromptPlan.shared``), prefilled on the request's prefix, in the
+    tenant's prefix cache beside the prefix itself, so a later decode of the
+    same prompt skips it as it skips the prefix (``batch.prefill_branches``);
+    False prefills it every time: the same keys and values either way.
     ``draft_tokens`` is how many tokens prompt lookup may guess ahead in one
     forward where the steering leaves a choice (``drafts.py``: the answer's
     tail matched in the branch's prompt; 0: only forced text is fed ahead);
@@ -113,6 +123,8 @@ class DecodeOptions(msgspec.Struct, frozen=True, kw_only=True):
     forced_runs: bool = True
     shared_evidence: bool = True
     draft_tokens: int = 8
+    drop_finished: bool = True
+    reuse_parts: bool = True
 
     def __post_init__(self) -> None:
         BEAMS.check(self.width, "width")
