@@ -77,6 +77,8 @@ class DynamicInt8Linear(Int8Linear):
         bias = None if head.bias is None else head.bias.float()
         self.packed: Any = torch.ops.quantized.linear_prepack(weight, bias)
         self.reduce_range = not _full_range()
+        #: The packed copy's bytes (codes and a sum per row), for ``kernels.stored_bytes``.
+        self.opaque_bytes = head.codes.numel() + 4 * head.out_features
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return _dynamic_product(

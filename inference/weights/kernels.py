@@ -383,7 +383,9 @@ def stored_bytes(model: nn.Module) -> int:
     A storage shared by several modules (a tied head, a band of a fused
     kernel) counts once; what the lean forward holds beside the model (a
     fused kernel whose bands the model's modules are) is counted by passing
-    its modules too (``nn.ModuleList``).
+    its modules too (``nn.ModuleList``). A module holding weights in an
+    object torch does not see as a tensor (fbgemm's packed codes) says how
+    many bytes in its ``opaque_bytes``.
     """
     seen: dict[tuple[str, int], int] = {}
     for tensor in [*model.parameters(), *model.buffers()]:
@@ -391,4 +393,5 @@ def stored_bytes(model: nn.Module) -> int:
             continue
         storage = tensor.untyped_storage()
         seen[(str(tensor.device), storage.data_ptr())] = storage.nbytes()
-    return sum(seen.values())
+    opaque = sum(int(getattr(module, "opaque_bytes", 0)) for module in model.modules())
+    return sum(seen.values()) + opaque

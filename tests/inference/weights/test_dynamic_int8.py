@@ -12,7 +12,7 @@ from inference.weights.dynamic_int8 import (
     dynamic_head,
     fbgemm_available,
 )
-from inference.weights.kernels import Int8Embedding, Int8Linear
+from inference.weights.kernels import Int8Embedding, Int8Linear, stored_bytes
 
 pytestmark = [
     pytest.mark.usefixtures("one_torch_thread"),
@@ -32,6 +32,8 @@ def test_a_large_head_takes_the_dynamic_product_over_its_own_codes() -> None:
     # The same codes and scales (a tied embedding reads them), not a copy.
     assert dynamic.codes.data_ptr() == head.codes.data_ptr()
     assert dynamic.scales.data_ptr() == head.scales.data_ptr()
+    # Its packed copy of the codes is counted with the weights held.
+    assert stored_bytes(dynamic) >= stored_bytes(head) + head.codes.numel()
     gen = torch.Generator().manual_seed(1)
     x = (torch.randn(4, 1, 64, generator=gen) * 3).to(torch.bfloat16)  # a beam's rows, one step
     weight_only, rounded = head(x).float(), dynamic(x)
