@@ -305,7 +305,8 @@ def _shape(form: Structure, zh: bool) -> str:
     elif form.n is not None:
         parts.append(f"{form.n}项" if zh else f"{form.n} items")
     if form.sub_items is not None:
-        parts.append(f"每项下{form.sub_items}个子项" if zh else f"{form.sub_items} sub-items under each item")
+        least = ("至少" if zh else "at least ") if form.sub_at_least else ""
+        parts.append(f"每项下{least}{form.sub_items}个子项" if zh else f"{least}{form.sub_items} sub-items under each item")
     beside = {"paragraph": ("一段文字", "a paragraph"), "sentence": ("一句话", "one sentence")}
     if form.before is not None:
         parts.append(f"之前写{beside[form.before][0]}" if zh else f"{beside[form.before][1]} before it")

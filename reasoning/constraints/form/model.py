@@ -266,7 +266,8 @@ class Structure(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, f
     - ``responses``: ``n`` different responses separated by ``marker``;
     - lists: ``n`` top-level items when set; ``sub_items`` (a nested list): exactly
       that many nested items under every top-level item ("three points, each with two
-      sub-points", a two-level outline);
+      sub-points", a two-level outline); with ``sub_at_least``, at least that many
+      ("under every main point at least one sub-point");
     - ``table``: a Markdown table (a header row, a ``---`` rule, body rows)
       of ``n`` body rows and ``columns`` columns when set, its header cells
       ``headers`` when given (compared without case);
@@ -280,6 +281,7 @@ class Structure(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, f
     n: int | None = None
     columns: int | None = None
     sub_items: int | None = None
+    sub_at_least: bool = False
     headers: tuple[str, ...] = ()
     before: Beside | None = None
     after: Beside | None = None

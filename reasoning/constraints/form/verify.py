@@ -475,7 +475,11 @@ def _check_list(form: Structure, text: str) -> tuple[bool, str]:
         return False, f"has no {name}"
     if form.n is not None and block.items != form.n:
         return False, f"a {name} of {block.items} items ({form.n} required)"
-    if form.sub_items is not None and set(block.sub_items) != {form.sub_items}:
+    if form.sub_items is not None and form.sub_at_least and (
+            not block.sub_items or min(block.sub_items) < form.sub_items):
+        return False, (f"a {name} whose items have {list(block.sub_items)} sub-items "
+                       f"(at least {form.sub_items} each required)")
+    if form.sub_items is not None and not form.sub_at_least and set(block.sub_items) != {form.sub_items}:
         return False, f"a {name} whose items have {list(block.sub_items)} sub-items ({form.sub_items} each required)"
     lacking = _beside(form, block)
     if lacking is not None:

@@ -25,8 +25,9 @@ def _inside(span_start: int, span_end: int, start: int, end: int) -> bool:
         # the misreadings
         ("Write a poem about the sea. Use only words that contain only three types of vowels.",
          "Use only words that contain only three types of vowels."),
+        # (with * and - it is the nested list, at least one sub-bullet each: see below; a mark no reading writes is not)
         (("Write about cats. Your response must include bullet points denoted by * and at least one sub-bullet "
-         "point denoted by - for each bullet point."), "Your response must include bullet points"),
+         "point denoted by ~ for each bullet point."), "Your response must include bullet points"),
         ("Write a story about lunch. Include keyword eat in the 6-th sentence.",
          "Include keyword eat in the 6-th sentence."),
         ("Write a story about lunch. Include the keyword eat in the 28-th sentence.",
@@ -84,9 +85,9 @@ def _inside(span_start: int, span_end: int, start: int, end: int) -> bool:
         (("Write a short poem for my niece that uses at least five different words starting with a consonant "
          "cluster, like 'tree', 'plum' or 'snow'."), "starting with a consonant cluster"),
         ("Use at least ten words that start with a vowel.", "Use at least ten words that start with a vowel."),
-        # a count of sub-items under every item is no total
-        ("Use at least three sub-bullets under every bullet point.",
-         "Use at least three sub-bullets under every bullet point."),
+        # a bound on the sub-items under every item is no total (a minimum is the nested list's: see below)
+        ("Use at most three sub-bullets under every bullet point.",
+         "Use at most three sub-bullets under every bullet point."),
         # CSV asked without its columns is no Markdown table
         ("Write a table as CSV where every cell containing a comma is wrapped in double quotes.",
          "Write a table as CSV"),
@@ -241,3 +242,18 @@ def test_a_count_per_piece_is_no_total_and_the_pieces_counted_before_are_no_new_
 def test_a_text_at_the_kth_piece_from_the_start_or_the_end(prompt: str, unit: str, text: str, k: int) -> None:
     [position] = [c for c in extract(prompt).constraints if c.kind.value == "position"]
     assert (position.params["unit"], position.params["text"], position.params["k"]) == (unit, text, k)
+
+
+@pytest.mark.parametrize(
+    ("prompt", "sub_items"),
+    [
+        (("Write about cats. Your response must include bullet points denoted by * and at least one sub-bullet "
+          "point denoted by - for each bullet point."), 1),
+        ("Use at least three sub-bullets under every bullet point.", 3),
+    ],
+)
+def test_a_minimum_of_sub_items_under_every_item_is_read_whole(prompt: str, sub_items: int) -> None:
+    result = extract(prompt)
+    assert [(c.kind.value, c.params) for c in result.constraints] == [
+        ("structure", {"layout": "nested_list", "sub_items": sub_items, "sub_at_least": True})]
+    assert result.unrecognised == ()

@@ -302,10 +302,24 @@ def test_bullets_each_with_sub_bullets_are_a_nested_list(prompt: str, expected: 
 
 
 @pytest.mark.parametrize(
+    ("prompt", "n", "sub_items"),
+    [
+        ("Give three points, each with at least two sub-points.", 3, 2),
+        (("Plan a picnic with four main points marked '*', and under every main point at least one sub-point "
+         "marked '-'."), 4, 1),
+        ("列出三个要点，每个要点下至少有两个子要点。", 3, 2),
+    ],
+)
+def test_a_minimum_of_sub_bullets_under_every_bullet(prompt: str, n: int, sub_items: int) -> None:
+    assert _read(prompt) == [("structure", {"layout": "nested_list", "n": n, "sub_items": sub_items,
+                                            "sub_at_least": True})]
+
+
+@pytest.mark.parametrize(
     ("prompt", "expected"),
     [
-        # "three points, each with ..." is more than a total of sub-points: left unrecognised (issue 36)
-        ("Give three points, each with at least two sub-points.", []),
+        # "three points, each with at most ..." is more than a total of sub-points: left unrecognised (issue 36)
+        ("Give three points, each with at most two sub-points.", []),
         ("Start every bullet with ✅.", [("position", {"unit": "bullets", "op": "starts_with", "text": "✅", "k": 0})]),
     ],
 )

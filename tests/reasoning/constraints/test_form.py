@@ -81,6 +81,9 @@ COMPLETE: list[tuple[Any, str, bool]] = [
     (Structure(layout=Layout.NESTED_LIST, n=2, sub_items=2), "Plan:\n* a\n  - x\n  - y\n* b\n  - z\n  - w", True),
     (Structure(layout=Layout.NESTED_LIST, n=2, sub_items=2), "* a\n  - x\n* b\n  - z\n  - w", False),
     (Structure(layout=Layout.NESTED_LIST, sub_items=1), "1. a\n   - x\n2. b", False),
+    # sub_at_least: at least that many under every item
+    (Structure(layout=Layout.NESTED_LIST, n=2, sub_items=1, sub_at_least=True), "* a\n  - x\n* b\n  - z\n  - w", True),
+    (Structure(layout=Layout.NESTED_LIST, n=2, sub_items=2, sub_at_least=True), "* a\n  - x\n* b\n  - z\n  - w", False),
     (Structure(layout=Layout.NO_LIST), "Plain prose only.", True),
     (Structure(layout=Layout.NO_LIST), "Items:\n1. one", False),
     (Structure(layout=Layout.NUMBERED_LIST), "1. one\n2. two", True),
