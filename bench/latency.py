@@ -21,7 +21,9 @@ issue 35, before the default run, so both see the same load: the one-token
 decode loop (``DecodeOptions.forced_runs`` off: every forced token its own
 forward pass) and each branch prefilling all of its evidence
 (``DecodeOptions.shared_evidence`` off: no block of the facts every branch
-shows, prefilled once and forked), on a ``Reasoner`` that compacts no
+shows, prefilled once and forked), every row fed every step
+(``DecodeOptions.drop_finished`` off) and no shared evidence kept in the
+prefix cache (``DecodeOptions.reuse_parts`` off), on a ``Reasoner`` that compacts no
 evidence (``Reasoner.evidence_compact_tokens`` None: every fact the evidence
 stage chose, ``reasoning.evidence.compact``).
 
@@ -103,8 +105,9 @@ def _run(
     tokens (estimated, over every branch).
 
     ``reference`` decodes as before issue 35's fast paths: the one-token loop
-    (``DecodeOptions.forced_runs``) and every branch prefilling all its evidence
-    (``DecodeOptions.shared_evidence``). ``drafts`` False decodes the fast path
+    (``DecodeOptions.forced_runs``), every branch prefilling all its evidence
+    (``DecodeOptions.shared_evidence``), every row fed every step
+    (``drop_finished``), no evidence part kept in the prefix cache (``reuse_parts``). ``drafts`` False decodes the fast path
     without prompt-lookup guesses (``DecodeOptions.draft_tokens`` 0).
     """
     t0 = time.perf_counter()
@@ -113,7 +116,11 @@ def _run(
         plan = dataclasses.replace(
             plan,
             decode_options=msgspec.structs.replace(
-                plan.decode_options, forced_runs=False, shared_evidence=False
+                plan.decode_options,
+                forced_runs=False,
+                shared_evidence=False,
+                drop_finished=False,
+                reuse_parts=False,
             ),
         )
     elif not drafts:
