@@ -40,7 +40,8 @@ Guarantees:
   mask built once per call (not per layer); where the slab says that spans
   of rows hold their first columns alike (:meth:`SlabCache.share`: a
   branch's beams and its prompt), those keys and values are read once per
-  span, not once per row. Prefills take torch's fused attention.
+  span, not once per row, in place (one product per span over its first
+  row's columns: no copy of them is made). Prefills take torch's fused attention.
 """
 
 from __future__ import annotations
