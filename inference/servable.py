@@ -69,7 +69,11 @@ def steered_probe(model: Any, tokenizer: Any) -> str | None:
             )
             feed = torch.full((state.rows,), ids[-1], dtype=torch.long, device=runner.device)
             steered = decode_step(runner, state, feed)[0].float()
-            plain = model(input_ids=torch.tensor([ids], device=runner.device)).logits[0, -1].float()
+            # Only the last position's logits (262,144 x 640 per position in Gemma 3: all of
+            # them cost a 500 MB tensor and seconds at load for nothing).
+            last = {"logits_to_keep": 1} if runner.keeps_logits else {}
+            tokens = torch.tensor([ids], device=runner.device)
+            plain = model(input_ids=tokens, **last).logits[0, -1].float()
     except Exception as exc:  # any failure of the model under the decoder is the answer
         log.warning("the steered probe failed", exc_info=True)
         detail = exc.detail if isinstance(exc, TenetError) else f"{type(exc).__name__}: {exc}"
