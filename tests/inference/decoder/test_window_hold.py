@@ -162,10 +162,15 @@ def test_held_sliding_layers_give_the_logits_of_a_slab_that_keeps_every_column(
     assert rows.held.nbytes() < rows.full.nbytes()
 
 
-def test_a_merged_step_reads_each_decodes_held_columns(model: Any) -> None:
+@pytest.mark.parametrize("lean", [False, True])
+def test_a_merged_step_reads_each_decodes_held_columns(lean: bool) -> None:
     model = _tiny()
-    assert use_grouped_attention(model)
-    runner = ModelRunner(model, packed=False)
+    if lean:
+        convert(model)
+    else:
+        assert use_grouped_attention(model)
+    runner = ModelRunner(model, packed=lean)
+    assert (runner.packed is not None) == lean
     gen = torch.Generator().manual_seed(11)
     with torch.inference_mode():
         first, second = _Rows(runner, PROMPT + 8), _Rows(runner, PROMPT + 8)
