@@ -204,3 +204,42 @@ def test_a_rollback_past_the_margin_is_refused_not_attended_short(model: Any) ->
         rows.mask[0, rows.columns - 3 * WINDOW : rows.columns] = False  # back past window + margin
         with pytest.raises(LimitExceeded, match="margin"):
             rows.step(gen)
+
+
+def test_rows_sharing_a_prompt_read_its_held_part_once_on_the_lean_forward() -> None:
+    """Two beams of one prompt (``SlabCache.share``): the lean forward reads the shared columns
+    once per span; in a held layer only those it still holds."""
+    model = _tiny()
+    convert(model)
+    runner = ModelRunner(model)
+    gen = torch.Generator().manual_seed(5)
+    prompt = torch.randint(1, VOCAB, (PROMPT,), generator=gen)
+    capacity = PROMPT + 24
+    mask = torch.ones((2, capacity), dtype=torch.bool)
+    logits: dict[str, list[torch.Tensor]] = {"full": [], "held": []}
+    with torch.inference_mode():
+        for kind, hold in (("full", None), ("held", MARGIN)):
+            cache = runner.new_cache(2, capacity, hold=hold)
+            pos = torch.arange(PROMPT)[None].expand(2, -1)
+            ids = prompt[None].expand(2, -1)
+            runner.forward(ids, pos, mask[:, :PROMPT], cache, purpose="prefill", last_only=True)
+            cache.share(PROMPT, 2)
+            steps = torch.Generator().manual_seed(9)
+            for step in range(24):
+                feed = torch.randint(1, VOCAB, (2, 1), generator=steps)
+                at = PROMPT + step
+                logits[kind].append(
+                    runner.forward(
+                        feed,
+                        torch.full((2, 1), at),
+                        mask[:, : at + 1],
+                        cache,
+                        purpose="decode",
+                        last_only=True,
+                    )
+                )
+            assert cache.shared == (PROMPT, 2)
+            if hold is not None:
+                assert 0 < cache.held_from(WINDOW) < PROMPT  # part of the shared prompt held
+    for full, held in zip(logits["full"], logits["held"]):
+        _same(full, held)
