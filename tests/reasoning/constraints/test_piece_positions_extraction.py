@@ -105,3 +105,26 @@ def test_chinese_positions_on_pieces(prompt: str, expected: tuple[str, dict[str,
 
 def test_a_chinese_mark_closing_every_piece_is_a_wrapper() -> None:
     assert ("wrap", {"left": "", "right": "？", "unit": "sentences"}) in _read("写四句话，每句话的结尾都必须是“？”")
+
+
+@pytest.mark.parametrize(
+    ("prompt", "expected"),
+    [
+        ("Give a pep talk to a nervous swimmer and start it with 'Deep breath:'.",
+         ("start_phrase", {"phrase": "Deep breath:"})),
+        ("Summarize the book I read in three sentences.", ("sentence_count", {"relation": "exactly", "n": 3})),
+        ("Review the café you visited in four sentences.", ("sentence_count", {"relation": "exactly", "n": 4})),
+    ],
+)
+def test_the_answer_said_as_it_or_through_a_relative_clause(prompt: str,
+                                                              expected: tuple[str, dict[str, Any]]) -> None:
+    assert expected in _read(prompt)
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    ["Read the attached list and start it with 'A'.",  # "it" is the list read, not the answer written
+     "Translate the text that has four sentences."],  # the sentences are the text's
+)
+def test_it_and_counts_of_something_else_are_not_the_answers(prompt: str) -> None:
+    assert not any(kind in ("start_phrase", "sentence_count") for kind, _ in _read(prompt))

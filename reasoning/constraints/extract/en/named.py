@@ -100,7 +100,8 @@ def _capital_context(ctx: Context, i: int) -> bool:
 
 _WRITING_VERBS = frozenset({"write", "give", "answer", "respond", "reply", "use", "compose", "produce", "provide",
                             "summarize", "summarise", "explain", "describe", "tell", "keep", "limit", "offer",
-                            "draft", "create", "make", "return", "output", "deliver", "present"})
+                            "draft", "create", "make", "return", "output", "deliver", "present", "review", "outline",
+                            "recap", "narrate", "recount"})
 
 
 def _asked_to_write(ctx: Context, first: int, unit: int) -> bool:
@@ -112,7 +113,8 @@ def _asked_to_write(ctx: Context, first: int, unit: int) -> bool:
     The unit's governing verb (through "in" / "with" / "of": "answer in two
     paragraphs", "a reply of four sentences") is a verb of writing, and no
     determiner points at sentences already there ("translate the two
-    sentences below").
+    sentences below"). "In N sentences" hung by the parser on a relative
+    clause's verb ("the film you watched in five sentences") is the main verb's.
     """
     if first > 0 and ctx.lowers[first - 1] in ("the", "these", "those", "following", "above", "my", "his", "her",
                                                  "their", "its", "first", "last"):
@@ -124,10 +126,14 @@ def _asked_to_write(ctx: Context, first: int, unit: int) -> bool:
     node = ctx.tokens[unit]
     if first == node.sent.start and (node.dep_ == "ROOT" or ctx.lowers[unit + 1 : unit + 2] in ([","], ["."], [";"])):
         return True  # a verbless request of its own: "Three sentences." / "Two paragraphs, each under 50 words."
-    for _ in range(4):
+    through_in = first > 0 and ctx.lowers[first - 1] == "in"
+    for _ in range(6):
         if node.head is node:
             break
         node = node.head
+        if node.pos_ in ("VERB", "AUX") and node.dep_ == "relcl" and through_in \
+                and node.lemma_.lower() not in _WRITING_VERBS:
+            continue  # "review the film you watched in five sentences": "in N sentences" is the review's
         if node.pos_ in ("VERB", "AUX") or node.dep_ == "ROOT":
             return node.lemma_.lower() in _WRITING_VERBS
     return False
@@ -788,9 +794,13 @@ _END = re.compile(
     re.IGNORECASE | re.MULTILINE,
 )
 _START = re.compile(
-    r"(?:start|begin)\w*\s+(?:your\s+)?(?:entire\s+)?(?:response|answer|reply)\s+with\s+(?:the\s+)?(?:exact\s+)?(?:phrase|sentence|words?)?\s*:?\s*[\"“](?P<q>[^\"”\n]{1,200})[\"”]",
+    r"(?:start|begin)\w*\s+(?:(?:your\s+)?(?:entire\s+)?(?:response|answer|reply)|it)\s+with\s+(?:the\s+)?(?:exact\s+)?"
+    r"(?:phrase|sentence|words?)?\s*:?\s*(?:[\"“](?P<q>[^\"”\n]{1,200})[\"”]|(?<!\w)['‘](?P<s>[^'’\n]{1,200}?)['’](?!\w))",
     re.IGNORECASE,
 )
+#: "..., and start it with '...'": "it" is the answer only when the sentence asks for it (a verb of writing before).
+_ASKED_BEFORE = re.compile(r"\b(?:write|give|draft|compose|tell|create|make|produce|prepare|send)\b[^.;\n]*$",
+                           re.IGNORECASE)
 
 
 _END_MARK = re.compile(
@@ -846,8 +856,13 @@ def detect_start_end(ctx: Context) -> None:
         ctx.add(Kind.END_PHRASE, {"phrase": phrase.strip()}, match.start(), match.end())
         break
     start = _START.search(ctx.text)
+    if start is not None and start.group(0).lower().split()[1] == "it" \
+            and not _ASKED_BEFORE.search(ctx.text, sentence_bounds(ctx.text, start.start(), start.start())[0],
+                                         start.start()):
+        start = None  # "it" names something else than the answer written
     if start is not None:
-        ctx.add(Kind.START_PHRASE, {"phrase": start.group("q").strip()}, start.start(), start.end())
+        ctx.add(Kind.START_PHRASE, {"phrase": (start.group("q") or start.group("s")).strip()}, start.start(),
+                start.end())
 
 
 _OPTIONS = ("My answer is yes.", "My answer is no.", "My answer is maybe.")
