@@ -1388,7 +1388,8 @@ def _supported(found: Found, carried: _Carries, lemmas: set[str] | None, each: S
     return not (carried.answer_edge and any(n.unit not in carried.units for n in each))
 
 
-_ZH_SENTENCE = re.compile(r"[^。！？；!?;\n]+[。！？；!?;]?")
+#: A Chinese sentence; an English sentence before it (its "." before a space) is a sentence of its own.
+_ZH_SENTENCE = re.compile(r"(?:[^。！？；!?;.\n]|\.(?!\s))+(?:[。！？；!?;]|\.(?=\s))?")
 _ZH_NUMBER = r"(?:\d+|[零〇一二两三四五六七八九十百千]+)"
 #: Measure words and nouns that count a unit of the answer (characters, words, sentences, paragraphs, lines, items).
 _ZH_MEASURE = (r"(?:个)?(?:字|词|单词|句子|句话|句|段落|段|行|条|点|项|要点|部分|问句|陈述句|感叹句|标点|逗号|句号|问号"
@@ -1420,8 +1421,8 @@ def _chinese(text: str, prompt: str, found: Sequence[Found], carried: Sequence[_
     """
     out: list[tuple[int | None, Span, tuple[Span, ...]]] = []
     for match in _ZH_SENTENCE.finditer(text):
-        start, end = match.start(), match.end()
-        piece = match.group(0)
+        piece = match.group(0).lstrip()
+        start, end = match.end() - len(piece), match.end()
         if not _HAN.search(piece):
             continue
         members = [i for i, f in enumerate(found) if i not in dropped and start <= f.start and f.end <= end + 1]

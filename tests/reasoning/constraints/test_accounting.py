@@ -257,3 +257,11 @@ def test_a_minimum_of_sub_items_under_every_item_is_read_whole(prompt: str, sub_
     assert [(c.kind.value, c.params) for c in result.constraints] == [
         ("structure", {"layout": "nested_list", "sub_items": sub_items, "sub_at_least": True})]
     assert result.unrecognised == ()
+
+
+def test_an_english_sentence_before_a_chinese_one_is_accounted_on_its_own() -> None:
+    result = extract("Write two paragraphs about tea in English. 第二段只写两句话。")
+    read = [(c.kind.value, c.params) for c in result.constraints]
+    assert ("count", {"unit": "paragraphs", "relation": "exactly", "n": 2}) in read
+    assert ("response_language", {"language": "en"}) in read
+    assert [s.text for s in result.unrecognised] == ["第二段只写两句话。"]
