@@ -217,15 +217,22 @@ def _bands(fused: nn.Module, sizes: list[int], build: Any) -> list[nn.Module]:
     return out
 
 
-def _head(weights: str, source: SafetensorsSource, name: str, shape: tuple[int, ...]) -> nn.Module:
-    """The LM head: int8 per row (built in bands of rows) for int8 / int4, else bfloat16."""
+def _head(
+    weights: str,
+    source: SafetensorsSource,
+    name: str,
+    shape: tuple[int, ...],
+    device: torch.device,
+) -> nn.Module:
+    """The LM head: int8 per row (built in bands of rows) for int8 / int4, else bfloat16; a
+    large head that will run on the CPU multiplies through the dynamic int8 product."""
     rows, cols = int(shape[0]), int(shape[1])
     if weights in ("int8", "int4"):
-        return dynamic_head(
-            Int8Linear.from_rows(
-                lambda lo, hi: source.read(name, lo, hi), (rows, cols), chunk=_HEAD_CHUNK
-            )
+        head = Int8Linear.from_rows(
+            lambda lo, hi: source.read(name, lo, hi), (rows, cols), chunk=_HEAD_CHUNK
         )
+        # Built on the CPU and moved with the model: fbgemm's packed copy stays on the CPU.
+        return dynamic_head(head) if device.type == "cpu" else head
     table = torch.empty((rows, cols), dtype=torch.bfloat16)
     for lo in range(0, rows, _HEAD_CHUNK):
         table[lo : lo + _HEAD_CHUNK] = source.read(name, lo, min(rows, lo + _HEAD_CHUNK))
@@ -261,7 +268,7 @@ def load_direct(
             # Each layer's conversion buffers are freed; hand them back so they are not
             # counted on top of the next layer's (glibc keeps them otherwise).
             return_freed_memory(collect=False)
-        _load_rest(model, source, weights)
+        _load_rest(model, source, weights, device)
     model.to(device)
     model.eval()
     left = [n for n, t in [*model.named_parameters(), *model.named_buffers()] if t.is_meta]
@@ -319,13 +326,13 @@ def _embedding(weight: torch.Tensor, scale: float | None) -> nn.Module:
     return embedding
 
 
-def _load_rest(model: Any, source: SafetensorsSource, weights: str) -> None:
+def _load_rest(model: Any, source: SafetensorsSource, weights: str, device: torch.device) -> None:
     """The embedding, the LM head and every parameter outside the layers' kernels."""
     inner = model.model
     embed_name = "model.embed_tokens.weight"
     tied = model.config.tie_word_embeddings
     head_name = embed_name if tied or "lm_head.weight" not in source else "lm_head.weight"
-    head = _head(weights, source, head_name, source.shape(head_name))
+    head = _head(weights, source, head_name, source.shape(head_name), device)
     model.lm_head = head
     config = model.config
     scale = float(config.hidden_size) ** 0.5 if config.family.scaled_embedding else None
