@@ -32,7 +32,13 @@ from typing import Any
 import torch
 
 from inference.decoder.compile.context import CompileContext
-from inference.decoder.compile.forms import INSERTING, form_of_constraint, forms_of, free_body
+from inference.decoder.compile.forms import (
+    INSERTING,
+    bounds,
+    form_of_constraint,
+    forms_of,
+    free_body,
+)
 from inference.decoder.token_controllers.layout import LayoutSegment
 from inference.decoder.token_controllers.pacing import tokens_left
 from inference.decoder.token_controllers.piece_sentences import closed_sentences
@@ -48,8 +54,17 @@ from inference.decoder.token_controllers.protocol import (
     spec_of,
 )
 from inference.decoder.token_controllers.sentence_marks import CLOSERS, TERMINALS
-from reasoning.constraints.form.model import Count, Filter, Measure, Position, Spread, Unit, Wrap
-from reasoning.constraints.model import Relation
+from reasoning.constraints.form.model import (
+    Count,
+    Filter,
+    Form,
+    Measure,
+    Position,
+    Spread,
+    Unit,
+    Wrap,
+)
+from reasoning.constraints.model import Kind, Relation
 
 __all__ = [
     "MOST_ROUND",
@@ -263,11 +278,12 @@ def compile_sentence_types(ctx: CompileContext) -> SentenceTypes | None:
         else:
             return None
         ids.append(c.id)
-    if not ids or (exact and ratios) or inserts or any(c.kind in INSERTING for c in constraints):
+    # A count of all the sentences writes no text of its own (its close demand ends the open
+    # sentence with a mark the due-mark mask leaves); ``_fits`` checks it against the rounds.
+    if not ids or (exact and ratios) or inserts \
+            or any(c.kind in INSERTING and c.kind is not Kind.SENTENCE_COUNT for c in constraints):
         return None
-    pattern = pattern_of(exact, ratios)
-    if pattern is None or not free_body(layout):
-        return None
+    totals: list[tuple[int, int | None]] = []
     for q in constraints:
         if q.id in ids:
             continue
@@ -275,7 +291,38 @@ def compile_sentence_types(ctx: CompileContext) -> SentenceTypes | None:
             if isinstance(f, (Wrap, Position, Spread)) and Unit.SENTENCES in (getattr(f, "unit", None),
                                                                               getattr(f, "per", None)):
                 return None
-            if isinstance(f, Count) and Unit.SENTENCES in (f.unit, f.per) or isinstance(f, Count) and f.of is not None:
+            if _total(f):
+                assert isinstance(f, Count)
+                totals.append(bounds(f.relation, f.n))
+            elif isinstance(f, Count) and Unit.SENTENCES in (f.unit, f.per) or isinstance(f, Count) and f.of is not None:
                 return None
+    exact = _filled(exact, totals)
+    pattern = pattern_of(exact, ratios)
+    if pattern is None or not free_body(layout) or not _fits(len(pattern), bool(ratios), totals):
+        return None
     controlled.update(ids)
     return SentenceTypes(pattern=pattern, repeat=bool(ratios), sources=tuple(ids))
+
+
+def _total(form: Form) -> bool:
+    """Whether ``form`` counts all of the answer's sentences ("five sentences", "at least two")."""
+    return isinstance(form, Count) and form.unit is Unit.SENTENCES and form.per is None and form.of is None \
+        and form.filter == Filter()
+
+
+def _filled(exact: dict[str, int], totals: Sequence[tuple[int, int | None]]) -> dict[str, int]:
+    """Exact counts of some types beside an exact count of all sentences, the rest plain statements
+    ("five sentences: two questions and one exclamation" holds two statements): ``.`` takes what the
+    total leaves when no count of statements is given (a statement adds to no other type's count)."""
+    if not exact or "." in exact or len(totals) != 1 or totals[0][0] != totals[0][1]:
+        return exact
+    rest = totals[0][0] - sum(exact.values())
+    return {**exact, ".": rest} if rest > 0 else exact
+
+
+def _fits(round_length: int, repeat: bool, totals: Sequence[tuple[int, int | None]]) -> bool:
+    """Whether the answer's sentences, one round of ``round_length`` (or whole rounds when the
+    pattern ``repeat``-s), can meet every count of all the sentences (``totals``: least, most)."""
+    rounds = range(1, MOST_ROUND + 1) if repeat else range(1, 2)
+    return any(all(lo <= m * round_length and (hi is None or m * round_length <= hi) for lo, hi in totals)
+               for m in rounds)

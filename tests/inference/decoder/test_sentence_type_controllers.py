@@ -1,7 +1,8 @@
 """Sentences counted by type (issue 19): the round of marks a request's counts or ratios make, a
 random-logits model fond of other marks still ends its sentences in the round's order and stops at a
-round's end (judged by the form's verifier), the compile step leaves other sentence rules alone; one
-short model run."""
+round's end (judged by the form's verifier), beside a count of all the sentences the rounds can make
+(the sentences no type count names are statements), and the compile step leaves other sentence rules
+alone; one short model run."""
 
 from __future__ import annotations
 
@@ -65,11 +66,36 @@ def test_sentences_end_in_the_rounds_order(tokenizer: Any, name: str, constraint
         assert judged(constraints, state.text) == [], state.text
 
 
+def _total(relation: str, n: int) -> Constraint:
+    return Constraint(id="n", kind=Kind.SENTENCE_COUNT, params={"relation": relation, "n": n})
+
+
+@pytest.mark.parametrize(
+    ("name", "constraints"),
+    [
+        # five sentences, two questions and one exclamation: the other two are statements
+        ("the rest statements", [_total("exactly", 5), _each("?", 2, "q"), _each("!", 1, "e")]),
+        ("as many questions as statements, at least three", [_total("at least", 3), _ratio(".", "?", 1.0, "r")]),
+        ("two of each in four sentences", [_total("exactly", 4), _each("?", 2, "q"), _each(".", 2, "s")]),
+    ],
+)
+def test_a_count_of_all_sentences_beside_the_types(tokenizer: Any, name: str, constraints: list[Constraint]) -> None:
+    steering = compile_steering(constraints, tokenizer, prompt="Talk about the sea.", max_new_tokens=BUDGET)
+    assert steering.controlled == {c.id for c in constraints}
+    bias = bias_towards(tokenizer, r"^[.!?]$|^ ?(?:sea|waves)$", 5.0)
+    bias.update(dict.fromkeys((int(t) for t in steering.tables.eos_ids), 6.0))
+    for seed in SEEDS:
+        state = drive_with_bias(steering, BUDGET, seed, bias)
+        assert state.finished, state.text
+        assert judged(constraints, state.text) == [], state.text
+
+
 def test_other_sentence_rules_leave_the_types_to_the_prompt(tokenizer: Any) -> None:
     types = [_each("?", 2, "q"), _each(".", 2, "s")]
-    counted = Constraint(id="n", kind=Kind.SENTENCE_COUNT, params={"relation": "exactly", "n": 4})
-    steering = compile_steering([*types, counted], tokenizer, prompt="x", max_new_tokens=BUDGET)
-    assert {"q", "s"} <= steering.uncontrolled
+    steering = compile_steering([*types, _total("exactly", 5)], tokenizer, prompt="x", max_new_tokens=BUDGET)
+    assert {"q", "s"} <= steering.uncontrolled  # the four sentences of the types are never five
+    rounds = [_total("exactly", 3), _ratio(".", "?", 1.0, "r")]
+    assert "r" in compile_steering(rounds, tokenizer, prompt="x", max_new_tokens=BUDGET).uncontrolled  # rounds of 2
     mixed = [_each("?", 2, "q"), _ratio(".", "?", 2.0, "r")]
     assert {"q", "r"} <= compile_steering(mixed, tokenizer, prompt="x", max_new_tokens=BUDGET).uncontrolled
 
