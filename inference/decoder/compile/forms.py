@@ -10,6 +10,7 @@ controllers write words of their own, which most families yield to.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 
@@ -42,6 +43,7 @@ __all__ = [
     "free_body",
     "item_leads",
     "literal_text",
+    "opened_paragraph",
     "opening_text",
     "required_keywords",
     "whole_length",
@@ -157,6 +159,19 @@ def fixed_texts(layout: Layout) -> tuple[str, ...]:
     """The texts of ``layout``'s literal segments, in order (its segments built once per layout:
     the lowering asks each form's question of the same one)."""
     return tuple(s.text for s in build_layout(layout) if isinstance(s, Literal))
+
+
+def opened_paragraph(form: Position, n: int) -> int | None:
+    """The paragraph (1 to ``n``) of a body of ``n`` blank-line paragraphs that ``form`` has open
+    with one word: the k-th paragraph starting with the word, or holding it (a word the paragraph
+    must contain is written as its first: "mention ice in the last paragraph"); a ``k`` counted
+    from the end is counted in the body's ``n``. None: no such place."""
+    word = form.text.strip()
+    if form.unit is not Unit.PARAGRAPHS or form.op not in ("starts_with", "contains") \
+            or len(word.split()) != 1 or re.search(r"\w", word) is None:
+        return None
+    nth = form.k if form.k > 0 else n + 1 + form.k
+    return nth if form.k != 0 and 1 <= nth <= n else None
 
 
 def free_body(layout: Layout) -> bool:

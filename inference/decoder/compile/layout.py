@@ -17,7 +17,13 @@ from dataclasses import replace
 from typing import Any
 
 from inference.decoder.compile.context import conflict
-from inference.decoder.compile.forms import case_of, form_of_constraint, item_leads
+from inference.decoder.compile.forms import (
+    case_of,
+    form_of_constraint,
+    forms_of,
+    item_leads,
+    opened_paragraph,
+)
 from inference.decoder.token_controllers.charset import CharPolicy
 from inference.decoder.token_controllers.placing import STRIPPED
 from inference.decoder.token_controllers.template import Body, Layout
@@ -248,12 +254,14 @@ def form_layout(constraints: Sequence[Constraint], layout: Layout, controlled: s
 
 def form_paragraph_words(constraints: Sequence[Constraint], layout: Layout, controlled: set[str]) -> None:
     """Report controlled the k-th paragraph's first word that a lowered paragraph count's body
-    writes (``_lower_paragraphs``): the same word as the body's literal, in paragraph ``nth``."""
+    writes (``_lower_paragraphs``): the same word as the body's literal, in paragraph ``nth``
+    (a word the paragraph must hold is written as its first; ``forms.opened_paragraph``)."""
     body = layout.body
     if body.kind != "blank_paragraphs" or not body.first_word or body.nth is None:
         return
     for c in constraints:
-        form = form_of_constraint(c)
-        if isinstance(form, Position) and form.unit is Unit.PARAGRAPHS and form.op == "starts_with" \
-                and form.k == body.nth and form.text.strip().strip(STRIPPED).lower() == body.first_word.lower():
+        forms = forms_of(c)  # a containment too, which form_of_constraint leaves to the verifier
+        form = forms[0] if len(forms) == 1 else None
+        if isinstance(form, Position) and opened_paragraph(form, body.n) == body.nth \
+                and form.text.strip().strip(STRIPPED).lower() == body.first_word.lower():
             controlled.add(c.id)

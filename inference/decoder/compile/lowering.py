@@ -41,6 +41,7 @@ from inference.decoder.compile.forms import (
     form_of_constraint,
     forms_of,
     item_leads,
+    opened_paragraph,
     opening_text,
 )
 from inference.decoder.token_controllers.placing import STRIPPED
@@ -120,8 +121,11 @@ def _lower_paragraphs(
     """A count of the answer's blank-line paragraphs with a minimum ("exactly three paragraphs",
     "at least two") as the blank-line body of that many paragraphs, when nothing else shapes the
     body and no other count or second placement of paragraphs is there; the k-th paragraph opened
-    by one word ``position(paragraphs, k, starts_with)``, ``k`` within the count, is that body's
-    first word (``form_paragraph_words`` reports it controlled). Empty: not such a count."""
+    by one word ``position(paragraphs, k, starts_with)``, or holding it (``contains``: the word is
+    written as its first), ``k`` within the count or counted from its end (``opened_paragraph``),
+    is that body's first word (``form_paragraph_words`` reports it controlled); a text closing every paragraph
+    (``position(paragraphs, 0, ends_with)``) leaves the body as it is (``compile_closing`` closes
+    each of its paragraphs). Empty: not such a count."""
     lo = bounds(form.relation, form.n)[0]
     if form.unit is not Unit.PARAGRAPHS or form.per is not None or form.of is not None or form.filter != Filter():
         return []
@@ -137,12 +141,12 @@ def _lower_paragraphs(
             if isinstance(f, Position) and f.unit is Unit.PARAGRAPHS:
                 placed.append(f)
     params: dict[str, object] = {"n": lo}
+    placed = [p for p in placed if not (p.op == "ends_with" and p.k == 0)]  # every paragraph's closing
     if placed:
-        place = placed[0]
-        word = place.text.strip()
-        if len(placed) > 1 or place.op != "starts_with" or not 1 <= place.k <= lo or len(word.split()) != 1:
+        nth = opened_paragraph(placed[0], lo)
+        if len(placed) > 1 or nth is None:
             return []
-        params.update(nth=place.k, first_word=word.strip(STRIPPED))
+        params.update(nth=nth, first_word=placed[0].text.strip().strip(STRIPPED))
     taken.add(Kind.NTH_PARAGRAPH_FIRST_WORD)
     return [msgspec.structs.replace(c, kind=Kind.NTH_PARAGRAPH_FIRST_WORD, params=params)]
 

@@ -18,7 +18,10 @@ piece, or the k-th):
 - where the model's own best token would end the piece, or stop, before the
   text is written, the text is forced there, token by token (the model then
   ends the piece as it wanted to); so is it when the token budget is about
-  to run out;
+  to run out (a paragraph of a counted blank-line body: its share of the
+  budget, the layout's segment deadline), and a text of words closing a line
+  or paragraph is then written after a sentence end (the open sentence is
+  asked to end a few tokens before, so no sentence is cut by the text);
 - the stop is held while the text is being written or the current piece
   (the k-th: until it is complete) does not end with it.
 
@@ -41,8 +44,9 @@ breaking the line late in the budget), the text comes first (``precede``).
 
 So a text this controller lets end closes every (or its k-th) piece with
 the text, provided nothing else forces tokens into the answer: the compiler
-controls a closing only in a free body without fixed text and without
-controllers that insert words. A budget that runs out first is reported
+controls a closing only in a free body without fixed text (or, for every
+paragraph, the blank-line body of a paragraph count, which holds only its
+blank lines) and without controllers that insert words. A budget that runs out first is reported
 (``unmet``).
 """
 
@@ -61,6 +65,7 @@ from inference.decoder.compile.forms import (
     bounds,
     case_of,
     check_pieces_agree,
+    fixed_texts,
     form_of_constraint,
     forms_of,
     free_body,
@@ -82,6 +87,7 @@ from inference.decoder.token_controllers.protocol import (
     spec_of,
 )
 from inference.decoder.token_controllers.sentence_marks import TERMINALS
+from inference.decoder.token_controllers.template import Layout
 from reasoning.constraints.form import units
 from reasoning.constraints.form.model import Count, Form, Position, Unit, Wrap
 from reasoning.constraints.form.verify import check, matches
@@ -101,6 +107,7 @@ __all__ = [
 #: Pieces a closing text can be placed at the end of.
 CLOSED_UNITS = frozenset({Unit.SENTENCES, Unit.LINES, Unit.PARAGRAPHS})
 _PARAGRAPH_TOKENS = 24  # budget tokens planned for each paragraph still to begin before the k-th ends
+_CLOSE_TOKENS = 8  # budget tokens before a text of words is due when the open sentence is asked to end
 
 
 def piece_ends(unit: Unit) -> str:
@@ -164,6 +171,8 @@ class Closings(Writer, JudgesText):
         self._text = ForcedText(tables, closing.text, lead=" " if re.search(r"\w", closing.text) else "")
         self._counts_empty = closing.k > 0 and closing.per is Unit.PARAGRAPHS  # the verifier counts them
         self._break = ForcedText(tables, "\n\n", lead="")
+        # A text of words closing a line or paragraph follows a whole sentence ("... game. Stay tuned.").
+        self._worded = closing.per is not Unit.SENTENCES and re.search(r"\w", closing.text) is not None
 
     def start(self) -> ClosingState:
         return ClosingState()
@@ -182,17 +191,38 @@ class Closings(Writer, JudgesText):
     def holds(self, d: RowPlanDraft) -> int:
         return HOLD_NONE if self.ends_ok(d.state) else HOLD_ALL
 
-    def _budget_due(self, state: SteerState, reserve: int) -> bool:
+    def _slack(self, state: SteerState, reserve: int) -> int | None:
+        """The budget tokens left before the text must begin in a piece that owes it (None: no
+        budget, or nothing owed); a paragraph of a counted body ends at its share of the budget."""
         budget = self.ctx.max_new_tokens
         if budget is None or state.pending or not self._open(state):
+            return None
+        left = budget - state.n_tokens - reserve
+        if state.seg_deadline is not None:
+            left = min(left, state.seg_deadline - state.n_tokens)
+        return left - self._text.tokens(state.text) - 2
+
+    def _budget_due(self, state: SteerState, reserve: int) -> bool:
+        """Whether ``pace`` begins the text on ``state``'s row: the budget is about to run out, or
+        (a text of words) nearly so, right after a sentence end."""
+        slack = self._slack(state, reserve)
+        if slack is None:
             return False
-        return budget - state.n_tokens - reserve <= self._text.tokens(state.text) + 2
+        return slack <= 0 or self._worded and slack <= _CLOSE_TOKENS and state.text.rstrip()[-1:] in TERMINALS
 
     def pace(self, d: RowPlanDraft) -> RowPlan | None:
-        """Write the text when the budget is about to run out inside a piece that owes it; break
+        """Write the text when the budget is about to run out inside a piece that owes it (a text
+        of words after a sentence end: the open sentence is asked to end a few tokens before); break
         the paragraph at a sentence end when the k-th paragraph must begin to fit the budget."""
         if self._budget_due(d.state, d.comp.reserve_tokens):
             return self._text.begin(d.state)
+        slack = self._slack(d.state, d.comp.reserve_tokens)
+        if slack is not None and slack <= _CLOSE_TOKENS and self._worded:
+            text = d.state.text
+            if not d.close:
+                words = text[d.state.parts[self.slot].start :].split()
+                d.close = "end" if words and good_last_word(words[-1]) else "word"
+            return None
         if not self._break_due(d):
             return None
         text = d.state.text
@@ -349,7 +379,7 @@ def compile_closing(ctx: CompileContext) -> Closing | None:
     text = " ".join(form.text.split())
     case = case_of(constraints)
     text = text.lower() if case == "lower" else text.upper() if case == "upper" else text
-    if not free_body(layout):
+    if not (free_body(layout) or form.unit is Unit.PARAGRAPHS and form.k == 0 and _paragraph_body(layout)):
         return None
     if any(ch in piece_ends(form.unit) for ch in text.rstrip(piece_ends(form.unit))) or "\n" in text:
         return None  # the text would end a piece before its own end
@@ -362,6 +392,14 @@ def compile_closing(ctx: CompileContext) -> Closing | None:
     controlled.add(c.id)
     wrap = isinstance(form_of_constraint(c), Wrap)
     return Closing(per=form.unit, k=form.k, text=form.text if wrap else text, sources=(c.id,), wrap=wrap)
+
+
+def _paragraph_body(layout: Layout) -> bool:
+    """Whether the body is a counted number of blank-line paragraphs with no text of its own but
+    the blank lines between them (``compile.lowering``: "three paragraphs" beside "end every
+    paragraph with 'Stay tuned.'"): the model ends each paragraph where a closing can precede."""
+    return layout.body.kind == "blank_paragraphs" and not layout.body.first_word \
+        and not "".join(fixed_texts(layout)).strip()
 
 
 def _closing_form(form: Form | None) -> Form | None:

@@ -362,8 +362,8 @@ def _check_position(form: Position, text: str, partial: bool) -> Check:
         present = [p for p in raw if p.strip()]
         if form.k > 0:
             piece = raw[form.k - 1] if form.k <= len(raw) and form.k <= len(present) else ""
-        else:
-            piece = present[-1] if present else ""
+        else:  # counted from the end of the paragraphs that hold text
+            piece = present[form.k] if len(present) >= -form.k else ""
         later = form.k > 0 and len(raw) > form.k
     else:
         items = units.pieces(form.unit, text)
