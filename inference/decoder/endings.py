@@ -158,12 +158,16 @@ class Lander:
         return ends_complete(self.decode(list(tokens)), self.closing)
 
     def complete_length(self, tokens: Sequence[int]) -> int | None:
-        """The length of the longest complete prefix of ``tokens`` (None: there is none)."""
+        """The length of the longest complete prefix of ``tokens`` (None: there is none).
+
+        The prefix never ends in whitespace-only tokens: a line or paragraph break with
+        nothing after it opens what would follow, so an answer rolled back (or ended
+        before a step left out) ends where its last sentence does."""
         marks = _TERMINALS | _CLOSERS | _STRUCTURE | {"\ufffd"}  # a byte fragment may end a 。
         marks |= {c.strip()[-1].lower() for c in self.closing if c.strip()}
         for k in range(len(tokens), 0, -1):
             piece = self._piece(tokens[k - 1])
-            if piece.strip() and not any(ch in marks for ch in piece.lower()):
+            if not piece.strip() or not any(ch in marks for ch in piece.lower()):
                 continue
             if self.complete(tokens[:k]):
                 return k

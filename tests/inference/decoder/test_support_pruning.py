@@ -120,6 +120,19 @@ def test_an_unsupported_or_junk_step_is_pruned(
 
 @pytest.mark.model
 @pytest.mark.usefixtures("one_torch_thread")
+def test_an_answer_ending_before_a_step_leaves_out_the_break_that_opened_it(
+    loaded_model: LoadedModel, guard: ClaimGuard, basis: SupportBasis
+) -> None:
+    # The unearned paragraph goes, and so does the paragraph break before it: the answer
+    # ends where its last sentence does, as it would had the model stopped there.
+    first = "Jon Doe is a politically exposed person [E1]."
+    result = _decode(loaded_model, first + "\n\nThe evidence is a person of TRF.", guard, basis)
+    assert result.pruning.pruned, result.pruning
+    assert result.answer == first, result.answer
+
+
+@pytest.mark.model
+@pytest.mark.usefixtures("one_torch_thread")
 def test_a_supported_paraphrase_of_a_rule_text_is_kept(
     loaded_model: LoadedModel, guard: ClaimGuard, basis: SupportBasis
 ) -> None:
