@@ -536,7 +536,7 @@ def _select(
     # [N]; a -inf entry's 0 * -inf is NaN and counts as 0
     probs = torch.softmax(logits, dim=-1)  # [N, V]: one pass, not exp(raw)
     entropy = (-torch.nansum(probs * raw, dim=-1) / math.log(vocab)).tolist()
-    adjusted = _steer(raw, beams, steerings, width, stats)  # [N, V]
+    adjusted = _steer(raw, beams, steerings, width, stats, done)  # [N, V]
     # [N]: the steering left one token (at most one finite entry: the second best is -inf)
     forced = (
         (row_topk(adjusted, 2)[0][:, 1] == _NEG_INF).tolist() if vocab > 1 else [True] * len(beams)
@@ -599,15 +599,21 @@ def _steer(
     steerings: Sequence[Steering],
     width: int,
     stats: SearchStats,
+    done: Sequence[bool] = (),
 ) -> torch.Tensor:
-    """Apply each branch's steering to its rows (one call when all branches share one)."""
+    """Apply each branch's steering to its rows (one call when all branches share one).
+
+    With a steering per branch, a branch that is ``done`` keeps its rows'
+    scores unsteered: no select reads them again."""
     t0 = time.perf_counter()
     if all(s is steerings[0] for s in steerings):
         adjusted = steerings[0].apply([bm.state for bm in beams], raw)
     else:
         adjusted = torch.cat(
             [
-                steering.apply(
+                raw[b * width : (b + 1) * width]
+                if b < len(done) and done[b]
+                else steering.apply(
                     [bm.state for bm in beams[b * width : (b + 1) * width]],
                     raw[b * width : (b + 1) * width],
                 )
