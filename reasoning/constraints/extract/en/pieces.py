@@ -123,6 +123,9 @@ def _value_after_with(ctx: Context, verb: int, end: int) -> tuple[str, int] | No
         j += 1
     if j >= end:
         return None
+    named = _named_quote(ctx, j, end)
+    if named is not None:
+        return named
     token = ctx.tokens[j]
     quoted = _QUOTED.match(ctx.text, token.idx)
     if quoted is not None:
@@ -141,6 +144,27 @@ def _value_after_with(ctx: Context, verb: int, end: int) -> tuple[str, int] | No
         shown = _PARENTHESISED_MARK.match(ctx.text, ctx.tokens[last].idx + len(ctx.tokens[last].text))
         return (shown.group(1), shown.end()) if shown is not None else None
     return token.text.strip("\"'“”‘’"), token.idx + len(token.text)
+
+
+def _named_quote(ctx: Context, j: int, end: int) -> tuple[str, int] | None:
+    """The quoted text a noun phrase at token ``j`` names in apposition: "the words 'See you soon.'", "the
+    sign-off "Cheers"", "this exact sentence: 'Over.'" (the quote is the text, never the noun naming it);
+    (text, end char), or None when no quote follows the nouns directly."""
+    last = j
+    while last < end and last - j < 3 and ctx.tokens[last].pos_ in ("NOUN", "PROPN", "ADJ") \
+            and not _QUOTED.match(ctx.text, ctx.tokens[last].idx):
+        last += 1
+    if last == j:
+        return None
+    after = ctx.tokens[last - 1].idx + len(ctx.tokens[last - 1].text)
+    quoted = _QUOTED_AFTER.match(ctx.text, after)
+    if quoted is None:
+        return None
+    return next(g for g in quoted.groups() if g is not None), quoted.end()
+
+
+#: A quote right after a naming noun, a colon or a space between them.
+_QUOTED_AFTER = re.compile(r"\s*:?\s*(?:" + _QUOTED.pattern + ")")
 
 
 #: A mark shown in parentheses right after the noun naming it ("an arrow (->)", "a tilde (~)").
