@@ -37,7 +37,13 @@ from reasoning.constraints.extract.patterns import alternation
 from reasoning.constraints.extract.sentence_bounds import sentence_bounds
 from reasoning.constraints.form import Count, Filter, Measure, Unit, canonical
 from reasoning.constraints.model import Kind, Relation
-from reasoning.constraints.quantities import ZH_NUMBER, parse_number, parse_zh_number
+from reasoning.constraints.quantities import (
+    ZH_NUMBER,
+    ZH_RELATIONS_AFTER,
+    ZH_RELATIONS_BEFORE,
+    parse_number,
+    parse_zh_number,
+)
 
 __all__ = ["TYPE_MARKS", "refine_sentence_types_chinese", "refine_sentence_types_english", "type_forms"]
 
@@ -82,7 +88,11 @@ _ZH_ITEM = rf"{ZH_NUMBER}\s*(?:个|句)\s*{_ZH_TYPE}"
 #: 两个问句、一个感叹句和三个陈述句: a number of each of two or more types.
 _ZH_LIST = re.compile(rf"(?P<list>{_ZH_ITEM}(?:\s*[、，,和与及]\s*{_ZH_ITEM})+)")
 _ZH_ITEM_RE = re.compile(rf"(?P<n>{ZH_NUMBER})\s*(?:个|句)\s*(?P<t>{_ZH_TYPE})")
-_ZH_EACH = re.compile(rf"(?P<list>{_ZH_TYPE}(?:[和与及、跟]{_ZH_TYPE})+)各(?:写|用|有)?(?P<n>{ZH_NUMBER})(?:句|个)")
+#: 问句和陈述句各两句, 包含陈述句和疑问句，各至少两句: a number of each type, under the relation said with it.
+_ZH_EACH = re.compile(rf"(?P<list>{_ZH_TYPE}(?:[和与及、跟]{_ZH_TYPE})+)[^。！？；;\n各]{{0,6}}?各(?:自)?(?:要|需|需要|必须|应|应该)?"
+                      rf"(?P<rel0>{alternation(ZH_RELATIONS_BEFORE)})?(?:写|用|有|包含|出现)?"
+                      rf"(?P<rel>{alternation(ZH_RELATIONS_BEFORE)})?\s*(?P<n>{ZH_NUMBER})\s*(?:句|个)"
+                      rf"(?:话|句子)?(?P<after>{alternation(ZH_RELATIONS_AFTER)})?")
 _ZH_RATIO = re.compile(rf"(?P<a>{_ZH_TYPE})(?:的数量|的句数|的数目)?(?:要|应|必须|应该)?是(?P<b>{_ZH_TYPE})(?:的数量)?的"
                        rf"(?P<mult>{ZH_NUMBER}|半)倍?")
 _ZH_EQUAL = re.compile(rf"(?P<list>{_ZH_TYPE}(?:[和与及、跟]{_ZH_TYPE})+)(?:的)?(?:数量|句数|数目)?(?:要|应|必须|应该)?"
@@ -195,7 +205,10 @@ def refine_sentence_types_chinese(text: str, found: list[Found]) -> list[Found]:
     for m in _ZH_EACH.finditer(text):
         n = parse_zh_number(m.group("n"))
         if n is not None and n > 0:
-            found = _replace(found, m.start(), m.end(), type_forms(_zh_kinds(m.group("list")), each=n))
+            said = m.group("rel0") or m.group("rel") or m.group("after")
+            relation = (ZH_RELATIONS_BEFORE.get(said) or ZH_RELATIONS_AFTER.get(said)) if said else Relation.EXACTLY
+            kinds = [(k, n) for k in dict.fromkeys(_zh_kinds(m.group("list")))]
+            found = _replace(found, m.start(), m.end(), _numbered(kinds, relation or Relation.EXACTLY))
     for m in _ZH_RATIO.finditer(text):
         mult = 0.5 if m.group("mult") == "半" else parse_zh_number(m.group("mult"))
         if mult:
