@@ -83,6 +83,23 @@ def _on_boundary(starts: set[int], start: int, end: int) -> bool:
     return start in starts and end in starts
 
 
+#: Words restricting a count to that many and no more (只写一段, 仅一段, 正好一段).
+_ONLY = re.compile(r"(?:只|仅|就|正好|恰好|刚好|限)[^，,。！？；\n]{0,3}$")
+#: What may follow a count that ends its clause (分成一段。, 写一段即可).
+_CLAUSE_END = re.compile(r"\s*(?:$|[，,。！？；;：:\n）)]|即可|就好|就行|就够)")
+
+
+def _measure_word_of_text(text: str, match: re.Match[str], n: int) -> bool:
+    """Whether 一段 is the measure word of a text it names (写一段关于春天的文字, 一段话, 一段生日祝福: "a
+    piece of text"), not a count of paragraphs. A count asks for it: a relation said with it, a word
+    restricting it (只写一段), a clause ending at it (分成一段。), 段落 itself, or a number other than one."""
+    if n != 1 or match.group("unit") != "段" or match.group("rel") or match.group("after"):
+        return False
+    if _ONLY.search(text, max(0, match.start() - 5), match.start()):
+        return False
+    return _CLAUSE_END.match(text, match.end()) is None
+
+
 def extract_chinese(doc: Doc, text: str) -> list[Found]:
     """Every constraint the Chinese rules read in ``text`` (segmented as ``doc``)."""
     starts = _token_starts(doc)
@@ -102,7 +119,7 @@ def extract_chinese(doc: Doc, text: str) -> list[Found]:
             continue  # 第一段, 每一段, 任何一段, 最后一句: an ordinal or a quantifier, no count
         kind = _UNITS[match.group("unit")]
         n = parse_zh_number(match.group("num"))
-        if n is None:
+        if n is None or _measure_word_of_text(text, match, n):
             continue
         relation = _zh_relation(match.group("rel"), match.group("after"))
         params: dict[str, object] = {"n": n}
