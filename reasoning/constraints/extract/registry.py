@@ -44,6 +44,7 @@ from reasoning.constraints.extract.common.italic_thesis import (
     detect_italic_thesis,
     refine_italic_thesis_chinese,
 )
+from reasoning.constraints.extract.common.list_marker import detect_list_marker
 from reasoning.constraints.extract.common.mark_set import detect_mark_set, refine_mark_set_chinese
 from reasoning.constraints.extract.common.nesting import detect_nesting, refine_nesting_chinese
 from reasoning.constraints.extract.common.sentence_types import (
@@ -155,6 +156,7 @@ ENGLISH: tuple[EnglishReader, ...] = (
     # answer rules: each replaces what the readers above gave its wording
     detect_choice,
     detect_bullet_separator,
+    detect_list_marker,
     detect_copied_words,
     detect_copied_characters,
     detect_first_word_replaced,
