@@ -60,3 +60,8 @@ def test_lines_opened_by_the_marker_verify_the_list() -> None:
 def test_bullets_kept_where_no_marker_replaces_them(prompt: str, kind: str) -> None:
     read = _read(prompt)
     assert any(k == kind for k, _ in read) and _NO_LIST not in read, read
+
+
+def test_a_mark_named_as_a_noun_marks_nothing() -> None:
+    read = _read("Begin every list item with a check mark emoji ✅.")
+    assert _NO_LIST not in read and not any(p.get("unit") == "lines" for _, p in read), read

@@ -11,7 +11,7 @@ was meant to replace. A sentence that names a marker for the items and
   indicate ... each item / point / entry / line "with" / "by" it), or
 - makes it the bullet ("use -> as the bullet", "as a list marker")
 
-is read here instead: no Markdown list (``structure(no_list)``) and the items
+is read here instead (a sentence about sub-bullets is the sub-bullet reader's): no Markdown list (``structure(no_list)``) and the items
 as lines opening with the marker: ``count(lines, starts_with=marker)``,
 exactly as many as the request counts items ("List six things": 6, read from
 the list reading it replaces or from a number before a plural noun), at least
@@ -50,6 +50,7 @@ _AS_BULLET = re.compile(
 _MARKING = frozenset({"mark", "denote", "label", "flag", "prefix", "introduce", "indicate", "tag"})
 _ITEMS = frozenset({"item", "point", "entry", "line", "element", "bullet"})
 _SEPARATING_WORDS = re.compile(r"\b(?:separat|delimit|divid|join)\w*", re.IGNORECASE)
+_NESTED = re.compile(r"\bsub[\s-]?(?:bullet|point|item|list)", re.IGNORECASE)
 #: The text from a sentence's start to the next period or line break (the parser may cut a sentence at "!?").
 _CLAUSE = re.compile(r"[^\n]*?(?:\.(?=\s|$)|\n|$)")
 #: A bare run of symbols standing as a word of its own.
@@ -85,8 +86,8 @@ def _asks_marker(ctx: Context, first: int, last: int, sentence: str) -> bool:
     """Whether the sentence of tokens ``first..last`` sets a marker for the items (see the module doc)."""
     if _AGAINST_BULLETS.search(sentence) or _AS_BULLET.search(sentence):
         return True
-    lemmas = ctx.lemmas[first:last]
-    return any(lemma in _MARKING for lemma in lemmas) and any(lemma in _ITEMS for lemma in lemmas)
+    marking = any(ctx.lemmas[j] in _MARKING and ctx.tokens[j].pos_ == "VERB" for j in range(first, last))
+    return marking and any(lemma in _ITEMS for lemma in ctx.lemmas[first:last])  # "a check mark" marks nothing
 
 
 def _items(ctx: Context) -> int | None:
@@ -117,8 +118,9 @@ def detect_list_marker(ctx: Context) -> None:
     """Replace a Markdown list marked by the request's own symbol by its lines (see the module doc)."""
     for sent in ctx.doc.sents:
         clause = _CLAUSE.match(ctx.text, sent.start_char)
-        if clause is not None and _SEPARATING_WORDS.search(clause.group()):
-            continue  # the separator reader's, the parser's sentence cut at a mark ("use !?!? to separate") or not
+        if clause is not None and (_SEPARATING_WORDS.search(clause.group()) or _NESTED.search(clause.group())):
+            continue  # the separator's or the sub-bullets' reader's, whether or not the parser cut the sentence
+            # at a mark ("use !?!? to separate")
         found = _marker(ctx.text, sent.start_char, sent.end_char)
         if found is None or not _asks_marker(ctx, sent.start, sent.end, sent.text):
             continue
