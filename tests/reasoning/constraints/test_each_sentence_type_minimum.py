@@ -41,3 +41,16 @@ def test_each_type_at_least_is_a_minimum_of_each_type(prompt: str, marks: tuple[
 def test_each_type_without_a_relation_stays_exact() -> None:
     read = _read("请写问句和陈述句各两句。")
     assert ("count", {"unit": "sentences", "relation": "exactly", "n": 2, "filter": {"ends_with": "?"}}) in read
+
+
+@pytest.mark.parametrize(
+    ("prompt", "mark", "relation", "n"),
+    [
+        ("为读书会写一段开场白，里面要正好包含两个问句。", "?", "exactly", 2),
+        ("写一则通知，至少用三个感叹句。", "!", "at least", 3),
+    ],
+)
+def test_a_number_of_one_type_is_that_type(prompt: str, mark: str, relation: str, n: int) -> None:
+    read = _read(prompt)
+    assert ("count", {"unit": "sentences", "relation": relation, "n": n, "filter": {"ends_with": mark}}) in read, read
+    assert not any(k == "sentence_count" or p.get("unit") == "paragraphs" for k, p in read), read

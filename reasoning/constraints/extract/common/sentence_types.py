@@ -13,7 +13,9 @@ with the other:
   questions and exclamations", "the same number of questions and
   statements", 问句和陈述句数量相同: each type against the first, exactly 1;
 - a number of each (问句和陈述句各两句, "two questions and two statements
-  each"): each type exactly that many;
+  each"): each type exactly that many; under the relation said with 各
+  (陈述句和疑问句，各至少两句): at least that many of each, never of all the
+  sentences together; a number of one type (正好包含两个问句): that type;
 - a list of numbers of types ("exactly two questions, two exclamations and
   one plain statement", 两个问句、一个感叹句和三个陈述句): each type that many,
   under the relation said before the list ("at least" ...), exactly by
@@ -93,6 +95,9 @@ _ZH_EACH = re.compile(rf"(?P<list>{_ZH_TYPE}(?:[和与及、跟]{_ZH_TYPE})+)[^�
                       rf"(?P<rel0>{alternation(ZH_RELATIONS_BEFORE)})?(?:写|用|有|包含|出现)?"
                       rf"(?P<rel>{alternation(ZH_RELATIONS_BEFORE)})?\s*(?P<n>{ZH_NUMBER})\s*(?:句|个)"
                       rf"(?:话|句子)?(?P<after>{alternation(ZH_RELATIONS_AFTER)})?")
+#: 正好包含两个问句, 至少三个感叹句: a number of one type, under the relation said with it.
+_ZH_ONE = re.compile(rf"(?:(?P<rel>{alternation(ZH_RELATIONS_BEFORE)})\s*)?(?:包含|有|写|用|使用|出现)?\s*"
+                     rf"(?:(?P<rel2>{alternation(ZH_RELATIONS_BEFORE)})\s*)?(?P<n>{ZH_NUMBER})\s*(?:个|句)\s*(?P<t>{_ZH_TYPE})")
 _ZH_RATIO = re.compile(rf"(?P<a>{_ZH_TYPE})(?:的数量|的句数|的数目)?(?:要|应|必须|应该)?是(?P<b>{_ZH_TYPE})(?:的数量)?的"
                        rf"(?P<mult>{ZH_NUMBER}|半)倍?")
 _ZH_EQUAL = re.compile(rf"(?P<list>{_ZH_TYPE}(?:[和与及、跟]{_ZH_TYPE})+)(?:的)?(?:数量|句数|数目)?(?:要|应|必须|应该)?"
@@ -221,4 +226,12 @@ def refine_sentence_types_chinese(text: str, found: list[Found]) -> list[Found]:
         numbered = [(k, n) for k, n in items if n is not None]
         if len({k for k, _ in numbered}) >= 2:
             found = _replace(found, m.start(), m.end(), _numbered(numbered, Relation.EXACTLY))
+    for m in _ZH_ONE.finditer(text):
+        n = parse_zh_number(m.group("n"))
+        typed = any(f.kind is Kind.COUNT and (f.params.get("filter") or {}).get("ends_with") and overlaps(f, m.start(), m.end())
+                    for f in found)
+        if n is None or typed or text[max(0, m.start() - 1) : m.start()] in ("第", "每"):
+            continue  # read with the other types, or an ordinal (第一个问句)
+        relation = ZH_RELATIONS_BEFORE.get(m.group("rel") or m.group("rel2") or "", Relation.EXACTLY)
+        found = _replace(found, m.start(), m.end(), _numbered([(_ZH_TYPES[m.group("t")], n)], relation))
     return found
