@@ -20,7 +20,7 @@ def _texts(prompt: str) -> list[str]:
 
 @pytest.mark.parametrize(
     "prompt",
-    ["写一段关于春天的文字。", "给朋友写一段生日祝福，至少用上三个感叹号。", "用英文写一段话，介绍使用密码管理器的好处。"],
+    ["写一段关于春天的文字。", "给朋友写一段生日祝福，至少用上三个感叹号。", "写一段关于阳台种菜的建议，“阳光”这个词至少要出现三次。"],
 )
 def test_one_piece_of_text_is_no_paragraph_count(prompt: str) -> None:
     assert not any(k == "paragraph_count" or p.get("unit") == "paragraphs" for k, p in _read(prompt)), _read(prompt)
@@ -28,7 +28,8 @@ def test_one_piece_of_text_is_no_paragraph_count(prompt: str) -> None:
 
 @pytest.mark.parametrize(
     ("prompt", "n"),
-    [("介绍一下北京，只写一段。", 1), ("把答案分成一段。", 1), ("写三段关于春天的文字。", 3), ("写两段话推荐一本书。", 2)],
+    [("介绍一下北京，只写一段。", 1), ("把答案分成一段。", 1), ("写三段关于春天的文字。", 3), ("写两段话推荐一本书。", 2),
+     ("用英文写一段话，介绍使用密码管理器的好处。", 1), ("写一段关于春天的话，用上三个感叹号。", 1)],
 )
 def test_a_paragraph_count_asked_is_read(prompt: str, n: int) -> None:
     read = _read(prompt)

@@ -85,19 +85,25 @@ def _on_boundary(starts: set[int], start: int, end: int) -> bool:
 
 #: Words restricting a count to that many and no more (只写一段, 仅一段, 正好一段).
 _ONLY = re.compile(r"(?:只|仅|就|正好|恰好|刚好|限)[^，,。！？；\n]{0,3}$")
+#: The noun phrase a measure word measures: up to the clause's end.
+_PHRASE = re.compile(r"[^，,。！？；;：:\n]{1,20}")
 #: What may follow a count that ends its clause (分成一段。, 写一段即可).
 _CLAUSE_END = re.compile(r"\s*(?:$|[，,。！？；;：:\n）)]|即可|就好|就行|就够)")
 
 
 def _measure_word_of_text(text: str, match: re.Match[str], n: int) -> bool:
-    """Whether 一段 is the measure word of a text it names (写一段关于春天的文字, 一段话, 一段生日祝福: "a
-    piece of text"), not a count of paragraphs. A count asks for it: a relation said with it, a word
-    restricting it (只写一段), a clause ending at it (分成一段。), 段落 itself, or a number other than one."""
+    """Whether 一段 is the measure word of a text it names (写一段关于春天的文字, 一段生日祝福, 一段开场白: "a
+    piece of text" of that kind), not a count of paragraphs. A count asks for it: a relation said with it,
+    a word restricting it (只写一段), a clause ending at it (分成一段。), 段落 itself, a number other than
+    one, or 话 as what it measures (一段话, 一段关于春天的话: a paragraph of speech)."""
     if n != 1 or match.group("unit") != "段" or match.group("rel") or match.group("after"):
         return False
     if _ONLY.search(text, max(0, match.start() - 5), match.start()):
         return False
-    return _CLAUSE_END.match(text, match.end()) is None
+    if _CLAUSE_END.match(text, match.end()) is not None:
+        return False
+    measured = _PHRASE.match(text, match.end())
+    return measured is None or not measured.group().endswith("话")  # 一段（关于春天的）话: a paragraph of speech
 
 
 def extract_chinese(doc: Doc, text: str) -> list[Found]:
