@@ -45,6 +45,8 @@ __all__ = [
     "literal_text",
     "opened_paragraph",
     "opening_text",
+    "placed_against",
+    "placed_from_start",
     "required_keywords",
     "whole_length",
 ]
@@ -172,6 +174,40 @@ def opened_paragraph(form: Position, n: int) -> int | None:
         return None
     nth = form.k if form.k > 0 else n + 1 + form.k
     return nth if form.k != 0 and 1 <= nth <= n else None
+
+
+def placed_from_start(form: Position, constraints: Sequence[Constraint]) -> Position:
+    """``form`` with a ``k`` counted from the end (below 0) counted from the start instead, where
+    the same request fixes how many of its pieces the answer has: one exact count of that unit
+    over the whole answer ("exactly 5 sentences" beside "the third sentence from the end is a
+    question": the third) -- the count's own controller keeps that many, so the k-th from the start
+    is the piece asked for. ``form`` unchanged otherwise (no exact count, two different ones, or a
+    ``k`` outside it): a place counted from an end nobody plans is left unsteered."""
+    exact = _exact_counts(form, constraints)
+    if form.k >= 0 or len(exact) != 1:
+        return form
+    k = next(iter(exact)) + 1 + form.k
+    return msgspec.structs.replace(form, k=k) if k >= 1 else form
+
+
+def placed_against(form: Position, constraints: Sequence[Constraint]) -> tuple[str, ...]:
+    """The ids of the exact counts ``placed_from_start`` counted ``form``'s place against (empty:
+    ``form`` is not placed from the end): the place holds only where they are kept, so a step that
+    steers it is withdrawn when one of them is left uncontrolled (``compile.steering``)."""
+    if placed_from_start(form, constraints) is form:
+        return ()
+    return next(iter(_exact_counts(form, constraints).values()))
+
+
+def _exact_counts(form: Position, constraints: Sequence[Constraint]) -> dict[int, tuple[str, ...]]:
+    """The exact counts of ``form``'s unit over the whole answer in ``constraints``: n -> their ids."""
+    found: dict[int, tuple[str, ...]] = {}
+    for c in constraints:
+        for f in forms_of(c):
+            if isinstance(f, Count) and f.unit is form.unit and f.per is None and f.of is None \
+                    and f.filter == Filter() and bounds(f.relation, f.n) == (f.n, f.n):
+                found[f.n] = (*found.get(f.n, ()), c.id)
+    return found
 
 
 def free_body(layout: Layout) -> bool:

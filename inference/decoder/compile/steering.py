@@ -41,6 +41,7 @@ from inference.decoder.compile.checks import (
     check_sentences,
 )
 from inference.decoder.compile.context import CompileContext, conflict
+from inference.decoder.compile.forms import form_of_constraint, placed_against
 from inference.decoder.compile.layout import form_layout, form_paragraph_words, named_layout
 from inference.decoder.compile.lowering import lower_forms
 from inference.decoder.compile.stages import (
@@ -61,6 +62,7 @@ from inference.decoder.token_controllers.steering import ConstraintSteering
 from inference.decoder.token_controllers.template import Layout, build_layout
 from inference.decoder.vocab import vocab_tables
 from reasoning.constraints.catalog import CATALOG
+from reasoning.constraints.form.model import Position
 from reasoning.constraints.model import Constraint, Hardness, Kind, Scope
 from reasoning.errors import LimitExceeded
 
@@ -145,6 +147,7 @@ def compile_steering(
     for family in compile_steps():
         assert family.compile is not None  # compile_steps holds only families with a step
         ctx.compiled[family.name] = family.compile(ctx)
+    _withdraw_unkept_places(ctx)
     placement: Placement | None = ctx.compiled["placement"]
     opening: Opening | None = ctx.compiled["opening"]
     if placement is not None and policy.active:
@@ -186,6 +189,21 @@ def compile_steering(
         assisted=frozenset(assisted),
         uncontrolled=frozenset(uncontrolled),
     )
+
+
+def _withdraw_unkept_places(ctx: CompileContext) -> None:
+    """Withdraw a compiled step that places a sentence or line counted from the end against an
+    exact count (``forms.placed_from_start``) that no controller keeps: the k-th from the start
+    is then not the piece asked for, so the place is left to the prompt."""
+    for name, spec in list(ctx.compiled.items()):
+        sources = getattr(spec, "sources", ())
+        for c in ctx.hard:
+            form = form_of_constraint(c) if c.id in sources else None
+            counts = placed_against(form, ctx.hard) if isinstance(form, Position) else ()
+            if counts and not set(counts) <= ctx.controlled:
+                ctx.controlled.difference_update(sources)
+                ctx.compiled[name] = None
+                break
 
 
 def _bound_citations(steering: ConstraintSteering) -> Citations | None:

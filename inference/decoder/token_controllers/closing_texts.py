@@ -69,6 +69,7 @@ from inference.decoder.compile.forms import (
     form_of_constraint,
     forms_of,
     free_body,
+    placed_from_start,
 )
 from inference.decoder.token_controllers.count_maxima import PIECE_UNITS, piece_start
 from inference.decoder.token_controllers.count_tallies import good_last_word
@@ -364,7 +365,8 @@ def compile_closing(ctx: CompileContext) -> Closing | None:
     constraints, layout, controlled = ctx.hard, ctx.layout, ctx.controlled
     inserts, placed = ctx.inserts, ctx.placed
     found = [(c, form) for c in constraints if c.id not in controlled
-             and isinstance(form := _closing_form(form_of_constraint(c)), Position)
+             and isinstance(own := _closing_form(form_of_constraint(c)), Position)
+             and isinstance(form := placed_from_start(own, constraints) if own.unit is Unit.LINES else own, Position)
              and form.op == "ends_with" and form.unit in CLOSED_UNITS and form.text.strip()
              and (form.k == 0 or form.k >= 1 and form.unit in (Unit.LINES, Unit.PARAGRAPHS))]
     def agree(form: Position, text: str) -> bool:

@@ -1,5 +1,8 @@
 """A piece at a middle position opens with a text: the k-th sentence or line starts with it;
-or every piece does ("every sentence begins with 'Note'", ``k = 0``).
+or every piece does ("every sentence begins with 'Note'", ``k = 0``); or the k-th line is the
+text (``op="is"``: "the line before last must say exactly 'Kind regards,'", its ``k`` counted from
+the start of an exact count of lines, ``compile.forms.placed_from_start``): the text and a line
+break are forced where the line begins.
 
 Pieces and the comparison are the verifier's (``units.pieces``; a one-word
 text is compared with the piece's first word cut at ``.,?!'"``, a longer one
@@ -56,6 +59,7 @@ from inference.decoder.compile.forms import (
     form_of_constraint,
     free_body,
     opening_text,
+    placed_from_start,
 )
 from inference.decoder.token_controllers.closing_texts import piece_ends
 from inference.decoder.token_controllers.count_maxima import PIECE_UNITS, piece_start
@@ -120,12 +124,14 @@ def closed_pieces(per: Unit, text: str, pieces: Sequence[str] | None = None) -> 
 @dataclass(frozen=True)
 class Opening:
     """The ``k``-th (``k >= 2``) ``per`` piece starts with ``text``, or every one (``k = 0``)
-    (``sources``: the constraint ids)."""
+    (``sources``: the constraint ids); ``exact``: the k-th line is the text and nothing more
+    ("the line before last must say exactly 'Kind regards,'": the text and a line break forced)."""
 
     per: Unit
     k: int
     text: str
     sources: tuple[str, ...] = ()
+    exact: bool = False
 
     @property
     def every(self) -> bool:
@@ -133,7 +139,7 @@ class Opening:
 
     @property
     def one_word(self) -> bool:
-        return len(self.text.split()) == 1 and re.search(r"\w", self.text) is not None
+        return not self.exact and len(self.text.split()) == 1 and re.search(r"\w", self.text) is not None
 
     def may_open(self, text: str) -> bool:
         """Whether a piece may begin with ``text`` (as much of it as is given) and still open
@@ -142,7 +148,7 @@ class Opening:
 
     @property
     def form(self) -> Position:
-        return Position(unit=self.per, op="starts_with", text=self.text, k=self.k)
+        return Position(unit=self.per, op="is" if self.exact else "starts_with", text=self.text, k=self.k)
 
 
 @dataclass(frozen=True)
@@ -160,6 +166,8 @@ def _consistent(opening: Opening, piece: str, complete: bool) -> bool:
     """Whether the k-th ``piece`` (complete, or still growing) starts, or can still start, with the text."""
     target = opening.text.strip().lower()
     low = piece.strip().lower()
+    if opening.exact:
+        return low == target if complete else target.startswith(low)
     if not opening.one_word:
         return low.startswith(target) or (not complete and target.startswith(low))
     parts = low.split()
@@ -192,7 +200,7 @@ class Openings(Writer, JudgesText):
         self.spec = opening
         self.opening = opening
         tables = ctx.tables
-        self._text = ForcedText(tables, opening.text)
+        self._text = ForcedText(tables, opening.text + "\n" if opening.exact else opening.text)
         self._words = len(opening.text.split())
         self._enders = tables.holding(piece_ends(opening.per))
         self._delimiters = _delimiters(tables)
@@ -224,7 +232,7 @@ class Openings(Writer, JudgesText):
     def _bare(self, state: SteerState) -> bool:
         """Whether the piece the text opened holds no word of its own yet (it may not end)."""
         part: OpeningState = state.parts[self.slot]
-        if not part.written or not self.opening.every and part.before != self.opening.k - 1:
+        if self.opening.exact or not part.written or not self.opening.every and part.before != self.opening.k - 1:
             return False
         return len(state.text[part.start :].split()) <= self._words
 
@@ -294,7 +302,7 @@ class Openings(Writer, JudgesText):
 
     def _settled(self, new: SteerState) -> bool:
         """Whether the written text can no longer change (a longer text is a prefix; a word is delimited)."""
-        if not self.opening.one_word:
+        if not self.opening.one_word:  # (an exact line: its break is written)
             return True
         return bool(new.text) and (new.text[-1].isspace() or new.text[-1] in WORD_CUTS)
 
@@ -328,7 +336,10 @@ def compile_opening(ctx: CompileContext) -> Opening | None:
     found: list[tuple[Constraint, Position]] = []
     for c in constraints:
         form = form_of_constraint(c)
-        if isinstance(form, Position) and form.op == "starts_with" and (
+        if isinstance(form, Position) and form.unit in OPENED_UNITS:
+            form = placed_from_start(form, constraints)  # "the line before last": its k from the start
+        exact = isinstance(form, Position) and form.op == "is" and form.unit is Unit.LINES and form.k >= 2
+        if isinstance(form, Position) and (form.op == "starts_with" or exact) and (
                 form.unit in OPENED_UNITS and form.k >= 2 or form.unit in EVERY_UNITS and form.k == 0):
             found.append((c, form))
     _check_openings_agree(constraints, found)
@@ -353,7 +364,7 @@ def compile_opening(ctx: CompileContext) -> Opening | None:
                     and not _adds_no_piece(cap.unit, text):
                 return None  # (a distinct-words cap reserves the placed words: ``compile_tally``)
     controlled.add(c.id)
-    return Opening(per=form.unit, k=form.k, text=text, sources=(c.id,))
+    return Opening(per=form.unit, k=form.k, text=text, sources=(c.id,), exact=form.op == "is")
 
 
 def _adds_no_piece(unit: Unit, text: str) -> bool:

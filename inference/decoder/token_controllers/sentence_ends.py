@@ -2,8 +2,11 @@
 one: "the word 'ocean' must appear in the third sentence".
 
 A generic ``position(sentences, k, ends_with, text)`` with ``k >= 1`` (the
-last sentence's ending is the layout's end phrase) compiles to one
-``SentenceEnd``. Sentences and the comparison are the verifier's
+last sentence's ending is the layout's end phrase; a ``k`` counted from the
+end beside an exact count of sentences is counted from the start,
+``compile.forms.placed_from_start``) compiles to one ``SentenceEnd``. A text
+that is one end mark ("the third sentence is a question": ``?``) is the
+sentence's mark, written with no space where the model would end it. Sentences and the comparison are the verifier's
 (``units.pieces``: a sentence ends at a run of ``.!?。！？`` before whitespace
 or the end; a one-word text is the sentence's last word without its
 punctuation, a longer one a suffix, ignoring case). A row's phase is read
@@ -59,6 +62,7 @@ from inference.decoder.compile.forms import (
     form_of_constraint,
     forms_of,
     free_body,
+    placed_from_start,
 )
 from inference.decoder.token_controllers.count_maxima import PIECE_UNITS
 from inference.decoder.token_controllers.forcing import (
@@ -147,7 +151,8 @@ class SentenceEnding(Writer):
         self.spec = spec
         self.want = spec
         tables = ctx.tables
-        self._text = ForcedText(tables, spec.text)
+        # A sentence's mark ("?": the k-th sentence is a question) follows its last word directly.
+        self._text = ForcedText(tables, spec.text, lead=" " if re.search(r"\w", spec.text) else "")
         self._eos = list(tables.eos_ids)
 
         def vector(name: str, value: Callable[[str], bool]) -> torch.Tensor:
@@ -178,7 +183,8 @@ class SentenceEnding(Writer):
         current = pieces[-1] if pieces and closed < len(pieces) else ""
         if self.want.op == "contains":
             return "held" if matches(current, "contains", self.want.text, Unit.SENTENCES) else "open"
-        worded = _ends_with(current, self.want.text) and not text[-1:].isspace()
+        # (a text that is one mark closes the sentence itself: the phase goes from open to marked)
+        worded = self.want.text not in _TERMINALS and _ends_with(current, self.want.text) and not text[-1:].isspace()
         return "worded" if worded else "open"
 
     def start(self) -> SentenceEndState:
@@ -204,7 +210,7 @@ class SentenceEnding(Writer):
         if part.phase != "open" or part.pending or state.pending:
             return None
         first = self._text.first(state.text)
-        if first < 0:
+        if first < 0 or not self._may_write(state.text):
             return None
         budget = self.ctx.max_new_tokens
         if budget is not None and tokens_left(budget, d) <= self._text.tokens(state.text) + 2:
@@ -231,7 +237,7 @@ class SentenceEnding(Writer):
                 ends = self._not_decimal if state.text[-1:].isdigit() and not self._short(state) else self._terminal
                 wants_end = best in self._eos or bool(ends[best])
                 # Where the model would end the sentence, the text is written first.
-                if not (wants_end and not state.pending
+                if not (wants_end and not state.pending and self._may_write(state.text)
                         and allow_only(allowed, fragments, r, self._text.first(state.text))):
                     allowed[r] &= ~ends
             elif phase == "decimal":
@@ -242,6 +248,15 @@ class SentenceEnding(Writer):
                 if bool(keep.any()):
                     allowed[r] = keep
                     fragments[r] = False
+
+    def _may_write(self, text: str) -> bool:
+        """Whether the text may be written now: a mark only once the open sentence holds a word
+        (a mark right after another sentence's would join its run: "... environment.?")."""
+        if self.want.text not in _TERMINALS:
+            return True
+        pieces = units.pieces(Unit.SENTENCES, text)
+        open_piece = pieces[-1] if pieces and closed_pieces(Unit.SENTENCES, text, pieces) < len(pieces) else ""
+        return re.search(r"\w", open_piece) is not None
 
     def _short(self, state: SteerState) -> bool:
         """Whether the budget left holds little more than the text, its mark and a decimal's digit."""
@@ -287,8 +302,9 @@ def compile_sentence_end(ctx: CompileContext) -> SentenceEnd | None:
     openings, and no maximum that counts an item of the text (its tokens are forced past the masks).
     """
     constraints, layout, controlled, inserts = ctx.hard, ctx.layout, ctx.controlled, ctx.inserts
-    found = [(c, form) for c in constraints if isinstance(form := form_of_constraint(c), Position)
-             and form.unit is Unit.SENTENCES and form.op == "ends_with" and form.k >= 1]
+    found = [(c, form) for c in constraints if isinstance(read := form_of_constraint(c), Position)
+             and (form := placed_from_start(read, constraints)).unit is Unit.SENTENCES
+             and form.op == "ends_with" and form.k >= 1]
     return sentence_text_rule(constraints, layout, controlled, found, inserts=inserts)
 
 
@@ -299,13 +315,17 @@ def sentence_text_rule(
     """The ``SentenceEnd`` of the one position in ``found``, the k-th sentence ending with its text
     or (``op="contains"``) holding it, where the sentence-end controller can keep it: on the terms
     :func:`compile_sentence_end` names, the same for both (None: not one position, or not here)."""
-    if len(found) != 1 or inserts or any(c.kind in INSERTING for c in constraints):
+    if len(found) != 1 or inserts:
         return None
     c, form = found[0]
     kinds = {q.kind for q in constraints}
     text = " ".join(form.text.split())
     text = text.lower() if Kind.ALL_LOWERCASE in kinds else text.upper() if Kind.ALL_CAPITALS in kinds else text
-    if not text or any(ch in TERMINALS or ch == "\n" for ch in text) or not free_body(layout):
+    mark = form.op == "ends_with" and len(text) == 1 and text in TERMINALS  # "... is a question": "?"
+    # A mark writes no word: a sentence count's controller (which ends sentences) may stand beside it.
+    if any(q.kind in INSERTING and not (mark and q.kind is Kind.SENTENCE_COUNT) for q in constraints):
+        return None
+    if not text or not mark and any(ch in TERMINALS or ch == "\n" for ch in text) or not free_body(layout):
         return None
     for q in constraints:
         for f in forms_of(q) if q.id != c.id else ():

@@ -35,7 +35,7 @@ from typing import Any
 import torch
 
 from inference.decoder.compile.context import CompileContext
-from inference.decoder.compile.forms import forms_of
+from inference.decoder.compile.forms import forms_of, placed_from_start
 from inference.decoder.token_controllers.protocol import (
     Context,
     Controller,
@@ -170,10 +170,12 @@ def build_sentence_words(ctx: Context, specs: Sequence[Any]) -> Controller | Non
     return SentenceWording(ctx, spec) if spec is not None else None
 
 
-def _contained(c: Constraint) -> Position | None:
+def _contained(c: Constraint, constraints: Sequence[Constraint]) -> Position | None:
+    """``c``'s word in the k-th sentence, ``k`` counted from the start (``placed_from_start``)."""
     if GENERIC_KINDS.get(c.kind) is not Position:
         return None
     form = next(iter(forms_of(c)), None)
+    form = placed_from_start(form, constraints) if isinstance(form, Position) else form
     if isinstance(form, Position) and form.unit is Unit.SENTENCES and form.op == "contains" and form.k >= 1 \
             and form.word is None and form.same_as is None:
         return form
@@ -194,6 +196,6 @@ def compile_sentence_word(ctx: CompileContext) -> SentenceWord | None:
     """
     if ctx.compiled["sentence_end"] is not None:
         return None
-    found = [(c, form) for c in ctx.hard if (form := _contained(c)) is not None]
+    found = [(c, form) for c in ctx.hard if (form := _contained(c, ctx.hard)) is not None]
     rule = sentence_text_rule(ctx.hard, ctx.layout, ctx.controlled, found, inserts=ctx.inserts)
     return SentenceWord.of(rule) if rule is not None else None
