@@ -51,6 +51,32 @@ def judged(constraints: list[Constraint], text: str) -> list[str]:
     return failed
 
 
+
+def steered_answer(
+    loaded_model: Any, prompt: str, budget: int, constraints: list[Constraint] | None = None
+) -> tuple[list[Constraint], Any, str]:
+    """The request as the service steers it: read (unless ``constraints`` are given), compiled
+    and decoded by the bundled model on two beams without pruning. Returns the constraints,
+    the compiled steering and the answer, so a test asserts on what was steered and kept."""
+    from inference.decoder.decode import decode
+    from inference.decoder.options import DecodeOptions
+    from inference.prompting import plan_prompt
+    from reasoning.constraints.extraction import extract
+
+    tokenizer = loaded_model.tokenizer
+    if constraints is None:
+        constraints = list(extract(prompt).constraints)
+    steering = compile_steering(constraints, tokenizer, prompt=prompt, max_new_tokens=budget)
+    result = decode(
+        loaded_model.model,
+        tokenizer,
+        plan_prompt(tokenizer, prompt, constraints),
+        steering=steering,
+        options=DecodeOptions(width=2, max_new_tokens=budget, prune=False),
+        constraints=constraints,
+    )
+    return constraints, steering, result.answer
+
 CAPPED = [
     ("digits", {"unit": "digits", "relation": "at most", "n": 0}, r"\d", lambda t: not re.search(r"\d", t)),
     ("numbers", {"unit": "numbers", "relation": "at most", "n": 2}, r"\d",

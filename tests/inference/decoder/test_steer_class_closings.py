@@ -11,10 +11,9 @@ from typing import Any
 import emoji
 import pytest
 from test_controllers import drive_with_bias
-from test_form_controllers import bias_towards, gen, judged
+from test_form_controllers import bias_towards, gen, judged, steered_answer
 
 from inference.decoder.compile import compile_steering
-from reasoning.constraints.extraction import extract
 from reasoning.constraints.model import Kind
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -77,30 +76,15 @@ def test_an_emoji_ending_beside_another_rule_on_sentence_ends_is_left_to_the_pro
 def test_bundled_model_ends_every_sentence_with_its_own_emoji(loaded_model: Any) -> None:
     """One short generation of the request as read: three sentences, each closed by an emoji
     the model chose, then its mark (no emoji in place of a word, no run of marks)."""
-    from inference.decoder.decode import decode
-    from inference.decoder.options import DecodeOptions
-    from inference.prompting import plan_prompt
-
-    tokenizer = loaded_model.tokenizer
     budget = 48
     prompt = (
         "Write three short motivational sentences for a gym post. End every sentence with an emoji."
     )
-    constraints = list(extract(prompt).constraints)
+    constraints, steering, answer = steered_answer(loaded_model, prompt, budget)
     assert any(c.params.get("word_class") == "emoji" for c in constraints)
-    steering = compile_steering(constraints, tokenizer, prompt=prompt, max_new_tokens=budget)
     assert {c.id for c in constraints} <= steering.controlled
-    plan = plan_prompt(tokenizer, prompt, constraints)
-    result = decode(
-        loaded_model.model,
-        tokenizer,
-        plan,
-        steering=steering,
-        options=DecodeOptions(width=2, max_new_tokens=budget, prune=False),
-        constraints=constraints,
-    )
-    sentences = _sentences(result.answer)
-    assert len(sentences) == 3, result.answer
-    assert all(_ends_with_emoji(s) for s in sentences), result.answer
-    assert not re.search(r"[.!?]{2}", result.answer), result.answer
-    assert judged(constraints, result.answer) == [], result.answer
+    sentences = _sentences(answer)
+    assert len(sentences) == 3, answer
+    assert all(_ends_with_emoji(s) for s in sentences), answer
+    assert not re.search(r"[.!?]{2}", answer), answer
+    assert judged(constraints, answer) == [], answer

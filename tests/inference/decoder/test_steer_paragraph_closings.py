@@ -11,10 +11,9 @@ from typing import Any
 
 import pytest
 from test_controllers import drive_with_bias
-from test_form_controllers import bias_towards, gen, judged
+from test_form_controllers import bias_towards, gen, judged, steered_answer
 
 from inference.decoder.compile import compile_steering
-from reasoning.constraints.extraction import extract
 from reasoning.constraints.model import Kind
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -53,29 +52,14 @@ def test_each_counted_paragraph_ends_with_the_text_against_a_model_that_ends_ear
 
 @pytest.mark.model
 def test_bundled_model_closes_each_paragraph_after_a_whole_sentence(loaded_model: Any) -> None:
-    from inference.decoder.decode import decode
-    from inference.decoder.options import DecodeOptions
-    from inference.prompting import plan_prompt
-
-    tokenizer = loaded_model.tokenizer
     budget = 120
     prompt = f"Write two paragraphs about a rainy market day. End every paragraph with '{TEXT}'"
-    constraints = list(extract(prompt).constraints)
-    steering = compile_steering(constraints, tokenizer, prompt=prompt, max_new_tokens=budget)
+    constraints, steering, answer = steered_answer(loaded_model, prompt, budget)
     assert {c.id for c in constraints} <= steering.controlled
-    plan = plan_prompt(tokenizer, prompt, constraints)
-    result = decode(
-        loaded_model.model,
-        tokenizer,
-        plan,
-        steering=steering,
-        options=DecodeOptions(width=2, max_new_tokens=budget, prune=False),
-        constraints=constraints,
-    )
-    assert judged(constraints, result.answer) == [], result.answer
-    paragraphs = _paragraphs(result.answer)
-    assert len(paragraphs) == 2, result.answer
-    assert all(p.endswith(TEXT) for p in paragraphs), result.answer
+    assert judged(constraints, answer) == [], answer
+    paragraphs = _paragraphs(answer)
+    assert len(paragraphs) == 2, answer
+    assert all(p.endswith(TEXT) for p in paragraphs), answer
     # The first paragraph's share of the budget ends it (the model would go on): its open
     # sentence is asked to end first, so the text follows a whole sentence.
-    assert paragraphs[0][: -len(TEXT)].rstrip()[-1:] in ".!?", result.answer
+    assert paragraphs[0][: -len(TEXT)].rstrip()[-1:] in ".!?", answer

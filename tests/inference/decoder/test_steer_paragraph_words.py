@@ -10,10 +10,9 @@ from typing import Any
 
 import pytest
 from test_controllers import drive_with_bias
-from test_form_controllers import bias_towards, gen, judged
+from test_form_controllers import bias_towards, gen, judged, steered_answer
 
 from inference.decoder.compile import compile_steering
-from reasoning.constraints.extraction import extract
 from reasoning.constraints.model import Kind
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -61,25 +60,10 @@ def test_a_word_placed_outside_the_counted_paragraphs_is_not_controlled(tokenize
 
 @pytest.mark.model
 def test_bundled_model_mentions_the_word_in_the_last_paragraph(loaded_model: Any) -> None:
-    from inference.decoder.decode import decode
-    from inference.decoder.options import DecodeOptions
-    from inference.prompting import plan_prompt
-
-    tokenizer = loaded_model.tokenizer
     budget = 120
     prompt = "Write three short paragraphs about a trip to the zoo, and mention giraffes in the last paragraph."
-    constraints = list(extract(prompt).constraints)
-    steering = compile_steering(constraints, tokenizer, prompt=prompt, max_new_tokens=budget)
+    constraints, steering, answer = steered_answer(loaded_model, prompt, budget)
     assert {c.id for c in constraints} <= steering.controlled
-    plan = plan_prompt(tokenizer, prompt, constraints)
-    result = decode(
-        loaded_model.model,
-        tokenizer,
-        plan,
-        steering=steering,
-        options=DecodeOptions(width=2, max_new_tokens=budget, prune=False),
-        constraints=constraints,
-    )
-    assert judged(constraints, result.answer) == [], result.answer
-    paragraphs = _paragraphs(result.answer)
-    assert len(paragraphs) == 3 and _holds(paragraphs[2], "giraffes"), result.answer
+    assert judged(constraints, answer) == [], answer
+    paragraphs = _paragraphs(answer)
+    assert len(paragraphs) == 3 and _holds(paragraphs[2], "giraffes"), answer

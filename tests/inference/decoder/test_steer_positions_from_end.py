@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from test_controllers import drive_with_bias
-from test_form_controllers import bias_towards, gen, judged
+from test_form_controllers import bias_towards, gen, judged, steered_answer
 
 from inference.decoder.compile import compile_steering
 from reasoning.constraints.form import units
@@ -87,19 +87,8 @@ def test_a_place_against_a_count_no_controller_keeps_is_withdrawn(tokenizer: Any
 
 @pytest.mark.model
 def test_bundled_model_asks_its_question_third_from_the_end(loaded_model: Any) -> None:
-    from inference.decoder.decode import decode
-    from inference.decoder.options import DecodeOptions
-    from inference.prompting import plan_prompt
-
-    tokenizer = loaded_model.tokenizer
     budget = 120
     prompt = "Write exactly five sentences about owls. The third sentence from the end is a question."
-    constraints = _question_at(5, -3)
-    steering = compile_steering(constraints, tokenizer, prompt=prompt, max_new_tokens=budget)
+    constraints, steering, answer = steered_answer(loaded_model, prompt, budget, _question_at(5, -3))
     assert steering.controlled == {"n", "q"}
-    plan = plan_prompt(tokenizer, prompt, constraints)
-    result = decode(
-        loaded_model.model, tokenizer, plan, steering=steering,
-        options=DecodeOptions(width=2, max_new_tokens=budget, prune=False), constraints=constraints,
-    )
-    assert judged(constraints, result.answer) == [], result.answer
+    assert judged(constraints, answer) == [], answer

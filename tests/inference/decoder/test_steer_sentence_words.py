@@ -10,11 +10,10 @@ from typing import Any
 
 import pytest
 import torch
-from test_form_controllers import gen, judged
+from test_form_controllers import gen, judged, steered_answer
 
 from inference.decoder.compile import compile_steering
 from inference.decoder.token_controllers.sentence_words import SentenceWord
-from reasoning.constraints.extraction import extract
 from reasoning.constraints.model import Kind
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -44,30 +43,15 @@ def test_the_words_first_token_is_favoured_more_as_the_sentence_grows(tokenizer:
 
 
 def test_bundled_model_continues_its_third_sentence_into_the_keyword(loaded_model: Any) -> None:
-    from inference.decoder.decode import decode
-    from inference.decoder.options import DecodeOptions
-    from inference.prompting import plan_prompt
-
-    tokenizer = loaded_model.tokenizer
     budget = 80
     prompt = "Write a short story about a cat. Include the keyword eat in the third sentence."
-    constraints = list(extract(prompt).constraints)
-    steering = compile_steering(constraints, tokenizer, prompt=prompt, max_new_tokens=budget)
+    constraints, steering, answer = steered_answer(loaded_model, prompt, budget)
     assert (
         steering.spec(SentenceWord) is not None
         and {c.id for c in constraints} <= steering.controlled
     )
-    plan = plan_prompt(tokenizer, prompt, constraints)
-    result = decode(
-        loaded_model.model,
-        tokenizer,
-        plan,
-        steering=steering,
-        options=DecodeOptions(width=2, max_new_tokens=budget, prune=False),
-        constraints=constraints,
-    )
-    assert judged(constraints, result.answer) == [], result.answer
-    third = _sentences(result.answer)[2]
+    assert judged(constraints, answer) == [], answer
+    third = _sentences(answer)[2]
     words = [w.strip(".,;:!?\"'").lower() for w in third.split()]
-    assert "eat" in words, result.answer
-    assert words.index("eat") < len(words) - 1, result.answer  # the sentence goes on past the word
+    assert "eat" in words, answer
+    assert words.index("eat") < len(words) - 1, answer  # the sentence goes on past the word

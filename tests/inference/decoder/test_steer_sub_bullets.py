@@ -8,10 +8,7 @@ import re
 from typing import Any
 
 import pytest
-from test_form_controllers import judged
-
-from inference.decoder.compile import compile_steering
-from reasoning.constraints.extraction import extract
+from test_form_controllers import judged, steered_answer
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -29,24 +26,9 @@ def _children(text: str) -> list[int]:
 
 
 def test_bundled_model_writes_a_sub_bullet_under_every_bullet(loaded_model: Any) -> None:
-    from inference.decoder.decode import decode
-    from inference.decoder.options import DecodeOptions
-    from inference.prompting import plan_prompt
-
-    tokenizer = loaded_model.tokenizer
     budget = 90
     prompt = "Write 3 bullet points about saving money, each with one sub-bullet."
-    constraints = list(extract(prompt).constraints)
-    steering = compile_steering(constraints, tokenizer, prompt=prompt, max_new_tokens=budget)
+    constraints, steering, answer = steered_answer(loaded_model, prompt, budget)
     assert constraints and {c.id for c in constraints} <= steering.controlled
-    plan = plan_prompt(tokenizer, prompt, constraints)
-    result = decode(
-        loaded_model.model,
-        tokenizer,
-        plan,
-        steering=steering,
-        options=DecodeOptions(width=2, max_new_tokens=budget, prune=False),
-        constraints=constraints,
-    )
-    assert _children(result.answer) == [1, 1, 1], result.answer
-    assert judged(constraints, result.answer) == [], result.answer
+    assert _children(answer) == [1, 1, 1], answer
+    assert judged(constraints, answer) == [], answer
