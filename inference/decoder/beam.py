@@ -45,7 +45,6 @@ prompts of different length.
 
 from __future__ import annotations
 
-import copy
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -60,7 +59,6 @@ from inference.decoder.contrast import RowContext
 from inference.decoder.drafts import PromptLookup
 from inference.decoder.endings import END_CUT, END_LANDED, END_MODEL, End, Lander
 from inference.decoder.forced_runs import ForcedRun, draft_run, feed_run, rewind, take
-from inference.decoder.kv_slab import SlabCache
 from inference.decoder.options import DecodeOptions
 from inference.decoder.runner import ModelRunner
 from inference.decoder.steering_protocol import Steering, SteeringState
@@ -306,7 +304,7 @@ def decode_step(
     """One forward: ``feed: [N]`` token ids -> next-token logits ``[N, V]``.
 
     ``rows`` ``(lo, hi)`` feeds only rows ``lo .. hi - 1`` (through a view of
-    the slab, :func:`row_slice`; ``lo`` a multiple of the batch's ``width``):
+    the slab, :meth:`SlabCache.rows`; ``lo`` a multiple of the batch's ``width``):
     the other rows' new column is masked in but not written, and their logits
     are ``stale``'s rows (the previous step's; zeros when None). Only rows no
     select reads are left out (the rows of finished branches). The decode
@@ -332,7 +330,7 @@ def decode_step(
             ids[lo:hi],
             pos[lo:hi],
             state.mask[lo:hi, : col + 1],
-            row_slice(state.cache, lo, hi),
+            state.cache.rows(lo, hi),
             purpose="decode",
             last_only=True,
         )[:, 0]
@@ -347,26 +345,6 @@ def decode_step(
     state.columns = col + 1
     state.positions += 1
     return logits  # [N, V]
-
-
-def row_slice(cache: SlabCache, lo: int, hi: int) -> SlabCache:
-    """Rows ``lo .. hi - 1`` of ``cache`` as a slab of their own: views of its tensors, so the
-    keys and values a forward writes into it land in ``cache``'s rows (whose length the caller
-    sets afterwards). The view keeps the cache's claim of rows that share their prompt
-    (``SlabCache.shared``) when ``lo`` starts a span, and gives up no column itself (the
-    whole cache's ``hold``, when it has one, runs before the view's forward)."""
-    view = copy.copy(cache)
-    view.layers = [copy.copy(layer) for layer in cache.layers]
-    for layer in view.slab_layers:
-        assert layer._k is not None and layer._v is not None
-        layer._k, layer._v = layer._k[lo:hi], layer._v[lo:hi]
-        layer._refresh_views()
-    view._joint, view._joint_views = None, ()
-    if getattr(view, "margin", None) is not None:
-        view.margin = None
-    columns, span = cache.shared
-    view._shared = (columns, span) if lo % span == 0 else (0, 1)
-    return view
 
 
 def _fed_rows(done: Sequence[bool], width: int) -> tuple[int, int]:

@@ -53,6 +53,7 @@ mask from the layer's ``held_from`` (the runner and the lean forward do).
 
 from __future__ import annotations
 
+import copy
 import threading
 import weakref
 from collections.abc import Sequence
@@ -527,6 +528,25 @@ class SlabCache(Cache):
                     f"from {layer.held_from}): a rollback past the margin of {self.margin} tokens"
                 )
             layer.make_room(keep_from, columns)
+
+    def rows(self, lo: int, hi: int) -> SlabCache:
+        """Rows ``lo .. hi - 1`` as a slab of their own: views of this cache's tensors, so the
+        keys and values a forward writes into it land in these rows (whose length the caller
+        sets afterwards). The view keeps this cache's claim of rows that share their prompt
+        (:attr:`shared`) when ``lo`` starts a span, and gives up no column itself (this
+        cache's ``hold``, when it has one, runs before the view's forward)."""
+        view = copy.copy(self)
+        view.layers = [copy.copy(layer) for layer in self.layers]
+        for layer in view.slab_layers:
+            assert layer._k is not None and layer._v is not None
+            layer._k, layer._v = layer._k[lo:hi], layer._v[lo:hi]
+            layer._refresh_views()
+        view._joint, view._joint_views = None, ()
+        if getattr(view, "margin", None) is not None:
+            view.margin = None
+        columns, span = self.shared
+        view._shared = (columns, span) if lo % span == 0 else (0, 1)
+        return view
 
     def every(self, step: int) -> SlabCache:
         """A slab over every ``step``-th row: views of this cache's tensors, so the keys and
